@@ -1,0 +1,72 @@
+package org.peerdirect.launcher;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The launcher's own arguments. Unknown options are a usage error that names the option.
+ *
+ * <pre>
+ * peerdirect [--keep-cache] [--home DIR] [--bundles DIR] [-c "cmd; cmd"]... [demo]
+ * </pre>
+ */
+record CommandLine(List<String> commands, boolean demo, boolean keepCache, String home, String bundles) {
+
+    static final String USAGE = """
+            usage: peerdirect [options] [demo | test | bench [jmh options]]
+              (no arguments)   interactive Gogo shell (line editing, completion); Ctrl-D, 'shutdown' or Ctrl-C leave
+              -c "cmd; cmd"    run commands non-interactively and exit (repeatable); exit 1 names a failed command
+              demo             run the showcase script and exit
+              --keep-cache     reuse the framework cache of the previous run instead of starting fresh
+              -v               show the full Maven output when the launcher script (re)builds
+            """;
+
+    static CommandLine parse(String... args) {
+        List<String> commands = new ArrayList<>();
+        boolean demo = false;
+        boolean keep = false;
+        String home = null;
+        String bundles = null;
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            switch (a) {
+                case "-c", "--command" -> {
+                    if (i + 1 >= args.length) {
+                        throw new UsageException("option " + a + " needs a command string, for example -c \"lb\"");
+                    }
+                    commands.addAll(CommandSplitter.split(args[++i]));
+                }
+                case "demo" -> demo = true;
+                case "--keep-cache" -> keep = true;
+                case "--home" -> home = value(args, ++i, a);
+                case "--bundles" -> bundles = value(args, ++i, a);
+                case "-h", "--help" -> throw new UsageException(null);
+                default -> throw new UsageException("unknown argument '" + a + "'");
+            }
+        }
+        if (demo && !commands.isEmpty()) {
+            throw new UsageException("'demo' and -c cannot be combined: run them one after the other");
+        }
+        return new CommandLine(List.copyOf(commands), demo, keep, home, bundles);
+    }
+
+    private static String value(String[] args, int i, String option) {
+        if (i >= args.length) {
+            throw new UsageException("option " + option + " needs a value");
+        }
+        return args[i];
+    }
+
+    boolean interactive() {
+        return !demo && commands.isEmpty();
+    }
+
+    /** A wrong command line: the message names what was wrong; null message means "print usage only". */
+    static final class UsageException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        UsageException(String message) {
+            super(message);
+        }
+    }
+}

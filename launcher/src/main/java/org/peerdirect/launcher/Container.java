@@ -1,0 +1,210 @@
+package org.peerdirect.launcher;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleException;
+import org.osgi.framework.Constants;
+import org.osgi.framework.FrameworkEvent;
+import org.osgi.framework.launch.Framework;
+import org.osgi.framework.launch.FrameworkFactory;
+import org.osgi.framework.startlevel.BundleStartLevel;
+import org.osgi.framework.startlevel.FrameworkStartLevel;
+import org.osgi.framework.wiring.BundleRevision;
+
+/**
+ * The embedded Felix framework with the distribution's bundles.
+ *
+ * <p>Start order: third-party runtime bundles first (SCR, Configuration Admin, Log, Gogo), then the
+ * project bundles, and gogo.jline last, so the shell appears when everything else is up. Stopping
+ * the framework stops bundles in reverse start order (OSGi start levels do this for us).
+ */
+final class Container {
+
+    /** Third-party bundles that must be up before anything else starts, in this order. */
+    private static final List<String> FIRST = List.of("org.osgi.util.function", "org.osgi.util.promise",
+            "org.osgi.service.component", "org.apache.felix.log", "org.apache.felix.configadmin",
+            "org.apache.felix.scr", "org.apache.felix.gogo.runtime", "org.apache.felix.gogo.command");
+    /** Project bundles in dependency order: the kernel first, drivers after the core, clients last. */
+    private static final List<String> PROJECT = List.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core",
+            "mlx4-provider", "mlx5-provider", "example-peer-mem", "gpu-peer-mem", "ssd-peer-mem");
+    private static final String SHELL = "org.apache.felix.gogo.jline";
+    private static final String JLINE = "org.jline";
+
+    private final Framework framework;
+
+    private Container(Framework framework) {
+        this.framework = framework;
+    }
+
+    static Container launch(Path home, Path bundleDir, Path cache, boolean keepCache, boolean interactive)
+            throws Exception {
+        Map<String, String> config = new HashMap<>();
+        config.put(Constants.FRAMEWORK_STORAGE, cache.toString());
+        if (!keepCache) {
+            config.put(Constants.FRAMEWORK_STORAGE_CLEAN, Constants.FRAMEWORK_STORAGE_CLEAN_ONFIRSTINIT);
+        }
+        // sysfs mirror: cat launcher/target/peerdirect/sys/...
+        config.put("peerdirect.sysfs.root", home.resolve("sys").toString());
+        // Felix's own logger: errors only, the Log service carries the rest
+        config.put("felix.log.level", "1");
+        // gogo.jline: our profile (prompt, scope) from <home>/etc/gosh_profile; in non-interactive
+        // runs its shell thread only reads the profile and must not stop the framework afterwards
+        config.put("gosh.home", home.toString());
+        config.put("gosh.args", interactive ? "" : "--nointeractive --noshutdown");
+        // install mvn:group/artifact/version through pax-url-aether from the local repository first
+        config.put("org.ops4j.pax.url.mvn.localRepository",
+                Path.of(System.getProperty("user.home"), ".m2", "repository").toString());
+        config.put("org.ops4j.pax.url.mvn.useFallbackRepositories", "false");
+        config.put("org.ops4j.pax.url.mvn.repositories",
+                "https://repo1.maven.org/maven2@id=central");
+        FrameworkFactory factory = ServiceLoader.load(FrameworkFactory.class).findFirst().orElseThrow(
+                () -> new IllegalStateException("no OSGi framework on the class path (expected "
+                        + "org.apache.felix.framework.jar in the lib folder)"));
+        Framework framework = factory.newFramework(config);
+        framework.init();
+        Container c = new Container(framework);
+        int top = c.install(bundleDir);
+        framework.start();
+        c.raiseStartLevel(top);
+        return c;
+    }
+
+    /** Installs every jar of the folder, each at its own start level; returns the highest level. */
+    private int install(Path bundleDir) throws IOException, BundleException {
+        List<Path> jars;
+        try (Stream<Path> s = Files.list(bundleDir)) {
+            jars = s.filter(p -> p.toString().endsWith(".jar")).sorted().toList();
+        }
+        if (jars.isEmpty()) {
+            throw new IllegalStateException("no bundles in " + bundleDir + ": build first (./peerdirect builds)");
+        }
+        var ctx = framework.getBundleContext();
+        List<Bundle> bundles = new ArrayList<>();
+        for (Path jar : jars) {
+            String location = jar.toUri().toString();
+            Bundle existing = ctx.getBundle(location);
+            if (existing != null) {
+                // a kept cache: refresh the bundle if the jar was rebuilt since
+                if (Files.getLastModifiedTime(jar).toMillis() > existing.getLastModified()) {
+                    existing.update();
+                }
+                bundles.add(existing);
+            } else {
+                bundles.add(ctx.installBundle(location));
+            }
+        }
+        bundles.sort(Comparator.comparingInt(Container::rank));
+        // start levels make framework stop go in exactly the reverse of this order
+        int level = 1;
+        for (Bundle b : bundles) {
+            b.adapt(BundleStartLevel.class).setStartLevel(++level);
+        }
+        // bundles installed later at run time (install/start in the shell) start at once
+        framework.adapt(FrameworkStartLevel.class).setInitialBundleStartLevel(1);
+        for (Bundle b : bundles) {
+            if (!isFragment(b)) {
+                // marks the bundle persistently started; it starts when the framework reaches its level
+                b.start(Bundle.START_ACTIVATION_POLICY);
+            }
+        }
+        return level;
+    }
+
+    /** Raises the framework start level to {@code top}, starting bundles one level at a time, and waits. */
+    private void raiseStartLevel(int top) throws InterruptedException {
+        CountDownLatch done = new CountDownLatch(1);
+        framework.adapt(FrameworkStartLevel.class).setStartLevel(top, event -> done.countDown());
+        if (!done.await(60, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("bundles did not finish starting within 60 s (a bundle activator is hanging)");
+        }
+    }
+
+    private static int rank(Bundle b) {
+        String bsn = b.getSymbolicName() == null ? "" : b.getSymbolicName();
+        int i = FIRST.indexOf(bsn);
+        if (i >= 0) {
+            return i;
+        }
+        if (bsn.equals(SHELL)) {
+            return 1000;
+        }
+        if (bsn.startsWith(JLINE)) {
+            return 999;
+        }
+        if (bsn.startsWith("org.peerdirect.")) {
+            int p = PROJECT.indexOf(bsn.substring("org.peerdirect.".length()));
+            return 500 + (p >= 0 ? p : PROJECT.size());
+        }
+        return 100;
+    }
+
+    static boolean isFragment(Bundle b) {
+        BundleRevision rev = b.adapt(BundleRevision.class);
+        return rev != null && (rev.getTypes() & BundleRevision.TYPE_FRAGMENT) != 0;
+    }
+
+    Framework framework() {
+        return framework;
+    }
+
+    /** Bundles that should be ACTIVE but are not, each with the reason bnd/Felix gave. */
+    List<String> problems() {
+        List<String> out = new ArrayList<>();
+        for (Bundle b : framework.getBundleContext().getBundles()) {
+            if (b.getBundleId() == 0 || isFragment(b)) {
+                continue;
+            }
+            if (b.getState() != Bundle.ACTIVE) {
+                String why = "";
+                try {
+                    b.start();
+                } catch (BundleException e) {
+                    why = ": " + e.getMessage();
+                }
+                if (b.getState() != Bundle.ACTIVE) {
+                    out.add(b.getSymbolicName() + " is " + state(b.getState()) + why);
+                }
+            }
+        }
+        return out;
+    }
+
+    static String state(int s) {
+        return switch (s) {
+            case Bundle.INSTALLED -> "INSTALLED (unresolved)";
+            case Bundle.RESOLVED -> "RESOLVED";
+            case Bundle.STARTING -> "STARTING";
+            case Bundle.STOPPING -> "STOPPING";
+            case Bundle.ACTIVE -> "ACTIVE";
+            default -> "UNINSTALLED";
+        };
+    }
+
+    /** Stops every bundle in reverse start order and waits (bounded) for the framework to end. */
+    void stop(long timeoutMillis) throws Exception {
+        if ((framework.getState() & (Bundle.ACTIVE | Bundle.STARTING)) != 0) {
+            framework.stop();
+        }
+        FrameworkEvent e = framework.waitForStop(timeoutMillis);
+        if (e.getType() == FrameworkEvent.WAIT_TIMEDOUT) {
+            throw new IllegalStateException("the framework did not stop within " + timeoutMillis
+                    + " ms; a bundle's stop is hanging (see the thread dump with jstack)");
+        }
+    }
+
+    FrameworkEvent waitForStop() throws InterruptedException {
+        return framework.waitForStop(0);
+    }
+}

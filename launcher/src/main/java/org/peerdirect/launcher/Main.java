@@ -1,0 +1,170 @@
+package org.peerdirect.launcher;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Dictionary;
+import java.util.Hashtable;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Collectors;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.launch.Framework;
+
+import sun.misc.Signal;
+
+/**
+ * {@code ./peerdirect}: boots the container and runs the interactive shell, {@code -c} commands or
+ * the demo script. Exit codes: 0 success (also after Ctrl-C, {@code shutdown} or end of input),
+ * 1 a command failed (the message names it), 2 a wrong command line, 3 the container did not come
+ * up complete.
+ */
+public final class Main {
+
+    static final int OK = 0;
+    static final int COMMAND_FAILED = 1;
+    static final int USAGE = 2;
+    static final int BROKEN = 3;
+    private static final long STOP_TIMEOUT_MS = 30_000;
+    /** Held so the level sticks: JUL keeps only weak references to loggers. */
+    private static final java.util.logging.Logger JLINE_LOG = java.util.logging.Logger.getLogger("org.jline");
+
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    static int run(String... args) {
+        CommandLine cl;
+        try {
+            cl = CommandLine.parse(args);
+        } catch (CommandLine.UsageException e) {
+            if (e.getMessage() != null) {
+                System.err.println("peerdirect: " + e.getMessage());
+            }
+            System.err.print(CommandLine.USAGE);
+            return e.getMessage() == null ? OK : USAGE;
+        }
+        Path home = Path.of(cl.home() != null ? cl.home() : System.getProperty("peerdirect.home", "."))
+                .toAbsolutePath().normalize();
+        Path bundles = cl.bundles() != null ? Path.of(cl.bundles()) : home.resolve("bundle");
+        long t0 = System.nanoTime();
+        // quiet by default: slf4j-simple (pax-url) at WARN; jline's "dumb terminal" notice only
+        // matters in the interactive shell
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel",
+                System.getProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn"));
+        if (!cl.interactive()) {
+            JLINE_LOG.setLevel(java.util.logging.Level.SEVERE);
+        }
+        Container container;
+        try {
+            container = Container.launch(home, bundles, home.resolve("cache"), cl.keepCache(), cl.interactive());
+        } catch (Exception e) {
+            System.err.println("peerdirect: the container did not start: " + e.getMessage());
+            return BROKEN;
+        }
+        AtomicBoolean stopping = new AtomicBoolean();
+        Runnable shutdown = () -> {
+            if (stopping.compareAndSet(false, true)) {
+                try {
+                    container.stop(STOP_TIMEOUT_MS);
+                } catch (Exception e) {
+                    System.err.println("peerdirect: " + e.getMessage());
+                }
+            }
+        };
+        // Ctrl-C: a clean stop (bundles in reverse order) and exit 0, in every mode. Installed after
+        // the bundles started, so it replaces the SIG_IGN handler gogo.jline's terminal installs.
+        Signal.handle(new Signal("INT"), sig -> {
+            shutdown.run();
+            Runtime.getRuntime().halt(OK);
+        });
+        // SIGTERM and System.exit: still stop the bundles in order
+        Runtime.getRuntime().addShutdownHook(new Thread(shutdown, "peerdirect-shutdown"));
+        registerShutdownCommand(container.framework().getBundleContext(), container.framework());
+
+        List<String> problems = container.problems();
+        if (!problems.isEmpty()) {
+            System.err.println("peerdirect: these bundles are not ACTIVE:\n  "
+                    + String.join("\n  ", problems));
+            if (!cl.interactive()) {
+                shutdown.run();
+                return BROKEN;
+            }
+        }
+        if (Boolean.getBoolean("peerdirect.timing")) {
+            System.err.printf("peerdirect: container up in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
+        }
+        try {
+            if (cl.interactive()) {
+                // gogo.jline's shell owns the terminal; end of input, 'shutdown' or Ctrl-C stop the framework
+                container.waitForStop();
+                return OK;
+            }
+            List<String> statements = cl.demo() ? demoScript() : cl.commands();
+            return runStatements(container, statements, cl.demo());
+        } catch (Exception e) {
+            System.err.println("peerdirect: " + e.getMessage());
+            return BROKEN;
+        } finally {
+            shutdown.run();
+        }
+    }
+
+    private static int runStatements(Container container, List<String> statements, boolean echo) throws Exception {
+        try (GogoSession session = GogoSession.open(container.framework().getBundleContext(), 30_000)) {
+            for (String statement : statements) {
+                if (echo) {
+                    session.out.println("peerdirect> " + statement);
+                }
+                try {
+                    session.run(statement);
+                } catch (Exception e) {
+                    session.err.println("peerdirect: command failed: " + statement + "\n  "
+                            + e.getClass().getSimpleName() + ": " + e.getMessage());
+                    return COMMAND_FAILED;
+                }
+            }
+        }
+        return OK;
+    }
+
+    static List<String> demoScript() throws IOException {
+        try (InputStream in = Main.class.getResourceAsStream("demo.gosh")) {
+            if (in == null) {
+                throw new IOException("demo.gosh is missing from the launcher jar");
+            }
+            String text = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8)).lines()
+                    .collect(Collectors.joining("\n"));
+            return CommandSplitter.split(text);
+        }
+    }
+
+    /** {@code shutdown}: stops the framework (bundles in reverse order); the launcher then exits 0. */
+    private static void registerShutdownCommand(BundleContext ctx, Framework framework) {
+        Dictionary<String, Object> props = new Hashtable<>();
+        props.put("osgi.command.scope", "peerdirect");
+        props.put("osgi.command.function", new String[] {"shutdown"});
+        ctx.registerService(Object.class, new ShutdownCommand(framework), props);
+    }
+
+    /** Public with a public method: Gogo calls commands reflectively. */
+    public static final class ShutdownCommand {
+        private final Framework framework;
+
+        ShutdownCommand(Framework framework) {
+            this.framework = framework;
+        }
+
+        public void shutdown() throws Exception {
+            // asynchronous by specification: the caller's command thread is not blocked by its own stop
+            framework.stop();
+        }
+    }
+}

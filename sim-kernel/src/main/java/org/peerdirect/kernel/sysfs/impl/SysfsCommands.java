@@ -1,0 +1,42 @@
+package org.peerdirect.kernel.sysfs.impl;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.peerdirect.kernel.sysfs.Sysfs;
+
+/** {@code kernel:sysfs [path]}: the tree below a path with each attribute's value, like {@code grep -r . /sys/...}. */
+@Component(service = SysfsCommands.class, property = {"osgi.command.scope=kernel", "osgi.command.function=sysfs"})
+public final class SysfsCommands {
+
+    private final Sysfs sysfs;
+
+    @Activate
+    public SysfsCommands(@Reference Sysfs sysfs) {
+        this.sysfs = sysfs;
+    }
+
+    public String sysfs() {
+        return sysfs("");
+    }
+
+    public String sysfs(String path) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("# sysfs mirrored at ").append(sysfs.root()).append('\n');
+        walk(path.startsWith("/") ? path.substring(1) : path, sb);
+        return sb.toString().stripTrailing();
+    }
+
+    private void walk(String path, StringBuilder sb) {
+        if (!sysfs.exists(path)) {
+            throw new IllegalArgumentException("no such sysfs path: " + path);
+        }
+        if (!sysfs.isDirectory(path)) {
+            sb.append(path).append(':').append(sysfs.read(path));
+            return;
+        }
+        for (String name : sysfs.list(path)) {
+            walk(path.isEmpty() ? name : path + "/" + name, sb);
+        }
+    }
+}

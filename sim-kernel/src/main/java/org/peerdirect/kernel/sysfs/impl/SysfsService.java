@@ -1,0 +1,66 @@
+package org.peerdirect.kernel.sysfs.impl;
+
+import java.nio.file.Path;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.log.Logger;
+import org.osgi.service.log.LoggerFactory;
+import org.peerdirect.kernel.sysfs.Sysfs;
+
+/**
+ * The sysfs service. Configuration PID {@code org.peerdirect.kernel.sysfs}:
+ * <ul>
+ * <li>{@code root}: mirror folder; default the framework property {@code peerdirect.sysfs.root}
+ * (the launcher sets {@code launcher/target/peerdirect/sys}), else
+ * {@code ${java.io.tmpdir}/peerdirect-sys};</li>
+ * <li>{@code mirror.interval.ms}: how often files are refreshed and user writes picked up (200).</li>
+ * </ul>
+ * The mirror is removed when the service goes away, as sysfs disappears with its kernel.
+ */
+@Component(service = Sysfs.class, configurationPid = "org.peerdirect.kernel.sysfs")
+public final class SysfsService extends SysfsTree {
+
+    @interface Config {
+        String root() default "";
+
+        long mirror_interval_ms() default 200;
+    }
+
+    private final ScheduledExecutorService mirror;
+
+    @Activate
+    public SysfsService(Config config, BundleContext context,
+            @Reference(service = LoggerFactory.class) Logger logger) {
+        super(root(config, context), logger::warn);
+        sync();
+        mirror = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "sysfs-mirror");
+            t.setDaemon(true);
+            return t;
+        });
+        long every = Math.max(10, config.mirror_interval_ms());
+        mirror.scheduleWithFixedDelay(this::sync, every, every, TimeUnit.MILLISECONDS);
+    }
+
+    static Path root(Config config, BundleContext context) {
+        if (!config.root().isBlank()) {
+            return Path.of(config.root());
+        }
+        String fw = context.getProperty("peerdirect.sysfs.root");
+        return fw != null && !fw.isBlank() ? Path.of(fw) : Path.of(System.getProperty("java.io.tmpdir"), "peerdirect-sys");
+    }
+
+    @Deactivate
+    void deactivate() throws InterruptedException {
+        mirror.shutdownNow();
+        mirror.awaitTermination(5, TimeUnit.SECONDS);
+        clearMirror();
+    }
+}

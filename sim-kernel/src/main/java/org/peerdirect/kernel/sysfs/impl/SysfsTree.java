@@ -1,0 +1,363 @@
+package org.peerdirect.kernel.sysfs.impl;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileSystems;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+
+import org.peerdirect.kernel.sysfs.Sysfs;
+import org.peerdirect.kernel.sysfs.SysfsException;
+import org.peerdirect.kernel.sysfs.SysfsException.Errno;
+
+/**
+ * The tree and its file mirror, without OSGi (the component wraps it).
+ *
+ * <p>Locking: structural changes (create, remove) hold {@code this}; reads of the map are lock
+ * free. {@code show}/{@code store} callbacks run without any tree lock held, so a publisher may
+ * call back into sysfs from them. {@link #sync()} is serialised by {@code mirrorLock} and is the
+ * only writer of files under the root.
+ */
+public class SysfsTree implements Sysfs {
+
+    private sealed interface Entry permits Dir, Attr {
+    }
+
+    private record Dir() implements Entry {
+    }
+
+    private record Attr(Supplier<String> show, Consumer<String> store) implements Entry {
+        boolean writable() {
+            return store != null;
+        }
+    }
+
+    private static final Dir DIR = new Dir();
+    private static final boolean POSIX = FileSystems.getDefault().supportedFileAttributeViews().contains("posix");
+
+    private final Path root;
+    private final Consumer<String> warn;
+    /** Full path → entry; "" is the root directory. */
+    private final NavigableMap<String, Entry> entries = new ConcurrentSkipListMap<>();
+    private final Object mirrorLock = new Object();
+    /** Guarded by mirrorLock: what the mirror last wrote to each attribute file. */
+    private final Map<String, String> mirrored = new HashMap<>();
+    /** Guarded by mirrorLock: directories the mirror created. */
+    private final TreeSet<String> mirroredDirs = new TreeSet<>();
+
+    public SysfsTree(Path root, Consumer<String> warn) {
+        this.root = root.toAbsolutePath().normalize();
+        this.warn = warn;
+        entries.put("", DIR);
+        try {
+            Files.createDirectories(this.root);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create the sysfs mirror root " + this.root + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public Path root() {
+        return root;
+    }
+
+    static String check(String path) {
+        if (path == null) {
+            throw new SysfsException(Errno.EINVAL, "null", "path is null");
+        }
+        if (path.isEmpty()) {
+            return path;
+        }
+        if (path.startsWith("/") || path.endsWith("/")) {
+            throw new SysfsException(Errno.EINVAL, path, "paths are relative and do not end in '/'");
+        }
+        for (String seg : path.split("/", -1)) {
+            if (seg.isEmpty() || seg.equals(".") || seg.equals("..") || seg.indexOf('\\') >= 0 || seg.indexOf('\0') >= 0) {
+                throw new SysfsException(Errno.EINVAL, path, "bad path segment '" + seg + "'");
+            }
+        }
+        return path;
+    }
+
+    private static String parent(String path) {
+        int i = path.lastIndexOf('/');
+        return i < 0 ? "" : path.substring(0, i);
+    }
+
+    @Override
+    public void attribute(String path, Supplier<String> show) {
+        create(path, new Attr(requireShow(path, show), null));
+    }
+
+    @Override
+    public void attribute(String path, Supplier<String> show, Consumer<String> store) {
+        if (store == null) {
+            throw new SysfsException(Errno.EINVAL, path, "a writable attribute needs a store function");
+        }
+        create(path, new Attr(requireShow(path, show), store));
+    }
+
+    private static Supplier<String> requireShow(String path, Supplier<String> show) {
+        if (show == null) {
+            throw new SysfsException(Errno.EINVAL, path, "an attribute needs a show function");
+        }
+        return show;
+    }
+
+    @Override
+    public void mkdir(String path) {
+        create(path, DIR);
+    }
+
+    private synchronized void create(String path, Entry e) {
+        check(path);
+        if (path.isEmpty()) {
+            if (e instanceof Attr) {
+                throw new SysfsException(Errno.EISDIR, "/", "the root is a directory");
+            }
+            return;
+        }
+        Entry existing = entries.get(path);
+        if (existing != null) {
+            if (existing instanceof Dir && e instanceof Dir) {
+                return;
+            }
+            throw new SysfsException(Errno.EEXIST, path, "already exists");
+        }
+        // parents: every ancestor must be (or become) a directory
+        List<String> missing = new ArrayList<>();
+        for (String p = parent(path); ; p = parent(p)) {
+            Entry pe = entries.get(p);
+            if (pe instanceof Attr) {
+                throw new SysfsException(Errno.EEXIST, path, "parent " + p + " is an attribute, not a directory");
+            }
+            if (pe == null) {
+                missing.add(p);
+            }
+            if (p.isEmpty()) {
+                break;
+            }
+        }
+        for (String p : missing) {
+            entries.put(p, DIR);
+        }
+        entries.put(path, e);
+    }
+
+    private Attr attr(String path) {
+        Entry e = entries.get(check(path));
+        if (e == null) {
+            throw new SysfsException(Errno.ENOENT, path, "no such attribute");
+        }
+        if (e instanceof Attr a) {
+            return a;
+        }
+        throw new SysfsException(Errno.EISDIR, path, "is a directory");
+    }
+
+    @Override
+    public String read(String path) {
+        String v = String.valueOf(attr(path).show().get());
+        return v.endsWith("\n") ? v : v + "\n";
+    }
+
+    @Override
+    public void write(String path, String value) {
+        Attr a = attr(path);
+        if (!a.writable()) {
+            throw new SysfsException(Errno.EACCES, path, "attribute is read-only");
+        }
+        a.store().accept(value == null ? "" : value.strip());
+    }
+
+    @Override
+    public List<String> list(String dir) {
+        Entry e = entries.get(check(dir));
+        if (e == null) {
+            throw new SysfsException(Errno.ENOENT, dir, "no such directory");
+        }
+        if (e instanceof Attr) {
+            throw new SysfsException(Errno.EINVAL, dir, "is an attribute, not a directory");
+        }
+        String prefix = dir.isEmpty() ? "" : dir + "/";
+        List<String> out = new ArrayList<>();
+        for (String k : entries.tailMap(prefix, false).keySet()) {
+            if (!k.startsWith(prefix)) {
+                break;
+            }
+            if (!k.isEmpty() && k.indexOf('/', prefix.length()) < 0) {
+                out.add(k.substring(prefix.length()));
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public boolean exists(String path) {
+        return entries.containsKey(check(path));
+    }
+
+    @Override
+    public boolean isDirectory(String path) {
+        return entries.get(check(path)) instanceof Dir;
+    }
+
+    @Override
+    public synchronized void remove(String path) {
+        check(path);
+        if (path.isEmpty()) {
+            throw new SysfsException(Errno.EINVAL, "/", "the root cannot be removed");
+        }
+        if (entries.remove(path) == null) {
+            throw new SysfsException(Errno.ENOENT, path, "no such file or directory");
+        }
+        entries.subMap(path + "/", true, path + "/\uffff", true).clear();
+    }
+
+    /** Brings the files under the root in line with the tree; picks up values users wrote into writable files. */
+    @Override
+    public void sync() {
+        synchronized (mirrorLock) {
+            TreeSet<String> dirs = new TreeSet<>();
+            Map<String, Attr> attrs = new HashMap<>();
+            entries.forEach((k, e) -> {
+                if (!k.isEmpty()) {
+                    if (e instanceof Attr a) {
+                        attrs.put(k, a);
+                    } else {
+                        dirs.add(k);
+                    }
+                }
+            });
+            // removed entries first (deepest first), so a name can change kind
+            for (String k : new ArrayList<>(mirrored.keySet())) {
+                if (!attrs.containsKey(k)) {
+                    deleteQuietly(file(k));
+                    mirrored.remove(k);
+                }
+            }
+            for (String d : mirroredDirs.descendingSet()) {
+                if (!dirs.contains(d)) {
+                    deleteTree(file(d));
+                }
+            }
+            mirroredDirs.retainAll(dirs);
+            for (String d : dirs) {
+                if (mirroredDirs.add(d)) {
+                    mkdirs(file(d));
+                }
+            }
+            attrs.forEach(this::mirror);
+        }
+    }
+
+    private void mirror(String path, Attr a) {
+        String last = mirrored.get(path);
+        Path f = file(path);
+        if (a.writable() && last != null) {
+            try {
+                String onDisk = Files.readString(f);
+                if (!onDisk.equals(last)) {
+                    last = null; // the file no longer shows the value: rewrite it whatever the store did
+                    try {
+                        a.store().accept(onDisk.strip());
+                    } catch (RuntimeException e) {
+                        warn.accept("sysfs: write to " + path + " rejected: " + e.getMessage());
+                    }
+                }
+            } catch (NoSuchFileException e) {
+                // deleted by someone: rewritten below
+            } catch (IOException e) {
+                warn.accept("sysfs: cannot read " + f + ": " + e.getMessage());
+            }
+        }
+        String now;
+        try {
+            now = read(path);
+        } catch (RuntimeException e) {
+            now = "<error: " + e.getMessage() + ">\n";
+        }
+        if (!now.equals(last)) {
+            writeAtomically(f, now, a.writable());
+            mirrored.put(path, now);
+        }
+    }
+
+    private Path file(String path) {
+        return path.isEmpty() ? root : root.resolve(path);
+    }
+
+    private void writeAtomically(Path f, String content, boolean writable) {
+        try {
+            Files.createDirectories(f.getParent());
+            Path tmp = f.resolveSibling("." + f.getFileName() + ".tmp");
+            Files.writeString(tmp, content);
+            if (POSIX) {
+                Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString(writable ? "rw-r--r--" : "r--r--r--"));
+            }
+            try {
+                Files.move(tmp, f, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, f, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } catch (IOException e) {
+            warn.accept("sysfs: cannot write " + f + ": " + e.getMessage());
+        }
+    }
+
+    private void mkdirs(Path d) {
+        try {
+            Files.createDirectories(d);
+        } catch (IOException e) {
+            warn.accept("sysfs: cannot create " + d + ": " + e.getMessage());
+        }
+    }
+
+    private void deleteQuietly(Path f) {
+        try {
+            Files.deleteIfExists(f);
+        } catch (IOException e) {
+            warn.accept("sysfs: cannot delete " + f + ": " + e.getMessage());
+        }
+    }
+
+    private void deleteTree(Path d) {
+        if (!Files.exists(d)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(d)) {
+            s.sorted(Comparator.reverseOrder()).forEach(this::deleteQuietly);
+        } catch (IOException e) {
+            warn.accept("sysfs: cannot delete " + d + ": " + e.getMessage());
+        }
+    }
+
+    /** Removes every file the mirror wrote (the root folder itself stays). */
+    public void clearMirror() {
+        synchronized (mirrorLock) {
+            for (String k : mirrored.keySet()) {
+                deleteQuietly(file(k));
+            }
+            mirrored.clear();
+            for (String d : mirroredDirs.descendingSet()) {
+                deleteTree(file(d));
+            }
+            mirroredDirs.clear();
+        }
+    }
+}
