@@ -22,6 +22,7 @@ import org.osgi.framework.launch.FrameworkFactory;
 import org.osgi.framework.startlevel.BundleStartLevel;
 import org.osgi.framework.startlevel.FrameworkStartLevel;
 import org.osgi.framework.wiring.BundleRevision;
+import org.osgi.framework.wiring.BundleWiring;
 
 /**
  * The embedded Felix framework with the distribution's bundles.
@@ -78,6 +79,7 @@ final class Container {
         int top = c.install(bundleDir);
         framework.start();
         c.raiseStartLevel(top);
+        c.startShell();
         return c;
     }
 
@@ -114,7 +116,7 @@ final class Container {
         // bundles installed later at run time (install/start in the shell) start at once
         framework.adapt(FrameworkStartLevel.class).setInitialBundleStartLevel(1);
         for (Bundle b : bundles) {
-            if (!isFragment(b)) {
+            if (!isFragment(b) && !SHELL.equals(b.getSymbolicName())) {
                 // marks the bundle persistently started; it starts when the framework reaches its level
                 b.start(Bundle.START_ACTIVATION_POLICY);
             }
@@ -128,6 +130,35 @@ final class Container {
         framework.adapt(FrameworkStartLevel.class).setStartLevel(top, event -> done.countDown());
         if (!done.await(60, TimeUnit.SECONDS)) {
             throw new IllegalStateException("bundles did not finish starting within 60 s (a bundle activator is hanging)");
+        }
+    }
+
+    /**
+     * Starts gogo.jline last, with the jline bundle's class loader as context class loader: jline
+     * 3.30 finds its terminal providers through it, and without them the shell gets a "dumb"
+     * terminal with no line editing. The activator builds the terminal during this start call.
+     */
+    private void startShell() throws BundleException {
+        var ctx = framework.getBundleContext();
+        Bundle shell = null;
+        ClassLoader jline = null;
+        for (Bundle b : ctx.getBundles()) {
+            if (SHELL.equals(b.getSymbolicName())) {
+                shell = b;
+            } else if (JLINE.equals(b.getSymbolicName()) && b.adapt(BundleWiring.class) != null) {
+                jline = b.adapt(BundleWiring.class).getClassLoader();
+            }
+        }
+        if (shell == null) {
+            return;
+        }
+        Thread t = Thread.currentThread();
+        ClassLoader saved = t.getContextClassLoader();
+        t.setContextClassLoader(jline != null ? jline : saved);
+        try {
+            shell.start(Bundle.START_ACTIVATION_POLICY);
+        } finally {
+            t.setContextClassLoader(saved);
         }
     }
 
