@@ -1,0 +1,326 @@
+package org.peerdirect.kernel.iommu;
+
+import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SHIFT;
+import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SIZE;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.util.BitSet;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.StampedLock;
+
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.PhysicalMemory;
+
+/**
+ * One device's IOMMU domain: a page table from I/O virtual pages to frames, and the DMA API the
+ * device model uses. IOVAs start at {@link #IOVA_BASE}; the space holds {@link #IOVA_PAGES} pages.
+ *
+ * <p>Invariant (the promise the system proves): once {@link #dmaUnmap} returns, no DMA through
+ * that mapping is in flight or will ever happen. DMA accesses hold the domain lock in read mode,
+ * map and unmap hold it in write mode. Each mapping remembers the frame's generation: a frame
+ * freed and reused since is caught as use-after-free instead of being read or written.
+ */
+public final class IommuDomain {
+
+    public static final long IOVA_BASE = 0x100000000L;
+    /** 2^24 pages: 64 GiB of I/O virtual space per domain. */
+    public static final int IOVA_PAGES = 1 << 24;
+
+    private static final long VALID = 1;
+    private static final long DEV_READ = 2;
+    private static final long DEV_WRITE = 4;
+    private static final VarHandle LONG_AT = ValueLayout.JAVA_LONG.varHandle();
+
+    private final Iommu iommu;
+    private final String name;
+    private final PhysicalMemory phys;
+    private final MemorySegment memory;
+    private final StampedLock lock = new StampedLock();
+    /** Guarded by lock: entries (pfn << 12 | flags) and generations, per 512-page leaf. */
+    private final long[][] entries = new long[IOVA_PAGES / 512][];
+    private final int[][] gens = new int[IOVA_PAGES / 512][];
+    private final BitSet used = new BitSet();
+    private int hint;
+    private long mapped;
+    private volatile boolean destroyed;
+    final AtomicLong faults = new AtomicLong();
+    final AtomicLong useAfterFree = new AtomicLong();
+    final AtomicLong bytesRead = new AtomicLong();
+    final AtomicLong bytesWritten = new AtomicLong();
+
+    IommuDomain(Iommu iommu, String name, PhysicalMemory phys) {
+        this.iommu = iommu;
+        this.name = name;
+        this.phys = phys;
+        this.memory = phys.memory();
+    }
+
+    public String name() {
+        return name;
+    }
+
+    /** {@code dma_map_page}: one frame; returns its IOVA. */
+    public long dmaMapPage(long pfn, DmaDirection dir) {
+        return dmaMapSg(new long[] {pfn}, dir);
+    }
+
+    /**
+     * {@code dma_map_sg} with an IOMMU: the frames become one contiguous IOVA range, in order.
+     * Refuses free frames (mapping memory nobody owns is a bug) and a full IOVA space.
+     */
+    public long dmaMapSg(long[] pfns, DmaDirection dir) {
+        if (pfns.length == 0) {
+            throw new KernelException(Errno.EINVAL, "dma_map_sg of an empty list");
+        }
+        long flags = VALID | (dir.deviceReads ? DEV_READ : 0) | (dir.deviceWrites ? DEV_WRITE : 0);
+        long stamp = lock.writeLock();
+        try {
+            if (destroyed) {
+                throw new KernelException(Errno.EINVAL, "IOMMU domain " + name + " is destroyed");
+            }
+            for (long pfn : pfns) {
+                if (pfn < 0 || pfn >= phys.nrFrames() || phys.isFree(pfn)) {
+                    throw new KernelException(Errno.EINVAL, "dma_map of pfn " + pfn + ": not an allocated frame");
+                }
+            }
+            int first = findRange(pfns.length);
+            if (first < 0) {
+                throw new KernelException(Errno.ENOMEM, "IOVA space of domain " + name + " is full (" + mapped + " pages mapped)");
+            }
+            for (int i = 0; i < pfns.length; i++) {
+                int page = first + i;
+                long[] leaf = entries[page >>> 9];
+                if (leaf == null) {
+                    leaf = entries[page >>> 9] = new long[512];
+                    gens[page >>> 9] = new int[512];
+                }
+                leaf[page & 511] = (pfns[i] << PAGE_SHIFT) | flags;
+                gens[page >>> 9][page & 511] = phys.generation(pfns[i]);
+                phys.dmaRef(pfns[i], 1);
+            }
+            used.set(first, first + pfns.length);
+            hint = first + pfns.length;
+            mapped += pfns.length;
+            return IOVA_BASE + ((long) first << PAGE_SHIFT);
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    private int findRange(int n) {
+        for (int pass = 0; pass < 2; pass++) {
+            int from = pass == 0 ? hint : 0;
+            int s = used.nextClearBit(from);
+            while (s + n <= IOVA_PAGES) {
+                int next = used.nextSetBit(s);
+                if (next < 0 || next >= s + n) {
+                    return s;
+                }
+                s = used.nextClearBit(next);
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * {@code dma_unmap_page} / {@code dma_unmap_sg} of {@code npages} from {@code iova}; waits
+     * for DMA in flight in this domain, so none happens through it after the return.
+     */
+    public void dmaUnmap(long iova, int npages) {
+        long stamp = lock.writeLock();
+        try {
+            int first = page(iova, npages);
+            for (int i = 0; i < npages; i++) {
+                if (!used.get(first + i)) {
+                    throw new KernelException(Errno.EINVAL, String.format(
+                            "dma_unmap of iova 0x%x in domain %s: page %d of %d is not mapped (double unmap?)", iova, name, i, npages));
+                }
+            }
+            for (int i = 0; i < npages; i++) {
+                int page = first + i;
+                long e = entries[page >>> 9][page & 511];
+                entries[page >>> 9][page & 511] = 0;
+                phys.dmaRef(e >>> PAGE_SHIFT, -1);
+            }
+            used.clear(first, first + npages);
+            mapped -= npages;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    private int page(long iova, long n) {
+        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
+        if ((iova & (PAGE_SIZE - 1)) != 0 || p < 0 || n <= 0 || p + n > IOVA_PAGES) {
+            throw new KernelException(Errno.EINVAL, String.format("iova 0x%x + %d pages is not a mapped range of domain %s", iova, n, name));
+        }
+        return (int) p;
+    }
+
+    public long mappedPages() {
+        long stamp = lock.readLock();
+        try {
+            return mapped;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** Physical address for a DMA of up to the end of the page; caller holds the read lock. */
+    private long translate(long iova, boolean write) {
+        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
+        long[] leaf = p < 0 || p >= IOVA_PAGES ? null : entries[(int) (p >>> 9)];
+        long e = leaf == null ? 0 : leaf[(int) (p & 511)];
+        if ((e & VALID) == 0) {
+            throw fault(IommuFault.Kind.NOT_MAPPED, iova, "no mapping");
+        }
+        if (write ? (e & DEV_WRITE) == 0 : (e & DEV_READ) == 0) {
+            throw fault(IommuFault.Kind.PERMISSION, iova, "mapping does not allow the device to " + (write ? "write" : "read"));
+        }
+        long pfn = e >>> PAGE_SHIFT;
+        if (phys.isFree(pfn) || phys.generation(pfn) != gens[(int) (p >>> 9)][(int) (p & 511)]) {
+            useAfterFree.incrementAndGet();
+            throw fault(IommuFault.Kind.USE_AFTER_FREE, iova, "frame " + pfn + " was freed after it was mapped");
+        }
+        return (pfn << PAGE_SHIFT) | (iova & (PAGE_SIZE - 1));
+    }
+
+    private IommuFault fault(IommuFault.Kind kind, long iova, String msg) {
+        faults.incrementAndGet();
+        iommu.faulted();
+        return new IommuFault(kind, name, iova, msg);
+    }
+
+    /**
+     * Device reads {@code len} bytes at iova into {@code dst}. All pages are checked before any
+     * byte moves, so a faulting DMA moves nothing.
+     */
+    public void read(long iova, MemorySegment dst, long dstOffset, long len) {
+        transfer(iova, dst, dstOffset, len, false);
+        bytesRead.addAndGet(len);
+    }
+
+    /** Device writes {@code len} bytes from {@code src} at iova; all or nothing. */
+    public void write(long iova, MemorySegment src, long srcOffset, long len) {
+        transfer(iova, src, srcOffset, len, true);
+        bytesWritten.addAndGet(len);
+    }
+
+    private void transfer(long iova, MemorySegment buf, long off, long len, boolean toMemory) {
+        if (len < 0 || off < 0 || off + len > buf.byteSize()) {
+            throw new KernelException(Errno.EINVAL, "device buffer range " + off + "+" + len + " outside " + buf.byteSize() + " bytes");
+        }
+        long stamp = lock.readLock();
+        try {
+            for (long done = 0; done < len; done += PAGE_SIZE - ((iova + done) & (PAGE_SIZE - 1))) {
+                translate(iova + done, toMemory);
+            }
+            long done = 0;
+            while (done < len) {
+                long cur = iova + done;
+                long n = Math.min(len - done, PAGE_SIZE - (cur & (PAGE_SIZE - 1)));
+                long pa = translate(cur, toMemory);
+                if (toMemory) {
+                    MemorySegment.copy(buf, off + done, memory, pa, n);
+                } else {
+                    MemorySegment.copy(memory, pa, buf, off + done, n);
+                }
+                done += n;
+            }
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** Device copies {@code len} bytes from one IOVA to another of this domain (loopback DMA). */
+    public void copy(long srcIova, long dstIova, long len) {
+        long stamp = lock.readLock();
+        try {
+            for (long done = 0; done < len; done += PAGE_SIZE - ((srcIova + done) & (PAGE_SIZE - 1))) {
+                translate(srcIova + done, false);
+            }
+            for (long done = 0; done < len; done += PAGE_SIZE - ((dstIova + done) & (PAGE_SIZE - 1))) {
+                translate(dstIova + done, true);
+            }
+            long done = 0;
+            while (done < len) {
+                long s = srcIova + done;
+                long d = dstIova + done;
+                long n = Math.min(len - done, Math.min(PAGE_SIZE - (s & (PAGE_SIZE - 1)), PAGE_SIZE - (d & (PAGE_SIZE - 1))));
+                MemorySegment.copy(memory, translate(s, false), memory, translate(d, true), n);
+                done += n;
+            }
+            bytesRead.addAndGet(len);
+            bytesWritten.addAndGet(len);
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** 8-byte atomic fetch-and-add at an 8-byte aligned IOVA (IB atomics). */
+    public long fetchAdd(long iova, long delta) {
+        checkAtomic(iova);
+        long stamp = lock.readLock();
+        try {
+            translate(iova, false);
+            return (long) LONG_AT.getAndAdd(memory, translate(iova, true), delta);
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** 8-byte atomic compare-and-swap; returns the value found. */
+    public long compareAndSwap(long iova, long expect, long update) {
+        checkAtomic(iova);
+        long stamp = lock.readLock();
+        try {
+            translate(iova, false);
+            return (long) LONG_AT.compareAndExchange(memory, translate(iova, true), expect, update);
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    private void checkAtomic(long iova) {
+        if ((iova & 7) != 0) {
+            throw new KernelException(Errno.EINVAL, String.format("atomic at iova 0x%x is not 8-byte aligned", iova));
+        }
+    }
+
+    /** Removes every mapping; returns how many pages were still mapped (a leak of the driver). */
+    long destroy() {
+        long stamp = lock.writeLock();
+        try {
+            destroyed = true;
+            long leaked = mapped;
+            for (int page = used.nextSetBit(0); page >= 0; page = used.nextSetBit(page + 1)) {
+                phys.dmaRef(entries[page >>> 9][page & 511] >>> PAGE_SHIFT, -1);
+                entries[page >>> 9][page & 511] = 0;
+            }
+            used.clear();
+            mapped = 0;
+            return leaked;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    public long faultCount() {
+        return faults.get();
+    }
+
+    public long useAfterFreeCount() {
+        return useAfterFree.get();
+    }
+
+    public long bytesRead() {
+        return bytesRead.get();
+    }
+
+    public long bytesWritten() {
+        return bytesWritten.get();
+    }
+}

@@ -1,0 +1,947 @@
+package org.peerdirect.kernel.mm;
+
+import static org.peerdirect.kernel.mm.PhysicalMemory.HPAGE_ORDER;
+import static org.peerdirect.kernel.mm.PhysicalMemory.HPAGE_SIZE;
+import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SHIFT;
+import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SIZE;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.StampedLock;
+
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/**
+ * A simulated process's address space ({@code struct mm_struct}): VMAs, a 4-level page table,
+ * CPU access with demand faults, pinning, MMU interval notifiers and {@code hmm_range_fault}.
+ *
+ * <p>Locks, in order:
+ * <ol>
+ * <li>{@code mmapLock} ({@code mmap_lock}): write for changes of VMAs and for removing or
+ * changing present entries (munmap, mprotect, madvise, migration, reclaim, exit); read for CPU
+ * access, faults, pinning and HMM walks. Notifier callbacks run with it held in write mode.</li>
+ * <li>{@code ptl} (the page-table lock): held by faults, under the read lock, to install entries,
+ * so two faulting threads do not both allocate a frame for the same page.</li>
+ * <li>the physical allocator lock, inside either.</li>
+ * </ol>
+ * Invariant: a frame mapped by a present entry is allocated and its rmap names this address space
+ * and page; frames are freed only when unmapped and unpinned.
+ */
+public final class AddressSpace {
+
+    /** Lowest address mmap picks without a hint (like mmap_min_addr + a gap). */
+    static final long MMAP_BASE = 0x10000000L;
+    private static final long PROTNONE = 1L << 6;
+
+    private final Mm mm;
+    private final int pid;
+    private final String name;
+    private final StampedLock mmapLock = new StampedLock();
+    private final Object ptl = new Object();
+    /** Guarded by mmapLock (write to change, read to look up). */
+    private final TreeMap<Long, Vma> vmas = new TreeMap<>();
+    private final PageTable pt = new PageTable();
+    private final MmuNotifierSubscriptions notifiers = new MmuNotifierSubscriptions();
+    private final PhysicalMemory phys;
+    private final MemorySegment memory;
+    private final AtomicLong rss = new AtomicLong();
+    private final AtomicLong swapped = new AtomicLong();
+    private final AtomicLong pinnedVm = new AtomicLong();
+    private final AtomicLong faults = new AtomicLong();
+    private volatile long memlockLimitPages;
+    private volatile boolean dead;
+
+    AddressSpace(Mm mm, int pid, String name, long memlockLimitBytes) {
+        this.mm = mm;
+        this.pid = pid;
+        this.name = name;
+        this.phys = mm.physical();
+        this.memory = phys.memory();
+        this.memlockLimitPages = memlockLimitBytes >>> PAGE_SHIFT;
+    }
+
+    public int pid() {
+        return pid;
+    }
+
+    public String name() {
+        return name;
+    }
+
+    MmuNotifierSubscriptions notifiers() {
+        return notifiers;
+    }
+
+    private long rmap(long va) {
+        return ((long) pid << 36) | (va >>> PAGE_SHIFT);
+    }
+
+    // ---------------------------------------------------------------------------------- checks
+
+    private void alive() {
+        if (dead) {
+            throw new KernelException(Errno.EFAULT, "process " + pid + " (" + name + ") has exited");
+        }
+    }
+
+    private static long checkRange(long addr, long len, long align, String what) {
+        if (len <= 0) {
+            throw new KernelException(Errno.EINVAL, what + ": length " + len + " must be positive");
+        }
+        if ((addr & (align - 1)) != 0) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: address 0x%x is not aligned to %d", what, addr, align));
+        }
+        long rounded = (len + align - 1) & -align;
+        if (rounded < len || addr < 0 || addr + rounded < addr || addr + rounded > PageTable.TASK_SIZE) {
+            throw new KernelException(Errno.EOVERFLOW, String.format("%s: range 0x%x + %d leaves the 128 TiB address space", what, addr, len));
+        }
+        return rounded;
+    }
+
+    // ---------------------------------------------------------------------------------- mmap
+
+    /**
+     * {@code mmap(MAP_PRIVATE|MAP_ANONYMOUS)}, or with {@link Vma.Kind#HUGETLB} 2 MiB pages. A
+     * zero address picks a free range; a non-zero one is {@code MAP_FIXED_NOREPLACE}. The length
+     * is rounded up to the page size.
+     *
+     * @return the start address
+     */
+    public long mmap(long addr, long length, int prot, Vma.Kind kind, String name) {
+        if (kind == Vma.Kind.DEVICE) {
+            throw new KernelException(Errno.EINVAL, "device mappings are made with mmapDevice");
+        }
+        return insertVma(addr, length, prot, kind, name, null);
+    }
+
+    /** Shorthand: anonymous read/write memory anywhere. */
+    public long mmap(long length) {
+        return mmap(0, length, Vma.PROT_READ | Vma.PROT_WRITE, Vma.Kind.ANON, "[anon]");
+    }
+
+    /**
+     * Maps device memory (a GPU BAR window, an SSD memory window) into the process with
+     * {@code VM_IO | VM_PFNMAP}: the CPU reads and writes {@code device}; {@code pin_user_pages}
+     * and HMM refuse the range, so registration falls back to peer memory.
+     */
+    public long mmapDevice(long addr, MemorySegment device, int prot, String name) {
+        if (device == null || device.byteSize() == 0 || device.byteSize() % PAGE_SIZE != 0) {
+            throw new KernelException(Errno.EINVAL, "device memory must be a non-empty multiple of 4096 bytes");
+        }
+        return insertVma(addr, device.byteSize(), prot, Vma.Kind.DEVICE, name, device);
+    }
+
+    private long insertVma(long addr, long length, int prot, Vma.Kind kind, String vname, MemorySegment device) {
+        if ((prot & ~(Vma.PROT_READ | Vma.PROT_WRITE)) != 0) {
+            throw new KernelException(Errno.EINVAL, "unknown protection bits 0x" + Integer.toHexString(prot));
+        }
+        long align = kind == Vma.Kind.HUGETLB ? HPAGE_SIZE : PAGE_SIZE;
+        long len = checkRange(addr, length, align, "mmap");
+        long stamp = mmapLock.writeLock();
+        try {
+            alive();
+            long start = addr != 0 ? addr : findFree(len, align);
+            if (overlapsVma(start, start + len)) {
+                throw new KernelException(Errno.EINVAL, String.format("mmap: 0x%x-0x%x overlaps an existing mapping", start, start + len));
+            }
+            vmas.put(start, new Vma(start, start + len, prot, kind, vname, device, 0));
+            return start;
+        } finally {
+            mmapLock.unlockWrite(stamp);
+        }
+    }
+
+    private long findFree(long len, long align) {
+        long cur = MMAP_BASE;
+        for (Vma v : vmas.values()) {
+            if (v.end() <= cur) {
+                continue;
+            }
+            if (v.start() >= cur + len) {
+                break;
+            }
+            cur = (v.end() + align - 1) & -align;
+        }
+        if (cur + len > PageTable.TASK_SIZE) {
+            throw new KernelException(Errno.ENOMEM, "mmap: no free range of " + len + " bytes");
+        }
+        return cur;
+    }
+
+    private boolean overlapsVma(long start, long end) {
+        Map.Entry<Long, Vma> e = vmas.lowerEntry(end);
+        return e != null && e.getValue().end() > start;
+    }
+
+    private Vma findVma(long va) {
+        Map.Entry<Long, Vma> e = vmas.floorEntry(va);
+        return e != null && e.getValue().end() > va ? e.getValue() : null;
+    }
+
+    /** VMAs intersecting [start, end), clipped. Caller holds the mmap lock. */
+    private List<Vma> vmasIn(long start, long end) {
+        List<Vma> out = new ArrayList<>();
+        Map.Entry<Long, Vma> first = vmas.floorEntry(start);
+        Long from = first != null && first.getValue().end() > start ? first.getKey() : start;
+        for (Vma v : vmas.subMap(from, true, end, false).values()) {
+            out.add(v.slice(Math.max(start, v.start()), Math.min(end, v.end())));
+        }
+        return out;
+    }
+
+    /** Replaces the parts of VMAs inside [start, end) by {@code replace} (null removes). Caller holds write. */
+    private void splitReplace(long start, long end, java.util.function.UnaryOperator<Vma> replace) {
+        for (Vma v : vmasIn(start, end)) {
+            Vma whole = findVma(v.start());
+            vmas.remove(whole.start());
+            if (whole.start() < v.start()) {
+                vmas.put(whole.start(), whole.slice(whole.start(), v.start()));
+            }
+            if (v.end() < whole.end()) {
+                vmas.put(v.end(), whole.slice(v.end(), whole.end()));
+            }
+            Vma r = replace.apply(v);
+            if (r != null) {
+                vmas.put(r.start(), r);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------- munmap & co
+
+    /**
+     * {@code munmap}: notifiers see UNMAP before any entry changes; frames are freed (or, if
+     * pinned, freed at unpin). Unlike Linux, a range with no mapping at all is an error here.
+     */
+    public void munmap(long addr, long length) {
+        long len = checkRange(addr, length, PAGE_SIZE, "munmap");
+        long stamp = mmapLock.writeLock();
+        try {
+            alive();
+            List<Vma> in = vmasIn(addr, addr + len);
+            if (in.isEmpty()) {
+                throw new KernelException(Errno.EINVAL, String.format("munmap: nothing is mapped in 0x%x-0x%x", addr, addr + len));
+            }
+            for (Vma v : in) {
+                if (v.kind() == Vma.Kind.HUGETLB && ((v.start() | v.end()) & (HPAGE_SIZE - 1)) != 0) {
+                    throw new KernelException(Errno.EINVAL, String.format(
+                            "munmap: 0x%x-0x%x splits a 2 MiB huge page of %s", addr, addr + len, v.name()));
+                }
+            }
+            invalidate(addr, addr + len, MmuNotifierEvent.UNMAP, () -> {
+                for (Vma v : in) {
+                    zap(v);
+                }
+                splitReplace(addr, addr + len, v -> null);
+            });
+        } finally {
+            mmapLock.unlockWrite(stamp);
+        }
+    }
+
+    /** {@code mprotect}: the whole range must be mapped; notifiers see PROTECTION_VMA first. */
+    public void mprotect(long addr, long length, int prot) {
+        long len = checkRange(addr, length, PAGE_SIZE, "mprotect");
+        if ((prot & ~(Vma.PROT_READ | Vma.PROT_WRITE)) != 0) {
+            throw new KernelException(Errno.EINVAL, "unknown protection bits 0x" + Integer.toHexString(prot));
+        }
+        long stamp = mmapLock.writeLock();
+        try {
+            alive();
+            requireMapped(addr, addr + len, "mprotect");
+            invalidate(addr, addr + len, MmuNotifierEvent.PROTECTION_VMA, () -> {
+                for (Vma v : vmasIn(addr, addr + len)) {
+                    forEachEntry(v.start(), v.end(), (va, e) -> {
+                        if ((e & (PageTable.PRESENT | PROTNONE)) == 0) {
+                            return;
+                        }
+                        long ne = e & ~(PageTable.WRITE | PageTable.PRESENT | PROTNONE);
+                        ne |= prot == Vma.PROT_NONE ? PROTNONE : PageTable.PRESENT;
+                        // write permission comes back at the next write fault, with the dirty bit
+                        setEntry(va, e, ne);
+                    });
+                }
+                splitReplace(addr, addr + len, v -> v.withProt(prot));
+            });
+        } finally {
+            mmapLock.unlockWrite(stamp);
+        }
+    }
+
+    private void requireMapped(long start, long end, String what) {
+        long cur = start;
+        for (Vma v : vmasIn(start, end)) {
+            if (v.start() > cur) {
+                break;
+            }
+            cur = v.end();
+        }
+        if (cur < end) {
+            throw new KernelException(Errno.ENOMEM, String.format("%s: 0x%x-0x%x is not mapped", what, cur, end));
+        }
+    }
+
+    /** Advice for {@link #madvise}. */
+    public enum Advice {
+        /** drop the pages: the next touch sees zeroes (anonymous memory). */
+        MADV_DONTNEED,
+        /** reclaim the pages now: they go to swap and fault back in with their contents. */
+        MADV_PAGEOUT
+    }
+
+    /** {@code madvise}; returns the number of pages dropped or paged out (pinned pages stay). */
+    public long madvise(long addr, long length, Advice advice) {
+        long len = checkRange(addr, length, PAGE_SIZE, "madvise");
+        long stamp = mmapLock.writeLock();
+        try {
+            alive();
+            requireMapped(addr, addr + len, "madvise");
+            long[] n = {0};
+            invalidate(addr, addr + len, MmuNotifierEvent.CLEAR, () -> {
+                for (Vma v : vmasIn(addr, addr + len)) {
+                    if (v.kind() == Vma.Kind.DEVICE) {
+                        throw new KernelException(Errno.EINVAL, "madvise on device mapping " + v.name());
+                    }
+                    if (advice == Advice.MADV_DONTNEED) {
+                        n[0] += zap(v);
+                    } else if (v.kind() == Vma.Kind.ANON) {
+                        n[0] += pageout(v.start(), v.end(), Long.MAX_VALUE);
+                    }
+                }
+            });
+            return n[0];
+        } finally {
+            mmapLock.unlockWrite(stamp);
+        }
+    }
+
+    /** Runs {@code change} between invalidate_range_start and _end. Caller holds the write lock. */
+    private void invalidate(long start, long end, MmuNotifierEvent event, Runnable change) {
+        notifiers.start(new MmuNotifierRange(this, start, end, event));
+        try {
+            change.run();
+        } finally {
+            notifiers.end();
+        }
+    }
+
+    @FunctionalInterface
+    private interface EntryVisitor {
+        void visit(long va, long entry);
+    }
+
+    /** Visits non-empty entries of [start, end) (2 MiB leaves once, at their base). Skips empty tables. */
+    private void forEachEntry(long start, long end, EntryVisitor visitor) {
+        long va = start;
+        while (va < end) {
+            long e = pt.lookup(va);
+            if (e == 0 && pt.lookup(va & -HPAGE_SIZE) == 0 && isEmptyRegion(va)) {
+                va = (va & -HPAGE_SIZE) + HPAGE_SIZE;
+                continue;
+            }
+            if ((e & PageTable.HUGE) != 0) {
+                visitor.visit(va & -HPAGE_SIZE, e);
+                va = (va & -HPAGE_SIZE) + HPAGE_SIZE;
+                continue;
+            }
+            if (e != 0) {
+                visitor.visit(va, e);
+            }
+            va += PAGE_SIZE;
+        }
+    }
+
+    private boolean isEmptyRegion(long va) {
+        long base = va & -HPAGE_SIZE;
+        for (long p = base; p < base + HPAGE_SIZE; p += PAGE_SIZE) {
+            if (pt.lookup(p) != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void setEntry(long va, long old, long now) {
+        if ((old & PageTable.HUGE) != 0) {
+            pt.setHuge(va, now);
+        } else {
+            pt.setPte(va, now);
+        }
+    }
+
+    /** Removes every entry of a VMA part; frees frames and swap slots. Caller holds write. */
+    private long zap(Vma v) {
+        long[] n = {0};
+        forEachEntry(v.start(), v.end(), (va, e) -> {
+            setEntry(va, e, 0);
+            if ((e & PageTable.SWAP) != 0) {
+                mm.swap().freeSlot(PageTable.pfn(e));
+                swapped.decrementAndGet();
+            } else {
+                int order = (e & PageTable.HUGE) != 0 ? HPAGE_ORDER : 0;
+                phys.setRmap(PageTable.pfn(e), 0);
+                mm.releaseIfUnused(PageTable.pfn(e));
+                rss.addAndGet(-(1L << order));
+            }
+            n[0]++;
+        });
+        return n[0];
+    }
+
+    /** Swaps out present, unpinned 4 KiB pages of [start, end), at most {@code max}. Caller holds write. */
+    long pageout(long start, long end, long max) {
+        long[] n = {0};
+        forEachEntry(start, end, (va, e) -> {
+            if (n[0] >= max || (e & PageTable.PRESENT) == 0 || (e & PageTable.HUGE) != 0) {
+                return;
+            }
+            long pfn = PageTable.pfn(e);
+            if (phys.pinCount(pfn) != 0) {
+                return; // pinned pages are never reclaimed
+            }
+            long slot = mm.swap().allocSlot();
+            if (slot < 0) {
+                return;
+            }
+            mm.swap().write(slot, phys.frame(pfn));
+            pt.setPte(va, PageTable.entry(slot, PageTable.SWAP));
+            phys.setRmap(pfn, 0);
+            mm.releaseIfUnused(pfn);
+            rss.decrementAndGet();
+            swapped.incrementAndGet();
+            n[0]++;
+        });
+        return n[0];
+    }
+
+    /** Reclaim entry point: swaps out up to {@code max} pages if the mmap lock is free now. */
+    long tryReclaim(long max) {
+        long stamp = mmapLock.tryWriteLock();
+        if (stamp == 0) {
+            return 0;
+        }
+        try {
+            if (dead) {
+                return 0;
+            }
+            long n = 0;
+            for (Vma v : new ArrayList<>(vmas.values())) {
+                if (n >= max) {
+                    break;
+                }
+                if (v.kind() == Vma.Kind.ANON) {
+                    long want = max - n;
+                    long[] got = {0};
+                    invalidate(v.start(), v.end(), MmuNotifierEvent.CLEAR, () -> got[0] = pageout(v.start(), v.end(), want));
+                    n += got[0];
+                }
+            }
+            return n;
+        } finally {
+            mmapLock.unlockWrite(stamp);
+        }
+    }
+
+    /**
+     * Moves the present, unpinned 4 KiB pages of a range to other frames (as compaction or NUMA
+     * balancing would); notifiers see MIGRATE first. Returns pages moved; pinned pages stay.
+     */
+    public long migrate(long addr, long length) {
+        long len = checkRange(addr, length, PAGE_SIZE, "migrate");
+        long stamp = mmapLock.writeLock();
+        try {
+            alive();
+            requireMapped(addr, addr + len, "migrate");
+            long[] n = {0};
+            invalidate(addr, addr + len, MmuNotifierEvent.MIGRATE, () -> forEachEntry(addr, addr + len, (va, e) -> {
+                if ((e & PageTable.PRESENT) == 0 || (e & PageTable.HUGE) != 0) {
+                    return;
+                }
+                long old = PageTable.pfn(e);
+                if (phys.pinCount(old) != 0) {
+                    return;
+                }
+                long nu = phys.allocPages(0, PhysicalMemory.ANON, rmap(va));
+                MemorySegment.copy(phys.frame(old), 0, phys.frame(nu), 0, PAGE_SIZE);
+                pt.setPte(va, PageTable.entry(nu, e & PageTable.FLAGS_MASK));
+                phys.setRmap(old, 0);
+                mm.releaseIfUnused(old);
+                n[0]++;
+            }));
+            return n[0];
+        } finally {
+            mmapLock.unlockWrite(stamp);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------- faults
+
+    /**
+     * Physical address of va for an access, faulting the page in if needed. Caller holds the read
+     * lock. Returns -1 for device mappings (the caller accesses the device memory instead).
+     */
+    private long resolve(long va, boolean write) {
+        long e = pt.lookup(va);
+        long need = write ? (PageTable.PRESENT | PageTable.WRITE) : PageTable.PRESENT;
+        if ((e & need) != need) {
+            e = handleMmFault(va, write);
+            if (e == 0) {
+                return -1;
+            }
+        }
+        long want = write ? (PageTable.ACCESSED | PageTable.DIRTY) : PageTable.ACCESSED;
+        if ((e & want) != want) {
+            long base = (e & PageTable.HUGE) != 0 ? va & -HPAGE_SIZE : va;
+            pt.updateFlags(base, e, e | want); // lost race: another access set the bits
+        }
+        long offset = (e & PageTable.HUGE) != 0 ? va & (HPAGE_SIZE - 1) : va & (PAGE_SIZE - 1);
+        return (PageTable.pfn(e) << PAGE_SHIFT) + offset;
+    }
+
+    /** {@code handle_mm_fault}. Caller holds the read lock. Returns the entry now mapping va, or 0 for a device VMA. */
+    private long handleMmFault(long va, boolean write) {
+        if (va < 0 || va >= PageTable.TASK_SIZE) {
+            throw new SegmentationFault(va, "address outside the 128 TiB user address space");
+        }
+        Vma v = findVma(va);
+        if (v == null) {
+            throw new SegmentationFault(va, "no mapping (process " + pid + " " + name + ")");
+        }
+        if (write && !v.writable()) {
+            throw new SegmentationFault(va, "write to a mapping without PROT_WRITE (" + v.name() + ")");
+        }
+        if (!write && !v.readable()) {
+            throw new SegmentationFault(va, "read of a PROT_NONE mapping (" + v.name() + ")");
+        }
+        if (v.kind() == Vma.Kind.DEVICE) {
+            return 0;
+        }
+        faults.incrementAndGet();
+        synchronized (ptl) {
+            boolean huge = v.kind() == Vma.Kind.HUGETLB;
+            long base = huge ? va & -HPAGE_SIZE : va & -PAGE_SIZE;
+            long e = pt.lookup(base);
+            long flags = PageTable.PRESENT | PageTable.ACCESSED | (huge ? PageTable.HUGE : 0)
+                    | (v.writable() && write ? PageTable.WRITE | PageTable.DIRTY : 0);
+            if ((e & PageTable.PRESENT) != 0) {
+                if (write && (e & PageTable.WRITE) == 0) {
+                    e |= PageTable.WRITE | PageTable.DIRTY;
+                    setEntry(base, e, e);
+                }
+                return e;
+            }
+            if ((e & PROTNONE) != 0) {
+                e = (e & ~PROTNONE) | flags;
+                setEntry(base, e, e);
+                return e;
+            }
+            long pfn;
+            if ((e & PageTable.SWAP) != 0) {
+                long slot = PageTable.pfn(e);
+                pfn = phys.allocPages(0, PhysicalMemory.ANON, rmap(base));
+                mm.swap().read(slot, phys.frame(pfn));
+                mm.swap().freeSlot(slot);
+                swapped.decrementAndGet();
+                flags |= e & PageTable.DIRTY;
+            } else {
+                pfn = phys.allocPages(huge ? HPAGE_ORDER : 0, PhysicalMemory.ANON, rmap(base));
+            }
+            long ne = PageTable.entry(pfn, flags);
+            setEntry(base, ne, ne);
+            rss.addAndGet(huge ? 1L << HPAGE_ORDER : 1);
+            return ne;
+        }
+    }
+
+    // ---------------------------------------------------------------------------------- CPU access
+
+    private Vma deviceVma(long va) {
+        Vma v = findVma(va);
+        if (v == null || v.kind() != Vma.Kind.DEVICE) {
+            throw new SegmentationFault(va, "no mapping");
+        }
+        return v;
+    }
+
+    public long readLong(long va) {
+        if ((va & (PAGE_SIZE - 1)) > PAGE_SIZE - 8) {
+            byte[] b = new byte[8];
+            read(va, b, 0, 8);
+            return java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.nativeOrder()).getLong();
+        }
+        long stamp = mmapLock.readLock();
+        try {
+            long pa = resolve(va, false);
+            if (pa < 0) {
+                Vma v = deviceVma(va);
+                return v.device().get(ValueLayout.JAVA_LONG_UNALIGNED, v.deviceOffset() + va - v.start());
+            }
+            return memory.get(ValueLayout.JAVA_LONG_UNALIGNED, pa);
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    public void writeLong(long va, long value) {
+        if ((va & (PAGE_SIZE - 1)) > PAGE_SIZE - 8) {
+            byte[] b = new byte[8];
+            java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.nativeOrder()).putLong(value);
+            write(va, b, 0, 8);
+            return;
+        }
+        long stamp = mmapLock.readLock();
+        try {
+            long pa = resolve(va, true);
+            if (pa < 0) {
+                Vma v = deviceVma(va);
+                v.device().set(ValueLayout.JAVA_LONG_UNALIGNED, v.deviceOffset() + va - v.start(), value);
+                return;
+            }
+            memory.set(ValueLayout.JAVA_LONG_UNALIGNED, pa, value);
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    public byte readByte(long va) {
+        long stamp = mmapLock.readLock();
+        try {
+            long pa = resolve(va, false);
+            if (pa < 0) {
+                Vma v = deviceVma(va);
+                return v.device().get(ValueLayout.JAVA_BYTE, v.deviceOffset() + va - v.start());
+            }
+            return memory.get(ValueLayout.JAVA_BYTE, pa);
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    public void writeByte(long va, byte value) {
+        long stamp = mmapLock.readLock();
+        try {
+            long pa = resolve(va, true);
+            if (pa < 0) {
+                Vma v = deviceVma(va);
+                v.device().set(ValueLayout.JAVA_BYTE, v.deviceOffset() + va - v.start(), value);
+                return;
+            }
+            memory.set(ValueLayout.JAVA_BYTE, pa, value);
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    /** Copies {@code len} bytes from user memory at va into {@code dst} (copy_from_user). */
+    public void copyOut(long va, MemorySegment dst, long dstOffset, long len) {
+        bulk(va, dst, dstOffset, len, false);
+    }
+
+    /** Copies {@code len} bytes from {@code src} into user memory at va (copy_to_user). */
+    public void copyIn(long va, MemorySegment src, long srcOffset, long len) {
+        bulk(va, src, srcOffset, len, true);
+    }
+
+    public void read(long va, byte[] dst, int off, int len) {
+        bulk(va, MemorySegment.ofArray(dst), off, len, false);
+    }
+
+    public void write(long va, byte[] src, int off, int len) {
+        bulk(va, MemorySegment.ofArray(src), off, len, true);
+    }
+
+    private void bulk(long va, MemorySegment seg, long segOff, long len, boolean toUser) {
+        if (len < 0 || segOff < 0 || segOff + len > seg.byteSize()) {
+            throw new KernelException(Errno.EINVAL, "buffer range " + segOff + "+" + len + " outside a " + seg.byteSize() + "-byte buffer");
+        }
+        if (va < 0 || va + len < va) {
+            throw new SegmentationFault(va, "range overflows");
+        }
+        long stamp = mmapLock.readLock();
+        try {
+            long done = 0;
+            while (done < len) {
+                long cur = va + done;
+                long pa = resolve(cur, toUser);
+                long n;
+                if (pa < 0) {
+                    Vma v = deviceVma(cur);
+                    n = Math.min(len - done, v.end() - cur);
+                    long devOff = v.deviceOffset() + cur - v.start();
+                    if (toUser) {
+                        MemorySegment.copy(seg, segOff + done, v.device(), devOff, n);
+                    } else {
+                        MemorySegment.copy(v.device(), devOff, seg, segOff + done, n);
+                    }
+                } else {
+                    long pageEnd = (pt.lookup(cur) & PageTable.HUGE) != 0 ? (cur & -HPAGE_SIZE) + HPAGE_SIZE
+                            : (cur & -PAGE_SIZE) + PAGE_SIZE;
+                    n = Math.min(len - done, pageEnd - cur);
+                    if (toUser) {
+                        MemorySegment.copy(seg, segOff + done, memory, pa, n);
+                    } else {
+                        MemorySegment.copy(memory, pa, seg, segOff + done, n);
+                    }
+                }
+                done += n;
+            }
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    /** Touches every page of a range (reads, or writes zero-preserving) to fault it in. */
+    public void populate(long va, long len, boolean write) {
+        long stamp = mmapLock.readLock();
+        try {
+            for (long p = va & -PAGE_SIZE; p < va + len; p += PAGE_SIZE) {
+                resolve(p, write);
+            }
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------- pinning
+
+    /** RLIMIT_MEMLOCK in bytes; pinning beyond it fails with ENOMEM. */
+    public void setMemlockLimit(long bytes) {
+        memlockLimitPages = bytes >>> PAGE_SHIFT;
+    }
+
+    public long memlockLimit() {
+        return memlockLimitPages << PAGE_SHIFT;
+    }
+
+    /**
+     * {@code pin_user_pages(FOLL_LONGTERM [| FOLL_WRITE])} of the pages covering [va, va+length),
+     * charged to {@code mm->pinned_vm} against RLIMIT_MEMLOCK as {@code ib_umem_get} does.
+     * Refuses device mappings ({@code VM_IO | VM_PFNMAP}) with EFAULT, so a caller can fall back
+     * to peer memory. Faults pages in. Pinned pages are never reclaimed or migrated.
+     */
+    public PinnedPages pinUserPages(long va, long length, boolean write) {
+        if (length <= 0 || va < 0 || va + length < va || va + length > PageTable.TASK_SIZE) {
+            throw new KernelException(Errno.EINVAL, String.format("pin_user_pages: bad range 0x%x + %d", va, length));
+        }
+        long start = va & -PAGE_SIZE;
+        long end = (va + length + PAGE_SIZE - 1) & -PAGE_SIZE;
+        int npages = Math.toIntExact((end - start) >>> PAGE_SHIFT);
+        long now = pinnedVm.addAndGet(npages);
+        if (now > memlockLimitPages) {
+            pinnedVm.addAndGet(-npages);
+            throw new KernelException(Errno.ENOMEM, String.format(
+                    "pin_user_pages: %d pages would exceed RLIMIT_MEMLOCK (%d pages, %d already pinned); raise the limit (ulimit -l / setMemlockLimit)",
+                    npages, memlockLimitPages, now - npages));
+        }
+        long[] pfns = new long[npages];
+        int pinned = 0;
+        long stamp = mmapLock.readLock();
+        try {
+            alive();
+            for (; pinned < npages; pinned++) {
+                long p = start + ((long) pinned << PAGE_SHIFT);
+                Vma v = findVma(p);
+                if (v == null) {
+                    throw new KernelException(Errno.EFAULT, String.format("pin_user_pages: 0x%x is not mapped", p));
+                }
+                if (v.kind() == Vma.Kind.DEVICE) {
+                    throw new KernelException(Errno.EFAULT, String.format(
+                            "pin_user_pages: 0x%x is in device mapping %s (VM_IO|VM_PFNMAP): it has no pages to pin", p, v.name()));
+                }
+                if (write && !v.writable() || !v.readable()) {
+                    throw new KernelException(Errno.EFAULT, String.format(
+                            "pin_user_pages: 0x%x: mapping %s does not allow %s", p, v.name(), write ? "writing" : "reading"));
+                }
+                long pfn = resolve(p, write) >>> PAGE_SHIFT;
+                phys.pin(pfn, 1);
+                pfns[pinned] = pfn;
+            }
+            return new PinnedPages(this, start, pfns);
+        } catch (RuntimeException e) {
+            for (int i = 0; i < pinned; i++) {
+                phys.pin(pfns[i], -1);
+            }
+            pinnedVm.addAndGet(-npages);
+            throw e;
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    void unpin(PinnedPages pages, boolean dirty) {
+        for (int i = 0; i < pages.npages(); i++) {
+            long pfn = pages.pfn(i);
+            if (phys.pin(pfn, -1) == 0) {
+                mm.releaseIfUnused(pfn);
+            }
+        }
+        pinnedVm.addAndGet(-pages.npages());
+    }
+
+    // ---------------------------------------------------------------------------------- notifiers & HMM
+
+    /** {@code mmu_interval_notifier_insert} over [start, start+length). */
+    public MmuIntervalNotifier insertNotifier(long start, long length, MmuIntervalNotifierOps ops) {
+        if (length <= 0 || start < 0 || start + length < start || start + length > PageTable.TASK_SIZE) {
+            throw new KernelException(Errno.EINVAL, String.format("notifier range 0x%x + %d is empty or outside the address space", start, length));
+        }
+        alive();
+        return notifiers.insert(this, start, start + length, ops);
+    }
+
+    /**
+     * {@code hmm_range_fault}: fills {@code range.hmmPfns}. With HMM_PFN_REQ_FAULT missing pages
+     * are faulted in (for write with HMM_PFN_REQ_WRITE); without it the walk is a snapshot. Fails
+     * with EBUSY when the notifier's interval was invalidated since {@code range.notifierSeq}
+     * (the caller retries from readBegin), EFAULT for a hole or a device mapping, EPERM when the
+     * protection forbids the requested access. Takes no page references: the caller relies on
+     * the notifier, under its lock, with readRetry.
+     */
+    public void hmmRangeFault(HmmRange range) {
+        if (range.notifier.mm() != this || range.start < range.notifier.start() || range.end > range.notifier.end()) {
+            throw new KernelException(Errno.EINVAL, String.format("hmm range 0x%x-0x%x is outside its notifier %s",
+                    range.start, range.end, range.notifier));
+        }
+        boolean fault = (range.defaultFlags & HmmRange.HMM_PFN_REQ_FAULT) != 0;
+        boolean write = (range.defaultFlags & HmmRange.HMM_PFN_REQ_WRITE) != 0;
+        long stamp = mmapLock.readLock();
+        try {
+            alive();
+            if (range.notifier.readRetry(range.notifierSeq)) {
+                throw new KernelException(Errno.EBUSY, "hmm_range_fault: the range was invalidated; retry from mmu_interval_read_begin");
+            }
+            for (int i = 0; i < range.hmmPfns.length; i++) {
+                long va = range.start + ((long) i << PAGE_SHIFT);
+                Vma v = findVma(va);
+                if (v == null || v.kind() == Vma.Kind.DEVICE) {
+                    throw new KernelException(Errno.EFAULT, String.format("hmm_range_fault: 0x%x is %s", va,
+                            v == null ? "not mapped" : "in device mapping " + v.name()));
+                }
+                long e = pt.lookup(va);
+                if (fault) {
+                    if (!v.readable() || write && !v.writable()) {
+                        throw new KernelException(Errno.EPERM, String.format("hmm_range_fault: 0x%x in %s does not allow %s",
+                                va, v.name(), write ? "writing" : "reading"));
+                    }
+                    long need = write ? PageTable.PRESENT | PageTable.WRITE : PageTable.PRESENT;
+                    if ((e & need) != need) {
+                        resolve(va, write);
+                        e = pt.lookup(va);
+                    }
+                }
+                if ((e & PageTable.PRESENT) == 0) {
+                    range.hmmPfns[i] = 0;
+                    continue;
+                }
+                boolean huge = (e & PageTable.HUGE) != 0;
+                long pfn = PageTable.pfn(e) + (huge ? (va & (HPAGE_SIZE - 1)) >>> PAGE_SHIFT : 0);
+                range.hmmPfns[i] = pfn | HmmRange.HMM_PFN_VALID
+                        | ((e & PageTable.WRITE) != 0 && v.writable() ? HmmRange.HMM_PFN_WRITE : 0)
+                        | ((long) (huge ? HPAGE_ORDER : 0) << HmmRange.HMM_PFN_ORDER_SHIFT);
+            }
+            if (range.notifier.readRetry(range.notifierSeq)) {
+                throw new KernelException(Errno.EBUSY, "hmm_range_fault: the range was invalidated during the walk; retry");
+            }
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------- exit & views
+
+    /**
+     * Process exit: notifiers see RELEASE over the whole space, then every mapping goes. Pins
+     * outlive the process: their frames are freed when unpinned.
+     */
+    public void exit() {
+        long stamp = mmapLock.writeLock();
+        try {
+            if (dead) {
+                return;
+            }
+            invalidate(0, PageTable.TASK_SIZE, MmuNotifierEvent.RELEASE, () -> {
+                for (Vma v : new ArrayList<>(vmas.values())) {
+                    zap(v);
+                }
+                vmas.clear();
+            });
+            dead = true;
+        } finally {
+            mmapLock.unlockWrite(stamp);
+        }
+        mm.exited(this);
+    }
+
+    public boolean exited() {
+        return dead;
+    }
+
+    /** /proc/pid/maps. */
+    public List<String> maps() {
+        long stamp = mmapLock.readLock();
+        try {
+            return vmas.values().stream().map(Vma::mapsLine).toList();
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    public List<Vma> vmas() {
+        long stamp = mmapLock.readLock();
+        try {
+            return List.copyOf(vmas.values());
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    /** Resident pages (4 KiB units). */
+    public long rssPages() {
+        return rss.get();
+    }
+
+    public long swappedPages() {
+        return swapped.get();
+    }
+
+    public long pinnedPages() {
+        return pinnedVm.get();
+    }
+
+    public long faultCount() {
+        return faults.get();
+    }
+
+    /** Java heap of this address space's page tables, in bytes (PTE tables dominate). */
+    public long pageTableBytes() {
+        return pt.pteTables() * (512L * 8 + 16);
+    }
+
+    /** The frame currently backing va, or -1 (not present). For tests and tools. */
+    public long pfnOf(long va) {
+        long stamp = mmapLock.readLock();
+        try {
+            long e = pt.lookup(va);
+            if ((e & PageTable.PRESENT) == 0) {
+                return -1;
+            }
+            return PageTable.pfn(e) + ((e & PageTable.HUGE) != 0 ? (va & (HPAGE_SIZE - 1)) >>> PAGE_SHIFT : 0);
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
+    }
+
+    public List<MmuIntervalNotifier> intervalNotifiers() {
+        return notifiers.all();
+    }
+
+    @Override
+    public String toString() {
+        return "process " + pid + " (" + name + ")";
+    }
+}

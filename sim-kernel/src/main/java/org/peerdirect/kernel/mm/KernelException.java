@@ -1,0 +1,38 @@
+package org.peerdirect.kernel.mm;
+
+/**
+ * A kernel call that fails the way the real one returns {@code -errno}: the errno says which
+ * failure, the message says what was wrong and, where there is one, what to do.
+ */
+public class KernelException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    /** The errno values the simulated kernel returns. */
+    public enum Errno {
+        /** bad argument: unaligned, zero or overflowing range, unknown flag. */
+        EINVAL,
+        /** out of memory, or the memlock limit is exceeded. */
+        ENOMEM,
+        /** bad address: no VMA, a device mapping where pages are needed. */
+        EFAULT,
+        /** permission: a protection forbids the access. */
+        EPERM,
+        /** the range changed meanwhile (an invalidation ran): retry. */
+        EBUSY,
+        /** the call is not supported for this mapping. */
+        EOPNOTSUPP,
+        /** out of the address space or an arithmetic overflow of the range. */
+        EOVERFLOW
+    }
+
+    private final Errno errno;
+
+    public KernelException(Errno errno, String message) {
+        super(errno + ": " + message);
+        this.errno = errno;
+    }
+
+    public Errno errno() {
+        return errno;
+    }
+}
