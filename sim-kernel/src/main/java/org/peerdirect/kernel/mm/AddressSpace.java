@@ -210,6 +210,34 @@ public final class AddressSpace {
                 vmas.put(r.start(), r);
             }
         }
+        mergeAround(start, end);
+    }
+
+    /** {@code vma_merge}: joins touching VMAs with equal attributes around [start, end). */
+    private void mergeAround(long start, long end) {
+        Map.Entry<Long, Vma> e = vmas.floorEntry(Math.max(0, start - 1));
+        if (e == null) {
+            e = vmas.ceilingEntry(start);
+        }
+        while (e != null && e.getKey() <= end) {
+            Map.Entry<Long, Vma> next = vmas.higherEntry(e.getKey());
+            Vma a = e.getValue();
+            if (next != null && mergeable(a, next.getValue())) {
+                Vma b = next.getValue();
+                vmas.remove(b.start());
+                Vma joined = new Vma(a.start(), b.end(), a.prot(), a.kind(), a.name(), a.device(), a.deviceOffset());
+                vmas.put(a.start(), joined);
+                e = vmas.floorEntry(a.start());
+            } else {
+                e = next;
+            }
+        }
+    }
+
+    private static boolean mergeable(Vma a, Vma b) {
+        return a.end() == b.start() && a.prot() == b.prot() && a.kind() == b.kind()
+                && java.util.Objects.equals(a.name(), b.name()) && a.device() == b.device()
+                && (a.device() == null || a.deviceOffset() + a.length() == b.deviceOffset());
     }
 
     // ---------------------------------------------------------------------------------- munmap & co
@@ -543,18 +571,47 @@ public final class AddressSpace {
             long pfn;
             if ((e & PageTable.SWAP) != 0) {
                 long slot = PageTable.pfn(e);
-                pfn = phys.allocPages(0, PhysicalMemory.ANON, rmap(base));
+                pfn = allocOrRetry(0, rmap(base));
                 mm.swap().read(slot, phys.frame(pfn));
                 mm.swap().freeSlot(slot);
                 swapped.decrementAndGet();
                 flags |= e & PageTable.DIRTY;
             } else {
-                pfn = phys.allocPages(huge ? HPAGE_ORDER : 0, PhysicalMemory.ANON, rmap(base));
+                pfn = allocOrRetry(huge ? HPAGE_ORDER : 0, rmap(base));
             }
             long ne = PageTable.entry(pfn, flags);
             setEntry(base, ne, ne);
             rss.addAndGet(huge ? 1L << HPAGE_ORDER : 1);
             return ne;
+        }
+    }
+
+    /**
+     * Thrown inside a fault when no frame is free: like VM_FAULT_RETRY, the caller drops the mmap
+     * lock, lets reclaim run (it may need this address space's lock) and retries the access.
+     */
+    private static final class FaultRetry extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        static final FaultRetry INSTANCE = new FaultRetry();
+
+        private FaultRetry() {
+            super("retry the fault after reclaim", null, false, false);
+        }
+    }
+
+    private long allocOrRetry(int order, long rmap) {
+        long pfn = phys.tryAllocPages(order, PhysicalMemory.ANON, rmap);
+        if (pfn < 0) {
+            throw FaultRetry.INSTANCE;
+        }
+        return pfn;
+    }
+
+    /** Called with no lock held after a FaultRetry: reclaims, or fails with ENOMEM if nothing can be freed. */
+    private void reclaimForFault() {
+        if (mm.reclaim(64) == 0 && phys.freeFrames() == 0) {
+            throw new KernelException(Errno.ENOMEM, "out of memory: no free frame for a fault in " + this
+                    + " and nothing reclaimable (pinned pages cannot be reclaimed; swap may be full)");
         }
     }
 
@@ -574,16 +631,21 @@ public final class AddressSpace {
             read(va, b, 0, 8);
             return java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.nativeOrder()).getLong();
         }
-        long stamp = mmapLock.readLock();
-        try {
-            long pa = resolve(va, false);
-            if (pa < 0) {
-                Vma v = deviceVma(va);
-                return v.device().get(ValueLayout.JAVA_LONG_UNALIGNED, v.deviceOffset() + va - v.start());
+        for (;;) {
+            long stamp = mmapLock.readLock();
+            try {
+                long pa = resolve(va, false);
+                if (pa < 0) {
+                    Vma v = deviceVma(va);
+                    return v.device().get(ValueLayout.JAVA_LONG_UNALIGNED, v.deviceOffset() + va - v.start());
+                }
+                return memory.get(ValueLayout.JAVA_LONG_UNALIGNED, pa);
+            } catch (FaultRetry retry) {
+                // fall through: reclaim without the lock, then retry
+            } finally {
+                mmapLock.unlockRead(stamp);
             }
-            return memory.get(ValueLayout.JAVA_LONG_UNALIGNED, pa);
-        } finally {
-            mmapLock.unlockRead(stamp);
+            reclaimForFault();
         }
     }
 
@@ -594,46 +656,63 @@ public final class AddressSpace {
             write(va, b, 0, 8);
             return;
         }
-        long stamp = mmapLock.readLock();
-        try {
-            long pa = resolve(va, true);
-            if (pa < 0) {
-                Vma v = deviceVma(va);
-                v.device().set(ValueLayout.JAVA_LONG_UNALIGNED, v.deviceOffset() + va - v.start(), value);
+        for (;;) {
+            long stamp = mmapLock.readLock();
+            try {
+                long pa = resolve(va, true);
+                if (pa < 0) {
+                    Vma v = deviceVma(va);
+                    v.device().set(ValueLayout.JAVA_LONG_UNALIGNED, v.deviceOffset() + va - v.start(), value);
+                    return;
+                }
+                memory.set(ValueLayout.JAVA_LONG_UNALIGNED, pa, value);
                 return;
+            } catch (FaultRetry retry) {
+                // fall through: reclaim without the lock, then retry
+            } finally {
+                mmapLock.unlockRead(stamp);
             }
-            memory.set(ValueLayout.JAVA_LONG_UNALIGNED, pa, value);
-        } finally {
-            mmapLock.unlockRead(stamp);
+            reclaimForFault();
         }
     }
 
     public byte readByte(long va) {
-        long stamp = mmapLock.readLock();
-        try {
-            long pa = resolve(va, false);
-            if (pa < 0) {
-                Vma v = deviceVma(va);
-                return v.device().get(ValueLayout.JAVA_BYTE, v.deviceOffset() + va - v.start());
+        for (;;) {
+            long stamp = mmapLock.readLock();
+            try {
+                long pa = resolve(va, false);
+                if (pa < 0) {
+                    Vma v = deviceVma(va);
+                    return v.device().get(ValueLayout.JAVA_BYTE, v.deviceOffset() + va - v.start());
+                }
+                return memory.get(ValueLayout.JAVA_BYTE, pa);
+            } catch (FaultRetry retry) {
+                // fall through: reclaim without the lock, then retry
+            } finally {
+                mmapLock.unlockRead(stamp);
             }
-            return memory.get(ValueLayout.JAVA_BYTE, pa);
-        } finally {
-            mmapLock.unlockRead(stamp);
+            reclaimForFault();
         }
     }
 
     public void writeByte(long va, byte value) {
-        long stamp = mmapLock.readLock();
-        try {
-            long pa = resolve(va, true);
-            if (pa < 0) {
-                Vma v = deviceVma(va);
-                v.device().set(ValueLayout.JAVA_BYTE, v.deviceOffset() + va - v.start(), value);
+        for (;;) {
+            long stamp = mmapLock.readLock();
+            try {
+                long pa = resolve(va, true);
+                if (pa < 0) {
+                    Vma v = deviceVma(va);
+                    v.device().set(ValueLayout.JAVA_BYTE, v.deviceOffset() + va - v.start(), value);
+                    return;
+                }
+                memory.set(ValueLayout.JAVA_BYTE, pa, value);
                 return;
+            } catch (FaultRetry retry) {
+                // fall through: reclaim without the lock, then retry
+            } finally {
+                mmapLock.unlockRead(stamp);
             }
-            memory.set(ValueLayout.JAVA_BYTE, pa, value);
-        } finally {
-            mmapLock.unlockRead(stamp);
+            reclaimForFault();
         }
     }
 
@@ -662,48 +741,60 @@ public final class AddressSpace {
         if (va < 0 || va + len < va) {
             throw new SegmentationFault(va, "range overflows");
         }
-        long stamp = mmapLock.readLock();
-        try {
-            long done = 0;
-            while (done < len) {
-                long cur = va + done;
-                long pa = resolve(cur, toUser);
-                long n;
-                if (pa < 0) {
-                    Vma v = deviceVma(cur);
-                    n = Math.min(len - done, v.end() - cur);
-                    long devOff = v.deviceOffset() + cur - v.start();
-                    if (toUser) {
-                        MemorySegment.copy(seg, segOff + done, v.device(), devOff, n);
+        for (;;) {
+            long stamp = mmapLock.readLock();
+            try {
+                long done = 0;
+                while (done < len) {
+                    long cur = va + done;
+                    long pa = resolve(cur, toUser);
+                    long n;
+                    if (pa < 0) {
+                        Vma v = deviceVma(cur);
+                        n = Math.min(len - done, v.end() - cur);
+                        long devOff = v.deviceOffset() + cur - v.start();
+                        if (toUser) {
+                            MemorySegment.copy(seg, segOff + done, v.device(), devOff, n);
+                        } else {
+                            MemorySegment.copy(v.device(), devOff, seg, segOff + done, n);
+                        }
                     } else {
-                        MemorySegment.copy(v.device(), devOff, seg, segOff + done, n);
+                        long pageEnd = (pt.lookup(cur) & PageTable.HUGE) != 0 ? (cur & -HPAGE_SIZE) + HPAGE_SIZE
+                                : (cur & -PAGE_SIZE) + PAGE_SIZE;
+                        n = Math.min(len - done, pageEnd - cur);
+                        if (toUser) {
+                            MemorySegment.copy(seg, segOff + done, memory, pa, n);
+                        } else {
+                            MemorySegment.copy(memory, pa, seg, segOff + done, n);
+                        }
                     }
-                } else {
-                    long pageEnd = (pt.lookup(cur) & PageTable.HUGE) != 0 ? (cur & -HPAGE_SIZE) + HPAGE_SIZE
-                            : (cur & -PAGE_SIZE) + PAGE_SIZE;
-                    n = Math.min(len - done, pageEnd - cur);
-                    if (toUser) {
-                        MemorySegment.copy(seg, segOff + done, memory, pa, n);
-                    } else {
-                        MemorySegment.copy(memory, pa, seg, segOff + done, n);
-                    }
+                    done += n;
                 }
-                done += n;
+                return;
+            } catch (FaultRetry retry) {
+                // fall through: reclaim without the lock, then retry
+            } finally {
+                mmapLock.unlockRead(stamp);
             }
-        } finally {
-            mmapLock.unlockRead(stamp);
+            reclaimForFault();
         }
     }
 
     /** Touches every page of a range (reads, or writes zero-preserving) to fault it in. */
     public void populate(long va, long len, boolean write) {
-        long stamp = mmapLock.readLock();
-        try {
-            for (long p = va & -PAGE_SIZE; p < va + len; p += PAGE_SIZE) {
-                resolve(p, write);
+        for (;;) {
+            long stamp = mmapLock.readLock();
+            try {
+                for (long p = va & -PAGE_SIZE; p < va + len; p += PAGE_SIZE) {
+                    resolve(p, write);
+                }
+                return;
+            } catch (FaultRetry retry) {
+                // fall through: reclaim without the lock, then retry
+            } finally {
+                mmapLock.unlockRead(stamp);
             }
-        } finally {
-            mmapLock.unlockRead(stamp);
+            reclaimForFault();
         }
     }
 
@@ -739,38 +830,56 @@ public final class AddressSpace {
                     npages, memlockLimitPages, now - npages));
         }
         long[] pfns = new long[npages];
+        // pages pinned so far stay pinned across a reclaim retry: reclaim cannot take them, so each
+        // retry either makes progress or ends in ENOMEM
         int pinned = 0;
-        long stamp = mmapLock.readLock();
-        try {
-            alive();
-            for (; pinned < npages; pinned++) {
-                long p = start + ((long) pinned << PAGE_SHIFT);
-                Vma v = findVma(p);
-                if (v == null) {
-                    throw new KernelException(Errno.EFAULT, String.format("pin_user_pages: 0x%x is not mapped", p));
+        for (;;) {
+            long stamp = mmapLock.readLock();
+            try {
+                alive();
+                for (; pinned < npages; pinned++) {
+                    long p = start + ((long) pinned << PAGE_SHIFT);
+                    Vma v = findVma(p);
+                    if (v == null) {
+                        throw new KernelException(Errno.EFAULT, String.format("pin_user_pages: 0x%x is not mapped", p));
+                    }
+                    if (v.kind() == Vma.Kind.DEVICE) {
+                        throw new KernelException(Errno.EFAULT, String.format(
+                                "pin_user_pages: 0x%x is in device mapping %s (VM_IO|VM_PFNMAP): it has no pages to pin", p, v.name()));
+                    }
+                    if (write && !v.writable() || !v.readable()) {
+                        throw new KernelException(Errno.EFAULT, String.format(
+                                "pin_user_pages: 0x%x: mapping %s does not allow %s", p, v.name(), write ? "writing" : "reading"));
+                    }
+                    long pfn = resolve(p, write) >>> PAGE_SHIFT;
+                    phys.pin(pfn, 1);
+                    pfns[pinned] = pfn;
                 }
-                if (v.kind() == Vma.Kind.DEVICE) {
-                    throw new KernelException(Errno.EFAULT, String.format(
-                            "pin_user_pages: 0x%x is in device mapping %s (VM_IO|VM_PFNMAP): it has no pages to pin", p, v.name()));
+                return new PinnedPages(this, start, pfns);
+            } catch (RuntimeException e) {
+                if (e != FaultRetry.INSTANCE) {
+                    unpinPartial(pfns, pinned, npages);
+                    throw e;
                 }
-                if (write && !v.writable() || !v.readable()) {
-                    throw new KernelException(Errno.EFAULT, String.format(
-                            "pin_user_pages: 0x%x: mapping %s does not allow %s", p, v.name(), write ? "writing" : "reading"));
-                }
-                long pfn = resolve(p, write) >>> PAGE_SHIFT;
-                phys.pin(pfn, 1);
-                pfns[pinned] = pfn;
+            } finally {
+                mmapLock.unlockRead(stamp);
             }
-            return new PinnedPages(this, start, pfns);
-        } catch (RuntimeException e) {
-            for (int i = 0; i < pinned; i++) {
-                phys.pin(pfns[i], -1);
+            try {
+                reclaimForFault();
+            } catch (KernelException e) {
+                unpinPartial(pfns, pinned, npages);
+                throw e;
             }
-            pinnedVm.addAndGet(-npages);
-            throw e;
-        } finally {
-            mmapLock.unlockRead(stamp);
         }
+    }
+
+    private void unpinPartial(long[] pfns, int pinned, int charged) {
+        for (int i = 0; i < pinned; i++) {
+            if (phys.pin(pfns[i], -1) == 0) {
+                mm.releaseIfUnused(pfns[i]);
+            }
+        }
+        pinnedVm.addAndGet(-charged);
     }
 
     void unpin(PinnedPages pages, boolean dirty) {
@@ -809,46 +918,52 @@ public final class AddressSpace {
         }
         boolean fault = (range.defaultFlags & HmmRange.HMM_PFN_REQ_FAULT) != 0;
         boolean write = (range.defaultFlags & HmmRange.HMM_PFN_REQ_WRITE) != 0;
-        long stamp = mmapLock.readLock();
-        try {
-            alive();
-            if (range.notifier.readRetry(range.notifierSeq)) {
-                throw new KernelException(Errno.EBUSY, "hmm_range_fault: the range was invalidated; retry from mmu_interval_read_begin");
-            }
-            for (int i = 0; i < range.hmmPfns.length; i++) {
-                long va = range.start + ((long) i << PAGE_SHIFT);
-                Vma v = findVma(va);
-                if (v == null || v.kind() == Vma.Kind.DEVICE) {
-                    throw new KernelException(Errno.EFAULT, String.format("hmm_range_fault: 0x%x is %s", va,
-                            v == null ? "not mapped" : "in device mapping " + v.name()));
+        for (;;) {
+            long stamp = mmapLock.readLock();
+            try {
+                alive();
+                if (range.notifier.readRetry(range.notifierSeq)) {
+                    throw new KernelException(Errno.EBUSY, "hmm_range_fault: the range was invalidated; retry from mmu_interval_read_begin");
                 }
-                long e = pt.lookup(va);
-                if (fault) {
-                    if (!v.readable() || write && !v.writable()) {
-                        throw new KernelException(Errno.EPERM, String.format("hmm_range_fault: 0x%x in %s does not allow %s",
-                                va, v.name(), write ? "writing" : "reading"));
+                for (int i = 0; i < range.hmmPfns.length; i++) {
+                    long va = range.start + ((long) i << PAGE_SHIFT);
+                    Vma v = findVma(va);
+                    if (v == null || v.kind() == Vma.Kind.DEVICE) {
+                        throw new KernelException(Errno.EFAULT, String.format("hmm_range_fault: 0x%x is %s", va,
+                                v == null ? "not mapped" : "in device mapping " + v.name()));
                     }
-                    long need = write ? PageTable.PRESENT | PageTable.WRITE : PageTable.PRESENT;
-                    if ((e & need) != need) {
-                        resolve(va, write);
-                        e = pt.lookup(va);
+                    long e = pt.lookup(va);
+                    if (fault) {
+                        if (!v.readable() || write && !v.writable()) {
+                            throw new KernelException(Errno.EPERM, String.format("hmm_range_fault: 0x%x in %s does not allow %s",
+                                    va, v.name(), write ? "writing" : "reading"));
+                        }
+                        long need = write ? PageTable.PRESENT | PageTable.WRITE : PageTable.PRESENT;
+                        if ((e & need) != need) {
+                            resolve(va, write);
+                            e = pt.lookup(va);
+                        }
                     }
+                    if ((e & PageTable.PRESENT) == 0) {
+                        range.hmmPfns[i] = 0;
+                        continue;
+                    }
+                    boolean huge = (e & PageTable.HUGE) != 0;
+                    long pfn = PageTable.pfn(e) + (huge ? (va & (HPAGE_SIZE - 1)) >>> PAGE_SHIFT : 0);
+                    range.hmmPfns[i] = pfn | HmmRange.HMM_PFN_VALID
+                            | ((e & PageTable.WRITE) != 0 && v.writable() ? HmmRange.HMM_PFN_WRITE : 0)
+                            | ((long) (huge ? HPAGE_ORDER : 0) << HmmRange.HMM_PFN_ORDER_SHIFT);
                 }
-                if ((e & PageTable.PRESENT) == 0) {
-                    range.hmmPfns[i] = 0;
-                    continue;
+                if (range.notifier.readRetry(range.notifierSeq)) {
+                    throw new KernelException(Errno.EBUSY, "hmm_range_fault: the range was invalidated during the walk; retry");
                 }
-                boolean huge = (e & PageTable.HUGE) != 0;
-                long pfn = PageTable.pfn(e) + (huge ? (va & (HPAGE_SIZE - 1)) >>> PAGE_SHIFT : 0);
-                range.hmmPfns[i] = pfn | HmmRange.HMM_PFN_VALID
-                        | ((e & PageTable.WRITE) != 0 && v.writable() ? HmmRange.HMM_PFN_WRITE : 0)
-                        | ((long) (huge ? HPAGE_ORDER : 0) << HmmRange.HMM_PFN_ORDER_SHIFT);
+                return;
+            } catch (FaultRetry retry) {
+                // fall through: reclaim without the lock, then retry
+            } finally {
+                mmapLock.unlockRead(stamp);
             }
-            if (range.notifier.readRetry(range.notifierSeq)) {
-                throw new KernelException(Errno.EBUSY, "hmm_range_fault: the range was invalidated during the walk; retry");
-            }
-        } finally {
-            mmapLock.unlockRead(stamp);
+            reclaimForFault();
         }
     }
 

@@ -195,6 +195,15 @@ public final class PhysicalMemory implements AutoCloseable {
         return pfn;
     }
 
+    /** Like {@link #allocPages} but without reclaim: -1 when no block is free (the caller retries). */
+    public long tryAllocPages(int order, int kind, long rmap) {
+        long pfn = tryAlloc(order, kind, rmap);
+        if (pfn >= 0) {
+            frames.asSlice(pfn << PAGE_SHIFT, PAGE_SIZE << order).fill((byte) 0);
+        }
+        return pfn;
+    }
+
     private synchronized long tryAlloc(int order, int kind, long rmap) {
         int o = order;
         while (o <= MAX_ORDER && freeArea[o].isEmpty()) {

@@ -47,7 +47,7 @@ public record Vma(long start, long end, int prot, Kind kind, String name, Memory
 
     /** One line of /proc/pid/maps. */
     public String mapsLine() {
-        return String.format("%012x-%012x %s%sp %08x 00:00 0 %s", start, end, readable() ? "r" : "-",
+        return String.format("%012x-%012x %s%s-p %08x 00:00 0 %s", start, end, readable() ? "r" : "-",
                 writable() ? "w" : "-", deviceOffset, name == null ? "" : name);
     }
 }
