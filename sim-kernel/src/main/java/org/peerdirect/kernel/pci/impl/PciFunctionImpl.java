@@ -1,0 +1,576 @@
+package org.peerdirect.kernel.pci.impl;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+import org.peerdirect.kernel.pci.BarWriteHandler;
+import org.peerdirect.kernel.pci.IrqHandler;
+import org.peerdirect.kernel.pci.PciDeviceSpec;
+import org.peerdirect.kernel.pci.PciFunction;
+
+/**
+ * One function: BAR memory, MMIO, MSI-X vectors with their handler threads, and removal.
+ *
+ * <h2>Invariants and lock rules</h2>
+ * <ul>
+ * <li><b>BAR memory lifetime.</b> {@code state} packs a {@code REMOVED} bit and the number of
+ * accesses in flight. An MMIO access {@link #enter()}s (increments the count unless {@code REMOVED}
+ * is set; if it is, the access is a removed-device access: reads return all ones, writes are
+ * dropped) and {@link #exit()}s. {@link #remove()} sets {@code REMOVED} and takes one use itself in
+ * the same atomic update. Once {@code REMOVED} is set the count only goes down, so exactly one
+ * {@code exit()} brings the state to {@code REMOVED} with count 0, and that one closes the arena:
+ * no MMIO access can ever touch freed memory (no {@code IllegalStateException} from a closed arena,
+ * no crash), and {@code remove()} never waits for a driver. A {@link BarWriteHandler} runs inside
+ * the writer's use, so the device model may touch {@link #barMemory} from it, and may even call
+ * {@code remove()} from it.</li>
+ * <li><b>Vectors.</b> Each vector's fields are guarded by the {@link Vector}'s monitor; no user code
+ * (handlers) runs under it. A vector has at most one {@link IrqThread}, the one in
+ * {@code vector.thread}; a thread that finds itself no longer there exits, so freeing a vector is
+ * "detach under the monitor, then join outside it". {@code requestIrq} checks {@code REMOVED} under
+ * the monitor and {@code remove()} sets it before detaching the threads, so no thread is started
+ * after removal has swept the vectors; {@code live} holds every started thread until it ends, and
+ * removal waits for all of them.</li>
+ * <li><b>Removal listeners</b> are guarded by {@code listenersLock} and run outside it, exactly
+ * once.</li>
+ * </ul>
+ */
+final class PciFunctionImpl implements PciFunction {
+
+    private static final long REMOVED = 1L << 62;
+    private static final VarHandle LE32 = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN).varHandle();
+    private static final VarHandle LE64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).varHandle();
+    private static final VarHandle BE32 = ValueLayout.JAVA_INT.withOrder(ByteOrder.BIG_ENDIAN).varHandle();
+    /** How long a wait for a handler or a concurrent removal goes before it is reported (it goes on waiting). */
+    private static final long REPORT_EVERY_MS = 5_000;
+
+    private final PciBusCore bus;
+    private final long number;
+    private final String bdf;
+    private final PciDeviceSpec spec;
+    private final Consumer<String> warn;
+    /** Owns all BAR memory of the function; closed exactly once, by the last user (see class comment). */
+    private final Arena arena;
+    /** Per BAR index: memory (null: not implemented), write handler (may be null). */
+    private final MemorySegment[] bars = new MemorySegment[PciDeviceSpec.MAX_BARS];
+    private final BarWriteHandler[] onWrite = new BarWriteHandler[PciDeviceSpec.MAX_BARS];
+    private final Vector[] vectors;
+    /**
+     * Every started IRQ thread not yet seen dead (including one that freed its own vector and is
+     * finishing its handler): a thread is only dropped from here once {@code isAlive()} is false.
+     */
+    private final Set<IrqThread> live = ConcurrentHashMap.newKeySet();
+    /** REMOVED bit | accesses in flight. */
+    private final AtomicLong state = new AtomicLong();
+    /** Counted down when remove() has done everything but (possibly) freeing the BAR memory. */
+    private final CountDownLatch removed = new CountDownLatch(1);
+    private volatile Thread remover;
+    private final Object listenersLock = new Object();
+    /** Guarded by listenersLock; null once remove() has taken them to run. */
+    private List<Runnable> listeners = new ArrayList<>();
+
+    PciFunctionImpl(PciBusCore bus, long number, String bdf, PciDeviceSpec spec, Consumer<String> warn) {
+        this.bus = bus;
+        this.number = number;
+        this.bdf = bdf;
+        this.spec = spec;
+        this.warn = warn;
+        this.arena = Arena.ofShared();
+        try {
+            for (PciDeviceSpec.Bar b : spec.bars()) {
+                // page aligned like a real BAR; allocate() zero-fills
+                bars[b.index()] = arena.allocate(b.size(), 4096);
+                onWrite[b.index()] = b.onWrite();
+            }
+        } catch (RuntimeException | OutOfMemoryError e) {
+            arena.close();
+            throw e;
+        }
+        vectors = new Vector[spec.msixVectors()];
+        for (int i = 0; i < vectors.length; i++) {
+            vectors[i] = new Vector(i);
+        }
+    }
+
+    long number() {
+        return number;
+    }
+
+    @Override
+    public String bdf() {
+        return bdf;
+    }
+
+    @Override
+    public int vendorId() {
+        return spec.vendorId();
+    }
+
+    @Override
+    public int deviceId() {
+        return spec.deviceId();
+    }
+
+    @Override
+    public int classCode() {
+        return spec.classCode();
+    }
+
+    @Override
+    public String name() {
+        return spec.name();
+    }
+
+    @Override
+    public long barSize(int bar) {
+        checkBarIndex(bar);
+        MemorySegment s = bars[bar];
+        return s == null ? 0 : s.byteSize();
+    }
+
+    @Override
+    public int msixVectors() {
+        return vectors.length;
+    }
+
+    @Override
+    public boolean present() {
+        return (state.get() & REMOVED) == 0;
+    }
+
+    @Override
+    public String toString() {
+        return String.format("%s [%04x:%04x] %s%s", bdf, vendorId(), deviceId(), name(), present() ? "" : " (removed)");
+    }
+
+    // ---------------------------------------------------------------- MMIO
+
+    private static void checkBarIndex(int bar) {
+        if (bar < 0 || bar >= PciDeviceSpec.MAX_BARS) {
+            throw new IllegalArgumentException("bar " + bar + ": BAR index must be 0..5");
+        }
+    }
+
+    private MemorySegment bar(int bar) {
+        checkBarIndex(bar);
+        MemorySegment s = bars[bar];
+        if (s == null) {
+            throw new IllegalArgumentException("bar " + bar + ": not implemented by " + bdf + " (size 0)");
+        }
+        return s;
+    }
+
+    /** The BAR's memory after checking that a {@code width}-byte access at {@code offset} is aligned and inside it. */
+    private MemorySegment checkAccess(int bar, long offset, int width) {
+        MemorySegment s = bar(bar);
+        long size = s.byteSize();
+        if (offset < 0 || offset > size - width) {
+            throw new IllegalArgumentException(String.format(
+                    "bar %d offset 0x%x: a %d-byte access is outside the BAR (size 0x%x) of %s", bar, offset, width, size, bdf));
+        }
+        if ((offset & (width - 1)) != 0) {
+            throw new IllegalArgumentException(String.format(
+                    "bar %d offset 0x%x: not aligned to the %d-byte access (BAR size 0x%x) of %s", bar, offset, width, size, bdf));
+        }
+        return s;
+    }
+
+    /** Takes a use of the BAR memory; false once the function is removed (the access is then a no-op). */
+    private boolean enter() {
+        for (;;) {
+            long s = state.get();
+            if ((s & REMOVED) != 0) {
+                return false;
+            }
+            if (state.compareAndSet(s, s + 1)) {
+                return true;
+            }
+        }
+    }
+
+    /** Drops a use; the last one out after removal frees the memory. */
+    private void exit() {
+        if (state.decrementAndGet() == REMOVED) {
+            freeBars();
+        }
+    }
+
+    private void freeBars() {
+        try {
+            arena.close();
+        } catch (IllegalStateException e) {
+            // only if a device model kept the arena acquired (e.g. handed a BAR slice to a native call)
+            warn.accept("pci " + bdf + ": cannot free BAR memory: " + e.getMessage());
+        }
+    }
+
+    @Override
+    public int read32(int bar, long offset) {
+        MemorySegment s = checkAccess(bar, offset, 4);
+        if (!enter()) {
+            return 0xffffffff;
+        }
+        try {
+            return (int) LE32.getVolatile(s, offset);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public long read64(int bar, long offset) {
+        MemorySegment s = checkAccess(bar, offset, 8);
+        if (!enter()) {
+            return -1L;
+        }
+        try {
+            return (long) LE64.getVolatile(s, offset);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public int read32be(int bar, long offset) {
+        MemorySegment s = checkAccess(bar, offset, 4);
+        if (!enter()) {
+            return 0xffffffff;
+        }
+        try {
+            return (int) BE32.getVolatile(s, offset);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public void write32(int bar, long offset, int value) {
+        write(bar, offset, 4, value, LE32);
+    }
+
+    @Override
+    public void write32be(int bar, long offset, int value) {
+        write(bar, offset, 4, value, BE32);
+    }
+
+    @Override
+    public void write64(int bar, long offset, long value) {
+        write(bar, offset, 8, value, LE64);
+    }
+
+    private void write(int bar, long offset, int width, long value, VarHandle vh) {
+        MemorySegment s = checkAccess(bar, offset, width);
+        if (!enter()) {
+            return; // the device is gone: the write goes nowhere, as on PCIe
+        }
+        try {
+            if (width == 4) {
+                vh.setVolatile(s, offset, (int) value);
+            } else {
+                vh.setVolatile(s, offset, value);
+            }
+            BarWriteHandler h = onWrite[bar];
+            if (h != null) {
+                try {
+                    h.written(bar, offset, width, width == 4 ? value & 0xffff_ffffL : value);
+                } catch (RuntimeException e) {
+                    // a posted write: the driver never hears about what the device made of it
+                    warn.accept(String.format("pci %s: BAR write handler failed on bar %d offset 0x%x: %s", bdf, bar, offset, e));
+                }
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public MemorySegment barMemory(int bar) {
+        return bar(bar);
+    }
+
+    // ---------------------------------------------------------------- MSI-X
+
+    /** One MSI-X table entry plus its PBA bit; every field is guarded by the Vector's monitor. */
+    private static final class Vector {
+        final int index;
+        long raised;
+        long delivered;
+        /** PBA bit: raised while no handler was requested. */
+        boolean pending;
+        /** Sent to the handler thread, not yet picked up (further raises coalesce into it). */
+        boolean signalled;
+        /** The requested handler's thread; null while the vector is free. */
+        IrqThread thread;
+
+        Vector(int index) {
+            this.index = index;
+        }
+    }
+
+    /** The handler thread of one requested vector: {@code irq/<vector>-<bdf>}, like a threaded IRQ's kthread. */
+    private final class IrqThread extends Thread {
+        private final Vector v;
+        private final IrqHandler handler;
+
+        IrqThread(Vector v, IrqHandler handler) {
+            super("irq/" + v.index + "-" + bdf);
+            this.v = v;
+            this.handler = handler;
+            setDaemon(true); // never keeps a JVM alive; freeIrq/remove end it anyway
+        }
+
+        PciFunctionImpl function() {
+            return PciFunctionImpl.this;
+        }
+
+        @Override
+        public void run() {
+            for (;;) {
+                synchronized (v) {
+                    while (v.thread == this && !v.signalled) {
+                        try {
+                            v.wait();
+                        } catch (InterruptedException e) {
+                            // nobody but freeIrq ends this thread, and it does so through v.thread
+                        }
+                    }
+                    if (v.thread != this) {
+                        return; // freed: never call the handler again
+                    }
+                    v.signalled = false;
+                    v.delivered++;
+                }
+                try {
+                    handler.handle(v.index);
+                } catch (RuntimeException | Error e) {
+                    warn.accept("pci " + bdf + ": handler of MSI-X vector " + v.index + " failed: " + e);
+                }
+            }
+        }
+    }
+
+    private Vector vector(int vector) {
+        if (vector < 0 || vector >= vectors.length) {
+            throw new IllegalArgumentException("vector " + vector + ": out of range, " + bdf + " has "
+                    + vectors.length + " MSI-X vectors" + (vectors.length == 0 ? "" : " (0.." + (vectors.length - 1) + ")"));
+        }
+        return vectors[vector];
+    }
+
+    @Override
+    public void requestIrq(int vector, IrqHandler handler) {
+        Vector v = vector(vector);
+        Objects.requireNonNull(handler, "handler");
+        synchronized (v) {
+            if (!present()) {
+                return; // remove() has swept, or will not see, this vector: starting a thread would leak it
+            }
+            if (v.thread != null) {
+                throw new IllegalStateException("vector " + vector + " of " + bdf + " already has a handler (" + v.thread.getName() + ")");
+            }
+            IrqThread t = new IrqThread(v, handler);
+            v.thread = t;
+            live.removeIf(x -> !x.isAlive()); // forget ended threads; one that is ending is still waited for
+            live.add(t);
+            if (v.pending) {
+                // unmasking a vector with its PBA bit set delivers the interrupt once
+                v.pending = false;
+                v.signalled = true;
+            }
+            t.start();
+        }
+    }
+
+    @Override
+    public void freeIrq(int vector) {
+        Thread t = detach(vector(vector));
+        if (t != null) {
+            awaitEnd(t);
+        }
+    }
+
+    /** Frees the vector's handler without waiting; returns the thread to wait for. */
+    private static IrqThread detach(Vector v) {
+        synchronized (v) {
+            IrqThread t = v.thread;
+            v.thread = null;
+            v.signalled = false; // an interrupt not yet picked up is lost, as with a message already sent to a freed vector
+            v.notifyAll();
+            return t;
+        }
+    }
+
+    /** Waits for a handler thread to end, reporting a handler that does not return; a thread never waits for itself. */
+    private void awaitEnd(Thread t) {
+        if (t == Thread.currentThread()) {
+            return; // freed from its own handler: the thread ends when the handler returns
+        }
+        boolean interrupted = false;
+        try {
+            while (t.isAlive()) {
+                try {
+                    if (!t.join(java.time.Duration.ofMillis(REPORT_EVERY_MS))) {
+                        warn.accept("pci " + bdf + ": still waiting for the handler on " + t.getName() + " to return");
+                    }
+                } catch (InterruptedException e) {
+                    interrupted = true; // free_irq does not give up: the handler must be done when we return
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    @Override
+    public boolean irqRequested(int vector) {
+        Vector v = vector(vector);
+        synchronized (v) {
+            return v.thread != null;
+        }
+    }
+
+    @Override
+    public long msixRaised(int vector) {
+        Vector v = vector(vector);
+        synchronized (v) {
+            return v.raised;
+        }
+    }
+
+    @Override
+    public long msixDelivered(int vector) {
+        Vector v = vector(vector);
+        synchronized (v) {
+            return v.delivered;
+        }
+    }
+
+    @Override
+    public boolean msixPending(int vector) {
+        Vector v = vector(vector);
+        synchronized (v) {
+            return v.pending;
+        }
+    }
+
+    @Override
+    public void raiseMsix(int vector) {
+        Vector v = vector(vector);
+        synchronized (v) {
+            if (!present()) {
+                return;
+            }
+            v.raised++;
+            if (v.thread != null) {
+                v.signalled = true;
+                v.notifyAll();
+            } else {
+                v.pending = true;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- removal
+
+    @Override
+    public void addRemovalListener(Runnable listener) {
+        Objects.requireNonNull(listener, "listener");
+        synchronized (listenersLock) {
+            if (listeners != null) {
+                listeners.add(listener);
+                return;
+            }
+        }
+        runListener(listener); // already removed: tell the latecomer now
+    }
+
+    @Override
+    public void removeRemovalListener(Runnable listener) {
+        synchronized (listenersLock) {
+            if (listeners != null) {
+                listeners.remove(listener);
+            }
+        }
+    }
+
+    private void runListener(Runnable r) {
+        try {
+            r.run();
+        } catch (RuntimeException e) {
+            warn.accept("pci " + bdf + ": removal listener failed: " + e);
+        }
+    }
+
+    @Override
+    public void remove() {
+        long prev = state.getAndUpdate(s -> (s & REMOVED) != 0 ? s : (s + 1) | REMOVED);
+        if ((prev & REMOVED) != 0) {
+            awaitRemoval();
+            return;
+        }
+        remover = Thread.currentThread();
+        try {
+            bus.unlink(this);
+            List<Runnable> toRun;
+            synchronized (listenersLock) {
+                toRun = listeners;
+                listeners = null;
+            }
+            toRun.forEach(this::runListener);
+            bus.unpublish(this); // drivers bound to the service are deactivated here, on this thread
+            for (Vector v : vectors) {
+                synchronized (v) {
+                    v.pending = false;
+                }
+                detach(v);
+            }
+            // every thread started before the sweep is in live (added under the vector's monitor)
+            List.copyOf(live).forEach(this::awaitEnd);
+        } finally {
+            removed.countDown();
+            exit(); // the remover's use: BAR memory is freed now, or by the last MMIO access in flight
+        }
+    }
+
+    /**
+     * A second remove() returns once the first has finished, so a caller (the bus shutting down)
+     * can rely on the function's threads being gone — except on the removing thread itself (a
+     * listener or a driver's deactivate calling back) or this function's own handler threads, which
+     * the first removal may be waiting for.
+     */
+    private void awaitRemoval() {
+        Thread me = Thread.currentThread();
+        if (me == remover || (me instanceof IrqThread t && t.function() == this)) {
+            return;
+        }
+        boolean interrupted = false;
+        try {
+            while (removed.getCount() > 0) {
+                try {
+                    if (!removed.await(REPORT_EVERY_MS, TimeUnit.MILLISECONDS)) {
+                        warn.accept("pci " + bdf + ": still waiting for the concurrent removal to finish");
+                    }
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                me.interrupt();
+            }
+        }
+    }
+}

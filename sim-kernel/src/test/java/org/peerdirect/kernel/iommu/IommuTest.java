@@ -1,0 +1,248 @@
+package org.peerdirect.kernel.iommu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SIZE;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.HmmRange;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.mm.MmuIntervalNotifier;
+import org.peerdirect.kernel.mm.PinnedPages;
+
+class IommuTest {
+
+    @TempDir
+    Path tmp;
+
+    private Mm mm;
+    private Iommu iommu;
+
+    private AddressSpace setup() {
+        mm = new Mm(32 << 20, true, tmp.resolve("swap"), 16 << 20);
+        iommu = new Iommu(mm.physical());
+        return mm.createProcess("app");
+    }
+
+    @AfterEach
+    void audit() {
+        if (iommu != null) {
+            IommuAudit a = iommu.audit();
+            mm.close();
+            assertEquals(mm.physical().nrFrames(), mm.physical().freeFrames(), "no frame leaked");
+            assertTrue(a.violationFree() || expectViolation, "audit: " + a);
+        }
+    }
+
+    private boolean expectViolation;
+
+    @Test
+    void deviceSeesWhatTheCpuWroteThroughPinnedMappings() {
+        AddressSpace p = setup();
+        IommuDomain d = iommu.createDomain("mlx5_0");
+        long a = p.mmap(4 * PAGE_SIZE);
+        p.writeLong(a + PAGE_SIZE + 8, 0xfeedL);
+        PinnedPages pins = p.pinUserPages(a, 4 * PAGE_SIZE, true);
+        long iova = d.dmaMapSg(pins.pfns(), DmaDirection.BIDIRECTIONAL);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(16);
+            d.read(iova + PAGE_SIZE, buf, 0, 16);
+            assertEquals(0xfeedL, buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 8));
+            buf.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 0xabcdL);
+            d.write(iova + 3 * PAGE_SIZE - 4, buf, 0, 8); // across a page boundary
+        }
+        assertEquals(0xabcdL, p.readLong(a + 3 * PAGE_SIZE - 4));
+        assertEquals(5, d.fetchAdd(iova + 64, 5) + 5);
+        assertEquals(5, d.compareAndSwap(iova + 64, 5, 9));
+        assertEquals(9, p.readLong(a + 64));
+        assertEquals(4, d.mappedPages());
+        d.dmaUnmap(iova, 4);
+        pins.unpin(true);
+        assertEquals(0, iommu.audit().liveMappings());
+    }
+
+    @Test
+    void accessesOutsideMappingsFaultAndMoveNothing() {
+        AddressSpace p = setup();
+        IommuDomain d = iommu.createDomain("mlx4_0");
+        long a = p.mmap(2 * PAGE_SIZE);
+        p.writeLong(a + PAGE_SIZE - 8, 1);
+        PinnedPages pins = p.pinUserPages(a, PAGE_SIZE, false);
+        long iova = d.dmaMapPage(pins.pfn(0), DmaDirection.TO_DEVICE);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(16);
+            buf.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 77);
+            IommuFault f = assertThrows(IommuFault.class, () -> d.write(iova, buf, 0, 8));
+            assertEquals(IommuFault.Kind.PERMISSION, f.kind());
+            f = assertThrows(IommuFault.class, () -> d.read(iova + PAGE_SIZE - 8, buf, 0, 16));
+            assertEquals(IommuFault.Kind.NOT_MAPPED, f.kind(), "the second page is not mapped");
+            assertEquals(0, buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 8), "a faulting DMA moves nothing");
+            assertThrows(IommuFault.class, () -> d.read(0x1234, buf, 0, 8));
+        }
+        assertEquals(1, p.readLong(a + PAGE_SIZE - 8));
+        assertEquals(3, iommu.audit().faults());
+        assertThrows(KernelException.class, () -> d.dmaUnmap(iova + PAGE_SIZE, 1));
+        assertThrows(KernelException.class, () -> d.fetchAdd(iova + 4, 1), "misaligned atomic");
+        d.dmaUnmap(iova, 1);
+        assertThrows(KernelException.class, () -> d.dmaUnmap(iova, 1), "double unmap");
+        pins.unpin(false);
+        assertThrows(KernelException.class, () -> iommu.createDomain("mlx4_0"));
+    }
+
+    @Test
+    void aStaleMappingToAFreedFrameIsCaughtAsUseAfterFree() {
+        AddressSpace p = setup();
+        expectViolation = true;
+        IommuDomain d = iommu.createDomain("buggy");
+        long a = p.mmap(PAGE_SIZE);
+        p.writeLong(a, 1);
+        long iova = d.dmaMapPage(p.pfnOf(a), DmaDirection.BIDIRECTIONAL); // no pin, no notifier: a driver bug
+        p.munmap(a, PAGE_SIZE);
+        p.mmap(PAGE_SIZE); // the frame may be reused
+        try (Arena arena = Arena.ofConfined()) {
+            IommuFault f = assertThrows(IommuFault.class, () -> d.write(iova, arena.allocate(8), 0, 8));
+            assertEquals(IommuFault.Kind.USE_AFTER_FREE, f.kind());
+        }
+        IommuAudit audit = iommu.audit();
+        assertEquals(1, audit.useAfterFree());
+        assertEquals(1, audit.freedWhileMapped());
+        assertEquals(1, iommu.destroyDomain(d), "the forgotten mapping is reported as leaked");
+    }
+
+    /**
+     * The ODP pattern end to end, under concurrency: a "device" maps pages it got from
+     * hmm_range_fault under its lock with the sequence protocol, DMA-reads them, and its
+     * invalidate callback unmaps them; meanwhile the CPU writes, and another thread pages out,
+     * migrates and drops the range. Zero use-after-free, and every DMA read saw data the CPU wrote.
+     */
+    @Test
+    void odpStyleConsumerNeverTouchesFreedFramesUnderStress() throws Exception {
+        AddressSpace p = setup();
+        IommuDomain d = iommu.createDomain("odp");
+        int pages = 64;
+        long a = p.mmap(pages * PAGE_SIZE);
+        Object devLock = new Object();
+        long[] iovaOf = new long[pages]; // guarded by devLock, 0 = not mapped
+        MmuIntervalNotifier n = p.insertNotifier(a, pages * PAGE_SIZE, (nn, range, seq) -> {
+            synchronized (devLock) {
+                nn.setSeq(seq);
+                for (long va = Math.max(range.start(), a); va < Math.min(range.end(), a + pages * PAGE_SIZE); va += PAGE_SIZE) {
+                    int i = (int) ((va - a) / PAGE_SIZE);
+                    if (iovaOf[i] != 0) {
+                        d.dmaUnmap(iovaOf[i], 1);
+                        iovaOf[i] = 0;
+                    }
+                }
+            }
+            return true;
+        });
+        AtomicBoolean stop = new AtomicBoolean();
+        ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
+        AtomicLong dmaReads = new AtomicLong();
+        List<Thread> threads = new ArrayList<>();
+        // CPU writer: every long of page i holds a value whose low 8 bits are i (a checksum of placement)
+        threads.add(new Thread(() -> {
+            long v = 0;
+            while (!stop.get()) {
+                for (int i = 0; i < pages; i++) {
+                    p.writeLong(a + i * PAGE_SIZE, (++v << 8) | i);
+                }
+            }
+        }));
+        // the device: fault, map under the lock with retry, read through the IOMMU, check placement
+        threads.add(new Thread(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment buf = arena.allocate(8);
+                int i = 0;
+                while (!stop.get()) {
+                    i = (i + 7) % pages;
+                    long va = a + i * PAGE_SIZE;
+                    HmmRange r = new HmmRange(n, va, va + PAGE_SIZE, HmmRange.HMM_PFN_REQ_FAULT);
+                    for (;;) {
+                        r.notifierSeq = n.readBegin();
+                        try {
+                            p.hmmRangeFault(r);
+                        } catch (KernelException e) {
+                            if (e.errno() == KernelException.Errno.EBUSY) {
+                                continue;
+                            }
+                            throw e;
+                        }
+                        synchronized (devLock) {
+                            if (n.readRetry(r.notifierSeq)) {
+                                continue;
+                            }
+                            if (iovaOf[i] == 0) {
+                                iovaOf[i] = d.dmaMapPage(HmmRange.pfn(r.hmmPfns[0]), DmaDirection.BIDIRECTIONAL);
+                            }
+                            d.read(iovaOf[i], buf, 0, 8);
+                            long got = buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+                            if (got != 0 && (got & 0xff) != i) {
+                                throw new AssertionError("page " + i + " read " + Long.toHexString(got));
+                            }
+                            dmaReads.incrementAndGet();
+                        }
+                        break;
+                    }
+                }
+            } catch (Throwable t) {
+                errors.add(t);
+            }
+        }));
+        // the kernel: reclaim, migration, madvise on the same range
+        threads.add(new Thread(() -> {
+            int k = 0;
+            while (!stop.get()) {
+                long off = (k++ % 8) * 8 * PAGE_SIZE;
+                switch (k % 3) {
+                    case 0 -> p.madvise(a + off, 8 * PAGE_SIZE, AddressSpace.Advice.MADV_PAGEOUT);
+                    case 1 -> p.migrate(a + off, 8 * PAGE_SIZE);
+                    default -> p.madvise(a + off, 8 * PAGE_SIZE, AddressSpace.Advice.MADV_DONTNEED);
+                }
+            }
+        }));
+        for (Thread t : threads) {
+            t.setUncaughtExceptionHandler((th, e) -> errors.add(e));
+            t.start();
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        while (System.nanoTime() < deadline && errors.isEmpty() && dmaReads.get() < 20_000) {
+            Thread.onSpinWait();
+        }
+        stop.set(true);
+        for (Thread t : threads) {
+            t.join(10_000);
+            assertTrue(!t.isAlive(), "thread finished in bounded time");
+        }
+        assertTrue(errors.isEmpty(), () -> errors.peek().toString());
+        assertTrue(dmaReads.get() > 100, "the device did work: " + dmaReads.get());
+        synchronized (devLock) {
+            for (int i = 0; i < pages; i++) {
+                if (iovaOf[i] != 0) {
+                    d.dmaUnmap(iovaOf[i], 1);
+                }
+            }
+        }
+        n.remove();
+        IommuAudit audit = iommu.audit();
+        assertEquals(0, audit.useAfterFree(), audit.toString());
+        assertEquals(0, audit.freedWhileMapped(), audit.toString());
+        assertEquals(0, audit.liveMappings());
+    }
+}
