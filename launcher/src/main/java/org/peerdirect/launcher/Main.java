@@ -62,6 +62,9 @@ public final class Main {
         if (!cl.interactive()) {
             JLINE_LOG.setLevel(java.util.logging.Level.SEVERE);
         }
+        if (cl.interactive()) {
+            System.out.println(banner());
+        }
         Container container;
         try {
             container = Container.launch(home, bundles, home.resolve("cache"), cl.keepCache(), cl.interactive());
@@ -133,6 +136,26 @@ public final class Main {
             }
         }
         return OK;
+    }
+
+    /** "peerdirect 0.1.0 on Felix 7.0.5, ..." from the launcher's own manifest (cnf/ext/runtime.bnd). */
+    static String banner() {
+        try {
+            var resources = Main.class.getClassLoader().getResources("META-INF/MANIFEST.MF");
+            while (resources.hasMoreElements()) {
+                try (InputStream in = resources.nextElement().openStream()) {
+                    var attrs = new java.util.jar.Manifest(in).getMainAttributes();
+                    String runtime = attrs.getValue("Peerdirect-Runtime");
+                    if (runtime != null) {
+                        return "peerdirect " + attrs.getValue("Bundle-Version") + " on " + runtime
+                                + ". Leave with Ctrl-D or 'shutdown'.";
+                    }
+                }
+            }
+        } catch (IOException e) {
+            // no banner is no loss
+        }
+        return "peerdirect. Leave with Ctrl-D or 'shutdown'.";
     }
 
     static List<String> demoScript() throws IOException {

@@ -46,6 +46,13 @@ class CommandSplitterTest {
     }
 
     @Test
+    void theBannerNamesTheRuntimeVersionsFromCnf() {
+        // target/classes carries the bnd-generated manifest when Maven runs the tests
+        String banner = Main.banner();
+        assertTrue(banner.matches("peerdirect \\S+ on Felix 7\\..*SCR .*jline .*"), banner);
+    }
+
+    @Test
     void theDemoScriptShipsWithTheLauncherAndParses() throws Exception {
         List<String> demo = Main.demoScript();
         assertTrue(demo.contains("lb"), demo::toString);

@@ -169,16 +169,20 @@ public final class IommuDomain {
         }
     }
 
-    /** Physical address for a DMA of up to the end of the page; caller holds the read lock. */
-    private long translate(long iova, boolean write) {
+    /**
+     * Physical address of iova for an access needing {@code need} (DEV_READ and/or DEV_WRITE),
+     * valid to the end of its page; caller holds the read lock.
+     */
+    private long translate(long iova, long need) {
         long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
         long[] leaf = p < 0 || p >= IOVA_PAGES ? null : entries[(int) (p >>> 9)];
         long e = leaf == null ? 0 : leaf[(int) (p & 511)];
         if ((e & VALID) == 0) {
             throw fault(IommuFault.Kind.NOT_MAPPED, iova, "no mapping");
         }
-        if (write ? (e & DEV_WRITE) == 0 : (e & DEV_READ) == 0) {
-            throw fault(IommuFault.Kind.PERMISSION, iova, "mapping does not allow the device to " + (write ? "write" : "read"));
+        if ((e & need) != need) {
+            throw fault(IommuFault.Kind.PERMISSION, iova, "mapping does not allow the device to "
+                    + ((need & ~e & DEV_WRITE) != 0 ? "write" : "read"));
         }
         long pfn = e >>> PAGE_SHIFT;
         if (phys.isFree(pfn) || phys.generation(pfn) != gens[(int) (p >>> 9)][(int) (p & 511)]) {
@@ -213,16 +217,15 @@ public final class IommuDomain {
         if (len < 0 || off < 0 || off + len > buf.byteSize()) {
             throw new KernelException(Errno.EINVAL, "device buffer range " + off + "+" + len + " outside " + buf.byteSize() + " bytes");
         }
+        long need = toMemory ? DEV_WRITE : DEV_READ;
         long stamp = lock.readLock();
         try {
-            for (long done = 0; done < len; done += PAGE_SIZE - ((iova + done) & (PAGE_SIZE - 1))) {
-                translate(iova + done, toMemory);
-            }
+            checkTail(iova, len, need);
             long done = 0;
             while (done < len) {
                 long cur = iova + done;
                 long n = Math.min(len - done, PAGE_SIZE - (cur & (PAGE_SIZE - 1)));
-                long pa = translate(cur, toMemory);
+                long pa = translate(cur, need);
                 if (toMemory) {
                     MemorySegment.copy(buf, off + done, memory, pa, n);
                 } else {
@@ -235,22 +238,31 @@ public final class IommuDomain {
         }
     }
 
+    /**
+     * All or nothing: checks every page of [iova, iova+len) after the first before any byte
+     * moves; the copy loop checks the first page itself, so a one-page DMA translates once.
+     */
+    private void checkTail(long iova, long len, long need) {
+        for (long done = PAGE_SIZE - (iova & (PAGE_SIZE - 1)); done < len; done += PAGE_SIZE) {
+            translate(iova + done, need);
+        }
+    }
+
     /** Device copies {@code len} bytes from one IOVA to another of this domain (loopback DMA). */
     public void copy(long srcIova, long dstIova, long len) {
+        if (len < 0) {
+            throw new KernelException(Errno.EINVAL, "negative DMA copy length " + len);
+        }
         long stamp = lock.readLock();
         try {
-            for (long done = 0; done < len; done += PAGE_SIZE - ((srcIova + done) & (PAGE_SIZE - 1))) {
-                translate(srcIova + done, false);
-            }
-            for (long done = 0; done < len; done += PAGE_SIZE - ((dstIova + done) & (PAGE_SIZE - 1))) {
-                translate(dstIova + done, true);
-            }
+            checkTail(srcIova, len, DEV_READ);
+            checkTail(dstIova, len, DEV_WRITE);
             long done = 0;
             while (done < len) {
                 long s = srcIova + done;
                 long d = dstIova + done;
                 long n = Math.min(len - done, Math.min(PAGE_SIZE - (s & (PAGE_SIZE - 1)), PAGE_SIZE - (d & (PAGE_SIZE - 1))));
-                MemorySegment.copy(memory, translate(s, false), memory, translate(d, true), n);
+                MemorySegment.copy(memory, translate(s, DEV_READ), memory, translate(d, DEV_WRITE), n);
                 done += n;
             }
             bytesRead.addAndGet(len);
@@ -265,8 +277,7 @@ public final class IommuDomain {
         checkAtomic(iova);
         long stamp = lock.readLock();
         try {
-            translate(iova, false);
-            return (long) LONG_AT.getAndAdd(memory, translate(iova, true), delta);
+            return (long) LONG_AT.getAndAdd(memory, translate(iova, DEV_READ | DEV_WRITE), delta);
         } finally {
             lock.unlockRead(stamp);
         }
@@ -277,8 +288,7 @@ public final class IommuDomain {
         checkAtomic(iova);
         long stamp = lock.readLock();
         try {
-            translate(iova, false);
-            return (long) LONG_AT.compareAndExchange(memory, translate(iova, true), expect, update);
+            return (long) LONG_AT.compareAndExchange(memory, translate(iova, DEV_READ | DEV_WRITE), expect, update);
         } finally {
             lock.unlockRead(stamp);
         }

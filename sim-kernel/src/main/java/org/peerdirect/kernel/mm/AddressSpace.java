@@ -367,11 +367,11 @@ public final class AddressSpace {
     private void forEachEntry(long start, long end, EntryVisitor visitor) {
         long va = start;
         while (va < end) {
-            long e = pt.lookup(va);
-            if (e == 0 && pt.lookup(va & -HPAGE_SIZE) == 0 && isEmptyRegion(va)) {
+            if (!pt.hasRegion(va)) {
                 va = (va & -HPAGE_SIZE) + HPAGE_SIZE;
                 continue;
             }
+            long e = pt.lookup(va);
             if ((e & PageTable.HUGE) != 0) {
                 visitor.visit(va & -HPAGE_SIZE, e);
                 va = (va & -HPAGE_SIZE) + HPAGE_SIZE;
@@ -382,16 +382,6 @@ public final class AddressSpace {
             }
             va += PAGE_SIZE;
         }
-    }
-
-    private boolean isEmptyRegion(long va) {
-        long base = va & -HPAGE_SIZE;
-        for (long p = base; p < base + HPAGE_SIZE; p += PAGE_SIZE) {
-            if (pt.lookup(p) != 0) {
-                return false;
-            }
-        }
-        return true;
     }
 
     private void setEntry(long va, long old, long now) {
@@ -631,22 +621,7 @@ public final class AddressSpace {
             read(va, b, 0, 8);
             return java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.nativeOrder()).getLong();
         }
-        for (;;) {
-            long stamp = mmapLock.readLock();
-            try {
-                long pa = resolve(va, false);
-                if (pa < 0) {
-                    Vma v = deviceVma(va);
-                    return v.device().get(ValueLayout.JAVA_LONG_UNALIGNED, v.deviceOffset() + va - v.start());
-                }
-                return memory.get(ValueLayout.JAVA_LONG_UNALIGNED, pa);
-            } catch (FaultRetry retry) {
-                // fall through: reclaim without the lock, then retry
-            } finally {
-                mmapLock.unlockRead(stamp);
-            }
-            reclaimForFault();
-        }
+        return scalar(va, true, false, 0);
     }
 
     public void writeLong(long va, long value) {
@@ -656,36 +631,44 @@ public final class AddressSpace {
             write(va, b, 0, 8);
             return;
         }
-        for (;;) {
-            long stamp = mmapLock.readLock();
-            try {
-                long pa = resolve(va, true);
-                if (pa < 0) {
-                    Vma v = deviceVma(va);
-                    v.device().set(ValueLayout.JAVA_LONG_UNALIGNED, v.deviceOffset() + va - v.start(), value);
-                    return;
-                }
-                memory.set(ValueLayout.JAVA_LONG_UNALIGNED, pa, value);
-                return;
-            } catch (FaultRetry retry) {
-                // fall through: reclaim without the lock, then retry
-            } finally {
-                mmapLock.unlockRead(stamp);
-            }
-            reclaimForFault();
-        }
+        scalar(va, true, true, value);
     }
 
     public byte readByte(long va) {
+        return (byte) scalar(va, false, false, 0);
+    }
+
+    public void writeByte(long va, byte value) {
+        scalar(va, false, true, value);
+    }
+
+    /**
+     * One CPU load or store of a byte or (within a page) a long, into RAM or a device mapping.
+     * Written out rather than through {@link #withFaultRetry} so the per-access path allocates nothing.
+     */
+    private long scalar(long va, boolean wide, boolean write, long value) {
         for (;;) {
             long stamp = mmapLock.readLock();
             try {
-                long pa = resolve(va, false);
+                long pa = resolve(va, write);
+                MemorySegment seg = memory;
                 if (pa < 0) {
                     Vma v = deviceVma(va);
-                    return v.device().get(ValueLayout.JAVA_BYTE, v.deviceOffset() + va - v.start());
+                    seg = v.device();
+                    pa = v.deviceOffset() + va - v.start();
                 }
-                return memory.get(ValueLayout.JAVA_BYTE, pa);
+                if (wide) {
+                    if (!write) {
+                        return seg.get(ValueLayout.JAVA_LONG_UNALIGNED, pa);
+                    }
+                    seg.set(ValueLayout.JAVA_LONG_UNALIGNED, pa, value);
+                } else {
+                    if (!write) {
+                        return seg.get(ValueLayout.JAVA_BYTE, pa);
+                    }
+                    seg.set(ValueLayout.JAVA_BYTE, pa, (byte) value);
+                }
+                return 0;
             } catch (FaultRetry retry) {
                 // fall through: reclaim without the lock, then retry
             } finally {
@@ -695,17 +678,16 @@ public final class AddressSpace {
         }
     }
 
-    public void writeByte(long va, byte value) {
+    /**
+     * Runs {@code op} under the mmap read lock; when a fault inside it finds no free frame, drops
+     * the lock, reclaims and runs {@code op} again from the start (so {@code op} must be safe to
+     * repeat).
+     */
+    private void withFaultRetry(Runnable op) {
         for (;;) {
             long stamp = mmapLock.readLock();
             try {
-                long pa = resolve(va, true);
-                if (pa < 0) {
-                    Vma v = deviceVma(va);
-                    v.device().set(ValueLayout.JAVA_BYTE, v.deviceOffset() + va - v.start(), value);
-                    return;
-                }
-                memory.set(ValueLayout.JAVA_BYTE, pa, value);
+                op.run();
                 return;
             } catch (FaultRetry retry) {
                 // fall through: reclaim without the lock, then retry
@@ -741,61 +723,43 @@ public final class AddressSpace {
         if (va < 0 || va + len < va) {
             throw new SegmentationFault(va, "range overflows");
         }
-        for (;;) {
-            long stamp = mmapLock.readLock();
-            try {
-                long done = 0;
-                while (done < len) {
-                    long cur = va + done;
-                    long pa = resolve(cur, toUser);
-                    long n;
-                    if (pa < 0) {
-                        Vma v = deviceVma(cur);
-                        n = Math.min(len - done, v.end() - cur);
-                        long devOff = v.deviceOffset() + cur - v.start();
-                        if (toUser) {
-                            MemorySegment.copy(seg, segOff + done, v.device(), devOff, n);
-                        } else {
-                            MemorySegment.copy(v.device(), devOff, seg, segOff + done, n);
-                        }
+        withFaultRetry(() -> {
+            long done = 0;
+            while (done < len) {
+                long cur = va + done;
+                long pa = resolve(cur, toUser);
+                long n;
+                if (pa < 0) {
+                    Vma v = deviceVma(cur);
+                    n = Math.min(len - done, v.end() - cur);
+                    long devOff = v.deviceOffset() + cur - v.start();
+                    if (toUser) {
+                        MemorySegment.copy(seg, segOff + done, v.device(), devOff, n);
                     } else {
-                        long pageEnd = (pt.lookup(cur) & PageTable.HUGE) != 0 ? (cur & -HPAGE_SIZE) + HPAGE_SIZE
-                                : (cur & -PAGE_SIZE) + PAGE_SIZE;
-                        n = Math.min(len - done, pageEnd - cur);
-                        if (toUser) {
-                            MemorySegment.copy(seg, segOff + done, memory, pa, n);
-                        } else {
-                            MemorySegment.copy(memory, pa, seg, segOff + done, n);
-                        }
+                        MemorySegment.copy(v.device(), devOff, seg, segOff + done, n);
                     }
-                    done += n;
+                } else {
+                    long pageEnd = (pt.lookup(cur) & PageTable.HUGE) != 0 ? (cur & -HPAGE_SIZE) + HPAGE_SIZE
+                            : (cur & -PAGE_SIZE) + PAGE_SIZE;
+                    n = Math.min(len - done, pageEnd - cur);
+                    if (toUser) {
+                        MemorySegment.copy(seg, segOff + done, memory, pa, n);
+                    } else {
+                        MemorySegment.copy(memory, pa, seg, segOff + done, n);
+                    }
                 }
-                return;
-            } catch (FaultRetry retry) {
-                // fall through: reclaim without the lock, then retry
-            } finally {
-                mmapLock.unlockRead(stamp);
+                done += n;
             }
-            reclaimForFault();
-        }
+        });
     }
 
     /** Touches every page of a range (reads, or writes zero-preserving) to fault it in. */
     public void populate(long va, long len, boolean write) {
-        for (;;) {
-            long stamp = mmapLock.readLock();
-            try {
-                for (long p = va & -PAGE_SIZE; p < va + len; p += PAGE_SIZE) {
-                    resolve(p, write);
-                }
-                return;
-            } catch (FaultRetry retry) {
-                // fall through: reclaim without the lock, then retry
-            } finally {
-                mmapLock.unlockRead(stamp);
+        withFaultRetry(() -> {
+            for (long p = va & -PAGE_SIZE; p < va + len; p += PAGE_SIZE) {
+                resolve(p, write);
             }
-            reclaimForFault();
-        }
+        });
     }
 
     // ---------------------------------------------------------------------------------- pinning
@@ -882,7 +846,7 @@ public final class AddressSpace {
         pinnedVm.addAndGet(-charged);
     }
 
-    void unpin(PinnedPages pages, boolean dirty) {
+    void unpin(PinnedPages pages) {
         for (int i = 0; i < pages.npages(); i++) {
             long pfn = pages.pfn(i);
             if (phys.pin(pfn, -1) == 0) {
@@ -918,53 +882,44 @@ public final class AddressSpace {
         }
         boolean fault = (range.defaultFlags & HmmRange.HMM_PFN_REQ_FAULT) != 0;
         boolean write = (range.defaultFlags & HmmRange.HMM_PFN_REQ_WRITE) != 0;
-        for (;;) {
-            long stamp = mmapLock.readLock();
-            try {
-                alive();
-                if (range.notifier.readRetry(range.notifierSeq)) {
-                    throw new KernelException(Errno.EBUSY, "hmm_range_fault: the range was invalidated; retry from mmu_interval_read_begin");
-                }
-                for (int i = 0; i < range.hmmPfns.length; i++) {
-                    long va = range.start + ((long) i << PAGE_SHIFT);
-                    Vma v = findVma(va);
-                    if (v == null || v.kind() == Vma.Kind.DEVICE) {
-                        throw new KernelException(Errno.EFAULT, String.format("hmm_range_fault: 0x%x is %s", va,
-                                v == null ? "not mapped" : "in device mapping " + v.name()));
-                    }
-                    long e = pt.lookup(va);
-                    if (fault) {
-                        if (!v.readable() || write && !v.writable()) {
-                            throw new KernelException(Errno.EPERM, String.format("hmm_range_fault: 0x%x in %s does not allow %s",
-                                    va, v.name(), write ? "writing" : "reading"));
-                        }
-                        long need = write ? PageTable.PRESENT | PageTable.WRITE : PageTable.PRESENT;
-                        if ((e & need) != need) {
-                            resolve(va, write);
-                            e = pt.lookup(va);
-                        }
-                    }
-                    if ((e & PageTable.PRESENT) == 0) {
-                        range.hmmPfns[i] = 0;
-                        continue;
-                    }
-                    boolean huge = (e & PageTable.HUGE) != 0;
-                    long pfn = PageTable.pfn(e) + (huge ? (va & (HPAGE_SIZE - 1)) >>> PAGE_SHIFT : 0);
-                    range.hmmPfns[i] = pfn | HmmRange.HMM_PFN_VALID
-                            | ((e & PageTable.WRITE) != 0 && v.writable() ? HmmRange.HMM_PFN_WRITE : 0)
-                            | ((long) (huge ? HPAGE_ORDER : 0) << HmmRange.HMM_PFN_ORDER_SHIFT);
-                }
-                if (range.notifier.readRetry(range.notifierSeq)) {
-                    throw new KernelException(Errno.EBUSY, "hmm_range_fault: the range was invalidated during the walk; retry");
-                }
-                return;
-            } catch (FaultRetry retry) {
-                // fall through: reclaim without the lock, then retry
-            } finally {
-                mmapLock.unlockRead(stamp);
+        withFaultRetry(() -> {
+            alive();
+            if (range.notifier.readRetry(range.notifierSeq)) {
+                throw new KernelException(Errno.EBUSY, "hmm_range_fault: the range was invalidated; retry from mmu_interval_read_begin");
             }
-            reclaimForFault();
-        }
+            for (int i = 0; i < range.hmmPfns.length; i++) {
+                long va = range.start + ((long) i << PAGE_SHIFT);
+                Vma v = findVma(va);
+                if (v == null || v.kind() == Vma.Kind.DEVICE) {
+                    throw new KernelException(Errno.EFAULT, String.format("hmm_range_fault: 0x%x is %s", va,
+                            v == null ? "not mapped" : "in device mapping " + v.name()));
+                }
+                long e = pt.lookup(va);
+                if (fault) {
+                    if (!v.readable() || write && !v.writable()) {
+                        throw new KernelException(Errno.EPERM, String.format("hmm_range_fault: 0x%x in %s does not allow %s",
+                                va, v.name(), write ? "writing" : "reading"));
+                    }
+                    long need = write ? PageTable.PRESENT | PageTable.WRITE : PageTable.PRESENT;
+                    if ((e & need) != need) {
+                        resolve(va, write);
+                        e = pt.lookup(va);
+                    }
+                }
+                if ((e & PageTable.PRESENT) == 0) {
+                    range.hmmPfns[i] = 0;
+                    continue;
+                }
+                boolean huge = (e & PageTable.HUGE) != 0;
+                long pfn = PageTable.pfn(e) + (huge ? (va & (HPAGE_SIZE - 1)) >>> PAGE_SHIFT : 0);
+                range.hmmPfns[i] = pfn | HmmRange.HMM_PFN_VALID
+                        | ((e & PageTable.WRITE) != 0 && v.writable() ? HmmRange.HMM_PFN_WRITE : 0)
+                        | ((long) (huge ? HPAGE_ORDER : 0) << HmmRange.HMM_PFN_ORDER_SHIFT);
+            }
+            if (range.notifier.readRetry(range.notifierSeq)) {
+                throw new KernelException(Errno.EBUSY, "hmm_range_fault: the range was invalidated during the walk; retry");
+            }
+        });
     }
 
     // ---------------------------------------------------------------------------------- exit & views

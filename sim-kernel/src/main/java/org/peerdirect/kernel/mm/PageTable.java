@@ -84,6 +84,16 @@ final class PageTable {
         return pte == null ? 0 : (long) LONGS.getAcquire(pte, idx(va, 12));
     }
 
+    /** True when the 2 MiB region holding va has a leaf or a PTE table (which may still be all empty). */
+    boolean hasRegion(long va) {
+        Pmd pmd = pmd(va, false);
+        if (pmd == null) {
+            return false;
+        }
+        int i = idx(va, 21);
+        return (long) LONGS.getAcquire(pmd.leaf, i) != 0 || pmd.pte[i] != null;
+    }
+
     void setPte(long va, long entry) {
         Pmd pmd = pmd(va, entry != 0);
         if (pmd == null) {

@@ -178,27 +178,27 @@ public final class PhysicalMemory implements AutoCloseable {
      * reclaimer once when memory is short; fails with ENOMEM, never a JVM error.
      */
     public long allocPages(int order, int kind, long rmap) {
-        if (order < 0 || order > MAX_ORDER) {
-            throw new KernelException(Errno.EINVAL, "order " + order + " outside 0.." + MAX_ORDER);
-        }
-        long pfn = tryAlloc(order, kind, rmap);
+        long pfn = tryAllocPages(order, kind, rmap);
         Reclaimer r = reclaimer;
         if (pfn < 0 && r != null) {
             r.reclaim(Math.max(32, 1L << order));
-            pfn = tryAlloc(order, kind, rmap);
+            pfn = tryAllocPages(order, kind, rmap);
         }
         if (pfn < 0) {
             throw new KernelException(Errno.ENOMEM, "out of memory: no free block of order " + order + " ("
                     + freeFrames() + " frames free of " + nrFrames + "; pinned pages cannot be reclaimed)");
         }
-        frames.asSlice(pfn << PAGE_SHIFT, PAGE_SIZE << order).fill((byte) 0);
         return pfn;
     }
 
     /** Like {@link #allocPages} but without reclaim: -1 when no block is free (the caller retries). */
     public long tryAllocPages(int order, int kind, long rmap) {
+        if (order < 0 || order > MAX_ORDER) {
+            throw new KernelException(Errno.EINVAL, "order " + order + " outside 0.." + MAX_ORDER);
+        }
         long pfn = tryAlloc(order, kind, rmap);
         if (pfn >= 0) {
+            // zeroed outside the allocator lock
             frames.asSlice(pfn << PAGE_SHIFT, PAGE_SIZE << order).fill((byte) 0);
         }
         return pfn;

@@ -42,12 +42,16 @@ public final class PinnedPages {
     /**
      * Unpins every page and gives the pages back to the memlock accounting. A second call is an
      * error (double unpin) and changes nothing.
+     *
+     * @param dirty the kernel's "the device wrote these pages"; kept for the original's signature,
+     *              it changes nothing here: only anonymous memory is modelled, and swap-out always
+     *              writes a page whole, so there is no writeback that could lose a DMA write
      */
     public void unpin(boolean dirty) {
         if (!unpinned.compareAndSet(false, true)) {
             throw new KernelException(KernelException.Errno.EINVAL,
                     String.format("double unpin of %d pages at 0x%x", pfns.length, start));
         }
-        mm.unpin(this, dirty);
+        mm.unpin(this);
     }
 }

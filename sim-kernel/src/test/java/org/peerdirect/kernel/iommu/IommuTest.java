@@ -68,7 +68,7 @@ class IommuTest {
             d.write(iova + 3 * PAGE_SIZE - 4, buf, 0, 8); // across a page boundary
         }
         assertEquals(0xabcdL, p.readLong(a + 3 * PAGE_SIZE - 4));
-        assertEquals(5, d.fetchAdd(iova + 64, 5) + 5);
+        assertEquals(0, d.fetchAdd(iova + 64, 5), "fetch-add returns the old value");
         assertEquals(5, d.compareAndSwap(iova + 64, 5, 9));
         assertEquals(9, p.readLong(a + 64));
         assertEquals(4, d.mappedPages());
