@@ -7,6 +7,7 @@ import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -116,7 +117,7 @@ public final class AddressSpace {
         if (kind == Vma.Kind.DEVICE) {
             throw new KernelException(Errno.EINVAL, "device mappings are made with mmapDevice");
         }
-        return insertVma(addr, length, prot, kind, name, null);
+        return insertVma(addr, length, prot, kind, name, null, null, 0);
     }
 
     /** Shorthand: anonymous read/write memory anywhere. */
@@ -133,10 +134,31 @@ public final class AddressSpace {
         if (device == null || device.byteSize() == 0 || device.byteSize() % PAGE_SIZE != 0) {
             throw new KernelException(Errno.EINVAL, "device memory must be a non-empty multiple of 4096 bytes");
         }
-        return insertVma(addr, device.byteSize(), prot, Vma.Kind.DEVICE, name, device);
+        return insertVma(addr, device.byteSize(), prot, Vma.Kind.DEVICE, name, device, null, 0);
     }
 
-    private long insertVma(long addr, long length, int prot, Vma.Kind kind, String vname, MemorySegment device) {
+    /**
+     * {@code mmap(MAP_SHARED)} of a real file from {@code offset} (page aligned): faults read the
+     * file, dirty pages are written back by {@link #msync}, munmap, page-out, reclaim and exit. A
+     * page wholly past the end of the file cannot be touched (SIGBUS, reported as a
+     * {@link SegmentationFault}). Writable long-term pins of such mappings are refused, as Linux 6.5+
+     * refuses {@code FOLL_LONGTERM | FOLL_WRITE} on file-backed memory.
+     */
+    public long mmapFile(long addr, Path path, long offset, long length, int prot, String name) {
+        if (offset < 0 || (offset & (PAGE_SIZE - 1)) != 0) {
+            throw new KernelException(Errno.EINVAL, "mmap of " + path + ": offset " + offset + " is not page aligned");
+        }
+        MappedFile f = new MappedFile(path, (prot & Vma.PROT_WRITE) != 0);
+        try {
+            return insertVma(addr, length, prot, Vma.Kind.FILE, name != null ? name : path.toString(), null, f, offset);
+        } catch (RuntimeException e) {
+            f.close();
+            throw e;
+        }
+    }
+
+    private long insertVma(long addr, long length, int prot, Vma.Kind kind, String vname, MemorySegment device,
+            MappedFile file, long offset) {
         if ((prot & ~(Vma.PROT_READ | Vma.PROT_WRITE)) != 0) {
             throw new KernelException(Errno.EINVAL, "unknown protection bits 0x" + Integer.toHexString(prot));
         }
@@ -149,7 +171,7 @@ public final class AddressSpace {
             if (overlapsVma(start, start + len)) {
                 throw new KernelException(Errno.EINVAL, String.format("mmap: 0x%x-0x%x overlaps an existing mapping", start, start + len));
             }
-            vmas.put(start, new Vma(start, start + len, prot, kind, vname, device, 0));
+            vmas.put(start, new Vma(start, start + len, prot, kind, vname, device, file, offset));
             return start;
         } finally {
             mmapLock.unlockWrite(stamp);
@@ -222,22 +244,14 @@ public final class AddressSpace {
         while (e != null && e.getKey() <= end) {
             Map.Entry<Long, Vma> next = vmas.higherEntry(e.getKey());
             Vma a = e.getValue();
-            if (next != null && mergeable(a, next.getValue())) {
-                Vma b = next.getValue();
-                vmas.remove(b.start());
-                Vma joined = new Vma(a.start(), b.end(), a.prot(), a.kind(), a.name(), a.device(), a.deviceOffset());
-                vmas.put(a.start(), joined);
+            if (next != null && a.canMerge(next.getValue())) {
+                vmas.remove(next.getKey());
+                vmas.put(a.start(), a.mergedWith(next.getValue()));
                 e = vmas.floorEntry(a.start());
             } else {
                 e = next;
             }
         }
-    }
-
-    private static boolean mergeable(Vma a, Vma b) {
-        return a.end() == b.start() && a.prot() == b.prot() && a.kind() == b.kind()
-                && java.util.Objects.equals(a.name(), b.name()) && a.device() == b.device()
-                && (a.device() == null || a.deviceOffset() + a.length() == b.deviceOffset());
     }
 
     // ---------------------------------------------------------------------------------- munmap & co
@@ -267,6 +281,11 @@ public final class AddressSpace {
                 }
                 splitReplace(addr, addr + len, v -> null);
             });
+            for (Vma v : in) {
+                if (v.file() != null && vmas.values().stream().noneMatch(o -> o.file() == v.file())) {
+                    v.file().close();
+                }
+            }
         } finally {
             mmapLock.unlockWrite(stamp);
         }
@@ -337,8 +356,8 @@ public final class AddressSpace {
                     }
                     if (advice == Advice.MADV_DONTNEED) {
                         n[0] += zap(v);
-                    } else if (v.kind() == Vma.Kind.ANON) {
-                        n[0] += pageout(v.start(), v.end(), Long.MAX_VALUE);
+                    } else if (v.kind() != Vma.Kind.HUGETLB) {
+                        n[0] += pageout(v, Long.MAX_VALUE);
                     }
                 }
             });
@@ -402,6 +421,9 @@ public final class AddressSpace {
                 swapped.decrementAndGet();
             } else {
                 int order = (e & PageTable.HUGE) != 0 ? HPAGE_ORDER : 0;
+                if (v.file() != null && (e & PageTable.DIRTY) != 0) {
+                    v.file().writePage(v.offsetOf(va), phys.frame(PageTable.pfn(e)));
+                }
                 phys.setRmap(PageTable.pfn(e), 0);
                 mm.releaseIfUnused(PageTable.pfn(e));
                 rss.addAndGet(-(1L << order));
@@ -411,10 +433,13 @@ public final class AddressSpace {
         return n[0];
     }
 
-    /** Swaps out present, unpinned 4 KiB pages of [start, end), at most {@code max}. Caller holds write. */
-    long pageout(long start, long end, long max) {
+    /**
+     * Reclaims present, unpinned 4 KiB pages of a VMA part, at most {@code max}: anonymous pages
+     * go to swap, file pages are written back if dirty and dropped. Caller holds write.
+     */
+    long pageout(Vma v, long max) {
         long[] n = {0};
-        forEachEntry(start, end, (va, e) -> {
+        forEachEntry(v.start(), v.end(), (va, e) -> {
             if (n[0] >= max || (e & PageTable.PRESENT) == 0 || (e & PageTable.HUGE) != 0) {
                 return;
             }
@@ -422,16 +447,23 @@ public final class AddressSpace {
             if (phys.pinCount(pfn) != 0) {
                 return; // pinned pages are never reclaimed
             }
-            long slot = mm.swap().allocSlot();
-            if (slot < 0) {
-                return;
+            if (v.file() != null) {
+                if ((e & PageTable.DIRTY) != 0) {
+                    v.file().writePage(v.offsetOf(va), phys.frame(pfn));
+                }
+                pt.setPte(va, 0);
+            } else {
+                long slot = mm.swap().allocSlot();
+                if (slot < 0) {
+                    return;
+                }
+                mm.swap().write(slot, phys.frame(pfn));
+                pt.setPte(va, PageTable.entry(slot, PageTable.SWAP));
+                swapped.incrementAndGet();
             }
-            mm.swap().write(slot, phys.frame(pfn));
-            pt.setPte(va, PageTable.entry(slot, PageTable.SWAP));
             phys.setRmap(pfn, 0);
             mm.releaseIfUnused(pfn);
             rss.decrementAndGet();
-            swapped.incrementAndGet();
             n[0]++;
         });
         return n[0];
@@ -452,10 +484,10 @@ public final class AddressSpace {
                 if (n >= max) {
                     break;
                 }
-                if (v.kind() == Vma.Kind.ANON) {
+                if (v.kind() == Vma.Kind.ANON || v.kind() == Vma.Kind.FILE) {
                     long want = max - n;
                     long[] got = {0};
-                    invalidate(v.start(), v.end(), MmuNotifierEvent.CLEAR, () -> got[0] = pageout(v.start(), v.end(), want));
+                    invalidate(v.start(), v.end(), MmuNotifierEvent.CLEAR, () -> got[0] = pageout(v, want));
                     n += got[0];
                 }
             }
@@ -484,7 +516,7 @@ public final class AddressSpace {
                 if (phys.pinCount(old) != 0) {
                     return;
                 }
-                long nu = phys.allocPages(0, PhysicalMemory.ANON, rmap(va));
+                long nu = phys.allocPages(0, phys.kind(old), rmap(va));
                 MemorySegment.copy(phys.frame(old), 0, phys.frame(nu), 0, PAGE_SIZE);
                 pt.setPte(va, PageTable.entry(nu, e & PageTable.FLAGS_MASK));
                 phys.setRmap(old, 0);
@@ -561,13 +593,21 @@ public final class AddressSpace {
             long pfn;
             if ((e & PageTable.SWAP) != 0) {
                 long slot = PageTable.pfn(e);
-                pfn = allocOrRetry(0, rmap(base));
+                pfn = allocOrRetry(0, PhysicalMemory.ANON, rmap(base));
                 mm.swap().read(slot, phys.frame(pfn));
                 mm.swap().freeSlot(slot);
                 swapped.decrementAndGet();
                 flags |= e & PageTable.DIRTY;
+            } else if (v.file() != null) {
+                long pos = v.offsetOf(base);
+                if (pos >= v.file().size()) {
+                    throw new SegmentationFault(va, "SIGBUS: page at file offset " + pos + " is past the end of "
+                            + v.file().path() + " (" + v.file().size() + " bytes)");
+                }
+                pfn = allocOrRetry(0, PhysicalMemory.PAGECACHE, rmap(base));
+                v.file().readPage(pos, phys.frame(pfn));
             } else {
-                pfn = allocOrRetry(huge ? HPAGE_ORDER : 0, rmap(base));
+                pfn = allocOrRetry(huge ? HPAGE_ORDER : 0, PhysicalMemory.ANON, rmap(base));
             }
             long ne = PageTable.entry(pfn, flags);
             setEntry(base, ne, ne);
@@ -589,8 +629,8 @@ public final class AddressSpace {
         }
     }
 
-    private long allocOrRetry(int order, long rmap) {
-        long pfn = phys.tryAllocPages(order, PhysicalMemory.ANON, rmap);
+    private long allocOrRetry(int order, int kind, long rmap) {
+        long pfn = phys.tryAllocPages(order, kind, rmap);
         if (pfn < 0) {
             throw FaultRetry.INSTANCE;
         }
@@ -655,7 +695,7 @@ public final class AddressSpace {
                 if (pa < 0) {
                     Vma v = deviceVma(va);
                     seg = v.device();
-                    pa = v.deviceOffset() + va - v.start();
+                    pa = v.offsetOf(va);
                 }
                 if (wide) {
                     if (!write) {
@@ -732,7 +772,7 @@ public final class AddressSpace {
                 if (pa < 0) {
                     Vma v = deviceVma(cur);
                     n = Math.min(len - done, v.end() - cur);
-                    long devOff = v.deviceOffset() + cur - v.start();
+                    long devOff = v.offsetOf(cur);
                     if (toUser) {
                         MemorySegment.copy(seg, segOff + done, v.device(), devOff, n);
                     } else {
@@ -814,6 +854,11 @@ public final class AddressSpace {
                     if (write && !v.writable() || !v.readable()) {
                         throw new KernelException(Errno.EFAULT, String.format(
                                 "pin_user_pages: 0x%x: mapping %s does not allow %s", p, v.name(), write ? "writing" : "reading"));
+                    }
+                    if (write && v.kind() == Vma.Kind.FILE) {
+                        throw new KernelException(Errno.EFAULT, String.format(
+                                "pin_user_pages: 0x%x is in file mapping %s: writable long-term pins of file-backed memory are refused (as Linux 6.5+ does); use ODP or anonymous memory",
+                                p, v.name()));
                     }
                     long pfn = resolve(p, write) >>> PAGE_SHIFT;
                     phys.pin(pfn, 1);
@@ -922,6 +967,35 @@ public final class AddressSpace {
         });
     }
 
+    /**
+     * {@code msync(MS_SYNC)}: writes the dirty pages of the file mappings in the range back to their
+     * files and marks them clean. Returns the number of pages written.
+     */
+    public long msync(long addr, long length) {
+        long len = checkRange(addr, length, PAGE_SIZE, "msync");
+        long stamp = mmapLock.writeLock();
+        try {
+            alive();
+            requireMapped(addr, addr + len, "msync");
+            long[] n = {0};
+            for (Vma v : vmasIn(addr, addr + len)) {
+                if (v.file() == null) {
+                    continue;
+                }
+                forEachEntry(v.start(), v.end(), (va, e) -> {
+                    if ((e & (PageTable.PRESENT | PageTable.DIRTY)) == (PageTable.PRESENT | PageTable.DIRTY)) {
+                        v.file().writePage(v.offsetOf(va), phys.frame(PageTable.pfn(e)));
+                        pt.setPte(va, e & ~PageTable.DIRTY);
+                        n[0]++;
+                    }
+                });
+            }
+            return n[0];
+        } finally {
+            mmapLock.unlockWrite(stamp);
+        }
+    }
+
     // ---------------------------------------------------------------------------------- exit & views
 
     /**
@@ -937,6 +1011,9 @@ public final class AddressSpace {
             invalidate(0, PageTable.TASK_SIZE, MmuNotifierEvent.RELEASE, () -> {
                 for (Vma v : new ArrayList<>(vmas.values())) {
                     zap(v);
+                    if (v.file() != null) {
+                        v.file().close(); // closing twice (split VMAs) is harmless
+                    }
                 }
                 vmas.clear();
             });

@@ -4,8 +4,13 @@
  * ({@code pin_user_pages}), MMU interval notifiers with the sequence protocol, and
  * {@code hmm_range_fault}.
  *
- * <p>Not modelled: {@code fork} (no copy-on-write between processes; every anonymous page has
- * exactly one mapping), shared anonymous memory, file-backed mappings (planned), THP collapse.
+ * <p>Mappings: anonymous private (4 KiB), HUGETLB (2 MiB), shared file mappings on real files
+ * (with writeback), and device memory ({@code VM_IO|VM_PFNMAP}).
+ *
+ * <p>Not modelled: {@code fork} (no copy-on-write between processes; every page has exactly one
+ * mapping, so a file mapped twice gets two page caches: map a file region once), shared anonymous
+ * memory, private file mappings, transparent huge pages, NUMA nodes (migration moves pages to
+ * other frames of the one node).
  */
 @Export
 @Version("0.1.0")
