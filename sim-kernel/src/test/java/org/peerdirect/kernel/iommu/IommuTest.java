@@ -156,15 +156,20 @@ class IommuTest {
         ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
         AtomicLong dmaReads = new AtomicLong();
         List<Thread> threads = new ArrayList<>();
-        // CPU writer: every long of page i holds a value whose low 8 bits are i (a checksum of placement)
-        threads.add(new Thread(() -> {
-            long v = 0;
-            while (!stop.get()) {
-                for (int i = 0; i < pages; i++) {
-                    p.writeLong(a + i * PAGE_SIZE, (++v << 8) | i);
+        // two CPU writers, forwards and backwards: the first long of page i always holds a value
+        // whose low 8 bits are i (a checksum of placement a misdirected DMA or page would break)
+        for (int w = 0; w < 2; w++) {
+            boolean backwards = w == 1;
+            threads.add(new Thread(() -> {
+                long v = 0;
+                while (!stop.get()) {
+                    for (int k = 0; k < pages; k++) {
+                        int i = backwards ? pages - 1 - k : k;
+                        p.writeLong(a + i * PAGE_SIZE, (++v << 8) | i);
+                    }
                 }
-            }
-        }));
+            }));
+        }
         // the device: fault, map under the lock with retry, read through the IOMMU, check placement
         threads.add(new Thread(() -> {
             try (Arena arena = Arena.ofConfined()) {
