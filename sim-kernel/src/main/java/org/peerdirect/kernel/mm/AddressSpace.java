@@ -293,16 +293,12 @@ public final class AddressSpace {
 
     /** {@code mprotect}: the whole range must be mapped; notifiers see PROTECTION_VMA first. */
     public void mprotect(long addr, long length, int prot) {
-        long len = checkRange(addr, length, PAGE_SIZE, "mprotect");
         if ((prot & ~(Vma.PROT_READ | Vma.PROT_WRITE)) != 0) {
             throw new KernelException(Errno.EINVAL, "unknown protection bits 0x" + Integer.toHexString(prot));
         }
-        long stamp = mmapLock.writeLock();
-        try {
-            alive();
-            requireMapped(addr, addr + len, "mprotect");
-            invalidate(addr, addr + len, MmuNotifierEvent.PROTECTION_VMA, () -> {
-                for (Vma v : vmasIn(addr, addr + len)) {
+        onMappedRange(addr, length, "mprotect", (start, end) -> {
+            invalidate(start, end, MmuNotifierEvent.PROTECTION_VMA, () -> {
+                for (Vma v : vmasIn(start, end)) {
                     forEachEntry(v.start(), v.end(), (va, e) -> {
                         if ((e & (PageTable.PRESENT | PROTNONE)) == 0) {
                             return;
@@ -313,8 +309,29 @@ public final class AddressSpace {
                         setEntry(va, e, ne);
                     });
                 }
-                splitReplace(addr, addr + len, v -> v.withProt(prot));
+                splitReplace(start, end, v -> v.withProt(prot));
             });
+            return 0;
+        });
+    }
+
+    @FunctionalInterface
+    private interface RangeOp {
+        long apply(long start, long end);
+    }
+
+    /**
+     * The frame of mprotect, madvise, migrate and msync: checks the range, takes the mmap write
+     * lock, requires [addr, addr+length) to be wholly mapped (ENOMEM otherwise, as Linux) and runs
+     * {@code op} on the page-rounded range.
+     */
+    private long onMappedRange(long addr, long length, String what, RangeOp op) {
+        long len = checkRange(addr, length, PAGE_SIZE, what);
+        long stamp = mmapLock.writeLock();
+        try {
+            alive();
+            requireMapped(addr, addr + len, what);
+            return op.apply(addr, addr + len);
         } finally {
             mmapLock.unlockWrite(stamp);
         }
@@ -343,14 +360,10 @@ public final class AddressSpace {
 
     /** {@code madvise}; returns the number of pages dropped or paged out (pinned pages stay). */
     public long madvise(long addr, long length, Advice advice) {
-        long len = checkRange(addr, length, PAGE_SIZE, "madvise");
-        long stamp = mmapLock.writeLock();
-        try {
-            alive();
-            requireMapped(addr, addr + len, "madvise");
+        return onMappedRange(addr, length, "madvise", (start, end) -> {
             long[] n = {0};
-            invalidate(addr, addr + len, MmuNotifierEvent.CLEAR, () -> {
-                for (Vma v : vmasIn(addr, addr + len)) {
+            invalidate(start, end, MmuNotifierEvent.CLEAR, () -> {
+                for (Vma v : vmasIn(start, end)) {
                     if (v.kind() == Vma.Kind.DEVICE) {
                         throw new KernelException(Errno.EINVAL, "madvise on device mapping " + v.name());
                     }
@@ -362,9 +375,7 @@ public final class AddressSpace {
                 }
             });
             return n[0];
-        } finally {
-            mmapLock.unlockWrite(stamp);
-        }
+        });
     }
 
     /** Runs {@code change} between invalidate_range_start and _end. Caller holds the write lock. */
@@ -502,13 +513,9 @@ public final class AddressSpace {
      * balancing would); notifiers see MIGRATE first. Returns pages moved; pinned pages stay.
      */
     public long migrate(long addr, long length) {
-        long len = checkRange(addr, length, PAGE_SIZE, "migrate");
-        long stamp = mmapLock.writeLock();
-        try {
-            alive();
-            requireMapped(addr, addr + len, "migrate");
+        return onMappedRange(addr, length, "migrate", (start, end) -> {
             long[] n = {0};
-            invalidate(addr, addr + len, MmuNotifierEvent.MIGRATE, () -> forEachEntry(addr, addr + len, (va, e) -> {
+            invalidate(start, end, MmuNotifierEvent.MIGRATE, () -> forEachEntry(start, end, (va, e) -> {
                 if ((e & PageTable.PRESENT) == 0 || (e & PageTable.HUGE) != 0) {
                     return;
                 }
@@ -524,9 +531,7 @@ public final class AddressSpace {
                 n[0]++;
             }));
             return n[0];
-        } finally {
-            mmapLock.unlockWrite(stamp);
-        }
+        });
     }
 
     // ---------------------------------------------------------------------------------- faults
@@ -972,13 +977,9 @@ public final class AddressSpace {
      * files and marks them clean. Returns the number of pages written.
      */
     public long msync(long addr, long length) {
-        long len = checkRange(addr, length, PAGE_SIZE, "msync");
-        long stamp = mmapLock.writeLock();
-        try {
-            alive();
-            requireMapped(addr, addr + len, "msync");
+        return onMappedRange(addr, length, "msync", (start, end) -> {
             long[] n = {0};
-            for (Vma v : vmasIn(addr, addr + len)) {
+            for (Vma v : vmasIn(start, end)) {
                 if (v.file() == null) {
                     continue;
                 }
@@ -991,9 +992,7 @@ public final class AddressSpace {
                 });
             }
             return n[0];
-        } finally {
-            mmapLock.unlockWrite(stamp);
-        }
+        });
     }
 
     // ---------------------------------------------------------------------------------- exit & views
