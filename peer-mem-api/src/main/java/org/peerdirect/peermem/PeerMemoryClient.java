@@ -118,7 +118,10 @@ public interface PeerMemoryClient {
         throw new UnsupportedOperationException("dmaUnmap");
     }
 
-    /** {@code put_pages}: unpin what {@link #getPages} pinned. Mandatory. */
+    /**
+     * {@code put_pages}: unpin what {@link #getPages} pinned. {@code sg} is the table
+     * {@link #dmaMap} returned, or {@link SgTable#EMPTY} when {@code dmaMap} failed. Mandatory.
+     */
     default void putPages(SgTable sg, Object clientContext) {
         throw new UnsupportedOperationException("putPages");
     }

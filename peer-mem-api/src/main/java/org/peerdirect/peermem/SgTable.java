@@ -16,6 +16,9 @@ public final class SgTable {
     /** The CPU and IOMMU page size, 4 KiB. */
     public static final long PAGE_SIZE = 4096;
 
+    /** The table with no entries: what {@code putPages} receives when {@code dmaMap} failed. */
+    public static final SgTable EMPTY = new SgTable(new long[0], new long[0]);
+
     private final long[] dmaAddress;
     private final long[] length;
     private final long totalLength;

@@ -819,6 +819,33 @@ public final class AddressSpace {
     }
 
     /**
+     * Charges {@code npages} to {@code mm->pinned_vm} against RLIMIT_MEMLOCK without pinning
+     * anything, as {@code ib_umem_get} does for peer memory (whose pages the peer client pins).
+     * Fails with ENOMEM, changing nothing, when the limit would be exceeded.
+     */
+    public void chargePinnedVm(long npages) {
+        if (npages < 0) {
+            throw new KernelException(Errno.EINVAL, "negative pinned_vm charge " + npages);
+        }
+        long now = pinnedVm.addAndGet(npages);
+        if (now > memlockLimitPages) {
+            pinnedVm.addAndGet(-npages);
+            throw new KernelException(Errno.ENOMEM, String.format(
+                    "%d pages would exceed RLIMIT_MEMLOCK (%d pages, %d already pinned); raise the limit (ulimit -l / setMemlockLimit)",
+                    npages, memlockLimitPages, now - npages));
+        }
+    }
+
+    /** Returns a {@link #chargePinnedVm} charge. */
+    public void unchargePinnedVm(long npages) {
+        long now = pinnedVm.addAndGet(-npages);
+        if (now < 0) {
+            pinnedVm.addAndGet(npages);
+            throw new KernelException(Errno.EINVAL, "pinned_vm uncharge of " + npages + " pages exceeds the charge");
+        }
+    }
+
+    /**
      * {@code pin_user_pages(FOLL_LONGTERM [| FOLL_WRITE])} of the pages covering [va, va+length),
      * charged to {@code mm->pinned_vm} against RLIMIT_MEMLOCK as {@code ib_umem_get} does.
      * Refuses device mappings ({@code VM_IO | VM_PFNMAP}) with EFAULT, so a caller can fall back
@@ -831,13 +858,7 @@ public final class AddressSpace {
         long start = va & -PAGE_SIZE;
         long end = (va + length + PAGE_SIZE - 1) & -PAGE_SIZE;
         int npages = Math.toIntExact((end - start) >>> PAGE_SHIFT);
-        long now = pinnedVm.addAndGet(npages);
-        if (now > memlockLimitPages) {
-            pinnedVm.addAndGet(-npages);
-            throw new KernelException(Errno.ENOMEM, String.format(
-                    "pin_user_pages: %d pages would exceed RLIMIT_MEMLOCK (%d pages, %d already pinned); raise the limit (ulimit -l / setMemlockLimit)",
-                    npages, memlockLimitPages, now - npages));
-        }
+        chargePinnedVm(npages);
         long[] pfns = new long[npages];
         // pages pinned so far stay pinned across a reclaim retry: reclaim cannot take them, so each
         // retry either makes progress or ends in ENOMEM

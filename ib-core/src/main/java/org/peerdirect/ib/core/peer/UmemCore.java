@@ -1,0 +1,59 @@
+package org.peerdirect.ib.core.peer;
+
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.peermem.DmaDevice;
+
+/** {@code __ib_umem_get}: the pinned path, then the peer path. */
+public final class UmemCore implements UmemService {
+
+    /** The largest registration accepted (the sim's 47-bit user space bounds it anyway). */
+    static final long MAX_LENGTH = 1L << 46;
+
+    private final PeerMemoryController controller;
+
+    public UmemCore(PeerMemoryController controller) {
+        this.controller = controller;
+    }
+
+    @Override
+    public IbUmem umemGet(AddressSpace mm, DmaDevice device, long addr, long length, int access, int peerMemFlags) {
+        if (mm == null || device == null) {
+            throw new KernelException(Errno.EINVAL, "ib_umem_get: " + (mm == null ? "no process" : "no DMA device"));
+        }
+        if (length <= 0 || length > MAX_LENGTH || addr < 0 || addr + length < addr) {
+            throw new KernelException(Errno.EINVAL, String.format("ib_umem_get: bad range 0x%x + %d", addr, length));
+        }
+        if ((access & ~IbAccess.SUPPORTED) != 0) {
+            throw new KernelException(Errno.EINVAL, "ib_umem_get: unknown access flags 0x" + Integer.toHexString(access & ~IbAccess.SUPPORTED));
+        }
+        if ((access & IbAccess.ON_DEMAND) != 0) {
+            throw new KernelException(Errno.EOPNOTSUPP, "ib_umem_get: IB_ACCESS_ON_DEMAND needs an ODP umem (ib_umem_odp_get), which is not built yet");
+        }
+        if ((peerMemFlags & ~(UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP)) != 0) {
+            throw new KernelException(Errno.EINVAL, "ib_umem_get: unknown peer memory flags 0x" + Integer.toHexString(peerMemFlags));
+        }
+        boolean writable = IbAccess.writable(access);
+        try {
+            return new PinnedUmem(mm, device, addr, length, writable);
+        } catch (KernelException pinError) {
+            // the memlock check comes before pinning and fails the call outright, as in the kernel
+            if ((peerMemFlags & UmemService.IB_PEER_MEM_ALLOW) == 0 || pinError.errno() == Errno.ENOMEM
+                    || pinError.errno() == Errno.EINVAL) {
+                throw pinError;
+            }
+            long npages = AbstractUmem.numPages(addr, length);
+            mm.chargePinnedVm(npages);
+            try {
+                return controller.peerUmemGetAndLock(mm, device, addr, length, writable, peerMemFlags, pinError);
+            } catch (RuntimeException e) {
+                mm.unchargePinnedVm(npages);
+                throw e;
+            }
+        }
+    }
+}

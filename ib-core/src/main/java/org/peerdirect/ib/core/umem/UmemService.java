@@ -1,0 +1,33 @@
+package org.peerdirect.ib.core.umem;
+
+import org.osgi.annotation.versioning.ProviderType;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.peermem.DmaDevice;
+
+/** {@code ib_umem_get} / {@code ib_umem_get_peer}, published by ib-core. */
+@ProviderType
+public interface UmemService {
+
+    /** {@code IB_PEER_MEM_ALLOW}: the range may be peer memory. */
+    int IB_PEER_MEM_ALLOW = 1;
+    /** {@code IB_PEER_MEM_INVAL_SUPP}: the caller supports invalidation (arms the notifier). */
+    int IB_PEER_MEM_INVAL_SUPP = 1 << 1;
+
+    /**
+     * Registers [addr, addr+length) of {@code mm} for DMA by {@code device}.
+     *
+     * <p>First the pinned path: the range's pages are charged to memlock, pinned and DMA-mapped.
+     * When pinning refuses (for instance a device mapping, {@code VM_IO|VM_PFNMAP}) and
+     * {@code peerMemFlags} has {@link #IB_PEER_MEM_ALLOW}, peer clients are asked in registration
+     * order; those that require invalidation are skipped unless {@link #IB_PEER_MEM_INVAL_SUPP}
+     * is set. The first whose {@code acquire} claims the whole range supplies the pages; the
+     * memlock charge is kept for the peer umem. If no client claims it, the pinning error is
+     * thrown.
+     *
+     * @throws KernelException EINVAL for a bad range or unknown access flag, ENOMEM over the
+     *                         memlock limit, EFAULT when the range is neither pinnable nor claimed,
+     *                         or the peer client's error (its callback named in the message)
+     */
+    IbUmem umemGet(AddressSpace mm, DmaDevice device, long addr, long length, int access, int peerMemFlags);
+}
