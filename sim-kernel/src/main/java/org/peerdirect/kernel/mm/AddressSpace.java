@@ -138,6 +138,44 @@ public final class AddressSpace {
     }
 
     /**
+     * Maps device memory made of several pieces (for instance frames a driver allocated in
+     * blocks) at consecutive addresses, atomically: one device VMA per piece, so the range is
+     * one contiguous user mapping. Returns the start address.
+     */
+    public long mmapDevice(long addr, List<MemorySegment> pieces, int prot, String name) {
+        if (pieces.isEmpty()) {
+            throw new KernelException(Errno.EINVAL, "mmap of device memory: no pieces");
+        }
+        long total = 0;
+        for (MemorySegment p : pieces) {
+            if (p == null || p.byteSize() == 0 || p.byteSize() % PAGE_SIZE != 0) {
+                throw new KernelException(Errno.EINVAL, "device memory must be non-empty multiples of 4096 bytes");
+            }
+            total += p.byteSize();
+        }
+        if ((prot & ~(Vma.PROT_READ | Vma.PROT_WRITE)) != 0) {
+            throw new KernelException(Errno.EINVAL, "unknown protection bits 0x" + Integer.toHexString(prot));
+        }
+        long len = checkRange(addr, total, PAGE_SIZE, "mmap");
+        long stamp = mmapLock.writeLock();
+        try {
+            alive();
+            long start = addr != 0 ? addr : findFree(len, PAGE_SIZE);
+            if (overlapsVma(start, start + len)) {
+                throw new KernelException(Errno.EINVAL, String.format("mmap: 0x%x-0x%x overlaps an existing mapping", start, start + len));
+            }
+            long at = start;
+            for (MemorySegment p : pieces) {
+                vmas.put(at, new Vma(at, at + p.byteSize(), prot, Vma.Kind.DEVICE, name, p, null, 0));
+                at += p.byteSize();
+            }
+            return start;
+        } finally {
+            mmapLock.unlockWrite(stamp);
+        }
+    }
+
+    /**
      * {@code mmap(MAP_SHARED)} of a real file from {@code offset} (page aligned): faults read the
      * file, dirty pages are written back by {@link #msync}, munmap, page-out, reclaim and exit. A
      * page wholly past the end of the file cannot be touched (SIGBUS, reported as a
