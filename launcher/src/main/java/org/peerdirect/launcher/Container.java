@@ -38,8 +38,10 @@ final class Container {
             "org.osgi.service.component", "org.apache.felix.log", "org.apache.felix.configadmin",
             "org.apache.felix.scr", "org.apache.felix.gogo.runtime", "org.apache.felix.gogo.command");
     /** Project bundles in dependency order: the kernel first, drivers after the core, clients last. */
-    private static final List<String> PROJECT = List.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core",
-            "mlx4-provider", "mlx5-provider", "example-peer-mem", "gpu-peer-mem", "ssd-peer-mem");
+    // Peer clients start before the IB core and so stop after it: at shutdown the core revokes
+    // the registrations still alive instead of each client's stop waiting for them to go.
+    private static final List<String> PROJECT = List.of("peer-mem-api", "sim-kernel", "hca-sim", "example-peer-mem",
+            "gpu-peer-mem", "ssd-peer-mem", "ib-core", "mlx4-provider", "mlx5-provider");
     private static final String SHELL = "org.apache.felix.gogo.jline";
     private static final String JLINE = "org.jline";
 

@@ -88,6 +88,11 @@ public final class PeerMemoryController implements PeerMemoryRegistry {
         warnSink.accept(message);
     }
 
+    /** A warning from a component of this bundle, through the same sink. */
+    public void warnPublic(String message) {
+        warn(message);
+    }
+
     // ---------------------------------------------------------------------------- registration
 
     @Override

@@ -1,0 +1,83 @@
+package org.peerdirect.ib.core.impl;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.osgi.service.component.annotations.ReferencePolicyOption;
+import org.peerdirect.ib.core.peer.PeerMemoryController;
+import org.peerdirect.kernel.sysfs.Sysfs;
+import org.peerdirect.peermem.PeerMemoryClient;
+import org.peerdirect.peermem.PeerMemoryRegistration;
+import org.peerdirect.peermem.PeerMemoryRegistry;
+
+/**
+ * The peer-memory registry service and the whiteboard: every {@link PeerMemoryClient} service
+ * is registered on arrival (in arrival order, with invalidation when its
+ * {@value PeerMemoryClient#INVALIDATION_PROPERTY} property is true) and unregistered on
+ * departure; the departure waits, as {@code ib_unregister_peer_memory_client} does, until its
+ * registrations are deregistered. When ib-core stops, live registrations are revoked instead
+ * (see {@link PeerMemoryController#close}).
+ *
+ * <p>Configuration ({@code org.peerdirect.ib.core.peermem}): {@code unregister.log.interval.ms}
+ * (5000) and {@code close.grace.ms} (2000).
+ */
+@Component(service = PeerMemoryRegistry.class, configurationPid = "org.peerdirect.ib.core.peermem")
+public final class PeerMemoryRegistryService implements PeerMemoryRegistry {
+
+    @interface Config {
+        long unregister_log_interval_ms() default 5000;
+
+        long close_grace_ms() default 2000;
+    }
+
+    private final PeerMemoryController controller;
+    private final Duration grace;
+    private final Map<PeerMemoryClient, PeerMemoryRegistration> whiteboard = new ConcurrentHashMap<>();
+
+    @Activate
+    public PeerMemoryRegistryService(@Reference Sysfs sysfs, Config c) {
+        controller = new PeerMemoryController(sysfs, PeerMemoryController.platformMBeanServer());
+        controller.setUnregisterLogInterval(Duration.ofMillis(c.unregister_log_interval_ms()));
+        grace = Duration.ofMillis(c.close_grace_ms());
+    }
+
+    public PeerMemoryController controller() {
+        return controller;
+    }
+
+    @Override
+    public PeerMemoryRegistration register(PeerMemoryClient client, boolean invalidation) {
+        return controller.register(client, invalidation);
+    }
+
+    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY, unbind = "removeClient")
+    void addClient(PeerMemoryClient client, Map<String, Object> props) {
+        boolean invalidation = Boolean.TRUE.equals(props.get(PeerMemoryClient.INVALIDATION_PROPERTY))
+                || "true".equals(props.get(PeerMemoryClient.INVALIDATION_PROPERTY));
+        try {
+            whiteboard.put(client, controller.register(client, invalidation));
+        } catch (RuntimeException e) {
+            controller.warnPublic("peer memory client service " + props.get("service.id") + " refused: " + e.getMessage());
+        }
+    }
+
+    void removeClient(PeerMemoryClient client) {
+        PeerMemoryRegistration r = whiteboard.remove(client);
+        if (r != null) {
+            r.unregister(); // blocks until the client's registrations are deregistered
+        }
+    }
+
+    @Deactivate
+    void deactivate() {
+        controller.close(grace);
+    }
+}

@@ -1,0 +1,29 @@
+package org.peerdirect.ib.core.impl;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.peerdirect.ib.core.peer.UmemCore;
+import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.peermem.PeerMemoryRegistry;
+
+/** {@code ib_umem_get} for drivers, brokering peer memory through this bundle's registry. */
+@Component(service = UmemService.class)
+public final class UmemServiceComponent implements UmemService {
+
+    private final UmemCore core;
+
+    @Activate
+    public UmemServiceComponent(@Reference(target = "(component.name=org.peerdirect.ib.core.impl.PeerMemoryRegistryService)")
+            PeerMemoryRegistry registry) {
+        this.core = new UmemCore(((PeerMemoryRegistryService) registry).controller());
+    }
+
+    @Override
+    public IbUmem umemGet(AddressSpace mm, DmaDevice device, long addr, long length, int access, int peerMemFlags) {
+        return core.umemGet(mm, device, addr, length, access, peerMemFlags);
+    }
+}

@@ -1,0 +1,82 @@
+package org.peerdirect.ib.core.umemtest;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Mm;
+
+/**
+ * The test DMA device {@code umem_test0} and its Gogo commands: {@code umemtest:reg <pid> <addr>
+ * <bytes>} (registers with LOCAL_WRITE|REMOTE_READ|REMOTE_WRITE, prints the MR id),
+ * {@code umemtest:dma <mr>} (the device writes a pattern over the MR and reads it back),
+ * {@code umemtest:dereg <mr>}, {@code umemtest:list}. Stopping ib-core deregisters its MRs.
+ */
+@Component(service = UmemTestCommands.class, property = {"osgi.command.scope=umemtest", "osgi.command.function=reg",
+        "osgi.command.function=dereg", "osgi.command.function=dma", "osgi.command.function=list"})
+public final class UmemTestCommands {
+
+    private final Mm mm;
+    private final UmemTestDevice device;
+
+    @Activate
+    public UmemTestCommands(@Reference Mm mm, @Reference Iommu iommu, @Reference UmemService umems) {
+        this.mm = mm;
+        this.device = new UmemTestDevice("umem_test0", iommu, umems);
+    }
+
+    @Deactivate
+    void deactivate() {
+        device.close();
+    }
+
+    public int reg(int pid, String addr, long bytes) {
+        AddressSpace as = mm.process(pid);
+        if (as == null) {
+            throw new IllegalArgumentException("no process " + pid + " (kernel:ps lists them)");
+        }
+        return device.reg(as, Long.decode(addr), bytes, IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE).id();
+    }
+
+    public String dereg(int id) {
+        device.dereg(device.mr(id));
+        return "deregistered mr " + id;
+    }
+
+    public String dma(int id) {
+        UmemTestDevice.Mr mr = device.mr(id);
+        long len = mr.umem().length();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(len);
+            MemorySegment in = a.allocate(len);
+            for (long i = 0; i < len; i++) {
+                out.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + id));
+            }
+            try {
+                mr.dmaWrite(mr.umem().address(), out, 0, len);
+                mr.dmaRead(mr.umem().address(), in, 0, len);
+            } catch (UmemTestDevice.DmaRefused e) {
+                return "DMA refused: " + e.getMessage();
+            }
+            long bad = out.mismatch(in);
+            return bad < 0 ? "DMA ok: wrote and read back " + len + " bytes through the IOMMU" : "DMA MISMATCH at byte " + bad;
+        }
+    }
+
+    public String list() {
+        List<String> out = new ArrayList<>();
+        for (UmemTestDevice.Mr mr : device.mrs()) {
+            out.add(mr.toString());
+        }
+        return out.isEmpty() ? "(no MRs on " + device.name() + ")" : String.join("\n", out);
+    }
+}
