@@ -47,6 +47,8 @@ final class PeerUmem extends AbstractUmem {
     SgTable sg = SgTable.EMPTY;
     // guarded by this
     private boolean released;
+    /** Revoked and released by the core at shutdown: the driver's stop and release do nothing. */
+    private boolean revokedByCore;
 
     PeerUmem(PeerClient client, Object clientContext, AddressSpace mm, DmaDevice device, long address, long length, boolean writable) {
         super(mm, device, address, length, writable);
@@ -172,6 +174,9 @@ final class PeerUmem extends AbstractUmem {
     @Override
     public void stopInvalidationNotifier() {
         synchronized (this) {
+            if (revokedByCore) {
+                return;
+            }
             if (stopped || released) {
                 throw new IllegalStateException("invalidation notifier of " + this + " already " + (stopped ? "stopped" : "released"));
             }
@@ -213,6 +218,10 @@ final class PeerUmem extends AbstractUmem {
     public void release() {
         boolean stop;
         synchronized (this) {
+            if (revokedByCore) {
+                revokedByCore = false; // the driver's one release is accepted; a second is an error
+                return;
+            }
             if (released) {
                 throw new IllegalStateException(this + " released twice");
             }
@@ -241,6 +250,7 @@ final class PeerUmem extends AbstractUmem {
             }
             released = true;
             stopped = true;
+            revokedByCore = true;
         }
         if (!fenceHeld || activated) {
             mappingLock.acquireUninterruptibly();
