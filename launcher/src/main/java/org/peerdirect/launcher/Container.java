@@ -240,4 +240,27 @@ final class Container {
     FrameworkEvent waitForStop() throws InterruptedException {
         return framework.waitForStop(0);
     }
+
+    /**
+     * Freezes the sysfs mirror so its files outlive the container (the demo's statistics stay
+     * readable with cat). Returns the mirror root, or null when sysfs is not running. The Sysfs
+     * type lives inside the framework, so it is called by name.
+     */
+    String keepSysfsSnapshot() {
+        org.osgi.framework.BundleContext ctx = framework().getBundleContext();
+        org.osgi.framework.ServiceReference<?> ref = ctx.getServiceReference("org.peerdirect.kernel.sysfs.Sysfs");
+        if (ref == null) {
+            return null;
+        }
+        Object sysfs = ctx.getService(ref);
+        try {
+            sysfs.getClass().getMethod("freezeMirror").invoke(sysfs);
+            return String.valueOf(sysfs.getClass().getMethod("root").invoke(sysfs));
+        } catch (ReflectiveOperationException e) {
+            System.err.println("peerdirect: could not keep the sysfs snapshot: " + e);
+            return null;
+        } finally {
+            ctx.ungetService(ref);
+        }
+    }
 }

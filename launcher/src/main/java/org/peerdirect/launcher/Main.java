@@ -111,7 +111,15 @@ public final class Main {
                 return OK;
             }
             List<String> statements = cl.demo() ? demoScript() : cl.commands();
-            return runStatements(container, statements, cl.demo());
+            int rc = runStatements(container, statements, cl.demo());
+            if (cl.demo()) {
+                String root = container.keepSysfsSnapshot();
+                if (root != null) {
+                    System.out.println("peerdirect: the sysfs tree at the end of the demo stays readable after exit: cat "
+                            + root + "/kernel/infiniband/memory_peers/*/*");
+                }
+            }
+            return rc;
         } catch (Exception e) {
             System.err.println("peerdirect: " + e.getMessage());
             return BROKEN;

@@ -20,7 +20,8 @@ import org.peerdirect.peermem.PeerMemoryClient;
  * <p>Stopping the bundle unregisters the client: the stop waits until every MR over its memory
  * is deregistered (logging the registrations it waits for), then frees its memory.
  */
-@Component(service = PeerMemoryClient.class, configurationPid = ExamplePeerMemComponent.PID,
+@Component(immediate = true, // holds state: a delayed component would be disposed when unused
+        service = PeerMemoryClient.class, configurationPid = ExamplePeerMemComponent.PID,
         property = PeerMemoryClient.INVALIDATION_PROPERTY + ":Boolean=true")
 public final class ExamplePeerMemComponent extends ExamplePeerMemory {
 

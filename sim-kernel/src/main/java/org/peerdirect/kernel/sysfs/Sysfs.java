@@ -55,4 +55,11 @@ public interface Sysfs {
 
     /** Brings every mirrored file up to date now (the mirror also does this periodically). */
     void sync();
+
+    /**
+     * Brings the mirror up to date one last time and leaves the files as they are from now on,
+     * also when the service goes away: a snapshot to read with {@code cat} after the container
+     * exits ({@code ./peerdirect demo} does this at its end). The tree itself keeps working.
+     */
+    void freezeMirror();
 }

@@ -28,7 +28,8 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
  * <p>Configuration ({@code org.peerdirect.ib.core.peermem}): {@code unregister.log.interval.ms}
  * (5000) and {@code close.grace.ms} (2000).
  */
-@Component(service = PeerMemoryRegistry.class, configurationPid = "org.peerdirect.ib.core.peermem")
+@Component(immediate = true, // holds state: a delayed component would be disposed when unused
+        service = PeerMemoryRegistry.class, configurationPid = "org.peerdirect.ib.core.peermem")
 public final class PeerMemoryRegistryService implements PeerMemoryRegistry {
 
     @interface Config {

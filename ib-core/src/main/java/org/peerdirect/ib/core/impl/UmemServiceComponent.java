@@ -11,7 +11,8 @@ import org.peerdirect.peermem.DmaDevice;
 import org.peerdirect.peermem.PeerMemoryRegistry;
 
 /** {@code ib_umem_get} for drivers, brokering peer memory through this bundle's registry. */
-@Component(service = UmemService.class)
+@Component(immediate = true, // holds state: a delayed component would be disposed when unused
+        service = UmemService.class)
 public final class UmemServiceComponent implements UmemService {
 
     private final UmemCore core;

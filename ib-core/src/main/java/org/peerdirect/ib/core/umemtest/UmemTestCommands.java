@@ -21,7 +21,8 @@ import org.peerdirect.kernel.mm.Mm;
  * {@code umemtest:dma <mr>} (the device writes a pattern over the MR and reads it back),
  * {@code umemtest:dereg <mr>}, {@code umemtest:list}. Stopping ib-core deregisters its MRs.
  */
-@Component(service = UmemTestCommands.class, property = {"osgi.command.scope=umemtest", "osgi.command.function=reg",
+@Component(immediate = true, // holds state: a delayed component would be disposed when unused
+        service = UmemTestCommands.class, property = {"osgi.command.scope=umemtest", "osgi.command.function=reg",
         "osgi.command.function=dereg", "osgi.command.function=dma", "osgi.command.function=list"})
 public final class UmemTestCommands {
 

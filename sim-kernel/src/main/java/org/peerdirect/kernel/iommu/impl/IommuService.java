@@ -8,7 +8,8 @@ import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.mm.Mm;
 
 /** The IOMMU service over the memory manager's physical memory. */
-@Component(service = Iommu.class)
+@Component(immediate = true, // holds state: a delayed component would be disposed when unused
+        service = Iommu.class)
 public final class IommuService extends Iommu {
 
     @Activate

@@ -15,7 +15,8 @@ import org.peerdirect.kernel.mm.Mm;
  * deleted at stop), {@code memlock} (default RLIMIT_MEMLOCK of new processes, 8 MiB).
  * Untouched memory costs the host nothing (MAP_NORESERVE).
  */
-@Component(service = Mm.class, configurationPid = "org.peerdirect.kernel.mm")
+@Component(immediate = true, // holds state: a delayed component would be disposed when unused
+        service = Mm.class, configurationPid = "org.peerdirect.kernel.mm")
 public final class MmService extends Mm {
 
     @interface Config {

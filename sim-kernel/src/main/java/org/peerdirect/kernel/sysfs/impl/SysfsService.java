@@ -22,9 +22,11 @@ import org.peerdirect.kernel.sysfs.Sysfs;
  * {@code ${java.io.tmpdir}/peerdirect-sys};</li>
  * <li>{@code mirror.interval.ms}: how often files are refreshed and user writes picked up (200).</li>
  * </ul>
- * The mirror is removed when the service goes away, as sysfs disappears with its kernel.
+ * The mirror is removed when the service goes away, as sysfs disappears with its kernel, unless
+ * {@link #freezeMirror} kept it as a snapshot.
  */
-@Component(service = Sysfs.class, configurationPid = "org.peerdirect.kernel.sysfs")
+@Component(immediate = true, // holds state: a delayed component would be disposed when unused
+        service = Sysfs.class, configurationPid = "org.peerdirect.kernel.sysfs")
 public final class SysfsService extends SysfsTree {
 
     @interface Config {
@@ -61,6 +63,8 @@ public final class SysfsService extends SysfsTree {
     void deactivate() throws InterruptedException {
         mirror.shutdownNow();
         mirror.awaitTermination(5, TimeUnit.SECONDS);
-        clearMirror();
+        if (!mirrorFrozen()) {
+            clearMirror();
+        }
     }
 }

@@ -55,6 +55,8 @@ public class SysfsTree implements Sysfs {
     /** Full path → entry; "" is the root directory. */
     private final NavigableMap<String, Entry> entries = new ConcurrentSkipListMap<>();
     private final Object mirrorLock = new Object();
+    /** Guarded by mirrorLock: the mirror no longer changes (see freezeMirror). */
+    private boolean frozen;
     /** Guarded by mirrorLock: what the mirror last wrote to each attribute file. */
     private final Map<String, String> mirrored = new HashMap<>();
     /** Guarded by mirrorLock: directories the mirror created. */
@@ -68,6 +70,34 @@ public class SysfsTree implements Sysfs {
             Files.createDirectories(this.root);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create the sysfs mirror root " + this.root + ": " + e.getMessage(), e);
+        }
+        removeSnapshot();
+    }
+
+    /** Lists what a frozen mirror left behind, so the next start removes exactly that. */
+    private static final String SNAPSHOT = ".peerdirect-sysfs-snapshot";
+
+    /** A new kernel boots: what an earlier run's {@link #freezeMirror} left is removed. */
+    private void removeSnapshot() {
+        Path marker = root.resolve(SNAPSHOT);
+        if (!Files.exists(marker)) {
+            return;
+        }
+        try {
+            List<String> lines = Files.readAllLines(marker);
+            for (String l : lines) {
+                if (l.startsWith("f ")) {
+                    deleteQuietly(file(l.substring(2)));
+                }
+            }
+            for (String l : lines.reversed()) {
+                if (l.startsWith("d ")) {
+                    deleteTree(file(l.substring(2)));
+                }
+            }
+            Files.deleteIfExists(marker);
+        } catch (IOException e) {
+            warn.accept("sysfs: could not remove the snapshot of an earlier run under " + root + ": " + e.getMessage());
         }
     }
 
@@ -233,6 +263,9 @@ public class SysfsTree implements Sysfs {
     @Override
     public void sync() {
         synchronized (mirrorLock) {
+            if (frozen) {
+                return;
+            }
             TreeSet<String> dirs = new TreeSet<>();
             Map<String, Attr> attrs = new HashMap<>();
             entries.forEach((k, e) -> {
@@ -344,6 +377,29 @@ public class SysfsTree implements Sysfs {
             s.sorted(Comparator.reverseOrder()).forEach(this::deleteQuietly);
         } catch (IOException e) {
             warn.accept("sysfs: cannot delete " + d + ": " + e.getMessage());
+        }
+    }
+
+    @Override
+    public void freezeMirror() {
+        synchronized (mirrorLock) {
+            sync();
+            frozen = true;
+            List<String> lines = new ArrayList<>();
+            mirroredDirs.forEach(d -> lines.add("d " + d));
+            mirrored.keySet().forEach(f -> lines.add("f " + f));
+            try {
+                Files.write(root.resolve(SNAPSHOT), lines);
+            } catch (IOException e) {
+                warn.accept("sysfs: could not record the snapshot under " + root + ": " + e.getMessage());
+            }
+        }
+    }
+
+    /** True once {@link #freezeMirror} ran. */
+    public boolean mirrorFrozen() {
+        synchronized (mirrorLock) {
+            return frozen;
         }
     }
 

@@ -105,6 +105,26 @@ class SysfsTreeTest {
         assertEquals("1\n", t.read("ro"), "failed calls change nothing");
     }
 
+    @Test
+    void aFrozenMirrorOutlivesTheTreeUntilTheNextBoot() throws Exception {
+        List<String> warnings = new ArrayList<>();
+        SysfsTree t = new SysfsTree(dir, warnings::add);
+        Path user = Files.writeString(dir.resolve("not-ours.txt"), "keep me");
+        t.attribute("kernel/infiniband/memory_peers/x/num_alloc_mrs", () -> "3");
+        t.freezeMirror();
+        t.remove("kernel/infiniband/memory_peers/x");
+        t.sync();
+        Path f = dir.resolve("kernel/infiniband/memory_peers/x/num_alloc_mrs");
+        assertTrue(t.mirrorFrozen());
+        assertEquals("3\n", Files.readString(f), "the snapshot stays after removal and shutdown");
+        SysfsTree next = new SysfsTree(dir, warnings::add);
+        assertFalse(Files.exists(f), "the next boot removes the snapshot");
+        assertFalse(Files.exists(dir.resolve("kernel")));
+        assertEquals("keep me", Files.readString(user), "and only what the snapshot listed");
+        assertFalse(next.mirrorFrozen());
+        assertEquals(List.of(), warnings);
+    }
+
     private static void assertErrno(Errno errno, Runnable r) {
         SysfsException e = assertThrows(SysfsException.class, r::run);
         assertEquals(errno, e.errno(), e.getMessage());

@@ -1,0 +1,159 @@
+package org.peerdirect.itest;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertNotNull;
+import static org.junit.Assert.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicReference;
+
+import javax.inject.Inject;
+
+import org.apache.felix.service.command.CommandProcessor;
+import org.apache.felix.service.command.CommandSession;
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.ops4j.pax.exam.Configuration;
+import org.ops4j.pax.exam.Option;
+import org.ops4j.pax.exam.junit.PaxExam;
+import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
+import org.ops4j.pax.exam.spi.reactors.PerClass;
+import org.osgi.framework.Bundle;
+import org.osgi.framework.BundleContext;
+import org.osgi.util.tracker.ServiceTracker;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuAudit;
+import org.peerdirect.kernel.sysfs.Sysfs;
+import org.peerdirect.peermem.PeerMemoryClient;
+import org.peerdirect.peermem.PeerMemoryRegistry;
+
+/**
+ * Peer-Direct inside Felix: the example client installed and started at run time, a
+ * registration through it, an invalidation, a stop with a live registration (which waits until
+ * another thread deregisters it), a restart and a new registration. Ends with the IOMMU audit.
+ */
+@RunWith(PaxExam.class)
+@ExamReactorStrategy(PerClass.class)
+public class PeerDirectIT {
+
+    private static final long WAIT_MS = 20_000;
+    private static final String STATS = "kernel/infiniband/memory_peers/example_peer";
+
+    @Inject
+    BundleContext context;
+    @Inject
+    CommandProcessor processor;
+    @Inject
+    Iommu iommu;
+    @Inject
+    Sysfs sysfs;
+    @Inject
+    PeerMemoryRegistry registry;
+
+    @Configuration
+    public Option[] config() {
+        return new Option[] {Distribution.peerdirect()};
+    }
+
+    private Object run(CommandSession s, String cmd) throws Exception {
+        return s.execute(cmd);
+    }
+
+    private Bundle bundle(String bsn) {
+        return Arrays.stream(context.getBundles()).filter(b -> bsn.equals(b.getSymbolicName())).findFirst().orElse(null);
+    }
+
+    private void waitFor(String what, java.util.function.BooleanSupplier cond) {
+        long deadline = System.nanoTime() + WAIT_MS * 1_000_000;
+        while (!cond.getAsBoolean()) {
+            assertTrue("timed out waiting for " + what, System.nanoTime() < deadline);
+            Thread.onSpinWait();
+        }
+    }
+
+    @Test
+    public void exampleClientLifecycleInsideFelix() throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
+        CommandSession s = processor.createSession(System.in, ps, ps);
+        ServiceTracker<PeerMemoryClient, PeerMemoryClient> clients = new ServiceTracker<>(context, PeerMemoryClient.class, null);
+        clients.open();
+        try {
+            // install and start the client at run time
+            Bundle shipped = bundle("org.peerdirect.example-peer-mem");
+            assertNotNull(shipped);
+            String location = Distribution.jars().stream().filter(p -> p.getFileName().toString().startsWith("example-peer-mem"))
+                    .findFirst().orElseThrow().toUri().toString();
+            shipped.uninstall();
+            waitFor("no client statistics", () -> !sysfs.exists(STATS));
+            Bundle example = context.installBundle(location);
+            example.start();
+            waitFor("the client registered through the whiteboard", () -> sysfs.exists(STATS));
+            assertTrue(String.valueOf(run(s, "peermem:clients")).contains("example_peer"));
+
+            // register, DMA, invalidate
+            int pid = ((Number) run(s, "kernel:spawn itest-app")).intValue();
+            String buf = (String) run(s, "example_peer:alloc " + pid + " 1048576");
+            int mr = ((Number) run(s, "umemtest:reg " + pid + " " + buf + " 65536")).intValue();
+            assertTrue(String.valueOf(run(s, "umemtest:dma " + mr)).startsWith("DMA ok"));
+            sysfs.sync();
+            assertEquals("1\n", Files.readString(sysfs.root().resolve(STATS + "/num_alloc_mrs")));
+            assertEquals("invalidated 1 registration(s) of " + buf, run(s, "example_peer:invalidate " + pid + " " + buf));
+            assertTrue(String.valueOf(run(s, "umemtest:dma " + mr)).contains("revoked"));
+            assertEquals("1\n", sysfs.read(STATS + "/num_free_callbacks"));
+            run(s, "umemtest:dereg " + mr);
+
+            // stop with a live registration: the stop waits until another thread deregisters it
+            int live = ((Number) run(s, "umemtest:reg " + pid + " " + buf + " 8192")).intValue();
+            AtomicReference<Throwable> stopFailure = new AtomicReference<>();
+            Thread stopper = Thread.ofPlatform().start(() -> {
+                try {
+                    example.stop();
+                } catch (Throwable t) {
+                    stopFailure.set(t);
+                }
+            });
+            waitFor("the client leaves brokering", () -> !String.valueOf(runQuietly(s, "peermem:clients")).contains("registered "));
+            assertTrue("stop blocks while the MR is live", stopper.isAlive());
+            assertEquals(Bundle.STOPPING, example.getState());
+            run(s, "umemtest:dereg " + live);
+            stopper.join(WAIT_MS);
+            assertFalse("stop returned once the MR was deregistered", stopper.isAlive());
+            assertEquals(null, stopFailure.get());
+            assertEquals(Bundle.RESOLVED, example.getState());
+            assertFalse("statistics gone with the client", sysfs.exists(STATS));
+
+            // restart and register again
+            example.start();
+            waitFor("the client registered again", () -> sysfs.exists(STATS));
+            String buf2 = (String) run(s, "example_peer:alloc " + pid + " 65536");
+            int mr2 = ((Number) run(s, "umemtest:reg " + pid + " " + buf2 + " 65536")).intValue();
+            assertTrue(String.valueOf(run(s, "umemtest:dma " + mr2)).startsWith("DMA ok"));
+            assertEquals("0\n", sysfs.read(STATS + "/num_free_callbacks"), "a fresh client, fresh counters");
+            run(s, "umemtest:dereg " + mr2);
+            run(s, "example_peer:free " + pid + " " + buf2);
+            run(s, "kernel:kill " + pid);
+
+            IommuAudit a = iommu.audit();
+            assertEquals("no IOMMU fault: " + a, 0, a.faults());
+            assertTrue("IOMMU audit clean: " + a, a.violationFree());
+        } finally {
+            clients.close();
+            s.close();
+        }
+    }
+
+    private Object runQuietly(CommandSession s, String cmd) {
+        try {
+            return s.execute(cmd);
+        } catch (Exception e) {
+            return e.toString();
+        }
+    }
+}
