@@ -21,6 +21,9 @@ import org.junit.Test;
 import org.junit.runner.RunWith;
 import org.ops4j.pax.exam.Configuration;
 import org.ops4j.pax.exam.Option;
+import org.ops4j.pax.exam.TestProbeBuilder;
+import org.ops4j.pax.exam.ProbeBuilder;
+import org.osgi.framework.Constants;
 import org.ops4j.pax.exam.junit.PaxExam;
 import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerClass;
@@ -55,6 +58,13 @@ public class PeerDirectIT {
     Sysfs sysfs;
     @Inject
     PeerMemoryRegistry registry;
+
+    /** Gogo exports its command API as provisional (a mandatory attribute): the probe must ask for it. */
+    @ProbeBuilder
+    public TestProbeBuilder probe(TestProbeBuilder builder) {
+        builder.setHeader(Constants.DYNAMICIMPORT_PACKAGE, "org.apache.felix.service.command;status=provisional,*");
+        return builder;
+    }
 
     @Configuration
     public Option[] config() {
@@ -135,7 +145,7 @@ public class PeerDirectIT {
             String buf2 = (String) run(s, "example_peer:alloc " + pid + " 65536");
             int mr2 = ((Number) run(s, "umemtest:reg " + pid + " " + buf2 + " 65536")).intValue();
             assertTrue(String.valueOf(run(s, "umemtest:dma " + mr2)).startsWith("DMA ok"));
-            assertEquals("0\n", sysfs.read(STATS + "/num_free_callbacks"), "a fresh client, fresh counters");
+            assertEquals("a fresh client, fresh counters", "0\n", sysfs.read(STATS + "/num_free_callbacks"));
             run(s, "umemtest:dereg " + mr2);
             run(s, "example_peer:free " + pid + " " + buf2);
             run(s, "kernel:kill " + pid);
