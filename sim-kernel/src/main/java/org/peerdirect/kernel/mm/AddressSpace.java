@@ -131,10 +131,7 @@ public final class AddressSpace {
      * and HMM refuse the range, so registration falls back to peer memory.
      */
     public long mmapDevice(long addr, MemorySegment device, int prot, String name) {
-        if (device == null || device.byteSize() == 0 || device.byteSize() % PAGE_SIZE != 0) {
-            throw new KernelException(Errno.EINVAL, "device memory must be a non-empty multiple of 4096 bytes");
-        }
-        return insertVma(addr, device.byteSize(), prot, Vma.Kind.DEVICE, name, device, null, 0);
+        return mmapDevice(addr, java.util.Collections.singletonList(device), prot, name);
     }
 
     /**
@@ -153,26 +150,15 @@ public final class AddressSpace {
             }
             total += p.byteSize();
         }
-        if ((prot & ~(Vma.PROT_READ | Vma.PROT_WRITE)) != 0) {
-            throw new KernelException(Errno.EINVAL, "unknown protection bits 0x" + Integer.toHexString(prot));
-        }
-        long len = checkRange(addr, total, PAGE_SIZE, "mmap");
-        long stamp = mmapLock.writeLock();
-        try {
-            alive();
-            long start = addr != 0 ? addr : findFree(len, PAGE_SIZE);
-            if (overlapsVma(start, start + len)) {
-                throw new KernelException(Errno.EINVAL, String.format("mmap: 0x%x-0x%x overlaps an existing mapping", start, start + len));
-            }
+        return insertVmas(addr, total, PAGE_SIZE, prot, (start, len) -> {
+            List<Vma> out = new ArrayList<>();
             long at = start;
             for (MemorySegment p : pieces) {
-                vmas.put(at, new Vma(at, at + p.byteSize(), prot, Vma.Kind.DEVICE, name, p, null, 0));
+                out.add(new Vma(at, at + p.byteSize(), prot, Vma.Kind.DEVICE, name, p, null, 0));
                 at += p.byteSize();
             }
-            return start;
-        } finally {
-            mmapLock.unlockWrite(stamp);
-        }
+            return out;
+        });
     }
 
     /**
@@ -197,10 +183,18 @@ public final class AddressSpace {
 
     private long insertVma(long addr, long length, int prot, Vma.Kind kind, String vname, MemorySegment device,
             MappedFile file, long offset) {
+        long align = kind == Vma.Kind.HUGETLB ? HPAGE_SIZE : PAGE_SIZE;
+        return insertVmas(addr, length, align, prot, (start, len) -> List.of(new Vma(start, start + len, prot, kind, vname, device, file, offset)));
+    }
+
+    /**
+     * {@code mmap}'s common part: checks, picks or checks the address, and inserts the VMAs
+     * {@code make} builds for [start, start+len) under the mmap lock in write mode.
+     */
+    private long insertVmas(long addr, long length, long align, int prot, java.util.function.BiFunction<Long, Long, List<Vma>> make) {
         if ((prot & ~(Vma.PROT_READ | Vma.PROT_WRITE)) != 0) {
             throw new KernelException(Errno.EINVAL, "unknown protection bits 0x" + Integer.toHexString(prot));
         }
-        long align = kind == Vma.Kind.HUGETLB ? HPAGE_SIZE : PAGE_SIZE;
         long len = checkRange(addr, length, align, "mmap");
         long stamp = mmapLock.writeLock();
         try {
@@ -209,7 +203,9 @@ public final class AddressSpace {
             if (overlapsVma(start, start + len)) {
                 throw new KernelException(Errno.EINVAL, String.format("mmap: 0x%x-0x%x overlaps an existing mapping", start, start + len));
             }
-            vmas.put(start, new Vma(start, start + len, prot, kind, vname, device, file, offset));
+            for (Vma v : make.apply(start, len)) {
+                vmas.put(v.start(), v);
+            }
             return start;
         } finally {
             mmapLock.unlockWrite(stamp);
