@@ -22,7 +22,11 @@ public class KernelException extends RuntimeException {
         /** the call is not supported for this mapping. */
         EOPNOTSUPP,
         /** out of the address space or an arithmetic overflow of the range. */
-        EOVERFLOW
+        EOVERFLOW,
+        /** the device failed or was removed (hot-unplug): the object is dead. */
+        EIO,
+        /** no such device. */
+        ENODEV
     }
 
     private final Errno errno;

@@ -1,0 +1,94 @@
+package org.peerdirect.ib.core.verbs;
+
+/** {@code struct ibv_qp_attr} with the {@code enum ibv_qp_attr_mask} bits. Mutable. */
+public final class IbvQpAttr {
+    public static final int STATE = 1;
+    public static final int CUR_STATE = 1 << 1;
+    public static final int EN_SQD_ASYNC_NOTIFY = 1 << 2;
+    public static final int ACCESS_FLAGS = 1 << 3;
+    public static final int PKEY_INDEX = 1 << 4;
+    public static final int PORT = 1 << 5;
+    public static final int QKEY = 1 << 6;
+    public static final int AV = 1 << 7;
+    public static final int PATH_MTU = 1 << 8;
+    public static final int TIMEOUT = 1 << 9;
+    public static final int RETRY_CNT = 1 << 10;
+    public static final int RNR_RETRY = 1 << 11;
+    public static final int RQ_PSN = 1 << 12;
+    public static final int MAX_QP_RD_ATOMIC = 1 << 13;
+    public static final int ALT_PATH = 1 << 14;
+    public static final int MIN_RNR_TIMER = 1 << 15;
+    public static final int SQ_PSN = 1 << 16;
+    public static final int MAX_DEST_RD_ATOMIC = 1 << 17;
+    public static final int PATH_MIG_STATE = 1 << 18;
+    public static final int CAP = 1 << 19;
+    public static final int DEST_QPN = 1 << 20;
+
+    /** {@code enum ibv_mtu}: 1 = 256 … 5 = 4096. */
+    public static int mtuBytes(int mtu) {
+        if (mtu < 1 || mtu > 5) {
+            throw new IllegalArgumentException("path MTU enum " + mtu + " is not 1 (256) .. 5 (4096)");
+        }
+        return 128 << mtu;
+    }
+
+    public IbvQpState qpState = IbvQpState.RESET;
+    public int pathMtu = 5;
+    public int qpAccessFlags;
+    public int pkeyIndex;
+    public int portNum = 1;
+    public int qkey;
+    /** Address vector: destination LID and port. */
+    public int dlid;
+    public int slid;
+    public int destQpNum;
+    public int rqPsn;
+    public int sqPsn;
+    public int maxRdAtomic = 1;
+    public int maxDestRdAtomic = 1;
+    /** Encoded RNR NAK timer (0 = 655.36 ms, 1 = 0.01 ms … 31 = 491.52 ms). */
+    public int minRnrTimer = 12;
+    /** Local ACK timeout: 4.096 µs × 2^timeout (0 = infinite). */
+    public int timeout = 14;
+    public int retryCnt = 7;
+    /** 7 = retry forever. */
+    public int rnrRetry = 7;
+
+    /** The IB spec's RNR NAK timer table, in nanoseconds. */
+    private static final long[] RNR_NS = {655_360_000L, 10_000L, 20_000L, 30_000L, 40_000L, 60_000L, 80_000L, 120_000L,
+            160_000L, 240_000L, 320_000L, 480_000L, 640_000L, 960_000L, 1_280_000L, 1_920_000L, 2_560_000L, 3_840_000L,
+            5_120_000L, 7_680_000L, 10_240_000L, 15_360_000L, 20_480_000L, 30_720_000L, 40_960_000L, 61_440_000L,
+            81_920_000L, 122_880_000L, 163_840_000L, 245_760_000L, 327_680_000L, 491_520_000L};
+
+    /** The RNR back-off for an encoded timer value. */
+    public static long rnrTimerNanos(int encoded) {
+        return RNR_NS[encoded & 31];
+    }
+
+    /** The local ACK timeout for an encoded value (0 = infinite, reported as Long.MAX_VALUE). */
+    public static long ackTimeoutNanos(int encoded) {
+        return encoded == 0 ? Long.MAX_VALUE : 4096L << Math.min(encoded, 31);
+    }
+
+    public IbvQpAttr copy() {
+        IbvQpAttr a = new IbvQpAttr();
+        a.qpState = qpState;
+        a.pathMtu = pathMtu;
+        a.qpAccessFlags = qpAccessFlags;
+        a.pkeyIndex = pkeyIndex;
+        a.portNum = portNum;
+        a.qkey = qkey;
+        a.dlid = dlid;
+        a.slid = slid;
+        a.destQpNum = destQpNum;
+        a.rqPsn = rqPsn;
+        a.sqPsn = sqPsn;
+        a.maxRdAtomic = maxRdAtomic;
+        a.maxDestRdAtomic = maxDestRdAtomic;
+        a.minRnrTimer = minRnrTimer;
+        a.timeout = timeout;
+        a.retryCnt = retryCnt;
+        a.rnrRetry = rnrRetry;
+        return a;
+    }
+}

@@ -1,0 +1,10 @@
+package org.peerdirect.ib.core.verbs;
+
+/** {@code enum ibv_wc_opcode}: what a completion was for. */
+public enum IbvWcOpcode {
+    SEND, RDMA_WRITE, RDMA_READ, COMP_SWAP, FETCH_ADD, BIND_MW, LOCAL_INV,
+    /** receive side: a SEND arrived. */
+    RECV,
+    /** receive side: an RDMA WRITE with immediate arrived. */
+    RECV_RDMA_WITH_IMM
+}

@@ -1,0 +1,30 @@
+package org.peerdirect.ib.core.verbs;
+
+/** {@code enum ibv_wr_opcode}: what a send work request does. */
+public enum IbvWrOpcode {
+    RDMA_WRITE, RDMA_WRITE_WITH_IMM, SEND, SEND_WITH_IMM, RDMA_READ, ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD;
+
+    /** The completion opcode of this request on the sender's CQ. */
+    public IbvWcOpcode wcOpcode() {
+        return switch (this) {
+            case RDMA_WRITE, RDMA_WRITE_WITH_IMM -> IbvWcOpcode.RDMA_WRITE;
+            case SEND, SEND_WITH_IMM -> IbvWcOpcode.SEND;
+            case RDMA_READ -> IbvWcOpcode.RDMA_READ;
+            case ATOMIC_CMP_AND_SWP -> IbvWcOpcode.COMP_SWAP;
+            case ATOMIC_FETCH_AND_ADD -> IbvWcOpcode.FETCH_ADD;
+        };
+    }
+
+    public boolean isAtomic() {
+        return this == ATOMIC_CMP_AND_SWP || this == ATOMIC_FETCH_AND_ADD;
+    }
+
+    /** Consumes a receive WQE at the responder. */
+    public boolean consumesRecv() {
+        return this == SEND || this == SEND_WITH_IMM || this == RDMA_WRITE_WITH_IMM;
+    }
+
+    public boolean hasImm() {
+        return this == SEND_WITH_IMM || this == RDMA_WRITE_WITH_IMM;
+    }
+}
