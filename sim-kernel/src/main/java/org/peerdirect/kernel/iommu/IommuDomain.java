@@ -46,6 +46,9 @@ public final class IommuDomain {
     private int hint;
     private long mapped;
     private volatile boolean destroyed;
+    private static final java.util.concurrent.atomic.AtomicLong ORDER = new java.util.concurrent.atomic.AtomicLong();
+    /** Lock order among domains for {@link #copyTo}. */
+    private final long order = ORDER.incrementAndGet();
     final AtomicLong faults = new AtomicLong();
     final AtomicLong useAfterFree = new AtomicLong();
     final AtomicLong bytesRead = new AtomicLong();
@@ -269,6 +272,46 @@ public final class IommuDomain {
             bytesWritten.addAndGet(len);
         } finally {
             lock.unlockRead(stamp);
+        }
+    }
+
+    /**
+     * Peer-to-peer DMA: {@code len} bytes from {@code srcIova} of this domain to {@code dstIova} of
+     * {@code dst} (the requester's read and the responder's write of one RDMA transfer between two
+     * devices). All or nothing. Both domains' read locks are taken in creation order, so two
+     * transfers in opposite directions cannot deadlock against a waiting unmap.
+     */
+    public void copyTo(long srcIova, IommuDomain dst, long dstIova, long len) {
+        if (dst == this) {
+            copy(srcIova, dstIova, len);
+            return;
+        }
+        if (len < 0) {
+            throw new KernelException(Errno.EINVAL, "negative DMA copy length " + len);
+        }
+        IommuDomain first = order < dst.order ? this : dst;
+        IommuDomain second = first == this ? dst : this;
+        long s1 = first.lock.readLock();
+        try {
+            long s2 = second.lock.readLock();
+            try {
+                checkTail(srcIova, len, DEV_READ);
+                dst.checkTail(dstIova, len, DEV_WRITE);
+                long done = 0;
+                while (done < len) {
+                    long s = srcIova + done;
+                    long d = dstIova + done;
+                    long n = Math.min(len - done, Math.min(PAGE_SIZE - (s & (PAGE_SIZE - 1)), PAGE_SIZE - (d & (PAGE_SIZE - 1))));
+                    MemorySegment.copy(memory, translate(s, DEV_READ), dst.memory, dst.translate(d, DEV_WRITE), n);
+                    done += n;
+                }
+                bytesRead.addAndGet(len);
+                dst.bytesWritten.addAndGet(len);
+            } finally {
+                second.lock.unlockRead(s2);
+            }
+        } finally {
+            first.lock.unlockRead(s1);
         }
     }
 

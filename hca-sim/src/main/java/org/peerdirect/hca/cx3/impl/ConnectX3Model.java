@@ -1,0 +1,97 @@
+package org.peerdirect.hca.cx3.impl;
+
+import java.util.ArrayList;
+import java.util.Dictionary;
+import java.util.Hashtable;
+import java.util.List;
+
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.ServiceRegistration;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.peerdirect.hca.cx3.ConnectX3;
+import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.pci.PciBus;
+import org.peerdirect.kernel.pci.PciDeviceSpec;
+import org.peerdirect.kernel.pci.PciFunction;
+
+/**
+ * Plugs ConnectX-3 models into the PCI bus (Configuration Admin PID {@code org.peerdirect.hca.cx3}:
+ * {@code devices}, default 2, linked on one fabric so two devices can talk). Stopping the bundle
+ * is a surprise hot-unplug of all of them: the engines stop, the functions leave the bus (the
+ * driver unbinds on that same thread), then the IOMMU domains go.
+ */
+@Component(immediate = true, configurationPid = "org.peerdirect.hca.cx3")
+public final class ConnectX3Model {
+
+    @interface Config {
+        int devices() default 2;
+
+        int ports() default 1;
+    }
+
+    private record Board(ConnectX3 cx3, PciFunction fn, IommuDomain domain, ServiceRegistration<ConnectX3> reg) {
+    }
+
+    private final Iommu iommu;
+    private final List<Board> boards = new ArrayList<>();
+
+    @Activate
+    public ConnectX3Model(@Reference PciBus bus, @Reference Iommu iommu, @Reference Fabric fabric, BundleContext ctx, Config c) {
+        this.iommu = iommu;
+        if (c.devices() < 0 || c.devices() > 16 || c.ports() < 1 || c.ports() > 2) {
+            throw new IllegalArgumentException("org.peerdirect.hca.cx3: devices must be 0..16 and ports 1..2, not " + c.devices()
+                    + "/" + c.ports());
+        }
+        for (int i = 0; i < c.devices(); i++) {
+            PciFunction fn = bus.register(PciDeviceSpec.builder("Mellanox Technologies MT27500 Family [ConnectX-3]")
+                    .vendorId(ConnectX3.VENDOR_ID).deviceId(ConnectX3.DEVICE_ID).classCode(0x020700)
+                    .bar(0, 1 << 20).bar(2, 8 << 20).msixVectors(8).build());
+            IommuDomain domain = iommu.createDomain(fn.bdf());
+            HcaDevice engine = new HcaDevice(fn.bdf(), domain, fabric, c.ports());
+            long guid = 0x0002_c903_0000_0000L | (0x1000 + i * 0x10);
+            ConnectX3 cx3 = new ConnectX3() {
+                public String bdf() {
+                    return fn.bdf();
+                }
+                public HcaDevice engine() {
+                    return engine;
+                }
+                public long nodeGuid() {
+                    return guid;
+                }
+                public String firmwareVersion() {
+                    return "2.42.5000";
+                }
+                public String boardId() {
+                    return "MT_1090120019";
+                }
+            };
+            Dictionary<String, Object> props = new Hashtable<>();
+            props.put("pci.bdf", fn.bdf());
+            // the firmware interface first: a driver that binds to the function finds it at once
+            ServiceRegistration<ConnectX3> reg = ctx.registerService(ConnectX3.class, cx3, props);
+            boards.add(new Board(cx3, fn, domain, reg));
+        }
+    }
+
+    @Deactivate
+    void deactivate() {
+        for (Board b : boards) {
+            b.cx3.engine().remove();
+            b.fn.remove(); // the driver's removal listener and unbind run here, on this thread
+            try {
+                b.reg.unregister();
+            } catch (IllegalStateException alreadyGone) {
+                // the framework unregistered it with the stopping bundle
+            }
+            iommu.destroyDomain(b.domain);
+        }
+        boards.clear();
+    }
+}

@@ -1,0 +1,45 @@
+package org.peerdirect.hca.engine;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The subnet that links the ports of devices in one JVM: it assigns LIDs (as a subnet manager
+ * does) and routes a packet to the port with the destination LID. Lookup is an array read.
+ */
+@org.osgi.service.component.annotations.Component(service = Fabric.class, immediate = true)
+public final class Fabric {
+
+    /** Unicast LIDs are 1..0xBFFF. */
+    static final int MAX_LID = 0xC000;
+
+    private final HcaPort[] byLid = new HcaPort[MAX_LID];
+    private final AtomicInteger nextLid = new AtomicInteger(1);
+
+    /** Brings a port up: assigns it the next LID. */
+    synchronized int attach(HcaPort port) {
+        int lid = nextLid.getAndIncrement();
+        if (lid >= MAX_LID) {
+            throw new IllegalStateException("fabric is out of LIDs");
+        }
+        byLid[lid] = port;
+        return lid;
+    }
+
+    /** Takes a port off the subnet: packets to its LID are lost from now on. */
+    synchronized void detach(HcaPort port) {
+        if (port.lid > 0 && port.lid < MAX_LID && byLid[port.lid] == port) {
+            byLid[port.lid] = null;
+        }
+    }
+
+    /** The port with this LID, or null (unassigned, or its device removed). */
+    HcaPort port(int lid) {
+        return lid > 0 && lid < MAX_LID ? byLid[lid] : null;
+    }
+
+    /** The QP {@code qpn} behind LID {@code lid}, or null when unreachable. */
+    HwQp resolve(int lid, int qpn) {
+        HcaPort p = port(lid);
+        return p == null ? null : p.device.qp(qpn);
+    }
+}

@@ -1,0 +1,76 @@
+package org.peerdirect.hca.engine;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A cursor over one side of a transfer: up to {@code n} pieces, each either a range of an MPT
+ * (translated to IOVAs of {@link #dev}'s domain) or bytes of an inline buffer. Preallocated per
+ * QP and reused: the data path allocates nothing.
+ */
+final class Segs {
+    HcaDevice dev;
+    final Mpt[] mpt;
+    final long[] va;
+    final long[] len;
+    MemorySegment inline;
+    long inlineOff;
+    int n;
+    int cur;
+    long done;
+
+    Segs(int max) {
+        mpt = new Mpt[max + 1];
+        va = new long[max + 1];
+        len = new long[max + 1];
+    }
+
+    Segs reset(HcaDevice dev) {
+        this.dev = dev;
+        this.inline = null;
+        n = 0;
+        cur = 0;
+        done = 0;
+        return this;
+    }
+
+    void add(Mpt m, long v, long l) {
+        if (l == 0) {
+            return;
+        }
+        mpt[n] = m;
+        va[n] = v;
+        len[n] = l;
+        n++;
+    }
+
+    Segs inline(MemorySegment seg, long off, long l) {
+        inline = seg;
+        inlineOff = off;
+        mpt[0] = null;
+        va[0] = 0;
+        len[0] = l;
+        n = l == 0 ? 0 : 1;
+        return this;
+    }
+
+    long total() {
+        long t = 0;
+        for (int i = 0; i < n; i++) {
+            t += len[i];
+        }
+        return t;
+    }
+
+    /** Bytes left in the current piece, skipping finished pieces. */
+    long left() {
+        while (cur < n && done == len[cur]) {
+            cur++;
+            done = 0;
+        }
+        return cur < n ? len[cur] - done : 0;
+    }
+
+    void advance(long k) {
+        done += k;
+    }
+}
