@@ -1,0 +1,208 @@
+package org.peerdirect.mlx4;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.peerdirect.hca.cx3.ConnectX3;
+import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.ib.core.peer.PeerMemoryController;
+import org.peerdirect.ib.core.peer.UmemCore;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuAudit;
+import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Mm;
+
+/**
+ * Two ConnectX-3 models on one fabric with the mlx4 driver on top, without OSGi; one process.
+ * {@link #close} ends every test with the audit: no IOMMU fault or violation, no mapping, no pin,
+ * every frame free.
+ */
+final class Lab implements AutoCloseable {
+
+    static final int RW = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
+
+    final Mm mm;
+    final Iommu iommu;
+    final Fabric fabric = new Fabric();
+    final PeerMemoryController controller = new PeerMemoryController(null, null);
+    final UmemCore umems = new UmemCore(controller);
+    final List<Mlx4Device> devs = new ArrayList<>();
+    final List<IommuDomain> domains = new ArrayList<>();
+    final AddressSpace proc;
+    final List<IbvContext> contexts = new ArrayList<>();
+
+    Lab(Path tmp, int devices) {
+        mm = new Mm(256L << 20, true, tmp.resolve("swap"), 16 << 20);
+        iommu = new Iommu(mm.physical());
+        for (int i = 0; i < devices; i++) {
+            String bdf = String.format("0000:0%d:00.0", i + 3);
+            IommuDomain d = iommu.createDomain(bdf);
+            domains.add(d);
+            HcaDevice engine = new HcaDevice(bdf, d, fabric, 1);
+            long guid = 0x0002_c903_0000_1000L + i * 0x10;
+            ConnectX3 hw = new ConnectX3() {
+                public String bdf() {
+                    return bdf;
+                }
+                public HcaDevice engine() {
+                    return engine;
+                }
+                public long nodeGuid() {
+                    return guid;
+                }
+                public String firmwareVersion() {
+                    return "2.42.5000";
+                }
+                public String boardId() {
+                    return "MT_1090120019";
+                }
+            };
+            devs.add(new Mlx4Device("mlx4_" + i, hw, umems));
+        }
+        proc = mm.createProcess("verbs-app");
+        proc.setMemlockLimit(1L << 40);
+    }
+
+    IbvContext open(int dev) {
+        IbvContext c = devs.get(dev).open(proc);
+        contexts.add(c);
+        return c;
+    }
+
+    /** One side of a connection: context, PD, CQ, QP and a registered buffer. */
+    final class End {
+        final IbvContext ctx;
+        final IbvPd pd;
+        final IbvCq cq;
+        final IbvQp qp;
+        final long buf;
+        final IbvMr mr;
+        final int lid;
+
+        /** Another QP on an existing end's context, PD and buffer. */
+        End(Lab lab, End base, IbvQp qp, IbvCq cq) {
+            ctx = base.ctx;
+            pd = base.pd;
+            this.cq = cq;
+            this.qp = qp;
+            buf = base.buf;
+            mr = base.mr;
+            lid = base.lid;
+        }
+
+        End(int dev, long bufSize, IbvQpType type, int access) {
+            ctx = open(dev);
+            pd = ctx.allocPd();
+            cq = ctx.createCq(256, null);
+            IbvQpInitAttr a = new IbvQpInitAttr();
+            a.sendCq = cq;
+            a.recvCq = cq;
+            a.qpType = type;
+            a.maxSendWr = 64;
+            a.maxRecvWr = 64;
+            a.maxSendSge = 4;
+            a.maxRecvSge = 4;
+            a.maxInlineData = 256;
+            qp = pd.createQp(a);
+            buf = proc.mmap(bufSize);
+            proc.populate(buf, bufSize, true);
+            mr = pd.regMr(buf, bufSize, access);
+            lid = ctx.queryPort(1).lid();
+        }
+    }
+
+    /** RESET → INIT → RTR → RTS for an RC pair, as ibv_rc_pingpong does. */
+    static void connect(End a, End b, int rnrTimer, int rnrRetry, int timeout, int retry) {
+        connectOne(a, b, rnrTimer, rnrRetry, timeout, retry);
+        connectOne(b, a, rnrTimer, rnrRetry, timeout, retry);
+    }
+
+    static void connectOne(End me, End peer, int rnrTimer, int rnrRetry, int timeout, int retry) {
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.INIT;
+        x.pkeyIndex = 0;
+        x.portNum = 1;
+        x.qpAccessFlags = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
+        me.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
+        x.qpState = IbvQpState.RTR;
+        x.pathMtu = 5;
+        x.destQpNum = peer.qp.qpNum();
+        x.rqPsn = 0;
+        x.maxDestRdAtomic = 1;
+        x.minRnrTimer = rnrTimer;
+        x.dlid = peer.lid;
+        me.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
+                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
+        x.qpState = IbvQpState.RTS;
+        x.timeout = timeout;
+        x.retryCnt = retry;
+        x.rnrRetry = rnrRetry;
+        x.sqPsn = 0;
+        x.maxRdAtomic = 1;
+        me.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
+                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+    }
+
+    /** Polls until {@code n} completions arrived (bounded: 20 s), returns them. */
+    static List<IbvWc> await(IbvCq cq, int n) {
+        List<IbvWc> out = new ArrayList<>();
+        IbvWc[] wc = {new IbvWc(), new IbvWc(), new IbvWc(), new IbvWc()};
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (out.size() < n) {
+            int k = cq.poll(Math.min(4, n - out.size()), wc);
+            if (k < 0) {
+                throw new AssertionError("CQ in error after " + out);
+            }
+            for (int i = 0; i < k; i++) {
+                IbvWc c = new IbvWc();
+                c.copyFrom(wc[i]);
+                out.add(c);
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("only " + out.size() + " of " + n + " completions within 20 s: " + out);
+            }
+            Thread.onSpinWait();
+        }
+        return out;
+    }
+
+    @Override
+    public void close() {
+        for (IbvContext c : contexts) {
+            c.close();
+        }
+        for (Mlx4Device d : devs) {
+            d.remove();
+        }
+        for (IommuDomain d : domains) {
+            assertEquals(0, iommu.destroyDomain(d), "no DMA mapping left in " + d.name());
+        }
+        controller.close(Duration.ofSeconds(1));
+        IommuAudit a = iommu.audit();
+        assertEquals(0, a.faults(), "no IOMMU fault: " + a);
+        assertTrue(a.violationFree(), "no IOMMU violation: " + a);
+        assertEquals(0, proc.pinnedPages(), "memlock charge returned");
+        proc.exit();
+        assertEquals(0, mm.pinnedFrames(), "no pinned frame");
+        assertEquals(mm.physical().nrFrames(), mm.physical().freeFrames(), "every frame free");
+        mm.close();
+    }
+}

@@ -1,0 +1,549 @@
+package org.peerdirect.mlx4;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.example.peermem.ExamplePeerMemory;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvAh;
+import org.peerdirect.ib.core.verbs.IbvCompChannel;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvSge;
+import org.peerdirect.ib.core.verbs.IbvSrq;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWcOpcode;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+import org.peerdirect.ib.core.verbs.PostException;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+class VerbsTest {
+
+    @TempDir
+    Path tmp;
+    Lab lab;
+    Lab.End a;
+    Lab.End b;
+
+    @BeforeEach
+    void up() {
+        lab = new Lab(tmp, 2);
+        a = lab.new End(0, 1 << 20, IbvQpType.RC, Lab.RW);
+        b = lab.new End(1, 1 << 20, IbvQpType.RC, Lab.RW);
+        Lab.connect(a, b, 1, 7, 4, 3);
+    }
+
+    @AfterEach
+    void down() {
+        lab.close();
+    }
+
+    private byte[] fill(long va, int len, int seed) {
+        byte[] d = new byte[len];
+        for (int i = 0; i < len; i++) {
+            d[i] = (byte) (i * 13 + seed);
+        }
+        lab.proc.write(va, d, 0, len);
+        return d;
+    }
+
+    private byte[] read(long va, int len) {
+        byte[] d = new byte[len];
+        lab.proc.read(va, d, 0, len);
+        return d;
+    }
+
+    private static IbvSendWr wr(IbvWrOpcode op, long addr, int len, int lkey) {
+        IbvSendWr w = new IbvSendWr().sge(addr, len, lkey);
+        w.opcode = op;
+        w.sendFlags = IbvSendWr.SEND_SIGNALED;
+        w.wrId = 7;
+        return w;
+    }
+
+    private IbvWc one(IbvCq cq) {
+        return Lab.await(cq, 1).get(0);
+    }
+
+    private void recv(Lab.End e, long addr, int len, long wrId) {
+        IbvRecvWr r = new IbvRecvWr().sge(addr, len, e.mr.lkey());
+        r.wrId = wrId;
+        e.qp.postRecv(r);
+    }
+
+    // ------------------------------------------------------------------ operations
+
+    @Test
+    void rdmaWriteMovesBytesBetweenTwoDevices() {
+        byte[] data = fill(a.buf, 65536, 1);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 65536, a.mr.lkey());
+        w.remoteAddr = b.buf + 4096;
+        w.rkey = b.mr.rkey();
+        a.qp.postSend(w);
+        IbvWc c = one(a.cq);
+        assertEquals(IbvWcStatus.SUCCESS, c.status, c.toString());
+        assertEquals(IbvWcOpcode.RDMA_WRITE, c.opcode);
+        assertEquals(7, c.wrId);
+        assertArrayEquals(data, read(b.buf + 4096, 65536));
+    }
+
+    @Test
+    void sendWithImmediateAndMultipleSgesAndInline() {
+        recv(b, b.buf, 1000, 11);
+        byte[] x = fill(a.buf, 300, 2);
+        byte[] y = fill(a.buf + 5000, 200, 3);
+        IbvSendWr w = wr(IbvWrOpcode.SEND_WITH_IMM, a.buf, 300, a.mr.lkey());
+        w.sgList = new IbvSge[] {new IbvSge(a.buf, 300, a.mr.lkey()), new IbvSge(a.buf + 5000, 200, a.mr.lkey())};
+        w.numSge = 2;
+        w.immData = 0x1234;
+        a.qp.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        IbvWc r = one(b.cq);
+        assertEquals(IbvWcOpcode.RECV, r.opcode);
+        assertEquals(500, r.byteLen);
+        assertEquals(0x1234, r.immData);
+        assertTrue((r.wcFlags & IbvWc.WC_WITH_IMM) != 0);
+        assertEquals(11, r.wrId);
+        assertEquals(a.qp.qpNum(), r.srcQp);
+        byte[] got = read(b.buf, 500);
+        assertArrayEquals(x, java.util.Arrays.copyOfRange(got, 0, 300));
+        assertArrayEquals(y, java.util.Arrays.copyOfRange(got, 300, 500));
+
+        // inline: the buffer may change right after the post, the data sent is what was there
+        recv(b, b.buf + 8192, 100, 12);
+        byte[] z = fill(a.buf + 9000, 64, 4);
+        IbvSendWr in = wr(IbvWrOpcode.SEND, a.buf + 9000, 64, 0xdead); // lkey not checked for inline data
+        in.sendFlags |= IbvSendWr.SEND_INLINE;
+        a.qp.postSend(in);
+        fill(a.buf + 9000, 64, 99);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertEquals(64, one(b.cq).byteLen);
+        assertArrayEquals(z, read(b.buf + 8192, 64));
+    }
+
+    @Test
+    void rdmaReadAndAtomics() {
+        byte[] remote = fill(b.buf + 12288, 4096, 5);
+        IbvSendWr r = wr(IbvWrOpcode.RDMA_READ, a.buf + 8192, 4096, a.mr.lkey());
+        r.remoteAddr = b.buf + 12288;
+        r.rkey = b.mr.rkey();
+        a.qp.postSend(r);
+        IbvWc c = one(a.cq);
+        assertEquals(IbvWcStatus.SUCCESS, c.status);
+        assertEquals(IbvWcOpcode.RDMA_READ, c.opcode);
+        assertArrayEquals(remote, read(a.buf + 8192, 4096));
+
+        lab.proc.writeLong(b.buf + 64, 5);
+        IbvSendWr fa = wr(IbvWrOpcode.ATOMIC_FETCH_AND_ADD, a.buf + 128, 8, a.mr.lkey());
+        fa.remoteAddr = b.buf + 64;
+        fa.rkey = b.mr.rkey();
+        fa.compareAdd = 3;
+        a.qp.postSend(fa);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertEquals(5, lab.proc.readLong(a.buf + 128), "fetch-and-add returns the old value");
+        assertEquals(8, lab.proc.readLong(b.buf + 64));
+
+        IbvSendWr cs = wr(IbvWrOpcode.ATOMIC_CMP_AND_SWP, a.buf + 136, 8, a.mr.lkey());
+        cs.remoteAddr = b.buf + 64;
+        cs.rkey = b.mr.rkey();
+        cs.compareAdd = 8;
+        cs.swap = 42;
+        a.qp.postSend(cs);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertEquals(8, lab.proc.readLong(a.buf + 136));
+        assertEquals(42, lab.proc.readLong(b.buf + 64));
+    }
+
+    @Test
+    void writeWithImmediateConsumesAReceive() {
+        recv(b, b.buf, 16, 21);
+        fill(a.buf, 2048, 6);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE_WITH_IMM, a.buf, 2048, a.mr.lkey());
+        w.remoteAddr = b.buf + 65536;
+        w.rkey = b.mr.rkey();
+        w.immData = 77;
+        a.qp.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        IbvWc r = one(b.cq);
+        assertEquals(IbvWcOpcode.RECV_RDMA_WITH_IMM, r.opcode);
+        assertEquals(77, r.immData);
+        assertEquals(2048, r.byteLen);
+    }
+
+    @Test
+    void unsignaledSendsCompleteSilently() {
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        w.sendFlags = 0;
+        a.qp.postSend(w);
+        w.sendFlags = IbvSendWr.SEND_SIGNALED;
+        w.wrId = 8;
+        a.qp.postSend(w);
+        List<IbvWc> c = Lab.await(a.cq, 1);
+        assertEquals(8, c.get(0).wrId);
+        assertEquals(0, a.cq.poll(4, new IbvWc[] {new IbvWc()}), "the unsignaled one left no completion");
+    }
+
+    // ------------------------------------------------------------------ status codes
+
+    private void assertFails(IbvSendWr w, IbvWcStatus expected) {
+        a.qp.postSend(w);
+        IbvWc c = one(a.cq);
+        assertEquals(expected, c.status, c.toString());
+        assertEquals(IbvQpState.ERR, a.qp.state(), "an error completion moves the QP to ERR");
+        IbvSendWr next = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 8, a.mr.lkey());
+        next.wrId = 99;
+        a.qp.postSend(next);
+        IbvWc f = one(a.cq);
+        assertEquals(IbvWcStatus.WR_FLUSH_ERR, f.status, "later requests are flushed");
+        assertEquals(99, f.wrId);
+    }
+
+    @Test
+    void wrongLkeyIsALocalProtectionError() {
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey() + 1);
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        assertFails(w, IbvWcStatus.LOC_PROT_ERR);
+    }
+
+    @Test
+    void wrongRkeyIsARemoteAccessError() {
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey() ^ 0x100;
+        assertFails(w, IbvWcStatus.REM_ACCESS_ERR);
+    }
+
+    @Test
+    void addressOutsideTheRemoteMrIsARemoteAccessError() {
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        w.remoteAddr = b.buf + (1 << 20) - 32;
+        w.rkey = b.mr.rkey();
+        assertFails(w, IbvWcStatus.REM_ACCESS_ERR);
+    }
+
+    @Test
+    void addressOutsideTheLocalMrIsALocalProtectionError() {
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf + (1 << 20) - 8, 64, a.mr.lkey());
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        assertFails(w, IbvWcStatus.LOC_PROT_ERR);
+    }
+
+    @Test
+    void anMrOfAnotherPdIsALocalProtectionError() {
+        IbvPd other = a.ctx.allocPd();
+        IbvMr mr = other.regMr(a.buf, 4096, Lab.RW);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, mr.lkey());
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        assertFails(w, IbvWcStatus.LOC_PROT_ERR);
+        mr.dereg();
+        other.dealloc();
+    }
+
+    @Test
+    void missingRemoteWriteRightIsARemoteAccessError() {
+        IbvMr ro = b.pd.regMr(b.buf, 4096, IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        w.remoteAddr = b.buf;
+        w.rkey = ro.rkey();
+        assertFails(w, IbvWcStatus.REM_ACCESS_ERR);
+        ro.dereg();
+    }
+
+    @Test
+    void readIntoMemoryWithoutLocalWriteIsALocalProtectionError() {
+        IbvMr ro = a.pd.regMr(a.buf, 4096, IbAccess.REMOTE_READ);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_READ, a.buf, 64, ro.lkey());
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        assertFails(w, IbvWcStatus.LOC_PROT_ERR);
+        ro.dereg();
+    }
+
+    @Test
+    void aMisalignedAtomicIsARemoteInvalidRequest() {
+        IbvSendWr w = wr(IbvWrOpcode.ATOMIC_FETCH_AND_ADD, a.buf, 8, a.mr.lkey());
+        w.remoteAddr = b.buf + 4;
+        w.rkey = b.mr.rkey();
+        assertFails(w, IbvWcStatus.REM_INV_REQ_ERR);
+    }
+
+    @Test
+    void aReceiveBufferTooSmallIsALengthErrorOnBothSides() {
+        recv(b, b.buf, 10, 31);
+        IbvSendWr w = wr(IbvWrOpcode.SEND, a.buf, 100, a.mr.lkey());
+        a.qp.postSend(w);
+        assertEquals(IbvWcStatus.REM_INV_REQ_ERR, one(a.cq).status);
+        IbvWc r = one(b.cq);
+        assertEquals(IbvWcStatus.LOC_LEN_ERR, r.status);
+        assertEquals(31, r.wrId);
+    }
+
+    @Test
+    void noReceivePostedEndsInRnrRetryExceeded() {
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.RTS;
+        x.rnrRetry = 2;
+        a.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.RNR_RETRY);
+        long naks = lab.devs.get(0).engine().rnrNaks();
+        a.qp.postSend(wr(IbvWrOpcode.SEND, a.buf, 64, a.mr.lkey()));
+        IbvWc c = one(a.cq);
+        assertEquals(IbvWcStatus.RNR_RETRY_EXC_ERR, c.status);
+        assertEquals(3, lab.devs.get(0).engine().rnrNaks() - naks, "the first try and two retries");
+    }
+
+    @Test
+    void rnrRetryForeverDeliversOnceAReceiveIsPosted() throws Exception {
+        a.qp.postSend(wr(IbvWrOpcode.SEND, a.buf, 64, a.mr.lkey()));
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (lab.devs.get(0).engine().rnrNaks() < 3) {
+            assertTrue(System.nanoTime() < deadline, "RNR NAKs while no receive is posted");
+            Thread.onSpinWait();
+        }
+        recv(b, b.buf, 64, 41);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertEquals(41, one(b.cq).wrId);
+    }
+
+    @Test
+    void anUnreachablePeerEndsInTransportRetryExceeded() {
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.ERR;
+        b.qp.modify(x, IbvQpAttr.STATE);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        a.qp.postSend(w);
+        assertEquals(IbvWcStatus.RETRY_EXC_ERR, one(a.cq).status);
+    }
+
+    @Test
+    void aFullCqOverrunsIntoError() {
+        IbvCq small = a.ctx.createCq(2, null);
+        IbvQpInitAttr ia = new IbvQpInitAttr();
+        ia.sendCq = small;
+        ia.recvCq = small;
+        IbvQp q = a.pd.createQp(ia);
+        Lab.End c = lab.new End(1, 1 << 16, IbvQpType.RC, Lab.RW);
+        Lab.End a2 = lab.new End(lab, a, q, small);
+        Lab.connect(a2, c, 1, 7, 4, 3);
+        for (int i = 0; i < 3; i++) {
+            IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+            w.remoteAddr = c.buf;
+            w.rkey = c.mr.rkey();
+            q.postSend(w);
+        }
+        assertEquals(-1, small.poll(4, new IbvWc[] {new IbvWc()}), "poll reports the CQ error");
+        assertEquals(1, lab.devs.get(0).engine().cqOverruns());
+        assertEquals(IbvQpState.ERR, q.state());
+        q.destroy();
+        small.destroy();
+    }
+
+    // ------------------------------------------------------------------ verbs errors
+
+    @Test
+    void postingBeforeRtsAndBadTransitionsAreEinval() {
+        IbvQpInitAttr ia = new IbvQpInitAttr();
+        ia.sendCq = a.cq;
+        ia.recvCq = a.cq;
+        IbvQp q = a.pd.createQp(ia);
+        PostException e = assertThrows(PostException.class, () -> q.postSend(wr(IbvWrOpcode.SEND, a.buf, 8, a.mr.lkey())));
+        assertEquals(Errno.EINVAL, e.errno());
+        assertTrue(e.getMessage().contains("RESET"), e.getMessage());
+        assertThrows(PostException.class, () -> q.postRecv(new IbvRecvWr().sge(a.buf, 8, a.mr.lkey())));
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.RTS;
+        KernelException t = assertThrows(KernelException.class, () -> q.modify(x, IbvQpAttr.STATE));
+        assertTrue(t.getMessage().contains("cannot move from RESET to RTS"), t.getMessage());
+        x.qpState = IbvQpState.INIT;
+        t = assertThrows(KernelException.class, () -> q.modify(x, IbvQpAttr.STATE | IbvQpAttr.PORT));
+        assertTrue(t.getMessage().contains("missing"), t.getMessage());
+        IbvSendWr many = wr(IbvWrOpcode.SEND, a.buf, 8, a.mr.lkey());
+        many.sgList = new IbvSge[] {new IbvSge(), new IbvSge(), new IbvSge(), new IbvSge(), new IbvSge()};
+        many.numSge = 5;
+        e = assertThrows(PostException.class, () -> a.qp.postSend(many));
+        assertSame(many, e.badWr());
+        q.destroy();
+    }
+
+    @Test
+    void mrAccessChecksAndNoOnDemandPagingOnMlx4() {
+        KernelException e = assertThrows(KernelException.class, () -> a.pd.regMr(a.buf, 4096, IbAccess.REMOTE_WRITE));
+        assertEquals(Errno.EINVAL, e.errno());
+        e = assertThrows(KernelException.class, () -> a.pd.regMr(a.buf, 4096, IbAccess.LOCAL_WRITE | IbAccess.ON_DEMAND));
+        assertEquals(Errno.EOPNOTSUPP, e.errno());
+        assertTrue(e.getMessage().contains("Operation not supported"), e.getMessage());
+        assertEquals(0, a.ctx.queryDeviceEx().odpCaps().generalCaps(), "no ODP capability on mlx4");
+        assertEquals(0x15b3, a.ctx.queryDevice().vendorId());
+    }
+
+    // ------------------------------------------------------------------ UD, SRQ, channels
+
+    @Test
+    void udDatagramsArriveWithAGrh() {
+        Lab.End u = lab.new End(0, 1 << 16, IbvQpType.UD, Lab.RW);
+        Lab.End v = lab.new End(1, 1 << 16, IbvQpType.UD, Lab.RW);
+        for (Lab.End e : List.of(u, v)) {
+            IbvQpAttr x = new IbvQpAttr();
+            x.qpState = IbvQpState.INIT;
+            x.qkey = 0x11111111;
+            e.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.QKEY);
+            x.qpState = IbvQpState.RTR;
+            e.qp.modify(x, IbvQpAttr.STATE);
+            x.qpState = IbvQpState.RTS;
+            e.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.SQ_PSN);
+        }
+        recv(v, v.buf, 40 + 200, 51);
+        byte[] d = fill(u.buf, 200, 7);
+        IbvAh ah = u.pd.createAh(v.lid, 1);
+        IbvSendWr w = wr(IbvWrOpcode.SEND, u.buf, 200, u.mr.lkey());
+        w.ah = ah;
+        w.remoteQpn = v.qp.qpNum();
+        w.remoteQkey = 0x11111111;
+        u.qp.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, one(u.cq).status);
+        IbvWc r = one(v.cq);
+        assertEquals(240, r.byteLen, "payload plus the 40-byte GRH");
+        assertTrue((r.wcFlags & IbvWc.WC_GRH) != 0);
+        assertEquals(u.qp.qpNum(), r.srcQp);
+        assertEquals(u.lid, r.slid);
+        assertArrayEquals(d, read(v.buf + 40, 200));
+        assertEquals(0x60, read(v.buf, 1)[0] & 0xF0, "IP version 6 in the GRH");
+        // wrong Q_Key: dropped silently; too long: local length error
+        recv(v, v.buf, 240, 52);
+        w.remoteQkey = 0x2222;
+        u.qp.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, one(u.cq).status);
+        assertEquals(0, v.cq.poll(1, new IbvWc[] {new IbvWc()}), "a datagram with a wrong Q_Key is dropped");
+        IbvSendWr big = wr(IbvWrOpcode.SEND, u.buf, 8192, u.mr.lkey());
+        big.ah = ah;
+        big.remoteQpn = v.qp.qpNum();
+        u.qp.postSend(big);
+        assertEquals(IbvWcStatus.LOC_LEN_ERR, one(u.cq).status, "UD messages are at most one MTU");
+    }
+
+    @Test
+    void srqReceivesForItsQps() {
+        IbvSrq srq = b.pd.createSrq(16, 1);
+        IbvQpInitAttr ia = new IbvQpInitAttr();
+        ia.sendCq = b.cq;
+        ia.recvCq = b.cq;
+        ia.srq = srq;
+        IbvQp q = b.pd.createQp(ia);
+        Lab.End c = lab.new End(0, 1 << 16, IbvQpType.RC, Lab.RW);
+        Lab.End bs = lab.new End(lab, b, q, b.cq);
+        Lab.connect(c, bs, 1, 7, 4, 3);
+        assertThrows(PostException.class, () -> q.postRecv(new IbvRecvWr().sge(b.buf, 8, b.mr.lkey())));
+        IbvRecvWr r = new IbvRecvWr().sge(b.buf + 4096, 128, b.mr.lkey());
+        r.wrId = 61;
+        srq.postRecv(r);
+        fill(c.buf, 100, 8);
+        c.qp.postSend(wr(IbvWrOpcode.SEND, c.buf, 100, c.mr.lkey()));
+        assertEquals(IbvWcStatus.SUCCESS, one(c.cq).status);
+        IbvWc w = one(b.cq);
+        assertEquals(61, w.wrId);
+        assertEquals(q.qpNum(), w.qpNum);
+        q.destroy();
+        srq.destroy();
+    }
+
+    @Test
+    void completionChannelsWakeTheWaiter() throws Exception {
+        IbvCompChannel ch = b.ctx.createCompChannel();
+        IbvCq cq = b.ctx.createCq(16, ch);
+        IbvQpInitAttr ia = new IbvQpInitAttr();
+        ia.sendCq = cq;
+        ia.recvCq = cq;
+        IbvQp q = b.pd.createQp(ia);
+        Lab.End c = lab.new End(0, 1 << 16, IbvQpType.RC, Lab.RW);
+        Lab.End bq = lab.new End(lab, b, q, cq);
+        Lab.connect(c, bq, 1, 7, 4, 3);
+        cq.reqNotify(false);
+        assertNull(ch.getCqEvent(Duration.ofMillis(1)), "nothing yet");
+        IbvRecvWr r = new IbvRecvWr().sge(b.buf, 64, b.mr.lkey());
+        q.postRecv(r);
+        c.qp.postSend(wr(IbvWrOpcode.SEND, c.buf, 64, c.mr.lkey()));
+        assertSame(cq, ch.getCqEvent(Duration.ofSeconds(10)));
+        ch.ackCqEvents(cq, 1);
+        assertEquals(1, Lab.await(cq, 1).size());
+        q.destroy();
+        cq.destroy();
+        ch.destroy();
+    }
+
+    // ------------------------------------------------------------------ peer memory and removal
+
+    @Test
+    void peerMemoryMrThenInvalidationTurnsIntoErrorsNeverStrayWrites() {
+        ExamplePeerMemory gpu = new ExamplePeerMemory(lab.mm, "example_peer", 65536, false);
+        lab.controller.register(gpu, true);
+        long dev = gpu.alloc(lab.proc.pid(), 1 << 20);
+        IbvMr pm = b.pd.regMr(dev, 1 << 20, Lab.RW);
+        assertTrue(pm.isPeer());
+        byte[] d = fill(a.buf, 8192, 9);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 8192, a.mr.lkey());
+        w.remoteAddr = dev + 100;
+        w.rkey = pm.rkey();
+        a.qp.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertArrayEquals(d, read(dev + 100, 8192), "the device memory got the bytes");
+
+        assertEquals(1, gpu.invalidate(lab.proc.pid(), dev));
+        assertTrue(pm.invalidated());
+        byte[] before = read(dev, 1 << 16);
+        fill(a.buf, 8192, 10);
+        a.qp.postSend(w);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, one(a.cq).status, "the revoked key gives an access error");
+        assertArrayEquals(before, read(dev, 1 << 16), "no stray write");
+        pm.dereg(); // only the cleanup
+        gpu.free(lab.proc.pid(), dev);
+    }
+
+    @Test
+    void deviceRemovalFlushesRevokesAndFailsLaterVerbs() {
+        recv(b, b.buf, 64, 71);
+        recv(b, b.buf, 64, 72);
+        lab.devs.get(1).remove();
+        List<IbvWc> flushed = Lab.await(b.cq, 2);
+        assertEquals(IbvWcStatus.WR_FLUSH_ERR, flushed.get(0).status);
+        assertEquals(72, flushed.get(1).wrId);
+        assertEquals(IbvQpState.ERR, b.qp.state());
+        KernelException e = assertThrows(KernelException.class, () -> b.pd.regMr(b.buf, 4096, Lab.RW));
+        assertEquals(Errno.EIO, e.errno());
+        assertTrue(e.getMessage().contains("mlx4_1 was removed"), e.getMessage());
+        assertThrows(KernelException.class, () -> b.qp.postSend(wr(IbvWrOpcode.SEND, b.buf, 8, b.mr.lkey())));
+        assertEquals(0, lab.devs.get(1).engine().domain().mappedPages(), "its MRs gave their memory back");
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        a.qp.postSend(w);
+        assertEquals(IbvWcStatus.RETRY_EXC_ERR, one(a.cq).status, "the peer is gone from the fabric");
+    }
+}
