@@ -18,7 +18,7 @@
  * needs a major version.
  */
 @Export
-@Version("1.0.0")
+@Version("1.1.0")
 package org.peerdirect.peermem;
 
 import org.osgi.annotation.bundle.Export;

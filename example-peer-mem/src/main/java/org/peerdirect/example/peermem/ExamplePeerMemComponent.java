@@ -5,6 +5,7 @@ import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.peermem.PeerMemoryAllocator;
 import org.peerdirect.peermem.PeerMemoryClient;
 
 /**

@@ -16,6 +16,7 @@ import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.mm.PhysicalMemory;
 import org.peerdirect.kernel.mm.Vma;
 import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.peermem.PeerMemoryAllocator;
 import org.peerdirect.peermem.PeerMemoryClient;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
@@ -37,7 +38,7 @@ import org.peerdirect.peermem.SgTable;
  * right after the invalidation returns; the core's own later {@code dmaUnmap}/{@code release}
  * may come before or after, so unmapping is idempotent under the context's monitor.
  */
-public class ExamplePeerMemory implements PeerMemoryClient {
+public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator {
 
     /** One allocation: frames mapped into one process at [addr, addr+size). */
     static final class Region {
@@ -113,6 +114,7 @@ public class ExamplePeerMemory implements PeerMemoryClient {
      * Allocates {@code size} bytes (rounded up to the page size) of "device memory" and maps it
      * into process {@code pid}; returns its user address.
      */
+    @Override
     public synchronized long alloc(int pid, long size) {
         AddressSpace as = process(pid);
         if (size <= 0) {
@@ -153,6 +155,7 @@ public class ExamplePeerMemory implements PeerMemoryClient {
      * invalidation refuses with EBUSY while any exists, like persistent GPU memory), then the
      * mapping and the frames go.
      */
+    @Override
     public void free(int pid, long addr) {
         boolean invalidating = registration != null && registration.invalidationRequired();
         synchronized (this) {
