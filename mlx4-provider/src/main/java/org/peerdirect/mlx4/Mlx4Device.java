@@ -90,7 +90,7 @@ public final class Mlx4Device implements IbvDevice, DmaDevice {
     /** mlx4's attributes (a ConnectX-3 with firmware 2.42): no ODP. */
     IbvDeviceAttr attributes() {
         return new IbvDeviceAttr(hw.firmwareVersion(), hw.nodeGuid(), hw.nodeGuid(), 0xFFFF_FFFF_FFFF_FFFFL, 0xFFFF_FE00L,
-                ConnectX3.VENDOR_ID, ConnectX3.DEVICE_ID, 1, HcaDevice.MAX_QP, HcaDevice.MAX_QP_WR, 0x5c76, HcaDevice.MAX_SGE,
+                0x02c9 /* the Mellanox IEEE OUI, as ibv_devinfo shows */, ConnectX3.DEVICE_ID, 1, HcaDevice.MAX_QP, HcaDevice.MAX_QP_WR, 0x5c76, HcaDevice.MAX_SGE,
                 65408, HcaDevice.MAX_CQE, 524032, 32764, 16, 128, IbvDeviceAttr.ATOMIC_HCA, 65472, 16383, 31,
                 HcaDevice.MAX_INLINE, engine.portCount(), IbvDeviceAttr.OdpCaps.NONE);
     }

@@ -401,7 +401,8 @@ class VerbsTest {
         assertEquals(Errno.EOPNOTSUPP, e.errno());
         assertTrue(e.getMessage().contains("Operation not supported"), e.getMessage());
         assertEquals(0, a.ctx.queryDeviceEx().odpCaps().generalCaps(), "no ODP capability on mlx4");
-        assertEquals(0x15b3, a.ctx.queryDevice().vendorId());
+        assertEquals(0x02c9, a.ctx.queryDevice().vendorId(), "vendor_id is the Mellanox OUI");
+        assertEquals(4099, a.ctx.queryDevice().vendorPartId());
     }
 
     // ------------------------------------------------------------------ UD, SRQ, channels

@@ -1,0 +1,243 @@
+package org.peerdirect.bench;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+
+import org.peerdirect.hca.cx3.ConnectX3;
+import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.ib.core.peer.PeerMemoryController;
+import org.peerdirect.ib.core.peer.UmemCore;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.mlx4.Mlx4Device;
+
+/**
+ * The machine the RDMA data-path benchmarks run on (after the mlx4 tests' {@code Lab}): memory
+ * without poisoning, an IOMMU, one fabric, two ConnectX-3 models (dev0, dev1) with the mlx4 driver
+ * on top, one process. Each side has a context, a PD and one registered, populated buffer;
+ * {@link #conns} RC connections link dev0 to dev1, each QP with its own CQ, moved RESET, INIT,
+ * RTR, RTS as {@code ibv_rc_pingpong} does. {@link #close} releases everything.
+ */
+final class RdmaRig implements AutoCloseable {
+
+    static final int RW = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
+
+    /** One side: its context, PD and registered buffer. */
+    final class Side {
+        final IbvContext ctx;
+        final IbvPd pd;
+        final long buf;
+        final long bufSize;
+        final IbvMr mr;
+        final int lid;
+
+        Side(Mlx4Device dev, long bufSize) {
+            this.bufSize = bufSize;
+            ctx = dev.open(proc);
+            pd = ctx.allocPd();
+            buf = proc.mmap(bufSize);
+            proc.populate(buf, bufSize, true);
+            mr = pd.regMr(buf, bufSize, RW);
+            lid = ctx.queryPort(1).lid();
+        }
+    }
+
+    /** One RC connection: a QP and its CQ on each side (a on dev0, b on dev1). */
+    static final class Conn {
+        final IbvCq acq;
+        final IbvQp aqp;
+        final IbvCq bcq;
+        final IbvQp bqp;
+
+        Conn(IbvCq acq, IbvQp aqp, IbvCq bcq, IbvQp bqp) {
+            this.acq = acq;
+            this.aqp = aqp;
+            this.bcq = bcq;
+            this.bqp = bqp;
+        }
+    }
+
+    final Path swap;
+    final Mm mm;
+    final Iommu iommu;
+    final Fabric fabric = new Fabric();
+    final PeerMemoryController controller;
+    final UmemCore umems;
+    final IommuDomain[] domains = new IommuDomain[2];
+    final Mlx4Device[] devs = new Mlx4Device[2];
+    final AddressSpace proc;
+    final Side a;
+    final Side b;
+    final Conn[] conns;
+
+    /**
+     * @param memory    bytes of simulated physical memory
+     * @param bufSize   bytes of the registered buffer on each side
+     * @param nconns    RC connections dev0 to dev1
+     * @param queueSize send and receive queue depth and CQ size of every QP
+     */
+    RdmaRig(long memory, long bufSize, int nconns, int queueSize) throws Exception {
+        swap = Files.createTempFile("pd-bench-swap", "");
+        mm = new Mm(memory, false, swap, 16L << 20);
+        iommu = new Iommu(mm.physical());
+        controller = new PeerMemoryController(null, null);
+        umems = new UmemCore(controller);
+        for (int i = 0; i < 2; i++) {
+            String bdf = String.format("0000:0%d:00.0", i + 3);
+            domains[i] = iommu.createDomain(bdf);
+            HcaDevice engine = new HcaDevice(bdf, domains[i], fabric, 1);
+            long guid = 0x0002_c903_0000_1000L + i * 0x10;
+            ConnectX3 hw = new ConnectX3() {
+                public String bdf() {
+                    return bdf;
+                }
+
+                public HcaDevice engine() {
+                    return engine;
+                }
+
+                public long nodeGuid() {
+                    return guid;
+                }
+
+                public String firmwareVersion() {
+                    return "2.42.5000";
+                }
+
+                public String boardId() {
+                    return "MT_1090120019";
+                }
+            };
+            devs[i] = new Mlx4Device("mlx4_" + i, hw, umems);
+        }
+        proc = mm.createProcess("rdma-bench");
+        proc.setMemlockLimit(1L << 40);
+        a = new Side(devs[0], bufSize);
+        b = new Side(devs[1], bufSize);
+        conns = new Conn[nconns];
+        for (int i = 0; i < nconns; i++) {
+            IbvCq acq = a.ctx.createCq(queueSize, null);
+            IbvQp aqp = a.pd.createQp(initAttr(acq, queueSize));
+            IbvCq bcq = b.ctx.createCq(queueSize, null);
+            IbvQp bqp = b.pd.createQp(initAttr(bcq, queueSize));
+            conns[i] = new Conn(acq, aqp, bcq, bqp);
+            connectOne(aqp, a.lid, bqp.qpNum(), b.lid);
+            connectOne(bqp, b.lid, aqp.qpNum(), a.lid);
+        }
+    }
+
+    private static IbvQpInitAttr initAttr(IbvCq cq, int queueSize) {
+        IbvQpInitAttr x = new IbvQpInitAttr();
+        x.sendCq = cq;
+        x.recvCq = cq;
+        x.qpType = IbvQpType.RC;
+        x.maxSendWr = queueSize;
+        x.maxRecvWr = queueSize;
+        x.maxSendSge = 1;
+        x.maxRecvSge = 1;
+        x.maxInlineData = 256;
+        return x;
+    }
+
+    /** RESET → INIT → RTR → RTS; RNR retry forever (7), RNR timer and transport timeouts short. */
+    private static void connectOne(IbvQp me, int myLid, int peerQpn, int peerLid) {
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.INIT;
+        x.pkeyIndex = 0;
+        x.portNum = 1;
+        x.qpAccessFlags = RW;
+        me.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
+        x.qpState = IbvQpState.RTR;
+        x.pathMtu = 5; // 4096
+        x.destQpNum = peerQpn;
+        x.rqPsn = 0;
+        x.maxDestRdAtomic = 1;
+        x.minRnrTimer = 1;
+        x.dlid = peerLid;
+        me.modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
+                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
+        x.qpState = IbvQpState.RTS;
+        x.timeout = 4;
+        x.retryCnt = 3;
+        x.rnrRetry = 7;
+        x.sqPsn = 0;
+        x.maxRdAtomic = 1;
+        me.modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
+                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+    }
+
+    /**
+     * Spins on {@code cq} until one completion arrives in {@code wc[0]}; fails on a CQ error or an
+     * unsuccessful completion. Allocates nothing on the success path.
+     */
+    static IbvWc pollOne(IbvCq cq, IbvWc[] wc) {
+        int k;
+        while ((k = cq.poll(1, wc)) == 0) {
+            Thread.onSpinWait();
+        }
+        if (k < 0) {
+            throw new IllegalStateException("CQ in error (overrun or device gone)");
+        }
+        IbvWc c = wc[0];
+        if (c.status != IbvWcStatus.SUCCESS) {
+            throw new IllegalStateException("completion failed: " + c);
+        }
+        return c;
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            for (Conn c : conns) {
+                if (c != null) {
+                    c.aqp.destroy();
+                    c.bqp.destroy();
+                    c.acq.destroy();
+                    c.bcq.destroy();
+                }
+            }
+            for (Side s : new Side[] {a, b}) {
+                if (s != null) {
+                    s.mr.dereg();
+                    s.pd.dealloc();
+                    s.ctx.close();
+                }
+            }
+        } finally {
+            for (Mlx4Device d : devs) {
+                if (d != null) {
+                    d.remove();
+                }
+            }
+            long leaked = 0;
+            for (IommuDomain d : domains) {
+                if (d != null) {
+                    leaked += iommu.destroyDomain(d);
+                }
+            }
+            controller.close(Duration.ofSeconds(1));
+            proc.exit();
+            mm.close();
+            Files.deleteIfExists(swap);
+            if (leaked != 0) {
+                throw new IllegalStateException(leaked + " IOMMU page(s) still mapped at teardown");
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+package org.peerdirect.bench;
+
+import java.util.concurrent.TimeUnit;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+
+/**
+ * RDMA WRITE over one RC QP, dev0 to dev1 (loopback on one fabric, both IOMMU domains crossed).
+ * {@code write}: a batch of {@value #BATCH} writes of {@code size} bytes, only the last one
+ * signaled, then the CQ polled for it: the score is per write, so {@code size / score} is the
+ * bandwidth and {@code 1 / score} the message rate. {@code writeLatency}: one signaled write and its
+ * completion per operation. Compare with {@link MemoryCopyBench} at the same size, in the same run.
+ * The same source and destination ranges are used every time, as in MemoryCopyBench. One
+ * {@link IbvSendWr} and one {@link IbvWc} array are reused: the loop allocates nothing.
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED"})
+public class RdmaWriteBench {
+
+    /** Writes per invocation of {@link #write}; only the last is signaled. */
+    static final int BATCH = 16;
+
+    /** Bytes per write: 64 B, 4 KiB, 64 KiB. */
+    @Param({"64", "4096", "65536"})
+    public int size;
+
+    private RdmaRig rig;
+    private IbvQp qp;
+    private IbvCq cq;
+    private final IbvSendWr wr = new IbvSendWr();
+    private final IbvWc[] wc = {new IbvWc()};
+
+    @Setup(Level.Trial)
+    public void setup() throws Exception {
+        rig = new RdmaRig(64L << 20, 1L << 20, 1, 4 * BATCH);
+        RdmaRig.Conn c = rig.conns[0];
+        qp = c.aqp;
+        cq = c.acq;
+        byte[] data = new byte[size];
+        for (int i = 0; i < size; i++) {
+            data[i] = (byte) (i * 13 + 1);
+        }
+        rig.proc.write(rig.a.buf, data, 0, size);
+        wr.sge(rig.a.buf, size, rig.a.mr.lkey());
+        wr.opcode = IbvWrOpcode.RDMA_WRITE;
+        wr.remoteAddr = rig.b.buf;
+        wr.rkey = rig.b.mr.rkey();
+        // one checked write: the bytes arrive
+        wr.sendFlags = IbvSendWr.SEND_SIGNALED;
+        qp.postSend(wr);
+        RdmaRig.pollOne(cq, wc);
+        byte[] got = new byte[size];
+        rig.proc.read(rig.b.buf, got, 0, size);
+        if (!java.util.Arrays.equals(data, got)) {
+            throw new IllegalStateException("RDMA WRITE did not move the bytes");
+        }
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() throws Exception {
+        rig.close();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long write() {
+        IbvSendWr w = wr;
+        w.sendFlags = 0;
+        for (int i = 0; i < BATCH - 1; i++) {
+            w.wrId = i;
+            qp.postSend(w);
+        }
+        w.wrId = BATCH - 1;
+        w.sendFlags = IbvSendWr.SEND_SIGNALED;
+        qp.postSend(w);
+        return RdmaRig.pollOne(cq, wc).wrId;
+    }
+
+    @Benchmark
+    public long writeLatency() {
+        IbvSendWr w = wr;
+        w.wrId = 1;
+        w.sendFlags = IbvSendWr.SEND_SIGNALED;
+        qp.postSend(w);
+        return RdmaRig.pollOne(cq, wc).wrId;
+    }
+}

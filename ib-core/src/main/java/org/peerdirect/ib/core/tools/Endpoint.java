@@ -1,0 +1,120 @@
+package org.peerdirect.ib.core.tools;
+
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.peermem.PeerMemoryAllocator;
+
+/**
+ * One side of a tool's connection, in its own simulated process: the context, a PD, one CQ, RC
+ * QPs and a buffer from host memory or from a peer device, registered with every access right.
+ * {@link #close} takes it all down in order.
+ */
+final class Endpoint implements AutoCloseable {
+
+    static final int ACCESS = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
+
+    final AddressSpace proc;
+    final IbvContext ctx;
+    final IbvPd pd;
+    final IbvCq cq;
+    final IbvQp[] qps;
+    final long buf;
+    final long size;
+    final IbvMr mr;
+    final int lid;
+    private final PeerMemoryAllocator peer;
+
+    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer) {
+        this.proc = mm.createProcess(name);
+        this.size = size;
+        this.peer = peer;
+        proc.setMemlockLimit(Math.max(proc.memlockLimit(), 4 * size + (1 << 20)));
+        IbvContext c = null;
+        try {
+            c = dev.open(proc);
+            this.ctx = c;
+            this.pd = c.allocPd();
+            this.cq = c.createCq(Math.max(16, nqp * depth * 2 + 16), null);
+            this.qps = new IbvQp[nqp];
+            for (int i = 0; i < nqp; i++) {
+                IbvQpInitAttr a = new IbvQpInitAttr();
+                a.sendCq = cq;
+                a.recvCq = cq;
+                a.maxSendWr = depth;
+                a.maxRecvWr = depth;
+                a.maxInlineData = 0;
+                qps[i] = pd.createQp(a);
+            }
+            if (peer != null) {
+                buf = peer.alloc(proc.pid(), size);
+            } else {
+                buf = proc.mmap(size);
+                proc.populate(buf, size, true);
+            }
+            this.mr = pd.regMr(buf, size, ACCESS);
+            this.lid = c.queryPort(1).lid();
+        } catch (RuntimeException e) {
+            if (c != null) {
+                c.close();
+            }
+            proc.exit();
+            throw e;
+        }
+    }
+
+    /** RESET → INIT → RTR → RTS of {@code me.qps[i]} towards {@code peer.qps[i]}, as ibv_rc_pingpong does. */
+    static void connect(Endpoint me, Endpoint peer, int i) {
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.INIT;
+        x.portNum = 1;
+        x.qpAccessFlags = ACCESS;
+        me.qps[i].modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
+        x.qpState = IbvQpState.RTR;
+        x.pathMtu = 5;
+        x.destQpNum = peer.qps[i].qpNum();
+        x.rqPsn = 0;
+        x.maxDestRdAtomic = 16;
+        x.minRnrTimer = 1;
+        x.dlid = peer.lid;
+        me.qps[i].modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
+                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
+        x.qpState = IbvQpState.RTS;
+        x.timeout = 14;
+        x.retryCnt = 7;
+        x.rnrRetry = 7;
+        x.sqPsn = 0;
+        x.maxRdAtomic = 16;
+        me.qps[i].modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
+                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+    }
+
+    @Override
+    public void close() {
+        try {
+            if (!ctx.device().removed()) {
+                mr.dereg();
+                for (IbvQp q : qps) {
+                    q.destroy();
+                }
+                cq.destroy();
+                pd.dealloc();
+            }
+            ctx.close();
+            if (peer != null) {
+                peer.free(proc.pid(), buf);
+            }
+        } finally {
+            proc.exit();
+        }
+    }
+}

@@ -1,0 +1,248 @@
+package org.peerdirect.ib.core.tools;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+import org.peerdirect.peermem.PeerMemoryAllocator;
+
+/**
+ * perftest's {@code ib_write_bw}, {@code ib_read_bw}, {@code ib_send_bw} and
+ * {@code ib_write_lat}, with perftest's banner and columns. Bandwidth tests keep {@code -t} (128)
+ * requests outstanding per QP and signal every 100th (CQ moderation); BW peak is the best 1 ms
+ * window. {@code -a} sweeps 2 B … 8 MiB; to keep a sweep short, each size moves at most 512 MiB
+ * (perftest would move {@code -n × size}), which the banner states.
+ */
+final class Perftest {
+
+    static final int MAX_SWEEP = 8 << 20;
+    static final long SWEEP_CAP = 512L << 20;
+    static final String LINE = "---------------------------------------------------------------------------------------";
+
+    private final RdmaTools tools;
+    private final String title;
+    private final IbvWrOpcode op;
+    private final boolean latency;
+    private final Options o;
+
+    Perftest(RdmaTools tools, String title, IbvWrOpcode op, boolean latency, Object[] args) {
+        this.tools = tools;
+        this.title = title;
+        this.op = op;
+        this.latency = latency;
+        this.o = new Options("rdma:" + (latency ? "write_lat" : op == IbvWrOpcode.SEND ? "send_bw"
+                : op == IbvWrOpcode.RDMA_READ ? "read_bw" : "write_bw"), args, Set.of("-s", "-n", "-q", "-d", "--mem", "-t"), Set.of("-a"));
+    }
+
+    String run() {
+        boolean all = o.flag("-a");
+        int size = (int) o.number("-s", latency ? 2 : 65536, 1, MAX_SWEEP);
+        int iters = (int) o.number("-n", latency ? 1000 : 5000, 5, 100_000_000);
+        int qps = (int) o.number("-q", 1, 1, latency ? 1 : 16);
+        int depth = (int) o.number("-t", 128, 1, 8192);
+        List<Integer> sizes = all ? RdmaTools.sweep(MAX_SWEEP) : List.of(size);
+        int max = sizes.stream().mapToInt(Integer::intValue).max().orElseThrow();
+        IbvDevice[] devs = tools.devicesFor(o);
+        PeerMemoryAllocator mem = tools.memoryFor(o);
+        long bufSize = Math.max(4096, 2L * max);
+        StringBuilder out = new StringBuilder();
+        try (Endpoint server = new Endpoint(tools.mm(), "perftest-server", devs[1], bufSize, qps, depth, mem);
+                Endpoint client = new Endpoint(tools.mm(), "perftest-client", devs[0], bufSize, qps, depth, mem)) {
+            for (int q = 0; q < qps; q++) {
+                Endpoint.connect(client, server, q);
+                Endpoint.connect(server, client, q);
+            }
+            banner(out, devs[0], qps, depth, mem, all);
+            out.append(latency
+                    ? " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
+                    : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
+            for (int s : sizes) {
+                int n = all ? (int) Math.max(5, Math.min(iters, SWEEP_CAP / s)) : iters;
+                out.append(latency ? latencyRow(client, server, s, n) : bwRow(client, server, s, n, qps, depth)).append('\n');
+            }
+            out.append(LINE);
+        }
+        return out.toString();
+    }
+
+    private void banner(StringBuilder out, IbvDevice dev, int qps, int depth, PeerMemoryAllocator mem, boolean all) {
+        out.append(LINE).append('\n');
+        out.append(String.format("                    %s%n", title));
+        out.append(String.format(" Dual-port       : OFF\t\tDevice         : %s%n", dev.name()));
+        out.append(String.format(" Number of qps   : %d\t\tTransport type : IB%n", qps));
+        out.append(" Connection type : RC\t\tUsing SRQ      : OFF\n");
+        if (!latency) {
+            out.append(String.format(" TX depth        : %d%n", depth));
+            out.append(String.format(" CQ Moderation   : %d%n", Math.min(100, depth)));
+        }
+        out.append(" Mtu             : 4096[B]\n Link type       : IB\n Max inline data : 0[B]\n rdma_cm QPs\t : OFF\n");
+        out.append(" Data ex. method : in-JVM fabric\n");
+        out.append(String.format(" Memory          : %s%n", mem == null ? "host" : "peer client " + mem.name()));
+        if (all) {
+            out.append(String.format(" Iterations      : at most %d MiB per size%n", SWEEP_CAP >> 20));
+        }
+        out.append(LINE).append('\n');
+    }
+
+    // ------------------------------------------------------------------ bandwidth
+
+    private String bwRow(Endpoint c, Endpoint s, int size, int iters, int qps, int depth) {
+        int mod = Math.min(100, depth);
+        IbvSendWr[] wr = new IbvSendWr[qps];
+        IbvRecvWr[] rwr = new IbvRecvWr[qps];
+        long[] posted = new long[qps];
+        long[] completed = new long[qps];
+        long[] recvPosted = new long[qps];
+        boolean send = op == IbvWrOpcode.SEND;
+        for (int q = 0; q < qps; q++) {
+            wr[q] = new IbvSendWr().sge(c.buf, size, c.mr.lkey());
+            wr[q].opcode = op;
+            wr[q].remoteAddr = s.buf;
+            wr[q].rkey = s.mr.rkey();
+            if (send) {
+                rwr[q] = new IbvRecvWr().sge(s.buf, size, s.mr.lkey());
+                for (int i = 0; i < depth && recvPosted[q] < iters; i++) {
+                    s.qps[q].postRecv(rwr[q]);
+                    recvPosted[q]++;
+                }
+            }
+        }
+        IbvWc[] wc = new IbvWc[16];
+        for (int i = 0; i < wc.length; i++) {
+            wc[i] = new IbvWc();
+        }
+        long total = (long) iters * qps;
+        long done = 0;
+        long t0 = System.nanoTime();
+        long windowStart = t0;
+        long windowDone = 0;
+        double peak = 0;
+        long deadline = t0 + RdmaTools.TIMEOUT_NS;
+        while (done < total) {
+            for (int q = 0; q < qps; q++) {
+                while (posted[q] < iters && posted[q] - completed[q] < depth && (!send || posted[q] < recvPosted[q])) {
+                    long k = posted[q];
+                    wr[q].wrId = k;
+                    wr[q].sendFlags = (k + 1) % mod == 0 || k + 1 == iters ? IbvSendWr.SEND_SIGNALED : 0;
+                    c.qps[q].postSend(wr[q]);
+                    posted[q]++;
+                }
+            }
+            int n = c.cq.poll(wc.length, wc);
+            if (n < 0) {
+                throw new IllegalStateException("the client CQ is in error");
+            }
+            for (int i = 0; i < n; i++) {
+                if (wc[i].status != IbvWcStatus.SUCCESS) {
+                    throw new IllegalStateException(String.format("Completion with error at client: %s (%d), wr_id %d", wc[i].status.str(),
+                            wc[i].status.ordinal(), wc[i].wrId));
+                }
+                int q = index(c, wc[i].qpNum);
+                long now = wc[i].wrId + 1;
+                done += now - completed[q];
+                completed[q] = now;
+            }
+            if (send) {
+                int m = s.cq.poll(wc.length, wc);
+                for (int i = 0; i < m; i++) {
+                    if (wc[i].status != IbvWcStatus.SUCCESS) {
+                        throw new IllegalStateException("Completion with error at server: " + wc[i].status.str());
+                    }
+                    int q = index(s, wc[i].qpNum);
+                    if (recvPosted[q] < iters) {
+                        s.qps[q].postRecv(rwr[q]);
+                        recvPosted[q]++;
+                    }
+                }
+            }
+            long t = System.nanoTime();
+            if (t - windowStart >= 1_000_000 || done == total) {
+                if (t > windowStart && done > windowDone) {
+                    peak = Math.max(peak, (done - windowDone) * (double) size / ((t - windowStart) / 1e9) / (1 << 20));
+                }
+                windowStart = t;
+                windowDone = done;
+            }
+            if (t - deadline > 0) {
+                throw new IllegalStateException("no progress within 60 s (" + done + " of " + total + " completed)");
+            }
+        }
+        double secs = Math.max(1e-9, (System.nanoTime() - t0) / 1e9);
+        double avg = total * (double) size / secs / (1 << 20);
+        return String.format(" %-10d %-14d %-18.2f %-20.2f %.6f", size, iters, Math.max(peak, avg), avg, total / secs / 1e6);
+    }
+
+    private static int index(Endpoint e, int qpn) {
+        for (int i = 0; i < e.qps.length; i++) {
+            if (e.qps[i].qpNum() == qpn) {
+                return i;
+            }
+        }
+        throw new IllegalStateException("completion for unknown QP 0x" + Integer.toHexString(qpn));
+    }
+
+    // ------------------------------------------------------------------ latency
+
+    /**
+     * ib_write_lat: the client writes {@code size} bytes into the server's buffer; the server sees
+     * the last byte change (polling its memory), writes back; the client sees its last byte
+     * change. Latency = round trip / 2.
+     */
+    private String latencyRow(Endpoint c, Endpoint s, int size, int iters) {
+        long half = c.size / 2;
+        IbvSendWr cw = new IbvSendWr().sge(c.buf, size, c.mr.lkey());
+        cw.opcode = IbvWrOpcode.RDMA_WRITE;
+        cw.sendFlags = IbvSendWr.SEND_SIGNALED;
+        cw.remoteAddr = s.buf + half;
+        cw.rkey = s.mr.rkey();
+        IbvSendWr sw = new IbvSendWr().sge(s.buf, size, s.mr.lkey());
+        sw.opcode = IbvWrOpcode.RDMA_WRITE;
+        sw.sendFlags = IbvSendWr.SEND_SIGNALED;
+        sw.remoteAddr = c.buf + half;
+        sw.rkey = c.mr.rkey();
+        IbvWc[] wc = {new IbvWc()};
+        double[] lat = new double[iters];
+        for (int i = 0; i < iters; i++) {
+            byte stamp = (byte) (i % 255 + 1);
+            long t0 = System.nanoTime();
+            c.proc.writeByte(c.buf + size - 1, stamp);
+            c.qps[0].postSend(cw);
+            RdmaTools.waitOk(c.cq, wc, "client write");
+            spin(s, s.buf + half + size - 1, stamp);
+            s.proc.writeByte(s.buf + size - 1, stamp);
+            s.qps[0].postSend(sw);
+            RdmaTools.waitOk(s.cq, wc, "server write");
+            spin(c, c.buf + half + size - 1, stamp);
+            lat[i] = (System.nanoTime() - t0) / 2e3;
+        }
+        Arrays.sort(lat);
+        double sum = 0;
+        for (double v : lat) {
+            sum += v;
+        }
+        double avg = sum / iters;
+        double var = 0;
+        for (double v : lat) {
+            var += (v - avg) * (v - avg);
+        }
+        return String.format(" %-6d %-13d %-14.2f %-12.2f %-18.2f %-16.2f %-15.2f %-22.2f %-10.2f", size, iters, lat[0], lat[iters - 1],
+                lat[iters / 2], avg, Math.sqrt(var / iters), lat[(int) Math.min(iters - 1, Math.ceil(iters * 0.99) - 1)],
+                lat[(int) Math.min(iters - 1, Math.ceil(iters * 0.999) - 1)]);
+    }
+
+    private static void spin(Endpoint e, long va, byte stamp) {
+        long deadline = System.nanoTime() + RdmaTools.TIMEOUT_NS;
+        for (int spins = 0; e.proc.readByte(va) != stamp; spins++) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("write_lat: the peer's write did not arrive within 60 s");
+            }
+            RdmaTools.relax(spins);
+        }
+    }
+}

@@ -1,0 +1,387 @@
+package org.peerdirect.ib.core.tools;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.osgi.service.component.annotations.ReferencePolicyOption;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvDeviceList;
+import org.peerdirect.ib.core.verbs.IbvPortAttr;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.peermem.PeerMemoryAllocator;
+
+/**
+ * The RDMA tools as Gogo commands, mirroring libibverbs' examples and perftest:
+ * {@code rdma:devices} (ibv_devices), {@code rdma:devinfo [-v] [-d dev]} (ibv_devinfo),
+ * {@code rdma:pingpong} (ibv_rc_pingpong: {@code -s} size, {@code -n} iterations, {@code -c}
+ * validate, {@code -d} device, {@code --mem host|<peer client>}), and {@code rdma:write_bw},
+ * {@code rdma:read_bw}, {@code rdma:send_bw}, {@code rdma:write_lat} ({@code -s}, {@code -a},
+ * {@code -n}, {@code -q}, {@code -d}, {@code --mem}). Each side of a test is its own simulated
+ * process; the client uses {@code -d} (default the first device), the server the next device (or
+ * the same one when there is only one: loopback).
+ */
+@Component(service = RdmaTools.class, property = {"osgi.command.scope=rdma", "osgi.command.function=devices",
+        "osgi.command.function=devinfo", "osgi.command.function=pingpong", "osgi.command.function=write_bw",
+        "osgi.command.function=read_bw", "osgi.command.function=send_bw", "osgi.command.function=write_lat"})
+public final class RdmaTools {
+
+    /** A bounded wait for any completion: a tool never hangs. */
+    static final long TIMEOUT_NS = 60_000_000_000L;
+
+    private final IbvDeviceList devices;
+    private final Mm mm;
+    private final List<PeerMemoryAllocator> allocators = new CopyOnWriteArrayList<>();
+
+    @Activate
+    public RdmaTools(@Reference IbvDeviceList devices, @Reference Mm mm) {
+        this.devices = devices;
+        this.mm = mm;
+    }
+
+    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
+            policyOption = ReferencePolicyOption.GREEDY, unbind = "removeAllocator")
+    void addAllocator(PeerMemoryAllocator a) {
+        allocators.add(a);
+    }
+
+    /** Outside OSGi (tests): offer a peer device's memory to --mem. */
+    public void addAllocatorForTests(PeerMemoryAllocator a) {
+        allocators.add(a);
+    }
+
+    void removeAllocator(PeerMemoryAllocator a) {
+        allocators.remove(a);
+    }
+
+    // ------------------------------------------------------------------ ibv_devices / ibv_devinfo
+
+    public String devices() {
+        StringBuilder sb = new StringBuilder("    device          \t   node GUID\n    ------          \t----------------\n");
+        for (IbvDevice d : devices.devices()) {
+            sb.append(String.format("    %-16s\t%016x%n", d.name(), d.nodeGuid()));
+        }
+        return sb.toString().stripTrailing();
+    }
+
+    public String devinfo(Object... args) {
+        Options o = new Options("rdma:devinfo", args, Set.of("-d", "-i"), Set.of("-v"));
+        String only = o.string("-d", null);
+        boolean verbose = o.flag("-v");
+        StringBuilder sb = new StringBuilder();
+        List<IbvDevice> list = only == null ? devices.devices() : List.of(devices.device(only));
+        if (list.isEmpty()) {
+            return "No IB devices found";
+        }
+        for (IbvDevice d : list) {
+            AddressSpace p = mm.createProcess("ibv_devinfo");
+            try (IbvContext c = d.open(p)) {
+                IbvDeviceAttr a = c.queryDeviceEx();
+                sb.append("hca_id:\t").append(d.name()).append('\n');
+                sb.append("\ttransport:\t\t\tInfiniBand (0)\n");
+                sb.append("\tfw_ver:\t\t\t\t").append(a.fwVer()).append('\n');
+                sb.append("\tnode_guid:\t\t\t").append(guid(a.nodeGuid())).append('\n');
+                sb.append("\tsys_image_guid:\t\t\t").append(guid(a.sysImageGuid())).append('\n');
+                sb.append(String.format("\tvendor_id:\t\t\t0x%04x%n", a.vendorId()));
+                sb.append("\tvendor_part_id:\t\t\t").append(a.vendorPartId()).append('\n');
+                sb.append(String.format("\thw_ver:\t\t\t\t0x%x%n", a.hwVer()));
+                sb.append("\tphys_port_cnt:\t\t\t").append(a.physPortCnt()).append('\n');
+                if (verbose) {
+                    sb.append(String.format("\tmax_mr_size:\t\t\t0x%x%n", a.maxMrSize()));
+                    sb.append(String.format("\tpage_size_cap:\t\t\t0x%x%n", a.pageSizeCap()));
+                    sb.append("\tmax_qp:\t\t\t\t").append(a.maxQp()).append('\n');
+                    sb.append("\tmax_qp_wr:\t\t\t").append(a.maxQpWr()).append('\n');
+                    sb.append(String.format("\tdevice_cap_flags:\t\t0x%08x%n", a.deviceCapFlags()));
+                    sb.append("\tmax_sge:\t\t\t").append(a.maxSge()).append('\n');
+                    sb.append("\tmax_cq:\t\t\t\t").append(a.maxCq()).append('\n');
+                    sb.append("\tmax_cqe:\t\t\t").append(a.maxCqe()).append('\n');
+                    sb.append("\tmax_mr:\t\t\t\t").append(a.maxMr()).append('\n');
+                    sb.append("\tmax_pd:\t\t\t\t").append(a.maxPd()).append('\n');
+                    sb.append("\tmax_qp_rd_atom:\t\t\t").append(a.maxQpRdAtom()).append('\n');
+                    sb.append("\tmax_qp_init_rd_atom:\t\t").append(a.maxQpInitRdAtom()).append('\n');
+                    sb.append("\tatomic_cap:\t\t\t").append(a.atomicCap() == IbvDeviceAttr.ATOMIC_HCA ? "ATOMIC_HCA (1)" : "ATOMIC_NONE (0)")
+                            .append('\n');
+                    sb.append("\tmax_srq:\t\t\t").append(a.maxSrq()).append('\n');
+                    sb.append("\tmax_srq_wr:\t\t\t").append(a.maxSrqWr()).append('\n');
+                    sb.append("\tmax_srq_sge:\t\t\t").append(a.maxSrqSge()).append('\n');
+                    IbvDeviceAttr.OdpCaps odp = a.odpCaps();
+                    sb.append("\tgeneral_odp_caps:\n");
+                    if ((odp.generalCaps() & IbvDeviceAttr.ODP_SUPPORT) != 0) {
+                        sb.append("\t\t\t\t\tODP_SUPPORT\n");
+                    }
+                    if ((odp.generalCaps() & IbvDeviceAttr.ODP_SUPPORT_IMPLICIT) != 0) {
+                        sb.append("\t\t\t\t\tODP_SUPPORT_IMPLICIT\n");
+                    }
+                    sb.append("\trc_odp_caps:\n").append(odpBits(odp.rcOdpCaps()));
+                    sb.append("\tuc_odp_caps:\n").append(odpBits(odp.ucOdpCaps()));
+                    sb.append("\tud_odp_caps:\n").append(odpBits(odp.udOdpCaps()));
+                }
+                for (int port = 1; port <= a.physPortCnt(); port++) {
+                    IbvPortAttr pa = c.queryPort(port);
+                    sb.append("\t\tport:\t").append(port).append('\n');
+                    sb.append("\t\t\tstate:\t\t\t").append(IbvPortAttr.stateName(pa.state())).append(" (").append(pa.state()).append(")\n");
+                    sb.append("\t\t\tmax_mtu:\t\t").append(128 << pa.maxMtu()).append(" (").append(pa.maxMtu()).append(")\n");
+                    sb.append("\t\t\tactive_mtu:\t\t").append(128 << pa.activeMtu()).append(" (").append(pa.activeMtu()).append(")\n");
+                    sb.append("\t\t\tsm_lid:\t\t\t").append(pa.smLid()).append('\n');
+                    sb.append("\t\t\tport_lid:\t\t").append(pa.lid()).append('\n');
+                    sb.append(String.format("\t\t\tport_lmc:\t\t0x%02x%n", pa.lmc()));
+                    sb.append("\t\t\tlink_layer:\t\tInfiniBand\n");
+                    if (verbose) {
+                        sb.append("\t\t\tmax_msg_sz:\t\t0x").append(Long.toHexString(pa.maxMsgSz())).append('\n');
+                        sb.append("\t\t\tactive_width:\t\t4X (").append(pa.activeWidth()).append(")\n");
+                        sb.append("\t\t\tactive_speed:\t\t14.0 Gbps (").append(pa.activeSpeed()).append(")\n");
+                        sb.append("\t\t\tphys_state:\t\t").append(pa.physState() == 5 ? "LINK_UP" : "POLLING").append(" (")
+                                .append(pa.physState()).append(")\n");
+                        sb.append("\t\t\tGID[  0]:\t\t").append(c.queryGid(port, 0)).append('\n');
+                    }
+                }
+                sb.append('\n');
+            } finally {
+                p.exit();
+            }
+        }
+        return sb.toString().stripTrailing();
+    }
+
+    private static String odpBits(int bits) {
+        String[] names = {"SUPPORT_SEND", "SUPPORT_RECV", "SUPPORT_WRITE", "SUPPORT_READ", "SUPPORT_ATOMIC", "SUPPORT_SRQ_RECV"};
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < names.length; i++) {
+            if ((bits & (1 << i)) != 0) {
+                sb.append("\t\t\t\t\t").append(names[i]).append('\n');
+            }
+        }
+        return sb.length() == 0 ? "\t\t\t\t\tNO SUPPORT\n" : sb.toString();
+    }
+
+    private static String guid(long g) {
+        return String.format("%04x:%04x:%04x:%04x", (g >>> 48) & 0xffff, (g >>> 32) & 0xffff, (g >>> 16) & 0xffff, g & 0xffff);
+    }
+
+    // ------------------------------------------------------------------ shared set-up
+
+    private record Pair(IbvDevice client, IbvDevice server) {
+    }
+
+    private Pair pair(Options o) {
+        IbvDevice client = devices.device(o.string("-d", null));
+        List<IbvDevice> all = devices.devices();
+        IbvDevice server = client;
+        if (all.size() > 1) {
+            server = all.get((all.indexOf(client) + 1) % all.size());
+        }
+        return new Pair(client, server);
+    }
+
+    private PeerMemoryAllocator memory(Options o) {
+        String mem = o.string("--mem", "host");
+        if (mem.equals("host")) {
+            return null;
+        }
+        for (PeerMemoryAllocator a : allocators) {
+            if (a.name().equals(mem)) {
+                return a;
+            }
+        }
+        throw new IllegalArgumentException("--mem " + mem + ": no peer memory client of that name offers memory (have: host"
+                + allocators.stream().map(a -> ", " + a.name()).reduce("", String::concat) + ")");
+    }
+
+    /** Polls until {@code want} completions, each must succeed; returns the last; bounded in time. */
+    static IbvWc waitOk(org.peerdirect.ib.core.verbs.IbvCq cq, IbvWc[] wc, String what) {
+        long deadline = System.nanoTime() + TIMEOUT_NS;
+        for (int spins = 0;; spins++) {
+            int n = cq.poll(1, wc);
+            if (n < 0) {
+                throw new IllegalStateException(what + ": the CQ is in error (overrun or device removed)");
+            }
+            if (n == 1) {
+                if (wc[0].status != IbvWcStatus.SUCCESS) {
+                    throw new IllegalStateException(String.format("%s: Failed status %s (%d) for wr_id %d", what, wc[0].status.str(),
+                            wc[0].status.ordinal(), wc[0].wrId));
+                }
+                return wc[0];
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException(what + ": no completion within 60 s");
+            }
+            relax(spins);
+        }
+    }
+
+    /** Busy-poll politely: spin, then let the peer's thread have the core (2-core machines). */
+    static void relax(int spins) {
+        if ((spins & 63) == 63) {
+            Thread.yield();
+        } else {
+            Thread.onSpinWait();
+        }
+    }
+
+    // ------------------------------------------------------------------ ibv_rc_pingpong
+
+    public String pingpong(Object... args) throws Exception {
+        Options o = new Options("rdma:pingpong", args, Set.of("-s", "-n", "-d", "--mem", "-r"), Set.of("-c"));
+        int size = (int) o.number("-s", 4096, 1, 1 << 24);
+        int iters = (int) o.number("-n", 1000, 1, 100_000_000);
+        boolean validate = o.flag("-c");
+        Pair p = pair(o);
+        PeerMemoryAllocator mem = memory(o);
+        try (Endpoint server = new Endpoint(mm, "rc_pingpong-server", p.server(), size, 1, 16, mem);
+                Endpoint client = new Endpoint(mm, "rc_pingpong-client", p.client(), size, 1, 16, mem)) {
+            Endpoint.connect(client, server, 0);
+            Endpoint.connect(server, client, 0);
+            StringBuilder out = new StringBuilder();
+            out.append(String.format("  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID ::%n", client.lid, client.qps[0].qpNum(), 0));
+            out.append(String.format("  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID ::%n", server.lid, server.qps[0].qpNum(), 0));
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread srv = Thread.ofPlatform().name("rc_pingpong-server").start(() -> {
+                try {
+                    side(server, size, iters, validate, false);
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                }
+            });
+            long t0 = System.nanoTime();
+            try {
+                side(client, size, iters, validate, true);
+            } catch (Throwable t) {
+                failure.compareAndSet(null, t);
+            }
+            srv.join(TIMEOUT_NS / 1_000_000);
+            long usec = Math.max(1, (System.nanoTime() - t0) / 1000);
+            if (srv.isAlive()) {
+                failure.compareAndSet(null, new IllegalStateException("server side did not finish within 60 s"));
+            }
+            if (failure.get() != null) {
+                throw new IllegalStateException("rdma:pingpong: " + failure.get().getMessage(), failure.get());
+            }
+            long bytes = (long) size * iters * 2;
+            out.append(String.format("%d bytes in %.2f seconds = %.2f Mbit/sec%n", bytes, usec / 1e6, bytes * 8.0 / usec));
+            out.append(String.format("%d iters in %.2f seconds = %.2f usec/iter", iters, usec / 1e6, (double) usec / iters));
+            if (validate) {
+                out.append(String.format("%nvalidated %d received buffers of %d bytes on both sides: no mismatch", iters, size));
+            }
+            return out.toString();
+        }
+    }
+
+    /**
+     * One side of the ping-pong: the client sends first, the server answers each message. Send
+     * and receive completions share the CQ and may arrive in either order.
+     */
+    private static void side(Endpoint e, int size, int iters, boolean validate, boolean client) {
+        IbvWc[] wc = {new IbvWc()};
+        IbvRecvWr rwr = new IbvRecvWr().sge(e.buf, size, e.mr.lkey());
+        IbvSendWr swr = new IbvSendWr().sge(e.buf, size, e.mr.lkey());
+        swr.opcode = IbvWrOpcode.SEND;
+        swr.sendFlags = IbvSendWr.SEND_SIGNALED;
+        byte[] pattern = validate ? new byte[size] : null;
+        byte[] got = validate ? new byte[size] : null;
+        int sends = 0;
+        int recvs = 0;
+        e.qps[0].postRecv(rwr);
+        if (client) {
+            fill(e, validate, pattern, size, 0);
+            e.qps[0].postSend(swr);
+        }
+        while (sends < iters || recvs < iters) {
+            IbvWc c = waitOk(e.cq, wc, client ? "client" : "server");
+            if (c.opcode == org.peerdirect.ib.core.verbs.IbvWcOpcode.RECV) {
+                if (validate) {
+                    Arrays.fill(pattern, (byte) recvs);
+                }
+                check(e, validate, pattern, got, size, recvs, client ? "client" : "server");
+                recvs++;
+                if (recvs < iters) {
+                    e.qps[0].postRecv(rwr);
+                }
+                if (!client) {
+                    e.qps[0].postSend(swr); // echo what arrived
+                }
+            } else {
+                sends++;
+            }
+            if (client && sends == recvs && sends < iters) { // both halves of the round trip are done: next message
+                fill(e, validate, pattern, size, sends);
+                e.qps[0].postSend(swr);
+            }
+        }
+    }
+
+    private static void fill(Endpoint e, boolean validate, byte[] pattern, int size, int iter) {
+        if (validate) {
+            Arrays.fill(pattern, (byte) iter);
+            e.proc.write(e.buf, pattern, 0, size);
+        }
+    }
+
+    private static void check(Endpoint e, boolean validate, byte[] pattern, byte[] got, int size, int iter, String who) {
+        if (!validate) {
+            return;
+        }
+        e.proc.read(e.buf, got, 0, size);
+        if (!Arrays.equals(pattern, got)) {
+            throw new IllegalStateException(who + ": received buffer of iteration " + iter + " does not hold the sent bytes");
+        }
+    }
+
+    // ------------------------------------------------------------------ perftest
+
+    public String write_bw(Object... args) {
+        return new Perftest(this, "RDMA_Write BW Test", IbvWrOpcode.RDMA_WRITE, false, args).run();
+    }
+
+    public String read_bw(Object... args) {
+        return new Perftest(this, "RDMA_Read BW Test", IbvWrOpcode.RDMA_READ, false, args).run();
+    }
+
+    public String send_bw(Object... args) {
+        return new Perftest(this, "Send BW Test", IbvWrOpcode.SEND, false, args).run();
+    }
+
+    public String write_lat(Object... args) {
+        return new Perftest(this, "RDMA_Write Latency Test", IbvWrOpcode.RDMA_WRITE, true, args).run();
+    }
+
+    Mm mm() {
+        return mm;
+    }
+
+    Pair pairFor(Options o) {
+        return pair(o);
+    }
+
+    IbvDevice[] devicesFor(Options o) {
+        Pair p = pair(o);
+        return new IbvDevice[] {p.client(), p.server()};
+    }
+
+    PeerMemoryAllocator memoryFor(Options o) {
+        return memory(o);
+    }
+
+    static List<Integer> sweep(int max) {
+        List<Integer> s = new ArrayList<>();
+        for (int v = 2; v <= max; v <<= 1) {
+            s.add(v);
+        }
+        return s;
+    }
+}

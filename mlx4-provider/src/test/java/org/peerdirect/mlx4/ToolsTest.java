@@ -1,0 +1,89 @@
+package org.peerdirect.mlx4;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.example.peermem.ExamplePeerMemory;
+import org.peerdirect.ib.core.tools.RdmaTools;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvDeviceList;
+import org.peerdirect.kernel.mm.KernelException;
+
+/** The rdma:* tools over two ConnectX-3 models, as a user runs them in the shell. */
+class ToolsTest {
+
+    @TempDir
+    Path tmp;
+    Lab lab;
+    RdmaTools tools;
+
+    @BeforeEach
+    void up() {
+        lab = new Lab(tmp, 2);
+        IbvDeviceList list = new IbvDeviceList() {
+            public List<IbvDevice> devices() {
+                return lab.devs.stream().filter(d -> !d.removed()).map(d -> (IbvDevice) d).toList();
+            }
+            public IbvDevice device(String name) {
+                return devices().stream().filter(d -> name == null || d.name().equals(name)).findFirst()
+                        .orElseThrow(() -> new KernelException(KernelException.Errno.ENODEV, "no device " + name));
+            }
+        };
+        tools = new RdmaTools(list, lab.mm);
+    }
+
+    @AfterEach
+    void down() {
+        lab.close();
+    }
+
+    @Test
+    void pingpongPrintsIbvRcPingpongLines() throws Exception {
+        String out = tools.pingpong("-s", "4096", "-n", "1000", "-c");
+        System.out.println(out + "\nrnr=" + lab.devs.get(0).engine().rnrNaks() + "/" + lab.devs.get(1).engine().rnrNaks()
+                + " retries=" + lab.devs.get(0).engine().transportRetries() + "/" + lab.devs.get(1).engine().transportRetries());
+        assertTrue(out.matches("(?s).*8192000 bytes in \\d+\\.\\d\\d seconds = \\d+\\.\\d\\d Mbit/sec.*"), out);
+        assertTrue(out.matches("(?s).*1000 iters in \\d+\\.\\d\\d seconds = \\d+\\.\\d\\d usec/iter.*"), out);
+        assertTrue(out.contains("local address:  LID 0x0001"), out);
+    }
+
+    @Test
+    void pingpongOverPeerMemory() throws Exception {
+        ExamplePeerMemory gpu = new ExamplePeerMemory(lab.mm, "example_peer", 4096, false);
+        lab.controller.register(gpu, true);
+        tools.addAllocatorForTests(gpu);
+        String out = tools.pingpong("-s", "8192", "-n", "200", "-c", "--mem", "example_peer");
+        assertTrue(out.contains("3276800 bytes in"), out);
+        assertEquals(0, gpu.regionCount(), "the tool freed its device memory");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> tools.pingpong("--mem", "nope"));
+        assertTrue(e.getMessage().contains("no peer memory client"), e.getMessage());
+    }
+
+    @Test
+    void perftestTablesAndDevices() {
+        String d = tools.devices();
+        assertTrue(d.contains("mlx4_0          \t0002c90300001000"), d);
+        String bw = tools.write_bw("-s", "65536", "-n", "2000");
+        System.out.println(bw);
+        assertTrue(bw.contains(" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]"), bw);
+        assertTrue(bw.matches("(?s).*\\n 65536\\s+2000\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d{6}\\n.*"), bw);
+        String sweep = tools.write_bw("-a", "-n", "200", "-q", "2");
+        assertEquals(23, sweep.lines().filter(l -> l.matches(" \\d+\\s+\\d+\\s+.*")).count(), sweep);
+        System.out.println(tools.read_bw("-s", "4096", "-n", "1000"));
+        System.out.println(tools.send_bw("-s", "4096", "-n", "1000", "-q", "2"));
+        String lat = tools.write_lat("-n", "300");
+        System.out.println(lat);
+        assertTrue(lat.contains("t_typical[usec]"), lat);
+        assertThrows(IllegalArgumentException.class, () -> tools.write_bw("-x"));
+        String info = tools.devinfo("-v", "-d", "mlx4_1");
+        assertTrue(info.contains("hca_id:\tmlx4_1") && info.contains("NO SUPPORT") && info.contains("port_lid:\t\t2"), info);
+    }
+}
