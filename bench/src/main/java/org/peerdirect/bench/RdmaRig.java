@@ -232,11 +232,16 @@ final class RdmaRig implements AutoCloseable {
                 }
             }
             controller.close(Duration.ofSeconds(1));
+            long pinned = proc.pinnedPages();
             proc.exit();
+            long pinnedFrames = mm.pinnedFrames();
+            long busy = mm.physical().nrFrames() - mm.physical().freeFrames();
             mm.close();
             Files.deleteIfExists(swap);
-            if (leaked != 0) {
-                throw new IllegalStateException(leaked + " IOMMU page(s) still mapped at teardown");
+            if (leaked != 0 || pinned != 0 || pinnedFrames != 0 || busy != 0) {
+                throw new IllegalStateException(String.format(
+                        "teardown leak: %d IOMMU page(s) still mapped, %d page(s) charged to memlock, %d frame(s) pinned, %d frame(s) not free",
+                        leaked, pinned, pinnedFrames, busy));
             }
         }
     }
