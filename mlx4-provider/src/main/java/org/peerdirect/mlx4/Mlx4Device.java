@@ -95,17 +95,27 @@ public final class Mlx4Device implements IbvDevice, DmaDevice {
                 HcaDevice.MAX_INLINE, engine.portCount(), IbvDeviceAttr.OdpCaps.NONE);
     }
 
+    /** {@link #remove(boolean) remove(true)}: a surprise hot-unplug. */
+    public void remove() {
+        remove(true);
+    }
+
     /**
-     * Hot-unplug ({@code mlx4_remove_one}): the engine stops (QPs to error, work flushed, keys
-     * revoked), then every context's MRs release their memory. Objects stay for their owners to
+     * {@code mlx4_remove_one}: the device's QPs go to error with their work flushed and its keys
+     * are revoked (a surprise removal kills the hardware; a driver unbind resets it for the next
+     * driver), then every context's MRs release their memory. Objects stay for their owners to
      * destroy; every verb on them now fails with EIO. Idempotent.
      */
-    public void remove() {
+    public void remove(boolean surprise) {
         if (removed) {
             return;
         }
         removed = true;
-        engine.remove();
+        if (surprise) {
+            engine.remove();
+        } else {
+            engine.reset();
+        }
         for (Mlx4Context c : contexts) {
             c.deviceRemoved();
         }

@@ -59,7 +59,7 @@ public final class Mlx4Driver {
             return;
         }
         Mlx4Device dev = new Mlx4Device("mlx4_" + nextIndex.getAndIncrement(), hw, umems);
-        Runnable onRemoval = () -> remove(fn);
+        Runnable onRemoval = () -> remove(fn, true);
         fn.addRemovalListener(onRemoval);
         Dictionary<String, Object> props = new Hashtable<>();
         props.put(IbvDevice.NAME_PROPERTY, dev.name());
@@ -73,10 +73,10 @@ public final class Mlx4Driver {
         if (b != null) {
             fn.removeRemovalListener(b.onRemoval());
         }
-        remove(fn);
+        remove(fn, !fn.present());
     }
 
-    private void remove(PciFunction fn) {
+    private void remove(PciFunction fn, boolean surprise) {
         Bound b = bound.remove(fn);
         if (b == null) {
             return;
@@ -86,7 +86,7 @@ public final class Mlx4Driver {
         } catch (IllegalStateException alreadyGone) {
             // unregistered with the stopping bundle
         }
-        b.dev().remove();
+        b.dev().remove(surprise);
     }
 
     private ConnectX3 firmware(String bdf) {

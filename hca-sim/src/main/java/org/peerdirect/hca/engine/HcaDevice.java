@@ -246,7 +246,46 @@ public final class HcaDevice {
         return retries.get();
     }
 
-    // ------------------------------------------------------------------ removal
+    // ------------------------------------------------------------------ reset and removal
+
+    /**
+     * The driver lets go of the device (its bundle stops, {@code mlx4_remove_one} without a
+     * surprise removal): every QP goes to the error state with its work flushed, every key is
+     * revoked and freed, and the objects are dead (their verbs fail with EIO). The device itself
+     * stays on the bus and the fabric, ready for the next driver.
+     */
+    public void reset() {
+        List<HwQp> all;
+        List<HwCq> allCqs;
+        List<HwSrq> allSrqs;
+        synchronized (this) {
+            all = qps();
+            allCqs = List.copyOf(cqs);
+            allSrqs = List.copyOf(srqs);
+        }
+        for (HwQp q : all) {
+            q.toError();
+            q.dead = true;
+            destroyed(q);
+        }
+        synchronized (this) {
+            for (int i = 0; i < mpts.length; i++) {
+                if (mpts[i] != null) {
+                    mpts[i].revoke();
+                    mpts[i] = null;
+                }
+            }
+        }
+        for (HwCq cq : allCqs) {
+            cq.dead = true;
+            cq.deviceRemoved();
+            destroyed(cq);
+        }
+        for (HwSrq s : allSrqs) {
+            s.dead = true;
+            destroyed(s);
+        }
+    }
 
     /**
      * Hot-unplug: the ports leave the fabric, every QP goes to the error state and its

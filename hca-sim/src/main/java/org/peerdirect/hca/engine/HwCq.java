@@ -32,6 +32,8 @@ public final class HwCq implements IbvCq {
     private boolean error;
     private boolean destroyed;
     final AtomicInteger users = new AtomicInteger();
+    /** Its driver reset the device: verbs fail with EIO (poll still drains the flushed completions). */
+    volatile boolean dead;
 
     HwCq(HcaDevice dev, int cqe, HwCompChannel channel) {
         this.dev = dev;
@@ -113,6 +115,9 @@ public final class HwCq implements IbvCq {
     @Override
     public void reqNotify(boolean solicited) {
         dev.alive();
+        if (dead) {
+            throw new KernelException(Errno.EIO, "CQ: its device " + dev.name + " was removed by its driver");
+        }
         boolean now;
         lock.lock();
         try {

@@ -115,6 +115,8 @@ public final class HwQp implements IbvQp {
 
     private final IbvQpAttr attr = new IbvQpAttr();
     volatile IbvQpState state = IbvQpState.RESET;
+    /** Its driver reset the device: the QP is gone for its user (EIO). */
+    volatile boolean dead;
     // data-path copies of the attributes, written by modify
     private volatile int dlid;
     private volatile int destQpn;
@@ -200,11 +202,18 @@ public final class HwQp implements IbvQp {
         return pdn;
     }
 
+    private void alive() {
+        dev.alive();
+        if (dead) {
+            throw new KernelException(Errno.EIO, String.format("QP 0x%x: its device %s was removed by its driver", qpn, dev.name));
+        }
+    }
+
     // ------------------------------------------------------------------ modify
 
     @Override
     public synchronized void modify(IbvQpAttr a, int mask) {
-        dev.alive();
+        alive();
         IbvQpState cur = state;
         IbvQpState next = (mask & IbvQpAttr.STATE) != 0 ? a.qpState : cur;
         if ((mask & IbvQpAttr.STATE) != 0) {
@@ -357,7 +366,7 @@ public final class HwQp implements IbvQp {
 
     @Override
     public void postSend(IbvSendWr wr) {
-        dev.alive();
+        alive();
         postLock.lock();
         try {
             for (IbvSendWr w = wr; w != null; w = w.next) {
@@ -426,7 +435,7 @@ public final class HwQp implements IbvQp {
 
     @Override
     public void postRecv(IbvRecvWr wr) {
-        dev.alive();
+        alive();
         if (srq != null) {
             throw new PostException(Errno.EINVAL, String.format("QP 0x%x uses an SRQ: post to the SRQ", qpn), wr);
         }

@@ -14,6 +14,7 @@ public final class HwSrq implements IbvSrq {
     final int pdn;
     final RecvQueue rq;
     final AtomicInteger users = new AtomicInteger();
+    volatile boolean dead;
 
     HwSrq(HcaDevice dev, int pdn, int maxWr, int maxSge) {
         this.dev = dev;
@@ -24,6 +25,9 @@ public final class HwSrq implements IbvSrq {
     @Override
     public void postRecv(IbvRecvWr wr) {
         dev.alive();
+        if (dead) {
+            throw new KernelException(Errno.EIO, "SRQ: its device " + dev.name + " was removed by its driver");
+        }
         rq.lock.lock();
         try {
             rq.postLocked(wr, dev.name + " SRQ");
