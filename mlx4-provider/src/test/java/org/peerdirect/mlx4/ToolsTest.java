@@ -63,6 +63,9 @@ class ToolsTest {
         String out = tools.pingpong("-s", "8192", "-n", "200", "-c", "--mem", "example_peer");
         assertTrue(out.contains("3276800 bytes in"), out);
         assertEquals(0, gpu.regionCount(), "the tool freed its device memory");
+        String inv = tools.invalidate_test("-n", "400");
+        assertTrue(inv.contains("the first write after the free failed"), inv);
+        assertTrue(inv.contains("SUCCESS        200") && inv.contains("REM_ACCESS_ERR 1") && inv.contains("WR_FLUSH_ERR   199"), inv);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> tools.pingpong("--mem", "nope"));
         assertTrue(e.getMessage().contains("no peer memory client"), e.getMessage());
     }

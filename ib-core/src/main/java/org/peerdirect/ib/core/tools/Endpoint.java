@@ -33,6 +33,8 @@ final class Endpoint implements AutoCloseable {
     final IbvMr mr;
     final int lid;
     private final PeerMemoryAllocator peer;
+    /** The peer buffer was already freed (by a test of invalidation). */
+    boolean peerFreed;
 
     Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer) {
         this.proc = mm.createProcess(name);
@@ -70,6 +72,12 @@ final class Endpoint implements AutoCloseable {
             proc.exit();
             throw e;
         }
+    }
+
+    /** Frees the peer buffer now, as an application's cudaFree while an MR still uses it. */
+    void freePeerBuffer() {
+        peer.free(proc.pid(), buf);
+        peerFreed = true;
     }
 
     /** RESET → INIT → RTR → RTS of {@code me.qps[i]} towards {@code peer.qps[i]}, as ibv_rc_pingpong does. */
@@ -110,7 +118,7 @@ final class Endpoint implements AutoCloseable {
                 pd.dealloc();
             }
             ctx.close();
-            if (peer != null) {
+            if (peer != null && !peerFreed) {
                 peer.free(proc.pid(), buf);
             }
         } finally {

@@ -39,7 +39,8 @@ import org.peerdirect.peermem.PeerMemoryAllocator;
  */
 @Component(service = RdmaTools.class, property = {"osgi.command.scope=rdma", "osgi.command.function=devices",
         "osgi.command.function=devinfo", "osgi.command.function=pingpong", "osgi.command.function=write_bw",
-        "osgi.command.function=read_bw", "osgi.command.function=send_bw", "osgi.command.function=write_lat"})
+        "osgi.command.function=read_bw", "osgi.command.function=send_bw", "osgi.command.function=write_lat",
+        "osgi.command.function=invalidate_test"})
 public final class RdmaTools {
 
     /** A bounded wait for any completion: a tool never hangs. */
@@ -122,6 +123,9 @@ public final class RdmaTools {
                     sb.append("\tmax_srq_sge:\t\t\t").append(a.maxSrqSge()).append('\n');
                     IbvDeviceAttr.OdpCaps odp = a.odpCaps();
                     sb.append("\tgeneral_odp_caps:\n");
+                    if (odp.generalCaps() == 0) {
+                        sb.append("\t\t\t\t\tNO SUPPORT\n");
+                    }
                     if ((odp.generalCaps() & IbvDeviceAttr.ODP_SUPPORT) != 0) {
                         sb.append("\t\t\t\t\tODP_SUPPORT\n");
                     }
@@ -340,6 +344,71 @@ public final class RdmaTools {
         if (!Arrays.equals(pattern, got)) {
             throw new IllegalStateException(who + ": received buffer of iteration " + iter + " does not hold the sent bytes");
         }
+    }
+
+    // ------------------------------------------------------------------ invalidation mid-traffic
+
+    /**
+     * {@code rdma:invalidate_test [-n N] [-s size] [--mem client]}: RDMA WRITEs into peer memory;
+     * half-way the application frees that memory (the peer client invalidates the MR, as a GPU
+     * driver does on cudaFree), and the writes that follow complete with errors. Prints the
+     * completions by status and checks that the freed memory saw no write after the free.
+     */
+    public String invalidate_test(Object... args) {
+        Options o = new Options("rdma:invalidate_test", args, Set.of("-n", "-s", "-d", "--mem"), Set.of());
+        int iters = (int) o.number("-n", 2000, 2, 10_000_000);
+        int size = (int) o.number("-s", 4096, 8, 1 << 20);
+        if (o.string("--mem", null) == null) {
+            if (allocators.isEmpty()) {
+                throw new IllegalArgumentException("rdma:invalidate_test needs a peer memory client offering memory (--mem <name>)");
+            }
+        }
+        PeerMemoryAllocator mem = o.string("--mem", null) == null ? allocators.get(0) : memory(o);
+        if (mem == null) {
+            throw new IllegalArgumentException("rdma:invalidate_test: --mem must name a peer memory client, not host");
+        }
+        Pair p = pair(o);
+        StringBuilder out = new StringBuilder();
+        try (Endpoint server = new Endpoint(mm, "invalidate-server", p.server(), size, 1, 16, mem);
+                Endpoint client = new Endpoint(mm, "invalidate-client", p.client(), size, 1, 16, null)) {
+            Endpoint.connect(client, server, 0);
+            Endpoint.connect(server, client, 0);
+            IbvSendWr w = new IbvSendWr().sge(client.buf, size, client.mr.lkey());
+            w.opcode = IbvWrOpcode.RDMA_WRITE;
+            w.sendFlags = IbvSendWr.SEND_SIGNALED;
+            w.remoteAddr = server.buf;
+            w.rkey = server.mr.rkey();
+            IbvWc[] wc = {new IbvWc()};
+            java.util.Map<IbvWcStatus, Integer> byStatus = new java.util.EnumMap<>(IbvWcStatus.class);
+            int firstError = -1;
+            for (int i = 0; i < iters; i++) {
+                if (i == iters / 2) {
+                    out.append(String.format("after %d writes: %s frees the memory under the MR (the client invalidates it)%n", i,
+                            server.proc.name()));
+                    server.freePeerBuffer();
+                    out.append(String.format("  MR rkey 0x%x invalidated: %s%n", server.mr.rkey(), server.mr.invalidated()));
+                }
+                client.qps[0].postSend(w);
+                long deadline = System.nanoTime() + TIMEOUT_NS;
+                int n;
+                for (int spins = 0; (n = client.cq.poll(1, wc)) == 0; spins++) {
+                    if (System.nanoTime() - deadline > 0) {
+                        throw new IllegalStateException("no completion within 60 s");
+                    }
+                    relax(spins);
+                }
+                byStatus.merge(wc[0].status, 1, Integer::sum);
+                if (wc[0].status != IbvWcStatus.SUCCESS && firstError < 0) {
+                    firstError = i;
+                    out.append(String.format("  write %d: %s (%s), QP now %s%n", i, wc[0].status, wc[0].status.str(), client.qps[0].state()));
+                }
+            }
+            out.append("completions by status:\n");
+            byStatus.forEach((st, c) -> out.append(String.format("  %-14s %d%n", st, c)));
+            out.append(firstError == iters / 2 ? "the first write after the free failed; no write reached the freed memory (see kernel:iommu)"
+                    : "UNEXPECTED: first error at write " + firstError);
+        }
+        return out.toString();
     }
 
     // ------------------------------------------------------------------ perftest
