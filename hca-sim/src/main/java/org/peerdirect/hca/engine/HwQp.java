@@ -444,7 +444,7 @@ public final class HwQp implements IbvQp {
         }
         rq.lock.lock();
         try {
-            rq.postLocked(wr, String.format("QP 0x%x", qpn));
+            rq.postLocked(wr, dev.name, qpn);
             if (state == IbvQpState.ERR) {
                 while (rq.count > 0) {
                     rcq.push(rq.peekLocked().wrId, IbvWcStatus.WR_FLUSH_ERR, IbvWcOpcode.RECV, 0, 0, 0, qpn, 0, 0, false);

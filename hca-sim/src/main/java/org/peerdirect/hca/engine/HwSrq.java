@@ -30,7 +30,7 @@ public final class HwSrq implements IbvSrq {
         }
         rq.lock.lock();
         try {
-            rq.postLocked(wr, dev.name + " SRQ");
+            rq.postLocked(wr, dev.name, -1);
         } finally {
             rq.lock.unlock();
         }

@@ -48,14 +48,18 @@ final class RecvQueue {
         }
     }
 
-    /** Copies the chain in; caller holds {@link #lock}. */
-    void postLocked(IbvRecvWr wr, String who) {
+    /**
+     * Copies the chain in; caller holds {@link #lock}. {@code qpn} names the owner in errors
+     * ({@code -1} for an SRQ); the message is built only when a request is refused, so the post
+     * path allocates nothing.
+     */
+    void postLocked(IbvRecvWr wr, String device, int qpn) {
         for (IbvRecvWr w = wr; w != null; w = w.next) {
             if (w.numSge < 0 || w.numSge > maxSge) {
-                throw new PostException(Errno.EINVAL, who + ": receive request " + w.wrId + " has " + w.numSge + " SGEs, max " + maxSge, w);
+                throw new PostException(Errno.EINVAL, who(device, qpn) + ": receive request " + w.wrId + " has " + w.numSge + " SGEs, max " + maxSge, w);
             }
             if (count == ring.length) {
-                throw new PostException(Errno.ENOMEM, who + ": receive queue full (" + ring.length + " requests)", w);
+                throw new PostException(Errno.ENOMEM, who(device, qpn) + ": receive queue full (" + ring.length + " requests)", w);
             }
             Wqe q = ring[(head + count) % ring.length];
             q.wrId = w.wrId;
@@ -67,6 +71,10 @@ final class RecvQueue {
             }
             count++;
         }
+    }
+
+    private static String who(String device, int qpn) {
+        return qpn < 0 ? device + " SRQ" : String.format("QP 0x%x", qpn);
     }
 
     /** The head WQE, or null; caller holds the lock and calls {@link #consumeLocked} to take it. */
