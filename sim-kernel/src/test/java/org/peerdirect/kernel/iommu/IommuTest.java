@@ -1,5 +1,6 @@
 package org.peerdirect.kernel.iommu;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -51,6 +52,43 @@ class IommuTest {
     }
 
     private boolean expectViolation;
+
+    @Test
+    void peerToPeerCopyBetweenTwoDomainsIsAllOrNothing() {
+        AddressSpace p = setup();
+        IommuDomain src = iommu.createDomain("mlx4_0");
+        IommuDomain dst = iommu.createDomain("mlx4_1");
+        long a = p.mmap(4 * PAGE_SIZE);
+        long b = p.mmap(4 * PAGE_SIZE);
+        byte[] data = new byte[3 * (int) PAGE_SIZE];
+        for (int i = 0; i < data.length; i++) {
+            data[i] = (byte) (i * 7);
+        }
+        p.write(a + 100, data, 0, data.length);
+        PinnedPages pa = p.pinUserPages(a, 4 * PAGE_SIZE, true);
+        PinnedPages pb = p.pinUserPages(b, 4 * PAGE_SIZE, true);
+        long ia = src.dmaMapSg(pa.pfns(), DmaDirection.BIDIRECTIONAL);
+        long ib = dst.dmaMapSg(pb.pfns(), DmaDirection.BIDIRECTIONAL);
+        src.copyTo(ia + 100, dst, ib + 50, data.length); // unaligned on both sides, across pages
+        byte[] back = new byte[data.length];
+        p.read(b + 50, back, 0, back.length);
+        assertArrayEquals(data, back);
+        assertEquals(data.length, src.bytesRead());
+        assertEquals(data.length, dst.bytesWritten());
+        // the destination's last page unmapped: the whole copy is refused, nothing moves
+        byte[] before = new byte[back.length];
+        p.read(b + 50, before, 0, before.length);
+        p.write(a + 100, new byte[data.length], 0, data.length);
+        dst.dmaUnmap(ib + 3 * PAGE_SIZE, 1);
+        assertThrows(IommuFault.class, () -> src.copyTo(ia + 100, dst, ib + 50, data.length)); // ends in the unmapped page
+        p.read(b + 50, back, 0, back.length);
+        assertArrayEquals(before, back, "a faulting DMA moved nothing");
+        assertEquals(1, dst.faultCount());
+        src.dmaUnmap(ia, 4);
+        dst.dmaUnmap(ib, 3);
+        pa.unpin(false);
+        pb.unpin(true);
+    }
 
     @Test
     void deviceSeesWhatTheCpuWroteThroughPinnedMappings() {
