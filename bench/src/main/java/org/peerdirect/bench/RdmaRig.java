@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 
 import org.peerdirect.hca.cx3.ConnectX3;
+import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.ib.core.peer.PeerMemoryController;
@@ -102,28 +103,8 @@ final class RdmaRig implements AutoCloseable {
             String bdf = String.format("0000:0%d:00.0", i + 3);
             domains[i] = iommu.createDomain(bdf);
             HcaDevice engine = new HcaDevice(bdf, domains[i], fabric, 1);
-            long guid = 0x0002_c903_0000_1000L + i * 0x10;
-            ConnectX3 hw = new ConnectX3() {
-                public String bdf() {
-                    return bdf;
-                }
-
-                public HcaDevice engine() {
-                    return engine;
-                }
-
-                public long nodeGuid() {
-                    return guid;
-                }
-
-                public String firmwareVersion() {
-                    return "2.42.5000";
-                }
-
-                public String boardId() {
-                    return "MT_1090120019";
-                }
-            };
+            long guid = ConnectX3Board.guid(i);
+            ConnectX3 hw = new ConnectX3Board(bdf, engine, guid);
             devs[i] = new Mlx4Device("mlx4_" + i, hw, umems);
         }
         proc = mm.createProcess("rdma-bench");

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.peerdirect.hca.cx3.ConnectX3;
+import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.ib.core.peer.PeerMemoryController;
@@ -57,24 +58,8 @@ final class Lab implements AutoCloseable {
             IommuDomain d = iommu.createDomain(bdf);
             domains.add(d);
             HcaDevice engine = new HcaDevice(bdf, d, fabric, 1);
-            long guid = 0x0002_c903_0000_1000L + i * 0x10;
-            ConnectX3 hw = new ConnectX3() {
-                public String bdf() {
-                    return bdf;
-                }
-                public HcaDevice engine() {
-                    return engine;
-                }
-                public long nodeGuid() {
-                    return guid;
-                }
-                public String firmwareVersion() {
-                    return "2.42.5000";
-                }
-                public String boardId() {
-                    return "MT_1090120019";
-                }
-            };
+            long guid = ConnectX3Board.guid(i);
+            ConnectX3 hw = new ConnectX3Board(bdf, engine, guid);
             devs.add(new Mlx4Device("mlx4_" + i, hw, umems));
         }
         proc = mm.createProcess("verbs-app");

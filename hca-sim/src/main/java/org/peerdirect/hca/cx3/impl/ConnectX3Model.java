@@ -12,6 +12,7 @@ import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.hca.cx3.ConnectX3;
+import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.kernel.iommu.Iommu;
@@ -54,24 +55,7 @@ public final class ConnectX3Model {
                     .bar(0, 1 << 20).bar(2, 8 << 20).msixVectors(8).build());
             IommuDomain domain = iommu.createDomain(fn.bdf());
             HcaDevice engine = new HcaDevice(fn.bdf(), domain, fabric, c.ports());
-            long guid = 0x0002_c903_0000_0000L | (0x1000 + i * 0x10);
-            ConnectX3 cx3 = new ConnectX3() {
-                public String bdf() {
-                    return fn.bdf();
-                }
-                public HcaDevice engine() {
-                    return engine;
-                }
-                public long nodeGuid() {
-                    return guid;
-                }
-                public String firmwareVersion() {
-                    return "2.42.5000";
-                }
-                public String boardId() {
-                    return "MT_1090120019";
-                }
-            };
+            ConnectX3 cx3 = new ConnectX3Board(fn.bdf(), engine, ConnectX3Board.guid(i));
             Dictionary<String, Object> props = new Hashtable<>();
             props.put("pci.bdf", fn.bdf());
             // the firmware interface first: a driver that binds to the function finds it at once
