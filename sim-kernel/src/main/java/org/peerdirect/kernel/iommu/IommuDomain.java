@@ -51,8 +51,9 @@ public final class IommuDomain {
     private final long order = ORDER.incrementAndGet();
     final AtomicLong faults = new AtomicLong();
     final AtomicLong useAfterFree = new AtomicLong();
-    final AtomicLong bytesRead = new AtomicLong();
-    final AtomicLong bytesWritten = new AtomicLong();
+    // LongAdders: every DMA of every queue pair counts here, so no single contended word
+    final java.util.concurrent.atomic.LongAdder bytesRead = new java.util.concurrent.atomic.LongAdder();
+    final java.util.concurrent.atomic.LongAdder bytesWritten = new java.util.concurrent.atomic.LongAdder();
 
     IommuDomain(Iommu iommu, String name, PhysicalMemory phys) {
         this.iommu = iommu;
@@ -207,13 +208,13 @@ public final class IommuDomain {
      */
     public void read(long iova, MemorySegment dst, long dstOffset, long len) {
         transfer(iova, dst, dstOffset, len, false);
-        bytesRead.addAndGet(len);
+        bytesRead.add(len);
     }
 
     /** Device writes {@code len} bytes from {@code src} at iova; all or nothing. */
     public void write(long iova, MemorySegment src, long srcOffset, long len) {
         transfer(iova, src, srcOffset, len, true);
-        bytesWritten.addAndGet(len);
+        bytesWritten.add(len);
     }
 
     private void transfer(long iova, MemorySegment buf, long off, long len, boolean toMemory) {
@@ -223,12 +224,12 @@ public final class IommuDomain {
         long need = toMemory ? DEV_WRITE : DEV_READ;
         long stamp = lock.readLock();
         try {
-            checkTail(iova, len, need);
+            checkAll(iova, len, need);
             long done = 0;
             while (done < len) {
                 long cur = iova + done;
                 long n = Math.min(len - done, PAGE_SIZE - (cur & (PAGE_SIZE - 1)));
-                long pa = translate(cur, need);
+                long pa = checked(cur);
                 if (toMemory) {
                     MemorySegment.copy(buf, off + done, memory, pa, n);
                 } else {
@@ -242,13 +243,22 @@ public final class IommuDomain {
     }
 
     /**
-     * All or nothing: checks every page of [iova, iova+len) after the first before any byte
-     * moves; the copy loop checks the first page itself, so a one-page DMA translates once.
+     * All or nothing: checks every page of [iova, iova+len) (mapping, permission, frame
+     * generation) before any byte moves. The copy loop then only reads the entries
+     * ({@link #checked}); the caller holds the read lock throughout, so they cannot change.
      */
-    private void checkTail(long iova, long len, long need) {
+    private void checkAll(long iova, long len, long need) {
+        translate(iova, need);
         for (long done = PAGE_SIZE - (iova & (PAGE_SIZE - 1)); done < len; done += PAGE_SIZE) {
             translate(iova + done, need);
         }
+    }
+
+    /** Physical address of an IOVA that {@link #checkAll} accepted under the same read lock. */
+    private long checked(long iova) {
+        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
+        long e = entries[(int) (p >>> 9)][(int) (p & 511)];
+        return ((e >>> PAGE_SHIFT) << PAGE_SHIFT) | (iova & (PAGE_SIZE - 1));
     }
 
     /** Device copies {@code len} bytes from one IOVA to another of this domain (loopback DMA). */
@@ -258,18 +268,18 @@ public final class IommuDomain {
         }
         long stamp = lock.readLock();
         try {
-            checkTail(srcIova, len, DEV_READ);
-            checkTail(dstIova, len, DEV_WRITE);
+            checkAll(srcIova, len, DEV_READ);
+            checkAll(dstIova, len, DEV_WRITE);
             long done = 0;
             while (done < len) {
                 long s = srcIova + done;
                 long d = dstIova + done;
                 long n = Math.min(len - done, Math.min(PAGE_SIZE - (s & (PAGE_SIZE - 1)), PAGE_SIZE - (d & (PAGE_SIZE - 1))));
-                MemorySegment.copy(memory, translate(s, DEV_READ), memory, translate(d, DEV_WRITE), n);
+                MemorySegment.copy(memory, checked(s), memory, checked(d), n);
                 done += n;
             }
-            bytesRead.addAndGet(len);
-            bytesWritten.addAndGet(len);
+            bytesRead.add(len);
+            bytesWritten.add(len);
         } finally {
             lock.unlockRead(stamp);
         }
@@ -295,18 +305,18 @@ public final class IommuDomain {
         try {
             long s2 = second.lock.readLock();
             try {
-                checkTail(srcIova, len, DEV_READ);
-                dst.checkTail(dstIova, len, DEV_WRITE);
+                checkAll(srcIova, len, DEV_READ);
+                dst.checkAll(dstIova, len, DEV_WRITE);
                 long done = 0;
                 while (done < len) {
                     long s = srcIova + done;
                     long d = dstIova + done;
                     long n = Math.min(len - done, Math.min(PAGE_SIZE - (s & (PAGE_SIZE - 1)), PAGE_SIZE - (d & (PAGE_SIZE - 1))));
-                    MemorySegment.copy(memory, translate(s, DEV_READ), dst.memory, dst.translate(d, DEV_WRITE), n);
+                    MemorySegment.copy(memory, checked(s), dst.memory, dst.checked(d), n);
                     done += n;
                 }
-                bytesRead.addAndGet(len);
-                dst.bytesWritten.addAndGet(len);
+                bytesRead.add(len);
+                dst.bytesWritten.add(len);
             } finally {
                 second.lock.unlockRead(s2);
             }
@@ -370,10 +380,10 @@ public final class IommuDomain {
     }
 
     public long bytesRead() {
-        return bytesRead.get();
+        return bytesRead.sum();
     }
 
     public long bytesWritten() {
-        return bytesWritten.get();
+        return bytesWritten.sum();
     }
 }
