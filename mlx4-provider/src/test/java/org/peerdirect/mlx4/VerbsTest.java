@@ -236,6 +236,7 @@ class VerbsTest {
         w.remoteAddr = b.buf;
         w.rkey = b.mr.rkey() ^ 0x100;
         assertFails(w, IbvWcStatus.REM_ACCESS_ERR);
+        assertEquals(IbvQpState.ERR, b.qp.state(), "an R_Key violation is a class C error: the responder goes to ERR too");
     }
 
     @Test

@@ -607,6 +607,11 @@ public final class HwQp implements IbvQp {
             return LOST; // out-of-sequence NAK: the requester retransmits; misconfigured PSNs end in RETRY_EXC_ERR
         }
         s = r.respondRc(this, w, len);
+        if (s == IbvWcStatus.REM_ACCESS_ERR || s == IbvWcStatus.REM_INV_REQ_ERR || s == IbvWcStatus.REM_OP_ERR) {
+            // class A/C errors of the IB spec: the responder NAKs and its QP goes to the error
+            // state too (as rxe's do_class_ac_error does)
+            r.toError();
+        }
         if (s != RNR) {
             sqPsn = (sqPsn + packets) & 0xFFFFFF;
             r.ePsn = (r.ePsn + packets) & 0xFFFFFF;
