@@ -53,6 +53,8 @@ class ToolsTest {
         assertTrue(out.matches("(?s).*8192000 bytes in \\d+\\.\\d\\d seconds = \\d+\\.\\d\\d Mbit/sec.*"), out);
         assertTrue(out.matches("(?s).*1000 iters in \\d+\\.\\d\\d seconds = \\d+\\.\\d\\d usec/iter.*"), out);
         assertTrue(out.contains("local address:  LID 0x0001"), out);
+        String ev = tools.pingpong("-s", "1024", "-n", "300", "-c", "-e");
+        assertTrue(ev.contains("614400 bytes in") && ev.contains("completion channels (-e)"), ev);
     }
 
     @Test

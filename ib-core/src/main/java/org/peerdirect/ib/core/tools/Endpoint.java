@@ -27,6 +27,8 @@ final class Endpoint implements AutoCloseable {
     final IbvContext ctx;
     final IbvPd pd;
     final IbvCq cq;
+    /** The completion channel of {@link #cq} when the tool waits for events (-e), else null. */
+    final org.peerdirect.ib.core.verbs.IbvCompChannel channel;
     final IbvQp[] qps;
     final long buf;
     final long size;
@@ -37,6 +39,10 @@ final class Endpoint implements AutoCloseable {
     boolean peerFreed;
 
     Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer) {
+        this(mm, name, dev, size, nqp, depth, peer, false);
+    }
+
+    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events) {
         this.proc = mm.createProcess(name);
         this.size = size;
         this.peer = peer;
@@ -46,7 +52,8 @@ final class Endpoint implements AutoCloseable {
             c = dev.open(proc);
             this.ctx = c;
             this.pd = c.allocPd();
-            this.cq = c.createCq(Math.max(16, nqp * depth * 2 + 16), null);
+            this.channel = events ? c.createCompChannel() : null;
+            this.cq = c.createCq(Math.max(16, nqp * depth * 2 + 16), channel);
             this.qps = new IbvQp[nqp];
             for (int i = 0; i < nqp; i++) {
                 IbvQpInitAttr a = new IbvQpInitAttr();
@@ -115,6 +122,9 @@ final class Endpoint implements AutoCloseable {
                     q.destroy();
                 }
                 cq.destroy();
+                if (channel != null) {
+                    channel.destroy();
+                }
                 pd.dealloc();
             }
             ctx.close();

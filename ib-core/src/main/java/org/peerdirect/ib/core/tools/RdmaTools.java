@@ -30,7 +30,7 @@ import org.peerdirect.peermem.PeerMemoryAllocator;
 /**
  * The RDMA tools as Gogo commands, mirroring libibverbs' examples and perftest:
  * {@code rdma:devices} (ibv_devices), {@code rdma:devinfo [-v] [-d dev]} (ibv_devinfo),
- * {@code rdma:pingpong} (ibv_rc_pingpong: {@code -s} size, {@code -n} iterations, {@code -c}
+ * {@code rdma:pingpong} (ibv_rc_pingpong: {@code -s} size, {@code -n} iterations, {@code -e} events, {@code -c}
  * validate, {@code -d} device, {@code --mem host|<peer client>}), and {@code rdma:write_bw},
  * {@code rdma:read_bw}, {@code rdma:send_bw}, {@code rdma:write_lat} ({@code -s}, {@code -a},
  * {@code -n}, {@code -q}, {@code -d}, {@code --mem}). Each side of a test is its own simulated
@@ -241,14 +241,15 @@ public final class RdmaTools {
     // ------------------------------------------------------------------ ibv_rc_pingpong
 
     public String pingpong(Object... args) throws Exception {
-        Options o = new Options("rdma:pingpong", args, Set.of("-s", "-n", "-d", "--mem", "-r"), Set.of("-c"));
+        Options o = new Options("rdma:pingpong", args, Set.of("-s", "-n", "-d", "--mem", "-r"), Set.of("-c", "-e"));
+        boolean events = o.flag("-e");
         int size = (int) o.number("-s", 4096, 1, 1 << 24);
         int iters = (int) o.number("-n", 1000, 1, 100_000_000);
         boolean validate = o.flag("-c");
         Pair p = pair(o);
         PeerMemoryAllocator mem = memory(o);
-        try (Endpoint server = new Endpoint(mm, "rc_pingpong-server", p.server(), size, 1, 16, mem);
-                Endpoint client = new Endpoint(mm, "rc_pingpong-client", p.client(), size, 1, 16, mem)) {
+        try (Endpoint server = new Endpoint(mm, "rc_pingpong-server", p.server(), size, 1, 16, mem, events);
+                Endpoint client = new Endpoint(mm, "rc_pingpong-client", p.client(), size, 1, 16, mem, events)) {
             Endpoint.connect(client, server, 0);
             Endpoint.connect(server, client, 0);
             StringBuilder out = new StringBuilder();
@@ -279,6 +280,9 @@ public final class RdmaTools {
             long bytes = (long) size * iters * 2;
             out.append(String.format("%d bytes in %.2f seconds = %.2f Mbit/sec%n", bytes, usec / 1e6, bytes * 8.0 / usec));
             out.append(String.format("%d iters in %.2f seconds = %.2f usec/iter", iters, usec / 1e6, (double) usec / iters));
+            if (events) {
+                out.append(String.format("%ncompletions waited for on completion channels (-e)"));
+            }
             if (validate) {
                 out.append(String.format("%nvalidated %d received buffers of %d bytes on both sides: no mismatch", iters, size));
             }
@@ -306,7 +310,7 @@ public final class RdmaTools {
             e.qps[0].postSend(swr);
         }
         while (sends < iters || recvs < iters) {
-            IbvWc c = waitOk(e.cq, wc, client ? "client" : "server");
+            IbvWc c = e.channel != null ? waitEvent(e, wc, client ? "client" : "server") : waitOk(e.cq, wc, client ? "client" : "server");
             if (c.opcode == org.peerdirect.ib.core.verbs.IbvWcOpcode.RECV) {
                 if (validate) {
                     Arrays.fill(pattern, (byte) recvs);
@@ -325,6 +329,41 @@ public final class RdmaTools {
             if (client && sends == recvs && sends < iters) { // both halves of the round trip are done: next message
                 fill(e, validate, pattern, size, sends);
                 e.qps[0].postSend(swr);
+            }
+        }
+    }
+
+    /**
+     * ibv_rc_pingpong -e: sleep on the completion channel instead of spinning. Arm, poll once
+     * (a completion may have come before arming), else wait for the event, acknowledge it, re-arm.
+     */
+    private static IbvWc waitEvent(Endpoint e, IbvWc[] wc, String what) {
+        long deadline = System.nanoTime() + TIMEOUT_NS;
+        for (;;) {
+            e.cq.reqNotify(false);
+            int n = e.cq.poll(1, wc);
+            if (n < 0) {
+                throw new IllegalStateException(what + ": the CQ is in error (overrun or device removed)");
+            }
+            if (n == 1) {
+                if (wc[0].status != IbvWcStatus.SUCCESS) {
+                    throw new IllegalStateException(String.format("%s: Failed status %s (%d) for wr_id %d", what, wc[0].status.str(),
+                            wc[0].status.ordinal(), wc[0].wrId));
+                }
+                return wc[0];
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new IllegalStateException(what + ": no completion event within 60 s");
+            }
+            try {
+                org.peerdirect.ib.core.verbs.IbvCq ev = e.channel.getCqEvent(java.time.Duration.ofNanos(left));
+                if (ev != null) {
+                    e.channel.ackCqEvents(ev, 1);
+                }
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(what + ": interrupted while waiting for a completion event");
             }
         }
     }
