@@ -16,11 +16,10 @@ import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
-import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
-import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.RcConnect;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuDomain;
@@ -138,29 +137,7 @@ final class RdmaRig implements AutoCloseable {
 
     /** RESET → INIT → RTR → RTS; RNR retry forever (7), RNR timer and transport timeouts short. */
     private static void connectOne(IbvQp me, int myLid, int peerQpn, int peerLid) {
-        IbvQpAttr x = new IbvQpAttr();
-        x.qpState = IbvQpState.INIT;
-        x.pkeyIndex = 0;
-        x.portNum = 1;
-        x.qpAccessFlags = RW;
-        me.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
-        x.qpState = IbvQpState.RTR;
-        x.pathMtu = 5; // 4096
-        x.destQpNum = peerQpn;
-        x.rqPsn = 0;
-        x.maxDestRdAtomic = 1;
-        x.minRnrTimer = 1;
-        x.dlid = peerLid;
-        me.modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
-                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
-        x.qpState = IbvQpState.RTS;
-        x.timeout = 4;
-        x.retryCnt = 3;
-        x.rnrRetry = 7;
-        x.sqPsn = 0;
-        x.maxRdAtomic = 1;
-        me.modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
-                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+        new RcConnect().access(RW).minRnrTimer(1).timeout(4, 3).connect(me, peerLid, peerQpn);
     }
 
     /**

@@ -29,13 +29,13 @@ import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
-import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+import org.peerdirect.ib.core.verbs.RcConnect;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.mm.AddressSpace;
@@ -107,22 +107,7 @@ public class RdmaIT {
     }
 
     private static void connect(End me, End peer) {
-        IbvQpAttr x = new IbvQpAttr();
-        x.qpState = IbvQpState.INIT;
-        x.portNum = 1;
-        x.qpAccessFlags = RW;
-        me.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
-        x.qpState = IbvQpState.RTR;
-        x.destQpNum = peer.qp.qpNum();
-        x.dlid = peer.lid;
-        x.minRnrTimer = 1;
-        me.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
-                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
-        x.qpState = IbvQpState.RTS;
-        x.timeout = 4;
-        x.retryCnt = 3;
-        me.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
-                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+        new RcConnect().access(RW).minRnrTimer(1).timeout(4, 3).connect(me.qp, peer.lid, peer.qp.qpNum());
     }
 
     /** Writes until an error completion, an exception, or {@code stop}; returns what ended it. */

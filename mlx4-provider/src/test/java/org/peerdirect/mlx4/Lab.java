@@ -20,11 +20,10 @@ import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
-import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
-import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.RcConnect;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.iommu.IommuDomain;
@@ -121,29 +120,8 @@ final class Lab implements AutoCloseable {
     }
 
     static void connectOne(End me, End peer, int rnrTimer, int rnrRetry, int timeout, int retry) {
-        IbvQpAttr x = new IbvQpAttr();
-        x.qpState = IbvQpState.INIT;
-        x.pkeyIndex = 0;
-        x.portNum = 1;
-        x.qpAccessFlags = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
-        me.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
-        x.qpState = IbvQpState.RTR;
-        x.pathMtu = 5;
-        x.destQpNum = peer.qp.qpNum();
-        x.rqPsn = 0;
-        x.maxDestRdAtomic = 1;
-        x.minRnrTimer = rnrTimer;
-        x.dlid = peer.lid;
-        me.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
-                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
-        x.qpState = IbvQpState.RTS;
-        x.timeout = timeout;
-        x.retryCnt = retry;
-        x.rnrRetry = rnrRetry;
-        x.sqPsn = 0;
-        x.maxRdAtomic = 1;
-        me.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
-                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+        new RcConnect().access(RW).minRnrTimer(rnrTimer).rnrRetry(rnrRetry).timeout(timeout, retry).connect(me.qp, peer.lid,
+                peer.qp.qpNum());
     }
 
     /** Polls until {@code n} completions arrived (bounded: 20 s), returns them. */

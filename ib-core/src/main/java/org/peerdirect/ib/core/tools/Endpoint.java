@@ -7,9 +7,8 @@ import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
-import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
-import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.ib.core.verbs.RcConnect;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.peermem.PeerMemoryAllocator;
@@ -89,28 +88,7 @@ final class Endpoint implements AutoCloseable {
 
     /** RESET → INIT → RTR → RTS of {@code me.qps[i]} towards {@code peer.qps[i]}, as ibv_rc_pingpong does. */
     static void connect(Endpoint me, Endpoint peer, int i) {
-        IbvQpAttr x = new IbvQpAttr();
-        x.qpState = IbvQpState.INIT;
-        x.portNum = 1;
-        x.qpAccessFlags = ACCESS;
-        me.qps[i].modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
-        x.qpState = IbvQpState.RTR;
-        x.pathMtu = 5;
-        x.destQpNum = peer.qps[i].qpNum();
-        x.rqPsn = 0;
-        x.maxDestRdAtomic = 16;
-        x.minRnrTimer = 1;
-        x.dlid = peer.lid;
-        me.qps[i].modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
-                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
-        x.qpState = IbvQpState.RTS;
-        x.timeout = 14;
-        x.retryCnt = 7;
-        x.rnrRetry = 7;
-        x.sqPsn = 0;
-        x.maxRdAtomic = 16;
-        me.qps[i].modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
-                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+        new RcConnect().access(ACCESS).minRnrTimer(1).rdAtomic(16).connect(me.qps[i], peer.lid, peer.qps[i].qpNum());
     }
 
     @Override

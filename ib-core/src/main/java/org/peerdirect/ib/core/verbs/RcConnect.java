@@ -1,0 +1,86 @@
+package org.peerdirect.ib.core.verbs;
+
+/**
+ * The RESET → INIT → RTR → RTS sequence of an RC queue pair, as {@code pp_connect_ctx} of
+ * ibv_rc_pingpong and perftest perform it after exchanging LIDs and QP numbers. PSNs start at 0,
+ * the path MTU is 4096, one outstanding RDMA READ/atomic each way unless set otherwise.
+ *
+ * <pre>{@code
+ * new RcConnect().access(IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE).minRnrTimer(1)
+ *         .connect(qp, peerLid, peerQpn);
+ * }</pre>
+ */
+public final class RcConnect {
+
+    private int port = 1;
+    private int access;
+    private int minRnrTimer = 12;
+    private int rnrRetry = 7;
+    private int timeout = 14;
+    private int retryCnt = 7;
+    private int rdAtomic = 1;
+
+    /** The local port (default 1). */
+    public RcConnect port(int p) {
+        port = p;
+        return this;
+    }
+
+    /** The remote access the QP grants ({@code qp_access_flags}, IbAccess bits). */
+    public RcConnect access(int a) {
+        access = a;
+        return this;
+    }
+
+    /** The encoded RNR NAK timer this QP asks its peer to wait (default 12 = 0.64 ms). */
+    public RcConnect minRnrTimer(int t) {
+        minRnrTimer = t;
+        return this;
+    }
+
+    /** RNR retries (default 7 = forever). */
+    public RcConnect rnrRetry(int r) {
+        rnrRetry = r;
+        return this;
+    }
+
+    /** Encoded local ACK timeout (default 14) and transport retries (default 7). */
+    public RcConnect timeout(int t, int retries) {
+        timeout = t;
+        retryCnt = retries;
+        return this;
+    }
+
+    /** Outstanding RDMA READ / atomic requests each way (default 1). */
+    public RcConnect rdAtomic(int n) {
+        rdAtomic = n;
+        return this;
+    }
+
+    /** Moves {@code qp} from RESET to RTS, connected to QP {@code destQpn} behind LID {@code dlid}. */
+    public void connect(IbvQp qp, int dlid, int destQpn) {
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.INIT;
+        x.pkeyIndex = 0;
+        x.portNum = port;
+        x.qpAccessFlags = access;
+        qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
+        x.qpState = IbvQpState.RTR;
+        x.pathMtu = 5;
+        x.destQpNum = destQpn;
+        x.rqPsn = 0;
+        x.maxDestRdAtomic = rdAtomic;
+        x.minRnrTimer = minRnrTimer;
+        x.dlid = dlid;
+        qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
+                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
+        x.qpState = IbvQpState.RTS;
+        x.timeout = timeout;
+        x.retryCnt = retryCnt;
+        x.rnrRetry = rnrRetry;
+        x.sqPsn = 0;
+        x.maxRdAtomic = rdAtomic;
+        qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
+                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+    }
+}
