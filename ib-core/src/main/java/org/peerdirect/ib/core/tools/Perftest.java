@@ -162,7 +162,8 @@ final class Perftest {
                 }
             }
             long t = System.nanoTime();
-            if (t - windowStart >= 1_000_000 || done == total) {
+            // windows start and end at completions, so the bytes counted were moved inside them
+            if (n > 0 && (t - windowStart >= 1_000_000 || done == total)) {
                 if (t > windowStart && done > windowDone) {
                     peak = Math.max(peak, (done - windowDone) * (double) size / ((t - windowStart) / 1e9) / (1 << 20));
                 }
