@@ -117,6 +117,11 @@ public class PeerDirectIT {
             assertEquals("invalidated 1 registration(s) of " + buf, run(s, "example_peer:invalidate " + pid + " " + buf));
             assertTrue(String.valueOf(run(s, "umemtest:dma " + mr)).contains("revoked"));
             assertEquals("1\n", sysfs.read(STATS + "/num_free_callbacks"));
+            javax.management.ObjectName on = new javax.management.ObjectName(
+                    "org.peerdirect:type=PeerMemoryClient,name=" + javax.management.ObjectName.quote("example_peer"));
+            javax.management.MBeanServer jmx = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+            assertEquals("the JMX view agrees with sysfs", 1L, jmx.getAttribute(on, "NumFreeCallbacks"));
+            assertEquals(1L, jmx.getAttribute(on, "NumAllocMrs"));
             run(s, "umemtest:dereg " + mr);
 
             // stop with a live registration: the stop waits until another thread deregisters it
@@ -138,6 +143,8 @@ public class PeerDirectIT {
             assertEquals(null, stopFailure.get());
             assertEquals(Bundle.RESOLVED, example.getState());
             assertFalse("statistics gone with the client", sysfs.exists(STATS));
+            assertFalse("the MBean too", java.lang.management.ManagementFactory.getPlatformMBeanServer().isRegistered(
+                    new javax.management.ObjectName("org.peerdirect:type=PeerMemoryClient,name=" + javax.management.ObjectName.quote("example_peer"))));
 
             // restart and register again
             example.start();
