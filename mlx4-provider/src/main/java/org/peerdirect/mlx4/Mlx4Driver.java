@@ -40,7 +40,6 @@ public final class Mlx4Driver {
     private final UmemService umems;
     private final Map<PciFunction, Bound> bound = new ConcurrentHashMap<>();
     private final AtomicInteger nextIndex = new AtomicInteger();
-    private volatile boolean active = true;
 
     @Activate
     public Mlx4Driver(BundleContext ctx, @Reference UmemService umems) {
@@ -60,12 +59,13 @@ public final class Mlx4Driver {
         }
         Mlx4Device dev = new Mlx4Device("mlx4_" + nextIndex.getAndIncrement(), hw, umems);
         Runnable onRemoval = () -> remove(fn, true);
-        fn.addRemovalListener(onRemoval);
         Dictionary<String, Object> props = new Hashtable<>();
         props.put(IbvDevice.NAME_PROPERTY, dev.name());
         props.put("pci.bdf", fn.bdf());
         ServiceRegistration<IbvDevice> reg = ctx.registerService(IbvDevice.class, dev, props);
         bound.put(fn, new Bound(dev, reg, onRemoval));
+        // after recording the device: a function already gone runs the listener at once
+        fn.addRemovalListener(onRemoval);
     }
 
     void unbindFunction(PciFunction fn) {
@@ -111,7 +111,6 @@ public final class Mlx4Driver {
 
     @Deactivate
     void deactivate() {
-        active = false;
         for (PciFunction fn : bound.keySet()) {
             unbindFunction(fn);
         }

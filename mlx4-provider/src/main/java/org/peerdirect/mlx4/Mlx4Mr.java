@@ -53,15 +53,18 @@ final class Mlx4Mr implements IbvMr {
             throw new KernelException(Errno.EINVAL, "ibv_dereg_mr: MR with lkey 0x" + Integer.toHexString(key) + " is already deregistered");
         }
         deregistered = true;
-        if (!memoryReleased) {
-            // the mlx5r_handle_mkey_cleanup order: revoke, stop the notifier, destroy the key, release the umem
-            pd.ctx.dev.engine.revokeMpt(key);
-            memoryReleased = true;
-            umem.stopInvalidationNotifier();
-            pd.ctx.dev.engine.freeMpt(key);
-            umem.release();
+        try {
+            if (!memoryReleased) {
+                // the mlx5r_handle_mkey_cleanup order: revoke, stop the notifier, destroy the key, release the umem
+                pd.ctx.dev.engine.revokeMpt(key);
+                memoryReleased = true;
+                umem.stopInvalidationNotifier();
+                pd.ctx.dev.engine.freeMpt(key);
+                umem.release();
+            }
+        } finally {
+            pd.mrs.remove(this);
         }
-        pd.mrs.remove(this);
     }
 
     @Override

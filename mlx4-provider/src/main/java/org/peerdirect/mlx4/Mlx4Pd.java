@@ -74,8 +74,18 @@ final class Mlx4Pd implements IbvPd {
             throw e;
         }
         Mlx4Mr mr = new Mlx4Mr(this, umem, key, access);
-        umem.activateInvalidationNotifier(u -> mr.revokeOnInvalidate());
+        try {
+            umem.activateInvalidationNotifier(u -> mr.revokeOnInvalidate());
+        } catch (RuntimeException e) {
+            // the IB core revoked the umem meanwhile (it is stopping): undo the key and the umem
+            ctx.dev.engine.freeMpt(key);
+            umem.release();
+            throw e;
+        }
         mrs.add(mr);
+        if (ctx.dev.removed()) {
+            mr.releaseMemory(); // removed while registering: the removal did not see this MR
+        }
         return mr;
     }
 

@@ -395,6 +395,73 @@ class VerbsTest {
     }
 
     @Test
+    void theRequestsBeforeARefusedOneStillExecute() {
+        IbvSendWr w1 = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        w1.remoteAddr = b.buf;
+        w1.rkey = b.mr.rkey();
+        w1.wrId = 1;
+        IbvSendWr w2 = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        w2.remoteAddr = b.buf + 64;
+        w2.rkey = b.mr.rkey();
+        w2.wrId = 2;
+        IbvSendWr bad = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        bad.opcode = null;
+        w1.next = w2;
+        w2.next = bad;
+        PostException e = assertThrows(PostException.class, () -> a.qp.postSend(w1));
+        assertSame(bad, e.badWr());
+        List<IbvWc> c = Lab.await(a.cq, 2);
+        assertEquals(1, c.get(0).wrId, "the doorbell was rung for the accepted requests");
+        assertEquals(2, c.get(1).wrId);
+    }
+
+    @Test
+    void aResetDiscardsAStalledRequestForGood() {
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.ERR;
+        b.qp.modify(x, IbvQpAttr.STATE); // the peer is unreachable: a's request waits for retries
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        w.wrId = 1;
+        a.qp.postSend(w);
+        x.qpState = IbvQpState.RESET;
+        a.qp.modify(x, IbvQpAttr.STATE);
+        b.qp.modify(x, IbvQpAttr.STATE);
+        assertEquals(0, ((Mlx4Qp) a.qp).hw.outstandingSends(), "the reset discarded the stalled request");
+        Lab.connect(a, b, 1, 7, 4, 3);
+        w.wrId = 2;
+        a.qp.postSend(w);
+        List<IbvWc> c = Lab.await(a.cq, 1);
+        assertEquals(2, c.get(0).wrId, "only the new request completes: " + c);
+        assertEquals(IbvWcStatus.SUCCESS, c.get(0).status);
+    }
+
+    @Test
+    void aDriverUnbindWakesChannelWaitersWithEio() throws Exception {
+        IbvCompChannel ch = b.ctx.createCompChannel();
+        IbvCq cq = b.ctx.createCq(4, ch);
+        cq.reqNotify(false);
+        java.util.concurrent.atomic.AtomicReference<Throwable> got = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread t = Thread.ofPlatform().start(() -> {
+            try {
+                ch.getCqEvent(Duration.ofSeconds(60));
+            } catch (Throwable e) {
+                got.set(e);
+            }
+        });
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (t.getState() != Thread.State.TIMED_WAITING) {
+            assertTrue(System.nanoTime() < deadline, "waiter blocked");
+            Thread.onSpinWait();
+        }
+        lab.devs.get(1).remove(false); // driver unbind: the hardware stays, the objects die
+        t.join(10_000);
+        assertTrue(!t.isAlive(), "the waiter woke up");
+        assertTrue(got.get() instanceof KernelException k && k.errno() == Errno.EIO, String.valueOf(got.get()));
+    }
+
+    @Test
     void mrAccessChecksAndNoOnDemandPagingOnMlx4() {
         KernelException e = assertThrows(KernelException.class, () -> a.pd.regMr(a.buf, 4096, IbAccess.REMOTE_WRITE));
         assertEquals(Errno.EINVAL, e.errno());

@@ -19,6 +19,8 @@ public final class HwCompChannel implements IbvCompChannel {
     private final Condition ready = lock.newCondition();
     private final ArrayDeque<IbvCq> events = new ArrayDeque<>();
     private long acked;
+    /** Its device was removed or reset: waiting is over (guarded by lock). */
+    private boolean dead;
     private long delivered;
 
     HwCompChannel(HcaDevice dev) {
@@ -38,6 +40,7 @@ public final class HwCompChannel implements IbvCompChannel {
     void wakeAll() {
         lock.lock();
         try {
+            dead = true;
             ready.signalAll();
         } finally {
             lock.unlock();
@@ -50,7 +53,7 @@ public final class HwCompChannel implements IbvCompChannel {
         lock.lock();
         try {
             while (events.isEmpty()) {
-                if (dev.removed) {
+                if (dev.removed || dead) {
                     throw new KernelException(Errno.EIO, "device " + dev.name + " was removed");
                 }
                 if (left <= 0) {

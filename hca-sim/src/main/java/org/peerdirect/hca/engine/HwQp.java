@@ -101,8 +101,14 @@ public final class HwQp implements IbvQp {
     private final int maxInline;
     private final RecvQueue rq;
     private final SendWqe[] sq;
+    /** Written only by the drain loop (the wip holder). */
     private volatile long sqHead;
     private volatile long sqTail;
+    /**
+     * Requests up to here were discarded by a reset or destroy: the drain loop skips them. The
+     * single-writer rule of {@link #sqHead} holds because reset only raises this mark.
+     */
+    private volatile long discardTo;
     private final ReentrantLock postLock = new ReentrantLock();
     private final AtomicInteger wip = new AtomicInteger();
     private volatile boolean stalled;
@@ -115,6 +121,15 @@ public final class HwQp implements IbvQp {
 
     private final IbvQpAttr attr = new IbvQpAttr();
     volatile IbvQpState state = IbvQpState.RESET;
+    private static final java.lang.invoke.VarHandle STATE;
+
+    static {
+        try {
+            STATE = java.lang.invoke.MethodHandles.lookup().findVarHandle(HwQp.class, "state", IbvQpState.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
     /** Its driver reset the device: the QP is gone for its user (EIO). */
     volatile boolean dead;
     // data-path copies of the attributes, written by modify
@@ -226,9 +241,9 @@ public final class HwQp implements IbvQp {
                         qpn, cur, next, need, need & ~mask));
             }
         }
+        // validate everything before changing anything
         if ((mask & IbvQpAttr.PORT) != 0) {
             dev.port(a.portNum);
-            attr.portNum = a.portNum;
         }
         if ((mask & IbvQpAttr.PATH_MTU) != 0) {
             try {
@@ -236,12 +251,17 @@ public final class HwQp implements IbvQp {
             } catch (IllegalArgumentException e) {
                 throw new KernelException(Errno.EINVAL, "QP 0x" + Integer.toHexString(qpn) + ": " + e.getMessage());
             }
-            attr.pathMtu = a.pathMtu;
         }
         checkRange(mask, IbvQpAttr.RETRY_CNT, a.retryCnt, 7, "retry_cnt");
         checkRange(mask, IbvQpAttr.RNR_RETRY, a.rnrRetry, 7, "rnr_retry");
         checkRange(mask, IbvQpAttr.MIN_RNR_TIMER, a.minRnrTimer, 31, "min_rnr_timer");
         checkRange(mask, IbvQpAttr.TIMEOUT, a.timeout, 31, "timeout");
+        if ((mask & IbvQpAttr.PORT) != 0) {
+            attr.portNum = a.portNum;
+        }
+        if ((mask & IbvQpAttr.PATH_MTU) != 0) {
+            attr.pathMtu = a.pathMtu;
+        }
         if ((mask & IbvQpAttr.ACCESS_FLAGS) != 0) {
             attr.qpAccessFlags = a.qpAccessFlags;
         }
@@ -299,7 +319,10 @@ public final class HwQp implements IbvQp {
                 case RESET -> reset();
                 case ERR -> toError();
                 default -> {
-                    state = next;
+                    // a concurrent move to ERR (by the transport, outside this monitor) wins
+                    if (!STATE.compareAndSet(this, cur, next)) {
+                        throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: moved to %s meanwhile", qpn, state));
+                    }
                     if (next == IbvQpState.RTS) {
                         doorbell();
                     }
@@ -319,10 +342,11 @@ public final class HwQp implements IbvQp {
         state = IbvQpState.RESET;
         postLock.lock();
         try {
-            sqHead = sqTail;
+            discardTo = sqTail;
         } finally {
             postLock.unlock();
         }
+        doorbell(); // the drain loop applies the discard
         if (rq != null) {
             rq.lock.lock();
             try {
@@ -367,10 +391,14 @@ public final class HwQp implements IbvQp {
     @Override
     public void postSend(IbvSendWr wr) {
         alive();
+        int queued = 0;
         postLock.lock();
         try {
             for (IbvSendWr w = wr; w != null; w = w.next) {
                 IbvQpState st = state;
+                if (w.opcode == null) {
+                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: send request %d has no opcode", qpn, w.wrId), w);
+                }
                 if (st == IbvQpState.RESET || st == IbvQpState.INIT || st == IbvQpState.RTR) {
                     throw new PostException(Errno.EINVAL, String.format("QP 0x%x is in %s: ibv_post_send needs RTS", qpn, st), w);
                 }
@@ -390,7 +418,7 @@ public final class HwQp implements IbvQp {
                     throw new PostException(Errno.EINVAL, String.format("QP 0x%x: inline %s of %d bytes (max_inline_data %d)",
                             qpn, w.opcode, total, maxInline), w);
                 }
-                if (sqTail - sqHead == sq.length) {
+                if (sqTail - Math.max(sqHead, discardTo) == sq.length) {
                     throw new PostException(Errno.ENOMEM, String.format("QP 0x%x: send queue full (%d requests)", qpn, sq.length), w);
                 }
                 SendWqe q = sq[(int) (sqTail % sq.length)];
@@ -426,11 +454,14 @@ public final class HwQp implements IbvQp {
                     q.inlineLen = (int) off;
                 }
                 sqTail = sqTail + 1;
+                queued++;
             }
         } finally {
             postLock.unlock();
+            if (queued > 0) {
+                doorbell(); // the requests before a refused one still go, as on real hardware
+            }
         }
-        doorbell();
     }
 
     @Override
@@ -465,7 +496,11 @@ public final class HwQp implements IbvQp {
         }
         int missed = 1;
         for (;;) {
-            processSq();
+            try {
+                processSq();
+            } catch (RuntimeException e) {
+                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, this + ": send queue drain failed", e);
+            }
             missed = wip.addAndGet(-missed);
             if (missed == 0) {
                 return;
@@ -474,14 +509,26 @@ public final class HwQp implements IbvQp {
     }
 
     private void processSq() {
-        while (!stalled) {
+        for (;;) {
             long h = sqHead;
+            long d = discardTo;
+            if (h < d) {
+                // a reset or destroy discarded these, also a request stalled for a retry
+                sqHead = d;
+                rnrLeft = -1;
+                stalled = false;
+                h = d;
+            }
+            if (stalled) {
+                return;
+            }
             if (h == sqTail) {
                 return;
             }
             SendWqe w = sq[(int) (h % sq.length)];
             IbvQpState st = state;
             if (st == IbvQpState.ERR) {
+                rnrLeft = -1;
                 complete(w, IbvWcStatus.WR_FLUSH_ERR, 0);
                 stats.flushed.incrementAndGet();
                 sqHead = h + 1;
@@ -494,7 +541,14 @@ public final class HwQp implements IbvQp {
                 rnrLeft = rnrRetry;
                 retryLeft = retryCnt;
             }
-            IbvWcStatus s = type == IbvQpType.RC ? executeRc(w) : executeUd(w);
+            IbvWcStatus s;
+            try {
+                s = type == IbvQpType.RC ? executeRc(w) : executeUd(w);
+            } catch (RuntimeException e) {
+                // an engine bug must not wedge the queue: the request fails, the QP goes to ERR
+                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, this + ": request " + w.wrId + " failed", e);
+                s = IbvWcStatus.LOC_QP_OP_ERR;
+            }
             if (s == RNR) {
                 dev.rnrNaks.incrementAndGet();
                 if (rnrRetry != 7 && rnrLeft-- == 0) {
@@ -635,6 +689,9 @@ public final class HwQp implements IbvQp {
                     }
                     s = move(req.local, dst, len, IbvWcStatus.LOC_PROT_ERR, IbvWcStatus.REM_ACCESS_ERR);
                     if (s != null) {
+                        // the receive was consumed: it completes with the error (rxe's class C handling)
+                        recvComplete(rw.wrId, s == IbvWcStatus.REM_ACCESS_ERR ? IbvWcStatus.REM_ACCESS_ERR : IbvWcStatus.WR_FLUSH_ERR,
+                                IbvWcOpcode.RECV_RDMA_WITH_IMM, 0, 0, 0, req.qpn, 0, w);
                         return s;
                     }
                     recvComplete(rw.wrId, IbvWcStatus.SUCCESS, IbvWcOpcode.RECV_RDMA_WITH_IMM, (int) len, w.imm,
@@ -772,6 +829,7 @@ public final class HwQp implements IbvQp {
             IbvWcStatus s = move(req.grhSrc.reset(req.dev).inline(req.scratch, 0, 40), dst, 40, IbvWcStatus.LOC_PROT_ERR,
                     IbvWcStatus.REM_OP_ERR);
             if (s != null) {
+                recvComplete(rw.wrId, IbvWcStatus.LOC_PROT_ERR, IbvWcOpcode.RECV, 0, 0, 0, req.qpn, 0, w);
                 return s;
             }
         }
@@ -853,7 +911,7 @@ public final class HwQp implements IbvQp {
                 n = Math.min(n, sm.contiguous(sva));
             }
             n = Math.min(n, dm.contiguous(dva));
-            Mpt first = sm == null || dm.key < sm.key ? dm : sm;
+            Mpt first = sm == null || dm.serial < sm.serial ? dm : sm;
             Mpt second = first == dm ? sm : dm;
             if (second == first) {
                 second = null;
@@ -873,7 +931,9 @@ public final class HwQp implements IbvQp {
                     src.dev.domain.copyTo(sm.iova(sva), dst.dev.domain, dm.iova(dva), n);
                 }
             } catch (IommuFault f) {
-                return f.domain().equals(src.dev.domain.name()) ? srcErr : dstErr;
+                boolean srcSide = src.dev.domain != dst.dev.domain ? f.domain().equals(src.dev.domain.name())
+                        : sm != null && f.iova() >= sm.iova(sva) && f.iova() < sm.iova(sva) + n;
+                return srcSide ? srcErr : dstErr;
             } finally {
                 if (second != null) {
                     second.lock.unlockRead(s2);
@@ -889,18 +949,24 @@ public final class HwQp implements IbvQp {
 
     // ------------------------------------------------------------------ destroy
 
+    private final java.util.concurrent.atomic.AtomicBoolean destroyedOnce = new java.util.concurrent.atomic.AtomicBoolean();
+
     @Override
     public void destroy() {
+        if (!destroyedOnce.compareAndSet(false, true)) {
+            return;
+        }
         synchronized (this) {
             state = IbvQpState.ERR;
         }
-        // flush to a CQ that may be destroyed next: completions of a destroyed QP are not reported
+        // completions of a destroyed QP are not reported: its requests are discarded
         postLock.lock();
         try {
-            sqHead = sqTail;
+            discardTo = sqTail;
         } finally {
             postLock.unlock();
         }
+        doorbell();
         dev.destroyed(this);
         scq.users.decrementAndGet();
         rcq.users.decrementAndGet();
@@ -911,7 +977,7 @@ public final class HwQp implements IbvQp {
 
     /** Send requests posted and not yet completed. */
     public long outstandingSends() {
-        return sqTail - sqHead;
+        return sqTail - Math.max(sqHead, discardTo);
     }
 
     public AtomicIntegerStats stats() {

@@ -16,6 +16,9 @@ final class Mpt {
 
     enum State { VALID, REVOKED }
 
+    private static final java.util.concurrent.atomic.AtomicLong SERIAL = new java.util.concurrent.atomic.AtomicLong();
+    /** Unique across devices (keys are only unique per device): the lock order of transfers. */
+    final long serial = SERIAL.incrementAndGet();
     final int key;
     final int pdn;
     final long start;

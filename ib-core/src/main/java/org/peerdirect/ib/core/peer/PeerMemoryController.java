@@ -304,7 +304,7 @@ public final class PeerMemoryController implements PeerMemoryRegistry {
                 u.unlockFence();
             }
             return u;
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             // err_xa: drop the ticket; err_umem: unlock; err_client: release() and the use count
             if (u.xaId != PeerMemoryRegistry.NO_INVALIDATION_ID) {
                 pc.xaErase(u.xaId);
@@ -482,13 +482,19 @@ public final class PeerMemoryController implements PeerMemoryRegistry {
                 Thread.currentThread().interrupt();
                 done = false;
             }
-            if (!done) {
+            // a registration that claimed the client just before the close may join the users
+            // later: revoke until none is left (no new claim can start, the list is empty)
+            while (!done) {
                 for (PeerUmem u : List.copyOf(pc.users)) {
                     if (u.revokeForShutdown()) {
                         warn("IB core stopping: " + u + " was not released by its driver within " + grace + "; unmapped it anyway");
                     }
                 }
-                pc.unregister();
+                try {
+                    done = pc.unregister(Duration.ofMillis(100));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
             }
         }
     }

@@ -196,16 +196,15 @@ final class PeerUmem extends AbstractUmem {
         func = null;
         MappedState cur = state;
         Step s;
-        if (!client.unmapsOnInvalidate) {
-            s = apply(Event.DEREGISTER, true);
+        try {
+            // without the flavour the core unmaps under the lock; with it, UNMAPPED is set under
+            // the lock (a later invalidation cannot act) and the unmap comes after unlocking
+            s = apply(Event.DEREGISTER, !client.unmapsOnInvalidate);
+        } finally {
             mappingLock.release();
-        } else {
-            // UNMAPPED under the lock so a later invalidation cannot act; unmap after unlocking
-            s = apply(Event.DEREGISTER, false);
-            mappingLock.release();
-            if (s.coreUnmaps() && cur == MappedState.MAPPED) {
-                client.unmap(this);
-            }
+        }
+        if (client.unmapsOnInvalidate && s.coreUnmaps() && cur == MappedState.MAPPED) {
+            client.unmap(this);
         }
     }
 

@@ -64,8 +64,11 @@ final class PinnedUmem extends AbstractUmem {
         if (!released.compareAndSet(false, true)) {
             throw new IllegalStateException("umem " + describe() + " released twice");
         }
-        device.iommuDomain().dmaUnmap(iova, Math.toIntExact(npages));
-        pages.unpin(writable);
+        try {
+            device.iommuDomain().dmaUnmap(iova, Math.toIntExact(npages));
+        } finally {
+            pages.unpin(writable); // the pins and the memlock charge go back even if the unmap failed
+        }
     }
 
     @Override
