@@ -204,6 +204,9 @@ public final class HcaDevice {
             }
             srq = s;
         }
+        if (scq.destroyedLocked() || rcq.destroyedLocked() || srq != null && srq.destroyed) {
+            throw new KernelException(Errno.EINVAL, name + ": a CQ or the SRQ of the new QP is destroyed");
+        }
         int qpn = nextQpn.getAndIncrement();
         if (qpn >= MAX_QP) {
             throw new KernelException(Errno.ENOMEM, name + ": out of QP numbers");

@@ -161,15 +161,28 @@ public final class HwCq implements IbvCq {
 
     @Override
     public void destroy() {
-        if (users.get() > 0) {
-            throw new KernelException(Errno.EBUSY, "CQ is still used by " + users.get() + " QP(s): destroy them first");
+        // under the device monitor, as createQp: no QP can start using the CQ between check and act
+        synchronized (dev) {
+            if (users.get() > 0) {
+                throw new KernelException(Errno.EBUSY, "CQ is still used by " + users.get() + " QP(s): destroy them first");
+            }
+            lock.lock();
+            try {
+                destroyed = true;
+            } finally {
+                lock.unlock();
+            }
+            dev.destroyed(this);
         }
+    }
+
+    /** Whether {@link #destroy} ran; caller holds the device monitor. */
+    boolean destroyedLocked() {
         lock.lock();
         try {
-            destroyed = true;
+            return destroyed;
         } finally {
             lock.unlock();
         }
-        dev.destroyed(this);
     }
 }

@@ -36,11 +36,17 @@ public final class HwSrq implements IbvSrq {
         }
     }
 
+    /** Guarded by the device monitor. */
+    boolean destroyed;
+
     @Override
     public void destroy() {
-        if (users.get() > 0) {
-            throw new KernelException(Errno.EBUSY, "SRQ is still used by " + users.get() + " QP(s)");
+        synchronized (dev) {
+            if (users.get() > 0) {
+                throw new KernelException(Errno.EBUSY, "SRQ is still used by " + users.get() + " QP(s)");
+            }
+            destroyed = true;
+            dev.destroyed(this);
         }
-        dev.destroyed(this);
     }
 }
