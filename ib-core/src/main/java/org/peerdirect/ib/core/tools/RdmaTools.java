@@ -207,19 +207,27 @@ public final class RdmaTools {
                 + allocators.stream().map(a -> ", " + a.name()).reduce("", String::concat) + ")");
     }
 
-    /** Polls until {@code want} completions, each must succeed; returns the last; bounded in time. */
+    /**
+     * One poll: true with a successful completion in {@code wc[0]}, false when none is there;
+     * a failed completion or a CQ in error is an exception with ibv_rc_pingpong's wording.
+     */
+    private static boolean pollOk(org.peerdirect.ib.core.verbs.IbvCq cq, IbvWc[] wc, String what) {
+        int n = cq.poll(1, wc);
+        if (n < 0) {
+            throw new IllegalStateException(what + ": the CQ is in error (overrun or device removed)");
+        }
+        if (n == 1 && wc[0].status != IbvWcStatus.SUCCESS) {
+            throw new IllegalStateException(String.format("%s: Failed status %s (%d) for wr_id %d", what, wc[0].status.str(),
+                    wc[0].status.ordinal(), wc[0].wrId));
+        }
+        return n == 1;
+    }
+
+    /** Polls until one completion, which must succeed, and returns it; bounded in time. */
     static IbvWc waitOk(org.peerdirect.ib.core.verbs.IbvCq cq, IbvWc[] wc, String what) {
         long deadline = System.nanoTime() + TIMEOUT_NS;
         for (int spins = 0;; spins++) {
-            int n = cq.poll(1, wc);
-            if (n < 0) {
-                throw new IllegalStateException(what + ": the CQ is in error (overrun or device removed)");
-            }
-            if (n == 1) {
-                if (wc[0].status != IbvWcStatus.SUCCESS) {
-                    throw new IllegalStateException(String.format("%s: Failed status %s (%d) for wr_id %d", what, wc[0].status.str(),
-                            wc[0].status.ordinal(), wc[0].wrId));
-                }
+            if (pollOk(cq, wc, what)) {
                 return wc[0];
             }
             if (System.nanoTime() - deadline > 0) {
@@ -341,15 +349,7 @@ public final class RdmaTools {
         long deadline = System.nanoTime() + TIMEOUT_NS;
         for (;;) {
             e.cq.reqNotify(false);
-            int n = e.cq.poll(1, wc);
-            if (n < 0) {
-                throw new IllegalStateException(what + ": the CQ is in error (overrun or device removed)");
-            }
-            if (n == 1) {
-                if (wc[0].status != IbvWcStatus.SUCCESS) {
-                    throw new IllegalStateException(String.format("%s: Failed status %s (%d) for wr_id %d", what, wc[0].status.str(),
-                            wc[0].status.ordinal(), wc[0].wrId));
-                }
+            if (pollOk(e.cq, wc, what)) {
                 return wc[0];
             }
             long left = deadline - System.nanoTime();
