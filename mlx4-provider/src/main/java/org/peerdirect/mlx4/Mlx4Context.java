@@ -22,6 +22,9 @@ final class Mlx4Context implements IbvContext {
     final Mlx4Device dev;
     final AddressSpace process;
     final List<Mlx4Pd> pds = new CopyOnWriteArrayList<>();
+    /** CQs and channels created here: closing the context destroys what the user left. */
+    private final List<org.peerdirect.hca.engine.HwCq> cqs = new CopyOnWriteArrayList<>();
+    private final List<HwCompChannel> channels = new CopyOnWriteArrayList<>();
     private volatile boolean closed;
 
     Mlx4Context(Mlx4Device dev, AddressSpace process) {
@@ -88,7 +91,9 @@ final class Mlx4Context implements IbvContext {
     @Override
     public IbvCompChannel createCompChannel() {
         alive();
-        return dev.engine.createCompChannel();
+        HwCompChannel ch = dev.engine.createCompChannel();
+        channels.add(ch);
+        return ch;
     }
 
     @Override
@@ -97,7 +102,9 @@ final class Mlx4Context implements IbvContext {
         if (channel != null && !(channel instanceof HwCompChannel)) {
             throw new KernelException(Errno.EINVAL, dev.name + ": the completion channel belongs to another device");
         }
-        return dev.engine.createCq(cqe, (HwCompChannel) channel);
+        org.peerdirect.hca.engine.HwCq cq = dev.engine.createCq(cqe, (HwCompChannel) channel);
+        cqs.add(cq);
+        return cq;
     }
 
     /** The device is gone: every MR's memory goes back (pins, peer pages); objects stay, dead. */
@@ -114,9 +121,14 @@ final class Mlx4Context implements IbvContext {
         }
         closed = true;
         for (Mlx4Pd pd : pds) {
-            pd.destroyAll();
+            pd.destroyAll(); // QPs first: a CQ in use cannot be destroyed
         }
         pds.clear();
+        for (org.peerdirect.hca.engine.HwCq cq : cqs) {
+            cq.destroy(); // idempotent for the ones the user destroyed
+        }
+        cqs.clear();
+        channels.clear(); // a channel holds nothing once its CQs are gone
         dev.closed(this);
     }
 }

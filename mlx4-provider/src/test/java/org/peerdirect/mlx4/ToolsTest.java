@@ -82,8 +82,11 @@ class ToolsTest {
         assertTrue(bw.matches("(?s).*\\n 65536\\s+2000\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d{6}\\n.*"), bw);
         String sweep = tools.write_bw("-a", "-n", "200", "-q", "2");
         assertEquals(23, sweep.lines().filter(l -> l.matches(" \\d+\\s+\\d+\\s+.*")).count(), sweep);
-        System.out.println(tools.read_bw("-s", "4096", "-n", "1000"));
-        System.out.println(tools.send_bw("-s", "4096", "-n", "1000", "-q", "2"));
+        String rd = tools.read_bw("-s", "4096", "-n", "1000");
+        assertTrue(rd.contains("RDMA_Read BW Test") && rd.matches("(?s).*\\n 4096\\s+1000\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d{6}\\n.*"), rd);
+        String sd = tools.send_bw("-s", "4096", "-n", "1000", "-q", "2");
+        assertTrue(sd.contains("Send BW Test") && sd.contains("Number of qps   : 2")
+                && sd.matches("(?s).*\\n 4096\\s+1000\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d{6}\\n.*"), sd);
         String lat = tools.write_lat("-n", "300");
         System.out.println(lat);
         assertTrue(lat.contains("t_typical[usec]"), lat);

@@ -83,6 +83,15 @@ class VerbsTest {
         return w;
     }
 
+    /** An RC QP's init attributes on one CQ (and an SRQ, or null). */
+    private static IbvQpInitAttr qpAttr(IbvCq cq, IbvSrq srq) {
+        IbvQpInitAttr ia = new IbvQpInitAttr();
+        ia.sendCq = cq;
+        ia.recvCq = cq;
+        ia.srq = srq;
+        return ia;
+    }
+
     private IbvWc one(IbvCq cq) {
         return Lab.await(cq, 1).get(0);
     }
@@ -347,10 +356,7 @@ class VerbsTest {
     @Test
     void aFullCqOverrunsIntoError() {
         IbvCq small = a.ctx.createCq(2, null);
-        IbvQpInitAttr ia = new IbvQpInitAttr();
-        ia.sendCq = small;
-        ia.recvCq = small;
-        IbvQp q = a.pd.createQp(ia);
+        IbvQp q = a.pd.createQp(qpAttr(small, null));
         Lab.End c = lab.new End(1, 1 << 16, IbvQpType.RC, Lab.RW);
         Lab.End a2 = lab.new End(lab, a, q, small);
         Lab.connect(a2, c, 1, 7, 4, 3);
@@ -371,10 +377,7 @@ class VerbsTest {
 
     @Test
     void postingBeforeRtsAndBadTransitionsAreEinval() {
-        IbvQpInitAttr ia = new IbvQpInitAttr();
-        ia.sendCq = a.cq;
-        ia.recvCq = a.cq;
-        IbvQp q = a.pd.createQp(ia);
+        IbvQp q = a.pd.createQp(qpAttr(a.cq, null));
         PostException e = assertThrows(PostException.class, () -> q.postSend(wr(IbvWrOpcode.SEND, a.buf, 8, a.mr.lkey())));
         assertEquals(Errno.EINVAL, e.errno());
         assertTrue(e.getMessage().contains("RESET"), e.getMessage());
@@ -462,6 +465,19 @@ class VerbsTest {
     }
 
     @Test
+    void closingAContextDestroysWhatItsUserLeft() {
+        int before = lab.devs.get(0).engine().cqCount();
+        org.peerdirect.ib.core.verbs.IbvContext c = lab.devs.get(0).open(lab.proc);
+        IbvCq cq = c.createCq(8, c.createCompChannel());
+        IbvPd pd = c.allocPd();
+        pd.createQp(qpAttr(cq, null));
+        pd.regMr(a.buf, 4096, Lab.RW);
+        assertEquals(before + 1, lab.devs.get(0).engine().cqCount());
+        c.close();
+        assertEquals(before, lab.devs.get(0).engine().cqCount(), "the CQ went with the context");
+    }
+
+    @Test
     void mrAccessChecksAndNoOnDemandPagingOnMlx4() {
         KernelException e = assertThrows(KernelException.class, () -> a.pd.regMr(a.buf, 4096, IbAccess.REMOTE_WRITE));
         assertEquals(Errno.EINVAL, e.errno());
@@ -521,11 +537,7 @@ class VerbsTest {
     @Test
     void srqReceivesForItsQps() {
         IbvSrq srq = b.pd.createSrq(16, 1);
-        IbvQpInitAttr ia = new IbvQpInitAttr();
-        ia.sendCq = b.cq;
-        ia.recvCq = b.cq;
-        ia.srq = srq;
-        IbvQp q = b.pd.createQp(ia);
+        IbvQp q = b.pd.createQp(qpAttr(b.cq, srq));
         Lab.End c = lab.new End(0, 1 << 16, IbvQpType.RC, Lab.RW);
         Lab.End bs = lab.new End(lab, b, q, b.cq);
         Lab.connect(c, bs, 1, 7, 4, 3);
@@ -547,10 +559,7 @@ class VerbsTest {
     void completionChannelsWakeTheWaiter() throws Exception {
         IbvCompChannel ch = b.ctx.createCompChannel();
         IbvCq cq = b.ctx.createCq(16, ch);
-        IbvQpInitAttr ia = new IbvQpInitAttr();
-        ia.sendCq = cq;
-        ia.recvCq = cq;
-        IbvQp q = b.pd.createQp(ia);
+        IbvQp q = b.pd.createQp(qpAttr(cq, null));
         Lab.End c = lab.new End(0, 1 << 16, IbvQpType.RC, Lab.RW);
         Lab.End bq = lab.new End(lab, b, q, cq);
         Lab.connect(c, bq, 1, 7, 4, 3);

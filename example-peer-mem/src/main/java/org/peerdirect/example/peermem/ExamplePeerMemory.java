@@ -65,7 +65,6 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
         final long addr;
         final long size;
         long ticket = -1;
-        boolean pinned;
         long iova;
         int mappedPages;
         DmaDevice device;
@@ -314,7 +313,6 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
             }
             synchronized (c) {
                 c.ticket = coreContext == PeerMemoryRegistry.NO_INVALIDATION_ID ? -1 : coreContext;
-                c.pinned = true;
             }
         }
     }
@@ -352,10 +350,8 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
 
     @Override
     public void putPages(SgTable sg, Object clientContext) {
-        Context c = (Context) clientContext;
-        synchronized (c) {
-            c.pinned = false;
-        }
+        // nothing to unpin: this client owns its frames for the allocation's lifetime (a GPU driver
+        // would drop its page-table reference here)
     }
 
     @Override

@@ -1,7 +1,5 @@
 package org.peerdirect.hca.engine;
 
-import java.util.concurrent.atomic.AtomicInteger;
-
 /**
  * The subnet that links the ports of devices in one JVM: it assigns LIDs (as a subnet manager
  * does) and routes a packet to the port with the destination LID. Lookup is an array read.
@@ -13,11 +11,12 @@ public final class Fabric {
     static final int MAX_LID = 0xC000;
 
     private final HcaPort[] byLid = new HcaPort[MAX_LID];
-    private final AtomicInteger nextLid = new AtomicInteger(1);
+    /** Guarded by this. */
+    private int nextLid = 1;
 
     /** Brings a port up: assigns it the next LID. */
     synchronized int attach(HcaPort port) {
-        int lid = nextLid.getAndIncrement();
+        int lid = nextLid++;
         if (lid >= MAX_LID) {
             throw new IllegalStateException("fabric is out of LIDs");
         }

@@ -19,8 +19,9 @@ import org.peerdirect.peermem.SgTable;
  * {@code SW2HW_CQ}, ...) and rings doorbells by calling the queues.
  *
  * <p>Lock rules: {@code this} guards the object tables' writers; readers on the data path read
- * the arrays without a lock (entries are published with volatile writes through the array's
- * reference semantics of {@link #qps} and {@link #mpts}, both written under {@code this}).
+ * the arrays without a lock. That is safe because the objects stored in {@link #qps} and
+ * {@link #mpts} publish their identity through final fields; their mutable state is volatile or
+ * guarded by their own locks.
  */
 public final class HcaDevice {
 
@@ -235,6 +236,11 @@ public final class HcaDevice {
             }
         }
         return out;
+    }
+
+    /** CQs alive on the device. */
+    public synchronized int cqCount() {
+        return cqs.size();
     }
 
     public long cqOverruns() {

@@ -2,7 +2,6 @@ package org.peerdirect.hca.engine;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -94,16 +93,4 @@ public final class HwCompChannel implements IbvCompChannel {
         }
     }
 
-    long pending() {
-        lock.lock();
-        try {
-            return events.size();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    static long ms(Duration d) {
-        return TimeUnit.NANOSECONDS.toMillis(d.toNanos());
-    }
 }

@@ -118,18 +118,13 @@ public final class HwCq implements IbvCq {
         if (dead) {
             throw new KernelException(Errno.EIO, "CQ: its device " + dev.name + " was removed by its driver");
         }
-        boolean now;
         lock.lock();
         try {
+            // completions already waiting are not events; only new ones are (as the hardware arms)
             armed = true;
             solicitedOnly = solicited;
-            // completions already waiting are not events; only new ones are (as the hardware arms)
-            now = false;
         } finally {
             lock.unlock();
-        }
-        if (now) {
-            channel.signal(this);
         }
     }
 

@@ -68,6 +68,8 @@ public final class HwQp implements IbvQp {
         final int[] len;
         final int[] lkey;
         int inlineLen;
+        /** Bytes the request moves: the SGEs' sum, or the inline length; set once at post time. */
+        long length;
         final MemorySegment inline;
 
         SendWqe(int maxSge, MemorySegment inline) {
@@ -77,16 +79,6 @@ public final class HwQp implements IbvQp {
             this.inline = inline;
         }
 
-        long total() {
-            if ((flags & IbvSendWr.SEND_INLINE) != 0) {
-                return inlineLen;
-            }
-            long t = 0;
-            for (int i = 0; i < numSge; i++) {
-                t += len[i] & 0xFFFF_FFFFL;
-            }
-            return t;
-        }
     }
 
     final HcaDevice dev;
@@ -153,10 +145,10 @@ public final class HwQp implements IbvQp {
     private final MemorySegment scratch;
     private final RecvQueue.Wqe recvCopy = new RecvQueue.Wqe(HcaDevice.MAX_SGE);
 
-    final AtomicIntegerStats stats = new AtomicIntegerStats();
+    final Counters stats = new Counters();
 
     /** Counters a tool or test can read. */
-    public static final class AtomicIntegerStats {
+    public static final class Counters {
         public final java.util.concurrent.atomic.AtomicLong completed = new java.util.concurrent.atomic.AtomicLong();
         public final java.util.concurrent.atomic.AtomicLong errors = new java.util.concurrent.atomic.AtomicLong();
         public final java.util.concurrent.atomic.AtomicLong flushed = new java.util.concurrent.atomic.AtomicLong();
@@ -453,6 +445,7 @@ public final class HwQp implements IbvQp {
                     }
                     q.inlineLen = (int) off;
                 }
+                q.length = total;
                 sqTail = sqTail + 1;
                 queued++;
             }
@@ -576,7 +569,7 @@ public final class HwQp implements IbvQp {
             }
             stats.completed.incrementAndGet();
             if ((w.flags & IbvSendWr.SEND_SIGNALED) != 0 || sqSigAll) {
-                if (!complete(w, IbvWcStatus.SUCCESS, (int) w.total())) {
+                if (!complete(w, IbvWcStatus.SUCCESS, (int) w.length)) {
                     sqHead = h + 1;
                     toError();
                     continue;
@@ -638,7 +631,7 @@ public final class HwQp implements IbvQp {
     }
 
     private IbvWcStatus executeRc(SendWqe w) {
-        long len = w.total();
+        long len = w.length;
         if (len > 0x8000_0000L) {
             return IbvWcStatus.LOC_LEN_ERR;
         }
@@ -865,7 +858,7 @@ public final class HwQp implements IbvQp {
     }
 
     private IbvWcStatus executeUd(SendWqe w) {
-        long len = w.total();
+        long len = w.length;
         if (len > mtu) {
             return IbvWcStatus.LOC_LEN_ERR;
         }
@@ -980,7 +973,7 @@ public final class HwQp implements IbvQp {
         return sqTail - Math.max(sqHead, discardTo);
     }
 
-    public AtomicIntegerStats stats() {
+    public Counters stats() {
         return stats;
     }
 

@@ -24,14 +24,6 @@ final class RecvQueue {
             len = new int[Math.max(1, maxSge)];
             lkey = new int[Math.max(1, maxSge)];
         }
-
-        long total() {
-            long t = 0;
-            for (int i = 0; i < numSge; i++) {
-                t += len[i] & 0xFFFF_FFFFL;
-            }
-            return t;
-        }
     }
 
     final Wqe[] ring;

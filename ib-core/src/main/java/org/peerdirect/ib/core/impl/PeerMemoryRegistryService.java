@@ -66,7 +66,7 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry {
         try {
             whiteboard.put(client, controller.register(client, invalidation));
         } catch (RuntimeException e) {
-            controller.warnPublic("peer memory client service " + props.get("service.id") + " refused: " + e.getMessage());
+            controller.warn("peer memory client service " + props.get("service.id") + " refused: " + e.getMessage());
         }
     }
 

@@ -84,13 +84,9 @@ public final class PeerMemoryController implements PeerMemoryRegistry {
         warnSink = Objects.requireNonNull(sink);
     }
 
-    void warn(String message) {
+    /** A warning through the sink (also used by this bundle's components). */
+    public void warn(String message) {
         warnSink.accept(message);
-    }
-
-    /** A warning from a component of this bundle, through the same sink. */
-    public void warnPublic(String message) {
-        warn(message);
     }
 
     // ---------------------------------------------------------------------------- registration

@@ -94,17 +94,16 @@ final class Endpoint implements AutoCloseable {
     @Override
     public void close() {
         try {
-            if (!ctx.device().removed()) {
-                mr.dereg();
-                for (IbvQp q : qps) {
-                    q.destroy();
-                }
-                cq.destroy();
-                if (channel != null) {
-                    channel.destroy();
-                }
-                pd.dealloc();
+            // the order an application follows; each step also works on a removed device
+            mr.dereg();
+            for (IbvQp q : qps) {
+                q.destroy();
             }
+            cq.destroy();
+            if (channel != null) {
+                channel.destroy();
+            }
+            pd.dealloc();
             ctx.close();
             if (peer != null && !peerFreed) {
                 peer.free(proc.pid(), buf);

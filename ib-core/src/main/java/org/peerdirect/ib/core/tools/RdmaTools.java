@@ -472,10 +472,6 @@ public final class RdmaTools {
         return mm;
     }
 
-    Pair pairFor(Options o) {
-        return pair(o);
-    }
-
     IbvDevice[] devicesFor(Options o) {
         Pair p = pair(o);
         return new IbvDevice[] {p.client(), p.server()};

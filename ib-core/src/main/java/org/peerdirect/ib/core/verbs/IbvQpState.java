@@ -1,7 +1,5 @@
 package org.peerdirect.ib.core.verbs;
 
-import java.util.Set;
-
 /**
  * {@code enum ibv_qp_state} with the transitions {@code ibv_modify_qp} accepts
  * ({@code ib_modify_qp_is_ok}): RESET → INIT → RTR → RTS; INIT → INIT; RTS → RTS; any state →
@@ -42,6 +40,4 @@ public enum IbvQpState {
         }
         return m;
     }
-
-    static final Set<IbvQpState> CAN_POST_SEND = Set.of(RTS, SQD);
 }
