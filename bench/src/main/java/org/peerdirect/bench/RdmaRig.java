@@ -25,6 +25,7 @@ import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.ib.core.uverbs.IbDevice;
 import org.peerdirect.mlx4.Mlx4Device;
 
 /**
@@ -47,7 +48,7 @@ final class RdmaRig implements AutoCloseable {
         final IbvMr mr;
         final int lid;
 
-        Side(Mlx4Device dev, long bufSize) {
+        Side(IbDevice dev, long bufSize) {
             this.bufSize = bufSize;
             ctx = dev.open(proc);
             pd = ctx.allocPd();
@@ -81,6 +82,8 @@ final class RdmaRig implements AutoCloseable {
     final UmemCore umems;
     final IommuDomain[] domains = new IommuDomain[2];
     final Mlx4Device[] devs = new Mlx4Device[2];
+    /** The core's devices over the drivers' (what users open). */
+    final IbDevice[] ib = new IbDevice[2];
     final AddressSpace proc;
     final Side a;
     final Side b;
@@ -103,13 +106,14 @@ final class RdmaRig implements AutoCloseable {
             domains[i] = iommu.createDomain(bdf);
             HcaDevice engine = new HcaDevice(bdf, domains[i], fabric, 1);
             long guid = ConnectX3Board.guid(i);
-            ConnectX3 hw = new ConnectX3Board(bdf, engine, guid);
+            ConnectX3 hw = new ConnectX3Board(engine, guid);
             devs[i] = new Mlx4Device("mlx4_" + i, hw, umems);
+            ib[i] = new IbDevice(devs[i]);
         }
         proc = mm.createProcess("rdma-bench");
         proc.setMemlockLimit(1L << 40);
-        a = new Side(devs[0], bufSize);
-        b = new Side(devs[1], bufSize);
+        a = new Side(ib[0], bufSize);
+        b = new Side(ib[1], bufSize);
         conns = new Conn[nconns];
         for (int i = 0; i < nconns; i++) {
             IbvCq acq = a.ctx.createCq(queueSize, null);
@@ -178,9 +182,10 @@ final class RdmaRig implements AutoCloseable {
                 }
             }
         } finally {
-            for (Mlx4Device d : devs) {
-                if (d != null) {
-                    d.remove();
+            for (int i = 0; i < devs.length; i++) {
+                if (devs[i] != null) {
+                    ib[i].disassociate();
+                    devs[i].removeHardware(true);
                 }
             }
             long leaked = 0;

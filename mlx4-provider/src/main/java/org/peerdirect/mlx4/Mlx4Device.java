@@ -1,15 +1,18 @@
 package org.peerdirect.mlx4;
 
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.BitSet;
+import java.util.function.Supplier;
 
 import org.peerdirect.hca.cx3.ConnectX3;
 import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.hca.engine.HcaPort;
+import org.peerdirect.hca.engine.HwCommandException;
+import org.peerdirect.hca.engine.HwCq;
+import org.peerdirect.ib.core.provider.IbDeviceOps;
+import org.peerdirect.ib.core.provider.IbUcontextOps;
 import org.peerdirect.ib.core.umem.UmemService;
-import org.peerdirect.ib.core.verbs.IbvContext;
-import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
@@ -17,24 +20,35 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.peermem.DmaDevice;
 
 /**
- * {@code struct mlx4_ib_dev}: the IB device the driver registers for one ConnectX-3 function. It is
- * also the DMA device its umems are mapped for.
+ * {@code struct mlx4_ib_dev}: the device the driver registers with the IB core for one ConnectX-3
+ * function. It is also the DMA device its umems are mapped for. It keeps the QP and CQ tables the
+ * CQE and event paths index by number ({@code mlx4_find_qp}, {@code mlx4_cq_completion}).
  */
-public final class Mlx4Device implements IbvDevice, DmaDevice {
+public final class Mlx4Device implements IbDeviceOps, DmaDevice {
 
     final String name;
     final ConnectX3 hw;
     final HcaDevice engine;
     final UmemService umems;
-    private final List<Mlx4Context> contexts = new CopyOnWriteArrayList<>();
-    final AtomicInteger nextPdn = new AtomicInteger(1);
-    private volatile boolean removed;
+    /** qpn → driver QP, for CQEs; written on create/destroy, read by pollers (plain array of final-field objects). */
+    final Mlx4Qp[] qpTable = new Mlx4Qp[HcaDevice.MAX_QP];
+    /** cqn → driver CQ, for events. */
+    final Mlx4Cq[] cqTable = new Mlx4Cq[HcaDevice.MAX_CQ];
+    /** PD numbers in use ({@code mlx4_pd_alloc}'s bitmap); guarded by itself. */
+    private final BitSet pdns = new BitSet();
+    private final IbvDeviceAttr attr;
 
     public Mlx4Device(String name, ConnectX3 hw, UmemService umems) {
         this.name = name;
         this.hw = hw;
         this.engine = hw.engine();
         this.umems = umems;
+        this.attr = new IbvDeviceAttr(hw.firmwareVersion(), hw.nodeGuid(), hw.nodeGuid(), 0xFFFF_FFFF_FFFF_FFFFL, 0xFFFF_FE00L,
+                0x02c9, ConnectX3.DEVICE_ID, 0, HcaDevice.MAX_QP - HcaDevice.RESERVED_QPS, HcaDevice.MAX_QP_WR, 0, HcaDevice.MAX_SGE,
+                HcaDevice.MAX_CQ, HcaDevice.MAX_CQE, HcaDevice.MAX_MPT - 1, 1 << 24, 16, 128, IbvDeviceAttr.ATOMIC_HCA,
+                HcaDevice.MAX_SRQ, HcaDevice.MAX_QP_WR, HcaDevice.MAX_SGE, HcaDevice.MAX_INLINE, engine.portCount(),
+                IbvDeviceAttr.OdpCaps.NONE);
+        engine.setEventHandler(this::cqEvent);
     }
 
     @Override
@@ -57,67 +71,94 @@ public final class Mlx4Device implements IbvDevice, DmaDevice {
         return engine.domain();
     }
 
-    @Override
-    public IbvContext open(AddressSpace process) {
-        alive();
-        if (process == null || process.exited()) {
-            throw new KernelException(Errno.EINVAL, name + ": ibv_open_device needs a live process");
-        }
-        Mlx4Context c = new Mlx4Context(this, process);
-        contexts.add(c);
-        return c;
-    }
-
-    void closed(Mlx4Context c) {
-        contexts.remove(c);
-    }
-
-    void alive() {
-        if (removed) {
-            throw new KernelException(Errno.EIO, "device " + name + " was removed");
-        }
-    }
-
-    @Override
-    public boolean removed() {
-        return removed;
-    }
-
     public HcaDevice engine() {
         return engine;
     }
 
     /** mlx4's attributes (a ConnectX-3 with firmware 2.42): no ODP. */
-    IbvDeviceAttr attributes() {
-        return new IbvDeviceAttr(hw.firmwareVersion(), hw.nodeGuid(), hw.nodeGuid(), 0xFFFF_FFFF_FFFF_FFFFL, 0xFFFF_FE00L,
-                0x02c9 /* the Mellanox IEEE OUI, as ibv_devinfo shows */, ConnectX3.DEVICE_ID, 1, HcaDevice.MAX_QP, HcaDevice.MAX_QP_WR, 0x5c76, HcaDevice.MAX_SGE,
-                65408, HcaDevice.MAX_CQE, 524032, 32764, 16, 128, IbvDeviceAttr.ATOMIC_HCA, 65472, 16383, 31,
-                HcaDevice.MAX_INLINE, engine.portCount(), IbvDeviceAttr.OdpCaps.NONE);
+    @Override
+    public IbvDeviceAttr queryDevice() {
+        return attr;
     }
 
-    /** {@link #remove(boolean) remove(true)}: a surprise hot-unplug. */
-    public void remove() {
-        remove(true);
+    @Override
+    public IbvPortAttr queryPort(int port) {
+        HcaPort p = cmd(() -> engine.port(port));
+        return new IbvPortAttr(p.active() ? IbvPortAttr.PORT_ACTIVE : IbvPortAttr.PORT_DOWN, 5, 5, 128, 0x02514868, 0x40000000L,
+                128, p.lid(), 1, 0, 8, 0, 2, 16, p.active() ? 5 : 3, IbvPortAttr.LINK_LAYER_INFINIBAND);
+    }
+
+    @Override
+    public String queryGid(int port, int index) {
+        if (index != 0) {
+            throw new KernelException(Errno.EINVAL, name + ": GID index " + index + " is not populated");
+        }
+        long g = hw.nodeGuid() + port;
+        return String.format("fe80:0000:0000:0000:%04x:%04x:%04x:%04x", (g >>> 48) & 0xffff, (g >>> 32) & 0xffff, (g >>> 16) & 0xffff,
+                g & 0xffff);
+    }
+
+    @Override
+    public IbUcontextOps allocUcontext(AddressSpace process) {
+        return new Mlx4Context(this, process);
+    }
+
+    int allocPdn() {
+        synchronized (pdns) {
+            int n = pdns.nextClearBit(1);
+            if (n >= 1 << 24) {
+                throw new KernelException(Errno.ENOMEM, name + ": out of PD numbers");
+            }
+            pdns.set(n);
+            return n;
+        }
+    }
+
+    void freePdn(int n) {
+        synchronized (pdns) {
+            pdns.clear(n);
+        }
+    }
+
+    /** The EQ's CQ events ({@code mlx4_cq_completion}, {@code mlx4_cq_event}) to the core's handlers. */
+    private void cqEvent(HwCq cq, boolean error) {
+        Mlx4Cq c = cqTable[cq.cqn];
+        if (c != null && c.hw == cq) {
+            if (error) {
+                c.events.error();
+            } else {
+                c.events.completion();
+            }
+        }
+    }
+
+    /** Runs a firmware command; a refused one becomes the errno {@code mlx4_status_to_errno} gives. */
+    <T> T cmd(Supplier<T> command) {
+        try {
+            return command.get();
+        } catch (HwCommandException e) {
+            throw Mlx4Status.errno(name, e);
+        }
+    }
+
+    void cmd(Runnable command) {
+        try {
+            command.run();
+        } catch (HwCommandException e) {
+            throw Mlx4Status.errno(name, e);
+        }
     }
 
     /**
-     * {@code mlx4_remove_one}: the device's QPs go to error with their work flushed and its keys
-     * are revoked (a surprise removal kills the hardware; a driver unbind resets it for the next
-     * driver), then every context's MRs release their memory. Objects stay for their owners to
-     * destroy; every verb on them now fails with EIO. Idempotent.
+     * The hardware half of {@code mlx4_remove_one}, after the device was unregistered from the core:
+     * a surprise removal kills the hardware (QPs flushed, keys revoked); a driver unbind resets it
+     * for the next driver (objects freed). Idempotent.
      */
-    public void remove(boolean surprise) {
-        if (removed) {
-            return;
-        }
-        removed = true;
+    public void removeHardware(boolean surprise) {
         if (surprise) {
             engine.remove();
         } else {
             engine.reset();
-        }
-        for (Mlx4Context c : contexts) {
-            c.deviceRemoved();
         }
     }
 

@@ -12,6 +12,8 @@ import org.peerdirect.hca.cx3.ConnectX3;
 import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.hca.engine.HwQp;
+import org.peerdirect.ib.core.uverbs.IbDevice;
 import org.peerdirect.ib.core.peer.PeerMemoryController;
 import org.peerdirect.ib.core.peer.UmemCore;
 import org.peerdirect.ib.core.umem.IbAccess;
@@ -44,7 +46,9 @@ final class Lab implements AutoCloseable {
     final Fabric fabric = new Fabric();
     final PeerMemoryController controller = new PeerMemoryController(null, null);
     final UmemCore umems = new UmemCore(controller);
+    /** The drivers' devices (provider side) and the core's devices users open. */
     final List<Mlx4Device> devs = new ArrayList<>();
+    final List<IbDevice> ib = new ArrayList<>();
     final List<IommuDomain> domains = new ArrayList<>();
     final AddressSpace proc;
     final List<IbvContext> contexts = new ArrayList<>();
@@ -54,21 +58,36 @@ final class Lab implements AutoCloseable {
         iommu = new Iommu(mm.physical());
         for (int i = 0; i < devices; i++) {
             String bdf = String.format("0000:0%d:00.0", i + 3);
-            IommuDomain d = iommu.createDomain(bdf);
-            domains.add(d);
-            HcaDevice engine = new HcaDevice(bdf, d, fabric, 1);
-            long guid = ConnectX3Board.guid(i);
-            ConnectX3 hw = new ConnectX3Board(bdf, engine, guid);
-            devs.add(new Mlx4Device("mlx4_" + i, hw, umems));
+            IommuDomain domain = iommu.createDomain(bdf);
+            domains.add(domain);
+            HcaDevice engine = new HcaDevice(bdf, domain, fabric, 1);
+            ConnectX3 hw = new ConnectX3Board(engine, ConnectX3Board.guid(i));
+            Mlx4Device d = new Mlx4Device("mlx4_" + i, hw, umems);
+            devs.add(d);
+            ib.add(new IbDevice(d)); // what the core's registry does when the driver publishes it
         }
         proc = mm.createProcess("verbs-app");
         proc.setMemlockLimit(1L << 40);
     }
 
     IbvContext open(int dev) {
-        IbvContext c = devs.get(dev).open(proc);
+        IbvContext c = ib.get(dev).open(proc);
         contexts.add(c);
         return c;
+    }
+
+    /**
+     * {@code mlx4_remove_one}: unregistered from the core (disassociation), then the hardware torn
+     * down ({@code surprise}) or reset (driver unbind), as {@link Mlx4Driver} does.
+     */
+    void remove(int dev, boolean surprise) {
+        ib.get(dev).disassociate();
+        devs.get(dev).removeHardware(surprise);
+    }
+
+    /** The hardware QP behind a user's QP. */
+    HwQp hwQp(int dev, IbvQp qp) {
+        return devs.get(dev).engine().qps().stream().filter(q -> q.qpn() == qp.qpNum()).findFirst().orElseThrow();
     }
 
     /** One side of a connection: context, PD, CQ, QP and a registered buffer. */
@@ -152,8 +171,8 @@ final class Lab implements AutoCloseable {
         for (IbvContext c : contexts) {
             c.close();
         }
-        for (Mlx4Device d : devs) {
-            d.remove();
+        for (int i = 0; i < devs.size(); i++) {
+            remove(i, true);
         }
         for (IommuDomain d : domains) {
             assertEquals(0, iommu.destroyDomain(d), "no DMA mapping left in " + d.name());

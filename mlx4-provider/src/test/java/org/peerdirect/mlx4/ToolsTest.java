@@ -30,7 +30,7 @@ class ToolsTest {
         lab = new Lab(tmp, 2);
         IbvDeviceList list = new IbvDeviceList() {
             public List<IbvDevice> devices() {
-                return lab.devs.stream().filter(d -> !d.removed()).map(d -> (IbvDevice) d).toList();
+                return lab.ib.stream().filter(d -> !d.removed()).map(d -> (IbvDevice) d).toList();
             }
             public IbvDevice device(String name) {
                 return devices().stream().filter(d -> name == null || d.name().equals(name)).findFirst()

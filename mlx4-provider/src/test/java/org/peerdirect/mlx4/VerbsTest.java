@@ -431,7 +431,7 @@ class VerbsTest {
         x.qpState = IbvQpState.RESET;
         a.qp.modify(x, IbvQpAttr.STATE);
         b.qp.modify(x, IbvQpAttr.STATE);
-        assertEquals(0, ((Mlx4Qp) a.qp).hw.outstandingSends(), "the reset discarded the stalled request");
+        assertEquals(0, lab.hwQp(0, a.qp).outstandingSends(), "the reset discarded the stalled request");
         Lab.connect(a, b, 1, 7, 4, 3);
         w.wrId = 2;
         a.qp.postSend(w);
@@ -458,7 +458,7 @@ class VerbsTest {
             assertTrue(System.nanoTime() < deadline, "waiter blocked");
             Thread.onSpinWait();
         }
-        lab.devs.get(1).remove(false); // driver unbind: the hardware stays, the objects die
+        lab.remove(1, false); // driver unbind: the hardware stays, the objects die
         t.join(10_000);
         assertTrue(!t.isAlive(), "the waiter woke up");
         assertTrue(got.get() instanceof KernelException k && k.errno() == Errno.EIO, String.valueOf(got.get()));
@@ -467,7 +467,7 @@ class VerbsTest {
     @Test
     void closingAContextDestroysWhatItsUserLeft() {
         int before = lab.devs.get(0).engine().cqCount();
-        org.peerdirect.ib.core.verbs.IbvContext c = lab.devs.get(0).open(lab.proc);
+        org.peerdirect.ib.core.verbs.IbvContext c = lab.ib.get(0).open(lab.proc);
         IbvCq cq = c.createCq(8, c.createCompChannel());
         IbvPd pd = c.allocPd();
         pd.createQp(qpAttr(cq, null));
@@ -608,7 +608,7 @@ class VerbsTest {
     void deviceRemovalFlushesRevokesAndFailsLaterVerbs() {
         recv(b, b.buf, 64, 71);
         recv(b, b.buf, 64, 72);
-        lab.devs.get(1).remove();
+        lab.remove(1, true);
         List<IbvWc> flushed = Lab.await(b.cq, 2);
         assertEquals(IbvWcStatus.WR_FLUSH_ERR, flushed.get(0).status);
         assertEquals(72, flushed.get(1).wrId);

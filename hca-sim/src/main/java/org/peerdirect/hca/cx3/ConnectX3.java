@@ -4,9 +4,14 @@ import org.osgi.annotation.versioning.ProviderType;
 import org.peerdirect.hca.engine.HcaDevice;
 
 /**
- * One ConnectX-3 model: published as a service with the property {@code pci.bdf} of its PCI
- * function, so a driver bound to the function finds the firmware interface (the engine) of that
- * very device.
+ * The firmware interface of one ConnectX-3 model, reached by the bound driver through its PCI
+ * function only: {@code fn.firmware(ConnectX3.class)}.
+ *
+ * <p>The documented shortcut of this personality: the mlx4 command interface (HCR, mailboxes,
+ * {@code mlx4_cmd}) and its doorbell registers are not simulated; the driver calls the firmware
+ * commands ({@code SW2HW_MPT}, {@code SW2HW_CQ}, QP transitions, ...) on {@link #engine()}
+ * directly, in hardware types (MPT entries, QP contexts, CQEs, WQE slots). The ConnectX-4+ model
+ * has the real command queue.
  */
 @ProviderType
 public interface ConnectX3 {
@@ -16,7 +21,7 @@ public interface ConnectX3 {
 
     String bdf();
 
-    /** The device's engine: MPT, queues, ports (the firmware's command interface). */
+    /** The device's engine, after the model attached it (waits a bounded time for that). */
     HcaDevice engine();
 
     long nodeGuid();

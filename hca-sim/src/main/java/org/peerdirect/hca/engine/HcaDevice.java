@@ -2,37 +2,46 @@ package org.peerdirect.hca.engine;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
-import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.kernel.iommu.IommuDomain;
-import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.kernel.mm.KernelException.Errno;
-import org.peerdirect.peermem.SgTable;
 
 /**
- * One HCA's engine: its protection table, queues, ports and timer. The driver programs it with
- * firmware-style commands (named after mlx4's: {@code SW2HW_MPT}, {@code HW2SW_MPT},
- * {@code SW2HW_CQ}, ...) and rings doorbells by calling the queues.
+ * One HCA's silicon: its protection table (MPT), CQ, SRQ and QP contexts, ports and scheduler.
+ * The driver programs it with firmware commands named after mlx4's ({@code SW2HW_MPT},
+ * {@code HW2SW_MPT}, {@code SW2HW_CQ}, {@code RST2INIT_QP}, ...), which fail with a
+ * {@link HwCommandException} carrying the command status; it posts work by filling WQE slots and
+ * writing doorbell records, and reads CQEs. Every payload byte moves through {@link #domain()}.
  *
- * <p>Lock rules: {@code this} guards the object tables' writers; readers on the data path read
- * the arrays without a lock. That is safe because the objects stored in {@link #qps} and
- * {@link #mpts} publish their identity through final fields; their mutable state is volatile or
- * guarded by their own locks.
+ * <p>Lock rules: {@code this} (the device monitor) guards the object tables' writers and the use
+ * counts' check-and-act; readers on the data path read the arrays without a lock. That is safe
+ * because the objects stored in {@link #qps} and {@link #mpts} publish their identity through
+ * final fields; their mutable state is volatile or guarded by their own locks.
  */
 public final class HcaDevice {
 
-    /** Limits of the model (ConnectX-3-like). */
+    /** Limits of the model (ConnectX-3-like): {@code QUERY_DEV_CAP}. */
     public static final int MAX_QP = 1 << 16;
+    /** QPNs below this are reserved (special QPs, firmware), as on the hardware. */
+    public static final int RESERVED_QPS = 0x48;
     public static final int MAX_MPT = 1 << 20;
+    public static final int MAX_CQ = 1 << 16;
+    public static final int MAX_SRQ = 1 << 16;
     public static final int MAX_QP_WR = 16351;
     public static final int MAX_SGE = 32;
     public static final int MAX_CQE = 4194303;
     public static final int MAX_INLINE = 912;
     public static final int MTU = 4096;
+    /** QP service types ({@code MLX4_QP_ST_*}). */
+    public static final int ST_RC = 0x0;
+    public static final int ST_UD = 0x3;
+
+    /** MPT access bits ({@code enum mlx4_perm}). */
+    public static final int PERM_LOCAL_READ = Mpt.PERM_LOCAL_READ;
+    public static final int PERM_LOCAL_WRITE = Mpt.PERM_LOCAL_WRITE;
+    public static final int PERM_REMOTE_READ = Mpt.PERM_REMOTE_READ;
+    public static final int PERM_REMOTE_WRITE = Mpt.PERM_REMOTE_WRITE;
+    public static final int PERM_ATOMIC = Mpt.PERM_ATOMIC;
 
     final String name;
     final IommuDomain domain;
@@ -40,12 +49,16 @@ public final class HcaDevice {
     final HcaPort[] ports;
     private final HwQp[] qps = new HwQp[MAX_QP];
     private final Mpt[] mpts = new Mpt[MAX_MPT];
-    private final AtomicInteger nextQpn = new AtomicInteger(0x48);
-    private final AtomicInteger nextMpt = new AtomicInteger(1);
-    private final AtomicInteger nextKey = new AtomicInteger(0x11);
+    private final IndexTable qpns = new IndexTable(RESERVED_QPS, MAX_QP);
+    private final IndexTable mptIndices = new IndexTable(1, MAX_MPT);
+    private final IndexTable cqns = new IndexTable(0, MAX_CQ);
+    private final IndexTable srqns = new IndexTable(0, MAX_SRQ);
+    /** The key byte of each MPT index, advanced at every allocation: a stale key misses the new entry. */
+    private final byte[] keyByte = new byte[MAX_MPT];
     private final List<HwCq> cqs = new ArrayList<>();
     private final List<HwSrq> srqs = new ArrayList<>();
-    final ScheduledThreadPoolExecutor timer;
+    final Scheduler scheduler;
+    volatile CqEventHandler eventHandler;
     volatile boolean removed;
     /** Completions whose CQ was full (CQ overrun: the CQ went to error). */
     final AtomicLong cqOverruns = new AtomicLong();
@@ -62,25 +75,22 @@ public final class HcaDevice {
             ports[i].lid = fabric.attach(ports[i]);
             ports[i].active = true;
         }
-        timer = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, name + "-timer");
-            t.setDaemon(true);
-            return t;
-        });
-        timer.setRemoveOnCancelPolicy(true);
+        scheduler = new Scheduler(name);
     }
 
     public String name() {
         return name;
     }
 
+    /** The IOMMU domain every DMA of the device goes through. */
     public IommuDomain domain() {
         return domain;
     }
 
+    /** The port {@code portNum} (1-based). */
     public HcaPort port(int portNum) {
         if (portNum < 1 || portNum > ports.length) {
-            throw new KernelException(Errno.EINVAL, name + ": no port " + portNum + " (ports 1.." + ports.length + ")");
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": no port " + portNum + " (ports 1.." + ports.length + ")");
         }
         return ports[portNum - 1];
     }
@@ -89,9 +99,14 @@ public final class HcaDevice {
         return ports.length;
     }
 
+    /** Installs the event-queue handler (completion events, CQ errors). */
+    public void setEventHandler(CqEventHandler h) {
+        eventHandler = h;
+    }
+
     void alive() {
         if (removed) {
-            throw new KernelException(Errno.EIO, "device " + name + " was removed");
+            throw new HwCommandException(HwCommandException.STAT_INTERNAL_ERR, "device " + name + " was removed: commands time out");
         }
     }
 
@@ -102,36 +117,43 @@ public final class HcaDevice {
     // ------------------------------------------------------------------ MPT (memory keys)
 
     /**
-     * {@code SW2HW_MPT} with its MTT: makes the key valid for [start, start+length) with the
-     * given access, translated by {@code blocks} (the umem's DMA blocks). Returns the key
-     * ({@code index << 8 | key byte}, as mlx4 builds lkey/rkey).
+     * {@code SW2HW_MPT} with its MTT: makes a key valid for [start, start+length) with the
+     * {@code PERM_*} rights, translated by the MTT (IOVA and length of each block, in order,
+     * the first starting at the 4 KiB page of {@code start}). Returns the key
+     * ({@code index << 8 | key byte}, as mlx4 builds lkey/rkey); the key byte rotates per index.
      */
-    public synchronized int sw2hwMpt(int pdn, long start, long length, int access, SgTable blocks) {
+    public synchronized int sw2hwMpt(int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength) {
         alive();
-        int index = nextMpt.getAndIncrement();
-        if (index >= MAX_MPT) {
-            throw new KernelException(Errno.ENOMEM, name + ": MPT table full");
+        if (mttIova.length != mttLength.length || mttIova.length == 0) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": SW2HW_MPT with an MTT of "
+                    + mttIova.length + " addresses and " + mttLength.length + " lengths");
         }
-        int key = (index << 8) | (nextKey.getAndIncrement() & 0xff);
-        mpts[index] = new Mpt(key, pdn, start, length, access, blocks);
+        int index = mptIndices.alloc();
+        if (index < 0) {
+            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": MPT table full (" + (MAX_MPT - 1) + " entries alive)");
+        }
+        int kb = ++keyByte[index] & 0xff;
+        int key = (index << 8) | kb;
+        mpts[index] = new Mpt(key, pdn, start, length, perm, mttIova, mttLength);
         return key;
     }
 
-    /** Revokes the key ({@code HW2SW_MPT}): accesses fail from now on; returns when none is in flight. */
-    public void revokeMpt(int key) {
+    /** {@code HW2SW_MPT}: the key stops working; returns when no DMA through it is in flight. */
+    public void hw2swMpt(int key) {
         Mpt m = mpt(key);
         if (m != null) {
             m.revoke();
         }
     }
 
-    /** Frees the entry (after {@link #revokeMpt}). */
+    /** Frees the entry's index (after {@link #hw2swMpt}; revokes it too if not done). */
     public synchronized void freeMpt(int key) {
         int index = key >>> 8;
         Mpt m = mpt(key);
         if (m != null) {
             m.revoke();
             mpts[index] = null;
+            mptIndices.free(index);
         }
     }
 
@@ -145,81 +167,115 @@ public final class HcaDevice {
         return m != null && m.key == key ? m : null;
     }
 
+    /** MPT entries alive. */
+    public synchronized int mptCount() {
+        return mptIndices.alive();
+    }
+
     // ------------------------------------------------------------------ queues
 
     /** {@code SW2HW_CQ}. */
-    public synchronized HwCq createCq(int cqe, HwCompChannel channel) {
+    public synchronized HwCq sw2hwCq(int cqe) {
         alive();
         if (cqe < 1 || cqe > MAX_CQE) {
-            throw new KernelException(Errno.EINVAL, name + ": CQ size " + cqe + " is not 1.." + MAX_CQE);
+            throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, name + ": CQ size " + cqe + " is not 1.." + MAX_CQE);
         }
-        HwCq cq = new HwCq(this, cqe, channel);
+        int cqn = cqns.alloc();
+        if (cqn < 0) {
+            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of CQs (" + MAX_CQ + " alive)");
+        }
+        HwCq cq = new HwCq(this, cqn, cqe);
         cqs.add(cq);
         return cq;
     }
 
-    synchronized void destroyed(HwCq cq) {
-        cqs.remove(cq);
-    }
-
-    public HwCompChannel createCompChannel() {
-        alive();
-        return new HwCompChannel(this);
+    /** {@code HW2SW_CQ}: refused while a QP uses the CQ. Idempotent. */
+    public synchronized void hw2swCq(HwCq cq) {
+        if (cq.users.get() > 0) {
+            throw new HwCommandException(HwCommandException.STAT_RESOURCE_BUSY, "CQ " + cq.cqn + " is still used by " + cq.users.get()
+                    + " QP(s): destroy them first");
+        }
+        if (cqs.remove(cq)) {
+            cq.markDestroyed();
+            cqns.free(cq.cqn);
+        }
     }
 
     /** {@code SW2HW_SRQ}. */
-    public synchronized HwSrq createSrq(int pdn, int maxWr, int maxSge) {
+    public synchronized HwSrq sw2hwSrq(int pdn, int maxWr, int maxSge) {
         alive();
         if (maxWr < 1 || maxWr > MAX_QP_WR || maxSge < 1 || maxSge > MAX_SGE) {
-            throw new KernelException(Errno.EINVAL, name + ": SRQ of " + maxWr + " requests of " + maxSge + " SGEs exceeds the device");
+            throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, name + ": SRQ of " + maxWr + " requests of " + maxSge
+                    + " SGEs exceeds the device (" + MAX_QP_WR + " x " + MAX_SGE + ")");
         }
-        HwSrq s = new HwSrq(this, pdn, maxWr, maxSge);
+        int srqn = srqns.alloc();
+        if (srqn < 0) {
+            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of SRQs (" + MAX_SRQ + " alive)");
+        }
+        HwSrq s = new HwSrq(this, srqn, pdn, maxWr, maxSge);
         srqs.add(s);
         return s;
     }
 
-    synchronized void destroyed(HwSrq s) {
-        srqs.remove(s);
+    /** {@code HW2SW_SRQ}: refused while a QP uses the SRQ. Idempotent. */
+    public synchronized void hw2swSrq(HwSrq s) {
+        if (s.users.get() > 0) {
+            throw new HwCommandException(HwCommandException.STAT_RESOURCE_BUSY, "SRQ " + s.srqn + " is still used by " + s.users.get() + " QP(s)");
+        }
+        if (srqs.remove(s)) {
+            s.destroyed = true;
+            srqns.free(s.srqn);
+        }
     }
 
-    /** Creates a QP in RESET. */
-    public synchronized HwQp createQp(int pdn, IbvQpInitAttr a) {
+    /**
+     * Creates a QP in RST with its queues: service type {@link #ST_RC} or {@link #ST_UD}, the
+     * send/receive CQs, an optional SRQ (then no own receive queue).
+     */
+    public synchronized HwQp createQp(int pdn, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
         alive();
-        if (a.sendCq == null || a.recvCq == null) {
-            throw new KernelException(Errno.EINVAL, name + ": a QP needs a send and a receive CQ");
+        if (serviceType != ST_RC && serviceType != ST_UD) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": QP service type " + serviceType + " is not RC or UD");
         }
-        if (!(a.sendCq instanceof HwCq scq) || !(a.recvCq instanceof HwCq rcq) || scq.dev != this || rcq.dev != this) {
-            throw new KernelException(Errno.EINVAL, name + ": the CQs belong to another device");
+        if (scq == null || rcq == null || scq.dev != this || rcq.dev != this || srq != null && srq.dev != this) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, name + ": a QP's CQs and SRQ must be of this device");
         }
-        if (a.maxSendWr < 1 || a.maxSendWr > MAX_QP_WR || a.maxRecvWr < 0 || a.maxRecvWr > MAX_QP_WR
-                || a.maxSendSge < 1 || a.maxSendSge > MAX_SGE || a.maxRecvSge < 0 || a.maxRecvSge > MAX_SGE
-                || a.maxInlineData < 0 || a.maxInlineData > MAX_INLINE) {
-            throw new KernelException(Errno.EINVAL, String.format(
-                    "%s: QP capabilities out of range (max_send_wr %d, max_recv_wr %d, max_send_sge %d, max_recv_sge %d, max_inline %d; limits %d WRs, %d SGEs, %d inline)",
-                    name, a.maxSendWr, a.maxRecvWr, a.maxSendSge, a.maxRecvSge, a.maxInlineData, MAX_QP_WR, MAX_SGE, MAX_INLINE));
-        }
-        HwSrq srq = null;
-        if (a.srq != null) {
-            if (!(a.srq instanceof HwSrq s) || s.dev != this) {
-                throw new KernelException(Errno.EINVAL, name + ": the SRQ belongs to another device");
-            }
-            srq = s;
+        if (caps.maxSendWr() < 1 || caps.maxSendWr() > MAX_QP_WR || caps.maxRecvWr() < 0 || caps.maxRecvWr() > MAX_QP_WR
+                || caps.maxSendSge() < 1 || caps.maxSendSge() > MAX_SGE || caps.maxRecvSge() < 0 || caps.maxRecvSge() > MAX_SGE
+                || caps.maxInlineData() < 0 || caps.maxInlineData() > MAX_INLINE) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, String.format(
+                    "%s: QP caps (%d/%d WRs, %d/%d SGEs, %d inline) exceed the device (%d WRs, %d SGEs, %d inline)",
+                    name, caps.maxSendWr(), caps.maxRecvWr(), caps.maxSendSge(), caps.maxRecvSge(), caps.maxInlineData(), MAX_QP_WR,
+                    MAX_SGE, MAX_INLINE));
         }
         if (scq.destroyedLocked() || rcq.destroyedLocked() || srq != null && srq.destroyed) {
-            throw new KernelException(Errno.EINVAL, name + ": a CQ or the SRQ of the new QP is destroyed");
+            throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, name + ": a CQ or the SRQ of the new QP is destroyed");
         }
-        int qpn = nextQpn.getAndIncrement();
-        if (qpn >= MAX_QP) {
-            throw new KernelException(Errno.ENOMEM, name + ": out of QP numbers");
+        int qpn = qpns.alloc();
+        if (qpn < 0) {
+            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of QP numbers (" + (MAX_QP - RESERVED_QPS)
+                    + " QPs alive)");
         }
-        HwQp qp = new HwQp(this, qpn, pdn, a, scq, rcq, srq);
+        HwQp qp = new HwQp(this, qpn, pdn, serviceType, caps, scq, rcq, srq);
+        scq.users.incrementAndGet();
+        rcq.users.incrementAndGet();
+        if (srq != null) {
+            srq.users.incrementAndGet();
+        }
         qps[qpn] = qp;
         return qp;
     }
 
+    /** Frees a destroyed QP's number and its hold on its CQs and SRQ. */
     synchronized void destroyed(HwQp qp) {
         if (qps[qp.qpn] == qp) {
             qps[qp.qpn] = null;
+            qpns.free(qp.qpn);
+            qp.scq.users.decrementAndGet();
+            qp.rcq.users.decrementAndGet();
+            if (qp.srq != null) {
+                qp.srq.users.decrementAndGet();
+            }
         }
     }
 
@@ -227,7 +283,7 @@ public final class HcaDevice {
         return qpn > 0 && qpn < MAX_QP ? qps[qpn] : null;
     }
 
-    /** Every QP alive, for removal and tools. */
+    /** Every QP alive. */
     public synchronized List<HwQp> qps() {
         List<HwQp> out = new ArrayList<>();
         for (HwQp q : qps) {
@@ -258,52 +314,43 @@ public final class HcaDevice {
     // ------------------------------------------------------------------ reset and removal
 
     /**
-     * The driver lets go of the device (its bundle stops, {@code mlx4_remove_one} without a
-     * surprise removal): every QP goes to the error state with its work flushed, every key is
-     * revoked and freed, and the objects are dead (their verbs fail with EIO). The device itself
-     * stays on the bus and the fabric, ready for the next driver.
+     * The driver lets go of the device ({@code mlx4_remove_one} without a surprise removal): every
+     * QP goes to the error state with its work flushed into its CQs, every key is revoked and every
+     * object freed. The device stays on the bus and the fabric, ready for the next driver.
      */
     public void reset() {
         List<HwQp> all;
-        List<HwCq> allCqs;
-        List<HwSrq> allSrqs;
         synchronized (this) {
             all = qps();
-            allCqs = List.copyOf(cqs);
-            allSrqs = List.copyOf(srqs);
         }
         for (HwQp q : all) {
             q.toError();
-            q.dead = true;
-            destroyed(q);
+            q.destroy();
         }
         synchronized (this) {
             for (int i = 0; i < mpts.length; i++) {
                 if (mpts[i] != null) {
                     mpts[i].revoke();
                     mpts[i] = null;
+                    mptIndices.free(i);
                 }
             }
-        }
-        for (HwCq cq : allCqs) {
-            cq.dead = true;
-            cq.deviceRemoved();
-            destroyed(cq);
-        }
-        for (HwSrq s : allSrqs) {
-            s.dead = true;
-            destroyed(s);
+            for (HwCq cq : List.copyOf(cqs)) {
+                hw2swCq(cq);
+            }
+            for (HwSrq s : List.copyOf(srqs)) {
+                hw2swSrq(s);
+            }
         }
     }
 
     /**
-     * Hot-unplug: the ports leave the fabric, every QP goes to the error state and its
-     * outstanding work completes with WR_FLUSH_ERR, every key is revoked, completion channels
-     * wake up. Later commands fail with EIO. Idempotent.
+     * Hot-unplug: the ports leave the fabric, every QP goes to the error state and its outstanding
+     * work completes with WR_FLUSH_ERR, every key is revoked. Later commands fail
+     * ({@link HwCommandException#STAT_INTERNAL_ERR}). Idempotent.
      */
     public void remove() {
         List<HwQp> all;
-        List<HwCq> allCqs;
         synchronized (this) {
             if (removed) {
                 return;
@@ -314,7 +361,6 @@ public final class HcaDevice {
                 fabric.detach(p);
             }
             all = qps();
-            allCqs = List.copyOf(cqs);
             for (Mpt m : mpts) {
                 if (m != null) {
                     m.revoke();
@@ -324,14 +370,6 @@ public final class HcaDevice {
         for (HwQp q : all) {
             q.toError();
         }
-        for (HwCq cq : allCqs) {
-            cq.deviceRemoved();
-        }
-        timer.shutdownNow();
-        try {
-            timer.awaitTermination(5, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        scheduler.shutdown();
     }
 }

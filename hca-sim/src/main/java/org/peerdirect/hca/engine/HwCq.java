@@ -3,175 +3,150 @@ package org.peerdirect.hca.engine;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
-import org.peerdirect.ib.core.verbs.IbvCompChannel;
-import org.peerdirect.ib.core.verbs.IbvCq;
-import org.peerdirect.ib.core.verbs.IbvWc;
-import org.peerdirect.ib.core.verbs.IbvWcOpcode;
-import org.peerdirect.ib.core.verbs.IbvWcStatus;
-import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.kernel.mm.KernelException.Errno;
-
 /**
- * A completion queue: a ring of preallocated completions the device fills and {@link #poll}
- * drains. Full when {@code cqe} completions wait: one more is a CQ overrun, which puts the CQ in
- * error (poll returns -1) and the QP that caused it in the error state, as the hardware does.
+ * A completion queue ({@code SW2HW_CQ}): a ring of CQE slots the device writes (the CQ writer,
+ * {@link #push}) and the driver reads. The driver polls without a device lock: it reads
+ * {@link #producerIndex()}, reads the CQEs below it, then writes its consumer index to the doorbell
+ * record ({@link #consumerIndex(long)}). A CQE that would overwrite one the driver has not
+ * consumed is a CQ overrun: the CQ goes to error and raises a CQ-error event, as the hardware does.
  *
- * <p>Lock rules: {@link #lock} (a leaf: nothing is called while holding it except the channel's
- * own leaf lock) guards the ring, the arming and the error flag.
+ * <p>Lock rules: {@link #lock} serialises the producers (every QP whose completions go here); it is
+ * a leaf. Events are delivered after it is released.
  */
-public final class HwCq implements IbvCq {
+public final class HwCq {
 
     final HcaDevice dev;
-    private final HwCompChannel channel;
-    private final IbvWc[] ring;
+    public final int cqn;
+    private final Cqe[] ring;
     private final ReentrantLock lock = new ReentrantLock();
-    private int head;
-    private int count;
+    /** Producer index: CQEs below it are written. Written under lock, after the CQE's fields. */
+    private volatile long pi;
+    /** Consumer index (the driver's doorbell record). */
+    private volatile long ci;
     private boolean armed;
     private boolean solicitedOnly;
-    private boolean error;
+    private volatile boolean error;
+    /** Guarded by lock: a destroyed CQ swallows late completions of destroyed QPs. */
     private boolean destroyed;
+    /** QPs using the CQ; HW2SW_CQ is refused while non-zero. Changed under the device monitor. */
     final AtomicInteger users = new AtomicInteger();
-    /** Its driver reset the device: verbs fail with EIO (poll still drains the flushed completions). */
-    volatile boolean dead;
 
-    HwCq(HcaDevice dev, int cqe, HwCompChannel channel) {
+    HwCq(HcaDevice dev, int cqn, int cqe) {
         this.dev = dev;
-        this.channel = channel;
-        this.ring = new IbvWc[cqe];
+        this.cqn = cqn;
+        this.ring = new Cqe[cqe];
         for (int i = 0; i < cqe; i++) {
-            ring[i] = new IbvWc();
+            ring[i] = new Cqe();
         }
     }
 
     /**
-     * The device writes a completion. Returns false on overrun (the CQ is then in error and the
-     * completion is lost).
+     * The CQ writer: writes one CQE. Returns false on overrun (the CQ is then in error and the
+     * completion is lost). A non-success outcome becomes an error CQE with its syndrome.
      */
-    boolean push(long wrId, IbvWcStatus status, IbvWcOpcode opcode, int byteLen, int imm, int flags, int qpNum, int srcQp,
+    boolean push(int qpn, boolean isSend, long wqeIndex, int opcode, Outcome o, int byteCnt, int imm, int flags, int srcQp,
             int slid, boolean solicited) {
         boolean notify;
+        boolean overrun = false;
         lock.lock();
         try {
             if (destroyed) {
-                return true; // a destroyed CQ swallows late completions of destroyed QPs
+                return true;
             }
             if (error) {
                 return false;
             }
-            if (count == ring.length) {
+            long p = pi;
+            if (p - ci == ring.length) {
                 error = true;
                 dev.cqOverruns.incrementAndGet();
-                notify = channel != null;
-                if (notify) {
-                    channel.signal(this);
+                overrun = true;
+                notify = true;
+            } else {
+                Cqe c = ring[(int) (p % ring.length)];
+                c.qpn = qpn;
+                c.isSend = isSend;
+                c.wqeIndex = wqeIndex;
+                if (o == Outcome.SUCCESS) {
+                    c.opcode = opcode;
+                    c.syndrome = 0;
+                    c.vendorSyndrome = 0;
+                } else {
+                    c.opcode = Cqe.OPCODE_ERROR;
+                    c.errorOpcode = opcode;
+                    c.syndrome = o.syndrome;
+                    c.vendorSyndrome = 0x50 | o.syndrome;
                 }
-                return false;
-            }
-            IbvWc wc = ring[(head + count) % ring.length];
-            wc.wrId = wrId;
-            wc.status = status;
-            wc.opcode = opcode;
-            wc.byteLen = byteLen;
-            wc.immData = imm;
-            wc.wcFlags = flags;
-            wc.qpNum = qpNum;
-            wc.srcQp = srcQp;
-            wc.slid = slid;
-            wc.vendorErr = status == IbvWcStatus.SUCCESS ? 0 : 0x51 + status.ordinal();
-            count++;
-            notify = armed && (!solicitedOnly || solicited || status != IbvWcStatus.SUCCESS);
-            if (notify) {
-                armed = false;
+                c.byteCnt = byteCnt;
+                c.imm = imm;
+                c.flags = flags;
+                c.srcQp = srcQp;
+                c.slid = slid;
+                pi = p + 1;
+                notify = armed && (!solicitedOnly || solicited || o != Outcome.SUCCESS);
+                if (notify) {
+                    armed = false;
+                }
             }
         } finally {
             lock.unlock();
         }
-        if (notify && channel != null) {
-            channel.signal(this);
+        if (notify) {
+            CqEventHandler h = dev.eventHandler;
+            if (h != null) {
+                h.cqEvent(this, overrun);
+            }
         }
-        return true;
+        return !overrun;
     }
 
-    @Override
-    public int poll(int n, IbvWc[] wc) {
-        lock.lock();
-        try {
-            if (error) {
-                return -1;
-            }
-            int k = Math.min(Math.min(n, wc.length), count);
-            for (int i = 0; i < k; i++) {
-                wc[i].copyFrom(ring[head]);
-                head = (head + 1) % ring.length;
-            }
-            count -= k;
-            return k;
-        } finally {
-            lock.unlock();
-        }
+    /** The CQE slot of index {@code index} (valid when below {@link #producerIndex()}). */
+    public Cqe cqe(long index) {
+        return ring[(int) (index % ring.length)];
     }
 
-    @Override
-    public void reqNotify(boolean solicited) {
-        dev.alive();
-        if (dead) {
-            throw new KernelException(Errno.EIO, "CQ: its device " + dev.name + " was removed by its driver");
-        }
+    public long producerIndex() {
+        return pi;
+    }
+
+    /** The consumer-index doorbell record: CQEs below {@code index} are consumed. */
+    public void consumerIndex(long index) {
+        ci = index;
+    }
+
+    /**
+     * Arms the CQ ({@code MLX4_CQ_DB_REQ_NOT} / {@code _SOL}): the next completion (solicited or
+     * error only, if asked) raises a completion event. Completions already waiting are not events.
+     */
+    public void arm(boolean solicitedOnlyEvents) {
         lock.lock();
         try {
-            // completions already waiting are not events; only new ones are (as the hardware arms)
             armed = true;
-            solicitedOnly = solicited;
+            solicitedOnly = solicitedOnlyEvents;
         } finally {
             lock.unlock();
         }
-    }
-
-    @Override
-    public IbvCompChannel channel() {
-        return channel;
-    }
-
-    @Override
-    public int cqe() {
-        return ring.length;
     }
 
     /** True when the CQ overran. */
     public boolean inError() {
+        return error;
+    }
+
+    /** The number of CQE slots. */
+    public int size() {
+        return ring.length;
+    }
+
+    void markDestroyed() {
         lock.lock();
         try {
-            return error;
+            destroyed = true;
         } finally {
             lock.unlock();
         }
     }
 
-    void deviceRemoved() {
-        if (channel != null) {
-            channel.wakeAll();
-        }
-    }
-
-    @Override
-    public void destroy() {
-        // under the device monitor, as createQp: no QP can start using the CQ between check and act
-        synchronized (dev) {
-            if (users.get() > 0) {
-                throw new KernelException(Errno.EBUSY, "CQ is still used by " + users.get() + " QP(s): destroy them first");
-            }
-            lock.lock();
-            try {
-                destroyed = true;
-            } finally {
-                lock.unlock();
-            }
-            dev.destroyed(this);
-        }
-    }
-
-    /** Whether {@link #destroy} ran; caller holds the device monitor. */
     boolean destroyedLocked() {
         lock.lock();
         try {

@@ -2,51 +2,34 @@ package org.peerdirect.hca.engine;
 
 import java.util.concurrent.atomic.AtomicInteger;
 
-import org.peerdirect.ib.core.verbs.IbvRecvWr;
-import org.peerdirect.ib.core.verbs.IbvSrq;
-import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.kernel.mm.KernelException.Errno;
-
-/** A shared receive queue. */
-public final class HwSrq implements IbvSrq {
+/**
+ * A shared receive queue ({@code SW2HW_SRQ}): receive WQEs shared by the QPs created with it. A
+ * receive completion of such a QP reports the WQE index in this queue.
+ */
+public final class HwSrq {
 
     final HcaDevice dev;
+    public final int srqn;
     final int pdn;
     final RecvQueue rq;
+    /** QPs attached; HW2SW_SRQ is refused while non-zero. Changed under the device monitor. */
     final AtomicInteger users = new AtomicInteger();
-    volatile boolean dead;
+    /** Guarded by the device monitor. */
+    boolean destroyed;
 
-    HwSrq(HcaDevice dev, int pdn, int maxWr, int maxSge) {
+    HwSrq(HcaDevice dev, int srqn, int pdn, int maxWr, int maxSge) {
         this.dev = dev;
+        this.srqn = srqn;
         this.pdn = pdn;
         this.rq = new RecvQueue(maxWr, maxSge);
     }
 
-    @Override
-    public void postRecv(IbvRecvWr wr) {
-        dev.alive();
-        if (dead) {
-            throw new KernelException(Errno.EIO, "SRQ: its device " + dev.name + " was removed by its driver");
-        }
-        rq.lock.lock();
-        try {
-            rq.postLocked(wr, dev.name, -1);
-        } finally {
-            rq.lock.unlock();
-        }
+    public RecvQueue queue() {
+        return rq;
     }
 
-    /** Guarded by the device monitor. */
-    boolean destroyed;
-
-    @Override
-    public void destroy() {
-        synchronized (dev) {
-            if (users.get() > 0) {
-                throw new KernelException(Errno.EBUSY, "SRQ is still used by " + users.get() + " QP(s)");
-            }
-            destroyed = true;
-            dev.destroyed(this);
-        }
+    /** The SRQ's doorbell record: the driver's new producer index. */
+    public void doorbell(long producerIndex) {
+        rq.doorbell(producerIndex);
     }
 }

@@ -3,8 +3,6 @@ package org.peerdirect.hca.engine;
 import java.util.Arrays;
 import java.util.concurrent.locks.StampedLock;
 
-import org.peerdirect.peermem.SgTable;
-
 /**
  * One memory protection table entry ({@code struct mlx4_mpt_entry}): key, protection domain,
  * the virtual range, access rights, and the translation of the range to IOVAs (the MTT: DMA
@@ -30,17 +28,23 @@ final class Mpt {
     final StampedLock lock = new StampedLock();
     volatile State state = State.VALID;
 
-    Mpt(int key, int pdn, long start, long length, int access, SgTable blocks) {
+    /** Access rights ({@code enum mlx4_perm} bits of the MPT entry's flags). */
+    static final int PERM_LOCAL_READ = 1 << 10;
+    static final int PERM_LOCAL_WRITE = 1 << 11;
+    static final int PERM_REMOTE_READ = 1 << 12;
+    static final int PERM_REMOTE_WRITE = 1 << 13;
+    static final int PERM_ATOMIC = 1 << 14;
+
+    Mpt(int key, int pdn, long start, long length, int access, long[] mttIova, long[] mttLength) {
         this.key = key;
         this.pdn = pdn;
         this.start = start;
         this.length = length;
         this.access = access;
-        blockOff = new long[blocks.nents() + 1];
-        blockIova = new long[blocks.nents()];
-        for (int i = 0; i < blocks.nents(); i++) {
-            blockOff[i + 1] = blockOff[i] + blocks.length(i);
-            blockIova[i] = blocks.dmaAddress(i);
+        blockOff = new long[mttIova.length + 1];
+        blockIova = mttIova.clone();
+        for (int i = 0; i < mttIova.length; i++) {
+            blockOff[i + 1] = blockOff[i] + mttLength[i];
         }
     }
 

@@ -2,80 +2,92 @@ package org.peerdirect.hca.engine;
 
 import java.util.concurrent.locks.ReentrantLock;
 
-import org.peerdirect.ib.core.verbs.IbvRecvWr;
-import org.peerdirect.ib.core.verbs.PostException;
-import org.peerdirect.kernel.mm.KernelException.Errno;
-
 /**
- * A ring of receive WQEs (a QP's RQ or an SRQ), preallocated. Lock rules: {@link #lock} guards
- * the ring; the responder takes it to consume, {@code post} to produce.
+ * A ring of receive WQE slots (a QP's receive queue or an SRQ). The driver produces: it fills the
+ * slot at its producer index (only while {@code producer - consumerIndex() < size()}) and writes
+ * the new producer index to the doorbell record ({@link HwQp#rqDoorbell} / {@link HwSrq#doorbell}).
+ * The hardware consumes.
+ *
+ * <p>Lock rules: {@link #consumerLock} serialises the hardware's consumers (responders of several
+ * requesters, flush, reset); it is a leaf except for the CQ lock a flush takes. Producer and
+ * consumer meet only through the volatile indices.
  */
-final class RecvQueue {
+public final class RecvQueue {
 
-    static final class Wqe {
-        long wrId;
-        int numSge;
-        final long[] addr;
-        final int[] len;
-        final int[] lkey;
-
-        Wqe(int maxSge) {
-            addr = new long[Math.max(1, maxSge)];
-            len = new int[Math.max(1, maxSge)];
-            lkey = new int[Math.max(1, maxSge)];
-        }
-    }
-
-    final Wqe[] ring;
-    final int maxSge;
-    final ReentrantLock lock = new ReentrantLock();
-    int head;
-    int count;
+    private final RecvWqe[] ring;
+    private final int maxSge;
+    final ReentrantLock consumerLock = new ReentrantLock();
+    /** Hardware consumer index; written under consumerLock. */
+    private volatile long head;
+    /** The doorbell record: the driver's producer index. */
+    private volatile long tail;
 
     RecvQueue(int maxWr, int maxSge) {
         this.maxSge = maxSge;
-        ring = new Wqe[Math.max(1, maxWr)];
+        ring = new RecvWqe[Math.max(1, maxWr)];
         for (int i = 0; i < ring.length; i++) {
-            ring[i] = new Wqe(maxSge);
+            ring[i] = new RecvWqe(maxSge);
         }
     }
 
-    /**
-     * Copies the chain in; caller holds {@link #lock}. {@code qpn} names the owner in errors
-     * ({@code -1} for an SRQ); the message is built only when a request is refused, so the post
-     * path allocates nothing.
-     */
-    void postLocked(IbvRecvWr wr, String device, int qpn) {
-        for (IbvRecvWr w = wr; w != null; w = w.next) {
-            if (w.numSge < 0 || w.numSge > maxSge) {
-                throw new PostException(Errno.EINVAL, who(device, qpn) + ": receive request " + w.wrId + " has " + w.numSge + " SGEs, max " + maxSge, w);
+    public int size() {
+        return ring.length;
+    }
+
+    public int maxSge() {
+        return maxSge;
+    }
+
+    /** The slot of WQE {@code index} (the driver fills it before ringing the doorbell past it). */
+    public RecvWqe slot(long index) {
+        return ring[(int) (index % ring.length)];
+    }
+
+    /** The hardware's consumer index: slots below it are free again. */
+    public long consumerIndex() {
+        return head;
+    }
+
+    void doorbell(long producerIndex) {
+        tail = producerIndex;
+    }
+
+    /** Takes the head WQE into {@code copy}; its index, or -1 when the queue is empty. */
+    long take(RecvWqe copy) {
+        consumerLock.lock();
+        try {
+            long h = head;
+            if (h == tail) {
+                return -1;
             }
-            if (count == ring.length) {
-                throw new PostException(Errno.ENOMEM, who(device, qpn) + ": receive queue full (" + ring.length + " requests)", w);
-            }
-            Wqe q = ring[(head + count) % ring.length];
-            q.wrId = w.wrId;
-            q.numSge = w.numSge;
-            for (int i = 0; i < w.numSge; i++) {
-                q.addr[i] = w.sgList[i].addr;
-                q.len[i] = w.sgList[i].length;
-                q.lkey[i] = w.sgList[i].lkey;
-            }
-            count++;
+            copy.copyFrom(slot(h));
+            head = h + 1;
+            return h;
+        } finally {
+            consumerLock.unlock();
         }
     }
 
-    private static String who(String device, int qpn) {
-        return qpn < 0 ? device + " SRQ" : String.format("QP 0x%x", qpn);
+    /** Completes every posted WQE with WR_FLUSH_ERR on {@code cq} (a QP in ERR). */
+    void flush(HwCq cq, int qpn) {
+        consumerLock.lock();
+        try {
+            for (long h = head; h != tail; h++) {
+                cq.push(qpn, false, h, Cqe.RECV_SEND, Outcome.WR_FLUSH_ERR, 0, 0, 0, 0, 0, false);
+                head = h + 1;
+            }
+        } finally {
+            consumerLock.unlock();
+        }
     }
 
-    /** The head WQE, or null; caller holds the lock and calls {@link #consumeLocked} to take it. */
-    Wqe peekLocked() {
-        return count == 0 ? null : ring[head];
-    }
-
-    void consumeLocked() {
-        head = (head + 1) % ring.length;
-        count--;
+    /** Drops every posted WQE without completions (a QP moved to RESET). */
+    void discard() {
+        consumerLock.lock();
+        try {
+            head = tail;
+        } finally {
+            consumerLock.unlock();
+        }
     }
 }

@@ -1,19 +1,27 @@
 /**
  * The HCA transport engine: what the silicon of an RDMA NIC does, shared by the ConnectX-3 and
- * (later) ConnectX-4+ personalities. Memory protection tables (MPT entries with their MTT-style
- * translations to IOVAs), completion queues, queue pairs with the RC and UD transports (PSNs,
- * acknowledgements, RNR NAK back-off, transport retries, flush on error), shared receive queues
- * and the {@link org.peerdirect.hca.engine.Fabric} that links the ports of devices in one JVM.
- * Every byte moves through the devices' IOMMU domains.
+ * (later) ConnectX-4+ personalities. It speaks hardware only: MPT entries (keys, PD numbers,
+ * {@code mlx4_perm} access bits, MTT translations to IOVAs), QP contexts with their state codes and
+ * transition commands, WQE slots with hardware opcodes, CQEs with syndromes, command statuses.
+ * It imports nothing of the IB core or the peer-memory API.
  *
- * <p>Simplifications, stated: the driver hands work requests to the device by a direct call
- * (a BlueFlame-style doorbell carrying the WQE) and completions are written into a CQ ring in
- * the device model rather than DMA'd into host memory; the payload always goes through the
- * IOMMU. The fabric is lossless, so transport retries happen only when the destination is
- * unreachable (its device removed, its QP not ready).
+ * <p>Split as rxe splits its files: {@link org.peerdirect.hca.engine.HwQp} (QP context and state
+ * machine, {@code rxe_qp.c}), {@code Requester} ({@code rxe_req.c} with the completer of
+ * {@code rxe_comp.c}), {@code Responder} ({@code rxe_resp.c}), {@code DmaMover} ({@code copy_data}),
+ * {@link org.peerdirect.hca.engine.HwCq} (the CQ writer, {@code rxe_cq.c}), {@code Scheduler} (the
+ * retransmit and RNR timers), {@link org.peerdirect.hca.engine.Fabric} (the subnet linking ports of
+ * devices in one JVM). Every byte moves through the devices' IOMMU domains.
+ *
+ * <p>Simplifications, stated: WQEs and CQEs are preallocated slots with the hardware fields rather
+ * than bytes in host memory read and written by DMA, doorbells are method calls rather than BAR
+ * writes, and CQ events reach the driver through a {@link org.peerdirect.hca.engine.CqEventHandler}
+ * rather than an EQ and MSI-X (the ConnectX-3 personality's documented firmware shortcut); the
+ * ConnectX-4+ personality will put the same engine behind descriptors in memory, BAR doorbells and
+ * MSI-X. The fabric is lossless, so transport retries happen only when the destination is
+ * unreachable (its device removed, its QP not ready) or the PSNs disagree.
  */
 @Export
-@Version("0.1.0")
+@Version("0.2.0")
 package org.peerdirect.hca.engine;
 
 import org.osgi.annotation.bundle.Export;

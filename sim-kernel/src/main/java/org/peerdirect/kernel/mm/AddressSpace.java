@@ -1052,11 +1052,71 @@ public final class AddressSpace {
 
     // ---------------------------------------------------------------------------------- exit & views
 
+    /** Files the process holds open (uverbs contexts); guarded by itself, with {@link #exiting}. */
+    private final java.util.Set<AutoCloseable> files = new java.util.LinkedHashSet<>();
+    /** Set under the files monitor when exit starts: no file opens after that. */
+    private boolean exiting;
+
     /**
-     * Process exit: notifiers see RELEASE over the whole space, then every mapping goes. Pins
+     * Records a file the process holds open ({@code fd_install}): {@link #exit()} closes it, as
+     * closing the process's file table closes {@code /dev/infiniband/uverbsN} and with it every
+     * RDMA object of the process.
+     *
+     * @throws KernelException EFAULT when the process is exiting or has exited
+     */
+    public void openFile(AutoCloseable file) {
+        synchronized (files) {
+            if (exiting) {
+                throw new KernelException(Errno.EFAULT, "process " + pid + " (" + name + ") is exiting: it opens no file");
+            }
+            files.add(file);
+        }
+    }
+
+    /** Forgets a file the process closed itself. */
+    public void closeFile(AutoCloseable file) {
+        synchronized (files) {
+            files.remove(file);
+        }
+    }
+
+    /** Files open now (for leak checks). */
+    public int openFiles() {
+        synchronized (files) {
+            return files.size();
+        }
+    }
+
+    /**
+     * Closes the process's files, newest first, before its memory goes. The kernel's
+     * {@code do_exit} tears the mm down before {@code exit_files}; closing first here means an RDMA
+     * object never sees its memory vanish under it (pins would keep the frames anyway). A file whose
+     * close fails is logged and forgotten: exit never stops half-way.
+     */
+    private void closeFiles() {
+        java.util.List<AutoCloseable> open;
+        synchronized (files) {
+            exiting = true;
+            open = new ArrayList<>(files);
+            files.clear();
+        }
+        java.util.Collections.reverse(open);
+        for (AutoCloseable f : open) {
+            try {
+                f.close();
+            } catch (Exception e) {
+                System.getLogger("org.peerdirect.kernel.mm").log(System.Logger.Level.WARNING,
+                        "process " + pid + " (" + name + "): closing " + f + " at exit failed", e);
+            }
+        }
+    }
+
+    /**
+     * Process exit: open files are closed first (see {@link #openFile}); then notifiers see RELEASE over the whole space, then every mapping goes. Pins
      * outlive the process: their frames are freed when unpinned.
      */
     public void exit() {
+        closeFiles();
         long stamp = mmapLock.writeLock();
         try {
             if (dead) {

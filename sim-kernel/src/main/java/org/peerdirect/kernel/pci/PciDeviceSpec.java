@@ -25,8 +25,18 @@ import java.util.Optional;
  * @param classCode 24-bit class code: base class, sub-class, programming interface (InfiniBand: 0x020700)
  * @param bars at most {@value #MAX_BARS} BARs with distinct indices, sorted by index
  * @param msixVectors MSI-X table size, 0..{@value #MAX_MSIX_VECTORS}
+ * @param firmware the model's direct firmware-call interface, or null: a documented shortcut for
+ *        models whose command interface is not simulated through MMIO (the ConnectX-3's), reached
+ *        by the bound driver through {@link PciFunction#firmware(Class)}. It is part of the spec so
+ *        it exists before the function appears on the bus: a driver never sees a function without it.
  */
-public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors) {
+public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors,
+        Object firmware) {
+
+    /** A function without a firmware shortcut. */
+    public PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors) {
+        this(name, vendorId, deviceId, classCode, bars, msixVectors, null);
+    }
 
     /** A function has six BAR registers. */
     public static final int MAX_BARS = 6;
@@ -113,6 +123,7 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
         private int classCode;
         private final List<Bar> bars = new ArrayList<>();
         private int msixVectors;
+        private Object firmware;
 
         private Builder(String name) {
             this.name = name;
@@ -149,8 +160,14 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
             return this;
         }
 
+        /** The model's direct firmware-call interface (see {@link PciDeviceSpec#firmware()}). */
+        public Builder firmware(Object firmware) {
+            this.firmware = firmware;
+            return this;
+        }
+
         public PciDeviceSpec build() {
-            return new PciDeviceSpec(name, vendorId, deviceId, classCode, bars, msixVectors);
+            return new PciDeviceSpec(name, vendorId, deviceId, classCode, bars, msixVectors, firmware);
         }
     }
 }

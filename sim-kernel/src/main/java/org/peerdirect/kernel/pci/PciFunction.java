@@ -111,6 +111,14 @@ public interface PciFunction {
      */
     void write32be(int bar, long offset, int value);
 
+    /**
+     * The model's direct firmware-call interface if it is of {@code type}, else empty. Only
+     * models without a simulated command interface have one (the ConnectX-3 model, documented
+     * there); a driver of such a model reaches its device's firmware through its function and
+     * nothing else. Present from the moment the function is on the bus.
+     */
+    <T> java.util.Optional<T> firmware(Class<T> type);
+
     // ---- driver side: interrupts ----
 
     /**

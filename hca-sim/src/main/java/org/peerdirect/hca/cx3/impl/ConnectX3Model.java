@@ -1,12 +1,8 @@
 package org.peerdirect.hca.cx3.impl;
 
 import java.util.ArrayList;
-import java.util.Dictionary;
-import java.util.Hashtable;
 import java.util.List;
 
-import org.osgi.framework.BundleContext;
-import org.osgi.framework.ServiceRegistration;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
@@ -36,44 +32,39 @@ public final class ConnectX3Model {
         int ports() default 1;
     }
 
-    private record Board(ConnectX3 cx3, PciFunction fn, IommuDomain domain, ServiceRegistration<ConnectX3> reg) {
+    private record Board(HcaDevice engine, PciFunction fn, IommuDomain domain) {
     }
 
     private final Iommu iommu;
     private final List<Board> boards = new ArrayList<>();
 
     @Activate
-    public ConnectX3Model(@Reference PciBus bus, @Reference Iommu iommu, @Reference Fabric fabric, BundleContext ctx, Config c) {
+    public ConnectX3Model(@Reference PciBus bus, @Reference Iommu iommu, @Reference Fabric fabric, Config c) {
         this.iommu = iommu;
         if (c.devices() < 0 || c.devices() > 16 || c.ports() < 1 || c.ports() > 2) {
             throw new IllegalArgumentException("org.peerdirect.hca.cx3: devices must be 0..16 and ports 1..2, not " + c.devices()
                     + "/" + c.ports());
         }
         for (int i = 0; i < c.devices(); i++) {
+            // the firmware is part of the function's spec: a driver never sees the function without it;
+            // the engine, named by the bus address, is attached right after (the driver's first
+            // firmware call waits for it, bounded)
+            ConnectX3Board board = new ConnectX3Board(ConnectX3Board.guid(i));
             PciFunction fn = bus.register(PciDeviceSpec.builder("Mellanox Technologies MT27500 Family [ConnectX-3]")
                     .vendorId(ConnectX3.VENDOR_ID).deviceId(ConnectX3.DEVICE_ID).classCode(0x020700)
-                    .bar(0, 1 << 20).bar(2, 8 << 20).msixVectors(8).build());
+                    .bar(0, 1 << 20).bar(2, 8 << 20).msixVectors(8).firmware(board).build());
             IommuDomain domain = iommu.createDomain(fn.bdf());
             HcaDevice engine = new HcaDevice(fn.bdf(), domain, fabric, c.ports());
-            ConnectX3 cx3 = new ConnectX3Board(fn.bdf(), engine, ConnectX3Board.guid(i));
-            Dictionary<String, Object> props = new Hashtable<>();
-            props.put("pci.bdf", fn.bdf());
-            // the firmware interface first: a driver that binds to the function finds it at once
-            ServiceRegistration<ConnectX3> reg = ctx.registerService(ConnectX3.class, cx3, props);
-            boards.add(new Board(cx3, fn, domain, reg));
+            board.attach(engine);
+            boards.add(new Board(engine, fn, domain));
         }
     }
 
     @Deactivate
     void deactivate() {
         for (Board b : boards) {
-            b.cx3.engine().remove();
+            b.engine.remove();
             b.fn.remove(); // the driver's removal listener and unbind run here, on this thread
-            try {
-                b.reg.unregister();
-            } catch (IllegalStateException alreadyGone) {
-                // the framework unregistered it with the stopping bundle
-            }
             iommu.destroyDomain(b.domain);
         }
         boards.clear();

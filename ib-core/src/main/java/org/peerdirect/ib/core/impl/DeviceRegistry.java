@@ -1,41 +1,92 @@
 package org.peerdirect.ib.core.impl;
 
 import java.util.Comparator;
+import java.util.Dictionary;
+import java.util.Hashtable;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.ServiceRegistration;
+import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
 import org.osgi.service.component.annotations.ReferencePolicyOption;
+import org.peerdirect.ib.core.provider.IbDeviceOps;
+import org.peerdirect.ib.core.uverbs.IbDevice;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 
 /**
- * The device registry ({@code ib_register_device} / {@code ibv_get_device_list}): providers
- * publish {@link IbvDevice} services; users see them come and go here.
+ * The device registry ({@code ib_register_device} / {@code ib_unregister_device} /
+ * {@code ibv_get_device_list}): drivers publish {@link IbDeviceOps} services; for each the core
+ * publishes the user-facing {@link IbvDevice} (property {@value IbvDevice#NAME_PROPERTY}), the way
+ * {@code ib_client}s are told of a new device. When a driver's service goes, the user-facing service
+ * goes first, then the device is disassociated (every later verb EIO), before the driver tears its
+ * hardware down.
  */
 @Component(service = IbvDeviceList.class, immediate = true)
 public final class DeviceRegistry implements IbvDeviceList {
 
-    private final List<IbvDevice> devices = new CopyOnWriteArrayList<>();
+    private record Registered(IbDevice dev, ServiceRegistration<IbvDevice> reg) {
+    }
+
+    private final BundleContext ctx;
+    private final Map<IbDeviceOps, Registered> devices = new ConcurrentHashMap<>();
+    private volatile boolean active = true;
+
+    @Activate
+    public DeviceRegistry(BundleContext ctx) {
+        this.ctx = ctx;
+    }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
             policyOption = ReferencePolicyOption.GREEDY, unbind = "removeDevice")
-    void addDevice(IbvDevice d) {
-        devices.add(d);
+    void addDevice(IbDeviceOps ops) {
+        IbDevice dev = new IbDevice(ops);
+        Dictionary<String, Object> props = new Hashtable<>();
+        props.put(IbvDevice.NAME_PROPERTY, ops.name());
+        props.put("ib.device.driver", ops.driver());
+        ServiceRegistration<IbvDevice> reg = ctx == null ? null : ctx.registerService(IbvDevice.class, dev, props);
+        devices.put(ops, new Registered(dev, reg));
     }
 
-    void removeDevice(IbvDevice d) {
-        devices.remove(d);
+    void removeDevice(IbDeviceOps ops) {
+        Registered r = devices.remove(ops);
+        if (r == null) {
+            return;
+        }
+        if (r.reg() != null) {
+            try {
+                r.reg().unregister();
+            } catch (IllegalStateException alreadyGone) {
+                // unregistered with the stopping bundle
+            }
+        }
+        r.dev().disassociate();
+    }
+
+    @Deactivate
+    void deactivate() {
+        active = false;
+        for (IbDeviceOps ops : List.copyOf(devices.keySet())) {
+            removeDevice(ops);
+        }
     }
 
     @Override
     public List<IbvDevice> devices() {
-        return devices.stream().filter(d -> !d.removed()).sorted(Comparator.comparing(IbvDevice::name)).toList();
+        if (!active) {
+            return List.of();
+        }
+        return devices.values().stream().map(Registered::dev).filter(d -> !d.removed()).map(d -> (IbvDevice) d)
+                .sorted(Comparator.comparing(IbvDevice::name)).toList();
     }
 
     @Override

@@ -1,4 +1,4 @@
-package org.peerdirect.hca.engine;
+package org.peerdirect.ib.core.uverbs;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -10,20 +10,24 @@ import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 
-/** A completion channel: CQ events queued for {@link #getCqEvent}. Its lock is a leaf. */
-public final class HwCompChannel implements IbvCompChannel {
+/**
+ * A completion channel ({@code ib_uverbs_completion_event_file}): CQ events queued for
+ * {@link #getCqEvent}. Its lock is a leaf.
+ */
+final class UCompChannel implements IbvCompChannel {
 
-    private final HcaDevice dev;
+    final UContext ctx;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition ready = lock.newCondition();
     private final ArrayDeque<IbvCq> events = new ArrayDeque<>();
     private long acked;
-    /** Its device was removed or reset: waiting is over (guarded by lock). */
-    private boolean dead;
     private long delivered;
+    /** The device went or the context closed: waiting is over (guarded by lock). */
+    private boolean dead;
+    private boolean destroyed;
 
-    HwCompChannel(HcaDevice dev) {
-        this.dev = dev;
+    UCompChannel(UContext ctx) {
+        this.ctx = ctx;
     }
 
     void signal(IbvCq cq) {
@@ -52,8 +56,11 @@ public final class HwCompChannel implements IbvCompChannel {
         lock.lock();
         try {
             while (events.isEmpty()) {
-                if (dev.removed || dead) {
-                    throw new KernelException(Errno.EIO, "device " + dev.name + " was removed");
+                if (ctx.dev.removed) {
+                    throw ctx.dev.removedError();
+                }
+                if (dead || destroyed) {
+                    throw new KernelException(Errno.EIO, "ibv_get_cq_event: the channel's context was closed");
                 }
                 if (left <= 0) {
                     return null;
@@ -71,11 +78,10 @@ public final class HwCompChannel implements IbvCompChannel {
     public void ackCqEvents(IbvCq cq, int n) {
         lock.lock();
         try {
-            acked += n;
-            if (acked > delivered) {
-                acked -= n;
-                throw new KernelException(Errno.EINVAL, "ack of " + n + " events, only " + (delivered - acked) + " unacked");
+            if (n < 0 || acked + n > delivered) {
+                throw new KernelException(Errno.EINVAL, "ibv_ack_cq_events: ack of " + n + " events, only " + (delivered - acked) + " unacked");
             }
+            acked += n;
         } finally {
             lock.unlock();
         }
@@ -86,11 +92,14 @@ public final class HwCompChannel implements IbvCompChannel {
         lock.lock();
         try {
             if (delivered != acked) {
-                throw new KernelException(Errno.EBUSY, (delivered - acked) + " CQ events are not acknowledged (ibv_ack_cq_events)");
+                throw new KernelException(Errno.EBUSY, "ibv_destroy_comp_channel: " + (delivered - acked)
+                        + " CQ events are not acknowledged (ibv_ack_cq_events)");
             }
+            destroyed = true;
+            ready.signalAll();
         } finally {
             lock.unlock();
         }
+        ctx.channels.remove(this);
     }
-
 }

@@ -1,0 +1,242 @@
+package org.peerdirect.hca.engine;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The requester of one QP ({@code rxe_req.c} with the completer's part of {@code rxe_comp.c}):
+ * executes the send queue in order, one thread at a time; runs the responder of the destination
+ * QP in its own thread (so a send completes with no hand-off); retries after RNR NAKs and missing
+ * acknowledgements through the device {@link Scheduler}; completes WQEs through the CQ writer.
+ *
+ * <p>Lock rules: {@link #wip} admits exactly one thread into the drain loop; {@link #stalled},
+ * the retry counters and the scratch cursors belong to that thread.
+ */
+final class Requester {
+
+    private final HwQp qp;
+    private final AtomicInteger wip = new AtomicInteger();
+    private volatile boolean stalled;
+    private int rnrLeft = -1;
+    private int retryLeft = -1;
+    private final Runnable resume = () -> {
+        stalled = false;
+        doorbell();
+    };
+
+    // scratch of the executing requester (owned by the wip holder); the responder fills remote
+    final Segs local;
+    final Segs remote;
+    final Segs grhSrc = new Segs(1);
+    final MemorySegment scratch;
+    final RecvWqe recvCopy = new RecvWqe(HcaDevice.MAX_SGE);
+
+    Requester(HwQp qp, Arena arena) {
+        this.qp = qp;
+        this.scratch = arena.allocate(64, 8);
+        int segs = Math.max(qp.maxSendSge(), HcaDevice.MAX_SGE);
+        this.local = new Segs(segs);
+        this.remote = new Segs(segs);
+    }
+
+    void unstall() {
+        stalled = false;
+    }
+
+    /** Rings the doorbell: the caller (or the thread already executing) drains the send queue. */
+    void doorbell() {
+        if (wip.getAndIncrement() != 0) {
+            return;
+        }
+        int missed = 1;
+        for (;;) {
+            try {
+                processSq();
+            } catch (RuntimeException e) {
+                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": send queue drain failed", e);
+            }
+            missed = wip.addAndGet(-missed);
+            if (missed == 0) {
+                return;
+            }
+        }
+    }
+
+    private void processSq() {
+        for (;;) {
+            long h = qp.sqHead;
+            long d = qp.discardTo;
+            if (h < d) {
+                // a reset or destroy discarded these, also a WQE stalled for a retry
+                qp.sqHead = d;
+                rnrLeft = -1;
+                stalled = false;
+                h = d;
+            }
+            if (stalled || h == qp.sqTail) {
+                return;
+            }
+            SendWqe w = qp.sqSlot(h);
+            HwQpState st = qp.state;
+            if (st == HwQpState.ERR) {
+                rnrLeft = -1;
+                complete(w, h, Outcome.WR_FLUSH_ERR, 0);
+                qp.stats.flushed.incrementAndGet();
+                qp.sqHead = h + 1;
+                continue;
+            }
+            if (!st.sends()) {
+                return;
+            }
+            if (rnrLeft < 0) {
+                rnrLeft = qp.rnrRetry;
+                retryLeft = qp.retryCount;
+            }
+            Outcome o;
+            try {
+                o = qp.serviceType == HcaDevice.ST_RC ? executeRc(w) : executeUd(w);
+            } catch (RuntimeException e) {
+                // an engine bug must not wedge the queue: the WQE fails, the QP goes to ERR
+                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": WQE " + h + " failed", e);
+                o = Outcome.LOC_QP_OP_ERR;
+            }
+            if (o == Outcome.RNR_NAK) {
+                qp.dev.rnrNaks.incrementAndGet();
+                if (qp.rnrRetry != 7 && rnrLeft-- == 0) {
+                    fail(w, h, Outcome.RNR_RETRY_EXC_ERR);
+                    continue;
+                }
+                stall(QpContext.rnrTimerNanos(rnrTimerOfPeer()));
+                return;
+            }
+            if (o == Outcome.NO_ACK) {
+                qp.dev.retries.incrementAndGet();
+                if (retryLeft-- == 0) {
+                    fail(w, h, Outcome.RETRY_EXC_ERR);
+                    continue;
+                }
+                stall(QpContext.ackTimeoutNanos(qp.ackTimeout == 0 ? 14 : qp.ackTimeout));
+                return;
+            }
+            rnrLeft = -1;
+            if (o != Outcome.SUCCESS) {
+                fail(w, h, o);
+                continue;
+            }
+            qp.stats.completed.incrementAndGet();
+            if ((w.ctrl & Wqe.CTRL_CQ_UPDATE) != 0 || qp.sqSigAll) {
+                if (!complete(w, h, Outcome.SUCCESS, (int) w.length)) {
+                    qp.sqHead = h + 1;
+                    qp.toError();
+                    continue;
+                }
+            }
+            qp.sqHead = h + 1;
+        }
+    }
+
+    private void fail(SendWqe w, long h, Outcome o) {
+        rnrLeft = -1;
+        qp.stats.errors.incrementAndGet();
+        complete(w, h, o, 0);
+        qp.sqHead = h + 1;
+        qp.toError();
+    }
+
+    private int rnrTimerOfPeer() {
+        HwQp r = qp.dev.fabric.resolve(qp.dlid, qp.destQpn);
+        return r == null ? 12 : r.minRnrTimer;
+    }
+
+    private void stall(long nanos) {
+        if (qp.dev.removed) {
+            return; // the device is going away: the next doorbell flushes
+        }
+        stalled = true;
+        if (!qp.dev.scheduler.schedule(resume, nanos)) {
+            stalled = false;
+        }
+    }
+
+    private boolean complete(SendWqe w, long index, Outcome o, int byteLen) {
+        return qp.scq.push(qp.qpn, true, index, w.opcode, o, byteLen, 0, 0, 0, 0, false);
+    }
+
+    /** Resolves the local data segments into {@link #local}; an error outcome or null. */
+    private Outcome gatherLocal(SendWqe w, boolean needWrite) {
+        local.reset(qp.dev);
+        if ((w.ctrl & Wqe.CTRL_INLINE) != 0) {
+            local.inline(w.inline, 0, w.inlineLen);
+            return null;
+        }
+        for (int i = 0; i < w.numSge; i++) {
+            long l = w.byteCount[i] & 0xFFFF_FFFFL;
+            if (l == 0) {
+                continue;
+            }
+            Mpt m = qp.dev.mpt(w.lkey[i]);
+            if (m == null || m.state != Mpt.State.VALID || m.pdn != qp.pdn || !m.contains(w.addr[i], l)
+                    || needWrite && (m.access & Mpt.PERM_LOCAL_WRITE) == 0) {
+                return Outcome.LOC_PROT_ERR;
+            }
+            local.add(m, w.addr[i], l);
+        }
+        return null;
+    }
+
+    private Outcome executeRc(SendWqe w) {
+        long len = w.length;
+        if (len > 0x8000_0000L) {
+            return Outcome.LOC_LEN_ERR;
+        }
+        boolean atomic = Wqe.isAtomic(w.opcode);
+        Outcome o = gatherLocal(w, Wqe.readsResponse(w.opcode));
+        if (o != null) {
+            return o;
+        }
+        if (atomic && (local.n != 1 || len != 8)) {
+            return Outcome.LOC_LEN_ERR;
+        }
+        HwQp r = qp.dev.fabric.resolve(qp.dlid, qp.destQpn);
+        HcaPort me = qp.dev.ports[qp.portNum - 1];
+        if (r == null || !me.active || r.serviceType != HcaDevice.ST_RC || r.destQpn != qp.qpn || r.dlid != me.lid
+                || !r.state.receives()) {
+            return Outcome.NO_ACK;
+        }
+        int packets = atomic ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
+        if (r.ePsn != qp.sqPsn) {
+            return Outcome.NO_ACK; // out-of-sequence NAK: the requester retransmits; misconfigured PSNs end in RETRY_EXC_ERR
+        }
+        o = Responder.respondRc(r, this, qp, w, len);
+        if (o.responderFatal()) {
+            r.toError(); // as rxe's do_class_ac_error
+        }
+        if (o != Outcome.RNR_NAK) {
+            qp.sqPsn = (qp.sqPsn + packets) & 0xFFFFFF;
+            r.ePsn = (r.ePsn + packets) & 0xFFFFFF;
+        }
+        return o;
+    }
+
+    private Outcome executeUd(SendWqe w) {
+        long len = w.length;
+        if (len > qp.mtu) {
+            return Outcome.LOC_LEN_ERR;
+        }
+        Outcome o = gatherLocal(w, false);
+        if (o != null) {
+            return o;
+        }
+        HwQp r = qp.dev.fabric.resolve(w.dlid, w.remoteQpn);
+        if (r == null || r.serviceType != HcaDevice.ST_UD || !qp.dev.ports[qp.portNum - 1].active || !r.state.receives()) {
+            return Outcome.SUCCESS; // unreliable: the datagram is lost, the send still completes
+        }
+        int useQkey = w.remoteQkey < 0 ? qp.qkey : w.remoteQkey;
+        if (useQkey != r.qkey) {
+            return Outcome.SUCCESS; // Q_Key mismatch: silently dropped at the receiver
+        }
+        Responder.deliverUd(r, this, qp, w, len);
+        return Outcome.SUCCESS;
+    }
+}

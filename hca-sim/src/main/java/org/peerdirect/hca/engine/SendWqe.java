@@ -1,0 +1,51 @@
+package org.peerdirect.hca.engine;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One send WQE slot of a send queue: control segment (opcode, flags, immediate), remote-address
+ * segment (RDMA, atomics), atomic segment, datagram segment (UD address vector), data segments
+ * (address, byte count, lkey) or inline data. The driver fills a slot it owns (index between the
+ * hardware's consumer index and the queue size ahead of it), then rings the doorbell with the new
+ * producer index.
+ *
+ * <p>Simplification, stated: the ConnectX-3 model keeps WQEs as fields of preallocated slots the
+ * device hands out, not as bytes in host memory read by DMA (the BlueFlame-style shortcut of this
+ * personality). The fields are exactly those of the hardware segments.
+ */
+public final class SendWqe {
+    public int opcode;
+    /** {@link Wqe}{@code .CTRL_*} bits. */
+    public int ctrl;
+    public int imm;
+    public long remoteAddr;
+    public int rkey;
+    /** Atomic segment: compare (CS) or add (FA) value, and swap value (CS). */
+    public long compareAdd;
+    public long swap;
+    /** Datagram segment: destination LID, QPN and Q_Key; a negative Q_Key means "the QP's". */
+    public int dlid;
+    public int remoteQpn;
+    public int remoteQkey;
+    public int numSge;
+    public final long[] addr;
+    public final int[] byteCount;
+    public final int[] lkey;
+    /** Inline data (max_inline_data bytes), valid for {@code inlineLen} bytes when CTRL_INLINE. */
+    public final MemorySegment inline;
+    public int inlineLen;
+    /** The message length: the data segments' sum, or the inline length. */
+    public long length;
+
+    SendWqe(int maxSge, MemorySegment inline) {
+        addr = new long[Math.max(1, maxSge)];
+        byteCount = new int[Math.max(1, maxSge)];
+        lkey = new int[Math.max(1, maxSge)];
+        this.inline = inline;
+    }
+
+    /** Data-segment capacity of this slot. */
+    public int maxSge() {
+        return addr.length;
+    }
+}

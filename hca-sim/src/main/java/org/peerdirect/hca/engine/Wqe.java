@@ -1,0 +1,50 @@
+package org.peerdirect.hca.engine;
+
+/**
+ * The work-queue vocabulary of the silicon: WQE opcodes and control flags as the ConnectX
+ * hardware defines them ({@code MLX4_OPCODE_*} in {@code include/linux/mlx4/qp.h}; the mlx5 values
+ * are the same), shared by the send-WQE layout {@link SendWqe} and the receive-WQE layout
+ * {@link RecvWqe}.
+ */
+public final class Wqe {
+
+    public static final int OP_RDMA_WRITE = 0x08;
+    public static final int OP_RDMA_WRITE_IMM = 0x09;
+    public static final int OP_SEND = 0x0a;
+    public static final int OP_SEND_IMM = 0x0b;
+    public static final int OP_RDMA_READ = 0x10;
+    public static final int OP_ATOMIC_CS = 0x11;
+    public static final int OP_ATOMIC_FA = 0x12;
+
+    /** Control segment: generate a CQE on success ({@code MLX4_WQE_CTRL_CQ_UPDATE}). */
+    public static final int CTRL_CQ_UPDATE = 1;
+    /** Control segment: solicited event at the responder ({@code MLX4_WQE_CTRL_SOLICITED}). */
+    public static final int CTRL_SOLICITED = 1 << 1;
+    /** Control segment: fence ({@code MLX4_WQE_CTRL_FENCE}). */
+    public static final int CTRL_FENCE = 1 << 2;
+    /** The data segment is inline ({@code MLX4_INLINE_SEG}): the bytes travel in the WQE. */
+    public static final int CTRL_INLINE = 1 << 3;
+
+    private Wqe() {
+    }
+
+    /** True for opcodes that carry an immediate. */
+    public static boolean hasImm(int op) {
+        return op == OP_SEND_IMM || op == OP_RDMA_WRITE_IMM;
+    }
+
+    public static boolean isAtomic(int op) {
+        return op == OP_ATOMIC_CS || op == OP_ATOMIC_FA;
+    }
+
+    /** True for opcodes the responder answers with data (READ, atomics): local SGEs are written. */
+    public static boolean readsResponse(int op) {
+        return op == OP_RDMA_READ || isAtomic(op);
+    }
+
+    /** True when the opcode is one the engine executes. */
+    public static boolean valid(int op) {
+        return op == OP_RDMA_WRITE || op == OP_RDMA_WRITE_IMM || op == OP_SEND || op == OP_SEND_IMM || op == OP_RDMA_READ
+                || isAtomic(op);
+    }
+}

@@ -1,0 +1,121 @@
+package org.peerdirect.ib.core.uverbs;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.peerdirect.ib.core.provider.IbDeviceOps;
+import org.peerdirect.ib.core.provider.IbUcontextOps;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/**
+ * The core's device ({@code struct ib_device} as users see it, {@code ib_uverbs_device}): it
+ * wraps the driver's {@link IbDeviceOps}, opens contexts, and disassociates them when the device
+ * goes.
+ *
+ * <p>Lock rules: {@code this} guards {@link #removed}'s transition and the context list against
+ * a concurrent open (so no context escapes the disassociation).
+ */
+public final class IbDevice implements IbvDevice {
+
+    final IbDeviceOps ops;
+    final IbvDeviceAttr attr;
+    private final List<UContext> contexts = new CopyOnWriteArrayList<>();
+    volatile boolean removed;
+
+    public IbDevice(IbDeviceOps ops) {
+        this.ops = ops;
+        this.attr = ops.queryDevice();
+    }
+
+    @Override
+    public String name() {
+        return ops.name();
+    }
+
+    @Override
+    public long nodeGuid() {
+        return ops.nodeGuid();
+    }
+
+    @Override
+    public String driver() {
+        return ops.driver();
+    }
+
+    /** The driver's device. */
+    public IbDeviceOps ops() {
+        return ops;
+    }
+
+    @Override
+    public IbvContext open(AddressSpace process) {
+        if (process == null || process.exited()) {
+            throw new KernelException(Errno.EINVAL, name() + ": ibv_open_device needs a live process");
+        }
+        UContext c;
+        synchronized (this) {
+            alive();
+            IbUcontextOps u = ops.allocUcontext(process);
+            c = new UContext(this, process, u);
+            contexts.add(c);
+        }
+        try {
+            process.openFile(c); // the process's exit closes the context (uverbs file release)
+        } catch (KernelException e) {
+            c.close();
+            throw e;
+        }
+        return c;
+    }
+
+    void closed(UContext c) {
+        contexts.remove(c);
+    }
+
+    void alive() {
+        if (removed) {
+            throw removedError();
+        }
+    }
+
+    KernelException removedError() {
+        return new KernelException(Errno.EIO, "device " + name() + " was removed");
+    }
+
+    @Override
+    public boolean removed() {
+        return removed;
+    }
+
+    /** Contexts open now. */
+    public int openContexts() {
+        return contexts.size();
+    }
+
+    /**
+     * {@code ib_uverbs_remove_one} / disassociate: from now on every verb fails with EIO; channel
+     * waiters wake with EIO; every MR is deregistered (its memory goes back, its key is revoked);
+     * QPs move to the error state. Objects stay for their owners to destroy. Idempotent.
+     */
+    public void disassociate() {
+        synchronized (this) {
+            if (removed) {
+                return;
+            }
+            removed = true;
+        }
+        for (UContext c : contexts) {
+            c.disassociate();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return name();
+    }
+}

@@ -1,0 +1,99 @@
+package org.peerdirect.ib.core.uverbs;
+
+import org.peerdirect.ib.core.provider.IbMrOps;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/**
+ * {@code struct ib_mr}: the driver's MR. Deregistered once, by whoever comes first: the user, the
+ * context's close, the process's exit, or the device's disassociation. {@code this} guards the flags.
+ */
+final class UMr implements IbvMr {
+    final UPd pd;
+    final IbMrOps ops;
+    private final long addr;
+    private final long length;
+    private final int access;
+    /** The driver's MR is gone (by anyone). */
+    private boolean released;
+    /** The user called dereg. */
+    private boolean deregistered;
+
+    UMr(UPd pd, IbMrOps ops, long addr, long length, int access) {
+        this.pd = pd;
+        this.ops = ops;
+        this.addr = addr;
+        this.length = length;
+        this.access = access;
+    }
+
+    @Override
+    public int lkey() {
+        return ops.lkey();
+    }
+
+    @Override
+    public int rkey() {
+        return ops.rkey();
+    }
+
+    @Override
+    public long addr() {
+        return addr;
+    }
+
+    @Override
+    public long length() {
+        return length;
+    }
+
+    @Override
+    public int access() {
+        return access;
+    }
+
+    @Override
+    public IbvPd pd() {
+        return pd;
+    }
+
+    @Override
+    public boolean isPeer() {
+        return ops.isPeer();
+    }
+
+    @Override
+    public boolean invalidated() {
+        return ops.invalidated();
+    }
+
+    /** Releases the driver's MR if nobody did yet (disassociation, close). */
+    synchronized void release() {
+        if (!released) {
+            released = true;
+            ops.deregMr();
+        }
+    }
+
+    @Override
+    public void dereg() {
+        synchronized (this) {
+            if (deregistered) {
+                throw new KernelException(Errno.EINVAL, "ibv_dereg_mr: MR with lkey 0x" + Integer.toHexString(lkey()) + " is already deregistered");
+            }
+            deregistered = true;
+        }
+        try {
+            release();
+        } finally {
+            pd.mrs.remove(this);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return ops.toString();
+    }
+}

@@ -1,0 +1,200 @@
+package org.peerdirect.ib.core.uverbs;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.peerdirect.ib.core.provider.IbPdOps;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvAh;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvSrq;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/**
+ * {@code struct ib_pd} and the objects created in it; the checks the core does once for every
+ * driver before it asks the driver.
+ */
+final class UPd implements IbvPd {
+
+    final UContext ctx;
+    final IbPdOps ops;
+    final List<UMr> mrs = new CopyOnWriteArrayList<>();
+    final List<UQp> qps = new CopyOnWriteArrayList<>();
+    final List<USrq> srqs = new CopyOnWriteArrayList<>();
+    final List<UAh> ahs = new CopyOnWriteArrayList<>();
+    private volatile boolean deallocated;
+
+    UPd(UContext ctx, IbPdOps ops) {
+        this.ctx = ctx;
+        this.ops = ops;
+    }
+
+    private void alive() {
+        ctx.alive();
+        if (deallocated) {
+            throw new KernelException(Errno.EINVAL, ctx.dev.name() + ": the PD was deallocated");
+        }
+    }
+
+    @Override
+    public IbvContext context() {
+        return ctx;
+    }
+
+    /**
+     * {@code ib_uverbs_reg_mr}: {@code ib_check_mr_access} (known flags; remote write or atomic
+     * needs local write; on-demand only on a device with ODP), then the driver.
+     */
+    @Override
+    public IbvMr regMr(long addr, long length, int access) {
+        alive();
+        if ((access & ~IbAccess.SUPPORTED) != 0) {
+            throw new KernelException(Errno.EINVAL, "ibv_reg_mr: unknown access flags 0x" + Integer.toHexString(access & ~IbAccess.SUPPORTED));
+        }
+        if ((access & (IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC)) != 0 && (access & IbAccess.LOCAL_WRITE) == 0) {
+            throw new KernelException(Errno.EINVAL, "ibv_reg_mr: REMOTE_WRITE or REMOTE_ATOMIC needs LOCAL_WRITE (ib_check_mr_access)");
+        }
+        if ((access & IbAccess.ON_DEMAND) != 0 && (ctx.dev.attr.odpCaps().generalCaps() & IbvDeviceAttr.ODP_SUPPORT) == 0) {
+            throw new KernelException(Errno.EOPNOTSUPP, "ibv_reg_mr: Operation not supported: " + ctx.dev.name()
+                    + " has no on-demand paging (IB_ACCESS_ON_DEMAND; odp_caps.general_caps lacks IBV_ODP_SUPPORT)");
+        }
+        if (length <= 0 || Long.compareUnsigned(length, ctx.dev.attr.maxMrSize()) > 0) {
+            throw new KernelException(Errno.EINVAL, "ibv_reg_mr: length " + length + " is not 1.." + Long.toUnsignedString(ctx.dev.attr.maxMrSize()));
+        }
+        UMr mr = new UMr(this, ops.regUserMr(addr, length, access), addr, length, access);
+        mrs.add(mr);
+        if (ctx.dev.removed) {
+            mr.release(); // removed while registering: the disassociation did not see this MR
+        }
+        return mr;
+    }
+
+    @Override
+    public IbvQp createQp(IbvQpInitAttr a) {
+        alive();
+        if (a.qpType == null) {
+            throw new KernelException(Errno.EINVAL, "ibv_create_qp: no QP type");
+        }
+        UCq scq = cqOf(a.sendCq, "send");
+        UCq rcq = cqOf(a.recvCq, "receive");
+        USrq srq = null;
+        if (a.srq != null) {
+            if (!(a.srq instanceof USrq s) || s.pd.ctx != ctx) {
+                throw new KernelException(Errno.EINVAL, "ibv_create_qp: the SRQ belongs to another context");
+            }
+            srq = s;
+        }
+        IbvDeviceAttr d = ctx.dev.attr;
+        if (a.maxSendWr < 1 || a.maxSendWr > d.maxQpWr() || a.maxRecvWr < 0 || a.maxRecvWr > d.maxQpWr() || a.maxSendSge < 1
+                || a.maxSendSge > d.maxSge() || a.maxRecvSge < 0 || a.maxRecvSge > d.maxSge() || a.maxInlineData < 0
+                || a.maxInlineData > d.maxInlineData()) {
+            throw new KernelException(Errno.EINVAL, String.format(
+                    "ibv_create_qp: caps (%d/%d WRs, %d/%d SGEs, %d inline) exceed %s (max_qp_wr %d, max_sge %d, max_inline_data %d)",
+                    a.maxSendWr, a.maxRecvWr, a.maxSendSge, a.maxRecvSge, a.maxInlineData, ctx.dev.name(), d.maxQpWr(), d.maxSge(),
+                    d.maxInlineData()));
+        }
+        UQp qp;
+        // under the context monitor: a CQ or SRQ cannot be destroyed between the check and the use count
+        synchronized (ctx) {
+            if (scq.destroyed() || rcq.destroyed() || srq != null && srq.destroyed()) {
+                throw new KernelException(Errno.EINVAL, "ibv_create_qp: a CQ or the SRQ of the new QP is destroyed");
+            }
+            qp = new UQp(this, a, ops.createQp(a, scq.ops, rcq.ops, srq == null ? null : srq.ops), scq, rcq, srq);
+            scq.usecnt.incrementAndGet();
+            rcq.usecnt.incrementAndGet();
+            if (srq != null) {
+                srq.usecnt.incrementAndGet();
+            }
+            qps.add(qp);
+        }
+        return qp;
+    }
+
+    private UCq cqOf(Object cq, String which) {
+        if (cq == null) {
+            throw new KernelException(Errno.EINVAL, "ibv_create_qp: a QP needs a " + which + " CQ");
+        }
+        if (!(cq instanceof UCq c) || c.ctx != ctx) {
+            throw new KernelException(Errno.EINVAL, "ibv_create_qp: the " + which + " CQ belongs to another context");
+        }
+        return c;
+    }
+
+    @Override
+    public IbvSrq createSrq(int maxWr, int maxSge) {
+        alive();
+        IbvDeviceAttr d = ctx.dev.attr;
+        if (maxWr < 1 || maxWr > d.maxSrqWr() || maxSge < 1 || maxSge > d.maxSrqSge()) {
+            throw new KernelException(Errno.EINVAL, "ibv_create_srq: " + maxWr + " requests of " + maxSge + " SGEs exceed " + ctx.dev.name()
+                    + " (max_srq_wr " + d.maxSrqWr() + ", max_srq_sge " + d.maxSrqSge() + ")");
+        }
+        USrq s = new USrq(this, ops.createSrq(maxWr, maxSge));
+        srqs.add(s);
+        return s;
+    }
+
+    @Override
+    public IbvAh createAh(int dlid, int portNum) {
+        alive();
+        ctx.checkPort(portNum);
+        if (dlid <= 0 || dlid >= 0xC000) {
+            throw new KernelException(Errno.EINVAL, "ibv_create_ah: DLID " + dlid + " is not a unicast LID (1..0xbfff)");
+        }
+        UAh ah = new UAh(this, ops.createAh(dlid, portNum));
+        ahs.add(ah);
+        return ah;
+    }
+
+    @Override
+    public void dealloc() {
+        synchronized (ctx) {
+            if (!mrs.isEmpty() || !qps.isEmpty() || !srqs.isEmpty() || !ahs.isEmpty()) {
+                throw new KernelException(Errno.EBUSY, String.format("ibv_dealloc_pd: PD still has %d MRs, %d QPs, %d SRQs, %d AHs",
+                        mrs.size(), qps.size(), srqs.size(), ahs.size()));
+            }
+            if (deallocated) {
+                return;
+            }
+            deallocated = true;
+        }
+        ops.deallocPd();
+        ctx.pds.remove(this);
+    }
+
+    /** Disassociation: QPs to error (where the driver still can), every MR's memory back. */
+    void disassociate() {
+        for (UQp qp : qps) {
+            qp.toErrorQuietly();
+        }
+        for (UMr mr : mrs) {
+            mr.release();
+        }
+    }
+
+    /** Context close: QPs, SRQs, MRs, AHs, then the PD. */
+    void destroyAll() {
+        for (UQp qp : qps) {
+            qp.destroy();
+        }
+        for (USrq s : srqs) {
+            s.destroy();
+        }
+        for (UMr mr : mrs) {
+            mr.release();
+        }
+        mrs.clear();
+        for (UAh ah : ahs) {
+            ah.destroy();
+        }
+        if (!deallocated) {
+            deallocated = true;
+            ops.deallocPd();
+        }
+    }
+}

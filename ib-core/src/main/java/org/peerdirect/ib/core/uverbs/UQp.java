@@ -1,0 +1,155 @@
+package org.peerdirect.ib.core.uverbs;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.peerdirect.ib.core.provider.IbQpOps;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/**
+ * {@code struct ib_qp}: the driver's QP, with the checks of {@code ib_modify_qp_is_ok} and the IB
+ * attribute ranges done here once. The post verbs are one check of a volatile flag and one call
+ * into the driver (no lookup, no lock, no allocation).
+ */
+final class UQp implements IbvQp {
+
+    final UPd pd;
+    final IbQpOps ops;
+    private final IbvQpType type;
+    private final UCq scq;
+    private final UCq rcq;
+    private final USrq srq;
+    private final IbDevice dev;
+    private final AtomicBoolean destroyed = new AtomicBoolean();
+
+    UQp(UPd pd, IbvQpInitAttr a, IbQpOps ops, UCq scq, UCq rcq, USrq srq) {
+        this.pd = pd;
+        this.ops = ops;
+        this.type = a.qpType;
+        this.scq = scq;
+        this.rcq = rcq;
+        this.srq = srq;
+        this.dev = pd.ctx.dev;
+    }
+
+    @Override
+    public int qpNum() {
+        return ops.qpNum();
+    }
+
+    @Override
+    public IbvQpType qpType() {
+        return type;
+    }
+
+    @Override
+    public IbvQpState state() {
+        return ops.state();
+    }
+
+    /** {@code ib_modify_qp_is_ok} and the attribute ranges, then the driver. */
+    @Override
+    public void modify(IbvQpAttr a, int mask) {
+        pd.ctx.alive();
+        if (destroyed.get()) {
+            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x was destroyed", qpNum()));
+        }
+        int qpn = qpNum();
+        IbvQpState cur = ops.state();
+        if ((mask & IbvQpAttr.CUR_STATE) != 0 && a.qpState != null && cur != a.qpState && (mask & IbvQpAttr.STATE) == 0) {
+            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: cur_qp_state %s but the QP is in %s", qpn, a.qpState, cur));
+        }
+        if ((mask & IbvQpAttr.STATE) != 0) {
+            IbvQpState next = a.qpState;
+            if (next == null || !cur.canMoveTo(next)) {
+                throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: cannot move from %s to %s", qpn, cur, next));
+            }
+            int need = IbvQpState.requiredMask(cur, next, type);
+            if ((mask & need) != need) {
+                throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: %s -> %s needs attribute mask 0x%x, missing 0x%x", qpn, cur,
+                        next, need, need & ~mask));
+            }
+        }
+        if ((mask & IbvQpAttr.PORT) != 0) {
+            pd.ctx.checkPort(a.portNum);
+        }
+        range(mask, IbvQpAttr.PATH_MTU, a.pathMtu, 1, 5, "path_mtu");
+        range(mask, IbvQpAttr.RETRY_CNT, a.retryCnt, 0, 7, "retry_cnt");
+        range(mask, IbvQpAttr.RNR_RETRY, a.rnrRetry, 0, 7, "rnr_retry");
+        range(mask, IbvQpAttr.MIN_RNR_TIMER, a.minRnrTimer, 0, 31, "min_rnr_timer");
+        range(mask, IbvQpAttr.TIMEOUT, a.timeout, 0, 31, "timeout");
+        range(mask, IbvQpAttr.MAX_QP_RD_ATOMIC, a.maxRdAtomic, 0, pd.ctx.dev.attr.maxQpInitRdAtom(), "max_rd_atomic");
+        range(mask, IbvQpAttr.MAX_DEST_RD_ATOMIC, a.maxDestRdAtomic, 0, pd.ctx.dev.attr.maxQpRdAtom(), "max_dest_rd_atomic");
+        ops.modifyQp(a, mask);
+    }
+
+    private void range(int mask, int bit, int v, int min, int max, String what) {
+        if ((mask & bit) != 0 && (v < min || v > max)) {
+            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: %s %d is not %d..%d", qpNum(), what, v, min, max));
+        }
+    }
+
+    @Override
+    public IbvQpAttr query() {
+        pd.ctx.alive();
+        return ops.queryQp();
+    }
+
+    @Override
+    public void postSend(IbvSendWr wr) {
+        if (dev.removed) {
+            throw dev.removedError();
+        }
+        ops.postSend(wr);
+    }
+
+    @Override
+    public void postRecv(IbvRecvWr wr) {
+        if (dev.removed) {
+            throw dev.removedError();
+        }
+        ops.postRecv(wr);
+    }
+
+    /** Disassociation: to ERR if the driver still can (the hardware may be gone). */
+    void toErrorQuietly() {
+        try {
+            IbvQpAttr x = new IbvQpAttr();
+            x.qpState = IbvQpState.ERR;
+            ops.modifyQp(x, IbvQpAttr.STATE);
+        } catch (RuntimeException gone) {
+            // the driver tore the hardware down first: its QPs are in error already
+        }
+    }
+
+    @Override
+    public void destroy() {
+        if (!destroyed.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            ops.destroyQp();
+        } finally {
+            synchronized (pd.ctx) {
+                scq.usecnt.decrementAndGet();
+                rcq.usecnt.decrementAndGet();
+                if (srq != null) {
+                    srq.usecnt.decrementAndGet();
+                }
+                pd.qps.remove(this);
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return ops.toString();
+    }
+}

@@ -1,0 +1,49 @@
+package org.peerdirect.ib.core.uverbs;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.peerdirect.ib.core.provider.IbSrqOps;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.IbvSrq;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/** {@code struct ib_srq}: the driver's SRQ and its use count. */
+final class USrq implements IbvSrq {
+    final UPd pd;
+    final IbSrqOps ops;
+    final AtomicInteger usecnt = new AtomicInteger();
+    private final AtomicBoolean destroyed = new AtomicBoolean();
+
+    USrq(UPd pd, IbSrqOps ops) {
+        this.pd = pd;
+        this.ops = ops;
+    }
+
+    @Override
+    public void postRecv(IbvRecvWr wr) {
+        if (pd.ctx.dev.removed) {
+            throw pd.ctx.dev.removedError();
+        }
+        ops.postSrqRecv(wr);
+    }
+
+    boolean destroyed() {
+        return destroyed.get();
+    }
+
+    @Override
+    public void destroy() {
+        synchronized (pd.ctx) {
+            if (usecnt.get() > 0) {
+                throw new KernelException(Errno.EBUSY, "ibv_destroy_srq: SRQ is still used by " + usecnt.get() + " QP(s)");
+            }
+            if (!destroyed.compareAndSet(false, true)) {
+                return;
+            }
+        }
+        ops.destroySrq();
+        pd.srqs.remove(this);
+    }
+}

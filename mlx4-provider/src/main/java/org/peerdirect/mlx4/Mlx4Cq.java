@@ -1,0 +1,108 @@
+package org.peerdirect.mlx4;
+
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.peerdirect.hca.engine.Cqe;
+import org.peerdirect.hca.engine.HwCq;
+import org.peerdirect.hca.engine.Wqe;
+import org.peerdirect.ib.core.provider.IbCqEvents;
+import org.peerdirect.ib.core.provider.IbCqOps;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWcOpcode;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+
+/**
+ * {@code struct mlx4_cq} with libmlx4's {@code mlx4_poll_cq}: reads the CQEs the hardware wrote,
+ * turns each into an {@code ibv_wc} (work-request id from the QP's wrid array by WQE index, status
+ * from the syndrome), and writes the consumer index back. Lock rules: {@link #pollLock} (libmlx4's
+ * {@code cq->lock}) serialises pollers and guards {@link #ci}.
+ */
+final class Mlx4Cq implements IbCqOps {
+
+    final Mlx4Device dev;
+    final HwCq hw;
+    final IbCqEvents events;
+    private final ReentrantLock pollLock = new ReentrantLock();
+    private long ci;
+    /** The QP of the last CQE (libmlx4's {@code cur_qp}); guarded by pollLock. */
+    private Mlx4Qp cur;
+
+    Mlx4Cq(Mlx4Device dev, HwCq hw, IbCqEvents events) {
+        this.dev = dev;
+        this.hw = hw;
+        this.events = events;
+    }
+
+    @Override
+    public int poll(int n, IbvWc[] wc) {
+        pollLock.lock();
+        try {
+            if (hw.inError()) {
+                return -1;
+            }
+            long pi = hw.producerIndex();
+            int k = 0;
+            int max = Math.min(n, wc.length);
+            while (k < max && ci < pi) {
+                toWc(hw.cqe(ci), wc[k]);
+                ci++;
+                k++;
+            }
+            if (k > 0) {
+                hw.consumerIndex(ci);
+            }
+            return k;
+        } finally {
+            pollLock.unlock();
+        }
+    }
+
+    private void toWc(Cqe c, IbvWc w) {
+        Mlx4Qp qp = cur;
+        if (qp == null || qp.qpn != c.qpn) {
+            qp = dev.qpTable[c.qpn];
+            cur = qp;
+        }
+        boolean error = c.opcode == Cqe.OPCODE_ERROR;
+        int op = error ? c.errorOpcode : c.opcode;
+        w.qpNum = c.qpn;
+        w.status = error ? Mlx4Status.status(c.syndrome) : IbvWcStatus.SUCCESS;
+        w.vendorErr = c.vendorSyndrome;
+        w.byteLen = c.byteCnt;
+        w.immData = c.imm;
+        w.srcQp = c.srcQp;
+        w.slid = c.slid;
+        w.wcFlags = ((c.flags & Cqe.FLAG_GRH) != 0 ? IbvWc.WC_GRH : 0) | ((c.flags & Cqe.FLAG_IMM) != 0 ? IbvWc.WC_WITH_IMM : 0);
+        if (c.isSend) {
+            w.opcode = switch (op) {
+                case Wqe.OP_RDMA_WRITE, Wqe.OP_RDMA_WRITE_IMM -> IbvWcOpcode.RDMA_WRITE;
+                case Wqe.OP_RDMA_READ -> IbvWcOpcode.RDMA_READ;
+                case Wqe.OP_ATOMIC_CS -> IbvWcOpcode.COMP_SWAP;
+                case Wqe.OP_ATOMIC_FA -> IbvWcOpcode.FETCH_ADD;
+                default -> IbvWcOpcode.SEND;
+            };
+            w.wrId = qp == null ? 0 : qp.sqWrid[(int) (c.wqeIndex % qp.sqWrid.length)];
+        } else {
+            w.opcode = op == Cqe.RECV_RDMA_WRITE_IMM ? IbvWcOpcode.RECV_RDMA_WITH_IMM : IbvWcOpcode.RECV;
+            w.wrId = qp == null ? 0 : qp.recvWrid(c.wqeIndex);
+        }
+    }
+
+    @Override
+    public void reqNotify(boolean solicitedOnly) {
+        hw.arm(solicitedOnly);
+    }
+
+    @Override
+    public int cqe() {
+        return hw.size();
+    }
+
+    @Override
+    public void destroyCq() {
+        dev.cmd(() -> dev.engine.hw2swCq(hw));
+        if (dev.cqTable[hw.cqn] == this) {
+            dev.cqTable[hw.cqn] = null;
+        }
+    }
+}

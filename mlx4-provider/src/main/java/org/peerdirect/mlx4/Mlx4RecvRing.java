@@ -1,0 +1,69 @@
+package org.peerdirect.mlx4;
+
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongConsumer;
+
+import org.peerdirect.hca.engine.RecvQueue;
+import org.peerdirect.hca.engine.RecvWqe;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.PostException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/**
+ * The producer side of a receive queue (a QP's or an SRQ's, libmlx4's {@code mlx4_post_recv} and
+ * {@code mlx4_post_srq_recv}): builds receive WQEs into the hardware's slots, keeps their
+ * work-request ids by WQE index, and writes the doorbell record. Lock rules: {@link #lock} guards
+ * {@link #tail} and the slots between the hardware's consumer index and the tail.
+ */
+final class Mlx4RecvRing {
+
+    private final RecvQueue rq;
+    private final long[] wrid;
+    private final LongConsumer doorbell;
+    private final String who;
+    private final ReentrantLock lock = new ReentrantLock();
+    private long tail;
+
+    Mlx4RecvRing(RecvQueue rq, LongConsumer doorbell, String who) {
+        this.rq = rq;
+        this.wrid = new long[rq.size()];
+        this.doorbell = doorbell;
+        this.who = who;
+    }
+
+    /**
+     * Posts the chain; a refused request throws {@link PostException} naming it, after the ones
+     * before it were posted and rung. The message is built only on refusal.
+     */
+    void post(IbvRecvWr wr) {
+        lock.lock();
+        try {
+            for (IbvRecvWr w = wr; w != null; w = w.next) {
+                if (w.numSge < 0 || w.numSge > rq.maxSge() || w.numSge > w.sgList.length) {
+                    throw new PostException(Errno.EINVAL, who + ": receive request " + w.wrId + " has " + w.numSge + " SGEs, max "
+                            + rq.maxSge(), w);
+                }
+                if (tail - rq.consumerIndex() == rq.size()) {
+                    throw new PostException(Errno.ENOMEM, who + ": receive queue full (" + rq.size() + " requests)", w);
+                }
+                RecvWqe q = rq.slot(tail);
+                q.numSge = w.numSge;
+                for (int i = 0; i < w.numSge; i++) {
+                    q.addr[i] = w.sgList[i].addr;
+                    q.byteCount[i] = w.sgList[i].length;
+                    q.lkey[i] = w.sgList[i].lkey;
+                }
+                wrid[(int) (tail % wrid.length)] = w.wrId;
+                tail++;
+            }
+        } finally {
+            doorbell.accept(tail);
+            lock.unlock();
+        }
+    }
+
+    /** The work-request id of receive WQE {@code index}. */
+    long wrid(long index) {
+        return wrid[(int) (index % wrid.length)];
+    }
+}
