@@ -139,23 +139,8 @@ final class Mlx4Qp implements IbQpOps {
         copyMasked(a, mask, c);
     }
 
-    private void copyMasked(IbvQpAttr a, int mask, QpContext c) {
-        QpContext n = c;
-        ctx.port = n.port;
-        ctx.mtu = n.mtu;
-        ctx.pkeyIndex = n.pkeyIndex;
-        ctx.qkey = n.qkey;
-        ctx.dlid = n.dlid;
-        ctx.remoteQpn = n.remoteQpn;
-        ctx.rqPsn = n.rqPsn;
-        ctx.sqPsn = n.sqPsn;
-        ctx.remoteAccess = n.remoteAccess;
-        ctx.sraMax = n.sraMax;
-        ctx.rraMax = n.rraMax;
-        ctx.minRnrTimer = n.minRnrTimer;
-        ctx.ackTimeout = n.ackTimeout;
-        ctx.retryCount = n.retryCount;
-        ctx.rnrRetry = n.rnrRetry;
+    private void copyMasked(IbvQpAttr a, int mask, QpContext n) {
+        ctx.copyFrom(n);
         attr.portNum = n.port;
         attr.pathMtu = n.mtu;
         attr.pkeyIndex = n.pkeyIndex;

@@ -157,26 +157,18 @@ public final class HwQp {
             param(c.rnrRetry >= 0 && c.rnrRetry <= 7, "rnr_retry " + c.rnrRetry + " is not 0..7");
             param(c.minRnrTimer >= 0 && c.minRnrTimer <= 31, "min_rnr_timer " + c.minRnrTimer + " is not 0..31");
             param(c.ackTimeout >= 0 && c.ackTimeout <= 31, "ack_timeout " + c.ackTimeout + " is not 0..31");
-            QpContext n = c.copy();
-            ctx.port = n.port;
-            ctx.mtu = n.mtu;
-            ctx.pkeyIndex = n.pkeyIndex;
-            ctx.qkey = n.qkey;
-            ctx.dlid = n.dlid;
-            ctx.remoteQpn = n.remoteQpn;
-            ctx.remoteAccess = n.remoteAccess;
-            ctx.sraMax = n.sraMax;
-            ctx.rraMax = n.rraMax;
-            ctx.minRnrTimer = n.minRnrTimer;
-            ctx.ackTimeout = n.ackTimeout;
-            ctx.retryCount = n.retryCount;
-            ctx.rnrRetry = n.rnrRetry;
+            // PSNs are taken only by the transitions that set them (INIT2RTR, *2RTS)
+            int rqPsnBefore = ctx.rqPsn;
+            int sqPsnBefore = ctx.sqPsn;
+            ctx.copyFrom(c);
+            ctx.rqPsn = rqPsnBefore;
+            ctx.sqPsn = sqPsnBefore;
             if (cmd == QpCommand.INIT2RTR) {
-                ctx.rqPsn = n.rqPsn & 0xFFFFFF;
+                ctx.rqPsn = c.rqPsn & 0xFFFFFF;
                 ePsn = ctx.rqPsn;
             }
             if (cmd.to == HwQpState.RTS && cmd != QpCommand.RTS2RTS) {
-                ctx.sqPsn = n.sqPsn & 0xFFFFFF;
+                ctx.sqPsn = c.sqPsn & 0xFFFFFF;
                 sqPsn = ctx.sqPsn;
             }
             portNum = ctx.port;

@@ -36,22 +36,27 @@ public final class QpContext {
 
     public QpContext copy() {
         QpContext c = new QpContext();
-        c.port = port;
-        c.mtu = mtu;
-        c.pkeyIndex = pkeyIndex;
-        c.qkey = qkey;
-        c.dlid = dlid;
-        c.remoteQpn = remoteQpn;
-        c.rqPsn = rqPsn;
-        c.sqPsn = sqPsn;
-        c.remoteAccess = remoteAccess;
-        c.sraMax = sraMax;
-        c.rraMax = rraMax;
-        c.minRnrTimer = minRnrTimer;
-        c.ackTimeout = ackTimeout;
-        c.retryCount = retryCount;
-        c.rnrRetry = rnrRetry;
+        c.copyFrom(this);
         return c;
+    }
+
+    /** Takes every field of {@code o}. */
+    public void copyFrom(QpContext o) {
+        port = o.port;
+        mtu = o.mtu;
+        pkeyIndex = o.pkeyIndex;
+        qkey = o.qkey;
+        dlid = o.dlid;
+        remoteQpn = o.remoteQpn;
+        rqPsn = o.rqPsn;
+        sqPsn = o.sqPsn;
+        remoteAccess = o.remoteAccess;
+        sraMax = o.sraMax;
+        rraMax = o.rraMax;
+        minRnrTimer = o.minRnrTimer;
+        ackTimeout = o.ackTimeout;
+        retryCount = o.retryCount;
+        rnrRetry = o.rnrRetry;
     }
 
     /** The IB spec's RNR NAK timer table, in nanoseconds. */
