@@ -5,7 +5,6 @@ import java.util.List;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
-import org.peerdirect.peermem.PeerMemoryClient;
 
 /**
  * Gogo commands to drive the example client by hand: {@code example_peer:alloc <pid> [bytes]}
@@ -20,9 +19,8 @@ public final class ExamplePeerCommands {
     private final ExamplePeerMemComponent client;
 
     @Activate
-    public ExamplePeerCommands(@Reference(target = "(component.name=org.peerdirect.example.peermem.ExamplePeerMemComponent)")
-            PeerMemoryClient client) {
-        this.client = (ExamplePeerMemComponent) client;
+    public ExamplePeerCommands(@Reference ExamplePeerMemComponent client) {
+        this.client = client;
     }
 
     public String alloc(int pid) {

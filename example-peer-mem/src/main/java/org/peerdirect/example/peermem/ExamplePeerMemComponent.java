@@ -22,7 +22,8 @@ import org.peerdirect.peermem.PeerMemoryClient;
  * is deregistered (logging the registrations it waits for), then frees its memory.
  */
 @Component(immediate = true, // holds state: a delayed component would be disposed when unused
-        service = {PeerMemoryClient.class, PeerMemoryAllocator.class}, configurationPid = ExamplePeerMemComponent.PID,
+        // also under its own type, for this bundle's commands (the package is private)
+        service = {PeerMemoryClient.class, PeerMemoryAllocator.class, ExamplePeerMemComponent.class}, configurationPid = ExamplePeerMemComponent.PID,
         property = PeerMemoryClient.INVALIDATION_PROPERTY + ":Boolean=true")
 public final class ExamplePeerMemComponent extends ExamplePeerMemory {
 

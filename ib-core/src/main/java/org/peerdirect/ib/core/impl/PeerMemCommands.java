@@ -8,7 +8,6 @@ import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.ib.core.peer.PeerMemoryController;
 import org.peerdirect.peermem.PeerMemoryRegistration;
-import org.peerdirect.peermem.PeerMemoryRegistry;
 import org.peerdirect.peermem.PeerMemoryStatistics;
 
 /**
@@ -23,9 +22,8 @@ public final class PeerMemCommands {
     private final String sysfsRoot;
 
     @Activate
-    public PeerMemCommands(@Reference(target = "(component.name=org.peerdirect.ib.core.impl.PeerMemoryRegistryService)")
-            PeerMemoryRegistry registry, @Reference org.peerdirect.kernel.sysfs.Sysfs sysfs) {
-        this.controller = ((PeerMemoryRegistryService) registry).controller();
+    public PeerMemCommands(@Reference PeerMemoryControllerService peer, @Reference org.peerdirect.kernel.sysfs.Sysfs sysfs) {
+        this.controller = peer.controller();
         this.sysfsRoot = sysfs.root().toString();
     }
 

@@ -29,8 +29,8 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
  * (5000) and {@code close.grace.ms} (2000).
  */
 @Component(immediate = true, // holds state: a delayed component would be disposed when unused
-        service = PeerMemoryRegistry.class, configurationPid = "org.peerdirect.ib.core.peermem")
-public final class PeerMemoryRegistryService implements PeerMemoryRegistry {
+        service = {PeerMemoryRegistry.class, PeerMemoryControllerService.class}, configurationPid = "org.peerdirect.ib.core.peermem")
+public final class PeerMemoryRegistryService implements PeerMemoryRegistry, PeerMemoryControllerService {
 
     @interface Config {
         long unregister_log_interval_ms() default 5000;
@@ -49,6 +49,7 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry {
         grace = Duration.ofMillis(c.close_grace_ms());
     }
 
+    @Override
     public PeerMemoryController controller() {
         return controller;
     }

@@ -8,7 +8,6 @@ import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.peermem.DmaDevice;
-import org.peerdirect.peermem.PeerMemoryRegistry;
 
 /** {@code ib_umem_get} for drivers, brokering peer memory through this bundle's registry. */
 @Component(immediate = true, // holds state: a delayed component would be disposed when unused
@@ -18,9 +17,8 @@ public final class UmemServiceComponent implements UmemService {
     private final UmemCore core;
 
     @Activate
-    public UmemServiceComponent(@Reference(target = "(component.name=org.peerdirect.ib.core.impl.PeerMemoryRegistryService)")
-            PeerMemoryRegistry registry) {
-        this.core = new UmemCore(((PeerMemoryRegistryService) registry).controller());
+    public UmemServiceComponent(@Reference PeerMemoryControllerService peer) {
+        this.core = new UmemCore(peer.controller());
     }
 
     @Override
