@@ -23,7 +23,7 @@ import org.peerdirect.ib.core.verbs.IbvSrq;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
-import org.peerdirect.ib.core.verbs.RcConnect;
+import org.peerdirect.rdma.RcConnect;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;

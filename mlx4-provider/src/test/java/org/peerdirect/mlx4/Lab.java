@@ -25,7 +25,7 @@ import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvWc;
-import org.peerdirect.ib.core.verbs.RcConnect;
+import org.peerdirect.rdma.RcConnect;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.iommu.IommuDomain;

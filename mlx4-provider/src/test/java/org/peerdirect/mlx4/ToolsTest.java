@@ -12,7 +12,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.example.peermem.ExamplePeerMemory;
-import org.peerdirect.ib.core.tools.RdmaTools;
+import org.peerdirect.rdma.tools.RdmaTools;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.kernel.mm.KernelException;

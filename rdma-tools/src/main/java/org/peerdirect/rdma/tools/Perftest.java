@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.tools;
+package org.peerdirect.rdma.tools;
 
 import java.util.Arrays;
 import java.util.List;

@@ -1,4 +1,8 @@
-package org.peerdirect.ib.core.verbs;
+package org.peerdirect.rdma;
+
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
 
 /**
  * The RESET → INIT → RTR → RTS sequence of an RC queue pair, as {@code pp_connect_ctx} of

@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.tools;
+package org.peerdirect.rdma.tools;
 
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvContext;
@@ -8,7 +8,7 @@ import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
-import org.peerdirect.ib.core.verbs.RcConnect;
+import org.peerdirect.rdma.RcConnect;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.peermem.PeerMemoryAllocator;
