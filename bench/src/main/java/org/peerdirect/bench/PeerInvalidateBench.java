@@ -18,7 +18,7 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.peerdirect.example.peermem.ExamplePeerMemory;
-import org.peerdirect.ib.core.umemtest.UmemTestDevice.Mr;
+import org.peerdirect.umemtest.UmemTestDevice.Mr;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 
 /**

@@ -8,7 +8,7 @@ import org.peerdirect.ib.core.peer.UmemCore;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
-import org.peerdirect.ib.core.umemtest.UmemTestDevice;
+import org.peerdirect.umemtest.UmemTestDevice;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;

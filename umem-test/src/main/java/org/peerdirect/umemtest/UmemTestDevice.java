@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.umemtest;
+package org.peerdirect.umemtest;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;

@@ -13,7 +13,7 @@ import javax.management.MBeanServer;
 import javax.management.MBeanServerFactory;
 
 import org.peerdirect.example.peermem.ExamplePeerMemory;
-import org.peerdirect.ib.core.umemtest.UmemTestDevice;
+import org.peerdirect.umemtest.UmemTestDevice;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.mm.AddressSpace;
