@@ -1,11 +1,5 @@
 package org.peerdirect.itest;
 
-import static org.ops4j.pax.exam.CoreOptions.bundle;
-import static org.ops4j.pax.exam.CoreOptions.cleanCaches;
-import static org.ops4j.pax.exam.CoreOptions.composite;
-import static org.ops4j.pax.exam.CoreOptions.frameworkProperty;
-import static org.ops4j.pax.exam.CoreOptions.junitBundles;
-import static org.ops4j.pax.exam.CoreOptions.systemProperty;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -15,10 +9,11 @@ import java.util.List;
 import java.util.stream.Stream;
 
 import org.ops4j.pax.exam.Option;
+import org.peerdirect.testkit.PeerdirectOptions;
 
 /**
- * The Pax Exam options that boot peerdirect: every bundle of the distribution (the launcher's
- * runtime dependencies, copied by the build to {@code target/bundles}), in the launcher's order.
+ * Where this build put the distribution's bundles ({@code target/bundles}, the launcher's runtime
+ * dependencies), and the testkit's Pax Exam options over them.
  */
 final class Distribution {
 
@@ -33,29 +28,19 @@ final class Distribution {
         return Path.of(dir);
     }
 
+    /**
+     * The distribution's jars. Also called inside the framework (by the probe), where the testkit is
+     * not installed, so it lists the directory itself rather than calling the testkit.
+     */
     static List<Path> jars() {
         try (Stream<Path> s = Files.list(bundlesDir())) {
-            List<Path> jars = s.filter(p -> p.toString().endsWith(".jar")).sorted().toList();
-            if (jars.isEmpty()) {
-                throw new IllegalStateException("no bundles in " + bundlesDir());
-            }
-            return jars;
+            return s.filter(p -> p.toString().endsWith(".jar")).sorted().toList();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
     }
 
     static Option peerdirect() {
-        Path work = Path.of(System.getProperty("peerdirect.itest.work", "target/itest-work"));
-        return composite(
-                cleanCaches(),
-                systemProperty("org.ops4j.pax.url.mvn.localRepository")
-                        .value(System.getProperty("org.ops4j.pax.url.mvn.localRepository", "")),
-                systemProperty("org.ops4j.pax.logging.DefaultServiceLog.level").value("WARN"),
-                // gogo.jline: no interactive shell in tests, and never stop the framework after the profile
-                frameworkProperty("gosh.args").value("--nointeractive --noshutdown"),
-                frameworkProperty("peerdirect.sysfs.root").value(work.resolve("sys").toAbsolutePath().toString()),
-                composite(jars().stream().map(p -> bundle(p.toUri().toString())).toArray(Option[]::new)),
-                junitBundles());
+        return PeerdirectOptions.peerdirect(bundlesDir(), Path.of(System.getProperty("peerdirect.itest.work", "target/itest-work")));
     }
 }

@@ -73,11 +73,11 @@ class CoreChecksTest {
         new RcConnect().access(Lab.RW).minRnrTimer(1).timeout(1, 1).connect(a.qp, victimLid, qp.qpNum());
         new RcConnect().access(Lab.RW).minRnrTimer(1).timeout(1, 1).connect(qp, a.lid, a.qp.qpNum());
         assertTrue(victim.pinnedPages() > 0, "the MR pins the victim's memory");
-        assertEquals(1, lab.ib.get(1).openContexts());
+        assertEquals(1, lab.core.openContexts(lab.ib.get(1)));
 
         victim.exit(); // kill -9: the process's uverbs file is released before exit returns
 
-        assertEquals(0, lab.ib.get(1).openContexts(), "its context is closed");
+        assertEquals(0, lab.core.openContexts(lab.ib.get(1)), "its context is closed");
         assertEquals(0, victim.pinnedPages(), "its pins are released");
         assertEquals(0, victim.openFiles());
         // another process can no longer write into the dead process's memory through its rkey

@@ -82,7 +82,7 @@ class DataPathStressTest {
     void mixedTrafficWithInvalidationsAndReregistrations() throws Exception {
         try (Lab lab = new Lab(tmp, 2)) {
             ExamplePeerMemory gpu = new ExamplePeerMemory(lab.mm, "example_peer", 65536, false);
-            lab.controller.register(gpu, true);
+            lab.core.peerMemory().register(gpu, true);
             List<Conn> conns = new ArrayList<>();
             for (int i = 0; i < QPS; i++) {
                 conns.add(new Conn(lab, i, gpu));
@@ -146,7 +146,7 @@ class DataPathStressTest {
                     gpu.free(lab.proc.pid(), c.target);
                 }
             }
-            lab.controller.clients().forEach(x -> x.unregister());
+            lab.core.peerClients().forEach(x -> x.unregister());
         }
     }
 

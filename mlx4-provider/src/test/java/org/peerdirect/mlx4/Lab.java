@@ -1,73 +1,59 @@
 package org.peerdirect.mlx4;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import org.peerdirect.hca.cx3.ConnectX3;
-import org.peerdirect.hca.cx3.ConnectX3Board;
-import org.peerdirect.hca.engine.Fabric;
-import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.hca.engine.HwQp;
-import org.peerdirect.ib.core.uverbs.IbDevice;
-import org.peerdirect.ib.core.peer.PeerMemoryController;
-import org.peerdirect.ib.core.peer.UmemCore;
+import org.peerdirect.ib.core.standalone.IbCore;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvWc;
-import org.peerdirect.rdma.RcConnect;
-import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.iommu.IommuAudit;
-import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.rdma.RcConnect;
+import org.peerdirect.testkit.HcaDriver;
+import org.peerdirect.testkit.Machine;
 
 /**
- * Two ConnectX-3 models on one fabric with the mlx4 driver on top, without OSGi; one process.
- * {@link #close} ends every test with the audit: no IOMMU fault or violation, no mapping, no pin,
- * every frame free.
+ * Two ConnectX-3 models on one fabric with the mlx4 driver on top, without OSGi, built by the
+ * testkit's {@link Machine}; one process. {@link #close} ends every test with the machine's audit:
+ * no IOMMU fault or violation, no mapping, no pin, every frame free.
  */
 final class Lab implements AutoCloseable {
 
     static final int RW = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
 
-    final Mm mm;
-    final Iommu iommu;
-    final Fabric fabric = new Fabric();
-    final PeerMemoryController controller = new PeerMemoryController(null, null);
-    final UmemCore umems = new UmemCore(controller);
     /** The drivers' devices (provider side) and the core's devices users open. */
     final List<Mlx4Device> devs = new ArrayList<>();
-    final List<IbDevice> ib = new ArrayList<>();
-    final List<IommuDomain> domains = new ArrayList<>();
+    final List<IbvDevice> ib = new ArrayList<>();
+    final Machine machine;
+    final Mm mm;
+    final IbCore core;
     final AddressSpace proc;
     final List<IbvContext> contexts = new ArrayList<>();
 
     Lab(Path tmp, int devices) {
-        mm = new Mm(256L << 20, true, tmp.resolve("swap"), 16 << 20);
-        iommu = new Iommu(mm.physical());
-        for (int i = 0; i < devices; i++) {
-            String bdf = String.format("0000:0%d:00.0", i + 3);
-            IommuDomain domain = iommu.createDomain(bdf);
-            domains.add(domain);
-            HcaDevice engine = new HcaDevice(bdf, domain, fabric, 1);
-            ConnectX3 hw = new ConnectX3Board(engine, ConnectX3Board.guid(i));
-            Mlx4Device d = new Mlx4Device("mlx4_" + i, hw, umems);
+        machine = Machine.builder(tmp).hcas(devices, 1, (i, board, umems) -> {
+            Mlx4Device d = new Mlx4Device("mlx4_" + i, board, umems);
             devs.add(d);
-            ib.add(new IbDevice(d)); // what the core's registry does when the driver publishes it
+            return new HcaDriver.Probed(d, d::removeHardware);
+        }).build();
+        for (int i = 0; i < devices; i++) {
+            ib.add(machine.device(i));
         }
-        proc = mm.createProcess("verbs-app");
-        proc.setMemlockLimit(1L << 40);
+        mm = machine.mm();
+        core = machine.core();
+        proc = machine.process("verbs-app");
     }
 
     IbvContext open(int dev) {
@@ -81,8 +67,7 @@ final class Lab implements AutoCloseable {
      * down ({@code surprise}) or reset (driver unbind), as {@link Mlx4Driver} does.
      */
     void remove(int dev, boolean surprise) {
-        ib.get(dev).disassociate();
-        devs.get(dev).removeHardware(surprise);
+        machine.remove(dev, surprise);
     }
 
     /** The hardware QP behind a user's QP. */
@@ -171,20 +156,6 @@ final class Lab implements AutoCloseable {
         for (IbvContext c : contexts) {
             c.close();
         }
-        for (int i = 0; i < devs.size(); i++) {
-            remove(i, true);
-        }
-        for (IommuDomain d : domains) {
-            assertEquals(0, iommu.destroyDomain(d), "no DMA mapping left in " + d.name());
-        }
-        controller.close(Duration.ofSeconds(1));
-        IommuAudit a = iommu.audit();
-        assertEquals(0, a.faults(), "no IOMMU fault: " + a);
-        assertTrue(a.violationFree(), "no IOMMU violation: " + a);
-        assertEquals(0, proc.pinnedPages(), "memlock charge returned");
-        proc.exit();
-        assertEquals(0, mm.pinnedFrames(), "no pinned frame");
-        assertEquals(mm.physical().nrFrames(), mm.physical().freeFrames(), "every frame free");
-        mm.close();
+        machine.close(); // removes the devices, then the audit
     }
 }

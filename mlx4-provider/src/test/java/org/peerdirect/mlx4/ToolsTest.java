@@ -60,7 +60,7 @@ class ToolsTest {
     @Test
     void pingpongOverPeerMemory() throws Exception {
         ExamplePeerMemory gpu = new ExamplePeerMemory(lab.mm, "example_peer", 4096, false);
-        lab.controller.register(gpu, true);
+        lab.core.peerMemory().register(gpu, true);
         tools.addAllocatorForTests(gpu);
         String out = tools.pingpong("-s", "8192", "-n", "200", "-c", "--mem", "example_peer");
         assertTrue(out.contains("3276800 bytes in"), out);

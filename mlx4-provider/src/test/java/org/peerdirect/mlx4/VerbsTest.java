@@ -581,7 +581,7 @@ class VerbsTest {
     @Test
     void peerMemoryMrThenInvalidationTurnsIntoErrorsNeverStrayWrites() {
         ExamplePeerMemory gpu = new ExamplePeerMemory(lab.mm, "example_peer", 65536, false);
-        lab.controller.register(gpu, true);
+        lab.core.peerMemory().register(gpu, true);
         long dev = gpu.alloc(lab.proc.pid(), 1 << 20);
         IbvMr pm = b.pd.regMr(dev, 1 << 20, Lab.RW);
         assertTrue(pm.isPeer());

@@ -1,0 +1,222 @@
+package org.peerdirect.testkit;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.peerdirect.hca.cx3.ConnectX3Board;
+import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.ib.core.provider.IbDeviceOps;
+import org.peerdirect.ib.core.standalone.IbCore;
+import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuAudit;
+import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.peermem.PeerMemoryRegistry;
+
+/**
+ * A machine for a plain JUnit 5 test, without OSGi: physical memory and swap, the IOMMU, {@code n}
+ * ConnectX-3 models on one fabric with a driver bound to each, and the IB core. {@link #close}
+ * takes everything down in order and runs the audit: no IOMMU fault, no violation, no mapping left,
+ * no pin, every frame free. A failed audit throws {@link AssertionError} naming what leaked.
+ *
+ * <pre>{@code
+ * try (Machine m = Machine.builder(tmp).hcas(2, 1, MY_DRIVER).build()) {
+ *     AddressSpace p = m.process("app");
+ *     IbvContext ctx = m.device(0).open(p);
+ *     ...
+ * }
+ * }</pre>
+ */
+public final class Machine implements AutoCloseable {
+
+    /** Builds a {@link Machine}. */
+    public static final class Builder {
+        private final Path dir;
+        private long memory = 256L << 20;
+        private long swap = 16L << 20;
+        private int hcas;
+        private int ports = 1;
+        private HcaDriver driver;
+
+        private Builder(Path dir) {
+            this.dir = dir;
+        }
+
+        /** Physical memory (default 256 MiB). */
+        public Builder memory(long bytes) {
+            memory = bytes;
+            return this;
+        }
+
+        /** Swap file size (default 16 MiB). */
+        public Builder swap(long bytes) {
+            swap = bytes;
+            return this;
+        }
+
+        /** ConnectX-3 models, each with {@code portsEach} ports, probed by {@code d}. */
+        public Builder hcas(int n, int portsEach, HcaDriver d) {
+            if (n < 0 || portsEach < 1 || portsEach > 2 || n > 0 && d == null) {
+                throw new IllegalArgumentException("hcas: " + n + " devices of " + portsEach + " ports need a driver and 1..2 ports");
+            }
+            hcas = n;
+            ports = portsEach;
+            driver = d;
+            return this;
+        }
+
+        public Machine build() {
+            return new Machine(this);
+        }
+    }
+
+    /** A builder whose swap file goes into {@code dir} (a JUnit {@code @TempDir}). */
+    public static Builder builder(Path dir) {
+        return new Builder(dir);
+    }
+
+    private final Mm mm;
+    private final Iommu iommu;
+    private final Fabric fabric = new Fabric();
+    private final IbCore core;
+    private final List<IommuDomain> domains = new ArrayList<>();
+    private final List<HcaDevice> engines = new ArrayList<>();
+    private final List<HcaDriver.Probed> probed = new ArrayList<>();
+    private final List<IbvDevice> devices = new ArrayList<>();
+    private final boolean[] removed;
+    private final List<AddressSpace> processes = new ArrayList<>();
+
+    private Machine(Builder b) {
+        mm = new Mm(b.memory, true, b.dir.resolve("swap"), b.swap);
+        iommu = new Iommu(mm.physical());
+        core = new IbCore(null);
+        removed = new boolean[b.hcas];
+        for (int i = 0; i < b.hcas; i++) {
+            String bdf = String.format("0000:%02x:00.0", i + 3);
+            IommuDomain domain = iommu.createDomain(bdf);
+            domains.add(domain);
+            HcaDevice engine = new HcaDevice(bdf, domain, fabric, b.ports);
+            engines.add(engine);
+            HcaDriver.Probed p = b.driver.probe(i, new ConnectX3Board(engine, ConnectX3Board.guid(i)), core.umems());
+            probed.add(p);
+            devices.add(core.register(p.device()));
+        }
+    }
+
+    public Mm mm() {
+        return mm;
+    }
+
+    public Iommu iommu() {
+        return iommu;
+    }
+
+    /** The IB core of this machine. */
+    public IbCore core() {
+        return core;
+    }
+
+    /** {@code ib_register_peer_memory_client} and the rest of the registry. */
+    public PeerMemoryRegistry peerMemory() {
+        return core.peerMemory();
+    }
+
+    /** {@code ib_umem_get}, for a test's own DMA device. */
+    public UmemService umems() {
+        return core.umems();
+    }
+
+    /** The user-facing device of HCA {@code i}. */
+    public IbvDevice device(int i) {
+        return devices.get(i);
+    }
+
+    /** The driver's device of HCA {@code i}. */
+    public IbDeviceOps driverDevice(int i) {
+        return probed.get(i).device();
+    }
+
+    /** The silicon of HCA {@code i} (counters, tables). */
+    public HcaDevice engine(int i) {
+        return engines.get(i);
+    }
+
+    public int hcaCount() {
+        return engines.size();
+    }
+
+    /** A new process with a memlock limit of 1 TiB; it exits at {@link #close}. */
+    public AddressSpace process(String name) {
+        AddressSpace p = mm.createProcess(name);
+        p.setMemlockLimit(1L << 40);
+        processes.add(p);
+        return p;
+    }
+
+    /** An IOMMU domain for a test's own DMA device; destroyed, and checked empty, at {@link #close}. */
+    public IommuDomain domain(String device) {
+        IommuDomain d = iommu.createDomain(device);
+        domains.add(d);
+        return d;
+    }
+
+    /**
+     * Removes HCA {@code i} as its driver's remove function does: unregistered from the core
+     * first (its users are disassociated), then the hardware torn down ({@code surprise}) or reset.
+     */
+    public void remove(int i, boolean surprise) {
+        if (removed[i]) {
+            return;
+        }
+        removed[i] = true;
+        core.unregister(probed.get(i).device());
+        probed.get(i).removeHardware().accept(surprise);
+    }
+
+    /** Takes the machine down and runs the audit. */
+    @Override
+    public void close() {
+        List<String> leaks = new ArrayList<>();
+        try {
+            for (AddressSpace p : processes) {
+                p.exit(); // closes the processes' contexts first (uverbs release)
+            }
+            for (int i = 0; i < engines.size(); i++) {
+                remove(i, true);
+            }
+            for (IommuDomain d : domains) {
+                long left = iommu.destroyDomain(d);
+                if (left != 0) {
+                    leaks.add(left + " DMA mapping(s) left in " + d.name());
+                }
+            }
+            core.close(Duration.ofSeconds(1));
+            IommuAudit a = iommu.audit();
+            if (a.faults() != 0 || !a.violationFree()) {
+                leaks.add("IOMMU audit: " + a);
+            }
+            for (AddressSpace p : processes) {
+                if (p.pinnedPages() != 0) {
+                    leaks.add(p + ": " + p.pinnedPages() + " pages still charged to memlock");
+                }
+            }
+            if (mm.pinnedFrames() != 0) {
+                leaks.add(mm.pinnedFrames() + " frame(s) still pinned");
+            }
+            if (mm.physical().freeFrames() != mm.physical().nrFrames()) {
+                leaks.add((mm.physical().nrFrames() - mm.physical().freeFrames()) + " frame(s) not free");
+            }
+        } finally {
+            mm.close();
+        }
+        if (!leaks.isEmpty()) {
+            throw new AssertionError("machine audit failed: " + String.join("; ", leaks));
+        }
+    }
+}
