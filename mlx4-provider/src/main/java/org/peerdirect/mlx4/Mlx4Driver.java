@@ -56,6 +56,7 @@ public final class Mlx4Driver {
                     "mlx4: " + fn.bdf() + " has no ConnectX-3 firmware interface; device not probed");
             return;
         }
+        hw.initHca(fn); // INIT_HCA: the firmware brings the device up for this driver
         Mlx4Device dev = new Mlx4Device("mlx4_" + nextIndex.getAndIncrement(), hw, umems);
         Runnable onRemoval = () -> remove(fn, true);
         Dictionary<String, Object> props = new Hashtable<>();

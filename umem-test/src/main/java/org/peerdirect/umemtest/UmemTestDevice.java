@@ -46,11 +46,16 @@ public final class UmemTestDevice implements DmaDevice, AutoCloseable {
         private final ReentrantReadWriteLock dma = new ReentrantReadWriteLock();
         private String revoked; // guarded by dma (write to set, read to test)
         final AtomicLong invalidations = new AtomicLong();
+        /** The process's "open file" for this MR: its exit deregisters the MR (test_hmm's file release). */
+        final AutoCloseable file;
+        final AddressSpace owner;
 
-        Mr(int id, IbUmem umem, int access) {
+        Mr(int id, IbUmem umem, int access, AddressSpace owner) {
             this.id = id;
             this.umem = umem;
             this.access = access;
+            this.owner = owner;
+            this.file = () -> deregIfRegistered(this);
         }
 
         public int id() {
@@ -159,17 +164,34 @@ public final class UmemTestDevice implements DmaDevice, AutoCloseable {
 
     /**
      * Registers [addr, addr+len) of {@code mm}: pinned memory, or peer memory of any client
-     * (the device supports invalidation). The notifier is armed once the MR is ready.
+     * (the device supports invalidation). The notifier is armed once the MR is ready. The MR
+     * belongs to {@code mm}: the process's exit deregisters it before the exit returns.
      */
     public Mr reg(AddressSpace mm, long addr, long len, int access) {
         IbUmem u = umems.umemGet(mm, this, addr, len, access, UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP);
-        Mr mr = new Mr(nextId.getAndIncrement(), u, access);
+        Mr mr = new Mr(nextId.getAndIncrement(), u, access, mm);
         mrs.put(mr.id, mr);
         u.activateInvalidationNotifier(x -> {
             mr.invalidations.incrementAndGet();
             mr.revoke("invalidated by peer client " + x.peerClientName());
         });
+        try {
+            mm.openFile(mr.file); // the process's exit deregisters it
+        } catch (RuntimeException exiting) {
+            dereg(mr);
+            throw exiting;
+        }
         return mr;
+    }
+
+    private void deregIfRegistered(Mr mr) {
+        if (mrs.containsKey(mr.id)) {
+            try {
+                dereg(mr);
+            } catch (IllegalArgumentException raced) {
+                // deregistered by its owner meanwhile
+            }
+        }
     }
 
     /** Deregisters: revoke, stop the notifier, release (the mlx5 dereg order). */
@@ -180,6 +202,7 @@ public final class UmemTestDevice implements DmaDevice, AutoCloseable {
         mr.revoke("deregistered");
         mr.umem.stopInvalidationNotifier();
         mr.umem.release();
+        mr.owner.closeFile(mr.file);
     }
 
     public Mr mr(int id) {

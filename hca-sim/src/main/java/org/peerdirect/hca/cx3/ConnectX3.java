@@ -21,7 +21,13 @@ public interface ConnectX3 {
 
     String bdf();
 
-    /** The device's engine, after the model attached it (waits a bounded time for that). */
+    /**
+     * {@code INIT_HCA}: brings the device up for the driver bound to {@code fn} (its engine, named
+     * by the function's bus address, its ports on the fabric) and returns the engine. Idempotent.
+     */
+    HcaDevice initHca(org.peerdirect.kernel.pci.PciFunction fn);
+
+    /** The device's engine once {@link #initHca} ran. */
     HcaDevice engine();
 
     long nodeGuid();

@@ -1,39 +1,37 @@
 package org.peerdirect.hca.cx3;
 
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 
 import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.kernel.pci.PciFunction;
 
 /**
  * A ConnectX-3 board's firmware: its node GUID, firmware version and board id, and its engine.
- * The model puts the board into the function's spec (so the function never appears without
- * it) and attaches the engine once the bus assigned the function's address, which names the
- * engine and its IOMMU domain. Tests and benchmarks that build devices without OSGi use the
- * attached constructor.
+ * The model puts the board into the function's spec, so a driver never sees the function without
+ * it; the engine is brought up by the driver's {@link #initHca} ({@code INIT_HCA}), named by the
+ * function's bus address, on the driver's thread. (A driver may bind while the bus is still
+ * registering the function, on the model's thread, so nothing here may wait for the model.)
+ * Tests and benchmarks that build devices without OSGi use the constructor with an engine.
  *
- * <p>Lock rules: {@link #lock} guards {@link #engine}; {@link #engine()} waits on {@link #attached}
- * at most {@value #ATTACH_WAIT_MS} ms.
+ * <p>Lock rules: {@code this} guards {@link #engine}.
  */
 public final class ConnectX3Board implements ConnectX3 {
 
-    static final long ATTACH_WAIT_MS = 5000;
-
     private final long nodeGuid;
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition attached = lock.newCondition();
+    private final Function<String, HcaDevice> bringUp;
     private HcaDevice engine;
 
-    /** A board whose engine the model attaches later. */
-    public ConnectX3Board(long nodeGuid) {
+    /** A board whose engine {@code bringUp} creates at the first {@code INIT_HCA}, from the bus address. */
+    public ConnectX3Board(long nodeGuid, Function<String, HcaDevice> bringUp) {
         this.nodeGuid = nodeGuid;
+        this.bringUp = bringUp;
     }
 
     /** A board with its engine. */
     public ConnectX3Board(HcaDevice engine, long nodeGuid) {
-        this(nodeGuid);
-        attach(engine);
+        this.nodeGuid = nodeGuid;
+        this.bringUp = null;
+        this.engine = engine;
     }
 
     /** The node GUID of board {@code index} (Mellanox OUI 00:02:c9). */
@@ -41,39 +39,25 @@ public final class ConnectX3Board implements ConnectX3 {
         return 0x0002_c903_0000_1000L + index * 0x10L;
     }
 
-    /** The model attaches the engine; once. */
-    public void attach(HcaDevice e) {
-        lock.lock();
-        try {
-            if (engine != null) {
-                throw new IllegalStateException("board " + Long.toHexString(nodeGuid) + " already has its engine");
-            }
-            engine = e;
-            attached.signalAll();
-        } finally {
-            lock.unlock();
+    @Override
+    public synchronized HcaDevice initHca(PciFunction fn) {
+        if (engine == null) {
+            engine = bringUp.apply(fn.bdf());
         }
+        return engine;
     }
 
     @Override
-    public HcaDevice engine() {
-        lock.lock();
-        try {
-            long left = TimeUnit.MILLISECONDS.toNanos(ATTACH_WAIT_MS);
-            while (engine == null) {
-                if (left <= 0) {
-                    throw new IllegalStateException("ConnectX-3 board " + Long.toHexString(nodeGuid) + ": firmware not ready after "
-                            + ATTACH_WAIT_MS + " ms");
-                }
-                left = attached.awaitNanos(left);
-            }
-            return engine;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while waiting for the ConnectX-3 firmware", e);
-        } finally {
-            lock.unlock();
+    public synchronized HcaDevice engine() {
+        if (engine == null) {
+            throw new IllegalStateException("ConnectX-3 board " + Long.toHexString(nodeGuid) + ": INIT_HCA was not run");
         }
+        return engine;
+    }
+
+    /** The engine if INIT_HCA ran, else null (for the model's teardown). */
+    public synchronized HcaDevice engineIfUp() {
+        return engine;
     }
 
     @Override

@@ -12,7 +12,6 @@ import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.pci.PciBus;
 import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
@@ -32,7 +31,7 @@ public final class ConnectX3Model {
         int ports() default 1;
     }
 
-    private record Board(HcaDevice engine, PciFunction fn, IommuDomain domain) {
+    private record Board(ConnectX3Board board, PciFunction fn) {
     }
 
     private final Iommu iommu;
@@ -46,26 +45,30 @@ public final class ConnectX3Model {
                     + "/" + c.ports());
         }
         for (int i = 0; i < c.devices(); i++) {
-            // the firmware is part of the function's spec: a driver never sees the function without it;
-            // the engine, named by the bus address, is attached right after (the driver's first
-            // firmware call waits for it, bounded)
-            ConnectX3Board board = new ConnectX3Board(ConnectX3Board.guid(i));
+            // the firmware is part of the function's spec: a driver never sees the function without
+            // it; the driver's INIT_HCA brings the engine up (a driver already active binds during
+            // register, on this thread: nothing may wait for this loop)
+            int ports = c.ports();
+            ConnectX3Board board = new ConnectX3Board(ConnectX3Board.guid(i),
+                    bdf -> new HcaDevice(bdf, iommu.createDomain(bdf), fabric, ports));
             PciFunction fn = bus.register(PciDeviceSpec.builder("Mellanox Technologies MT27500 Family [ConnectX-3]")
                     .vendorId(ConnectX3.VENDOR_ID).deviceId(ConnectX3.DEVICE_ID).classCode(0x020700)
                     .bar(0, 1 << 20).bar(2, 8 << 20).msixVectors(8).firmware(board).build());
-            IommuDomain domain = iommu.createDomain(fn.bdf());
-            HcaDevice engine = new HcaDevice(fn.bdf(), domain, fabric, c.ports());
-            board.attach(engine);
-            boards.add(new Board(engine, fn, domain));
+            boards.add(new Board(board, fn));
         }
     }
 
     @Deactivate
     void deactivate() {
         for (Board b : boards) {
-            b.engine.remove();
+            HcaDevice engine = b.board.engineIfUp();
+            if (engine != null) {
+                engine.remove();
+            }
             b.fn.remove(); // the driver's removal listener and unbind run here, on this thread
-            iommu.destroyDomain(b.domain);
+            if (engine != null) {
+                iommu.destroyDomain(engine.domain());
+            }
         }
         boards.clear();
     }

@@ -34,11 +34,10 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
 @Component(service = IbvDeviceList.class, immediate = true)
 public final class DeviceRegistry implements IbvDeviceList {
 
-    private record Registered(IbDevice dev, ServiceRegistration<IbvDevice> reg) {
-    }
-
     private final BundleContext ctx;
-    private final Map<IbDeviceOps, Registered> devices = new ConcurrentHashMap<>();
+    /** The devices, listed before their service is published: a user who sees the service finds the device. */
+    private final Map<IbDeviceOps, IbDevice> devices = new ConcurrentHashMap<>();
+    private final Map<IbDeviceOps, ServiceRegistration<IbvDevice>> registrations = new ConcurrentHashMap<>();
     private volatile boolean active = true;
 
     @Activate
@@ -53,23 +52,23 @@ public final class DeviceRegistry implements IbvDeviceList {
         Dictionary<String, Object> props = new Hashtable<>();
         props.put(IbvDevice.NAME_PROPERTY, ops.name());
         props.put("ib.device.driver", ops.driver());
-        ServiceRegistration<IbvDevice> reg = ctx == null ? null : ctx.registerService(IbvDevice.class, dev, props);
-        devices.put(ops, new Registered(dev, reg));
+        devices.put(ops, dev);
+        registrations.put(ops, ctx.registerService(IbvDevice.class, dev, props));
     }
 
     void removeDevice(IbDeviceOps ops) {
-        Registered r = devices.remove(ops);
-        if (r == null) {
-            return;
-        }
-        if (r.reg() != null) {
+        ServiceRegistration<IbvDevice> reg = registrations.remove(ops);
+        if (reg != null) {
             try {
-                r.reg().unregister();
+                reg.unregister();
             } catch (IllegalStateException alreadyGone) {
                 // unregistered with the stopping bundle
             }
         }
-        r.dev().disassociate();
+        IbDevice dev = devices.remove(ops);
+        if (dev != null) {
+            dev.disassociate();
+        }
     }
 
     @Deactivate
@@ -85,7 +84,7 @@ public final class DeviceRegistry implements IbvDeviceList {
         if (!active) {
             return List.of();
         }
-        return devices.values().stream().map(Registered::dev).filter(d -> !d.removed()).map(d -> (IbvDevice) d)
+        return devices.values().stream().filter(d -> !d.removed()).map(d -> (IbvDevice) d)
                 .sorted(Comparator.comparing(IbvDevice::name)).toList();
     }
 
