@@ -325,7 +325,9 @@ public final class HcaDevice {
         }
         for (HwQp q : all) {
             q.toError();
-            q.destroy();
+        }
+        for (HwQp q : all) {
+            q.destroy(); // waits until its WQE in flight finished: no key goes from under it
         }
         synchronized (this) {
             for (int i = 0; i < mpts.length; i++) {
@@ -361,14 +363,21 @@ public final class HcaDevice {
                 fabric.detach(p);
             }
             all = qps();
+        }
+        // QPs to error first and quiet, then the keys: work in flight flushes, it does not fail on a
+        // revoked key
+        for (HwQp q : all) {
+            q.toError();
+        }
+        for (HwQp q : all) {
+            q.quiesce();
+        }
+        synchronized (this) {
             for (Mpt m : mpts) {
                 if (m != null) {
                     m.revoke();
                 }
             }
-        }
-        for (HwQp q : all) {
-            q.toError();
         }
         scheduler.shutdown();
     }

@@ -183,8 +183,14 @@ public final class HwQp {
             rnrRetry = ctx.rnrRetry;
         }
         switch (cmd.to) {
-            case RST -> reset();
-            case ERR -> toError();
+            case RST -> {
+                reset();
+                requester.quiesce();
+            }
+            case ERR -> {
+                toError();
+                requester.quiesce();
+            }
             default -> {
                 if (cmd.to != cur && !STATE.compareAndSet(this, cur, cmd.to)) {
                     // the transport moved the QP to ERR meanwhile: that wins
@@ -293,7 +299,13 @@ public final class HwQp {
         }
         discardTo = sqTail;
         requester.doorbell();
+        requester.quiesce();
         dev.destroyed(this);
+    }
+
+    /** Waits until no WQE of this QP is executing (after a move to ERR or RST). */
+    void quiesce() {
+        requester.quiesce();
     }
 
     /** Send WQEs rung and not yet completed. */

@@ -17,6 +17,12 @@ final class Requester {
 
     private final HwQp qp;
     private final AtomicInteger wip = new AtomicInteger();
+    /**
+     * The thread draining the send queue now, or null. Written before the drain reads the QP
+     * state and cleared after it: with {@link #quiesce} (which writes the state first, then reads
+     * this) one of the two always sees the other (both volatile).
+     */
+    private volatile Thread drainer;
     private volatile boolean stalled;
     private int rnrLeft = -1;
     private int retryLeft = -1;
@@ -50,16 +56,38 @@ final class Requester {
             return;
         }
         int missed = 1;
-        for (;;) {
-            try {
-                processSq();
-            } catch (RuntimeException e) {
-                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": send queue drain failed", e);
+        drainer = Thread.currentThread();
+        try {
+            for (;;) {
+                try {
+                    processSq();
+                } catch (RuntimeException e) {
+                    System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": send queue drain failed", e);
+                }
+                missed = wip.addAndGet(-missed);
+                if (missed == 0) {
+                    return;
+                }
             }
-            missed = wip.addAndGet(-missed);
-            if (missed == 0) {
+        } finally {
+            drainer = null;
+        }
+    }
+
+    /**
+     * After the QP was moved to ERR or RST: waits until no WQE of it is executing any more, so a
+     * key revoked afterwards never fails a WQE that started before (the device flushes instead of
+     * reporting protection errors). Bounded (10 s) and never waits for its own thread.
+     */
+    void quiesce() {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        Thread t;
+        while ((t = drainer) != null && t != Thread.currentThread()) {
+            if (System.nanoTime() > deadline) {
+                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.WARNING, qp + ": still executing a WQE after 10 s");
                 return;
             }
+            Thread.onSpinWait();
         }
     }
 

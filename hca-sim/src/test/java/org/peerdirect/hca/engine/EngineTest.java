@@ -49,7 +49,8 @@ class EngineTest {
         final HwCq cq;
         final HwQp qp;
         final long va;
-        final int key;
+        int key;
+        final long iova;
         long cqCi;
         long sqPi;
         long rqPi;
@@ -65,8 +66,12 @@ class EngineTest {
             proc.populate(va, 1 << 16, true);
             PinnedPages p = proc.pinUserPages(va, 1 << 16, true);
             pins.add(p);
-            long iova = domain.dmaMapSg(p.pfns(), DmaDirection.BIDIRECTIONAL);
+            iova = domain.dmaMapSg(p.pfns(), DmaDirection.BIDIRECTIONAL);
             mapped.add(new long[] {domains.indexOf(domain), iova, p.npages()});
+            key = dev.sw2hwMpt(1, va, 1 << 16, ALL, new long[] {iova}, new long[] {1L << 16});
+        }
+
+        void rekey() {
             key = dev.sw2hwMpt(1, va, 1 << 16, ALL, new long[] {iova}, new long[] {1L << 16});
         }
 
@@ -280,5 +285,52 @@ class EngineTest {
             a.dev.createQp(1, HcaDevice.ST_UD, new QpCaps(1, 1, 1, 1, 0, false), a.cq, a.cq, null).destroy();
         }
         assertEquals(1, a.dev.qps().size());
+    }
+
+    /**
+     * The race a flaky integration test showed: a QP moved to ERR while its WQE moves data, then
+     * its key revoked (device removal, disassociation). The WQE must end in success or a flush,
+     * never in a protection error from a key revoked under it: the ERR command waits until the
+     * requester is quiet. Many SGEs widen the window between chunks.
+     */
+    @Test
+    void aKeyRevokedAfterTheMoveToErrNeverFailsTheWqeInFlight() throws Exception {
+        Side a = new Side(0);
+        Side b = new Side(1);
+        for (int i = 0; i < 300; i++) {
+            a.connect(b);
+            b.connect(a);
+            SendWqe w = a.qp.sqSlot(a.sqPi);
+            w.opcode = Wqe.OP_RDMA_WRITE;
+            w.ctrl = Wqe.CTRL_CQ_UPDATE;
+            w.numSge = 2;
+            for (int k = 0; k < 2; k++) {
+                w.addr[k] = a.va + k * 32768L;
+                w.byteCount[k] = 32768;
+                w.lkey[k] = a.key;
+            }
+            w.length = 65536;
+            w.remoteAddr = b.va;
+            w.rkey = b.key;
+            java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+            Thread t = Thread.ofPlatform().start(() -> {
+                go.countDown();
+                a.ring();
+            });
+            go.await();
+            a.qp.modify(QpCommand.TO_ERR, new QpContext());
+            a.dev.hw2swMpt(a.key); // the key goes once the QP is quiet
+            t.join(10_000);
+            Cqe c = a.cqe();
+            assertTrue(c.opcode == Wqe.OP_RDMA_WRITE || c.syndrome == Cqe.SYNDROME_WR_FLUSH_ERR,
+                    "iteration " + i + ": success or flush, not syndrome 0x" + Integer.toHexString(c.syndrome));
+            // back to work: a fresh key for the same memory, both QPs reset
+            a.dev.freeMpt(a.key);
+            a.rekey();
+            a.qp.modify(QpCommand.TO_RST, new QpContext());
+            b.qp.modify(QpCommand.TO_RST, new QpContext());
+            b.cqCi = b.cq.producerIndex();
+            b.cq.consumerIndex(b.cqCi);
+        }
     }
 }

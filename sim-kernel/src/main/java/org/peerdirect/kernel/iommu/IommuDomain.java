@@ -13,6 +13,7 @@ import java.util.concurrent.locks.StampedLock;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.PhysicalMemory;
+import org.peerdirect.kernel.pci.PciFunction;
 
 /**
  * One device's IOMMU domain: a page table from I/O virtual pages to frames, and the DMA API the
@@ -32,6 +33,8 @@ public final class IommuDomain {
     private static final long VALID = 1;
     private static final long DEV_READ = 2;
     private static final long DEV_WRITE = 4;
+    /** The entry maps a page of another PCI function's BAR ({@code dma_map_resource}), not a frame. */
+    private static final long RESOURCE = 8;
     private static final VarHandle LONG_AT = ValueLayout.JAVA_LONG.varHandle();
 
     private final Iommu iommu;
@@ -42,6 +45,8 @@ public final class IommuDomain {
     /** Guarded by lock: entries (pfn << 12 | flags) and generations, per 512-page leaf. */
     private final long[][] entries = new long[IOVA_PAGES / 512][];
     private final int[][] gens = new int[IOVA_PAGES / 512][];
+    /** Guarded by lock: for RESOURCE entries, the BAR they map (the entry holds the page within it). */
+    private final Resource[][] resources = new Resource[IOVA_PAGES / 512][];
     private final BitSet used = new BitSet();
     private int hint;
     private long mapped;
@@ -64,6 +69,70 @@ public final class IommuDomain {
 
     public String name() {
         return name;
+    }
+
+    /** A mapped BAR range of a PCI function: its memory, valid while the function is present. */
+    private record Resource(PciFunction fn, int bar, MemorySegment memory) {
+    }
+
+    /**
+     * {@code dma_map_resource} / {@code pci_p2pdma_map}: maps [offset, offset+length) of BAR
+     * {@code bar} of function {@code fn} (another device, e.g. a GPU's BAR1 or an SSD's memory
+     * window) into this domain, so this device's DMA reaches that device's memory peer to peer.
+     * Audited like frames: a DMA after {@link #dmaUnmap} is a fault; a DMA after the function was
+     * removed is a use-after-free. Offset and length are page-aligned.
+     *
+     * @throws KernelException EINVAL for a bad range or BAR, ENODEV when the function is gone,
+     *                         ENOMEM when the IOVA space is full
+     */
+    public long dmaMapResource(PciFunction fn, int bar, long offset, long length, DmaDirection dir) {
+        if (!fn.present()) {
+            throw new KernelException(Errno.ENODEV, "dma_map_resource: function " + fn.bdf() + " was removed");
+        }
+        MemorySegment barMemory;
+        try {
+            barMemory = fn.barMemory(bar);
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            throw new KernelException(Errno.EINVAL, "dma_map_resource: " + fn.bdf() + " BAR " + bar + ": " + e.getMessage());
+        }
+        if (length <= 0 || offset < 0 || (offset & (PAGE_SIZE - 1)) != 0 || (length & (PAGE_SIZE - 1)) != 0
+                || offset + length > barMemory.byteSize()) {
+            throw new KernelException(Errno.EINVAL, String.format(
+                    "dma_map_resource: %s BAR %d range 0x%x+0x%x is not page-aligned inside the BAR's 0x%x bytes", fn.bdf(), bar, offset,
+                    length, barMemory.byteSize()));
+        }
+        int n = (int) (length >>> PAGE_SHIFT);
+        Resource r = new Resource(fn, bar, barMemory);
+        long flags = VALID | RESOURCE | (dir.deviceReads ? DEV_READ : 0) | (dir.deviceWrites ? DEV_WRITE : 0);
+        long stamp = lock.writeLock();
+        try {
+            if (destroyed) {
+                throw new KernelException(Errno.EINVAL, "IOMMU domain " + name + " is destroyed");
+            }
+            int first = findRange(n);
+            if (first < 0) {
+                throw new KernelException(Errno.ENOMEM, "IOVA space of domain " + name + " is full (" + mapped + " pages mapped)");
+            }
+            for (int i = 0; i < n; i++) {
+                int page = first + i;
+                long[] leaf = entries[page >>> 9];
+                if (leaf == null) {
+                    leaf = entries[page >>> 9] = new long[512];
+                    gens[page >>> 9] = new int[512];
+                }
+                if (resources[page >>> 9] == null) {
+                    resources[page >>> 9] = new Resource[512];
+                }
+                leaf[page & 511] = (((offset >>> PAGE_SHIFT) + i) << PAGE_SHIFT) | flags;
+                resources[page >>> 9][page & 511] = r;
+            }
+            used.set(first, first + n);
+            hint = first + n;
+            mapped += n;
+            return IOVA_BASE + ((long) first << PAGE_SHIFT);
+        } finally {
+            lock.unlockWrite(stamp);
+        }
     }
 
     /** {@code dma_map_page}: one frame; returns its IOVA. */
@@ -144,15 +213,23 @@ public final class IommuDomain {
                 }
             }
             for (int i = 0; i < npages; i++) {
-                int page = first + i;
-                long e = entries[page >>> 9][page & 511];
-                entries[page >>> 9][page & 511] = 0;
-                phys.dmaRef(e >>> PAGE_SHIFT, -1);
+                release(first + i);
             }
             used.clear(first, first + npages);
             mapped -= npages;
         } finally {
             lock.unlockWrite(stamp);
+        }
+    }
+
+    /** Clears one entry: a frame loses its DMA reference, a BAR page its resource; caller holds the write lock. */
+    private void release(int page) {
+        long e = entries[page >>> 9][page & 511];
+        entries[page >>> 9][page & 511] = 0;
+        if ((e & RESOURCE) != 0) {
+            resources[page >>> 9][page & 511] = null;
+        } else {
+            phys.dmaRef(e >>> PAGE_SHIFT, -1);
         }
     }
 
@@ -174,8 +251,9 @@ public final class IommuDomain {
     }
 
     /**
-     * Physical address of iova for an access needing {@code need} (DEV_READ and/or DEV_WRITE),
-     * valid to the end of its page; caller holds the read lock.
+     * Address of iova for an access needing {@code need} (DEV_READ and/or DEV_WRITE), valid to the
+     * end of its page, in the segment {@link #segment} names (physical memory, or a BAR for a
+     * resource entry); caller holds the read lock.
      */
     private long translate(long iova, long need) {
         long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
@@ -188,12 +266,29 @@ public final class IommuDomain {
             throw fault(IommuFault.Kind.PERMISSION, iova, "mapping does not allow the device to "
                     + ((need & ~e & DEV_WRITE) != 0 ? "write" : "read"));
         }
+        if ((e & RESOURCE) != 0) {
+            Resource r = resources[(int) (p >>> 9)][(int) (p & 511)];
+            if (!r.fn().present()) {
+                useAfterFree.incrementAndGet();
+                throw fault(IommuFault.Kind.USE_AFTER_FREE, iova, "BAR " + r.bar() + " of " + r.fn().bdf() + " was removed after it was mapped");
+            }
+            return (e & ~(PAGE_SIZE - 1)) | (iova & (PAGE_SIZE - 1));
+        }
         long pfn = e >>> PAGE_SHIFT;
         if (phys.isFree(pfn) || phys.generation(pfn) != gens[(int) (p >>> 9)][(int) (p & 511)]) {
             useAfterFree.incrementAndGet();
             throw fault(IommuFault.Kind.USE_AFTER_FREE, iova, "frame " + pfn + " was freed after it was mapped");
         }
         return (pfn << PAGE_SHIFT) | (iova & (PAGE_SIZE - 1));
+    }
+
+    /**
+     * A BAR's memory was freed under a DMA in flight (its function removed between the check and
+     * the copy): a use-after-free, counted like one.
+     */
+    private IommuFault barGone(long iova) {
+        useAfterFree.incrementAndGet();
+        return fault(IommuFault.Kind.USE_AFTER_FREE, iova, "a mapped BAR was freed during the DMA (its function was removed)");
     }
 
     private IommuFault fault(IommuFault.Kind kind, long iova, String msg) {
@@ -231,12 +326,14 @@ public final class IommuDomain {
                 long n = Math.min(len - done, PAGE_SIZE - (cur & (PAGE_SIZE - 1)));
                 long pa = checked(cur);
                 if (toMemory) {
-                    MemorySegment.copy(buf, off + done, memory, pa, n);
+                    MemorySegment.copy(buf, off + done, segment(cur), pa, n);
                 } else {
-                    MemorySegment.copy(memory, pa, buf, off + done, n);
+                    MemorySegment.copy(segment(cur), pa, buf, off + done, n);
                 }
                 done += n;
             }
+        } catch (IllegalStateException barFreed) {
+            throw barGone(iova);
         } finally {
             lock.unlockRead(stamp);
         }
@@ -254,11 +351,21 @@ public final class IommuDomain {
         }
     }
 
-    /** Physical address of an IOVA that {@link #checkAll} accepted under the same read lock. */
+    /** Address of an IOVA that {@link #checkAll} accepted under the same read lock (see {@link #segment}). */
     private long checked(long iova) {
         long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
         long e = entries[(int) (p >>> 9)][(int) (p & 511)];
-        return ((e >>> PAGE_SHIFT) << PAGE_SHIFT) | (iova & (PAGE_SIZE - 1));
+        return (e & ~(PAGE_SIZE - 1)) | (iova & (PAGE_SIZE - 1));
+    }
+
+    /**
+     * The memory an accepted IOVA's page lies in: physical memory, or the BAR of a resource entry.
+     * Caller holds the read lock.
+     */
+    private MemorySegment segment(long iova) {
+        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
+        long e = entries[(int) (p >>> 9)][(int) (p & 511)];
+        return (e & RESOURCE) == 0 ? memory : resources[(int) (p >>> 9)][(int) (p & 511)].memory();
     }
 
     /** Device copies {@code len} bytes from one IOVA to another of this domain (loopback DMA). */
@@ -275,7 +382,7 @@ public final class IommuDomain {
                 long s = srcIova + done;
                 long d = dstIova + done;
                 long n = Math.min(len - done, Math.min(PAGE_SIZE - (s & (PAGE_SIZE - 1)), PAGE_SIZE - (d & (PAGE_SIZE - 1))));
-                MemorySegment.copy(memory, checked(s), memory, checked(d), n);
+                MemorySegment.copy(segment(s), checked(s), segment(d), checked(d), n);
                 done += n;
             }
             bytesRead.add(len);
@@ -312,11 +419,13 @@ public final class IommuDomain {
                     long s = srcIova + done;
                     long d = dstIova + done;
                     long n = Math.min(len - done, Math.min(PAGE_SIZE - (s & (PAGE_SIZE - 1)), PAGE_SIZE - (d & (PAGE_SIZE - 1))));
-                    MemorySegment.copy(memory, checked(s), dst.memory, dst.checked(d), n);
+                    MemorySegment.copy(segment(s), checked(s), dst.segment(d), dst.checked(d), n);
                     done += n;
                 }
                 bytesRead.add(len);
                 dst.bytesWritten.add(len);
+            } catch (IllegalStateException barFreed) {
+                throw barGone(srcIova);
             } finally {
                 second.lock.unlockRead(s2);
             }
@@ -330,7 +439,8 @@ public final class IommuDomain {
         checkAtomic(iova);
         long stamp = lock.readLock();
         try {
-            return (long) LONG_AT.getAndAdd(memory, translate(iova, DEV_READ | DEV_WRITE), delta);
+            long a = translate(iova, DEV_READ | DEV_WRITE);
+            return (long) LONG_AT.getAndAdd(segment(iova), a, delta);
         } finally {
             lock.unlockRead(stamp);
         }
@@ -341,7 +451,8 @@ public final class IommuDomain {
         checkAtomic(iova);
         long stamp = lock.readLock();
         try {
-            return (long) LONG_AT.compareAndExchange(memory, translate(iova, DEV_READ | DEV_WRITE), expect, update);
+            long a = translate(iova, DEV_READ | DEV_WRITE);
+            return (long) LONG_AT.compareAndExchange(segment(iova), a, expect, update);
         } finally {
             lock.unlockRead(stamp);
         }
@@ -360,8 +471,7 @@ public final class IommuDomain {
             destroyed = true;
             long leaked = mapped;
             for (int page = used.nextSetBit(0); page >= 0; page = used.nextSetBit(page + 1)) {
-                phys.dmaRef(entries[page >>> 9][page & 511] >>> PAGE_SHIFT, -1);
-                entries[page >>> 9][page & 511] = 0;
+                release(page);
             }
             used.clear();
             mapped = 0;

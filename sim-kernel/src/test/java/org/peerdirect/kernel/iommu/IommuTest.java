@@ -288,4 +288,68 @@ class IommuTest {
         assertEquals(0, audit.freedWhileMapped(), audit.toString());
         assertEquals(0, audit.liveMappings());
     }
+
+    @Test
+    void aBarRangeOfAnotherFunctionIsADmaTargetAuditedLikeFrames() {
+        AddressSpace p = setup();
+        org.peerdirect.kernel.pci.impl.PciBusCore bus = new org.peerdirect.kernel.pci.impl.PciBusCore(
+                new org.peerdirect.kernel.pci.impl.PciBusCore.Listener() {
+                    @Override
+                    public void added(org.peerdirect.kernel.pci.PciFunction f) {
+                    }
+
+                    @Override
+                    public void removed(org.peerdirect.kernel.pci.PciFunction f) {
+                    }
+                }, w -> {
+                });
+        try {
+            org.peerdirect.kernel.pci.PciFunction gpu = bus.register(org.peerdirect.kernel.pci.PciDeviceSpec.builder("GPU")
+                    .vendorId(0x10de).deviceId(0x20b0).classCode(0x030200).bar(1, 1 << 20).build());
+            IommuDomain hca = iommu.createDomain("mlx4_0");
+            // refused: unaligned, outside the BAR, no such BAR
+            assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class,
+                    () -> hca.dmaMapResource(gpu, 1, 100, 4096, DmaDirection.BIDIRECTIONAL)).errno());
+            assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class,
+                    () -> hca.dmaMapResource(gpu, 1, 0, 2 << 20, DmaDirection.BIDIRECTIONAL)).errno());
+            assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class,
+                    () -> hca.dmaMapResource(gpu, 0, 0, 4096, DmaDirection.BIDIRECTIONAL)).errno());
+
+            long iova = hca.dmaMapResource(gpu, 1, 64 << 10, 128 << 10, DmaDirection.BIDIRECTIONAL);
+            assertEquals(32, hca.mappedPages());
+            // an RDMA WRITE from host frames into the GPU's BAR: peer-to-peer through the IOMMU
+            long va = p.mmap(8192);
+            p.populate(va, 8192, true);
+            p.write(va + 10, new byte[] {5, 6, 7}, 0, 3);
+            PinnedPages pin = p.pinUserPages(va, 8192, true);
+            IommuDomain host = iommu.createDomain("host_dma");
+            long src = host.dmaMapSg(pin.pfns(), DmaDirection.BIDIRECTIONAL);
+            host.copyTo(src + 10, hca, iova + 4096 - 1, 3); // crosses a page of the BAR mapping
+            MemorySegment bar = gpu.barMemory(1);
+            assertEquals(5, bar.get(java.lang.foreign.ValueLayout.JAVA_BYTE, (64 << 10) + 4096 - 1));
+            assertEquals(7, bar.get(java.lang.foreign.ValueLayout.JAVA_BYTE, (64 << 10) + 4096 + 1));
+            assertEquals(0, hca.fetchAdd(iova + 8192, 42), "atomics reach the BAR too");
+            assertEquals(42, bar.get(java.lang.foreign.ValueLayout.JAVA_LONG, (64 << 10) + 8192));
+
+            hca.dmaUnmap(iova, 32);
+            assertThrows(IommuFault.class, () -> hca.fetchAdd(iova, 1), "no DMA after the unmap");
+            assertEquals(0, iommu.audit().useAfterFree(), "an unmapped range is a fault, not a violation");
+
+            long again = hca.dmaMapResource(gpu, 1, 0, 4096, DmaDirection.BIDIRECTIONAL);
+            gpu.remove(); // the GPU is unplugged while its BAR is still mapped
+            IommuFault f = assertThrows(IommuFault.class, () -> hca.fetchAdd(again, 1));
+            assertEquals(IommuFault.Kind.USE_AFTER_FREE, f.kind());
+            assertEquals(1, iommu.audit().useAfterFree(), "a DMA to a removed function's BAR is a violation");
+            expectViolation = true;
+            assertEquals(KernelException.Errno.ENODEV, assertThrows(KernelException.class,
+                    () -> hca.dmaMapResource(gpu, 1, 0, 4096, DmaDirection.BIDIRECTIONAL)).errno());
+            hca.dmaUnmap(again, 1);
+            host.dmaUnmap(src, pin.npages());
+            pin.unpin(false);
+            assertEquals(0, iommu.destroyDomain(hca));
+            assertEquals(0, iommu.destroyDomain(host));
+        } finally {
+            bus.close();
+        }
+    }
 }
