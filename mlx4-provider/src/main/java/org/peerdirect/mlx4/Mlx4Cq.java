@@ -81,7 +81,7 @@ final class Mlx4Cq implements IbCqOps {
                 case Wqe.OP_ATOMIC_FA -> IbvWcOpcode.FETCH_ADD;
                 default -> IbvWcOpcode.SEND;
             };
-            w.wrId = qp == null ? 0 : qp.sqWrid[(int) (c.wqeIndex % qp.sqWrid.length)];
+            w.wrId = qp == null ? 0 : qp.sqWrid[(int) c.wqeIndex & qp.sqMask];
         } else {
             w.opcode = op == Cqe.RECV_RDMA_WRITE_IMM ? IbvWcOpcode.RECV_RDMA_WITH_IMM : IbvWcOpcode.RECV;
             w.wrId = qp == null ? 0 : qp.recvWrid(c.wqeIndex);

@@ -41,6 +41,8 @@ final class Mlx4Qp implements IbQpOps {
     private final Mlx4Srq srq;
     private final AddressSpace owner;
     final long[] sqWrid;
+    /** sqWrid.length - 1 (the hardware's queue sizes are powers of two). */
+    final int sqMask;
     /** The own receive queue, or null with an SRQ. */
     private final Mlx4RecvRing rq;
     private final ReentrantLock sqLock = new ReentrantLock();
@@ -56,6 +58,7 @@ final class Mlx4Qp implements IbQpOps {
         this.srq = srq;
         this.owner = pd.ctx.process;
         this.sqWrid = new long[hw.sqSize()];
+        this.sqMask = sqWrid.length - 1;
         RecvQueue q = hw.recvQueue();
         this.rq = q == null ? null : new Mlx4RecvRing(q, hw::rqDoorbell, String.format("QP 0x%x", qpn));
     }
@@ -253,7 +256,7 @@ final class Mlx4Qp implements IbQpOps {
                     q.inlineLen = (int) off;
                 }
                 q.length = total;
-                sqWrid[(int) (sqTail % sqWrid.length)] = w.wrId;
+                sqWrid[(int) sqTail & sqMask] = w.wrId;
                 sqTail++;
                 queued++;
             }

@@ -19,6 +19,7 @@ final class Mlx4RecvRing {
 
     private final RecvQueue rq;
     private final long[] wrid;
+    private final int mask;
     private final LongConsumer doorbell;
     private final String who;
     private final ReentrantLock lock = new ReentrantLock();
@@ -27,6 +28,7 @@ final class Mlx4RecvRing {
     Mlx4RecvRing(RecvQueue rq, LongConsumer doorbell, String who) {
         this.rq = rq;
         this.wrid = new long[rq.size()];
+        this.mask = wrid.length - 1; // the hardware's ring sizes are powers of two
         this.doorbell = doorbell;
         this.who = who;
     }
@@ -53,7 +55,7 @@ final class Mlx4RecvRing {
                     q.byteCount[i] = w.sgList[i].length;
                     q.lkey[i] = w.sgList[i].lkey;
                 }
-                wrid[(int) (tail % wrid.length)] = w.wrId;
+                wrid[(int) tail & mask] = w.wrId;
                 tail++;
             }
         } finally {
@@ -64,6 +66,6 @@ final class Mlx4RecvRing {
 
     /** The work-request id of receive WQE {@code index}. */
     long wrid(long index) {
-        return wrid[(int) (index % wrid.length)];
+        return wrid[(int) index & mask];
     }
 }

@@ -36,6 +36,14 @@ public final class HcaDevice {
     public static final int ST_RC = 0x0;
     public static final int ST_UD = 0x3;
 
+    /**
+     * Queue and CQ sizes as the hardware allocates them: rounded up to a power of two (mlx4's
+     * {@code roundup_pow_of_two} of the WQE and CQE counts), so ring indices wrap with a mask.
+     */
+    public static int roundUpPow2(int n) {
+        return n <= 1 ? 1 : Integer.highestOneBit(n - 1) << 1;
+    }
+
     /** MPT access bits ({@code enum mlx4_perm}). */
     public static final int PERM_LOCAL_READ = Mpt.PERM_LOCAL_READ;
     public static final int PERM_LOCAL_WRITE = Mpt.PERM_LOCAL_WRITE;

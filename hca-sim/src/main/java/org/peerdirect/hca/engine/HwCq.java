@@ -18,6 +18,7 @@ public final class HwCq {
     final HcaDevice dev;
     public final int cqn;
     private final Cqe[] ring;
+    private final int mask;
     private final ReentrantLock lock = new ReentrantLock();
     /** Producer index: CQEs below it are written. Written under lock, after the CQE's fields. */
     private volatile long pi;
@@ -34,8 +35,9 @@ public final class HwCq {
     HwCq(HcaDevice dev, int cqn, int cqe) {
         this.dev = dev;
         this.cqn = cqn;
-        this.ring = new Cqe[cqe];
-        for (int i = 0; i < cqe; i++) {
+        this.ring = new Cqe[HcaDevice.roundUpPow2(cqe)];
+        this.mask = ring.length - 1;
+        for (int i = 0; i < ring.length; i++) {
             ring[i] = new Cqe();
         }
     }
@@ -63,7 +65,7 @@ public final class HwCq {
                 overrun = true;
                 notify = true;
             } else {
-                Cqe c = ring[(int) (p % ring.length)];
+                Cqe c = ring[(int) p & mask];
                 c.qpn = qpn;
                 c.isSend = isSend;
                 c.wqeIndex = wqeIndex;
@@ -102,7 +104,7 @@ public final class HwCq {
 
     /** The CQE slot of index {@code index} (valid when below {@link #producerIndex()}). */
     public Cqe cqe(long index) {
-        return ring[(int) (index % ring.length)];
+        return ring[(int) index & mask];
     }
 
     public long producerIndex() {
@@ -133,7 +135,7 @@ public final class HwCq {
         return error;
     }
 
-    /** The number of CQE slots. */
+    /** The number of CQE slots: the requested count rounded up to a power of two. */
     public int size() {
         return ring.length;
     }

@@ -38,6 +38,7 @@ public final class HwQp {
     private final int maxInline;
     final RecvQueue rq;
     final SendWqe[] sq;
+    private final int sqMask;
     /** Requester's consumer index; written only by the drain loop. */
     volatile long sqHead;
     /** The send doorbell record: the driver's producer index. */
@@ -98,7 +99,8 @@ public final class HwQp {
         this.maxInline = caps.maxInlineData();
         this.rq = srq == null ? new RecvQueue(caps.maxRecvWr(), caps.maxRecvSge()) : null;
         Arena arena = Arena.ofAuto();
-        this.sq = new SendWqe[caps.maxSendWr()];
+        this.sq = new SendWqe[HcaDevice.roundUpPow2(caps.maxSendWr())];
+        this.sqMask = sq.length - 1;
         for (int i = 0; i < sq.length; i++) {
             sq[i] = new SendWqe(caps.maxSendSge(), maxInline > 0 ? arena.allocate(maxInline) : MemorySegment.NULL);
         }
@@ -241,14 +243,14 @@ public final class HwQp {
 
     // ------------------------------------------------------------------ queues and doorbells
 
-    /** Send queue slots. */
+    /** Send queue slots: the requested count rounded up to a power of two. */
     public int sqSize() {
         return sq.length;
     }
 
     /** The send WQE slot of index {@code index} (the driver fills it, then rings past it). */
     public SendWqe sqSlot(long index) {
-        return sq[(int) (index % sq.length)];
+        return sq[(int) index & sqMask];
     }
 
     /** Slots below this index are free again (executed or discarded). */

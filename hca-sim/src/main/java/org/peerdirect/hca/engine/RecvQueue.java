@@ -15,6 +15,7 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class RecvQueue {
 
     private final RecvWqe[] ring;
+    private final int mask;
     private final int maxSge;
     final ReentrantLock consumerLock = new ReentrantLock();
     /** Hardware consumer index; written under consumerLock. */
@@ -24,12 +25,14 @@ public final class RecvQueue {
 
     RecvQueue(int maxWr, int maxSge) {
         this.maxSge = maxSge;
-        ring = new RecvWqe[Math.max(1, maxWr)];
+        ring = new RecvWqe[HcaDevice.roundUpPow2(Math.max(1, maxWr))];
+        mask = ring.length - 1;
         for (int i = 0; i < ring.length; i++) {
             ring[i] = new RecvWqe(maxSge);
         }
     }
 
+    /** Slots: the requested count rounded up to a power of two. */
     public int size() {
         return ring.length;
     }
@@ -40,7 +43,7 @@ public final class RecvQueue {
 
     /** The slot of WQE {@code index} (the driver fills it before ringing the doorbell past it). */
     public RecvWqe slot(long index) {
-        return ring[(int) (index % ring.length)];
+        return ring[(int) index & mask];
     }
 
     /** The hardware's consumer index: slots below it are free again. */

@@ -16,13 +16,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class Requester {
 
     private final HwQp qp;
-    private final AtomicInteger wip = new AtomicInteger();
     /**
-     * The thread draining the send queue now, or null. Written before the drain reads the QP
-     * state and cleared after it: with {@link #quiesce} (which writes the state first, then reads
-     * this) one of the two always sees the other (both volatile).
+     * Doorbells not yet drained; non-zero while a thread drains. Incremented (a full fence) before
+     * the drain reads the QP state: with {@link #quiesce} (which writes the state first, then reads
+     * this) one of the two always sees the other.
      */
-    private volatile Thread drainer;
+    private final AtomicInteger wip = new AtomicInteger();
     private volatile boolean stalled;
     private int rnrLeft = -1;
     private int retryLeft = -1;
@@ -56,33 +55,29 @@ final class Requester {
             return;
         }
         int missed = 1;
-        drainer = Thread.currentThread();
-        try {
-            for (;;) {
-                try {
-                    processSq();
-                } catch (RuntimeException e) {
-                    System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": send queue drain failed", e);
-                }
-                missed = wip.addAndGet(-missed);
-                if (missed == 0) {
-                    return;
-                }
+        for (;;) {
+            try {
+                processSq();
+            } catch (RuntimeException e) {
+                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": send queue drain failed", e);
             }
-        } finally {
-            drainer = null;
+            missed = wip.addAndGet(-missed);
+            if (missed == 0) {
+                return;
+            }
         }
     }
 
     /**
      * After the QP was moved to ERR or RST: waits until no WQE of it is executing any more, so a
      * key revoked afterwards never fails a WQE that started before (the device flushes instead of
-     * reporting protection errors). Bounded (10 s) and never waits for its own thread.
+     * reporting protection errors). Bounded (10 s). Called from command paths (modify, destroy,
+     * device removal), never from a drain: the drain runs no driver or user code (CQ events only
+     * queue), so it never waits for itself.
      */
     void quiesce() {
         long deadline = System.nanoTime() + 10_000_000_000L;
-        Thread t;
-        while ((t = drainer) != null && t != Thread.currentThread()) {
+        while (wip.get() != 0) {
             if (System.nanoTime() > deadline) {
                 System.getLogger("org.peerdirect.hca").log(System.Logger.Level.WARNING, qp + ": still executing a WQE after 10 s");
                 return;
