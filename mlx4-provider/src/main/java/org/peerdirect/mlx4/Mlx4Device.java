@@ -13,11 +13,11 @@ import org.peerdirect.ib.core.provider.IbUcontextOps;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
-import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
-import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.kernel.dma.DmaDevice;
 
 /**
  * {@code struct mlx4_ib_dev}: the device the driver registers with the IB core for one ConnectX-3
@@ -67,7 +67,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
     }
 
     @Override
-    public IommuDomain iommuDomain() {
+    public DmaMapper dma() {
         return engine.domain();
     }
 

@@ -15,7 +15,7 @@ import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpType;
-import org.peerdirect.peermem.SgTable;
+import org.peerdirect.kernel.dma.SgTable;
 
 /** {@code struct mlx4_ib_pd}: a PD number and the objects created in it. */
 final class Mlx4Pd implements IbPdOps {

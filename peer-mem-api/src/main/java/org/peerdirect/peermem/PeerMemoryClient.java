@@ -1,5 +1,7 @@
 package org.peerdirect.peermem;
 
+import org.peerdirect.kernel.dma.SgTable;
+import org.peerdirect.kernel.dma.DmaDevice;
 import org.osgi.annotation.versioning.ConsumerType;
 
 /**

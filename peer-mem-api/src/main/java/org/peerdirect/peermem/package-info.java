@@ -16,9 +16,14 @@
  * notifier, and {@link org.peerdirect.peermem.PeerMemoryRegistration#unregister} returns only
  * when no registration uses the client. Baselined from 1.0.0: a change that breaks clients
  * needs a major version.
+ *
+ * <p>2.0.0: the scatter table, the DMA device and the direction are the kernel's DMA API
+ * ({@code org.peerdirect.kernel.dma} 1.x) instead of types of this package, and a client maps
+ * with {@code device.dma()} instead of {@code device.iommuDomain()}: this API depends on no 0.x
+ * package any more.
  */
 @Export
-@Version("1.1.0")
+@Version("2.0.0")
 package org.peerdirect.peermem;
 
 import org.osgi.annotation.bundle.Export;

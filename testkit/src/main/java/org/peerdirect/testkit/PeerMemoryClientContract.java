@@ -21,14 +21,15 @@ import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.peermem.PeerMemoryClient;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryStatistics;
-import org.peerdirect.peermem.SgTable;
+import org.peerdirect.kernel.dma.SgTable;
 
 /**
  * The peer-memory client contract kit ({@code reference/PEER_MEMORY.md}): extend it with a factory
@@ -98,7 +99,7 @@ public abstract class PeerMemoryClientContract {
             }
 
             @Override
-            public IommuDomain iommuDomain() {
+            public DmaMapper dma() {
                 return d;
             }
         };

@@ -11,9 +11,10 @@ import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.kernel.dma.DmaDevice;
 
 /**
  * A test-only DMA device and its driver, the smallest user of umems that supports invalidation
@@ -157,8 +158,13 @@ public final class UmemTestDevice implements DmaDevice, AutoCloseable {
         return name;
     }
 
-    @Override
+    /** The device's IOMMU domain (counters, audit). */
     public IommuDomain iommuDomain() {
+        return domain;
+    }
+
+    @Override
+    public DmaMapper dma() {
         return domain;
     }
 

@@ -8,19 +8,19 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 
-import org.peerdirect.kernel.iommu.DmaDirection;
+import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.mm.PhysicalMemory;
 import org.peerdirect.kernel.mm.Vma;
-import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.peermem.PeerMemoryAllocator;
 import org.peerdirect.peermem.PeerMemoryClient;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
-import org.peerdirect.peermem.SgTable;
+import org.peerdirect.kernel.dma.SgTable;
 
 /**
  * The reference peer-memory client ({@code samples/peer_memory/example_peer_mem.c}, patch 9 of
@@ -78,7 +78,7 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
         /** Undoes dmaMap; a second call does nothing. */
         synchronized void unmap() {
             if (mappedPages > 0) {
-                device.iommuDomain().dmaUnmap(iova, mappedPages);
+                device.dma().dmaUnmap(iova, mappedPages);
                 mappedPages = 0;
             }
         }
@@ -326,7 +326,7 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
         int first = Math.toIntExact((start - c.region.addr) / SgTable.PAGE_SIZE);
         int n = Math.toIntExact((end - start) / SgTable.PAGE_SIZE);
         long[] pfns = java.util.Arrays.copyOfRange(c.region.pfns, first, first + n);
-        long iova = device.iommuDomain().dmaMapSg(pfns, DmaDirection.BIDIRECTIONAL);
+        long iova = device.dma().dmaMapSg(pfns, DmaDirection.BIDIRECTIONAL);
         synchronized (c) {
             c.iova = iova;
             c.mappedPages = n;

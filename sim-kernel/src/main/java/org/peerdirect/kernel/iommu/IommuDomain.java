@@ -10,6 +10,8 @@ import java.util.BitSet;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.StampedLock;
 
+import org.peerdirect.kernel.dma.DmaDirection;
+import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.PhysicalMemory;
@@ -24,7 +26,7 @@ import org.peerdirect.kernel.pci.PciFunction;
  * map and unmap hold it in write mode. Each mapping remembers the frame's generation: a frame
  * freed and reused since is caught as use-after-free instead of being read or written.
  */
-public final class IommuDomain {
+public final class IommuDomain implements DmaMapper {
 
     public static final long IOVA_BASE = 0x100000000L;
     /** 2^24 pages: 64 GiB of I/O virtual space per domain. */
@@ -136,6 +138,7 @@ public final class IommuDomain {
     }
 
     /** {@code dma_map_page}: one frame; returns its IOVA. */
+    @Override
     public long dmaMapPage(long pfn, DmaDirection dir) {
         return dmaMapSg(new long[] {pfn}, dir);
     }
@@ -144,6 +147,7 @@ public final class IommuDomain {
      * {@code dma_map_sg} with an IOMMU: the frames become one contiguous IOVA range, in order.
      * Refuses free frames (mapping memory nobody owns is a bug) and a full IOVA space.
      */
+    @Override
     public long dmaMapSg(long[] pfns, DmaDirection dir) {
         if (pfns.length == 0) {
             throw new KernelException(Errno.EINVAL, "dma_map_sg of an empty list");
@@ -202,6 +206,7 @@ public final class IommuDomain {
      * {@code dma_unmap_page} / {@code dma_unmap_sg} of {@code npages} from {@code iova}; waits
      * for DMA in flight in this domain, so none happens through it after the return.
      */
+    @Override
     public void dmaUnmap(long iova, int npages) {
         long stamp = lock.writeLock();
         try {
@@ -241,6 +246,7 @@ public final class IommuDomain {
         return (int) p;
     }
 
+    @Override
     public long mappedPages() {
         long stamp = lock.readLock();
         try {

@@ -1,5 +1,6 @@
 package org.peerdirect.kernel.iommu;
 
+import org.peerdirect.kernel.dma.DmaDirection;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

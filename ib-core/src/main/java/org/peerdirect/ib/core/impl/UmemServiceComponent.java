@@ -7,7 +7,7 @@ import org.peerdirect.ib.core.peer.UmemCore;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.kernel.dma.DmaDevice;
 
 /** {@code ib_umem_get} for drivers, brokering peer memory through this bundle's registry. */
 @Component(immediate = true, // holds state: a delayed component would be disposed when unused

@@ -1,13 +1,13 @@
 package org.peerdirect.ib.core.peer;
 
-import static org.peerdirect.peermem.SgTable.PAGE_SIZE;
+import static org.peerdirect.kernel.dma.SgTable.PAGE_SIZE;
 
 import java.util.Arrays;
 
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.peermem.DmaDevice;
-import org.peerdirect.peermem.SgTable;
+import org.peerdirect.kernel.dma.DmaDevice;
+import org.peerdirect.kernel.dma.SgTable;
 
 /** What pinned and peer umems share: the range and the lookup of DMA addresses in the blocks. */
 abstract class AbstractUmem implements IbUmem {

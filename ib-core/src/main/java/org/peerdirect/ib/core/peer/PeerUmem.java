@@ -8,9 +8,9 @@ import org.peerdirect.ib.core.umem.UmemInvalidateFunction;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
-import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.peermem.PeerMemoryRegistry;
-import org.peerdirect.peermem.SgTable;
+import org.peerdirect.kernel.dma.SgTable;
 
 /**
  * {@code struct ib_umem_peer}: a umem whose pages a peer client supplies.

@@ -3,12 +3,12 @@ package org.peerdirect.ib.core.peer;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.peerdirect.ib.core.umem.UmemInvalidateFunction;
-import org.peerdirect.kernel.iommu.DmaDirection;
+import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.PinnedPages;
-import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.peermem.PeerMemoryRegistry;
-import org.peerdirect.peermem.SgTable;
+import org.peerdirect.kernel.dma.SgTable;
 
 /** A umem over pinned host pages, DMA-mapped as one contiguous IOVA range. */
 final class PinnedUmem extends AbstractUmem {
@@ -22,7 +22,7 @@ final class PinnedUmem extends AbstractUmem {
         super(mm, device, address, length, writable);
         this.pages = mm.pinUserPages(address, length, writable);
         try {
-            this.iova = device.iommuDomain().dmaMapSg(pages.pfns(), DmaDirection.BIDIRECTIONAL);
+            this.iova = device.dma().dmaMapSg(pages.pfns(), DmaDirection.BIDIRECTIONAL);
         } catch (RuntimeException e) {
             pages.unpin(false);
             throw e;
@@ -65,7 +65,7 @@ final class PinnedUmem extends AbstractUmem {
             throw new IllegalStateException("umem " + describe() + " released twice");
         }
         try {
-            device.iommuDomain().dmaUnmap(iova, Math.toIntExact(npages));
+            device.dma().dmaUnmap(iova, Math.toIntExact(npages));
         } finally {
             pages.unpin(writable); // the pins and the memlock charge go back even if the unmap failed
         }

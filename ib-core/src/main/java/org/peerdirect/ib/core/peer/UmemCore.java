@@ -6,7 +6,7 @@ import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
-import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.kernel.dma.DmaDevice;
 
 /** {@code __ib_umem_get}: the pinned path, then the peer path. */
 public final class UmemCore implements UmemService {

@@ -1,7 +1,7 @@
 package org.peerdirect.ib.core.umem;
 
 import org.osgi.annotation.versioning.ProviderType;
-import org.peerdirect.peermem.SgTable;
+import org.peerdirect.kernel.dma.SgTable;
 
 /**
  * {@code struct ib_umem}: a registered user range and its DMA mapping for one device.

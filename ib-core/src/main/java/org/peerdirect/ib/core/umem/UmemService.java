@@ -3,7 +3,7 @@ package org.peerdirect.ib.core.umem;
 import org.osgi.annotation.versioning.ProviderType;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.peermem.DmaDevice;
+import org.peerdirect.kernel.dma.DmaDevice;
 
 /** {@code ib_umem_get} / {@code ib_umem_get_peer}, published by ib-core. */
 @ProviderType

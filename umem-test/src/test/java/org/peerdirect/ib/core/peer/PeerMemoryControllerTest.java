@@ -34,7 +34,7 @@ import org.peerdirect.peermem.PeerMemoryClient;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
 import org.peerdirect.peermem.PeerMemoryStatistics;
-import org.peerdirect.peermem.SgTable;
+import org.peerdirect.kernel.dma.SgTable;
 
 class PeerMemoryControllerTest {
 
@@ -99,7 +99,7 @@ class PeerMemoryControllerTest {
             public Object acquire(int pid, long addr, long size) {
                 return null;
             }
-            public SgTable dmaMap(Object c, org.peerdirect.peermem.DmaDevice d) {
+            public SgTable dmaMap(Object c, org.peerdirect.kernel.dma.DmaDevice d) {
                 return null;
             }
         };

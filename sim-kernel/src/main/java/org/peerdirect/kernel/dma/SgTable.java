@@ -1,4 +1,4 @@
-package org.peerdirect.peermem;
+package org.peerdirect.kernel.dma;
 
 import java.util.Arrays;
 

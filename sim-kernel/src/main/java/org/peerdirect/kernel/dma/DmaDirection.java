@@ -1,4 +1,4 @@
-package org.peerdirect.kernel.iommu;
+package org.peerdirect.kernel.dma;
 
 /** {@code enum dma_data_direction}: which way the device may move data. */
 public enum DmaDirection {
@@ -9,8 +9,10 @@ public enum DmaDirection {
     /** the device writes memory (a receive buffer). */
     FROM_DEVICE(false, true);
 
-    final boolean deviceReads;
-    final boolean deviceWrites;
+    /** The device may read memory through the mapping. */
+    public final boolean deviceReads;
+    /** The device may write memory through the mapping. */
+    public final boolean deviceWrites;
 
     DmaDirection(boolean r, boolean w) {
         this.deviceReads = r;

@@ -1,0 +1,25 @@
+package org.peerdirect.kernel.dma;
+
+import org.osgi.annotation.versioning.ProviderType;
+
+/**
+ * The DMA API of one device ({@code dma_map_page}, {@code dma_map_sg}, {@code dma_unmap_*} of
+ * {@code include/linux/dma-mapping.h}): the driver-side mapping calls, implemented by the
+ * device's IOMMU domain. Once an unmap returns, no DMA through that mapping is in flight or will
+ * ever happen.
+ */
+@ProviderType
+public interface DmaMapper {
+
+    /** {@code dma_map_page}: one frame; its IOVA. */
+    long dmaMapPage(long pfn, DmaDirection dir);
+
+    /** {@code dma_map_sg}: the frames become one contiguous IOVA range, in order; its start. */
+    long dmaMapSg(long[] pfns, DmaDirection dir);
+
+    /** {@code dma_unmap_*} of {@code npages} from {@code iova}; waits for DMA in flight. */
+    void dmaUnmap(long iova, int npages);
+
+    /** Pages mapped now. */
+    long mappedPages();
+}
