@@ -5,7 +5,6 @@ import java.util.Dictionary;
 import java.util.Hashtable;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.framework.ServiceRegistration;
@@ -38,7 +37,8 @@ public final class Mlx4Driver {
     private final BundleContext ctx;
     private final UmemService umems;
     private final Map<PciFunction, Bound> bound = new ConcurrentHashMap<>();
-    private final AtomicInteger nextIndex = new AtomicInteger();
+    /** Device indices in use: a new device takes the lowest free one, as the core's alloc_name does. */
+    private final java.util.BitSet indices = new java.util.BitSet();
 
     @Activate
     public Mlx4Driver(BundleContext ctx, @Reference UmemService umems) {
@@ -57,7 +57,12 @@ public final class Mlx4Driver {
             return;
         }
         hw.initHca(fn); // INIT_HCA: the firmware brings the device up for this driver
-        Mlx4Device dev = new Mlx4Device("mlx4_" + nextIndex.getAndIncrement(), hw, umems);
+        int index;
+        synchronized (indices) {
+            index = indices.nextClearBit(0);
+            indices.set(index);
+        }
+        Mlx4Device dev = new Mlx4Device("mlx4_" + index, hw, umems);
         Runnable onRemoval = () -> remove(fn, true);
         Dictionary<String, Object> props = new Hashtable<>();
         props.put("ib.device.name", dev.name());
@@ -87,6 +92,9 @@ public final class Mlx4Driver {
             // unregistered with the stopping bundle
         }
         b.dev().removeHardware(surprise);
+        synchronized (indices) {
+            indices.clear(Integer.parseInt(b.dev().name().substring("mlx4_".length())));
+        }
     }
 
     /** The devices this driver registered (for tests and tools). */
