@@ -20,10 +20,26 @@ public final class HwCq {
     private final Cqe[] ring;
     private final int mask;
     private final ReentrantLock lock = new ReentrantLock();
-    /** Producer index: CQEs below it are written. Written under lock, after the CQE's fields. */
-    private volatile long pi;
-    /** Consumer index (the driver's doorbell record). */
-    private volatile long ci;
+    /**
+     * Producer index: CQEs below it are written. Written under lock with release semantics after
+     * the CQE's fields; the driver reads it with acquire (a single-producer, single-consumer
+     * hand-off needs no full fence).
+     */
+    private long pi;
+    /** Consumer index (the driver's doorbell record): release by the driver, acquire here. */
+    private long ci;
+    private static final java.lang.invoke.VarHandle PI;
+    private static final java.lang.invoke.VarHandle CI;
+
+    static {
+        try {
+            java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
+            PI = l.findVarHandle(HwCq.class, "pi", long.class);
+            CI = l.findVarHandle(HwCq.class, "ci", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
     private boolean armed;
     private boolean solicitedOnly;
     private volatile boolean error;
@@ -58,8 +74,8 @@ public final class HwCq {
             if (error) {
                 return false;
             }
-            long p = pi;
-            if (p - ci == ring.length) {
+            long p = pi; // the producers' own field, under lock
+            if (p - (long) CI.getAcquire(this) == ring.length) {
                 error = true;
                 dev.cqOverruns.incrementAndGet();
                 overrun = true;
@@ -84,7 +100,7 @@ public final class HwCq {
                 c.flags = flags;
                 c.srcQp = srcQp;
                 c.slid = slid;
-                pi = p + 1;
+                PI.setRelease(this, p + 1);
                 notify = armed && (!solicitedOnly || solicited || o != Outcome.SUCCESS);
                 if (notify) {
                     armed = false;
@@ -108,12 +124,12 @@ public final class HwCq {
     }
 
     public long producerIndex() {
-        return pi;
+        return (long) PI.getAcquire(this);
     }
 
     /** The consumer-index doorbell record: CQEs below {@code index} are consumed. */
     public void consumerIndex(long index) {
-        ci = index;
+        CI.setRelease(this, index);
     }
 
     /**

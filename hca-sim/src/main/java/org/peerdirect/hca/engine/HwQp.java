@@ -19,8 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * transport's move to ERR, which is a CAS-free volatile write that a concurrent command cannot
  * undo: commands move with a compare-and-set).</li>
  * <li>The send queue has one producer at a time (the driver's post lock) and one consumer (the
- * requester's drain loop); they meet through the volatile {@link #sqTail} doorbell record and
- * {@link #sqHead}.</li>
+ * requester's drain loop); they meet through the {@link #sqTail} doorbell record and
+ * {@link #sqHead}, each written with release and read with acquire by the other side.</li>
  * <li>The receive queue: see {@link RecvQueue}.</li>
  * </ul>
  */
@@ -39,10 +39,12 @@ public final class HwQp {
     final RecvQueue rq;
     final SendWqe[] sq;
     private final int sqMask;
-    /** Requester's consumer index; written only by the drain loop. */
-    volatile long sqHead;
-    /** The send doorbell record: the driver's producer index. */
-    volatile long sqTail;
+    /** Requester's consumer index; written only by the drain loop (release), see {@link #sqHead()}. */
+    long sqHead;
+    /** The send doorbell record: the driver's producer index (release), see {@link #sqTail()}. */
+    long sqTail;
+    private static final VarHandle SQ_HEAD;
+    private static final VarHandle SQ_TAIL;
     /** WQEs below this were discarded by a reset or destroy: the drain loop skips them. */
     volatile long discardTo;
 
@@ -54,6 +56,8 @@ public final class HwQp {
     static {
         try {
             STATE = MethodHandles.lookup().findVarHandle(HwQp.class, "state", HwQpState.class);
+            SQ_HEAD = MethodHandles.lookup().findVarHandle(HwQp.class, "sqHead", long.class);
+            SQ_TAIL = MethodHandles.lookup().findVarHandle(HwQp.class, "sqTail", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -222,7 +226,7 @@ public final class HwQp {
     /** To RST: both queues emptied without completions, as the hardware does. */
     private void reset() {
         state = HwQpState.RST;
-        discardTo = sqTail;
+        discardTo = sqTail();
         requester.doorbell(); // the drain loop applies the discard
         if (rq != null) {
             rq.discard();
@@ -255,7 +259,7 @@ public final class HwQp {
 
     /** Slots below this index are free again (executed or discarded). */
     public long sqConsumerIndex() {
-        return Math.max(sqHead, discardTo);
+        return Math.max(sqHead(), discardTo);
     }
 
     /**
@@ -263,7 +267,21 @@ public final class HwQp {
      * producer (under the driver's post lock), never backwards.
      */
     public void sqDoorbellRecord(long producerIndex) {
-        sqTail = producerIndex;
+        SQ_TAIL.setRelease(this, producerIndex);
+    }
+
+    /** The doorbell record as the hardware reads it. */
+    long sqTail() {
+        return (long) SQ_TAIL.getAcquire(this);
+    }
+
+    long sqHead() {
+        return (long) SQ_HEAD.getAcquire(this);
+    }
+
+    /** The drain loop's consumer index moves on (release: the slot may be refilled). */
+    void sqHead(long h) {
+        SQ_HEAD.setRelease(this, h);
     }
 
     /**
@@ -299,7 +317,7 @@ public final class HwQp {
         synchronized (this) {
             state = HwQpState.ERR;
         }
-        discardTo = sqTail;
+        discardTo = sqTail();
         requester.doorbell();
         requester.quiesce();
         dev.destroyed(this);
@@ -312,7 +330,7 @@ public final class HwQp {
 
     /** Send WQEs rung and not yet completed. */
     public long outstandingSends() {
-        return sqTail - sqConsumerIndex();
+        return sqTail() - sqConsumerIndex();
     }
 
     public Counters stats() {

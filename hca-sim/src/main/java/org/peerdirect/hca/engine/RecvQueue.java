@@ -18,10 +18,22 @@ public final class RecvQueue {
     private final int mask;
     private final int maxSge;
     final ReentrantLock consumerLock = new ReentrantLock();
-    /** Hardware consumer index; written under consumerLock. */
-    private volatile long head;
-    /** The doorbell record: the driver's producer index. */
-    private volatile long tail;
+    /** Hardware consumer index; written under consumerLock with release, read by the driver with acquire. */
+    private long head;
+    /** The doorbell record: the driver's producer index (release by the driver, acquire here). */
+    private long tail;
+    private static final java.lang.invoke.VarHandle HEAD;
+    private static final java.lang.invoke.VarHandle TAIL;
+
+    static {
+        try {
+            java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
+            HEAD = l.findVarHandle(RecvQueue.class, "head", long.class);
+            TAIL = l.findVarHandle(RecvQueue.class, "tail", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     RecvQueue(int maxWr, int maxSge) {
         this.maxSge = maxSge;
@@ -48,11 +60,11 @@ public final class RecvQueue {
 
     /** The hardware's consumer index: slots below it are free again. */
     public long consumerIndex() {
-        return head;
+        return (long) HEAD.getAcquire(this);
     }
 
     void doorbell(long producerIndex) {
-        tail = producerIndex;
+        TAIL.setRelease(this, producerIndex);
     }
 
     /** Takes the head WQE into {@code copy}; its index, or -1 when the queue is empty. */
@@ -60,11 +72,11 @@ public final class RecvQueue {
         consumerLock.lock();
         try {
             long h = head;
-            if (h == tail) {
+            if (h == (long) TAIL.getAcquire(this)) {
                 return -1;
             }
             copy.copyFrom(slot(h));
-            head = h + 1;
+            HEAD.setRelease(this, h + 1);
             return h;
         } finally {
             consumerLock.unlock();
@@ -75,9 +87,9 @@ public final class RecvQueue {
     void flush(HwCq cq, int qpn) {
         consumerLock.lock();
         try {
-            for (long h = head; h != tail; h++) {
+            for (long h = head; h != (long) TAIL.getAcquire(this); h++) {
                 cq.push(qpn, false, h, Cqe.RECV_SEND, Outcome.WR_FLUSH_ERR, 0, 0, 0, 0, 0, false);
-                head = h + 1;
+                HEAD.setRelease(this, h + 1);
             }
         } finally {
             consumerLock.unlock();
@@ -88,7 +100,7 @@ public final class RecvQueue {
     void discard() {
         consumerLock.lock();
         try {
-            head = tail;
+            HEAD.setRelease(this, (long) TAIL.getAcquire(this));
         } finally {
             consumerLock.unlock();
         }

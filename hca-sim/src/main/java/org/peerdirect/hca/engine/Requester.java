@@ -88,16 +88,16 @@ final class Requester {
 
     private void processSq() {
         for (;;) {
-            long h = qp.sqHead;
+            long h = qp.sqHead; // own field: the drain loop is its only writer
             long d = qp.discardTo;
             if (h < d) {
                 // a reset or destroy discarded these, also a WQE stalled for a retry
-                qp.sqHead = d;
+                qp.sqHead(d);
                 rnrLeft = -1;
                 stalled = false;
                 h = d;
             }
-            if (stalled || h == qp.sqTail) {
+            if (stalled || h == qp.sqTail()) {
                 return;
             }
             SendWqe w = qp.sqSlot(h);
@@ -106,7 +106,7 @@ final class Requester {
                 rnrLeft = -1;
                 complete(w, h, Outcome.WR_FLUSH_ERR, 0);
                 qp.stats.flushed.incrementAndGet();
-                qp.sqHead = h + 1;
+                qp.sqHead(h + 1);
                 continue;
             }
             if (!st.sends()) {
@@ -150,12 +150,12 @@ final class Requester {
             qp.stats.completed.incrementAndGet();
             if ((w.ctrl & Wqe.CTRL_CQ_UPDATE) != 0 || qp.sqSigAll) {
                 if (!complete(w, h, Outcome.SUCCESS, (int) w.length)) {
-                    qp.sqHead = h + 1;
+                    qp.sqHead(h + 1);
                     qp.toError();
                     continue;
                 }
             }
-            qp.sqHead = h + 1;
+            qp.sqHead(h + 1);
         }
     }
 
@@ -163,7 +163,7 @@ final class Requester {
         rnrLeft = -1;
         qp.stats.errors.incrementAndGet();
         complete(w, h, o, 0);
-        qp.sqHead = h + 1;
+        qp.sqHead(h + 1);
         qp.toError();
     }
 
