@@ -27,7 +27,6 @@ import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerClass;
 import org.osgi.framework.Bundle;
 import org.osgi.framework.BundleContext;
-import org.osgi.framework.Constants;
 import org.osgi.framework.Filter;
 import org.osgi.framework.ServiceReference;
 import org.osgi.util.tracker.ServiceTracker;
@@ -53,11 +52,10 @@ public class BundleRestartIT {
     @Inject
     CommandProcessor processor;
 
-    /** Gogo exports its command API as provisional (a mandatory attribute): the probe must ask for it. */
+    /** The probe runs Gogo commands. */
     @ProbeBuilder
     public TestProbeBuilder probe(TestProbeBuilder builder) {
-        builder.setHeader(Constants.DYNAMICIMPORT_PACKAGE, "org.apache.felix.service.command;status=provisional,*");
-        return builder;
+        return Distribution.withGogo(builder);
     }
 
     @Configuration

@@ -43,4 +43,10 @@ final class Distribution {
     static Option peerdirect() {
         return PeerdirectOptions.peerdirect(bundlesDir(), Path.of(System.getProperty("peerdirect.itest.work", "target/itest-work")));
     }
+
+    /** Gogo exports its command API as provisional (a mandatory attribute): a probe that runs commands must ask for it. */
+    static org.ops4j.pax.exam.TestProbeBuilder withGogo(org.ops4j.pax.exam.TestProbeBuilder builder) {
+        builder.setHeader(org.osgi.framework.Constants.DYNAMICIMPORT_PACKAGE, "org.apache.felix.service.command;status=provisional,*");
+        return builder;
+    }
 }

@@ -23,7 +23,6 @@ import org.ops4j.pax.exam.Configuration;
 import org.ops4j.pax.exam.Option;
 import org.ops4j.pax.exam.TestProbeBuilder;
 import org.ops4j.pax.exam.ProbeBuilder;
-import org.osgi.framework.Constants;
 import org.ops4j.pax.exam.junit.PaxExam;
 import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerClass;
@@ -59,11 +58,10 @@ public class PeerDirectIT {
     @Inject
     PeerMemoryRegistry registry;
 
-    /** Gogo exports its command API as provisional (a mandatory attribute): the probe must ask for it. */
+    /** The probe runs Gogo commands. */
     @ProbeBuilder
     public TestProbeBuilder probe(TestProbeBuilder builder) {
-        builder.setHeader(Constants.DYNAMICIMPORT_PACKAGE, "org.apache.felix.service.command;status=provisional,*");
-        return builder;
+        return Distribution.withGogo(builder);
     }
 
     @Configuration

@@ -45,11 +45,11 @@ public final class HcaDevice {
     }
 
     /** MPT access bits ({@code enum mlx4_perm}). */
-    public static final int PERM_LOCAL_READ = Mpt.PERM_LOCAL_READ;
-    public static final int PERM_LOCAL_WRITE = Mpt.PERM_LOCAL_WRITE;
-    public static final int PERM_REMOTE_READ = Mpt.PERM_REMOTE_READ;
-    public static final int PERM_REMOTE_WRITE = Mpt.PERM_REMOTE_WRITE;
-    public static final int PERM_ATOMIC = Mpt.PERM_ATOMIC;
+    public static final int PERM_LOCAL_READ = 1 << 10;
+    public static final int PERM_LOCAL_WRITE = 1 << 11;
+    public static final int PERM_REMOTE_READ = 1 << 12;
+    public static final int PERM_REMOTE_WRITE = 1 << 13;
+    public static final int PERM_ATOMIC = 1 << 14;
 
     final String name;
     final IommuDomain domain;

@@ -28,13 +28,6 @@ final class Mpt {
     final StampedLock lock = new StampedLock();
     volatile State state = State.VALID;
 
-    /** Access rights ({@code enum mlx4_perm} bits of the MPT entry's flags). */
-    static final int PERM_LOCAL_READ = 1 << 10;
-    static final int PERM_LOCAL_WRITE = 1 << 11;
-    static final int PERM_REMOTE_READ = 1 << 12;
-    static final int PERM_REMOTE_WRITE = 1 << 13;
-    static final int PERM_ATOMIC = 1 << 14;
-
     Mpt(int key, int pdn, long start, long length, int access, long[] mttIova, long[] mttLength) {
         this.key = key;
         this.pdn = pdn;

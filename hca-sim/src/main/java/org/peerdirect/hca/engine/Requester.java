@@ -200,7 +200,7 @@ final class Requester {
             }
             Mpt m = qp.dev.mpt(w.lkey[i]);
             if (m == null || m.state != Mpt.State.VALID || m.pdn != qp.pdn || !m.contains(w.addr[i], l)
-                    || needWrite && (m.access & Mpt.PERM_LOCAL_WRITE) == 0) {
+                    || needWrite && (m.access & HcaDevice.PERM_LOCAL_WRITE) == 0) {
                 return Outcome.LOC_PROT_ERR;
             }
             local.add(m, w.addr[i], l);

@@ -24,7 +24,7 @@ final class Responder {
         Segs dst = req.remote.reset(r.dev);
         switch (w.opcode) {
             case Wqe.OP_RDMA_WRITE, Wqe.OP_RDMA_WRITE_IMM -> {
-                Outcome o = remoteRange(r, dst, w.rkey, w.remoteAddr, len, QpContext.BIT_RWE, Mpt.PERM_REMOTE_WRITE);
+                Outcome o = remoteRange(r, dst, w.rkey, w.remoteAddr, len, QpContext.BIT_RWE, HcaDevice.PERM_REMOTE_WRITE);
                 if (o != null) {
                     return o;
                 }
@@ -54,7 +54,7 @@ final class Responder {
                 return deliver(r, req, rq, w, idx, len, false);
             }
             case Wqe.OP_RDMA_READ -> {
-                Outcome o = remoteRange(r, dst, w.rkey, w.remoteAddr, len, QpContext.BIT_RRE, Mpt.PERM_REMOTE_READ);
+                Outcome o = remoteRange(r, dst, w.rkey, w.remoteAddr, len, QpContext.BIT_RRE, HcaDevice.PERM_REMOTE_READ);
                 if (o != null) {
                     return o;
                 }
@@ -97,7 +97,7 @@ final class Responder {
         if ((w.remoteAddr & 7) != 0) {
             return Outcome.REM_INV_REQ_ERR;
         }
-        Outcome o = remoteRange(r, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RAE, Mpt.PERM_ATOMIC);
+        Outcome o = remoteRange(r, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RAE, HcaDevice.PERM_ATOMIC);
         if (o != null) {
             return o;
         }
@@ -145,7 +145,7 @@ final class Responder {
                 continue;
             }
             Mpt m = r.dev.mpt(rw.lkey[i]);
-            if (m == null || m.state != Mpt.State.VALID || m.pdn != rpdn || (m.access & Mpt.PERM_LOCAL_WRITE) == 0
+            if (m == null || m.state != Mpt.State.VALID || m.pdn != rpdn || (m.access & HcaDevice.PERM_LOCAL_WRITE) == 0
                     || !m.contains(rw.addr[i], l)) {
                 recvComplete(r, idx, Outcome.LOC_PROT_ERR, Cqe.RECV_SEND, 0, 0, 0, sender.qpn, 0, w);
                 if (rc) {

@@ -254,7 +254,6 @@ class EngineTest {
         List<Boolean> events = new ArrayList<>();
         a.dev.setEventHandler((cq, error) -> events.add(error));
         HwCq small = a.dev.sw2hwCq(1);
-        a.cq.arm(false);
         assertTrue(small.push(a.qp.qpn, true, 0, Wqe.OP_SEND, Outcome.SUCCESS, 0, 0, 0, 0, 0, false));
         assertTrue(!small.push(a.qp.qpn, true, 1, Wqe.OP_SEND, Outcome.SUCCESS, 0, 0, 0, 0, 0, false), "no room: overrun");
         assertTrue(small.inError());

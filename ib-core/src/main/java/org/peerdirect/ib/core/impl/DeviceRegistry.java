@@ -38,7 +38,6 @@ public final class DeviceRegistry implements IbvDeviceList {
     /** The devices, listed before their service is published: a user who sees the service finds the device. */
     private final Map<IbDeviceOps, IbDevice> devices = new ConcurrentHashMap<>();
     private final Map<IbDeviceOps, ServiceRegistration<IbvDevice>> registrations = new ConcurrentHashMap<>();
-    private volatile boolean active = true;
 
     @Activate
     public DeviceRegistry(BundleContext ctx) {
@@ -73,7 +72,6 @@ public final class DeviceRegistry implements IbvDeviceList {
 
     @Deactivate
     void deactivate() {
-        active = false;
         for (IbDeviceOps ops : List.copyOf(devices.keySet())) {
             removeDevice(ops);
         }
@@ -81,9 +79,6 @@ public final class DeviceRegistry implements IbvDeviceList {
 
     @Override
     public List<IbvDevice> devices() {
-        if (!active) {
-            return List.of();
-        }
         return devices.values().stream().filter(d -> !d.removed()).map(d -> (IbvDevice) d)
                 .sorted(Comparator.comparing(IbvDevice::name)).toList();
     }

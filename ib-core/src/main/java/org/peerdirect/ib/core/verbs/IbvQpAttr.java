@@ -24,14 +24,6 @@ public final class IbvQpAttr {
     public static final int CAP = 1 << 19;
     public static final int DEST_QPN = 1 << 20;
 
-    /** {@code enum ibv_mtu}: 1 = 256 … 5 = 4096. */
-    public static int mtuBytes(int mtu) {
-        if (mtu < 1 || mtu > 5) {
-            throw new IllegalArgumentException("path MTU enum " + mtu + " is not 1 (256) .. 5 (4096)");
-        }
-        return 128 << mtu;
-    }
-
     public IbvQpState qpState = IbvQpState.RESET;
     public int pathMtu = 5;
     public int qpAccessFlags;
@@ -53,22 +45,6 @@ public final class IbvQpAttr {
     public int retryCnt = 7;
     /** 7 = retry forever. */
     public int rnrRetry = 7;
-
-    /** The IB spec's RNR NAK timer table, in nanoseconds. */
-    private static final long[] RNR_NS = {655_360_000L, 10_000L, 20_000L, 30_000L, 40_000L, 60_000L, 80_000L, 120_000L,
-            160_000L, 240_000L, 320_000L, 480_000L, 640_000L, 960_000L, 1_280_000L, 1_920_000L, 2_560_000L, 3_840_000L,
-            5_120_000L, 7_680_000L, 10_240_000L, 15_360_000L, 20_480_000L, 30_720_000L, 40_960_000L, 61_440_000L,
-            81_920_000L, 122_880_000L, 163_840_000L, 245_760_000L, 327_680_000L, 491_520_000L};
-
-    /** The RNR back-off for an encoded timer value. */
-    public static long rnrTimerNanos(int encoded) {
-        return RNR_NS[encoded & 31];
-    }
-
-    /** The local ACK timeout for an encoded value (0 = infinite, reported as Long.MAX_VALUE). */
-    public static long ackTimeoutNanos(int encoded) {
-        return encoded == 0 ? Long.MAX_VALUE : 4096L << Math.min(encoded, 31);
-    }
 
     public IbvQpAttr copy() {
         IbvQpAttr a = new IbvQpAttr();
