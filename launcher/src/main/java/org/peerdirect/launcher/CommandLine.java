@@ -14,11 +14,14 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
 
     static final String USAGE = """
             usage: peerdirect [options] [demo | test | bench [jmh options]]
-              (no arguments)   interactive Gogo shell (line editing, completion); Ctrl-D, 'shutdown' or Ctrl-C leave
+              (no arguments)   interactive Gogo shell (line editing, completion); Ctrl-D or 'shutdown' leave,
+                               Ctrl-C interrupts the running command
               -c "cmd; cmd"    run commands non-interactively and exit (repeatable); exit 1 names a failed command
               demo             run the showcase script and exit
               --keep-cache     reuse the framework cache of the previous run instead of starting fresh
-              -v               show the full Maven output when the launcher script (re)builds
+              -v               show the full Maven output when building, and stack traces of failed commands
+            exit codes: 0 ok, 1 a command failed, 2 a wrong command line, 3 the container did not start
+                        (or another one runs from the same folder), 130 Ctrl-C in a -c or demo run
             """;
 
     static CommandLine parse(String... args) {
@@ -34,7 +37,12 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
                     if (i + 1 >= args.length) {
                         throw new UsageException("option " + a + " needs a command string, for example -c \"lb\"");
                     }
-                    commands.addAll(CommandSplitter.split(args[++i]));
+                    List<String> split = CommandSplitter.split(args[++i]);
+                    if (split.isEmpty()) {
+                        // it used to open the interactive shell, which a script never expects
+                        throw new UsageException("option " + a + " got an empty command string");
+                    }
+                    commands.addAll(split);
                 }
                 case "demo" -> demo = true;
                 case "--keep-cache" -> keep = true;

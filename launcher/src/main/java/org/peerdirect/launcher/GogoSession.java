@@ -27,6 +27,9 @@ final class GogoSession implements AutoCloseable {
 
     static final String PROCESSOR = "org.apache.felix.service.command.CommandProcessor";
     private static final String SESSION = "org.apache.felix.service.command.CommandSession";
+    private static final String JOB_LISTENER = "org.apache.felix.service.command.JobListener";
+    /** Command lookup order: peerdirect's own, then gogo's, then every scope (etc/gosh_profile says the same). */
+    static final String SCOPE_PATH = "peerdirect:gogo:*";
     /** {@code Converter.INSPECT}: the level the interactive shell formats results with. */
     private static final int INSPECT = 0;
 
@@ -34,17 +37,97 @@ final class GogoSession implements AutoCloseable {
     private final Method execute;
     private final Method format;
     private final Method close;
+    private final Method jobs;
     final PrintStream out;
     final PrintStream err;
 
-    private GogoSession(Object session, Class<?> sessionType, PrintStream out, PrintStream err)
-            throws NoSuchMethodException {
+    /** Jobs that went to the background ({@code cmd &}), by id. */
+    private final java.util.Set<Integer> background = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Messages of background jobs that ended with an exception. */
+    private final java.util.List<String> failedJobs = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final Object jobLock = new Object();
+    private final Method jobId;
+    private final Method jobResult;
+    private final Method jobCommand;
+    private final Method resultException;
+
+    private GogoSession(Object session, Class<?> sessionType, Bundle runtime, PrintStream out, PrintStream err)
+            throws ReflectiveOperationException {
         this.session = session;
         this.execute = sessionType.getMethod("execute", CharSequence.class);
         this.format = sessionType.getMethod("format", Object.class, int.class);
         this.close = sessionType.getMethod("close");
+        this.jobs = sessionType.getMethod("jobs");
         this.out = out;
         this.err = err;
+        // our commands before Felix's (BundleCommands), then gogo's, then the rest: as the profile does
+        sessionType.getMethod("put", String.class, Object.class).invoke(session, "SCOPE", SCOPE_PATH);
+        Class<?> listenerType = runtime.loadClass(JOB_LISTENER);
+        // called through the public interfaces: the implementation classes are package-private
+        Class<?> jobType = runtime.loadClass("org.apache.felix.service.command.Job");
+        this.jobId = jobType.getMethod("id");
+        this.jobResult = jobType.getMethod("result");
+        this.jobCommand = jobType.getMethod("command");
+        this.resultException = runtime.loadClass("org.apache.felix.service.command.Result").getMethod("exception");
+        Object listener = java.lang.reflect.Proxy.newProxyInstance(listenerType.getClassLoader(),
+                new Class<?>[] {listenerType}, (proxy, method, args) -> {
+                    if (method.getName().equals("jobChanged")) {
+                        jobChanged(args[0], String.valueOf(args[2]));
+                        return null;
+                    }
+                    return switch (method.getName()) {
+                        case "hashCode" -> System.identityHashCode(proxy);
+                        case "equals" -> proxy == args[0];
+                        default -> "GogoSession job listener";
+                    };
+                });
+        sessionType.getMethod("setJobListener", listenerType).invoke(session, listener);
+    }
+
+    /**
+     * Gogo reports a background job's end only as "Done"; its exception went nowhere. A job that
+     * went to the background is remembered; when it is done its result is checked and a failure
+     * printed and kept, so the run's exit code says so.
+     */
+    private void jobChanged(Object job, String status) {
+        try {
+            int id = (int) jobId.invoke(job);
+            switch (status) {
+                case "Background" -> background.add(id);
+                case "Done" -> {
+                    if (background.remove(id)) {
+                        Object result = jobResult.invoke(job);
+                        Object ex = result == null ? null : resultException.invoke(result);
+                        if (ex instanceof Exception e) {
+                            String command = String.valueOf(jobCommand.invoke(job)).trim();
+                            String msg = "background job [" + id + "] '" + command + "' failed: " + Errors.message(e);
+                            failedJobs.add(msg); // before the waiter is woken below
+                            err.println("peerdirect: " + msg);
+                        }
+                    }
+                    synchronized (jobLock) {
+                        jobLock.notifyAll();
+                    }
+                }
+                default -> {
+                    // Foreground, Suspended: nothing to track
+                }
+            }
+        } catch (ReflectiveOperationException e) {
+            err.println("peerdirect: cannot read a background job's state: " + e);
+        }
+    }
+
+    /** Waits until every background job has ended; returns the failures (empty: all succeeded). */
+    java.util.List<String> awaitBackgroundJobs() throws InterruptedException, ReflectiveOperationException {
+        synchronized (jobLock) {
+            // the session's job list holds the jobs not yet done (Gogo removes a job when it is,
+            // just before it tells the listener: so also until the listener has seen every end)
+            while (!((java.util.List<?>) jobs.invoke(session)).isEmpty() || !background.isEmpty()) {
+                jobLock.wait(200); // bounded: a job that ended between the check and the wait
+            }
+        }
+        return java.util.List.copyOf(failedJobs);
     }
 
     /** Waits (bounded) for the command processor and opens a session on the process's own streams. */
@@ -66,7 +149,7 @@ final class GogoSession implements AutoCloseable {
             PrintStream err = new PrintStream(new FileOutputStream(FileDescriptor.err), true, StandardCharsets.UTF_8);
             Object session = processorType.getMethod("createSession", InputStream.class, OutputStream.class,
                     OutputStream.class).invoke(processor, in, out, err);
-            return new GogoSession(session, sessionType, out, err);
+            return new GogoSession(session, sessionType, runtime, out, err);
         } finally {
             tracker.close();
         }

@@ -19,9 +19,10 @@ import sun.misc.Signal;
 
 /**
  * {@code ./peerdirect}: boots the container and runs the interactive shell, {@code -c} commands or
- * the demo script. Exit codes: 0 success (also after Ctrl-C, {@code shutdown} or end of input),
- * 1 a command failed (the message names it), 2 a wrong command line, 3 the container did not come
- * up complete.
+ * the demo script. Exit codes: 0 success ({@code shutdown} or end of input too), 1 a command or
+ * a background job failed (the message names it), 2 a wrong command line, 3 the container did
+ * not come up complete (or another container runs from the same home), 130 Ctrl-C in a
+ * {@code -c} or demo run.
  */
 public final class Main {
 
@@ -29,6 +30,11 @@ public final class Main {
     static final int COMMAND_FAILED = 1;
     static final int USAGE = 2;
     static final int BROKEN = 3;
+    /** 128 + SIGINT, what a POSIX shell reports for a command ended by Ctrl-C. */
+    static final int INTERRUPTED = 130;
+    private static final long STOP_GRACE_MS = 10_000;
+    /** Set by the SIGINT handler: the run ends with {@link #INTERRUPTED} whatever the statement did. */
+    private static volatile boolean interrupted;
     private static final long STOP_TIMEOUT_MS = 30_000;
     /** Held so the level sticks: JUL keeps only weak references to loggers. */
     private static final java.util.logging.Logger JLINE_LOG = java.util.logging.Logger.getLogger("org.jline");
@@ -65,11 +71,23 @@ public final class Main {
         if (cl.interactive()) {
             System.out.println(banner());
         }
+        // one container per home: the second would wipe the first's framework cache and sysfs mirror
+        RunLock lock;
+        try {
+            lock = RunLock.acquire(home);
+        } catch (RunLock.HeldException e) {
+            System.err.println("peerdirect: " + e.getMessage());
+            return BROKEN;
+        } catch (IOException e) {
+            System.err.println("peerdirect: cannot lock " + home + ": " + e.getMessage());
+            return BROKEN;
+        }
         Container container;
         try {
             container = Container.launch(home, bundles, home.resolve("cache"), cl.keepCache(), cl.interactive());
         } catch (Exception e) {
             System.err.println("peerdirect: the container did not start: " + e.getMessage());
+            lock.close();
             return BROKEN;
         }
         AtomicBoolean stopping = new AtomicBoolean();
@@ -82,15 +100,40 @@ public final class Main {
                 }
             }
         };
-        // Ctrl-C: a clean stop (bundles in reverse order) and exit 0, in every mode. Installed after
-        // the bundles started, so it replaces the SIG_IGN handler gogo.jline's terminal installs.
-        Signal.handle(new Signal("INT"), sig -> {
-            shutdown.run();
-            Runtime.getRuntime().halt(OK);
-        });
+        // Ctrl-C in -c and demo runs: the running statement is interrupted (the tools check for
+        // it), the container stops cleanly and the exit code is the shell's for SIGINT (130). A
+        // statement that ignores the interrupt gets STOP_GRACE_MS before the stop goes ahead anyway.
+        // At the interactive prompt the shell's own handler interrupts the foreground job instead.
+        if (!cl.interactive()) {
+            Thread statements = Thread.currentThread();
+            Signal.handle(new Signal("INT"), sig -> {
+                interrupted = true;
+                statements.interrupt();
+                Thread watchdog = new Thread(() -> {
+                    try {
+                        statements.join(STOP_GRACE_MS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    if (statements.isAlive()) {
+                        System.err.println("peerdirect: interrupted; the running command did not stop within "
+                                + STOP_GRACE_MS / 1000 + " s, stopping the container under it");
+                        shutdown.run();
+                        lock.close();
+                        Runtime.getRuntime().halt(INTERRUPTED);
+                    }
+                }, "peerdirect-sigint");
+                watchdog.setDaemon(true);
+                watchdog.start();
+            });
+        }
         // SIGTERM and System.exit: still stop the bundles in order
-        Runtime.getRuntime().addShutdownHook(new Thread(shutdown, "peerdirect-shutdown"));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            shutdown.run();
+            lock.close();
+        }, "peerdirect-shutdown"));
         registerShutdownCommand(container.framework().getBundleContext(), container.framework());
+        registerBundleCommands(container.framework().getBundleContext());
 
         List<String> problems = container.problems();
         if (!problems.isEmpty()) {
@@ -119,12 +162,16 @@ public final class Main {
                             + root + "/kernel/infiniband/memory_peers/*/*");
                 }
             }
-            return rc;
+            return interrupted ? INTERRUPTED : rc;
         } catch (Exception e) {
+            if (interrupted) {
+                return INTERRUPTED;
+            }
             System.err.println("peerdirect: " + e.getMessage());
             return BROKEN;
         } finally {
             shutdown.run();
+            lock.close();
         }
     }
 
@@ -137,13 +184,24 @@ public final class Main {
                 try {
                     session.run(statement);
                 } catch (Exception e) {
-                    session.err.println("peerdirect: command failed: " + statement + "\n  "
-                            + e.getClass().getSimpleName() + ": " + e.getMessage());
+                    if (interrupted) {
+                        session.err.println("peerdirect: interrupted: " + statement);
+                        return INTERRUPTED;
+                    }
+                    session.err.println("peerdirect: command failed: " + statement + "\n  " + Errors.message(e));
+                    if (Errors.verbose()) {
+                        Errors.unwrap(e).printStackTrace(session.err);
+                    }
                     return COMMAND_FAILED;
                 }
+                if (interrupted) {
+                    return INTERRUPTED;
+                }
             }
+            // 'cmd &' jobs: the run ends when they end, and fails if one failed
+            List<String> failed = session.awaitBackgroundJobs();
+            return failed.isEmpty() ? OK : COMMAND_FAILED;
         }
-        return OK;
     }
 
     /** "peerdirect 0.1.0 on Felix 7.0.5, ..." from the launcher's own manifest (cnf/ext/runtime.bnd). */
@@ -175,6 +233,13 @@ public final class Main {
                     .collect(Collectors.joining("\n"));
             return CommandSplitter.split(text);
         }
+    }
+
+    private static void registerBundleCommands(BundleContext ctx) {
+        Dictionary<String, Object> props = new Hashtable<>();
+        props.put("osgi.command.scope", "peerdirect");
+        props.put("osgi.command.function", BundleCommands.FUNCTIONS);
+        ctx.registerService(Object.class, new BundleCommands(ctx), props);
     }
 
     /** {@code shutdown}: stops the framework (bundles in reverse order); the launcher then exits 0. */

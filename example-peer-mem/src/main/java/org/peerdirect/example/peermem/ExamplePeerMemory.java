@@ -50,6 +50,11 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
         final Set<Context> contexts = new HashSet<>();
         /** Being freed: no new registration may start on it. */
         boolean dead;
+        /**
+         * Its process exited while registrations still held it (a client without invalidation):
+         * the frames go when the last registration is released, as nv-p2p's persistent pages do.
+         */
+        boolean orphaned;
 
         Region(int pid, long addr, long size, long[] pfns) {
             this.pid = pid;
@@ -90,6 +95,8 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
     private final long pageSize;
     private final int flags;
     private final Map<Integer, TreeMap<Long, Region>> regions = new java.util.HashMap<>();
+    /** The device file each process with allocations holds open; guarded by {@code this}. */
+    private final Map<Integer, DeviceFile> files = new java.util.HashMap<>();
     private volatile PeerMemoryRegistration registration;
 
     /**
@@ -136,6 +143,7 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
                 pieces.add(phys.memory().asSlice(head * SgTable.PAGE_SIZE, SgTable.PAGE_SIZE << order));
                 at += 1 << order;
             }
+            deviceFile(as);
             long addr = as.mmapDevice(0, pieces, Vma.PROT_READ | Vma.PROT_WRITE, "[" + name + "]");
             Region r = new Region(pid, addr, bytes, pfns);
             r.blocks.addAll(blocks);
@@ -177,14 +185,87 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
                     }
                 }
             }
-            regions.get(pid).remove(r.addr);
-            AddressSpace as = mm.process(pid);
+            forget(r);
+            AddressSpace as = mm.findProcess(pid);
             if (as != null && !as.exited()) {
                 as.munmap(r.addr, r.size);
             }
-            for (long[] b : r.blocks) {
-                phys.freePages(b[0], (int) b[1]);
+            freeFrames(r);
+        }
+    }
+
+    /**
+     * The process exited (its file table closed our device file): every allocation it had goes,
+     * as a GPU driver frees a process's memory when its {@code /dev/nvidia*} file is released.
+     * Registrations over it are invalidated first (an invalidating client); without invalidation
+     * an allocation still registered is orphaned and freed by the release of its last
+     * registration, so a killed process leaks nothing and no device loses memory under it.
+     */
+    void processExited(int pid) {
+        List<Long> addrs;
+        synchronized (this) {
+            files.remove(pid);
+            TreeMap<Long, Region> m = regions.get(pid);
+            addrs = m == null ? List.of() : new ArrayList<>(m.keySet());
+        }
+        for (long addr : addrs) {
+            invalidate(pid, addr);
+            synchronized (this) {
+                TreeMap<Long, Region> m = regions.get(pid);
+                Region r = m == null ? null : m.get(addr);
+                if (r == null) {
+                    continue; // freed meanwhile by the client's own free
+                }
+                r.dead = true;
+                forget(r);
+                if (r.contexts.isEmpty()) {
+                    freeFrames(r); // the mappings go with the process's exit right after this
+                } else {
+                    r.orphaned = true;
+                }
             }
+        }
+    }
+
+    /** Removes the allocation from the tables; its frames are freed separately. */
+    private void forget(Region r) {
+        assert Thread.holdsLock(this);
+        TreeMap<Long, Region> m = regions.get(r.pid);
+        m.remove(r.addr);
+        if (m.isEmpty()) {
+            regions.remove(r.pid);
+        }
+    }
+
+    private void freeFrames(Region r) {
+        assert Thread.holdsLock(this);
+        for (long[] b : r.blocks) {
+            phys.freePages(b[0], (int) b[1]);
+        }
+        r.blocks.clear();
+    }
+
+    /** Opens the process's device file on its first allocation ({@code open("/dev/example_peer")}). */
+    private void deviceFile(AddressSpace as) {
+        assert Thread.holdsLock(this);
+        if (!files.containsKey(as.pid())) {
+            DeviceFile f = new DeviceFile(as.pid());
+            as.openFile(f);
+            files.put(as.pid(), f);
+        }
+    }
+
+    /** A process's open device file: closing it (process exit) frees the process's allocations. */
+    private final class DeviceFile implements AutoCloseable {
+        private final int pid;
+
+        DeviceFile(int pid) {
+            this.pid = pid;
+        }
+
+        @Override
+        public void close() {
+            processExited(pid);
         }
     }
 
@@ -234,6 +315,16 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
         for (long[] r : all) {
             free((int) r[0], r[1]);
         }
+        synchronized (this) {
+            // the processes keep running without their device files' allocations
+            files.forEach((pid, f) -> {
+                AddressSpace as = mm.findProcess(pid);
+                if (as != null) {
+                    as.closeFile(f);
+                }
+            });
+            files.clear();
+        }
     }
 
     /** Allocations as lines: pid, address, size, registrations. */
@@ -249,7 +340,7 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
     }
 
     private AddressSpace process(int pid) {
-        AddressSpace as = mm.process(pid);
+        AddressSpace as = mm.findProcess(pid);
         if (as == null || as.exited()) {
             throw new KernelException(Errno.EINVAL, name + ": no process " + pid);
         }
@@ -365,6 +456,9 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
         c.unmap(); // only for INVALIDATE_UNMAPS races: otherwise already unmapped
         synchronized (this) {
             c.region.contexts.remove(c);
+            if (c.region.orphaned && c.region.contexts.isEmpty()) {
+                freeFrames(c.region); // the last registration of a dead process's memory
+            }
         }
     }
 }

@@ -26,7 +26,9 @@ public class KernelException extends RuntimeException {
         /** the device failed or was removed (hot-unplug): the object is dead. */
         EIO,
         /** no such device. */
-        ENODEV
+        ENODEV,
+        /** try again: a table is full for now (fork at pid_max). */
+        EAGAIN
     }
 
     private final Errno errno;

@@ -4,7 +4,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -22,7 +21,16 @@ public class Mm implements AutoCloseable {
     private final PhysicalMemory phys;
     private final SwapDevice swap;
     private final Map<Integer, AddressSpace> processes = new ConcurrentHashMap<>();
-    private final AtomicInteger nextPid = new AtomicInteger(100);
+    /** Linux's bounds for {@code kernel.pid_max}: PID_MAX_DEFAULT, PID_MAX_LIMIT (64-bit), PID_MAX_MIN. */
+    public static final int PID_MAX_DEFAULT = 32768;
+    public static final int PID_MAX_LIMIT = 4 * 1024 * 1024;
+    public static final int PID_MAX_MIN = 301;
+    /** After wrapping, pids restart here (RESERVED_PIDS in kernel/pid.c): low pids stay for daemons. */
+    static final int RESERVED_PIDS = 300;
+    /** Guards pid allocation: {@link #lastPid}, and the check-then-put on {@link #processes}. */
+    private final Object pidLock = new Object();
+    private int lastPid = 99;
+    private volatile int pidMax = PID_MAX_DEFAULT;
     private final AtomicLong reclaimed = new AtomicLong();
     private volatile long defaultMemlock = DEFAULT_MEMLOCK;
 
@@ -42,13 +50,50 @@ public class Mm implements AutoCloseable {
 
     /** A new process with an empty address space. */
     public AddressSpace createProcess(String name) {
-        int pid = nextPid.getAndIncrement();
-        if (pid >= (1 << 20)) {
-            throw new KernelException(Errno.ENOMEM, "out of process ids");
+        synchronized (pidLock) {
+            int pid = allocPidLocked();
+            AddressSpace as = new AddressSpace(this, pid, name, defaultMemlock);
+            processes.put(pid, as);
+            return as;
         }
-        AddressSpace as = new AddressSpace(this, pid, name, defaultMemlock);
-        processes.put(pid, as);
-        return as;
+    }
+
+    /**
+     * The next free pid after the last one given, wrapping to {@link #RESERVED_PIDS} at pid_max,
+     * as {@code alloc_pid} does: pids are reused, and a full table is EAGAIN (fork's answer), so
+     * a script spawning in a loop gets an error instead of filling the heap.
+     *
+     * @see "kernel/pid.c alloc_pid()"
+     */
+    private int allocPidLocked() {
+        assert Thread.holdsLock(pidLock);
+        int max = pidMax;
+        int pid = lastPid;
+        for (int tries = 0; tries < max; tries++) {
+            pid++;
+            if (pid >= max) {
+                pid = RESERVED_PIDS;
+            }
+            if (!processes.containsKey(pid)) {
+                lastPid = pid;
+                return pid;
+            }
+        }
+        throw new KernelException(Errno.EAGAIN, "fork: no free process id (" + processes.size()
+                + " processes alive, pid_max " + max + "): kill some (kernel:ps, kernel:kill)");
+    }
+
+    /** {@code /proc/sys/kernel/pid_max}: pids are below it; {@link #PID_MAX_MIN}..{@link #PID_MAX_LIMIT}. */
+    public void setPidMax(int max) {
+        if (max < PID_MAX_MIN || max > PID_MAX_LIMIT) {
+            throw new KernelException(Errno.EINVAL, "pid_max " + max + " is outside " + PID_MAX_MIN + ".."
+                    + PID_MAX_LIMIT);
+        }
+        pidMax = max;
+    }
+
+    public int pidMax() {
+        return pidMax;
     }
 
     public void setDefaultMemlock(long bytes) {
@@ -61,6 +106,11 @@ public class Mm implements AutoCloseable {
             throw new KernelException(Errno.EINVAL, "no process " + pid);
         }
         return as;
+    }
+
+    /** The live process {@code pid}, or null: for callers that clean up after a process that may be gone. */
+    public AddressSpace findProcess(int pid) {
+        return processes.get(pid);
     }
 
     public List<AddressSpace> processes() {

@@ -13,7 +13,7 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
 
 /**
  * A swap file: 4 KiB slots in a real file, written on swap-out and read on swap-in. The file is
- * deleted when the device is closed.
+ * unlinked as soon as it is open, so it never outlives the process.
  *
  * <p>Lock: {@code this} guards the slot map; file I/O is positional and needs no lock.
  */
@@ -32,6 +32,9 @@ final class SwapDevice implements AutoCloseable {
             Files.createDirectories(file.toAbsolutePath().getParent());
             this.channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
                     StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+            // unlinked while open: the space goes with the channel, so even a kill -9 of the
+            // container leaves no swap file behind (the kernel keeps a deleted open file's blocks)
+            Files.deleteIfExists(file);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open swap file " + file + ": " + e.getMessage(), e);
         }

@@ -47,6 +47,39 @@ class MmTest {
         assertEquals(errno, e.errno(), e.getMessage());
     }
 
+    /** Issue 10 defect 5: pids came from a counter; 100 000 spawns filled the heap. */
+    @Test
+    void pidsAreBoundedByPidMaxAndReused() {
+        Mm m = mm(16 << 20, 1 << 20);
+        m.setPidMax(Mm.PID_MAX_MIN);
+        List<AddressSpace> alive = new ArrayList<>();
+        // pids 100..300 (wrapping goes back to RESERVED_PIDS, 300): 201 processes fit below pid_max 301
+        while (alive.size() < 201) {
+            alive.add(m.createProcess("p"));
+        }
+        KernelException e = assertThrows(KernelException.class, () -> m.createProcess("one too many"));
+        assertEquals(Errno.EAGAIN, e.errno());
+        assertTrue(e.getMessage().contains("pid_max 301"), e.getMessage());
+        // as in kernel/pid.c, pids below RESERVED_PIDS are not handed out again after the wrap
+        alive.remove(50).exit();
+        assertErrno(Errno.EAGAIN, () -> m.createProcess("low pids stay free"));
+        AddressSpace last = alive.remove(alive.size() - 1);
+        assertEquals(300, last.pid());
+        last.exit();
+        assertEquals(300, m.createProcess("reuses").pid(), "a freed pid above RESERVED_PIDS is reused");
+        assertErrno(Errno.EINVAL, () -> m.setPidMax(300));
+        assertErrno(Errno.EINVAL, () -> m.setPidMax(Mm.PID_MAX_LIMIT + 1));
+        // a long-lived container: spawn/exit cycles far past pid_max never run out
+        m.setPidMax(Mm.PID_MAX_DEFAULT);
+        for (int i = 0; i < 100_000; i++) {
+            m.createProcess("cycle").exit();
+        }
+        for (AddressSpace p : m.processes()) {
+            p.exit();
+        }
+        assertEquals(0, m.processes().size());
+    }
+
     @Test
     void anonymousMemoryFaultsInZeroedOnFirstTouchAndKeepsData() {
         AddressSpace p = mm(64 << 20, 16 << 20).createProcess("t");

@@ -12,7 +12,8 @@ import org.peerdirect.kernel.mm.Mm;
  * The memory manager service. Configuration PID {@code org.peerdirect.kernel.mm}:
  * {@code memory.size} (bytes, default 1 GiB), {@code poison} (fill freed frames, default true),
  * {@code swap.size} (default 256 MiB), {@code swap.file} (default a file in java.io.tmpdir,
- * deleted at stop), {@code memlock} (default RLIMIT_MEMLOCK of new processes, 8 MiB).
+ * unlinked once open), {@code memlock} (default RLIMIT_MEMLOCK of new processes, 8 MiB),
+ * {@code pid.max} (kernel.pid_max, default 32768).
  * Untouched memory costs the host nothing (MAP_NORESERVE).
  */
 @Component(immediate = true, // holds state: a delayed component would be disposed when unused
@@ -29,12 +30,15 @@ public final class MmService extends Mm {
         String swap_file() default "";
 
         long memlock() default 8L << 20;
+
+        int pid_max() default Mm.PID_MAX_DEFAULT;
     }
 
     @Activate
     public MmService(Config c, BundleContext ctx) {
         super(c.memory_size(), c.poison(), swapFile(c, ctx), c.swap_size());
         setDefaultMemlock(c.memlock());
+        setPidMax(c.pid_max());
     }
 
     private static Path swapFile(Config c, BundleContext ctx) {

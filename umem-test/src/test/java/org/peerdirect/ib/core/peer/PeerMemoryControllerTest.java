@@ -28,6 +28,7 @@ import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.umemtest.UmemTestDevice;
 import org.peerdirect.umemtest.UmemTestDevice.Mr;
+import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.peermem.PeerMemoryClient;
@@ -143,6 +144,48 @@ class PeerMemoryControllerTest {
         assertEquals(Errno.EFAULT, e.errno());
         assertTrue(e.getMessage().contains("VM_IO|VM_PFNMAP"), e.getMessage());
         assertEquals(0, rig.proc.pinnedPages(), "charge returned");
+    }
+
+    /** Issue 10 defect 2: a killed process's device memory went for good ("free" got EINVAL). */
+    @Test
+    void aKilledProcessesAllocationsAreFreedByTheClient() {
+        ExamplePeerMemory mem = rig.client("exit_mem", 4096, false);
+        rig.controller.register(mem, false);
+        AddressSpace victim = rig.mm.createProcess("victim");
+        long free = rig.mm.physical().freeFrames();
+        mem.alloc(victim.pid(), 1 << 22);
+        assertEquals(free - 1024, rig.mm.physical().freeFrames());
+        assertEquals(1, victim.openFiles(), "the client's device file");
+
+        victim.exit(); // kernel:kill
+
+        assertEquals(List.of(), mem.list(), "no allocation left");
+        assertEquals(free, rig.mm.physical().freeFrames(), "the 4 MiB are back");
+    }
+
+    /**
+     * Without invalidation, memory still registered when its process dies is orphaned, not freed
+     * under the device: the last deregistration frees it (nv-p2p persistent pages behave so).
+     */
+    @Test
+    void aDeadProcessesRegisteredMemoryGoesWithItsLastRegistration() {
+        ExamplePeerMemory mem = rig.client("orphan_mem", 4096, false);
+        rig.controller.register(mem, false);
+        AddressSpace victim = rig.mm.createProcess("victim");
+        victim.setMemlockLimit(1L << 30);
+        long free = rig.mm.physical().freeFrames();
+        // the device's file is opened first, so the process's exit closes the client's file first
+        long anon = victim.mmap(4096);
+        Mr first = rig.dev.reg(victim, anon, 4096, RW);
+        long va = mem.alloc(victim.pid(), 1 << 16);
+        Mr mr = rig.dev.reg(victim, va, 1 << 16, RW);
+
+        victim.exit();
+
+        assertNotNull(mr.revokedReason(), "the MR went with the process");
+        assertNotNull(first.revokedReason());
+        assertEquals(List.of(), mem.list());
+        assertEquals(free, rig.mm.physical().freeFrames(), "the orphan was freed by the deregistration");
     }
 
     @Test
