@@ -19,6 +19,8 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
               -c "cmd; cmd"    run commands non-interactively and exit (repeatable); exit 1 names a failed command
               demo             run the showcase script and exit
               --keep-cache     reuse the framework cache of the previous run instead of starting fresh
+              --home DIR       keep this run's state (framework cache, sysfs mirror) in DIR: one container
+                               per folder, so a second container at the same time needs its own
               -v               show the full Maven output when building, and stack traces of failed commands
             exit codes: 0 ok, 1 a command failed, 2 a wrong command line, 3 the container did not start
                         (or another one runs from the same folder), 130 Ctrl-C in a -c or demo run

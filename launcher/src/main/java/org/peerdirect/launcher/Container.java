@@ -51,10 +51,10 @@ final class Container {
         this.framework = framework;
     }
 
-    static Container launch(Path home, Path bundleDir, Path cache, boolean keepCache, boolean interactive)
+    static Container launch(Path dist, Path home, Path bundleDir, boolean keepCache, boolean interactive)
             throws Exception {
         Map<String, String> config = new HashMap<>();
-        config.put(Constants.FRAMEWORK_STORAGE, cache.toString());
+        config.put(Constants.FRAMEWORK_STORAGE, home.resolve("cache").toString());
         if (!keepCache) {
             config.put(Constants.FRAMEWORK_STORAGE_CLEAN, Constants.FRAMEWORK_STORAGE_CLEAN_ONFIRSTINIT);
         }
@@ -64,7 +64,7 @@ final class Container {
         config.put("felix.log.level", "1");
         // gogo.jline: our profile (prompt, scope) from <home>/etc/gosh_profile; in non-interactive
         // runs its shell thread only reads the profile and must not stop the framework afterwards
-        config.put("gosh.home", home.toString());
+        config.put("gosh.home", dist.toString());
         config.put("gosh.args", interactive ? "" : "--nointeractive --noshutdown");
         // install mvn:group/artifact/version through pax-url-aether from the local repository first
         config.put("org.ops4j.pax.url.mvn.localRepository",

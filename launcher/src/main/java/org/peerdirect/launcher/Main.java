@@ -57,9 +57,11 @@ public final class Main {
             System.err.print(CommandLine.USAGE);
             return e.getMessage() == null ? OK : USAGE;
         }
-        Path home = Path.of(cl.home() != null ? cl.home() : System.getProperty("peerdirect.home", "."))
-                .toAbsolutePath().normalize();
-        Path bundles = cl.bundles() != null ? Path.of(cl.bundles()) : home.resolve("bundle");
+        // the distribution (bundles, etc/gosh_profile) is read-only; the home holds one run's state
+        // (framework cache, sysfs mirror, lock): --home gives a second container its own
+        Path dist = Path.of(System.getProperty("peerdirect.home", ".")).toAbsolutePath().normalize();
+        Path home = cl.home() != null ? Path.of(cl.home()).toAbsolutePath().normalize() : dist;
+        Path bundles = cl.bundles() != null ? Path.of(cl.bundles()) : dist.resolve("bundle");
         long t0 = System.nanoTime();
         // quiet by default: slf4j-simple (pax-url) at WARN; jline's "dumb terminal" notice only
         // matters in the interactive shell
@@ -84,7 +86,7 @@ public final class Main {
         }
         Container container;
         try {
-            container = Container.launch(home, bundles, home.resolve("cache"), cl.keepCache(), cl.interactive());
+            container = Container.launch(dist, home, bundles, cl.keepCache(), cl.interactive());
         } catch (Exception e) {
             System.err.println("peerdirect: the container did not start: " + e.getMessage());
             lock.close();

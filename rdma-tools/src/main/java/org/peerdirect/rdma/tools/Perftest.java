@@ -85,7 +85,7 @@ final class Perftest {
         out.append(" Data ex. method : in-JVM fabric\n");
         out.append(String.format(" Memory          : %s%n", mem == null ? "host" : "peer client " + mem.name()));
         if (all) {
-            out.append(String.format(" Iterations      : at most %d MiB per size%n", SWEEP_CAP >> 20));
+            out.append(String.format(" Iterations      : at most %d MiB per size and QP%n", SWEEP_CAP >> 20));
         }
         out.append(LINE).append('\n');
     }
@@ -124,7 +124,9 @@ final class Perftest {
         long windowDone = 0;
         double peak = 0;
         long deadline = t0 + RdmaTools.TIMEOUT_NS;
-        while (done < total) {
+        long received = 0;
+        while (done < total || (send && received < total)) {
+            RdmaTools.checkInterrupted("rdma:" + title.trim());
             for (int q = 0; q < qps; q++) {
                 while (posted[q] < iters && posted[q] - completed[q] < depth && (!send || posted[q] < recvPosted[q])) {
                     long k = posted[q];
@@ -149,7 +151,14 @@ final class Perftest {
                 completed[q] = now;
             }
             if (send) {
+                // every receive completion is polled before the size ends: left behind, they
+                // filled the server's CQ across the sizes of a -a sweep (CQ overrun, then
+                // "transport retry counter exceeded" at the client)
                 int m = s.cq.poll(wc.length, wc);
+                if (m < 0) {
+                    throw new IllegalStateException("the server CQ is in error");
+                }
+                received += m;
                 for (int i = 0; i < m; i++) {
                     if (wc[i].status != IbvWcStatus.SUCCESS) {
                         throw new IllegalStateException("Completion with error at server: " + wc[i].status.str());

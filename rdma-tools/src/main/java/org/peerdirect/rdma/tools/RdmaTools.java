@@ -237,8 +237,20 @@ public final class RdmaTools {
         }
     }
 
+    /**
+     * Ctrl-C: the shell interrupts the command's thread; every polling loop of the tools calls
+     * this, so the command ends within one poll and the container does not keep both cores busy.
+     * The interrupt status is kept for the caller.
+     */
+    static void checkInterrupted(String what) {
+        if (Thread.currentThread().isInterrupted()) {
+            throw new IllegalStateException(what + ": interrupted");
+        }
+    }
+
     /** Busy-poll politely: spin, then let the peer's thread have the core (2-core machines). */
     static void relax(int spins) {
+        checkInterrupted("rdma");
         if ((spins & 63) == 63) {
             Thread.yield();
         } else {
@@ -276,8 +288,16 @@ public final class RdmaTools {
                 side(client, size, iters, validate, true);
             } catch (Throwable t) {
                 failure.compareAndSet(null, t);
+                srv.interrupt(); // the server would wait for messages that never come
             }
-            srv.join(TIMEOUT_NS / 1_000_000);
+            try {
+                srv.join(TIMEOUT_NS / 1_000_000);
+            } finally {
+                if (srv.isAlive()) { // interrupted (Ctrl-C) or timed out: stop it before the endpoints close
+                    srv.interrupt();
+                    srv.join(5_000);
+                }
+            }
             long usec = Math.max(1, (System.nanoTime() - t0) / 1000);
             if (srv.isAlive()) {
                 failure.compareAndSet(null, new IllegalStateException("server side did not finish within 60 s"));
