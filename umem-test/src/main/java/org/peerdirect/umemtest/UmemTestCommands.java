@@ -5,10 +5,13 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.apache.felix.service.command.Descriptor;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
+import org.peerdirect.kernel.shell.Args;
+import org.peerdirect.kernel.shell.UsageException;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.kernel.iommu.Iommu;
@@ -40,21 +43,37 @@ public final class UmemTestCommands {
         device.close();
     }
 
-    public int reg(int pid, String addr, long bytes) {
-        AddressSpace as = mm.process(pid);
+    @Descriptor("registers a range of a process's memory with the test DMA device (pinned or peer path); prints the MR id. Example: mr = (umemtest:reg $pid $a 64K)")
+    public int reg(@Descriptor("process id") String pid, @Descriptor("start address") String addr,
+            @Descriptor("length in bytes (K/M/G suffixes)") String bytes) {
+        int p = Args.pid("umemtest:reg", pid);
+        AddressSpace as = mm.findProcess(p);
         if (as == null) {
-            throw new IllegalArgumentException("no process " + pid + " (kernel:ps lists them)");
+            throw new UsageException("umemtest:reg: no process " + p + " (kernel:ps lists them)");
         }
-        return device.reg(as, Long.decode(addr), bytes, IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE).id();
+        return device.reg(as, Args.address("umemtest:reg", addr), Args.size("umemtest:reg", "the length", bytes, 1, 1L << 46),
+                IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE).id();
     }
 
-    public String dereg(int id) {
-        device.dereg(device.mr(id));
+    @Descriptor("deregisters an MR of the test device")
+    public String dereg(@Descriptor("MR id (umemtest:list)") String id) {
+        device.dereg(mr("umemtest:dereg", id));
         return "deregistered mr " + id;
     }
 
-    public String dma(int id) {
-        UmemTestDevice.Mr mr = device.mr(id);
+    private UmemTestDevice.Mr mr(String command, String id) {
+        int n = (int) Args.integer(command, "an MR id", id, 0, Integer.MAX_VALUE);
+        try {
+            return device.mr(n);
+        } catch (RuntimeException e) {
+            throw new UsageException(command + ": no MR " + n + " on " + device.name() + " (umemtest:list lists them)");
+        }
+    }
+
+    @Descriptor("the device writes a pattern over the whole MR and reads it back through the IOMMU")
+    public String dma(@Descriptor("MR id (umemtest:list)") String mrId) {
+        UmemTestDevice.Mr mr = mr("umemtest:dma", mrId);
+        int id = mr.id();
         long len = mr.umem().length();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(len);
@@ -73,6 +92,7 @@ public final class UmemTestCommands {
         }
     }
 
+    @Descriptor("the MRs of the test DMA device")
     public String list() {
         List<String> out = new ArrayList<>();
         for (UmemTestDevice.Mr mr : device.mrs()) {

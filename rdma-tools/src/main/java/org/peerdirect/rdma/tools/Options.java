@@ -1,55 +1,102 @@
 package org.peerdirect.rdma.tools;
 
-import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
-/** The tools' option parsing: {@code -s 4096 -n 1000 -c -d mlx4_0 --mem host}; unknown options are errors. */
+import org.peerdirect.kernel.shell.Args;
+import org.peerdirect.kernel.shell.UsageException;
+
+/**
+ * The tools' option parsing: {@code -s 4096 -n 1000 -c -d mlx4_0 --mem host}. Each tool declares
+ * its options once ({@link Opt}: name, argument, description, default); that one table gives the
+ * parsing, the defaults, the errors in words and {@code --help}, whose layout is the one
+ * gogo.jline's usage completion reads, so Tab completes the options in the shell.
+ */
 final class Options {
 
-    private final Map<String, String> values = new HashMap<>();
-    private final String tool;
+    /** One option: {@code arg} null for a flag. */
+    record Opt(String name, String arg, String description, String dflt) {
+    }
 
-    Options(String tool, Object[] args, Set<String> withValue, Set<String> flags) {
+    static Opt value(String name, String arg, String description, Object dflt) {
+        return new Opt(name, arg, description, dflt == null ? null : String.valueOf(dflt));
+    }
+
+    static Opt flag(String name, String description) {
+        return new Opt(name, null, description, null);
+    }
+
+    private final Map<String, String> values = new LinkedHashMap<>();
+    private final Map<String, Opt> opts = new LinkedHashMap<>();
+    private final String tool;
+    private final String summary;
+    private final boolean help;
+
+    Options(String tool, String summary, Object[] args, List<Opt> declared) {
         this.tool = tool;
+        this.summary = summary;
+        for (Opt o : declared) {
+            opts.put(o.name(), o);
+        }
+        boolean h = false;
         for (int i = 0; i < args.length; i++) {
             String a = String.valueOf(args[i]);
-            if (withValue.contains(a)) {
+            if (a.equals("--help") || a.equals("-h") || a.equals("-?")) {
+                h = true;
+                continue;
+            }
+            Opt o = opts.get(a);
+            if (o == null) {
+                throw new UsageException(tool + ": unknown option '" + a + "' (" + tool + " --help lists its options)");
+            }
+            if (o.arg() != null) {
                 if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException(tool + ": option " + a + " needs a value");
+                    throw new UsageException(tool + ": option " + a + " needs a value (" + o.arg() + ": " + o.description() + ")");
                 }
                 values.put(a, String.valueOf(args[++i]));
-            } else if (flags.contains(a)) {
-                values.put(a, "true");
             } else {
-                throw new IllegalArgumentException(tool + ": unknown option '" + a + "' (options: " + withValue + " with a value, "
-                        + flags + ")");
+                values.put(a, "true");
             }
         }
+        this.help = h;
+    }
+
+    /** {@code --help} was given: the tool prints {@link #usage()} and does nothing else. */
+    boolean help() {
+        return help;
+    }
+
+    /** Prints the usage (the completion reads printed output, not a command's value); returns null. */
+    String printUsage() {
+        System.out.print(usage());
+        System.out.flush();
+        return null;
+    }
+
+    String usage() {
+        StringBuilder sb = new StringBuilder("usage: ").append(tool).append(" [OPTIONS]\n  ").append(summary).append('\n');
+        for (Opt o : opts.values()) {
+            String left = o.name() + (o.arg() == null ? "" : " " + o.arg());
+            sb.append(String.format("  %-16s %s%s%n", left, o.description(), o.dflt() == null ? "" : " (default=" + o.dflt() + ")"));
+        }
+        sb.append(String.format("  %-16s %s%n", "-? --help", "show this help"));
+        return sb.toString();
     }
 
     boolean flag(String f) {
         return values.containsKey(f);
     }
 
-    String string(String o, String def) {
-        return values.getOrDefault(o, def);
+    String string(String o) {
+        String v = values.get(o);
+        return v != null ? v : opts.get(o).dflt();
     }
 
-    long number(String o, long def, long min, long max) {
-        String v = values.get(o);
-        if (v == null) {
-            return def;
-        }
-        long n;
-        try {
-            n = Long.decode(v);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(tool + ": " + o + " '" + v + "' is not a number");
-        }
-        if (n < min || n > max) {
-            throw new IllegalArgumentException(tool + ": " + o + " " + n + " is not in " + min + ".." + max);
-        }
-        return n;
+    /** The option's number in [min, max] (K/M/G suffixes for sizes), or its declared default. */
+    long number(String o, long min, long max) {
+        Opt opt = opts.get(o);
+        String v = values.getOrDefault(o, opt.dflt());
+        return Args.size(tool, "option " + o + " (" + opt.description() + ")", v, min, max);
     }
 }

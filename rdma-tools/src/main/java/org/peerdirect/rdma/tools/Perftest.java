@@ -2,7 +2,6 @@ package org.peerdirect.rdma.tools;
 
 import java.util.Arrays;
 import java.util.List;
-import java.util.Set;
 
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
@@ -37,15 +36,28 @@ final class Perftest {
         this.op = op;
         this.latency = latency;
         this.o = new Options("rdma:" + (latency ? "write_lat" : op == IbvWrOpcode.SEND ? "send_bw"
-                : op == IbvWrOpcode.RDMA_READ ? "read_bw" : "write_bw"), args, Set.of("-s", "-n", "-q", "-d", "--mem", "-t"), Set.of("-a"));
+                : op == IbvWrOpcode.RDMA_READ ? "read_bw" : "write_bw"),
+                title + " between two simulated processes, as perftest's ib_" + (latency ? "write_lat" : op == IbvWrOpcode.SEND ? "send_bw"
+                        : op == IbvWrOpcode.RDMA_READ ? "read_bw" : "write_bw") + ". Example: rdma:write_bw -s 64K -n 10000",
+                args, List.of(
+                        Options.value("-s", "SIZE", "message size in bytes (K/M suffixes)", latency ? 2 : 65536),
+                        Options.value("-n", "ITERS", "iterations per QP", latency ? 1000 : 5000),
+                        Options.value("-q", "QPS", "number of QPs" + (latency ? " (1 for latency)" : ", up to 16"), 1),
+                        Options.value("-t", "DEPTH", "TX depth: work requests in flight per QP", 128),
+                        Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
+                        Options.value("--mem", "MEM", "memory: host or a peer client's name (peermem:clients)", "host"),
+                        Options.flag("-a", "run all sizes from 2 bytes to 8 MiB")));
     }
 
     String run() {
+        if (o.help()) {
+            return o.printUsage();
+        }
         boolean all = o.flag("-a");
-        int size = (int) o.number("-s", latency ? 2 : 65536, 1, MAX_SWEEP);
-        int iters = (int) o.number("-n", latency ? 1000 : 5000, 5, 100_000_000);
-        int qps = (int) o.number("-q", 1, 1, latency ? 1 : 16);
-        int depth = (int) o.number("-t", 128, 1, 8192);
+        int size = (int) o.number("-s", 1, MAX_SWEEP);
+        int iters = (int) o.number("-n", 5, 100_000_000);
+        int qps = (int) o.number("-q", 1, latency ? 1 : 16);
+        int depth = (int) o.number("-t", 1, 8192);
         List<Integer> sizes = all ? RdmaTools.sweep(MAX_SWEEP) : List.of(size);
         int max = sizes.stream().mapToInt(Integer::intValue).max().orElseThrow();
         IbvDevice[] devs = tools.devicesFor(o);

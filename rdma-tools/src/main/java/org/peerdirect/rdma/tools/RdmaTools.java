@@ -3,10 +3,10 @@ package org.peerdirect.rdma.tools;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.apache.felix.service.command.Descriptor;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
@@ -73,6 +73,7 @@ public final class RdmaTools {
 
     // ------------------------------------------------------------------ ibv_devices / ibv_devinfo
 
+    @Descriptor("the RDMA devices with their node GUIDs, as ibv_devices")
     public String devices() {
         StringBuilder sb = new StringBuilder("    device          \t   node GUID\n    ------          \t----------------\n");
         for (IbvDevice d : devices.devices()) {
@@ -81,9 +82,17 @@ public final class RdmaTools {
         return sb.toString().stripTrailing();
     }
 
-    public String devinfo(Object... args) {
-        Options o = new Options("rdma:devinfo", args, Set.of("-d", "-i"), Set.of("-v"));
-        String only = o.string("-d", null);
+    @Descriptor("the RDMA devices' attributes and ports, as ibv_devinfo. Example: rdma:devinfo -v -d mlx4_0")
+    public String devinfo(@Descriptor("options; --help lists them") Object... args) {
+        Options o = new Options("rdma:devinfo", "the devices' attributes and ports, as ibv_devinfo", args, List.of(
+                Options.value("-d", "DEVICE", "only this device (rdma:devices)", null),
+                Options.value("-i", "PORT", "only this port (the models have one port)", 1),
+                Options.flag("-v", "every attribute")));
+        if (o.help()) {
+            return o.printUsage();
+        }
+        o.number("-i", 1, 1);
+        String only = o.string("-d");
         boolean verbose = o.flag("-v");
         StringBuilder sb = new StringBuilder();
         List<IbvDevice> list = only == null ? devices.devices() : List.of(devices.device(only));
@@ -184,7 +193,7 @@ public final class RdmaTools {
     }
 
     private Pair pair(Options o) {
-        IbvDevice client = devices.device(o.string("-d", null));
+        IbvDevice client = devices.device(o.string("-d"));
         List<IbvDevice> all = devices.devices();
         IbvDevice server = client;
         if (all.size() > 1) {
@@ -194,7 +203,7 @@ public final class RdmaTools {
     }
 
     private PeerMemoryAllocator memory(Options o) {
-        String mem = o.string("--mem", "host");
+        String mem = o.string("--mem");
         if (mem.equals("host")) {
             return null;
         }
@@ -260,11 +269,21 @@ public final class RdmaTools {
 
     // ------------------------------------------------------------------ ibv_rc_pingpong
 
-    public String pingpong(Object... args) throws Exception {
-        Options o = new Options("rdma:pingpong", args, Set.of("-s", "-n", "-d", "--mem", "-r"), Set.of("-c", "-e"));
+    @Descriptor("SEND/RECV ping-pong between two simulated processes, as ibv_rc_pingpong. Example: rdma:pingpong -s 4096 -n 1000 -c")
+    public String pingpong(@Descriptor("options; --help lists them") Object... args) throws Exception {
+        Options o = new Options("rdma:pingpong", "SEND/RECV ping-pong on an RC QP pair, as ibv_rc_pingpong", args, List.of(
+                Options.value("-s", "SIZE", "message size in bytes (K/M suffixes)", 4096),
+                Options.value("-n", "ITERS", "round trips", 1000),
+                Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
+                Options.value("--mem", "MEM", "memory: host or a peer client's name (peermem:clients)", "host"),
+                Options.flag("-e", "sleep on the completion channel instead of polling"),
+                Options.flag("-c", "validate every received buffer")));
+        if (o.help()) {
+            return o.printUsage();
+        }
         boolean events = o.flag("-e");
-        int size = (int) o.number("-s", 4096, 1, 1 << 24);
-        int iters = (int) o.number("-n", 1000, 1, 100_000_000);
+        int size = (int) o.number("-s", 1, 1 << 24);
+        int iters = (int) o.number("-n", 1, 100_000_000);
         boolean validate = o.flag("-c");
         Pair p = pair(o);
         PeerMemoryAllocator mem = memory(o);
@@ -413,16 +432,25 @@ public final class RdmaTools {
      * driver does on cudaFree), and the writes that follow complete with errors. Prints the
      * completions by status and checks that the freed memory saw no write after the free.
      */
-    public String invalidate_test(Object... args) {
-        Options o = new Options("rdma:invalidate_test", args, Set.of("-n", "-s", "-d", "--mem"), Set.of());
-        int iters = (int) o.number("-n", 2000, 2, 10_000_000);
-        int size = (int) o.number("-s", 4096, 8, 1 << 20);
-        if (o.string("--mem", null) == null) {
+    @Descriptor("RDMA WRITEs into peer memory that is freed half-way: later writes complete with errors, none lands. Example: rdma:invalidate_test --mem example_peer")
+    public String invalidate_test(@Descriptor("options; --help lists them") Object... args) {
+        Options o = new Options("rdma:invalidate_test", "RDMA WRITEs into peer memory freed half-way (the peer client invalidates)",
+                args, List.of(
+                        Options.value("-n", "ITERS", "writes", 2000),
+                        Options.value("-s", "SIZE", "bytes per write", 4096),
+                        Options.value("-d", "DEVICE", "client device (rdma:devices)", null),
+                        Options.value("--mem", "MEM", "a peer client's name (default: the first offering memory)", null)));
+        if (o.help()) {
+            return o.printUsage();
+        }
+        int iters = (int) o.number("-n", 2, 10_000_000);
+        int size = (int) o.number("-s", 8, 1 << 20);
+        if (o.string("--mem") == null) {
             if (allocators.isEmpty()) {
                 throw new IllegalArgumentException("rdma:invalidate_test needs a peer memory client offering memory (--mem <name>)");
             }
         }
-        PeerMemoryAllocator mem = o.string("--mem", null) == null ? allocators.get(0) : memory(o);
+        PeerMemoryAllocator mem = o.string("--mem") == null ? allocators.get(0) : memory(o);
         if (mem == null) {
             throw new IllegalArgumentException("rdma:invalidate_test: --mem must name a peer memory client, not host");
         }
@@ -472,19 +500,23 @@ public final class RdmaTools {
 
     // ------------------------------------------------------------------ perftest
 
-    public String write_bw(Object... args) {
+    @Descriptor("RDMA WRITE bandwidth, as perftest ib_write_bw. Example: rdma:write_bw -s 64K -q 4")
+    public String write_bw(@Descriptor("options; --help lists them") Object... args) {
         return new Perftest(this, "RDMA_Write BW Test", IbvWrOpcode.RDMA_WRITE, false, args).run();
     }
 
-    public String read_bw(Object... args) {
+    @Descriptor("RDMA READ bandwidth, as perftest ib_read_bw")
+    public String read_bw(@Descriptor("options; --help lists them") Object... args) {
         return new Perftest(this, "RDMA_Read BW Test", IbvWrOpcode.RDMA_READ, false, args).run();
     }
 
-    public String send_bw(Object... args) {
+    @Descriptor("SEND bandwidth, as perftest ib_send_bw. Example: rdma:send_bw -a")
+    public String send_bw(@Descriptor("options; --help lists them") Object... args) {
         return new Perftest(this, "Send BW Test", IbvWrOpcode.SEND, false, args).run();
     }
 
-    public String write_lat(Object... args) {
+    @Descriptor("RDMA WRITE latency, as perftest ib_write_lat")
+    public String write_lat(@Descriptor("options; --help lists them") Object... args) {
         return new Perftest(this, "RDMA_Write Latency Test", IbvWrOpcode.RDMA_WRITE, true, args).run();
     }
 

@@ -3,6 +3,7 @@ package org.peerdirect.ib.core.impl;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.apache.felix.service.command.Descriptor;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
@@ -27,6 +28,7 @@ public final class PeerMemCommands {
         this.sysfsRoot = sysfs.root().toString();
     }
 
+    @Descriptor("the peer-memory clients, their flavour and live MRs")
     public String clients() {
         List<String> out = new ArrayList<>();
         out.add(String.format("%-3s %-24s %-10s %-12s %-18s %s", "#", "name", "version", "state", "flavour", "live MRs"));
@@ -44,6 +46,7 @@ public final class PeerMemCommands {
         return String.join("\n", out);
     }
 
+    @Descriptor("the statistics of every peer-memory client (as under /sys/kernel/infiniband/memory_peers)")
     public String stats() {
         List<String> out = new ArrayList<>();
         for (PeerMemoryRegistration r : controller.knownClients()) {
@@ -52,7 +55,8 @@ public final class PeerMemCommands {
         return out.isEmpty() ? "(no peer memory clients registered)" : String.join("\n\n", out);
     }
 
-    public String stats(String name) {
+    @Descriptor("the statistics of one peer-memory client. Example: peermem:stats example_peer")
+    public String stats(@Descriptor("client name (peermem:clients)") String name) {
         for (PeerMemoryRegistration r : controller.knownClients()) {
             if (r.name().equals(name)) {
                 PeerMemoryStatistics s = r.statistics();
@@ -72,6 +76,6 @@ public final class PeerMemCommands {
                 return String.join("\n", out);
             }
         }
-        throw new IllegalArgumentException("no peer memory client named " + name + " (peermem:clients lists them)");
+        throw new IllegalArgumentException("peermem:stats: no peer memory client named '" + name + "' (peermem:clients lists them)");
     }
 }

@@ -3,6 +3,7 @@ package org.peerdirect.kernel.mm.impl;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.apache.felix.service.command.Descriptor;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
@@ -12,6 +13,8 @@ import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.mm.Vma;
+import org.peerdirect.kernel.shell.Args;
+import org.peerdirect.kernel.shell.UsageException;
 
 /**
  * Gogo commands of the kernel view: {@code kernel:meminfo}, {@code kernel:iommu},
@@ -35,10 +38,12 @@ public final class KernelCommands {
         this.iommu = iommu;
     }
 
+    @Descriptor("memory, swap and huge pages, as /proc/meminfo")
     public String meminfo() {
         return String.join("\n", mm.meminfo());
     }
 
+    @Descriptor("IOMMU domains with their mappings, faults and DMA counts, and the audit")
     public String iommu() {
         List<String> out = new ArrayList<>();
         out.add(String.format("%-20s %10s %10s %14s %14s %6s", "domain", "mapped", "faults", "dma_read", "dma_written", "uaf"));
@@ -53,6 +58,7 @@ public final class KernelCommands {
         return String.join("\n", out);
     }
 
+    @Descriptor("the simulated processes with resident, swapped and pinned memory")
     public String ps() {
         List<String> out = new ArrayList<>();
         out.add(String.format("%6s %-20s %10s %10s %10s %8s", "PID", "NAME", "RSS(kB)", "SWAP(kB)", "PINNED(kB)", "FAULTS"));
@@ -63,44 +69,73 @@ public final class KernelCommands {
         return String.join("\n", out);
     }
 
-    public String maps(int pid) {
-        return String.join("\n", mm.process(pid).maps());
+    @Descriptor("the mappings of a process, as /proc/<pid>/maps. Example: kernel:maps $pid")
+    public String maps(@Descriptor("process id (kernel:ps lists them)") String pid) {
+        return String.join("\n", process("kernel:maps", pid).maps());
     }
 
-    public int spawn(String name) {
+    @Descriptor("starts a simulated process with an empty address space; prints its pid. Example: pid = (kernel:spawn app)")
+    public int spawn(@Descriptor("process name, shown by kernel:ps") String name) {
+        if (name.isBlank() || name.length() > 64) {
+            throw new UsageException("kernel:spawn: a process name is 1 to 64 characters, got '" + name + "'");
+        }
         return mm.createProcess(name).pid();
     }
 
-    public String mmap(int pid, long bytes) {
+    @Descriptor("maps anonymous memory into a process; prints its address. Example: a = (kernel:mmap $pid 1M)")
+    public String mmap(@Descriptor("process id") String pid,
+            @Descriptor("length in bytes (K/M/G suffixes), rounded up to the page size") String bytes) {
         return mmap(pid, bytes, "");
     }
 
-    public String mmap(int pid, long bytes, String huge) {
-        boolean h = huge.equals("huge");
-        if (!huge.isEmpty() && !h) {
-            throw new IllegalArgumentException("third argument is 'huge' or nothing, not '" + huge + "'");
-        }
-        long addr = mm.process(pid).mmap(0, bytes, Vma.PROT_READ | Vma.PROT_WRITE, h ? Vma.Kind.HUGETLB : Vma.Kind.ANON,
+    @Descriptor("maps anonymous or 2 MiB huge-page memory into a process. Example: kernel:mmap $pid 4M huge")
+    public String mmap(@Descriptor("process id") String pid,
+            @Descriptor("length in bytes (K/M/G suffixes)") String bytes,
+            @Descriptor("'huge' for a hugetlb mapping") String huge) {
+        AddressSpace as = process("kernel:mmap", pid);
+        long len = Args.size("kernel:mmap", "the length", bytes, 1, 1L << 46);
+        boolean h = !huge.isEmpty() && Args.oneOf("kernel:mmap", "the third argument", huge, "huge").equals("huge");
+        long addr = as.mmap(0, len, Vma.PROT_READ | Vma.PROT_WRITE, h ? Vma.Kind.HUGETLB : Vma.Kind.ANON,
                 h ? "[hugetlb]" : "[anon]");
         return String.format("0x%x", addr);
     }
 
-    public String touch(int pid, String addr, long bytes) {
-        AddressSpace as = mm.process(pid);
-        long a = Long.decode(addr);
+    @Descriptor("writes every page of a range from the CPU (faulting it in). Example: kernel:touch $pid $a 64K")
+    public String touch(@Descriptor("process id") String pid, @Descriptor("start address") String addr,
+            @Descriptor("length in bytes (K/M/G suffixes)") String bytes) {
+        AddressSpace as = process("kernel:touch", pid);
+        long a = Args.address("kernel:touch", addr);
+        long len = Args.size("kernel:touch", "the length", bytes, 1, 1L << 40);
         long before = as.faultCount();
-        for (long off = 0; off < bytes; off += 4096) {
+        for (long off = 0; off < len; off += 4096) {
+            if (Thread.currentThread().isInterrupted()) {
+                throw new IllegalStateException("kernel:touch: interrupted after " + off + " bytes");
+            }
             as.writeLong(a + off, off);
         }
-        return String.format("touched %d bytes at 0x%x: %d page faults", bytes, a, as.faultCount() - before);
+        return String.format("touched %d bytes at 0x%x: %d page faults", len, a, as.faultCount() - before);
     }
 
-    public String pageout(int pid, String addr, long bytes) {
-        long n = mm.process(pid).madvise(Long.decode(addr), bytes, AddressSpace.Advice.MADV_PAGEOUT);
+    @Descriptor("pages a range out to swap (MADV_PAGEOUT). Example: kernel:pageout $pid $a 64K")
+    public String pageout(@Descriptor("process id") String pid, @Descriptor("start address (page aligned)") String addr,
+            @Descriptor("length in bytes (K/M/G suffixes)") String bytes) {
+        AddressSpace as = process("kernel:pageout", pid);
+        long n = as.madvise(Args.address("kernel:pageout", addr),
+                Args.size("kernel:pageout", "the length", bytes, 1, 1L << 46), AddressSpace.Advice.MADV_PAGEOUT);
         return "paged out " + n + " pages";
     }
 
-    public void kill(int pid) {
-        mm.process(pid).exit();
+    @Descriptor("ends a process: its files are closed (RDMA objects destroyed), then its memory goes. Example: kernel:kill $pid")
+    public void kill(@Descriptor("process id") String pid) {
+        process("kernel:kill", pid).exit();
+    }
+
+    private AddressSpace process(String command, String pid) {
+        int p = Args.pid(command, pid);
+        AddressSpace as = mm.findProcess(p);
+        if (as == null) {
+            throw new UsageException(command + ": no process " + p + " (kernel:ps lists them)");
+        }
+        return as;
     }
 }

@@ -2,6 +2,7 @@ package org.peerdirect.kernel.pci.impl;
 
 import java.util.List;
 
+import org.apache.felix.service.command.Descriptor;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
@@ -24,15 +25,17 @@ public final class PciCommands {
         this.bus = bus;
     }
 
+    @Descriptor("the PCI functions on the bus (device models put theirs there)")
     public String lspci() {
         return list(false);
     }
 
-    public String lspci(String option) {
+    @Descriptor("the PCI functions with BARs, MSI-X and driver. Example: kernel:lspci -v")
+    public String lspci(@Descriptor("-v for details, -nn for numeric ids") String option) {
         return switch (option) {
             case "-v", "-vv", "-nnv", "-vnn" -> list(true);
             case "-nn" -> list(false);
-            default -> throw new IllegalArgumentException("usage: lspci [-v]  (unknown option '" + option + "')");
+            default -> throw new org.peerdirect.kernel.shell.UsageException("kernel:lspci: unknown option '" + option + "' (it takes -v, -vv or -nn)");
         };
     }
 

@@ -1,5 +1,6 @@
 package org.peerdirect.kernel.sysfs.impl;
 
+import org.apache.felix.service.command.Descriptor;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
@@ -16,11 +17,13 @@ public final class SysfsCommands {
         this.sysfs = sysfs;
     }
 
+    @Descriptor("every sysfs file with its value")
     public String sysfs() {
         return sysfs("");
     }
 
-    public String sysfs(String path) {
+    @Descriptor("the sysfs files under a path with their values. Example: kernel:sysfs kernel/infiniband/memory_peers")
+    public String sysfs(@Descriptor("a path under /sys") String path) {
         StringBuilder sb = new StringBuilder();
         sb.append("# sysfs mirrored at ").append(sysfs.root()).append('\n');
         walk(path.startsWith("/") ? path.substring(1) : path, sb);
@@ -29,7 +32,7 @@ public final class SysfsCommands {
 
     private void walk(String path, StringBuilder sb) {
         if (!sysfs.exists(path)) {
-            throw new IllegalArgumentException("no such sysfs path: " + path);
+            throw new org.peerdirect.kernel.shell.UsageException("kernel:sysfs: no such path /sys/" + path + " (kernel:sysfs lists every file)");
         }
         if (!sysfs.isDirectory(path)) {
             sb.append(path).append(':').append(sysfs.read(path));
