@@ -137,6 +137,10 @@ public final class BundleCommands {
     }
 
     private static void act(String cmd, Bundle bundle, BundleAction action) {
+        if (bundle.getBundleId() == 0 && !cmd.equals("start")) {
+            // Felix's own 'stop 0' ends the whole container without a word
+            throw new IllegalArgumentException(cmd + ": bundle 0 is the framework itself; leave the container with 'shutdown'");
+        }
         try {
             action.run();
         } catch (BundleException | RuntimeException e) {

@@ -80,9 +80,18 @@ final class Container {
         Container c = new Container(framework);
         int top = c.install(bundleDir);
         framework.start();
+        c.registerBundleCommands();
         c.raiseStartLevel(top);
         c.startShell();
         return c;
+    }
+
+    /** The bundle commands a script can trust ({@link BundleCommands}), before any shell exists. */
+    private void registerBundleCommands() {
+        java.util.Dictionary<String, Object> props = new java.util.Hashtable<>();
+        props.put("osgi.command.scope", "peerdirect");
+        props.put("osgi.command.function", BundleCommands.FUNCTIONS);
+        framework.getBundleContext().registerService(Object.class, new BundleCommands(framework.getBundleContext()), props);
     }
 
     /** Installs every jar of the folder, each at its own start level; returns the highest level. */

@@ -132,6 +132,13 @@ final class GogoSession implements AutoCloseable {
 
     /** Waits (bounded) for the command processor and opens a session on the process's own streams. */
     static GogoSession open(BundleContext context, long timeoutMillis) throws Exception {
+        return open(context, timeoutMillis,
+                new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8),
+                new PrintStream(new FileOutputStream(FileDescriptor.err), true, StandardCharsets.UTF_8));
+    }
+
+    /** A session writing to the given streams (tests capture what a user would see). */
+    static GogoSession open(BundleContext context, long timeoutMillis, PrintStream out, PrintStream err) throws Exception {
         ServiceTracker<Object, Object> tracker = new ServiceTracker<>(context, PROCESSOR, null);
         tracker.open(true);
         try {
@@ -145,8 +152,6 @@ final class GogoSession implements AutoCloseable {
             Class<?> processorType = runtime.loadClass(PROCESSOR);
             Class<?> sessionType = runtime.loadClass(SESSION);
             InputStream in = new FileInputStream(FileDescriptor.in);
-            PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
-            PrintStream err = new PrintStream(new FileOutputStream(FileDescriptor.err), true, StandardCharsets.UTF_8);
             Object session = processorType.getMethod("createSession", InputStream.class, OutputStream.class,
                     OutputStream.class).invoke(processor, in, out, err);
             return new GogoSession(session, sessionType, runtime, out, err);

@@ -135,7 +135,6 @@ public final class Main {
             lock.close();
         }, "peerdirect-shutdown"));
         registerShutdownCommand(container.framework().getBundleContext(), container.framework());
-        registerBundleCommands(container.framework().getBundleContext());
 
         List<String> problems = container.problems();
         if (!problems.isEmpty()) {
@@ -235,13 +234,6 @@ public final class Main {
                     .collect(Collectors.joining("\n"));
             return CommandSplitter.split(text);
         }
-    }
-
-    private static void registerBundleCommands(BundleContext ctx) {
-        Dictionary<String, Object> props = new Hashtable<>();
-        props.put("osgi.command.scope", "peerdirect");
-        props.put("osgi.command.function", BundleCommands.FUNCTIONS);
-        ctx.registerService(Object.class, new BundleCommands(ctx), props);
     }
 
     /** {@code shutdown}: stops the framework (bundles in reverse order); the launcher then exits 0. */

@@ -2,6 +2,10 @@ package org.peerdirect.example.peermem;
 
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
+import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.Designate;
+import org.osgi.service.metatype.annotations.ObjectClassDefinition;
+import org.osgi.service.metatype.annotations.Option;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.kernel.mm.Mm;
@@ -25,17 +29,25 @@ import org.peerdirect.peermem.PeerMemoryClient;
         // also under its own type, for this bundle's commands (the package is private)
         service = {PeerMemoryClient.class, PeerMemoryAllocator.class, ExamplePeerMemComponent.class}, configurationPid = ExamplePeerMemComponent.PID,
         property = PeerMemoryClient.INVALIDATION_PROPERTY + ":Boolean=true")
+@Designate(ocd = ExamplePeerMemComponent.Config.class)
 public final class ExamplePeerMemComponent extends ExamplePeerMemory {
 
     public static final String PID = "org.peerdirect.example_peer_mem";
 
+    @ObjectClassDefinition(name = "example peer-memory client",
+            description = "The template peer-memory client: its name, page size and invalidation flavour")
     @interface Config {
+        @AttributeDefinition(description = "client name under /sys/kernel/infiniband/memory_peers (1 to 63 characters, no '/')")
         String name() default "example_peer";
 
+        @AttributeDefinition(description = "page size reported by get_page_size: a power of two from 4 KiB to 4 MiB",
+                options = {@Option(label = "4K", value = "4096"), @Option(label = "8K", value = "8192"), @Option(label = "16K", value = "16384"), @Option(label = "32K", value = "32768"), @Option(label = "64K", value = "65536"), @Option(label = "128K", value = "131072"), @Option(label = "256K", value = "262144"), @Option(label = "512K", value = "524288"), @Option(label = "1M", value = "1048576"), @Option(label = "2M", value = "2097152"), @Option(label = "4M", value = "4194304")})
         long page_size() default 4096;
 
+        @AttributeDefinition(min = "4096", max = "1099511627776", description = "default allocation size in bytes (4 KiB to 1 TiB)")
         long region_size() default 1 << 20;
 
+        @AttributeDefinition(description = "the INVALIDATE_UNMAPS flavour: the client unmaps right after an invalidation")
         boolean invalidate_unmaps() default false;
     }
 

@@ -5,6 +5,9 @@ import java.util.List;
 
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
+import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.Designate;
+import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.hca.cx3.ConnectX3;
@@ -23,11 +26,16 @@ import org.peerdirect.kernel.pci.PciFunction;
  * driver unbinds on that same thread), then the IOMMU domains go.
  */
 @Component(immediate = true, configurationPid = "org.peerdirect.hca.cx3")
+@Designate(ocd = ConnectX3Model.Config.class)
 public final class ConnectX3Model {
 
+    @ObjectClassDefinition(name = "ConnectX-3 models",
+            description = "How many ConnectX-3 HCAs sit on the PCI bus. A change re-creates them (a hot-unplug, then a hot-plug).")
     @interface Config {
+        @AttributeDefinition(min = "0", max = "16", description = "number of ConnectX-3 devices (0 to 16)")
         int devices() default 2;
 
+        @AttributeDefinition(min = "1", max = "2", description = "ports per device (1 or 2)")
         int ports() default 1;
     }
 

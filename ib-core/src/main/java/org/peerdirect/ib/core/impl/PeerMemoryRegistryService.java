@@ -6,6 +6,9 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
+import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.Designate;
+import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
@@ -30,11 +33,18 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
  */
 @Component(immediate = true, // holds state: a delayed component would be disposed when unused
         service = {PeerMemoryRegistry.class, PeerMemoryControllerService.class}, configurationPid = "org.peerdirect.ib.core.peermem")
+@Designate(ocd = PeerMemoryRegistryService.Config.class)
 public final class PeerMemoryRegistryService implements PeerMemoryRegistry, PeerMemoryControllerService {
 
+    @ObjectClassDefinition(name = "IB core peer memory",
+            description = "The peer-memory registry (ib_peer_mem): how it waits for clients going away")
     @interface Config {
+        @AttributeDefinition(min = "10", max = "3600000",
+                description = "milliseconds between log lines while an unregister waits for live MRs (10 to 3600000)")
         long unregister_log_interval_ms() default 5000;
 
+        @AttributeDefinition(min = "0", max = "600000",
+                description = "milliseconds a closing registry waits for in-flight registrations (0 to 600000)")
         long close_grace_ms() default 2000;
     }
 

@@ -5,6 +5,10 @@ import java.nio.file.Path;
 import org.osgi.framework.BundleContext;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
+import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.Designate;
+import org.osgi.service.metatype.annotations.ObjectClassDefinition;
+import org.peerdirect.kernel.mm.PhysicalMemory;
 import org.osgi.service.component.annotations.Deactivate;
 import org.peerdirect.kernel.mm.Mm;
 
@@ -18,25 +22,35 @@ import org.peerdirect.kernel.mm.Mm;
  */
 @Component(immediate = true, // holds state: a delayed component would be disposed when unused
         service = Mm.class, configurationPid = "org.peerdirect.kernel.mm")
+@Designate(ocd = MmService.Config.class)
 public final class MmService extends Mm {
 
+    @ObjectClassDefinition(name = "sim-kernel memory manager",
+            description = "Physical memory, swap and process limits of the simulated kernel. A change re-creates the memory manager (every process ends).")
     @interface Config {
+        @AttributeDefinition(min = "16777216", max = "68719476736",
+                description = "physical memory in bytes (16 MiB to 64 GiB, rounded down to 4 KiB); untouched memory costs the host nothing")
         long memory_size() default 1L << 30;
 
+        @AttributeDefinition(description = "fill freed frames with a poison pattern (catches use after free)")
         boolean poison() default true;
 
+        @AttributeDefinition(min = "0", max = "68719476736", description = "swap space in bytes (0 to 64 GiB)")
         long swap_size() default 256L << 20;
 
+        @AttributeDefinition(required = false, description = "swap file path; empty: a file in java.io.tmpdir, unlinked once open")
         String swap_file() default "";
 
+        @AttributeDefinition(min = "0", max = "1099511627776", description = "RLIMIT_MEMLOCK of new processes in bytes (0 to 1 TiB)")
         long memlock() default 8L << 20;
 
+        @AttributeDefinition(min = "301", max = "4194304", description = "kernel.pid_max: pids stay below it (301 to 4194304)")
         int pid_max() default Mm.PID_MAX_DEFAULT;
     }
 
     @Activate
     public MmService(Config c, BundleContext ctx) {
-        super(c.memory_size(), c.poison(), swapFile(c, ctx), c.swap_size());
+        super(c.memory_size() & -PhysicalMemory.PAGE_SIZE, c.poison(), swapFile(c, ctx), c.swap_size());
         setDefaultMemlock(c.memlock());
         setPidMax(c.pid_max());
     }

@@ -8,6 +8,9 @@ import java.util.concurrent.TimeUnit;
 import org.osgi.framework.BundleContext;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
+import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.Designate;
+import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.log.Logger;
@@ -27,11 +30,16 @@ import org.peerdirect.kernel.sysfs.Sysfs;
  */
 @Component(immediate = true, // holds state: a delayed component would be disposed when unused
         service = Sysfs.class, configurationPid = "org.peerdirect.kernel.sysfs")
+@Designate(ocd = SysfsService.Config.class)
 public final class SysfsService extends SysfsTree {
 
+    @ObjectClassDefinition(name = "sim-kernel sysfs",
+            description = "The sysfs tree and its mirror on the host file system")
     @interface Config {
+        @AttributeDefinition(required = false, description = "mirror folder; empty: the container's sys folder")
         String root() default "";
 
+        @AttributeDefinition(min = "10", max = "60000", description = "milliseconds between mirror updates (10 to 60000)")
         long mirror_interval_ms() default 200;
     }
 

@@ -1,0 +1,319 @@
+package org.peerdirect.launcher;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The bad-input suite of issue 10: what a user types wrong, across every command group, in one
+ * container (the distribution the build assembled, booted in this JVM). Each bad statement must
+ * fail with a message that names the problem (a fragment of it is asserted), in one line, with
+ * no stack trace on either stream; afterwards the container is intact: the IOMMU audit is clean,
+ * no process or registration is left over, the configuration is unchanged, and a validated
+ * ping-pong passes. The launcher's own command-line errors and exit codes are checked through
+ * {@link Main#run} in {@link #theLauncherRefusesBadCommandLinesWithItsExitCodes}.
+ *
+ * <p>All failures are collected and reported together, so one run shows every wrong message.
+ */
+class BadInputIT {
+
+    @TempDir
+    static Path tmp;
+    static Container container;
+    static GogoSession session;
+    static final ByteArrayOutputStream OUT = new ByteArrayOutputStream();
+    static final ByteArrayOutputStream ERR = new ByteArrayOutputStream();
+    static Path dist;
+
+    @BeforeAll
+    static void boot() throws Exception {
+        dist = Path.of(System.getProperty("peerdirect.home", "target/peerdirect")).toAbsolutePath();
+        container = Container.launch(dist, tmp.resolve("home"), dist.resolve("bundle"), false, false);
+        assertEquals(List.of(), container.problems(), "every bundle ACTIVE");
+        session = GogoSession.open(container.framework().getBundleContext(), 30_000,
+                new PrintStream(OUT, true, StandardCharsets.UTF_8), new PrintStream(ERR, true, StandardCharsets.UTF_8));
+    }
+
+    @AfterAll
+    static void down() throws Exception {
+        if (session != null) {
+            session.close();
+        }
+        if (container != null) {
+            container.stop(30_000);
+        }
+    }
+
+    /** {statement, fragment the message must contain (case-insensitive)}. */
+    static final String[][] BAD = {
+        // ---- Gogo itself: unknown commands, syntax
+        {"nosuch:cmd", "unknown command 'nosuch:cmd'"},
+        {"kernel:nosuch", "unknown command 'kernel:nosuch'"},
+        {"frobnicate", "unknown command 'frobnicate'"},
+        {"echo \"unclosed", "eof"},
+        {"{ echo a", "eof"},
+        {"kernel:maps (", "eof"},
+        {"kernel:maps $undefined_variable", "kernel:maps: expected a process id"},
+        // ---- kernel:
+        {"kernel:maps", "maps: these arguments fit no form"},
+        {"kernel:maps abc", "kernel:maps: expected a process id"},
+        {"kernel:maps -1", "kernel:maps: a process id must be at least 1, got -1"},
+        {"kernel:maps 0", "must be at least 1"},
+        {"kernel:maps 99999", "kernel:maps: no process 99999"},
+        {"kernel:maps 1 2", "fit no form"},
+        {"kernel:maps 1.5", "expected a process id"},
+        {"kernel:maps 0xZZ", "expected a process id"},
+        {"kernel:maps 99999999999999999999", "expected a process id"},
+        {"kernel:spawn", "spawn: these arguments fit no form"},
+        {"kernel:spawn ''", "a process name is 1 to 64 characters"},
+        {"kernel:spawn " + "n".repeat(65), "1 to 64 characters"},
+        {"kernel:mmap $pid", "mmap: these arguments fit no form"},
+        {"kernel:mmap $pid abc", "kernel:mmap: expected the length"},
+        {"kernel:mmap $pid 0", "kernel:mmap: the length must be from 1"},
+        {"kernel:mmap $pid -4096", "the length must be"},
+        {"kernel:mmap $pid 1P", "expected the length"},
+        {"kernel:mmap $pid 128T", "the length must be"},
+        {"kernel:mmap $pid 4096 huge2", "the third argument is one of huge"},
+        {"kernel:mmap $pid 4096 HUGE", "the third argument is one of huge"},
+        {"kernel:mmap 99999 4096", "kernel:mmap: no process 99999"},
+        {"kernel:mmap x 4096", "kernel:mmap: expected a process id"},
+        {"kernel:touch $pid $a", "touch: these arguments fit no form"},
+        {"kernel:touch $pid zz 4096", "kernel:touch: expected an address"},
+        {"kernel:touch $pid 0x1000 4096", "sigsegv at 0x1000"},
+        {"kernel:touch $pid $a 0", "kernel:touch: the length must be"},
+        {"kernel:touch 99999 $a 4096", "no process 99999"},
+        {"kernel:pageout $pid $a", "fit no form"},
+        {"kernel:pageout $pid 0x123 4096", "einval"},
+        {"kernel:pageout $pid $a abc", "kernel:pageout: expected the length"},
+        {"kernel:pageout $pid 0x7f0000000000 4096", "enomem: madvise"},
+        {"kernel:kill", "kill: these arguments fit no form"},
+        {"kernel:kill abc", "kernel:kill: expected a process id"},
+        {"kernel:kill 99999", "kernel:kill: no process 99999"},
+        {"kernel:lspci -x", "kernel:lspci: unknown option '-x'"},
+        {"kernel:lspci -v -v", "fit no form"},
+        {"kernel:sysfs /nonexistent", "kernel:sysfs: no such path"},
+        {"kernel:sysfs a b", "fit no form"},
+        {"kernel:meminfo extra", "fit no form"},
+        {"kernel:ps extra", "fit no form"},
+        {"kernel:iommu extra", "fit no form"},
+        // ---- example_peer:
+        {"example_peer:alloc", "alloc: these arguments fit no form"},
+        {"example_peer:alloc abc", "example_peer:alloc: expected a process id"},
+        {"example_peer:alloc 99999", "no process 99999"},
+        {"example_peer:alloc $pid 0", "example_peer:alloc: the size must be"},
+        {"example_peer:alloc $pid abc", "example_peer:alloc: expected the size"},
+        {"example_peer:alloc $pid 2T", "the size must be"},
+        {"example_peer:alloc $pid 2G", "enomem"},
+        {"example_peer:alloc $pid 1M 5", "fit no form"},
+        {"example_peer:free $pid 0x1234", "no allocation at 0x1234"},
+        {"example_peer:free $pid zz", "example_peer:free: expected an address"},
+        {"example_peer:free 99999 0x1000", "no allocation"},
+        {"example_peer:free $pid", "fit no form"},
+        {"example_peer:invalidate $pid 0x1234", "no allocation at 0x1234"},
+        {"example_peer:invalidate", "fit no form"},
+        {"example_peer:invalidate $pid nope", "expected an address"},
+        {"example_peer:list x", "fit no form"},
+        // ---- umemtest:
+        {"umemtest:reg", "reg: these arguments fit no form"},
+        {"umemtest:reg abc $a 4096", "umemtest:reg: expected a process id"},
+        {"umemtest:reg 99999 $a 4096", "umemtest:reg: no process 99999"},
+        {"umemtest:reg $pid zz 4096", "umemtest:reg: expected an address"},
+        {"umemtest:reg $pid $a abc", "umemtest:reg: expected the length"},
+        {"umemtest:reg $pid $a 0", "umemtest:reg: the length must be"},
+        {"umemtest:reg $pid 0x7000000000 4096", "efault"},
+        {"umemtest:reg $pid $a 1G", "rlimit_memlock"},
+        {"umemtest:reg $pid $big 16M", "enomem"},
+        {"umemtest:dma", "dma: these arguments fit no form"},
+        {"umemtest:dma abc", "umemtest:dma: expected an mr id"},
+        {"umemtest:dma 9999", "umemtest:dma: no mr 9999"},
+        {"umemtest:dma -1", "an mr id must be at least 0"},
+        {"umemtest:dereg 9999", "umemtest:dereg: no mr 9999"},
+        {"umemtest:dereg abc", "expected an mr id"},
+        {"umemtest:list x", "fit no form"},
+        // ---- peermem:
+        {"peermem:stats nosuch", "peermem:stats: no peer memory client named 'nosuch'"},
+        {"peermem:stats a b", "fit no form"},
+        {"peermem:clients x", "fit no form"},
+        // ---- rdma:
+        {"rdma:devices x", "fit no form"},
+        {"rdma:devinfo -d nosuch", "nosuch"},
+        {"rdma:devinfo -i 2", "rdma:devinfo: option -i"},
+        {"rdma:devinfo -x", "rdma:devinfo: unknown option '-x'"},
+        {"rdma:devinfo -d", "rdma:devinfo: option -d needs a value"},
+        {"rdma:pingpong -s", "rdma:pingpong: option -s needs a value"},
+        {"rdma:pingpong -s 0", "rdma:pingpong: option -s (message size in bytes (k/m suffixes)) must be from 1"},
+        {"rdma:pingpong -s abc", "rdma:pingpong: expected option -s"},
+        {"rdma:pingpong -s 32M", "must be from 1 to 16777216"},
+        {"rdma:pingpong -n 0", "option -n (round trips) must be"},
+        {"rdma:pingpong -n -5", "option -n (round trips) must be"},
+        {"rdma:pingpong -d nosuch", "nosuch"},
+        {"rdma:pingpong --mem nosuch", "nosuch"},
+        {"rdma:pingpong -r 5", "rdma:pingpong: unknown option '-r'"},
+        {"rdma:pingpong extra", "rdma:pingpong: unknown option 'extra'"},
+        {"rdma:write_bw -q 0", "rdma:write_bw: option -q"},
+        {"rdma:write_bw -q 17", "must be from 1 to 16"},
+        {"rdma:write_bw -t 0", "option -t"},
+        {"rdma:write_bw -t 9000", "must be from 1 to 8192"},
+        {"rdma:write_bw -s 9M", "option -s"},
+        {"rdma:write_bw -n 4", "option -n"},
+        {"rdma:write_bw -d nosuch", "nosuch"},
+        {"rdma:write_bw --mem nosuch", "nosuch"},
+        {"rdma:write_bw -a -s x", "expected option -s"},
+        {"rdma:read_bw -z", "rdma:read_bw: unknown option '-z'"},
+        {"rdma:send_bw -q 99", "rdma:send_bw: option -q"},
+        {"rdma:write_lat -q 2", "rdma:write_lat: option -q"},
+        {"rdma:write_lat -s abc", "rdma:write_lat: expected option -s"},
+        {"rdma:invalidate_test --mem host", "must name a peer memory client"},
+        {"rdma:invalidate_test -n 1", "rdma:invalidate_test: option -n"},
+        {"rdma:invalidate_test -s 4", "rdma:invalidate_test: option -s"},
+        {"rdma:invalidate_test --mem nosuch", "nosuch"},
+        // ---- bundle commands
+        {"start 999", "start: no bundle with id 999"},
+        {"stop 999", "stop: no bundle with id 999"},
+        {"start no.such.bundle", "start: no bundle named 'no.such.bundle'"},
+        {"stop", "stop: expected a bundle"},
+        {"start", "start: expected a bundle"},
+        {"install", "install: expected a bundle location"},
+        {"install file:/nonexistent.jar", "install: cannot install file:/nonexistent.jar: no such file"},
+        {"install $garbage", "not a jar file"},
+        {"install nonsense", "'nonsense' is not a location"},
+        {"update 999", "update: no bundle with id 999"},
+        {"update org.peerdirect.umem-test file:/nonexistent.jar", "cannot read file:/nonexistent.jar"},
+        {"update 1 a b", "update: expected a bundle and at most one location"},
+        {"uninstall 999", "uninstall: no bundle with id 999"},
+        {"uninstall", "uninstall: expected a bundle"},
+        {"stop 0", "bundle 0 is the framework itself"},
+        {"uninstall 0", "bundle 0 is the framework itself"},
+        {"update 0", "bundle 0 is the framework itself"},
+        // ---- Configuration Admin through peerdirect:config
+        {"peerdirect:config nosuch.pid a b", "no peerdirect configuration 'nosuch.pid'"},
+        {"peerdirect:config org.peerdirect.kernel.mm nosuch 1", "has no property 'nosuch'"},
+        {"peerdirect:config org.peerdirect.kernel.mm memory.size -1", "memory.size = -1 rejected"},
+        {"peerdirect:config org.peerdirect.kernel.mm memory.size abc", "expected memory.size"},
+        {"peerdirect:config org.peerdirect.kernel.mm memory.size 128G", "memory.size = 128g rejected"},
+        {"peerdirect:config org.peerdirect.kernel.mm pid.max 300", "pid.max = 300 rejected"},
+        {"peerdirect:config org.peerdirect.kernel.mm poison maybe", "poison is one of true, false"},
+        {"peerdirect:config org.peerdirect.kernel.mm swap.size -1", "swap.size = -1 rejected"},
+        {"peerdirect:config org.peerdirect.hca.cx3 devices 100", "devices = 100 rejected"},
+        {"peerdirect:config org.peerdirect.hca.cx3 devices -1", "devices = -1 rejected"},
+        {"peerdirect:config org.peerdirect.hca.cx3 ports 3", "ports = 3 rejected"},
+        {"peerdirect:config org.peerdirect.example_peer_mem page.size 12345", "page.size = 12345 rejected"},
+        {"peerdirect:config org.peerdirect.example_peer_mem region.size 0", "region.size = 0 rejected"},
+        {"peerdirect:config org.peerdirect.kernel.sysfs mirror.interval.ms 1", "mirror.interval.ms = 1 rejected"},
+        {"peerdirect:config org.peerdirect.ib.core.peermem close.grace.ms -5", "close.grace.ms = -5 rejected"},
+        {"peerdirect:config org.peerdirect.kernel.mm", "fit no form"},
+        // ---- a few more of each kind
+        {"kernel:touch $pid $a abc", "kernel:touch: expected the length"},
+        {"kernel:pageout 99999 0x1000 4096", "no process 99999"},
+        {"example_peer:alloc -3", "must be at least 1"},
+        {"umemtest:reg $pid $a 4096 extra", "fit no form"},
+        {"rdma:read_bw -s 0", "rdma:read_bw: option -s"},
+        {"rdma:send_bw -n abc", "rdma:send_bw: expected option -n"},
+        {"refresh extra", "fit no form"},
+    };
+
+    @Test
+    void everyBadInputGetsAClearErrorAndLeavesTheContainerIntact() throws Exception {
+        Path garbage = tmp.resolve("garbage.jar");
+        Files.writeString(garbage, "not a jar");
+        for (String setup : List.of("pid = (kernel:spawn victim)", "a = (kernel:mmap $pid 64K)", "big = (kernel:mmap $pid 16M)",
+                "garbage = '" + garbage.toUri() + "'")) {
+            session.run(setup);
+        }
+        String configBefore = run("peerdirect:config");
+        List<String> wrong = new ArrayList<>();
+        int distinct = 0;
+        for (String[] bad : BAD) {
+            distinct++;
+            int errBefore = ERR.size();
+            String message;
+            try {
+                session.run(bad[0]);
+                wrong.add(bad[0] + "\n    did not fail");
+                continue;
+            } catch (Exception e) {
+                message = Errors.message(e);
+            }
+            String printed = ERR.toString(StandardCharsets.UTF_8).substring(errBefore);
+            if (!message.toLowerCase(Locale.ROOT).contains(bad[1].toLowerCase(Locale.ROOT))) {
+                wrong.add(bad[0] + "\n    message: " + message + "\n    expected to contain: " + bad[1]);
+            }
+            if (message.contains("\n") || message.contains("\tat ") || printed.contains("\tat ")) {
+                wrong.add(bad[0] + "\n    a stack trace or several lines: " + message + printed);
+            }
+            if (message.contains("Cannot coerce") || message.contains("NumberFormatException")
+                    || message.contains("NullPointerException")) {
+                wrong.add(bad[0] + "\n    Gogo or JDK text instead of words: " + message);
+            }
+        }
+        assertTrue(wrong.isEmpty(), wrong.size() + " of " + distinct + " bad inputs answered badly:\n  " + String.join("\n  ", wrong));
+        assertTrue(distinct >= 150, "at least 150 distinct bad inputs, not " + distinct);
+
+        // intact: configuration unchanged, audit clean, traffic validated, nothing left behind
+        assertEquals(configBefore, run("peerdirect:config").replaceAll("(?s)rejected values.*", "")
+                + (configBefore.contains("rejected values") ? configBefore.substring(configBefore.indexOf("rejected values")) : "no rejected values"),
+                "no bad value reached a configuration");
+        session.run("kernel:kill $pid");
+        assertTrue(run("rdma:pingpong -n 200 -c").contains("no mismatch"));
+        String iommu = run("kernel:iommu");
+        assertTrue(iommu.contains("-> OK") && iommu.contains("live_mappings=0"), iommu);
+        assertTrue(run("kernel:ps").lines().count() == 1, "no process left: " + run("kernel:ps"));
+        assertTrue(run("umemtest:list").contains("no MRs"));
+        assertEquals(2, run("rdma:devices").lines().filter(l -> l.contains("mlx4_")).count(), "both devices still there");
+    }
+
+    /** A bad value set directly through Configuration Admin (not our command) is rejected by the guard. */
+    @Test
+    void aBadValueThroughConfigurationAdminIsRejectedAndTheLastGoodKept() throws Exception {
+        session.run("cm = (service (servicereference org.osgi.service.cm.ConfigurationAdmin))");
+        session.run("cfg = ($cm getConfiguration org.peerdirect.hca.cx3 '?')");
+        session.run("props = (new java.util.Hashtable)");
+        session.run("$props put devices (new java.lang.Integer 100)");
+        session.run("$cfg update $props");
+        String view = "";
+        for (int i = 0; i < 100 && !view.contains("devices = 100 rejected"); i++) {
+            view = run("peerdirect:config");
+            Thread.onSpinWait();
+        }
+        assertTrue(view.contains("org.peerdirect.hca.cx3: devices = 100 rejected") && view.contains("keeping 2 (the default)"), view);
+        assertEquals(2, run("rdma:devices").lines().filter(l -> l.contains("mlx4_")).count(), "the models kept running");
+        assertTrue(run("kernel:meminfo").contains("MemTotal"));
+        session.run("$cfg delete");
+    }
+
+    private static String run(String statement) throws Exception {
+        int before = OUT.size();
+        session.run(statement);
+        return OUT.toString(StandardCharsets.UTF_8).substring(before);
+    }
+
+    @Test
+    void theLauncherRefusesBadCommandLinesWithItsExitCodes() throws Exception {
+        assertEquals(Main.USAGE, Main.run("--frobnicate"));
+        assertEquals(Main.USAGE, Main.run("-c"));
+        assertEquals(Main.USAGE, Main.run("-c", ""));
+        assertEquals(Main.USAGE, Main.run("-c", "  ;  "));
+        assertEquals(Main.USAGE, Main.run("--home"));
+        assertEquals(Main.USAGE, Main.run("demo", "-c", "lb"));
+        assertEquals(Main.USAGE, Main.run("extra-word"));
+        Path home = tmp.resolve("second");
+        try (RunLock held = RunLock.acquire(home)) {
+            assertEquals(Main.BROKEN, Main.run("--home", home.toString(), "-c", "lb"), "a second container on the same home");
+        }
+        assertEquals(Main.BROKEN, Main.run("--home", tmp.resolve("empty").toString(), "--bundles",
+                tmp.resolve("no-bundles").toString(), "-c", "lb"), "no bundles");
+    }
+}

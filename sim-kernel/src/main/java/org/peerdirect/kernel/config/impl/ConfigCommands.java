@@ -1,0 +1,91 @@
+package org.peerdirect.kernel.config.impl;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.felix.service.command.Descriptor;
+import org.osgi.service.cm.Configuration;
+import org.osgi.service.cm.ConfigurationAdmin;
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.metatype.AttributeDefinition;
+import org.osgi.service.metatype.ObjectClassDefinition;
+import org.peerdirect.kernel.shell.Args;
+import org.peerdirect.kernel.shell.UsageException;
+
+/**
+ * {@code peerdirect:config}: every peerdirect configuration with each property's value, where it
+ * comes from (set, or the default), what is allowed and what it means; then the values the
+ * {@link ConfigGuard} rejected. Set values with Felix's {@code cm:} commands or any management agent.
+ */
+@Component(service = ConfigCommands.class, property = {"osgi.command.scope=peerdirect", "osgi.command.function=config"})
+public final class ConfigCommands {
+
+    private final ConfigGuard guard;
+    private final ConfigurationAdmin cm;
+
+    @Activate
+    public ConfigCommands(@Reference ConfigGuard guard, @Reference ConfigurationAdmin cm) {
+        this.guard = guard;
+        this.cm = cm;
+    }
+
+    @Descriptor("every peerdirect configuration: values, defaults, allowed ranges, and rejected values")
+    public String config() throws IOException, org.osgi.framework.InvalidSyntaxException {
+        List<String> out = new ArrayList<>();
+        for (Map.Entry<String, ObjectClassDefinition> e : guard.definitions().entrySet()) {
+            String pid = e.getKey();
+            Configuration[] set = cm.listConfigurations("(service.pid=" + pid + ")");
+            Map<String, Object> values = ConfigGuard.toMap(set == null ? null : set[0].getProperties());
+            out.add(pid + "  (" + e.getValue().getName() + ")");
+            for (AttributeDefinition ad : e.getValue().getAttributeDefinitions(ObjectClassDefinition.ALL)) {
+                Object v = values.get(ad.getID());
+                out.add(String.format("  %-28s %-14s %-9s %s", ad.getID(), v != null ? v : ConfigGuard.defaultOf(ad),
+                        v != null ? "(set)" : "(default)", ad.getDescription()));
+            }
+        }
+        List<ConfigGuard.Rejection> rejected = guard.rejections();
+        out.add(rejected.isEmpty() ? "no rejected values" : "rejected values (newest last):");
+        for (ConfigGuard.Rejection r : rejected) {
+            out.add("  " + r);
+        }
+        return String.join("\n", out);
+    }
+
+    @Descriptor("sets one property of a peerdirect configuration (checked first; the component is re-created with it). Example: peerdirect:config org.peerdirect.hca.cx3 devices 3")
+    public String config(@Descriptor("configuration PID (peerdirect:config lists them)") String pid,
+            @Descriptor("property name") String property, @Descriptor("new value (sizes take K/M/G)") String value)
+            throws IOException {
+        ObjectClassDefinition ocd = guard.definitions().get(pid);
+        if (ocd == null) {
+            throw new UsageException("peerdirect:config: no peerdirect configuration '" + pid + "' (peerdirect:config lists them)");
+        }
+        AttributeDefinition ad = null;
+        for (AttributeDefinition a : ocd.getAttributeDefinitions(ObjectClassDefinition.ALL)) {
+            if (a.getID().equals(property)) {
+                ad = a;
+            }
+        }
+        if (ad == null) {
+            throw new UsageException("peerdirect:config: " + pid + " has no property '" + property + "' (peerdirect:config lists them)");
+        }
+        Object typed = switch (ad.getType()) {
+            case AttributeDefinition.LONG -> Args.size("peerdirect:config", property, value, Long.MIN_VALUE, Long.MAX_VALUE);
+            case AttributeDefinition.INTEGER -> (int) Args.integer("peerdirect:config", property, value, Integer.MIN_VALUE, Integer.MAX_VALUE);
+            case AttributeDefinition.BOOLEAN -> Boolean.valueOf(Args.oneOf("peerdirect:config", property, value, "true", "false"));
+            default -> value;
+        };
+        String problem = ConfigGuard.problem(ad, typed);
+        if (problem != null) {
+            throw new UsageException("peerdirect:config: " + pid + ": " + property + " = " + value + " rejected: " + problem);
+        }
+        Configuration c = cm.getConfiguration(pid, "?");
+        java.util.Dictionary<String, Object> props = c.getProperties() == null ? new java.util.Hashtable<>() : c.getProperties();
+        props.put(property, typed);
+        c.update(props);
+        return pid + ": " + property + " = " + typed + " (Configuration Admin delivers it to the component now)";
+    }
+}
