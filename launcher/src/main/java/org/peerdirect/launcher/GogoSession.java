@@ -41,8 +41,12 @@ final class GogoSession implements AutoCloseable {
     final PrintStream out;
     final PrintStream err;
 
-    /** Jobs that went to the background ({@code cmd &}), by id. */
+    /** Jobs that went to the background ({@code cmd &}) and are not done, by id. */
     private final java.util.Set<Integer> background = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Jobs running in the foreground, by id. */
+    private final java.util.Set<Integer> foreground = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Jobs done, by id (guarded by jobLock). */
+    private final java.util.Set<Integer> done = new java.util.HashSet<>();
     /** Messages of background jobs that ended with an exception. */
     private final java.util.List<String> failedJobs = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final Object jobLock = new Object();
@@ -93,24 +97,33 @@ final class GogoSession implements AutoCloseable {
         try {
             int id = (int) jobId.invoke(job);
             switch (status) {
-                case "Background" -> background.add(id);
-                case "Done" -> {
-                    if (background.remove(id)) {
-                        Object result = jobResult.invoke(job);
-                        Object ex = result == null ? null : resultException.invoke(result);
-                        if (ex instanceof Exception e) {
-                            String command = String.valueOf(jobCommand.invoke(job)).trim();
-                            String msg = "background job [" + id + "] '" + command + "' failed: " + Errors.message(e);
-                            failedJobs.add(msg); // before the waiter is woken below
-                            err.println("peerdirect: " + msg);
+                // a statement run in the foreground throws its failure from execute() itself
+                case "Foreground" -> foreground.add(id);
+                case "Background" -> {
+                    synchronized (jobLock) {
+                        if (!done.contains(id)) { // a fast job may be done before it is reported as background
+                            background.add(id);
                         }
                     }
+                }
+                case "Done" -> {
+                    Object result = jobResult.invoke(job);
+                    Object ex = result == null ? null : resultException.invoke(result);
+                    if (ex instanceof Exception e && !foreground.remove(id)) {
+                        String command = String.valueOf(jobCommand.invoke(job)).trim();
+                        String msg = "background job [" + id + "] '" + command + "' failed: " + Errors.message(e);
+                        failedJobs.add(msg); // before the waiter is woken below
+                        err.println("peerdirect: " + msg);
+                    }
+                    foreground.remove(id);
                     synchronized (jobLock) {
+                        done.add(id);
+                        background.remove(id);
                         jobLock.notifyAll();
                     }
                 }
                 default -> {
-                    // Foreground, Suspended: nothing to track
+                    // Created, Suspended: nothing to track
                 }
             }
         } catch (ReflectiveOperationException e) {

@@ -294,6 +294,29 @@ class BadInputIT {
         session.run("$cfg delete");
     }
 
+    /** Every project command has @Descriptor help (Gogo printed "parameters: Object[]" and nothing else). */
+    @Test
+    void everyProjectCommandHasHelp() throws Exception {
+        String[] commands = {"kernel:meminfo", "kernel:iommu", "kernel:ps", "kernel:maps", "kernel:spawn", "kernel:mmap",
+            "kernel:touch", "kernel:pageout", "kernel:kill", "kernel:lspci", "kernel:sysfs", "example_peer:alloc",
+            "example_peer:free", "example_peer:invalidate", "example_peer:list", "umemtest:reg", "umemtest:dereg",
+            "umemtest:dma", "umemtest:list", "peermem:clients", "peermem:stats", "rdma:devices", "rdma:devinfo",
+            "rdma:pingpong", "rdma:write_bw", "rdma:read_bw", "rdma:send_bw", "rdma:write_lat", "rdma:invalidate_test",
+            "peerdirect:config"};
+        List<String> bare = new ArrayList<>();
+        for (String c : commands) {
+            String help = run("help " + c);
+            String name = c.substring(c.indexOf(':') + 1);
+            // "name - description" on the first line of each form
+            if (!help.matches("(?s)\\s*" + java.util.regex.Pattern.quote(name) + " - \\S.*")) {
+                bare.add(c + ":\n" + help);
+            }
+        }
+        assertTrue(bare.isEmpty(), "commands without a description:\n" + String.join("\n", bare));
+        String usage = run("rdma:write_bw --help");
+        assertTrue(usage.contains("-q QPS") && usage.contains("(default=1)"), usage);
+    }
+
     private static String run(String statement) throws Exception {
         int before = OUT.size();
         session.run(statement);
@@ -315,5 +338,43 @@ class BadInputIT {
         }
         assertEquals(Main.BROKEN, Main.run("--home", tmp.resolve("empty").toString(), "--bundles",
                 tmp.resolve("no-bundles").toString(), "-c", "lb"), "no bundles");
+        // a failing background job fails the run (it used to report only "done")
+        assertEquals(Main.COMMAND_FAILED, Main.run("--home", tmp.resolve("jobs").toString(), "-c", "kernel:maps 99999 &; echo after"));
+        // a failed hot-load fails the run (Felix's install printed the error and exited 0)
+        assertEquals(Main.COMMAND_FAILED, Main.run("--home", tmp.resolve("hotload").toString(), "-c", "install file:/nonexistent.jar"));
+    }
+
+    /**
+     * Ctrl-C in a -c run: the running tool is interrupted, the container stops cleanly and the
+     * exit code is 130 (it exited 1 after a racing half-stop, leaving the swap file behind).
+     */
+    @Test
+    void ctrlCStopsTheRunningToolAndExits130() throws Exception {
+        String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Path home = tmp.resolve("sigint");
+        ProcessBuilder pb = new ProcessBuilder(javaBin, "--enable-native-access=ALL-UNNAMED",
+                "-Dpeerdirect.home=" + dist, "-cp", System.getProperty("java.class.path"),
+                "org.peerdirect.launcher.Main", "--home", home.toString(), "-c", "echo started; rdma:write_bw -n 100000000");
+        pb.redirectErrorStream(true);
+        Process p = pb.start();
+        var reader = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        StringBuilder seen = new StringBuilder();
+        String line;
+        while ((line = reader.readLine()) != null) { // bounded by the surefire timeout; "started" comes in seconds
+            seen.append(line).append('\n');
+            if (line.equals("started")) {
+                break;
+            }
+        }
+        assertTrue(seen.toString().contains("started"), seen.toString());
+        Thread.onSpinWait();
+        new ProcessBuilder("kill", "-INT", Long.toString(p.pid())).start().waitFor();
+        boolean ended = p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS);
+        String rest = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(ended, "the container ended after SIGINT: " + seen + rest);
+        assertEquals(Main.INTERRUPTED, p.exitValue(), seen + rest);
+        try (var left = Files.newDirectoryStream(Path.of(System.getProperty("java.io.tmpdir")), "peerdirect-swap-" + p.pid() + "-*")) {
+            assertTrue(!left.iterator().hasNext(), "no swap file left behind");
+        }
     }
 }

@@ -45,6 +45,42 @@ class ToolsTest {
         lab.close();
     }
 
+    /** rdma:send_bw -a failed with "transport retry counter exceeded": receive completions piled up across sizes. */
+    @Test
+    void sendBwSweepsEverySize() {
+        String out = tools.send_bw("-a", "-n", "300");
+        assertTrue(out.contains(" 8388608 ") && out.contains(" 2 "), out);
+        assertTrue(out.contains("per size and QP"), out);
+    }
+
+    /** Ctrl-C interrupts the command's thread: a tool stops at once instead of running on for minutes. */
+    @Test
+    void aToolStopsWhenItsThreadIsInterrupted() throws Exception {
+        java.util.concurrent.atomic.AtomicReference<Throwable> ended = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+        Thread t = Thread.ofPlatform().start(() -> {
+            try {
+                tools.write_bw("-n", "100000000");
+            } catch (Throwable e) {
+                ended.set(e);
+            } finally {
+                done.countDown();
+            }
+        });
+        // let it run until traffic flows, then interrupt as the shell does on Ctrl-C
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (lab.mm.processes().stream().noneMatch(p -> p.name().equals("perftest-client") && p.pinnedPages() > 0)
+                && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        t.interrupt();
+        assertTrue(done.await(10, java.util.concurrent.TimeUnit.SECONDS), "the tool ended within 10 s of the interrupt");
+        assertTrue(ended.get() != null && ended.get().getMessage().contains("interrupted"), String.valueOf(ended.get()));
+        assertEquals(0, lab.mm.processes().stream().filter(p -> p.name().startsWith("perftest")).count(), "its processes exited");
+        String again = tools.pingpong("-n", "10", "-c");
+        assertTrue(again.contains("no mismatch"), again);
+    }
+
     @Test
     void pingpongPrintsIbvRcPingpongLines() throws Exception {
         String out = tools.pingpong("-s", "4096", "-n", "1000", "-c");

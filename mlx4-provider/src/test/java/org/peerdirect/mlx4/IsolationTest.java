@@ -1,0 +1,180 @@
+package org.peerdirect.mlx4;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+
+import java.nio.file.Path;
+import java.util.function.Consumer;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.rdma.RcConnect;
+
+/**
+ * Isolation, one test per attack class (issue 10): an attacker process with its own context on the
+ * other HCA tries RDMA WRITEs and READs into a victim's memory through an MR it should no longer
+ * (or never) reach. Every attempt must complete in error and leave the victim's bytes as they
+ * were: the count of successes is 0 in each class.
+ */
+class IsolationTest {
+
+    static final byte VICTIM = 0x5a;
+
+    @TempDir
+    Path tmp;
+    Lab lab;
+
+    @BeforeEach
+    void up() {
+        lab = new Lab(tmp, 2);
+    }
+
+    @AfterEach
+    void down() {
+        lab.close();
+    }
+
+    /** The victim: its own process, context, PD, CQ, QP and a 64 KiB buffer filled with {@link #VICTIM}. */
+    final class Victim {
+        final AddressSpace proc = lab.mm.createProcess("victim");
+        final IbvContext ctx;
+        final IbvPd pd;
+        final IbvCq cq;
+        final IbvQp qp;
+        final long buf;
+
+        Victim(boolean qpInAnotherPd) {
+            proc.setMemlockLimit(1L << 30);
+            ctx = lab.ib.get(1).open(proc);
+            pd = ctx.allocPd();
+            cq = ctx.createCq(16, null);
+            buf = proc.mmap(1 << 16);
+            proc.populate(buf, 1 << 16, true);
+            byte[] fill = new byte[1 << 16];
+            java.util.Arrays.fill(fill, VICTIM);
+            proc.write(buf, fill, 0, fill.length);
+            IbvQpInitAttr a = new IbvQpInitAttr();
+            a.sendCq = cq;
+            a.recvCq = cq;
+            a.qpType = IbvQpType.RC;
+            qp = (qpInAnotherPd ? ctx.allocPd() : pd).createQp(a);
+        }
+
+        Victim() {
+            this(false);
+        }
+
+        boolean intact() {
+            byte[] now = new byte[1 << 16];
+            proc.read(buf, now, 0, now.length);
+            for (byte b : now) {
+                if (b != VICTIM) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    /**
+     * One attack: a fresh attacker QP connected to the victim's QP writes 64 bytes at
+     * {@code addr} with {@code rkey} (and, on odd attempts, reads them). Returns 1 if the work
+     * request completed successfully, 0 if it completed in error.
+     */
+    int attack(Victim v, long addr, int rkey, boolean read, Consumer<Victim> beforePost) {
+        Lab.End attacker = lab.new End(0, 1 << 12, IbvQpType.RC, Lab.RW);
+        new RcConnect().access(Lab.RW).minRnrTimer(1).timeout(1, 1).connect(attacker.qp, v.ctx.queryPort(1).lid(), v.qp.qpNum());
+        if (!v.proc.exited()) {
+            try {
+                new RcConnect().access(Lab.RW).minRnrTimer(1).timeout(1, 1).connect(v.qp, attacker.lid, attacker.qp.qpNum());
+            } catch (RuntimeException closed) {
+                // the victim's context is closed or its process dead: its QP is gone, as intended
+            }
+        }
+        if (beforePost != null) {
+            beforePost.accept(v);
+        }
+        IbvSendWr w = new IbvSendWr().sge(attacker.buf, 64, attacker.mr.lkey());
+        w.opcode = read ? IbvWrOpcode.RDMA_READ : IbvWrOpcode.RDMA_WRITE;
+        w.sendFlags = IbvSendWr.SEND_SIGNALED;
+        w.remoteAddr = addr;
+        w.rkey = rkey;
+        attacker.qp.postSend(w);
+        IbvWc c = Lab.await(attacker.cq, 1).get(0);
+        attacker.ctx.close();
+        return c.status == IbvWcStatus.SUCCESS ? 1 : 0;
+    }
+
+    @Test
+    void aDeadProcessesMrIsUnreachable() {
+        int successes = 0;
+        for (int i = 0; i < 8; i++) {
+            Victim v = new Victim();
+            IbvMr mr = v.pd.regMr(v.buf, 1 << 16, Lab.RW);
+            successes += attack(v, v.buf, mr.rkey(), i % 2 == 1, victim -> victim.proc.exit());
+        }
+        assertEquals(0, successes, "writes or reads into a dead process's memory");
+    }
+
+    @Test
+    void aGuessedRkeyOfAnotherPdIsRefused() {
+        Victim w = new Victim(true); // its QP is in another PD than its MR
+        IbvMr mr = w.pd.regMr(w.buf, 1 << 16, Lab.RW);
+        int successes = 0;
+        // the true rkey through a QP of another PD, then guesses around it: other indices, other key bytes
+        successes += attack(w, w.buf, mr.rkey(), false, null);
+        for (int guess = 1; guess <= 24; guess++) {
+            int key = guess % 2 == 0 ? mr.rkey() + (guess << 8) : (mr.rkey() & ~0xff) | ((mr.rkey() + guess) & 0xff);
+            assertNotEquals(mr.rkey(), key);
+            successes += attack(w, w.buf, key, guess % 3 == 0, null);
+        }
+        assertEquals(0, successes, "accesses through another PD's or a guessed rkey");
+        assertEquals(true, w.intact(), "the victim's bytes are untouched");
+        w.proc.exit();
+    }
+
+    @Test
+    void aDeregisteredMrIsUnreachableEvenWhenItsIndexIsReused() {
+        Victim v = new Victim();
+        int successes = 0;
+        for (int i = 0; i < 8; i++) {
+            IbvMr mr = v.pd.regMr(v.buf, 1 << 16, Lab.RW);
+            int stale = mr.rkey();
+            mr.dereg();
+            IbvMr fresh = v.pd.regMr(v.buf, 4096, org.peerdirect.ib.core.umem.IbAccess.LOCAL_WRITE); // may take the same MPT index
+            assertNotEquals(stale, fresh.rkey(), "the key byte rotated");
+            successes += attack(v, v.buf, stale, i % 2 == 1, null);
+            fresh.dereg();
+        }
+        assertEquals(0, successes, "accesses through a deregistered MR's rkey");
+        assertEquals(true, v.intact());
+        v.proc.exit();
+    }
+
+    @Test
+    void aClosedContextsMrIsUnreachable() {
+        int successes = 0;
+        for (int i = 0; i < 8; i++) {
+            Victim v = new Victim();
+            IbvMr mr = v.pd.regMr(v.buf, 1 << 16, Lab.RW);
+            successes += attack(v, v.buf, mr.rkey(), i % 2 == 1, victim -> victim.ctx.close());
+            assertEquals(true, v.intact());
+            v.proc.exit();
+        }
+        assertEquals(0, successes, "accesses through a closed context's MR");
+    }
+}
