@@ -109,13 +109,13 @@ final class GogoSession implements AutoCloseable {
                 case "Done" -> {
                     Object result = jobResult.invoke(job);
                     Object ex = result == null ? null : resultException.invoke(result);
-                    if (ex instanceof Exception e && !foreground.remove(id)) {
+                    boolean wasForeground = foreground.remove(id);
+                    if (ex instanceof Exception e && !wasForeground) {
                         String command = String.valueOf(jobCommand.invoke(job)).trim();
                         String msg = "background job [" + id + "] '" + command + "' failed: " + Errors.message(e);
                         failedJobs.add(msg); // before the waiter is woken below
                         err.println("peerdirect: " + msg);
                     }
-                    foreground.remove(id);
                     synchronized (jobLock) {
                         done.add(id);
                         background.remove(id);

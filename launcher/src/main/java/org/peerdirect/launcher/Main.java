@@ -47,6 +47,7 @@ public final class Main {
     }
 
     static int run(String... args) {
+        interrupted = false; // tests run the launcher several times in one JVM
         CommandLine cl;
         try {
             cl = CommandLine.parse(args);

@@ -66,9 +66,8 @@ final class RunLock implements AutoCloseable {
      * swap device unlinks its file once it is open, so only older versions or a kill during the
      * open leave one): {@code peerdirect-swap-<pid>-...} whose process is gone.
      */
-    static int removeLeftovers() {
+    static void removeLeftovers() {
         Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
-        int removed = 0;
         try (var files = Files.newDirectoryStream(tmp, "peerdirect-swap-*")) {
             for (Path f : files) {
                 String[] parts = f.getFileName().toString().split("-");
@@ -78,13 +77,11 @@ final class RunLock implements AutoCloseable {
                 long pid = Long.parseLong(parts[2]);
                 if (pid != ProcessHandle.current().pid() && ProcessHandle.of(pid).isEmpty()) {
                     Files.deleteIfExists(f);
-                    removed++;
                 }
             }
         } catch (IOException e) {
             // a leftover we cannot remove costs disk, not correctness
         }
-        return removed;
     }
 
     @Override

@@ -2,6 +2,7 @@ package org.peerdirect.mlx4;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.function.Consumer;
@@ -48,13 +49,16 @@ class IsolationTest {
         lab.close();
     }
 
-    /** The victim: its own process, context, PD, CQ, QP and a 64 KiB buffer filled with {@link #VICTIM}. */
+    /**
+     * The victim: its own process, context, PD, CQ and a 64 KiB buffer filled with {@link #VICTIM};
+     * each attack connects a fresh QP of {@link #qpPd} (a QP that saw a remote access error is in ERR).
+     */
     final class Victim {
         final AddressSpace proc = lab.mm.createProcess("victim");
         final IbvContext ctx;
         final IbvPd pd;
         final IbvCq cq;
-        final IbvQp qp;
+        final IbvPd qpPd;
         final long buf;
 
         Victim(boolean qpInAnotherPd) {
@@ -67,11 +71,15 @@ class IsolationTest {
             byte[] fill = new byte[1 << 16];
             java.util.Arrays.fill(fill, VICTIM);
             proc.write(buf, fill, 0, fill.length);
+            qpPd = qpInAnotherPd ? ctx.allocPd() : pd;
+        }
+
+        IbvQp newQp() {
             IbvQpInitAttr a = new IbvQpInitAttr();
             a.sendCq = cq;
             a.recvCq = cq;
             a.qpType = IbvQpType.RC;
-            qp = (qpInAnotherPd ? ctx.allocPd() : pd).createQp(a);
+            return qpPd.createQp(a);
         }
 
         Victim() {
@@ -91,21 +99,16 @@ class IsolationTest {
     }
 
     /**
-     * One attack: a fresh attacker QP connected to the victim's QP writes 64 bytes at
+     * One attack: a fresh attacker QP connected to a fresh victim QP writes 64 bytes at
      * {@code addr} with {@code rkey} (and, on odd attempts, reads them). Returns 1 if the work
      * request completed successfully, 0 if it completed in error.
      */
     int attack(Victim v, long addr, int rkey, boolean read, Consumer<Victim> beforePost) {
         Lab.End attacker = lab.new End(0, 1 << 12, IbvQpType.RC, Lab.RW);
-        new RcConnect().access(Lab.RW).minRnrTimer(1).timeout(1, 1).connect(attacker.qp, v.ctx.queryPort(1).lid(), v.qp.qpNum());
-        if (!v.proc.exited()) {
-            try {
-                new RcConnect().access(Lab.RW).minRnrTimer(1).timeout(1, 1).connect(v.qp, attacker.lid, attacker.qp.qpNum());
-            } catch (RuntimeException closed) {
-                // the victim's context is closed or its process dead: its QP is gone, as intended
-            }
-        }
-        if (beforePost != null) {
+        IbvQp target = v.newQp();
+        new RcConnect().access(Lab.RW).minRnrTimer(1).timeout(1, 1).connect(attacker.qp, v.ctx.queryPort(1).lid(), target.qpNum());
+        new RcConnect().access(Lab.RW).minRnrTimer(1).timeout(1, 1).connect(target, attacker.lid, attacker.qp.qpNum());
+        if (beforePost != null) { // the victim dies or closes its context only now, with its QP connected
             beforePost.accept(v);
         }
         IbvSendWr w = new IbvSendWr().sge(attacker.buf, 64, attacker.mr.lkey());
@@ -143,7 +146,7 @@ class IsolationTest {
             successes += attack(w, w.buf, key, guess % 3 == 0, null);
         }
         assertEquals(0, successes, "accesses through another PD's or a guessed rkey");
-        assertEquals(true, w.intact(), "the victim's bytes are untouched");
+        assertTrue(w.intact(), "the victim's bytes are untouched");
         w.proc.exit();
     }
 
@@ -151,6 +154,9 @@ class IsolationTest {
     void aDeregisteredMrIsUnreachableEvenWhenItsIndexIsReused() {
         Victim v = new Victim();
         int successes = 0;
+        IbvMr live = v.pd.regMr(v.buf, 1 << 16, Lab.RW);
+        assertEquals(1, attack(v, v.buf, live.rkey(), true, null), "control: the harness sees a legitimate READ succeed");
+        live.dereg();
         for (int i = 0; i < 8; i++) {
             IbvMr mr = v.pd.regMr(v.buf, 1 << 16, Lab.RW);
             int stale = mr.rkey();
@@ -161,7 +167,7 @@ class IsolationTest {
             fresh.dereg();
         }
         assertEquals(0, successes, "accesses through a deregistered MR's rkey");
-        assertEquals(true, v.intact());
+        assertTrue(v.intact());
         v.proc.exit();
     }
 
@@ -172,7 +178,7 @@ class IsolationTest {
             Victim v = new Victim();
             IbvMr mr = v.pd.regMr(v.buf, 1 << 16, Lab.RW);
             successes += attack(v, v.buf, mr.rkey(), i % 2 == 1, victim -> victim.ctx.close());
-            assertEquals(true, v.intact());
+            assertTrue(v.intact());
             v.proc.exit();
         }
         assertEquals(0, successes, "accesses through a closed context's MR");

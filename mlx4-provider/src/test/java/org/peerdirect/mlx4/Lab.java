@@ -117,6 +117,22 @@ final class Lab implements AutoCloseable {
         }
     }
 
+    /** The rdma:* tools over this lab's devices (those not removed), as the shell runs them. */
+    org.peerdirect.rdma.tools.RdmaTools tools() {
+        org.peerdirect.ib.core.verbs.IbvDeviceList list = new org.peerdirect.ib.core.verbs.IbvDeviceList() {
+            public List<IbvDevice> devices() {
+                return ib.stream().filter(d -> !d.removed()).map(d -> (IbvDevice) d).toList();
+            }
+
+            public IbvDevice device(String name) {
+                return devices().stream().filter(d -> name == null || d.name().equals(name)).findFirst()
+                        .orElseThrow(() -> new org.peerdirect.kernel.mm.KernelException(
+                                org.peerdirect.kernel.mm.KernelException.Errno.ENODEV, "no device " + name));
+            }
+        };
+        return new org.peerdirect.rdma.tools.RdmaTools(list, mm);
+    }
+
     /** RESET → INIT → RTR → RTS for an RC pair, as ibv_rc_pingpong does. */
     static void connect(End a, End b, int rnrTimer, int rnrRetry, int timeout, int retry) {
         connectOne(a, b, rnrTimer, rnrRetry, timeout, retry);

@@ -107,17 +107,7 @@ class LongLivedTest {
         ctx.close();
         proc.exit();
         int processesBefore = lab.mm.processes().size();
-        IbvDeviceList list = new IbvDeviceList() {
-            public List<IbvDevice> devices() {
-                return lab.ib.stream().filter(d -> !d.removed()).map(d -> (IbvDevice) d).toList();
-            }
-
-            public IbvDevice device(String name) {
-                return devices().stream().filter(d -> name == null || d.name().equals(name)).findFirst()
-                        .orElseThrow(() -> new KernelException(KernelException.Errno.ENODEV, "no device " + name));
-            }
-        };
-        RdmaTools tools = new RdmaTools(list, lab.mm);
+        RdmaTools tools = lab.tools();
         for (int i = 0; i < TOOL_RUNS; i++) {
             String out = tools.pingpong("-s", "64", "-n", "2", "-c");
             assertTrue(out.contains("no mismatch"), "pingpong run " + i + ": " + out);

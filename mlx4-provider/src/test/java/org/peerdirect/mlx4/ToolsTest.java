@@ -28,16 +28,7 @@ class ToolsTest {
     @BeforeEach
     void up() {
         lab = new Lab(tmp, 2);
-        IbvDeviceList list = new IbvDeviceList() {
-            public List<IbvDevice> devices() {
-                return lab.ib.stream().filter(d -> !d.removed()).map(d -> (IbvDevice) d).toList();
-            }
-            public IbvDevice device(String name) {
-                return devices().stream().filter(d -> name == null || d.name().equals(name)).findFirst()
-                        .orElseThrow(() -> new KernelException(KernelException.Errno.ENODEV, "no device " + name));
-            }
-        };
-        tools = new RdmaTools(list, lab.mm);
+        tools = lab.tools();
     }
 
     @AfterEach

@@ -46,11 +46,7 @@ public final class UmemTestCommands {
     @Descriptor("registers a range of a process's memory with the test DMA device (pinned or peer path); prints the MR id. Example: mr = (umemtest:reg $pid $a 64K)")
     public int reg(@Descriptor("process id") String pid, @Descriptor("start address") String addr,
             @Descriptor("length in bytes (K/M/G suffixes)") String bytes) {
-        int p = Args.pid("umemtest:reg", pid);
-        AddressSpace as = mm.findProcess(p);
-        if (as == null) {
-            throw new UsageException("umemtest:reg: no process " + p + " (kernel:ps lists them)");
-        }
+        AddressSpace as = Args.process(mm, "umemtest:reg", pid);
         return device.reg(as, Args.address("umemtest:reg", addr), Args.size("umemtest:reg", "the length", bytes, 1, 1L << 46),
                 IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE).id();
     }

@@ -19,6 +19,16 @@ public final class Args {
         return (int) integer(command, "a process id", text, 1, Integer.MAX_VALUE);
     }
 
+    /** The live process a command names: a usage error naming the command if the text or the pid is wrong. */
+    public static org.peerdirect.kernel.mm.AddressSpace process(org.peerdirect.kernel.mm.Mm mm, String command, String text) {
+        int p = pid(command, text);
+        org.peerdirect.kernel.mm.AddressSpace as = mm.findProcess(p);
+        if (as == null) {
+            throw new UsageException(command + ": no process " + p + " (kernel:ps lists them)");
+        }
+        return as;
+    }
+
     /** An integer in [min, max], decimal or 0x hex. */
     public static long integer(String command, String what, String text, long min, long max) {
         long v = parse(command, what, text, false);

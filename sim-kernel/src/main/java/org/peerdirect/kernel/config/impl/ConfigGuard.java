@@ -72,7 +72,7 @@ public final class ConfigGuard implements ConfigurationPlugin {
         if (!(pidProp instanceof String pid) || !pid.startsWith(PREFIX)) {
             return;
         }
-        ObjectClassDefinition ocd = definition(pid);
+        ObjectClassDefinition ocd = definitions().get(pid);
         if (ocd == null) {
             return; // no metatype: nothing to check against
         }
@@ -137,25 +137,6 @@ public final class ConfigGuard implements ConfigurationPlugin {
     static String defaultOf(AttributeDefinition ad) {
         String[] d = ad.getDefaultValue();
         return d == null || d.length == 0 ? "(none)" : String.join(",", d);
-    }
-
-    /** The Metatype description of a PID, from whichever bundle declares it; null if none does. */
-    ObjectClassDefinition definition(String pid) {
-        for (Bundle b : context.getBundles()) {
-            if (b.getSymbolicName() == null || !b.getSymbolicName().startsWith(PREFIX)) {
-                continue;
-            }
-            MetaTypeInformation info = metatype.getMetaTypeInformation(b);
-            if (info == null) {
-                continue;
-            }
-            for (String p : info.getPids()) {
-                if (p.equals(pid)) {
-                    return info.getObjectClassDefinition(pid, null);
-                }
-            }
-        }
-        return null;
     }
 
     /** Every peerdirect PID with a Metatype description, with its definition. */

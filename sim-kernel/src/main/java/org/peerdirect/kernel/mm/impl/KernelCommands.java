@@ -71,7 +71,7 @@ public final class KernelCommands {
 
     @Descriptor("the mappings of a process, as /proc/<pid>/maps. Example: kernel:maps $pid")
     public String maps(@Descriptor("process id (kernel:ps lists them)") String pid) {
-        return String.join("\n", process("kernel:maps", pid).maps());
+        return String.join("\n", Args.process(mm, "kernel:maps", pid).maps());
     }
 
     @Descriptor("starts a simulated process with an empty address space; prints its pid. Example: pid = (kernel:spawn app)")
@@ -92,7 +92,7 @@ public final class KernelCommands {
     public String mmap(@Descriptor("process id") String pid,
             @Descriptor("length in bytes (K/M/G suffixes)") String bytes,
             @Descriptor("'huge' for a hugetlb mapping") String huge) {
-        AddressSpace as = process("kernel:mmap", pid);
+        AddressSpace as = Args.process(mm, "kernel:mmap", pid);
         long len = Args.size("kernel:mmap", "the length", bytes, 1, 1L << 46);
         boolean h = !huge.isEmpty() && Args.oneOf("kernel:mmap", "the third argument", huge, "huge").equals("huge");
         long addr = as.mmap(0, len, Vma.PROT_READ | Vma.PROT_WRITE, h ? Vma.Kind.HUGETLB : Vma.Kind.ANON,
@@ -103,7 +103,7 @@ public final class KernelCommands {
     @Descriptor("writes every page of a range from the CPU (faulting it in). Example: kernel:touch $pid $a 64K")
     public String touch(@Descriptor("process id") String pid, @Descriptor("start address") String addr,
             @Descriptor("length in bytes (K/M/G suffixes)") String bytes) {
-        AddressSpace as = process("kernel:touch", pid);
+        AddressSpace as = Args.process(mm, "kernel:touch", pid);
         long a = Args.address("kernel:touch", addr);
         long len = Args.size("kernel:touch", "the length", bytes, 1, 1L << 40);
         long before = as.faultCount();
@@ -119,7 +119,7 @@ public final class KernelCommands {
     @Descriptor("pages a range out to swap (MADV_PAGEOUT). Example: kernel:pageout $pid $a 64K")
     public String pageout(@Descriptor("process id") String pid, @Descriptor("start address (page aligned)") String addr,
             @Descriptor("length in bytes (K/M/G suffixes)") String bytes) {
-        AddressSpace as = process("kernel:pageout", pid);
+        AddressSpace as = Args.process(mm, "kernel:pageout", pid);
         long n = as.madvise(Args.address("kernel:pageout", addr),
                 Args.size("kernel:pageout", "the length", bytes, 1, 1L << 46), AddressSpace.Advice.MADV_PAGEOUT);
         return "paged out " + n + " pages";
@@ -127,15 +127,6 @@ public final class KernelCommands {
 
     @Descriptor("ends a process: its files are closed (RDMA objects destroyed), then its memory goes. Example: kernel:kill $pid")
     public void kill(@Descriptor("process id") String pid) {
-        process("kernel:kill", pid).exit();
-    }
-
-    private AddressSpace process(String command, String pid) {
-        int p = Args.pid(command, pid);
-        AddressSpace as = mm.findProcess(p);
-        if (as == null) {
-            throw new UsageException(command + ": no process " + p + " (kernel:ps lists them)");
-        }
-        return as;
+        Args.process(mm, "kernel:kill", pid).exit();
     }
 }
