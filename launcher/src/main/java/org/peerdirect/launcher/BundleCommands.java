@@ -10,7 +10,7 @@ import org.osgi.framework.wiring.FrameworkWiring;
 
 /**
  * The bundle commands a script can trust: {@code install}, {@code start}, {@code stop},
- * {@code update}, {@code uninstall} and {@code refresh} in the {@code peerdirect} scope, which the
+ * {@code update}, {@code uninstall}, {@code refresh} (and {@code shutdown}) in the {@code peerdirect} scope, which the
  * session's {@code SCOPE} puts before Felix's own. Felix's versions print a failure (often as a
  * stack trace) and return normally, so a {@code -c} run exited 0 after a failed hot-load; these
  * throw an exception whose message names the bundle and the reason, so the launcher exits 1 and
@@ -23,7 +23,7 @@ import org.osgi.framework.wiring.FrameworkWiring;
  */
 public final class BundleCommands {
 
-    static final String[] FUNCTIONS = {"install", "start", "stop", "update", "uninstall", "refresh"};
+    static final String[] FUNCTIONS = {"install", "start", "stop", "update", "uninstall", "refresh", "shutdown"};
 
     private final BundleContext ctx;
 
@@ -96,6 +96,12 @@ public final class BundleCommands {
         if (!done.await(60, java.util.concurrent.TimeUnit.SECONDS)) {
             throw new IllegalStateException("refresh: the framework did not finish refreshing within 60 s");
         }
+    }
+
+    /** {@code shutdown}: stops the framework (bundles in reverse order); the launcher then exits 0. */
+    public void shutdown() throws BundleException {
+        // asynchronous by specification: the caller's command thread is not blocked by its own stop
+        ctx.getBundle(0).stop();
     }
 
     private Bundle installOne(String location) {

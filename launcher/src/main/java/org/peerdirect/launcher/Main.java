@@ -6,14 +6,10 @@ import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.Dictionary;
-import java.util.Hashtable;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Collectors;
 
-import org.osgi.framework.BundleContext;
-import org.osgi.framework.launch.Framework;
 
 import sun.misc.Signal;
 
@@ -135,7 +131,6 @@ public final class Main {
             shutdown.run();
             lock.close();
         }, "peerdirect-shutdown"));
-        registerShutdownCommand(container.framework().getBundleContext(), container.framework());
 
         List<String> problems = container.problems();
         if (!problems.isEmpty()) {
@@ -234,28 +229,6 @@ public final class Main {
             String text = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8)).lines()
                     .collect(Collectors.joining("\n"));
             return CommandSplitter.split(text);
-        }
-    }
-
-    /** {@code shutdown}: stops the framework (bundles in reverse order); the launcher then exits 0. */
-    private static void registerShutdownCommand(BundleContext ctx, Framework framework) {
-        Dictionary<String, Object> props = new Hashtable<>();
-        props.put("osgi.command.scope", "peerdirect");
-        props.put("osgi.command.function", new String[] {"shutdown"});
-        ctx.registerService(Object.class, new ShutdownCommand(framework), props);
-    }
-
-    /** Public with a public method: Gogo calls commands reflectively. */
-    public static final class ShutdownCommand {
-        private final Framework framework;
-
-        ShutdownCommand(Framework framework) {
-            this.framework = framework;
-        }
-
-        public void shutdown() throws Exception {
-            // asynchronous by specification: the caller's command thread is not blocked by its own stop
-            framework.stop();
         }
     }
 }
