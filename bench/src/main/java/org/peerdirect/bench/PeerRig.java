@@ -30,7 +30,7 @@ final class PeerRig implements AutoCloseable {
     PeerRig(long memory) throws Exception {
         swap = Files.createTempFile("pd-bench-swap", "");
         mm = new Mm(memory, false, swap, 16L << 20);
-        iommu = new Iommu(mm.physical());
+        iommu = new Iommu(mm);
         controller = new PeerMemoryController(null, null);
         umems = new UmemCore(controller);
         dev = new UmemTestDevice("bench0", iommu, umems);

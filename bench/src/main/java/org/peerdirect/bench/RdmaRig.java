@@ -98,7 +98,7 @@ final class RdmaRig implements AutoCloseable {
     RdmaRig(long memory, long bufSize, int nconns, int queueSize) throws Exception {
         swap = Files.createTempFile("pd-bench-swap", "");
         mm = new Mm(memory, false, swap, 16L << 20);
-        iommu = new Iommu(mm.physical());
+        iommu = new Iommu(mm);
         controller = new PeerMemoryController(null, null);
         umems = new UmemCore(controller);
         for (int i = 0; i < 2; i++) {
@@ -198,7 +198,7 @@ final class RdmaRig implements AutoCloseable {
             long pinned = proc.pinnedPages();
             proc.exit();
             long pinnedFrames = mm.pinnedFrames();
-            long busy = mm.physical().nrFrames() - mm.physical().freeFrames();
+            long busy = mm.totalFrames() - mm.freeFrames();
             mm.close();
             Files.deleteIfExists(swap);
             if (leaked != 0 || pinned != 0 || pinnedFrames != 0 || busy != 0) {

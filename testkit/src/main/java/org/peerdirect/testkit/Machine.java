@@ -94,7 +94,7 @@ public final class Machine implements AutoCloseable {
 
     private Machine(Builder b) {
         mm = new Mm(b.memory, true, b.dir.resolve("swap"), b.swap);
-        iommu = new Iommu(mm.physical());
+        iommu = new Iommu(mm);
         core = new IbCore(null);
         removed = new boolean[b.hcas];
         for (int i = 0; i < b.hcas; i++) {
@@ -209,8 +209,8 @@ public final class Machine implements AutoCloseable {
             if (mm.pinnedFrames() != 0) {
                 leaks.add(mm.pinnedFrames() + " frame(s) still pinned");
             }
-            if (mm.physical().freeFrames() != mm.physical().nrFrames()) {
-                leaks.add((mm.physical().nrFrames() - mm.physical().freeFrames()) + " frame(s) not free");
+            if (mm.freeFrames() != mm.totalFrames()) {
+                leaks.add((mm.totalFrames() - mm.freeFrames()) + " frame(s) not free");
             }
         } finally {
             mm.close();

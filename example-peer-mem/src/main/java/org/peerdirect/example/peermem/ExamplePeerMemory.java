@@ -13,7 +13,6 @@ import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
-import org.peerdirect.kernel.mm.PhysicalMemory;
 import org.peerdirect.kernel.mm.Vma;
 import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.peermem.PeerMemoryAllocator;
@@ -90,7 +89,6 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
     }
 
     private final Mm mm;
-    private final PhysicalMemory phys;
     private final String name;
     private final long pageSize;
     private final int flags;
@@ -104,11 +102,10 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
      * @param unmaps   the {@link #INVALIDATE_UNMAPS} flavour
      */
     public ExamplePeerMemory(Mm mm, String name, long pageSize, boolean unmaps) {
-        if (pageSize < SgTable.PAGE_SIZE || Long.bitCount(pageSize) != 1 || pageSize > (SgTable.PAGE_SIZE << PhysicalMemory.MAX_ORDER)) {
+        if (pageSize < SgTable.PAGE_SIZE || Long.bitCount(pageSize) != 1 || pageSize > (SgTable.PAGE_SIZE << Mm.MAX_ORDER)) {
             throw new IllegalArgumentException("page size " + pageSize + " must be a power of two from 4096 to 4 MiB");
         }
         this.mm = mm;
-        this.phys = mm.physical();
         this.name = name;
         this.pageSize = pageSize;
         this.flags = unmaps ? INVALIDATE_UNMAPS : 0;
@@ -134,13 +131,13 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
         try {
             int at = 0;
             while (at < npages) {
-                int order = Math.min(PhysicalMemory.MAX_ORDER, 63 - Long.numberOfLeadingZeros(npages - at));
-                long head = phys.allocPages(order, PhysicalMemory.KERNEL, 0);
+                int order = Math.min(Mm.MAX_ORDER, 63 - Long.numberOfLeadingZeros(npages - at));
+                long head = mm.allocPages(order);
                 blocks.add(new long[] {head, order});
                 for (int i = 0; i < 1 << order; i++) {
                     pfns[at + i] = head + i;
                 }
-                pieces.add(phys.memory().asSlice(head * SgTable.PAGE_SIZE, SgTable.PAGE_SIZE << order));
+                pieces.add(mm.pageAddress(head, order));
                 at += 1 << order;
             }
             deviceFile(as);
@@ -151,7 +148,7 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
             return addr;
         } catch (RuntimeException e) {
             for (long[] b : blocks) {
-                phys.freePages(b[0], (int) b[1]);
+                mm.freePages(b[0], (int) b[1]);
             }
             throw e;
         }
@@ -240,7 +237,7 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
     private void freeFrames(Region r) {
         assert Thread.holdsLock(this);
         for (long[] b : r.blocks) {
-            phys.freePages(b[0], (int) b[1]);
+            mm.freePages(b[0], (int) b[1]);
         }
         r.blocks.clear();
     }

@@ -7,7 +7,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
-import org.peerdirect.kernel.mm.PhysicalMemory;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.mm.internal.PhysicalMemory;
 
 /** The IOMMU: one {@link IommuDomain} per device, and the audit over all of them. */
 public class Iommu {
@@ -18,8 +19,8 @@ public class Iommu {
     private final AtomicLong useAfterFreeOfDestroyed = new AtomicLong();
     private final AtomicLong leakedAtDestroy = new AtomicLong();
 
-    public Iommu(PhysicalMemory phys) {
-        this.phys = phys;
+    public Iommu(Mm mm) {
+        this.phys = PhysicalMemory.of(mm);
     }
 
     /** {@code iommu_domain_alloc} + attach: a device's own domain; the name must be unique. */

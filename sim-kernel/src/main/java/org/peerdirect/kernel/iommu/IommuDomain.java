@@ -1,7 +1,7 @@
 package org.peerdirect.kernel.iommu;
 
-import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SHIFT;
-import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SIZE;
+import static org.peerdirect.kernel.mm.Mm.PAGE_SHIFT;
+import static org.peerdirect.kernel.mm.Mm.PAGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -14,7 +14,7 @@ import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
-import org.peerdirect.kernel.mm.PhysicalMemory;
+import org.peerdirect.kernel.mm.internal.PhysicalMemory;
 import org.peerdirect.kernel.pci.PciFunction;
 
 /**

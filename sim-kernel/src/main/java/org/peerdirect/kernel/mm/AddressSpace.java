@@ -1,9 +1,9 @@
 package org.peerdirect.kernel.mm;
 
-import static org.peerdirect.kernel.mm.PhysicalMemory.HPAGE_ORDER;
-import static org.peerdirect.kernel.mm.PhysicalMemory.HPAGE_SIZE;
-import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SHIFT;
-import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SIZE;
+import static org.peerdirect.kernel.mm.Mm.HPAGE_ORDER;
+import static org.peerdirect.kernel.mm.Mm.HPAGE_SIZE;
+import static org.peerdirect.kernel.mm.Mm.PAGE_SHIFT;
+import static org.peerdirect.kernel.mm.Mm.PAGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.StampedLock;
 
 import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.internal.PhysicalMemory;
 
 /**
  * A simulated process's address space ({@code struct mm_struct}): VMAs, a 4-level page table,
@@ -61,7 +62,7 @@ public final class AddressSpace {
         this.mm = mm;
         this.pid = pid;
         this.name = name;
-        this.phys = mm.physical();
+        this.phys = PhysicalMemory.of(mm);
         this.memory = phys.memory();
         this.memlockLimitPages = memlockLimitBytes >>> PAGE_SHIFT;
     }

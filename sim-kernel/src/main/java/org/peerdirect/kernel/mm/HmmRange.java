@@ -28,7 +28,7 @@ public final class HmmRange {
     public long notifierSeq;
 
     public HmmRange(MmuIntervalNotifier notifier, long start, long end, int defaultFlags) {
-        if (start >= end || (start & (PhysicalMemory.PAGE_SIZE - 1)) != 0 || (end & (PhysicalMemory.PAGE_SIZE - 1)) != 0) {
+        if (start >= end || (start & (Mm.PAGE_SIZE - 1)) != 0 || (end & (Mm.PAGE_SIZE - 1)) != 0) {
             throw new KernelException(KernelException.Errno.EINVAL,
                     String.format("hmm range 0x%x-0x%x is empty or not page aligned", start, end));
         }
@@ -36,7 +36,7 @@ public final class HmmRange {
         this.start = start;
         this.end = end;
         this.defaultFlags = defaultFlags;
-        this.hmmPfns = new long[(int) ((end - start) >>> PhysicalMemory.PAGE_SHIFT)];
+        this.hmmPfns = new long[(int) ((end - start) >>> Mm.PAGE_SHIFT)];
     }
 
     public static long pfn(long hmmPfn) {

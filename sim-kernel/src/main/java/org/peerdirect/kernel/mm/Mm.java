@@ -6,7 +6,10 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
+import java.lang.foreign.MemorySegment;
+
 import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.internal.PhysicalMemory;
 
 /**
  * The memory manager of one simulated kernel: physical memory, swap, the processes' address
@@ -14,6 +17,19 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * may build one directly.
  */
 public class Mm implements AutoCloseable {
+
+    /** {@code PAGE_SHIFT}, {@code PAGE_SIZE}: 4 KiB pages. */
+    public static final int PAGE_SHIFT = 12;
+    public static final long PAGE_SIZE = 1L << PAGE_SHIFT;
+    /** Highest buddy order ({@code MAX_PAGE_ORDER}): 2^10 frames = 4 MiB blocks. */
+    public static final int MAX_ORDER = 10;
+    /** {@code HPAGE_SHIFT - PAGE_SHIFT}: 2 MiB huge pages. */
+    public static final int HPAGE_ORDER = 9;
+    public static final long HPAGE_SIZE = PAGE_SIZE << HPAGE_ORDER;
+
+    static {
+        PhysicalMemory.setOwnerAccess(mm -> mm.phys);
+    }
 
     /** Default RLIMIT_MEMLOCK of a new process: 8 MiB, the usual distribution default. */
     public static final long DEFAULT_MEMLOCK = 8L << 20;
@@ -40,8 +56,55 @@ public class Mm implements AutoCloseable {
         phys.setReclaimer(this::reclaim);
     }
 
-    public PhysicalMemory physical() {
-        return phys;
+    /** Frames of physical memory ({@code totalram_pages()}). */
+    public long totalFrames() {
+        return phys.nrFrames();
+    }
+
+    /** Free frames ({@code nr_free_pages()}). */
+    public long freeFrames() {
+        return phys.freeFrames();
+    }
+
+    /** Huge pages in use ({@code HugePages_Total - HugePages_Free}). */
+    public long hugePagesInUse() {
+        return phys.hugePagesInUse();
+    }
+
+    /**
+     * {@code alloc_pages(GFP_KERNEL, order)}: 2^order contiguous, zeroed frames for a kernel
+     * driver (a peer-memory client's device memory, say); returns the head frame number. Reclaims
+     * once when memory is short, then fails with ENOMEM.
+     */
+    public long allocPages(int order) {
+        return phys.allocPages(order, PhysicalMemory.KERNEL, 0);
+    }
+
+    /**
+     * {@code __free_pages}: gives back a block {@link #allocPages} returned. Only kernel
+     * allocations can be freed this way, so a driver cannot free a process's page.
+     */
+    public void freePages(long pfn, int order) {
+        kernelBlock(pfn, order, "free_pages");
+        phys.freePages(pfn, order);
+    }
+
+    /**
+     * {@code page_address}: the kernel's view of a block {@link #allocPages} returned, valid until
+     * it is freed. A process's pages are not reachable this way.
+     */
+    public MemorySegment pageAddress(long pfn, int order) {
+        kernelBlock(pfn, order, "page_address");
+        return phys.memory().asSlice(pfn << PAGE_SHIFT, PAGE_SIZE << order);
+    }
+
+    private void kernelBlock(long pfn, int order, String what) {
+        if (order < 0 || order > MAX_ORDER || pfn < 0 || pfn + (1L << order) > phys.nrFrames()) {
+            throw new KernelException(Errno.EINVAL, what + ": pfn " + pfn + " order " + order + " is outside physical memory");
+        }
+        if (phys.isFree(pfn) || phys.kind(pfn) != PhysicalMemory.KERNEL || phys.head(pfn) != pfn || phys.order(pfn) != order) {
+            throw new KernelException(Errno.EINVAL, what + ": pfn " + pfn + " order " + order + " is not a block allocated by alloc_pages");
+        }
     }
 
     SwapDevice swap() {
@@ -186,9 +249,9 @@ public class Mm implements AutoCloseable {
                 line("MemTotal", total), line("MemFree", free), line("AnonPages", anon),
                 line("Mlocked(pinned)", pinnedFrames() * 4), line("SwapTotal", swapTotal),
                 line("SwapFree", swapTotal - swapUsed), line("Reclaimed", reclaimed.get() * 4),
-                String.format("%-16s %8d", "HugePages_Total:", phys.totalBytes() / PhysicalMemory.HPAGE_SIZE),
+                String.format("%-16s %8d", "HugePages_Total:", phys.totalBytes() / HPAGE_SIZE),
                 String.format("%-16s %8d", "HugePages_InUse:", phys.hugePagesInUse()),
-                line("Hugepagesize", PhysicalMemory.HPAGE_SIZE / kb),
+                line("Hugepagesize", HPAGE_SIZE / kb),
                 String.format("%-16s %8d", "Processes:", processes.size()));
     }
 

@@ -27,7 +27,7 @@ final class SwapDevice implements AutoCloseable {
 
     SwapDevice(Path file, long bytes) {
         this.file = file;
-        this.slots = bytes / PhysicalMemory.PAGE_SIZE;
+        this.slots = bytes / Mm.PAGE_SIZE;
         try {
             Files.createDirectories(file.toAbsolutePath().getParent());
             this.channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
@@ -69,7 +69,7 @@ final class SwapDevice implements AutoCloseable {
     void write(long slot, MemorySegment page) {
         try {
             var buf = page.asByteBuffer();
-            long pos = slot * PhysicalMemory.PAGE_SIZE;
+            long pos = slot * Mm.PAGE_SIZE;
             while (buf.hasRemaining()) {
                 pos += channel.write(buf, pos);
             }
@@ -81,7 +81,7 @@ final class SwapDevice implements AutoCloseable {
     void read(long slot, MemorySegment page) {
         try {
             var buf = page.asByteBuffer();
-            long pos = slot * PhysicalMemory.PAGE_SIZE;
+            long pos = slot * Mm.PAGE_SIZE;
             while (buf.hasRemaining()) {
                 int n = channel.read(buf, pos);
                 if (n < 0) {

@@ -1,11 +1,13 @@
 package org.peerdirect.kernel.iommu;
 
+import org.peerdirect.kernel.mm.internal.PhysicalMemory;
+
 import org.peerdirect.kernel.dma.DmaDirection;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SIZE;
+import static org.peerdirect.kernel.mm.Mm.PAGE_SIZE;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -38,7 +40,7 @@ class IommuTest {
 
     private AddressSpace setup() {
         mm = new Mm(32 << 20, true, tmp.resolve("swap"), 16 << 20);
-        iommu = new Iommu(mm.physical());
+        iommu = new Iommu(mm);
         return mm.createProcess("app");
     }
 
@@ -47,7 +49,7 @@ class IommuTest {
         if (iommu != null) {
             IommuAudit a = iommu.audit();
             mm.close();
-            assertEquals(mm.physical().nrFrames(), mm.physical().freeFrames(), "no frame leaked");
+            assertEquals(PhysicalMemory.of(mm).nrFrames(), PhysicalMemory.of(mm).freeFrames(), "no frame leaked");
             assertTrue(a.violationFree() || expectViolation, "audit: " + a);
         }
     }

@@ -1,9 +1,11 @@
 package org.peerdirect.kernel.mm;
 
+import org.peerdirect.kernel.mm.internal.PhysicalMemory;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SIZE;
+import static org.peerdirect.kernel.mm.Mm.PAGE_SIZE;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -26,7 +28,7 @@ class FileMappingTest {
     @AfterEach
     void close() {
         mm.close();
-        assertEquals(mm.physical().nrFrames(), mm.physical().freeFrames(), "no frame leaked");
+        assertEquals(PhysicalMemory.of(mm).nrFrames(), PhysicalMemory.of(mm).freeFrames(), "no frame leaked");
     }
 
     private Path file(int pages) throws Exception {
@@ -96,7 +98,7 @@ class FileMappingTest {
         assertEquals(KernelException.Errno.EFAULT, e.errno());
         assertEquals(0, p.pinnedPages());
         PinnedPages ro = p.pinUserPages(a, PAGE_SIZE, false);
-        assertEquals(1000, mm.physical().readLong(ro.pfn(0), 0));
+        assertEquals(1000, PhysicalMemory.of(mm).readLong(ro.pfn(0), 0));
         ro.unpin(false);
 
         List<MmuNotifierEvent> seen = new ArrayList<>();

@@ -1,6 +1,8 @@
 package org.peerdirect.kernel.mm;
 
-import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SIZE;
+import org.peerdirect.kernel.mm.internal.PhysicalMemory;
+
+import static org.peerdirect.kernel.mm.Mm.PAGE_SIZE;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,8 +55,8 @@ class MmPropertiesTest {
             Files.deleteIfExists(dir.resolve("swap"));
             Files.deleteIfExists(dir);
         }
-        if (mm.physical().freeFrames() != mm.physical().nrFrames()) {
-            throw new AssertionError("frames leaked after close: " + (mm.physical().nrFrames() - mm.physical().freeFrames()));
+        if (PhysicalMemory.of(mm).freeFrames() != PhysicalMemory.of(mm).nrFrames()) {
+            throw new AssertionError("frames leaked after close: " + (PhysicalMemory.of(mm).nrFrames() - PhysicalMemory.of(mm).freeFrames()));
         }
     }
 
@@ -85,7 +87,7 @@ class MmPropertiesTest {
                     }
                     lastSeq[0] = seq;
                     watchedFrames.forEach((va, pfn) -> {
-                        if (va >= range.start() && va < range.end() && mm.physical().isFree(pfn)) {
+                        if (va >= range.start() && va < range.end() && PhysicalMemory.of(mm).isFree(pfn)) {
                             problems.add(range.event() + ": frame " + pfn + " of 0x" + Long.toHexString(va) + " freed before the callback");
                         }
                     });
@@ -230,7 +232,7 @@ class MmPropertiesTest {
 
     /** Allocated frames are exactly the resident pages plus the pinned frames no page maps any more; no frame twice. */
     private static void checkFrames(Mm mm, AddressSpace p, List<PinnedPages> pins) {
-        PhysicalMemory pm = mm.physical();
+        PhysicalMemory pm = PhysicalMemory.of(mm);
         Set<Long> mapped = new HashSet<>();
         for (int i = 0; i < PAGES; i++) {
             long pfn = p.pfnOf(BASE + i * PAGE_SIZE);

@@ -1,15 +1,18 @@
 package org.peerdirect.kernel.mm;
 
+import org.peerdirect.kernel.mm.internal.PhysicalMemory;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.peerdirect.kernel.mm.PhysicalMemory.PAGE_SIZE;
+import static org.peerdirect.kernel.mm.Mm.PAGE_SIZE;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,7 +41,7 @@ class MmTest {
     void close() {
         if (mm != null) {
             mm.close();
-            assertEquals(mm.physical().nrFrames(), mm.physical().freeFrames(), "every frame is free after close");
+            assertEquals(PhysicalMemory.of(mm).nrFrames(), PhysicalMemory.of(mm).freeFrames(), "every frame is free after close");
         }
     }
 
@@ -129,20 +132,20 @@ class MmTest {
     void munmapFreesAndPoisonsFramesAndRejectsBadRanges() {
         Mm m = mm(64 << 20, 16 << 20);
         AddressSpace p = m.createProcess("t");
-        long free0 = m.physical().freeFrames();
+        long free0 = PhysicalMemory.of(m).freeFrames();
         long a = p.mmap(8 * PAGE_SIZE);
         for (int i = 0; i < 8; i++) {
             p.writeLong(a + i * PAGE_SIZE, 42);
         }
         long pfn = p.pfnOf(a);
-        assertEquals(free0 - 8, m.physical().freeFrames());
+        assertEquals(free0 - 8, PhysicalMemory.of(m).freeFrames());
         assertErrno(Errno.EINVAL, () -> p.munmap(a + 1, PAGE_SIZE));
         assertErrno(Errno.EINVAL, () -> p.munmap(a, 0));
         assertErrno(Errno.EOVERFLOW, () -> p.munmap(a, Long.MAX_VALUE));
         p.munmap(a, 8 * PAGE_SIZE);
-        assertEquals(free0, m.physical().freeFrames());
-        assertTrue(m.physical().isFree(pfn));
-        assertEquals(PhysicalMemory.POISON, m.physical().readLong(pfn, 0), "freed frames carry the poison pattern");
+        assertEquals(free0, PhysicalMemory.of(m).freeFrames());
+        assertTrue(PhysicalMemory.of(m).isFree(pfn));
+        assertEquals(PhysicalMemory.POISON, PhysicalMemory.of(m).readLong(pfn, 0), "freed frames carry the poison pattern");
         assertErrno(Errno.EINVAL, () -> p.munmap(a, PAGE_SIZE));
         assertThrows(SegmentationFault.class, () -> p.readLong(a));
     }
@@ -178,10 +181,10 @@ class MmTest {
         long pinnedPfn = pins.pfn(0);
         p.writeLong(a, 5);
         p.munmap(a, 32 * PAGE_SIZE);
-        assertFalse(m.physical().isFree(pinnedPfn), "a pinned frame stays allocated after munmap");
-        assertEquals(5, m.physical().readLong(pinnedPfn, 0));
+        assertFalse(PhysicalMemory.of(m).isFree(pinnedPfn), "a pinned frame stays allocated after munmap");
+        assertEquals(5, PhysicalMemory.of(m).readLong(pinnedPfn, 0));
         pins.unpin(true);
-        assertTrue(m.physical().isFree(pinnedPfn), "freed at unpin");
+        assertTrue(PhysicalMemory.of(m).isFree(pinnedPfn), "freed at unpin");
         assertEquals(0, p.pinnedPages());
         assertErrno(Errno.EINVAL, () -> pins.unpin(true));
         assertEquals(0, p.pinnedPages(), "a double unpin changes nothing");
@@ -218,7 +221,7 @@ class MmTest {
         long before = p.pfnOf(a);
         assertEquals(16, p.migrate(a, 16 * PAGE_SIZE));
         assertNotEquals(before, p.pfnOf(a));
-        assertTrue(m.physical().isFree(before));
+        assertTrue(PhysicalMemory.of(m).isFree(before));
         for (int i = 0; i < 16; i++) {
             assertEquals(~i, p.readLong(a + i * PAGE_SIZE));
         }
@@ -232,13 +235,13 @@ class MmTest {
         assertEquals(0, a & ((2 << 20) - 1));
         p.writeLong(a + 12345 * 8, 77);
         assertEquals(512, p.rssPages());
-        assertEquals(1, m.physical().hugePagesInUse());
+        assertEquals(1, PhysicalMemory.of(m).hugePagesInUse());
         long head = p.pfnOf(a);
         assertEquals(0, head & 511, "a huge page starts on a 2 MiB frame boundary");
         assertEquals(head + 3, p.pfnOf(a + 3 * PAGE_SIZE), "contiguous frames");
         assertErrno(Errno.EINVAL, () -> p.munmap(a, PAGE_SIZE));
         p.munmap(a, 4 << 20);
-        assertEquals(0, m.physical().hugePagesInUse());
+        assertEquals(0, PhysicalMemory.of(m).hugePagesInUse());
     }
 
     @Test
@@ -254,7 +257,7 @@ class MmTest {
         MmuIntervalNotifier n = p.insertNotifier(a, 2 * PAGE_SIZE, (nn, range, seq) -> {
             nn.setSeq(seq);
             seen.add(range.event());
-            if (pfn.get() >= 0 && m.physical().isFree(pfn.get())) {
+            if (pfn.get() >= 0 && PhysicalMemory.of(m).isFree(pfn.get())) {
                 problems.add("frame already freed during " + range.event());
             }
             return true;
@@ -383,7 +386,7 @@ class MmTest {
         assertEquals(Errno.ENOMEM, e.errno());
         assertTrue(e.getMessage().contains("out of memory"), e.getMessage());
         assertEquals(0, pinner.pinnedPages(), "the failed pin was undone");
-        assertEquals(0, m.physical().count(pfn -> m.physical().pinCount(pfn) != 0));
+        assertEquals(0, PhysicalMemory.of(m).count(pfn -> PhysicalMemory.of(m).pinCount(pfn) != 0));
     }
 
     @Test
@@ -408,5 +411,36 @@ class MmTest {
         } finally {
             pm.close();
         }
+    }
+
+    /** A driver's page allocator reaches its own blocks only: never a process's frame. */
+    @Test
+    void kernelPageAllocatorServesDriversAndRefusesProcessPages() {
+        Mm m = mm(8 << 20, 1 << 20);
+        long free = m.freeFrames();
+        long head = m.allocPages(3);
+        assertEquals(free - 8, m.freeFrames());
+        MemorySegment seg = m.pageAddress(head, 3);
+        assertEquals(8 * PAGE_SIZE, seg.byteSize());
+        assertEquals(0, seg.get(ValueLayout.JAVA_LONG, 0), "alloc_pages hands out zeroed memory");
+        seg.set(ValueLayout.JAVA_LONG, 8 * PAGE_SIZE - 8, 42);
+        assertErrno(Errno.EINVAL, () -> m.pageAddress(head, 2)); // wrong order
+        assertErrno(Errno.EINVAL, () -> m.freePages(head + 1, 0)); // not a head
+        assertErrno(Errno.EINVAL, () -> m.pageAddress(-1, 0));
+        assertErrno(Errno.EINVAL, () -> m.pageAddress(m.totalFrames() - 1, 3));
+
+        AddressSpace p = m.createProcess("victim");
+        long va = p.mmap(PAGE_SIZE);
+        p.writeLong(va, 7);
+        long pfn = p.pfnOf(va);
+        KernelException e = assertThrows(KernelException.class, () -> m.pageAddress(pfn, 0));
+        assertTrue(e.getMessage().contains("not a block allocated by alloc_pages"), e.getMessage());
+        assertErrno(Errno.EINVAL, () -> m.freePages(pfn, 0));
+        assertEquals(7, p.readLong(va), "the refused calls left the process's page alone");
+        p.exit();
+
+        m.freePages(head, 3);
+        assertEquals(free, m.freeFrames());
+        assertErrno(Errno.EINVAL, () -> m.freePages(head, 3)); // double free
     }
 }

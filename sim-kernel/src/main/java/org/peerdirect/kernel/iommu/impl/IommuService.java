@@ -14,7 +14,7 @@ public final class IommuService extends Iommu {
 
     @Activate
     public IommuService(@Reference Mm mm) {
-        super(mm.physical());
+        super(mm);
     }
 
     @Deactivate

@@ -8,7 +8,6 @@ import org.osgi.service.component.annotations.Component;
 import org.osgi.service.metatype.annotations.AttributeDefinition;
 import org.osgi.service.metatype.annotations.Designate;
 import org.osgi.service.metatype.annotations.ObjectClassDefinition;
-import org.peerdirect.kernel.mm.PhysicalMemory;
 import org.osgi.service.component.annotations.Deactivate;
 import org.peerdirect.kernel.mm.Mm;
 
@@ -50,7 +49,7 @@ public final class MmService extends Mm {
 
     @Activate
     public MmService(Config c, BundleContext ctx) {
-        super(c.memory_size() & -PhysicalMemory.PAGE_SIZE, c.poison(), swapFile(c, ctx), c.swap_size());
+        super(c.memory_size() & -Mm.PAGE_SIZE, c.poison(), swapFile(c, ctx), c.swap_size());
         setDefaultMemlock(c.memlock());
         setPidMax(c.pid_max());
     }

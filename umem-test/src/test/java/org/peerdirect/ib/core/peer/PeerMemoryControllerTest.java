@@ -152,15 +152,15 @@ class PeerMemoryControllerTest {
         ExamplePeerMemory mem = rig.client("exit_mem", 4096, false);
         rig.controller.register(mem, false);
         AddressSpace victim = rig.mm.createProcess("victim");
-        long free = rig.mm.physical().freeFrames();
+        long free = rig.mm.freeFrames();
         mem.alloc(victim.pid(), 1 << 22);
-        assertEquals(free - 1024, rig.mm.physical().freeFrames());
+        assertEquals(free - 1024, rig.mm.freeFrames());
         assertEquals(1, victim.openFiles(), "the client's device file");
 
         victim.exit(); // kernel:kill
 
         assertEquals(List.of(), mem.list(), "no allocation left");
-        assertEquals(free, rig.mm.physical().freeFrames(), "the 4 MiB are back");
+        assertEquals(free, rig.mm.freeFrames(), "the 4 MiB are back");
     }
 
     /**
@@ -173,7 +173,7 @@ class PeerMemoryControllerTest {
         rig.controller.register(mem, false);
         AddressSpace victim = rig.mm.createProcess("victim");
         victim.setMemlockLimit(1L << 30);
-        long free = rig.mm.physical().freeFrames();
+        long free = rig.mm.freeFrames();
         // the device's file is opened first, so the process's exit closes the client's file first
         long anon = victim.mmap(4096);
         Mr first = rig.dev.reg(victim, anon, 4096, RW);
@@ -185,7 +185,7 @@ class PeerMemoryControllerTest {
         assertNotNull(mr.revokedReason(), "the MR went with the process");
         assertNotNull(first.revokedReason());
         assertEquals(List.of(), mem.list());
-        assertEquals(free, rig.mm.physical().freeFrames(), "the orphan was freed by the deregistration");
+        assertEquals(free, rig.mm.freeFrames(), "the orphan was freed by the deregistration");
     }
 
     @Test

@@ -41,7 +41,7 @@ final class Rig implements AutoCloseable {
 
     Rig(Path tmp, long memory) {
         mm = new Mm(memory, true, tmp.resolve("swap"), 16 << 20);
-        iommu = new Iommu(mm.physical());
+        iommu = new Iommu(mm);
         sysfs = new SysfsTree(tmp.resolve("sys"), warnings::add);
         controller = new PeerMemoryController(sysfs, mbeans);
         controller.setWarnSink(warnings::add);
@@ -80,7 +80,7 @@ final class Rig implements AutoCloseable {
         assertEquals(0, proc.pinnedPages(), "memlock charge returned");
         assertEquals(0, mm.pinnedFrames(), "no pinned frame");
         proc.exit();
-        assertEquals(mm.physical().nrFrames(), mm.physical().freeFrames(), "every frame free");
+        assertEquals(mm.totalFrames(), mm.freeFrames(), "every frame free");
         assertTrue(controller.knownClients().isEmpty(), "no client left");
         assertEquals(List.of(), sysfs.exists(PeerMemoryController.SYSFS_DIR) ? sysfs.list(PeerMemoryController.SYSFS_DIR) : List.of(),
                 "no statistics directory left");

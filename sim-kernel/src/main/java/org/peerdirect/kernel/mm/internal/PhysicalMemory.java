@@ -1,4 +1,4 @@
-package org.peerdirect.kernel.mm;
+package org.peerdirect.kernel.mm.internal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -9,7 +9,11 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 import java.util.BitSet;
 
+import java.util.function.Function;
+
+import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.Mm;
 
 /**
  * Physical memory: {@code nrFrames} 4 KiB frames held off-heap, a buddy allocator up to
@@ -31,12 +35,11 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  */
 public final class PhysicalMemory implements AutoCloseable {
 
-    public static final int PAGE_SHIFT = 12;
-    public static final long PAGE_SIZE = 1L << PAGE_SHIFT;
-    /** Highest buddy order: 2^10 frames = 4 MiB blocks. */
-    public static final int MAX_ORDER = 10;
-    public static final int HPAGE_ORDER = 9;
-    public static final long HPAGE_SIZE = PAGE_SIZE << HPAGE_ORDER;
+    public static final int PAGE_SHIFT = Mm.PAGE_SHIFT;
+    public static final long PAGE_SIZE = Mm.PAGE_SIZE;
+    public static final int MAX_ORDER = Mm.MAX_ORDER;
+    public static final int HPAGE_ORDER = Mm.HPAGE_ORDER;
+    public static final long HPAGE_SIZE = Mm.HPAGE_SIZE;
     /** What a freed frame is filled with, so a stray read of freed memory is recognisable. */
     public static final long POISON = 0x6b6b6b6b6b6b6b6bL; // POISON_FREE of mm/slab
 
@@ -74,6 +77,28 @@ public final class PhysicalMemory implements AutoCloseable {
     @FunctionalInterface
     public interface Reclaimer {
         long reclaim(long wantedFrames);
+    }
+
+    /**
+     * How this package reaches an {@link Mm}'s frames without a public accessor on {@code Mm}
+     * (whose package is exported): {@code Mm}'s class initialiser hands over a function once, as
+     * the JDK's {@code SharedSecrets} do. Written once, before any {@code Mm} exists.
+     */
+    private static volatile Function<Mm, PhysicalMemory> ownerAccess;
+
+    /** Called once, by {@code Mm}'s class initialiser. */
+    public static void setOwnerAccess(Function<Mm, PhysicalMemory> access) {
+        synchronized (PhysicalMemory.class) {
+            if (ownerAccess != null) {
+                throw new IllegalStateException("the frames' owner access is set already");
+            }
+            ownerAccess = access;
+        }
+    }
+
+    /** The frames of {@code mm}: for the IOMMU and tests of this bundle only. */
+    public static PhysicalMemory of(Mm mm) {
+        return ownerAccess.apply(mm);
     }
 
     public PhysicalMemory(long bytes, boolean poison) {
