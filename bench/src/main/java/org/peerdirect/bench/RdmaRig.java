@@ -4,7 +4,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 
-import org.peerdirect.hca.cx3.ConnectX3;
 import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.hca.engine.HcaDevice;
@@ -22,9 +21,9 @@ import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.rdma.RcConnect;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.StandalonePciBus;
 import org.peerdirect.ib.core.uverbs.IbDevice;
 import org.peerdirect.mlx4.Mlx4Device;
 
@@ -80,7 +79,9 @@ final class RdmaRig implements AutoCloseable {
     final Fabric fabric = new Fabric();
     final PeerMemoryController controller;
     final UmemCore umems;
-    final IommuDomain[] domains = new IommuDomain[2];
+    /** The HCAs' PCI functions; the bus gives each its IOMMU domain. Warnings (mappings left at removal) are leaks. */
+    final java.util.List<String> busWarnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+    final StandalonePciBus bus;
     final Mlx4Device[] devs = new Mlx4Device[2];
     /** The core's devices over the drivers' (what users open). */
     final IbDevice[] ib = new IbDevice[2];
@@ -101,13 +102,10 @@ final class RdmaRig implements AutoCloseable {
         iommu = new Iommu(mm);
         controller = new PeerMemoryController(null, null);
         umems = new UmemCore(controller);
+        bus = new StandalonePciBus(iommu, busWarnings::add);
         for (int i = 0; i < 2; i++) {
-            String bdf = String.format("0000:0%d:00.0", i + 3);
-            domains[i] = iommu.createDomain(bdf);
-            HcaDevice engine = new HcaDevice(bdf, domains[i], fabric, 1);
-            long guid = ConnectX3Board.guid(i);
-            ConnectX3 hw = new ConnectX3Board(engine, guid);
-            devs[i] = new Mlx4Device("mlx4_" + i, hw, umems);
+            ConnectX3Board board = new ConnectX3Board(ConnectX3Board.guid(i), fn -> new HcaDevice(fn.bdf(), fn.dmaPort(), fabric, 1));
+            devs[i] = new Mlx4Device("mlx4_" + i, bus.register(board.spec()), umems);
             ib[i] = new IbDevice(devs[i]);
         }
         proc = mm.createProcess("rdma-bench");
@@ -188,12 +186,8 @@ final class RdmaRig implements AutoCloseable {
                     devs[i].removeHardware(true);
                 }
             }
-            long leaked = 0;
-            for (IommuDomain d : domains) {
-                if (d != null) {
-                    leaked += iommu.destroyDomain(d);
-                }
-            }
+            bus.close(); // the functions leave the bus with their IOMMU domains
+            long leaked = busWarnings.size();
             controller.close(Duration.ofSeconds(1));
             long pinned = proc.pinnedPages();
             proc.exit();
@@ -203,7 +197,7 @@ final class RdmaRig implements AutoCloseable {
             Files.deleteIfExists(swap);
             if (leaked != 0 || pinned != 0 || pinnedFrames != 0 || busy != 0) {
                 throw new IllegalStateException(String.format(
-                        "teardown leak: %d IOMMU page(s) still mapped, %d page(s) charged to memlock, %d frame(s) pinned, %d frame(s) not free",
+                        "teardown leak: %d function(s) with IOMMU pages still mapped, %d page(s) charged to memlock, %d frame(s) pinned, %d frame(s) not free",
                         leaked, pinned, pinnedFrames, busy));
             }
         }

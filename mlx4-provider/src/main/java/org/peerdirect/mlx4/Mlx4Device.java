@@ -14,6 +14,7 @@ import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.kernel.dma.DmaMapper;
+import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -28,6 +29,8 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
 
     final String name;
     final ConnectX3 hw;
+    /** The function's DMA mapping calls ({@code &pdev->dev}). */
+    private final DmaMapper dma;
     final HcaDevice engine;
     final UmemService umems;
     /** qpn → driver QP, for CQEs; written on create/destroy, read by pollers (plain array of final-field objects). */
@@ -38,10 +41,18 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
     private final BitSet pdns = new BitSet();
     private final IbvDeviceAttr attr;
 
-    public Mlx4Device(String name, ConnectX3 hw, UmemService umems) {
+    /**
+     * {@code mlx4_init_one}: the device behind {@code fn}, found through the function only: its
+     * firmware interface ({@code INIT_HCA} brings the engine up) and its DMA mapping calls.
+     *
+     * @throws IllegalArgumentException when the function has no ConnectX-3 firmware interface
+     */
+    public Mlx4Device(String name, PciFunction fn, UmemService umems) {
         this.name = name;
-        this.hw = hw;
-        this.engine = hw.engine();
+        this.hw = fn.firmware(ConnectX3.class).orElseThrow(
+                () -> new IllegalArgumentException("mlx4: " + fn.bdf() + " has no ConnectX-3 firmware interface"));
+        this.engine = hw.initHca(fn);
+        this.dma = fn.dma();
         this.umems = umems;
         this.attr = new IbvDeviceAttr(hw.firmwareVersion(), hw.nodeGuid(), hw.nodeGuid(), 0xFFFF_FFFF_FFFF_FFFFL, 0xFFFF_FE00L,
                 0x02c9, ConnectX3.DEVICE_ID, 0, HcaDevice.MAX_QP - HcaDevice.RESERVED_QPS, HcaDevice.MAX_QP_WR, 0, HcaDevice.MAX_SGE,
@@ -68,7 +79,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
 
     @Override
     public DmaMapper dma() {
-        return engine.domain();
+        return dma;
     }
 
     public HcaDevice engine() {

@@ -56,13 +56,21 @@ public final class Mlx4Driver {
                     "mlx4: " + fn.bdf() + " has no ConnectX-3 firmware interface; device not probed");
             return;
         }
-        hw.initHca(fn); // INIT_HCA: the firmware brings the device up for this driver
         int index;
         synchronized (indices) {
             index = indices.nextClearBit(0);
             indices.set(index);
         }
-        Mlx4Device dev = new Mlx4Device("mlx4_" + index, hw, umems);
+        Mlx4Device dev;
+        try {
+            dev = new Mlx4Device("mlx4_" + index, fn, umems); // INIT_HCA brings the engine up
+        } catch (RuntimeException e) { // no DMA (a bus without IOMMU), a removed function: not probed
+            synchronized (indices) {
+                indices.clear(index);
+            }
+            System.getLogger("org.peerdirect.mlx4").log(System.Logger.Level.WARNING, "mlx4: " + fn.bdf() + " not probed: " + e.getMessage());
+            return;
+        }
         Runnable onRemoval = () -> remove(fn, true);
         Dictionary<String, Object> props = new Hashtable<>();
         props.put("ib.device.name", dev.name());

@@ -43,8 +43,8 @@ final class Lab implements AutoCloseable {
     final List<IbvContext> contexts = new ArrayList<>();
 
     Lab(Path tmp, int devices) {
-        machine = Machine.builder(tmp).hcas(devices, 1, (i, board, umems) -> {
-            Mlx4Device d = new Mlx4Device("mlx4_" + i, board, umems);
+        machine = Machine.builder(tmp).hcas(devices, 1, (i, fn, umems) -> {
+            Mlx4Device d = new Mlx4Device("mlx4_" + i, fn, umems);
             devs.add(d);
             return new HcaDriver.Probed(d, d::removeHardware);
         }).build();

@@ -617,7 +617,7 @@ class VerbsTest {
         assertEquals(Errno.EIO, e.errno());
         assertTrue(e.getMessage().contains("mlx4_1 was removed"), e.getMessage());
         assertThrows(KernelException.class, () -> b.qp.postSend(wr(IbvWrOpcode.SEND, b.buf, 8, b.mr.lkey())));
-        assertEquals(0, lab.devs.get(1).engine().domain().mappedPages(), "its MRs gave their memory back");
+        assertEquals(0, lab.devs.get(1).dma().mappedPages(), "its MRs gave their memory back");
         IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
         w.remoteAddr = b.buf;
         w.rkey = b.mr.rkey();

@@ -3,13 +3,15 @@ package org.peerdirect.testkit;
 import java.util.function.Consumer;
 
 import org.osgi.annotation.versioning.ConsumerType;
-import org.peerdirect.hca.cx3.ConnectX3;
+import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.umem.UmemService;
 
 /**
- * A driver for the machine's ConnectX-3 models: probes one board as a driver's probe function
- * does, e.g. {@code (i, board, umems) -> { Mlx4Device d = new Mlx4Device("mlx4_" + i, board, umems);
+ * A driver for the machine's ConnectX-3 models: probes one PCI function as a driver's probe
+ * function does ({@code pci_driver.probe}: the device's firmware interface and its DMA mapping
+ * calls are reached through the function only), e.g.
+ * {@code (i, fn, umems) -> { Mlx4Device d = new Mlx4Device("mlx4_" + i, fn, umems);
  * return new Probed(d, d::removeHardware); }}.
  */
 @ConsumerType
@@ -22,6 +24,6 @@ public interface HcaDriver {
     record Probed(IbDeviceOps device, Consumer<Boolean> removeHardware) {
     }
 
-    /** Probes board {@code index} (the driver names its device, e.g. {@code mlx4_<index>}). */
-    Probed probe(int index, ConnectX3 board, UmemService umems);
+    /** Probes HCA {@code index}'s function (the driver names its device, e.g. {@code mlx4_<index>}). */
+    Probed probe(int index, PciFunction fn, UmemService umems);
 }

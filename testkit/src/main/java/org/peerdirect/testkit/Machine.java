@@ -17,6 +17,8 @@ import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.kernel.pci.StandalonePciBus;
 import org.peerdirect.peermem.PeerMemoryRegistry;
 
 /**
@@ -86,7 +88,10 @@ public final class Machine implements AutoCloseable {
     private final Fabric fabric = new Fabric();
     private final IbCore core;
     private final List<IommuDomain> domains = new ArrayList<>();
-    private final List<HcaDevice> engines = new ArrayList<>();
+    private final List<ConnectX3Board> boards = new ArrayList<>();
+    /** The bus's warnings (a driver leaving DMA mappings at removal): reported by {@link #close}. */
+    private final List<String> busWarnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final StandalonePciBus bus;
     private final List<HcaDriver.Probed> probed = new ArrayList<>();
     private final List<IbvDevice> devices = new ArrayList<>();
     private final boolean[] removed;
@@ -97,13 +102,13 @@ public final class Machine implements AutoCloseable {
         iommu = new Iommu(mm);
         core = new IbCore(null);
         removed = new boolean[b.hcas];
+        bus = new StandalonePciBus(iommu, busWarnings::add);
         for (int i = 0; i < b.hcas; i++) {
-            String bdf = String.format("0000:%02x:00.0", i + 3);
-            IommuDomain domain = iommu.createDomain(bdf);
-            domains.add(domain);
-            HcaDevice engine = new HcaDevice(bdf, domain, fabric, b.ports);
-            engines.add(engine);
-            HcaDriver.Probed p = b.driver.probe(i, new ConnectX3Board(engine, ConnectX3Board.guid(i)), core.umems());
+            int ports = b.ports;
+            ConnectX3Board board = new ConnectX3Board(ConnectX3Board.guid(i), fn -> new HcaDevice(fn.bdf(), fn.dmaPort(), fabric, ports));
+            boards.add(board);
+            PciFunction fn = bus.register(board.spec()); // 0000:03:00.0, 0000:04:00.0, ...
+            HcaDriver.Probed p = b.driver.probe(i, fn, core.umems());
             probed.add(p);
             devices.add(core.register(p.device()));
         }
@@ -144,11 +149,11 @@ public final class Machine implements AutoCloseable {
 
     /** The silicon of HCA {@code i} (counters, tables). */
     public HcaDevice engine(int i) {
-        return engines.get(i);
+        return boards.get(i).engine();
     }
 
     public int hcaCount() {
-        return engines.size();
+        return boards.size();
     }
 
     /** A new process with a memlock limit of 1 TiB; it exits at {@link #close}. */
@@ -187,9 +192,11 @@ public final class Machine implements AutoCloseable {
             for (AddressSpace p : processes) {
                 p.exit(); // closes the processes' contexts first (uverbs release)
             }
-            for (int i = 0; i < engines.size(); i++) {
+            for (int i = 0; i < boards.size(); i++) {
                 remove(i, true);
             }
+            bus.close(); // the functions leave the bus, their IOMMU domains with them
+            leaks.addAll(busWarnings);
             for (IommuDomain d : domains) {
                 long left = iommu.destroyDomain(d);
                 if (left != 0) {

@@ -2,6 +2,8 @@ package org.peerdirect.hca.cx3;
 
 import java.util.function.Function;
 
+import org.peerdirect.kernel.pci.PciDeviceSpec;
+
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.kernel.pci.PciFunction;
 
@@ -18,11 +20,14 @@ import org.peerdirect.kernel.pci.PciFunction;
 public final class ConnectX3Board implements ConnectX3 {
 
     private final long nodeGuid;
-    private final Function<String, HcaDevice> bringUp;
+    private final Function<PciFunction, HcaDevice> bringUp;
     private HcaDevice engine;
 
-    /** A board whose engine {@code bringUp} creates at the first {@code INIT_HCA}, from the bus address. */
-    public ConnectX3Board(long nodeGuid, Function<String, HcaDevice> bringUp) {
+    /**
+     * A board whose engine {@code bringUp} creates at the first {@code INIT_HCA}, from the function
+     * (its bus address names the engine, its DMA port is the engine's only way to memory).
+     */
+    public ConnectX3Board(long nodeGuid, Function<PciFunction, HcaDevice> bringUp) {
         this.nodeGuid = nodeGuid;
         this.bringUp = bringUp;
     }
@@ -34,6 +39,17 @@ public final class ConnectX3Board implements ConnectX3 {
         this.engine = engine;
     }
 
+    /**
+     * The PCI function of a ConnectX-3 with this board as its firmware: vendor 0x15b3, device
+     * 0x1003, class 0x020700 (InfiniBand), BAR 0 (1 MiB, the HCR and command registers), BAR 2
+     * (8 MiB, UAR pages), 8 MSI-X vectors.
+     */
+    public PciDeviceSpec spec() {
+        return PciDeviceSpec.builder("Mellanox Technologies MT27500 Family [ConnectX-3]")
+                .vendorId(VENDOR_ID).deviceId(DEVICE_ID).classCode(0x020700)
+                .bar(0, 1 << 20).bar(2, 8 << 20).msixVectors(8).firmware(this).build();
+    }
+
     /** The node GUID of board {@code index} (Mellanox OUI 00:02:c9). */
     public static long guid(int index) {
         return 0x0002_c903_0000_1000L + index * 0x10L;
@@ -42,7 +58,7 @@ public final class ConnectX3Board implements ConnectX3 {
     @Override
     public synchronized HcaDevice initHca(PciFunction fn) {
         if (engine == null) {
-            engine = bringUp.apply(fn.bdf());
+            engine = bringUp.apply(fn);
         }
         return engine;
     }

@@ -4,14 +4,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
-import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.dma.DmaPort;
 
 /**
  * One HCA's silicon: its protection table (MPT), CQ, SRQ and QP contexts, ports and scheduler.
  * The driver programs it with firmware commands named after mlx4's ({@code SW2HW_MPT},
  * {@code HW2SW_MPT}, {@code SW2HW_CQ}, {@code RST2INIT_QP}, ...), which fail with a
  * {@link HwCommandException} carrying the command status; it posts work by filling WQE slots and
- * writing doorbell records, and reads CQEs. Every payload byte moves through {@link #domain()}.
+ * writing doorbell records, and reads CQEs. Every payload byte moves through {@link #dmaPort()}.
  *
  * <p>Lock rules: {@code this} (the device monitor) guards the object tables' writers and the use
  * counts' check-and-act; readers on the data path read the arrays without a lock. That is safe
@@ -52,7 +52,7 @@ public final class HcaDevice {
     public static final int PERM_ATOMIC = 1 << 14;
 
     final String name;
-    final IommuDomain domain;
+    final DmaPort domain;
     final Fabric fabric;
     final HcaPort[] ports;
     private final HwQp[] qps = new HwQp[MAX_QP];
@@ -73,7 +73,7 @@ public final class HcaDevice {
     final AtomicLong rnrNaks = new AtomicLong();
     final AtomicLong retries = new AtomicLong();
 
-    public HcaDevice(String name, IommuDomain domain, Fabric fabric, int nports) {
+    public HcaDevice(String name, DmaPort domain, Fabric fabric, int nports) {
         this.name = name;
         this.domain = domain;
         this.fabric = fabric;
@@ -90,8 +90,8 @@ public final class HcaDevice {
         return name;
     }
 
-    /** The IOMMU domain every DMA of the device goes through. */
-    public IommuDomain domain() {
+    /** The device's DMA port: its PCI function's link through the IOMMU, which every DMA of the device crosses. */
+    public DmaPort dmaPort() {
         return domain;
     }
 

@@ -12,21 +12,23 @@ import java.util.concurrent.locks.StampedLock;
 
 import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.dma.DmaMapper;
+import org.peerdirect.kernel.dma.DmaPort;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.internal.PhysicalMemory;
 import org.peerdirect.kernel.pci.PciFunction;
 
 /**
- * One device's IOMMU domain: a page table from I/O virtual pages to frames, and the DMA API the
- * device model uses. IOVAs start at {@link #IOVA_BASE}; the space holds {@link #IOVA_PAGES} pages.
+ * One device's IOMMU domain: a page table from I/O virtual pages to frames. Two faces: the
+ * driver's mapping calls ({@link DmaMapper}: {@code dma_map_sg}, {@code dma_unmap}, {@link #dmaMapResource})
+ * and the device's accesses ({@link DmaPort}); a device model is handed only the latter. IOVAs start at {@link #IOVA_BASE}; the space holds {@link #IOVA_PAGES} pages.
  *
  * <p>Invariant (the promise the system proves): once {@link #dmaUnmap} returns, no DMA through
  * that mapping is in flight or will ever happen. DMA accesses hold the domain lock in read mode,
  * map and unmap hold it in write mode. Each mapping remembers the frame's generation: a frame
  * freed and reused since is caught as use-after-free instead of being read or written.
  */
-public final class IommuDomain implements DmaMapper {
+public final class IommuDomain implements DmaMapper, DmaPort {
 
     public static final long IOVA_BASE = 0x100000000L;
     /** 2^24 pages: 64 GiB of I/O virtual space per domain. */
@@ -69,6 +71,7 @@ public final class IommuDomain implements DmaMapper {
         this.memory = phys.memory();
     }
 
+    @Override
     public String name() {
         return name;
     }
@@ -256,12 +259,15 @@ public final class IommuDomain implements DmaMapper {
         }
     }
 
+    /** Bit 0 of a translated page slot: the page is a BAR page of a resource mapping, not a frame. */
+    private static final long SLOT_RESOURCE = 1;
+
     /**
-     * Address of iova for an access needing {@code need} (DEV_READ and/or DEV_WRITE), valid to the
-     * end of its page, in the segment {@link #segment} names (physical memory, or a BAR for a
-     * resource entry); caller holds the read lock.
+     * Translates the page holding {@code iova} for an access needing {@code need} (DEV_READ and/or
+     * DEV_WRITE): its page-aligned address in physical memory, or in its BAR with
+     * {@link #SLOT_RESOURCE} set. Faults name {@code iova}. Caller holds the read lock.
      */
-    private long translate(long iova, long need) {
+    private long translatePage(long iova, long need) {
         long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
         long[] leaf = p < 0 || p >= IOVA_PAGES ? null : entries[(int) (p >>> 9)];
         long e = leaf == null ? 0 : leaf[(int) (p & 511)];
@@ -278,14 +284,14 @@ public final class IommuDomain implements DmaMapper {
                 useAfterFree.incrementAndGet();
                 throw fault(IommuFault.Kind.USE_AFTER_FREE, iova, "BAR " + r.bar() + " of " + r.fn().bdf() + " was removed after it was mapped");
             }
-            return (e & ~(PAGE_SIZE - 1)) | (iova & (PAGE_SIZE - 1));
+            return (e & -PAGE_SIZE) | SLOT_RESOURCE;
         }
         long pfn = e >>> PAGE_SHIFT;
         if (phys.isFree(pfn) || phys.generation(pfn) != gens[(int) (p >>> 9)][(int) (p & 511)]) {
             useAfterFree.incrementAndGet();
             throw fault(IommuFault.Kind.USE_AFTER_FREE, iova, "frame " + pfn + " was freed after it was mapped");
         }
-        return (pfn << PAGE_SHIFT) | (iova & (PAGE_SIZE - 1));
+        return pfn << PAGE_SHIFT;
     }
 
     /**
@@ -303,16 +309,85 @@ public final class IommuDomain implements DmaMapper {
         return new IommuFault(kind, name, iova, msg);
     }
 
+    // ------------------------------------------------------------------ the device side (DmaPort)
+    //
+    // A transfer translates every page of its range(s) once, into a per-thread slot array, before
+    // any byte moves (all or nothing), then copies run by run: pages whose frames are consecutive
+    // on both sides move in one MemorySegment.copy. The read lock of the domain(s) is held from the
+    // first translation to the last byte, so the slots cannot go stale: an unmap waits for it.
+
+    /** Per-thread translated pages of the transfer in progress: the data path allocates nothing. */
+    private static final ThreadLocal<long[]> SLOTS = ThreadLocal.withInitial(() -> new long[64]);
+
+    private static long[] slots(int n) {
+        long[] s = SLOTS.get();
+        if (s.length < n) {
+            s = new long[Integer.highestOneBit(n) << 1];
+            SLOTS.set(s);
+        }
+        return s;
+    }
+
+    /** Pages touched by [iova, iova+len), len > 0. */
+    private static int pages(long iova, long len) {
+        return (int) (((iova & (PAGE_SIZE - 1)) + len + PAGE_SIZE - 1) >>> PAGE_SHIFT);
+    }
+
+    /**
+     * Checks and translates every page of [iova, iova+len) into {@code slots[at..]}; the first
+     * refused page throws, before any byte moved. Caller holds the read lock. Returns the page count.
+     */
+    private int translateAll(long iova, long len, long need, long[] slots, int at) {
+        int n = pages(iova, len);
+        long base = iova & -PAGE_SIZE;
+        slots[at] = translatePage(iova, need);
+        for (int i = 1; i < n; i++) {
+            slots[at + i] = translatePage(base + ((long) i << PAGE_SHIFT), need);
+        }
+        return n;
+    }
+
+    /**
+     * Bytes from {@code iova} (in slot {@code i}) that lie consecutively in one segment, up to
+     * {@code want}: through the following pages while their frames follow on.
+     */
+    private static long run(long[] slots, int i, int last, long iova, long want) {
+        long r = PAGE_SIZE - (iova & (PAGE_SIZE - 1));
+        if ((slots[i] & SLOT_RESOURCE) != 0) {
+            return r;
+        }
+        while (r < want && i < last && slots[i + 1] == slots[i] + PAGE_SIZE) {
+            r += PAGE_SIZE;
+            i++;
+        }
+        return r;
+    }
+
+    /** The segment a translated slot lies in (physical memory or a BAR); caller holds the read lock. */
+    private MemorySegment segment(long slot, long iova) {
+        if ((slot & SLOT_RESOURCE) == 0) {
+            return memory;
+        }
+        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
+        return resources[(int) (p >>> 9)][(int) (p & 511)].memory();
+    }
+
+    private static long address(long slot, long iova) {
+        return (slot & -PAGE_SIZE) | (iova & (PAGE_SIZE - 1));
+    }
+
     /**
      * Device reads {@code len} bytes at iova into {@code dst}. All pages are checked before any
      * byte moves, so a faulting DMA moves nothing.
      */
+    @Override
     public void read(long iova, MemorySegment dst, long dstOffset, long len) {
         transfer(iova, dst, dstOffset, len, false);
         bytesRead.add(len);
     }
 
     /** Device writes {@code len} bytes from {@code src} at iova; all or nothing. */
+    @Override
     public void write(long iova, MemorySegment src, long srcOffset, long len) {
         transfer(iova, src, srcOffset, len, true);
         bytesWritten.add(len);
@@ -322,19 +397,24 @@ public final class IommuDomain implements DmaMapper {
         if (len < 0 || off < 0 || off + len > buf.byteSize()) {
             throw new KernelException(Errno.EINVAL, "device buffer range " + off + "+" + len + " outside " + buf.byteSize() + " bytes");
         }
-        long need = toMemory ? DEV_WRITE : DEV_READ;
+        if (len == 0) {
+            return;
+        }
         long stamp = lock.readLock();
         try {
-            checkAll(iova, len, need);
+            long[] slots = slots(pages(iova, len));
+            int last = translateAll(iova, len, toMemory ? DEV_WRITE : DEV_READ, slots, 0) - 1;
+            long base = iova & -PAGE_SIZE;
             long done = 0;
             while (done < len) {
                 long cur = iova + done;
-                long n = Math.min(len - done, PAGE_SIZE - (cur & (PAGE_SIZE - 1)));
-                long pa = checked(cur);
+                int i = (int) ((cur - base) >>> PAGE_SHIFT);
+                long n = run(slots, i, last, cur, len - done);
+                n = Math.min(n, len - done);
                 if (toMemory) {
-                    MemorySegment.copy(buf, off + done, segment(cur), pa, n);
+                    MemorySegment.copy(buf, off + done, segment(slots[i], cur), address(slots[i], cur), n);
                 } else {
-                    MemorySegment.copy(segment(cur), pa, buf, off + done, n);
+                    MemorySegment.copy(segment(slots[i], cur), address(slots[i], cur), buf, off + done, n);
                 }
                 done += n;
             }
@@ -345,57 +425,9 @@ public final class IommuDomain implements DmaMapper {
         }
     }
 
-    /**
-     * All or nothing: checks every page of [iova, iova+len) (mapping, permission, frame
-     * generation) before any byte moves. The copy loop then only reads the entries
-     * ({@link #checked}); the caller holds the read lock throughout, so they cannot change.
-     */
-    private void checkAll(long iova, long len, long need) {
-        translate(iova, need);
-        for (long done = PAGE_SIZE - (iova & (PAGE_SIZE - 1)); done < len; done += PAGE_SIZE) {
-            translate(iova + done, need);
-        }
-    }
-
-    /** Address of an IOVA that {@link #checkAll} accepted under the same read lock (see {@link #segment}). */
-    private long checked(long iova) {
-        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
-        long e = entries[(int) (p >>> 9)][(int) (p & 511)];
-        return (e & ~(PAGE_SIZE - 1)) | (iova & (PAGE_SIZE - 1));
-    }
-
-    /**
-     * The memory an accepted IOVA's page lies in: physical memory, or the BAR of a resource entry.
-     * Caller holds the read lock.
-     */
-    private MemorySegment segment(long iova) {
-        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
-        long e = entries[(int) (p >>> 9)][(int) (p & 511)];
-        return (e & RESOURCE) == 0 ? memory : resources[(int) (p >>> 9)][(int) (p & 511)].memory();
-    }
-
     /** Device copies {@code len} bytes from one IOVA to another of this domain (loopback DMA). */
     public void copy(long srcIova, long dstIova, long len) {
-        if (len < 0) {
-            throw new KernelException(Errno.EINVAL, "negative DMA copy length " + len);
-        }
-        long stamp = lock.readLock();
-        try {
-            checkAll(srcIova, len, DEV_READ);
-            checkAll(dstIova, len, DEV_WRITE);
-            long done = 0;
-            while (done < len) {
-                long s = srcIova + done;
-                long d = dstIova + done;
-                long n = Math.min(len - done, Math.min(PAGE_SIZE - (s & (PAGE_SIZE - 1)), PAGE_SIZE - (d & (PAGE_SIZE - 1))));
-                MemorySegment.copy(segment(s), checked(s), segment(d), checked(d), n);
-                done += n;
-            }
-            bytesRead.add(len);
-            bytesWritten.add(len);
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        copyTo(srcIova, this, dstIova, len);
     }
 
     /**
@@ -404,36 +436,48 @@ public final class IommuDomain implements DmaMapper {
      * devices). All or nothing. Both domains' read locks are taken in creation order, so two
      * transfers in opposite directions cannot deadlock against a waiting unmap.
      */
-    public void copyTo(long srcIova, IommuDomain dst, long dstIova, long len) {
-        if (dst == this) {
-            copy(srcIova, dstIova, len);
-            return;
+    @Override
+    public void copyTo(long srcIova, DmaPort dst, long dstIova, long len) {
+        if (!(dst instanceof IommuDomain d) || d.iommu != iommu) {
+            throw new IllegalArgumentException("DMA from domain " + name + " to " + dst.name() + ": not a domain of the same IOMMU");
         }
         if (len < 0) {
             throw new KernelException(Errno.EINVAL, "negative DMA copy length " + len);
         }
-        IommuDomain first = order < dst.order ? this : dst;
-        IommuDomain second = first == this ? dst : this;
+        if (len == 0) {
+            return;
+        }
+        IommuDomain first = order <= d.order ? this : d;
+        IommuDomain second = first == this ? d : this;
         long s1 = first.lock.readLock();
         try {
-            long s2 = second.lock.readLock();
+            long s2 = second == first ? 0 : second.lock.readLock();
             try {
-                checkAll(srcIova, len, DEV_READ);
-                dst.checkAll(dstIova, len, DEV_WRITE);
+                int sn = pages(srcIova, len);
+                long[] slots = slots(sn + pages(dstIova, len));
+                translateAll(srcIova, len, DEV_READ, slots, 0);
+                int dn = d.translateAll(dstIova, len, DEV_WRITE, slots, sn);
+                long sBase = srcIova & -PAGE_SIZE;
+                long dBase = dstIova & -PAGE_SIZE;
                 long done = 0;
                 while (done < len) {
                     long s = srcIova + done;
-                    long d = dstIova + done;
-                    long n = Math.min(len - done, Math.min(PAGE_SIZE - (s & (PAGE_SIZE - 1)), PAGE_SIZE - (d & (PAGE_SIZE - 1))));
-                    MemorySegment.copy(segment(s), checked(s), dst.segment(d), dst.checked(d), n);
+                    long t = dstIova + done;
+                    int si = (int) ((s - sBase) >>> PAGE_SHIFT);
+                    int di = sn + (int) ((t - dBase) >>> PAGE_SHIFT);
+                    long want = len - done;
+                    long n = Math.min(want, Math.min(run(slots, si, sn - 1, s, want), run(slots, di, sn + dn - 1, t, want)));
+                    MemorySegment.copy(segment(slots[si], s), address(slots[si], s), d.segment(slots[di], t), address(slots[di], t), n);
                     done += n;
                 }
                 bytesRead.add(len);
-                dst.bytesWritten.add(len);
+                d.bytesWritten.add(len);
             } catch (IllegalStateException barFreed) {
                 throw barGone(srcIova);
             } finally {
-                second.lock.unlockRead(s2);
+                if (second != first) {
+                    second.lock.unlockRead(s2);
+                }
             }
         } finally {
             first.lock.unlockRead(s1);
@@ -441,24 +485,26 @@ public final class IommuDomain implements DmaMapper {
     }
 
     /** 8-byte atomic fetch-and-add at an 8-byte aligned IOVA (IB atomics). */
+    @Override
     public long fetchAdd(long iova, long delta) {
         checkAtomic(iova);
         long stamp = lock.readLock();
         try {
-            long a = translate(iova, DEV_READ | DEV_WRITE);
-            return (long) LONG_AT.getAndAdd(segment(iova), a, delta);
+            long slot = translatePage(iova, DEV_READ | DEV_WRITE);
+            return (long) LONG_AT.getAndAdd(segment(slot, iova), address(slot, iova), delta);
         } finally {
             lock.unlockRead(stamp);
         }
     }
 
     /** 8-byte atomic compare-and-swap; returns the value found. */
+    @Override
     public long compareAndSwap(long iova, long expect, long update) {
         checkAtomic(iova);
         long stamp = lock.readLock();
         try {
-            long a = translate(iova, DEV_READ | DEV_WRITE);
-            return (long) LONG_AT.compareAndExchange(segment(iova), a, expect, update);
+            long slot = translatePage(iova, DEV_READ | DEV_WRITE);
+            return (long) LONG_AT.compareAndExchange(segment(slot, iova), address(slot, iova), expect, update);
         } finally {
             lock.unlockRead(stamp);
         }

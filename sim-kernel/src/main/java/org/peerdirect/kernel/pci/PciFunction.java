@@ -2,6 +2,9 @@ package org.peerdirect.kernel.pci;
 
 import java.lang.foreign.MemorySegment;
 
+import org.peerdirect.kernel.dma.DmaMapper;
+import org.peerdirect.kernel.dma.DmaPort;
+
 import org.osgi.annotation.versioning.ProviderType;
 
 /**
@@ -119,6 +122,18 @@ public interface PciFunction {
      */
     <T> java.util.Optional<T> firmware(Class<T> type);
 
+    // ---- driver side: DMA ----
+    /**
+     * The DMA mapping calls for this function ({@code dma_map_sg(&pdev->dev, ...)}): the IOMMU
+     * domain the bus attached when the function was plugged in, named by its bus address. The
+     * driver maps and unmaps here; the device's accesses go through the same domain
+     * ({@link #dmaPort}).
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException ENODEV when the bus has no IOMMU
+     * @see "iommu_probe_device(), dma_map_sg_attrs()"
+     */
+    DmaMapper dma();
+
     // ---- driver side: interrupts ----
 
     /**
@@ -170,6 +185,15 @@ public interface PciFunction {
     void removeRemovalListener(Runnable listener);
 
     // ---- device side ----
+    /**
+     * The device's DMA: memory reads, writes and atomics at bus addresses, translated and checked
+     * by the function's IOMMU domain (the one {@link #dma} maps into). All a device model sees of
+     * host memory. After removal the domain is gone and every access faults.
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException ENODEV when the bus has no IOMMU
+     */
+    DmaPort dmaPort();
+
 
     /**
      * The device model's view of BAR {@code bar}: off-heap memory the bus allocated, in which driver

@@ -10,20 +10,18 @@ import org.osgi.service.metatype.annotations.Designate;
 import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
-import org.peerdirect.hca.cx3.ConnectX3;
 import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.hca.engine.HcaDevice;
-import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.pci.PciBus;
-import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
 
 /**
  * Plugs ConnectX-3 models into the PCI bus (Configuration Admin PID {@code org.peerdirect.hca.cx3}:
  * {@code devices}, default 2, linked on one fabric so two devices can talk). Stopping the bundle
- * is a surprise hot-unplug of all of them: the engines stop, the functions leave the bus (the
- * driver unbinds on that same thread), then the IOMMU domains go.
+ * is a surprise hot-unplug of all of them: the engines stop, then the functions leave the bus (the
+ * driver unbinds on that same thread, then the bus detaches the functions' IOMMU domains). A model
+ * never touches the IOMMU itself: its engines reach memory through their function's DMA port.
  */
 @Component(immediate = true, configurationPid = "org.peerdirect.hca.cx3")
 @Designate(ocd = ConnectX3Model.Config.class)
@@ -42,12 +40,10 @@ public final class ConnectX3Model {
     private record Board(ConnectX3Board board, PciFunction fn) {
     }
 
-    private final Iommu iommu;
     private final List<Board> boards = new ArrayList<>();
 
     @Activate
-    public ConnectX3Model(@Reference PciBus bus, @Reference Iommu iommu, @Reference Fabric fabric, Config c) {
-        this.iommu = iommu;
+    public ConnectX3Model(@Reference PciBus bus, @Reference Fabric fabric, Config c) {
         if (c.devices() < 0 || c.devices() > 16 || c.ports() < 1 || c.ports() > 2) {
             throw new IllegalArgumentException("org.peerdirect.hca.cx3: devices must be 0..16 and ports 1..2, not " + c.devices()
                     + "/" + c.ports());
@@ -58,10 +54,8 @@ public final class ConnectX3Model {
             // register, on this thread: nothing may wait for this loop)
             int ports = c.ports();
             ConnectX3Board board = new ConnectX3Board(ConnectX3Board.guid(i),
-                    bdf -> new HcaDevice(bdf, iommu.createDomain(bdf), fabric, ports));
-            PciFunction fn = bus.register(PciDeviceSpec.builder("Mellanox Technologies MT27500 Family [ConnectX-3]")
-                    .vendorId(ConnectX3.VENDOR_ID).deviceId(ConnectX3.DEVICE_ID).classCode(0x020700)
-                    .bar(0, 1 << 20).bar(2, 8 << 20).msixVectors(8).firmware(board).build());
+                    fn -> new HcaDevice(fn.bdf(), fn.dmaPort(), fabric, ports));
+            PciFunction fn = bus.register(board.spec());
             boards.add(new Board(board, fn));
         }
     }
@@ -74,9 +68,6 @@ public final class ConnectX3Model {
                 engine.remove();
             }
             b.fn.remove(); // the driver's removal listener and unbind run here, on this thread
-            if (engine != null) {
-                iommu.destroyDomain(engine.domain());
-            }
         }
         boards.clear();
     }

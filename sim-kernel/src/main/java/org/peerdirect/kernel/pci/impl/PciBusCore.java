@@ -7,6 +7,8 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.function.Consumer;
 
+import org.peerdirect.kernel.iommu.Iommu;
+
 import org.peerdirect.kernel.pci.PciBus;
 import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
@@ -46,9 +48,21 @@ public final class PciBusCore implements PciBus {
     private long next; // guarded by this
     private boolean closed; // guarded by this
 
+    private final Iommu iommu;
+
+    /** A bus without IOMMU: its functions cannot do DMA (for tests of the bus alone). */
     public PciBusCore(Listener listener, Consumer<String> warn) {
+        this(listener, warn, null);
+    }
+
+    /**
+     * A bus behind {@code iommu}: each function gets its own domain, named by its bus address, when
+     * it is plugged in, and the domain is destroyed when it is removed (after its driver unbound).
+     */
+    public PciBusCore(Listener listener, Consumer<String> warn, Iommu iommu) {
         this.listener = Objects.requireNonNull(listener, "listener");
         this.warn = Objects.requireNonNull(warn, "warn");
+        this.iommu = iommu;
     }
 
     static String bdf(long n) {
@@ -64,7 +78,8 @@ public final class PciBusCore implements PciBus {
                 throw new IllegalStateException("the PCI bus is shut down: cannot register " + spec.name());
             }
             long n = next++;
-            f = new PciFunctionImpl(this, n, bdf(n), spec, warn);
+            String bdf = bdf(n);
+            f = new PciFunctionImpl(this, n, bdf, spec, warn, iommu == null ? null : iommu.createDomain(bdf));
             functions.put(n, f);
         }
         try {
@@ -84,6 +99,19 @@ public final class PciBusCore implements PciBus {
     /** Called by {@link PciFunctionImpl#remove()} first thing: the function leaves the list. */
     void unlink(PciFunctionImpl f) {
         functions.remove(f.number(), f);
+    }
+
+    /**
+     * Called by {@link PciFunctionImpl#remove()} once its driver unbound: the function's IOMMU domain
+     * goes; mappings the driver left are counted as leaked by the IOMMU's audit.
+     */
+    void detachDomain(PciFunctionImpl f) {
+        if (f.domain != null) {
+            long leaked = iommu.destroyDomain(f.domain);
+            if (leaked != 0) {
+                warn.accept("pci " + f.bdf() + ": its driver left " + leaked + " page(s) DMA-mapped at removal");
+            }
+        }
     }
 
     /** Called by {@link PciFunctionImpl#remove()} after the removal listeners. */

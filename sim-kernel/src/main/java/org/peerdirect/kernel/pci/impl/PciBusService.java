@@ -15,6 +15,7 @@ import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.log.Logger;
 import org.osgi.service.log.LoggerFactory;
+import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.pci.PciBus;
 import org.peerdirect.kernel.pci.PciFunction;
 
@@ -51,10 +52,10 @@ public final class PciBusService {
     private final ServiceRegistration<PciBus> busRegistration;
 
     @Activate
-    public PciBusService(BundleContext context, @Reference(service = LoggerFactory.class) Logger logger) {
+    public PciBusService(BundleContext context, @Reference(service = LoggerFactory.class) Logger logger, @Reference Iommu iommu) {
         this.context = context;
         this.logger = logger;
-        this.core = new PciBusCore(new Publisher(), logger::warn);
+        this.core = new PciBusCore(new Publisher(), logger::warn, iommu);
         this.busRegistration = context.registerService(PciBus.class, new PerBundle(), null);
     }
 

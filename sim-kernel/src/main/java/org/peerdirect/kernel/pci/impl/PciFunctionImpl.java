@@ -15,6 +15,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
+import org.peerdirect.kernel.dma.DmaMapper;
+import org.peerdirect.kernel.dma.DmaPort;
+import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.pci.BarWriteHandler;
 import org.peerdirect.kernel.pci.IrqHandler;
 import org.peerdirect.kernel.pci.PciDeviceSpec;
@@ -80,8 +85,12 @@ final class PciFunctionImpl implements PciFunction {
     /** Guarded by listenersLock; null once remove() has taken them to run. */
     private List<Runnable> listeners = new ArrayList<>();
 
-    PciFunctionImpl(PciBusCore bus, long number, String bdf, PciDeviceSpec spec, Consumer<String> warn) {
+    /** The IOMMU domain the bus attached at plug-in, or null on a bus without IOMMU; destroyed by the bus at removal. */
+    final IommuDomain domain;
+
+    PciFunctionImpl(PciBusCore bus, long number, String bdf, PciDeviceSpec spec, Consumer<String> warn, IommuDomain domain) {
         this.bus = bus;
+        this.domain = domain;
         this.number = number;
         this.bdf = bdf;
         this.spec = spec;
@@ -416,6 +425,23 @@ final class PciFunctionImpl implements PciFunction {
         }
     }
 
+    @Override
+    public DmaMapper dma() {
+        return domainOrNoIommu();
+    }
+
+    @Override
+    public DmaPort dmaPort() {
+        return domainOrNoIommu();
+    }
+
+    private IommuDomain domainOrNoIommu() {
+        if (domain == null) {
+            throw new KernelException(Errno.ENODEV, "pci " + bdf + ": the bus has no IOMMU, so the function cannot do DMA");
+        }
+        return domain;
+    }
+
     /** Waits for a handler thread to end, reporting a handler that does not return; a thread never waits for itself. */
     private void awaitEnd(Thread t) {
         if (t == Thread.currentThread()) {
@@ -544,6 +570,7 @@ final class PciFunctionImpl implements PciFunction {
             }
             // every thread started before the sweep is in live (added under the vector's monitor)
             List.copyOf(live).forEach(this::awaitEnd);
+            bus.detachDomain(this); // after the driver's unbind: its unmaps are done, what is left leaked
         } finally {
             removed.countDown();
             exit(); // the remover's use: BAR memory is freed now, or by the last MMIO access in flight

@@ -1,0 +1,44 @@
+package org.peerdirect.kernel.dma;
+
+import java.lang.foreign.MemorySegment;
+
+import org.osgi.annotation.versioning.ProviderType;
+
+/**
+ * The device side of an IOMMU domain: all a device model sees of memory. It issues reads, writes
+ * and atomics at I/O virtual (bus) addresses, and the IOMMU checks every one against the domain's
+ * mappings; it never sees frames, page tables or the mapping calls, which are the driver's side
+ * ({@link DmaMapper}).
+ *
+ * <p>Every transfer is all or nothing: each page of the range is translated and checked (mapping,
+ * direction, the frame not freed since it was mapped, the BAR's function still present) before the
+ * first byte moves, and a refused one throws {@code IommuFault} (of the IOMMU package) having moved nothing. A transfer
+ * that returned is complete; one that starts after the driver's {@code dma_unmap} returned faults.
+ */
+@ProviderType
+public interface DmaPort {
+
+    /** The domain's name: the device's bus address. */
+    String name();
+
+    /** A memory read request: {@code len} bytes at {@code iova} into {@code dst}. */
+    void read(long iova, MemorySegment dst, long dstOffset, long len);
+
+    /** A memory write request: {@code len} bytes from {@code src} to {@code iova}. */
+    void write(long iova, MemorySegment src, long srcOffset, long len);
+
+    /**
+     * One transfer from this device's {@code srcIova} to {@code dst}'s {@code dstIova} (the
+     * requester's read and the responder's write of an RDMA transfer, or a loopback copy when
+     * {@code dst} is this port). Both ranges are checked before any byte moves.
+     *
+     * @throws IllegalArgumentException when {@code dst} belongs to another IOMMU
+     */
+    void copyTo(long srcIova, DmaPort dst, long dstIova, long len);
+
+    /** 8-byte atomic fetch-and-add at an 8-byte aligned IOVA (PCIe FetchAdd AtomicOp). */
+    long fetchAdd(long iova, long delta);
+
+    /** 8-byte atomic compare-and-swap; returns the value found (PCIe CAS AtomicOp). */
+    long compareAndSwap(long iova, long expect, long update);
+}
