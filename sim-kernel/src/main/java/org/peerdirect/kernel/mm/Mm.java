@@ -214,7 +214,7 @@ public class Mm implements AutoCloseable {
             if (got >= wanted) {
                 break;
             }
-            got += as.tryReclaim(wanted - got);
+            got += Vmscan.tryReclaim(as, wanted - got);
         }
         reclaimed.addAndGet(got);
         return got;

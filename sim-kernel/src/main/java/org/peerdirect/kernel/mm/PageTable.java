@@ -22,6 +22,11 @@ final class PageTable {
     static final long HUGE = 1L << 4;
     /** Not present, the page is in swap: the slot is in the pfn bits. */
     static final long SWAP = 1L << 5;
+    /**
+     * Not present, but the frame in the pfn bits is still mapped (mprotect PROT_NONE,
+     * {@code _PAGE_PROTNONE}): the next allowed access makes it present again.
+     */
+    static final long PROTNONE = 1L << 6;
     static final long FLAGS_MASK = 0xfffL;
 
     static final int VA_BITS = 47;
@@ -46,6 +51,11 @@ final class PageTable {
 
     static long entry(long pfn, long flags) {
         return (pfn << 12) | flags;
+    }
+
+    /** The frame backing va in the present entry mapping it: the subpage of a 2 MiB leaf. */
+    static long pfnAt(long entry, long va) {
+        return pfn(entry) + ((entry & HUGE) != 0 ? (va & (Mm.HPAGE_SIZE - 1)) >>> Mm.PAGE_SHIFT : 0);
     }
 
     private static int idx(long va, int shift) {
@@ -130,6 +140,52 @@ final class PageTable {
         Pmd pmd = pmd(va, entry != 0);
         if (pmd != null) {
             LONGS.setRelease(pmd.leaf, idx(va, 21), entry);
+        }
+    }
+
+    @FunctionalInterface
+    interface EntryVisitor {
+        void visit(long va, long entry);
+    }
+
+    /**
+     * Visits the non-empty entries of [start, end), a 2 MiB leaf once, at its base (which may lie
+     * before {@code start}). Skips 2 MiB regions without a table. The visitor may change the entry
+     * it is given.
+     *
+     * @see "walk_page_range() in mm/pagewalk.c"
+     */
+    void forEachEntry(long start, long end, EntryVisitor visitor) {
+        long va = start;
+        while (va < end) {
+            if (!hasRegion(va)) {
+                va = (va & -Mm.HPAGE_SIZE) + Mm.HPAGE_SIZE;
+                continue;
+            }
+            long e = lookup(va);
+            if ((e & HUGE) != 0) {
+                visitor.visit(va & -Mm.HPAGE_SIZE, e);
+                va = (va & -Mm.HPAGE_SIZE) + Mm.HPAGE_SIZE;
+                continue;
+            }
+            if (e != 0) {
+                visitor.visit(va, e);
+            }
+            va += Mm.PAGE_SIZE;
+        }
+    }
+
+    /**
+     * Replaces the entry {@code old} at va by {@code now}, at the level {@code old} sits at (a 2
+     * MiB leaf when it is HUGE, a PTE otherwise).
+     *
+     * @see "set_pte_at(), set_pmd_at()"
+     */
+    void setEntry(long va, long old, long now) {
+        if ((old & HUGE) != 0) {
+            setHuge(va, now);
+        } else {
+            setPte(va, now);
         }
     }
 

@@ -52,6 +52,6 @@ public final class PinnedPages {
             throw new KernelException(KernelException.Errno.EINVAL,
                     String.format("double unpin of %d pages at 0x%x", pfns.length, start));
         }
-        mm.unpin(this);
+        Gup.unpinUserPages(mm, this);
     }
 }
