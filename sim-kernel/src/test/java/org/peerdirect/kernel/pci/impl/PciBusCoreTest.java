@@ -529,4 +529,58 @@ class PciBusCoreTest {
             Thread.onSpinWait();
         }
     }
+
+    /**
+     * Each function behind an IOMMU gets its own domain at plug-in, named by its bus address: the
+     * driver maps through {@code fn.dma()}, the device reads and writes through {@code fn.dmaPort()}
+     * and nothing else. Removal detaches the domain after the driver's unbind; pages the driver left
+     * mapped are reported, and the device's port faults afterwards. A bus without IOMMU refuses DMA.
+     */
+    @Test
+    void eachFunctionGetsItsOwnIommuDomainFromPlugInToRemoval(@org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp) {
+        org.peerdirect.kernel.mm.Mm mm = new org.peerdirect.kernel.mm.Mm(8 << 20, true, tmp.resolve("swap"), 1 << 20);
+        try {
+            org.peerdirect.kernel.iommu.Iommu iommu = new org.peerdirect.kernel.iommu.Iommu(mm);
+            PciBusCore bus = new PciBusCore(new PciBusCore.Listener() {
+                @Override
+                public void added(PciFunction f) {
+                }
+
+                @Override
+                public void removed(PciFunction f) {
+                }
+            }, warnings::add, iommu);
+            PciFunction a = bus.register(cx4().bar(0, 4096).msixVectors(1).build());
+            PciFunction b = bus.register(cx4().bar(0, 4096).msixVectors(1).build());
+            assertEquals(a.bdf(), ((org.peerdirect.kernel.iommu.IommuDomain) a.dma()).name(), "the domain is named by the bus address");
+            assertTrue(a.dma() == a.dmaPort(), "one domain, two faces");
+            assertTrue(a.dma() != b.dma(), "a domain per function");
+
+            long page = mm.allocPages(0);
+            mm.pageAddress(page, 0).set(ValueLayout.JAVA_LONG, 0, 0x1234);
+            long iova = a.dma().dmaMapPage(page, org.peerdirect.kernel.dma.DmaDirection.BIDIRECTIONAL);
+            MemorySegment buf = java.lang.foreign.Arena.ofAuto().allocate(8);
+            a.dmaPort().read(iova, buf, 0, 8);
+            assertEquals(0x1234, buf.get(ValueLayout.JAVA_LONG, 0), "the device reads what its driver mapped");
+            assertThrows(org.peerdirect.kernel.iommu.IommuFault.class, () -> b.dmaPort().read(iova, buf, 0, 8),
+                    "another function's mapping is not this function's");
+
+            org.peerdirect.kernel.dma.DmaPort portOfA = a.dmaPort();
+            a.remove(); // its "driver" left the page mapped
+            assertTrue(warnings.stream().anyMatch(w -> w.contains(a.bdf()) && w.contains("1 page(s) DMA-mapped at removal")), warnings.toString());
+            assertThrows(org.peerdirect.kernel.iommu.IommuFault.class, () -> portOfA.read(iova, buf, 0, 8),
+                    "no DMA through a removed function's domain");
+            assertEquals(2, iommu.audit().faults(), "both refused accesses were counted");
+            bus.close();
+            warnings.clear();
+            mm.freePages(page, 0);
+
+            PciFunction noIommu = register(null);
+            org.peerdirect.kernel.mm.KernelException e = assertThrows(org.peerdirect.kernel.mm.KernelException.class, noIommu::dma);
+            assertTrue(e.getMessage().contains("no IOMMU"), e.getMessage());
+            assertThrows(org.peerdirect.kernel.mm.KernelException.class, noIommu::dmaPort);
+        } finally {
+            mm.close();
+        }
+    }
 }
