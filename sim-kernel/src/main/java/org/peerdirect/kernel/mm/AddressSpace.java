@@ -25,8 +25,9 @@ import org.peerdirect.kernel.mm.internal.PhysicalMemory;
  * <p>Locks, in order:
  * <ol>
  * <li>{@code mmapLock} ({@code mmap_lock}): write for changes of VMAs and for removing or
- * changing present entries (munmap, mprotect, madvise, migration, reclaim, exit); read for CPU
- * access, faults, pinning and HMM walks. Notifier callbacks run with it held in write mode.</li>
+ * changing present entries (munmap, mprotect, madvise, migration, reclaim, msync, exit); read
+ * for CPU access, faults, pinning and HMM walks. Notifier callbacks run with it held in write
+ * mode.</li>
  * <li>{@code ptl} (the page-table lock): held by faults, under the read lock, to install entries,
  * so two faulting threads do not both allocate a frame for the same page.</li>
  * <li>the physical allocator lock, inside either.</li>
@@ -169,13 +170,19 @@ public final class AddressSpace {
 
     /**
      * {@code munmap}: notifiers see UNMAP before any entry changes; frames are freed (or, if
-     * pinned, freed at unpin). Unlike Linux, a range with no mapping at all is an error here.
+     * pinned, freed at unpin). Unlike Linux, a range with no mapping at all is an error here. A
+     * range that would split a hugetlb mapping inside a 2 MiB page fails with EINVAL, changing
+     * nothing.
      */
     public void munmap(long addr, long length) {
         Mmap.munmap(this, addr, length);
     }
 
-    /** {@code mprotect}: the whole range must be mapped; notifiers see PROTECTION_VMA first. */
+    /**
+     * {@code mprotect}: the whole range must be mapped (ENOMEM); notifiers see PROTECTION_VMA
+     * first. A range that would split a hugetlb mapping inside a 2 MiB page fails with EINVAL,
+     * changing nothing, as {@code hugetlb_vm_op_split} refuses the split in Linux.
+     */
     public void mprotect(long addr, long length, int prot) {
         Mmap.mprotect(this, addr, length, prot);
     }
@@ -190,7 +197,15 @@ public final class AddressSpace {
         MADV_PAGEOUT
     }
 
-    /** {@code madvise}; returns the number of pages dropped or paged out (pinned pages stay). */
+    /**
+     * {@code madvise}; returns the number of entries dropped or paged out (a 2 MiB page counts
+     * once; pinned pages stay). Refused with EINVAL, changing nothing, for device mappings, for
+     * MADV_PAGEOUT of hugetlb memory, and for MADV_DONTNEED of a hugetlb range starting inside a
+     * huge page; on hugetlb memory MADV_DONTNEED drops only the huge pages wholly in the range
+     * (Linux rounds the end down, so 4 KiB from a huge page boundary drops nothing).
+     *
+     * @see "madvise_dontneed_free_valid_vma() in mm/madvise.c"
+     */
     public long madvise(long addr, long length, Advice advice) {
         return Vmscan.madvise(this, addr, length, advice);
     }
@@ -205,7 +220,10 @@ public final class AddressSpace {
 
     /**
      * {@code msync(MS_SYNC)}: writes the dirty pages of the file mappings in the range back to their
-     * files and marks them clean. Returns the number of pages written.
+     * files, PROT_NONE ones included, and cleans them as writeback does: notifiers see
+     * PROTECTION_PAGE first, and the pages are write-protected, so the next write (the CPU's, or a
+     * device's through {@link #hmmRangeFault}) faults and dirties them again. Returns the number of
+     * pages written.
      */
     public long msync(long addr, long length) {
         return Vmscan.msync(this, addr, length);
@@ -247,7 +265,10 @@ public final class AddressSpace {
         Memory.bulk(this, va, MemorySegment.ofArray(src), off, len, true);
     }
 
-    /** Touches every page of a range (reads, or writes zero-preserving) to fault it in. */
+    /**
+     * Touches every page of a range (reads, or writes zero-preserving) to fault it in. An empty
+     * range does nothing; a negative length or a range that wraps fails with EINVAL.
+     */
     public void populate(long va, long len, boolean write) {
         Memory.populate(this, va, len, write);
     }
@@ -266,13 +287,19 @@ public final class AddressSpace {
     /**
      * Charges {@code npages} to {@code mm->pinned_vm} against RLIMIT_MEMLOCK without pinning
      * anything, as {@code ib_umem_get} does for peer memory (whose pages the peer client pins).
-     * Fails with ENOMEM, changing nothing, when the limit would be exceeded.
+     * Fails with ENOMEM, changing nothing, when the limit would be exceeded (EINVAL for a negative
+     * count). The check and the charge are one atomic step: concurrent charges never take
+     * {@code pinned_vm} past the limit, and one that fits never fails because a concurrent one
+     * does not.
      */
     public void chargePinnedVm(long npages) {
         Gup.chargePinnedVm(this, npages);
     }
 
-    /** Returns a {@link #chargePinnedVm} charge. */
+    /**
+     * Returns a {@link #chargePinnedVm} charge. Fails with EINVAL, changing nothing, for a
+     * negative count or more pages than are charged.
+     */
     public void unchargePinnedVm(long npages) {
         Gup.unchargePinnedVm(this, npages);
     }
@@ -281,7 +308,9 @@ public final class AddressSpace {
      * {@code pin_user_pages(FOLL_LONGTERM [| FOLL_WRITE])} of the pages covering [va, va+length),
      * charged to {@code mm->pinned_vm} against RLIMIT_MEMLOCK as {@code ib_umem_get} does.
      * Refuses device mappings ({@code VM_IO | VM_PFNMAP}) with EFAULT, so a caller can fall back
-     * to peer memory. Faults pages in. Pinned pages are never reclaimed or migrated.
+     * to peer memory. Faults pages in. Pinned pages are never reclaimed or migrated. A range of
+     * more than 2^31 - 1 pages fails with EINVAL, as {@code ib_umem_get} refuses more than
+     * {@code UINT_MAX}.
      */
     public PinnedPages pinUserPages(long va, long length, boolean write) {
         return Gup.pinUserPages(this, va, length, write);
@@ -289,13 +318,24 @@ public final class AddressSpace {
 
     // ---------------------------------------------------------------------------------- notifiers & HMM
 
-    /** {@code mmu_interval_notifier_insert} over [start, start+length). */
+    /**
+     * {@code mmu_interval_notifier_insert} over [start, start+length). Takes the mmap lock (read
+     * mode), as the kernel's registration takes {@code mmap_lock}: exit sets {@link #dead} under
+     * the write lock after its RELEASE invalidation, so an insert either comes before exit, and
+     * sees RELEASE, or fails with EFAULT; never in between, into an address space that is going.
+     * Must not be called with this address space's mmap lock held (from a notifier callback).
+     */
     public MmuIntervalNotifier insertNotifier(long start, long length, MmuIntervalNotifierOps ops) {
         if (length <= 0 || start < 0 || start + length < start || start + length > PageTable.TASK_SIZE) {
             throw new KernelException(Errno.EINVAL, String.format("notifier range 0x%x + %d is empty or outside the address space", start, length));
         }
-        alive();
-        return notifiers.insert(this, start, start + length, ops);
+        long stamp = mmapLock.readLock();
+        try {
+            alive();
+            return notifiers.insert(this, start, start + length, ops);
+        } finally {
+            mmapLock.unlockRead(stamp);
+        }
     }
 
     /**

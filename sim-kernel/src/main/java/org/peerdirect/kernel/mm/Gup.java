@@ -15,29 +15,57 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  */
 final class Gup {
 
+    /** The most pages one {@link #pinUserPages} call pins: its frame list is an array. */
+    static final long MAX_PIN_PAGES = Integer.MAX_VALUE;
+
     private Gup() {
     }
 
-    /** @see AddressSpace#chargePinnedVm */
+    /**
+     * Check and add in one step (compare-and-set), so {@code mm.pinnedVm} never exceeds the
+     * limit, not even for a moment: {@code ib_umem_get} adds first and takes the charge back if
+     * it went over, and meanwhile a concurrent charge that fits alone fails on that transient.
+     *
+     * @see AddressSpace#chargePinnedVm
+     */
     static void chargePinnedVm(AddressSpace mm, long npages) {
         if (npages < 0) {
             throw new KernelException(Errno.EINVAL, "negative pinned_vm charge " + npages);
         }
-        long now = mm.pinnedVm.addAndGet(npages);
-        if (now > mm.memlockLimitPages) {
-            mm.pinnedVm.addAndGet(-npages);
-            throw new KernelException(Errno.ENOMEM, String.format(
-                    "%d pages would exceed RLIMIT_MEMLOCK (%d pages, %d already pinned); raise the limit (ulimit -l / setMemlockLimit)",
-                    npages, mm.memlockLimitPages, now - npages));
+        for (;;) {
+            long now = mm.pinnedVm.get();
+            long limit = mm.memlockLimitPages;
+            if (npages > limit - now) { // both are >= 0: no overflow
+                throw new KernelException(Errno.ENOMEM, String.format(
+                        "%d pages would exceed RLIMIT_MEMLOCK (%d pages, %d already pinned); raise the limit (ulimit -l / setMemlockLimit)",
+                        npages, limit, now));
+            }
+            if (mm.pinnedVm.compareAndSet(now, now + npages)) {
+                return;
+            }
         }
     }
 
-    /** @see AddressSpace#unchargePinnedVm */
+    /**
+     * Check and subtract in one step, like {@link #chargePinnedVm}: an uncharge that is refused
+     * never lowers {@code mm.pinnedVm}, even for a moment (a concurrent charge could pass the
+     * limit on that dip).
+     *
+     * @see AddressSpace#unchargePinnedVm
+     */
     static void unchargePinnedVm(AddressSpace mm, long npages) {
-        long now = mm.pinnedVm.addAndGet(-npages);
-        if (now < 0) {
-            mm.pinnedVm.addAndGet(npages);
-            throw new KernelException(Errno.EINVAL, "pinned_vm uncharge of " + npages + " pages exceeds the charge");
+        if (npages < 0) {
+            throw new KernelException(Errno.EINVAL, "negative pinned_vm uncharge " + npages + " (use chargePinnedVm to charge)");
+        }
+        for (;;) {
+            long now = mm.pinnedVm.get();
+            if (npages > now) {
+                throw new KernelException(Errno.EINVAL, String.format(
+                        "pinned_vm uncharge of %d pages exceeds the charge (%d pages pinned)", npages, now));
+            }
+            if (mm.pinnedVm.compareAndSet(now, now - npages)) {
+                return;
+            }
         }
     }
 
@@ -51,7 +79,15 @@ final class Gup {
         }
         long start = va & -PAGE_SIZE;
         long end = (va + length + PAGE_SIZE - 1) & -PAGE_SIZE;
-        int npages = Math.toIntExact((end - start) >>> PAGE_SHIFT);
+        long pages = (end - start) >>> PAGE_SHIFT;
+        if (pages > MAX_PIN_PAGES) {
+            // as ib_umem_get() refuses npages > UINT_MAX with EINVAL, before charging anything;
+            // here the bound is the frame array's
+            throw new KernelException(Errno.EINVAL, String.format(
+                    "pin_user_pages: 0x%x + %d bytes is %d pages, more than the %d one call can pin",
+                    va, length, pages, MAX_PIN_PAGES));
+        }
+        int npages = (int) pages;
         chargePinnedVm(mm, npages);
         long[] pfns = new long[npages];
         // pages pinned so far stay pinned across a reclaim retry: reclaim cannot take them, so each

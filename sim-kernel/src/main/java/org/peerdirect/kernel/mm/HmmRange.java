@@ -32,11 +32,19 @@ public final class HmmRange {
             throw new KernelException(KernelException.Errno.EINVAL,
                     String.format("hmm range 0x%x-0x%x is empty or not page aligned", start, end));
         }
+        // start < end, so end - start > 0 (unsigned): no overflow, even with start < 0
+        long pages = (end - start) >>> Mm.PAGE_SHIFT;
+        if (pages > Integer.MAX_VALUE) {
+            // the caller allocates hmm_pfns in Linux; here it is a Java array, which cannot be that long
+            throw new KernelException(KernelException.Errno.EINVAL, String.format(
+                    "hmm range 0x%x-0x%x is %d pages, more than the %d one hmm_range_fault can walk; split it",
+                    start, end, pages, Integer.MAX_VALUE));
+        }
         this.notifier = notifier;
         this.start = start;
         this.end = end;
         this.defaultFlags = defaultFlags;
-        this.hmmPfns = new long[(int) ((end - start) >>> Mm.PAGE_SHIFT)];
+        this.hmmPfns = new long[(int) pages];
     }
 
     public static long pfn(long hmmPfn) {

@@ -120,7 +120,8 @@ final class Memory {
             mm.kernel.swap().read(slot, phys.frame(pfn));
             mm.kernel.swap().freeSlot(slot);
             mm.swapped.decrementAndGet();
-            flags |= e & PageTable.DIRTY;
+            // the swap entry carries no DIRTY (pageout writes only SWAP and the slot): the page
+            // is as clean as its copy in swap, and dirty only if this fault writes (flags)
         } else if (v.file() != null) {
             long pos = v.offsetOf(base);
             if (pos >= v.file().size()) {
@@ -332,8 +333,18 @@ final class Memory {
         });
     }
 
-    /** @see AddressSpace#populate */
+    /**
+     * @see AddressSpace#populate
+     * @see "madvise(MADV_POPULATE_READ/WRITE) in mm/madvise.c: EINVAL when start + len wraps"
+     */
     static void populate(AddressSpace mm, long va, long len, boolean write) {
+        if (len < 0) {
+            throw new KernelException(Errno.EINVAL, String.format("populate: length %d at 0x%x is negative", len, va));
+        }
+        if (va < 0 || va + len < va) {
+            // a negative va is past the top of the unsigned address space: va + len wraps
+            throw new KernelException(Errno.EINVAL, String.format("populate: range 0x%x + %d overflows the address space", va, len));
+        }
         withFaultRetry(mm, () -> {
             for (long p = va & -PAGE_SIZE; p < va + len; p += PAGE_SIZE) {
                 resolve(mm, p, write);

@@ -192,6 +192,7 @@ final class Mmap {
     private static void splitReplace(AddressSpace mm, long start, long end, UnaryOperator<Vma> replace) {
         assert mm.mmapLock.isWriteLocked();
         for (Vma v : vmasIn(mm, start, end)) {
+            assert maySplit(v) : "the caller did not checkHugeSplit: " + v;
             Vma whole = findVma(mm, v.start());
             mm.vmas.remove(whole.start());
             if (whole.start() < v.start()) {
@@ -206,6 +207,34 @@ final class Mmap {
             }
         }
         mergeAround(mm, start, end);
+    }
+
+    /**
+     * True when {@code part}, a VMA clipped to a range, may be cut out of its VMA: its ends are
+     * the VMA's own or split points, and a hugetlb VMA is split only at a huge page boundary (a
+     * 2 MiB entry has one protection and goes whole, so a split inside it would leave part of the
+     * page with the other side's attributes).
+     *
+     * @see "hugetlb_vm_op_split() in mm/hugetlb.c, the vm_ops->may_split that __split_vma() calls"
+     */
+    private static boolean maySplit(Vma part) {
+        return part.kind() != Vma.Kind.HUGETLB || ((part.start() | part.end()) & (HPAGE_SIZE - 1)) == 0;
+    }
+
+    /**
+     * Refuses with EINVAL, before anything changes, a call on [start, end) that would split a
+     * hugetlb VMA inside a huge page. {@code parts} are the VMAs in the range, clipped to it
+     * ({@link #vmasIn}). Every call that splits VMAs ({@link #splitReplace}) checks this first.
+     */
+    private static void checkHugeSplit(List<Vma> parts, long start, long end, String what) {
+        for (Vma v : parts) {
+            if (!maySplit(v)) {
+                long at = (v.start() & (HPAGE_SIZE - 1)) != 0 ? v.start() : v.end();
+                throw new KernelException(Errno.EINVAL, String.format(
+                        "%s: 0x%x-0x%x splits a 2 MiB huge page of %s at 0x%x: hugetlb mappings are split only at 2 MiB boundaries",
+                        what, start, end, v.name(), at));
+            }
+        }
     }
 
     /**
@@ -247,12 +276,7 @@ final class Mmap {
             if (in.isEmpty()) {
                 throw new KernelException(Errno.EINVAL, String.format("munmap: nothing is mapped in 0x%x-0x%x", addr, addr + len));
             }
-            for (Vma v : in) {
-                if (v.kind() == Vma.Kind.HUGETLB && ((v.start() | v.end()) & (HPAGE_SIZE - 1)) != 0) {
-                    throw new KernelException(Errno.EINVAL, String.format(
-                            "munmap: 0x%x-0x%x splits a 2 MiB huge page of %s", addr, addr + len, v.name()));
-                }
-            }
+            checkHugeSplit(in, addr, addr + len, "munmap");
             mm.invalidate(addr, addr + len, MmuNotifierEvent.UNMAP, () -> {
                 for (Vma v : in) {
                     Memory.zapPageRange(mm, v);
@@ -277,6 +301,7 @@ final class Mmap {
     static void mprotect(AddressSpace mm, long addr, long length, int prot) {
         checkProt(prot);
         onMappedRange(mm, addr, length, "mprotect", (start, end) -> {
+            checkHugeSplit(vmasIn(mm, start, end), start, end, "mprotect");
             mm.invalidate(start, end, MmuNotifierEvent.PROTECTION_VMA, () -> {
                 for (Vma v : vmasIn(mm, start, end)) {
                     mm.pt.forEachEntry(v.start(), v.end(), (va, e) -> {

@@ -43,9 +43,13 @@ public final class PinnedPages {
      * Unpins every page and gives the pages back to the memlock accounting. A second call is an
      * error (double unpin) and changes nothing.
      *
-     * @param dirty the kernel's "the device wrote these pages"; kept for the original's signature,
-     *              it changes nothing here: only anonymous memory is modelled, and swap-out always
-     *              writes a page whole, so there is no writeback that could lose a DMA write
+     * @param dirty the kernel's "the device wrote these pages" (Linux marks the folios dirty, so
+     *              writeback of a file page saves what the device wrote); kept for the original's
+     *              signature, it changes nothing here: a device can write only through a writable
+     *              pin, and those are refused on file mappings (see
+     *              {@link AddressSpace#pinUserPages}), so every page it wrote is anonymous, and
+     *              pinned pages are never swapped out; read pins of file pages are not written by
+     *              the device, so no writeback can lose a DMA write
      */
     public void unpin(boolean dirty) {
         if (!unpinned.compareAndSet(false, true)) {

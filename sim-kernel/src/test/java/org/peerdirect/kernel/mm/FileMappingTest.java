@@ -3,14 +3,18 @@ package org.peerdirect.kernel.mm;
 import org.peerdirect.kernel.mm.internal.PhysicalMemory;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.peerdirect.kernel.mm.Mm.PAGE_SIZE;
 
 import java.nio.ByteBuffer;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -110,5 +114,94 @@ class FileMappingTest {
         p.madvise(a, PAGE_SIZE, AddressSpace.Advice.MADV_PAGEOUT);
         assertEquals(List.of(MmuNotifierEvent.CLEAR), seen);
         n.remove();
+    }
+    private static void writeFileLong(Path f, long pos, long value) throws Exception {
+        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.allocate(8).order(ByteOrder.nativeOrder()).putLong(0, value), pos);
+        }
+    }
+
+    /**
+     * Review of the split: msync cleared the dirty bit but left the page writable and told no
+     * notifier, so a device mirroring the page kept writing to it and nothing made it dirty again:
+     * the next msync lost those writes. Writeback write-protects as it cleans, notifiers first.
+     */
+    @Test
+    void msyncWriteProtectsWhatItCleansAndTellsNotifiersFirst() throws Exception {
+        mm = new Mm(16 << 20, true, tmp.resolve("swap"), 4 << 20);
+        AddressSpace p = mm.createProcess("f");
+        Path f = file(4);
+        long a = p.mmapFile(0, f, 0, 4 * PAGE_SIZE, Vma.PROT_READ | Vma.PROT_WRITE, null);
+        List<MmuNotifierRange> seen = new ArrayList<>();
+        MmuIntervalNotifier n = p.insertNotifier(a, 4 * PAGE_SIZE, (nn, r, seq) -> {
+            nn.setSeq(seq);
+            seen.add(r);
+            return true;
+        });
+        p.writeLong(a + PAGE_SIZE + 8, 77);
+        p.readLong(a + 2 * PAGE_SIZE); // present and clean: nothing to write, nothing to tell
+        HmmRange mirror = new HmmRange(n, a, a + 4 * PAGE_SIZE, 0);
+        mirror.notifierSeq = n.readBegin();
+        p.hmmRangeFault(mirror);
+        assertTrue((mirror.hmmPfns[1] & HmmRange.HMM_PFN_WRITE) != 0, "the device may write the dirty page");
+
+        long seq = n.readBegin();
+        assertEquals(1, p.msync(a, 4 * PAGE_SIZE));
+        assertEquals(77, fileLong(f, PAGE_SIZE + 8));
+        assertEquals(1, seen.size(), seen::toString);
+        assertEquals(MmuNotifierEvent.PROTECTION_PAGE, seen.get(0).event());
+        assertTrue(seen.get(0).start() <= a + PAGE_SIZE && seen.get(0).end() >= a + 2 * PAGE_SIZE, seen::toString);
+        assertTrue(n.readRetry(seq), "the device must look the page up again");
+        HmmRange after = new HmmRange(n, a, a + 4 * PAGE_SIZE, 0);
+        after.notifierSeq = n.readBegin();
+        p.hmmRangeFault(after);
+        assertTrue((after.hmmPfns[1] & HmmRange.HMM_PFN_VALID) != 0, "the page stays mapped");
+        assertEquals(0, after.hmmPfns[1] & HmmRange.HMM_PFN_WRITE, "but no longer writable: a write must fault");
+        assertEquals(0, p.msync(a, 4 * PAGE_SIZE), "clean after msync");
+        assertEquals(1, seen.size(), "nothing dirty: no invalidation");
+
+        // a CPU write faults and dirties the page again: the next msync writes it
+        p.writeLong(a + PAGE_SIZE + 8, 78);
+        assertEquals(1, p.msync(a, 4 * PAGE_SIZE));
+        assertEquals(78, fileLong(f, PAGE_SIZE + 8));
+
+        // so does a device write: it faults the page writable through hmm_range_fault first
+        HmmRange w = new HmmRange(n, a + PAGE_SIZE, a + 2 * PAGE_SIZE, HmmRange.HMM_PFN_REQ_FAULT | HmmRange.HMM_PFN_REQ_WRITE);
+        w.notifierSeq = n.readBegin();
+        p.hmmRangeFault(w);
+        assertTrue((w.hmmPfns[0] & HmmRange.HMM_PFN_WRITE) != 0);
+        PhysicalMemory.of(mm).frame(HmmRange.pfn(w.hmmPfns[0])).set(ValueLayout.JAVA_LONG_UNALIGNED, 8, 79L); // the DMA write
+        assertEquals(1, p.msync(a, 4 * PAGE_SIZE));
+        assertEquals(79, fileLong(f, PAGE_SIZE + 8));
+        n.remove();
+    }
+
+    /**
+     * Review of the split: msync skipped dirty pages whose mapping was made PROT_NONE, while
+     * munmap and exit wrote them. Writeback goes by the page's dirtiness, not its protection.
+     */
+    @Test
+    void msyncWritesDirtyPagesOfProtNoneMappings() throws Exception {
+        mm = new Mm(16 << 20, true, tmp.resolve("swap"), 4 << 20);
+        AddressSpace p = mm.createProcess("f");
+        Path f = file(4);
+        long a = p.mmapFile(0, f, 0, 4 * PAGE_SIZE, Vma.PROT_READ | Vma.PROT_WRITE, null);
+        p.writeLong(a + 8, 55);
+        p.writeLong(a + PAGE_SIZE + 8, 56);
+        p.mprotect(a, 4 * PAGE_SIZE, Vma.PROT_NONE);
+        assertEquals(2, p.msync(a, 4 * PAGE_SIZE));
+        assertEquals(55, fileLong(f, 8));
+        assertEquals(56, fileLong(f, PAGE_SIZE + 8));
+        assertEquals(0, p.msync(a, 4 * PAGE_SIZE), "clean after msync");
+
+        // clean now: munmap does not write the page again over a later change of the file
+        writeFileLong(f, 8, 66);
+        p.mprotect(a, 4 * PAGE_SIZE, Vma.PROT_READ | Vma.PROT_WRITE);
+        assertEquals(55, p.readLong(a + 8), "the page still holds what was written back");
+        p.writeLong(a + PAGE_SIZE + 8, 57); // this one is dirty again
+        p.munmap(a, 4 * PAGE_SIZE);
+        assertEquals(66, fileLong(f, 8));
+        assertEquals(57, fileLong(f, PAGE_SIZE + 8));
+        assertFalse(p.exited());
     }
 }

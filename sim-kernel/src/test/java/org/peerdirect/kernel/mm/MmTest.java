@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.peerdirect.kernel.mm.Mm.HPAGE_SIZE;
 import static org.peerdirect.kernel.mm.Mm.PAGE_SIZE;
 
 import java.lang.foreign.Arena;
@@ -18,7 +19,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -45,9 +49,13 @@ class MmTest {
         }
     }
 
-    private static void assertErrno(Errno errno, Runnable r) {
+    /** Asserts that {@code r} fails with {@code errno} and a message naming each of {@code words}. */
+    private static void assertErrno(Errno errno, Runnable r, String... words) {
         KernelException e = assertThrows(KernelException.class, r::run);
         assertEquals(errno, e.errno(), e.getMessage());
+        for (String w : words) {
+            assertTrue(e.getMessage().contains(w), "the message names " + w + ": " + e.getMessage());
+        }
     }
 
     /** Issue 10 defect 5: pids came from a counter; 100 000 spawns filled the heap. */
@@ -442,5 +450,259 @@ class MmTest {
         m.freePages(head, 3);
         assertEquals(free, m.freeFrames());
         assertErrno(Errno.EINVAL, () -> m.freePages(head, 3)); // double free
+    }
+
+    /**
+     * Review of the split: mprotect of 4 KiB of a huge page split the hugetlb VMA; a write fault
+     * elsewhere in the huge page then made the whole 2 MiB entry writable, read-only part included.
+     */
+    @Test
+    void hugetlbMappingsSplitOnlyAtHugePageBoundaries() {
+        Mm m = mm(64 << 20, 16 << 20);
+        AddressSpace p = m.createProcess("t");
+        long h = p.mmap(0, 2 * HPAGE_SIZE, Vma.PROT_READ | Vma.PROT_WRITE, Vma.Kind.HUGETLB, "huge");
+        long anon = p.mmap(h - PAGE_SIZE, PAGE_SIZE, Vma.PROT_READ | Vma.PROT_WRITE, Vma.Kind.ANON, "below");
+        p.writeLong(h + 8, 1);
+        p.writeLong(anon, 2);
+        List<String> maps = p.maps();
+
+        assertErrno(Errno.EINVAL, () -> p.mprotect(h, PAGE_SIZE, Vma.PROT_READ),
+                "mprotect", Long.toHexString(h + PAGE_SIZE), "2 MiB huge page");
+        assertErrno(Errno.EINVAL, () -> p.mprotect(h + PAGE_SIZE, HPAGE_SIZE - PAGE_SIZE, Vma.PROT_READ),
+                "mprotect", Long.toHexString(h + PAGE_SIZE));
+        // a range over the anonymous mapping below and part of a huge page: the anonymous part is not changed either
+        assertErrno(Errno.EINVAL, () -> p.mprotect(anon, 2 * PAGE_SIZE, Vma.PROT_READ), "mprotect");
+        assertEquals(maps, p.maps(), "a refused mprotect changes no mapping");
+        p.writeLong(h + 16, 3);
+        p.writeLong(h + HPAGE_SIZE - 8, 4);
+        p.writeLong(anon + 8, 5);
+        assertEquals(3, p.readLong(h + 16));
+
+        // whole huge pages can be protected, and then no write fault makes them writable
+        p.mprotect(h, HPAGE_SIZE, Vma.PROT_READ);
+        assertThrows(SegmentationFault.class, () -> p.writeLong(h, 6));
+        p.writeLong(h + HPAGE_SIZE, 7);
+        assertThrows(SegmentationFault.class, () -> p.writeLong(h + PAGE_SIZE, 8));
+        assertEquals(3, p.readLong(h + 16));
+        assertErrno(Errno.EINVAL, () -> p.munmap(h + HPAGE_SIZE, PAGE_SIZE), "munmap", "2 MiB huge page");
+        p.munmap(h, 2 * HPAGE_SIZE);
+        assertEquals(0, PhysicalMemory.of(m).hugePagesInUse());
+    }
+
+    /**
+     * Review of the split: MADV_DONTNEED of 4 KiB of a huge page dropped the whole 2 MiB page.
+     * Linux refuses a start inside a huge page and rounds the end down to one.
+     */
+    @Test
+    void madviseOfHugetlbDropsOnlyWholeHugePagesFromAHugePageBoundary() {
+        Mm m = mm(64 << 20, 16 << 20);
+        AddressSpace p = m.createProcess("t");
+        long h = p.mmap(0, 2 * HPAGE_SIZE, Vma.PROT_READ | Vma.PROT_WRITE, Vma.Kind.HUGETLB, "huge");
+        p.writeLong(h + 8, 1);
+        p.writeLong(h + (1 << 20), 2);
+        assertEquals(512, p.rssPages());
+
+        assertEquals(0, p.madvise(h, PAGE_SIZE, AddressSpace.Advice.MADV_DONTNEED), "the end rounds down to the start: nothing to drop");
+        assertEquals(512, p.rssPages());
+        assertErrno(Errno.EINVAL, () -> p.madvise(h + PAGE_SIZE, PAGE_SIZE, AddressSpace.Advice.MADV_DONTNEED),
+                "MADV_DONTNEED", Long.toHexString(h + PAGE_SIZE), "huge");
+        assertErrno(Errno.EINVAL, () -> p.madvise(h, HPAGE_SIZE, AddressSpace.Advice.MADV_PAGEOUT), "MADV_PAGEOUT", "huge");
+        assertEquals(512, p.rssPages(), "the refused calls dropped nothing");
+        assertEquals(1, p.readLong(h + 8));
+        assertEquals(2, p.readLong(h + (1 << 20)));
+
+        p.writeLong(h + HPAGE_SIZE + 8, 3);
+        assertEquals(1024, p.rssPages());
+        assertEquals(1, p.madvise(h, HPAGE_SIZE + PAGE_SIZE, AddressSpace.Advice.MADV_DONTNEED), "only the first huge page lies wholly in the range");
+        assertEquals(512, p.rssPages());
+        assertEquals(3, p.readLong(h + HPAGE_SIZE + 8));
+        assertEquals(0, p.readLong(h + 8), "a dropped huge page comes back zeroed");
+    }
+
+    /** Review of the split: unchargePinnedVm(-n) was an unchecked charge. */
+    @Test
+    void pinnedVmUnchargeRefusesNegativeAndExcessCounts() {
+        Mm m = mm(16 << 20, 1 << 20);
+        AddressSpace p = m.createProcess("t");
+        p.setMemlockLimit(8 * PAGE_SIZE);
+        assertErrno(Errno.EINVAL, () -> p.unchargePinnedVm(-5), "-5");
+        assertEquals(0, p.pinnedPages(), "a refused uncharge changes nothing");
+        p.chargePinnedVm(4);
+        assertErrno(Errno.EINVAL, () -> p.unchargePinnedVm(5), "5");
+        assertErrno(Errno.EINVAL, () -> p.chargePinnedVm(-1), "-1");
+        assertErrno(Errno.ENOMEM, () -> p.chargePinnedVm(5), "RLIMIT_MEMLOCK");
+        assertEquals(4, p.pinnedPages());
+        p.chargePinnedVm(4);
+        p.unchargePinnedVm(8);
+        assertEquals(0, p.pinnedPages());
+    }
+
+    /**
+     * Review of the split: chargePinnedVm added first and checked second, so a charge that does
+     * not fit raised pinned_vm above the limit for a moment, and a concurrent charge that fits
+     * alone failed on it. Two threads meet at a spinning barrier every round, so their charges
+     * overlap as closely as they can: one charges 6 pages of a 10-page limit (fits), the other 11
+     * (never fits); the first must succeed every round and pinned_vm never exceed the limit.
+     */
+    @Test
+    void aChargeThatFitsIsNotRefusedBecauseOfAConcurrentOneThatDoesNot() throws Exception {
+        Mm m = mm(16 << 20, 1 << 20);
+        AddressSpace p = m.createProcess("t");
+        p.setMemlockLimit(10 * PAGE_SIZE);
+        int rounds = 20_000;
+        AtomicInteger gate = new AtomicInteger();
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicInteger fitFailed = new AtomicInteger();
+        AtomicInteger tooBigCharged = new AtomicInteger();
+        AtomicInteger overLimit = new AtomicInteger();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Runnable barrier = () -> {
+            int target = (gate.incrementAndGet() + 1) & ~1; // both threads have arrived
+            for (int spins = 1; gate.get() < target; spins++) {
+                if (stop.get()) {
+                    throw new IllegalStateException("the other thread failed");
+                }
+                if (spins % 1024 == 0) {
+                    Thread.yield(); // on one CPU the other thread must run to arrive
+                } else {
+                    Thread.onSpinWait();
+                }
+            }
+        };
+        Thread[] threads = new Thread[2];
+        for (int t = 0; t < 2; t++) {
+            int npages = t == 0 ? 6 : 11;
+            threads[t] = new Thread(() -> {
+                try {
+                    for (int r = 0; r < rounds; r++) {
+                        barrier.run();
+                        boolean charged = false;
+                        try {
+                            p.chargePinnedVm(npages);
+                            charged = true;
+                        } catch (KernelException e) {
+                            assertEquals(Errno.ENOMEM, e.errno(), e.getMessage());
+                        }
+                        if (p.pinnedPages() > 10) {
+                            overLimit.incrementAndGet();
+                        }
+                        if (npages == 6 && !charged) {
+                            fitFailed.incrementAndGet();
+                        }
+                        if (npages == 11 && charged) {
+                            tooBigCharged.incrementAndGet();
+                        }
+                        barrier.run();
+                        if (charged) {
+                            p.unchargePinnedVm(npages);
+                        }
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                    stop.set(true);
+                }
+            }, "charger-" + npages);
+            threads[t].start();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        if (failure.get() != null) {
+            throw new AssertionError(failure.get());
+        }
+        assertEquals(0, tooBigCharged.get(), "11 pages never fit a 10-page limit");
+        assertEquals(0, fitFailed.get(), "rounds of " + rounds + " in which the 6-page charge failed although it fits");
+        assertEquals(0, overLimit.get(), "rounds in which pinned_vm was seen above the limit");
+        assertEquals(0, p.pinnedPages());
+    }
+
+    /** Review of the split: a range of 2^31 pages or more threw ArithmeticException (pin) or was silently truncated (HMM). */
+    @Test
+    void rangesOfTooManyPagesAreRefusedWithEinval() {
+        Mm m = mm(16 << 20, 1 << 20);
+        AddressSpace p = m.createProcess("t");
+        p.setMemlockLimit(Long.MAX_VALUE);
+        long a = p.mmap(PAGE_SIZE);
+        long len = (1L << 31) * PAGE_SIZE;
+        assertErrno(Errno.EINVAL, () -> p.pinUserPages(a, len, false), "pin_user_pages", Long.toString(len));
+        assertEquals(0, p.pinnedPages(), "a refused pin charges nothing");
+        MmuIntervalNotifier n = p.insertNotifier(a, 1L << 45, (nn, r, seq) -> {
+            nn.setSeq(seq);
+            return true;
+        });
+        assertErrno(Errno.EINVAL, () -> new HmmRange(n, a, a + len, 0), "hmm range", Long.toHexString(a + len));
+        assertErrno(Errno.EINVAL, () -> new HmmRange(n, a, a + (1L << 44), 0), "hmm range"); // 2^32 pages: (int) made it 0
+        n.remove();
+    }
+
+    /** Review of the split: populate did nothing, silently, for a negative length or an overflowing range. */
+    @Test
+    void populateRefusesBadRanges() {
+        Mm m = mm(16 << 20, 1 << 20);
+        AddressSpace p = m.createProcess("t");
+        long a = p.mmap(4 * PAGE_SIZE);
+        assertErrno(Errno.EINVAL, () -> p.populate(a, -1, true), "populate", "-1");
+        assertErrno(Errno.EINVAL, () -> p.populate(Long.MAX_VALUE - PAGE_SIZE, 2 * PAGE_SIZE, false), "populate", "overflow");
+        assertErrno(Errno.EINVAL, () -> p.populate(-PAGE_SIZE, PAGE_SIZE, false), "populate");
+        assertEquals(0, p.rssPages());
+        p.populate(a, 0, true);
+        assertEquals(0, p.rssPages(), "an empty range populates nothing");
+        p.populate(a, 4 * PAGE_SIZE, true);
+        assertEquals(4, p.rssPages());
+    }
+
+    /**
+     * Review of the split: insertNotifier checked that the process was alive without the mmap
+     * lock, so it could insert a notifier while exit ran, after exit's RELEASE had gone out: a
+     * notifier on a dead address space that never hears of its end.
+     */
+    @Test
+    void aNotifierCannotBeInsertedWhileTheProcessExits() throws Exception {
+        Mm m = mm(16 << 20, 1 << 20);
+        AddressSpace p = m.createProcess("t");
+        long a = p.mmap(4 * PAGE_SIZE);
+        CountDownLatch inRelease = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        MmuIntervalNotifier blocker = p.insertNotifier(a, PAGE_SIZE, (nn, r, seq) -> {
+            nn.setSeq(seq);
+            if (r.event() == MmuNotifierEvent.RELEASE) {
+                inRelease.countDown();
+                try {
+                    assertTrue(release.await(10, TimeUnit.SECONDS));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return true;
+        });
+        Thread exiter = new Thread(p::exit, "exit");
+        exiter.start();
+        assertTrue(inRelease.await(10, TimeUnit.SECONDS));
+        // exit is inside its RELEASE invalidation, holding the mmap lock; the process is not dead yet
+        AtomicReference<Object> result = new AtomicReference<>();
+        Thread inserter = new Thread(() -> {
+            try {
+                result.set(p.insertNotifier(a + PAGE_SIZE, PAGE_SIZE, (nn, r, seq) -> true));
+            } catch (KernelException e) {
+                result.set(e);
+            }
+        }, "insert");
+        inserter.start();
+        // wait until the insert has returned or waits for the mmap lock
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (inserter.getState() != Thread.State.TERMINATED && inserter.getState() != Thread.State.WAITING) {
+            assertTrue(System.nanoTime() < deadline, "insertNotifier neither returned nor waited");
+            Thread.onSpinWait();
+        }
+        release.countDown();
+        exiter.join(10_000);
+        inserter.join(10_000);
+        assertFalse(exiter.isAlive() || inserter.isAlive());
+        Object r = result.get();
+        assertTrue(r instanceof KernelException, "insertNotifier during exit must fail, got " + r);
+        assertEquals(Errno.EFAULT, ((KernelException) r).errno());
+        assertTrue(((KernelException) r).getMessage().contains("exited"), ((KernelException) r).getMessage());
+        assertEquals(List.of(blocker), p.intervalNotifiers(), "no notifier was inserted into the dead process");
+        blocker.remove();
     }
 }
