@@ -62,6 +62,15 @@ public final class PciCommands {
                 sb.append(String.format("\tRegion %d: Memory (64-bit, non-prefetchable) [size=%s]%n", bar, size(size)));
             }
         }
+        if (f.present()) {
+            try {
+                // lspci -v prints the IOMMU group; here each function has its own domain, named by its address
+                sb.append(String.format("\tIOMMU domain: %s, %d page(s) mapped (driver: fn.dma(), device: fn.dmaPort())%n", f.bdf(),
+                        f.dma().mappedPages()));
+            } catch (org.peerdirect.kernel.mm.KernelException noIommu) {
+                // a bus without IOMMU: nothing to show
+            }
+        }
         int n = f.msixVectors();
         if (n == 0) {
             sb.append('\n');
