@@ -6,7 +6,6 @@ import java.time.Duration;
 
 import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.engine.Fabric;
-import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.ib.core.peer.PeerMemoryController;
 import org.peerdirect.ib.core.peer.UmemCore;
 import org.peerdirect.ib.core.umem.IbAccess;
@@ -104,8 +103,7 @@ final class RdmaRig implements AutoCloseable {
         umems = new UmemCore(controller);
         bus = new StandalonePciBus(iommu, busWarnings::add);
         for (int i = 0; i < 2; i++) {
-            ConnectX3Board board = new ConnectX3Board(ConnectX3Board.guid(i), fn -> new HcaDevice(fn.bdf(), fn.dmaPort(), fabric, 1));
-            devs[i] = new Mlx4Device("mlx4_" + i, bus.register(board.spec()), umems);
+            devs[i] = new Mlx4Device("mlx4_" + i, bus.register(ConnectX3Board.onFabric(i, fabric, 1).spec()), umems);
             ib[i] = new IbDevice(devs[i]);
         }
         proc = mm.createProcess("rdma-bench");

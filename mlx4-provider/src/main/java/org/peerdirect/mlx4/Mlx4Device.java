@@ -50,7 +50,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
     public Mlx4Device(String name, PciFunction fn, UmemService umems) {
         this.name = name;
         this.hw = fn.firmware(ConnectX3.class).orElseThrow(
-                () -> new IllegalArgumentException("mlx4: " + fn.bdf() + " has no ConnectX-3 firmware interface"));
+                () -> new IllegalArgumentException(fn.bdf() + " has no ConnectX-3 firmware interface (not a ConnectX-3 function)"));
         this.engine = hw.initHca(fn);
         this.dma = fn.dma();
         this.umems = umems;

@@ -15,7 +15,6 @@ import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
 import org.osgi.service.component.annotations.ReferencePolicyOption;
-import org.peerdirect.hca.cx3.ConnectX3;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.kernel.pci.PciFunction;
@@ -50,12 +49,6 @@ public final class Mlx4Driver {
             policyOption = ReferencePolicyOption.GREEDY, unbind = "unbindFunction",
             target = "(&(pci.vendor=5555)(pci.device=4099))")
     void bindFunction(PciFunction fn) {
-        ConnectX3 hw = fn.firmware(ConnectX3.class).orElse(null);
-        if (hw == null) {
-            System.getLogger("org.peerdirect.mlx4").log(System.Logger.Level.WARNING,
-                    "mlx4: " + fn.bdf() + " has no ConnectX-3 firmware interface; device not probed");
-            return;
-        }
         int index;
         synchronized (indices) {
             index = indices.nextClearBit(0);
@@ -64,11 +57,11 @@ public final class Mlx4Driver {
         Mlx4Device dev;
         try {
             dev = new Mlx4Device("mlx4_" + index, fn, umems); // INIT_HCA brings the engine up
-        } catch (RuntimeException e) { // no DMA (a bus without IOMMU), a removed function: not probed
+        } catch (RuntimeException e) { // no ConnectX-3 firmware, no DMA (a bus without IOMMU): not probed
             synchronized (indices) {
                 indices.clear(index);
             }
-            System.getLogger("org.peerdirect.mlx4").log(System.Logger.Level.WARNING, "mlx4: " + fn.bdf() + " not probed: " + e.getMessage());
+            System.getLogger("org.peerdirect.mlx4").log(System.Logger.Level.WARNING, "mlx4: device not probed: " + e.getMessage());
             return;
         }
         Runnable onRemoval = () -> remove(fn, true);

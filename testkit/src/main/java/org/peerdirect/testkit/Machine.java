@@ -104,8 +104,7 @@ public final class Machine implements AutoCloseable {
         removed = new boolean[b.hcas];
         bus = new StandalonePciBus(iommu, busWarnings::add);
         for (int i = 0; i < b.hcas; i++) {
-            int ports = b.ports;
-            ConnectX3Board board = new ConnectX3Board(ConnectX3Board.guid(i), fn -> new HcaDevice(fn.bdf(), fn.dmaPort(), fabric, ports));
+            ConnectX3Board board = ConnectX3Board.onFabric(i, fabric, b.ports);
             boards.add(board);
             PciFunction fn = bus.register(board.spec()); // 0000:03:00.0, 0000:04:00.0, ...
             HcaDriver.Probed p = b.driver.probe(i, fn, core.umems());

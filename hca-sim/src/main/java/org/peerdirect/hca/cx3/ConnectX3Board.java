@@ -4,6 +4,7 @@ import java.util.function.Function;
 
 import org.peerdirect.kernel.pci.PciDeviceSpec;
 
+import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.kernel.pci.PciFunction;
 
@@ -13,7 +14,6 @@ import org.peerdirect.kernel.pci.PciFunction;
  * it; the engine is brought up by the driver's {@link #initHca} ({@code INIT_HCA}), named by the
  * function's bus address, on the driver's thread. (A driver may bind while the bus is still
  * registering the function, on the model's thread, so nothing here may wait for the model.)
- * Tests and benchmarks that build devices without OSGi use the constructor with an engine.
  *
  * <p>Lock rules: {@code this} guards {@link #engine}.
  */
@@ -32,11 +32,13 @@ public final class ConnectX3Board implements ConnectX3 {
         this.bringUp = bringUp;
     }
 
-    /** A board with its engine. */
-    public ConnectX3Board(HcaDevice engine, long nodeGuid) {
-        this.nodeGuid = nodeGuid;
-        this.bringUp = null;
-        this.engine = engine;
+    /**
+     * Board {@code index} of a machine: its GUID from the index, its engine brought up at
+     * {@code INIT_HCA} with {@code ports} ports on {@code fabric}, reaching memory through the
+     * function's DMA port. The one way the model, the test kit and the benchmarks build a board.
+     */
+    public static ConnectX3Board onFabric(int index, Fabric fabric, int ports) {
+        return new ConnectX3Board(guid(index), fn -> new HcaDevice(fn.bdf(), fn.dmaPort(), fabric, ports));
     }
 
     /**

@@ -11,7 +11,7 @@ import org.peerdirect.kernel.dma.DmaPort;
  * The driver programs it with firmware commands named after mlx4's ({@code SW2HW_MPT},
  * {@code HW2SW_MPT}, {@code SW2HW_CQ}, {@code RST2INIT_QP}, ...), which fail with a
  * {@link HwCommandException} carrying the command status; it posts work by filling WQE slots and
- * writing doorbell records, and reads CQEs. Every payload byte moves through {@link #dmaPort()}.
+ * writing doorbell records, and reads CQEs. Every payload byte moves through its PCI function's DMA port.
  *
  * <p>Lock rules: {@code this} (the device monitor) guards the object tables' writers and the use
  * counts' check-and-act; readers on the data path read the arrays without a lock. That is safe
@@ -88,11 +88,6 @@ public final class HcaDevice {
 
     public String name() {
         return name;
-    }
-
-    /** The device's DMA port: its PCI function's link through the IOMMU, which every DMA of the device crosses. */
-    public DmaPort dmaPort() {
-        return domain;
     }
 
     /** The port {@code portNum} (1-based). */

@@ -52,9 +52,7 @@ public final class ConnectX3Model {
             // the firmware is part of the function's spec: a driver never sees the function without
             // it; the driver's INIT_HCA brings the engine up (a driver already active binds during
             // register, on this thread: nothing may wait for this loop)
-            int ports = c.ports();
-            ConnectX3Board board = new ConnectX3Board(ConnectX3Board.guid(i),
-                    fn -> new HcaDevice(fn.bdf(), fn.dmaPort(), fabric, ports));
+            ConnectX3Board board = ConnectX3Board.onFabric(i, fabric, c.ports());
             PciFunction fn = bus.register(board.spec());
             boards.add(new Board(board, fn));
         }
