@@ -13,7 +13,11 @@ final class DmaMover {
     private DmaMover() {
     }
 
-    /** Moves {@code len} bytes; null, or the outcome of the side whose key was revoked or whose DMA faulted. */
+    /**
+     * Moves {@code len} bytes; null, or the outcome of the side whose key was revoked or whose DMA
+     * faulted, or {@link Outcome#PAGE_FAULT} when a page of an on-demand entry lacks the right
+     * (read on the source, write on the destination): the side records where ({@link Segs#fault}).
+     */
     static Outcome move(Segs src, Segs dst, long len, Outcome srcErr, Outcome dstErr) {
         while (len > 0) {
             long a = src.left();
@@ -43,6 +47,12 @@ final class DmaMover {
                 }
                 if (dm.state != Mpt.State.VALID) {
                     return dstErr;
+                }
+                if (sm != null && !sm.mapped(sva, Mpt.MTT_READ)) {
+                    return src.fault(sm, sva, false);
+                }
+                if (!dm.mapped(dva, Mpt.MTT_WRITE)) {
+                    return dst.fault(dm, dva, true);
                 }
                 if (sm == null) {
                     dst.dev.domain.write(dm.iova(dva), src.inline, src.inlineOff + src.done, n);

@@ -67,6 +67,16 @@ public final class HcaDevice {
     private final List<HwSrq> srqs = new ArrayList<>();
     final Scheduler scheduler;
     volatile CqEventHandler eventHandler;
+    volatile PageFaultHandler pageFaultHandler;
+    /** Faults raised and not yet resumed: token to the QP that waits (requester) or NAKs (responder). */
+    private final java.util.concurrent.ConcurrentHashMap<Integer, PendingFault> pendingFaults = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.AtomicInteger faultTokens = new java.util.concurrent.atomic.AtomicInteger();
+    final AtomicLong requesterFaults = new AtomicLong();
+    final AtomicLong responderFaults = new AtomicLong();
+
+    /** A fault waiting for its resume: whose, and which side of the transport stopped. */
+    private record PendingFault(HwQp qp, boolean requester, int subtype) {
+    }
     volatile boolean removed;
     /** Completions whose CQ was full (CQ overrun: the CQ went to error). */
     final AtomicLong cqOverruns = new AtomicLong();
@@ -107,6 +117,14 @@ public final class HcaDevice {
         eventHandler = h;
     }
 
+    /**
+     * Installs the page-fault EQ's handler (mlx5 creates the page-fault EQ with the first on-demand
+     * mkey). Without one, a translation miss fails the access as a protection error.
+     */
+    public void setPageFaultHandler(PageFaultHandler h) {
+        pageFaultHandler = h;
+    }
+
     void alive() {
         if (removed) {
             throw new HwCommandException(HwCommandException.STAT_INTERNAL_ERR, "device " + name + " was removed: commands time out");
@@ -139,6 +157,134 @@ public final class HcaDevice {
         int key = (index << 8) | kb;
         mpts[index] = new Mpt(key, pdn, start, length, perm, mttIova, mttLength);
         return key;
+    }
+
+    /**
+     * mlx5's {@code CREATE_MKEY} for an on-demand MR (access mode MTT, translations written by
+     * UMR): a key valid for [start, start+length) with the {@code PERM_*} rights whose MTT holds
+     * one entry per {@code 2^pageShift}-byte page, all not present. An access to a page not present
+     * (or present without the write bit, for a write) raises a {@link PageFault} instead of failing.
+     */
+    public synchronized int sw2hwMptOnDemand(int pdn, long start, long length, int perm, int pageShift) {
+        alive();
+        if (pageShift < 12 || pageShift > 30 || length < 1 || start + length < start) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
+                    "%s: on-demand mkey of %d bytes at 0x%x with pages of 2^%d bytes (need length > 0, no wrap, 12 <= shift <= 30)",
+                    name, length, start, pageShift));
+        }
+        int index = mptIndices.alloc();
+        if (index < 0) {
+            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": MPT table full (" + (MAX_MPT - 1) + " entries alive)");
+        }
+        int key = (index << 8) | (++keyByte[index] & 0xff);
+        try {
+            mpts[index] = new Mpt(key, pdn, start, length, perm, pageShift);
+        } catch (HwCommandException e) {
+            mptIndices.free(index);
+            throw e;
+        }
+        return key;
+    }
+
+    /**
+     * {@code UMR} writing translations of an on-demand key: its MTT entries
+     * {@code [first, first+n)} become {@code mtt[0..n)}, each a page-aligned IOVA of the device's
+     * domain or-ed with {@link #MTT_READ} and/or {@link #MTT_WRITE}, or 0 (not present).
+     */
+    public void umrUpdate(int key, int first, long[] mtt, int n) {
+        alive();
+        odpMpt(key).update(first, mtt, n);
+    }
+
+    /**
+     * {@code UMR} with {@code ZAP}: MTT entries {@code [first, first+n)} of an on-demand key become
+     * not present. Returns when no DMA through them is in flight, so the driver may unmap their
+     * IOVAs and let the pages go (what {@code mlx5_ib_invalidate_range} relies on).
+     */
+    public void umrZap(int key, int first, int n) {
+        Mpt m = mpt(key);
+        if (m == null) {
+            return; // the key is gone: nothing can use its translations
+        }
+        m.zap(first, n);
+    }
+
+    /** MTT entries present in an on-demand key (what the driver's counters show). */
+    public int mttPresent(int key) {
+        return odpMpt(key).present();
+    }
+
+    private Mpt odpMpt(int key) {
+        Mpt m = mpt(key);
+        if (m == null || !m.onDemand()) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, String.format(
+                    "%s: mkey 0x%x %s", name, key, m == null ? "names no entry" : "is not an on-demand mkey"));
+        }
+        return m;
+    }
+
+    /** MTT entry bits for {@link #umrUpdate}. */
+    public static final long MTT_READ = Mpt.MTT_READ;
+    public static final long MTT_WRITE = Mpt.MTT_WRITE;
+
+    // ------------------------------------------------------------------ page faults
+
+    /**
+     * Registers a fault about to be raised (the waiting side records the token first, so a resume
+     * racing the event finds it): its token, or 0 when no page-fault handler is installed.
+     */
+    int pendingFault(HwQp qp, boolean requester, int subtype) {
+        if (pageFaultHandler == null) {
+            return 0;
+        }
+        int t;
+        do {
+            t = faultTokens.incrementAndGet() & 0x7FFF_FFFF;
+        } while (t == 0);
+        pendingFaults.put(t, new PendingFault(qp, requester, subtype));
+        (requester ? requesterFaults : responderFaults).incrementAndGet();
+        return t;
+    }
+
+    /** Delivers a registered fault on the page-fault EQ. */
+    void raise(PageFault f) {
+        PageFaultHandler h = pageFaultHandler;
+        if (h != null) {
+            h.pageFault(f);
+        }
+    }
+
+    /**
+     * {@code PAGE_FAULT_RESUME} (opcode 0x204): the driver served fault {@code token}. A stalled
+     * requester goes on (with {@code error}, its WQE completes with a local protection error and the
+     * QP goes to ERR); a responder stops NAKing (with {@code error}, the requester's next try fails
+     * with a remote access error, or a remote operation error for a receive WQE). A fault whose QP
+     * was reset or flushed meanwhile resumes nothing. An unknown token is a bad parameter.
+     */
+    public void pageFaultResume(int token, boolean error) {
+        alive();
+        PendingFault f = pendingFaults.remove(token);
+        if (f == null) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format("%s: PAGE_FAULT_RESUME of token 0x%x: no such fault pending", name, token));
+        }
+        if (f.requester) {
+            f.qp.requester.resumeFault(token, error);
+        } else {
+            f.qp.resumeResponderFault(token, error ? f.subtype == PageFault.SUBTYPE_RDMA ? Outcome.REM_ACCESS_ERR : Outcome.REM_OP_ERR : null);
+        }
+    }
+
+    /** Faults raised and not yet resumed. */
+    public int pendingPageFaults() {
+        return pendingFaults.size();
+    }
+
+    public long requesterPageFaults() {
+        return requesterFaults.get();
+    }
+
+    public long responderPageFaults() {
+        return responderFaults.get();
     }
 
     /** {@code HW2SW_MPT}: the key stops working; returns when no DMA through it is in flight. */
@@ -346,6 +492,7 @@ public final class HcaDevice {
             for (HwSrq s : List.copyOf(srqs)) {
                 hw2swSrq(s);
             }
+            pendingFaults.clear();
         }
     }
 
@@ -381,6 +528,7 @@ public final class HcaDevice {
                     m.revoke();
                 }
             }
+            pendingFaults.clear();
         }
         scheduler.shutdown();
     }

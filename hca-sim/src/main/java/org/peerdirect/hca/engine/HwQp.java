@@ -79,6 +79,23 @@ public final class HwQp {
     /** Expected PSN: the responder's (written by the connected requester's thread, which holds its own drain loop). */
     int ePsn;
 
+    /**
+     * Responder side of on-demand paging. {@link #responderFault}: the token of a fault this QP's
+     * responder raised and the driver has not resumed (0: none); while set, requests are answered
+     * with RNR NAKs and raise no new event. {@link #responderFaultError}: the outcome the next
+     * request gets after a resume with the error flag (null: none).
+     */
+    volatile int responderFault;
+    volatile Outcome responderFaultError;
+    /**
+     * The responder's atomic resource (IBA 9.4.5): the PSN and original value of the last atomic
+     * it executed whose response the requester could not place (its result page was not present).
+     * The requester's retry of that PSN is a duplicate: it gets the saved value, the atomic does not
+     * execute twice. Written by the connected requester's thread (its drain loop); -1: none.
+     */
+    volatile int atomicReplayPsn = -1;
+    long atomicReplayValue;
+
     final Requester requester;
     final Counters stats = new Counters();
     private final AtomicBoolean destroyedOnce = new AtomicBoolean();
@@ -226,6 +243,9 @@ public final class HwQp {
     /** To RST: both queues emptied without completions, as the hardware does. */
     private void reset() {
         state = HwQpState.RST;
+        responderFault = 0;
+        responderFaultError = null;
+        atomicReplayPsn = -1;
         discardTo = sqTail();
         requester.doorbell(); // the drain loop applies the discard
         if (rq != null) {
@@ -243,6 +263,29 @@ public final class HwQp {
         }
         requester.unstall();
         requester.doorbell();
+    }
+
+    /**
+     * What the responder answers before looking at a request: an RNR NAK while one of its faults
+     * is being served, the error of a fault resumed with the error flag (once), or null.
+     */
+    Outcome responderFaultOutcome() {
+        if (responderFault != 0) {
+            return Outcome.RNR_NAK;
+        }
+        Outcome e = responderFaultError;
+        if (e != null) {
+            responderFaultError = null;
+        }
+        return e;
+    }
+
+    /** {@code PAGE_FAULT_RESUME} of a responder fault: stop NAKing; {@code error}: the next request's outcome. */
+    void resumeResponderFault(int token, Outcome error) {
+        if (responderFault == token) {
+            responderFaultError = error;
+            responderFault = 0;
+        }
     }
 
     // ------------------------------------------------------------------ queues and doorbells

@@ -11,6 +11,12 @@ enum Outcome {
     RNR_NAK(0),
     /** No acknowledgement (destination unreachable, PSN out of sequence): retransmit after the ACK timeout (retry_cnt). */
     NO_ACK(0),
+    /**
+     * A page of an on-demand entry was not present (a translation miss): the engine raised a
+     * page-fault event; a requester-side miss stalls the send queue until {@code PAGE_FAULT_RESUME},
+     * a responder-side miss answers with an RNR NAK.
+     */
+    PAGE_FAULT(0),
     LOC_LEN_ERR(Cqe.SYNDROME_LOCAL_LENGTH_ERR),
     LOC_QP_OP_ERR(Cqe.SYNDROME_LOCAL_QP_OP_ERR),
     LOC_PROT_ERR(Cqe.SYNDROME_LOCAL_PROT_ERR),

@@ -67,20 +67,37 @@ public final class RecvQueue {
         TAIL.setRelease(this, producerIndex);
     }
 
-    /** Takes the head WQE into {@code copy}; its index, or -1 when the queue is empty. */
-    long take(RecvWqe copy) {
+    /**
+     * Copies the head WQE into {@code copy} and returns its index still holding
+     * {@link #consumerLock}, or returns -1 (lock released) when the queue is empty. The responder
+     * places the data first and consumes the WQE after, with {@link #commitAndUnlock}; when the
+     * placement met a page not present it {@link #unlock}s instead and the WQE stays at the head for
+     * the retry, as the hardware keeps a receive WQE whose data it could not place. The caller must
+     * not complete, flush or move a QP to ERR while holding the lock.
+     */
+    long peekAndLock(RecvWqe copy) {
         consumerLock.lock();
-        try {
-            long h = head;
-            if (h == (long) TAIL.getAcquire(this)) {
-                return -1;
-            }
-            copy.copyFrom(slot(h));
-            HEAD.setRelease(this, h + 1);
-            return h;
-        } finally {
+        long h = head;
+        if (h == (long) TAIL.getAcquire(this)) {
             consumerLock.unlock();
+            return -1;
         }
+        copy.copyFrom(slot(h));
+        return h;
+    }
+
+    /** Consumes WQE {@code index}, the one {@link #peekAndLock} returned, and releases the lock. */
+    void commitAndUnlock(long index) {
+        assert consumerLock.isHeldByCurrentThread();
+        assert index == head;
+        HEAD.setRelease(this, index + 1);
+        consumerLock.unlock();
+    }
+
+    /** Leaves the head WQE where it is and releases the lock. */
+    void unlock() {
+        assert consumerLock.isHeldByCurrentThread();
+        consumerLock.unlock();
     }
 
     /** Completes every posted WQE with WR_FLUSH_ERR on {@code cq} (a QP in ERR). */

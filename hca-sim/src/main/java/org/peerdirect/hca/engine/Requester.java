@@ -10,8 +10,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  * QP in its own thread (so a send completes with no hand-off); retries after RNR NAKs and missing
  * acknowledgements through the device {@link Scheduler}; completes WQEs through the CQ writer.
  *
- * <p>Lock rules: {@link #wip} admits exactly one thread into the drain loop; {@link #stalled},
- * the retry counters and the scratch cursors belong to that thread.
+ * <p>A page missing on the requester's own side (an on-demand lkey) raises a WQE page fault and
+ * stalls the send queue, with no timer, until the driver's {@code PAGE_FAULT_RESUME}; then the WQE
+ * runs again from its start (only the responder's side of an executed atomic is not repeated: see
+ * {@link HwQp#atomicReplayPsn}).
+ *
+ * <p>Lock rules: {@link #wip} admits exactly one thread into the drain loop; the retry counters
+ * and the scratch cursors belong to that thread. {@link #stalled} (a timer stall) and
+ * {@link #faultToken} (a fault stall) are set by the drain thread and cleared by the timer, the
+ * resume command or a move to ERR/RST, each of which then rings the doorbell.
  */
 final class Requester {
 
@@ -23,6 +30,10 @@ final class Requester {
      */
     private final AtomicInteger wip = new AtomicInteger();
     private volatile boolean stalled;
+    /** The token of the page fault this send queue waits for (0: none). */
+    private volatile int faultToken;
+    /** Set by a resume with the error flag: the head WQE fails with a local protection error. */
+    private volatile boolean faultError;
     private int rnrLeft = -1;
     private int retryLeft = -1;
     private final Runnable resume = () -> {
@@ -45,8 +56,21 @@ final class Requester {
         this.remote = new Segs(segs);
     }
 
+    /** A move to ERR or a destroy: no stall of either kind holds the queue any more (a later resume of its fault finds nothing). */
     void unstall() {
         stalled = false;
+        faultToken = 0;
+        faultError = false;
+    }
+
+    /** {@code PAGE_FAULT_RESUME} of this send queue's fault {@code token}. */
+    void resumeFault(int token, boolean error) {
+        if (faultToken != token) {
+            return; // flushed or reset meanwhile
+        }
+        faultError = error;
+        faultToken = 0;
+        doorbell();
     }
 
     /** Rings the doorbell: the caller (or the thread already executing) drains the send queue. */
@@ -95,9 +119,11 @@ final class Requester {
                 qp.sqHead(d);
                 rnrLeft = -1;
                 stalled = false;
+                faultToken = 0;
+                faultError = false;
                 h = d;
             }
-            if (stalled || h == qp.sqTail()) {
+            if (stalled || faultToken != 0 || h == qp.sqTail()) {
                 return;
             }
             SendWqe w = qp.sqSlot(h);
@@ -111,6 +137,11 @@ final class Requester {
             }
             if (!st.sends()) {
                 return;
+            }
+            if (faultError) {
+                faultError = false;
+                fail(w, h, Outcome.LOC_PROT_ERR); // the driver could not serve the WQE's page fault
+                continue;
             }
             if (rnrLeft < 0) {
                 rnrLeft = qp.rnrRetry;
@@ -131,6 +162,13 @@ final class Requester {
                     continue;
                 }
                 stall(QpContext.rnrTimerNanos(rnrTimerOfPeer()));
+                return;
+            }
+            if (o == Outcome.PAGE_FAULT) {
+                if (!raiseFault(h)) {
+                    fail(w, h, Outcome.LOC_PROT_ERR); // no one serves faults
+                    continue;
+                }
                 return;
             }
             if (o == Outcome.NO_ACK) {
@@ -182,6 +220,23 @@ final class Requester {
         }
     }
 
+    /**
+     * The WQE at {@code h} met a page missing on this side ({@link #local} recorded where): stalls
+     * the send queue on a new fault and raises the WQE page-fault event. False when the device has
+     * no page-fault handler.
+     */
+    private boolean raiseFault(long h) {
+        int token = qp.dev.pendingFault(qp, true, PageFault.SUBTYPE_WQE);
+        if (token == 0) {
+            return false;
+        }
+        faultToken = token; // before the event: a resume racing it finds the token set
+        qp.dev.raise(new PageFault(token, PageFault.SUBTYPE_WQE,
+                PageFault.FLAG_REQUESTOR | (local.faultWrite ? PageFault.FLAG_WRITE : 0), qp.qpn, h, local.faultMpt.key,
+                local.faultVa, local.faultLength()));
+        return true;
+    }
+
     private boolean complete(SendWqe w, long index, Outcome o, int byteLen) {
         return qp.scq.push(qp.qpn, true, index, w.opcode, o, byteLen, 0, 0, 0, 0, false);
     }
@@ -228,16 +283,23 @@ final class Requester {
             return Outcome.NO_ACK;
         }
         int packets = atomic ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
+        boolean duplicate = false;
         if (r.ePsn != qp.sqPsn) {
-            return Outcome.NO_ACK; // out-of-sequence NAK: the requester retransmits; misconfigured PSNs end in RETRY_EXC_ERR
+            // a duplicate of an atomic the responder executed and remembered: replayed, not repeated
+            duplicate = atomic && r.atomicReplayPsn == qp.sqPsn && r.ePsn == ((qp.sqPsn + 1) & 0xFFFFFF);
+            if (!duplicate) {
+                return Outcome.NO_ACK; // out-of-sequence NAK: the requester retransmits; misconfigured PSNs end in RETRY_EXC_ERR
+            }
         }
-        o = Responder.respondRc(r, this, qp, w, len);
+        o = duplicate ? Responder.replayAtomic(r, this) : Responder.respondRc(r, this, qp, w, len);
         if (o.responderFatal()) {
             r.toError(); // as rxe's do_class_ac_error
         }
-        if (o != Outcome.RNR_NAK) {
+        if (o != Outcome.RNR_NAK && o != Outcome.PAGE_FAULT) {
             qp.sqPsn = (qp.sqPsn + packets) & 0xFFFFFF;
-            r.ePsn = (r.ePsn + packets) & 0xFFFFFF;
+            if (!duplicate) {
+                r.ePsn = (r.ePsn + packets) & 0xFFFFFF;
+            }
         }
         return o;
     }
@@ -259,7 +321,6 @@ final class Requester {
         if (useQkey != r.qkey) {
             return Outcome.SUCCESS; // Q_Key mismatch: silently dropped at the receiver
         }
-        Responder.deliverUd(r, this, qp, w, len);
-        return Outcome.SUCCESS;
+        return Responder.deliverUd(r, this, qp, w, len);
     }
 }

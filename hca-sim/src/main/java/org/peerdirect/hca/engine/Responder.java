@@ -19,8 +19,16 @@ final class Responder {
     private Responder() {
     }
 
-    /** The responder of an RC request: the requester's outcome. */
+    /**
+     * The responder of an RC request: the requester's outcome. {@link Outcome#PAGE_FAULT} means a
+     * page on the requester's side was missing ({@code req.local} says where); a page missing on
+     * this side raised this side's fault and answers {@link Outcome#RNR_NAK}.
+     */
     static Outcome respondRc(HwQp r, Requester req, HwQp rq, SendWqe w, long len) {
+        Outcome pending = r.responderFaultOutcome();
+        if (pending != null) {
+            return pending;
+        }
         Segs dst = req.remote.reset(r.dev);
         switch (w.opcode) {
             case Wqe.OP_RDMA_WRITE, Wqe.OP_RDMA_WRITE_IMM -> {
@@ -29,11 +37,17 @@ final class Responder {
                     return o;
                 }
                 if (w.opcode == Wqe.OP_RDMA_WRITE_IMM) {
-                    long idx = takeRecv(r, req.recvCopy);
+                    RecvQueue q = recvQueue(r);
+                    long idx = q.peekAndLock(req.recvCopy);
                     if (idx < 0) {
                         return Outcome.RNR_NAK;
                     }
                     o = DmaMover.move(req.local, dst, len, Outcome.LOC_PROT_ERR, Outcome.REM_ACCESS_ERR);
+                    if (o == Outcome.PAGE_FAULT) {
+                        q.unlock(); // the receive WQE stays for the retry
+                        return miss(r, req, PageFault.SUBTYPE_RDMA, -1, Outcome.REM_ACCESS_ERR);
+                    }
+                    q.commitAndUnlock(idx);
                     if (o != null) {
                         // the receive was consumed: it completes with the error (rxe's class C handling)
                         recvComplete(r, idx, o == Outcome.REM_ACCESS_ERR ? Outcome.REM_ACCESS_ERR : Outcome.WR_FLUSH_ERR,
@@ -44,24 +58,22 @@ final class Responder {
                             rq.dev.ports[rq.portNum - 1].lid, w);
                     return Outcome.SUCCESS;
                 }
-                return orOk(DmaMover.move(req.local, dst, len, Outcome.LOC_PROT_ERR, Outcome.REM_ACCESS_ERR));
+                o = DmaMover.move(req.local, dst, len, Outcome.LOC_PROT_ERR, Outcome.REM_ACCESS_ERR);
+                return o == Outcome.PAGE_FAULT ? miss(r, req, PageFault.SUBTYPE_RDMA, -1, Outcome.REM_ACCESS_ERR) : orOk(o);
             }
             case Wqe.OP_SEND, Wqe.OP_SEND_IMM -> {
-                long idx = takeRecv(r, req.recvCopy);
-                if (idx < 0) {
-                    return Outcome.RNR_NAK;
-                }
-                return deliver(r, req, rq, w, idx, len, false);
+                return deliver(r, req, rq, w, len, false);
             }
             case Wqe.OP_RDMA_READ -> {
                 Outcome o = remoteRange(r, dst, w.rkey, w.remoteAddr, len, QpContext.BIT_RRE, HcaDevice.PERM_REMOTE_READ);
                 if (o != null) {
                     return o;
                 }
-                return orOk(DmaMover.move(dst, req.local, len, Outcome.REM_ACCESS_ERR, Outcome.LOC_PROT_ERR));
+                o = DmaMover.move(dst, req.local, len, Outcome.REM_ACCESS_ERR, Outcome.LOC_PROT_ERR);
+                return o == Outcome.PAGE_FAULT ? miss(r, req, PageFault.SUBTYPE_RDMA, -1, Outcome.REM_ACCESS_ERR) : orOk(o);
             }
             case Wqe.OP_ATOMIC_CS, Wqe.OP_ATOMIC_FA -> {
-                return atomic(r, req, w);
+                return atomic(r, req, rq, w);
             }
             default -> {
                 return Outcome.REM_INV_REQ_ERR; // an opcode the responder does not know: invalid request
@@ -69,12 +81,41 @@ final class Responder {
         }
     }
 
-    /** A UD datagram arriving at {@code r}: consumed receive WQE or dropped. */
-    static void deliverUd(HwQp r, Requester req, HwQp sender, SendWqe w, long len) {
-        long idx = takeRecv(r, req.recvCopy);
-        if (idx >= 0) {
-            deliver(r, req, sender, w, idx, len, true);
+    /**
+     * A UD datagram arriving at {@code r}: delivered into a receive WQE or dropped (no receive WQE,
+     * or a page of the receive buffer missing: that raises the responder's fault, the datagram is
+     * lost as UD allows). {@link Outcome#PAGE_FAULT} when the sender's own page was missing.
+     */
+    static Outcome deliverUd(HwQp r, Requester req, HwQp sender, SendWqe w, long len) {
+        if (r.responderFault != 0) {
+            return Outcome.SUCCESS; // dropped while the responder's fault is served
         }
+        Outcome o = deliver(r, req, sender, w, len, true);
+        return o == Outcome.PAGE_FAULT ? o : Outcome.SUCCESS;
+    }
+
+    /**
+     * A move came back {@link Outcome#PAGE_FAULT}. When the missing page is this responder's
+     * ({@code req.remote} recorded it), raises its fault event and answers RNR NAK, or
+     * {@code unserved} when no one serves faults; otherwise it is the requester's page and the
+     * requester raises its own.
+     */
+    private static Outcome miss(HwQp r, Requester req, int subtype, long wqeIndex, Outcome unserved) {
+        Segs d = req.remote;
+        if (d.faultMpt == null) {
+            return Outcome.PAGE_FAULT;
+        }
+        int token = r.dev.pendingFault(r, false, subtype);
+        if (token == 0) {
+            return unserved;
+        }
+        r.responderFault = token; // before the event: a resume racing it finds the token set
+        boolean srq = subtype == PageFault.SUBTYPE_WQE && r.srq != null;
+        int flags = (d.faultWrite ? PageFault.FLAG_WRITE : 0) | (subtype == PageFault.SUBTYPE_RDMA ? PageFault.FLAG_RDMA : 0)
+                | (srq ? PageFault.FLAG_SRQ : 0);
+        r.dev.raise(new PageFault(token, subtype, flags, srq ? r.srq.srqn : r.qpn, wqeIndex, d.faultMpt.key, d.faultVa,
+                d.faultLength()));
+        return Outcome.RNR_NAK;
     }
 
     /** Checks the QP's remote-access bit and the rkey's entry; fills the cursor. Null when allowed. */
@@ -93,7 +134,7 @@ final class Responder {
         return null;
     }
 
-    private static Outcome atomic(HwQp r, Requester req, SendWqe w) {
+    private static Outcome atomic(HwQp r, Requester req, HwQp rq, SendWqe w) {
         if ((w.remoteAddr & 7) != 0) {
             return Outcome.REM_INV_REQ_ERR;
         }
@@ -108,15 +149,50 @@ final class Responder {
             if (m.state != Mpt.State.VALID) {
                 return Outcome.REM_ACCESS_ERR;
             }
-            long iova = m.iova(w.remoteAddr);
-            old = w.opcode == Wqe.OP_ATOMIC_FA ? r.dev.domain.fetchAdd(iova, w.compareAdd)
-                    : r.dev.domain.compareAndSwap(iova, w.compareAdd, w.swap);
+            if (!m.mapped(w.remoteAddr, Mpt.MTT_READ | Mpt.MTT_WRITE)) {
+                req.remote.fault(m, w.remoteAddr, true);
+                o = Outcome.PAGE_FAULT;
+            } else {
+                long iova = m.iova(w.remoteAddr);
+                old = w.opcode == Wqe.OP_ATOMIC_FA ? r.dev.domain.fetchAdd(iova, w.compareAdd)
+                        : r.dev.domain.compareAndSwap(iova, w.compareAdd, w.swap);
+                req.scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, old);
+            }
         } catch (IommuFault f) {
             return Outcome.REM_ACCESS_ERR;
         } finally {
             m.lock.unlockRead(st);
         }
-        req.scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, old);
+        if (o == Outcome.PAGE_FAULT) {
+            return miss(r, req, PageFault.SUBTYPE_RDMA, -1, Outcome.REM_ACCESS_ERR);
+        }
+        o = placeAtomicResponse(req);
+        if (o == Outcome.PAGE_FAULT) {
+            // executed, but the response cannot be placed: the responder keeps the result for the
+            // duplicate the requester sends after its fault is served, and has moved past the PSN
+            r.atomicReplayValue = req.scratch.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+            r.atomicReplayPsn = rq.sqPsn;
+            r.ePsn = (r.ePsn + 1) & 0xFFFFFF;
+        }
+        return o;
+    }
+
+    /**
+     * The requester retransmitted an atomic the responder already executed (its PSN is the one
+     * {@link HwQp#atomicReplayPsn} saved): the saved original value is the response, nothing
+     * executes again.
+     */
+    static Outcome replayAtomic(HwQp r, Requester req) {
+        req.scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, r.atomicReplayValue);
+        Outcome o = placeAtomicResponse(req);
+        if (o == Outcome.SUCCESS) {
+            r.atomicReplayPsn = -1;
+        }
+        return o;
+    }
+
+    /** Writes the atomic's original value (in the requester's scratch) into the local buffer. */
+    private static Outcome placeAtomicResponse(Requester req) {
         Segs src = req.grhSrc.reset(req.local.dev).inline(req.scratch, 0, 8);
         return orOk(DmaMover.move(src, req.local, 8, Outcome.LOC_PROT_ERR, Outcome.LOC_PROT_ERR));
     }
@@ -125,21 +201,30 @@ final class Responder {
         return moveResult == null ? Outcome.SUCCESS : moveResult;
     }
 
-    /** Takes the head receive WQE (own RQ or SRQ) into {@code copy}: its index, or -1 when none. */
-    private static long takeRecv(HwQp r, RecvWqe copy) {
-        return (r.srq != null ? r.srq.rq : r.rq).take(copy);
+    private static RecvQueue recvQueue(HwQp r) {
+        return r.srq != null ? r.srq.rq : r.rq;
     }
 
     /**
-     * Delivers a SEND into the consumed receive WQE {@code idx}: checks its data segments and
-     * length, moves the data (after a GRH for UD), completes the receive. The requester's outcome.
+     * Delivers a SEND into the head receive WQE: checks its data segments and length, moves the
+     * data (after a GRH for UD), consumes the WQE and completes it. The requester's outcome:
+     * {@link Outcome#RNR_NAK} when there is no receive WQE or a page of its buffer is missing (the
+     * WQE is not consumed; the responder raised its fault), {@link Outcome#PAGE_FAULT} when the
+     * sender's page is missing (the WQE is not consumed either).
      */
-    private static Outcome deliver(HwQp r, Requester req, HwQp sender, SendWqe w, long idx, long len, boolean grh) {
+    private static Outcome deliver(HwQp r, Requester req, HwQp sender, SendWqe w, long len, boolean grh) {
+        RecvQueue q = recvQueue(r);
         RecvWqe rw = req.recvCopy;
+        long idx = q.peekAndLock(rw);
+        if (idx < 0) {
+            return Outcome.RNR_NAK;
+        }
+        // under the consumer lock until the WQE is consumed or left: no completion, no QP to ERR
         Segs dst = req.remote.reset(r.dev);
         int rpdn = r.srq != null ? r.srq.pdn : r.pdn;
-        boolean rc = r.serviceType == HcaDevice.ST_RC;
-        for (int i = 0; i < rw.numSge; i++) {
+        Outcome recvStatus = null; // the receive CQE's error, when the WQE is consumed with one
+        Outcome result = null;
+        for (int i = 0; i < rw.numSge && recvStatus == null; i++) {
             long l = rw.byteCount[i] & 0xFFFF_FFFFL;
             if (l == 0) {
                 continue;
@@ -147,36 +232,43 @@ final class Responder {
             Mpt m = r.dev.mpt(rw.lkey[i]);
             if (m == null || m.state != Mpt.State.VALID || m.pdn != rpdn || (m.access & HcaDevice.PERM_LOCAL_WRITE) == 0
                     || !m.contains(rw.addr[i], l)) {
-                recvComplete(r, idx, Outcome.LOC_PROT_ERR, Cqe.RECV_SEND, 0, 0, 0, sender.qpn, 0, w);
-                if (rc) {
-                    r.toError();
-                }
-                return Outcome.REM_OP_ERR;
+                recvStatus = Outcome.LOC_PROT_ERR;
+                result = Outcome.REM_OP_ERR;
+            } else {
+                dst.add(m, rw.addr[i], l);
             }
-            dst.add(m, rw.addr[i], l);
         }
         long need = len + (grh ? 40 : 0);
-        if (dst.total() < need) {
-            recvComplete(r, idx, Outcome.LOC_LEN_ERR, Cqe.RECV_SEND, 0, 0, 0, sender.qpn, 0, w);
-            if (rc) {
-                r.toError();
-            }
-            return Outcome.REM_INV_REQ_ERR;
+        if (recvStatus == null && dst.total() < need) {
+            recvStatus = Outcome.LOC_LEN_ERR;
+            result = Outcome.REM_INV_REQ_ERR;
         }
         int slid = sender.dev.ports[sender.portNum - 1].lid;
-        if (grh) {
+        if (recvStatus == null && grh) {
             writeGrh(req.scratch, slid, r.dev.ports[r.portNum - 1].lid, len);
             Outcome o = DmaMover.move(req.grhSrc.reset(sender.dev).inline(req.scratch, 0, 40), dst, 40, Outcome.LOC_PROT_ERR,
                     Outcome.REM_OP_ERR);
             if (o != null) {
-                recvComplete(r, idx, Outcome.LOC_PROT_ERR, Cqe.RECV_SEND, 0, 0, 0, sender.qpn, 0, w);
-                return o;
+                recvStatus = Outcome.LOC_PROT_ERR;
+                result = o;
             }
         }
-        Outcome o = DmaMover.move(req.local, dst, len, Outcome.LOC_PROT_ERR, Outcome.REM_OP_ERR);
-        if (o != null) {
-            recvComplete(r, idx, Outcome.LOC_PROT_ERR, Cqe.RECV_SEND, 0, 0, 0, sender.qpn, 0, w);
-            return o;
+        if (recvStatus == null) {
+            Outcome o = DmaMover.move(req.local, dst, len, Outcome.LOC_PROT_ERR, Outcome.REM_OP_ERR);
+            if (o != null) {
+                recvStatus = Outcome.LOC_PROT_ERR;
+                result = o;
+            }
+        }
+        if (result == Outcome.PAGE_FAULT) {
+            q.unlock(); // the receive WQE stays for the retry
+            return miss(r, req, PageFault.SUBTYPE_WQE, idx, Outcome.REM_OP_ERR);
+        }
+        q.commitAndUnlock(idx);
+        if (recvStatus != null) {
+            // an RC responder's class A/C errors move it to ERR in the requester (executeRc)
+            recvComplete(r, idx, recvStatus, Cqe.RECV_SEND, 0, 0, 0, sender.qpn, 0, w);
+            return result;
         }
         boolean imm = Wqe.hasImm(w.opcode);
         recvComplete(r, idx, Outcome.SUCCESS, imm ? Cqe.RECV_SEND_IMM : Cqe.RECV_SEND, (int) need, imm ? w.imm : 0,

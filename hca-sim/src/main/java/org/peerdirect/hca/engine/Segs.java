@@ -17,6 +17,10 @@ final class Segs {
     int n;
     int cur;
     long done;
+    /** Set by {@link DmaMover} when this side hit a translation miss: the entry, the address, whether it wrote. */
+    Mpt faultMpt;
+    long faultVa;
+    boolean faultWrite;
 
     Segs(int max) {
         mpt = new Mpt[max + 1];
@@ -30,6 +34,7 @@ final class Segs {
         n = 0;
         cur = 0;
         done = 0;
+        faultMpt = null;
         return this;
     }
 
@@ -72,5 +77,18 @@ final class Segs {
 
     void advance(long k) {
         done += k;
+    }
+
+    /** Records a translation miss of this side; the outcome {@link Outcome#PAGE_FAULT}. */
+    Outcome fault(Mpt m, long va, boolean write) {
+        faultMpt = m;
+        faultVa = va;
+        faultWrite = write;
+        return Outcome.PAGE_FAULT;
+    }
+
+    /** Bytes of this side from the faulting address to the end of its current piece (the event's length). */
+    long faultLength() {
+        return va[cur] + len[cur] - faultVa;
     }
 }

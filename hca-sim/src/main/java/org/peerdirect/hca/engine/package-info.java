@@ -17,11 +17,20 @@
  * writes, and CQ events reach the driver through a {@link org.peerdirect.hca.engine.CqEventHandler}
  * rather than an EQ and MSI-X (the ConnectX-3 personality's documented firmware shortcut); the
  * ConnectX-4+ personality will put the same engine behind descriptors in memory, BAR doorbells and
- * MSI-X. The fabric is lossless, so transport retries happen only when the destination is
+ * MSI-X.
+ *
+ * <p>On-demand paging, the ConnectX-4+ seam: an on-demand mkey ({@code sw2hwMptOnDemand}) starts
+ * with no translation; the driver writes and zaps its MTT entries by UMR ({@code umrUpdate},
+ * {@code umrZap}, which returns when no DMA through the zapped pages is in flight). A translation
+ * miss is a {@link org.peerdirect.hca.engine.PageFault} event, not an error: a requester-side miss
+ * stalls the send queue until {@code PAGE_FAULT_RESUME}; a responder-side miss answers RNR NAKs
+ * (the requester backs off by the RNR timer) and keeps the receive WQE of a SEND unconsumed; an
+ * atomic executed before its response met a miss is replayed from the responder's saved result,
+ * not executed twice. The fabric is lossless, so transport retries happen only when the destination is
  * unreachable (its device removed, its QP not ready) or the PSNs disagree.
  */
 @Export
-@Version("0.2.0")
+@Version("0.3.0")
 package org.peerdirect.hca.engine;
 
 import org.osgi.annotation.bundle.Export;
