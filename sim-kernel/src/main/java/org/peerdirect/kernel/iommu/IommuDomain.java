@@ -161,8 +161,17 @@ public final class IommuDomain implements DmaMapper, DmaPort {
             if (destroyed) {
                 throw new KernelException(Errno.EINVAL, "IOMMU domain " + name + " is destroyed");
             }
-            for (long pfn : pfns) {
-                if (pfn < 0 || pfn >= phys.nrFrames() || phys.isFree(pfn)) {
+            // the generation is read before the free check: a frame freed after the check has a
+            // newer generation than the one recorded, so translatePage sees the free without
+            // looking at the frame's kind (every free advances the generation)
+            int[] gen = new int[pfns.length];
+            for (int i = 0; i < pfns.length; i++) {
+                long pfn = pfns[i];
+                if (pfn < 0 || pfn >= phys.nrFrames()) {
+                    throw new KernelException(Errno.EINVAL, "dma_map of pfn " + pfn + ": not an allocated frame");
+                }
+                gen[i] = phys.generation(pfn);
+                if (phys.isFree(pfn)) {
                     throw new KernelException(Errno.EINVAL, "dma_map of pfn " + pfn + ": not an allocated frame");
                 }
             }
@@ -178,7 +187,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                     gens[page >>> 9] = new int[512];
                 }
                 leaf[page & 511] = (pfns[i] << PAGE_SHIFT) | flags;
-                gens[page >>> 9][page & 511] = phys.generation(pfns[i]);
+                gens[page >>> 9][page & 511] = gen[i];
                 phys.dmaRef(pfns[i], 1);
             }
             used.set(first, first + pfns.length);
@@ -268,6 +277,16 @@ public final class IommuDomain implements DmaMapper, DmaPort {
      * {@link #SLOT_RESOURCE} set. Faults name {@code iova}. Caller holds the read lock.
      */
     private long translatePage(long iova, long need) {
+        return translatePage(iova, need, phys.freedWhileDmaMapped() != 0);
+    }
+
+    /**
+     * {@link #translatePage(long, long)} with the frame-generation check only when
+     * {@code checkGeneration}: a transfer reads once whether any mapped frame was ever freed
+     * ({@link PhysicalMemory#freedWhileDmaMapped}); while none was, every mapped frame is still the
+     * one mapped (it cannot be freed without counting), and the per-page check is skipped.
+     */
+    private long translatePage(long iova, long need, boolean checkGeneration) {
         long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
         long[] leaf = p < 0 || p >= IOVA_PAGES ? null : entries[(int) (p >>> 9)];
         long e = leaf == null ? 0 : leaf[(int) (p & 511)];
@@ -287,7 +306,9 @@ public final class IommuDomain implements DmaMapper, DmaPort {
             return (e & -PAGE_SIZE) | SLOT_RESOURCE;
         }
         long pfn = e >>> PAGE_SHIFT;
-        if (phys.isFree(pfn) || phys.generation(pfn) != gens[(int) (p >>> 9)][(int) (p & 511)]) {
+        // the frame was allocated when mapped and every free advances its generation: an equal
+        // generation means not freed since (one read, no kind check)
+        if (checkGeneration && phys.generation(pfn) != gens[(int) (p >>> 9)][(int) (p & 511)]) {
             useAfterFree.incrementAndGet();
             throw fault(IommuFault.Kind.USE_AFTER_FREE, iova, "frame " + pfn + " was freed after it was mapped");
         }
@@ -340,9 +361,24 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     private int translateAll(long iova, long len, long need, long[] slots, int at) {
         int n = pages(iova, len);
         long base = iova & -PAGE_SIZE;
-        slots[at] = translatePage(iova, need);
-        for (int i = 1; i < n; i++) {
-            slots[at + i] = translatePage(base + ((long) i << PAGE_SHIFT), need);
+        boolean checkGeneration = phys.freedWhileDmaMapped() != 0;
+        long first = (base - IOVA_BASE) >> PAGE_SHIFT;
+        if (checkGeneration || first < 0 || first + n > IOVA_PAGES) {
+            for (int i = 0; i < n; i++) {
+                slots[at + i] = translatePage(base + ((long) i << PAGE_SHIFT), need, checkGeneration);
+            }
+            return n;
+        }
+        // the common case inline: a frame page with the rights needed is its address; anything
+        // else (not mapped, no right, a BAR page) goes the full way, which also names the fault
+        long want = VALID | need;
+        long mask = want | RESOURCE;
+        for (int i = 0; i < n; i++) {
+            long p = first + i;
+            long[] leaf = entries[(int) (p >>> 9)];
+            long e = leaf == null ? 0 : leaf[(int) (p & 511)];
+            slots[at + i] = (e & mask) == want ? e & -PAGE_SIZE
+                    : translatePage(base + ((long) i << PAGE_SHIFT), need, false);
         }
         return n;
     }

@@ -71,7 +71,12 @@ public final class PhysicalMemory implements AutoCloseable {
     private long nrFree;
     private long nrHuge;
     private volatile Reclaimer reclaimer;
-    private long freedWhileDmaMapped;
+    /**
+     * Frames freed while an IOMMU mapping pointed at them. Written under this (the allocator lock),
+     * read without it: while it is 0 no mapped frame was ever freed, so the IOMMU can skip the
+     * per-page generation check (the check only matters once a driver bug happened).
+     */
+    private volatile long freedWhileDmaMapped;
 
     /** Called when an allocation finds no free block: frees what it can, returns frames freed. */
     @FunctionalInterface
@@ -315,7 +320,7 @@ public final class PhysicalMemory implements AutoCloseable {
     }
 
     /** Frames freed while an IOMMU mapping still pointed at them (a driver bug the audit reports). */
-    public synchronized long freedWhileDmaMapped() {
+    public long freedWhileDmaMapped() {
         return freedWhileDmaMapped;
     }
 
