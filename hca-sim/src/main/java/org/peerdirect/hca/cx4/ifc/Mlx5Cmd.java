@@ -1,0 +1,95 @@
+package org.peerdirect.hca.cx4.ifc;
+
+/**
+ * Command opcodes ({@code MLX5_CMD_OP_*}), command status codes ({@code MLX5_CMD_STAT_*}) and the
+ * common input/output header: input dw0 = {@code opcode << 16 | uid}, dw1 low 16 bits
+ * {@code op_mod}; output byte 0 status, dw1 syndrome.
+ */
+public final class Mlx5Cmd {
+
+    private Mlx5Cmd() {
+    }
+
+    public static final int QUERY_HCA_CAP = 0x100;
+    public static final int QUERY_ADAPTER = 0x101;
+    public static final int INIT_HCA = 0x102;
+    public static final int TEARDOWN_HCA = 0x103;
+    public static final int ENABLE_HCA = 0x104;
+    public static final int DISABLE_HCA = 0x105;
+    public static final int QUERY_PAGES = 0x107;
+    public static final int MANAGE_PAGES = 0x108;
+    public static final int SET_HCA_CAP = 0x109;
+    public static final int QUERY_ISSI = 0x10a;
+    public static final int SET_ISSI = 0x10b;
+    public static final int SET_DRIVER_VERSION = 0x10d;
+    public static final int CREATE_MKEY = 0x200;
+    public static final int DESTROY_MKEY = 0x202;
+    public static final int PAGE_FAULT_RESUME = 0x204;
+    public static final int CREATE_EQ = 0x301;
+    public static final int DESTROY_EQ = 0x302;
+    public static final int CREATE_CQ = 0x400;
+    public static final int DESTROY_CQ = 0x401;
+    public static final int CREATE_QP = 0x500;
+    public static final int DESTROY_QP = 0x501;
+    public static final int ALLOC_PD = 0x800;
+    public static final int DEALLOC_PD = 0x801;
+    public static final int ALLOC_UAR = 0x802;
+    public static final int DEALLOC_UAR = 0x803;
+    public static final int NOP = 0x80d;
+
+    /** Command status ({@code MLX5_CMD_STAT_*}, output byte 0). */
+    public static final int STAT_OK = 0x00;
+    public static final int STAT_INT_ERR = 0x01;
+    public static final int STAT_BAD_OP_ERR = 0x02;
+    public static final int STAT_BAD_PARAM_ERR = 0x03;
+    public static final int STAT_BAD_SYS_STATE_ERR = 0x04;
+    public static final int STAT_BAD_RES_ERR = 0x05;
+    public static final int STAT_RES_BUSY = 0x06;
+    public static final int STAT_NOT_READY = 0x07;
+    public static final int STAT_LIM_ERR = 0x08;
+    public static final int STAT_BAD_RES_STATE_ERR = 0x09;
+    public static final int STAT_IX_ERR = 0x0a;
+    public static final int STAT_NO_RES_ERR = 0x0f;
+    public static final int STAT_BAD_QP_STATE_ERR = 0x10;
+    public static final int STAT_BAD_PKT_ERR = 0x30;
+    public static final int STAT_BAD_SIZE_OUTS_CQES_ERR = 0x40;
+    public static final int STAT_BAD_INP_LEN_ERR = 0x50;
+    public static final int STAT_BAD_OUTP_LEN_ERR = 0x51;
+
+    /** {@code query_issi_out}: {@code current_issi} (low 16 bits of dw2) and {@code supported_issi_dw0} at 0x6c. */
+    public static final int QUERY_ISSI_OUT_LEN = 0x70;
+    public static final int QUERY_ISSI_OUT_SUPPORTED = 0x6c;
+
+    /** The opcode's name as {@code mlx5_command_str} prints it, for command logs. */
+    public static String name(int opcode) {
+        return switch (opcode) {
+            case QUERY_HCA_CAP -> "QUERY_HCA_CAP";
+            case QUERY_ADAPTER -> "QUERY_ADAPTER";
+            case INIT_HCA -> "INIT_HCA";
+            case TEARDOWN_HCA -> "TEARDOWN_HCA";
+            case ENABLE_HCA -> "ENABLE_HCA";
+            case DISABLE_HCA -> "DISABLE_HCA";
+            case QUERY_PAGES -> "QUERY_PAGES";
+            case MANAGE_PAGES -> "MANAGE_PAGES";
+            case SET_HCA_CAP -> "SET_HCA_CAP";
+            case QUERY_ISSI -> "QUERY_ISSI";
+            case SET_ISSI -> "SET_ISSI";
+            case SET_DRIVER_VERSION -> "SET_DRIVER_VERSION";
+            case CREATE_MKEY -> "CREATE_MKEY";
+            case DESTROY_MKEY -> "DESTROY_MKEY";
+            case PAGE_FAULT_RESUME -> "PAGE_FAULT_RESUME";
+            case CREATE_EQ -> "CREATE_EQ";
+            case DESTROY_EQ -> "DESTROY_EQ";
+            case CREATE_CQ -> "CREATE_CQ";
+            case DESTROY_CQ -> "DESTROY_CQ";
+            case CREATE_QP -> "CREATE_QP";
+            case DESTROY_QP -> "DESTROY_QP";
+            case ALLOC_PD -> "ALLOC_PD";
+            case DEALLOC_PD -> "DEALLOC_PD";
+            case ALLOC_UAR -> "ALLOC_UAR";
+            case DEALLOC_UAR -> "DEALLOC_UAR";
+            case NOP -> "NOP";
+            default -> String.format("unknown command opcode 0x%x", opcode);
+        };
+    }
+}

@@ -1,0 +1,12 @@
+/**
+ * The ConnectX-4+ hardware interface as bytes ({@code mlx5_ifc.h} and {@code device.h}): the
+ * big-endian initialization segment at the start of BAR0, the 64-byte command queue entry, the
+ * 576-byte mailbox block, opcodes and status codes. Shared by the device model and the driver,
+ * as the kernel's {@code mlx5_ifc.h} is: layouts and constants, no behaviour.
+ */
+@Export
+@Version("0.1.0")
+package org.peerdirect.hca.cx4.ifc;
+
+import org.osgi.annotation.bundle.Export;
+import org.osgi.annotation.versioning.Version;

@@ -1,0 +1,306 @@
+package org.peerdirect.hca.cx4;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.hca.cx4.ifc.CmdEntry;
+import org.peerdirect.hca.cx4.ifc.CmdMailbox;
+import org.peerdirect.hca.cx4.ifc.InitSeg;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.kernel.dma.DmaDirection;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.kernel.pci.StandalonePciBus;
+
+/**
+ * The ConnectX-4+ command interface from the driver's side only: MMIO on the function's BAR0 and
+ * DMA memory the test allocated and mapped through the function's IOMMU domain, as
+ * {@code mlx5_cmd_init} and {@code cmd_work_handler} use them. Every test ends with every page
+ * unmapped and freed and the IOMMU audit clean.
+ */
+class CommandQueueTest {
+
+    @TempDir
+    Path tmp;
+    Mm mm;
+    Iommu iommu;
+    StandalonePciBus bus;
+    ConnectX4Device dev;
+    PciFunction fn;
+    final List<Long> pfns = new ArrayList<>();
+    final List<Long> iovas = new ArrayList<>();
+    MemorySegment queue;
+    long queueIova;
+    byte token = 1;
+    /** IOMMU faults a test provokes on purpose. */
+    long expectedFaults;
+
+    /** One kernel page mapped for the device: [pfn index, segment, iova]. */
+    record Page(MemorySegment mem, long iova) {
+    }
+
+    Page page() {
+        long pfn = mm.allocPages(0);
+        pfns.add(pfn);
+        long iova = fn.dma().dmaMapPage(pfn, DmaDirection.BIDIRECTIONAL);
+        iovas.add(iova);
+        return new Page(mm.pageAddress(pfn, 0), iova);
+    }
+
+    @BeforeEach
+    void up() {
+        mm = new Mm(16L << 20, true, tmp.resolve("swap"), 1 << 20);
+        iommu = new Iommu(mm);
+        bus = new StandalonePciBus(iommu, w -> {
+        });
+        dev = new ConnectX4Device("mlx5-test", ConnectX4Device.DEVICE_CONNECTX4);
+        fn = bus.register(dev.spec());
+        dev.attach(fn);
+    }
+
+    @AfterEach
+    void down() {
+        dev.close();
+        for (long iova : iovas) {
+            fn.dma().dmaUnmap(iova, 1);
+        }
+        for (long pfn : pfns) {
+            mm.freePages(pfn, 0);
+        }
+        bus.close();
+        assertEquals(expectedFaults, iommu.audit().faults(), "no IOMMU fault but those provoked");
+        assertTrue(iommu.audit().clean(), "no violation, no mapping left: " + iommu.audit());
+        assertEquals(mm.totalFrames(), mm.freeFrames(), "every frame free");
+        mm.close();
+    }
+
+    /** {@code mlx5_cmd_init}: wait for the firmware, check the interface revision, hand over the queue page. */
+    void cmdInit() {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while ((fn.read32be(0, InitSeg.INITIALIZING) & InitSeg.INITIALIZING_BIT) != 0) {
+            assertTrue(System.nanoTime() < deadline, "firmware ready within 10 s");
+            Thread.onSpinWait();
+        }
+        assertEquals(InitSeg.CMD_IF_REV, fn.read32be(0, InitSeg.CMDIF_REV_FW_SUB) >>> 16);
+        int sz = fn.read32be(0, InitSeg.CMDQ_ADDR_L_SZ);
+        assertEquals(5, sz >> 4 & 0xf, "log_cmdq_size");
+        assertEquals(6, sz & 0xf, "log_cmdq_stride");
+        Page q = page();
+        queue = q.mem();
+        queueIova = q.iova();
+        fn.write32be(0, InitSeg.CMDQ_ADDR_H, (int) (queueIova >>> 32));
+        fn.write32be(0, InitSeg.CMDQ_ADDR_L_SZ, (int) queueIova);
+        assertEquals((int) queueIova & 0xffff_f000 | 0x56, fn.read32be(0, InitSeg.CMDQ_ADDR_L_SZ),
+                "the address reads back with the queue's geometry");
+    }
+
+    /** A command as {@code cmd_work_handler} issues it; the entry's offset in the queue page. */
+    class Cmd {
+        final int slot;
+        final MemorySegment in;
+        final int outlen;
+        long inPtr;
+        long outPtr;
+        final List<Page> inBoxes = new ArrayList<>();
+        final List<Page> outBoxes = new ArrayList<>();
+        MemorySegment out;
+        int delivery = -1;
+
+        Cmd(int slot, int opcode, int opMod, int inlen, int outlen) {
+            this.slot = slot;
+            this.in = MemorySegment.ofArray(new byte[inlen]);
+            this.outlen = outlen;
+            in.set(BE32, 0, opcode << 16);
+            in.set(BE32, 4, opMod & 0xffff);
+            inPtr = chain(inBoxes, inlen);
+            outPtr = chain(outBoxes, outlen);
+        }
+
+        long chain(List<Page> boxes, int len) {
+            int n = CmdMailbox.blocks(len);
+            for (int i = 0; i < n; i++) {
+                boxes.add(page());
+            }
+            for (int i = 0; i < n; i++) {
+                MemorySegment b = boxes.get(i).mem();
+                b.set(BE64, CmdMailbox.NEXT, i + 1 < n ? boxes.get(i + 1).iova() : 0);
+                b.set(BE32, CmdMailbox.BLOCK_NUM, i);
+                b.set(ValueLayout.JAVA_BYTE, CmdMailbox.TOKEN, token);
+            }
+            return n == 0 ? 0 : boxes.get(0).iova();
+        }
+
+        MemorySegment entry() {
+            return queue.asSlice((long) slot * CmdEntry.SIZE, CmdEntry.SIZE);
+        }
+
+        /** Writes the entry and the input mailboxes, rings, polls for ownership, reads the output. */
+        Cmd run() {
+            for (int i = 0; i < inBoxes.size(); i++) {
+                int off = CmdEntry.INLINE + i * CmdMailbox.DATA_SIZE;
+                MemorySegment.copy(in, off, inBoxes.get(i).mem(), 0, Math.min(CmdMailbox.DATA_SIZE, in.byteSize() - off));
+            }
+            MemorySegment e = entry();
+            e.fill((byte) 0);
+            MemorySegment.copy(in, 0, e, CmdEntry.IN, Math.min(16, in.byteSize()));
+            e.set(ValueLayout.JAVA_BYTE, CmdEntry.TYPE, (byte) CmdEntry.PCI_CMD_XPORT);
+            e.set(BE32, CmdEntry.INPUT_LENGTH, (int) in.byteSize());
+            e.set(BE64, CmdEntry.IN_PTR, inPtr);
+            e.set(BE64, CmdEntry.OUT_PTR, outPtr);
+            e.set(BE32, CmdEntry.OUTPUT_LENGTH, outlen);
+            e.set(ValueLayout.JAVA_BYTE, CmdEntry.TOKEN, token);
+            tamper(e);
+            e.set(ValueLayout.JAVA_BYTE, CmdEntry.STATUS_OWN, (byte) CmdEntry.OWNER_HW);
+            fn.write32be(0, InitSeg.CMD_DBELL, 1 << slot);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while ((e.get(ValueLayout.JAVA_BYTE, CmdEntry.STATUS_OWN) & CmdEntry.OWNER_HW) != 0) {
+                assertTrue(System.nanoTime() < deadline, "the firmware hands the entry back within 10 s");
+                Thread.onSpinWait();
+            }
+            delivery = (e.get(ValueLayout.JAVA_BYTE, CmdEntry.STATUS_OWN) & 0xff) >>> 1;
+            out = MemorySegment.ofArray(new byte[outlen]);
+            MemorySegment.copy(e, CmdEntry.OUT, out, 0, Math.min(16, outlen));
+            for (int i = 0; i < outBoxes.size(); i++) {
+                int off = CmdEntry.INLINE + i * CmdMailbox.DATA_SIZE;
+                MemorySegment.copy(outBoxes.get(i).mem(), 0, out, off, Math.min(CmdMailbox.DATA_SIZE, outlen - off));
+            }
+            return this;
+        }
+
+        /** A test's change to the finished entry before it is handed over. */
+        void tamper(MemorySegment e) {
+        }
+
+        int status() {
+            assertEquals(CmdEntry.DELIVERY_OK, delivery, "delivered: " + CmdEntry.deliveryName(delivery));
+            return out.get(ValueLayout.JAVA_BYTE, 0) & 0xff;
+        }
+
+        int syndrome() {
+            return out.get(BE32, 4);
+        }
+    }
+
+    int simple(int opcode) {
+        return new Cmd(0, opcode, 0, 16, 16).run().status();
+    }
+
+    @Test
+    void bringUpThroughTheCommandQueueWithOutputInAMailbox() {
+        assertEquals(0x1013, fn.deviceId());
+        cmdInit();
+        assertEquals(16, fn.read32be(0, InitSeg.FW_REV) & 0xffff, "ConnectX-4 firmware major 16");
+        assertEquals(Mlx5Cmd.STAT_BAD_SYS_STATE_ERR, simple(Mlx5Cmd.QUERY_ISSI), "nothing but ENABLE_HCA before ENABLE_HCA");
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.ENABLE_HCA));
+        Cmd q = new Cmd(1, Mlx5Cmd.QUERY_ISSI, 0, 16, Mlx5Cmd.QUERY_ISSI_OUT_LEN).run();
+        assertEquals(Mlx5Cmd.STAT_OK, q.status());
+        assertEquals(1, q.outBoxes.size(), "112 bytes of output: one mailbox block");
+        assertEquals(0b11, q.out.get(BE32, Mlx5Cmd.QUERY_ISSI_OUT_SUPPORTED), "ISSI 0 and 1 supported, read from the mailbox");
+        assertEquals(0, q.out.get(BE32, 8) & 0xffff);
+        Cmd set = new Cmd(2, Mlx5Cmd.SET_ISSI, 0, 16, 16);
+        set.in.set(BE32, 8, 1);
+        assertEquals(Mlx5Cmd.STAT_OK, set.run().status());
+        assertEquals(1, new Cmd(3, Mlx5Cmd.QUERY_ISSI, 0, 16, Mlx5Cmd.QUERY_ISSI_OUT_LEN).run().out.get(BE32, 8) & 0xffff);
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.DISABLE_HCA));
+        assertTrue(fn.read32be(0, InitSeg.HEALTH_COUNTER) != 0, "the health counter advances while the firmware lives");
+    }
+
+    @Test
+    void badCommandsGetTheirStatusAndTheQueueGoesOn() {
+        cmdInit();
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.ENABLE_HCA));
+        Cmd unknown = new Cmd(0, 0x7777, 0, 16, 16).run();
+        assertEquals(Mlx5Cmd.STAT_BAD_OP_ERR, unknown.status());
+        assertEquals(ConnectX4Device.SYND_UNKNOWN_OPCODE, unknown.syndrome());
+        Cmd shortOut = new Cmd(1, Mlx5Cmd.QUERY_ISSI, 0, 16, 16).run();
+        assertEquals(Mlx5Cmd.STAT_BAD_OUTP_LEN_ERR, shortOut.status(), "QUERY_ISSI needs 0x70 bytes of output");
+        Cmd badIssi = new Cmd(2, Mlx5Cmd.SET_ISSI, 0, 16, 16);
+        badIssi.in.set(BE32, 8, 7);
+        assertEquals(Mlx5Cmd.STAT_BAD_PARAM_ERR, badIssi.run().status());
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.NOP), "good commands still run after bad ones");
+    }
+
+    @Test
+    void malformedEntriesAndMailboxChainsGetTheirDeliveryStatus() {
+        cmdInit();
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.ENABLE_HCA));
+        assertEquals(CmdEntry.DELIVERY_CMD_DESCRIPTOR_ERR, delivery(new Cmd(0, Mlx5Cmd.NOP, 0, 16, 16) {
+            @Override
+            void tamper(MemorySegment e) {
+                e.set(ValueLayout.JAVA_BYTE, CmdEntry.TYPE, (byte) 3);
+            }
+        }), "type is not PCI_CMD_XPORT");
+        assertEquals(CmdEntry.DELIVERY_IN_LENGTH_ERR, delivery(new Cmd(0, Mlx5Cmd.NOP, 0, 16, 16) {
+            @Override
+            void tamper(MemorySegment e) {
+                e.set(BE32, CmdEntry.INPUT_LENGTH, 8);
+            }
+        }));
+        assertEquals(CmdEntry.DELIVERY_OUT_LENGTH_ERR, delivery(new Cmd(0, Mlx5Cmd.NOP, 0, 16, 16) {
+            @Override
+            void tamper(MemorySegment e) {
+                e.set(BE32, CmdEntry.OUTPUT_LENGTH, -1);
+            }
+        }));
+        assertEquals(CmdEntry.DELIVERY_IN_PTR_ALIGN_ERR, delivery(new Cmd(0, Mlx5Cmd.SET_ISSI, 0, 600, 16) {
+            @Override
+            void tamper(MemorySegment e) {
+                e.set(BE64, CmdEntry.IN_PTR, inPtr + 64);
+            }
+        }));
+        assertEquals(CmdEntry.DELIVERY_OUT_PTR_ALIGN_ERR, delivery(new Cmd(0, Mlx5Cmd.QUERY_ISSI, 0, 16, 0x70) {
+            @Override
+            void tamper(MemorySegment e) {
+                e.set(BE64, CmdEntry.OUT_PTR, outPtr + 8);
+            }
+        }));
+        Cmd wrongBlock = new Cmd(0, Mlx5Cmd.SET_ISSI, 0, 1200, 16); // three input blocks
+        wrongBlock.inBoxes.get(1).mem().set(BE32, CmdMailbox.BLOCK_NUM, 5);
+        assertEquals(CmdEntry.DELIVERY_BAD_BLOCK_NUMBER, delivery(wrongBlock));
+        Cmd loop = new Cmd(0, Mlx5Cmd.SET_ISSI, 0, 1200, 16);
+        loop.inBoxes.get(1).mem().set(BE64, CmdMailbox.NEXT, loop.inBoxes.get(0).iova()); // block 1 points back to block 0
+        assertEquals(CmdEntry.DELIVERY_BAD_BLOCK_NUMBER, delivery(loop), "a loop meets a block number out of order");
+        Cmd shortChain = new Cmd(0, Mlx5Cmd.SET_ISSI, 0, 1200, 16);
+        shortChain.inBoxes.get(1).mem().set(BE64, CmdMailbox.NEXT, 0);
+        assertEquals(CmdEntry.DELIVERY_BAD_BLOCK_NUMBER, delivery(shortChain), "the chain ends before the input does");
+        Cmd wrongToken = new Cmd(0, Mlx5Cmd.QUERY_ISSI, 0, 16, 0x70);
+        wrongToken.outBoxes.get(0).mem().set(ValueLayout.JAVA_BYTE, CmdMailbox.TOKEN, (byte) 99);
+        assertEquals(CmdEntry.DELIVERY_TOKEN_ERR, delivery(wrongToken));
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.NOP), "the device goes on after every bad entry");
+        assertEquals(9, dev.deliveryErrors());
+    }
+
+    @Test
+    void aMailboxOutsideTheFunctionsMappingsIsRefusedAndCounted() {
+        cmdInit();
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.ENABLE_HCA));
+        Cmd stray = new Cmd(0, Mlx5Cmd.SET_ISSI, 0, 600, 16) {
+            @Override
+            void tamper(MemorySegment e) {
+                e.set(BE64, CmdEntry.IN_PTR, 0x7_0000_0000L); // never mapped
+            }
+        };
+        assertEquals(CmdEntry.DELIVERY_CMD_DESCRIPTOR_ERR, delivery(stray));
+        assertEquals(1, iommu.audit().faults(), "the stray DMA was stopped by the IOMMU");
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.NOP));
+        expectedFaults = 1;
+    }
+
+    static int delivery(Cmd c) {
+        return c.run().delivery;
+    }
+}
