@@ -11,7 +11,6 @@ import java.util.function.LongSupplier;
 
 import org.peerdirect.hca.cx4.ifc.CmdEntry;
 import org.peerdirect.hca.cx4.ifc.CmdMailbox;
-import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.kernel.dma.DmaPort;
 import org.peerdirect.kernel.iommu.IommuFault;
 
@@ -43,7 +42,6 @@ final class CommandQueue {
     private final MemorySegment block = Arena.ofAuto().allocate(CmdMailbox.SIZE, 8);
     final AtomicLong executed = new AtomicLong();
     final AtomicLong deliveryErrors = new AtomicLong();
-    final AtomicLong dmaFaults = new AtomicLong();
 
     CommandQueue(DmaPort port, LongSupplier queueAddress, Executor executor) {
         this.port = port;
@@ -67,8 +65,7 @@ final class CommandQueue {
         try {
             port.read(at, entry, 0, CmdEntry.SIZE);
         } catch (IommuFault f) {
-            dmaFaults.incrementAndGet(); // the entry itself is unreachable: nothing to answer
-            return;
+            return; // the entry itself is unreachable (the IOMMU counted the fault): nothing to answer
         }
         if ((entry.get(ValueLayout.JAVA_BYTE, CmdEntry.STATUS_OWN) & CmdEntry.OWNER_HW) == 0) {
             return; // a doorbell for a slot software still owns: ignored, as by the hardware
@@ -77,7 +74,6 @@ final class CommandQueue {
         try {
             status = deliver();
         } catch (IommuFault f) {
-            dmaFaults.incrementAndGet();
             status = CmdEntry.DELIVERY_CMD_DESCRIPTOR_ERR; // a mailbox outside the function's mappings
         }
         if (status != CmdEntry.DELIVERY_OK) {
@@ -88,7 +84,7 @@ final class CommandQueue {
         try {
             port.write(at, entry, 0, CmdEntry.SIZE);
         } catch (IommuFault f) {
-            dmaFaults.incrementAndGet();
+            // the driver unmapped its queue under the command: the IOMMU counted it, no one to tell
         }
     }
 
@@ -170,15 +166,5 @@ final class CommandQueue {
 
     static int opcode(MemorySegment in) {
         return in.get(BE32, 0) >>> 16;
-    }
-
-    static int opMod(MemorySegment in) {
-        return in.get(BE32, 4) & 0xffff;
-    }
-
-    /** A command's output when its status is not OK, named for logs. */
-    static String describe(MemorySegment in, MemorySegment out) {
-        return String.format("%s(0x%x) op_mod 0x%x: status 0x%x syndrome 0x%x", Mlx5Cmd.name(opcode(in)), opcode(in), opMod(in),
-                out.get(ValueLayout.JAVA_BYTE, 0) & 0xff, out.get(BE32, 4));
     }
 }

@@ -231,9 +231,7 @@ final class Requester {
             return false;
         }
         faultToken = token; // before the event: a resume racing it finds the token set
-        qp.dev.raise(new PageFault(token, PageFault.SUBTYPE_WQE,
-                PageFault.FLAG_REQUESTOR | (local.faultWrite ? PageFault.FLAG_WRITE : 0), qp.qpn, h, local.faultMpt.key,
-                local.faultVa, local.faultLength()));
+        qp.dev.raise(local.faultEvent(token, PageFault.SUBTYPE_WQE, PageFault.FLAG_REQUESTOR, qp.qpn, h));
         return true;
     }
 

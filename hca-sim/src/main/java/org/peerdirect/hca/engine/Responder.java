@@ -87,8 +87,8 @@ final class Responder {
      * lost as UD allows). {@link Outcome#PAGE_FAULT} when the sender's own page was missing.
      */
     static Outcome deliverUd(HwQp r, Requester req, HwQp sender, SendWqe w, long len) {
-        if (r.responderFault != 0) {
-            return Outcome.SUCCESS; // dropped while the responder's fault is served
+        if (r.responderFaultOutcome() != null) {
+            return Outcome.SUCCESS; // dropped while the responder's fault is served, or after it failed
         }
         Outcome o = deliver(r, req, sender, w, len, true);
         return o == Outcome.PAGE_FAULT ? o : Outcome.SUCCESS;
@@ -111,10 +111,8 @@ final class Responder {
         }
         r.responderFault = token; // before the event: a resume racing it finds the token set
         boolean srq = subtype == PageFault.SUBTYPE_WQE && r.srq != null;
-        int flags = (d.faultWrite ? PageFault.FLAG_WRITE : 0) | (subtype == PageFault.SUBTYPE_RDMA ? PageFault.FLAG_RDMA : 0)
-                | (srq ? PageFault.FLAG_SRQ : 0);
-        r.dev.raise(new PageFault(token, subtype, flags, srq ? r.srq.srqn : r.qpn, wqeIndex, d.faultMpt.key, d.faultVa,
-                d.faultLength()));
+        int flags = (subtype == PageFault.SUBTYPE_RDMA ? PageFault.FLAG_RDMA : 0) | (srq ? PageFault.FLAG_SRQ : 0);
+        r.dev.raise(d.faultEvent(token, subtype, flags, srq ? r.srq.srqn : r.qpn, wqeIndex));
         return Outcome.RNR_NAK;
     }
 

@@ -87,8 +87,12 @@ final class Segs {
         return Outcome.PAGE_FAULT;
     }
 
-    /** Bytes of this side from the faulting address to the end of its current piece (the event's length). */
-    long faultLength() {
-        return va[cur] + len[cur] - faultVa;
+    /**
+     * The page-fault event for this side's miss: its key, the missing address, the bytes of the
+     * piece from there, and {@link PageFault#FLAG_WRITE} when the access wrote.
+     */
+    PageFault faultEvent(int token, int subtype, int flags, int wqNum, long wqeIndex) {
+        return new PageFault(token, subtype, flags | (faultWrite ? PageFault.FLAG_WRITE : 0), wqNum, wqeIndex, faultMpt.key, faultVa,
+                va[cur] + len[cur] - faultVa);
     }
 }

@@ -216,6 +216,8 @@ class CommandQueueTest {
         assertEquals(Mlx5Cmd.STAT_OK, set.run().status());
         assertEquals(1, new Cmd(3, Mlx5Cmd.QUERY_ISSI, 0, 16, Mlx5Cmd.QUERY_ISSI_OUT_LEN).run().out.get(BE32, 8) & 0xffff);
         assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.DISABLE_HCA));
+        assertEquals(6, dev.commandsExecuted(), "every command delivered, the refused one too");
+        assertEquals(0, dev.deliveryErrors());
         assertTrue(fn.read32be(0, InitSeg.HEALTH_COUNTER) != 0, "the health counter advances while the firmware lives");
     }
 

@@ -1,12 +1,11 @@
 package org.peerdirect.hca.cx4.ifc;
 
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
- * A command queue entry ({@code struct mlx5_cmd_layout}, 64 bytes, big-endian). Offsets and
- * accessors over a segment positioned at the entry.
+ * A command queue entry ({@code struct mlx5_cmd_layout}, 64 bytes, big-endian). Field offsets
+ * from the entry's start, the delivery statuses, and the big-endian layouts to read them with.
  */
 public final class CmdEntry {
 
@@ -51,15 +50,6 @@ public final class CmdEntry {
 
     public static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     public static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-
-    /** {@code ~xor8} over {@code len} bytes from {@code off}: the entry and mailbox signatures. */
-    public static byte xor8(MemorySegment s, long off, long len) {
-        int x = 0;
-        for (long i = 0; i < len; i++) {
-            x ^= s.get(ValueLayout.JAVA_BYTE, off + i);
-        }
-        return (byte) ~x;
-    }
 
     /** The delivery status name, for logs. */
     public static String deliveryName(int status) {
