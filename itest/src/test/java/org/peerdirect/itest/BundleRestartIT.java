@@ -7,7 +7,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -61,10 +60,6 @@ public class BundleRestartIT {
     @Configuration
     public Option[] config() {
         return new Option[] {Distribution.peerdirect()};
-    }
-
-    private Bundle bundle(String bsn) {
-        return Arrays.stream(context.getBundles()).filter(b -> bsn.equals(b.getSymbolicName())).findFirst().orElseThrow();
     }
 
     /** Counts tracked services and wakes waiters on every change. */
@@ -131,7 +126,7 @@ public class BundleRestartIT {
         List<String> failures = new ArrayList<>();
         try {
             for (String name : PROJECT) {
-                Bundle b = bundle("org.peerdirect." + name);
+                Bundle b = Distribution.bundle(context, "org.peerdirect." + name);
                 b.stop();
                 assertEquals(name + " stopped", Bundle.RESOLVED, b.getState());
                 b.start();

@@ -49,4 +49,10 @@ final class Distribution {
         builder.setHeader(org.osgi.framework.Constants.DYNAMICIMPORT_PACKAGE, "org.apache.felix.service.command;status=provisional,*");
         return builder;
     }
+
+    /** The installed bundle with symbolic name {@code bsn}; fails naming it when it is not installed. */
+    static org.osgi.framework.Bundle bundle(org.osgi.framework.BundleContext context, String bsn) {
+        return java.util.Arrays.stream(context.getBundles()).filter(b -> bsn.equals(b.getSymbolicName())).findFirst()
+                .orElseThrow(() -> new AssertionError("bundle " + bsn + " is not installed"));
+    }
 }

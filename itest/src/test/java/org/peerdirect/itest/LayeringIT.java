@@ -51,7 +51,8 @@ class LayeringIT {
                 }
             }
             for (String p : b.exports()) {
-                if (p.endsWith(".impl") || p.contains(".impl.") || p.endsWith(".uverbs") || p.endsWith(".peer")) {
+                if (p.endsWith(".impl") || p.contains(".impl.") || p.endsWith(".internal") || p.contains(".internal.")
+                        || p.endsWith(".uverbs") || p.endsWith(".peer")) {
                     bad.add(b.name() + " exports its private package " + p);
                 }
             }

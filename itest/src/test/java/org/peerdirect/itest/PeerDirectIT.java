@@ -10,7 +10,6 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicReference;
 
 import javax.inject.Inject;
@@ -73,10 +72,6 @@ public class PeerDirectIT {
         return s.execute(cmd);
     }
 
-    private Bundle bundle(String bsn) {
-        return Arrays.stream(context.getBundles()).filter(b -> bsn.equals(b.getSymbolicName())).findFirst().orElse(null);
-    }
-
     private void waitFor(String what, java.util.function.BooleanSupplier cond) {
         long deadline = System.nanoTime() + WAIT_MS * 1_000_000;
         while (!cond.getAsBoolean()) {
@@ -94,7 +89,7 @@ public class PeerDirectIT {
         clients.open();
         try {
             // install and start the client at run time
-            Bundle shipped = bundle("org.peerdirect.example-peer-mem");
+            Bundle shipped = Distribution.bundle(context, "org.peerdirect.example-peer-mem");
             assertNotNull(shipped);
             String location = Distribution.jars().stream().filter(p -> p.getFileName().toString().startsWith("example-peer-mem"))
                     .findFirst().orElseThrow().toUri().toString();

@@ -5,7 +5,6 @@ import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -68,10 +67,6 @@ public class RdmaIT {
     @Configuration
     public Option[] config() {
         return new Option[] {Distribution.peerdirect()};
-    }
-
-    private Bundle bundle(String bsn) {
-        return Arrays.stream(context.getBundles()).filter(b -> bsn.equals(b.getSymbolicName())).findFirst().orElseThrow();
     }
 
     private static void waitFor(String what, java.util.function.BooleanSupplier c) {
@@ -158,7 +153,7 @@ public class RdmaIT {
         AtomicReference<Object> end = new AtomicReference<>();
         Thread t = traffic(a, b.buf, b.mr.rkey(), stop, ok, end);
         waitFor("traffic flowing", () -> ok.get() > 100);
-        Bundle mlx4 = bundle("org.peerdirect.mlx4-provider");
+        Bundle mlx4 = Distribution.bundle(context, "org.peerdirect.mlx4-provider");
         mlx4.stop();
         t.join(30_000);
         assertFalse("the traffic thread ended, no hang", t.isAlive());
@@ -208,7 +203,7 @@ public class RdmaIT {
 
     @Test
     public void peerClientStoppedWithALiveMrWaitsAndTheTrafficEndsInErrors() throws Exception {
-        bundle("org.peerdirect.mlx4-provider").start();
+        Distribution.bundle(context, "org.peerdirect.mlx4-provider").start();
         waitFor("two devices", () -> devices.devices().size() == 2);
         AddressSpace p = mm.createProcess("itest-peer");
         p.setMemlockLimit(1L << 30);
@@ -228,7 +223,7 @@ public class RdmaIT {
         Thread t = traffic(a, dev, pm.rkey(), stop, ok, end);
         waitFor("traffic into peer memory", () -> ok.get() > 100);
 
-        Bundle example = bundle("org.peerdirect.example-peer-mem");
+        Bundle example = Distribution.bundle(context, "org.peerdirect.example-peer-mem");
         AtomicReference<Throwable> stopFailure = new AtomicReference<>();
         Thread stopper = Thread.ofPlatform().start(() -> {
             try {

@@ -8,7 +8,6 @@ import static org.junit.Assert.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 
 import javax.inject.Inject;
 
@@ -41,8 +40,7 @@ public class RestartIT {
 
     @Test
     public void simKernelServicesLeaveWithTheBundleAndComeBack() throws Exception {
-        Bundle kernel = Arrays.stream(context.getBundles())
-                .filter(b -> "org.peerdirect.sim-kernel".equals(b.getSymbolicName())).findFirst().orElseThrow();
+        Bundle kernel = Distribution.bundle(context, "org.peerdirect.sim-kernel");
         ServiceTracker<Sysfs, Sysfs> tracker = new ServiceTracker<>(context, Sysfs.class, null);
         tracker.open();
         try {

@@ -90,12 +90,15 @@ public final class Main {
             return BROKEN;
         }
         AtomicBoolean stopping = new AtomicBoolean();
+        // stops the container once, whoever asks first, then lets the next run have the folder
         Runnable shutdown = () -> {
             if (stopping.compareAndSet(false, true)) {
                 try {
                     container.stop(STOP_TIMEOUT_MS);
                 } catch (Exception e) {
                     System.err.println("peerdirect: " + e.getMessage());
+                } finally {
+                    lock.close();
                 }
             }
         };
@@ -118,7 +121,6 @@ public final class Main {
                         System.err.println("peerdirect: interrupted; the running command did not stop within "
                                 + STOP_GRACE_MS / 1000 + " s, stopping the container under it");
                         shutdown.run();
-                        lock.close();
                         Runtime.getRuntime().halt(INTERRUPTED);
                     }
                 }, "peerdirect-sigint");
@@ -129,7 +131,6 @@ public final class Main {
         // SIGTERM and System.exit: still stop the bundles in order
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             shutdown.run();
-            lock.close();
         }, "peerdirect-shutdown"));
 
         List<String> problems = container.problems();
@@ -168,7 +169,6 @@ public final class Main {
             return BROKEN;
         } finally {
             shutdown.run();
-            lock.close();
         }
     }
 

@@ -39,6 +39,7 @@ final class Mlx4RecvRing {
      */
     void post(IbvRecvWr wr) {
         lock.lock();
+        long first = tail;
         try {
             for (IbvRecvWr w = wr; w != null; w = w.next) {
                 if (w.numSge < 0 || w.numSge > rq.maxSge() || w.numSge > w.sgList.length) {
@@ -59,7 +60,9 @@ final class Mlx4RecvRing {
                 tail++;
             }
         } finally {
-            doorbell.accept(tail);
+            if (tail != first) {
+                doorbell.accept(tail); // the requests before a refused one are posted
+            }
             lock.unlock();
         }
     }

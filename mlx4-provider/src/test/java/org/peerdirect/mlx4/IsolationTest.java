@@ -100,10 +100,9 @@ class IsolationTest {
 
     /**
      * One attack: a fresh attacker QP connected to a fresh victim QP writes 64 bytes at
-     * {@code addr} with {@code rkey} (and, on odd attempts, reads them). Returns 1 if the work
-     * request completed successfully, 0 if it completed in error.
+     * {@code addr} with {@code rkey} (and, on odd attempts, reads them). Returns the completion's status.
      */
-    int attack(Victim v, long addr, int rkey, boolean read, Consumer<Victim> beforePost) {
+    IbvWcStatus attack(Victim v, long addr, int rkey, boolean read, Consumer<Victim> beforePost) {
         Lab.End attacker = lab.new End(0, 1 << 12, IbvQpType.RC, Lab.RW);
         IbvQp target = v.newQp();
         new RcConnect().access(Lab.RW).minRnrTimer(1).timeout(1, 1).connect(attacker.qp, v.ctx.queryPort(1).lid(), target.qpNum());
@@ -119,7 +118,19 @@ class IsolationTest {
         attacker.qp.postSend(w);
         IbvWc c = Lab.await(attacker.cq, 1).get(0);
         attacker.ctx.close();
-        return c.status == IbvWcStatus.SUCCESS ? 1 : 0;
+        return c.status;
+    }
+
+    /** An attack on a victim whose QP is alive: refused by the victim's HCA as a remote access error. Counts a success as 1. */
+    int refused(Victim v, long addr, int rkey, boolean read) {
+        IbvWcStatus s = attack(v, addr, rkey, read, null);
+        assertTrue(s == IbvWcStatus.SUCCESS || s == IbvWcStatus.REM_ACCESS_ERR, "refused by the rkey check, not by something else: " + s);
+        return s == IbvWcStatus.SUCCESS ? 1 : 0;
+    }
+
+    /** MPT entries alive on the victim's HCA (device 1). */
+    int victimKeys() {
+        return lab.devs.get(1).engine().mptCount();
     }
 
     @Test
@@ -127,8 +138,12 @@ class IsolationTest {
         int successes = 0;
         for (int i = 0; i < 8; i++) {
             Victim v = new Victim();
+            int keys = victimKeys();
             IbvMr mr = v.pd.regMr(v.buf, 1 << 16, Lab.RW);
-            successes += attack(v, v.buf, mr.rkey(), i % 2 == 1, victim -> victim.proc.exit());
+            assertEquals(keys + 1, victimKeys());
+            successes += attack(v, v.buf, mr.rkey(), i % 2 == 1, victim -> victim.proc.exit()) == IbvWcStatus.SUCCESS ? 1 : 0;
+            // the QP that could use the key died with the process too, so the key itself is checked in the HCA
+            assertEquals(keys, victimKeys(), "the dead process's key was revoked in the HCA, not only its QP destroyed");
         }
         assertEquals(0, successes, "writes or reads into a dead process's memory");
     }
@@ -139,11 +154,11 @@ class IsolationTest {
         IbvMr mr = w.pd.regMr(w.buf, 1 << 16, Lab.RW);
         int successes = 0;
         // the true rkey through a QP of another PD, then guesses around it: other indices, other key bytes
-        successes += attack(w, w.buf, mr.rkey(), false, null);
+        successes += refused(w, w.buf, mr.rkey(), false);
         for (int guess = 1; guess <= 24; guess++) {
             int key = guess % 2 == 0 ? mr.rkey() + (guess << 8) : (mr.rkey() & ~0xff) | ((mr.rkey() + guess) & 0xff);
             assertNotEquals(mr.rkey(), key);
-            successes += attack(w, w.buf, key, guess % 3 == 0, null);
+            successes += refused(w, w.buf, key, guess % 3 == 0);
         }
         assertEquals(0, successes, "accesses through another PD's or a guessed rkey");
         assertTrue(w.intact(), "the victim's bytes are untouched");
@@ -155,7 +170,7 @@ class IsolationTest {
         Victim v = new Victim();
         int successes = 0;
         IbvMr live = v.pd.regMr(v.buf, 1 << 16, Lab.RW);
-        assertEquals(1, attack(v, v.buf, live.rkey(), true, null), "control: the harness sees a legitimate READ succeed");
+        assertEquals(IbvWcStatus.SUCCESS, attack(v, v.buf, live.rkey(), true, null), "control: the harness sees a legitimate READ succeed");
         live.dereg();
         for (int i = 0; i < 8; i++) {
             IbvMr mr = v.pd.regMr(v.buf, 1 << 16, Lab.RW);
@@ -163,7 +178,7 @@ class IsolationTest {
             mr.dereg();
             IbvMr fresh = v.pd.regMr(v.buf, 4096, org.peerdirect.ib.core.umem.IbAccess.LOCAL_WRITE); // may take the same MPT index
             assertNotEquals(stale, fresh.rkey(), "the key byte rotated");
-            successes += attack(v, v.buf, stale, i % 2 == 1, null);
+            successes += refused(v, v.buf, stale, i % 2 == 1);
             fresh.dereg();
         }
         assertEquals(0, successes, "accesses through a deregistered MR's rkey");
@@ -176,8 +191,10 @@ class IsolationTest {
         int successes = 0;
         for (int i = 0; i < 8; i++) {
             Victim v = new Victim();
+            int keys = victimKeys();
             IbvMr mr = v.pd.regMr(v.buf, 1 << 16, Lab.RW);
-            successes += attack(v, v.buf, mr.rkey(), i % 2 == 1, victim -> victim.ctx.close());
+            successes += attack(v, v.buf, mr.rkey(), i % 2 == 1, victim -> victim.ctx.close()) == IbvWcStatus.SUCCESS ? 1 : 0;
+            assertEquals(keys, victimKeys(), "the closed context's key was revoked in the HCA");
             assertTrue(v.intact());
             v.proc.exit();
         }

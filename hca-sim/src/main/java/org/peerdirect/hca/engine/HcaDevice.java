@@ -297,13 +297,17 @@ public final class HcaDevice {
 
     /** Frees the entry's index (after {@link #hw2swMpt}; revokes it too if not done). */
     public synchronized void freeMpt(int key) {
-        int index = key >>> 8;
-        Mpt m = mpt(key);
-        if (m != null) {
-            m.revoke();
-            mpts[index] = null;
-            mptIndices.free(index);
+        if (mpt(key) != null) {
+            freeMptIndex(key >>> 8);
         }
+    }
+
+    /** Revokes the entry at {@code index} and frees the index. Caller holds the device monitor. */
+    private void freeMptIndex(int index) {
+        assert Thread.holdsLock(this);
+        mpts[index].revoke();
+        mpts[index] = null;
+        mptIndices.free(index);
     }
 
     /** The valid-or-revoked entry for a key, or null when the key names no entry. */
@@ -397,7 +401,7 @@ public final class HcaDevice {
                     name, caps.maxSendWr(), caps.maxRecvWr(), caps.maxSendSge(), caps.maxRecvSge(), caps.maxInlineData(), MAX_QP_WR,
                     MAX_SGE, MAX_INLINE));
         }
-        if (scq.destroyedLocked() || rcq.destroyedLocked() || srq != null && srq.destroyed) {
+        if (scq.isDestroyed() || rcq.isDestroyed() || srq != null && srq.destroyed) {
             throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, name + ": a CQ or the SRQ of the new QP is destroyed");
         }
         int qpn = qpns.alloc();
@@ -468,10 +472,7 @@ public final class HcaDevice {
      * object freed. The device stays on the bus and the fabric, ready for the next driver.
      */
     public void reset() {
-        List<HwQp> all;
-        synchronized (this) {
-            all = qps();
-        }
+        List<HwQp> all = qps();
         for (HwQp q : all) {
             q.toError();
         }
@@ -481,9 +482,7 @@ public final class HcaDevice {
         synchronized (this) {
             for (int i = 0; i < mpts.length; i++) {
                 if (mpts[i] != null) {
-                    mpts[i].revoke();
-                    mpts[i] = null;
-                    mptIndices.free(i);
+                    freeMptIndex(i);
                 }
             }
             for (HwCq cq : List.copyOf(cqs)) {

@@ -165,7 +165,7 @@ public final class HwCq {
         }
     }
 
-    boolean destroyedLocked() {
+    boolean isDestroyed() {
         lock.lock();
         try {
             return destroyed;

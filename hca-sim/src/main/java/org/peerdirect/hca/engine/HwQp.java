@@ -152,10 +152,6 @@ public final class HwQp {
         return maxInline;
     }
 
-    public boolean hasSrq() {
-        return srq != null;
-    }
-
     // ------------------------------------------------------------------ transition commands
 
     /**

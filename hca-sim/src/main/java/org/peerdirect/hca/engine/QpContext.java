@@ -70,8 +70,12 @@ public final class QpContext {
         return RNR_NS[encoded & 31];
     }
 
-    /** The local ACK timeout for an encoded value (0 = infinite, reported as Long.MAX_VALUE). */
+    /**
+     * The local ACK timeout for an encoded value, 4.096 us x 2^timeout. The IBA's 0 ("wait for
+     * ever") is taken as 14 (about 67 ms): the model's requester never waits for ever on a peer
+     * that is gone.
+     */
     static long ackTimeoutNanos(int encoded) {
-        return encoded == 0 ? Long.MAX_VALUE : 4096L << Math.min(encoded, 31);
+        return 4096L << Math.min(encoded == 0 ? 14 : encoded, 31);
     }
 }

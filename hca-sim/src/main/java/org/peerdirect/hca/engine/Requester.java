@@ -177,7 +177,7 @@ final class Requester {
                     fail(w, h, Outcome.RETRY_EXC_ERR);
                     continue;
                 }
-                stall(QpContext.ackTimeoutNanos(qp.ackTimeout == 0 ? 14 : qp.ackTimeout));
+                stall(QpContext.ackTimeoutNanos(qp.ackTimeout));
                 return;
             }
             rnrLeft = -1;

@@ -111,29 +111,16 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         long flags = VALID | RESOURCE | (dir.deviceReads ? DEV_READ : 0) | (dir.deviceWrites ? DEV_WRITE : 0);
         long stamp = lock.writeLock();
         try {
-            if (destroyed) {
-                throw new KernelException(Errno.EINVAL, "IOMMU domain " + name + " is destroyed");
-            }
-            int first = findRange(n);
-            if (first < 0) {
-                throw new KernelException(Errno.ENOMEM, "IOVA space of domain " + name + " is full (" + mapped + " pages mapped)");
-            }
+            checkAlive();
+            int first = reserve(n);
             for (int i = 0; i < n; i++) {
                 int page = first + i;
-                long[] leaf = entries[page >>> 9];
-                if (leaf == null) {
-                    leaf = entries[page >>> 9] = new long[512];
-                    gens[page >>> 9] = new int[512];
-                }
                 if (resources[page >>> 9] == null) {
                     resources[page >>> 9] = new Resource[512];
                 }
-                leaf[page & 511] = (((offset >>> PAGE_SHIFT) + i) << PAGE_SHIFT) | flags;
+                entries[page >>> 9][page & 511] = (((offset >>> PAGE_SHIFT) + i) << PAGE_SHIFT) | flags;
                 resources[page >>> 9][page & 511] = r;
             }
-            used.set(first, first + n);
-            hint = first + n;
-            mapped += n;
             return IOVA_BASE + ((long) first << PAGE_SHIFT);
         } finally {
             lock.unlockWrite(stamp);
@@ -158,9 +145,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         long flags = VALID | (dir.deviceReads ? DEV_READ : 0) | (dir.deviceWrites ? DEV_WRITE : 0);
         long stamp = lock.writeLock();
         try {
-            if (destroyed) {
-                throw new KernelException(Errno.EINVAL, "IOMMU domain " + name + " is destroyed");
-            }
+            checkAlive();
             // the generation is read before the free check: a frame freed after the check has a
             // newer generation than the one recorded, so translatePage sees the free without
             // looking at the frame's kind (every free advances the generation)
@@ -175,28 +160,45 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                     throw new KernelException(Errno.EINVAL, "dma_map of pfn " + pfn + ": not an allocated frame");
                 }
             }
-            int first = findRange(pfns.length);
-            if (first < 0) {
-                throw new KernelException(Errno.ENOMEM, "IOVA space of domain " + name + " is full (" + mapped + " pages mapped)");
-            }
+            int first = reserve(pfns.length);
             for (int i = 0; i < pfns.length; i++) {
                 int page = first + i;
-                long[] leaf = entries[page >>> 9];
-                if (leaf == null) {
-                    leaf = entries[page >>> 9] = new long[512];
-                    gens[page >>> 9] = new int[512];
-                }
-                leaf[page & 511] = (pfns[i] << PAGE_SHIFT) | flags;
+                entries[page >>> 9][page & 511] = (pfns[i] << PAGE_SHIFT) | flags;
                 gens[page >>> 9][page & 511] = gen[i];
                 phys.dmaRef(pfns[i], 1);
             }
-            used.set(first, first + pfns.length);
-            hint = first + pfns.length;
-            mapped += pfns.length;
             return IOVA_BASE + ((long) first << PAGE_SHIFT);
         } finally {
             lock.unlockWrite(stamp);
         }
+    }
+
+    private void checkAlive() {
+        if (destroyed) {
+            throw new KernelException(Errno.EINVAL, "IOMMU domain " + name + " is destroyed");
+        }
+    }
+
+    /**
+     * Reserves {@code n} consecutive IOVA pages with their table leaves and counts them mapped;
+     * the caller fills their entries before it releases the write lock. ENOMEM when no range is free.
+     */
+    private int reserve(int n) {
+        assert lock.isWriteLocked();
+        int first = findRange(n);
+        if (first < 0) {
+            throw new KernelException(Errno.ENOMEM, "IOVA space of domain " + name + " is full (" + mapped + " pages mapped)");
+        }
+        for (int leaf = first >>> 9; leaf <= (first + n - 1) >>> 9; leaf++) {
+            if (entries[leaf] == null) {
+                entries[leaf] = new long[512];
+                gens[leaf] = new int[512];
+            }
+        }
+        used.set(first, first + n);
+        hint = first + n;
+        mapped += n;
+        return first;
     }
 
     private int findRange(int n) {
