@@ -28,8 +28,29 @@ final class CommandQueue {
 
     /** Executes one command: input bytes (the header included) to output bytes of {@code outlen}. */
     interface Executor {
-        /** Fills {@code out} (its length is the entry's output length, at least 16). */
-        void execute(MemorySegment in, MemorySegment out);
+        /**
+         * Fills {@code out} (its length is the entry's output length, at least 16).
+         *
+         * @throws Deferred when the command cannot run yet and changed nothing
+         */
+        void execute(MemorySegment in, MemorySegment out) throws Deferred;
+    }
+
+    /** A command parked with its entry still owned by hardware; it is run again later from the start. */
+    static final class Deferred extends Exception {
+        Deferred() {
+            super("command deferred", null, false, false);
+        }
+    }
+
+    /** What {@link #execute} did with a slot. */
+    enum Result {
+        /** Software owns the slot or its entry is unreachable: nothing done. */
+        IGNORED,
+        /** The entry was handed back with its delivery status (and the output when delivered). */
+        COMPLETED,
+        /** Parked: the entry stays with hardware. */
+        DEFERRED
     }
 
     /** The largest command the model accepts (bytes, inline part included): 1 MiB of mailboxes. */
@@ -60,21 +81,23 @@ final class CommandQueue {
     }
 
     /** Executes the entry in {@code slot} if hardware owns it. */
-    void execute(int slot) {
+    Result execute(int slot) {
         long at = queueAddress.getAsLong() + (long) slot * CmdEntry.SIZE;
         try {
             port.read(at, entry, 0, CmdEntry.SIZE);
         } catch (IommuFault f) {
-            return; // the entry itself is unreachable (the IOMMU counted the fault): nothing to answer
+            return Result.IGNORED; // the entry itself is unreachable (the IOMMU counted the fault): nothing to answer
         }
         if ((entry.get(ValueLayout.JAVA_BYTE, CmdEntry.STATUS_OWN) & CmdEntry.OWNER_HW) == 0) {
-            return; // a doorbell for a slot software still owns: ignored, as by the hardware
+            return Result.IGNORED; // a doorbell for a slot software still owns: ignored, as by the hardware
         }
         int status;
         try {
             status = deliver();
         } catch (IommuFault f) {
             status = CmdEntry.DELIVERY_CMD_DESCRIPTOR_ERR; // a mailbox outside the function's mappings
+        } catch (Deferred d) {
+            return Result.DEFERRED;
         }
         if (status != CmdEntry.DELIVERY_OK) {
             deliveryErrors.incrementAndGet();
@@ -86,9 +109,10 @@ final class CommandQueue {
         } catch (IommuFault f) {
             // the driver unmapped its queue under the command: the IOMMU counted it, no one to tell
         }
+        return Result.COMPLETED;
     }
 
-    private int deliver() {
+    private int deliver() throws Deferred {
         try {
             if (entry.get(ValueLayout.JAVA_BYTE, CmdEntry.TYPE) != CmdEntry.PCI_CMD_XPORT) {
                 throw new Delivery(CmdEntry.DELIVERY_CMD_DESCRIPTOR_ERR);

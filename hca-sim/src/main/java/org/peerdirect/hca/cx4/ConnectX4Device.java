@@ -3,10 +3,14 @@ package org.peerdirect.hca.cx4;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
-import org.peerdirect.hca.cx4.ifc.CmdEntry;
+import org.peerdirect.hca.cx4.ifc.Eq;
 import org.peerdirect.hca.cx4.ifc.InitSeg;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.kernel.pci.PciDeviceSpec;
@@ -19,16 +23,17 @@ import org.peerdirect.kernel.pci.PciFunction;
  * function's IOMMU domain. No direct firmware calls: the driver reaches it only by MMIO, DMA and
  * MSI-X.
  *
- * <p>Built so far (issue 11, first step): the initialization segment (firmware revision,
- * command interface revision 5, the command queue address with log size 5 and log stride 6, the
- * doorbell vector, the initializing bit, the health counter), the command queue with its full
- * descriptor and mailbox checks, and the commands {@code ENABLE_HCA}, {@code DISABLE_HCA},
- * {@code QUERY_ISSI}, {@code SET_ISSI} and {@code NOP}. Every other opcode is answered with
- * {@code BAD_OP}. Not built yet: firmware pages, EQs and MSI-X events, capabilities, the
- * verbs objects and the data path.
+ * <p>Built so far (issue 11): the initialization segment (firmware revision, command interface
+ * revision 5, the command queue address with log size 5 and log stride 6, the doorbell vector,
+ * the initializing bit, the health buffer and counter), the command queue with its descriptor and
+ * mailbox checks, and the firmware of {@link Firmware}: the function's state, ISSI, firmware
+ * pages with page-request events, the general capabilities, {@code INIT_HCA}/{@code TEARDOWN_HCA},
+ * UARs, PDs and EQs with their doorbells, MSI-X and command-completion events. Not built yet:
+ * CQs, QPs, SRQs, mkeys and the data path (the opcodes answer {@code BAD_OP}).
  *
  * <p>Lock rules: the firmware thread alone executes commands and owns the HCA state; the BAR
- * write handler (the driver's thread) only queues doorbells.
+ * write handler (the driver's thread) queues command doorbells and rings EQ doorbells, which an
+ * EQ guards itself ({@link HwEq}).
  */
 public final class ConnectX4Device implements AutoCloseable {
 
@@ -45,11 +50,8 @@ public final class ConnectX4Device implements AutoCloseable {
     static final int FW_MINOR = 35;
     static final int FW_SUBMINOR = 1012;
 
-    /** Model-specific syndromes (firmware syndromes have no generic meaning; these name the check). */
-    static final int SYND_UNKNOWN_OPCODE = 0x0bad_0001;
-    static final int SYND_NOT_ENABLED = 0x0bad_0002;
-    static final int SYND_BAD_ISSI = 0x0bad_0003;
-    static final int SYND_SHORT_OUTPUT = 0x0bad_0004;
+    /** Health syndrome the model reports for an injected fatal error ({@code MLX5_HEALTH_SYNDR_FW_ERR}). */
+    public static final int HEALTH_SYNDR_FW_ERR = 0x1;
 
     private final String name;
     private final int deviceId;
@@ -59,9 +61,12 @@ public final class ConnectX4Device implements AutoCloseable {
     private volatile boolean closed;
     private Thread firmware;
     private CommandQueue cmdq;
-    // HCA state: owned by the firmware thread
-    private boolean enabled;
-    private int issi;
+    private volatile Firmware fw;
+    /** Set by {@link #hang}: the firmware stops executing and its health counter stops. */
+    private volatile boolean hung;
+    /** Non-zero after {@link #fatal}: the syndrome in the health buffer. */
+    private volatile int fatal;
+    private final AtomicLong strayDoorbells = new AtomicLong();
 
     public ConnectX4Device(String name, int deviceId) {
         if (deviceId != DEVICE_CONNECTX4 && deviceId != DEVICE_CONNECTX6DX) {
@@ -96,7 +101,8 @@ public final class ConnectX4Device implements AutoCloseable {
         bar0.set(BE32, InitSeg.CMDQ_ADDR_L_SZ, InitSeg.NIC_IFC_FULL << 8 | LOG_CMDQ_SIZE << 4 | LOG_CMDQ_STRIDE);
         bar0.set(BE32, InitSeg.HEALTH_FW_VER, major << 24 | FW_MINOR << 16 | FW_SUBMINOR);
         bar0.set(BE32, InitSeg.INITIALIZING, InitSeg.INITIALIZING_BIT);
-        cmdq = new CommandQueue(function.dmaPort(), this::queueAddress, this::executeCommand);
+        fw = new Firmware(function, function.dmaPort(), deviceId == DEVICE_CONNECTX6DX, (int) (BAR0_SIZE >>> 12));
+        cmdq = new CommandQueue(function.dmaPort(), this::queueAddress, fw);
         firmware = Thread.ofPlatform().daemon().name(name + "-fw").start(this::firmwareLoop);
     }
 
@@ -116,12 +122,30 @@ public final class ConnectX4Device implements AutoCloseable {
                     | LOG_CMDQ_STRIDE);
         } else if (offset == InitSeg.CMD_DBELL) {
             doorbells.add((int) value);
+        } else if (fw != null && fw.uarOf(offset) >= 0) {
+            uarWritten(fw.uarOf(offset), offset & 0xfff, (int) value);
+        }
+    }
+
+    /** A UAR doorbell: the EQ doorbells (be32 {@code eqn << 24 | ci}); a write for an EQ of another UAR is dropped. */
+    private void uarWritten(int uar, long off, int value) {
+        if (off != Eq.UAR_EQ_ARM_CI && off != Eq.UAR_EQ_CI) {
+            return; // CQ and send doorbells come with the data path
+        }
+        HwEq eq = fw.eq(value >>> 24);
+        if (eq == null || eq.uarPage != uar) {
+            strayDoorbells.incrementAndGet();
+            return;
+        }
+        if (eq.doorbell(value & 0xff_ffff, off == Eq.UAR_EQ_ARM_CI)) {
+            eq.raise(fn);
         }
     }
 
     private void firmwareLoop() {
         bar0.set(BE32, InitSeg.INITIALIZING, 0); // booted: the driver may set up the command queue
         int counter = 0;
+        List<Integer> parked = new ArrayList<>();
         while (!closed) {
             Integer mask;
             try {
@@ -129,60 +153,94 @@ public final class ConnectX4Device implements AutoCloseable {
             } catch (InterruptedException e) {
                 return;
             }
+            if (hung || fatal != 0) {
+                continue; // no command runs, the counter stands still: the driver's health poll notices
+            }
             bar0.set(BE32, InitSeg.HEALTH_COUNTER, ++counter & 0xff_ffff); // alive
             if (mask == null) {
                 continue;
             }
             for (int slot = 0; slot < 1 << LOG_CMDQ_SIZE; slot++) {
-                if ((mask & 1 << slot) != 0 && !closed) {
-                    cmdq.execute(slot);
+                if ((mask & 1 << slot) != 0 && !closed && !parked.contains(slot)) {
+                    run(slot, parked);
                 }
             }
         }
     }
 
-    /** Executes one command (firmware thread); the queue delivers at least 16 bytes each way. */
-    private void executeCommand(MemorySegment in, MemorySegment out) {
-        int opcode = CommandQueue.opcode(in);
-        int need = switch (opcode) {
-            case Mlx5Cmd.QUERY_ISSI -> Mlx5Cmd.QUERY_ISSI_OUT_LEN;
-            default -> CmdEntry.INLINE;
-        };
-        if (!enabled && opcode != Mlx5Cmd.ENABLE_HCA && opcode != Mlx5Cmd.NOP) {
-            CommandQueue.status(out, Mlx5Cmd.STAT_BAD_SYS_STATE_ERR, SYND_NOT_ENABLED);
-            return;
-        }
-        if (out.byteSize() < need) {
-            CommandQueue.status(out, Mlx5Cmd.STAT_BAD_OUTP_LEN_ERR, SYND_SHORT_OUTPUT);
-            return;
-        }
-        switch (opcode) {
-            case Mlx5Cmd.ENABLE_HCA -> {
-                enabled = true;
-                CommandQueue.status(out, Mlx5Cmd.STAT_OK, 0);
-            }
-            case Mlx5Cmd.DISABLE_HCA -> {
-                enabled = false;
-                issi = 0;
-                CommandQueue.status(out, Mlx5Cmd.STAT_OK, 0);
-            }
-            case Mlx5Cmd.QUERY_ISSI -> {
-                CommandQueue.status(out, Mlx5Cmd.STAT_OK, 0);
-                out.set(BE32, 8, issi & 0xffff);
-                out.set(BE32, Mlx5Cmd.QUERY_ISSI_OUT_SUPPORTED, 0b11); // ISSI 0 and 1
-            }
-            case Mlx5Cmd.SET_ISSI -> {
-                int want = in.get(BE32, 8) & 0xffff; // the queue delivers at least the 16-byte header
-                if (want != 0 && want != 1) {
-                    CommandQueue.status(out, Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_ISSI);
-                } else {
-                    issi = want;
-                    CommandQueue.status(out, Mlx5Cmd.STAT_OK, 0);
+    /**
+     * Runs one slot. A command short of firmware pages is parked (its entry stays with hardware)
+     * while a page request can be answered; after every MANAGE_PAGES the parked commands run
+     * again from their start.
+     */
+    private void run(int slot, List<Integer> parked) {
+        Firmware f = fw;
+        f.mayDefer = f.canRequestPages() && !f.pages.refused();
+        CommandQueue.Result r = cmdq.execute(slot);
+        if (r == CommandQueue.Result.DEFERRED) {
+            parked.add(slot);
+        } else if (r == CommandQueue.Result.COMPLETED) {
+            MemorySegment d = MemorySegment.ofArray(new byte[28]);
+            d.set(BE32, 0, 1 << slot); // the completion vector
+            f.postEvent(Eq.EVENT_CMD, 0, d);
+            if (f.lastOpcode() == Mlx5Cmd.MANAGE_PAGES && !parked.isEmpty()) {
+                List<Integer> again = new ArrayList<>(parked);
+                parked.clear();
+                for (int s : again) {
+                    run(s, parked);
                 }
             }
-            case Mlx5Cmd.NOP -> CommandQueue.status(out, Mlx5Cmd.STAT_OK, 0);
-            default -> CommandQueue.status(out, Mlx5Cmd.STAT_BAD_OP_ERR, SYND_UNKNOWN_OPCODE);
         }
+        f.requestPages();
+    }
+
+    /**
+     * Test hook and {@code mlx5:health} action: the firmware stops executing commands and its
+     * health counter stops, as a firmware hang does. Only a new device (a hot-plug) recovers.
+     */
+    public void hang() {
+        hung = true;
+    }
+
+    /** Test hook: the firmware reports a fatal error in its health buffer and stops executing commands. */
+    public void fatal(int syndrome) {
+        if (syndrome <= 0 || syndrome > 0xff) {
+            throw new IllegalArgumentException("health syndrome must be 1..255, not " + syndrome);
+        }
+        fatal = syndrome;
+        MemorySegment b = bar0;
+        if (b != null) {
+            b.set(ValueLayout.JAVA_BYTE, InitSeg.HEALTH_SYND, (byte) syndrome);
+        }
+    }
+
+    /** What the model shows tools: state, pages held per kind, EQs, UARs. */
+    public String describe() {
+        Firmware f = fw;
+        if (f == null) {
+            return name + ": not attached";
+        }
+        return String.format("%s: state %s, ISSI %d, pages held %d (boot %d, init %d, regular %d), EQs %d, UARs %d%s%s", name, f.state(), f.issi(),
+                f.pages.held(), f.pages.held(FirmwarePages.Kind.BOOT), f.pages.held(FirmwarePages.Kind.INIT),
+                f.pages.held(FirmwarePages.Kind.REGULAR), f.eqCount(), f.uarsAllocated(), hung ? ", HUNG" : "",
+                fatal != 0 ? ", FATAL syndrome " + fatal : "");
+    }
+
+    /** Pages the firmware holds now (every one is a DMA mapping the driver must take back). */
+    public int pagesHeld() {
+        Firmware f = fw;
+        return f == null ? 0 : f.pages.held();
+    }
+
+    /** The reason of the last refused command (a log line the firmware would keep). */
+    public String lastRefusal() {
+        Firmware f = fw;
+        return f == null ? "" : f.lastRefusal();
+    }
+
+    /** EQ doorbells that named no EQ of their UAR. */
+    public long strayDoorbells() {
+        return strayDoorbells.get();
     }
 
     /** Commands executed and entries refused at delivery (for tools and tests). */

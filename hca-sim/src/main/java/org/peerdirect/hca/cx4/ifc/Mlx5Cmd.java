@@ -27,6 +27,8 @@ public final class Mlx5Cmd {
     public static final int PAGE_FAULT_RESUME = 0x204;
     public static final int CREATE_EQ = 0x301;
     public static final int DESTROY_EQ = 0x302;
+    public static final int QUERY_EQ = 0x303;
+    public static final int GEN_EQE = 0x304;
     public static final int CREATE_CQ = 0x400;
     public static final int DESTROY_CQ = 0x401;
     public static final int CREATE_QP = 0x500;
@@ -35,6 +37,7 @@ public final class Mlx5Cmd {
     public static final int DEALLOC_PD = 0x801;
     public static final int ALLOC_UAR = 0x802;
     public static final int DEALLOC_UAR = 0x803;
+    public static final int ACCESS_REG = 0x805;
     public static final int NOP = 0x80d;
 
     /** Command status ({@code MLX5_CMD_STAT_*}, output byte 0). */
@@ -60,6 +63,30 @@ public final class Mlx5Cmd {
     public static final int QUERY_ISSI_OUT_LEN = 0x70;
     public static final int QUERY_ISSI_OUT_SUPPORTED = 0x6c;
 
+    /** The status name as {@code cmd_status_str} prints it. */
+    public static String statusName(int status) {
+        return switch (status) {
+            case STAT_OK -> "OK";
+            case STAT_INT_ERR -> "internal error";
+            case STAT_BAD_OP_ERR -> "bad operation";
+            case STAT_BAD_PARAM_ERR -> "bad parameter";
+            case STAT_BAD_SYS_STATE_ERR -> "bad system state";
+            case STAT_BAD_RES_ERR -> "bad resource";
+            case STAT_RES_BUSY -> "resource busy";
+            case STAT_NOT_READY -> "not ready";
+            case STAT_LIM_ERR -> "limits exceeded";
+            case STAT_BAD_RES_STATE_ERR -> "bad resource state";
+            case STAT_IX_ERR -> "bad index";
+            case STAT_NO_RES_ERR -> "no resources";
+            case STAT_BAD_QP_STATE_ERR -> "bad QP state";
+            case STAT_BAD_PKT_ERR -> "bad packet (discarded)";
+            case STAT_BAD_SIZE_OUTS_CQES_ERR -> "bad size too many outstanding CQEs";
+            case STAT_BAD_INP_LEN_ERR -> "bad input length";
+            case STAT_BAD_OUTP_LEN_ERR -> "bad output length";
+            default -> "unknown status 0x" + Integer.toHexString(status);
+        };
+    }
+
     /** The opcode's name as {@code mlx5_command_str} prints it, for command logs. */
     public static String name(int opcode) {
         return switch (opcode) {
@@ -80,6 +107,8 @@ public final class Mlx5Cmd {
             case PAGE_FAULT_RESUME -> "PAGE_FAULT_RESUME";
             case CREATE_EQ -> "CREATE_EQ";
             case DESTROY_EQ -> "DESTROY_EQ";
+            case QUERY_EQ -> "QUERY_EQ";
+            case GEN_EQE -> "GEN_EQE";
             case CREATE_CQ -> "CREATE_CQ";
             case DESTROY_CQ -> "DESTROY_CQ";
             case CREATE_QP -> "CREATE_QP";
@@ -88,6 +117,7 @@ public final class Mlx5Cmd {
             case DEALLOC_PD -> "DEALLOC_PD";
             case ALLOC_UAR -> "ALLOC_UAR";
             case DEALLOC_UAR -> "DEALLOC_UAR";
+            case ACCESS_REG -> "ACCESS_REG";
             case NOP -> "NOP";
             default -> String.format("unknown command opcode 0x%x", opcode);
         };

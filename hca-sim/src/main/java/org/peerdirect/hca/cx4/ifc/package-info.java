@@ -1,11 +1,13 @@
 /**
  * The ConnectX-4+ hardware interface as bytes ({@code mlx5_ifc.h} and {@code device.h}): the
  * big-endian initialization segment at the start of BAR0, the 64-byte command queue entry, the
- * 576-byte mailbox block, opcodes and status codes. Shared by the device model and the driver,
+ * 576-byte mailbox block, opcodes and status codes, the capability block, EQEs and EQ contexts,
+ * firmware-page commands; {@link org.peerdirect.hca.cx4.ifc.IfcField} reads and writes a field as
+ * {@code MLX5_GET}/{@code MLX5_SET} do. Shared by the device model and the driver,
  * as the kernel's {@code mlx5_ifc.h} is: layouts and constants, no behaviour.
  */
 @Export
-@Version("0.1.0")
+@Version("0.2.0")
 package org.peerdirect.hca.cx4.ifc;
 
 import org.osgi.annotation.bundle.Export;
