@@ -81,15 +81,15 @@ public final class ConnectX4Device implements AutoCloseable {
     public PciDeviceSpec spec() {
         return PciDeviceSpec.builder(name).vendorId(VENDOR_MELLANOX).deviceId(deviceId)
                 .classCode(deviceId == DEVICE_CONNECTX6DX ? 0x020000 : 0x020700).bar(0, BAR0_SIZE, this::barWritten)
-                .msixVectors(MSIX_VECTORS).build();
+                .msixVectors(MSIX_VECTORS).powerOn(this::attach).build();
     }
 
     /**
-     * Powers the device up on its function (after {@code bus.register(spec())}): the
-     * initialization segment is written with the initializing bit set, then the firmware thread
-     * boots and clears it.
+     * Powers the device up on its function (the spec's power-on reset, before the function is
+     * published): the initialization segment is written with the initializing bit set, then the
+     * firmware thread boots and clears it.
      */
-    public synchronized void attach(PciFunction function) {
+    private synchronized void attach(PciFunction function) {
         if (fn != null) {
             throw new IllegalStateException(name + ": already attached to " + fn.bdf());
         }
@@ -103,7 +103,7 @@ public final class ConnectX4Device implements AutoCloseable {
         bar0.set(BE32, InitSeg.INITIALIZING, InitSeg.INITIALIZING_BIT);
         fw = new Firmware(function, function.dmaPort(), deviceId == DEVICE_CONNECTX6DX, (int) (BAR0_SIZE >>> 12));
         cmdq = new CommandQueue(function.dmaPort(), this::queueAddress, fw);
-        firmware = Thread.ofPlatform().daemon().name(name + "-fw").start(this::firmwareLoop);
+        firmware = Thread.ofPlatform().daemon().name("fw-" + function.bdf()).start(this::firmwareLoop);
     }
 
     private long queueAddress() {

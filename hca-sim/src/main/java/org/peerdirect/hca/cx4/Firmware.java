@@ -53,7 +53,7 @@ final class Firmware implements CommandQueue.Executor {
     /** UAR pages start above the initialization segment (0x0000..0x400c) in BAR0. */
     static final int FIRST_UAR = 16;
     /** EQ context: the EQC and the event bitmask, in the firmware's pages. */
-    static final int EQ_CONTEXT_BYTES = 256;
+    static final int EQ_CONTEXT_BYTES = 1024;
 
     /** A command that failed a check: its status and syndrome. */
     private static final class Refused extends Exception {

@@ -31,8 +31,8 @@ final class FirmwarePages {
         BOOT, INIT, REGULAR
     }
 
-    static final int BOOT_PAGES = 8;
-    static final int INIT_PAGES = 16;
+    static final int BOOT_PAGES = 4;
+    static final int INIT_PAGES = 2;
     /** Context allocation unit (bytes) and units per 4 KiB page. */
     static final int UNIT = 64;
     static final int UNITS = Pages.ADAPTER_PAGE_SIZE / UNIT;
@@ -40,7 +40,7 @@ final class FirmwarePages {
     static final int LOW_WATER = 2;
     static final int HIGH_WATER = 4;
     /** Free regular pages above which the firmware gives pages back. */
-    static final int SURPLUS = 8;
+    static final int SURPLUS = 4;
 
     /** No free context space: the command waits for pages (or fails when none can come). */
     static final class Exhausted extends Exception {

@@ -68,8 +68,7 @@ class CommandQueueTest {
         bus = new StandalonePciBus(iommu, w -> {
         });
         dev = new ConnectX4Device("mlx5-test", ConnectX4Device.DEVICE_CONNECTX4);
-        fn = bus.register(dev.spec());
-        dev.attach(fn);
+        fn = bus.register(dev.spec()); // powers the device on
     }
 
     @AfterEach

@@ -29,13 +29,22 @@ import java.util.Optional;
  *        models whose command interface is not simulated through MMIO (the ConnectX-3's), reached
  *        by the bound driver through {@link PciFunction#firmware(Class)}. It is part of the spec so
  *        it exists before the function appears on the bus: a driver never sees a function without it.
+ * @param powerOn the device's power-on reset, or null: called once with the new function after
+ *        its BARs exist and before it is published on the bus, so the registers a driver reads
+ *        first (an initialization segment, a "firmware initializing" bit) already hold their reset
+ *        values when any driver can bind
  */
 public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors,
-        Object firmware) {
+        Object firmware, java.util.function.Consumer<PciFunction> powerOn) {
 
     /** A function without a firmware shortcut. */
     public PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors) {
-        this(name, vendorId, deviceId, classCode, bars, msixVectors, null);
+        this(name, vendorId, deviceId, classCode, bars, msixVectors, null, null);
+    }
+
+    /** A function without a power-on reset. */
+    public PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors, Object firmware) {
+        this(name, vendorId, deviceId, classCode, bars, msixVectors, firmware, null);
     }
 
     /** A function has six BAR registers. */
@@ -124,6 +133,7 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
         private final List<Bar> bars = new ArrayList<>();
         private int msixVectors;
         private Object firmware;
+        private java.util.function.Consumer<PciFunction> powerOn;
 
         private Builder(String name) {
             this.name = name;
@@ -166,8 +176,14 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
             return this;
         }
 
+        /** The device's power-on reset (see {@link PciDeviceSpec#powerOn()}). */
+        public Builder powerOn(java.util.function.Consumer<PciFunction> powerOn) {
+            this.powerOn = powerOn;
+            return this;
+        }
+
         public PciDeviceSpec build() {
-            return new PciDeviceSpec(name, vendorId, deviceId, classCode, bars, msixVectors, firmware);
+            return new PciDeviceSpec(name, vendorId, deviceId, classCode, bars, msixVectors, firmware, powerOn);
         }
     }
 }

@@ -83,6 +83,9 @@ public final class PciBusCore implements PciBus {
             functions.put(n, f);
         }
         try {
+            if (spec.powerOn() != null) {
+                spec.powerOn().accept(f); // reset values in the BARs before any driver can see the function
+            }
             listener.added(f);
         } catch (RuntimeException e) {
             f.remove();

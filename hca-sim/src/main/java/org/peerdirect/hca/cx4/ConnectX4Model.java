@@ -1,0 +1,83 @@
+package org.peerdirect.hca.cx4;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.Designate;
+import org.osgi.service.metatype.annotations.ObjectClassDefinition;
+import org.peerdirect.kernel.pci.PciBus;
+import org.peerdirect.kernel.pci.PciFunction;
+
+/**
+ * Plugs ConnectX-4+ models into the PCI bus (Configuration Admin PID {@code org.peerdirect.hca.cx4}:
+ * {@code connectx4}, default 1, and {@code connectx6dx}, default 1, so both kinds are always
+ * exercised). A function's power-on reset starts its firmware before any driver can bind.
+ * Stopping the bundle is a surprise hot-unplug: the functions leave the bus first (the driver's
+ * removal runs on this thread and finds the function gone, so it sends no command), then the
+ * firmware threads stop.
+ */
+@Component(service = ConnectX4Model.class, immediate = true, configurationPid = "org.peerdirect.hca.cx4")
+@Designate(ocd = ConnectX4Model.Config.class)
+public final class ConnectX4Model {
+
+    @ObjectClassDefinition(name = "ConnectX-4+ models",
+            description = "How many ConnectX-4 (15b3:1013, InfiniBand) and ConnectX-6 Dx (15b3:101d, Ethernet) functions sit on the PCI bus. "
+                    + "A change re-creates them (a hot-unplug, then a hot-plug).")
+    @interface Config {
+        @AttributeDefinition(min = "0", max = "8", description = "number of ConnectX-4 devices (0 to 8)")
+        int connectx4() default 1;
+
+        @AttributeDefinition(min = "0", max = "8", description = "number of ConnectX-6 Dx devices (0 to 8)")
+        int connectx6dx() default 1;
+    }
+
+    private record Board(ConnectX4Device dev, PciFunction fn) {
+    }
+
+    private final List<Board> boards = new ArrayList<>();
+
+    @Activate
+    public ConnectX4Model(@Reference PciBus bus, Config c) {
+        if (c.connectx4() < 0 || c.connectx4() > 8 || c.connectx6dx() < 0 || c.connectx6dx() > 8) {
+            throw new IllegalArgumentException("org.peerdirect.hca.cx4: connectx4 and connectx6dx must be 0..8, not " + c.connectx4() + "/"
+                    + c.connectx6dx());
+        }
+        for (int i = 0; i < c.connectx4() + c.connectx6dx(); i++) {
+            boolean cx4 = i < c.connectx4();
+            ConnectX4Device dev = new ConnectX4Device(cx4 ? "ConnectX-4" : "ConnectX-6 Dx",
+                    cx4 ? ConnectX4Device.DEVICE_CONNECTX4 : ConnectX4Device.DEVICE_CONNECTX6DX);
+            // a driver already active binds during register, on this thread: the firmware is up by then
+            PciFunction fn = bus.register(dev.spec());
+            boards.add(new Board(dev, fn));
+        }
+    }
+
+    /** The models, in bus order (for the shell's hooks and tests). */
+    public List<ConnectX4Device> devices() {
+        return boards.stream().map(Board::dev).toList();
+    }
+
+    /** The model behind a function address, or null. */
+    public ConnectX4Device device(String bdf) {
+        for (Board b : boards) {
+            if (b.fn.bdf().equals(bdf)) {
+                return b.dev;
+            }
+        }
+        return null;
+    }
+
+    @Deactivate
+    void deactivate() {
+        for (Board b : boards) {
+            b.fn.remove(); // surprise removal: the driver's removal listener runs here
+            b.dev.close();
+        }
+        boards.clear();
+    }
+}

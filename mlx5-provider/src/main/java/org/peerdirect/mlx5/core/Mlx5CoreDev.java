@@ -1,0 +1,488 @@
+package org.peerdirect.mlx5.core;
+
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.function.Consumer;
+
+import org.peerdirect.hca.cx4.ifc.Eq;
+import org.peerdirect.hca.cx4.ifc.HcaCap;
+import org.peerdirect.hca.cx4.ifc.InitSeg;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.hca.cx4.ifc.Pages;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.PciFunction;
+
+/**
+ * One ConnectX-4+ function driven by {@code mlx5_core} ({@code main.c}): bring-up in the Linux
+ * order, the EQ table, the health poll, and teardown in the reverse order. The device is reached
+ * only through its function: MMIO on BAR0, DMA pages mapped through its IOMMU domain, MSI-X.
+ *
+ * <p>Bring-up ({@code mlx5_function_setup} + {@code mlx5_load}): wait for the initializing bit,
+ * check the command interface revision, hand over the command queue; {@code ENABLE_HCA}; start the
+ * health poll; {@code QUERY_ISSI}/{@code SET_ISSI}; boot pages; {@code QUERY_HCA_CAP} and
+ * {@code SET_HCA_CAP}; init pages; {@code INIT_HCA}; {@code SET_DRIVER_VERSION}; the capabilities
+ * again; {@code ALLOC_UAR}; the command EQ (commands complete by events from then on), the async
+ * EQ and the page-request EQ. Not done (not modelled by the device): the DTOR and
+ * HOST_ENDIANNESS registers ({@code ACCESS_REG}).
+ *
+ * <p>Teardown ({@code mlx5_unload} + {@code mlx5_function_teardown}): the page-request and async
+ * EQs, back to polling, the command EQ; {@code DEALLOC_UAR}; {@code TEARDOWN_HCA} (force close if
+ * the graceful one is refused); the page work stopped; every page reclaimed; the health poll
+ * stopped; {@code DISABLE_HCA} last; every DMA page unmapped and freed. A device that is gone or
+ * dead gets no command: its pages are reclaimed locally.
+ *
+ * <p>Lock rules: {@link #load} and {@link #unload} are called by the driver's bind/unbind thread,
+ * never concurrently ({@code synchronized}); the interrupt thread reads the EQ list (copy on
+ * write); the health thread only reads registers and sets {@link #dead}.
+ *
+ * @see <a href="https://elixir.bootlin.com/linux/latest/source/drivers/net/ethernet/mellanox/mlx5/core/main.c">main.c</a>
+ */
+public final class Mlx5CoreDev {
+
+    /** Timing a user may tune (Configuration Admin in the driver). */
+    public record Settings(long cmdTimeoutMillis, long healthPollMillis, long reclaimTimeoutMillis) {
+        /** Linux polls health every 2 s and gives up reclaiming after a few seconds without progress. */
+        public static final Settings DEFAULT = new Settings(10_000, 2_000, 5_000);
+    }
+
+    /** {@code MAX_MISSES}: health polls with a stuck counter before the device is declared dead. */
+    static final int MAX_MISSES = 3;
+    /** The driver version string {@code SET_DRIVER_VERSION} sends. */
+    static final String DRIVER_VERSION = "peerdirect,mlx5_core,0.1.0";
+    /** Entries asked for each EQ ({@code MLX5_NUM_CMD_EQE}; the async EQ is smaller than Linux's 0x1000 here). */
+    static final int CMD_EQ_NENT = 32;
+    static final int ASYNC_EQ_NENT = 128;
+    static final int PAGES_EQ_NENT = 1;
+    /** The control EQs share vector 0, as Linux's control IRQ does. */
+    static final int CTRL_VECTOR = 0;
+
+    private final String name;
+    private final PciFunction fn;
+    private final Settings settings;
+    private final DmaPages dma;
+    private final CmdIf cmd;
+    private final PageAlloc pages;
+    private final List<Mlx5Eq> eqs = new CopyOnWriteArrayList<>();
+    /** EQs destroyed (or being destroyed) whose rings wait for the interrupt to be freed. */
+    private final List<Mlx5Eq> retired = new ArrayList<>();
+    private final AtomicLongArray asyncEvents = new AtomicLongArray(64);
+    private final List<String> teardownProblems = new CopyOnWriteArrayList<>();
+    private volatile Consumer<String> onDead = reason -> {
+    };
+    /** Why the device is dead (health poll, removal), or null. */
+    private volatile String dead;
+    private ScheduledExecutorService health;
+    private int lastCounter = -1;
+    private int misses;
+    // bring-up state: the load/unload thread's (synchronized)
+    private boolean enabled;
+    private boolean initialized;
+    private boolean irq;
+    private int uar = -1;
+    private volatile boolean up;
+    private Mlx5Eq cmdEq;
+    private Mlx5Eq asyncEq;
+    private Mlx5Eq pagesEq;
+    private final byte[] capsCur = new byte[HcaCap.SIZE];
+    private final byte[] capsMax = new byte[HcaCap.SIZE];
+    private int issi;
+
+    public Mlx5CoreDev(String name, PciFunction fn, Mm mm, Settings settings) {
+        this.name = name;
+        this.fn = fn;
+        this.settings = settings;
+        this.dma = new DmaPages(mm, fn.dma());
+        this.cmd = new CmdIf(name, fn, dma, TimeUnit.MILLISECONDS.toNanos(settings.cmdTimeoutMillis()), this::unusable);
+        this.pages = new PageAlloc(name, cmd, dma);
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public PciFunction function() {
+        return fn;
+    }
+
+    /** Told once when the health poll or a removal finds the device dead (the reason). */
+    public void setOnDead(Consumer<String> listener) {
+        onDead = listener;
+    }
+
+    private String unusable() {
+        String d = dead;
+        if (d != null) {
+            return "the device is dead: " + d;
+        }
+        return fn.present() ? null : "the function is gone";
+    }
+
+    private boolean alive() {
+        return unusable() == null;
+    }
+
+    /** Brings the function up; on failure everything done so far is undone and the cause thrown. */
+    public synchronized void load() {
+        try {
+            cmd.enable();
+            exec(Mlx5Cmd.ENABLE_HCA, 0);
+            enabled = true;
+            startHealth();
+            setIssi();
+            pages.satisfyStartupPages(true);
+            setHcaCaps();
+            pages.satisfyStartupPages(false);
+            exec(Mlx5Cmd.INIT_HCA, 0);
+            initialized = true;
+            if (HcaCap.DRIVER_VERSION.get(caps(), 0) != 0) {
+                MemorySegment in = header(Mlx5Cmd.SET_DRIVER_VERSION, 0, Pages.SET_DRIVER_VERSION_IN_LEN);
+                byte[] v = DRIVER_VERSION.getBytes(StandardCharsets.US_ASCII);
+                MemorySegment.copy(v, 0, in, ValueLayout.JAVA_BYTE, Pages.DRIVER_VERSION_IN, v.length);
+                cmd.exec(in, 16);
+            }
+            queryCaps(HcaCap.MODE_MAX, capsMax);
+            queryCaps(HcaCap.MODE_CUR, capsCur);
+            uar = Pages.INDEX24.get(exec(Mlx5Cmd.ALLOC_UAR, 0), 0);
+            fn.requestIrq(CTRL_VECTOR, v -> pollEqs());
+            irq = true;
+            cmdEq = addEq("cmd", CMD_EQ_NENT, 1L << Eq.EVENT_CMD);
+            cmd.useEvents(true);
+            asyncEq = addEq("async", ASYNC_EQ_NENT, 1L << Eq.EVENT_CQ_ERROR | 1L << Eq.EVENT_WQ_CATAS_ERROR | 1L << Eq.EVENT_INTERNAL_ERROR
+                    | 1L << Eq.EVENT_PORT_CHANGE);
+            if (HcaCap.PAGE_REQUEST_DISABLE.get(caps(), 0) == 0) {
+                pagesEq = addEq("pages", PAGES_EQ_NENT, 1L << Eq.EVENT_PAGE_REQUEST);
+            }
+            up = true;
+        } catch (RuntimeException e) {
+            unload();
+            throw e;
+        }
+    }
+
+    private synchronized Mlx5Eq addEq(String kind, int nent, long mask) {
+        Mlx5Eq eq = Mlx5Eq.create(cmd, dma, fn, kind, nent, mask, uar, CTRL_VECTOR);
+        eqs.add(eq); // before arming: an interrupt from now on finds it
+        eq.arm();
+        return eq;
+    }
+
+    private MemorySegment caps() {
+        return MemorySegment.ofArray(capsCur);
+    }
+
+    private static MemorySegment header(int opcode, int opMod, int len) {
+        MemorySegment in = MemorySegment.ofArray(new byte[len]);
+        in.set(BE32, 0, opcode << 16);
+        in.set(BE32, 4, opMod);
+        return in;
+    }
+
+    private MemorySegment exec(int opcode, int opMod) {
+        return cmd.exec(header(opcode, opMod, 16), 16);
+    }
+
+    /** {@code mlx5_core_set_issi}: ISSI 1 when the firmware supports it, else 0; a refused QUERY_ISSI means 0. */
+    private void setIssi() {
+        MemorySegment out;
+        try {
+            out = cmd.exec(header(Mlx5Cmd.QUERY_ISSI, 0, 16), Mlx5Cmd.QUERY_ISSI_OUT_LEN);
+        } catch (Mlx5CmdException e) {
+            if (e.kind() == Mlx5CmdException.Kind.STATUS) {
+                issi = 0;
+                return;
+            }
+            throw e;
+        }
+        int supported = out.get(BE32, Mlx5Cmd.QUERY_ISSI_OUT_SUPPORTED);
+        if ((supported & 1 << 1) != 0) {
+            MemorySegment in = header(Mlx5Cmd.SET_ISSI, 0, 16);
+            in.set(BE32, 8, 1);
+            cmd.exec(in, 16);
+            issi = 1;
+        } else if ((supported & 1) != 0 || supported == 0) {
+            issi = 0;
+        } else {
+            throw new IllegalStateException(String.format("%s: firmware supports neither ISSI 0 nor 1 (0x%x)", name, supported));
+        }
+    }
+
+    private void queryCaps(int mode, byte[] into) {
+        MemorySegment out = cmd.exec(header(Mlx5Cmd.QUERY_HCA_CAP, HcaCap.TYPE_GENERAL << 1 | mode, 16), HcaCap.QUERY_OUT_LEN);
+        MemorySegment.copy(out, HcaCap.OFFSET, MemorySegment.ofArray(into), 0, HcaCap.SIZE);
+    }
+
+    /** {@code handle_hca_cap}: the current general caps edited as Linux edits them, then set. */
+    private void setHcaCaps() {
+        queryCaps(HcaCap.MODE_MAX, capsMax);
+        queryCaps(HcaCap.MODE_CUR, capsCur);
+        MemorySegment in = header(Mlx5Cmd.SET_HCA_CAP, HcaCap.TYPE_GENERAL << 1, HcaCap.SET_IN_LEN);
+        MemorySegment.copy(MemorySegment.ofArray(capsCur), 0, in, HcaCap.OFFSET, HcaCap.SIZE);
+        MemorySegment max = MemorySegment.ofArray(capsMax);
+        HcaCap.PKEY_TABLE_SIZE.set(in, HcaCap.OFFSET, 0); // to_fw_pkey_sz(128)
+        HcaCap.LOG_MAX_QP.set(in, HcaCap.OFFSET, Math.min(18, HcaCap.LOG_MAX_QP.get(max, 0))); // prof_sel 2's log_max_qp
+        HcaCap.CMDIF_CHECKSUM.set(in, HcaCap.OFFSET, 0);
+        HcaCap.DRAIN_SIGERR.set(in, HcaCap.OFFSET, HcaCap.DRAIN_SIGERR.get(max, 0));
+        HcaCap.LOG_UAR_PAGE_SZ.set(in, HcaCap.OFFSET, 0); // PAGE_SHIFT - 12
+        HcaCap.CACHE_LINE_128BYTE.set(in, HcaCap.OFFSET, 0); // 64-byte cache lines
+        cmd.exec(in, 16);
+    }
+
+    /** The MSI-X handler of the control vector: every control EQ polled to the end. */
+    private void pollEqs() {
+        for (Mlx5Eq eq : eqs) {
+            eq.poll(this::eqe);
+        }
+    }
+
+    private void eqe(int type, int subType, MemorySegment data) {
+        switch (type) {
+            case Eq.EVENT_CMD -> cmd.complete(data.get(BE32, 0));
+            case Eq.EVENT_PAGE_REQUEST -> pages.request(data.get(BE32, Eq.PAGE_REQ_NUM_PAGES - Eq.EQE_DATA));
+            default -> asyncEvents.incrementAndGet(type & 63);
+        }
+    }
+
+    // ------------------------------------------------------------------ health
+
+    private void startHealth() {
+        lastCounter = -1;
+        misses = 0;
+        health = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon().name(name + "-health").unstarted(r));
+        health.scheduleWithFixedDelay(this::pollHealth, settings.healthPollMillis(), settings.healthPollMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /** {@code poll_health}: a vanished function, a fatal syndrome or a counter stuck for {@link #MAX_MISSES} polls. */
+    private void pollHealth() {
+        if (dead != null) {
+            return;
+        }
+        if (!fn.present()) {
+            markDead("PCI channel offline (the function is gone)");
+            return;
+        }
+        int synd = fn.read32be(0, InitSeg.HEALTH_SYND & ~3L) >>> 16 & 0xff;
+        if (synd != 0) {
+            markDead(String.format("firmware fatal error, health syndrome 0x%x", synd));
+            return;
+        }
+        int counter = fn.read32be(0, InitSeg.HEALTH_COUNTER) & 0xff_ffff;
+        if (counter == lastCounter) {
+            if (++misses >= MAX_MISSES) {
+                markDead("device's health compromised - reached miss count (health counter stuck at " + counter + ")");
+            }
+        } else {
+            misses = 0;
+        }
+        lastCounter = counter;
+    }
+
+    private void markDead(String reason) {
+        dead = reason;
+        System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.ERROR, name + ": " + reason);
+        cmd.complete(-1); // wake every waiter: each sees the device dead
+        onDead.accept(reason);
+    }
+
+    private void stopHealth() {
+        ScheduledExecutorService h = health;
+        health = null;
+        if (h != null) {
+            h.shutdownNow();
+            try {
+                h.awaitTermination(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ teardown
+
+    /** Tears down whatever {@link #load} brought up, in the reverse order. Idempotent; never throws. */
+    public synchronized void unload() {
+        up = false;
+        teardownProblems.clear();
+        for (Mlx5Eq eq : new Mlx5Eq[] { pagesEq, asyncEq }) {
+            if (eq != null) {
+                destroyEq(eq);
+            }
+        }
+        pagesEq = null;
+        asyncEq = null;
+        cmd.useEvents(false); // the command EQ goes last, its own DESTROY_EQ polled
+        if (cmdEq != null) {
+            destroyEq(cmdEq);
+            cmdEq = null;
+        }
+        if (irq) {
+            fn.freeIrq(CTRL_VECTOR); // waits for a running handler: no poll can touch a ring after this
+            irq = false;
+        }
+        for (Mlx5Eq eq : retired) {
+            eq.freeRing(dma);
+        }
+        retired.clear();
+        if (uar >= 0) {
+            step("DEALLOC_UAR", () -> {
+                MemorySegment in = header(Mlx5Cmd.DEALLOC_UAR, 0, 16);
+                Pages.INDEX24.set(in, 0, uar);
+                cmd.exec(in, 16);
+            });
+            uar = -1;
+        }
+        if (initialized) {
+            step("TEARDOWN_HCA", () -> {
+                try {
+                    teardownHca(Pages.TEARDOWN_GRACEFUL);
+                } catch (Mlx5CmdException e) {
+                    if (e.kind() != Mlx5CmdException.Kind.STATUS || HcaCap.FORCE_TEARDOWN.get(caps(), 0) == 0) {
+                        throw e;
+                    }
+                    teardownHca(Pages.TEARDOWN_FORCE_CLOSE);
+                }
+            });
+            initialized = false;
+        }
+        pages.stop();
+        pages.reclaimAll(TimeUnit.MILLISECONDS.toNanos(settings.reclaimTimeoutMillis()), alive());
+        stopHealth();
+        if (enabled) {
+            step("DISABLE_HCA", () -> exec(Mlx5Cmd.DISABLE_HCA, 0));
+            enabled = false;
+        }
+        cmd.drain(); // a command of another thread still waiting gives up before its queue page goes
+        dma.freeAll();
+        if (!teardownProblems.isEmpty()) {
+            System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.WARNING, name + ": teardown: " + teardownProblems);
+        }
+    }
+
+    private void teardownHca(int profile) {
+        MemorySegment in = header(Mlx5Cmd.TEARDOWN_HCA, 0, 16);
+        Pages.TEARDOWN_PROFILE.set(in, 0, profile);
+        cmd.exec(in, 16);
+    }
+
+    /** Creates one more control-vector EQ (for completion EQs to come, and tests). */
+    Mlx5Eq createEq(String kind, int nent, long mask) {
+        return addEq(kind, nent, mask);
+    }
+
+    /** Runs a command with a 24-bit index at byte 0x09 (the UAR, PD, ... commands) and a 16-byte output. */
+    MemorySegment execIndexed(int opcode, int opMod, int index) {
+        MemorySegment in = header(opcode, opMod, 16);
+        Pages.INDEX24.set(in, 0, index);
+        return cmd.exec(in, 16);
+    }
+
+    synchronized void destroyEq(Mlx5Eq eq) {
+        eqs.remove(eq);
+        retired.add(eq); // its ring is freed after the interrupt is: a running poll may still read it
+        step("DESTROY_EQ " + eq.kind, () -> eq.destroy(cmd));
+    }
+
+    /** One teardown step: skipped when the device cannot take commands, its failure recorded and the teardown going on. */
+    private void step(String what, Runnable r) {
+        if (!alive()) {
+            return;
+        }
+        try {
+            r.run();
+        } catch (RuntimeException e) {
+            teardownProblems.add(what + ": " + e.getMessage());
+        }
+    }
+
+    // ------------------------------------------------------------------ views for tools and tests
+
+    public boolean isUp() {
+        return up;
+    }
+
+    /** Why the device is dead, or null. */
+    public String deadReason() {
+        return dead;
+    }
+
+    public CmdLog cmdLog() {
+        return cmd.log();
+    }
+
+    public int issi() {
+        return issi;
+    }
+
+    /** A general capability (current value) by its field. */
+    public int cap(org.peerdirect.hca.cx4.ifc.IfcField f) {
+        return f.get(caps(), 0);
+    }
+
+    public int uar() {
+        return uar;
+    }
+
+    public boolean eventMode() {
+        return cmd.eventsMode();
+    }
+
+    /** Problems the last teardown met (each a step that failed; the teardown went on). */
+    public List<String> teardownProblems() {
+        return List.copyOf(teardownProblems);
+    }
+
+    /** {@code mlx5:pages}: given per kind, taken back, held now, requests. */
+    public String pagesSummary() {
+        return String.format("%s: held %d; given boot %d, init %d, regular %d; taken back %d; page requests %d, cant-give %d, reclaimed "
+                + "locally %d; DMA pages live %d", name, pages.held(), pages.given(PageAlloc.Kind.BOOT), pages.given(PageAlloc.Kind.INIT),
+                pages.given(PageAlloc.Kind.REGULAR), pages.taken(), pages.requests(), pages.cantGive(), pages.reclaimedLocally(), dma.live());
+    }
+
+    public int pagesHeld() {
+        return pages.held();
+    }
+
+    public long pagesGiven(boolean boot, boolean init) {
+        return boot ? pages.given(PageAlloc.Kind.BOOT) : init ? pages.given(PageAlloc.Kind.INIT) : pages.given(PageAlloc.Kind.REGULAR);
+    }
+
+    public long pageRequests() {
+        return pages.requests();
+    }
+
+    public int dmaPagesLive() {
+        return dma.live();
+    }
+
+    /** {@code mlx5:eqs}: one line per EQ. */
+    public List<String> eqsSummary() {
+        List<String> out = new ArrayList<>();
+        for (Mlx5Eq eq : eqs) {
+            out.add(String.format("%s: eq %d %-5s entries %d, vector %d, ci %d, events %d (cmd %d, page requests %d, async %d)", name, eq.eqn,
+                    eq.kind, eq.entries(), eq.vector, eq.consumerIndex(), eq.events(), eq.events(Eq.EVENT_CMD), eq.events(Eq.EVENT_PAGE_REQUEST),
+                    eq.events() - eq.events(Eq.EVENT_CMD) - eq.events(Eq.EVENT_PAGE_REQUEST)));
+        }
+        return out;
+    }
+
+    /** {@code mlx5:health}. */
+    public String healthSummary() {
+        String d = dead;
+        if (!fn.present()) {
+            return name + ": function gone";
+        }
+        int counter = fn.read32be(0, InitSeg.HEALTH_COUNTER) & 0xff_ffff;
+        int synd = fn.read32be(0, InitSeg.HEALTH_SYND & ~3L) >>> 16 & 0xff;
+        return String.format("%s: %s; health counter %d, syndrome 0x%x, poll every %d ms, miss count %d/%d", name,
+                d == null ? (up ? "healthy" : "down") : "DEAD (" + d + ")", counter, synd, settings.healthPollMillis(), misses, MAX_MISSES);
+    }
+}

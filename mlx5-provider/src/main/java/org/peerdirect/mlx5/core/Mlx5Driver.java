@@ -1,0 +1,125 @@
+package org.peerdirect.mlx5.core;
+
+import java.util.BitSet;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.osgi.service.component.annotations.ReferencePolicyOption;
+import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.Designate;
+import org.osgi.service.metatype.annotations.ObjectClassDefinition;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.PciFunction;
+
+/**
+ * The {@code mlx5_core} PCI driver: binds to every ConnectX-4 ({@code 15b3:1013}) and ConnectX-6 Dx
+ * ({@code 15b3:101d}) function and brings it up ({@code probe_one} → {@link Mlx5CoreDev#load});
+ * names them {@code mlx5_<n>} with the lowest free index. A function's removal or this bundle
+ * stopping is {@code remove_one}: the device is torn down ({@link Mlx5CoreDev#unload}), through
+ * commands while the function is there, locally when it is gone. Configuration Admin PID
+ * {@code org.peerdirect.mlx5}: the command timeout, the health poll interval and the page-reclaim
+ * timeout.
+ */
+@Component(service = Mlx5Driver.class, immediate = true, configurationPid = "org.peerdirect.mlx5")
+@Designate(ocd = Mlx5Driver.Config.class)
+public final class Mlx5Driver {
+
+    @ObjectClassDefinition(name = "mlx5_core", description = "Timing of the mlx5 driver's command interface, health poll and teardown.")
+    @interface Config {
+        @AttributeDefinition(min = "100", description = "command timeout in milliseconds (Linux: 60000 for most commands)")
+        long cmd_timeout_ms() default 10_000;
+
+        @AttributeDefinition(min = "10", description = "health poll interval in milliseconds (Linux: 2000)")
+        long health_poll_ms() default 2_000;
+
+        @AttributeDefinition(min = "100", description = "give up reclaiming firmware pages after this many milliseconds without progress")
+        long reclaim_timeout_ms() default 5_000;
+    }
+
+    private record Bound(Mlx5CoreDev dev, Runnable onRemoval) {
+    }
+
+    private final Mm mm;
+    private final Mlx5CoreDev.Settings settings;
+    private final Map<PciFunction, Bound> bound = new ConcurrentHashMap<>();
+    private final BitSet indices = new BitSet();
+    private final System.Logger log = System.getLogger("org.peerdirect.mlx5");
+
+    @Activate
+    public Mlx5Driver(@Reference Mm mm, Config c) {
+        this.mm = mm;
+        this.settings = new Mlx5CoreDev.Settings(c.cmd_timeout_ms(), c.health_poll_ms(), c.reclaim_timeout_ms());
+    }
+
+    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
+            unbind = "unbindFunction", target = "(&(pci.vendor=5555)(|(pci.device=4115)(pci.device=4125)))")
+    void bindFunction(PciFunction fn) {
+        int index;
+        synchronized (indices) {
+            index = indices.nextClearBit(0);
+            indices.set(index);
+        }
+        Mlx5CoreDev dev = new Mlx5CoreDev("mlx5_" + index, fn, mm, settings);
+        try {
+            dev.load();
+        } catch (RuntimeException e) {
+            synchronized (indices) {
+                indices.clear(index);
+            }
+            log.log(System.Logger.Level.WARNING, "mlx5_core " + fn.bdf() + ": probe failed: " + e.getMessage());
+            return;
+        }
+        Runnable onRemoval = () -> remove(fn);
+        bound.put(fn, new Bound(dev, onRemoval));
+        fn.addRemovalListener(onRemoval); // after recording: a function already gone runs it at once
+    }
+
+    void unbindFunction(PciFunction fn) {
+        Bound b = bound.get(fn);
+        if (b != null) {
+            fn.removeRemovalListener(b.onRemoval());
+        }
+        remove(fn);
+    }
+
+    private void remove(PciFunction fn) {
+        Bound b = bound.remove(fn);
+        if (b == null) {
+            return;
+        }
+        b.dev().unload();
+        synchronized (indices) {
+            indices.clear(Integer.parseInt(b.dev().name().substring("mlx5_".length())));
+        }
+    }
+
+    /** The devices bound now, by name. */
+    public List<Mlx5CoreDev> devices() {
+        return bound.values().stream().map(Bound::dev).sorted(Comparator.comparing(d -> Integer.parseInt(d.name().substring(5)))).toList();
+    }
+
+    /** The device with this name ({@code mlx5_0}), or null. */
+    public Mlx5CoreDev device(String name) {
+        for (Bound b : bound.values()) {
+            if (b.dev().name().equals(name)) {
+                return b.dev();
+            }
+        }
+        return null;
+    }
+
+    @Deactivate
+    void deactivate() {
+        for (PciFunction fn : bound.keySet()) {
+            unbindFunction(fn);
+        }
+    }
+}
