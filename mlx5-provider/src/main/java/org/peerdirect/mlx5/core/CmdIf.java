@@ -135,6 +135,14 @@ final class CmdIf {
         }
     }
 
+    /** A command input of {@code len} bytes with its header: {@code opcode << 16} in dw0, {@code op_mod} in dw1. */
+    static MemorySegment input(int opcode, int opMod, int len) {
+        MemorySegment in = MemorySegment.ofArray(new byte[len]);
+        in.set(BE32, 0, opcode << 16);
+        in.set(BE32, 4, opMod & 0xffff);
+        return in;
+    }
+
     /** Runs a command on a regular slot; returns its output ({@code outlen} bytes, status 0). */
     MemorySegment exec(MemorySegment in, int outlen) {
         return exec(in, outlen, false);

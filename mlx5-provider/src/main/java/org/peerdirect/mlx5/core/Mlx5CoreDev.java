@@ -181,10 +181,7 @@ public final class Mlx5CoreDev {
     }
 
     private static MemorySegment header(int opcode, int opMod, int len) {
-        MemorySegment in = MemorySegment.ofArray(new byte[len]);
-        in.set(BE32, 0, opcode << 16);
-        in.set(BE32, 4, opMod);
-        return in;
+        return CmdIf.input(opcode, opMod, len);
     }
 
     private MemorySegment exec(int opcode, int opMod) {

@@ -75,8 +75,7 @@ final class Mlx5Eq {
                     p.mem().set(ValueLayout.JAVA_BYTE, off, (byte) Eq.EQE_OWNER_INIT_VAL);
                 }
             }
-            MemorySegment in = MemorySegment.ofArray(new byte[(int) Eq.CREATE_EQ_IN_PAS + 8 * npages]);
-            in.set(BE32, 0, Mlx5Cmd.CREATE_EQ << 16);
+            MemorySegment in = CmdIf.input(Mlx5Cmd.CREATE_EQ, 0, (int) Eq.CREATE_EQ_IN_PAS + 8 * npages);
             long c = Eq.CREATE_EQ_IN_EQC;
             Eq.EQC_LOG_EQ_SIZE.set(in, c, logSize);
             Eq.EQC_UAR_PAGE.set(in, c, uar);
@@ -130,8 +129,7 @@ final class Mlx5Eq {
 
     /** {@code DESTROY_EQ}: the firmware posts nothing more to the ring. */
     void destroy(CmdIf cmd) {
-        MemorySegment in = MemorySegment.ofArray(new byte[16]);
-        in.set(BE32, 0, Mlx5Cmd.DESTROY_EQ << 16);
+        MemorySegment in = CmdIf.input(Mlx5Cmd.DESTROY_EQ, 0, 16);
         in.set(ValueLayout.JAVA_BYTE, Eq.EQN_IN, (byte) eqn);
         cmd.exec(in, 16);
     }

@@ -57,9 +57,7 @@ final class PageAlloc {
 
     /** {@code mlx5_satisfy_startup_pages}: asks how many boot or init pages the firmware wants and gives them. */
     void satisfyStartupPages(boolean boot) {
-        MemorySegment in = MemorySegment.ofArray(new byte[16]);
-        in.set(BE32, 0, Mlx5Cmd.QUERY_PAGES << 16);
-        in.set(BE32, 4, boot ? Pages.QUERY_BOOT : Pages.QUERY_INIT);
+        MemorySegment in = CmdIf.input(Mlx5Cmd.QUERY_PAGES, boot ? Pages.QUERY_BOOT : Pages.QUERY_INIT, 16);
         int n = cmd.exec(in, 16).get(BE32, Pages.QUERY_OUT_NUM_PAGES);
         if (n > 0) {
             give(n, boot ? Kind.BOOT : Kind.INIT);
@@ -83,9 +81,7 @@ final class PageAlloc {
                 }
                 throw noMemory;
             }
-            MemorySegment in = MemorySegment.ofArray(new byte[(int) Pages.MANAGE_IN_PAS + 8 * k]);
-            in.set(BE32, 0, Mlx5Cmd.MANAGE_PAGES << 16);
-            in.set(BE32, 4, Pages.MANAGE_GIVE);
+            MemorySegment in = CmdIf.input(Mlx5Cmd.MANAGE_PAGES, Pages.MANAGE_GIVE, (int) Pages.MANAGE_IN_PAS + 8 * k);
             in.set(BE32, Pages.MANAGE_IN_NUM_ENTRIES, k);
             for (int i = 0; i < k; i++) {
                 in.set(BE64, Pages.MANAGE_IN_PAS + 8L * i, ps[i].iova());
@@ -121,9 +117,7 @@ final class PageAlloc {
      */
     int take(int n) {
         int k = Math.min(n, MAX_PER_COMMAND);
-        MemorySegment in = MemorySegment.ofArray(new byte[16]);
-        in.set(BE32, 0, Mlx5Cmd.MANAGE_PAGES << 16);
-        in.set(BE32, 4, Pages.MANAGE_TAKE);
+        MemorySegment in = CmdIf.input(Mlx5Cmd.MANAGE_PAGES, Pages.MANAGE_TAKE, 16);
         in.set(BE32, Pages.MANAGE_IN_NUM_ENTRIES, k);
         MemorySegment out = cmd.execPages(in, (int) Pages.MANAGE_OUT_PAS + 8 * k);
         int got = out.get(BE32, Pages.MANAGE_OUT_NUM_ENTRIES);
@@ -155,9 +149,7 @@ final class PageAlloc {
                     give(numPages, Kind.REGULAR);
                 } catch (KernelException noMemory) {
                     cantGive.incrementAndGet();
-                    MemorySegment in = MemorySegment.ofArray(new byte[16]);
-                    in.set(BE32, 0, Mlx5Cmd.MANAGE_PAGES << 16);
-                    in.set(BE32, 4, Pages.MANAGE_CANT_GIVE);
+                    MemorySegment in = CmdIf.input(Mlx5Cmd.MANAGE_PAGES, Pages.MANAGE_CANT_GIVE, 16);
                     cmd.execPages(in, 16);
                 }
             } else if (numPages < 0) {
