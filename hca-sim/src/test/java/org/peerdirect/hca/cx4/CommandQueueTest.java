@@ -18,6 +18,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.hca.cx4.ifc.CmdEntry;
 import org.peerdirect.hca.cx4.ifc.CmdMailbox;
+import org.peerdirect.hca.cx4.ifc.Eq;
+import org.peerdirect.hca.cx4.ifc.Pages;
 import org.peerdirect.hca.cx4.ifc.InitSeg;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.kernel.dma.DmaDirection;
@@ -149,6 +151,16 @@ class CommandQueueTest {
 
         /** Writes the entry and the input mailboxes, rings, polls for ownership, reads the output. */
         Cmd run() {
+            return start().finish();
+        }
+
+        /** Hardware owns the entry now. */
+        boolean owned() {
+            return (entry().get(ValueLayout.JAVA_BYTE, CmdEntry.STATUS_OWN) & CmdEntry.OWNER_HW) != 0;
+        }
+
+        /** Writes the entry and the input mailboxes and rings the doorbell. */
+        Cmd start() {
             for (int i = 0; i < inBoxes.size(); i++) {
                 int off = CmdEntry.INLINE + i * CmdMailbox.DATA_SIZE;
                 MemorySegment.copy(in, off, inBoxes.get(i).mem(), 0, Math.min(CmdMailbox.DATA_SIZE, in.byteSize() - off));
@@ -165,6 +177,12 @@ class CommandQueueTest {
             tamper(e);
             e.set(ValueLayout.JAVA_BYTE, CmdEntry.STATUS_OWN, (byte) CmdEntry.OWNER_HW);
             fn.write32be(0, InitSeg.CMD_DBELL, 1 << slot);
+            return this;
+        }
+
+        /** Polls for ownership and reads the output. */
+        Cmd finish() {
+            MemorySegment e = entry();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while ((e.get(ValueLayout.JAVA_BYTE, CmdEntry.STATUS_OWN) & CmdEntry.OWNER_HW) != 0) {
                 assertTrue(System.nanoTime() < deadline, "the firmware hands the entry back within 10 s");
@@ -299,6 +317,118 @@ class CommandQueueTest {
         assertEquals(1, iommu.audit().faults(), "the stray DMA was stopped by the IOMMU");
         assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.NOP));
         expectedFaults = 1;
+    }
+
+    /** A command whose input is a header and a 24-bit index at byte 9 (ALLOC/DEALLOC of UARs, PDs, ...). */
+    Cmd indexed(int slot, int opcode, int opMod, int index) {
+        Cmd c = new Cmd(slot, opcode, opMod, 16, 16);
+        Pages.INDEX24.set(c.in, 0, index);
+        return c;
+    }
+
+    Cmd give(int slot, long... iovas) {
+        Cmd c = new Cmd(slot, Mlx5Cmd.MANAGE_PAGES, Pages.MANAGE_GIVE, 16 + 8 * iovas.length, 16);
+        c.in.set(BE32, Pages.MANAGE_IN_NUM_ENTRIES, iovas.length);
+        for (int i = 0; i < iovas.length; i++) {
+            c.in.set(BE64, Pages.MANAGE_IN_PAS + 8L * i, iovas[i]);
+        }
+        return c;
+    }
+
+    long[] pages(int n) {
+        long[] out = new long[n];
+        for (int i = 0; i < n; i++) {
+            out[i] = page().iova();
+        }
+        return out;
+    }
+
+    @Test
+    void firmwarePagesAreCheckedTakenAndHeldUntilHandedBack() {
+        cmdInit();
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.ENABLE_HCA));
+        Cmd q = new Cmd(0, Mlx5Cmd.QUERY_PAGES, Pages.QUERY_BOOT, 16, 16).run();
+        assertEquals(Mlx5Cmd.STAT_OK, q.status());
+        int boot = q.out.get(BE32, Pages.QUERY_OUT_NUM_PAGES);
+        assertEquals(4, boot, "boot pages wanted");
+        long[] p = pages(boot);
+        assertEquals(Mlx5Cmd.STAT_BAD_PARAM_ERR, give(0, p[0] + 8).run().status(), "a page not 4 KiB aligned");
+        assertEquals(Mlx5Cmd.STAT_BAD_PARAM_ERR, give(0, p[0], p[0]).run().status(), "the same page twice");
+        assertEquals(Mlx5Cmd.STAT_BAD_PARAM_ERR, give(0, p[1], 0x7_0000_0000L).run().status(), "a page not mapped for the device");
+        expectedFaults = 1;
+        assertEquals(0, dev.pagesHeld(), "a refused list is taken whole or not at all");
+        assertEquals(Mlx5Cmd.STAT_OK, give(0, p).run().status());
+        assertEquals(4, dev.pagesHeld());
+        assertEquals(Mlx5Cmd.STAT_BAD_PARAM_ERR, give(0, p[2]).run().status(), "a page the firmware already holds");
+        assertEquals(0, new Cmd(0, Mlx5Cmd.QUERY_PAGES, Pages.QUERY_BOOT, 16, 16).run().out.get(BE32, Pages.QUERY_OUT_NUM_PAGES));
+        assertEquals(Mlx5Cmd.STAT_BAD_SYS_STATE_ERR, simple(Mlx5Cmd.INIT_HCA), "INIT_HCA before the init pages");
+        assertEquals(Mlx5Cmd.STAT_BAD_PARAM_ERR, new Cmd(0, Mlx5Cmd.QUERY_PAGES, 7, 16, 16).run().status(), "no op_mod 7");
+        assertEquals(Mlx5Cmd.STAT_BAD_RES_STATE_ERR, simple(Mlx5Cmd.DISABLE_HCA), "DISABLE_HCA while the firmware holds pages");
+        Cmd take = new Cmd(0, Mlx5Cmd.MANAGE_PAGES, Pages.MANAGE_TAKE, 16, 16 + 8 * 10);
+        take.in.set(BE32, Pages.MANAGE_IN_NUM_ENTRIES, 10);
+        assertEquals(Mlx5Cmd.STAT_OK, take.run().status());
+        assertEquals(4, take.out.get(BE32, Pages.MANAGE_OUT_NUM_ENTRIES), "fewer than asked: all it holds");
+        java.util.Set<Long> back = new java.util.HashSet<>();
+        for (int i = 0; i < 4; i++) {
+            back.add(take.out.get(BE64, Pages.MANAGE_OUT_PAS + 8L * i));
+        }
+        assertEquals(java.util.Set.of(p[0], p[1], p[2], p[3]), back);
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.DISABLE_HCA));
+    }
+
+    @Test
+    void aCommandShortOfPagesIsParkedUntilTheDriverGivesThem() {
+        cmdInit();
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.ENABLE_HCA));
+        assertEquals(Mlx5Cmd.STAT_OK, give(0, pages(4 + 2)).run().status()); // boot, then init pages
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.INIT_HCA));
+        Cmd uar = new Cmd(0, Mlx5Cmd.ALLOC_UAR, 0, 16, 16).run();
+        assertEquals(Mlx5Cmd.STAT_OK, uar.status());
+        int uarIndex = Pages.INDEX24.get(uar.out, 0);
+        Page ring = page();
+        for (long off = Eq.EQE_OWNER; off < 4096; off += Eq.EQE_SIZE) {
+            ring.mem().set(ValueLayout.JAVA_BYTE, off, (byte) 1);
+        }
+        // the pages EQ: 64 entries in one page, page requests only
+        Cmd pagesEq = createEq(0, uarIndex, 1L << Eq.EVENT_PAGE_REQUEST, ring.iova());
+        assertEquals(Mlx5Cmd.STAT_OK, pagesEq.run().status());
+        // each EQ context takes 1 KiB of the firmware's pages: the two init pages hold 8; the firmware asks for more at once
+        MemorySegment eqe = ring.mem().asSlice(0, Eq.EQE_SIZE);
+        assertEquals(0, eqe.get(ValueLayout.JAVA_BYTE, Eq.EQE_OWNER) & 1, "a page request is in the ring (owner of the first pass)");
+        assertEquals(Eq.EVENT_PAGE_REQUEST, eqe.get(ValueLayout.JAVA_BYTE, Eq.EQE_TYPE));
+        int wanted = eqe.get(BE32, Eq.PAGE_REQ_NUM_PAGES);
+        assertTrue(wanted > 0, "the firmware wants pages: " + wanted);
+        for (int i = 0; i < 7; i++) {
+            assertEquals(Mlx5Cmd.STAT_OK, createEq(0, uarIndex, 0, page().iova()).run().status(), "EQ " + i);
+        }
+        Cmd parked = createEq(1, uarIndex, 0, page().iova()).start();
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.NOP), "the firmware goes on with other commands");
+        assertTrue(parked.owned(), "the command short of pages is parked, its entry still with the hardware");
+        assertEquals(Mlx5Cmd.STAT_OK, give(31, pages(wanted)).run().status());
+        assertEquals(Mlx5Cmd.STAT_OK, parked.finish().status(), "run again once the pages came: " + dev.lastRefusal());
+        assertTrue(dev.describe().contains("EQs 9"), dev.describe());
+        // teardown: force close drops every object, then every page comes back
+        Cmd teardown = new Cmd(0, Mlx5Cmd.TEARDOWN_HCA, 0, 16, 16);
+        assertEquals(Mlx5Cmd.STAT_BAD_RES_STATE_ERR, teardown.run().status(), "graceful teardown with objects live");
+        teardown = new Cmd(0, Mlx5Cmd.TEARDOWN_HCA, 0, 16, 16);
+        Pages.TEARDOWN_PROFILE.set(teardown.in, 0, Pages.TEARDOWN_FORCE_CLOSE);
+        assertEquals(Mlx5Cmd.STAT_OK, teardown.run().status());
+        Cmd take = new Cmd(0, Mlx5Cmd.MANAGE_PAGES, Pages.MANAGE_TAKE, 16, 16 + 8 * 64);
+        take.in.set(BE32, Pages.MANAGE_IN_NUM_ENTRIES, 64);
+        assertEquals(Mlx5Cmd.STAT_OK, take.run().status());
+        assertEquals(6 + wanted, take.out.get(BE32, Pages.MANAGE_OUT_NUM_ENTRIES));
+        assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.DISABLE_HCA));
+        assertEquals(0, dev.pagesHeld());
+    }
+
+    /** CREATE_EQ of a 64-entry EQ in one page on {@code uar}, vector 0. */
+    Cmd createEq(int slot, int uar, long mask, long ringIova) {
+        Cmd c = new Cmd(slot, Mlx5Cmd.CREATE_EQ, 0, (int) Eq.CREATE_EQ_IN_PAS + 8, 16);
+        Eq.EQC_LOG_EQ_SIZE.set(c.in, Eq.CREATE_EQ_IN_EQC, 6);
+        Eq.EQC_UAR_PAGE.set(c.in, Eq.CREATE_EQ_IN_EQC, uar);
+        c.in.set(BE64, Eq.CREATE_EQ_IN_EVENT_BITMASK, mask);
+        c.in.set(BE64, Eq.CREATE_EQ_IN_PAS, ringIova);
+        return c;
     }
 
     static int delivery(Cmd c) {
