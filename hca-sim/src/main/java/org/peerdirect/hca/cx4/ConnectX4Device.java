@@ -220,10 +220,10 @@ public final class ConnectX4Device implements AutoCloseable {
         if (f == null) {
             return name + ": not attached";
         }
-        return String.format("%s: state %s, ISSI %d, pages held %d (boot %d, init %d, regular %d), EQs %d, UARs %d%s%s", name, f.state(), f.issi(),
-                f.pages.held(), f.pages.held(FirmwarePages.Kind.BOOT), f.pages.held(FirmwarePages.Kind.INIT),
-                f.pages.held(FirmwarePages.Kind.REGULAR), f.eqCount(), f.uarsAllocated(), hung ? ", HUNG" : "",
-                fatal != 0 ? ", FATAL syndrome " + fatal : "");
+        return String.format("%s: state %s, ISSI %d, driver '%s', pages held %d (boot %d, init %d, regular %d), EQs %d (EQEs lost %d), UARs %d, "
+                + "stray doorbells %d%s%s", name, f.state(), f.issi(), f.driverVersion(), f.pages.held(), f.pages.held(FirmwarePages.Kind.BOOT),
+                f.pages.held(FirmwarePages.Kind.INIT), f.pages.held(FirmwarePages.Kind.REGULAR), f.eqCount(), f.eqOverruns(), f.uarsAllocated(),
+                strayDoorbells.get(), hung ? ", HUNG" : "", fatal != 0 ? ", FATAL syndrome " + fatal : "");
     }
 
     /** Pages the firmware holds now (every one is a DMA mapping the driver must take back). */
@@ -236,11 +236,6 @@ public final class ConnectX4Device implements AutoCloseable {
     public String lastRefusal() {
         Firmware f = fw;
         return f == null ? "" : f.lastRefusal();
-    }
-
-    /** EQ doorbells that named no EQ of their UAR. */
-    public long strayDoorbells() {
-        return strayDoorbells.get();
     }
 
     /** Commands executed and entries refused at delivery (for tools and tests). */

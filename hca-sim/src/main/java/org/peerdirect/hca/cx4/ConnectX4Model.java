@@ -57,21 +57,6 @@ public final class ConnectX4Model {
         }
     }
 
-    /** The models, in bus order (for the shell's hooks and tests). */
-    public List<ConnectX4Device> devices() {
-        return boards.stream().map(Board::dev).toList();
-    }
-
-    /** The model behind a function address, or null. */
-    public ConnectX4Device device(String bdf) {
-        for (Board b : boards) {
-            if (b.fn.bdf().equals(bdf)) {
-                return b.dev;
-            }
-        }
-        return null;
-    }
-
     @Deactivate
     void deactivate() {
         for (Board b : boards) {

@@ -164,6 +164,16 @@ final class Firmware implements CommandQueue.Executor {
         return eqn >= 0 && eqn < eqs.length() ? eqs.get(eqn) : null;
     }
 
+    /** EQEs dropped on full rings and EQE writes the IOMMU stopped, over every live EQ. */
+    long eqOverruns() {
+        long n = 0;
+        for (int i = 0; i < eqs.length(); i++) {
+            HwEq e = eqs.get(i);
+            n += e == null ? 0 : e.overruns() + e.dmaFaults();
+        }
+        return n;
+    }
+
     int eqCount() {
         int n = 0;
         for (int i = 0; i < eqs.length(); i++) {
@@ -201,7 +211,7 @@ final class Firmware implements CommandQueue.Executor {
                 throw new Refused(Mlx5Cmd.STAT_BAD_INP_LEN_ERR, SYND_SHORT_INPUT,
                         Mlx5Cmd.name(opcode) + " needs " + inNeed + " input bytes, has " + in.byteSize());
             }
-            int outNeed = outputLength(opcode, opMod, in);
+            int outNeed = outputLength(opcode);
             if (out.byteSize() < outNeed) {
                 throw new Refused(Mlx5Cmd.STAT_BAD_OUTP_LEN_ERR, SYND_SHORT_OUTPUT,
                         Mlx5Cmd.name(opcode) + " needs " + outNeed + " output bytes, has " + out.byteSize());
@@ -219,10 +229,10 @@ final class Firmware implements CommandQueue.Executor {
     /** The input a command needs (the fixed part and its lists), or -1 for an opcode the model does not know. */
     private static int inputLength(int opcode, MemorySegment in) {
         return switch (opcode) {
+            // INIT_HCA: sw_owner_id (0x10..0x1f) only when that cap is set, which the model does not report
             case Mlx5Cmd.ENABLE_HCA, Mlx5Cmd.DISABLE_HCA, Mlx5Cmd.QUERY_ISSI, Mlx5Cmd.SET_ISSI, Mlx5Cmd.QUERY_PAGES, Mlx5Cmd.QUERY_HCA_CAP,
-                    Mlx5Cmd.TEARDOWN_HCA, Mlx5Cmd.ALLOC_UAR, Mlx5Cmd.DEALLOC_UAR, Mlx5Cmd.ALLOC_PD, Mlx5Cmd.DEALLOC_PD, Mlx5Cmd.DESTROY_EQ,
-                    Mlx5Cmd.QUERY_EQ, Mlx5Cmd.NOP -> 16;
-            case Mlx5Cmd.INIT_HCA -> 16; // sw_owner_id (0x10..0x1f) only when the cap is set
+                    Mlx5Cmd.INIT_HCA, Mlx5Cmd.TEARDOWN_HCA, Mlx5Cmd.ALLOC_UAR, Mlx5Cmd.DEALLOC_UAR, Mlx5Cmd.ALLOC_PD, Mlx5Cmd.DEALLOC_PD,
+                    Mlx5Cmd.DESTROY_EQ, Mlx5Cmd.QUERY_EQ, Mlx5Cmd.NOP -> 16;
             case Mlx5Cmd.SET_HCA_CAP -> HcaCap.SET_IN_LEN;
             case Mlx5Cmd.SET_DRIVER_VERSION -> Pages.SET_DRIVER_VERSION_IN_LEN;
             case Mlx5Cmd.GEN_EQE -> Eq.GEN_EQE_IN_LEN;
@@ -241,7 +251,7 @@ final class Firmware implements CommandQueue.Executor {
         return (int) Math.min(1 << 20, (bytes + page - 1) / page);
     }
 
-    private static int outputLength(int opcode, int opMod, MemorySegment in) {
+    private static int outputLength(int opcode) {
         return switch (opcode) {
             case Mlx5Cmd.QUERY_ISSI -> Mlx5Cmd.QUERY_ISSI_OUT_LEN;
             case Mlx5Cmd.QUERY_HCA_CAP -> HcaCap.QUERY_OUT_LEN;
@@ -519,7 +529,7 @@ final class Firmware implements CommandQueue.Executor {
             throw new Refused(Mlx5Cmd.STAT_INT_ERR, SYND_BAD_PAGE, "a firmware page is no longer mapped for the device");
         }
         long mask = in.get(BE64, Eq.CREATE_EQ_IN_EVENT_BITMASK);
-        eqs.set(eqn, new HwEq(eqn, logSize, pas, 12, uar, intr, mask, ctx));
+        eqs.set(eqn, new HwEq(eqn, logSize, pas, uar, intr, mask, ctx));
         out.set(ValueLayout.JAVA_BYTE, Eq.CREATE_EQ_OUT_EQN, (byte) eqn);
     }
 

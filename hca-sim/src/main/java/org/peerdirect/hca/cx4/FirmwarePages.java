@@ -191,7 +191,8 @@ final class FirmwarePages {
                 continue;
             }
             for (int u = 0; u + n <= UNITS; u += n) {
-                if (p.used.nextSetBit(u) >= u + n || p.used.nextSetBit(u) < 0) {
+                int next = p.used.nextSetBit(u);
+                if (next < 0 || next >= u + n) {
                     p.used.set(u, u + n);
                     return new Slot(p.addr + (long) u * UNIT, n);
                 }

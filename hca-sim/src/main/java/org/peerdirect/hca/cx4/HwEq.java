@@ -22,8 +22,8 @@ final class HwEq {
 
     final int eqn;
     final int logSize;
+    /** The ring's 4 KiB pages (the model takes {@code log_page_size} 0 only). */
     final long[] pas;
-    final int pageShift;
     final int uarPage;
     final int intr;
     final long eventMask;
@@ -36,11 +36,10 @@ final class HwEq {
     private long overruns;
     private long dmaFaults;
 
-    HwEq(int eqn, int logSize, long[] pas, int pageShift, int uarPage, int intr, long eventMask, FirmwarePages.Slot context) {
+    HwEq(int eqn, int logSize, long[] pas, int uarPage, int intr, long eventMask, FirmwarePages.Slot context) {
         this.eqn = eqn;
         this.logSize = logSize;
         this.pas = pas;
-        this.pageShift = pageShift;
         this.uarPage = uarPage;
         this.intr = intr;
         this.eventMask = eventMask;
@@ -53,7 +52,7 @@ final class HwEq {
 
     private long entryAddress(int index) {
         long off = (long) (index & (1 << logSize) - 1) * Eq.EQE_SIZE;
-        return pas[(int) (off >>> pageShift)] + (off & (1L << pageShift) - 1);
+        return pas[(int) (off >>> 12)] + (off & 4095);
     }
 
     /**

@@ -9,7 +9,6 @@ import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedDeque;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
@@ -57,12 +56,10 @@ final class CmdIf {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition done = lock.newCondition();
     private final ConcurrentLinkedDeque<Block> blocks = new ConcurrentLinkedDeque<>();
-    private final List<DmaPages.Page> blockPages = new ArrayList<>();
     private DmaPages.Page queue;
     private int slots;
-    private Semaphore regular;
-    private final Semaphore reserved = new Semaphore(1);
     // guarded by lock
+    /** One bit per free slot, the reserved last one included. */
     private int freeSlots;
     private int completed;
     private byte token;
@@ -108,8 +105,7 @@ final class CmdIf {
                     + "at least 64-byte entries in one 4 KiB page", name, logSize, logStride));
         }
         slots = 1 << logSize;
-        regular = new Semaphore(slots - 1);
-        freeSlots = (1 << slots - 1) - 1; // every slot but the reserved last one
+        freeSlots = (int) ((1L << slots) - 1);
         queue = dma.alloc();
         fn.write32be(0, InitSeg.CMDQ_ADDR_H, (int) (queue.iova() >>> 32));
         fn.write32be(0, InitSeg.CMDQ_ADDR_L_SZ, (int) queue.iova());
@@ -196,28 +192,28 @@ final class CmdIf {
             log.add(opcode, opMod, events, 0, -1, 0, 0, why);
             throw new Mlx5CmdException(Mlx5CmdException.Kind.DEVICE_GONE, opcode, opMod, 0, 0, why);
         }
-        Semaphore sem = pages ? reserved : regular;
-        try {
-            if (!sem.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS)) {
-                throw new Mlx5CmdException(Mlx5CmdException.Kind.TIMEOUT, opcode, opMod, 0, 0, "no free command slot");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new Mlx5CmdException(Mlx5CmdException.Kind.TIMEOUT, opcode, opMod, 0, 0, "interrupted waiting for a slot");
-        }
+        int reservedSlot = 1 << slots - 1;
+        int eligible = pages ? reservedSlot : ~reservedSlot; // MANAGE_PAGES on the reserved slot, the rest on the others
         int slot;
         byte tok;
         lock.lock();
         try {
-            if (pages) {
-                slot = slots - 1;
-            } else {
-                slot = Integer.numberOfTrailingZeros(freeSlots);
-                freeSlots &= ~(1 << slot);
+            long deadline = System.nanoTime() + timeoutNanos;
+            while ((freeSlots & eligible) == 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new Mlx5CmdException(Mlx5CmdException.Kind.TIMEOUT, opcode, opMod, 0, 0, "no free command slot");
+                }
+                done.awaitNanos(left);
             }
+            slot = Integer.numberOfTrailingZeros(freeSlots & eligible);
+            freeSlots &= ~(1 << slot);
             completed &= ~(1 << slot);
             token = (byte) (token + 1 == 0 ? 1 : token + 1);
             tok = token;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new Mlx5CmdException(Mlx5CmdException.Kind.TIMEOUT, opcode, opMod, 0, 0, "interrupted waiting for a slot");
         } finally {
             lock.unlock();
         }
@@ -274,13 +270,11 @@ final class CmdIf {
                 blocks.addAll(outBoxes);
                 lock.lock();
                 try {
-                    if (!pages) {
-                        freeSlots |= 1 << slot;
-                    }
+                    freeSlots |= 1 << slot;
+                    done.signalAll();
                 } finally {
                     lock.unlock();
                 }
-                sem.release();
             }
         }
     }
@@ -349,20 +343,10 @@ final class CmdIf {
         if (b != null) {
             return b;
         }
-        DmaPages.Page p = dma.alloc();
-        synchronized (blockPages) {
-            blockPages.add(p);
-        }
+        DmaPages.Page p = dma.alloc(); // freed with every other DMA page at teardown (DmaPages.freeAll)
         for (int i = 1; i < BLOCKS_PER_PAGE; i++) {
             blocks.add(new Block(p.iova() + i * CmdMailbox.ALIGN, p.mem().asSlice(i * CmdMailbox.ALIGN, CmdMailbox.SIZE)));
         }
         return new Block(p.iova(), p.mem().asSlice(0, CmdMailbox.SIZE));
-    }
-
-    /** Mailbox pages and the queue page: freed by {@link DmaPages#freeAll} with the rest (they are DMA pages). */
-    int mailboxPages() {
-        synchronized (blockPages) {
-            return blockPages.size();
-        }
     }
 }

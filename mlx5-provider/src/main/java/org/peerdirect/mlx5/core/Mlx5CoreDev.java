@@ -12,7 +12,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
-import java.util.function.Consumer;
 
 import org.peerdirect.hca.cx4.ifc.Eq;
 import org.peerdirect.hca.cx4.ifc.HcaCap;
@@ -77,13 +76,12 @@ public final class Mlx5CoreDev {
     private final List<Mlx5Eq> retired = new ArrayList<>();
     private final AtomicLongArray asyncEvents = new AtomicLongArray(64);
     private final List<String> teardownProblems = new CopyOnWriteArrayList<>();
-    private volatile Consumer<String> onDead = reason -> {
-    };
     /** Why the device is dead (health poll, removal), or null. */
     private volatile String dead;
     private ScheduledExecutorService health;
     private int lastCounter = -1;
-    private int misses;
+    /** Written by the health thread; volatile for {@link #healthSummary}. */
+    private volatile int misses;
     // bring-up state: the load/unload thread's (synchronized)
     private boolean enabled;
     private boolean initialized;
@@ -112,11 +110,6 @@ public final class Mlx5CoreDev {
 
     public PciFunction function() {
         return fn;
-    }
-
-    /** Told once when the health poll or a removal finds the device dead (the reason). */
-    public void setOnDead(Consumer<String> listener) {
-        onDead = listener;
     }
 
     private String unusable() {
@@ -267,7 +260,7 @@ public final class Mlx5CoreDev {
             markDead("PCI channel offline (the function is gone)");
             return;
         }
-        int synd = fn.read32be(0, InitSeg.HEALTH_SYND & ~3L) >>> 16 & 0xff;
+        int synd = healthSyndrome();
         if (synd != 0) {
             markDead(String.format("firmware fatal error, health syndrome 0x%x", synd));
             return;
@@ -283,11 +276,15 @@ public final class Mlx5CoreDev {
         lastCounter = counter;
     }
 
+    /** {@code health.synd}: the byte at 0x23d, read as the 32-bit register it sits in (bits 23:16). */
+    private int healthSyndrome() {
+        return fn.read32be(0, InitSeg.HEALTH_SYND & ~3L) >>> 16 & 0xff;
+    }
+
     private void markDead(String reason) {
         dead = reason;
         System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.ERROR, name + ": " + reason);
         cmd.complete(-1); // wake every waiter: each sees the device dead
-        onDead.accept(reason);
     }
 
     private void stopHealth() {
@@ -424,10 +421,6 @@ public final class Mlx5CoreDev {
         return f.get(caps(), 0);
     }
 
-    public int uar() {
-        return uar;
-    }
-
     public boolean eventMode() {
         return cmd.eventsMode();
     }
@@ -448,8 +441,8 @@ public final class Mlx5CoreDev {
         return pages.held();
     }
 
-    public long pagesGiven(boolean boot, boolean init) {
-        return boot ? pages.given(PageAlloc.Kind.BOOT) : init ? pages.given(PageAlloc.Kind.INIT) : pages.given(PageAlloc.Kind.REGULAR);
+    long pagesGiven(PageAlloc.Kind kind) {
+        return pages.given(kind);
     }
 
     public long pageRequests() {
@@ -478,7 +471,7 @@ public final class Mlx5CoreDev {
             return name + ": function gone";
         }
         int counter = fn.read32be(0, InitSeg.HEALTH_COUNTER) & 0xff_ffff;
-        int synd = fn.read32be(0, InitSeg.HEALTH_SYND & ~3L) >>> 16 & 0xff;
+        int synd = healthSyndrome();
         return String.format("%s: %s; health counter %d, syndrome 0x%x, poll every %d ms, miss count %d/%d", name,
                 d == null ? (up ? "healthy" : "down") : "DEAD (" + d + ")", counter, synd, settings.healthPollMillis(), misses, MAX_MISSES);
     }

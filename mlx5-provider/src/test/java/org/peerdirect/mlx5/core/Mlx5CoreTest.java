@@ -51,6 +51,15 @@ class Mlx5CoreTest {
         dev = new Mlx5CoreDev("mlx5_0", fn, mm, settings);
     }
 
+    /** Another machine for a test that needs another device or other settings (the default one had nothing to leave behind). */
+    void restart(int deviceId, Mlx5CoreDev.Settings settings) {
+        dev.unload();
+        bus.close();
+        model.close();
+        mm.close();
+        up(deviceId, settings);
+    }
+
     @BeforeEach
     void defaults() {
         up(ConnectX4Device.DEVICE_CONNECTX4, new Mlx5CoreDev.Settings(10_000, 50, 2_000));
@@ -71,7 +80,7 @@ class Mlx5CoreTest {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (!cond.getAsBoolean()) {
             assertTrue(System.nanoTime() < deadline, what + " within 10 s");
-            Thread.onSpinWait();
+            java.util.concurrent.locks.LockSupport.parkNanos(100_000); // a poll of observable state; leaves the 2 cores to the firmware and the driver
         }
     }
 
@@ -101,10 +110,10 @@ class Mlx5CoreTest {
         assertEquals(18, dev.cap(HcaCap.LOG_MAX_QP));
         assertTrue(model.describe().contains("state INITIALIZED"), model.describe());
         // the firmware asks for regular pages as soon as it can (the pages EQ exists): the driver's page work answers
-        await("the firmware's first page request answered", () -> dev.pagesGiven(false, false) > 0);
+        await("the firmware's first page request answered", () -> dev.pagesGiven(PageAlloc.Kind.REGULAR) > 0);
         await("driver and firmware agree on the pages held", () -> dev.pagesHeld() == model.pagesHeld());
-        assertEquals(4, dev.pagesGiven(true, false), "boot pages");
-        assertEquals(2, dev.pagesGiven(false, true), "init pages");
+        assertEquals(4, dev.pagesGiven(PageAlloc.Kind.BOOT), "boot pages");
+        assertEquals(2, dev.pagesGiven(PageAlloc.Kind.INIT), "init pages");
         assertTrue(dev.pageRequests() >= 1);
         assertTrue(dev.eqsSummary().stream().anyMatch(l -> l.contains("pages") && !l.contains("page requests 0")), dev.eqsSummary().toString());
         assertEquals(0, model.deliveryErrors());
@@ -128,7 +137,7 @@ class Mlx5CoreTest {
     @Test
     void theFirmwareAsksForPagesAsContextsGrowAndGivesThemBackWhenTheyShrink() {
         dev.load();
-        await("first page request answered", () -> dev.pagesGiven(false, false) > 0 && dev.pagesHeld() == model.pagesHeld());
+        await("first page request answered", () -> dev.pagesGiven(PageAlloc.Kind.REGULAR) > 0 && dev.pagesHeld() == model.pagesHeld());
         int base = dev.pagesHeld();
         List<Mlx5Eq> extra = new ArrayList<>();
         for (int i = 0; i < 24; i++) { // 1 KiB of context each: 6 more pages, some commands parked until the pages come
@@ -146,11 +155,7 @@ class Mlx5CoreTest {
 
     @Test
     void connectX6DxIsEthernetWithRoce() {
-        dev.unload();
-        bus.close();
-        model.close();
-        mm.close();
-        up(ConnectX4Device.DEVICE_CONNECTX6DX, new Mlx5CoreDev.Settings(10_000, 50, 2_000));
+        restart(ConnectX4Device.DEVICE_CONNECTX6DX, new Mlx5CoreDev.Settings(10_000, 50, 2_000));
         dev.load();
         assertEquals(HcaCap.PORT_TYPE_ETH, dev.cap(HcaCap.PORT_TYPE));
         assertEquals(1, dev.cap(HcaCap.ROCE));
@@ -159,7 +164,7 @@ class Mlx5CoreTest {
     @Test
     void aFatalFirmwareErrorMarksTheDeviceDeadAndTeardownReclaimsLocally() {
         dev.load();
-        await("pages settled", () -> dev.pagesGiven(false, false) > 0 && dev.pagesHeld() == model.pagesHeld());
+        await("pages settled", () -> dev.pagesGiven(PageAlloc.Kind.REGULAR) > 0 && dev.pagesHeld() == model.pagesHeld());
         model.fatal(ConnectX4Device.HEALTH_SYNDR_FW_ERR);
         await("the health poll noticed", () -> dev.deadReason() != null);
         assertTrue(dev.deadReason().contains("health syndrome 0x1"), dev.deadReason());
@@ -174,7 +179,7 @@ class Mlx5CoreTest {
     @Test
     void aHungFirmwareIsFoundByItsStuckHealthCounterAndAWaitingCommandEndsInAnError() throws Exception {
         dev.load();
-        await("pages settled", () -> dev.pagesGiven(false, false) > 0 && dev.pagesHeld() == model.pagesHeld());
+        await("pages settled", () -> dev.pagesGiven(PageAlloc.Kind.REGULAR) > 0 && dev.pagesHeld() == model.pagesHeld());
         model.hang();
         Mlx5CmdException e = assertThrows(Mlx5CmdException.class, () -> dev.execIndexed(Mlx5Cmd.NOP, 0, 0));
         assertEquals(Mlx5CmdException.Kind.DEVICE_GONE, e.kind(), "the waiting command ends when the health poll declares the device dead: "
@@ -186,11 +191,7 @@ class Mlx5CoreTest {
 
     @Test
     void aCommandTimesOutWhenTheFirmwareDoesNotAnswerAndTheHealthPollIsSlow() {
-        dev.unload();
-        bus.close();
-        model.close();
-        mm.close();
-        up(ConnectX4Device.DEVICE_CONNECTX4, new Mlx5CoreDev.Settings(300, 60_000, 2_000));
+        restart(ConnectX4Device.DEVICE_CONNECTX4, new Mlx5CoreDev.Settings(300, 60_000, 2_000));
         dev.load();
         model.hang();
         Mlx5CmdException e = assertThrows(Mlx5CmdException.class, () -> dev.execIndexed(Mlx5Cmd.NOP, 0, 0));

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Consumer;
 
 /**
  * What a device model plugs in: the configuration-space identity of one PCI function, its memory
@@ -35,7 +36,7 @@ import java.util.Optional;
  *        values when any driver can bind
  */
 public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors,
-        Object firmware, java.util.function.Consumer<PciFunction> powerOn) {
+        Object firmware, Consumer<PciFunction> powerOn) {
 
     /** A function without a firmware shortcut. */
     public PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors) {
@@ -133,7 +134,7 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
         private final List<Bar> bars = new ArrayList<>();
         private int msixVectors;
         private Object firmware;
-        private java.util.function.Consumer<PciFunction> powerOn;
+        private Consumer<PciFunction> powerOn;
 
         private Builder(String name) {
             this.name = name;
@@ -177,7 +178,7 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
         }
 
         /** The device's power-on reset (see {@link PciDeviceSpec#powerOn()}). */
-        public Builder powerOn(java.util.function.Consumer<PciFunction> powerOn) {
+        public Builder powerOn(Consumer<PciFunction> powerOn) {
             this.powerOn = powerOn;
             return this;
         }
