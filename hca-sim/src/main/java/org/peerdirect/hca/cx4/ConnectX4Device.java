@@ -10,7 +10,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
+import org.peerdirect.hca.cx4.ifc.Cq;
 import org.peerdirect.hca.cx4.ifc.Eq;
+import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.hca.cx4.ifc.InitSeg;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.kernel.pci.PciDeviceSpec;
@@ -68,7 +70,12 @@ public final class ConnectX4Device implements AutoCloseable {
     private volatile int fatal;
     private final AtomicLong strayDoorbells = new AtomicLong();
 
-    public ConnectX4Device(String name, int deviceId) {
+    private final org.peerdirect.hca.engine.Fabric fabric;
+    /** The transport engine, powered with the device (its port joins the fabric at power-on). */
+    private volatile org.peerdirect.hca.engine.HcaDevice engine;
+
+    public ConnectX4Device(String name, int deviceId, org.peerdirect.hca.engine.Fabric fabric) {
+        this.fabric = fabric;
         if (deviceId != DEVICE_CONNECTX4 && deviceId != DEVICE_CONNECTX6DX) {
             throw new IllegalArgumentException(String.format("%s: device id 0x%x is neither ConnectX-4 (0x1013) nor ConnectX-6 Dx (0x101d)", name,
                     deviceId));
@@ -101,7 +108,8 @@ public final class ConnectX4Device implements AutoCloseable {
         bar0.set(BE32, InitSeg.CMDQ_ADDR_L_SZ, InitSeg.NIC_IFC_FULL << 8 | LOG_CMDQ_SIZE << 4 | LOG_CMDQ_STRIDE);
         bar0.set(BE32, InitSeg.HEALTH_FW_VER, major << 24 | FW_MINOR << 16 | FW_SUBMINOR);
         bar0.set(BE32, InitSeg.INITIALIZING, InitSeg.INITIALIZING_BIT);
-        fw = new Firmware(function, function.dmaPort(), deviceId == DEVICE_CONNECTX6DX, (int) (BAR0_SIZE >>> 12));
+        engine = new org.peerdirect.hca.engine.HcaDevice(function.bdf(), function.dmaPort(), fabric, 1);
+        fw = new Firmware(function, function.dmaPort(), deviceId == DEVICE_CONNECTX6DX, (int) (BAR0_SIZE >>> 12), engine);
         cmdq = new CommandQueue(function.dmaPort(), this::queueAddress, fw);
         firmware = Thread.ofPlatform().daemon().name("fw-" + function.bdf()).start(this::firmwareLoop);
     }
@@ -123,21 +131,34 @@ public final class ConnectX4Device implements AutoCloseable {
         } else if (offset == InitSeg.CMD_DBELL) {
             doorbells.add((int) value);
         } else if (fw != null && fw.uarOf(offset) >= 0) {
-            uarWritten(fw.uarOf(offset), offset & 0xfff, (int) value);
+            uarWritten(fw.uarOf(offset), offset & 0xfff, value);
         }
     }
 
     /** A UAR doorbell: the EQ doorbells (be32 {@code eqn << 24 | ci}); a write for an EQ of another UAR is dropped. */
-    private void uarWritten(int uar, long off, int value) {
-        if (off != Eq.UAR_EQ_ARM_CI && off != Eq.UAR_EQ_CI) {
-            return; // CQ and send doorbells come with the data path
+    private void uarWritten(int uar, long off, long value) {
+        if (off == Cq.UAR_CQ_DOORBELL) {
+            if (!fw.transport.cqDoorbell(uar, value)) {
+                strayDoorbells.incrementAndGet();
+            }
+            return;
         }
-        HwEq eq = fw.eq(value >>> 24);
+        if (off >= Qp.UAR_BF_OFFSET) {
+            if (!fw.transport.sqDoorbell(uar, value)) {
+                strayDoorbells.incrementAndGet();
+            }
+            return;
+        }
+        if (off != Eq.UAR_EQ_ARM_CI && off != Eq.UAR_EQ_CI) {
+            strayDoorbells.incrementAndGet();
+            return;
+        }
+        HwEq eq = fw.eq((int) value >>> 24);
         if (eq == null || eq.uarPage != uar) {
             strayDoorbells.incrementAndGet();
             return;
         }
-        if (eq.doorbell(value & 0xff_ffff, off == Eq.UAR_EQ_ARM_CI)) {
+        if (eq.doorbell((int) value & 0xff_ffff, off == Eq.UAR_EQ_ARM_CI)) {
             eq.raise(fn);
         }
     }
@@ -221,9 +242,9 @@ public final class ConnectX4Device implements AutoCloseable {
             return name + ": not attached";
         }
         return String.format("%s: state %s, ISSI %d, driver '%s', pages held %d (boot %d, init %d, regular %d), EQs %d (EQEs lost %d), UARs %d, "
-                + "stray doorbells %d%s%s", name, f.state(), f.issi(), f.driverVersion(), f.pages.held(), f.pages.held(FirmwarePages.Kind.BOOT),
+                + "stray doorbells %d, %s%s%s", name, f.state(), f.issi(), f.driverVersion(), f.pages.held(), f.pages.held(FirmwarePages.Kind.BOOT),
                 f.pages.held(FirmwarePages.Kind.INIT), f.pages.held(FirmwarePages.Kind.REGULAR), f.eqCount(), f.eqOverruns(), f.uarsAllocated(),
-                strayDoorbells.get(), hung ? ", HUNG" : "", fatal != 0 ? ", FATAL syndrome " + fatal : "");
+                strayDoorbells.get(), f.transport.describe(), hung ? ", HUNG" : "", fatal != 0 ? ", FATAL syndrome " + fatal : "");
     }
 
     /** Pages the firmware holds now (every one is a DMA mapping the driver must take back). */
@@ -251,6 +272,10 @@ public final class ConnectX4Device implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        org.peerdirect.hca.engine.HcaDevice eng = engine;
+        if (eng != null) {
+            eng.remove(); // the port leaves the fabric, QPs flush, keys are revoked
+        }
         Thread t;
         synchronized (this) {
             t = firmware;

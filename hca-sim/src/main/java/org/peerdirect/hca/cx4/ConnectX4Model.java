@@ -42,7 +42,7 @@ public final class ConnectX4Model {
     private final List<Board> boards = new ArrayList<>();
 
     @Activate
-    public ConnectX4Model(@Reference PciBus bus, Config c) {
+    public ConnectX4Model(@Reference PciBus bus, @Reference org.peerdirect.hca.engine.Fabric fabric, Config c) {
         if (c.connectx4() < 0 || c.connectx4() > 8 || c.connectx6dx() < 0 || c.connectx6dx() > 8) {
             throw new IllegalArgumentException("org.peerdirect.hca.cx4: connectx4 and connectx6dx must be 0..8, not " + c.connectx4() + "/"
                     + c.connectx6dx());
@@ -50,7 +50,7 @@ public final class ConnectX4Model {
         for (int i = 0; i < c.connectx4() + c.connectx6dx(); i++) {
             boolean cx4 = i < c.connectx4();
             ConnectX4Device dev = new ConnectX4Device(cx4 ? "ConnectX-4" : "ConnectX-6 Dx",
-                    cx4 ? ConnectX4Device.DEVICE_CONNECTX4 : ConnectX4Device.DEVICE_CONNECTX6DX);
+                    cx4 ? ConnectX4Device.DEVICE_CONNECTX4 : ConnectX4Device.DEVICE_CONNECTX6DX, fabric);
             // a driver already active binds during register, on this thread: the firmware is up by then
             PciFunction fn = bus.register(dev.spec());
             boards.add(new Board(dev, fn));

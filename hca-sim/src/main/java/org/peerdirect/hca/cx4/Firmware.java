@@ -9,7 +9,11 @@ import java.nio.charset.StandardCharsets;
 import java.util.BitSet;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
+import org.peerdirect.hca.cx4.ifc.Cq;
 import org.peerdirect.hca.cx4.ifc.Eq;
+import org.peerdirect.hca.cx4.ifc.Mkey;
+import org.peerdirect.hca.cx4.ifc.Qp;
+import org.peerdirect.hca.cx4.ifc.Vport;
 import org.peerdirect.hca.cx4.ifc.HcaCap;
 import org.peerdirect.hca.cx4.ifc.IfcField;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
@@ -88,8 +92,13 @@ final class Firmware implements CommandQueue.Executor {
     private String lastRefusal = "";
     private int lastOpcode = -1;
 
-    Firmware(PciFunction fn, DmaPort port, boolean ethernet, int uarPages) {
+    /** The data path: CQs, QPs, mkeys over the shared engine (firmware thread for commands). */
+    final Transport transport;
+    private final boolean ethernet;
+
+    Firmware(PciFunction fn, DmaPort port, boolean ethernet, int uarPages, org.peerdirect.hca.engine.HcaDevice engine) {
         this.fn = fn;
+        this.ethernet = ethernet;
         this.port = port;
         this.uarPages = uarPages;
         this.pages = new FirmwarePages(port);
@@ -133,6 +142,19 @@ final class Firmware implements CommandQueue.Executor {
         HcaCap.NUM_OF_UARS_PER_PAGE.set(m, 0, 1);
         System.arraycopy(maxGeneral, 0, curGeneral, 0, HcaCap.SIZE);
         eqs = new AtomicReferenceArray<>(1 << HcaCap.LOG_MAX_EQ.get(m, 0));
+        this.transport = new Transport(engine, port, this);
+    }
+
+    PciFunction function() {
+        return fn;
+    }
+
+    boolean uarAllocated(int uar) {
+        return uar >= FIRST_UAR && uars.get(uar);
+    }
+
+    boolean pdAllocated(int pd) {
+        return pd > 0 && pds.get(pd);
     }
 
     /** Fields a driver may change with {@code SET_HCA_CAP}, each at most its maximum; the rest is read-only. */
@@ -232,7 +254,17 @@ final class Firmware implements CommandQueue.Executor {
             // INIT_HCA: sw_owner_id (0x10..0x1f) only when that cap is set, which the model does not report
             case Mlx5Cmd.ENABLE_HCA, Mlx5Cmd.DISABLE_HCA, Mlx5Cmd.QUERY_ISSI, Mlx5Cmd.SET_ISSI, Mlx5Cmd.QUERY_PAGES, Mlx5Cmd.QUERY_HCA_CAP,
                     Mlx5Cmd.INIT_HCA, Mlx5Cmd.TEARDOWN_HCA, Mlx5Cmd.ALLOC_UAR, Mlx5Cmd.DEALLOC_UAR, Mlx5Cmd.ALLOC_PD, Mlx5Cmd.DEALLOC_PD,
-                    Mlx5Cmd.DESTROY_EQ, Mlx5Cmd.QUERY_EQ, Mlx5Cmd.NOP -> 16;
+                    Mlx5Cmd.DESTROY_EQ, Mlx5Cmd.QUERY_EQ, Mlx5Cmd.NOP, Mlx5Cmd.DESTROY_CQ, Mlx5Cmd.QUERY_CQ, Mlx5Cmd.DESTROY_QP,
+                    Mlx5Cmd.QP_2ERR, Mlx5Cmd.QP_2RST, Mlx5Cmd.QUERY_QP, Mlx5Cmd.DESTROY_MKEY, Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT,
+                    Mlx5Cmd.QUERY_HCA_VPORT_GID -> 16;
+            case Mlx5Cmd.RST2INIT_QP, Mlx5Cmd.INIT2INIT_QP, Mlx5Cmd.INIT2RTR_QP, Mlx5Cmd.RTR2RTS_QP, Mlx5Cmd.RTS2RTS_QP,
+                    Mlx5Cmd.SQERR2RTS_QP -> Qp.MODIFY_IN_LEN;
+            case Mlx5Cmd.CREATE_CQ -> in.byteSize() < Cq.CREATE_CQ_IN_PAS ? (int) Cq.CREATE_CQ_IN_PAS
+                    : (int) Cq.CREATE_CQ_IN_PAS + 8 * Transport.cqPages(in);
+            case Mlx5Cmd.CREATE_QP -> in.byteSize() < Qp.CREATE_QP_IN_PAS ? (int) Qp.CREATE_QP_IN_PAS
+                    : (int) Qp.CREATE_QP_IN_PAS + 8 * Transport.qpPages(in);
+            case Mlx5Cmd.CREATE_MKEY -> in.byteSize() < Mkey.CREATE_IN_MTT ? (int) Mkey.CREATE_IN_MTT
+                    : (int) Math.min(Integer.MAX_VALUE, Mkey.CREATE_IN_MTT + 8L * Transport.mttEntries(in));
             case Mlx5Cmd.SET_HCA_CAP -> HcaCap.SET_IN_LEN;
             case Mlx5Cmd.SET_DRIVER_VERSION -> Pages.SET_DRIVER_VERSION_IN_LEN;
             case Mlx5Cmd.GEN_EQE -> Eq.GEN_EQE_IN_LEN;
@@ -256,6 +288,10 @@ final class Firmware implements CommandQueue.Executor {
             case Mlx5Cmd.QUERY_ISSI -> Mlx5Cmd.QUERY_ISSI_OUT_LEN;
             case Mlx5Cmd.QUERY_HCA_CAP -> HcaCap.QUERY_OUT_LEN;
             case Mlx5Cmd.QUERY_EQ -> Eq.QUERY_EQ_OUT_LEN;
+            case Mlx5Cmd.QUERY_CQ -> (int) Cq.CREATE_CQ_IN_PAS;
+            case Mlx5Cmd.QUERY_QP -> Qp.QUERY_OUT_LEN;
+            case Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT -> Vport.CONTEXT_OUT_LEN;
+            case Mlx5Cmd.QUERY_HCA_VPORT_GID -> Vport.GID_OUT_LEN;
             default -> 16; // MANAGE_PAGES TAKE returns what fits
         };
     }
@@ -387,8 +423,73 @@ final class Firmware implements CommandQueue.Executor {
                     e.raise(fn);
                 }
             }
-            default -> throw new Refused(Mlx5Cmd.STAT_BAD_OP_ERR, SYND_UNKNOWN_OPCODE, Mlx5Cmd.name(opcode));
+            case Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT -> vportContext(in, out);
+            case Mlx5Cmd.QUERY_HCA_VPORT_GID -> vportGid(in, out);
+            default -> dataPath(opcode, in, out);
         }
+    }
+
+    /** The data-path commands, executed by {@link Transport}. */
+    private void dataPath(int opcode, MemorySegment in, MemorySegment out) throws Refused, CommandQueue.Deferred {
+        MemorySegment cur = MemorySegment.ofArray(curGeneral);
+        try {
+            switch (opcode) {
+                case Mlx5Cmd.CREATE_CQ -> transport.createCq(in, out, HcaCap.LOG_MAX_CQ_SZ.get(cur, 0));
+                case Mlx5Cmd.DESTROY_CQ -> transport.destroyCq(in);
+                case Mlx5Cmd.QUERY_CQ -> transport.queryCq(in, out);
+                case Mlx5Cmd.CREATE_QP -> transport.createQp(in, out, HcaCap.LOG_MAX_QP_SZ.get(cur, 0));
+                case Mlx5Cmd.RST2INIT_QP, Mlx5Cmd.INIT2INIT_QP, Mlx5Cmd.INIT2RTR_QP, Mlx5Cmd.RTR2RTS_QP, Mlx5Cmd.RTS2RTS_QP,
+                        Mlx5Cmd.SQERR2RTS_QP, Mlx5Cmd.QP_2ERR, Mlx5Cmd.QP_2RST -> transport.modifyQp(opcode, in);
+                case Mlx5Cmd.QUERY_QP -> transport.queryQp(in, out);
+                case Mlx5Cmd.DESTROY_QP -> transport.destroyQp(in);
+                case Mlx5Cmd.CREATE_MKEY -> transport.createMkey(in, out);
+                case Mlx5Cmd.DESTROY_MKEY -> transport.destroyMkey(in);
+                default -> throw new Refused(Mlx5Cmd.STAT_BAD_OP_ERR, SYND_UNKNOWN_OPCODE, Mlx5Cmd.name(opcode));
+            }
+        } catch (Transport.Refused r) {
+            throw new Refused(r.status, r.syndrome, r.getMessage());
+        }
+    }
+
+    private int port(MemorySegment in) throws Refused {
+        int p = Vport.IN_PORT_NUM.get(in, 0);
+        if (p != 1) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_FUNCTION, "port " + p + " does not exist (the model has port 1)");
+        }
+        return p;
+    }
+
+    private void vportContext(MemorySegment in, MemorySegment out) throws Refused {
+        org.peerdirect.hca.engine.HcaPort p = transport.engine.port(port(in));
+        long c = Vport.OUT_CONTEXT;
+        Vport.PORT_STATE.set(out, c, p.active() ? Vport.PORT_ACTIVE : Vport.PORT_DOWN);
+        Vport.VPORT_STATE.set(out, c, p.active() ? Vport.PORT_ACTIVE : Vport.PORT_DOWN);
+        Vport.PORT_PHYSICAL_STATE.set(out, c, p.active() ? Vport.PHYS_LINK_UP : Vport.PHYS_DISABLED);
+        out.set(BE64, c + Vport.NODE_GUID, nodeGuid());
+        out.set(BE64, c + Vport.PORT_GUID, nodeGuid() + 1);
+        if (!ethernet) { // an Ethernet port has no LID and no SM
+            Vport.LID.set(out, c, p.lid());
+            Vport.SM_LID.set(out, c, 1);
+        }
+    }
+
+    private void vportGid(MemorySegment in, MemorySegment out) throws Refused {
+        org.peerdirect.hca.engine.HcaPort p = transport.engine.port(port(in));
+        int index = Vport.IN_GID_INDEX.get(in, 0);
+        if (index != 0) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_LIMIT, "GID index " + index + ": the table has one entry");
+        }
+        if (ethernet) { // RoCE v2: the port's IPv4 address, IPv4-mapped
+            MemorySegment.copy(Roce.gidOf(p.lid()), 0, out, ValueLayout.JAVA_BYTE, Vport.OUT_GID, 16);
+        } else { // the link-local prefix and the port GUID
+            out.set(BE64, Vport.OUT_GID, 0xfe80_0000_0000_0000L);
+            out.set(BE64, Vport.OUT_GID + 8, nodeGuid() + 1);
+        }
+    }
+
+    /** The node GUID: Mellanox's OUI with the port's fabric endpoint. */
+    long nodeGuid() {
+        return 0x0002_c903_0000_0000L | (ethernet ? 0x10_0000L : 0) | transport.engine.port(1).lid();
     }
 
     /** This PF is function 0; the model has no VFs and no embedded CPU. */
@@ -450,11 +551,13 @@ final class Firmware implements CommandQueue.Executor {
         if (profile != Pages.TEARDOWN_GRACEFUL && profile != Pages.TEARDOWN_FORCE_CLOSE) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_OP_MOD, "TEARDOWN_HCA profile " + profile + " is not supported");
         }
-        int live = eqCount() + uars.cardinality() + pds.cardinality();
+        int live = eqCount() + uars.cardinality() + pds.cardinality() + transport.live();
         if (live > 0 && profile == Pages.TEARDOWN_GRACEFUL) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_STATE_ERR, SYND_OBJECTS_LIVE, String.format(
-                    "TEARDOWN_HCA with %d EQs, %d UARs and %d PDs live: destroy them first", eqCount(), uars.cardinality(), pds.cardinality()));
+                    "TEARDOWN_HCA with %d EQs, %d UARs, %d PDs, %d CQs, %d QPs and %d mkeys live: destroy them first", eqCount(),
+                    uars.cardinality(), pds.cardinality(), transport.cqCount(), transport.qpCount(), transport.mkeyCount()));
         }
+        transport.dropAll();
         for (int i = 0; i < eqs.length(); i++) {
             eqs.set(i, null);
         }

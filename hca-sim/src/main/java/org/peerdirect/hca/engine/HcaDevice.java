@@ -144,6 +144,14 @@ public final class HcaDevice {
      * ({@code index << 8 | key byte}, as mlx4 builds lkey/rkey); the key byte rotates per index.
      */
     public synchronized int sw2hwMpt(int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength) {
+        return sw2hwMpt(pdn, start, length, perm, mttIova, mttLength, -1);
+    }
+
+    /**
+     * mlx5's {@code CREATE_MKEY} (access mode MTT): as {@link #sw2hwMpt(int, long, long, int, long[], long[])}
+     * with the key byte the driver chose ({@code mkey_7_0}; -1: the device rotates it).
+     */
+    public synchronized int sw2hwMpt(int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength, int keyByteOrMinus1) {
         alive();
         if (mttIova.length != mttLength.length || mttIova.length == 0) {
             throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": SW2HW_MPT with an MTT of "
@@ -153,10 +161,16 @@ public final class HcaDevice {
         if (index < 0) {
             throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": MPT table full (" + (MAX_MPT - 1) + " entries alive)");
         }
-        int kb = ++keyByte[index] & 0xff;
+        int kb = keyByteOrMinus1 < 0 ? ++keyByte[index] & 0xff : keyByteOrMinus1 & 0xff;
         int key = (index << 8) | kb;
         mpts[index] = new Mpt(key, pdn, start, length, perm, mttIova, mttLength);
         return key;
+    }
+
+    /** The key of the live MPT entry {@code index} ({@code mkey_index} of mlx5's commands), or -1. */
+    public synchronized int mptKeyOfIndex(int index) {
+        Mpt m = index > 0 && index < MAX_MPT ? mpts[index] : null;
+        return m == null ? -1 : m.key;
     }
 
     /**
@@ -328,7 +342,15 @@ public final class HcaDevice {
     // ------------------------------------------------------------------ queues
 
     /** {@code SW2HW_CQ}. */
-    public synchronized HwCq sw2hwCq(int cqe) {
+    public HwCq sw2hwCq(int cqe) {
+        return sw2hwCq(cqe, null);
+    }
+
+    /**
+     * {@code CREATE_CQ} of a CQ in host memory: the CQ writer hands each CQE to {@code sink}
+     * (null: the slot ring of {@link #sw2hwCq(int)}).
+     */
+    public synchronized HwCq sw2hwCq(int cqe, CqeSink sink) {
         alive();
         if (cqe < 1 || cqe > MAX_CQE) {
             throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, name + ": CQ size " + cqe + " is not 1.." + MAX_CQE);
@@ -337,7 +359,7 @@ public final class HcaDevice {
         if (cqn < 0) {
             throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of CQs (" + MAX_CQ + " alive)");
         }
-        HwCq cq = new HwCq(this, cqn, cqe);
+        HwCq cq = new HwCq(this, cqn, cqe, sink);
         cqs.add(cq);
         return cq;
     }

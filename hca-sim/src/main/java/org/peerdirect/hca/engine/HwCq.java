@@ -19,6 +19,12 @@ public final class HwCq {
     public final int cqn;
     private final Cqe[] ring;
     private final int mask;
+    /** The ring's size (a power of two): {@code ring.length}, or the memory ring's when {@link #sink} is set. */
+    private final int size;
+    /** Non-null for a CQ in host memory: CQEs are written there (one scratch {@link Cqe} in {@link #ring}). */
+    private final CqeSink sink;
+    /** The sink's consumer counter as last read (producers' field, under lock). */
+    private long sinkCi;
     private final ReentrantLock lock = new ReentrantLock();
     /**
      * Producer index: CQEs below it are written. Written under lock with release semantics after
@@ -48,10 +54,12 @@ public final class HwCq {
     /** QPs using the CQ; HW2SW_CQ is refused while non-zero. Changed under the device monitor. */
     final AtomicInteger users = new AtomicInteger();
 
-    HwCq(HcaDevice dev, int cqn, int cqe) {
+    HwCq(HcaDevice dev, int cqn, int cqe, CqeSink sink) {
         this.dev = dev;
         this.cqn = cqn;
-        this.ring = new Cqe[HcaDevice.roundUpPow2(cqe)];
+        this.sink = sink;
+        this.size = HcaDevice.roundUpPow2(cqe);
+        this.ring = new Cqe[sink == null ? size : 1];
         this.mask = ring.length - 1;
         for (int i = 0; i < ring.length; i++) {
             ring[i] = new Cqe();
@@ -75,7 +83,7 @@ public final class HwCq {
                 return false;
             }
             long p = pi; // the producers' own field, under lock
-            if (p - (long) CI.getAcquire(this) == ring.length) {
+            if (full(p)) {
                 error = true;
                 dev.cqOverruns.incrementAndGet();
                 overrun = true;
@@ -100,6 +108,9 @@ public final class HwCq {
                 c.flags = flags;
                 c.srcQp = srcQp;
                 c.slid = slid;
+                if (sink != null) {
+                    sink.write(p, c);
+                }
                 PI.setRelease(this, p + 1);
                 notify = armed && (!solicitedOnly || solicited || o != Outcome.SUCCESS);
                 if (notify) {
@@ -118,7 +129,21 @@ public final class HwCq {
         return !overrun;
     }
 
-    /** The CQE slot of index {@code index} (valid when below {@link #producerIndex()}). */
+    /** Under lock: whether CQE {@code p} would overwrite one the driver has not consumed. */
+    private boolean full(long p) {
+        assert lock.isHeldByCurrentThread();
+        if (sink == null) {
+            return p - (long) CI.getAcquire(this) == size;
+        }
+        // the doorbell record holds 24 bits of the consumer counter: read it only when the cached one says full
+        if (((p - sinkCi) & 0xff_ffff) < size) {
+            return false;
+        }
+        sinkCi = sink.consumerIndex();
+        return ((p - sinkCi) & 0xff_ffff) >= size;
+    }
+
+    /** The CQE slot of index {@code index} (valid when below {@link #producerIndex()}; not for a CQ in host memory). */
     public Cqe cqe(long index) {
         return ring[(int) index & mask];
     }
@@ -153,7 +178,7 @@ public final class HwCq {
 
     /** The number of CQE slots: the requested count rounded up to a power of two. */
     public int size() {
-        return ring.length;
+        return size;
     }
 
     void markDestroyed() {

@@ -35,6 +35,9 @@ public final class RecvQueue {
         }
     }
 
+    /** Set once by a memory-queue personality before the QP leaves RST; read under consumerLock. */
+    private volatile RecvFetcher fetcher;
+
     RecvQueue(int maxWr, int maxSge) {
         this.maxSge = maxSge;
         ring = new RecvWqe[HcaDevice.roundUpPow2(Math.max(1, maxWr))];
@@ -42,6 +45,29 @@ public final class RecvQueue {
         for (int i = 0; i < ring.length; i++) {
             ring[i] = new RecvWqe(maxSge);
         }
+    }
+
+    /**
+     * Makes this a queue in host memory: when it looks empty the hardware reads the driver's
+     * doorbell record through {@code f} instead of waiting for {@link HwQp#rqDoorbell}.
+     */
+    public void fetcher(RecvFetcher f) {
+        fetcher = f;
+    }
+
+    /** Under consumerLock: the tail, after asking the fetcher when the queue looks empty at {@code h}. */
+    private long tailAt(long h) {
+        assert consumerLock.isHeldByCurrentThread();
+        long t = (long) TAIL.getAcquire(this);
+        RecvFetcher f = fetcher;
+        if (h == t && f != null) {
+            long n = f.fetch(this, h, t);
+            if (n > t) {
+                TAIL.setRelease(this, n);
+                t = n;
+            }
+        }
+        return t;
     }
 
     /** Slots: the requested count rounded up to a power of two. */
@@ -78,7 +104,7 @@ public final class RecvQueue {
     long peekAndLock(RecvWqe copy) {
         consumerLock.lock();
         long h = head;
-        if (h == (long) TAIL.getAcquire(this)) {
+        if (h == tailAt(h)) {
             consumerLock.unlock();
             return -1;
         }
@@ -104,7 +130,7 @@ public final class RecvQueue {
     void flush(HwCq cq, int qpn) {
         consumerLock.lock();
         try {
-            for (long h = head; h != (long) TAIL.getAcquire(this); h++) {
+            for (long h = head; h != tailAt(h); h++) {
                 cq.push(qpn, false, h, Cqe.RECV_SEND, Outcome.WR_FLUSH_ERR, 0, 0, 0, 0, 0, false);
                 HEAD.setRelease(this, h + 1);
             }
@@ -117,7 +143,7 @@ public final class RecvQueue {
     void discard() {
         consumerLock.lock();
         try {
-            HEAD.setRelease(this, (long) TAIL.getAcquire(this));
+            HEAD.setRelease(this, tailAt(head));
         } finally {
             consumerLock.unlock();
         }

@@ -69,7 +69,7 @@ class CommandQueueTest {
         iommu = new Iommu(mm);
         bus = new StandalonePciBus(iommu, w -> {
         });
-        dev = new ConnectX4Device("mlx5-test", ConnectX4Device.DEVICE_CONNECTX4);
+        dev = new ConnectX4Device("mlx5-test", ConnectX4Device.DEVICE_CONNECTX4, new org.peerdirect.hca.engine.Fabric());
         fn = bus.register(dev.spec()); // powers the device on
     }
 

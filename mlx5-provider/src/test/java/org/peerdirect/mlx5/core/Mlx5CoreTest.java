@@ -46,7 +46,7 @@ class Mlx5CoreTest {
         iommu = new Iommu(mm);
         bus = new StandalonePciBus(iommu, w -> {
         });
-        model = new ConnectX4Device("ConnectX", deviceId);
+        model = new ConnectX4Device("ConnectX", deviceId, new org.peerdirect.hca.engine.Fabric());
         fn = bus.register(model.spec());
         dev = new Mlx5CoreDev("mlx5_0", fn, mm, settings);
     }

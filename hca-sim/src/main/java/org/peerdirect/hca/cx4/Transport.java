@@ -1,0 +1,902 @@
+package org.peerdirect.hca.cx4;
+
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.peerdirect.hca.cx4.ifc.Cq;
+import org.peerdirect.hca.cx4.ifc.Eq;
+import org.peerdirect.hca.cx4.ifc.Mkey;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.hca.cx4.ifc.Pages;
+import org.peerdirect.hca.cx4.ifc.Qp;
+import org.peerdirect.hca.engine.Cqe;
+import org.peerdirect.hca.engine.CqeSink;
+import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.hca.engine.HwCommandException;
+import org.peerdirect.hca.engine.HwCq;
+import org.peerdirect.hca.engine.HwQp;
+import org.peerdirect.hca.engine.HwQpState;
+import org.peerdirect.hca.engine.QpCaps;
+import org.peerdirect.hca.engine.QpCommand;
+import org.peerdirect.hca.engine.QpContext;
+import org.peerdirect.hca.engine.RecvQueue;
+import org.peerdirect.hca.engine.RecvWqe;
+import org.peerdirect.hca.engine.SendWqe;
+import org.peerdirect.hca.engine.Wqe;
+import org.peerdirect.kernel.dma.DmaPort;
+import org.peerdirect.kernel.iommu.IommuFault;
+
+/**
+ * The ConnectX-4+ data path: CQs, QPs and mkeys created by commands, with the shared transport
+ * engine ({@link HcaDevice}) behind descriptors in host memory. The firmware side (commands) runs
+ * on the firmware thread; the doorbell side on the thread that wrote the UAR, as the hardware's
+ * doorbell processing starts with the PCIe write.
+ *
+ * <ul>
+ * <li>A CQ is a ring of 64-byte CQEs in the driver's pages ({@code pas}); the engine's CQ writer
+ * hands each completion to {@link MemCq#write}, which writes the CQE by DMA, the owner byte last.
+ * The overrun check reads the consumer counter from the CQ's doorbell record.</li>
+ * <li>A QP is one buffer (RQ first, SQ after it, as {@code mlx5_ib} lays it out) and a doorbell
+ * record. A write to a BlueFlame register of the QP's UAR makes the device read the send
+ * doorbell record and fetch every new WQE by DMA, basic block by basic block, into the engine's
+ * send slots; receive WQEs are fetched when the responder needs one ({@link MemQp#fetchRecv}).</li>
+ * <li>Contexts live in the firmware's pages (CQ 256 B, QP 512 B, mkey 64 B), written there by DMA:
+ * a command that finds none free is parked for a page request, like {@code CREATE_EQ}.</li>
+ * </ul>
+ *
+ * <p>Lock rules: {@link #cqs} and {@link #qps} are atomic arrays written by the firmware thread
+ * and read by doorbell threads; a QP's send fetch is serialised by its {@link MemQp#sqLock} (the
+ * doorbell processing of one SQ is sequential in hardware); receive fetches run under the engine
+ * queue's consumer lock; a CQ's CQE writes under the engine CQ's producer lock.
+ */
+final class Transport {
+
+    static final int CQ_CONTEXT_BYTES = 256;
+    static final int QP_CONTEXT_BYTES = 512;
+    static final int MKEY_CONTEXT_BYTES = 64;
+    /** Inline bytes one send WQE can carry in this model (the engine's slot capacity). */
+    static final int MAX_INLINE = 512;
+    /** Data segments one send WQE can carry (1 KiB WQEs: {@code max_wqe_sz_sq}). */
+    static final int MAX_SEND_DS = 1024 / Qp.DS_SIZE;
+
+    // model syndromes of the data-path commands
+    static final int SYND_BAD_CQ = 0x0bad_0101;
+    static final int SYND_BAD_QP = 0x0bad_0102;
+    static final int SYND_BAD_MKEY = 0x0bad_0103;
+    static final int SYND_ENGINE = 0x0bad_0104;
+
+    /** A refused command: status and model syndrome (the firmware turns it into the output). */
+    static final class Refused extends Exception {
+        final int status;
+        final int syndrome;
+
+        Refused(int status, int syndrome, String why) {
+            super(why, null, false, false);
+            this.status = status;
+            this.syndrome = syndrome;
+        }
+    }
+
+    final HcaDevice engine;
+    private final DmaPort port;
+    private final Firmware fw;
+    private final AtomicReferenceArray<MemCq> cqs = new AtomicReferenceArray<>(HcaDevice.MAX_CQ);
+    private final AtomicReferenceArray<MemQp> qps = new AtomicReferenceArray<>(HcaDevice.MAX_QP);
+    /** mkey index → its context slot (firmware thread only). */
+    private final Map<Integer, FirmwarePages.Slot> mkeys = new HashMap<>();
+    final AtomicLong wqesFetched = new AtomicLong();
+    final AtomicLong cqesWritten = new AtomicLong();
+    final AtomicLong badWqes = new AtomicLong();
+    final AtomicLong dmaFaults = new AtomicLong();
+
+    Transport(HcaDevice engine, DmaPort port, Firmware fw) {
+        this.engine = engine;
+        this.port = port;
+        this.fw = fw;
+        engine.setEventHandler(this::cqEvent);
+    }
+
+    int cqCount() {
+        int n = 0;
+        for (int i = 0; i < cqs.length(); i++) {
+            n += cqs.get(i) == null ? 0 : 1;
+        }
+        return n;
+    }
+
+    int qpCount() {
+        return engine.qps().size();
+    }
+
+    int mkeyCount() {
+        return mkeys.size();
+    }
+
+    /** Objects that keep a graceful teardown from going. */
+    int live() {
+        return cqCount() + qpCount() + mkeyCount();
+    }
+
+    /** Force close: every object dropped (QPs flushed and freed, keys revoked), the contexts' pages freed with the rest. */
+    void dropAll() {
+        engine.reset();
+        for (int i = 0; i < cqs.length(); i++) {
+            cqs.set(i, null);
+        }
+        for (int i = 0; i < qps.length(); i++) {
+            qps.set(i, null);
+        }
+        mkeys.clear();
+    }
+
+    private static Refused refused(HwCommandException e) {
+        int st = e.status() == HwCommandException.STAT_BAD_SIZE ? Mlx5Cmd.STAT_BAD_PARAM_ERR : e.status();
+        return new Refused(st, SYND_ENGINE, e.getMessage());
+    }
+
+    private FirmwarePages.Slot context(int bytes, MemorySegment src, long off, int len) throws Refused, CommandQueue.Deferred {
+        FirmwarePages.Slot s;
+        try {
+            s = fw.pages.alloc(bytes);
+        } catch (FirmwarePages.Exhausted e) {
+            if (fw.mayDefer) {
+                throw new CommandQueue.Deferred();
+            }
+            throw new Refused(Mlx5Cmd.STAT_NO_RES_ERR, Firmware.SYND_NO_PAGES, "no firmware page free for a context and none can be asked for");
+        }
+        try {
+            port.write(s.addr(), src, off, len);
+        } catch (IommuFault f) {
+            fw.pages.free(s);
+            throw new Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "a firmware page is no longer mapped for the device");
+        }
+        return s;
+    }
+
+    private static long[] pas(MemorySegment in, long at, int n, String what) throws Refused {
+        long[] pas = new long[n];
+        for (int i = 0; i < n; i++) {
+            pas[i] = in.get(BE64, at + 8L * i);
+            if ((pas[i] & 0xfff) != 0) {
+                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_BAD_PAGE, String.format("%s pas[%d] 0x%x is not 4 KiB aligned", what, i, pas[i]));
+            }
+        }
+        return pas;
+    }
+
+    // ------------------------------------------------------------------ CQs
+
+    /** Pages of a CQ's ring: 64-byte CQEs, 4 KiB pages. */
+    static int cqPages(MemorySegment in) {
+        long bytes = (long) Cq.CQE_SIZE << Math.min(24, Cq.CQC_LOG_CQ_SIZE.get(in, Cq.CREATE_CQ_IN_CQC));
+        return (int) ((bytes + 4095) / 4096);
+    }
+
+    void createCq(MemorySegment in, MemorySegment out, int maxLogCqSize) throws Refused, CommandQueue.Deferred {
+        long c = Cq.CREATE_CQ_IN_CQC;
+        int logSize = Cq.CQC_LOG_CQ_SIZE.get(in, c);
+        int uar = Cq.CQC_UAR_PAGE.get(in, c);
+        int eqn = Cq.CQC_C_EQN.get(in, c);
+        if (Cq.CQC_CQE_SZ.get(in, c) != Cq.CQE_SZ_64) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "cqe_sz " + Cq.CQC_CQE_SZ.get(in, c) + ": the model writes 64-byte CQEs");
+        }
+        if (logSize > maxLogCqSize) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "log_cq_size " + logSize + " is above log_max_cq_sz " + maxLogCqSize);
+        }
+        if (Cq.CQC_LOG_PAGE_SIZE.get(in, c) != 0 || Cq.CQC_PAGE_OFFSET.get(in, c) != 0) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "the model takes CQ rings in 4 KiB pages at offset 0");
+        }
+        if (!fw.uarAllocated(uar)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
+        }
+        HwEq eq = fw.eq(eqn);
+        if (eq == null) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "c_eqn " + eqn + " names no EQ");
+        }
+        long dbr = in.get(BE64, c + Cq.CQC_DBR_ADDR);
+        if ((dbr & 7) != 0) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
+        }
+        long[] pas = pas(in, Cq.CREATE_CQ_IN_PAS, cqPages(in), "CQ");
+        FirmwarePages.Slot ctx = context(CQ_CONTEXT_BYTES, in, c, Cq.CQC_SIZE);
+        MemCq mc = new MemCq(logSize, pas, dbr, uar, eqn, ctx);
+        HwCq hw;
+        try {
+            hw = engine.sw2hwCq(1 << logSize, mc);
+        } catch (HwCommandException e) {
+            fw.pages.free(ctx);
+            throw refused(e);
+        }
+        mc.hw = hw;
+        cqs.set(hw.cqn, mc);
+        Pages.INDEX24.set(out, 0, hw.cqn);
+    }
+
+    private MemCq liveCq(int cqn) throws Refused {
+        MemCq c = cqn >= 0 && cqn < cqs.length() ? cqs.get(cqn) : null;
+        if (c == null) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "CQ " + cqn + " does not exist");
+        }
+        return c;
+    }
+
+    void destroyCq(MemorySegment in) throws Refused {
+        MemCq c = liveCq(Pages.INDEX24.get(in, 0));
+        try {
+            engine.hw2swCq(c.hw);
+        } catch (HwCommandException e) {
+            throw refused(e);
+        }
+        cqs.set(c.hw.cqn, null);
+        fw.pages.free(c.context);
+    }
+
+    void queryCq(MemorySegment in, MemorySegment out) throws Refused {
+        MemCq c = liveCq(Pages.INDEX24.get(in, 0));
+        try {
+            port.read(c.context.addr(), out, Cq.CREATE_CQ_IN_CQC, Cq.CQC_SIZE);
+        } catch (IommuFault f) {
+            throw new Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the CQ's context page is no longer mapped for the device");
+        }
+        Cq.CQC_PRODUCER_COUNTER.set(out, Cq.CREATE_CQ_IN_CQC, (int) c.hw.producerIndex() & 0xff_ffff);
+        Cq.CQC_CONSUMER_COUNTER.set(out, Cq.CREATE_CQ_IN_CQC, (int) c.consumerIndex());
+    }
+
+    /** The engine's completion events: a completion EQE on the CQ's EQ, or a CQ error on the async EQ. */
+    private void cqEvent(HwCq cq, boolean overrun) {
+        MemCq c = cqs.get(cq.cqn);
+        if (c == null || c.hw != cq) {
+            return;
+        }
+        MemorySegment d = MemorySegment.ofArray(new byte[28]);
+        if (overrun) {
+            d.set(BE32, 0, cq.cqn & 0xff_ffff);
+            d.set(ValueLayout.JAVA_BYTE, 0x0b, (byte) Cq.CQ_ERROR_OVERRUN);
+            fw.postEvent(Eq.EVENT_CQ_ERROR, 0, d);
+            return;
+        }
+        HwEq eq = fw.eq(c.eqn);
+        if (eq != null) {
+            d.set(BE32, 0x18, cq.cqn & 0xff_ffff);
+            if (eq.post(port, Eq.EVENT_COMP, 0, d)) {
+                eq.raise(fw.function());
+            }
+        }
+    }
+
+    /** The UAR CQ doorbell: {be32(sn << 28 | cmd | ci), be32(cqn)} as one 64-bit write (raw bytes in {@code value}). */
+    boolean cqDoorbell(int uar, long value) {
+        long be = Long.reverseBytes(value);
+        int word = (int) (be >>> 32);
+        int cqn = (int) be & 0xff_ffff;
+        MemCq c = cqn < cqs.length() ? cqs.get(cqn) : null;
+        if (c == null || c.uar != uar) {
+            return false;
+        }
+        c.hw.arm((word & Cq.DB_REQ_NOT_SOL) != 0);
+        return true;
+    }
+
+    /** A CQ in host memory: the engine's {@link CqeSink}. */
+    private final class MemCq implements CqeSink {
+        final int logSize;
+        final long[] pas;
+        final long dbr;
+        final int uar;
+        final int eqn;
+        final FirmwarePages.Slot context;
+        volatile HwCq hw;
+        /** The CQE being written (under the engine CQ's lock). */
+        private final MemorySegment cqe = MemorySegment.ofArray(new byte[Cq.CQE_SIZE]);
+        private final MemorySegment ci = MemorySegment.ofArray(new byte[4]);
+
+        MemCq(int logSize, long[] pas, long dbr, int uar, int eqn, FirmwarePages.Slot context) {
+            this.logSize = logSize;
+            this.pas = pas;
+            this.dbr = dbr;
+            this.uar = uar;
+            this.eqn = eqn;
+            this.context = context;
+        }
+
+        @Override
+        public void write(long index, Cqe c) {
+            MemQp q = qps.get(c.qpn);
+            int counter = q == null ? (int) c.wqeIndex : c.isSend ? q.sqWqeCounter(c.wqeIndex) : q.rqWqeCounter(c.wqeIndex);
+            cqe.fill((byte) 0);
+            int opcode;
+            if (c.opcode == Cqe.OPCODE_ERROR) {
+                opcode = c.isSend ? Cq.CQE_REQ_ERR : Cq.CQE_RESP_ERR;
+                cqe.set(ValueLayout.JAVA_BYTE, Cq.CQE_SYNDROME, (byte) c.syndrome); // the mlx4 and mlx5 syndromes are the same values
+                cqe.set(ValueLayout.JAVA_BYTE, Cq.CQE_VENDOR_ERR_SYND, (byte) c.vendorSyndrome);
+                cqe.set(BE32, Cq.CQE_SOP_DROP_QPN, (c.isSend ? c.errorOpcode : 0) << 24 | c.qpn & 0xff_ffff);
+            } else if (c.isSend) {
+                opcode = Cq.CQE_REQ;
+                cqe.set(BE32, Cq.CQE_SOP_DROP_QPN, c.opcode << 24 | c.qpn & 0xff_ffff);
+                cqe.set(BE32, Cq.CQE_BYTE_CNT, c.byteCnt);
+            } else {
+                opcode = switch (c.opcode) {
+                    case Cqe.RECV_RDMA_WRITE_IMM -> Cq.CQE_RESP_WR_IMM;
+                    case Cqe.RECV_SEND_IMM -> Cq.CQE_RESP_SEND_IMM;
+                    default -> Cq.CQE_RESP_SEND;
+                };
+                cqe.set(BE32, Cq.CQE_SOP_DROP_QPN, c.qpn & 0xff_ffff);
+                cqe.set(BE32, Cq.CQE_BYTE_CNT, c.byteCnt);
+                cqe.set(BE32, Cq.CQE_IMM, c.imm);
+                cqe.set(BE32, Cq.CQE_FLAGS_RQPN, ((c.flags & Cqe.FLAG_GRH) != 0 ? 1 << 28 : 0) | c.srcQp & 0xff_ffff);
+                cqe.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), Cq.CQE_SLID, (short) c.slid);
+            }
+            cqe.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), Cq.CQE_WQE_COUNTER, (short) counter);
+            cqe.set(ValueLayout.JAVA_BYTE, Cq.CQE_OP_OWN, (byte) (opcode << 4 | (int) (index >>> logSize & 1)));
+            long off = (index & (1L << logSize) - 1) * Cq.CQE_SIZE;
+            long at = pas[(int) (off >>> 12)] + (off & 0xfff);
+            try {
+                port.write(at, cqe, 0, Cq.CQE_SIZE - 1);
+                port.write(at + Cq.CQE_OP_OWN, cqe, Cq.CQE_OP_OWN, 1); // the owner byte last
+                cqesWritten.incrementAndGet();
+            } catch (IommuFault f) {
+                dmaFaults.incrementAndGet(); // the driver unmapped its ring under a live CQ: the IOMMU stopped it
+            }
+        }
+
+        @Override
+        public long consumerIndex() {
+            try {
+                port.read(dbr + Cq.DBR_SET_CI, ci, 0, 4);
+            } catch (IommuFault f) {
+                dmaFaults.incrementAndGet();
+                return hw.producerIndex() - (1L << logSize); // unreadable: treat the ring as full
+            }
+            return ci.get(BE32, 0) & 0xff_ffff;
+        }
+    }
+
+    // ------------------------------------------------------------------ QPs
+
+    /** Pages of a QP's buffer: the RQ (2^log_rq_size × 16 << log_rq_stride bytes), then the SQ (2^log_sq_size × 64). */
+    static int qpPages(MemorySegment in) {
+        long c = Qp.IN_QPC;
+        long rq = Qp.QPC_RQ_TYPE.get(in, c) == Qp.RQ_REGULAR ? (1L << Math.min(15, Qp.QPC_LOG_RQ_SIZE.get(in, c))) << 4 + Qp.QPC_LOG_RQ_STRIDE.get(in, c) : 0;
+        long sq = Qp.QPC_NO_SQ.get(in, c) != 0 ? 0 : (1L << Math.min(15, Qp.QPC_LOG_SQ_SIZE.get(in, c))) * Qp.SEND_WQE_BB;
+        return (int) ((rq + sq + 4095) / 4096);
+    }
+
+    void createQp(MemorySegment in, MemorySegment out, int maxLogQpSz) throws Refused, CommandQueue.Deferred {
+        long c = Qp.IN_QPC;
+        int st = Qp.QPC_ST.get(in, c);
+        int engineSt = switch (st) {
+            case Qp.ST_RC -> HcaDevice.ST_RC;
+            case Qp.ST_UD -> HcaDevice.ST_UD;
+            default -> throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "QP service type 0x" + Integer.toHexString(st)
+                    + " is not built in the model (RC 0x0 and UD 0x2 are)");
+        };
+        if (Qp.QPC_PM_STATE.get(in, c) != Qp.PM_MIGRATED) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "pm_state must be MIGRATED (3): the model has no APM");
+        }
+        int rqType = Qp.QPC_RQ_TYPE.get(in, c);
+        if (rqType != Qp.RQ_REGULAR && rqType != Qp.RQ_ZERO_LEN) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "rq_type " + rqType + ": SRQs are not built in the model yet");
+        }
+        int logSq = Qp.QPC_LOG_SQ_SIZE.get(in, c);
+        int logRq = Qp.QPC_LOG_RQ_SIZE.get(in, c);
+        int rqStride = 16 << Qp.QPC_LOG_RQ_STRIDE.get(in, c);
+        if (logSq > maxLogQpSz || logRq > maxLogQpSz || Qp.QPC_NO_SQ.get(in, c) != 0) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "log_sq_size " + logSq + " / log_rq_size " + logRq
+                    + " above log_max_qp_sz " + maxLogQpSz + ", or no_sq (not built)");
+        }
+        if (Qp.QPC_LOG_PAGE_SIZE.get(in, c) != 0 || Qp.QPC_PAGE_OFFSET.get(in, c) != 0) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "the model takes QP buffers in 4 KiB pages at offset 0");
+        }
+        int uar = Qp.QPC_UAR_PAGE.get(in, c);
+        if (!fw.uarAllocated(uar)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
+        }
+        int pd = Qp.QPC_PD.get(in, c);
+        if (!fw.pdAllocated(pd)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+        }
+        MemCq scq = liveCq(Qp.QPC_CQN_SND.get(in, c));
+        MemCq rcq = liveCq(Qp.QPC_CQN_RCV.get(in, c));
+        long dbr = in.get(BE64, c + Qp.QPC_DBR_ADDR);
+        if ((dbr & 7) != 0) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
+        }
+        long[] pas = pas(in, Qp.CREATE_QP_IN_PAS, qpPages(in), "QP");
+        FirmwarePages.Slot ctx = context(QP_CONTEXT_BYTES, in, c, Qp.QPC_SIZE);
+        int rqWqes = rqType == Qp.RQ_REGULAR ? 1 << logRq : 0;
+        HwQp hw;
+        try {
+            hw = engine.createQp(pd, engineSt, new QpCaps(1 << logSq, rqWqes, HcaDevice.MAX_SGE, Math.max(1, rqStride / Qp.DS_SIZE),
+                    MAX_INLINE, false), scq.hw, rcq.hw, null);
+        } catch (HwCommandException e) {
+            fw.pages.free(ctx);
+            throw refused(e);
+        }
+        MemQp q = new MemQp(hw, st, pas, dbr, uar, logSq, rqWqes == 0 ? 0 : logRq, rqStride, ctx);
+        if (hw.recvQueue() != null) {
+            hw.recvQueue().fetcher(q::fetchRecv);
+        }
+        q.ctx.port = Math.max(1, Qp.QPC_PRI_VHCA_PORT_NUM.get(in, c));
+        qps.set(hw.qpn, q);
+        Pages.INDEX24.set(out, 0, hw.qpn);
+    }
+
+    private MemQp liveQp(int qpn) throws Refused {
+        MemQp q = qpn > 0 && qpn < qps.length() ? qps.get(qpn) : null;
+        if (q == null) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "QP 0x" + Integer.toHexString(qpn) + " does not exist");
+        }
+        return q;
+    }
+
+    /** The transition commands: the QPC's fields into the engine's context, then the engine's state machine. */
+    void modifyQp(int opcode, MemorySegment in) throws Refused {
+        MemQp q = liveQp(Pages.INDEX24.get(in, 0));
+        QpCommand cmd = switch (opcode) {
+            case Qp.RST2INIT_QP -> QpCommand.RST2INIT;
+            case Qp.INIT2INIT_QP -> QpCommand.INIT2INIT;
+            case Qp.INIT2RTR_QP -> QpCommand.INIT2RTR;
+            case Qp.RTR2RTS_QP -> QpCommand.RTR2RTS;
+            case Qp.RTS2RTS_QP -> QpCommand.RTS2RTS;
+            case Qp.SQERR2RTS_QP -> QpCommand.SQERR2RTS;
+            case Qp.QP_2ERR -> QpCommand.TO_ERR;
+            default -> QpCommand.TO_RST;
+        };
+        QpContext ctx = q.ctx.copy();
+        if (cmd != QpCommand.TO_ERR && cmd != QpCommand.TO_RST) {
+            long c = Qp.IN_QPC;
+            int portNum = Qp.QPC_PRI_VHCA_PORT_NUM.get(in, c);
+            ctx.port = portNum == 0 ? ctx.port : portNum;
+            ctx.pkeyIndex = Qp.QPC_PRI_PKEY_INDEX.get(in, c);
+            ctx.qkey = Qp.QPC_Q_KEY.get(in, c);
+            ctx.remoteAccess = (Qp.QPC_RRE.get(in, c) != 0 ? QpContext.BIT_RRE : 0) | (Qp.QPC_RWE.get(in, c) != 0 ? QpContext.BIT_RWE : 0)
+                    | (Qp.QPC_RAE.get(in, c) != 0 ? QpContext.BIT_RAE : 0);
+            if (cmd == QpCommand.INIT2RTR) {
+                ctx.mtu = Qp.QPC_MTU.get(in, c) == 0 ? ctx.mtu : Qp.QPC_MTU.get(in, c); // UD QPs may leave it 0
+                ctx.remoteQpn = Qp.QPC_REMOTE_QPN.get(in, c);
+                ctx.dlid = Qp.QPC_PRI_GRH.get(in, c) != 0 ? Roce.lidOfGid(in, c + Qp.QPC_PRI_RGID) : Qp.QPC_PRI_RLID.get(in, c);
+                ctx.rqPsn = Qp.QPC_NEXT_RCV_PSN.get(in, c);
+                ctx.minRnrTimer = Qp.QPC_MIN_RNR_NAK.get(in, c);
+                ctx.rraMax = 1 << Qp.QPC_LOG_RRA_MAX.get(in, c);
+            }
+            if (cmd == QpCommand.RTR2RTS || cmd == QpCommand.SQERR2RTS) {
+                ctx.sqPsn = Qp.QPC_NEXT_SEND_PSN.get(in, c);
+                ctx.retryCount = Qp.QPC_RETRY_COUNT.get(in, c);
+                ctx.rnrRetry = Qp.QPC_RNR_RETRY.get(in, c);
+                ctx.ackTimeout = Qp.QPC_PRI_ACK_TIMEOUT.get(in, c);
+                ctx.sraMax = 1 << Qp.QPC_LOG_SRA_MAX.get(in, c);
+            }
+        }
+        try {
+            q.hw.modify(cmd, ctx);
+        } catch (HwCommandException e) {
+            throw refused(e);
+        }
+        q.ctx = ctx;
+        if (cmd == QpCommand.TO_RST) {
+            q.reset();
+        }
+    }
+
+    void queryQp(MemorySegment in, MemorySegment out) throws Refused {
+        MemQp q = liveQp(Pages.INDEX24.get(in, 0));
+        try {
+            port.read(q.context.addr(), out, Qp.QUERY_OUT_QPC, Qp.QPC_SIZE);
+        } catch (IommuFault f) {
+            throw new Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the QP's context page is no longer mapped for the device");
+        }
+        long c = Qp.QUERY_OUT_QPC;
+        QpContext ctx = q.hw.context();
+        Qp.QPC_STATE.set(out, c, switch (q.hw.state()) {
+            case RST -> Qp.STATE_RST;
+            case INIT -> Qp.STATE_INIT;
+            case RTR -> Qp.STATE_RTR;
+            case RTS -> Qp.STATE_RTS;
+            case SQER -> Qp.STATE_SQER;
+            case SQD -> Qp.STATE_SQD;
+            default -> Qp.STATE_ERR;
+        });
+        Qp.QPC_NEXT_SEND_PSN.set(out, c, ctx.sqPsn);
+        Qp.QPC_NEXT_RCV_PSN.set(out, c, ctx.rqPsn);
+        Qp.QPC_REMOTE_QPN.set(out, c, ctx.remoteQpn);
+        Qp.QPC_PRI_RLID.set(out, c, ctx.dlid);
+        Qp.QPC_Q_KEY.set(out, c, ctx.qkey);
+        Qp.QPC_MTU.set(out, c, ctx.mtu);
+        Qp.QPC_HW_SQ_WQEBB_COUNTER.set(out, c, q.sqFetched & 0xffff);
+        Qp.QPC_HW_RQ_COUNTER.set(out, c, q.rqFetched);
+    }
+
+    void destroyQp(MemorySegment in) throws Refused {
+        MemQp q = liveQp(Pages.INDEX24.get(in, 0));
+        q.hw.destroy(); // waits until no WQE of it is executing
+        qps.set(q.hw.qpn, null);
+        fw.pages.free(q.context);
+    }
+
+    /**
+     * A write to a BlueFlame register: the first 8 bytes of a WQE's control segment (raw bytes in
+     * {@code value}). The device takes the QPN from it and fetches what the doorbell record shows.
+     */
+    boolean sqDoorbell(int uar, long value) {
+        int qpnDs = (int) Long.reverseBytes(value);
+        int qpn = qpnDs >>> 8;
+        MemQp q = qpn > 0 && qpn < qps.length() ? qps.get(qpn) : null;
+        if (q == null || q.uar != uar) {
+            return false;
+        }
+        q.fetchSend();
+        return true;
+    }
+
+    /** A QP in host memory: its buffer, doorbell record and the fetch state. */
+    private final class MemQp {
+        final HwQp hw;
+        final int st;
+        final long[] pas;
+        final long dbr;
+        final int uar;
+        final int sqBbs;
+        final int rqWqes;
+        final int rqStride;
+        final long sqOffset;
+        final FirmwarePages.Slot context;
+        /** The context the transition commands built (firmware thread). */
+        QpContext ctx = new QpContext();
+        final ReentrantLock sqLock = new ReentrantLock();
+        /** Guarded by sqLock: send WQE basic blocks fetched (16-bit counter as the doorbell record's). */
+        int sqFetched;
+        /** Guarded by sqLock: the engine's send producer index. */
+        long sqTail;
+        /** Engine send slot → the WQE's wqe_index (its first basic block), for the CQE. */
+        final int[] sqCounterOfSlot;
+        /** Guarded by the engine receive queue's consumer lock: receive WQEs fetched. */
+        int rqFetched;
+        final int[] rqCounterOfSlot;
+        private final MemorySegment bb = MemorySegment.ofArray(new byte[Qp.SEND_WQE_BB]);
+        private final MemorySegment word = MemorySegment.ofArray(new byte[4]);
+        private final MemorySegment rwqe;
+
+        MemQp(HwQp hw, int st, long[] pas, long dbr, int uar, int logSq, int logRq, int rqStride, FirmwarePages.Slot context) {
+            this.hw = hw;
+            this.st = st;
+            this.pas = pas;
+            this.dbr = dbr;
+            this.uar = uar;
+            this.sqBbs = 1 << logSq;
+            this.rqWqes = hw.recvQueue() == null ? 0 : 1 << logRq;
+            this.rqStride = rqStride;
+            this.sqOffset = (long) rqWqes * rqStride;
+            this.context = context;
+            this.sqCounterOfSlot = new int[hw.sqSize()];
+            this.rqCounterOfSlot = new int[hw.recvQueue() == null ? 1 : hw.recvQueue().size()];
+            this.rwqe = MemorySegment.ofArray(new byte[Math.max(16, rqStride)]);
+        }
+
+        int sqWqeCounter(long slot) {
+            return sqCounterOfSlot[(int) slot & sqCounterOfSlot.length - 1];
+        }
+
+        int rqWqeCounter(long slot) {
+            return rqCounterOfSlot[(int) slot & rqCounterOfSlot.length - 1];
+        }
+
+        /** 2RST: the hardware's counters start again from zero, as the driver's do. */
+        void reset() {
+            sqLock.lock();
+            try {
+                sqFetched = 0;
+                sqTail = hw.sqConsumerIndex();
+            } finally {
+                sqLock.unlock();
+            }
+            rqFetched = 0; // the engine queue was discarded under its lock; no fetch runs in RST
+        }
+
+        private long addr(long bufOffset) {
+            return pas[(int) (bufOffset >>> 12)] + (bufOffset & 0xfff);
+        }
+
+        private int readDbr(long off) {
+            port.read(dbr + off, word, 0, 4);
+            return word.get(BE32, 0);
+        }
+
+        /** Reads send basic block {@code n} (modulo the SQ) into {@link #bb}. */
+        private void readBb(int n) {
+            port.read(addr(sqOffset + (long) (n & sqBbs - 1) * Qp.SEND_WQE_BB), bb, 0, Qp.SEND_WQE_BB);
+        }
+
+        /** The doorbell's work: every WQE the send doorbell record shows, into the engine's slots; then the engine runs them. */
+        void fetchSend() {
+            sqLock.lock();
+            try {
+                if (hw.state() == HwQpState.RST) {
+                    return;
+                }
+                int target;
+                try {
+                    target = readDbr(Qp.DBR_SND) & 0xffff;
+                } catch (IommuFault f) {
+                    dmaFaults.incrementAndGet();
+                    return;
+                }
+                while ((target - sqFetched & 0xffff) != 0) {
+                    if (sqTail - hw.sqConsumerIndex() >= hw.sqSize()) {
+                        break; // the driver rang past what its ring can hold: the rest waits for the next doorbell
+                    }
+                    int used;
+                    try {
+                        used = decode(hw.sqSlot(sqTail));
+                    } catch (IommuFault f) {
+                        dmaFaults.incrementAndGet();
+                        return;
+                    }
+                    if (used <= 0) {
+                        badWqes.incrementAndGet();
+                        sqFetched = target; // a malformed WQE: the rest is skipped, the QP goes to error
+                        engineToError();
+                        return;
+                    }
+                    sqCounterOfSlot[(int) sqTail & sqCounterOfSlot.length - 1] = sqFetched & 0xffff;
+                    sqFetched = sqFetched + used & 0xffff;
+                    sqTail++;
+                    wqesFetched.incrementAndGet();
+                }
+                hw.sqDoorbellRecord(sqTail);
+            } finally {
+                sqLock.unlock();
+            }
+            hw.ringSqDoorbell();
+        }
+
+        private void engineToError() {
+            try {
+                hw.modify(QpCommand.TO_ERR, hw.context());
+            } catch (HwCommandException e) {
+                // destroyed meanwhile
+            }
+        }
+
+        /**
+         * Decodes the WQE at {@link #sqFetched} into {@code w}: the control segment, the remote
+         * address, atomic and datagram segments the opcode and service type call for, then data
+         * or inline segments. Returns the basic blocks it spans, or 0 when it is malformed
+         * (unknown opcode, QPN of another QP, DS count too small or too large).
+         */
+        private int decode(SendWqe w) {
+            readBb(sqFetched);
+            int opIdx = bb.get(BE32, Qp.CTRL_OPMOD_IDX_OPCODE);
+            int qpnDs = bb.get(BE32, Qp.CTRL_QPN_DS);
+            int ds = qpnDs & 0x3f;
+            int opcode = opIdx & 0xff;
+            if (qpnDs >>> 8 != hw.qpn || ds < 1 || ds > MAX_SEND_DS || !Wqe.valid(opcode)) {
+                return 0;
+            }
+            int flags = bb.get(ValueLayout.JAVA_BYTE, Qp.CTRL_FM_CE_SE) & 0xff;
+            w.opcode = opcode;
+            w.ctrl = ((flags & Qp.CTRL_CQ_UPDATE) != 0 ? Wqe.CTRL_CQ_UPDATE : 0) | ((flags & Qp.CTRL_SOLICITED) != 0 ? Wqe.CTRL_SOLICITED : 0)
+                    | ((flags & Qp.CTRL_FENCE) != 0 ? Wqe.CTRL_FENCE : 0);
+            w.imm = bb.get(BE32, Qp.CTRL_IMM);
+            w.numSge = 0;
+            w.inlineLen = 0;
+            w.length = 0;
+            w.remoteQkey = -1;
+            int seg = 1; // in 16-byte units from the WQE's start
+            int bbIndex = sqFetched;
+            if (st == Qp.ST_UD) {
+                if (ds < seg + Qp.AV_SIZE / Qp.DS_SIZE) {
+                    return 0;
+                }
+                // the 48-byte address vector: segments 1..3 of the WQE (may cross into the next BB)
+                MemorySegment av = MemorySegment.ofArray(new byte[Qp.AV_SIZE]);
+                for (int i = 0; i < 3; i++) {
+                    bbIndex = segAt(seg + i, bbIndex);
+                    MemorySegment.copy(bb, (long) ((seg + i) & 3) * Qp.DS_SIZE, av, (long) i * Qp.DS_SIZE, Qp.DS_SIZE);
+                }
+                w.remoteQkey = av.get(BE32, Qp.AV_QKEY);
+                w.remoteQpn = av.get(BE32, Qp.AV_DQP) & 0xff_ffff;
+                w.dlid = (av.get(BE32, Qp.AV_GRH_GID_FL) & Qp.AV_GRH) != 0 ? Roce.lidOfGid(av, Qp.AV_RGID)
+                        : av.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), Qp.AV_RLID) & 0xffff;
+                seg += 3;
+            } else if (opcode == Wqe.OP_RDMA_WRITE || opcode == Wqe.OP_RDMA_WRITE_IMM || opcode == Wqe.OP_RDMA_READ || Wqe.isAtomic(opcode)) {
+                if (ds < seg + 1) {
+                    return 0;
+                }
+                bbIndex = segAt(seg, bbIndex);
+                long o = (long) (seg & 3) * Qp.DS_SIZE;
+                w.remoteAddr = bb.get(BE64, o + Qp.RADDR_VA);
+                w.rkey = bb.get(BE32, o + Qp.RADDR_RKEY);
+                seg++;
+                if (Wqe.isAtomic(opcode)) {
+                    if (ds < seg + 1) {
+                        return 0;
+                    }
+                    bbIndex = segAt(seg, bbIndex);
+                    o = (long) (seg & 3) * Qp.DS_SIZE;
+                    long swapAdd = bb.get(BE64, o + Qp.ATOMIC_SWAP_ADD);
+                    long compare = bb.get(BE64, o + Qp.ATOMIC_COMPARE);
+                    w.compareAdd = opcode == Wqe.OP_ATOMIC_CS ? compare : swapAdd;
+                    w.swap = swapAdd;
+                    seg++;
+                }
+            }
+            // data or inline segments up to ds
+            while (seg < ds) {
+                bbIndex = segAt(seg, bbIndex);
+                long o = (long) (seg & 3) * Qp.DS_SIZE;
+                int bc = bb.get(BE32, o + Qp.DATA_BYTE_COUNT);
+                if ((bc & Qp.INLINE_SEG) != 0) {
+                    int len = bc & 0x3ff;
+                    if (w.numSge != 0 || len > MAX_INLINE || (4 + len + 15) / 16 > ds - seg) {
+                        return 0;
+                    }
+                    // the bytes follow the 4-byte header, possibly across basic blocks
+                    long from = o + 4;
+                    int copied = 0;
+                    while (copied < len) {
+                        long room = Qp.SEND_WQE_BB - from;
+                        int n = (int) Math.min(room, len - copied);
+                        MemorySegment.copy(bb, from, w.inline, copied, n);
+                        copied += n;
+                        if (copied < len) {
+                            bbIndex++;
+                            readBb(bbIndex);
+                            from = 0;
+                        }
+                    }
+                    w.inlineLen = len;
+                    w.length = len;
+                    w.ctrl |= Wqe.CTRL_INLINE;
+                    seg = ds;
+                    break;
+                }
+                if (w.numSge == w.maxSge()) {
+                    return 0;
+                }
+                w.byteCount[w.numSge] = bc;
+                w.lkey[w.numSge] = bb.get(BE32, o + Qp.DATA_LKEY);
+                w.addr[w.numSge] = bb.get(BE64, o + Qp.DATA_ADDR);
+                w.length += bc & 0xffff_ffffL;
+                w.numSge++;
+                seg++;
+            }
+            return (ds * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
+        }
+
+        /** Makes {@link #bb} hold the basic block of segment {@code seg} (a WQE's segments run on across basic blocks). */
+        private int segAt(int seg, int bbIndex) {
+            int want = sqFetched + seg / 4 & 0xffff;
+            if (want != bbIndex) {
+                readBb(want);
+            }
+            return want;
+        }
+
+        /**
+         * The receive fetch ({@link org.peerdirect.hca.engine.RecvFetcher}): reads the receive
+         * doorbell record, then each new WQE's data segments (until the stride ends or an
+         * {@code INVALID_LKEY} segment) into the engine's slots from {@code tail}.
+         */
+        long fetchRecv(RecvQueue q, long head, long tail) {
+            int target;
+            try {
+                target = readDbr(Qp.DBR_RCV) & 0xffff;
+            } catch (IommuFault f) {
+                dmaFaults.incrementAndGet();
+                return tail;
+            }
+            long t = tail;
+            while ((target - rqFetched & 0xffff) != 0 && t - head < q.size()) {
+                try {
+                    port.read(addr((long) (rqFetched & rqWqes - 1) * rqStride), rwqe, 0, rqStride);
+                } catch (IommuFault f) {
+                    dmaFaults.incrementAndGet();
+                    break;
+                }
+                RecvWqe w = q.slot(t);
+                w.numSge = 0;
+                for (int o = 0; o + Qp.DS_SIZE <= rqStride && w.numSge < w.addr.length; o += Qp.DS_SIZE) {
+                    int lkey = rwqe.get(BE32, o + Qp.DATA_LKEY);
+                    if (lkey == Qp.INVALID_LKEY) {
+                        break;
+                    }
+                    w.byteCount[w.numSge] = rwqe.get(BE32, o + Qp.DATA_BYTE_COUNT);
+                    w.lkey[w.numSge] = lkey;
+                    w.addr[w.numSge] = rwqe.get(BE64, o + Qp.DATA_ADDR);
+                    w.numSge++;
+                }
+                rqCounterOfSlot[(int) t & rqCounterOfSlot.length - 1] = rqFetched & 0xffff;
+                rqFetched = rqFetched + 1 & 0xffff;
+                t++;
+                wqesFetched.incrementAndGet();
+            }
+            return t;
+        }
+    }
+
+    // ------------------------------------------------------------------ mkeys
+
+    /** The MTT entries a CREATE_MKEY carries: translations_octword_actual_size × 2. */
+    static int mttEntries(MemorySegment in) {
+        return (int) Math.min(1 << 20, 2L * (in.get(BE32, Mkey.CREATE_IN_OCTWORD_ACTUAL_SIZE) & 0xffff_ffffL));
+    }
+
+    void createMkey(MemorySegment in, MemorySegment out) throws Refused, CommandQueue.Deferred {
+        long m = Mkey.CREATE_IN_MKC;
+        int mode = Mkey.MKC_ACCESS_MODE_1_0.get(in, m) | Mkey.MKC_ACCESS_MODE_4_2.get(in, m) << 2;
+        if (mode != Mkey.ACCESS_MODE_MTT) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "access mode " + mode + ": the model builds MTT mkeys (1) by command; "
+                    + "KSM and UMR are not built yet");
+        }
+        if (Mkey.MKC_FREE.get(in, m) != 0) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a free mkey needs UMR, which the model does not execute yet");
+        }
+        if (Mkey.MKC_LOG_PAGE_SIZE.get(in, m) != 12) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "log_page_size " + Mkey.MKC_LOG_PAGE_SIZE.get(in, m)
+                    + ": the model translates 4 KiB pages");
+        }
+        int pd = Mkey.MKC_PD.get(in, m);
+        if (!fw.pdAllocated(pd)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+        }
+        long start = in.get(BE64, m + Mkey.MKC_START_ADDR);
+        long len = in.get(BE64, m + Mkey.MKC_LEN);
+        if (len <= 0 || start + len < start) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, String.format("mkey of %d bytes at 0x%x", len, start));
+        }
+        long pages = ((start & 0xfff) + len + 4095) >>> 12;
+        int n = mttEntries(in);
+        if (n < pages) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "the MTT has " + n + " entries for " + pages + " pages");
+        }
+        long[] iova = new long[(int) pages];
+        long[] length = new long[(int) pages];
+        for (int i = 0; i < pages; i++) {
+            long e = in.get(BE64, Mkey.CREATE_IN_MTT + 8L * i);
+            if ((e & Mkey.MTT_READ) == 0) {
+                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "MTT entry " + i + " is not present (rd_en clear)");
+            }
+            iova[i] = e & ~0xfffL;
+            length[i] = 4096;
+        }
+        int perm = (Mkey.MKC_LR.get(in, m) != 0 ? HcaDevice.PERM_LOCAL_READ : 0) | (Mkey.MKC_LW.get(in, m) != 0 ? HcaDevice.PERM_LOCAL_WRITE : 0)
+                | (Mkey.MKC_RR.get(in, m) != 0 ? HcaDevice.PERM_REMOTE_READ : 0) | (Mkey.MKC_RW.get(in, m) != 0 ? HcaDevice.PERM_REMOTE_WRITE : 0)
+                | (Mkey.MKC_A.get(in, m) != 0 ? HcaDevice.PERM_ATOMIC : 0);
+        FirmwarePages.Slot ctx = context(MKEY_CONTEXT_BYTES, in, m, 64);
+        int key;
+        try {
+            key = engine.sw2hwMpt(pd, start, len, perm, iova, length, Mkey.MKC_MKEY_7_0.get(in, m));
+        } catch (HwCommandException e) {
+            fw.pages.free(ctx);
+            throw refused(e);
+        }
+        mkeys.put(Mkey.mkeyToIdx(key), ctx);
+        Pages.INDEX24.set(out, 0, Mkey.mkeyToIdx(key));
+    }
+
+    void destroyMkey(MemorySegment in) throws Refused {
+        int index = Pages.INDEX24.get(in, 0);
+        FirmwarePages.Slot ctx = mkeys.remove(index);
+        if (ctx == null) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "mkey index 0x" + Integer.toHexString(index) + " does not exist");
+        }
+        int key = engine.mptKeyOfIndex(index);
+        engine.hw2swMpt(key); // revoked: returns when no DMA through it is in flight
+        engine.freeMpt(key);
+        fw.pages.free(ctx);
+    }
+
+    /** What the model shows tools. */
+    String describe() {
+        return String.format("CQs %d, QPs %d, mkeys %d, WQEs fetched %d, CQEs written %d, bad WQEs %d, DMA faults %d", cqCount(), qpCount(),
+                mkeyCount(), wqesFetched.get(), cqesWritten.get(), badWqes.get(), dmaFaults.get());
+    }
+}
