@@ -64,6 +64,16 @@ public final class Mlx5CoreDev {
     static final int PAGES_EQ_NENT = 1;
     /** The control EQs share vector 0, as Linux's control IRQ does. */
     static final int CTRL_VECTOR = 0;
+    /** The completion EQ's vector ({@code mlx5_comp_eqs}: Linux creates one per CPU; the model's driver one). */
+    static final int COMP_VECTOR = 1;
+    static final int COMP_EQ_NENT = 1024;
+
+    /** What a CQ's owner gets from the EQs ({@code mlx5_core_cq.comp} and {@code .event}). */
+    public interface CqEvents {
+        void completion();
+
+        void error();
+    }
 
     private final String name;
     private final PciFunction fn;
@@ -91,6 +101,12 @@ public final class Mlx5CoreDev {
     private Mlx5Eq cmdEq;
     private Mlx5Eq asyncEq;
     private Mlx5Eq pagesEq;
+    private Mlx5Eq compEq;
+    private boolean compIrq;
+    /** cqn → its owner's handlers ({@code mlx5_cq_table}); read by the EQ threads. */
+    private final java.util.concurrent.ConcurrentHashMap<Integer, CqEvents> cqTable = new java.util.concurrent.ConcurrentHashMap<>();
+    private final List<Runnable> deadListeners = new CopyOnWriteArrayList<>();
+    private final org.peerdirect.kernel.mm.Mm mm;
     private final byte[] capsCur = new byte[HcaCap.SIZE];
     private final byte[] capsMax = new byte[HcaCap.SIZE];
     private int issi;
@@ -99,6 +115,7 @@ public final class Mlx5CoreDev {
         this.name = name;
         this.fn = fn;
         this.settings = settings;
+        this.mm = mm;
         this.dma = new DmaPages(mm, fn.dma());
         this.cmd = new CmdIf(name, fn, dma, TimeUnit.MILLISECONDS.toNanos(settings.cmdTimeoutMillis()), this::unusable);
         this.pages = new PageAlloc(name, cmd, dma);
@@ -155,6 +172,9 @@ public final class Mlx5CoreDev {
             if (HcaCap.PAGE_REQUEST_DISABLE.get(caps(), 0) == 0) {
                 pagesEq = addEq("pages", PAGES_EQ_NENT, 1L << Eq.EVENT_PAGE_REQUEST);
             }
+            fn.requestIrq(COMP_VECTOR, v -> pollComp());
+            compIrq = true;
+            compEq = addEq("comp0", COMP_EQ_NENT, 1L << Eq.EVENT_COMP, COMP_VECTOR);
             up = true;
         } catch (RuntimeException e) {
             unload();
@@ -163,7 +183,11 @@ public final class Mlx5CoreDev {
     }
 
     private synchronized Mlx5Eq addEq(String kind, int nent, long mask) {
-        Mlx5Eq eq = Mlx5Eq.create(cmd, dma, fn, kind, nent, mask, uar, CTRL_VECTOR);
+        return addEq(kind, nent, mask, CTRL_VECTOR);
+    }
+
+    private synchronized Mlx5Eq addEq(String kind, int nent, long mask, int vector) {
+        Mlx5Eq eq = Mlx5Eq.create(cmd, dma, fn, kind, nent, mask, uar, vector);
         eqs.add(eq); // before arming: an interrupt from now on finds it
         eq.arm();
         return eq;
@@ -230,7 +254,22 @@ public final class Mlx5CoreDev {
     /** The MSI-X handler of the control vector: every control EQ polled to the end. */
     private void pollEqs() {
         for (Mlx5Eq eq : eqs) {
-            eq.poll(this::eqe);
+            if (eq.vector == CTRL_VECTOR) {
+                eq.poll(this::eqe);
+            }
+        }
+    }
+
+    /** The completion vector's handler ({@code mlx5_eq_comp_int}): each EQE names a CQ. */
+    private void pollComp() {
+        Mlx5Eq eq = compEq;
+        if (eq != null) {
+            eq.poll((type, sub, data) -> {
+                CqEvents h = cqTable.get(data.get(BE32, 0x18) & 0xff_ffff);
+                if (h != null) {
+                    h.completion();
+                }
+            });
         }
     }
 
@@ -238,6 +277,13 @@ public final class Mlx5CoreDev {
         switch (type) {
             case Eq.EVENT_CMD -> cmd.complete(data.get(BE32, 0));
             case Eq.EVENT_PAGE_REQUEST -> pages.request(data.get(BE32, Eq.PAGE_REQ_NUM_PAGES - Eq.EQE_DATA));
+            case Eq.EVENT_CQ_ERROR -> {
+                asyncEvents.incrementAndGet(type & 63);
+                CqEvents h = cqTable.get(data.get(BE32, 0) & 0xff_ffff);
+                if (h != null) {
+                    h.error();
+                }
+            }
             default -> asyncEvents.incrementAndGet(type & 63);
         }
     }
@@ -285,6 +331,59 @@ public final class Mlx5CoreDev {
         dead = reason;
         System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.ERROR, name + ": " + reason);
         cmd.complete(-1); // wake every waiter: each sees the device dead
+        for (Runnable r : deadListeners) { // mlx5_ib's event: the IB device is unregistered (its users disassociated)
+            try {
+                r.run();
+            } catch (RuntimeException e) {
+                System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.WARNING, name + ": dead listener failed", e);
+            }
+        }
+    }
+
+    /** Runs {@code r} (on the health thread) when the device is found dead: the {@code MLX5_DEV_EVENT_SYS_ERROR} of mlx5_ib. */
+    public void addDeadListener(Runnable r) {
+        deadListeners.add(r);
+    }
+
+    public void removeDeadListener(Runnable r) {
+        deadListeners.remove(r);
+    }
+
+    // ------------------------------------------------------------------ the auxiliary device's interface (mlx5_ib)
+
+    /**
+     * Runs one command ({@code mlx5_cmd_exec}): {@code in} built with {@link #input}, the output of
+     * {@code outLen} bytes returned. Refusals, timeouts and a gone device are {@link Mlx5CmdException}s.
+     */
+    public MemorySegment exec(MemorySegment in, int outLen) {
+        return cmd.exec(in, outLen);
+    }
+
+    /** A command input of {@code len} bytes with its header. */
+    public static MemorySegment input(int opcode, int opMod, int len) {
+        return CmdIf.input(opcode, opMod, len);
+    }
+
+    /** The completion EQ's number (the {@code c_eqn} of CQs). */
+    public int compEqn() {
+        Mlx5Eq e = compEq;
+        if (e == null) {
+            throw new IllegalStateException(name + ": not up");
+        }
+        return e.eqn;
+    }
+
+    /** {@code mlx5_core_create_cq}'s table part: EQEs naming {@code cqn} go to {@code h}. */
+    public void registerCq(int cqn, CqEvents h) {
+        cqTable.put(cqn, h);
+    }
+
+    public void unregisterCq(int cqn) {
+        cqTable.remove(cqn);
+    }
+
+    public org.peerdirect.kernel.mm.Mm mm() {
+        return mm;
     }
 
     private void stopHealth() {
@@ -306,6 +405,15 @@ public final class Mlx5CoreDev {
     public synchronized void unload() {
         up = false;
         teardownProblems.clear();
+        Mlx5Eq comp = compEq;
+        compEq = null; // the completion handler finds none from now on
+        if (comp != null) {
+            destroyEq(comp);
+        }
+        if (compIrq) {
+            fn.freeIrq(COMP_VECTOR);
+            compIrq = false;
+        }
         for (Mlx5Eq eq : new Mlx5Eq[] { pagesEq, asyncEq }) {
             if (eq != null) {
                 destroyEq(eq);
@@ -313,6 +421,7 @@ public final class Mlx5CoreDev {
         }
         pagesEq = null;
         asyncEq = null;
+        cqTable.clear();
         cmd.useEvents(false); // the command EQ goes last, its own DESTROY_EQ polled
         if (cmdEq != null) {
             destroyEq(cmdEq);
@@ -400,7 +509,7 @@ public final class Mlx5CoreDev {
     // ------------------------------------------------------------------ views for tools and tests
 
     public boolean isUp() {
-        return up;
+        return up && dead == null && fn.present();
     }
 
     /** Why the device is dead, or null. */

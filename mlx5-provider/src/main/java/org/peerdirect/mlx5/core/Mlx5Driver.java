@@ -44,8 +44,10 @@ public final class Mlx5Driver {
         long reclaim_timeout_ms() default 5_000;
     }
 
-    private record Bound(Mlx5CoreDev dev, Runnable onRemoval) {
+    private record Bound(Mlx5CoreDev dev, Runnable onRemoval, org.osgi.framework.ServiceRegistration<Mlx5CoreDev> reg) {
     }
+
+    private final org.osgi.framework.BundleContext ctx;
 
     private final Mm mm;
     private final Mlx5CoreDev.Settings settings;
@@ -54,7 +56,8 @@ public final class Mlx5Driver {
     private final System.Logger log = System.getLogger("org.peerdirect.mlx5");
 
     @Activate
-    public Mlx5Driver(@Reference Mm mm, Config c) {
+    public Mlx5Driver(org.osgi.framework.BundleContext ctx, @Reference Mm mm, Config c) {
+        this.ctx = ctx;
         this.mm = mm;
         this.settings = new Mlx5CoreDev.Settings(c.cmd_timeout_ms(), c.health_poll_ms(), c.reclaim_timeout_ms());
     }
@@ -78,7 +81,11 @@ public final class Mlx5Driver {
             return;
         }
         Runnable onRemoval = () -> remove(fn);
-        bound.put(fn, new Bound(dev, onRemoval));
+        // the auxiliary device mlx5_ib binds to (mlx5_rescan_drivers)
+        java.util.Dictionary<String, Object> props = new java.util.Hashtable<>();
+        props.put("mlx5.name", dev.name());
+        props.put("pci.bdf", fn.bdf());
+        bound.put(fn, new Bound(dev, onRemoval, ctx.registerService(Mlx5CoreDev.class, dev, props)));
         fn.addRemovalListener(onRemoval); // after recording: a function already gone runs it at once
     }
 
@@ -94,6 +101,11 @@ public final class Mlx5Driver {
         Bound b = bound.remove(fn);
         if (b == null) {
             return;
+        }
+        try {
+            b.reg().unregister(); // mlx5_ib goes first, its objects destroyed by commands while the core is up
+        } catch (IllegalStateException alreadyGone) {
+            // unregistered with the stopping bundle
         }
         b.dev().unload();
         synchronized (indices) {

@@ -435,6 +435,24 @@ public final class AddressSpace {
         return pt.pteTables() * (512L * 8 + 16);
     }
 
+    /**
+     * The CPU's view of the 4 KiB page at {@code va} of this process while the page is pinned
+     * ({@link #pinUserPages}, {@code ib_umem_get}): what a user-space driver library that keeps
+     * its queues in pinned memory writes through, as the CPU does through its TLB entry. A pinned
+     * page cannot be moved, swapped or freed, so the view stays valid until it is unpinned; using
+     * it after that is the library's bug, as in C.
+     *
+     * @throws KernelException EFAULT when the page is not present or not pinned
+     */
+    public MemorySegment pinnedPageView(long va) {
+        long pfn = pfnOf(va);
+        if (pfn < 0 || phys.pinCount(pfn) == 0) {
+            throw new KernelException(KernelException.Errno.EFAULT, String.format("%s: page at 0x%x is %s", this, va,
+                    pfn < 0 ? "not present" : "not pinned"));
+        }
+        return phys.frame(pfn);
+    }
+
     /** The frame currently backing va, or -1 (not present). For tests and tools. */
     public long pfnOf(long va) {
         long stamp = mmapLock.readLock();

@@ -1,0 +1,180 @@
+package org.peerdirect.mlx5.ib;
+
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.function.Supplier;
+
+import org.peerdirect.hca.cx4.ifc.HcaCap;
+import org.peerdirect.hca.cx4.ifc.InitSeg;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.hca.cx4.ifc.Pages;
+import org.peerdirect.hca.cx4.ifc.Vport;
+import org.peerdirect.ib.core.provider.IbDeviceOps;
+import org.peerdirect.ib.core.provider.IbUcontextOps;
+import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvPortAttr;
+import org.peerdirect.kernel.dma.DmaDevice;
+import org.peerdirect.kernel.dma.DmaMapper;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.mlx5.core.Mlx5CmdException;
+import org.peerdirect.mlx5.core.Mlx5CoreDev;
+import org.peerdirect.mlx5.lib.Mlx5Qp;
+
+/**
+ * {@code struct mlx5_ib_dev}: the IB device {@code mlx5_ib} registers for one {@code mlx5_core}
+ * device. It reaches the hardware only through the core's commands ({@link #cmd}); the attributes
+ * come from the capabilities the core queried, the port from {@code QUERY_HCA_VPORT_CONTEXT} and
+ * {@code QUERY_HCA_VPORT_GID}. It is also the DMA device its umems are mapped for.
+ */
+public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
+
+    /** {@code IBV_LINK_LAYER_ETHERNET}. */
+    static final int LINK_LAYER_ETHERNET = 2;
+    /** Inline bytes one WQE may carry (the model's per-WQE limit). */
+    public static final int MAX_INLINE = 512;
+
+    final Mlx5CoreDev core;
+    final UmemService umems;
+    private final IbvDeviceAttr attr;
+    private final boolean ethernet;
+    /** qpn → the library's QP, for the CQE path ({@code mlx5_find_qp} of libmlx5's context). */
+    public final Mlx5Qp[] qpTable;
+
+    public Mlx5IbDev(Mlx5CoreDev core, UmemService umems) {
+        this.core = core;
+        this.umems = umems;
+        this.ethernet = core.cap(HcaCap.PORT_TYPE) == HcaCap.PORT_TYPE_ETH;
+        this.qpTable = new Mlx5Qp[1 << Math.min(18, core.cap(HcaCap.LOG_MAX_QP))];
+        int fw = core.function().read32be(0, InitSeg.FW_REV);
+        int sub = core.function().read32be(0, InitSeg.CMDIF_REV_FW_SUB) & 0xffff;
+        String fwVer = (fw & 0xffff) + "." + (fw >>> 16) + "." + sub;
+        long guid = queryVport(1).get(BE64, Vport.OUT_CONTEXT + Vport.NODE_GUID);
+        int maxSge = Math.min(core.cap(HcaCap.MAX_WQE_SZ_RQ) / 16, 32);
+        this.attr = new IbvDeviceAttr(fwVer, guid, guid, -1L, 0xffff_f000L, 0x02c9, core.function().deviceId(), 0,
+                1 << core.cap(HcaCap.LOG_MAX_QP), 1 << core.cap(HcaCap.LOG_MAX_QP_SZ), 0, maxSge, 1 << core.cap(HcaCap.LOG_MAX_CQ),
+                (1 << core.cap(HcaCap.LOG_MAX_CQ_SZ)) - 1, 1 << core.cap(HcaCap.LOG_MAX_MKEY), 1 << core.cap(HcaCap.LOG_MAX_PD),
+                1 << core.cap(HcaCap.LOG_MAX_RA_RES_QP), 1 << core.cap(HcaCap.LOG_MAX_RA_REQ_QP), IbvDeviceAttr.ATOMIC_HCA,
+                0, 0, 0, MAX_INLINE, core.cap(HcaCap.NUM_PORTS), IbvDeviceAttr.OdpCaps.NONE);
+    }
+
+    @Override
+    public String name() {
+        return core.name();
+    }
+
+    @Override
+    public String driver() {
+        return "mlx5";
+    }
+
+    @Override
+    public long nodeGuid() {
+        return attr.nodeGuid();
+    }
+
+    @Override
+    public DmaMapper dma() {
+        return core.function().dma();
+    }
+
+    /**
+     * mlx5's attributes: from the general capabilities. SRQs (max_srq 0) and on-demand paging are
+     * not built on mlx5 yet and are reported absent.
+     */
+    @Override
+    public IbvDeviceAttr queryDevice() {
+        return attr;
+    }
+
+    private MemorySegment queryVport(int port) {
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT, 0, 16);
+        Vport.IN_PORT_NUM.set(in, 0, port);
+        return cmd(() -> core.exec(in, Vport.CONTEXT_OUT_LEN));
+    }
+
+    /** {@code mlx5_query_port}: the vport context; an Ethernet port reports no LID. */
+    @Override
+    public IbvPortAttr queryPort(int port) {
+        MemorySegment out = queryVport(port);
+        long c = Vport.OUT_CONTEXT;
+        int state = Vport.PORT_STATE.get(out, c);
+        return new IbvPortAttr(state, 5, 5, 1, 0x02514868, 1L << core.cap(HcaCap.LOG_MAX_MSG), 128, Vport.LID.get(out, c),
+                Vport.SM_LID.get(out, c), 0, 4, 0, 2, ethernet ? 64 : 32, Vport.PORT_PHYSICAL_STATE.get(out, c),
+                ethernet ? LINK_LAYER_ETHERNET : IbvPortAttr.LINK_LAYER_INFINIBAND);
+    }
+
+    /** {@code mlx5_query_gid}: the vport's GID table (RoCE v2: the IPv4-mapped address; IB: fe80::port GUID). */
+    @Override
+    public String queryGid(int port, int index) {
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.QUERY_HCA_VPORT_GID, 0, 16);
+        Vport.IN_PORT_NUM.set(in, 0, port);
+        Vport.IN_GID_INDEX.set(in, 0, index);
+        MemorySegment out = cmd(() -> core.exec(in, Vport.GID_OUT_LEN));
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < 16; i += 2) {
+            if (i > 0) {
+                b.append(':');
+            }
+            b.append(String.format("%02x%02x", out.get(ValueLayout.JAVA_BYTE, Vport.OUT_GID + i), out.get(ValueLayout.JAVA_BYTE, Vport.OUT_GID + i + 1)));
+        }
+        return b.toString();
+    }
+
+    @Override
+    public IbUcontextOps allocUcontext(AddressSpace process) {
+        int uar = Pages.INDEX24.get(cmd(() -> core.exec(Mlx5CoreDev.input(Mlx5Cmd.ALLOC_UAR, 0, 16), 16)), 0);
+        return new Mlx5IbUcontext(this, process, uar);
+    }
+
+    /** A command that gives back an index at output byte 0x09 ({@code ALLOC_PD}, {@code CREATE_CQ}, ...). */
+    int execIndex(MemorySegment in, int outLen) {
+        return Pages.INDEX24.get(cmd(() -> core.exec(in, outLen)), 0);
+    }
+
+    /** A command that takes an index at input byte 0x09 ({@code DEALLOC_PD}, {@code DESTROY_CQ}, ...). */
+    void execOnIndex(int opcode, int index) {
+        MemorySegment in = Mlx5CoreDev.input(opcode, 0, 16);
+        Pages.INDEX24.set(in, 0, index);
+        cmd(() -> core.exec(in, 16));
+    }
+
+    /**
+     * A destroy during teardown or after the device went: a device that cannot take commands any
+     * more holds nothing (its objects went with it), so that is not an error.
+     */
+    void destroyQuietly(int opcode, int index) {
+        try {
+            execOnIndex(opcode, index);
+        } catch (KernelException e) {
+            if (core.isUp()) {
+                throw e;
+            }
+        }
+    }
+
+    /** Runs a command; a refusal becomes the errno {@code mlx5_cmd_check} gives, with the firmware's complaint. */
+    <T> T cmd(Supplier<T> c) {
+        try {
+            return c.get();
+        } catch (Mlx5CmdException e) {
+            Errno errno = switch (e.errno()) {
+                case -16 -> Errno.EBUSY;
+                case -12 -> Errno.ENOMEM;
+                case -11 -> Errno.EAGAIN;
+                case -22 -> Errno.EINVAL;
+                default -> Errno.EIO; // -EIO, -ETIMEDOUT, -EREMOTEIO, -ENXIO
+            };
+            throw new KernelException(errno, name() + ": " + e.getMessage());
+        }
+    }
+
+    @Override
+    public String toString() {
+        return name() + " (" + core.function().bdf() + ")";
+    }
+}

@@ -1,0 +1,249 @@
+package org.peerdirect.mlx5.ib;
+
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.peerdirect.hca.cx4.ifc.Mkey;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.hca.cx4.ifc.Qp;
+import org.peerdirect.ib.core.provider.IbAhOps;
+import org.peerdirect.ib.core.provider.IbCqOps;
+import org.peerdirect.ib.core.provider.IbMrOps;
+import org.peerdirect.ib.core.provider.IbPdOps;
+import org.peerdirect.ib.core.provider.IbQpOps;
+import org.peerdirect.ib.core.provider.IbSrqOps;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.mlx5.core.Mlx5CoreDev;
+import org.peerdirect.mlx5.lib.Mlx5Cq;
+import org.peerdirect.mlx5.lib.Mlx5Qp;
+
+/** {@code struct mlx5_ib_pd}: a PD number and the objects created in it. */
+final class Mlx5IbPd implements IbPdOps {
+
+    /** The key byte of each new mkey ({@code mlx5_ib}'s {@code mkey_key}, advancing so a stale key misses). */
+    private static final AtomicInteger KEY_BYTE = new AtomicInteger();
+
+    final Mlx5IbUcontext ctx;
+    final int pdn;
+
+    Mlx5IbPd(Mlx5IbUcontext ctx, int pdn) {
+        this.ctx = ctx;
+        this.pdn = pdn;
+    }
+
+    /**
+     * {@code mlx5_ib_reg_user_mr}: the umem (pinned, or peer with invalidation support), an MTT
+     * mkey by {@code CREATE_MKEY} with one entry per 4 KiB page ({@code MLX5_IB_MTT_PRESENT}),
+     * then the invalidation notifier, which destroys the mkey before it returns.
+     */
+    @Override
+    public IbMrOps regUserMr(long addr, long length, int access) {
+        Mlx5IbDev dev = ctx.dev;
+        IbUmem umem = dev.umems.umemGet(ctx.process, dev, addr, length, access,
+                UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP);
+        int mkey;
+        try {
+            long first = addr & ~4095L;
+            int npages = (int) ((addr + length - first + 4095) >>> 12);
+            int octwords = (npages + 1) / 2;
+            MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_MKEY, 0, (int) Mkey.CREATE_IN_MTT + 16 * octwords);
+            long m = Mkey.CREATE_IN_MKC;
+            Mkey.MKC_ACCESS_MODE_1_0.set(in, m, Mkey.ACCESS_MODE_MTT);
+            Mkey.MKC_LR.set(in, m, 1);
+            Mkey.MKC_LW.set(in, m, (access & IbAccess.LOCAL_WRITE) != 0 ? 1 : 0);
+            Mkey.MKC_RR.set(in, m, (access & IbAccess.REMOTE_READ) != 0 ? 1 : 0);
+            Mkey.MKC_RW.set(in, m, (access & IbAccess.REMOTE_WRITE) != 0 ? 1 : 0);
+            Mkey.MKC_A.set(in, m, (access & IbAccess.REMOTE_ATOMIC) != 0 ? 1 : 0);
+            Mkey.MKC_QPN.set(in, m, 0xff_ffff);
+            int keyByte = KEY_BYTE.incrementAndGet() & 0xff;
+            Mkey.MKC_MKEY_7_0.set(in, m, keyByte);
+            Mkey.MKC_PD.set(in, m, pdn);
+            in.set(BE64, m + Mkey.MKC_START_ADDR, addr);
+            in.set(BE64, m + Mkey.MKC_LEN, length);
+            Mkey.MKC_TRANSLATIONS_OCTWORD_SIZE.set(in, m, octwords);
+            Mkey.MKC_LOG_PAGE_SIZE.set(in, m, 12);
+            in.set(BE32, Mkey.CREATE_IN_OCTWORD_ACTUAL_SIZE, octwords);
+            for (int i = 0; i < npages; i++) {
+                long va = Math.max(addr, first + 4096L * i);
+                long pa = umem.dmaAddressOf(va) & ~4095L;
+                in.set(BE64, Mkey.CREATE_IN_MTT + 8L * i, pa | Mkey.MTT_READ | Mkey.MTT_WRITE);
+            }
+            mkey = Mkey.idxToMkey(dev.execIndex(in, 16)) | keyByte;
+        } catch (RuntimeException e) {
+            umem.stopInvalidationNotifier();
+            umem.release();
+            throw e;
+        }
+        Mlx5IbMr mr = new Mlx5IbMr(this, umem, mkey);
+        try {
+            umem.activateInvalidationNotifier(u -> mr.revokeOnInvalidate());
+        } catch (RuntimeException e) {
+            dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey));
+            umem.release();
+            throw e;
+        }
+        return mr;
+    }
+
+    /**
+     * {@code mlx5_ib_create_qp} with libmlx5's {@code mlx5_create_qp}: the library's buffer (RQ,
+     * then SQ, then the doorbell record) in the process's memory, pinned; {@code CREATE_QP} with
+     * the QPC and the page list; the library's QP over the buffer.
+     */
+    @Override
+    public IbQpOps createQp(IbvQpInitAttr a, IbCqOps sendCq, IbCqOps recvCq, IbSrqOps srq) {
+        Mlx5IbDev dev = ctx.dev;
+        if (srq != null) {
+            throw new KernelException(Errno.EOPNOTSUPP, dev.name() + ": SRQs are not built on mlx5 yet");
+        }
+        if (a.qpType != IbvQpType.RC && a.qpType != IbvQpType.UD) {
+            throw new KernelException(Errno.EOPNOTSUPP, dev.name() + ": QP type " + a.qpType + " is not built on mlx5 (RC and UD are)");
+        }
+        int maxInline = a.maxInlineData;
+        int[] g = Mlx5Qp.geometry(a.qpType, a.maxSendWr, a.maxSendSge, maxInline, a.maxRecvWr, a.maxRecvSge);
+        int logSq = g[0];
+        int logRq = g[1];
+        int rqStride = 16 << g[2];
+        long rqBytes = logRq < 0 ? 0 : (long) rqStride << logRq;
+        Mlx5IbUcontext.Pinned p = ctx.pin(rqBytes + ((long) Qp.SEND_WQE_BB << logSq));
+        int npages = (int) (p.buf().queueBytes / 4096);
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_QP, 0, (int) Qp.CREATE_QP_IN_PAS + 8 * npages);
+        long c = Qp.IN_QPC;
+        Qp.QPC_ST.set(in, c, a.qpType == IbvQpType.UD ? Qp.ST_UD : Qp.ST_RC);
+        Qp.QPC_PM_STATE.set(in, c, Qp.PM_MIGRATED);
+        Qp.QPC_PD.set(in, c, pdn);
+        Qp.QPC_LOG_MSG_MAX.set(in, c, 30);
+        Qp.QPC_RQ_TYPE.set(in, c, logRq < 0 ? Qp.RQ_ZERO_LEN : Qp.RQ_REGULAR);
+        Qp.QPC_LOG_RQ_SIZE.set(in, c, Math.max(0, logRq));
+        Qp.QPC_LOG_RQ_STRIDE.set(in, c, g[2]);
+        Qp.QPC_LOG_SQ_SIZE.set(in, c, logSq);
+        Qp.QPC_UAR_PAGE.set(in, c, ctx.uar.index);
+        Qp.QPC_CQN_SND.set(in, c, ((Mlx5Cq) sendCq).cqn);
+        Qp.QPC_CQN_RCV.set(in, c, ((Mlx5Cq) recvCq).cqn);
+        Qp.QPC_PRI_VHCA_PORT_NUM.set(in, c, 1);
+        in.set(BE64, c + Qp.QPC_DBR_ADDR, p.pa(npages));
+        for (int i = 0; i < npages; i++) {
+            in.set(BE64, Qp.CREATE_QP_IN_PAS + 8L * i, p.pa(i));
+        }
+        int qpn;
+        try {
+            qpn = dev.execIndex(in, 16);
+        } catch (RuntimeException e) {
+            p.release();
+            throw e;
+        }
+        int bfSize = 1 << Math.max(0, dev.core.cap(org.peerdirect.hca.cx4.ifc.HcaCap.LOG_BF_REG_SIZE) - 1);
+        Mlx5Qp[] self = new Mlx5Qp[1];
+        Mlx5Qp qp = new Mlx5Qp(qpn, a.qpType, p.buf(), ctx.uar, bfSize, logSq, logRq, rqStride, a.maxSendSge, a.maxRecvSge, maxInline,
+                new Mlx5Qp.Control() {
+                    @Override
+                    public void modify(IbvQpAttr attr, int mask, IbvQpState from, IbvQpState to) {
+                        modifyQp(qpn, self[0].attr(), attr, mask, from, to);
+                    }
+
+                    @Override
+                    public void destroy() {
+                        if (dev.qpTable[qpn] == self[0]) {
+                            dev.qpTable[qpn] = null;
+                        }
+                        dev.destroyQuietly(Mlx5Cmd.DESTROY_QP, qpn);
+                        p.release();
+                    }
+                });
+        self[0] = qp;
+        dev.qpTable[qpn] = qp;
+        return qp;
+    }
+
+    /** {@code mlx5_ib_modify_qp}: the transition's command with the QPC the attributes give. */
+    private void modifyQp(int qpn, IbvQpAttr cur, IbvQpAttr a, int mask, IbvQpState from, IbvQpState to) {
+        int opcode;
+        if (to == IbvQpState.ERR) {
+            opcode = Qp.QP_2ERR;
+        } else if (to == IbvQpState.RESET) {
+            opcode = Qp.QP_2RST;
+        } else {
+            opcode = switch (from.name() + ">" + to.name()) {
+                case "RESET>INIT" -> Qp.RST2INIT_QP;
+                case "INIT>INIT" -> Qp.INIT2INIT_QP;
+                case "INIT>RTR" -> Qp.INIT2RTR_QP;
+                case "RTR>RTS" -> Qp.RTR2RTS_QP;
+                case "RTS>RTS" -> Qp.RTS2RTS_QP;
+                case "SQE>RTS" -> Qp.SQERR2RTS_QP;
+                default -> throw new KernelException(Errno.EINVAL, String.format("%s: QP 0x%x: no transition from %s to %s on mlx5",
+                        ctx.dev.name(), qpn, from, to));
+            };
+        }
+        boolean full = opcode != Qp.QP_2ERR && opcode != Qp.QP_2RST;
+        MemorySegment in = Mlx5CoreDev.input(opcode, 0, full ? Qp.MODIFY_IN_LEN : 16);
+        org.peerdirect.hca.cx4.ifc.Pages.INDEX24.set(in, 0, qpn);
+        if (full) {
+            long c = Qp.IN_QPC;
+            int port = (mask & IbvQpAttr.PORT) != 0 ? a.portNum : cur.portNum;
+            int access = (mask & IbvQpAttr.ACCESS_FLAGS) != 0 ? a.qpAccessFlags : cur.qpAccessFlags;
+            Qp.QPC_PRI_VHCA_PORT_NUM.set(in, c, port);
+            Qp.QPC_PRI_PKEY_INDEX.set(in, c, (mask & IbvQpAttr.PKEY_INDEX) != 0 ? a.pkeyIndex : cur.pkeyIndex);
+            Qp.QPC_Q_KEY.set(in, c, (mask & IbvQpAttr.QKEY) != 0 ? a.qkey : cur.qkey);
+            Qp.QPC_RRE.set(in, c, (access & IbAccess.REMOTE_READ) != 0 ? 1 : 0);
+            Qp.QPC_RWE.set(in, c, (access & IbAccess.REMOTE_WRITE) != 0 ? 1 : 0);
+            Qp.QPC_RAE.set(in, c, (access & IbAccess.REMOTE_ATOMIC) != 0 ? 1 : 0);
+            Qp.QPC_MTU.set(in, c, (mask & IbvQpAttr.PATH_MTU) != 0 ? a.pathMtu : cur.pathMtu);
+            Qp.QPC_REMOTE_QPN.set(in, c, (mask & IbvQpAttr.DEST_QPN) != 0 ? a.destQpNum : cur.destQpNum);
+            Qp.QPC_PRI_RLID.set(in, c, (mask & IbvQpAttr.AV) != 0 ? a.dlid : cur.dlid);
+            Qp.QPC_NEXT_RCV_PSN.set(in, c, (mask & IbvQpAttr.RQ_PSN) != 0 ? a.rqPsn : cur.rqPsn);
+            Qp.QPC_NEXT_SEND_PSN.set(in, c, (mask & IbvQpAttr.SQ_PSN) != 0 ? a.sqPsn : cur.sqPsn);
+            Qp.QPC_MIN_RNR_NAK.set(in, c, (mask & IbvQpAttr.MIN_RNR_TIMER) != 0 ? a.minRnrTimer : cur.minRnrTimer);
+            Qp.QPC_LOG_RRA_MAX.set(in, c, log2((mask & IbvQpAttr.MAX_DEST_RD_ATOMIC) != 0 ? a.maxDestRdAtomic : cur.maxDestRdAtomic));
+            Qp.QPC_LOG_SRA_MAX.set(in, c, log2((mask & IbvQpAttr.MAX_QP_RD_ATOMIC) != 0 ? a.maxRdAtomic : cur.maxRdAtomic));
+            Qp.QPC_RETRY_COUNT.set(in, c, (mask & IbvQpAttr.RETRY_CNT) != 0 ? a.retryCnt : cur.retryCnt);
+            Qp.QPC_RNR_RETRY.set(in, c, (mask & IbvQpAttr.RNR_RETRY) != 0 ? a.rnrRetry : cur.rnrRetry);
+            Qp.QPC_PRI_ACK_TIMEOUT.set(in, c, (mask & IbvQpAttr.TIMEOUT) != 0 ? a.timeout : cur.timeout);
+        }
+        ctx.dev.cmd(() -> ctx.dev.core.exec(in, 16));
+    }
+
+    private static int log2(int n) {
+        return 31 - Integer.numberOfLeadingZeros(Math.max(1, n));
+    }
+
+    @Override
+    public IbSrqOps createSrq(int maxWr, int maxSge) {
+        throw new KernelException(Errno.EOPNOTSUPP, ctx.dev.name() + ": SRQs are not built on mlx5 yet");
+    }
+
+    @Override
+    public IbAhOps createAh(int dlid, int portNum) {
+        return new IbAhOps() {
+            @Override
+            public int dlid() {
+                return dlid;
+            }
+
+            @Override
+            public int portNum() {
+                return portNum;
+            }
+
+            @Override
+            public void destroyAh() {
+                // the address vector travels in each UD WQE: nothing in the hardware to free
+            }
+        };
+    }
+
+    @Override
+    public void deallocPd() {
+        ctx.dev.destroyQuietly(Mlx5Cmd.DEALLOC_PD, pdn);
+    }
+}

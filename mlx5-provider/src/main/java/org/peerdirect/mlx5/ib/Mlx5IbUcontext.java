@@ -1,0 +1,125 @@
+package org.peerdirect.mlx5.ib;
+
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
+
+import java.lang.foreign.MemorySegment;
+
+import org.peerdirect.hca.cx4.ifc.Cq;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.ib.core.provider.IbCqEvents;
+import org.peerdirect.ib.core.provider.IbCqOps;
+import org.peerdirect.ib.core.provider.IbPdOps;
+import org.peerdirect.ib.core.provider.IbUcontextOps;
+import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.mlx5.core.Mlx5CoreDev;
+import org.peerdirect.mlx5.lib.Mlx5Cq;
+import org.peerdirect.mlx5.lib.UarPage;
+import org.peerdirect.mlx5.lib.UserBuf;
+
+/**
+ * {@code struct mlx5_ib_ucontext}: the device opened by one process, with its own UAR page
+ * ({@code ALLOC_UAR} at open, {@code DEALLOC_UAR} at close) that the library rings its CQ and QP
+ * doorbells on.
+ */
+final class Mlx5IbUcontext implements IbUcontextOps {
+
+    final Mlx5IbDev dev;
+    final AddressSpace process;
+    final UarPage uar;
+    private boolean closed;
+
+    Mlx5IbUcontext(Mlx5IbDev dev, AddressSpace process, int uar) {
+        this.dev = dev;
+        this.process = process;
+        this.uar = new UarPage(dev.core.function(), uar);
+    }
+
+    @Override
+    public IbPdOps allocPd() {
+        int pdn = dev.execIndex(Mlx5CoreDev.input(Mlx5Cmd.ALLOC_PD, 0, 16), 16);
+        return new Mlx5IbPd(this, pdn);
+    }
+
+    /** A queue buffer of the library, pinned and mapped for the device ({@code ib_umem_get} of {@code mlx5_ib}). */
+    record Pinned(UserBuf buf, IbUmem umem) {
+        long pa(int page) {
+            return umem.dmaAddressOf(buf.va + 4096L * page);
+        }
+
+        void release() {
+            umem.release();
+            buf.free();
+        }
+    }
+
+    Pinned pin(long queueBytes) {
+        UserBuf buf = UserBuf.alloc(process, queueBytes);
+        IbUmem umem;
+        try {
+            umem = dev.umems.umemGet(process, dev, buf.va, buf.length(), org.peerdirect.ib.core.umem.IbAccess.LOCAL_WRITE, 0);
+        } catch (RuntimeException e) {
+            buf.free();
+            throw e;
+        }
+        buf.resolve();
+        return new Pinned(buf, umem);
+    }
+
+    /**
+     * {@code mlx5_ib_create_cq} with libmlx5's {@code mlx5_create_cq}: a ring of 2^n 64-byte CQEs
+     * (n for {@code cqe + 1} entries) in the process's memory, every CQE INVALID, the doorbell
+     * record after it; {@code CREATE_CQ} on the completion EQ and the context's UAR.
+     */
+    @Override
+    public IbCqOps createCq(int cqe, IbCqEvents events) {
+        int logSize = 32 - Integer.numberOfLeadingZeros(cqe); // entries >= cqe + 1
+        Pinned p = pin((long) Cq.CQE_SIZE << logSize);
+        Mlx5Cq.initRing(p.buf(), logSize);
+        int npages = (int) (p.buf().queueBytes / 4096);
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_CQ, 0, (int) Cq.CREATE_CQ_IN_PAS + 8 * npages);
+        long c = Cq.CREATE_CQ_IN_CQC;
+        Cq.CQC_LOG_CQ_SIZE.set(in, c, logSize);
+        Cq.CQC_UAR_PAGE.set(in, c, uar.index);
+        Cq.CQC_C_EQN.set(in, c, dev.core.compEqn());
+        in.set(BE64, c + Cq.CQC_DBR_ADDR, p.pa(npages));
+        for (int i = 0; i < npages; i++) {
+            in.set(BE64, Cq.CREATE_CQ_IN_PAS + 8L * i, p.pa(i));
+        }
+        int cqn;
+        try {
+            cqn = dev.execIndex(in, 16);
+        } catch (RuntimeException e) {
+            p.release();
+            throw e;
+        }
+        Mlx5Cq[] self = new Mlx5Cq[1];
+        Mlx5Cq cq = new Mlx5Cq(cqn, events, p.buf(), logSize, uar, dev.qpTable, () -> {
+            dev.core.unregisterCq(cqn);
+            dev.destroyQuietly(Mlx5Cmd.DESTROY_CQ, cqn);
+            p.release();
+        });
+        self[0] = cq;
+        dev.core.registerCq(cqn, new Mlx5CoreDev.CqEvents() {
+            @Override
+            public void completion() {
+                self[0].completionEvent();
+            }
+
+            @Override
+            public void error() {
+                self[0].overrun();
+                events.error();
+            }
+        });
+        return cq;
+    }
+
+    @Override
+    public synchronized void deallocUcontext() {
+        if (!closed) {
+            closed = true;
+            dev.destroyQuietly(Mlx5Cmd.DEALLOC_UAR, uar.index);
+        }
+    }
+}

@@ -1,0 +1,410 @@
+package org.peerdirect.mlx5.lib;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.peerdirect.hca.cx4.ifc.Qp;
+import org.peerdirect.hca.engine.Wqe;
+import org.peerdirect.ib.core.provider.IbQpOps;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+import org.peerdirect.ib.core.verbs.PostException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/**
+ * libmlx5's QP data path ({@code struct mlx5_qp}, {@code _mlx5_post_send}, {@code mlx5_post_recv}):
+ * WQEs built as bytes in the process's queue buffer, the receive queue first and the send queue
+ * after it. A send WQE is a control segment (opcode, WQE index, QPN, DS count, completion and
+ * solicited flags, immediate), the remote-address and atomic segments or the UD address vector,
+ * then data segments or one inline segment, in 64-byte basic blocks that wrap at the end of the
+ * send queue. After a chain: the send doorbell record (BB counter), then the first 8 bytes of the
+ * last control segment to a BlueFlame register of the context's UAR, alternating halves. Receive
+ * WQEs are data segments ended by an {@code INVALID_LKEY} segment; the receive doorbell record is
+ * all the device is told. Modify, query and destroy go to the driver ({@link Control}).
+ *
+ * <p>Lock rules: {@link #sqLock} (libmlx5's {@code sq.lock}) guards the send ring's head, wrids
+ * and the BlueFlame offset; {@link #rqLock} the receive ring's head and wrids. The tails move on
+ * the poller's thread under the CQ's lock, each a volatile counter written by that one thread.
+ * No lock is shared with another QP and nothing is allocated per request.
+ */
+public final class Mlx5Qp implements IbQpOps {
+
+    /** What the driver does for a QP beyond the data path. */
+    public interface Control {
+        /** {@code mlx5_ib_modify_qp}: the transition command; returns when the hardware took it. */
+        void modify(IbvQpAttr attr, int mask, IbvQpState from, IbvQpState to);
+
+        void destroy();
+    }
+
+    private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfLong NATIVE64 = ValueLayout.JAVA_LONG_UNALIGNED;
+
+    public final int qpn;
+    private final IbvQpType type;
+    private final UserBuf buf;
+    private final UarPage uar;
+    private final int bfSize;
+    private final Control control;
+    private final int sqBbs;
+    private final long sqOffset;
+    private final int rqWqes;
+    private final int rqStride;
+    private final int maxSendSge;
+    private final int maxRecvSge;
+    private final int maxInline;
+    private final ReentrantLock sqLock = new ReentrantLock();
+    private final ReentrantLock rqLock = new ReentrantLock();
+    /** Guarded by sqLock: the next basic block to write. */
+    private int sqHead;
+    /** Basic blocks the device finished (the poller's, volatile for the poster). */
+    private volatile int sqTail;
+    /** BB index of a WQE's first block → the wr_id and the BB counter after the WQE. */
+    private final long[] sqWrid;
+    private final int[] sqNext;
+    private int bfOffset;
+    /** Guarded by rqLock. */
+    private int rqHead;
+    private volatile int rqTail;
+    private final long[] rqWrid;
+    private volatile IbvQpState state = IbvQpState.RESET;
+    private final IbvQpAttr attr = new IbvQpAttr();
+
+    public Mlx5Qp(int qpn, IbvQpType type, UserBuf buf, UarPage uar, int bfSize, int logSq, int logRq, int rqStride, int maxSendSge,
+            int maxRecvSge, int maxInline, Control control) {
+        this.qpn = qpn;
+        this.type = type;
+        this.buf = buf;
+        this.uar = uar;
+        this.bfSize = bfSize;
+        this.control = control;
+        this.sqBbs = 1 << logSq;
+        this.rqWqes = logRq < 0 ? 0 : 1 << logRq;
+        this.rqStride = rqStride;
+        this.sqOffset = (long) rqWqes * rqStride;
+        this.maxSendSge = maxSendSge;
+        this.maxRecvSge = maxRecvSge;
+        this.maxInline = maxInline;
+        this.sqWrid = new long[sqBbs];
+        this.sqNext = new int[sqBbs];
+        this.rqWrid = new long[Math.max(1, rqWqes)];
+    }
+
+    /**
+     * The queue sizes {@code mlx5_ib} computes: the WQE size for the largest request (control +
+     * remote or datagram segment + the data or inline part, in basic blocks), times the requests,
+     * rounded to powers of two. Returns {log_sq_size, log_rq_size, log_rq_stride (16-byte units)}.
+     */
+    public static int[] geometry(IbvQpType type, int maxSendWr, int maxSendSge, int maxInline, int maxRecvWr, int maxRecvSge) {
+        int head = 16 + (type == IbvQpType.UD ? Qp.AV_SIZE : 32); // ctrl + (av | raddr + atomic)
+        int data = Math.max(16 * maxSendSge, (4 + maxInline + 15) & ~15);
+        int bbsPerWqe = (head + data + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
+        int logSq = 32 - Integer.numberOfLeadingZeros(Math.max(1, maxSendWr * bbsPerWqe) - 1);
+        int strideDs = Integer.highestOneBit(Math.max(1, maxRecvSge + 1) * 2 - 1); // room for the INVALID_LKEY end
+        int logStride = Integer.numberOfTrailingZeros(strideDs);
+        int logRq = maxRecvWr == 0 ? -1 : 32 - Integer.numberOfLeadingZeros(Math.max(1, maxRecvWr) - 1);
+        return new int[] { logSq, logRq, logStride };
+    }
+
+    @Override
+    public int qpNum() {
+        return qpn;
+    }
+
+    @Override
+    public IbvQpState state() {
+        return state;
+    }
+
+    /** An error CQE of this QP: the hardware moved it to ERR. */
+    void sawError() {
+        state = IbvQpState.ERR;
+    }
+
+    @Override
+    public synchronized void modifyQp(IbvQpAttr a, int mask) {
+        IbvQpState to = (mask & IbvQpAttr.STATE) != 0 ? a.qpState : state;
+        control.modify(a, mask, state, to);
+        if (to == IbvQpState.RESET) {
+            sqLock.lock();
+            rqLock.lock();
+            try { // the hardware's counters restart: so do ours (mlx5_ib's reset of the WQs)
+                sqHead = 0;
+                sqTail = 0;
+                rqHead = 0;
+                rqTail = 0;
+                bfOffset = 0;
+                buf.dbr().set(BE64, 0, 0);
+            } finally {
+                rqLock.unlock();
+                sqLock.unlock();
+            }
+        }
+        remember(a, mask);
+        state = to;
+    }
+
+    private void remember(IbvQpAttr a, int m) {
+        if ((m & IbvQpAttr.PORT) != 0) attr.portNum = a.portNum;
+        if ((m & IbvQpAttr.PATH_MTU) != 0) attr.pathMtu = a.pathMtu;
+        if ((m & IbvQpAttr.PKEY_INDEX) != 0) attr.pkeyIndex = a.pkeyIndex;
+        if ((m & IbvQpAttr.QKEY) != 0) attr.qkey = a.qkey;
+        if ((m & IbvQpAttr.AV) != 0) attr.dlid = a.dlid;
+        if ((m & IbvQpAttr.DEST_QPN) != 0) attr.destQpNum = a.destQpNum;
+        if ((m & IbvQpAttr.RQ_PSN) != 0) attr.rqPsn = a.rqPsn & 0xff_ffff;
+        if ((m & IbvQpAttr.SQ_PSN) != 0) attr.sqPsn = a.sqPsn & 0xff_ffff;
+        if ((m & IbvQpAttr.ACCESS_FLAGS) != 0) attr.qpAccessFlags = a.qpAccessFlags;
+        if ((m & IbvQpAttr.MAX_QP_RD_ATOMIC) != 0) attr.maxRdAtomic = a.maxRdAtomic;
+        if ((m & IbvQpAttr.MAX_DEST_RD_ATOMIC) != 0) attr.maxDestRdAtomic = a.maxDestRdAtomic;
+        if ((m & IbvQpAttr.MIN_RNR_TIMER) != 0) attr.minRnrTimer = a.minRnrTimer;
+        if ((m & IbvQpAttr.TIMEOUT) != 0) attr.timeout = a.timeout;
+        if ((m & IbvQpAttr.RETRY_CNT) != 0) attr.retryCnt = a.retryCnt;
+        if ((m & IbvQpAttr.RNR_RETRY) != 0) attr.rnrRetry = a.rnrRetry;
+    }
+
+    /** The attributes as last set (the driver's copy, what {@code mlx5_ib_query_qp} reports with the state). */
+    public synchronized IbvQpAttr attr() {
+        return attr.copy();
+    }
+
+    @Override
+    public synchronized IbvQpAttr queryQp() {
+        IbvQpAttr a = attr.copy();
+        a.qpState = state;
+        return a;
+    }
+
+    // ------------------------------------------------------------------ post send
+
+    private static int opcode(IbvWrOpcode op) {
+        return switch (op) {
+            case RDMA_WRITE -> Wqe.OP_RDMA_WRITE;
+            case RDMA_WRITE_WITH_IMM -> Wqe.OP_RDMA_WRITE_IMM;
+            case SEND -> Wqe.OP_SEND;
+            case SEND_WITH_IMM -> Wqe.OP_SEND_IMM;
+            case RDMA_READ -> Wqe.OP_RDMA_READ;
+            case ATOMIC_CMP_AND_SWP -> Wqe.OP_ATOMIC_CS;
+            case ATOMIC_FETCH_AND_ADD -> Wqe.OP_ATOMIC_FA;
+        };
+    }
+
+    /** The byte offset in the buffer of 16-byte segment {@code seg} of the WQE starting at basic block {@code bb}. */
+    private long segOff(int bb, int seg) {
+        return sqOffset + (long) ((bb + seg / 4) & sqBbs - 1) * Qp.SEND_WQE_BB + (seg & 3) * Qp.DS_SIZE;
+    }
+
+    @Override
+    public void postSend(IbvSendWr wr) {
+        int posted = 0;
+        int lastCtrlBb = 0;
+        sqLock.lock();
+        try {
+            for (IbvSendWr w = wr; w != null; w = w.next) {
+                IbvQpState st = state;
+                if (w.opcode == null) {
+                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: send request %d has no opcode", qpn, w.wrId), w);
+                }
+                if (st == IbvQpState.RESET || st == IbvQpState.INIT || st == IbvQpState.RTR) {
+                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x is in %s: ibv_post_send needs RTS", qpn, st), w);
+                }
+                if (w.numSge < 0 || w.numSge > maxSendSge || w.numSge > w.sgList.length) {
+                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: send request %d has %d SGEs, max_send_sge is %d", qpn,
+                            w.wrId, w.numSge, maxSendSge), w);
+                }
+                if (type == IbvQpType.UD && (w.opcode != IbvWrOpcode.SEND && w.opcode != IbvWrOpcode.SEND_WITH_IMM || w.ah == null)) {
+                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: a UD request must be a SEND with an address handle", qpn), w);
+                }
+                boolean inl = (w.sendFlags & IbvSendWr.SEND_INLINE) != 0;
+                long total = w.totalLength();
+                if (inl && (total > maxInline || w.opcode == IbvWrOpcode.RDMA_READ || w.opcode.isAtomic())) {
+                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: inline %s of %d bytes (max_inline_data %d)", qpn,
+                            w.opcode, total, maxInline), w);
+                }
+                int op = opcode(w.opcode);
+                int ds = 1 + (type == IbvQpType.UD ? Qp.AV_SIZE / Qp.DS_SIZE : 0)
+                        + (op == Wqe.OP_SEND || op == Wqe.OP_SEND_IMM ? 0 : 1) + (Wqe.isAtomic(op) ? 1 : 0)
+                        + (inl ? (int) ((4 + total + 15) / 16) : w.numSge);
+                int bbs = (ds * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
+                if ((sqHead - sqTail & 0xffff) + bbs > sqBbs) {
+                    throw new PostException(Errno.ENOMEM, String.format("QP 0x%x: send queue full (%d basic blocks)", qpn, sqBbs), w);
+                }
+                int bb = sqHead;
+                // control segment
+                MemorySegment p = buf.page(segOff(bb, 0));
+                long o = segOff(bb, 0) & 4095;
+                p.set(BE32, o + Qp.CTRL_OPMOD_IDX_OPCODE, (bb & 0xffff) << 8 | op);
+                p.set(BE32, o + Qp.CTRL_QPN_DS, qpn << 8 | ds);
+                p.set(ValueLayout.JAVA_BYTE, o + Qp.CTRL_SIGNATURE, (byte) 0);
+                p.set(ValueLayout.JAVA_BYTE, o + Qp.CTRL_FM_CE_SE, (byte) (((w.sendFlags & IbvSendWr.SEND_SIGNALED) != 0 ? Qp.CTRL_CQ_UPDATE : 0)
+                        | ((w.sendFlags & IbvSendWr.SEND_SOLICITED) != 0 ? Qp.CTRL_SOLICITED : 0)
+                        | ((w.sendFlags & IbvSendWr.SEND_FENCE) != 0 ? Qp.CTRL_FENCE : 0)));
+                p.set(BE32, o + Qp.CTRL_IMM, w.immData);
+                int seg = 1;
+                if (type == IbvQpType.UD) {
+                    for (int i = 0; i < 3; i++) { // the address vector: three segments
+                        long so = segOff(bb, seg + i);
+                        buf.page(so).asSlice(so & 4095, Qp.DS_SIZE).fill((byte) 0);
+                    }
+                    long so = segOff(bb, seg);
+                    MemorySegment ap = buf.page(so);
+                    long ao = so & 4095; // the first 16 bytes: qkey, reserved, dqp, stat_rate_sl, fl_mlid, rlid
+                    ap.set(BE32, ao + Qp.AV_QKEY, w.remoteQkey);
+                    ap.set(BE32, ao + Qp.AV_DQP, Qp.AV_EXTENDED | w.remoteQpn & 0xff_ffff);
+                    ap.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), ao + Qp.AV_RLID, (short) w.ah.dlid());
+                    seg += 3;
+                } else if (op != Wqe.OP_SEND && op != Wqe.OP_SEND_IMM) {
+                    long so = segOff(bb, seg);
+                    MemorySegment sp = buf.page(so);
+                    sp.set(BE64, (so & 4095) + Qp.RADDR_VA, w.remoteAddr);
+                    sp.set(BE32, (so & 4095) + Qp.RADDR_RKEY, w.rkey);
+                    sp.set(BE32, (so & 4095) + 12, 0);
+                    seg++;
+                    if (Wqe.isAtomic(op)) {
+                        so = segOff(bb, seg);
+                        sp = buf.page(so);
+                        boolean cs = op == Wqe.OP_ATOMIC_CS;
+                        sp.set(BE64, (so & 4095) + Qp.ATOMIC_SWAP_ADD, cs ? w.swap : w.compareAdd);
+                        sp.set(BE64, (so & 4095) + Qp.ATOMIC_COMPARE, cs ? w.compareAdd : 0);
+                        seg++;
+                    }
+                }
+                if (inl) {
+                    writeInline(w, bb, seg, (int) total);
+                } else {
+                    for (int i = 0; i < w.numSge; i++, seg++) {
+                        long so = segOff(bb, seg);
+                        MemorySegment dp = buf.page(so);
+                        dp.set(BE32, (so & 4095) + Qp.DATA_BYTE_COUNT, w.sgList[i].length);
+                        dp.set(BE32, (so & 4095) + Qp.DATA_LKEY, w.sgList[i].lkey);
+                        dp.set(BE64, (so & 4095) + Qp.DATA_ADDR, w.sgList[i].addr);
+                    }
+                }
+                sqWrid[bb & sqBbs - 1] = w.wrId;
+                sqNext[bb & sqBbs - 1] = bb + bbs & 0xffff;
+                sqHead = bb + bbs & 0xffff;
+                lastCtrlBb = bb;
+                posted++;
+            }
+        } finally {
+            if (posted > 0) {
+                ringSend(lastCtrlBb);
+            }
+            sqLock.unlock();
+        }
+    }
+
+    /** Inline data: the 4-byte header, then the bytes, running on across basic blocks (and the ring's end). */
+    private void writeInline(IbvSendWr w, int bb, int seg, int total) {
+        long so = segOff(bb, seg);
+        buf.page(so).set(BE32, (so & 4095), Qp.INLINE_SEG | total);
+        int posInWqe = seg * Qp.DS_SIZE + 4; // byte offset from the WQE's start
+        for (int i = 0; i < w.numSge; i++) {
+            long va = w.sgList[i].addr;
+            int left = w.sgList[i].length;
+            while (left > 0) {
+                int bbOff = posInWqe % Qp.SEND_WQE_BB;
+                int n = Math.min(left, Qp.SEND_WQE_BB - bbOff);
+                long off = sqOffset + (long) ((bb + posInWqe / Qp.SEND_WQE_BB) & sqBbs - 1) * Qp.SEND_WQE_BB + bbOff;
+                try {
+                    buf.process.copyOut(va, buf.page(off), off & 4095, n);
+                } catch (RuntimeException e) {
+                    throw new PostException(Errno.EFAULT, String.format("QP 0x%x: inline data at 0x%x: %s", qpn, va, e.getMessage()), w);
+                }
+                va += n;
+                left -= n;
+                posInWqe += n;
+            }
+        }
+    }
+
+    /** The doorbell record (release), then the BlueFlame register write of the last WQE's first 8 bytes. */
+    private void ringSend(int ctrlBb) {
+        assert sqLock.isHeldByCurrentThread();
+        VarHandle.releaseFence();
+        buf.dbr().set(BE32, Qp.DBR_SND, sqHead & 0xffff);
+        VarHandle.fullFence(); // the record before the doorbell (libmlx5's udma_to_device_barrier)
+        long so = segOff(ctrlBb, 0);
+        long first8 = buf.page(so).get(NATIVE64, so & 4095);
+        uar.write64(Qp.UAR_BF_OFFSET + bfOffset, first8);
+        bfOffset ^= bfSize;
+    }
+
+    /** The poller saw the CQE of the WQE at basic block {@code counter}: it and every WQE before it are done. */
+    long sendCompleted(int counter) {
+        int i = counter & sqBbs - 1;
+        sqTail = sqNext[i];
+        return sqWrid[i];
+    }
+
+    // ------------------------------------------------------------------ post receive
+
+    @Override
+    public void postRecv(IbvRecvWr wr) {
+        if (rqWqes == 0) {
+            throw new PostException(Errno.EINVAL, String.format("QP 0x%x has no receive queue", qpn), wr);
+        }
+        if (state == IbvQpState.RESET) {
+            throw new PostException(Errno.EINVAL, String.format("QP 0x%x is in RESET: ibv_post_recv needs INIT or later", qpn), wr);
+        }
+        int posted = 0;
+        rqLock.lock();
+        try {
+            for (IbvRecvWr w = wr; w != null; w = w.next) {
+                if (w.numSge < 0 || w.numSge > maxRecvSge || w.numSge > w.sgList.length) {
+                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: receive request %d has %d SGEs, max %d", qpn, w.wrId,
+                            w.numSge, maxRecvSge), w);
+                }
+                if ((rqHead - rqTail & 0xffff) >= rqWqes) {
+                    throw new PostException(Errno.ENOMEM, String.format("QP 0x%x: receive queue full (%d requests)", qpn, rqWqes), w);
+                }
+                long off = (long) (rqHead & rqWqes - 1) * rqStride;
+                MemorySegment p = buf.page(off);
+                long o = off & 4095;
+                int i = 0;
+                for (; i < w.numSge; i++) {
+                    p.set(BE32, o + i * 16L + Qp.DATA_BYTE_COUNT, w.sgList[i].length);
+                    p.set(BE32, o + i * 16L + Qp.DATA_LKEY, w.sgList[i].lkey);
+                    p.set(BE64, o + i * 16L + Qp.DATA_ADDR, w.sgList[i].addr);
+                }
+                if (i * 16 < rqStride) {
+                    p.set(BE32, o + i * 16L + Qp.DATA_BYTE_COUNT, 0);
+                    p.set(BE32, o + i * 16L + Qp.DATA_LKEY, Qp.INVALID_LKEY);
+                    p.set(BE64, o + i * 16L + Qp.DATA_ADDR, 0);
+                }
+                rqWrid[rqHead & rqWqes - 1] = w.wrId;
+                rqHead = rqHead + 1 & 0xffff;
+                posted++;
+            }
+        } finally {
+            if (posted > 0) {
+                VarHandle.releaseFence();
+                buf.dbr().set(BE32, Qp.DBR_RCV, rqHead & 0xffff);
+            }
+            rqLock.unlock();
+        }
+    }
+
+    /** The poller saw the receive CQE of WQE {@code counter} (receives complete in order). */
+    long recvCompleted(int counter) {
+        rqTail = counter + 1 & 0xffff;
+        return rqWrid[counter & rqWqes - 1];
+    }
+
+    @Override
+    public void destroyQp() {
+        control.destroy();
+    }
+
+    @Override
+    public String toString() {
+        return String.format("mlx5 QP 0x%x (%s, %s)", qpn, type, state);
+    }
+}

@@ -1,0 +1,317 @@
+package org.peerdirect.mlx5.ib;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.hca.cx4.ConnectX4Device;
+import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.ib.core.standalone.IbCore;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvPortAttr;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWcOpcode;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.kernel.pci.StandalonePciBus;
+import org.peerdirect.mlx5.core.Mlx5CoreDev;
+
+/**
+ * mlx5_ib and the library's data path against two ConnectX-4 models on one fabric: WQEs written
+ * by the library into its process's memory, fetched by the device by DMA, CQEs written back by
+ * DMA, nothing else between them but MMIO and MSI-X. Every test ends with the IOMMU audit clean,
+ * the firmware holding no page and every frame free.
+ */
+class Mlx5VerbsTest {
+
+    static final int RW = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
+
+    @TempDir
+    Path tmp;
+    Mm mm;
+    Iommu iommu;
+    StandalonePciBus bus;
+    IbCore core;
+    final List<ConnectX4Device> models = new ArrayList<>();
+    final List<Mlx5CoreDev> cores = new ArrayList<>();
+    final List<Mlx5IbDev> ibs = new ArrayList<>();
+    final List<IbvDevice> devs = new ArrayList<>();
+    AddressSpace proc;
+
+    @BeforeEach
+    void up() {
+        mm = new Mm(64L << 20, true, tmp.resolve("swap"), 1 << 20);
+        iommu = new Iommu(mm);
+        bus = new StandalonePciBus(iommu, w -> {
+        });
+        core = new IbCore(null);
+        Fabric fabric = new Fabric();
+        for (int i = 0; i < 2; i++) {
+            ConnectX4Device m = new ConnectX4Device("ConnectX-4", ConnectX4Device.DEVICE_CONNECTX4, fabric);
+            PciFunction fn = bus.register(m.spec());
+            Mlx5CoreDev c = new Mlx5CoreDev("mlx5_" + i, fn, mm, new Mlx5CoreDev.Settings(10_000, 200, 2_000));
+            c.load();
+            Mlx5IbDev ib = new Mlx5IbDev(c, core.umems());
+            models.add(m);
+            cores.add(c);
+            ibs.add(ib);
+            devs.add(core.register(ib));
+        }
+        proc = mm.createProcess("verbs-app");
+        proc.setMemlockLimit(64L << 20);
+    }
+
+    @AfterEach
+    void down() {
+        for (Mlx5IbDev ib : ibs) {
+            core.unregister(ib); // disassociation: every object destroyed by command while the core is up
+        }
+        for (int i = 0; i < cores.size(); i++) {
+            Mlx5CoreDev c = cores.get(i);
+            c.unload();
+            assertEquals(0, c.dmaPagesLive(), "every DMA page of the driver freed");
+            assertEquals(0, models.get(i).pagesHeld(), "the firmware holds no page: " + models.get(i).describe());
+        }
+        proc.exit();
+        core.close();
+        bus.close();
+        models.forEach(ConnectX4Device::close);
+        assertTrue(iommu.audit().clean(), "no violation, no mapping left: " + iommu.audit());
+        assertEquals(mm.totalFrames(), mm.freeFrames(), "every frame free");
+        mm.close();
+    }
+
+    final class End {
+        final IbvContext ctx;
+        final IbvPd pd;
+        final IbvCq cq;
+        final IbvQp qp;
+        final long buf;
+        final IbvMr mr;
+        final int lid;
+
+        End(int dev, IbvQpType type) {
+            ctx = devs.get(dev).open(proc);
+            pd = ctx.allocPd();
+            cq = ctx.createCq(256, null);
+            IbvQpInitAttr a = new IbvQpInitAttr();
+            a.sendCq = cq;
+            a.recvCq = cq;
+            a.qpType = type;
+            a.maxSendWr = 64;
+            a.maxRecvWr = 64;
+            a.maxSendSge = 4;
+            a.maxRecvSge = 4;
+            a.maxInlineData = 256;
+            qp = pd.createQp(a);
+            buf = proc.mmap(1 << 20);
+            proc.populate(buf, 1 << 20, true);
+            mr = pd.regMr(buf, 1 << 20, RW);
+            lid = ctx.queryPort(1).lid();
+        }
+    }
+
+    static void connect(End me, End peer) {
+        IbvQpAttr a = new IbvQpAttr();
+        a.qpState = IbvQpState.INIT;
+        a.pkeyIndex = 0;
+        a.portNum = 1;
+        a.qpAccessFlags = RW;
+        me.qp.modify(a, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
+        a = new IbvQpAttr();
+        a.qpState = IbvQpState.RTR;
+        a.pathMtu = 5;
+        a.destQpNum = peer.qp.qpNum();
+        a.rqPsn = 0;
+        a.maxDestRdAtomic = 1;
+        a.minRnrTimer = 1;
+        a.dlid = peer.lid;
+        me.qp.modify(a, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
+                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
+        a = new IbvQpAttr();
+        a.qpState = IbvQpState.RTS;
+        a.sqPsn = 0;
+        a.timeout = 14;
+        a.retryCnt = 7;
+        a.rnrRetry = 7;
+        a.maxRdAtomic = 1;
+        me.qp.modify(a, IbvQpAttr.STATE | IbvQpAttr.SQ_PSN | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY
+                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+    }
+
+    static IbvWc one(IbvCq cq) {
+        IbvWc[] wc = {new IbvWc()};
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            int k = cq.poll(1, wc);
+            if (k < 0) {
+                throw new AssertionError("CQ in error");
+            }
+            if (k == 1) {
+                return wc[0];
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no completion within 10 s");
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    byte[] fill(long va, int n, int seed) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) (i * 31 + seed);
+        }
+        proc.write(va, b, 0, n);
+        return b;
+    }
+
+    byte[] read(long va, int n) {
+        byte[] b = new byte[n];
+        proc.read(va, b, 0, n);
+        return b;
+    }
+
+    static IbvSendWr wr(IbvWrOpcode op, long addr, int len, int lkey, long id) {
+        IbvSendWr w = new IbvSendWr().sge(addr, len, lkey);
+        w.opcode = op;
+        w.wrId = id;
+        w.sendFlags = IbvSendWr.SEND_SIGNALED;
+        return w;
+    }
+
+    @Test
+    void portAndAttributesComeFromTheFirmware() {
+        IbvContext c = devs.get(0).open(proc);
+        IbvPortAttr p = c.queryPort(1);
+        assertEquals(IbvPortAttr.PORT_ACTIVE, p.state());
+        assertEquals(IbvPortAttr.LINK_LAYER_INFINIBAND, p.linkLayer());
+        assertTrue(p.lid() > 0, "an InfiniBand port has a LID: " + p);
+        assertEquals(1 << 18, c.queryDevice().maxQp(), "log_max_qp as SET_HCA_CAP left it");
+        assertEquals(4115, c.queryDevice().vendorPartId());
+        assertTrue(c.queryGid(1, 0).startsWith("fe80:0000:0000:0000:"), c.queryGid(1, 0));
+        c.close();
+    }
+
+    @Test
+    void rdmaWriteSendAndReadThroughDescriptorsInMemory() {
+        End a = new End(0, IbvQpType.RC);
+        End b = new End(1, IbvQpType.RC);
+        connect(a, b);
+        connect(b, a);
+        byte[] data = fill(a.buf, 65536, 1);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 65536, a.mr.lkey(), 7);
+        w.remoteAddr = b.buf + 4096;
+        w.rkey = b.mr.rkey();
+        a.qp.postSend(w);
+        IbvWc c = one(a.cq);
+        assertEquals(IbvWcStatus.SUCCESS, c.status, c.toString());
+        assertEquals(IbvWcOpcode.RDMA_WRITE, c.opcode);
+        assertEquals(7, c.wrId);
+        assertArrayEquals(data, read(b.buf + 4096, 65536));
+
+        // SEND with immediate into a posted receive; then many round trips to wrap both rings
+        for (int i = 0; i < 300; i++) {
+            IbvRecvWr r = new IbvRecvWr().sge(b.buf + 200_000, 1000, b.mr.lkey());
+            r.wrId = 1000 + i;
+            b.qp.postRecv(r);
+            byte[] x = fill(a.buf + 100_000, 100 + i, i);
+            IbvSendWr s = wr(IbvWrOpcode.SEND_WITH_IMM, a.buf + 100_000, 100 + i, a.mr.lkey(), 2000 + i);
+            s.immData = 0x1234 + i;
+            a.qp.postSend(s);
+            IbvWc sc = one(a.cq);
+            assertEquals(IbvWcStatus.SUCCESS, sc.status, sc.toString());
+            assertEquals(2000 + i, sc.wrId);
+            IbvWc rc = one(b.cq);
+            assertEquals(IbvWcStatus.SUCCESS, rc.status, rc.toString());
+            assertEquals(IbvWcOpcode.RECV, rc.opcode);
+            assertEquals(1000 + i, rc.wrId);
+            assertEquals(100 + i, rc.byteLen);
+            assertEquals(0x1234 + i, rc.immData);
+            assertEquals(a.qp.qpNum(), rc.srcQp);
+            assertArrayEquals(x, read(b.buf + 200_000, 100 + i));
+        }
+
+        // inline: the bytes travel in the WQE (across basic blocks)
+        IbvRecvWr r = new IbvRecvWr().sge(b.buf + 300_000, 1000, b.mr.lkey());
+        b.qp.postRecv(r);
+        byte[] z = fill(a.buf + 9000, 200, 4);
+        IbvSendWr in = wr(IbvWrOpcode.SEND, a.buf + 9000, 200, 0xdead, 9);
+        in.sendFlags |= IbvSendWr.SEND_INLINE;
+        a.qp.postSend(in);
+        fill(a.buf + 9000, 200, 99);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertEquals(200, one(b.cq).byteLen);
+        assertArrayEquals(z, read(b.buf + 300_000, 200));
+
+        // RDMA READ and fetch-and-add
+        byte[] remote = fill(b.buf + 12288, 4096, 5);
+        IbvSendWr rd = wr(IbvWrOpcode.RDMA_READ, a.buf + 8192 * 4, 4096, a.mr.lkey(), 11);
+        rd.remoteAddr = b.buf + 12288;
+        rd.rkey = b.mr.rkey();
+        a.qp.postSend(rd);
+        assertEquals(IbvWcOpcode.RDMA_READ, one(a.cq).opcode);
+        assertArrayEquals(remote, read(a.buf + 8192 * 4, 4096));
+        proc.writeLong(b.buf + 64, 5);
+        IbvSendWr fa = wr(IbvWrOpcode.ATOMIC_FETCH_AND_ADD, a.buf + 128, 8, a.mr.lkey(), 12);
+        fa.remoteAddr = b.buf + 64;
+        fa.rkey = b.mr.rkey();
+        fa.compareAdd = 10;
+        a.qp.postSend(fa);
+        assertEquals(IbvWcOpcode.FETCH_ADD, one(a.cq).opcode);
+        assertEquals(5, proc.readLong(a.buf + 128));
+        assertEquals(15, proc.readLong(b.buf + 64));
+    }
+
+    @Test
+    void aWrongRkeyIsARemoteAccessErrorAndTheQpGoesToError() {
+        End a = new End(0, IbvQpType.RC);
+        End b = new End(1, IbvQpType.RC);
+        connect(a, b);
+        connect(b, a);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey(), 3);
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey() ^ 0x55; // another key byte: no such mkey
+        a.qp.postSend(w);
+        IbvWc c = one(a.cq);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, c.status, c.toString());
+        assertEquals(3, c.wrId);
+        assertEquals(IbvQpState.ERR, a.qp.state());
+    }
+
+    @Test
+    void deregisteredKeyIsRefusedAndBadInputNamesItself() {
+        End a = new End(0, IbvQpType.RC);
+        KernelException e = assertThrows(KernelException.class, () -> a.pd.createSrq(16, 1));
+        assertTrue(e.getMessage().toLowerCase().contains("srq"), e.getMessage());
+        IbvSendWr w = wr(IbvWrOpcode.SEND, a.buf, 64, a.mr.lkey(), 1);
+        assertThrows(KernelException.class, () -> a.qp.postSend(w), "posting before RTS is refused");
+    }
+}
