@@ -88,6 +88,8 @@ public final class Mlx5CoreDev {
     private final List<String> teardownProblems = new CopyOnWriteArrayList<>();
     /** Why the device is dead (health poll, removal), or null. */
     private volatile String dead;
+    /** Set at the end of {@link #unload}: a command after it fails at once (DEVICE_GONE) instead of waiting for a queue nobody serves. */
+    private volatile boolean unloaded;
     private ScheduledExecutorService health;
     private int lastCounter = -1;
     /** Written by the health thread; volatile for {@link #healthSummary}. */
@@ -130,6 +132,9 @@ public final class Mlx5CoreDev {
     }
 
     private String unusable() {
+        if (unloaded) {
+            return "the driver unloaded the device";
+        }
         String d = dead;
         if (d != null) {
             return "the device is dead: " + d;
@@ -143,6 +148,7 @@ public final class Mlx5CoreDev {
 
     /** Brings the function up; on failure everything done so far is undone and the cause thrown. */
     public synchronized void load() {
+        unloaded = false;
         try {
             cmd.enable();
             exec(Mlx5Cmd.ENABLE_HCA, 0);
@@ -463,6 +469,7 @@ public final class Mlx5CoreDev {
             step("DISABLE_HCA", () -> exec(Mlx5Cmd.DISABLE_HCA, 0));
             enabled = false;
         }
+        unloaded = true;
         cmd.drain(); // a command of another thread still waiting gives up before its queue page goes
         dma.freeAll();
         if (!teardownProblems.isEmpty()) {

@@ -99,11 +99,12 @@ class Mlx5CoreTest {
         List<CmdLog.Entry> log = dev.cmdLog().entries();
         assertEquals(List.of("ENABLE_HCA", "QUERY_ISSI", "SET_ISSI", "QUERY_PAGES/1", "MANAGE_PAGES/1", "QUERY_HCA_CAP", "QUERY_HCA_CAP/1",
                 "SET_HCA_CAP", "QUERY_PAGES/2", "MANAGE_PAGES/1", "INIT_HCA", "SET_DRIVER_VERSION", "QUERY_HCA_CAP", "QUERY_HCA_CAP/1", "ALLOC_UAR",
-                "CREATE_EQ", "CREATE_EQ", "CREATE_EQ"), ops(log.subList(0, 18)), "mlx5_function_setup's order, ENABLE_HCA first");
+                "CREATE_EQ", "CREATE_EQ", "CREATE_EQ", "CREATE_EQ"), ops(log.subList(0, 19)),
+                "mlx5_function_setup's order, ENABLE_HCA first; the command, async, pages and completion EQs last");
         for (int i = 0; i < 16; i++) {
             assertFalse(log.get(i).events(), "polled before the command EQ exists: " + log.get(i));
         }
-        assertTrue(log.get(16).events() && log.get(17).events(), "the async and pages EQs are created in event mode");
+        assertTrue(log.get(16).events() && log.get(17).events() && log.get(18).events(), "the async, pages and completion EQs are created in event mode");
         log.forEach(e -> assertEquals(0, e.status(), "every bring-up command succeeded: " + e));
         assertEquals(1, dev.issi(), "SET_ISSI(1): the model supports ISSI 1");
         assertEquals(HcaCap.PORT_TYPE_IB, dev.cap(HcaCap.PORT_TYPE), "a ConnectX-4 port is InfiniBand");
@@ -122,9 +123,9 @@ class Mlx5CoreTest {
         dev.unload();
         List<CmdLog.Entry> all = dev.cmdLog().entries();
         List<String> down = ops(all.subList((int) (before - all.get(0).seq()), all.size()));
-        assertEquals(List.of("DESTROY_EQ", "DESTROY_EQ", "DESTROY_EQ", "DEALLOC_UAR", "TEARDOWN_HCA"), down.subList(0, 5));
+        assertEquals(List.of("DESTROY_EQ", "DESTROY_EQ", "DESTROY_EQ", "DESTROY_EQ", "DEALLOC_UAR", "TEARDOWN_HCA"), down.subList(0, 6));
         assertEquals("DISABLE_HCA", down.get(down.size() - 1), "DISABLE_HCA is the last command");
-        assertTrue(down.subList(5, down.size() - 1).stream().allMatch("MANAGE_PAGES/2"::equals), "pages taken back in between: " + down);
+        assertTrue(down.subList(6, down.size() - 1).stream().allMatch("MANAGE_PAGES/2"::equals), "pages taken back in between: " + down);
         assertFalse(all.get(all.size() - 3).events(), "the command EQ is destroyed polled");
         all.forEach(e -> assertEquals(0, e.status(), "every command succeeded: " + e));
         assertEquals(0, model.pagesHeld(), "the firmware holds no page");

@@ -91,7 +91,8 @@ class Mlx5VerbsTest {
     @AfterEach
     void down() {
         for (Mlx5IbDev ib : ibs) {
-            core.unregister(ib); // disassociation: every object destroyed by command while the core is up
+            core.unregister(ib);
+            System.err.println("T unregistered " + System.nanoTime() / 1_000_000); // disassociation: every object destroyed by command while the core is up
         }
         for (int i = 0; i < cores.size(); i++) {
             Mlx5CoreDev c = cores.get(i);
@@ -101,8 +102,8 @@ class Mlx5VerbsTest {
         }
         proc.exit();
         core.close();
-        bus.close();
         models.forEach(ConnectX4Device::close);
+        bus.close();
         assertTrue(iommu.audit().clean(), "no violation, no mapping left: " + iommu.audit());
         assertEquals(mm.totalFrames(), mm.freeFrames(), "every frame free");
         mm.close();
