@@ -154,7 +154,8 @@ public final class RdmaTools {
                     sb.append("\t\t\tsm_lid:\t\t\t").append(pa.smLid()).append('\n');
                     sb.append("\t\t\tport_lid:\t\t").append(pa.lid()).append('\n');
                     sb.append(String.format("\t\t\tport_lmc:\t\t0x%02x%n", pa.lmc()));
-                    sb.append("\t\t\tlink_layer:\t\tInfiniBand\n");
+                    sb.append("\t\t\tlink_layer:\t\t").append(pa.linkLayer() == IbvPortAttr.LINK_LAYER_INFINIBAND ? "InfiniBand" : "Ethernet")
+                            .append('\n');
                     if (verbose) {
                         sb.append("\t\t\tmax_msg_sz:\t\t0x").append(Long.toHexString(pa.maxMsgSz())).append('\n');
                         sb.append("\t\t\tactive_width:\t\t4X (").append(pa.activeWidth()).append(")\n");
