@@ -208,6 +208,26 @@ class Mlx5VerbsTest {
         return w;
     }
 
+    org.peerdirect.rdma.tools.RdmaTools tools() {
+        org.peerdirect.ib.core.verbs.IbvDeviceList list = new org.peerdirect.ib.core.verbs.IbvDeviceList() {
+            public List<IbvDevice> devices() {
+                return devs;
+            }
+
+            public IbvDevice device(String name) {
+                return devs.stream().filter(d -> name == null || d.name().equals(name)).findFirst()
+                        .orElseThrow(() -> new KernelException(KernelException.Errno.ENODEV, "no device " + name));
+            }
+        };
+        return new org.peerdirect.rdma.tools.RdmaTools(list, mm);
+    }
+
+    @Test
+    void pingpongValidatesOnMlx5() throws Exception {
+        String out = tools().pingpong("-d", "mlx5_0", "-s", "4096", "-n", "200", "-c");
+        assertTrue(out.contains("no mismatch"), out);
+    }
+
     @Test
     void portAndAttributesComeFromTheFirmware() {
         IbvContext c = devs.get(0).open(proc);
