@@ -60,7 +60,7 @@ final class Firmware implements CommandQueue.Executor {
     static final int EQ_CONTEXT_BYTES = 1024;
 
     /** A command that failed a check: its status and syndrome. */
-    private static final class Refused extends Exception {
+    static final class Refused extends Exception {
         final int status;
         final int syndrome;
 
@@ -432,8 +432,7 @@ final class Firmware implements CommandQueue.Executor {
     /** The data-path commands, executed by {@link Transport}. */
     private void dataPath(int opcode, MemorySegment in, MemorySegment out) throws Refused, CommandQueue.Deferred {
         MemorySegment cur = MemorySegment.ofArray(curGeneral);
-        try {
-            switch (opcode) {
+        switch (opcode) {
                 case Mlx5Cmd.CREATE_CQ -> transport.createCq(in, out, HcaCap.LOG_MAX_CQ_SZ.get(cur, 0));
                 case Mlx5Cmd.DESTROY_CQ -> transport.destroyCq(in);
                 case Mlx5Cmd.QUERY_CQ -> transport.queryCq(in, out);
@@ -445,9 +444,6 @@ final class Firmware implements CommandQueue.Executor {
                 case Mlx5Cmd.CREATE_MKEY -> transport.createMkey(in, out);
                 case Mlx5Cmd.DESTROY_MKEY -> transport.destroyMkey(in);
                 default -> throw new Refused(Mlx5Cmd.STAT_BAD_OP_ERR, SYND_UNKNOWN_OPCODE, Mlx5Cmd.name(opcode));
-            }
-        } catch (Transport.Refused r) {
-            throw new Refused(r.status, r.syndrome, r.getMessage());
         }
     }
 

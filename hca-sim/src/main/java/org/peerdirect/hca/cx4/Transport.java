@@ -73,18 +73,6 @@ final class Transport {
     static final int SYND_BAD_MKEY = 0x0bad_0103;
     static final int SYND_ENGINE = 0x0bad_0104;
 
-    /** A refused command: status and model syndrome (the firmware turns it into the output). */
-    static final class Refused extends Exception {
-        final int status;
-        final int syndrome;
-
-        Refused(int status, int syndrome, String why) {
-            super(why, null, false, false);
-            this.status = status;
-            this.syndrome = syndrome;
-        }
-    }
-
     final HcaDevice engine;
     private final DmaPort port;
     private final Firmware fw;
@@ -137,12 +125,12 @@ final class Transport {
         mkeys.clear();
     }
 
-    private static Refused refused(HwCommandException e) {
+    private static Firmware.Refused refused(HwCommandException e) {
         int st = e.status() == HwCommandException.STAT_BAD_SIZE ? Mlx5Cmd.STAT_BAD_PARAM_ERR : e.status();
-        return new Refused(st, SYND_ENGINE, e.getMessage());
+        return new Firmware.Refused(st, SYND_ENGINE, e.getMessage());
     }
 
-    private FirmwarePages.Slot context(int bytes, MemorySegment src, long off, int len) throws Refused, CommandQueue.Deferred {
+    private FirmwarePages.Slot context(int bytes, MemorySegment src, long off, int len) throws Firmware.Refused, CommandQueue.Deferred {
         FirmwarePages.Slot s;
         try {
             s = fw.pages.alloc(bytes);
@@ -150,23 +138,23 @@ final class Transport {
             if (fw.mayDefer) {
                 throw new CommandQueue.Deferred();
             }
-            throw new Refused(Mlx5Cmd.STAT_NO_RES_ERR, Firmware.SYND_NO_PAGES, "no firmware page free for a context and none can be asked for");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_NO_RES_ERR, Firmware.SYND_NO_PAGES, "no firmware page free for a context and none can be asked for");
         }
         try {
             port.write(s.addr(), src, off, len);
         } catch (IommuFault f) {
             fw.pages.free(s);
-            throw new Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "a firmware page is no longer mapped for the device");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "a firmware page is no longer mapped for the device");
         }
         return s;
     }
 
-    private static long[] pas(MemorySegment in, long at, int n, String what) throws Refused {
+    private static long[] pas(MemorySegment in, long at, int n, String what) throws Firmware.Refused {
         long[] pas = new long[n];
         for (int i = 0; i < n; i++) {
             pas[i] = in.get(BE64, at + 8L * i);
             if ((pas[i] & 0xfff) != 0) {
-                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_BAD_PAGE, String.format("%s pas[%d] 0x%x is not 4 KiB aligned", what, i, pas[i]));
+                throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_BAD_PAGE, String.format("%s pas[%d] 0x%x is not 4 KiB aligned", what, i, pas[i]));
             }
         }
         return pas;
@@ -180,30 +168,30 @@ final class Transport {
         return (int) ((bytes + 4095) / 4096);
     }
 
-    void createCq(MemorySegment in, MemorySegment out, int maxLogCqSize) throws Refused, CommandQueue.Deferred {
+    void createCq(MemorySegment in, MemorySegment out, int maxLogCqSize) throws Firmware.Refused, CommandQueue.Deferred {
         long c = Cq.CREATE_CQ_IN_CQC;
         int logSize = Cq.CQC_LOG_CQ_SIZE.get(in, c);
         int uar = Cq.CQC_UAR_PAGE.get(in, c);
         int eqn = Cq.CQC_C_EQN.get(in, c);
         if (Cq.CQC_CQE_SZ.get(in, c) != Cq.CQE_SZ_64) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "cqe_sz " + Cq.CQC_CQE_SZ.get(in, c) + ": the model writes 64-byte CQEs");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "cqe_sz " + Cq.CQC_CQE_SZ.get(in, c) + ": the model writes 64-byte CQEs");
         }
         if (logSize > maxLogCqSize) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "log_cq_size " + logSize + " is above log_max_cq_sz " + maxLogCqSize);
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "log_cq_size " + logSize + " is above log_max_cq_sz " + maxLogCqSize);
         }
         if (Cq.CQC_LOG_PAGE_SIZE.get(in, c) != 0 || Cq.CQC_PAGE_OFFSET.get(in, c) != 0) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "the model takes CQ rings in 4 KiB pages at offset 0");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "the model takes CQ rings in 4 KiB pages at offset 0");
         }
         if (!fw.uarAllocated(uar)) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
         }
         HwEq eq = fw.eq(eqn);
         if (eq == null) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "c_eqn " + eqn + " names no EQ");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "c_eqn " + eqn + " names no EQ");
         }
         long dbr = in.get(BE64, c + Cq.CQC_DBR_ADDR);
         if ((dbr & 7) != 0) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
         }
         long[] pas = pas(in, Cq.CREATE_CQ_IN_PAS, cqPages(in), "CQ");
         FirmwarePages.Slot ctx = context(CQ_CONTEXT_BYTES, in, c, Cq.CQC_SIZE);
@@ -220,15 +208,15 @@ final class Transport {
         Pages.INDEX24.set(out, 0, hw.cqn);
     }
 
-    private MemCq liveCq(int cqn) throws Refused {
+    private MemCq liveCq(int cqn) throws Firmware.Refused {
         MemCq c = cqn >= 0 && cqn < cqs.length() ? cqs.get(cqn) : null;
         if (c == null) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "CQ " + cqn + " does not exist");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "CQ " + cqn + " does not exist");
         }
         return c;
     }
 
-    void destroyCq(MemorySegment in) throws Refused {
+    void destroyCq(MemorySegment in) throws Firmware.Refused {
         MemCq c = liveCq(Pages.INDEX24.get(in, 0));
         try {
             engine.hw2swCq(c.hw);
@@ -239,12 +227,12 @@ final class Transport {
         fw.pages.free(c.context);
     }
 
-    void queryCq(MemorySegment in, MemorySegment out) throws Refused {
+    void queryCq(MemorySegment in, MemorySegment out) throws Firmware.Refused {
         MemCq c = liveCq(Pages.INDEX24.get(in, 0));
         try {
             port.read(c.context.addr(), out, Cq.CREATE_CQ_IN_CQC, Cq.CQC_SIZE);
         } catch (IommuFault f) {
-            throw new Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the CQ's context page is no longer mapped for the device");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the CQ's context page is no longer mapped for the device");
         }
         Cq.CQC_PRODUCER_COUNTER.set(out, Cq.CREATE_CQ_IN_CQC, (int) c.hw.producerIndex() & 0xff_ffff);
         Cq.CQC_CONSUMER_COUNTER.set(out, Cq.CREATE_CQ_IN_CQC, (int) c.consumerIndex());
@@ -369,45 +357,45 @@ final class Transport {
         return (int) ((rq + sq + 4095) / 4096);
     }
 
-    void createQp(MemorySegment in, MemorySegment out, int maxLogQpSz) throws Refused, CommandQueue.Deferred {
+    void createQp(MemorySegment in, MemorySegment out, int maxLogQpSz) throws Firmware.Refused, CommandQueue.Deferred {
         long c = Qp.IN_QPC;
         int st = Qp.QPC_ST.get(in, c);
         int engineSt = switch (st) {
             case Qp.ST_RC -> HcaDevice.ST_RC;
             case Qp.ST_UD -> HcaDevice.ST_UD;
-            default -> throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "QP service type 0x" + Integer.toHexString(st)
+            default -> throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "QP service type 0x" + Integer.toHexString(st)
                     + " is not built in the model (RC 0x0 and UD 0x2 are)");
         };
         if (Qp.QPC_PM_STATE.get(in, c) != Qp.PM_MIGRATED) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "pm_state must be MIGRATED (3): the model has no APM");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "pm_state must be MIGRATED (3): the model has no APM");
         }
         int rqType = Qp.QPC_RQ_TYPE.get(in, c);
         if (rqType != Qp.RQ_REGULAR && rqType != Qp.RQ_ZERO_LEN) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "rq_type " + rqType + ": SRQs are not built in the model yet");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "rq_type " + rqType + ": SRQs are not built in the model yet");
         }
         int logSq = Qp.QPC_LOG_SQ_SIZE.get(in, c);
         int logRq = Qp.QPC_LOG_RQ_SIZE.get(in, c);
         int rqStride = 16 << Qp.QPC_LOG_RQ_STRIDE.get(in, c);
         if (logSq > maxLogQpSz || logRq > maxLogQpSz || Qp.QPC_NO_SQ.get(in, c) != 0) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "log_sq_size " + logSq + " / log_rq_size " + logRq
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "log_sq_size " + logSq + " / log_rq_size " + logRq
                     + " above log_max_qp_sz " + maxLogQpSz + ", or no_sq (not built)");
         }
         if (Qp.QPC_LOG_PAGE_SIZE.get(in, c) != 0 || Qp.QPC_PAGE_OFFSET.get(in, c) != 0) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "the model takes QP buffers in 4 KiB pages at offset 0");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "the model takes QP buffers in 4 KiB pages at offset 0");
         }
         int uar = Qp.QPC_UAR_PAGE.get(in, c);
         if (!fw.uarAllocated(uar)) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
         }
         int pd = Qp.QPC_PD.get(in, c);
         if (!fw.pdAllocated(pd)) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
         }
         MemCq scq = liveCq(Qp.QPC_CQN_SND.get(in, c));
         MemCq rcq = liveCq(Qp.QPC_CQN_RCV.get(in, c));
         long dbr = in.get(BE64, c + Qp.QPC_DBR_ADDR);
         if ((dbr & 7) != 0) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
         }
         long[] pas = pas(in, Qp.CREATE_QP_IN_PAS, qpPages(in), "QP");
         FirmwarePages.Slot ctx = context(QP_CONTEXT_BYTES, in, c, Qp.QPC_SIZE);
@@ -429,16 +417,16 @@ final class Transport {
         Pages.INDEX24.set(out, 0, hw.qpn);
     }
 
-    private MemQp liveQp(int qpn) throws Refused {
+    private MemQp liveQp(int qpn) throws Firmware.Refused {
         MemQp q = qpn > 0 && qpn < qps.length() ? qps.get(qpn) : null;
         if (q == null) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "QP 0x" + Integer.toHexString(qpn) + " does not exist");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "QP 0x" + Integer.toHexString(qpn) + " does not exist");
         }
         return q;
     }
 
     /** The transition commands: the QPC's fields into the engine's context, then the engine's state machine. */
-    void modifyQp(int opcode, MemorySegment in) throws Refused {
+    void modifyQp(int opcode, MemorySegment in) throws Firmware.Refused {
         MemQp q = liveQp(Pages.INDEX24.get(in, 0));
         QpCommand cmd = switch (opcode) {
             case Qp.RST2INIT_QP -> QpCommand.RST2INIT;
@@ -486,12 +474,12 @@ final class Transport {
         }
     }
 
-    void queryQp(MemorySegment in, MemorySegment out) throws Refused {
+    void queryQp(MemorySegment in, MemorySegment out) throws Firmware.Refused {
         MemQp q = liveQp(Pages.INDEX24.get(in, 0));
         try {
             port.read(q.context.addr(), out, Qp.QUERY_OUT_QPC, Qp.QPC_SIZE);
         } catch (IommuFault f) {
-            throw new Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the QP's context page is no longer mapped for the device");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the QP's context page is no longer mapped for the device");
         }
         long c = Qp.QUERY_OUT_QPC;
         QpContext ctx = q.hw.context();
@@ -514,7 +502,7 @@ final class Transport {
         Qp.QPC_HW_RQ_COUNTER.set(out, c, q.rqFetched);
     }
 
-    void destroyQp(MemorySegment in) throws Refused {
+    void destroyQp(MemorySegment in) throws Firmware.Refused {
         MemQp q = liveQp(Pages.INDEX24.get(in, 0));
         q.hw.destroy(); // waits until no WQE of it is executing
         qps.set(q.hw.qpn, null);
@@ -829,40 +817,40 @@ final class Transport {
         return (int) Math.min(1 << 20, 2L * (in.get(BE32, Mkey.CREATE_IN_OCTWORD_ACTUAL_SIZE) & 0xffff_ffffL));
     }
 
-    void createMkey(MemorySegment in, MemorySegment out) throws Refused, CommandQueue.Deferred {
+    void createMkey(MemorySegment in, MemorySegment out) throws Firmware.Refused, CommandQueue.Deferred {
         long m = Mkey.CREATE_IN_MKC;
         int mode = Mkey.MKC_ACCESS_MODE_1_0.get(in, m) | Mkey.MKC_ACCESS_MODE_4_2.get(in, m) << 2;
         if (mode != Mkey.ACCESS_MODE_MTT) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "access mode " + mode + ": the model builds MTT mkeys (1) by command; "
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "access mode " + mode + ": the model builds MTT mkeys (1) by command; "
                     + "KSM and UMR are not built yet");
         }
         if (Mkey.MKC_FREE.get(in, m) != 0) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a free mkey needs UMR, which the model does not execute yet");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a free mkey needs UMR, which the model does not execute yet");
         }
         if (Mkey.MKC_LOG_PAGE_SIZE.get(in, m) != 12) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "log_page_size " + Mkey.MKC_LOG_PAGE_SIZE.get(in, m)
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "log_page_size " + Mkey.MKC_LOG_PAGE_SIZE.get(in, m)
                     + ": the model translates 4 KiB pages");
         }
         int pd = Mkey.MKC_PD.get(in, m);
         if (!fw.pdAllocated(pd)) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
         }
         long start = in.get(BE64, m + Mkey.MKC_START_ADDR);
         long len = in.get(BE64, m + Mkey.MKC_LEN);
         if (len <= 0 || start + len < start) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, String.format("mkey of %d bytes at 0x%x", len, start));
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, String.format("mkey of %d bytes at 0x%x", len, start));
         }
         long pages = ((start & 0xfff) + len + 4095) >>> 12;
         int n = mttEntries(in);
         if (n < pages) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "the MTT has " + n + " entries for " + pages + " pages");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "the MTT has " + n + " entries for " + pages + " pages");
         }
         long[] iova = new long[(int) pages];
         long[] length = new long[(int) pages];
         for (int i = 0; i < pages; i++) {
             long e = in.get(BE64, Mkey.CREATE_IN_MTT + 8L * i);
             if ((e & Mkey.MTT_READ) == 0) {
-                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "MTT entry " + i + " is not present (rd_en clear)");
+                throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "MTT entry " + i + " is not present (rd_en clear)");
             }
             iova[i] = e & ~0xfffL;
             length[i] = 4096;
@@ -882,11 +870,11 @@ final class Transport {
         Pages.INDEX24.set(out, 0, Mkey.mkeyToIdx(key));
     }
 
-    void destroyMkey(MemorySegment in) throws Refused {
+    void destroyMkey(MemorySegment in) throws Firmware.Refused {
         int index = Pages.INDEX24.get(in, 0);
         FirmwarePages.Slot ctx = mkeys.remove(index);
         if (ctx == null) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "mkey index 0x" + Integer.toHexString(index) + " does not exist");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "mkey index 0x" + Integer.toHexString(index) + " does not exist");
         }
         int key = engine.mptKeyOfIndex(index);
         engine.hw2swMpt(key); // revoked: returns when no DMA through it is in flight
