@@ -550,6 +550,8 @@ final class Transport {
         final int[] rqCounterOfSlot;
         private final MemorySegment bb = MemorySegment.ofArray(new byte[Qp.SEND_WQE_BB]);
         private final MemorySegment word = MemorySegment.ofArray(new byte[4]);
+        /** A UD WQE's address vector as fetched (under sqLock). */
+        private final MemorySegment av = MemorySegment.ofArray(new byte[Qp.AV_SIZE]);
         private final MemorySegment rwqe;
 
         MemQp(HwQp hw, int st, long[] pas, long dbr, int uar, int logSq, int logRq, int rqStride, FirmwarePages.Slot context) {
@@ -684,7 +686,6 @@ final class Transport {
                     return 0;
                 }
                 // the 48-byte address vector: segments 1..3 of the WQE (may cross into the next BB)
-                MemorySegment av = MemorySegment.ofArray(new byte[Qp.AV_SIZE]);
                 for (int i = 0; i < 3; i++) {
                     bbIndex = segAt(seg + i, bbIndex);
                     MemorySegment.copy(bb, (long) ((seg + i) & 3) * Qp.DS_SIZE, av, (long) i * Qp.DS_SIZE, Qp.DS_SIZE);

@@ -143,7 +143,7 @@ public final class RecvQueue {
     void discard() {
         consumerLock.lock();
         try {
-            HEAD.setRelease(this, tailAt(head));
+            HEAD.setRelease(this, (long) TAIL.getAcquire(this)); // WQEs not fetched yet are dropped with the personality's counters
         } finally {
             consumerLock.unlock();
         }

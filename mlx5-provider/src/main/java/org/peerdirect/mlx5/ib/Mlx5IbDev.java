@@ -42,6 +42,8 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
     final UmemService umems;
     private final IbvDeviceAttr attr;
     private final boolean ethernet;
+    /** The key byte of each new mkey ({@code mlx5_ib_dev.mkey_key}), advancing so a stale key misses the new mkey. */
+    final java.util.concurrent.atomic.AtomicInteger mkeyKey = new java.util.concurrent.atomic.AtomicInteger();
     /** qpn → the library's QP, for the CQE path ({@code mlx5_find_qp} of libmlx5's context). */
     public final Mlx5Qp[] qpTable;
 

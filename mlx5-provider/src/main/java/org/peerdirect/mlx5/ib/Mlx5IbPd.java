@@ -4,7 +4,6 @@ import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
@@ -30,9 +29,6 @@ import org.peerdirect.mlx5.lib.Mlx5Qp;
 
 /** {@code struct mlx5_ib_pd}: a PD number and the objects created in it. */
 final class Mlx5IbPd implements IbPdOps {
-
-    /** The key byte of each new mkey ({@code mlx5_ib}'s {@code mkey_key}, advancing so a stale key misses). */
-    private static final AtomicInteger KEY_BYTE = new AtomicInteger();
 
     final Mlx5IbUcontext ctx;
     final int pdn;
@@ -66,7 +62,7 @@ final class Mlx5IbPd implements IbPdOps {
             Mkey.MKC_RW.set(in, m, (access & IbAccess.REMOTE_WRITE) != 0 ? 1 : 0);
             Mkey.MKC_A.set(in, m, (access & IbAccess.REMOTE_ATOMIC) != 0 ? 1 : 0);
             Mkey.MKC_QPN.set(in, m, 0xff_ffff);
-            int keyByte = KEY_BYTE.incrementAndGet() & 0xff;
+            int keyByte = dev.mkeyKey.incrementAndGet() & 0xff;
             Mkey.MKC_MKEY_7_0.set(in, m, keyByte);
             Mkey.MKC_PD.set(in, m, pdn);
             in.set(BE64, m + Mkey.MKC_START_ADDR, addr);
@@ -144,24 +140,22 @@ final class Mlx5IbPd implements IbPdOps {
             throw e;
         }
         int bfSize = 1 << Math.max(0, dev.core.cap(org.peerdirect.hca.cx4.ifc.HcaCap.LOG_BF_REG_SIZE) - 1);
-        Mlx5Qp[] self = new Mlx5Qp[1];
         Mlx5Qp qp = new Mlx5Qp(qpn, a.qpType, p.buf(), ctx.uar, bfSize, logSq, logRq, rqStride, a.maxSendSge, a.maxRecvSge, maxInline,
                 new Mlx5Qp.Control() {
                     @Override
-                    public void modify(IbvQpAttr attr, int mask, IbvQpState from, IbvQpState to) {
-                        modifyQp(qpn, self[0].attr(), attr, mask, from, to);
+                    public void modify(Mlx5Qp q, IbvQpAttr cur, IbvQpAttr attr, int mask, IbvQpState from, IbvQpState to) {
+                        modifyQp(q.qpn, cur, attr, mask, from, to);
                     }
 
                     @Override
-                    public void destroy() {
-                        if (dev.qpTable[qpn] == self[0]) {
-                            dev.qpTable[qpn] = null;
+                    public void destroy(Mlx5Qp q) {
+                        if (dev.qpTable[q.qpn] == q) {
+                            dev.qpTable[q.qpn] = null;
                         }
-                        dev.destroyQuietly(Mlx5Cmd.DESTROY_QP, qpn);
+                        dev.destroyQuietly(Mlx5Cmd.DESTROY_QP, q.qpn);
                         p.release();
                     }
                 });
-        self[0] = qp;
         dev.qpTable[qpn] = qp;
         return qp;
     }

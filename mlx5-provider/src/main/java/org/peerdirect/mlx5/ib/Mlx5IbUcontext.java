@@ -93,22 +93,20 @@ final class Mlx5IbUcontext implements IbUcontextOps {
             p.release();
             throw e;
         }
-        Mlx5Cq[] self = new Mlx5Cq[1];
         Mlx5Cq cq = new Mlx5Cq(cqn, events, p.buf(), logSize, uar, dev.qpTable, () -> {
             dev.core.unregisterCq(cqn);
             dev.destroyQuietly(Mlx5Cmd.DESTROY_CQ, cqn);
             p.release();
         });
-        self[0] = cq;
         dev.core.registerCq(cqn, new Mlx5CoreDev.CqEvents() {
             @Override
             public void completion() {
-                self[0].completionEvent();
+                cq.completionEvent();
             }
 
             @Override
             public void error() {
-                self[0].overrun();
+                cq.overrun();
                 events.error();
             }
         });

@@ -38,10 +38,13 @@ public final class Mlx5Qp implements IbQpOps {
 
     /** What the driver does for a QP beyond the data path. */
     public interface Control {
-        /** {@code mlx5_ib_modify_qp}: the transition command; returns when the hardware took it. */
-        void modify(IbvQpAttr attr, int mask, IbvQpState from, IbvQpState to);
+        /**
+         * {@code mlx5_ib_modify_qp}: the transition command; returns when the hardware took it.
+         * {@code cur} holds the attributes set so far (called under the QP's monitor).
+         */
+        void modify(Mlx5Qp qp, IbvQpAttr cur, IbvQpAttr attr, int mask, IbvQpState from, IbvQpState to);
 
-        void destroy();
+        void destroy(Mlx5Qp qp);
     }
 
     private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
@@ -132,7 +135,7 @@ public final class Mlx5Qp implements IbQpOps {
     @Override
     public synchronized void modifyQp(IbvQpAttr a, int mask) {
         IbvQpState to = (mask & IbvQpAttr.STATE) != 0 ? a.qpState : state;
-        control.modify(a, mask, state, to);
+        control.modify(this, attr, a, mask, state, to);
         if (to == IbvQpState.RESET) {
             sqLock.lock();
             rqLock.lock();
@@ -168,11 +171,6 @@ public final class Mlx5Qp implements IbQpOps {
         if ((m & IbvQpAttr.TIMEOUT) != 0) attr.timeout = a.timeout;
         if ((m & IbvQpAttr.RETRY_CNT) != 0) attr.retryCnt = a.retryCnt;
         if ((m & IbvQpAttr.RNR_RETRY) != 0) attr.rnrRetry = a.rnrRetry;
-    }
-
-    /** The attributes as last set (the driver's copy, what {@code mlx5_ib_query_qp} reports with the state). */
-    public synchronized IbvQpAttr attr() {
-        return attr.copy();
     }
 
     @Override
@@ -400,7 +398,7 @@ public final class Mlx5Qp implements IbQpOps {
 
     @Override
     public void destroyQp() {
-        control.destroy();
+        control.destroy(this);
     }
 
     @Override

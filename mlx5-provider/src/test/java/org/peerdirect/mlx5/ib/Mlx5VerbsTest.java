@@ -328,11 +328,12 @@ class Mlx5VerbsTest {
     }
 
     @Test
-    void deregisteredKeyIsRefusedAndBadInputNamesItself() {
+    void srqAndPostingBeforeRtsAreRefusedWithTheirReason() {
         End a = new End(0, IbvQpType.RC);
         KernelException e = assertThrows(KernelException.class, () -> a.pd.createSrq(16, 1));
         assertTrue(e.getMessage().toLowerCase().contains("srq"), e.getMessage());
         IbvSendWr w = wr(IbvWrOpcode.SEND, a.buf, 64, a.mr.lkey(), 1);
-        assertThrows(KernelException.class, () -> a.qp.postSend(w), "posting before RTS is refused");
+        KernelException p = assertThrows(KernelException.class, () -> a.qp.postSend(w), "posting before RTS is refused");
+        assertTrue(p.getMessage().contains("needs RTS"), p.getMessage());
     }
 }
