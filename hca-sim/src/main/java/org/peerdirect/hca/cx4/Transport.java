@@ -630,8 +630,11 @@ final class Transport {
                         return;
                     }
                     if (used <= 0) {
+                        // a malformed WQE: the ones fetched before it are handed on (they flush with completions), the
+                        // rest is skipped, the QP goes to error
                         badWqes.incrementAndGet();
-                        sqFetched = target; // a malformed WQE: the rest is skipped, the QP goes to error
+                        sqFetched = target;
+                        hw.sqDoorbellRecord(sqTail);
                         engineToError();
                         return;
                     }
