@@ -247,9 +247,10 @@ public final class Mlx5Qp implements IbQpOps {
                 p.set(BE32, o + Qp.CTRL_IMM, w.immData);
                 int seg = 1;
                 if (type == IbvQpType.UD) {
-                    for (int i = 0; i < 3; i++) { // the address vector: three segments
+                    for (int i = 0; i < 3; i++) { // the address vector: three segments, cleared without a view per post
                         long so = segOff(bb, seg + i);
-                        buf.page(so).asSlice(so & 4095, Qp.DS_SIZE).fill((byte) 0);
+                        buf.page(so).set(BE64, so & 4095, 0);
+                        buf.page(so).set(BE64, (so & 4095) + 8, 0);
                     }
                     long so = segOff(bb, seg);
                     MemorySegment ap = buf.page(so);
