@@ -112,6 +112,10 @@ public final class ConnectX4Device implements AutoCloseable {
         fw = new Firmware(function, function.dmaPort(), deviceId == DEVICE_CONNECTX6DX, (int) (BAR0_SIZE >>> 12), engine);
         cmdq = new CommandQueue(function.dmaPort(), this::queueAddress, fw);
         firmware = Thread.ofPlatform().daemon().name("fw-" + function.bdf()).start(this::firmwareLoop);
+        // Removal frees the BAR memory once the last MMIO access ends: whoever removes the function
+        // (the model, the bus shutting down), the firmware stops first. Listeners run before the
+        // driver unbinds, so the driver meets a vanished device, as in a surprise removal.
+        function.addRemovalListener(this::close);
     }
 
     private long queueAddress() {

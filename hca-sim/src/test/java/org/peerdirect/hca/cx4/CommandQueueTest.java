@@ -216,6 +216,27 @@ class CommandQueueTest {
         return new Cmd(0, opcode, 0, 16, 16).run().status();
     }
 
+    /**
+     * The bus removing the function (sim-kernel stopping, a hot-unplug not made by the model) frees
+     * its BAR memory: the firmware must be powered down before, not die on a closed segment later.
+     */
+    @Test
+    void aFunctionRemovedByTheBusPowersTheFirmwareDownBeforeItsBarIsFreed() throws Exception {
+        cmdInit();
+        String fwName = "fw-" + fn.bdf();
+        Thread firmware = Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals(fwName)).findFirst().orElseThrow();
+        List<Throwable> died = new java.util.concurrent.CopyOnWriteArrayList<>();
+        firmware.setUncaughtExceptionHandler((t, e) -> died.add(e));
+        for (long iova : iovas) { // the driver's unmaps (the domain goes with the function)
+            fn.dma().dmaUnmap(iova, 1);
+        }
+        iovas.clear();
+        fn.remove();
+        assertTrue(!firmware.isAlive(), "the firmware thread ended with the removal");
+        firmware.join(1000);
+        assertEquals(List.of(), died, "the firmware thread ended quietly");
+    }
+
     @Test
     void bringUpThroughTheCommandQueueWithOutputInAMailbox() {
         assertEquals(0x1013, fn.deviceId());
