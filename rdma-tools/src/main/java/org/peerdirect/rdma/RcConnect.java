@@ -23,6 +23,7 @@ public final class RcConnect {
     private int timeout = 14;
     private int retryCnt = 7;
     private int rdAtomic = 1;
+    private byte[] dgid;
 
     /** The local port (default 1). */
     public RcConnect port(int p) {
@@ -61,6 +62,15 @@ public final class RcConnect {
         return this;
     }
 
+    /**
+     * Addresses the peer by its GID (a GRH on every packet, local GID index 0), as
+     * {@code ibv_rc_pingpong -g 0} does: required on an Ethernet (RoCE) port. Null: by LID only.
+     */
+    public RcConnect gid(byte[] peerGid) {
+        dgid = peerGid == null ? null : peerGid.clone();
+        return this;
+    }
+
     /** Moves {@code qp} from RESET to RTS, connected to QP {@code destQpn} behind LID {@code dlid}. */
     public void connect(IbvQp qp, int dlid, int destQpn) {
         IbvQpAttr x = new IbvQpAttr();
@@ -76,6 +86,12 @@ public final class RcConnect {
         x.maxDestRdAtomic = rdAtomic;
         x.minRnrTimer = minRnrTimer;
         x.dlid = dlid;
+        if (dgid != null) {
+            x.isGlobal = true;
+            x.dgid = dgid;
+            x.sgidIndex = 0;
+            x.hopLimit = 1;
+        }
         qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
                 | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
         x.qpState = IbvQpState.RTS;

@@ -108,7 +108,7 @@ public final class ConnectX4Device implements AutoCloseable {
         bar0.set(BE32, InitSeg.CMDQ_ADDR_L_SZ, InitSeg.NIC_IFC_FULL << 8 | LOG_CMDQ_SIZE << 4 | LOG_CMDQ_STRIDE);
         bar0.set(BE32, InitSeg.HEALTH_FW_VER, major << 24 | FW_MINOR << 16 | FW_SUBMINOR);
         bar0.set(BE32, InitSeg.INITIALIZING, InitSeg.INITIALIZING_BIT);
-        engine = new org.peerdirect.hca.engine.HcaDevice(function.bdf(), function.dmaPort(), fabric, 1);
+        engine = new org.peerdirect.hca.engine.HcaDevice(function.bdf(), function.dmaPort(), fabric, 1, deviceId == DEVICE_CONNECTX6DX);
         fw = new Firmware(function, function.dmaPort(), deviceId == DEVICE_CONNECTX6DX, (int) (BAR0_SIZE >>> 12), engine);
         cmdq = new CommandQueue(function.dmaPort(), this::queueAddress, fw);
         firmware = Thread.ofPlatform().daemon().name("fw-" + function.bdf()).start(this::firmwareLoop);

@@ -450,7 +450,13 @@ final class Transport {
             if (cmd == QpCommand.INIT2RTR) {
                 ctx.mtu = Qp.QPC_MTU.get(in, c) == 0 ? ctx.mtu : Qp.QPC_MTU.get(in, c); // UD QPs may leave it 0
                 ctx.remoteQpn = Qp.QPC_REMOTE_QPN.get(in, c);
-                ctx.dlid = Qp.QPC_PRI_GRH.get(in, c) != 0 ? Roce.lidOfGid(in, c + Qp.QPC_PRI_RGID) : Qp.QPC_PRI_RLID.get(in, c);
+                boolean grh = Qp.QPC_PRI_GRH.get(in, c) != 0;
+                if (engine.ethernet() && !grh && q.st != Qp.ST_UD) {
+                    // RoCE has no LIDs: a connected QP's path is its peer's GID, or nothing
+                    throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "the port is Ethernet (RoCE): the primary path needs grh=1 and the remote GID");
+                }
+                // InfiniBand routes by the DLID inside the subnet (a GRH is for routers); RoCE by the GID
+                ctx.dlid = !engine.ethernet() ? Qp.QPC_PRI_RLID.get(in, c) : grh ? Roce.lidOfGid(in, c + Qp.QPC_PRI_RGID) : 0;
                 ctx.rqPsn = Qp.QPC_NEXT_RCV_PSN.get(in, c);
                 ctx.minRnrTimer = Qp.QPC_MIN_RNR_NAK.get(in, c);
                 ctx.rraMax = 1 << Qp.QPC_LOG_RRA_MAX.get(in, c);
@@ -695,8 +701,9 @@ final class Transport {
                 }
                 w.remoteQkey = av.get(BE32, Qp.AV_QKEY);
                 w.remoteQpn = av.get(BE32, Qp.AV_DQP) & 0xff_ffff;
-                w.dlid = (av.get(BE32, Qp.AV_GRH_GID_FL) & Qp.AV_GRH) != 0 ? Roce.lidOfGid(av, Qp.AV_RGID)
-                        : av.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), Qp.AV_RLID) & 0xffff;
+                // as for the QP's path: LID routing on InfiniBand, the GID on RoCE (a RoCE AV without GRH goes nowhere)
+                w.dlid = !engine.ethernet() ? av.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), Qp.AV_RLID) & 0xffff
+                        : (av.get(BE32, Qp.AV_GRH_GID_FL) & Qp.AV_GRH) != 0 ? Roce.lidOfGid(av, Qp.AV_RGID) : 0;
                 seg += 3;
             } else if (opcode == Wqe.OP_RDMA_WRITE || opcode == Wqe.OP_RDMA_WRITE_IMM || opcode == Wqe.OP_RDMA_READ || Wqe.isAtomic(opcode)) {
                 if (ds < seg + 1) {

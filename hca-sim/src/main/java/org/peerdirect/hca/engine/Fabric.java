@@ -36,9 +36,13 @@ public final class Fabric {
         return lid > 0 && lid < MAX_LID ? byLid[lid] : null;
     }
 
-    /** The QP {@code qpn} behind LID {@code lid}, or null when unreachable. */
-    HwQp resolve(int lid, int qpn) {
+    /**
+     * The QP {@code qpn} behind endpoint {@code lid} as a port of {@code from} sees it, or null
+     * when unreachable (no such endpoint, or one on the other link layer: InfiniBand and
+     * Ethernet ports share the endpoint numbering but not the wire).
+     */
+    HwQp resolve(HcaDevice from, int lid, int qpn) {
         HcaPort p = port(lid);
-        return p == null ? null : p.device.qp(qpn);
+        return p == null || p.device.ethernet != from.ethernet ? null : p.device.qp(qpn);
     }
 }

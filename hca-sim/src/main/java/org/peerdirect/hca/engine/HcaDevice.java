@@ -54,6 +54,8 @@ public final class HcaDevice {
     final String name;
     final DmaPort domain;
     final Fabric fabric;
+    /** The ports' link layer: Ethernet (RoCE) or InfiniBand. */
+    final boolean ethernet;
     final HcaPort[] ports;
     private final HwQp[] qps = new HwQp[MAX_QP];
     private final Mpt[] mpts = new Mpt[MAX_MPT];
@@ -84,6 +86,17 @@ public final class HcaDevice {
     final AtomicLong retries = new AtomicLong();
 
     public HcaDevice(String name, DmaPort domain, Fabric fabric, int nports) {
+        this(name, domain, fabric, nports, false);
+    }
+
+    /**
+     * A device whose ports are InfiniBand, or Ethernet ({@code ethernet}, RoCE). Both kinds get
+     * an endpoint on the one {@link Fabric}, but they are two networks: a packet from an
+     * Ethernet port never reaches an InfiniBand port or the converse (it is lost, and an RC
+     * requester ends in a transport retry error, as a misaddressed packet does on real links).
+     */
+    public HcaDevice(String name, DmaPort domain, Fabric fabric, int nports, boolean ethernet) {
+        this.ethernet = ethernet;
         this.name = name;
         this.domain = domain;
         this.fabric = fabric;
@@ -94,6 +107,11 @@ public final class HcaDevice {
             ports[i].active = true;
         }
         scheduler = new Scheduler(name);
+    }
+
+    /** True when the ports are Ethernet (RoCE), false for InfiniBand. */
+    public boolean ethernet() {
+        return ethernet;
     }
 
     public String name() {

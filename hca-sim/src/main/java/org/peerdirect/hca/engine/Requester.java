@@ -206,7 +206,7 @@ final class Requester {
     }
 
     private int rnrTimerOfPeer() {
-        HwQp r = qp.dev.fabric.resolve(qp.dlid, qp.destQpn);
+        HwQp r = qp.dev.fabric.resolve(qp.dev, qp.dlid, qp.destQpn);
         return r == null ? 12 : r.minRnrTimer;
     }
 
@@ -274,7 +274,7 @@ final class Requester {
         if (atomic && (local.n != 1 || len != 8)) {
             return Outcome.LOC_LEN_ERR;
         }
-        HwQp r = qp.dev.fabric.resolve(qp.dlid, qp.destQpn);
+        HwQp r = qp.dev.fabric.resolve(qp.dev, qp.dlid, qp.destQpn);
         HcaPort me = qp.dev.ports[qp.portNum - 1];
         if (r == null || !me.active || r.serviceType != HcaDevice.ST_RC || r.destQpn != qp.qpn || r.dlid != me.lid
                 || !r.state.receives()) {
@@ -311,7 +311,7 @@ final class Requester {
         if (o != null) {
             return o;
         }
-        HwQp r = qp.dev.fabric.resolve(w.dlid, w.remoteQpn);
+        HwQp r = qp.dev.fabric.resolve(qp.dev, w.dlid, w.remoteQpn);
         if (r == null || r.serviceType != HcaDevice.ST_UD || !qp.dev.ports[qp.portNum - 1].active || !r.state.receives()) {
             return Outcome.SUCCESS; // unreliable: the datagram is lost, the send still completes
         }

@@ -15,6 +15,7 @@ import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.provider.IbUcontextOps;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvGid;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.kernel.dma.DmaMapper;
@@ -33,8 +34,6 @@ import org.peerdirect.mlx5.lib.Mlx5Qp;
  */
 public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
 
-    /** {@code IBV_LINK_LAYER_ETHERNET}. */
-    static final int LINK_LAYER_ETHERNET = 2;
     /** Inline bytes one WQE may carry (the model's per-WQE limit). */
     public static final int MAX_INLINE = 512;
 
@@ -107,7 +106,7 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         int state = Vport.PORT_STATE.get(out, c);
         return new IbvPortAttr(state, 5, 5, 1, 0x02514868, 1L << core.cap(HcaCap.LOG_MAX_MSG), 128, Vport.LID.get(out, c),
                 Vport.SM_LID.get(out, c), 0, 4, 0, 2, ethernet ? 64 : 32, Vport.PORT_PHYSICAL_STATE.get(out, c),
-                ethernet ? LINK_LAYER_ETHERNET : IbvPortAttr.LINK_LAYER_INFINIBAND);
+                ethernet ? IbvPortAttr.LINK_LAYER_ETHERNET : IbvPortAttr.LINK_LAYER_INFINIBAND);
     }
 
     /** {@code mlx5_query_gid}: the vport's GID table (RoCE v2: the IPv4-mapped address; IB: fe80::port GUID). */
@@ -117,14 +116,7 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         Vport.IN_PORT_NUM.set(in, 0, port);
         Vport.IN_GID_INDEX.set(in, 0, index);
         MemorySegment out = cmd(() -> core.exec(in, Vport.GID_OUT_LEN));
-        StringBuilder b = new StringBuilder();
-        for (int i = 0; i < 16; i += 2) {
-            if (i > 0) {
-                b.append(':');
-            }
-            b.append(String.format("%02x%02x", out.get(ValueLayout.JAVA_BYTE, Vport.OUT_GID + i), out.get(ValueLayout.JAVA_BYTE, Vport.OUT_GID + i + 1)));
-        }
-        return b.toString();
+        return IbvGid.format(out.asSlice(Vport.OUT_GID, 16).toArray(ValueLayout.JAVA_BYTE));
     }
 
     @Override

@@ -4,6 +4,7 @@ import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
@@ -194,7 +195,14 @@ final class Mlx5IbPd implements IbPdOps {
             Qp.QPC_RAE.set(in, c, (access & IbAccess.REMOTE_ATOMIC) != 0 ? 1 : 0);
             Qp.QPC_MTU.set(in, c, (mask & IbvQpAttr.PATH_MTU) != 0 ? a.pathMtu : cur.pathMtu);
             Qp.QPC_REMOTE_QPN.set(in, c, (mask & IbvQpAttr.DEST_QPN) != 0 ? a.destQpNum : cur.destQpNum);
-            Qp.QPC_PRI_RLID.set(in, c, (mask & IbvQpAttr.AV) != 0 ? a.dlid : cur.dlid);
+            IbvQpAttr av = (mask & IbvQpAttr.AV) != 0 ? a : cur;
+            Qp.QPC_PRI_RLID.set(in, c, av.dlid);
+            if (av.isGlobal) { // mlx5_set_path: the GRH, the source GID index, the hop limit and the remote GID
+                Qp.QPC_PRI_GRH.set(in, c, 1);
+                Qp.QPC_PRI_SRC_ADDR_INDEX.set(in, c, av.sgidIndex);
+                Qp.QPC_PRI_HOP_LIMIT.set(in, c, av.hopLimit);
+                MemorySegment.copy(av.dgid, 0, in, ValueLayout.JAVA_BYTE, c + Qp.QPC_PRI_RGID, 16);
+            }
             Qp.QPC_NEXT_RCV_PSN.set(in, c, (mask & IbvQpAttr.RQ_PSN) != 0 ? a.rqPsn : cur.rqPsn);
             Qp.QPC_NEXT_SEND_PSN.set(in, c, (mask & IbvQpAttr.SQ_PSN) != 0 ? a.sqPsn : cur.sqPsn);
             Qp.QPC_MIN_RNR_NAK.set(in, c, (mask & IbvQpAttr.MIN_RNR_TIMER) != 0 ? a.minRnrTimer : cur.minRnrTimer);

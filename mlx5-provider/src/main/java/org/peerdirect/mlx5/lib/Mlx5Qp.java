@@ -160,7 +160,13 @@ public final class Mlx5Qp implements IbQpOps {
         if ((m & IbvQpAttr.PATH_MTU) != 0) attr.pathMtu = a.pathMtu;
         if ((m & IbvQpAttr.PKEY_INDEX) != 0) attr.pkeyIndex = a.pkeyIndex;
         if ((m & IbvQpAttr.QKEY) != 0) attr.qkey = a.qkey;
-        if ((m & IbvQpAttr.AV) != 0) attr.dlid = a.dlid;
+        if ((m & IbvQpAttr.AV) != 0) {
+            attr.dlid = a.dlid;
+            attr.isGlobal = a.isGlobal;
+            attr.dgid = a.dgid.clone();
+            attr.sgidIndex = a.sgidIndex;
+            attr.hopLimit = a.hopLimit;
+        }
         if ((m & IbvQpAttr.DEST_QPN) != 0) attr.destQpNum = a.destQpNum;
         if ((m & IbvQpAttr.RQ_PSN) != 0) attr.rqPsn = a.rqPsn & 0xff_ffff;
         if ((m & IbvQpAttr.SQ_PSN) != 0) attr.sqPsn = a.sqPsn & 0xff_ffff;

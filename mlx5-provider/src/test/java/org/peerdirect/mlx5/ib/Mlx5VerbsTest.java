@@ -21,6 +21,7 @@ import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvGid;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
@@ -73,8 +74,9 @@ class Mlx5VerbsTest {
         });
         core = new IbCore(null);
         Fabric fabric = new Fabric();
-        for (int i = 0; i < 2; i++) {
-            ConnectX4Device m = new ConnectX4Device("ConnectX-4", ConnectX4Device.DEVICE_CONNECTX4, fabric);
+        for (int i = 0; i < 4; i++) { // mlx5_0, mlx5_1: ConnectX-4 (InfiniBand); mlx5_2, mlx5_3: ConnectX-6 Dx (Ethernet, RoCE)
+            ConnectX4Device m = i < 2 ? new ConnectX4Device("ConnectX-4", ConnectX4Device.DEVICE_CONNECTX4, fabric)
+                    : new ConnectX4Device("ConnectX-6 Dx", ConnectX4Device.DEVICE_CONNECTX6DX, fabric);
             PciFunction fn = bus.register(m.spec());
             Mlx5CoreDev c = new Mlx5CoreDev("mlx5_" + i, fn, mm, new Mlx5CoreDev.Settings(10_000, 200, 2_000));
             c.load();
@@ -91,8 +93,7 @@ class Mlx5VerbsTest {
     @AfterEach
     void down() {
         for (Mlx5IbDev ib : ibs) {
-            core.unregister(ib);
-            System.err.println("T unregistered " + System.nanoTime() / 1_000_000); // disassociation: every object destroyed by command while the core is up
+            core.unregister(ib); // disassociation: every object destroyed by command while the core is up
         }
         for (int i = 0; i < cores.size(); i++) {
             Mlx5CoreDev c = cores.get(i);
@@ -117,6 +118,8 @@ class Mlx5VerbsTest {
         final long buf;
         final IbvMr mr;
         final int lid;
+        /** Port 1's GID (what a RoCE peer addresses). */
+        final byte[] gid;
 
         End(int dev, IbvQpType type) {
             ctx = devs.get(dev).open(proc);
@@ -136,10 +139,16 @@ class Mlx5VerbsTest {
             proc.populate(buf, 1 << 20, true);
             mr = pd.regMr(buf, 1 << 20, RW);
             lid = ctx.queryPort(1).lid();
+            gid = IbvGid.parse(ctx.queryGid(1, 0));
         }
     }
 
     static void connect(End me, End peer) {
+        connect(me, peer.qp.qpNum(), peer.lid, null, 14, 7);
+    }
+
+    /** RESET → RTS towards QP {@code qpn} behind {@code lid}, or behind {@code gid} (a GRH path) when not null. */
+    static void connect(End me, int qpn, int lid, byte[] gid, int timeout, int retries) {
         IbvQpAttr a = new IbvQpAttr();
         a.qpState = IbvQpState.INIT;
         a.pkeyIndex = 0;
@@ -149,18 +158,22 @@ class Mlx5VerbsTest {
         a = new IbvQpAttr();
         a.qpState = IbvQpState.RTR;
         a.pathMtu = 5;
-        a.destQpNum = peer.qp.qpNum();
+        a.destQpNum = qpn;
         a.rqPsn = 0;
         a.maxDestRdAtomic = 1;
         a.minRnrTimer = 1;
-        a.dlid = peer.lid;
+        a.dlid = lid;
+        if (gid != null) {
+            a.isGlobal = true;
+            a.dgid = gid;
+        }
         me.qp.modify(a, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
                 | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
         a = new IbvQpAttr();
         a.qpState = IbvQpState.RTS;
         a.sqPsn = 0;
-        a.timeout = 14;
-        a.retryCnt = 7;
+        a.timeout = timeout;
+        a.retryCnt = retries;
         a.rnrRetry = 7;
         a.maxRdAtomic = 1;
         me.qp.modify(a, IbvQpAttr.STATE | IbvQpAttr.SQ_PSN | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY
@@ -226,6 +239,64 @@ class Mlx5VerbsTest {
     void pingpongValidatesOnMlx5() throws Exception {
         String out = tools().pingpong("-d", "mlx5_0", "-s", "4096", "-n", "200", "-c");
         assertTrue(out.contains("no mismatch"), out);
+    }
+
+    /**
+     * RoCE on the ConnectX-6 Dx: no LID, a GID derived from the port's IPv4 address, and a QP
+     * connected by GID only; a LID-only path is refused by the core, and an Ethernet port cannot
+     * reach an InfiniBand port even at the endpoint its GID names (two networks).
+     */
+    @Test
+    void roceConnectsByGidOnlyAndTheNetworksStayApart() throws Exception {
+        End a = new End(2, IbvQpType.RC);
+        End b = new End(3, IbvQpType.RC);
+        IbvPortAttr p = a.ctx.queryPort(1);
+        assertEquals(IbvPortAttr.LINK_LAYER_ETHERNET, p.linkLayer());
+        assertEquals(0, p.lid(), "an Ethernet port has no LID");
+        assertTrue(a.ctx.queryGid(1, 0).startsWith("0000:0000:0000:0000:0000:ffff:0a00:"), "an IPv4-mapped RoCE v2 GID: " + a.ctx.queryGid(1, 0));
+        KernelException e = assertThrows(KernelException.class, () -> connect(a, b));
+        assertEquals(KernelException.Errno.EINVAL, e.errno());
+        assertTrue(e.getMessage().contains("Ethernet (RoCE)"), e.getMessage());
+        a.qp.modify(reset(), IbvQpAttr.STATE);
+        connect(a, b.qp.qpNum(), 0, b.gid, 14, 7);
+        connect(b, a.qp.qpNum(), 0, a.gid, 14, 7);
+        byte[] data = fill(a.buf, 8192, 3);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 8192, a.mr.lkey(), 1);
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        a.qp.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertArrayEquals(data, read(b.buf, 8192));
+
+        // an InfiniBand QP connected to an Ethernet QP's endpoint (the number behind its GID), so
+        // that only the link layers keep the Ethernet QP's writes from landing
+        End ib = new End(0, IbvQpType.RC);
+        End eth = new End(2, IbvQpType.RC);
+        connect(ib, eth.qp.qpNum(), (eth.gid[14] & 0xff) << 8 | eth.gid[15] & 0xff, null, 14, 7);
+        byte[] atIbEndpoint = new byte[16];
+        atIbEndpoint[10] = (byte) 0xff;
+        atIbEndpoint[11] = (byte) 0xff;
+        atIbEndpoint[12] = 10;
+        atIbEndpoint[14] = (byte) (ib.lid >>> 8);
+        atIbEndpoint[15] = (byte) ib.lid;
+        connect(eth, ib.qp.qpNum(), 0, atIbEndpoint, 8, 1); // 1 ms ACK timeout, one retry
+        fill(eth.buf, 64, 9);
+        byte[] before = read(ib.buf, 64);
+        IbvSendWr x = wr(IbvWrOpcode.RDMA_WRITE, eth.buf, 64, eth.mr.lkey(), 2);
+        x.remoteAddr = ib.buf;
+        x.rkey = ib.mr.rkey();
+        eth.qp.postSend(x);
+        assertEquals(IbvWcStatus.RETRY_EXC_ERR, one(eth.cq).status, "the packet never reached the InfiniBand port");
+        assertArrayEquals(before, read(ib.buf, 64), "nothing written across the networks");
+
+        String out = tools().pingpong("-d", "mlx5_2", "-s", "4096", "-n", "100", "-c");
+        assertTrue(out.contains("no mismatch") && out.contains("GID 0000:0000:0000:0000:0000:ffff:0a00:"), out);
+    }
+
+    static IbvQpAttr reset() {
+        IbvQpAttr r = new IbvQpAttr();
+        r.qpState = IbvQpState.RESET;
+        return r;
     }
 
     @Test

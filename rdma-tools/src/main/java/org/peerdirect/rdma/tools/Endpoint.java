@@ -5,7 +5,9 @@ import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvGid;
 import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.rdma.RcConnect;
@@ -33,6 +35,8 @@ final class Endpoint implements AutoCloseable {
     final long size;
     final IbvMr mr;
     final int lid;
+    /** Port 1's GID when the port is Ethernet (RoCE: the only address), else null (addressing by LID). */
+    final byte[] gid;
     private final PeerMemoryAllocator peer;
     /** The peer buffer was already freed (by a test of invalidation). */
     boolean peerFreed;
@@ -70,7 +74,9 @@ final class Endpoint implements AutoCloseable {
                 proc.populate(buf, size, true);
             }
             this.mr = pd.regMr(buf, size, ACCESS);
-            this.lid = c.queryPort(1).lid();
+            IbvPortAttr port = c.queryPort(1);
+            this.lid = port.lid();
+            this.gid = port.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET ? IbvGid.parse(c.queryGid(1, 0)) : null;
         } catch (RuntimeException e) {
             if (c != null) {
                 c.close();
@@ -86,9 +92,14 @@ final class Endpoint implements AutoCloseable {
         peerFreed = true;
     }
 
+    /** {@code LID 0x0001, QPN 0x000048, PSN 0x000000, GID ::} as ibv_rc_pingpong prints an address. */
+    String address() {
+        return String.format("LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s", lid, qps[0].qpNum(), 0, gid == null ? "::" : IbvGid.format(gid));
+    }
+
     /** RESET → INIT → RTR → RTS of {@code me.qps[i]} towards {@code peer.qps[i]}, as ibv_rc_pingpong does. */
     static void connect(Endpoint me, Endpoint peer, int i) {
-        new RcConnect().access(ACCESS).minRnrTimer(1).rdAtomic(16).connect(me.qps[i], peer.lid, peer.qps[i].qpNum());
+        new RcConnect().access(ACCESS).minRnrTimer(1).rdAtomic(16).gid(peer.gid).connect(me.qps[i], peer.lid, peer.qps[i].qpNum());
     }
 
     @Override

@@ -70,7 +70,7 @@ final class Perftest {
                 Endpoint.connect(client, server, q);
                 Endpoint.connect(server, client, q);
             }
-            banner(out, devs[0], qps, depth, mem, all);
+            banner(out, devs[0], client.gid != null, qps, depth, mem, all);
             out.append(latency
                     ? " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
                     : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
@@ -83,7 +83,7 @@ final class Perftest {
         return out.toString();
     }
 
-    private void banner(StringBuilder out, IbvDevice dev, int qps, int depth, PeerMemoryAllocator mem, boolean all) {
+    private void banner(StringBuilder out, IbvDevice dev, boolean ethernet, int qps, int depth, PeerMemoryAllocator mem, boolean all) {
         out.append(LINE).append('\n');
         out.append(String.format("                    %s%n", title));
         out.append(String.format(" Dual-port       : OFF\t\tDevice         : %s%n", dev.name()));
@@ -93,7 +93,11 @@ final class Perftest {
             out.append(String.format(" TX depth        : %d%n", depth));
             out.append(String.format(" CQ Moderation   : %d%n", Math.min(100, depth)));
         }
-        out.append(" Mtu             : 4096[B]\n Link type       : IB\n Max inline data : 0[B]\n rdma_cm QPs\t : OFF\n");
+        out.append(" Mtu             : 4096[B]\n Link type       : ").append(ethernet ? "Ethernet" : "IB")
+                .append("\n Max inline data : 0[B]\n rdma_cm QPs\t : OFF\n");
+        if (ethernet) { // perftest prints the GID index it addresses by on RoCE
+            out.append(" GID index       : 0\n");
+        }
         out.append(" Data ex. method : in-JVM fabric\n");
         out.append(String.format(" Memory          : %s%n", mem == null ? "host" : "peer client " + mem.name()));
         if (all) {

@@ -193,14 +193,35 @@ public final class RdmaTools {
     private record Pair(IbvDevice client, IbvDevice server) {
     }
 
+    /**
+     * The client device and the server's: the next device in the list whose port 1 has the same
+     * link layer (an InfiniBand port and an Ethernet port are on two networks, as two real hosts
+     * would be cabled), or the client device itself (loopback) when there is no other.
+     */
     private Pair pair(Options o) {
         IbvDevice client = devices.device(o.string("-d"));
         List<IbvDevice> all = devices.devices();
-        IbvDevice server = client;
-        if (all.size() > 1) {
-            server = all.get((all.indexOf(client) + 1) % all.size());
+        int ll = linkLayer(client);
+        int at = all.indexOf(client);
+        for (int i = 1; i < all.size(); i++) {
+            IbvDevice d = all.get((at + i) % all.size());
+            if (linkLayer(d) == ll) {
+                return new Pair(client, d);
+            }
         }
-        return new Pair(client, server);
+        return new Pair(client, client);
+    }
+
+    /** Port 1's link layer, read through a context of a short-lived process (0 when the device went meanwhile). */
+    private int linkLayer(IbvDevice d) {
+        AddressSpace p = mm.createProcess("rdma-probe");
+        try (IbvContext c = d.open(p)) {
+            return c.queryPort(1).linkLayer();
+        } catch (RuntimeException gone) {
+            return 0;
+        } finally {
+            p.exit();
+        }
     }
 
     private PeerMemoryAllocator memory(Options o) {
@@ -293,8 +314,8 @@ public final class RdmaTools {
             Endpoint.connect(client, server, 0);
             Endpoint.connect(server, client, 0);
             StringBuilder out = new StringBuilder();
-            out.append(String.format("  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID ::%n", client.lid, client.qps[0].qpNum(), 0));
-            out.append(String.format("  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID ::%n", server.lid, server.qps[0].qpNum(), 0));
+            out.append("  local address:  ").append(client.address()).append('\n');
+            out.append("  remote address: ").append(server.address()).append('\n');
             AtomicReference<Throwable> failure = new AtomicReference<>();
             Thread srv = Thread.ofPlatform().name("rc_pingpong-server").start(() -> {
                 try {

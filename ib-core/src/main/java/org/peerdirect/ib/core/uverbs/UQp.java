@@ -3,6 +3,7 @@ package org.peerdirect.ib.core.uverbs;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.peerdirect.ib.core.provider.IbQpOps;
+import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
@@ -28,6 +29,8 @@ final class UQp implements IbvQp {
     private final USrq srq;
     private final IbDevice dev;
     private final AtomicBoolean destroyed = new AtomicBoolean();
+    /** The port the last successful modify with {@code PORT} chose (1 until then): the port an AV-only modify is checked against. */
+    private volatile int port = 1;
 
     UQp(UPd pd, IbvQpInitAttr a, IbQpOps ops, UCq scq, UCq rcq, USrq srq) {
         this.pd = pd;
@@ -80,6 +83,9 @@ final class UQp implements IbvQp {
         if ((mask & IbvQpAttr.PORT) != 0) {
             pd.ctx.checkPort(a.portNum);
         }
+        if ((mask & IbvQpAttr.AV) != 0) {
+            checkAv(a, (mask & IbvQpAttr.PORT) != 0 ? a.portNum : port);
+        }
         range(mask, IbvQpAttr.PATH_MTU, a.pathMtu, 1, 5, "path_mtu");
         range(mask, IbvQpAttr.RETRY_CNT, a.retryCnt, 0, 7, "retry_cnt");
         range(mask, IbvQpAttr.RNR_RETRY, a.rnrRetry, 0, 7, "rnr_retry");
@@ -88,6 +94,32 @@ final class UQp implements IbvQp {
         range(mask, IbvQpAttr.MAX_QP_RD_ATOMIC, a.maxRdAtomic, 0, pd.ctx.dev.attr.maxQpInitRdAtom(), "max_rd_atomic");
         range(mask, IbvQpAttr.MAX_DEST_RD_ATOMIC, a.maxDestRdAtomic, 0, pd.ctx.dev.attr.maxQpRdAtom(), "max_dest_rd_atomic");
         ops.modifyQp(a, mask);
+        if ((mask & IbvQpAttr.PORT) != 0) {
+            port = a.portNum;
+        }
+    }
+
+    /**
+     * The address vector against the port's link layer, as {@code rdma_check_ah_attr} and
+     * {@code ib_resolve_eth_dmac} do: on an Ethernet (RoCE) port a GRH with the destination GID
+     * is the only address there is.
+     */
+    private void checkAv(IbvQpAttr a, int portNum) {
+        if (a.dgid == null || a.dgid.length != 16) {
+            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: ah_attr.grh.dgid must be 16 bytes", qpNum()));
+        }
+        IbvPortAttr p = dev.ops.queryPort(portNum);
+        if (p.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET && !a.isGlobal) {
+            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: port %d is Ethernet (RoCE): the address vector needs is_global "
+                    + "and the destination GID (ah_attr.grh.dgid), a LID means nothing there", qpNum(), portNum));
+        }
+        if (a.isGlobal && (a.sgidIndex < 0 || a.sgidIndex >= p.gidTblLen())) {
+            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: sgid_index %d is not 0..%d (port %d's GID table)", qpNum(),
+                    a.sgidIndex, p.gidTblLen() - 1, portNum));
+        }
+        if (a.isGlobal && (a.hopLimit < 0 || a.hopLimit > 255)) {
+            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: hop_limit %d is not 0..255", qpNum(), a.hopLimit));
+        }
     }
 
     private void range(int mask, int bit, int v, int min, int max, String what) {

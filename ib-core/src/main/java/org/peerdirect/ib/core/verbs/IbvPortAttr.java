@@ -8,6 +8,8 @@ public record IbvPortAttr(int state, int maxMtu, int activeMtu, int gidTblLen, i
     public static final int PORT_DOWN = 1;
     public static final int PORT_ACTIVE = 4;
     public static final int LINK_LAYER_INFINIBAND = 1;
+    /** {@code IBV_LINK_LAYER_ETHERNET}: RoCE; addressing by GID only. */
+    public static final int LINK_LAYER_ETHERNET = 2;
 
     public static String stateName(int s) {
         return switch (s) {

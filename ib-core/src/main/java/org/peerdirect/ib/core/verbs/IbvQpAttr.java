@@ -30,8 +30,19 @@ public final class IbvQpAttr {
     public int pkeyIndex;
     public int portNum = 1;
     public int qkey;
-    /** Address vector: destination LID and port. */
+    /** Address vector ({@code ah_attr}): destination LID (InfiniBand). */
     public int dlid;
+    /**
+     * {@code ah_attr.is_global}: the path carries a GRH to {@link #dgid}. Required on an
+     * Ethernet (RoCE) port, where the GID is the only address; optional on InfiniBand.
+     */
+    public boolean isGlobal;
+    /** {@code ah_attr.grh.dgid}: the destination GID, 16 bytes in network order ({@link IbvGid#parse}). */
+    public byte[] dgid = new byte[16];
+    /** {@code ah_attr.grh.sgid_index}: the local GID table entry the packets leave from. */
+    public int sgidIndex;
+    /** {@code ah_attr.grh.hop_limit}. */
+    public int hopLimit = 64;
     public int slid;
     public int destQpNum;
     public int rqPsn;
@@ -55,6 +66,10 @@ public final class IbvQpAttr {
         a.portNum = portNum;
         a.qkey = qkey;
         a.dlid = dlid;
+        a.isGlobal = isGlobal;
+        a.dgid = dgid.clone();
+        a.sgidIndex = sgidIndex;
+        a.hopLimit = hopLimit;
         a.slid = slid;
         a.destQpNum = destQpNum;
         a.rqPsn = rqPsn;
