@@ -29,7 +29,12 @@ import org.osgi.framework.BundleContext;
 import org.osgi.framework.Filter;
 import org.osgi.framework.ServiceReference;
 import org.osgi.util.tracker.ServiceTracker;
+import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.Mm;
 
 /**
  * Every project bundle can be stopped and started again, in turn, with full function afterwards:
@@ -93,6 +98,20 @@ public class BundleRestartIT {
             }
         }
 
+        /** Waits (bounded) until no service is tracked. */
+        void awaitNone(String what) throws InterruptedException {
+            long left = WAIT_MS * 1_000_000;
+            lock.lock();
+            try {
+                while (size() > 0) {
+                    assertTrue(what + ": gone within " + WAIT_MS + " ms", left > 0);
+                    left = changed.awaitNanos(left);
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+
         /** Waits (bounded) until at least {@code n} services are tracked. */
         void await(int n, String what) throws InterruptedException {
             long left = WAIT_MS * 1_000_000;
@@ -114,6 +133,53 @@ public class BundleRestartIT {
         try (CommandSession s = processor.createSession(System.in, ps, ps)) {
             Object r = s.execute(cmd);
             return out.toString(StandardCharsets.UTF_8) + (r == null ? "" : r);
+        }
+    }
+
+    /**
+     * A firmware fatal error on an mlx5 device, injected from the shell ({@code hca:fw_fault}): the
+     * driver's health poll finds it, mlx5_ib unregisters the device and the core disassociates
+     * its users (a verb on a context they hold fails with EIO at once, closing it does not hang),
+     * {@code mlx5:health} says why; a hot-plug (hca-sim restarted) brings a working device back.
+     */
+    @Test
+    public void anMlx5FirmwareFatalErrorDisassociatesItsUsersAndAHotPlugRecovers() throws Exception {
+        Counting<IbvDevice> mlx50 = new Counting<>(context, context.createFilter("(&(objectClass=" + IbvDevice.class.getName() + ")("
+                + IbvDevice.NAME_PROPERTY + "=mlx5_0))"));
+        mlx50.open();
+        try {
+            mlx50.await(1, "mlx5_0");
+            ServiceReference<?>[] core = context.getAllServiceReferences("org.peerdirect.mlx5.core.Mlx5CoreDev", "(mlx5.name=mlx5_0)");
+            assertTrue("mlx5_0's core device is published", core != null && core.length == 1);
+            String bdf = (String) core[0].getProperty("pci.bdf");
+            ServiceReference<Mm> mmRef = context.getServiceReference(Mm.class);
+            AddressSpace p = context.getService(mmRef).createProcess("fatal-victim");
+            IbvContext ctx = mlx50.getService().open(p);
+            IbvPd pd = ctx.allocPd();
+            try {
+                assertEquals(bdf, run("mlx5:bdf mlx5_0"));
+                assertTrue(run("hca:fw_fault " + bdf + " fatal 7"), run("hca:cx4").contains("FATAL syndrome 7"));
+                String dead = run("mlx5:health -d mlx5_0 -w 15"); // returns once the poll declared it dead
+                assertTrue(dead, dead.contains("DEAD (firmware fatal error, health syndrome 0x7)"));
+                mlx50.awaitNone("mlx5_0 unregistered after the health poll found the fatal error");
+                KernelException e = org.junit.Assert.assertThrows(KernelException.class, ctx::allocPd);
+                assertEquals(KernelException.Errno.EIO, e.errno());
+                pd.dealloc(); // objects of a disassociated context go quietly
+                ctx.close();
+            } finally {
+                p.exit();
+                context.ungetService(mmRef);
+            }
+            Bundle hca = Distribution.bundle(context, "org.peerdirect.hca-sim");
+            hca.stop();
+            hca.start();
+            mlx50.await(1, "mlx5_0 back after the hot-plug");
+            String out = run("rdma:pingpong -s 4096 -n 100 -c -d mlx5_0");
+            assertTrue(out, out.contains("no mismatch"));
+            String pages = run("mlx5:pages -d mlx5_0");
+            assertTrue(pages, pages.contains("mlx5_0"));
+        } finally {
+            mlx50.close();
         }
     }
 

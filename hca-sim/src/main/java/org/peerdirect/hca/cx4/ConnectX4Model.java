@@ -57,8 +57,17 @@ public final class ConnectX4Model {
         }
     }
 
+    /** The models plugged in now, with their bus addresses (for the shell's fault injection). */
+    public synchronized java.util.Map<String, ConnectX4Device> devices() {
+        java.util.Map<String, ConnectX4Device> m = new java.util.TreeMap<>();
+        for (Board b : boards) {
+            m.put(b.fn.bdf(), b.dev);
+        }
+        return m;
+    }
+
     @Deactivate
-    void deactivate() {
+    synchronized void deactivate() {
         for (Board b : boards) {
             b.fn.remove(); // surprise removal: the driver's removal listener runs here
             b.dev.close();

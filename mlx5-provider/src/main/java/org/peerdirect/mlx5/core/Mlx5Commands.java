@@ -14,10 +14,11 @@ import org.peerdirect.kernel.shell.UsageException;
  * The {@code mlx5:} shell commands, the view Linux gives through debugfs and devlink health:
  * {@code mlx5:cmdlog} (recent commands: opcode name, op_mod, completion mode, status, syndrome,
  * latency), {@code mlx5:pages} (firmware pages given, taken, held), {@code mlx5:eqs} and
- * {@code mlx5:health}. Each takes {@code -d mlx5_N} (default: every device).
+ * {@code mlx5:health} (with {@code -w} to wait for the health poll's verdict), {@code mlx5:bdf}. Each takes {@code -d mlx5_N} (default: every device).
  */
 @Component(service = Mlx5Commands.class, property = { "osgi.command.scope=mlx5", "osgi.command.function=cmdlog",
-        "osgi.command.function=pages", "osgi.command.function=eqs", "osgi.command.function=health" })
+        "osgi.command.function=pages", "osgi.command.function=eqs", "osgi.command.function=health",
+        "osgi.command.function=bdf" })
 public final class Mlx5Commands {
 
     private final Mlx5Driver driver;
@@ -92,8 +93,35 @@ public final class Mlx5Commands {
         return none(lines);
     }
 
-    @Descriptor("the health of each mlx5 device as the driver's health poll sees it. Example: mlx5:health")
-    public String health(@Descriptor("[-d mlx5_N]") String... args) {
-        return none(parse("mlx5:health", args, false).devs().stream().map(Mlx5CoreDev::healthSummary).toList());
+    @Descriptor("the PCI address of an mlx5 device (the target of /sys/class/infiniband/mlx5_N/device). "
+            + "Example: bdf = (mlx5:bdf mlx5_1)")
+    public String bdf(@Descriptor("mlx5_N") String name) {
+        return parse("mlx5:bdf", new String[] {"-d", name}, false).devs().get(0).function().bdf();
+    }
+
+    @Descriptor("the health of each mlx5 device as the driver's health poll sees it; -w waits (at most SECONDS) until the poll "
+            + "declares the device dead, as after hca:fw_fault. Example: mlx5:health -d mlx5_1 -w 10")
+    public String health(@Descriptor("[-d mlx5_N] [-w SECONDS]") String... args) throws InterruptedException {
+        List<String> rest = new ArrayList<>(List.of(args));
+        int w = rest.indexOf("-w");
+        long waitSeconds = -1;
+        if (w >= 0) {
+            if (w + 1 >= rest.size()) {
+                throw new UsageException("mlx5:health: -w takes SECONDS");
+            }
+            waitSeconds = Args.integer("mlx5:health", "-w", rest.get(w + 1), 1, 600);
+            rest.subList(w, w + 2).clear();
+        }
+        List<Mlx5CoreDev> devs = parse("mlx5:health", rest.toArray(String[]::new), false).devs();
+        if (waitSeconds > 0) {
+            if (devs.size() != 1) {
+                throw new UsageException("mlx5:health: -w waits for one device: give -d mlx5_N");
+            }
+            if (!devs.get(0).awaitDead(waitSeconds * 1000)) {
+                throw new IllegalStateException("mlx5:health: " + devs.get(0).name() + " is not dead after " + waitSeconds + " s: "
+                        + devs.get(0).healthSummary());
+            }
+        }
+        return none(devs.stream().map(Mlx5CoreDev::healthSummary).toList());
     }
 }

@@ -355,6 +355,22 @@ public final class Mlx5CoreDev {
         deadListeners.remove(r);
     }
 
+    /**
+     * Waits until the health poll (or a removal) has declared the device dead, at most
+     * {@code millis}; true when it is dead. The listener is added before {@link #dead} is read,
+     * and {@link #markDead} sets the field before it runs the listeners, so no verdict is missed.
+     */
+    public boolean awaitDead(long millis) throws InterruptedException {
+        java.util.concurrent.CountDownLatch found = new java.util.concurrent.CountDownLatch(1);
+        Runnable r = found::countDown;
+        addDeadListener(r);
+        try {
+            return dead != null || found.await(millis, TimeUnit.MILLISECONDS);
+        } finally {
+            removeDeadListener(r);
+        }
+    }
+
     // ------------------------------------------------------------------ the auxiliary device's interface (mlx5_ib)
 
     /**
