@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 
 import org.peerdirect.hca.cx3.ConnectX3Board;
+import org.peerdirect.hca.cx4.ConnectX4Device;
 import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.ib.core.peer.PeerMemoryController;
 import org.peerdirect.ib.core.peer.UmemCore;
@@ -25,11 +26,15 @@ import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.pci.StandalonePciBus;
 import org.peerdirect.ib.core.uverbs.IbDevice;
 import org.peerdirect.mlx4.Mlx4Device;
+import org.peerdirect.mlx5.core.Mlx5CoreDev;
+import org.peerdirect.mlx5.ib.Mlx5IbDev;
 
 /**
  * The machine the RDMA data-path benchmarks run on (after the mlx4 tests' {@code Lab}): memory
- * without poisoning, an IOMMU, one fabric, two ConnectX-3 models (dev0, dev1) with the mlx4 driver
- * on top, one process. Each side has a context, a PD and one registered, populated buffer;
+ * without poisoning, an IOMMU, one fabric, two HCA models (dev0, dev1) with their driver on top —
+ * ConnectX-3 models with mlx4 ({@code "mlx4"}: the engine's queues are Java objects), or
+ * ConnectX-4 models with mlx5 ({@code "mlx5"}: WQEs and CQEs are bytes in the process's memory,
+ * fetched and written by DMA, doorbells by MMIO, as on real hardware) — one process. Each side has a context, a PD and one registered, populated buffer;
  * {@link #conns} RC connections link dev0 to dev1, each QP with its own CQ, moved RESET, INIT,
  * RTR, RTS as {@code ibv_rc_pingpong} does. {@link #close} releases everything.
  */
@@ -81,7 +86,11 @@ final class RdmaRig implements AutoCloseable {
     /** The HCAs' PCI functions; the bus gives each its IOMMU domain. Warnings (mappings left at removal) are leaks. */
     final java.util.List<String> busWarnings = new java.util.concurrent.CopyOnWriteArrayList<>();
     final StandalonePciBus bus;
+    /** "mlx4" or "mlx5". */
+    final String driver;
     final Mlx4Device[] devs = new Mlx4Device[2];
+    final ConnectX4Device[] cx4 = new ConnectX4Device[2];
+    final Mlx5CoreDev[] mlx5 = new Mlx5CoreDev[2];
     /** The core's devices over the drivers' (what users open). */
     final IbDevice[] ib = new IbDevice[2];
     final AddressSpace proc;
@@ -96,6 +105,15 @@ final class RdmaRig implements AutoCloseable {
      * @param queueSize send and receive queue depth and CQ size of every QP
      */
     RdmaRig(long memory, long bufSize, int nconns, int queueSize) throws Exception {
+        this("mlx4", memory, bufSize, nconns, queueSize);
+    }
+
+    /** @param driver "mlx4" (ConnectX-3 models) or "mlx5" (ConnectX-4 models) */
+    RdmaRig(String driver, long memory, long bufSize, int nconns, int queueSize) throws Exception {
+        if (!driver.equals("mlx4") && !driver.equals("mlx5")) {
+            throw new IllegalArgumentException("driver is mlx4 or mlx5, not " + driver);
+        }
+        this.driver = driver;
         swap = Files.createTempFile("pd-bench-swap", "");
         mm = new Mm(memory, false, swap, 16L << 20);
         iommu = new Iommu(mm);
@@ -103,8 +121,15 @@ final class RdmaRig implements AutoCloseable {
         umems = new UmemCore(controller);
         bus = new StandalonePciBus(iommu, busWarnings::add);
         for (int i = 0; i < 2; i++) {
-            devs[i] = new Mlx4Device("mlx4_" + i, bus.register(ConnectX3Board.onFabric(i, fabric, 1).spec()), umems);
-            ib[i] = new IbDevice(devs[i]);
+            if (driver.equals("mlx4")) {
+                devs[i] = new Mlx4Device("mlx4_" + i, bus.register(ConnectX3Board.onFabric(i, fabric, 1).spec()), umems);
+                ib[i] = new IbDevice(devs[i]);
+            } else {
+                cx4[i] = new ConnectX4Device("ConnectX-4", ConnectX4Device.DEVICE_CONNECTX4, fabric);
+                mlx5[i] = new Mlx5CoreDev("mlx5_" + i, bus.register(cx4[i].spec()), mm, new Mlx5CoreDev.Settings(10_000, 2_000, 2_000));
+                mlx5[i].load();
+                ib[i] = new IbDevice(new Mlx5IbDev(mlx5[i], umems));
+            }
         }
         proc = mm.createProcess("rdma-bench");
         proc.setMemlockLimit(1L << 40);
@@ -179,9 +204,15 @@ final class RdmaRig implements AutoCloseable {
             }
         } finally {
             for (int i = 0; i < devs.length; i++) {
-                if (devs[i] != null) {
+                if (ib[i] != null) {
                     ib[i].disassociate();
+                }
+                if (devs[i] != null) {
                     devs[i].removeHardware(true);
+                }
+                if (mlx5[i] != null) {
+                    mlx5[i].unload(); // every firmware page taken back, DISABLE_HCA last
+                    cx4[i].close();
                 }
             }
             bus.close(); // the functions leave the bus with their IOMMU domains

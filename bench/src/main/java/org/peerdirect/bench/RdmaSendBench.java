@@ -9,6 +9,7 @@ import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -42,6 +43,10 @@ public class RdmaSendBench {
     static final int SIZE = 64;
     static final int RECVS = 32;
 
+    /** mlx4 (ConnectX-3: queues as objects) or mlx5 (ConnectX-4: WQEs and CQEs by DMA through memory). */
+    @Param({"mlx4", "mlx5"})
+    public String driver;
+
     private RdmaRig rig;
     private IbvQp sqp;
     private IbvCq scq;
@@ -55,7 +60,7 @@ public class RdmaSendBench {
 
     @Setup(Level.Trial)
     public void setup() throws Exception {
-        rig = new RdmaRig(64L << 20, 1L << 20, 1, 4 * RECVS);
+        rig = new RdmaRig(driver, 64L << 20, 1L << 20, 1, 4 * RECVS);
         RdmaRig.Conn c = rig.conns[0];
         sqp = c.aqp;
         scq = c.acq;

@@ -46,6 +46,10 @@ public class RdmaWriteBench {
     @Param({"64", "4096", "65536"})
     public int size;
 
+    /** mlx4 (ConnectX-3: queues as objects) or mlx5 (ConnectX-4: WQEs and CQEs by DMA through memory). */
+    @Param({"mlx4", "mlx5"})
+    public String driver;
+
     private RdmaRig rig;
     private IbvQp qp;
     private IbvCq cq;
@@ -54,7 +58,7 @@ public class RdmaWriteBench {
 
     @Setup(Level.Trial)
     public void setup() throws Exception {
-        rig = new RdmaRig(64L << 20, 1L << 20, 1, 4 * BATCH);
+        rig = new RdmaRig(driver, 64L << 20, 1L << 20, 1, 4 * BATCH);
         RdmaRig.Conn c = rig.conns[0];
         qp = c.aqp;
         cq = c.acq;
