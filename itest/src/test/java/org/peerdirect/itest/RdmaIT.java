@@ -145,12 +145,27 @@ public class RdmaIT {
     }
 
     @Test
-    public void providerStoppedMidTrafficThenStartedAgain() throws Exception {
-        waitFor("two devices", () -> mlx4().size() == 2);
+    public void mlx4ProviderStoppedMidTrafficThenStartedAgain() throws Exception {
+        providerStoppedMidTrafficThenStartedAgain("org.peerdirect.mlx4-provider", "mlx4_0", "mlx4_1");
+    }
+
+    /** The same with mlx5: mlx5_0 (a ConnectX-4, InfiniBand) writes to mlx4_0 across drivers; mlx5-provider stops. */
+    @Test
+    public void mlx5ProviderStoppedMidTrafficThenStartedAgain() throws Exception {
+        providerStoppedMidTrafficThenStartedAgain("org.peerdirect.mlx5-provider", "mlx5_0", "mlx4_0");
+    }
+
+    private boolean present(String dev) {
+        return devices.devices().stream().anyMatch(d -> d.name().equals(dev));
+    }
+
+    /** Traffic from {@code from} to {@code to}; the provider bundle of {@code from} stops under it, then starts again. */
+    private void providerStoppedMidTrafficThenStartedAgain(String provider, String from, String to) throws Exception {
+        waitFor(from + " and " + to, () -> present(from) && present(to));
         AddressSpace p = mm.createProcess("itest-rdma");
         p.setMemlockLimit(1L << 30);
-        End a = new End(p, "mlx4_0");
-        End b = new End(p, "mlx4_1");
+        End a = new End(p, from);
+        End b = new End(p, to);
         connect(a, b);
         connect(b, a);
         AtomicBoolean stop = new AtomicBoolean();
@@ -158,8 +173,8 @@ public class RdmaIT {
         AtomicReference<Object> end = new AtomicReference<>();
         Thread t = traffic(a, b.buf, b.mr.rkey(), stop, ok, end);
         waitFor("traffic flowing", () -> ok.get() > 100);
-        Bundle mlx4 = Distribution.bundle(context, "org.peerdirect.mlx4-provider");
-        mlx4.stop();
+        Bundle driver = Distribution.bundle(context, provider);
+        driver.stop();
         t.join(30_000);
         assertFalse("the traffic thread ended, no hang", t.isAlive());
         Object why = end.get();
@@ -174,7 +189,7 @@ public class RdmaIT {
         } catch (KernelException e) {
             assertEquals(KernelException.Errno.EIO, e.errno());
         }
-        assertTrue("no devices while the provider is stopped", mlx4().isEmpty());
+        assertFalse(from + " is gone while its provider is stopped", present(from));
         try {
             a.pd.regMr(a.buf, 4096, RW);
             throw new AssertionError("regMr on a removed device must fail");
@@ -184,10 +199,10 @@ public class RdmaIT {
         a.ctx.close();
         b.ctx.close();
 
-        mlx4.start();
-        waitFor("the devices back", () -> mlx4().size() == 2);
-        End c = new End(p, mlx4().get(0));
-        End d = new End(p, mlx4().get(1));
+        driver.start();
+        waitFor("the devices back", () -> present(from) && present(to));
+        End c = new End(p, from);
+        End d = new End(p, to);
         connect(c, d);
         connect(d, c);
         AtomicLong ok2 = new AtomicLong();

@@ -4,6 +4,7 @@ import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.List;
 import java.util.function.Supplier;
 
 import org.peerdirect.hca.cx4.ifc.HcaCap;
@@ -45,6 +46,8 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
     final java.util.concurrent.atomic.AtomicInteger mkeyKey = new java.util.concurrent.atomic.AtomicInteger();
     /** qpn → the library's QP, for the CQE path ({@code mlx5_find_qp} of libmlx5's context). */
     public final Mlx5Qp[] qpTable;
+    /** The library's queue buffers pinned for this device and not released yet (the reset flow releases them). */
+    final java.util.Set<Mlx5IbUcontext.Pinned> pins = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     public Mlx5IbDev(Mlx5CoreDev core, UmemService umems) {
         this.core = core;
@@ -170,5 +173,24 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
     @Override
     public String toString() {
         return name() + " (" + core.function().bdf() + ")";
+    }
+
+    /**
+     * {@code mlx5_ib_handle_internal_error}: the device is dead or gone; every QP goes to ERR and
+     * its CQs complete its outstanding work in software (WR_FLUSH_ERR), since the device never
+     * will. The queue buffers' umems are released here, as the core's disassociation destroys
+     * the hardware objects on removal ({@code uverbs_destroy_ufile_hw}): their DMA mappings must
+     * go before the function's IOMMU domain does; the user's later destroy frees the rest. Called
+     * by the driver when it unregisters a device that is no longer up.
+     */
+    public void internalError() {
+        for (Mlx5Qp qp : qpTable) {
+            if (qp != null) {
+                qp.internalError();
+            }
+        }
+        for (Mlx5IbUcontext.Pinned p : List.copyOf(pins)) {
+            p.releaseDma();
+        }
     }
 }

@@ -79,6 +79,11 @@ public final class Mlx5IbDriver {
         } catch (IllegalStateException alreadyGone) {
             // unregistered with the stopping bundle
         }
+        if (!core.isUp()) {
+            // dead or removed: the QPs' move to ERR by command could not run, and the device writes
+            // no flush CQEs; the reset flow completes the outstanding work in software
+            b.dev().internalError();
+        }
     }
 
     /** The IB devices registered now. */

@@ -142,7 +142,7 @@ final class Mlx5IbPd implements IbPdOps {
         }
         int bfSize = 1 << Math.max(0, dev.core.cap(org.peerdirect.hca.cx4.ifc.HcaCap.LOG_BF_REG_SIZE) - 1);
         Mlx5Qp qp = new Mlx5Qp(qpn, a.qpType, p.buf(), ctx.uar, bfSize, logSq, logRq, rqStride, a.maxSendSge, a.maxRecvSge, maxInline,
-                new Mlx5Qp.Control() {
+                (Mlx5Cq) sendCq, (Mlx5Cq) recvCq, new Mlx5Qp.Control() {
                     @Override
                     public void modify(Mlx5Qp q, IbvQpAttr cur, IbvQpAttr attr, int mask, IbvQpState from, IbvQpState to) {
                         modifyQp(q.qpn, cur, attr, mask, from, to);

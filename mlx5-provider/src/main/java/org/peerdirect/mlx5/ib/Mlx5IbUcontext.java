@@ -41,14 +41,43 @@ final class Mlx5IbUcontext implements IbUcontextOps {
         return new Mlx5IbPd(this, pdn);
     }
 
-    /** A queue buffer of the library, pinned and mapped for the device ({@code ib_umem_get} of {@code mlx5_ib}). */
-    record Pinned(UserBuf buf, IbUmem umem) {
+    /**
+     * A queue buffer of the library, pinned and mapped for the device ({@code ib_umem_get} of
+     * {@code mlx5_ib}). Its umem goes at the object's destruction, or earlier, when the device is
+     * gone ({@link #releaseDma}, the reset flow): the mappings must be undone while the function's
+     * IOMMU domain still exists, whereas the user may close the object much later.
+     */
+    static final class Pinned {
+        private final UserBuf buf;
+        private final IbUmem umem;
+        private final Mlx5IbDev dev;
+        private final java.util.concurrent.atomic.AtomicBoolean dmaReleased = new java.util.concurrent.atomic.AtomicBoolean();
+
+        Pinned(UserBuf buf, IbUmem umem, Mlx5IbDev dev) {
+            this.buf = buf;
+            this.umem = umem;
+            this.dev = dev;
+            dev.pins.add(this);
+        }
+
+        UserBuf buf() {
+            return buf;
+        }
+
         long pa(int page) {
             return umem.dmaAddressOf(buf.va + 4096L * page);
         }
 
+        /** Unmaps and unpins the buffer (once); the process keeps its memory. */
+        void releaseDma() {
+            if (dmaReleased.compareAndSet(false, true)) {
+                dev.pins.remove(this);
+                umem.release();
+            }
+        }
+
         void release() {
-            umem.release();
+            releaseDma();
             buf.free();
         }
     }
@@ -63,7 +92,7 @@ final class Mlx5IbUcontext implements IbUcontextOps {
             throw e;
         }
         buf.resolve();
-        return new Pinned(buf, umem);
+        return new Pinned(buf, umem, dev);
     }
 
     /**

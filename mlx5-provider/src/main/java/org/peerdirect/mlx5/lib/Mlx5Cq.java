@@ -47,6 +47,13 @@ public final class Mlx5Cq implements IbCqOps {
     private int ci;
     private int armSn;
     private volatile boolean overrun;
+    /**
+     * Set by the reset flow ({@link #internalError}): the device will write nothing more, so
+     * work it never completed is completed here, in software, with WR_FLUSH_ERR.
+     */
+    private volatile boolean fatal;
+    /** QPs whose send (even index) or receive (odd index) work this CQ flushes in the reset flow; guarded by lock. */
+    private final java.util.List<Object> flushList = new java.util.ArrayList<>();
 
     public Mlx5Cq(int cqn, IbCqEvents events, UserBuf buf, int logSize, UarPage uar, Mlx5Qp[] qpTable, Control control) {
         this.cqn = cqn;
@@ -65,6 +72,37 @@ public final class Mlx5Cq implements IbCqOps {
         }
     }
 
+    /**
+     * mlx5_ib's reset flow ({@code mlx5_ib_handle_internal_error}, {@code mlx5_ib_poll_sw_comp}):
+     * the device is dead or gone and will never complete what was posted, so from now on
+     * {@link #poll} returns, after the CQEs the device did write, one WR_FLUSH_ERR completion per
+     * outstanding WQE of {@code qp}'s send ({@code send} true) or receive queue. Users get errors,
+     * never a wait for completions that cannot come. The kernel does this for kernel consumers;
+     * the library part does it here because its users are the tools and tests of this project.
+     */
+    public void internalError(Mlx5Qp qp, boolean send) {
+        lock.lock();
+        try {
+            if (!flushListContains(qp, send)) {
+                flushList.add(qp);
+                flushList.add(send);
+            }
+            fatal = true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean flushListContains(Mlx5Qp qp, boolean send) {
+        assert lock.isHeldByCurrentThread();
+        for (int i = 0; i < flushList.size(); i += 2) {
+            if (flushList.get(i) == qp && (Boolean) flushList.get(i + 1) == send) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** The CQ error event ({@code IB_EVENT_CQ_ERR}): the device overran the ring. */
     public void overrun() {
         overrun = true;
@@ -79,7 +117,9 @@ public final class Mlx5Cq implements IbCqOps {
             }
             int k = 0;
             int max = Math.min(n, wc.length);
-            while (k < max) {
+            // in the reset flow the ring is no longer pinned and the device writes nothing: work it
+            // completed but not polled yet is flushed with the rest
+            while (k < max && !fatal) {
                 long off = (long) (ci & (1 << logSize) - 1) * Cq.CQE_SIZE;
                 MemorySegment page = buf.page(off);
                 long o = off & 4095;
@@ -96,6 +136,12 @@ public final class Mlx5Cq implements IbCqOps {
                 MemorySegment dbr = buf.dbr();
                 VarHandle.releaseFence();
                 dbr.set(BE32, Cq.DBR_SET_CI, ci & 0xff_ffff);
+            }
+            if (fatal) { // after every CQE the device wrote: the work it never will complete
+                for (int i = 0; i < flushList.size() && k < max; i += 2) {
+                    Mlx5Qp qp = (Mlx5Qp) flushList.get(i);
+                    k = (Boolean) flushList.get(i + 1) ? qp.flushSend(wc, k, max) : qp.flushRecv(wc, k, max);
+                }
             }
             return k;
         } finally {

@@ -6,6 +6,7 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.util.concurrent.locks.ReentrantLock;
 
+import org.peerdirect.hca.cx4.ifc.Cq;
 import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.hca.engine.Wqe;
 import org.peerdirect.ib.core.provider.IbQpOps;
@@ -14,6 +15,9 @@ import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWcOpcode;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 import org.peerdirect.ib.core.verbs.PostException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -80,10 +84,14 @@ public final class Mlx5Qp implements IbQpOps {
     private final long[] rqWrid;
     private volatile IbvQpState state = IbvQpState.RESET;
     private final IbvQpAttr attr = new IbvQpAttr();
+    private final Mlx5Cq sendCq;
+    private final Mlx5Cq recvCq;
 
     public Mlx5Qp(int qpn, IbvQpType type, UserBuf buf, UarPage uar, int bfSize, int logSq, int logRq, int rqStride, int maxSendSge,
-            int maxRecvSge, int maxInline, Control control) {
+            int maxRecvSge, int maxInline, Mlx5Cq sendCq, Mlx5Cq recvCq, Control control) {
         this.qpn = qpn;
+        this.sendCq = sendCq;
+        this.recvCq = recvCq;
         this.type = type;
         this.buf = buf;
         this.uar = uar;
@@ -395,6 +403,58 @@ public final class Mlx5Qp implements IbQpOps {
             }
             rqLock.unlock();
         }
+    }
+
+    /**
+     * The reset flow's part of this QP ({@code mlx5_ib_handle_internal_error}): the QP is in ERR
+     * and its CQs complete its outstanding work in software from now on.
+     */
+    public void internalError() {
+        state = IbvQpState.ERR;
+        sendCq.internalError(this, true);
+        if (rqWqes > 0) {
+            recvCq.internalError(this, false);
+        }
+    }
+
+    /** {@code sw_comp} of the send queue, under the CQ's lock: WR_FLUSH_ERR for each outstanding WQE into {@code wc[k..max)}. */
+    int flushSend(IbvWc[] wc, int k, int max) {
+        sqLock.lock();
+        try {
+            while (k < max && sqTail != sqHead) {
+                int i = sqTail & sqBbs - 1;
+                flushed(wc[k++], IbvWcOpcode.SEND, sqWrid[i]);
+                sqTail = sqNext[i];
+            }
+            return k;
+        } finally {
+            sqLock.unlock();
+        }
+    }
+
+    /** {@code sw_comp} of the receive queue. */
+    int flushRecv(IbvWc[] wc, int k, int max) {
+        rqLock.lock();
+        try {
+            while (k < max && rqTail != rqHead) {
+                flushed(wc[k++], IbvWcOpcode.RECV, rqWrid[rqTail & rqWqes - 1]);
+                rqTail = rqTail + 1 & 0xffff;
+            }
+            return k;
+        } finally {
+            rqLock.unlock();
+        }
+    }
+
+    private void flushed(IbvWc w, IbvWcOpcode opcode, long wrId) {
+        w.status = IbvWcStatus.WR_FLUSH_ERR;
+        w.vendorErr = Cq.SYND_WR_FLUSH;
+        w.opcode = opcode;
+        w.wrId = wrId;
+        w.qpNum = qpn;
+        w.byteLen = 0;
+        w.wcFlags = 0;
+        w.immData = 0;
     }
 
     /** The poller saw the receive CQE of WQE {@code counter} (receives complete in order). */
