@@ -1,5 +1,6 @@
 package org.peerdirect.hca.cx4;
 
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE16;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
@@ -320,9 +321,9 @@ final class Transport {
                 cqe.set(BE32, Cq.CQE_BYTE_CNT, c.byteCnt);
                 cqe.set(BE32, Cq.CQE_IMM, c.imm);
                 cqe.set(BE32, Cq.CQE_FLAGS_RQPN, ((c.flags & Cqe.FLAG_GRH) != 0 ? 1 << 28 : 0) | c.srcQp & 0xff_ffff);
-                cqe.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), Cq.CQE_SLID, (short) c.slid);
+                cqe.set(BE16, Cq.CQE_SLID, (short) c.slid);
             }
-            cqe.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), Cq.CQE_WQE_COUNTER, (short) counter);
+            cqe.set(BE16, Cq.CQE_WQE_COUNTER, (short) counter);
             cqe.set(ValueLayout.JAVA_BYTE, Cq.CQE_OP_OWN, (byte) (opcode << 4 | (int) (index >>> logSize & 1)));
             long off = (index & (1L << logSize) - 1) * Cq.CQE_SIZE;
             long at = pas[(int) (off >>> 12)] + (off & 0xfff);
@@ -702,7 +703,7 @@ final class Transport {
                 w.remoteQkey = av.get(BE32, Qp.AV_QKEY);
                 w.remoteQpn = av.get(BE32, Qp.AV_DQP) & 0xff_ffff;
                 // as for the QP's path: LID routing on InfiniBand, the GID on RoCE (a RoCE AV without GRH goes nowhere)
-                w.dlid = !engine.ethernet() ? av.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), Qp.AV_RLID) & 0xffff
+                w.dlid = !engine.ethernet() ? av.get(BE16, Qp.AV_RLID) & 0xffff
                         : (av.get(BE32, Qp.AV_GRH_GID_FL) & Qp.AV_GRH) != 0 ? Roce.lidOfGid(av, Qp.AV_RGID) : 0;
                 seg += 3;
             } else if (opcode == Wqe.OP_RDMA_WRITE || opcode == Wqe.OP_RDMA_WRITE_IMM || opcode == Wqe.OP_RDMA_READ || Wqe.isAtomic(opcode)) {

@@ -33,7 +33,7 @@ public final class Mlx5Cq implements IbCqOps {
     }
 
     private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final ValueLayout.OfShort BE16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfShort BE16 = org.peerdirect.hca.cx4.ifc.CmdEntry.BE16;
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
 
     public final int cqn;

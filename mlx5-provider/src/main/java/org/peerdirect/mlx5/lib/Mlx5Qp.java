@@ -271,7 +271,7 @@ public final class Mlx5Qp implements IbQpOps {
                     long ao = so & 4095; // the first 16 bytes: qkey, reserved, dqp, stat_rate_sl, fl_mlid, rlid
                     ap.set(BE32, ao + Qp.AV_QKEY, w.remoteQkey);
                     ap.set(BE32, ao + Qp.AV_DQP, Qp.AV_EXTENDED | w.remoteQpn & 0xff_ffff);
-                    ap.set(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), ao + Qp.AV_RLID, (short) w.ah.dlid());
+                    ap.set(org.peerdirect.hca.cx4.ifc.CmdEntry.BE16, ao + Qp.AV_RLID, (short) w.ah.dlid());
                     seg += 3;
                 } else if (op != Wqe.OP_SEND && op != Wqe.OP_SEND_IMM) {
                     long so = segOff(bb, seg);

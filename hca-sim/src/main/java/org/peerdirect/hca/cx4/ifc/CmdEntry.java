@@ -50,6 +50,12 @@ public final class CmdEntry {
 
     public static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     public static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    /**
+     * Big-endian 16-bit fields (CQE wqe_counter and slid, the address vector's rlid). A layout made
+     * inline with {@code withOrder} at each access costs a layout and a var-handle lookup per call
+     * on the data path (measured: 785 B per ping-pong round trip on mlx5); use this one.
+     */
+    public static final ValueLayout.OfShort BE16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     /** The delivery status name, for logs. */
     public static String deliveryName(int status) {
