@@ -13,6 +13,7 @@ import org.peerdirect.hca.cx4.ifc.Cq;
 import org.peerdirect.hca.cx4.ifc.Eq;
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Qp;
+import org.peerdirect.hca.cx4.ifc.Srq;
 import org.peerdirect.hca.cx4.ifc.Vport;
 import org.peerdirect.hca.cx4.ifc.HcaCap;
 import org.peerdirect.hca.cx4.ifc.IfcField;
@@ -103,10 +104,11 @@ final class Firmware implements CommandQueue.Executor {
         this.uarPages = uarPages;
         this.pages = new FirmwarePages(port);
         MemorySegment m = MemorySegment.ofArray(maxGeneral);
-        HcaCap.LOG_MAX_SRQ_SZ.set(m, 0, 15);
+        // a real ConnectX-4 reports 15; the shared engine's receive queues hold at most 16351 WQEs
+        HcaCap.LOG_MAX_SRQ_SZ.set(m, 0, 13);
         HcaCap.LOG_MAX_QP_SZ.set(m, 0, 15);
         HcaCap.LOG_MAX_QP.set(m, 0, 18);
-        HcaCap.LOG_MAX_SRQ.set(m, 0, 23);
+        HcaCap.LOG_MAX_SRQ.set(m, 0, 16); // the engine's SRQ table (a real ConnectX-4: 23)
         HcaCap.LOG_MAX_CQ_SZ.set(m, 0, 22);
         HcaCap.LOG_MAX_CQ.set(m, 0, 24);
         HcaCap.LOG_MAX_EQ_SZ.set(m, 0, 22);
@@ -256,13 +258,15 @@ final class Firmware implements CommandQueue.Executor {
                     Mlx5Cmd.INIT_HCA, Mlx5Cmd.TEARDOWN_HCA, Mlx5Cmd.ALLOC_UAR, Mlx5Cmd.DEALLOC_UAR, Mlx5Cmd.ALLOC_PD, Mlx5Cmd.DEALLOC_PD,
                     Mlx5Cmd.DESTROY_EQ, Mlx5Cmd.QUERY_EQ, Mlx5Cmd.NOP, Mlx5Cmd.DESTROY_CQ, Mlx5Cmd.QUERY_CQ, Mlx5Cmd.DESTROY_QP,
                     Mlx5Cmd.QP_2ERR, Mlx5Cmd.QP_2RST, Mlx5Cmd.QUERY_QP, Mlx5Cmd.DESTROY_MKEY, Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT,
-                    Mlx5Cmd.QUERY_HCA_VPORT_GID -> 16;
+                    Mlx5Cmd.QUERY_HCA_VPORT_GID, Mlx5Cmd.DESTROY_SRQ -> 16;
             case Mlx5Cmd.RST2INIT_QP, Mlx5Cmd.INIT2INIT_QP, Mlx5Cmd.INIT2RTR_QP, Mlx5Cmd.RTR2RTS_QP, Mlx5Cmd.RTS2RTS_QP,
                     Mlx5Cmd.SQERR2RTS_QP -> Qp.MODIFY_IN_LEN;
             case Mlx5Cmd.CREATE_CQ -> in.byteSize() < Cq.CREATE_CQ_IN_PAS ? (int) Cq.CREATE_CQ_IN_PAS
                     : (int) Cq.CREATE_CQ_IN_PAS + 8 * Transport.cqPages(in);
             case Mlx5Cmd.CREATE_QP -> in.byteSize() < Qp.CREATE_QP_IN_PAS ? (int) Qp.CREATE_QP_IN_PAS
                     : (int) Qp.CREATE_QP_IN_PAS + 8 * Transport.qpPages(in);
+            case Mlx5Cmd.CREATE_SRQ -> in.byteSize() < Srq.CREATE_SRQ_IN_PAS ? (int) Srq.CREATE_SRQ_IN_PAS
+                    : (int) Srq.CREATE_SRQ_IN_PAS + 8 * Transport.srqPages(in);
             case Mlx5Cmd.CREATE_MKEY -> in.byteSize() < Mkey.CREATE_IN_MTT ? (int) Mkey.CREATE_IN_MTT
                     : (int) Math.min(Integer.MAX_VALUE, Mkey.CREATE_IN_MTT + 8L * Transport.mttEntries(in));
             case Mlx5Cmd.SET_HCA_CAP -> HcaCap.SET_IN_LEN;
@@ -443,6 +447,8 @@ final class Firmware implements CommandQueue.Executor {
                 case Mlx5Cmd.DESTROY_QP -> transport.destroyQp(in);
                 case Mlx5Cmd.CREATE_MKEY -> transport.createMkey(in, out);
                 case Mlx5Cmd.DESTROY_MKEY -> transport.destroyMkey(in);
+                case Mlx5Cmd.CREATE_SRQ -> transport.createSrq(in, out, HcaCap.LOG_MAX_SRQ_SZ.get(cur, 0));
+                case Mlx5Cmd.DESTROY_SRQ -> transport.destroySrq(in);
                 default -> throw new Refused(Mlx5Cmd.STAT_BAD_OP_ERR, SYND_UNKNOWN_OPCODE, Mlx5Cmd.name(opcode));
         }
     }
@@ -550,8 +556,8 @@ final class Firmware implements CommandQueue.Executor {
         int live = eqCount() + uars.cardinality() + pds.cardinality() + transport.live();
         if (live > 0 && profile == Pages.TEARDOWN_GRACEFUL) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_STATE_ERR, SYND_OBJECTS_LIVE, String.format(
-                    "TEARDOWN_HCA with %d EQs, %d UARs, %d PDs, %d CQs, %d QPs and %d mkeys live: destroy them first", eqCount(),
-                    uars.cardinality(), pds.cardinality(), transport.cqCount(), transport.qpCount(), transport.mkeyCount()));
+                    "TEARDOWN_HCA with %d EQs, %d UARs, %d PDs, %d CQs, %d QPs, %d SRQs and %d mkeys live: destroy them first", eqCount(),
+                    uars.cardinality(), pds.cardinality(), transport.cqCount(), transport.qpCount(), transport.srqCount(), transport.mkeyCount()));
         }
         transport.dropAll();
         for (int i = 0; i < eqs.length(); i++) {

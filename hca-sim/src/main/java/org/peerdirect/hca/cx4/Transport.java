@@ -18,6 +18,7 @@ import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
 import org.peerdirect.hca.cx4.ifc.Qp;
+import org.peerdirect.hca.cx4.ifc.Srq;
 import org.peerdirect.hca.engine.Cqe;
 import org.peerdirect.hca.engine.CqeSink;
 import org.peerdirect.hca.engine.HcaDevice;
@@ -25,6 +26,7 @@ import org.peerdirect.hca.engine.HwCommandException;
 import org.peerdirect.hca.engine.HwCq;
 import org.peerdirect.hca.engine.HwQp;
 import org.peerdirect.hca.engine.HwQpState;
+import org.peerdirect.hca.engine.HwSrq;
 import org.peerdirect.hca.engine.QpCaps;
 import org.peerdirect.hca.engine.QpCommand;
 import org.peerdirect.hca.engine.QpContext;
@@ -63,6 +65,7 @@ final class Transport {
     static final int CQ_CONTEXT_BYTES = 256;
     static final int QP_CONTEXT_BYTES = 512;
     static final int MKEY_CONTEXT_BYTES = 64;
+    static final int SRQ_CONTEXT_BYTES = 128;
     /** Inline bytes one send WQE can carry in this model (the engine's slot capacity). */
     static final int MAX_INLINE = 512;
     /** Data segments one send WQE can carry (1 KiB WQEs: {@code max_wqe_sz_sq}). */
@@ -71,6 +74,7 @@ final class Transport {
     // model syndromes of the data-path commands
     static final int SYND_BAD_CQ = 0x0bad_0101;
     static final int SYND_BAD_QP = 0x0bad_0102;
+    static final int SYND_BAD_SRQ = 0x0bad_0105;
     static final int SYND_BAD_MKEY = 0x0bad_0103;
     static final int SYND_ENGINE = 0x0bad_0104;
 
@@ -79,6 +83,8 @@ final class Transport {
     private final Firmware fw;
     private final AtomicReferenceArray<MemCq> cqs = new AtomicReferenceArray<>(HcaDevice.MAX_CQ);
     private final AtomicReferenceArray<MemQp> qps = new AtomicReferenceArray<>(HcaDevice.MAX_QP);
+    /** srqn → the SRQ in host memory (set by the firmware thread, read by the data path). */
+    private final AtomicReferenceArray<MemSrq> srqs = new AtomicReferenceArray<>(HcaDevice.MAX_SRQ);
     /** mkey index → its context slot (firmware thread only). */
     private final Map<Integer, FirmwarePages.Slot> mkeys = new HashMap<>();
     final AtomicLong wqesFetched = new AtomicLong();
@@ -111,7 +117,15 @@ final class Transport {
 
     /** Objects that keep a graceful teardown from going. */
     int live() {
-        return cqCount() + qpCount() + mkeyCount();
+        return cqCount() + qpCount() + mkeyCount() + srqCount();
+    }
+
+    int srqCount() {
+        int n = 0;
+        for (int i = 0; i < srqs.length(); i++) {
+            n += srqs.get(i) == null ? 0 : 1;
+        }
+        return n;
     }
 
     /** Force close: every object dropped (QPs flushed and freed, keys revoked), the contexts' pages freed with the rest. */
@@ -122,6 +136,9 @@ final class Transport {
         }
         for (int i = 0; i < qps.length(); i++) {
             qps.set(i, null);
+        }
+        for (int i = 0; i < srqs.length(); i++) {
+            srqs.set(i, null);
         }
         mkeys.clear();
     }
@@ -166,6 +183,13 @@ final class Transport {
     /** Pages of a CQ's ring: 64-byte CQEs, 4 KiB pages. */
     static int cqPages(MemorySegment in) {
         long bytes = (long) Cq.CQE_SIZE << Math.min(24, Cq.CQC_LOG_CQ_SIZE.get(in, Cq.CREATE_CQ_IN_CQC));
+        return (int) ((bytes + 4095) / 4096);
+    }
+
+    /** The pages an SRQ's WQEs span (the length check of CREATE_SRQ's page list). */
+    static int srqPages(MemorySegment in) {
+        long c = Srq.CREATE_SRQ_IN_SRQC;
+        long bytes = (16L << Srq.SRQC_LOG_RQ_STRIDE.get(in, c)) << Math.min(15, Srq.SRQC_LOG_SRQ_SIZE.get(in, c));
         return (int) ((bytes + 4095) / 4096);
     }
 
@@ -371,8 +395,18 @@ final class Transport {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "pm_state must be MIGRATED (3): the model has no APM");
         }
         int rqType = Qp.QPC_RQ_TYPE.get(in, c);
-        if (rqType != Qp.RQ_REGULAR && rqType != Qp.RQ_ZERO_LEN) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "rq_type " + rqType + ": SRQs are not built in the model yet");
+        if (rqType != Qp.RQ_REGULAR && rqType != Qp.RQ_ZERO_LEN && rqType != Srq.RQ_SRQ) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "rq_type " + rqType + " is not built in the model (regular 0, SRQ 1, "
+                    + "zero-length 3 are)");
+        }
+        MemSrq srq = null;
+        if (rqType == Srq.RQ_SRQ) {
+            int srqn = Srq.QPC_SRQN.get(in, c);
+            srq = srqn >= 0 && srqn < srqs.length() ? srqs.get(srqn) : null;
+            if (srq == null) {
+                throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "srqn 0x" + Integer.toHexString(srqn)
+                        + " names no SRQ");
+            }
         }
         int logSq = Qp.QPC_LOG_SQ_SIZE.get(in, c);
         int logRq = Qp.QPC_LOG_RQ_SIZE.get(in, c);
@@ -404,12 +438,12 @@ final class Transport {
         HwQp hw;
         try {
             hw = engine.createQp(pd, engineSt, new QpCaps(1 << logSq, rqWqes, HcaDevice.MAX_SGE, Math.max(1, rqStride / Qp.DS_SIZE),
-                    MAX_INLINE, false), scq.hw, rcq.hw, null);
+                    MAX_INLINE, false), scq.hw, rcq.hw, srq == null ? null : srq.hw);
         } catch (HwCommandException e) {
             fw.pages.free(ctx);
             throw refused(e);
         }
-        MemQp q = new MemQp(hw, st, pas, dbr, uar, logSq, rqWqes == 0 ? 0 : logRq, rqStride, ctx);
+        MemQp q = new MemQp(hw, st, pas, dbr, uar, logSq, rqWqes == 0 ? 0 : logRq, rqStride, ctx, srq);
         if (hw.recvQueue() != null) {
             hw.recvQueue().fetcher(q::fetchRecv);
         }
@@ -533,6 +567,8 @@ final class Transport {
 
     /** A QP in host memory: its buffer, doorbell record and the fetch state. */
     private final class MemQp {
+        /** The SRQ its receives come from, or null. */
+        final MemSrq srq;
         final HwQp hw;
         final int st;
         final long[] pas;
@@ -561,7 +597,8 @@ final class Transport {
         private final MemorySegment av = MemorySegment.ofArray(new byte[Qp.AV_SIZE]);
         private final MemorySegment rwqe;
 
-        MemQp(HwQp hw, int st, long[] pas, long dbr, int uar, int logSq, int logRq, int rqStride, FirmwarePages.Slot context) {
+        MemQp(HwQp hw, int st, long[] pas, long dbr, int uar, int logSq, int logRq, int rqStride, FirmwarePages.Slot context, MemSrq srq) {
+            this.srq = srq;
             this.hw = hw;
             this.st = st;
             this.pas = pas;
@@ -582,7 +619,7 @@ final class Transport {
         }
 
         int rqWqeCounter(long slot) {
-            return rqCounterOfSlot[(int) slot & rqCounterOfSlot.length - 1];
+            return srq != null ? srq.wqeIndex(slot) : rqCounterOfSlot[(int) slot & rqCounterOfSlot.length - 1];
         }
 
         /** 2RST: the hardware's counters start again from zero, as the driver's do. */
@@ -815,6 +852,146 @@ final class Transport {
                 }
                 rqCounterOfSlot[(int) t & rqCounterOfSlot.length - 1] = rqFetched & 0xffff;
                 rqFetched = rqFetched + 1 & 0xffff;
+                t++;
+                wqesFetched.incrementAndGet();
+            }
+            return t;
+        }
+    }
+
+    // ------------------------------------------------------------------ SRQs
+
+    /**
+     * {@code CREATE_SRQ}: the context checked (size, stride, PD, page list, doorbell record), kept
+     * in a firmware page; the engine's SRQ fetches WQEs from host memory by the linked list.
+     */
+    void createSrq(MemorySegment in, MemorySegment out, int maxLogSrqSize) throws Firmware.Refused, CommandQueue.Deferred {
+        long c = Srq.CREATE_SRQ_IN_SRQC;
+        int logSize = Srq.SRQC_LOG_SRQ_SIZE.get(in, c);
+        if (logSize > maxLogSrqSize) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "log_srq_size " + logSize + " is above log_max_srq_sz " + maxLogSrqSize);
+        }
+        int stride = 16 << Srq.SRQC_LOG_RQ_STRIDE.get(in, c);
+        if (stride < Srq.NEXT_SEG_SIZE + Qp.DS_SIZE) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "log_rq_stride " + Srq.SRQC_LOG_RQ_STRIDE.get(in, c)
+                    + ": a WQE needs its next segment and one data segment (32 bytes)");
+        }
+        if (Srq.SRQC_XRCD.get(in, c) != 0 || Srq.SRQC_WQ_SIGNATURE.get(in, c) != 0) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "xrcd and wq_signature are not built in the model");
+        }
+        if (Srq.SRQC_LOG_PAGE_SIZE.get(in, c) != 0 || Srq.SRQC_PAGE_OFFSET.get(in, c) != 0) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "the model takes SRQ buffers in 4 KiB pages at offset 0");
+        }
+        int pd = Srq.SRQC_PD.get(in, c);
+        if (!fw.pdAllocated(pd)) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+        }
+        long dbr = in.get(BE64, c + Srq.SRQC_DBR_ADDR);
+        if ((dbr & 3) != 0) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, String.format("dbr_addr 0x%x is not 4-byte aligned", dbr));
+        }
+        int wqes = 1 << logSize;
+        long[] pas = pas(in, Srq.CREATE_SRQ_IN_PAS, srqPages(in), "SRQ");
+        FirmwarePages.Slot ctx = context(SRQ_CONTEXT_BYTES, in, c, Srq.SRQC_SIZE);
+        HwSrq hw;
+        try {
+            hw = engine.sw2hwSrq(pd, wqes, Math.max(1, (stride - Srq.NEXT_SEG_SIZE) / Qp.DS_SIZE));
+        } catch (HwCommandException e) {
+            fw.pages.free(ctx);
+            throw refused(e);
+        }
+        MemSrq s = new MemSrq(hw, pas, dbr, wqes, stride, ctx);
+        hw.queue().fetcher(s::fetch);
+        srqs.set(hw.srqn, s);
+        Pages.INDEX24.set(out, 0, hw.srqn);
+    }
+
+    /** {@code DESTROY_SRQ}: refused while a QP receives through it. */
+    void destroySrq(MemorySegment in) throws Firmware.Refused {
+        int srqn = Pages.INDEX24.get(in, 0);
+        MemSrq s = srqn >= 0 && srqn < srqs.length() ? srqs.get(srqn) : null;
+        if (s == null) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "SRQ 0x" + Integer.toHexString(srqn) + " does not exist");
+        }
+        try {
+            engine.hw2swSrq(s.hw);
+        } catch (HwCommandException e) {
+            throw refused(e);
+        }
+        srqs.set(srqn, null);
+        fw.pages.free(s.context);
+    }
+
+    /**
+     * An SRQ in host memory: the device walks the WQEs' linked list from index 0 (the list the
+     * library built), taking as many as the doorbell record's counter says were posted, and
+     * remembers which buffer index each engine slot came from: a receive completion reports that
+     * index ({@code wqe_counter}), which the library frees back to its list.
+     */
+    private final class MemSrq {
+        final HwSrq hw;
+        final long[] pas;
+        final long dbr;
+        final int wqes;
+        final int stride;
+        final FirmwarePages.Slot context;
+        /** Engine slot → buffer index of the WQE in it (written under the queue's consumer lock, before the slot is handed out). */
+        private final int[] indexOfSlot;
+        /** Under the queue's consumer lock: WQEs taken from the list, and the index of the next one. */
+        private int taken;
+        private int next;
+        private final MemorySegment wqe;
+        private final MemorySegment word = MemorySegment.ofArray(new byte[4]);
+
+        MemSrq(HwSrq hw, long[] pas, long dbr, int wqes, int stride, FirmwarePages.Slot context) {
+            this.hw = hw;
+            this.pas = pas;
+            this.dbr = dbr;
+            this.wqes = wqes;
+            this.stride = stride;
+            this.context = context;
+            this.indexOfSlot = new int[hw.queue().size()];
+            this.wqe = MemorySegment.ofArray(new byte[stride]);
+        }
+
+        int wqeIndex(long slot) {
+            return indexOfSlot[(int) slot & indexOfSlot.length - 1];
+        }
+
+        /** The {@link RecvFetcher}: the counter in the doorbell record, then WQEs down the list. */
+        long fetch(RecvQueue q, long head, long tail) {
+            int posted;
+            try {
+                port.read(dbr + Srq.DBR_COUNTER, word, 0, 4);
+                posted = word.get(BE32, 0);
+            } catch (IommuFault f) {
+                dmaFaults.incrementAndGet();
+                return tail;
+            }
+            long t = tail;
+            while (posted - taken > 0 && t - head < q.size()) {
+                long off = (long) (next & wqes - 1) * stride;
+                try {
+                    port.read(pas[(int) (off >>> 12)] + (off & 0xfff), wqe, 0, stride);
+                } catch (IommuFault f) {
+                    dmaFaults.incrementAndGet();
+                    break;
+                }
+                RecvWqe w = q.slot(t);
+                w.numSge = 0;
+                for (int o = Srq.NEXT_SEG_SIZE; o + Qp.DS_SIZE <= stride && w.numSge < w.addr.length; o += Qp.DS_SIZE) {
+                    int lkey = wqe.get(BE32, o + Qp.DATA_LKEY);
+                    if (lkey == Qp.INVALID_LKEY) {
+                        break;
+                    }
+                    w.byteCount[w.numSge] = wqe.get(BE32, o + Qp.DATA_BYTE_COUNT);
+                    w.lkey[w.numSge] = lkey;
+                    w.addr[w.numSge] = wqe.get(BE64, o + Qp.DATA_ADDR);
+                    w.numSge++;
+                }
+                indexOfSlot[(int) t & indexOfSlot.length - 1] = next & wqes - 1;
+                next = wqe.get(BE16, Srq.NEXT_WQE_INDEX) & 0xffff;
+                taken++;
                 t++;
                 wqesFetched.incrementAndGet();
             }

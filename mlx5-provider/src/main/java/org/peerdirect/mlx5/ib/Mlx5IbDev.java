@@ -63,7 +63,8 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
                 1 << core.cap(HcaCap.LOG_MAX_QP), 1 << core.cap(HcaCap.LOG_MAX_QP_SZ), 0, maxSge, 1 << core.cap(HcaCap.LOG_MAX_CQ),
                 (1 << core.cap(HcaCap.LOG_MAX_CQ_SZ)) - 1, 1 << core.cap(HcaCap.LOG_MAX_MKEY), 1 << core.cap(HcaCap.LOG_MAX_PD),
                 1 << core.cap(HcaCap.LOG_MAX_RA_RES_QP), 1 << core.cap(HcaCap.LOG_MAX_RA_REQ_QP), IbvDeviceAttr.ATOMIC_HCA,
-                0, 0, 0, MAX_INLINE, core.cap(HcaCap.NUM_PORTS), IbvDeviceAttr.OdpCaps.NONE);
+                1 << core.cap(HcaCap.LOG_MAX_SRQ), (1 << core.cap(HcaCap.LOG_MAX_SRQ_SZ)) - 1, maxSge - 1, MAX_INLINE,
+                core.cap(HcaCap.NUM_PORTS), IbvDeviceAttr.OdpCaps.NONE);
     }
 
     @Override
@@ -87,8 +88,8 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
     }
 
     /**
-     * mlx5's attributes: from the general capabilities. SRQs (max_srq 0) and on-demand paging are
-     * not built on mlx5 yet and are reported absent.
+     * mlx5's attributes: from the general capabilities (max_srq_sge = max_sge - 1, as mlx5_ib). On-demand paging is
+     * not built on mlx5 yet and is reported absent.
      */
     @Override
     public IbvDeviceAttr queryDevice() {

@@ -9,6 +9,7 @@ import java.lang.foreign.ValueLayout;
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Qp;
+import org.peerdirect.hca.cx4.ifc.Srq;
 import org.peerdirect.ib.core.provider.IbAhOps;
 import org.peerdirect.ib.core.provider.IbCqOps;
 import org.peerdirect.ib.core.provider.IbMrOps;
@@ -26,6 +27,7 @@ import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
 import org.peerdirect.mlx5.lib.Mlx5Cq;
+import org.peerdirect.mlx5.lib.Mlx5Srq;
 import org.peerdirect.mlx5.lib.Mlx5Qp;
 
 /** {@code struct mlx5_ib_pd}: a PD number and the objects created in it. */
@@ -101,14 +103,12 @@ final class Mlx5IbPd implements IbPdOps {
     @Override
     public IbQpOps createQp(IbvQpInitAttr a, IbCqOps sendCq, IbCqOps recvCq, IbSrqOps srq) {
         Mlx5IbDev dev = ctx.dev;
-        if (srq != null) {
-            throw new KernelException(Errno.EOPNOTSUPP, dev.name() + ": SRQs are not built on mlx5 yet");
-        }
         if (a.qpType != IbvQpType.RC && a.qpType != IbvQpType.UD) {
             throw new KernelException(Errno.EOPNOTSUPP, dev.name() + ": QP type " + a.qpType + " is not built on mlx5 (RC and UD are)");
         }
         int maxInline = a.maxInlineData;
-        int[] g = Mlx5Qp.geometry(a.qpType, a.maxSendWr, a.maxSendSge, maxInline, a.maxRecvWr, a.maxRecvSge);
+        // a QP on an SRQ has no receive queue of its own (rq_type SRQ, log_rq_size 0)
+        int[] g = Mlx5Qp.geometry(a.qpType, a.maxSendWr, a.maxSendSge, maxInline, srq != null ? 0 : a.maxRecvWr, a.maxRecvSge);
         int logSq = g[0];
         int logRq = g[1];
         int rqStride = 16 << g[2];
@@ -121,7 +121,10 @@ final class Mlx5IbPd implements IbPdOps {
         Qp.QPC_PM_STATE.set(in, c, Qp.PM_MIGRATED);
         Qp.QPC_PD.set(in, c, pdn);
         Qp.QPC_LOG_MSG_MAX.set(in, c, 30);
-        Qp.QPC_RQ_TYPE.set(in, c, logRq < 0 ? Qp.RQ_ZERO_LEN : Qp.RQ_REGULAR);
+        Qp.QPC_RQ_TYPE.set(in, c, srq != null ? Srq.RQ_SRQ : logRq < 0 ? Qp.RQ_ZERO_LEN : Qp.RQ_REGULAR);
+        if (srq != null) {
+            Srq.QPC_SRQN.set(in, c, ((Mlx5Srq) srq).srqn);
+        }
         Qp.QPC_LOG_RQ_SIZE.set(in, c, Math.max(0, logRq));
         Qp.QPC_LOG_RQ_STRIDE.set(in, c, g[2]);
         Qp.QPC_LOG_SQ_SIZE.set(in, c, logSq);
@@ -142,7 +145,7 @@ final class Mlx5IbPd implements IbPdOps {
         }
         int bfSize = 1 << Math.max(0, dev.core.cap(org.peerdirect.hca.cx4.ifc.HcaCap.LOG_BF_REG_SIZE) - 1);
         Mlx5Qp qp = new Mlx5Qp(qpn, a.qpType, p.buf(), ctx.uar, bfSize, logSq, logRq, rqStride, a.maxSendSge, a.maxRecvSge, maxInline,
-                (Mlx5Cq) sendCq, (Mlx5Cq) recvCq, new Mlx5Qp.Control() {
+                (Mlx5Cq) sendCq, (Mlx5Cq) recvCq, (Mlx5Srq) srq, new Mlx5Qp.Control() {
                     @Override
                     public void modify(Mlx5Qp q, IbvQpAttr cur, IbvQpAttr attr, int mask, IbvQpState from, IbvQpState to) {
                         modifyQp(q.qpn, cur, attr, mask, from, to);
@@ -219,9 +222,40 @@ final class Mlx5IbPd implements IbPdOps {
         return 31 - Integer.numberOfLeadingZeros(Math.max(1, n));
     }
 
+    /**
+     * {@code mlx5_ib_create_srq} with libmlx5's {@code mlx5_create_srq}: the WQE list (max_wr + 1
+     * WQEs, a power of two) and its doorbell record in the process's memory, pinned;
+     * {@code CREATE_SRQ} with the SRQ context and the page list.
+     */
     @Override
     public IbSrqOps createSrq(int maxWr, int maxSge) {
-        throw new KernelException(Errno.EOPNOTSUPP, ctx.dev.name() + ": SRQs are not built on mlx5 yet");
+        Mlx5IbDev dev = ctx.dev;
+        int[] g = Mlx5Srq.geometry(maxWr, maxSge);
+        int wqes = g[0];
+        int stride = g[1];
+        Mlx5IbUcontext.Pinned p = ctx.pin((long) wqes * stride);
+        Mlx5Srq.initList(p.buf(), wqes, stride);
+        int npages = (int) (p.buf().queueBytes / 4096);
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_SRQ, 0, (int) Srq.CREATE_SRQ_IN_PAS + 8 * npages);
+        long c = Srq.CREATE_SRQ_IN_SRQC;
+        Srq.SRQC_LOG_SRQ_SIZE.set(in, c, Integer.numberOfTrailingZeros(wqes));
+        Srq.SRQC_LOG_RQ_STRIDE.set(in, c, Integer.numberOfTrailingZeros(stride) - 4);
+        Srq.SRQC_PD.set(in, c, pdn);
+        in.set(BE64, c + Srq.SRQC_DBR_ADDR, p.pa(npages));
+        for (int i = 0; i < npages; i++) {
+            in.set(BE64, Srq.CREATE_SRQ_IN_PAS + 8L * i, p.pa(i));
+        }
+        int srqn;
+        try {
+            srqn = dev.execIndex(in, 16);
+        } catch (RuntimeException e) {
+            p.release();
+            throw e;
+        }
+        return new Mlx5Srq(srqn, p.buf(), wqes, stride, () -> {
+            dev.destroyQuietly(Mlx5Cmd.DESTROY_SRQ, srqn);
+            p.release();
+        });
     }
 
     @Override

@@ -86,10 +86,13 @@ public final class Mlx5Qp implements IbQpOps {
     private final IbvQpAttr attr = new IbvQpAttr();
     private final Mlx5Cq sendCq;
     private final Mlx5Cq recvCq;
+    /** The SRQ its receives come from, or null (then the QP's own receive queue). */
+    private final Mlx5Srq srq;
 
     public Mlx5Qp(int qpn, IbvQpType type, UserBuf buf, UarPage uar, int bfSize, int logSq, int logRq, int rqStride, int maxSendSge,
-            int maxRecvSge, int maxInline, Mlx5Cq sendCq, Mlx5Cq recvCq, Control control) {
+            int maxRecvSge, int maxInline, Mlx5Cq sendCq, Mlx5Cq recvCq, Mlx5Srq srq, Control control) {
         this.qpn = qpn;
+        this.srq = srq;
         this.sendCq = sendCq;
         this.recvCq = recvCq;
         this.type = type;
@@ -459,6 +462,9 @@ public final class Mlx5Qp implements IbQpOps {
 
     /** The poller saw the receive CQE of WQE {@code counter} (receives complete in order). */
     long recvCompleted(int counter) {
+        if (srq != null) { // the CQE's wqe_counter is the SRQ WQE's index
+            return srq.completed(counter);
+        }
         rqTail = counter + 1 & 0xffff;
         return rqWrid[counter & rqWqes - 1];
     }

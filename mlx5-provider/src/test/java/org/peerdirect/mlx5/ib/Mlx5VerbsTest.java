@@ -471,12 +471,107 @@ class Mlx5VerbsTest {
     }
 
     @Test
-    void srqAndPostingBeforeRtsAreRefusedWithTheirReason() {
+    void postingBeforeRtsIsRefusedWithItsReason() {
         End a = new End(0, IbvQpType.RC);
-        KernelException e = assertThrows(KernelException.class, () -> a.pd.createSrq(16, 1));
-        assertTrue(e.getMessage().toLowerCase().contains("srq"), e.getMessage());
         IbvSendWr w = wr(IbvWrOpcode.SEND, a.buf, 64, a.mr.lkey(), 1);
         KernelException p = assertThrows(KernelException.class, () -> a.qp.postSend(w), "posting before RTS is refused");
         assertTrue(p.getMessage().contains("needs RTS"), p.getMessage());
+    }
+
+    /**
+     * An SRQ in the process's memory shared by two RC QPs: 300 SENDs from two senders land in
+     * receive WQEs the device takes down the SRQ's linked list; each completion names the WQE,
+     * the library puts it back at the list's tail and reposts, so the list is walked many times
+     * over in an order the completions choose. Every payload arrives whole, every wr_id comes
+     * back exactly once per post, and a full SRQ or an SRQ in use is refused with its reason.
+     */
+    @Test
+    void anSrqInMemorySharedByTwoQpsCarriesEverySend() {
+        End s1 = new End(0, IbvQpType.RC);
+        End s2 = new End(0, IbvQpType.RC);
+        IbvContext rctx = devs.get(1).open(proc);
+        IbvPd rpd = rctx.allocPd();
+        IbvCq rcq = rctx.createCq(512, null);
+        org.peerdirect.ib.core.verbs.IbvSrq srq = rpd.createSrq(15, 1); // 16 WQEs in the list, 15 usable
+        long rbuf = proc.mmap(1 << 20);
+        proc.populate(rbuf, 1 << 20, true);
+        IbvMr rmr = rpd.regMr(rbuf, 1 << 20, RW);
+        IbvQp[] r = new IbvQp[2];
+        for (int i = 0; i < 2; i++) {
+            IbvQpInitAttr a = new IbvQpInitAttr();
+            a.sendCq = rcq;
+            a.recvCq = rcq;
+            a.qpType = IbvQpType.RC;
+            a.maxSendWr = 16;
+            a.maxSendSge = 1;
+            a.srq = srq;
+            r[i] = rpd.createQp(a);
+        }
+        int rlid = rctx.queryPort(1).lid();
+        End[] senders = {s1, s2};
+        for (int i = 0; i < 2; i++) {
+            connect(senders[i], r[i].qpNum(), rlid, null, 14, 7);
+            IbvQp q = r[i];
+            End peer = senders[i];
+            IbvQpAttr x = new IbvQpAttr();
+            x.qpState = IbvQpState.INIT;
+            x.portNum = 1;
+            x.qpAccessFlags = RW;
+            q.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
+            x = new IbvQpAttr();
+            x.qpState = IbvQpState.RTR;
+            x.pathMtu = 5;
+            x.destQpNum = peer.qp.qpNum();
+            x.dlid = peer.lid;
+            x.minRnrTimer = 1;
+            x.maxDestRdAtomic = 1;
+            q.modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
+                    | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
+        }
+        final int slot = 4096;
+        IbvRecvWr rw = new IbvRecvWr();
+        for (int i = 0; i < 15; i++) {
+            rw.wrId = 1000 + i;
+            rw.sge(rbuf + (long) i * slot, slot, rmr.lkey());
+            srq.postRecv(rw);
+        }
+        rw.wrId = 9999;
+        rw.sge(rbuf, slot, rmr.lkey());
+        KernelException full = assertThrows(KernelException.class, () -> srq.postRecv(rw), "the 16th WQE would close the list");
+        assertEquals(KernelException.Errno.ENOMEM, full.errno());
+        assertTrue(full.getMessage().contains("full"), full.getMessage());
+
+        java.util.Map<Long, Integer> seen = new java.util.HashMap<>();
+        for (int n = 0; n < 300; n++) {
+            End from = senders[n & 1];
+            byte[] payload = fill(from.buf, 256 + n, n);
+            IbvSendWr w = wr(IbvWrOpcode.SEND, from.buf, 256 + n, from.mr.lkey(), n);
+            from.qp.postSend(w);
+            IbvWc sc = one(from.cq);
+            assertEquals(IbvWcStatus.SUCCESS, sc.status, sc.toString());
+            IbvWc rc = one(rcq);
+            assertEquals(IbvWcStatus.SUCCESS, rc.status, rc.toString());
+            assertEquals(IbvWcOpcode.RECV, rc.opcode);
+            assertEquals(256 + n, rc.byteLen);
+            assertEquals(r[n & 1].qpNum(), rc.qpNum, "the completion names the QP the SEND came in on");
+            long id = rc.wrId;
+            assertTrue(id >= 1000 && id < 1015, "a wr_id that was posted: " + id);
+            int index = (int) (id - 1000);
+            assertArrayEquals(payload, read(rbuf + (long) index * slot, 256 + n), "message " + n + " in the buffer of WQE " + index);
+            seen.merge(id, 1, Integer::sum);
+            rw.wrId = id; // repost into the same buffer
+            rw.sge(rbuf + (long) index * slot, slot, rmr.lkey());
+            srq.postRecv(rw);
+        }
+        assertEquals(300, seen.values().stream().mapToInt(Integer::intValue).sum());
+        KernelException busy = assertThrows(KernelException.class, srq::destroy, "an SRQ in use cannot go");
+        assertEquals(KernelException.Errno.EBUSY, busy.errno());
+        r[0].destroy();
+        r[1].destroy();
+        srq.destroy();
+        rmr.dereg();
+        rcq.destroy();
+        rpd.dealloc();
+        rctx.close();
     }
 }
