@@ -183,6 +183,9 @@ public final class ConnectX4Device implements AutoCloseable {
             }
             bar0.set(BE32, InitSeg.HEALTH_COUNTER, ++counter & 0xff_ffff); // alive
             if (mask == null) {
+                if (!parked.isEmpty()) {
+                    fw.requestPages(); // a request lost on a full EQ is raised again once the driver made room
+                }
                 continue;
             }
             for (int slot = 0; slot < 1 << LOG_CMDQ_SIZE; slot++) {

@@ -655,6 +655,7 @@ final class Firmware implements CommandQueue.Executor {
     }
 
     /** Posts an event to its EQ, if one is subscribed, and raises the vector when the EQ was armed. */
+    /** Posts an event on the EQ subscribed to its type; false when none is or its ring is full (the EQE is lost). */
     boolean postEvent(int type, int subType, MemorySegment data) {
         HwEq e = eqFor(type);
         if (e == null) {
@@ -662,11 +663,17 @@ final class Firmware implements CommandQueue.Executor {
         }
         if (e.post(port, type, subType, data)) {
             e.raise(fn);
+            return true;
         }
-        return true;
+        return false;
     }
 
-    /** Raises the page request the pages' water marks call for, if any and if it can be delivered. */
+    /**
+     * Raises the page request the pages' water marks call for, if any and if it can be delivered.
+     * A request whose EQE found the EQ full is not outstanding: it is raised again on a later call
+     * (the firmware loop retries while a command waits for pages), so a parked command cannot wait
+     * for a request that was lost (found by the command fuzzer).
+     */
     void requestPages() {
         if (state != HcaState.INITIALIZED || !canRequestPages()) {
             return;
@@ -675,7 +682,9 @@ final class Firmware implements CommandQueue.Executor {
         if (n != 0) {
             MemorySegment d = MemorySegment.ofArray(new byte[28]);
             d.set(BE32, Eq.PAGE_REQ_NUM_PAGES - Eq.EQE_DATA, n); // func_id 0
-            postEvent(Eq.EVENT_PAGE_REQUEST, 0, d);
+            if (!postEvent(Eq.EVENT_PAGE_REQUEST, 0, d)) {
+                pages.resetRequest();
+            }
         }
     }
 }
