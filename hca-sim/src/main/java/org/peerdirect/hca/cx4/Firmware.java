@@ -655,17 +655,20 @@ final class Firmware implements CommandQueue.Executor {
     }
 
     /** Posts an event to its EQ, if one is subscribed, and raises the vector when the EQ was armed. */
-    /** Posts an event on the EQ subscribed to its type; false when none is or its ring is full (the EQE is lost). */
+    /**
+     * Posts an event on the EQ subscribed to its type (raising its vector when armed); false when
+     * no EQ takes the type or the EQE was lost (ring full).
+     */
     boolean postEvent(int type, int subType, MemorySegment data) {
         HwEq e = eqFor(type);
         if (e == null) {
             return false;
         }
-        if (e.post(port, type, subType, data)) {
+        int r = e.postOrDrop(port, type, subType, data);
+        if (r == HwEq.RAISE) {
             e.raise(fn);
-            return true;
         }
-        return false;
+        return r != HwEq.DROPPED;
     }
 
     /**

@@ -60,12 +60,25 @@ final class HwEq {
      * this pass over the ring: the body first, the owner byte last, as the hardware orders them.
      * A full ring drops the event and counts an overrun.
      *
-     * @return whether the EQ's vector must be raised
+     * @return whether the EQ's vector must be raised; a dropped event is also false, see
+     *         {@link #postOrDrop} for the difference
      */
     synchronized boolean post(DmaPort port, int type, int subType, MemorySegment data) {
+        return postOrDrop(port, type, subType, data) == RAISE;
+    }
+
+    /** {@link #postOrDrop}: the event was lost (ring full, or its memory no longer mapped). */
+    static final int DROPPED = 0;
+    /** Written; the EQ was not armed, so no interrupt. */
+    static final int WRITTEN = 1;
+    /** Written, and the EQ's vector must be raised. */
+    static final int RAISE = 2;
+
+    /** Posts one EQE: {@link #DROPPED}, {@link #WRITTEN} or {@link #RAISE}. */
+    synchronized int postOrDrop(DmaPort port, int type, int subType, MemorySegment data) {
         if (producer - consumer >= 1 << logSize) {
             overruns++;
-            return false;
+            return DROPPED;
         }
         eqe.fill((byte) 0);
         eqe.set(ValueLayout.JAVA_BYTE, Eq.EQE_TYPE, (byte) type);
@@ -80,14 +93,14 @@ final class HwEq {
             port.write(at + Eq.EQE_OWNER, eqe, Eq.EQE_OWNER, 1);
         } catch (IommuFault f) {
             dmaFaults++; // the driver unmapped its ring under a live EQ: the IOMMU stopped it
-            return false;
+            return DROPPED;
         }
         producer++;
         if (st == Eq.ST_ARMED) {
             st = Eq.ST_FIRED;
-            return true;
+            return RAISE;
         }
-        return false;
+        return WRITTEN;
     }
 
     /**
