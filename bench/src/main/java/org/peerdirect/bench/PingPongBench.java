@@ -78,12 +78,12 @@ public class PingPongBench {
         @Setup(Level.Trial)
         public void start() {
             stop = false;
+            // echoes whatever ping differs from pong: only this thread writes pong, so a ping set
+            // before the thread first looks is echoed too (reading an initial "last" raced with it)
             echo = Thread.ofPlatform().daemon().name("ring-echo").start(() -> {
-                long last = (long) PING.getAcquire(this);
                 while (!stop) {
                     long p = (long) PING.getAcquire(this);
-                    if (p != last) {
-                        last = p;
+                    if (p != (long) PONG.getOpaque(this)) {
                         PONG.setRelease(this, p);
                     } else {
                         Thread.onSpinWait();
