@@ -838,24 +838,31 @@ final class Transport {
                     dmaFaults.incrementAndGet();
                     break;
                 }
-                RecvWqe w = q.slot(t);
-                w.numSge = 0;
-                for (int o = 0; o + Qp.DS_SIZE <= rqStride && w.numSge < w.addr.length; o += Qp.DS_SIZE) {
-                    int lkey = rwqe.get(BE32, o + Qp.DATA_LKEY);
-                    if (lkey == Qp.INVALID_LKEY) {
-                        break;
-                    }
-                    w.byteCount[w.numSge] = rwqe.get(BE32, o + Qp.DATA_BYTE_COUNT);
-                    w.lkey[w.numSge] = lkey;
-                    w.addr[w.numSge] = rwqe.get(BE64, o + Qp.DATA_ADDR);
-                    w.numSge++;
-                }
+                dataSegments(rwqe, 0, rqStride, q.slot(t));
                 rqCounterOfSlot[(int) t & rqCounterOfSlot.length - 1] = rqFetched & 0xffff;
                 rqFetched = rqFetched + 1 & 0xffff;
                 t++;
                 wqesFetched.incrementAndGet();
             }
             return t;
+        }
+    }
+
+    /**
+     * A receive WQE's data segments from byte {@code from} to {@code end} of {@code wqe} into the
+     * engine's slot, up to the first INVALID_LKEY (the list's end) or the slot's capacity.
+     */
+    private static void dataSegments(MemorySegment wqe, int from, int end, RecvWqe w) {
+        w.numSge = 0;
+        for (int o = from; o + Qp.DS_SIZE <= end && w.numSge < w.addr.length; o += Qp.DS_SIZE) {
+            int lkey = wqe.get(BE32, o + Qp.DATA_LKEY);
+            if (lkey == Qp.INVALID_LKEY) {
+                break;
+            }
+            w.byteCount[w.numSge] = wqe.get(BE32, o + Qp.DATA_BYTE_COUNT);
+            w.lkey[w.numSge] = lkey;
+            w.addr[w.numSge] = wqe.get(BE64, o + Qp.DATA_ADDR);
+            w.numSge++;
         }
     }
 
@@ -977,18 +984,7 @@ final class Transport {
                     dmaFaults.incrementAndGet();
                     break;
                 }
-                RecvWqe w = q.slot(t);
-                w.numSge = 0;
-                for (int o = Srq.NEXT_SEG_SIZE; o + Qp.DS_SIZE <= stride && w.numSge < w.addr.length; o += Qp.DS_SIZE) {
-                    int lkey = wqe.get(BE32, o + Qp.DATA_LKEY);
-                    if (lkey == Qp.INVALID_LKEY) {
-                        break;
-                    }
-                    w.byteCount[w.numSge] = wqe.get(BE32, o + Qp.DATA_BYTE_COUNT);
-                    w.lkey[w.numSge] = lkey;
-                    w.addr[w.numSge] = wqe.get(BE64, o + Qp.DATA_ADDR);
-                    w.numSge++;
-                }
+                dataSegments(wqe, Srq.NEXT_SEG_SIZE, stride, q.slot(t));
                 indexOfSlot[(int) t & indexOfSlot.length - 1] = next & wqes - 1;
                 next = wqe.get(BE16, Srq.NEXT_WQE_INDEX) & 0xffff;
                 taken++;

@@ -382,19 +382,7 @@ public final class Mlx5Qp implements IbQpOps {
                     throw new PostException(Errno.ENOMEM, String.format("QP 0x%x: receive queue full (%d requests)", qpn, rqWqes), w);
                 }
                 long off = (long) (rqHead & rqWqes - 1) * rqStride;
-                MemorySegment p = buf.page(off);
-                long o = off & 4095;
-                int i = 0;
-                for (; i < w.numSge; i++) {
-                    p.set(BE32, o + i * 16L + Qp.DATA_BYTE_COUNT, w.sgList[i].length);
-                    p.set(BE32, o + i * 16L + Qp.DATA_LKEY, w.sgList[i].lkey);
-                    p.set(BE64, o + i * 16L + Qp.DATA_ADDR, w.sgList[i].addr);
-                }
-                if (i * 16 < rqStride) {
-                    p.set(BE32, o + i * 16L + Qp.DATA_BYTE_COUNT, 0);
-                    p.set(BE32, o + i * 16L + Qp.DATA_LKEY, Qp.INVALID_LKEY);
-                    p.set(BE64, o + i * 16L + Qp.DATA_ADDR, 0);
-                }
+                recvSegments(buf.page(off), off & 4095, w, rqStride / Qp.DS_SIZE);
                 rqWrid[rqHead & rqWqes - 1] = w.wrId;
                 rqHead = rqHead + 1 & 0xffff;
                 posted++;
@@ -458,6 +446,25 @@ public final class Mlx5Qp implements IbQpOps {
         w.byteLen = 0;
         w.wcFlags = 0;
         w.immData = 0;
+    }
+
+    /**
+     * A receive WQE's data segments at byte {@code o} of page {@code p}, closed by an INVALID_LKEY
+     * segment when fewer than {@code slots} are used (the QP's receive WQEs and the SRQ's after its
+     * next segment have the same shape).
+     */
+    static void recvSegments(MemorySegment p, long o, IbvRecvWr w, int slots) {
+        int i = 0;
+        for (; i < w.numSge; i++) {
+            p.set(BE32, o + i * 16L + Qp.DATA_BYTE_COUNT, w.sgList[i].length);
+            p.set(BE32, o + i * 16L + Qp.DATA_LKEY, w.sgList[i].lkey);
+            p.set(BE64, o + i * 16L + Qp.DATA_ADDR, w.sgList[i].addr);
+        }
+        if (i < slots) {
+            p.set(BE32, o + i * 16L + Qp.DATA_BYTE_COUNT, 0);
+            p.set(BE32, o + i * 16L + Qp.DATA_LKEY, Qp.INVALID_LKEY);
+            p.set(BE64, o + i * 16L + Qp.DATA_ADDR, 0);
+        }
     }
 
     /** The poller saw the receive CQE of WQE {@code counter} (receives complete in order). */

@@ -3,7 +3,6 @@ package org.peerdirect.mlx5.lib;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.hca.cx4.ifc.CmdEntry;
@@ -34,7 +33,6 @@ public final class Mlx5Srq implements IbSrqOps {
     }
 
     private static final ValueLayout.OfInt BE32 = CmdEntry.BE32;
-    private static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     public final int srqn;
     private final UserBuf buf;
@@ -93,18 +91,7 @@ public final class Mlx5Srq implements IbSrqOps {
                 }
                 long off = (long) head * stride;
                 MemorySegment p = buf.page(off);
-                long o = (off & 4095) + Srq.NEXT_SEG_SIZE;
-                int i = 0;
-                for (; i < w.numSge; i++) {
-                    p.set(BE32, o + i * 16L + Qp.DATA_BYTE_COUNT, w.sgList[i].length);
-                    p.set(BE32, o + i * 16L + Qp.DATA_LKEY, w.sgList[i].lkey);
-                    p.set(BE64, o + i * 16L + Qp.DATA_ADDR, w.sgList[i].addr);
-                }
-                if (i < maxSge) {
-                    p.set(BE32, o + i * 16L + Qp.DATA_BYTE_COUNT, 0);
-                    p.set(BE32, o + i * 16L + Qp.DATA_LKEY, Qp.INVALID_LKEY);
-                    p.set(BE64, o + i * 16L + Qp.DATA_ADDR, 0);
-                }
+                Mlx5Qp.recvSegments(p, (off & 4095) + Srq.NEXT_SEG_SIZE, w, maxSge);
                 wrid[head] = w.wrId;
                 head = p.get(CmdEntry.BE16, (off & 4095) + Srq.NEXT_WQE_INDEX) & wqes - 1;
                 posted++;
