@@ -431,6 +431,10 @@ class CommandQueueTest {
         Cmd parked = createEq(1, uarIndex, 0, page().iova()).start();
         assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.NOP), "the firmware goes on with other commands");
         assertTrue(parked.owned(), "the command short of pages is parked, its entry still with the hardware");
+        // the EQ was never armed: the request was written without an interrupt, not lost, so it
+        // stays the one outstanding request and is not raised again
+        assertEquals(1, ring.mem().get(ValueLayout.JAVA_BYTE, Eq.EQE_SIZE + Eq.EQE_OWNER) & 1,
+                "no second page request while the first is outstanding");
         assertEquals(Mlx5Cmd.STAT_OK, give(31, pages(wanted)).run().status());
         assertEquals(Mlx5Cmd.STAT_OK, parked.finish().status(), "run again once the pages came: " + dev.lastRefusal());
         assertTrue(dev.describe().contains("EQs 9"), dev.describe());
