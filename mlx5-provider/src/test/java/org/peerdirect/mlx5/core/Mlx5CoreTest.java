@@ -138,6 +138,21 @@ class Mlx5CoreTest {
         assertEquals(0, fn.dma().mappedPages(), "no mapping left in the function's domain");
     }
 
+    /**
+     * Back-to-back probe and remove on one function, as a fast rebind does: every cycle ends with
+     * every page taken back by MANAGE_PAGES (none left with the firmware) and DISABLE_HCA accepted.
+     */
+    @Test
+    void loadAndUnloadBackToBackTakeEveryPageBackEachTime() {
+        for (int i = 0; i < 50; i++) {
+            Mlx5CoreDev d = new Mlx5CoreDev("mlx5_" + (i + 1), fn, mm, new Mlx5CoreDev.Settings(10_000, 2_000, 2_000));
+            d.load();
+            d.unload();
+            assertEquals(0, model.pagesHeld(), "cycle " + i + ": the firmware holds no page: " + d.pagesSummary() + " / " + model.describe());
+            assertTrue(d.pagesSummary().contains("reclaimed locally 0"), "cycle " + i + ": every page came back by command: " + d.pagesSummary());
+        }
+    }
+
     @Test
     void theFirmwareAsksForPagesAsContextsGrowAndGivesThemBackWhenTheyShrink() {
         dev.load();
