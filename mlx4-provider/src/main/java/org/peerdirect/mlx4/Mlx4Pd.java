@@ -104,22 +104,7 @@ final class Mlx4Pd implements IbPdOps {
     @Override
     public IbAhOps createAh(int dlid, int portNum) {
         ctx.dev.cmd(() -> ctx.dev.engine.port(portNum));
-        return new IbAhOps() {
-            @Override
-            public int dlid() {
-                return dlid;
-            }
-
-            @Override
-            public int portNum() {
-                return portNum;
-            }
-
-            @Override
-            public void destroyAh() {
-                // an address vector lives in the UD WQE: nothing in the hardware to free
-            }
-        };
+        return IbAhOps.addressVector(dlid, portNum);
     }
 
     @Override

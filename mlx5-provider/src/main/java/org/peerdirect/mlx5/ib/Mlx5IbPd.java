@@ -260,22 +260,7 @@ final class Mlx5IbPd implements IbPdOps {
 
     @Override
     public IbAhOps createAh(int dlid, int portNum) {
-        return new IbAhOps() {
-            @Override
-            public int dlid() {
-                return dlid;
-            }
-
-            @Override
-            public int portNum() {
-                return portNum;
-            }
-
-            @Override
-            public void destroyAh() {
-                // the address vector travels in each UD WQE: nothing in the hardware to free
-            }
-        };
+        return IbAhOps.addressVector(dlid, portNum);
     }
 
     @Override

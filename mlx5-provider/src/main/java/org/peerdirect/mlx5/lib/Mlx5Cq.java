@@ -52,8 +52,12 @@ public final class Mlx5Cq implements IbCqOps {
      * work it never completed is completed here, in software, with WR_FLUSH_ERR.
      */
     private volatile boolean fatal;
-    /** QPs whose send (even index) or receive (odd index) work this CQ flushes in the reset flow; guarded by lock. */
-    private final java.util.List<Object> flushList = new java.util.ArrayList<>();
+    /** A queue this CQ flushes in the reset flow: {@code qp}'s send queue, or its receive queue. */
+    private record Flush(Mlx5Qp qp, boolean send) {
+    }
+
+    /** The queues this CQ flushes in the reset flow; guarded by lock. */
+    private final java.util.List<Flush> flushList = new java.util.ArrayList<>();
 
     public Mlx5Cq(int cqn, IbCqEvents events, UserBuf buf, int logSize, UarPage uar, Mlx5Qp[] qpTable, Control control) {
         this.cqn = cqn;
@@ -83,24 +87,14 @@ public final class Mlx5Cq implements IbCqOps {
     public void internalError(Mlx5Qp qp, boolean send) {
         lock.lock();
         try {
-            if (!flushListContains(qp, send)) {
-                flushList.add(qp);
-                flushList.add(send);
+            Flush f = new Flush(qp, send);
+            if (!flushList.contains(f)) {
+                flushList.add(f);
             }
             fatal = true;
         } finally {
             lock.unlock();
         }
-    }
-
-    private boolean flushListContains(Mlx5Qp qp, boolean send) {
-        assert lock.isHeldByCurrentThread();
-        for (int i = 0; i < flushList.size(); i += 2) {
-            if (flushList.get(i) == qp && (Boolean) flushList.get(i + 1) == send) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** The CQ error event ({@code IB_EVENT_CQ_ERR}): the device overran the ring. */
@@ -138,9 +132,9 @@ public final class Mlx5Cq implements IbCqOps {
                 dbr.set(BE32, Cq.DBR_SET_CI, ci & 0xff_ffff);
             }
             if (fatal) { // after every CQE the device wrote: the work it never will complete
-                for (int i = 0; i < flushList.size() && k < max; i += 2) {
-                    Mlx5Qp qp = (Mlx5Qp) flushList.get(i);
-                    k = (Boolean) flushList.get(i + 1) ? qp.flushSend(wc, k, max) : qp.flushRecv(wc, k, max);
+                for (int i = 0; i < flushList.size() && k < max; i++) {
+                    Flush f = flushList.get(i);
+                    k = f.send() ? f.qp().flushSend(wc, k, max) : f.qp().flushRecv(wc, k, max);
                 }
             }
             return k;
