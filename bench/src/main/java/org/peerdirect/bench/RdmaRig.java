@@ -91,6 +91,7 @@ final class RdmaRig implements AutoCloseable {
     final Mlx4Device[] devs = new Mlx4Device[2];
     final ConnectX4Device[] cx4 = new ConnectX4Device[2];
     final Mlx5CoreDev[] mlx5 = new Mlx5CoreDev[2];
+    final Mlx5IbDev[] mlx5ib = new Mlx5IbDev[2];
     /** The core's devices over the drivers' (what users open). */
     final IbDevice[] ib = new IbDevice[2];
     final AddressSpace proc;
@@ -128,7 +129,8 @@ final class RdmaRig implements AutoCloseable {
                 cx4[i] = new ConnectX4Device("ConnectX-4", ConnectX4Device.DEVICE_CONNECTX4, fabric);
                 mlx5[i] = new Mlx5CoreDev("mlx5_" + i, bus.register(cx4[i].spec()), mm, new Mlx5CoreDev.Settings(10_000, 2_000, 2_000));
                 mlx5[i].load();
-                ib[i] = new IbDevice(new Mlx5IbDev(mlx5[i], umems));
+                mlx5ib[i] = new Mlx5IbDev(mlx5[i], umems);
+                ib[i] = new IbDevice(mlx5ib[i]);
             }
         }
         proc = mm.createProcess("rdma-bench");
@@ -209,6 +211,9 @@ final class RdmaRig implements AutoCloseable {
                 }
                 if (devs[i] != null) {
                     devs[i].removeHardware(true);
+                }
+                if (mlx5ib[i] != null) {
+                    mlx5ib[i].close(); // the mkey cache and the UMR QP
                 }
                 if (mlx5[i] != null) {
                     mlx5[i].unload(); // every firmware page taken back, DISABLE_HCA last

@@ -19,6 +19,7 @@ import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
 import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.hca.cx4.ifc.Srq;
+import org.peerdirect.hca.cx4.ifc.Umr;
 import org.peerdirect.hca.engine.Cqe;
 import org.peerdirect.hca.engine.CqeSink;
 import org.peerdirect.hca.engine.HcaDevice;
@@ -33,6 +34,7 @@ import org.peerdirect.hca.engine.QpContext;
 import org.peerdirect.hca.engine.RecvQueue;
 import org.peerdirect.hca.engine.RecvWqe;
 import org.peerdirect.hca.engine.SendWqe;
+import org.peerdirect.hca.engine.UmrWqe;
 import org.peerdirect.hca.engine.Wqe;
 import org.peerdirect.kernel.dma.DmaPort;
 import org.peerdirect.kernel.iommu.IommuFault;
@@ -388,8 +390,9 @@ final class Transport {
         int engineSt = switch (st) {
             case Qp.ST_RC -> HcaDevice.ST_RC;
             case Qp.ST_UD -> HcaDevice.ST_UD;
+            case Qp.ST_REG_UMR -> HcaDevice.ST_REG_UMR;
             default -> throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "QP service type 0x" + Integer.toHexString(st)
-                    + " is not built in the model (RC 0x0 and UD 0x2 are)");
+                    + " is not built in the model (RC 0x0, UD 0x2 and REG_UMR 0xc are)");
         };
         if (Qp.QPC_PM_STATE.get(in, c) != Qp.PM_MIGRATED) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "pm_state must be MIGRATED (3): the model has no APM");
@@ -398,6 +401,9 @@ final class Transport {
         if (rqType != Qp.RQ_REGULAR && rqType != Qp.RQ_ZERO_LEN && rqType != Srq.RQ_SRQ) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "rq_type " + rqType + " is not built in the model (regular 0, SRQ 1, "
                     + "zero-length 3 are)");
+        }
+        if (st == Qp.ST_REG_UMR && rqType != Qp.RQ_ZERO_LEN) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "a REG_UMR QP only sends: rq_type must be zero-length (3)");
         }
         MemSrq srq = null;
         if (rqType == Srq.RQ_SRQ) {
@@ -443,7 +449,7 @@ final class Transport {
             fw.pages.free(ctx);
             throw refused(e);
         }
-        MemQp q = new MemQp(hw, st, pas, dbr, uar, logSq, rqWqes == 0 ? 0 : logRq, rqStride, ctx, srq);
+        MemQp q = new MemQp(hw, st, pas, dbr, uar, logSq, rqWqes, rqStride, ctx, srq);
         if (hw.recvQueue() != null) {
             hw.recvQueue().fetcher(q::fetchRecv);
         }
@@ -486,7 +492,7 @@ final class Transport {
                 ctx.mtu = Qp.QPC_MTU.get(in, c) == 0 ? ctx.mtu : Qp.QPC_MTU.get(in, c); // UD QPs may leave it 0
                 ctx.remoteQpn = Qp.QPC_REMOTE_QPN.get(in, c);
                 boolean grh = Qp.QPC_PRI_GRH.get(in, c) != 0;
-                if (engine.ethernet() && !grh && q.st != Qp.ST_UD) {
+                if (engine.ethernet() && !grh && q.st == Qp.ST_RC) {
                     // RoCE has no LIDs: a connected QP's path is its peer's GID, or nothing
                     throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "the port is Ethernet (RoCE): the primary path needs grh=1 and the remote GID");
                 }
@@ -592,12 +598,14 @@ final class Transport {
         int rqFetched;
         final int[] rqCounterOfSlot;
         private final MemorySegment bb = MemorySegment.ofArray(new byte[Qp.SEND_WQE_BB]);
+        /** A UMR WQE's basic blocks, copied together (under sqLock). */
+        private final MemorySegment umrWqe = MemorySegment.ofArray(new byte[3 * Qp.SEND_WQE_BB]);
         private final MemorySegment word = MemorySegment.ofArray(new byte[4]);
         /** A UD WQE's address vector as fetched (under sqLock). */
         private final MemorySegment av = MemorySegment.ofArray(new byte[Qp.AV_SIZE]);
         private final MemorySegment rwqe;
 
-        MemQp(HwQp hw, int st, long[] pas, long dbr, int uar, int logSq, int logRq, int rqStride, FirmwarePages.Slot context, MemSrq srq) {
+        MemQp(HwQp hw, int st, long[] pas, long dbr, int uar, int logSq, int rqWqes, int rqStride, FirmwarePages.Slot context, MemSrq srq) {
             this.srq = srq;
             this.hw = hw;
             this.st = st;
@@ -605,7 +613,8 @@ final class Transport {
             this.dbr = dbr;
             this.uar = uar;
             this.sqBbs = 1 << logSq;
-            this.rqWqes = hw.recvQueue() == null ? 0 : 1 << logRq;
+            // the buffer's RQ part: none for a zero-length or SRQ receive side, whatever the engine keeps for it
+            this.rqWqes = rqWqes;
             this.rqStride = rqStride;
             this.sqOffset = (long) rqWqes * rqStride;
             this.context = context;
@@ -709,6 +718,9 @@ final class Transport {
          * (unknown opcode, QPN of another QP, DS count too small or too large).
          */
         private int decode(SendWqe w) {
+            if (st == Qp.ST_REG_UMR) {
+                return decodeUmr(w);
+            }
             readBb(sqFetched);
             int opIdx = bb.get(BE32, Qp.CTRL_OPMOD_IDX_OPCODE);
             int qpnDs = bb.get(BE32, Qp.CTRL_QPN_DS);
@@ -804,6 +816,60 @@ final class Transport {
                 w.length += bc & 0xffff_ffffL;
                 w.numSge++;
                 seg++;
+            }
+            return (ds * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
+        }
+
+        /**
+         * A REG_UMR QP's WQE: the UMR control segment, the mkey segment and the data segment of the
+         * translation list, into the slot's {@link UmrWqe} (the engine fetches the list when it
+         * executes the request). Anything but a UMR, or a UMR of the wrong size or with its list
+         * inline (not built), is malformed.
+         */
+        private int decodeUmr(SendWqe w) {
+            int bbs = (Umr.DS_WITH_DATA * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
+            for (int b = 0; b < bbs; b++) {
+                readBb(sqFetched + b);
+                MemorySegment.copy(bb, 0, umrWqe, (long) b * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
+            }
+            int opIdx = umrWqe.get(BE32, Qp.CTRL_OPMOD_IDX_OPCODE);
+            int qpnDs = umrWqe.get(BE32, Qp.CTRL_QPN_DS);
+            int ds = qpnDs & 0x3f;
+            int flags = umrWqe.get(ValueLayout.JAVA_BYTE, Umr.CTRL_SEG + Umr.FLAGS) & 0xff;
+            int octowords = umrWqe.get(BE16, Umr.CTRL_SEG + Umr.XLT_OCTOWORDS) & 0xffff;
+            boolean sized = ds == Umr.DS_WITH_DATA || ds == Umr.DS_NO_DATA && octowords == 0; // a list needs its data segment
+            if ((opIdx & 0xff) != Wqe.OP_UMR || qpnDs >>> 8 != hw.qpn || !sized || (flags & UmrWqe.FLAG_INLINE) != 0) {
+                return 0;
+            }
+            UmrWqe u = w.umr == null ? w.umr = new UmrWqe() : w.umr;
+            int ctl = umrWqe.get(ValueLayout.JAVA_BYTE, Qp.CTRL_FM_CE_SE) & 0xff;
+            w.opcode = Wqe.OP_UMR;
+            w.ctrl = (ctl & Qp.CTRL_CQ_UPDATE) != 0 ? Wqe.CTRL_CQ_UPDATE : 0;
+            w.numSge = 0;
+            w.inlineLen = 0;
+            w.length = 0;
+            u.mkey = umrWqe.get(BE32, Qp.CTRL_IMM);
+            u.flags = flags;
+            u.mask = umrWqe.get(BE64, Umr.CTRL_SEG + Umr.MKEY_MASK);
+            long m = Umr.MKEY_SEG;
+            u.free = Mkey.MKC_FREE.get(umrWqe, m) != 0;
+            u.perm = perm(umrWqe, m);
+            u.keyByte = Mkey.MKC_MKEY_7_0.get(umrWqe, m);
+            u.pdn = Mkey.MKC_PD.get(umrWqe, m);
+            u.start = umrWqe.get(BE64, m + Mkey.MKC_START_ADDR);
+            u.length = umrWqe.get(BE64, m + Mkey.MKC_LEN);
+            u.length64 = Mkey.MKC_LENGTH64.get(umrWqe, m) != 0;
+            u.logPageSize = Mkey.MKC_LOG_PAGE_SIZE.get(umrWqe, m);
+            u.xltEntries = octowords * Umr.MTT_PER_OCTOWORD;
+            long offset = (umrWqe.get(BE16, Umr.CTRL_SEG + Umr.XLT_OFFSET) & 0xffffL)
+                    | (umrWqe.get(BE32, Umr.CTRL_SEG + Umr.XLT_OFFSET_47_16) & 0xffff_ffffL) << 16;
+            u.xltOffset = (flags & UmrWqe.FLAG_TRANSLATION_OFFSET_EN) != 0 ? offset * Umr.MTT_PER_OCTOWORD : 0;
+            if (ds == Umr.DS_WITH_DATA) {
+                u.xltByteCount = umrWqe.get(BE32, Umr.DATA_SEG + Qp.DATA_BYTE_COUNT) & 0xffff_ffffL;
+                u.xltLkey = umrWqe.get(BE32, Umr.DATA_SEG + Qp.DATA_LKEY);
+                u.xltIova = umrWqe.get(BE64, Umr.DATA_SEG + Qp.DATA_ADDR);
+            } else {
+                u.xltByteCount = 0;
             }
             return (ds * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
         }
@@ -1002,15 +1068,29 @@ final class Transport {
         return (int) Math.min(1 << 20, 2L * (in.get(BE32, Mkey.CREATE_IN_OCTWORD_ACTUAL_SIZE) & 0xffff_ffffL));
     }
 
+    /** The {@link HcaDevice}{@code .PERM_*} rights of an mkey context's access bits at {@code m}. */
+    static int perm(MemorySegment s, long m) {
+        return (Mkey.MKC_LR.get(s, m) != 0 ? HcaDevice.PERM_LOCAL_READ : 0) | (Mkey.MKC_LW.get(s, m) != 0 ? HcaDevice.PERM_LOCAL_WRITE : 0)
+                | (Mkey.MKC_RR.get(s, m) != 0 ? HcaDevice.PERM_REMOTE_READ : 0) | (Mkey.MKC_RW.get(s, m) != 0 ? HcaDevice.PERM_REMOTE_WRITE : 0)
+                | (Mkey.MKC_A.get(s, m) != 0 ? HcaDevice.PERM_ATOMIC : 0);
+    }
+
+    /** The most MTT entries one UMR-enabled mkey may be created with (2^24, a 64 GiB range of 4 KiB pages). */
+    static final int MAX_UMR_MTT = 1 << 24;
+
     void createMkey(MemorySegment in, MemorySegment out) throws Firmware.Refused, CommandQueue.Deferred {
         long m = Mkey.CREATE_IN_MKC;
         int mode = Mkey.MKC_ACCESS_MODE_1_0.get(in, m) | Mkey.MKC_ACCESS_MODE_4_2.get(in, m) << 2;
         if (mode != Mkey.ACCESS_MODE_MTT) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "access mode " + mode + ": the model builds MTT mkeys (1) by command; "
-                    + "KSM and UMR are not built yet");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "access mode " + mode + ": the model builds MTT mkeys (1); "
+                    + "KLM and KSM are not built yet");
+        }
+        if (Mkey.MKC_UMR_EN.get(in, m) != 0) {
+            createUmrMkey(in, out);
+            return;
         }
         if (Mkey.MKC_FREE.get(in, m) != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a free mkey needs UMR, which the model does not execute yet");
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a free mkey can only be enabled by UMR: it needs umr_en");
         }
         if (Mkey.MKC_LOG_PAGE_SIZE.get(in, m) != 12) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "log_page_size " + Mkey.MKC_LOG_PAGE_SIZE.get(in, m)
@@ -1040,13 +1120,48 @@ final class Transport {
             iova[i] = e & ~0xfffL;
             length[i] = 4096;
         }
-        int perm = (Mkey.MKC_LR.get(in, m) != 0 ? HcaDevice.PERM_LOCAL_READ : 0) | (Mkey.MKC_LW.get(in, m) != 0 ? HcaDevice.PERM_LOCAL_WRITE : 0)
-                | (Mkey.MKC_RR.get(in, m) != 0 ? HcaDevice.PERM_REMOTE_READ : 0) | (Mkey.MKC_RW.get(in, m) != 0 ? HcaDevice.PERM_REMOTE_WRITE : 0)
-                | (Mkey.MKC_A.get(in, m) != 0 ? HcaDevice.PERM_ATOMIC : 0);
+        int perm = perm(in, m);
         FirmwarePages.Slot ctx = context(MKEY_CONTEXT_BYTES, in, m, 64);
         int key;
         try {
             key = engine.sw2hwMpt(pd, start, len, perm, iova, length, Mkey.MKC_MKEY_7_0.get(in, m));
+        } catch (HwCommandException e) {
+            fw.pages.free(ctx);
+            throw refused(e);
+        }
+        mkeys.put(Mkey.mkeyToIdx(key), ctx);
+        Pages.INDEX24.set(out, 0, Mkey.mkeyToIdx(key));
+    }
+
+    /**
+     * {@code CREATE_MKEY} with {@code umr_en}: an MTT mkey with {@code translations_octword_size} × 2
+     * entries, the first {@code translations_octword_actual_size} × 2 given (an entry without
+     * {@code rd_en} is not present), created free or in use; UMR work requests change it later.
+     */
+    private void createUmrMkey(MemorySegment in, MemorySegment out) throws Firmware.Refused, CommandQueue.Deferred {
+        long m = Mkey.CREATE_IN_MKC;
+        long capacity = 2L * (Mkey.MKC_TRANSLATIONS_OCTWORD_SIZE.get(in, m) & 0xffff_ffffL);
+        int n = mttEntries(in);
+        if (capacity < 1 || capacity > MAX_UMR_MTT || n > capacity) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, String.format(
+                    "translations_octword_size %d (%d MTT entries, the model takes 2..%d) with %d entries given", capacity / 2, capacity,
+                    MAX_UMR_MTT, n));
+        }
+        int pd = Mkey.MKC_PD.get(in, m);
+        if (!fw.pdAllocated(pd)) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+        }
+        long[] mtt = new long[n];
+        for (int i = 0; i < n; i++) {
+            long e = in.get(BE64, Mkey.CREATE_IN_MTT + 8L * i);
+            mtt[i] = (e & Mkey.MTT_READ) == 0 ? 0 : e;
+        }
+        FirmwarePages.Slot ctx = context(MKEY_CONTEXT_BYTES, in, m, 64);
+        int key;
+        try {
+            long len = Mkey.MKC_LENGTH64.get(in, m) != 0 ? Long.MAX_VALUE - in.get(BE64, m + Mkey.MKC_START_ADDR) : in.get(BE64, m + Mkey.MKC_LEN);
+            key = engine.createUmrMpt(pd, in.get(BE64, m + Mkey.MKC_START_ADDR), len, perm(in, m), Mkey.MKC_LOG_PAGE_SIZE.get(in, m), (int) capacity,
+                    Mkey.MKC_FREE.get(in, m) != 0, mtt, n, Mkey.MKC_MKEY_7_0.get(in, m));
         } catch (HwCommandException e) {
             fw.pages.free(ctx);
             throw refused(e);

@@ -42,10 +42,11 @@ final class DmaMover {
             long s1 = first.lock.readLock();
             long s2 = second == null ? 0 : second.lock.readLock();
             try {
-                if (sm != null && sm.state != Mpt.State.VALID) {
+                // a UMR since the rights were checked (another generation) changed what they were checked against
+                if (sm != null && (sm.state != Mpt.State.VALID || sm.gen != src.gen[src.cur])) {
                     return srcErr;
                 }
-                if (dm.state != Mpt.State.VALID) {
+                if (dm.state != Mpt.State.VALID || dm.gen != dst.gen[dst.cur]) {
                     return dstErr;
                 }
                 if (sm != null && !sm.mapped(sva, Mpt.MTT_READ)) {

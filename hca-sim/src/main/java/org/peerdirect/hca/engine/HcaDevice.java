@@ -35,6 +35,11 @@ public final class HcaDevice {
     /** QP service types ({@code MLX4_QP_ST_*}). */
     public static final int ST_RC = 0x0;
     public static final int ST_UD = 0x3;
+    /**
+     * A QP that executes UMR work requests only (mlx5's {@code st} REG_UMR, 0xc): the driver's
+     * channel for changing mkeys without commands. It talks to no peer.
+     */
+    public static final int ST_REG_UMR = 0xc;
 
     /**
      * Queue and CQ sizes as the hardware allocates them: rounded up to a power of two (mlx4's
@@ -184,6 +189,94 @@ public final class HcaDevice {
         mpts[index] = new Mpt(key, pdn, start, length, perm, mttIova, mttLength);
         return key;
     }
+
+    /**
+     * mlx5's {@code CREATE_MKEY} with {@code umr_en} (access mode MTT): an entry with room for
+     * {@code capacity} MTT entries of {@code 2^pageShift}-byte pages, the first {@code n} from
+     * {@code mtt} (IOVA | {@link #MTT_READ} | {@link #MTT_WRITE}, or 0: not present), that UMR
+     * work requests may change later ({@link #umr}). With {@code free} it admits nothing until a
+     * UMR enables it (the mkey cache's entries). {@code keyByte} is the driver's {@code mkey_7_0}.
+     */
+    public synchronized int createUmrMpt(int pdn, long start, long length, int perm, int pageShift, int capacity, boolean free, long[] mtt,
+            int n, int keyByte) {
+        alive();
+        if (pageShift < 12 || pageShift > 30 || length < 0 || start + length < start || n < 0 || n > capacity) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
+                    "%s: UMR-enabled mkey of %d bytes at 0x%x, pages of 2^%d bytes, %d of %d MTT entries given (need no wrap, "
+                            + "12 <= shift <= 30, given <= capacity)", name, length, start, pageShift, n, capacity));
+        }
+        if (!free && length > 0 && (start + length - 1 >>> pageShift) - (start >>> pageShift) >= capacity) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
+                    "%s: %d bytes at 0x%x need more than the mkey's %d MTT entries", name, length, start, capacity));
+        }
+        int index = mptIndices.alloc();
+        if (index < 0) {
+            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": MPT table full (" + (MAX_MPT - 1) + " entries alive)");
+        }
+        try {
+            Mpt m = new Mpt((index << 8) | keyByte & 0xff, pdn, start, length, perm, pageShift, capacity, true);
+            if (n > 0) {
+                m.update(0, mtt, n);
+            }
+            m.state = free ? Mpt.State.FREE : Mpt.State.VALID;
+            mpts[index] = m;
+            return m.key;
+        } catch (HwCommandException e) {
+            mptIndices.free(index);
+            throw e;
+        }
+    }
+
+    /**
+     * Executes the UMR work request of a REG_UMR QP's send slot: fetches its translation list by
+     * DMA (the reserved lkey 0: bus addresses of this function's domain), then changes the mkey
+     * ({@link Mpt#umr}). Returns when no DMA admitted before the change is in flight. The outcome:
+     * success; a local protection error for a key that names no UMR-enabled entry, a failed free
+     * check, a list not behind the reserved lkey or not mapped for the device; a local QP
+     * operation error for what the mkey cannot take (translations outside its MTT, a range longer
+     * than its MTT covers, a bad page size or entry); a local length error for a list shorter
+     * than its entries.
+     */
+    Outcome umr(SendWqe w) {
+        UmrWqe u = w.umr;
+        if (w.opcode != Wqe.OP_UMR || u == null) {
+            return Outcome.LOC_QP_OP_ERR;
+        }
+        Mpt m = mpt(u.mkey);
+        if (m == null) {
+            return Outcome.LOC_PROT_ERR;
+        }
+        long[] xlt = NO_XLT;
+        if (u.xltEntries > 0) {
+            if (u.xltLkey != 0) {
+                return Outcome.LOC_PROT_ERR;
+            }
+            if (u.xltByteCount < 8L * u.xltEntries) {
+                return Outcome.LOC_LEN_ERR;
+            }
+            java.lang.foreign.MemorySegment list = java.lang.foreign.MemorySegment.ofArray(new byte[8 * u.xltEntries]);
+            try {
+                domain.read(u.xltIova, list, 0, list.byteSize());
+            } catch (org.peerdirect.kernel.iommu.IommuFault f) {
+                return Outcome.LOC_PROT_ERR;
+            }
+            xlt = new long[u.xltEntries];
+            for (int i = 0; i < xlt.length; i++) {
+                xlt[i] = list.get(BE64, 8L * i);
+            }
+        }
+        Outcome o = m.umr(u, xlt);
+        if (o == Outcome.SUCCESS) {
+            umrs.incrementAndGet();
+        }
+        return o;
+    }
+
+    private static final long[] NO_XLT = new long[0];
+    private static final java.lang.foreign.ValueLayout.OfLong BE64 = java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
+            .withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+    /** UMR work requests executed. */
+    public final java.util.concurrent.atomic.AtomicLong umrs = new java.util.concurrent.atomic.AtomicLong();
 
     /** The key of the live MPT entry {@code index} ({@code mkey_index} of mlx5's commands), or -1. */
     public synchronized int mptKeyOfIndex(int index) {
@@ -427,8 +520,8 @@ public final class HcaDevice {
      */
     public synchronized HwQp createQp(int pdn, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
         alive();
-        if (serviceType != ST_RC && serviceType != ST_UD) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": QP service type " + serviceType + " is not RC or UD");
+        if (serviceType != ST_RC && serviceType != ST_UD && serviceType != ST_REG_UMR) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": QP service type " + serviceType + " is not RC, UD or REG_UMR");
         }
         if (scq == null || rcq == null || scq.dev != this || rcq.dev != this || srq != null && srq.dev != this) {
             throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, name + ": a QP's CQs and SRQ must be of this device");

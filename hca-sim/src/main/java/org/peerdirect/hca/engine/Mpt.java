@@ -19,19 +19,39 @@ import java.util.concurrent.locks.StampedLock;
  * creation, filled and zapped by the driver ({@code UMR}). An access to a page without the bit it
  * needs is a translation miss: the engine raises a page-fault event instead of an error.</li>
  * </ul>
+ *
+ * <p>A <b>UMR-enabled</b> entry (mlx5's {@code umr_en}) keeps the on-demand kind's per-page MTT with a
+ * fixed capacity (the {@code translations_octword_size} it was created with) and lets a UMR work
+ * request change what the hardware lets UMR change: the translations, start, length, page size,
+ * PD, access rights, key byte and the free state (a free entry admits no access). Every such change
+ * happens under the write lock and advances {@link #gen}: a transfer records the generation it
+ * checked its rights against ({@link #admit}) and {@link DmaMover} re-checks it under the read lock,
+ * so a transfer admitted before a UMR never moves a byte after it (the rights it was checked
+ * against may no longer hold).
  */
 final class Mpt {
 
-    enum State { VALID, REVOKED }
+    /** VALID admits accesses; FREE (a UMR-enabled entry disabled or created free) and REVOKED (destroyed) do not. */
+    enum State { VALID, FREE, REVOKED }
 
     private static final java.util.concurrent.atomic.AtomicLong SERIAL = new java.util.concurrent.atomic.AtomicLong();
     /** Unique across devices (keys are only unique per device): the lock order of transfers. */
     final long serial = SERIAL.incrementAndGet();
-    final int key;
-    final int pdn;
-    final long start;
-    final long length;
-    final int access;
+    /**
+     * The attributes below change only on a UMR-enabled entry, under the write lock, followed by a
+     * {@link #gen} advance (a volatile write that publishes them). Readers outside the lock read
+     * {@link #gen} first ({@link #admit}); what they read may already be newer, which the
+     * generation check under the read lock catches.
+     */
+    volatile int key;
+    int pdn;
+    long start;
+    long length;
+    int access;
+    /** Advanced by every UMR; see the class comment. */
+    volatile int gen;
+    /** {@code umr_en}: UMR work requests may change this entry. */
+    final boolean umrEn;
     /** Offset of block i from the 4 KiB-aligned start, one extra for the end. */
     private final long[] blockOff;
     private final long[] blockIova;
@@ -48,7 +68,7 @@ final class Mpt {
     private static final int CHUNK_SHIFT = 12;
     static final int CHUNK = 1 << CHUNK_SHIFT;
     /** On-demand only: log2 of the page size the MTT entries cover. */
-    final int pageShift;
+    int pageShift;
 
     /** MTT entry bits of an on-demand entry ({@code MLX5_IB_MTT_READ}, {@code MLX5_IB_MTT_WRITE}). */
     static final long MTT_READ = 1;
@@ -68,26 +88,58 @@ final class Mpt {
         pageMtt = null;
         pages = 0;
         pageShift = 12;
+        umrEn = false;
     }
 
     /** An on-demand entry: nothing present until {@link #update}. */
     Mpt(int key, int pdn, long start, long length, int access, int pageShift) {
+        this(key, pdn, start, length, access, pageShift, pagesOf(key, start, length, pageShift), false);
+    }
+
+    /**
+     * A per-page entry with room for {@code capacity} MTT entries, all not present; with
+     * {@code umrEn}, UMR may change it, and {@code free} creates it disabled (mlx5's
+     * {@code free = 1}: the mkey cache's entries, filled and enabled by UMR later).
+     */
+    Mpt(int key, int pdn, long start, long length, int access, int pageShift, int capacity, boolean umrEn) {
         this.key = key;
         this.pdn = pdn;
         this.start = start;
         this.length = length;
         this.access = access;
         this.pageShift = pageShift;
+        this.umrEn = umrEn;
         blockOff = null;
         blockIova = null;
+        if (capacity < 1) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, String.format("mkey 0x%x: an MTT of %d entries", key, capacity));
+        }
+        pages = capacity;
+        pageMtt = new long[(pages + CHUNK - 1) >>> CHUNK_SHIFT][];
+    }
+
+    /** MTT entries an on-demand range needs (one per page it touches). */
+    static int pagesOf(int key, long start, long length, int pageShift) {
         long first = start >>> pageShift;
         long end = (start + length + (1L << pageShift) - 1) >>> pageShift;
         if (end - first > Integer.MAX_VALUE) {
             throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, String.format(
                     "mkey 0x%x: %d pages of 2^%d bytes exceed the 2^31 MTT entries of one mkey", key, end - first, pageShift));
         }
-        pages = (int) Math.max(1, end - first);
-        pageMtt = new long[(pages + CHUNK - 1) >>> CHUNK_SHIFT][];
+        return (int) Math.max(1, end - first);
+    }
+
+    /**
+     * The entry's generation if it admits an access of {@code len} bytes at {@code va} from PD
+     * {@code pdn} with all of {@code perm}; -1 if not. The generation is read first, so a UMR
+     * racing the checks is caught by the transfer's re-check under the read lock.
+     */
+    int admit(int pdn, long va, long len, int perm) {
+        int g = gen;
+        if (state != State.VALID || this.pdn != pdn || (access & perm) != perm || !contains(va, len)) {
+            return -1;
+        }
+        return g;
     }
 
     private long entry(int p) {
@@ -224,6 +276,86 @@ final class Mpt {
         long off = va - (start & -4096L);
         int i = block(off);
         return blockOff[i + 1] - off;
+    }
+
+    /**
+     * Executes a UMR work request on this entry: checks, then under the write lock the new
+     * attributes, translations and free state, all or nothing. Returns when no DMA admitted before
+     * it is in flight (the write lock waits for the read locks of transfers in progress), so a UMR
+     * that disables the entry or zaps translations is a revocation the driver can rely on. The
+     * translations ({@code xlt}, already fetched) are MTT entries for
+     * {@code [u.xltOffset, u.xltOffset + u.xltEntries)}.
+     */
+    Outcome umr(UmrWqe u, long[] xlt) {
+        if (!umrEn) {
+            return Outcome.LOC_PROT_ERR; // created without umr_en: only commands may change it
+        }
+        long m = u.mask;
+        long s = lock.writeLock();
+        try {
+            if (state == State.REVOKED) {
+                return Outcome.LOC_PROT_ERR;
+            }
+            if ((u.flags & UmrWqe.CHECK_MASK) == UmrWqe.FLAG_CHECK_FREE && state != State.FREE
+                    || (u.flags & UmrWqe.CHECK_MASK) == UmrWqe.FLAG_CHECK_NOT_FREE && state == State.FREE) {
+                return Outcome.LOC_PROT_ERR;
+            }
+            int shift = (m & UmrWqe.MASK_PAGE_SIZE) != 0 ? u.logPageSize : pageShift;
+            long st = (m & UmrWqe.MASK_START_ADDR) != 0 ? u.start : start;
+            long len = (m & UmrWqe.MASK_LEN) != 0 ? (u.length64 ? Long.MAX_VALUE - st : u.length) : length;
+            State next = (m & UmrWqe.MASK_FREE) != 0 ? (u.free ? State.FREE : State.VALID) : state;
+            if (shift < 12 || shift > 30 || len < 0 || st + len < st) {
+                return Outcome.LOC_QP_OP_ERR;
+            }
+            if (next == State.VALID && len > 0 && (st + len - 1 >>> shift) - (st >>> shift) >= pages) {
+                return Outcome.LOC_QP_OP_ERR; // the range needs more MTT entries than the entry was created with
+            }
+            if (u.xltEntries > 0 && (u.xltOffset < 0 || u.xltOffset > pages - (long) u.xltEntries)) {
+                return Outcome.LOC_QP_OP_ERR;
+            }
+            for (int i = 0; i < u.xltEntries; i++) {
+                if ((xlt[i] & ((1L << shift) - 1) & ~(MTT_READ | MTT_WRITE)) != 0) {
+                    return Outcome.LOC_QP_OP_ERR; // not an address aligned to the page size
+                }
+            }
+            // all checked: apply
+            pageShift = shift;
+            start = st;
+            length = len;
+            if ((m & UmrWqe.MASK_PD) != 0) {
+                pdn = u.pdn;
+            }
+            int a = access;
+            a = bit(a, m, UmrWqe.MASK_LR, u.perm, HcaDevice.PERM_LOCAL_READ);
+            a = bit(a, m, UmrWqe.MASK_LW, u.perm, HcaDevice.PERM_LOCAL_WRITE);
+            a = bit(a, m, UmrWqe.MASK_RR, u.perm, HcaDevice.PERM_REMOTE_READ);
+            a = bit(a, m, UmrWqe.MASK_RW, u.perm, HcaDevice.PERM_REMOTE_WRITE);
+            a = bit(a, m, UmrWqe.MASK_A, u.perm, HcaDevice.PERM_ATOMIC);
+            access = a;
+            if ((m & UmrWqe.MASK_KEY) != 0) {
+                key = key & ~0xff | u.keyByte & 0xff;
+            }
+            for (int i = 0; i < u.xltEntries; i++) {
+                int p = (int) u.xltOffset + i;
+                long[] c = pageMtt[p >>> CHUNK_SHIFT];
+                if (c == null) {
+                    if (xlt[i] == 0) {
+                        continue;
+                    }
+                    c = pageMtt[p >>> CHUNK_SHIFT] = new long[CHUNK];
+                }
+                c[p & (CHUNK - 1)] = xlt[i];
+            }
+            state = next;
+            gen++;
+            return Outcome.SUCCESS;
+        } finally {
+            lock.unlockWrite(s);
+        }
+    }
+
+    private static int bit(int access, long mask, long maskBit, int from, int perm) {
+        return (mask & maskBit) == 0 ? access : access & ~perm | from & perm;
     }
 
     /** Stops all DMA through this entry; returns when none is in flight. */

@@ -149,7 +149,11 @@ final class Requester {
             }
             Outcome o;
             try {
-                o = qp.serviceType == HcaDevice.ST_RC ? executeRc(w) : executeUd(w);
+                o = switch (qp.serviceType) {
+                    case HcaDevice.ST_RC -> executeRc(w);
+                    case HcaDevice.ST_REG_UMR -> qp.dev.umr(w);
+                    default -> executeUd(w);
+                };
             } catch (RuntimeException e) {
                 // an engine bug must not wedge the queue: the WQE fails, the QP goes to ERR
                 System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": WQE " + h + " failed", e);
@@ -252,11 +256,11 @@ final class Requester {
                 continue;
             }
             Mpt m = qp.dev.mpt(w.lkey[i]);
-            if (m == null || m.state != Mpt.State.VALID || m.pdn != qp.pdn || !m.contains(w.addr[i], l)
-                    || needWrite && (m.access & HcaDevice.PERM_LOCAL_WRITE) == 0) {
+            int g = m == null ? -1 : m.admit(qp.pdn, w.addr[i], l, needWrite ? HcaDevice.PERM_LOCAL_WRITE : 0);
+            if (g < 0) {
                 return Outcome.LOC_PROT_ERR;
             }
-            local.add(m, w.addr[i], l);
+            local.add(m, w.addr[i], l, g);
         }
         return null;
     }

@@ -125,10 +125,11 @@ final class Responder {
             return null;
         }
         Mpt m = r.dev.mpt(rkey);
-        if (m == null || m.state != Mpt.State.VALID || m.pdn != r.pdn || (m.access & perm) == 0 || !m.contains(va, len)) {
+        int g = m == null ? -1 : m.admit(r.pdn, va, len, perm);
+        if (g < 0) {
             return Outcome.REM_ACCESS_ERR;
         }
-        dst.add(m, va, len);
+        dst.add(m, va, len, g);
         return null;
     }
 
@@ -144,7 +145,7 @@ final class Responder {
         long old;
         long st = m.lock.readLock();
         try {
-            if (m.state != Mpt.State.VALID) {
+            if (m.state != Mpt.State.VALID || m.gen != req.remote.gen[0]) {
                 return Outcome.REM_ACCESS_ERR;
             }
             if (!m.mapped(w.remoteAddr, Mpt.MTT_READ | Mpt.MTT_WRITE)) {
@@ -228,12 +229,12 @@ final class Responder {
                 continue;
             }
             Mpt m = r.dev.mpt(rw.lkey[i]);
-            if (m == null || m.state != Mpt.State.VALID || m.pdn != rpdn || (m.access & HcaDevice.PERM_LOCAL_WRITE) == 0
-                    || !m.contains(rw.addr[i], l)) {
+            int g = m == null ? -1 : m.admit(rpdn, rw.addr[i], l, HcaDevice.PERM_LOCAL_WRITE);
+            if (g < 0) {
                 recvStatus = Outcome.LOC_PROT_ERR;
                 result = Outcome.REM_OP_ERR;
             } else {
-                dst.add(m, rw.addr[i], l);
+                dst.add(m, rw.addr[i], l, g);
             }
         }
         long need = len + (grh ? 40 : 0);

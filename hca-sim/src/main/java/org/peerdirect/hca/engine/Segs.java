@@ -12,6 +12,8 @@ final class Segs {
     final Mpt[] mpt;
     final long[] va;
     final long[] len;
+    /** The entry's generation each piece was admitted at ({@link Mpt#admit}). */
+    final int[] gen;
     MemorySegment inline;
     long inlineOff;
     int n;
@@ -26,6 +28,7 @@ final class Segs {
         mpt = new Mpt[max + 1];
         va = new long[max + 1];
         len = new long[max + 1];
+        gen = new int[max + 1];
     }
 
     Segs reset(HcaDevice dev) {
@@ -38,10 +41,12 @@ final class Segs {
         return this;
     }
 
-    void add(Mpt m, long v, long l) {
+    /** Adds a piece of entry {@code m} admitted at generation {@code g}. */
+    void add(Mpt m, long v, long l, int g) {
         if (l == 0) {
             return;
         }
+        gen[n] = g;
         mpt[n] = m;
         va[n] = v;
         len[n] = l;

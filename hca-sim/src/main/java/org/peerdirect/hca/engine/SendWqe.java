@@ -36,6 +36,8 @@ public final class SendWqe {
     public int inlineLen;
     /** The message length: the data segments' sum, or the inline length. */
     public long length;
+    /** A REG_UMR QP's work request (null on other QPs; the fetch allocates it once per slot). */
+    public UmrWqe umr;
 
     SendWqe(int maxSge, MemorySegment inline) {
         addr = new long[Math.max(1, maxSge)];

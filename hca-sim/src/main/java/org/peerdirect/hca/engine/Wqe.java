@@ -15,6 +15,8 @@ public final class Wqe {
     public static final int OP_RDMA_READ = 0x10;
     public static final int OP_ATOMIC_CS = 0x11;
     public static final int OP_ATOMIC_FA = 0x12;
+    /** User-mode memory registration ({@code MLX5_OPCODE_UMR}): only on a REG_UMR QP, see {@link UmrWqe}. */
+    public static final int OP_UMR = 0x25;
 
     /** Control segment: generate a CQE on success ({@code MLX4_WQE_CTRL_CQ_UPDATE}). */
     public static final int CTRL_CQ_UPDATE = 1;

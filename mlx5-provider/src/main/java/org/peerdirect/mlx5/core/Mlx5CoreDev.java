@@ -408,6 +408,31 @@ public final class Mlx5CoreDev {
         return mm;
     }
 
+    /**
+     * A zeroed DMA-coherent 4 KiB page for the device ({@code dma_alloc_coherent}), for the IB
+     * driver's own queues (the UMR QP); freed by {@link #freeCoherent}, or at the latest by unload.
+     */
+    public DmaPage allocCoherent() {
+        DmaPages.Page p = dma.alloc();
+        return new DmaPage(p.iova(), p.mem(), p);
+    }
+
+    public void freeCoherent(DmaPage p) {
+        dma.free((DmaPages.Page) p.handle());
+    }
+
+    /** One coherent page: its bus address and the kernel's view of its bytes. */
+    public record DmaPage(long iova, MemorySegment mem, Object handle) {
+    }
+
+    /** The UAR page the core allocated at bring-up ({@code mdev->priv.uar}), for the driver's own QPs' doorbells. */
+    public synchronized int uarIndex() {
+        if (uar < 0) {
+            throw new IllegalStateException(name + ": not up");
+        }
+        return uar;
+    }
+
     private void stopHealth() {
         ScheduledExecutorService h = health;
         health = null;

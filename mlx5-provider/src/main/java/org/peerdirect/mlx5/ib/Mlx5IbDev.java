@@ -176,6 +176,84 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         return name() + " (" + core.function().bdf() + ")";
     }
 
+    /** Guarded by this: the UMR channel and the mkey cache, made at the first registration; closed by {@link #close}. */
+    private Mlx5Umr umr;
+    private Mlx5MkeyCache mkeyCache;
+    private boolean closed;
+    private Mlx5MkeyCache.Settings cacheSettings = Mlx5MkeyCache.Settings.DEFAULT;
+
+    /** The cache's timing (tests shorten the temporary entries' 30 s); before the first registration. */
+    synchronized void cacheSettings(Mlx5MkeyCache.Settings s) {
+        cacheSettings = s;
+    }
+
+    /**
+     * {@code mlx5r_umr_resource_init} and {@code mlx5_mkey_cache_init}, on first use: the UMR QP
+     * and the cache. EIO after {@link #close}.
+     */
+    synchronized Mlx5Umr umr() {
+        if (closed) {
+            throw new KernelException(Errno.EIO, name() + ": the device is unregistered");
+        }
+        if (umr == null) {
+            umr = new Mlx5Umr(this);
+            mkeyCache = new Mlx5MkeyCache(this, umr, cacheSettings);
+        }
+        return umr;
+    }
+
+    synchronized Mlx5MkeyCache mkeyCache() {
+        umr();
+        return mkeyCache;
+    }
+
+    /** {@code cache_ent_find_and_store}; false when the cache is gone or never started (the caller destroys the mkey). */
+    synchronized boolean mkeyCacheStore(int mkey, int ndescs, boolean fromCache) {
+        return mkeyCache != null && !closed && mkeyCache.store(mkey, ndescs, fromCache);
+    }
+
+    /** What {@code mlx5:mkey_cache} shows for this device. */
+    public synchronized String mkeyCacheSummary(boolean all) {
+        if (mkeyCache == null) {
+            return name() + ": mkey cache not started (no registration yet)";
+        }
+        java.util.List<String> lines = mkeyCache.describe(all);
+        return name() + ": mkey cache, " + mkeyCache.cached() + " mkeys cached; UMR WQEs posted " + umr.posted.get()
+                + (lines.isEmpty() ? "" : "\n" + String.join("\n", lines));
+    }
+
+    /** debugfs {@code mr_cache/NDESCS/limit}. */
+    public void setMkeyCacheLimit(int ndescs, int limit) {
+        mkeyCache().setLimit(ndescs, limit);
+    }
+
+    /**
+     * The driver's own teardown after unregistration (the user's MRs are deregistered by then):
+     * {@code mlx5_mkey_cache_cleanup}, then {@code mlx5r_umr_resource_cleanup}. Idempotent; quiet on
+     * a dead device (its objects went with it).
+     */
+    public void close() {
+        Mlx5Umr u;
+        Mlx5MkeyCache c;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            u = umr;
+            c = mkeyCache;
+        }
+        try {
+            if (c != null) {
+                c.cleanup();
+            }
+        } finally {
+            if (u != null) {
+                u.destroy();
+            }
+        }
+    }
+
     /**
      * {@code mlx5_ib_handle_internal_error}: the device is dead or gone; every QP goes to ERR and
      * its CQs complete its outstanding work in software (WR_FLUSH_ERR), since the device never

@@ -84,6 +84,7 @@ public final class Mlx5IbDriver {
             // no flush CQEs; the reset flow completes the outstanding work in software
             b.dev().internalError();
         }
+        b.dev().close(); // the mkey cache and the UMR QP, after the users' MRs went back to it
     }
 
     /** The IB devices registered now. */

@@ -4,26 +4,40 @@ import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.kernel.mm.KernelException;
 
 /**
- * {@code struct mlx5_ib_mr} of an MTT mkey created by command. A peer invalidation destroys the
- * mkey ({@code DESTROY_MKEY}: the firmware returns when no DMA through it is in flight) before the
- * callback returns; a later dereg only finishes the cleanup. Lock rules: {@code this} guards
- * {@link #destroyed} and {@link #released}.
+ * {@code struct mlx5_ib_mr} over a UMR-enabled MTT mkey: from the mkey cache (enabled by UMR) or
+ * created by command ({@code reg_create}, peer MRs always). A peer invalidation revokes the mkey
+ * by UMR ({@code mlx5r_umr_revoke_mr}: when it returns, no DMA through the mkey is in flight and
+ * every later access ends in an error CQE) before the callback returns; a later dereg only
+ * finishes the cleanup. Dereg ({@code mlx5r_handle_mkey_cleanup}) revokes a cacheable mkey and
+ * gives it back to the cache, or destroys it.
+ *
+ * <p>Lock rules: {@code this} guards {@link #revoked}, {@link #destroyed} and {@link #released};
+ * the UMR and the destroy command run under it, so an invalidation and a dereg never revoke or
+ * destroy twice.
  */
 final class Mlx5IbMr implements IbMrOps {
 
     private final Mlx5IbPd pd;
     private final IbUmem umem;
     private final int mkey;
+    /** The cache key's ndescs (the mkey's MTT capacity) when the mkey may go back to the cache; 0 when not (peer). */
+    private final int cacheNdescs;
+    /** Taken from the cache (its entry counts it in use). */
+    private final boolean fromCache;
     private volatile boolean invalidated;
+    private boolean revoked;
     private boolean destroyed;
     private boolean released;
 
-    Mlx5IbMr(Mlx5IbPd pd, IbUmem umem, int mkey) {
+    Mlx5IbMr(Mlx5IbPd pd, IbUmem umem, int mkey, int cacheNdescs, boolean fromCache) {
         this.pd = pd;
         this.umem = umem;
         this.mkey = mkey;
+        this.cacheNdescs = cacheNdescs;
+        this.fromCache = fromCache;
     }
 
     private synchronized void destroyMkey() {
@@ -33,13 +47,30 @@ final class Mlx5IbMr implements IbMrOps {
         }
     }
 
-    /** The umem's invalidation function: the key is gone before this returns. */
+    /**
+     * {@code mlx5r_umr_revoke_mr}, once. When the UMR cannot run (the device is dead or gone, or
+     * the channel failed), the destroy command is the revocation left: either way no DMA through the
+     * key is in flight when this returns.
+     */
+    private synchronized void revoke() {
+        if (revoked || destroyed) {
+            return;
+        }
+        revoked = true;
+        try {
+            pd.ctx.dev.umr().revokeMr(mkey);
+        } catch (KernelException e) {
+            destroyMkey();
+        }
+    }
+
+    /** The umem's invalidation function ({@code mlx5_invalidate_umem}): the key is revoked before this returns. */
     void revokeOnInvalidate() {
-        destroyMkey();
+        revoke();
         invalidated = true;
     }
 
-    /** {@code mlx5_ib_dereg_mr}: revoke, stop the notifier, release the umem. */
+    /** {@code mlx5_ib_dereg_mr}: revoke, stop the notifier, back to the cache or destroyed, release the umem. */
     @Override
     public void deregMr() {
         synchronized (this) {
@@ -48,8 +79,15 @@ final class Mlx5IbMr implements IbMrOps {
             }
             released = true;
         }
-        destroyMkey();
+        revoke();
         umem.stopInvalidationNotifier();
+        boolean stored;
+        synchronized (this) {
+            stored = !destroyed && cacheNdescs > 0 && pd.ctx.dev.mkeyCacheStore(mkey, cacheNdescs, fromCache);
+        }
+        if (!stored) {
+            destroyMkey();
+        }
         umem.release();
     }
 
@@ -75,6 +113,6 @@ final class Mlx5IbMr implements IbMrOps {
 
     @Override
     public String toString() {
-        return String.format("MR mkey 0x%x %s%s", mkey, umem, invalidated ? " INVALIDATED" : "");
+        return String.format("MR mkey 0x%x %s%s%s", mkey, umem, fromCache ? " (from the mkey cache)" : "", invalidated ? " INVALIDATED" : "");
     }
 }

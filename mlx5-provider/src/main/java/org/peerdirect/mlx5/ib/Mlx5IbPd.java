@@ -42,57 +42,76 @@ final class Mlx5IbPd implements IbPdOps {
     }
 
     /**
-     * {@code mlx5_ib_reg_user_mr}: the umem (pinned, or peer with invalidation support), an MTT
-     * mkey by {@code CREATE_MKEY} with one entry per 4 KiB page ({@code MLX5_IB_MTT_PRESENT}),
-     * then the invalidation notifier, which destroys the mkey before it returns.
+     * {@code mlx5_ib_reg_user_mr} → {@code create_real_mr}: the umem (pinned, or peer with
+     * invalidation support); for a pinned umem an mkey from the cache ({@code alloc_cacheable_mr}),
+     * enabled by UMR with one MTT entry per 4 KiB page ({@code MLX5_IB_MTT_PRESENT}); for a peer
+     * umem, or more pages than any cache entry holds, an mkey by {@code CREATE_MKEY}
+     * ({@code reg_create}, UMR-enabled so it can be revoked); then the invalidation notifier, which
+     * revokes the mkey before it returns.
      */
     @Override
     public IbMrOps regUserMr(long addr, long length, int access) {
         Mlx5IbDev dev = ctx.dev;
         IbUmem umem = dev.umems.umemGet(ctx.process, dev, addr, length, access,
                 UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP);
-        int mkey;
+        long first = addr & ~4095L;
+        int npages = (int) ((addr + length - first + 4095) >>> 12);
+        java.util.function.LongUnaryOperator mtt = i -> umem.dmaAddressOf(Math.max(addr, first + 4096L * i)) & ~4095L | Mkey.MTT_READ | Mkey.MTT_WRITE;
+        Mlx5IbMr mr;
         try {
-            long first = addr & ~4095L;
-            int npages = (int) ((addr + length - first + 4095) >>> 12);
-            int octwords = (npages + 1) / 2;
-            MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_MKEY, 0, (int) Mkey.CREATE_IN_MTT + 16 * octwords);
-            long m = Mkey.CREATE_IN_MKC;
-            Mkey.MKC_ACCESS_MODE_1_0.set(in, m, Mkey.ACCESS_MODE_MTT);
-            Mkey.MKC_LR.set(in, m, 1);
-            Mkey.MKC_LW.set(in, m, (access & IbAccess.LOCAL_WRITE) != 0 ? 1 : 0);
-            Mkey.MKC_RR.set(in, m, (access & IbAccess.REMOTE_READ) != 0 ? 1 : 0);
-            Mkey.MKC_RW.set(in, m, (access & IbAccess.REMOTE_WRITE) != 0 ? 1 : 0);
-            Mkey.MKC_A.set(in, m, (access & IbAccess.REMOTE_ATOMIC) != 0 ? 1 : 0);
-            Mkey.MKC_QPN.set(in, m, 0xff_ffff);
-            int keyByte = dev.mkeyKey.incrementAndGet() & 0xff;
-            Mkey.MKC_MKEY_7_0.set(in, m, keyByte);
-            Mkey.MKC_PD.set(in, m, pdn);
-            in.set(BE64, m + Mkey.MKC_START_ADDR, addr);
-            in.set(BE64, m + Mkey.MKC_LEN, length);
-            Mkey.MKC_TRANSLATIONS_OCTWORD_SIZE.set(in, m, octwords);
-            Mkey.MKC_LOG_PAGE_SIZE.set(in, m, 12);
-            in.set(BE32, Mkey.CREATE_IN_OCTWORD_ACTUAL_SIZE, octwords);
-            for (int i = 0; i < npages; i++) {
-                long va = Math.max(addr, first + 4096L * i);
-                long pa = umem.dmaAddressOf(va) & ~4095L;
-                in.set(BE64, Mkey.CREATE_IN_MTT + 8L * i, pa | Mkey.MTT_READ | Mkey.MTT_WRITE);
+            Mlx5MkeyCache.Taken t = umem.isPeer() ? null : dev.mkeyCache().alloc(npages); // peer MRs never come from the cache
+            if (t != null) {
+                try {
+                    dev.umr().updateAndEnable(t.mkey(), t.mkey() & 0xff, pdn, addr, length, access, npages, mtt);
+                } catch (RuntimeException e) {
+                    dev.mkeyCache().abandon(t); // its state is unknown: destroyed, not cached
+                    throw e;
+                }
+                mr = new Mlx5IbMr(this, umem, t.mkey(), t.ndescs(), true);
+            } else {
+                int octwords = (npages + 1) / 2;
+                mr = new Mlx5IbMr(this, umem, regCreate(addr, length, access, npages, mtt), umem.isPeer() ? 0 : 2 * octwords, false);
             }
-            mkey = Mkey.idxToMkey(dev.execIndex(in, 16)) | keyByte;
         } catch (RuntimeException e) {
             umem.stopInvalidationNotifier();
             umem.release();
             throw e;
         }
-        Mlx5IbMr mr = new Mlx5IbMr(this, umem, mkey);
         try {
             umem.activateInvalidationNotifier(u -> mr.revokeOnInvalidate());
         } catch (RuntimeException e) {
-            dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey));
-            umem.release();
+            mr.deregMr();
             throw e;
         }
         return mr;
+    }
+
+    /** {@code reg_create}: a UMR-enabled MTT mkey by {@code CREATE_MKEY} with its translations. */
+    private int regCreate(long addr, long length, int access, int npages, java.util.function.LongUnaryOperator mttEntry) {
+        Mlx5IbDev dev = ctx.dev;
+        int octwords = (npages + 1) / 2;
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_MKEY, 0, (int) Mkey.CREATE_IN_MTT + 16 * octwords);
+        long m = Mkey.CREATE_IN_MKC;
+        Mkey.MKC_ACCESS_MODE_1_0.set(in, m, Mkey.ACCESS_MODE_MTT);
+        Mkey.MKC_UMR_EN.set(in, m, 1);
+        Mkey.MKC_LR.set(in, m, 1);
+        Mkey.MKC_LW.set(in, m, (access & IbAccess.LOCAL_WRITE) != 0 ? 1 : 0);
+        Mkey.MKC_RR.set(in, m, (access & IbAccess.REMOTE_READ) != 0 ? 1 : 0);
+        Mkey.MKC_RW.set(in, m, (access & IbAccess.REMOTE_WRITE) != 0 ? 1 : 0);
+        Mkey.MKC_A.set(in, m, (access & IbAccess.REMOTE_ATOMIC) != 0 ? 1 : 0);
+        Mkey.MKC_QPN.set(in, m, 0xff_ffff);
+        int keyByte = dev.mkeyKey.incrementAndGet() & 0xff;
+        Mkey.MKC_MKEY_7_0.set(in, m, keyByte);
+        Mkey.MKC_PD.set(in, m, pdn);
+        in.set(BE64, m + Mkey.MKC_START_ADDR, addr);
+        in.set(BE64, m + Mkey.MKC_LEN, length);
+        Mkey.MKC_TRANSLATIONS_OCTWORD_SIZE.set(in, m, octwords);
+        Mkey.MKC_LOG_PAGE_SIZE.set(in, m, 12);
+        in.set(BE32, Mkey.CREATE_IN_OCTWORD_ACTUAL_SIZE, octwords);
+        for (int i = 0; i < npages; i++) {
+            in.set(BE64, Mkey.CREATE_IN_MTT + 8L * i, mttEntry.applyAsLong(i));
+        }
+        return Mkey.idxToMkey(dev.execIndex(in, 16)) | keyByte;
     }
 
     /**

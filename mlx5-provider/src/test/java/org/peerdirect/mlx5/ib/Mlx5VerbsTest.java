@@ -98,6 +98,7 @@ class Mlx5VerbsTest {
     void down() {
         for (Mlx5IbDev ib : ibs) {
             core.unregister(ib); // disassociation: every object destroyed by command while the core is up
+            ib.close(); // the mkey cache and the UMR QP
         }
         for (int i = 0; i < cores.size(); i++) {
             Mlx5CoreDev c = cores.get(i);
@@ -315,6 +316,7 @@ class Mlx5VerbsTest {
             core.unregister(ibs.get(0));
             assertTrue(!cores.get(0).isUp(), "a removed device is not up");
             ibs.get(0).internalError();
+            ibs.get(0).close();
             cores.get(0).unload();
         });
         java.util.concurrent.atomic.AtomicLong ok = new java.util.concurrent.atomic.AtomicLong();
@@ -573,5 +575,22 @@ class Mlx5VerbsTest {
         rcq.destroy();
         rpd.dealloc();
         rctx.close();
+    }
+
+    @Test
+    void dbgUmr() {
+        IbvContext ctx = devs.get(0).open(proc);
+        IbvPd pd = ctx.allocPd();
+        long buf = proc.mmap(1 << 16);
+        proc.populate(buf, 1 << 16, true);
+        try {
+            IbvMr mr = pd.regMr(buf, 1 << 16, RW);
+            mr.dereg();
+        } catch (RuntimeException e) {
+            throw new AssertionError(models.get(0).describe(), e);
+        } finally {
+            pd.dealloc();
+            ctx.close();
+        }
     }
 }

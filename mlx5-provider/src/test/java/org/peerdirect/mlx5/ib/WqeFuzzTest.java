@@ -260,6 +260,7 @@ class WqeFuzzTest {
         }
         for (Mlx5IbDev ib : ibs) {
             core.unregister(ib); // disassociation: every object destroyed by command while the core is up
+            ib.close(); // the mkey cache and the UMR QP
         }
         List<String> leaks = new ArrayList<>();
         for (int i = 0; i < cores.size(); i++) {
