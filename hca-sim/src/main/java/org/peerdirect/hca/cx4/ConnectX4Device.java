@@ -243,6 +243,12 @@ public final class ConnectX4Device implements AutoCloseable {
     }
 
     /** What the model shows tools: state, pages held per kind, EQs, UARs. */
+    /** UMR work requests the device executed (what a driver's UMR QP did). */
+    public long umrsExecuted() {
+        org.peerdirect.hca.engine.HcaDevice e = engine;
+        return e == null ? 0 : e.umrs.get();
+    }
+
     public String describe() {
         Firmware f = fw;
         if (f == null) {

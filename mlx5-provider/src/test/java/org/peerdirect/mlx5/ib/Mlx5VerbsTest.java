@@ -577,20 +577,163 @@ class Mlx5VerbsTest {
         rctx.close();
     }
 
+    /** Commands of {@code opcode} in device {@code dev}'s log after sequence number {@code after}. */
+    long commands(int dev, int opcode, long after) {
+        return cores.get(dev).cmdLog().entries().stream().filter(e -> e.seq() > after && e.opcode() == opcode).count();
+    }
+
+    long lastSeq(int dev) {
+        List<org.peerdirect.mlx5.core.CmdLog.Entry> es = cores.get(dev).cmdLog().entries();
+        return es.isEmpty() ? -1 : es.get(es.size() - 1).seq();
+    }
+
+    /** One RDMA WRITE of {@code n} bytes from a to b's {@code rkey} at b.buf: its completion status. */
+    IbvWcStatus write(End a, End b, int rkey, int n, int seed) {
+        fill(a.buf, n, seed);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, n, a.mr.lkey(), seed);
+        w.remoteAddr = b.buf;
+        w.rkey = rkey;
+        a.qp.postSend(w);
+        return one(a.cq).status;
+    }
+
+    /**
+     * The mkey cache: a deregistered MR's mkey is revoked by UMR and kept; the next registration
+     * of the same size takes it from the cache and enables it by UMR (no CREATE_MKEY), with the
+     * kernel's key (the same variant), new translations and rights; the data path uses it.
+     */
     @Test
-    void dbgUmr() {
+    void deregKeepsTheMkeyInTheCacheAndTheNextRegistrationEnablesItByUmr() {
+        End a = new End(0, IbvQpType.RC);
+        End b = new End(1, IbvQpType.RC);
+        connect(a, b);
+        connect(b, a);
+        int ndescs = 256; // 1 MiB of 4 KiB pages
+        long[] c0 = ibs.get(1).mkeyCache().counters(ndescs);
+        assertEquals(1, c0[1], "the first registration of 256 pages was a miss (created by command): " + ibs.get(1).mkeyCacheSummary(true));
+        assertEquals(1, c0[3], "in use");
+        assertEquals(IbvWcStatus.SUCCESS, write(a, b, b.mr.rkey(), 4096, 1));
+        int oldKey = b.mr.rkey();
+        b.mr.dereg();
+        assertEquals(1, ibs.get(1).mkeyCache().counters(ndescs)[2], "dereg kept the revoked mkey");
+        long mark = lastSeq(1);
+        long umrs = models.get(1).umrsExecuted();
+        // a second buffer, other frames: the reused mkey must translate to them, not to the old ones
+        long buf2 = proc.mmap(1 << 20);
+        proc.populate(buf2, 1 << 20, true);
+        IbvMr again = b.pd.regMr(buf2, 1 << 20, IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE);
+        assertEquals(oldKey, again.rkey(), "the cached mkey, its variant kept as mlx5_ib keeps it");
+        assertEquals(0, commands(1, org.peerdirect.hca.cx4.ifc.Mlx5Cmd.CREATE_MKEY, mark), "no CREATE_MKEY: enabled by UMR");
+        assertTrue(models.get(1).umrsExecuted() > umrs, "the device executed the enabling UMR");
+        long[] c1 = ibs.get(1).mkeyCache().counters(ndescs);
+        assertEquals(1, c1[0], "a hit");
+        assertEquals(0, c1[2], "taken from the cache");
+        byte[] sent = fill(a.buf, 8192, 7);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 8192, a.mr.lkey(), 9);
+        w.remoteAddr = buf2 + 4096;
+        w.rkey = again.rkey();
+        a.qp.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertArrayEquals(sent, read(buf2 + 4096, 8192), "the bytes landed in the new buffer through the reused mkey");
+        // the new rights hold: no remote read on this registration
+        IbvSendWr r = wr(IbvWrOpcode.RDMA_READ, a.buf, 64, a.mr.lkey(), 10);
+        r.remoteAddr = buf2;
+        r.rkey = again.rkey();
+        a.qp.postSend(r);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, one(a.cq).status, "REMOTE_READ was not granted to the new registration");
+        again.dereg();
+        proc.munmap(buf2, 1 << 20);
+    }
+
+    /** A key deregistered (revoked by UMR, kept free in the cache) admits nothing: the remote write fails. */
+    @Test
+    void aDeregisteredKeyKeptInTheCacheAdmitsNoAccess() {
+        End a = new End(0, IbvQpType.RC);
+        End b = new End(1, IbvQpType.RC);
+        connect(a, b);
+        connect(b, a);
+        int rkey = b.mr.rkey();
+        b.mr.dereg();
+        byte[] before = read(b.buf, 4096);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, write(a, b, rkey, 4096, 3), "a revoked mkey: remote access error");
+        assertArrayEquals(before, read(b.buf, 4096), "nothing written");
+    }
+
+    /**
+     * Peer memory on mlx5: never from the cache (an mkey by CREATE_MKEY); an invalidation revokes
+     * it by UMR before the callback returns (later writes fail, no DESTROY_MKEY yet); the dereg
+     * then destroys it.
+     */
+    @Test
+    void aPeerInvalidationRevokesByUmrAndTheDeregOnlyFinishesTheCleanup() {
+        org.peerdirect.example.peermem.ExamplePeerMemory gpu = new org.peerdirect.example.peermem.ExamplePeerMemory(mm, "example_peer", 4096, false);
+        core.peerMemory().register(gpu, true);
+        try {
+            End a = new End(0, IbvQpType.RC);
+            End b = new End(1, IbvQpType.RC);
+            connect(a, b);
+            connect(b, a);
+            long dev = gpu.alloc(proc.pid(), 1 << 16);
+            long mark = lastSeq(1);
+            long[] before = ibs.get(1).mkeyCache().counters(16);
+            IbvMr peer = b.pd.regMr(dev, 1 << 16, RW);
+            assertTrue(peer.isPeer(), "registered through the peer client");
+            assertEquals(1, commands(1, org.peerdirect.hca.cx4.ifc.Mlx5Cmd.CREATE_MKEY, mark), "a peer MR's mkey is created by command");
+            assertArrayEquals(before, ibs.get(1).mkeyCache().counters(16), "the cache was not asked");
+            byte[] sent = fill(a.buf, 4096, 5);
+            IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 4096, a.mr.lkey(), 1);
+            w.remoteAddr = dev;
+            w.rkey = peer.rkey();
+            a.qp.postSend(w);
+            assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+            assertArrayEquals(sent, read(dev, 4096));
+            long umrs = models.get(1).umrsExecuted();
+            assertEquals(1, gpu.invalidate(proc.pid(), dev));
+            assertTrue(peer.invalidated(), "the MR knows it was invalidated");
+            assertEquals(umrs + 1, models.get(1).umrsExecuted(), "revoked by one UMR");
+            assertEquals(0, commands(1, org.peerdirect.hca.cx4.ifc.Mlx5Cmd.DESTROY_MKEY, mark), "revoked, not destroyed");
+            a.qp.postSend(w);
+            assertEquals(IbvWcStatus.REM_ACCESS_ERR, one(a.cq).status, "the revoked key admits nothing");
+            peer.dereg();
+            assertEquals(1, commands(1, org.peerdirect.hca.cx4.ifc.Mlx5Cmd.DESTROY_MKEY, mark), "dereg destroyed it");
+            gpu.free(proc.pid(), dev);
+        } finally {
+            core.peerClients().forEach(x -> x.unregister());
+        }
+    }
+
+    /**
+     * A UMR the device refuses (an mkey that does not exist) completes in error; the driver names
+     * the syndrome, takes its UMR QP back to RTS, and the next registration works.
+     */
+    @Test
+    void aRefusedUmrEndsInAnErrorNamingTheSyndromeAndTheChannelRecovers() {
+        Mlx5Umr umr = ibs.get(0).umr();
+        KernelException e = assertThrows(KernelException.class, () -> umr.revokeMr(0x0fff_ff00));
+        assertEquals(KernelException.Errno.EPERM, e.errno());
+        assertTrue(e.getMessage().contains("syndrome 0x4"), e.getMessage());
         IbvContext ctx = devs.get(0).open(proc);
         IbvPd pd = ctx.allocPd();
         long buf = proc.mmap(1 << 16);
         proc.populate(buf, 1 << 16, true);
-        try {
-            IbvMr mr = pd.regMr(buf, 1 << 16, RW);
-            mr.dereg();
-        } catch (RuntimeException e) {
-            throw new AssertionError(models.get(0).describe(), e);
-        } finally {
-            pd.dealloc();
-            ctx.close();
+        IbvMr mr = pd.regMr(buf, 1 << 16, RW);
+        assertTrue(mr.lkey() != 0);
+        mr.dereg();
+        pd.dealloc();
+        ctx.close();
+    }
+
+    /** debugfs' limit: the background work fills the entry to twice the limit; the teardown destroys every cached mkey (down() checks). */
+    @Test
+    void aCacheLimitIsFilledInTheBackgroundAndTheTeardownTakesEverythingBack() throws InterruptedException {
+        ibs.get(0).setMkeyCacheLimit(16, 3);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (ibs.get(0).mkeyCache().counters(16)[2] < 6 && System.nanoTime() < deadline) {
+            Thread.sleep(5); // polling a counter the background thread moves; the bound is the deadline
         }
+        assertEquals(6, ibs.get(0).mkeyCache().counters(16)[2], "filled to the high water: " + ibs.get(0).mkeyCacheSummary(true));
+        assertTrue(ibs.get(0).mkeyCacheSummary(false).contains("limit 3"), ibs.get(0).mkeyCacheSummary(false));
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> ibs.get(0).setMkeyCacheLimit(17, 1));
+        assertTrue(bad.getMessage().contains("17"), bad.getMessage());
     }
 }
