@@ -26,7 +26,7 @@ import org.peerdirect.mlx5.core.Mlx5CoreDev;
  * unregisters it first, which disassociates its users (EIO, MRs deregistered, QPs to error)
  * while the core can still take the destroy commands.
  */
-@Component(immediate = true)
+@Component(immediate = true, service = Mlx5IbDriver.class)
 public final class Mlx5IbDriver {
 
     private record Bound(Mlx5IbDev dev, ServiceRegistration<IbDeviceOps> reg, Runnable onDead) {
