@@ -246,7 +246,7 @@ public final class ConnectX4Device implements AutoCloseable {
     /** UMR work requests the device executed (what a driver's UMR QP did). */
     public long umrsExecuted() {
         org.peerdirect.hca.engine.HcaDevice e = engine;
-        return e == null ? 0 : e.umrs.get();
+        return e == null ? 0 : e.umrsExecuted();
     }
 
     public String describe() {

@@ -827,14 +827,18 @@ final class Transport {
          * inline (not built), is malformed.
          */
         private int decodeUmr(SendWqe w) {
-            int bbs = (Umr.DS_WITH_DATA * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
+            readBb(sqFetched);
+            int ds = bb.get(BE32, Qp.CTRL_QPN_DS) & 0x3f;
+            // only the basic blocks the WQE spans (at most those of a UMR with its data segment)
+            int bbs = (Math.min(ds, Umr.DS_WITH_DATA) * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
             for (int b = 0; b < bbs; b++) {
-                readBb(sqFetched + b);
+                if (b > 0) {
+                    readBb(sqFetched + b);
+                }
                 MemorySegment.copy(bb, 0, umrWqe, (long) b * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
             }
             int opIdx = umrWqe.get(BE32, Qp.CTRL_OPMOD_IDX_OPCODE);
             int qpnDs = umrWqe.get(BE32, Qp.CTRL_QPN_DS);
-            int ds = qpnDs & 0x3f;
             int flags = umrWqe.get(ValueLayout.JAVA_BYTE, Umr.CTRL_SEG + Umr.FLAGS) & 0xff;
             int octowords = umrWqe.get(BE16, Umr.CTRL_SEG + Umr.XLT_OCTOWORDS) & 0xffff;
             boolean sized = ds == Umr.DS_WITH_DATA || ds == Umr.DS_NO_DATA && octowords == 0; // a list needs its data segment

@@ -205,7 +205,7 @@ public final class HcaDevice {
                     "%s: UMR-enabled mkey of %d bytes at 0x%x, pages of 2^%d bytes, %d of %d MTT entries given (need no wrap, "
                             + "12 <= shift <= 30, given <= capacity)", name, length, start, pageShift, n, capacity));
         }
-        if (!free && length > 0 && (start + length - 1 >>> pageShift) - (start >>> pageShift) >= capacity) {
+        if (!free && Mpt.pagesSpanned(start, length, pageShift) > capacity) {
             throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
                     "%s: %d bytes at 0x%x need more than the mkey's %d MTT entries", name, length, start, capacity));
         }
@@ -275,8 +275,12 @@ public final class HcaDevice {
     private static final long[] NO_XLT = new long[0];
     private static final java.lang.foreign.ValueLayout.OfLong BE64 = java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
             .withOrder(java.nio.ByteOrder.BIG_ENDIAN);
-    /** UMR work requests executed. */
-    public final java.util.concurrent.atomic.AtomicLong umrs = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong umrs = new java.util.concurrent.atomic.AtomicLong();
+
+    /** UMR work requests executed successfully. */
+    public long umrsExecuted() {
+        return umrs.get();
+    }
 
     /** The key of the live MPT entry {@code index} ({@code mkey_index} of mlx5's commands), or -1. */
     public synchronized int mptKeyOfIndex(int index) {

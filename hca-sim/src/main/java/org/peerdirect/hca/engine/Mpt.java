@@ -120,13 +120,12 @@ final class Mpt {
 
     /** MTT entries an on-demand range needs (one per page it touches). */
     static int pagesOf(int key, long start, long length, int pageShift) {
-        long first = start >>> pageShift;
-        long end = (start + length + (1L << pageShift) - 1) >>> pageShift;
-        if (end - first > Integer.MAX_VALUE) {
+        long n = pagesSpanned(start, length, pageShift);
+        if (n > Integer.MAX_VALUE) {
             throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, String.format(
-                    "mkey 0x%x: %d pages of 2^%d bytes exceed the 2^31 MTT entries of one mkey", key, end - first, pageShift));
+                    "mkey 0x%x: %d pages of 2^%d bytes exceed the 2^31 MTT entries of one mkey", key, n, pageShift));
         }
-        return (int) Math.max(1, end - first);
+        return (int) n;
     }
 
     /**
@@ -177,28 +176,48 @@ final class Mpt {
         if (n > mtt.length) {
             throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format("mkey 0x%x: UMR of %d entries from a list of %d", key, n, mtt.length));
         }
-        for (int i = 0; i < n; i++) {
-            if ((mtt[i] & ((1L << pageShift) - 1) & ~(MTT_READ | MTT_WRITE)) != 0) {
-                throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
-                        "mkey 0x%x: UMR entry %d (0x%x) is not a %d-byte aligned IOVA with read/write bits", key, first + i, mtt[i], 1L << pageShift));
-            }
+        int bad = misaligned(mtt, n, pageShift);
+        if (bad >= 0) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
+                    "mkey 0x%x: UMR entry %d (0x%x) is not a %d-byte aligned IOVA with read/write bits", key, first + bad, mtt[bad], 1L << pageShift));
         }
         long s = lock.writeLock();
         try {
-            for (int i = 0; i < n; i++) {
-                int p = first + i;
-                long[] c = pageMtt[p >>> CHUNK_SHIFT];
-                if (c == null) {
-                    if (mtt[i] == 0) {
-                        continue;
-                    }
-                    c = pageMtt[p >>> CHUNK_SHIFT] = new long[CHUNK];
-                }
-                c[p & (CHUNK - 1)] = mtt[i];
-            }
+            put(first, mtt, n);
         } finally {
             lock.unlockWrite(s);
         }
+    }
+
+    /** The first of {@code mtt[0..n)} that is not a {@code 2^shift}-aligned IOVA with read/write bits, or -1. */
+    private static int misaligned(long[] mtt, int n, int shift) {
+        for (int i = 0; i < n; i++) {
+            if ((mtt[i] & ((1L << shift) - 1) & ~(MTT_READ | MTT_WRITE)) != 0) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** MTT entries {@code [first, first+n)} become {@code mtt[0..n)}, chunks allocated on first use. Caller holds the write lock. */
+    private void put(int first, long[] mtt, int n) {
+        assert lock.isWriteLocked();
+        for (int i = 0; i < n; i++) {
+            int p = first + i;
+            long[] c = pageMtt[p >>> CHUNK_SHIFT];
+            if (c == null) {
+                if (mtt[i] == 0) {
+                    continue;
+                }
+                c = pageMtt[p >>> CHUNK_SHIFT] = new long[CHUNK];
+            }
+            c[p & (CHUNK - 1)] = mtt[i];
+        }
+    }
+
+    /** Pages of {@code 2^shift} bytes that {@code [start, start+length)} touches (at least 1). */
+    static long pagesSpanned(long start, long length, int shift) {
+        return length <= 0 ? 1 : (start + length - 1 >>> shift) - (start >>> shift) + 1;
     }
 
     /**
@@ -307,16 +326,14 @@ final class Mpt {
             if (shift < 12 || shift > 30 || len < 0 || st + len < st) {
                 return Outcome.LOC_QP_OP_ERR;
             }
-            if (next == State.VALID && len > 0 && (st + len - 1 >>> shift) - (st >>> shift) >= pages) {
+            if (next == State.VALID && pagesSpanned(st, len, shift) > pages) {
                 return Outcome.LOC_QP_OP_ERR; // the range needs more MTT entries than the entry was created with
             }
             if (u.xltEntries > 0 && (u.xltOffset < 0 || u.xltOffset > pages - (long) u.xltEntries)) {
                 return Outcome.LOC_QP_OP_ERR;
             }
-            for (int i = 0; i < u.xltEntries; i++) {
-                if ((xlt[i] & ((1L << shift) - 1) & ~(MTT_READ | MTT_WRITE)) != 0) {
-                    return Outcome.LOC_QP_OP_ERR; // not an address aligned to the page size
-                }
+            if (misaligned(xlt, u.xltEntries, shift) >= 0) {
+                return Outcome.LOC_QP_OP_ERR; // not an address aligned to the page size
             }
             // all checked: apply
             pageShift = shift;
@@ -335,17 +352,7 @@ final class Mpt {
             if ((m & UmrWqe.MASK_KEY) != 0) {
                 key = key & ~0xff | u.keyByte & 0xff;
             }
-            for (int i = 0; i < u.xltEntries; i++) {
-                int p = (int) u.xltOffset + i;
-                long[] c = pageMtt[p >>> CHUNK_SHIFT];
-                if (c == null) {
-                    if (xlt[i] == 0) {
-                        continue;
-                    }
-                    c = pageMtt[p >>> CHUNK_SHIFT] = new long[CHUNK];
-                }
-                c[p & (CHUNK - 1)] = xlt[i];
-            }
+            put((int) u.xltOffset, xlt, u.xltEntries);
             state = next;
             gen++;
             return Outcome.SUCCESS;

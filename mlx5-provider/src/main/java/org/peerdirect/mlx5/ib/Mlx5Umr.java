@@ -7,7 +7,6 @@ import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -25,6 +24,7 @@ import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
+import org.peerdirect.mlx5.lib.Mlx5Cq;
 
 /**
  * mlx5_ib's UMR channel ({@code drivers/infiniband/hw/mlx5/umr.c}, {@code dev->umrc}): a PD, a CQ
@@ -51,7 +51,6 @@ final class Mlx5Umr {
     private static final long QP_DBR = 64; // the QP's doorbell record after the CQ's, in one page
     private static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final ValueLayout.OfLong NATIVE64 = ValueLayout.JAVA_LONG_UNALIGNED;
-    private static final ValueLayout.OfInt BE32_ALIGNED = ValueLayout.JAVA_INT.withOrder(ByteOrder.BIG_ENDIAN);
 
     private final Mlx5IbDev dev;
     private final Mlx5CoreDev core;
@@ -91,7 +90,7 @@ final class Mlx5Umr {
         try {
             pd = dev.execIndex(Mlx5CoreDev.input(Mlx5Cmd.ALLOC_PD, 0, 16), 16);
             for (int i = 0; i < 1 << LOG_CQ; i++) {
-                cq.mem().set(ValueLayout.JAVA_BYTE, (long) i * Cq.CQE_SIZE + Cq.CQE_OP_OWN, (byte) (Cq.CQE_INVALID << 4 | 1));
+                cq.mem().set(ValueLayout.JAVA_BYTE, (long) i * Cq.CQE_SIZE + Cq.CQE_OP_OWN, Mlx5Cq.INIT_OP_OWN);
             }
             MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_CQ, 0, (int) Cq.CREATE_CQ_IN_PAS + 8);
             Cq.CQC_LOG_CQ_SIZE.set(in, Cq.CREATE_CQ_IN_CQC, LOG_CQ);
@@ -348,9 +347,9 @@ final class Mlx5Umr {
     private boolean pollOne(int ctrlBb) {
         long o = (long) (ci & (1 << LOG_CQ) - 1) * Cq.CQE_SIZE;
         MemorySegment ring = cq.mem();
-        int opOwn = (byte) VarHandleHolder.BYTE.getAcquire(ring, o + Cq.CQE_OP_OWN) & 0xff;
+        int opOwn = (byte) BYTE.getAcquire(ring, o + Cq.CQE_OP_OWN) & 0xff;
         int opcode = opOwn >>> 4;
-        if (opcode == Cq.CQE_INVALID || (opOwn & 1) != (ci >>> LOG_CQ & 1)) {
+        if (!Mlx5Cq.swOwned(opOwn, ci, LOG_CQ)) {
             return false;
         }
         int syndrome = ring.get(ValueLayout.JAVA_BYTE, o + Cq.CQE_SYNDROME) & 0xff;
@@ -370,20 +369,23 @@ final class Mlx5Umr {
             throw new KernelException(syndrome == Cq.SYND_LOCAL_PROT ? Errno.EPERM : Errno.EIO, String.format(
                     "%s: UMR WQE %d failed: CQE syndrome 0x%x (%s)", dev.name(), counter, syndrome, what));
         }
-        return counter == (ctrlBb & 0xffff);
+        if (counter != (ctrlBb & 0xffff)) {
+            // one UMR is in flight (postLock): a CQE of another WQE is a device fault, not something to skip
+            throw new KernelException(Errno.EIO, String.format("%s: UMR CQE for WQE %d while WQE %d was the one posted", dev.name(), counter,
+                    ctrlBb & 0xffff));
+        }
+        return true;
     }
 
     /** {@code mlx5_arm_cq} for the UMR CQ. */
     private void arm() {
-        int word = (armSn++ & 3) << 28 | Cq.DB_REQ_NOT | ci & 0xff_ffff;
-        dbr.mem().set(BE32_ALIGNED, Cq.DBR_ARM, word);
+        int word = Mlx5Cq.armWord(armSn++, Cq.DB_REQ_NOT, ci);
+        dbr.mem().set(BE32, Cq.DBR_ARM, word);
         VarHandle.fullFence();
-        core.function().write64(0, ((long) uar << 12) + Cq.UAR_CQ_DOORBELL, Long.reverseBytes((long) word << 32 | cqn & 0xffff_ffffL));
+        core.function().write64(0, ((long) uar << 12) + Cq.UAR_CQ_DOORBELL, Mlx5Cq.armDoorbell(word, cqn));
     }
 
-    private static final class VarHandleHolder {
-        static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
-    }
+    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
 
     /** {@code mlx5r_umr_resource_cleanup}: QP, CQ, PD, then the pages (idempotent; quiet when the device is gone). */
     void destroy() {

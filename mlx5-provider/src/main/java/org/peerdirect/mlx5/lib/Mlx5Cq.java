@@ -69,11 +69,33 @@ public final class Mlx5Cq implements IbCqOps {
         this.control = control;
     }
 
-    /** Fills a new ring with INVALID CQEs (owner 0 is then never mistaken for a CQE of the first pass). */
+    /** The {@code op_own} byte of a new ring's CQEs: INVALID, so owner 0 is never mistaken for a CQE of the first pass. */
+    public static final byte INIT_OP_OWN = (byte) (Cq.CQE_INVALID << 4 | 1);
+
+    /** Fills a new ring with INVALID CQEs ({@link #INIT_OP_OWN}). */
     public static void initRing(UserBuf buf, int logSize) {
         for (long off = 0; off < (long) Cq.CQE_SIZE << logSize; off += Cq.CQE_SIZE) {
-            buf.page(off).set(ValueLayout.JAVA_BYTE, (off & 4095) + Cq.CQE_OP_OWN, (byte) (Cq.CQE_INVALID << 4 | 1));
+            buf.page(off).set(ValueLayout.JAVA_BYTE, (off & 4095) + Cq.CQE_OP_OWN, INIT_OP_OWN);
         }
+    }
+
+    /**
+     * {@code get_sw_cqe}: the CQE whose {@code op_own} byte is {@code opOwn}, at consumer index
+     * {@code ci} of a ring of 2^logSize, belongs to software: not INVALID, and its owner bit is
+     * the pass's ({@code ci >> logSize & 1}).
+     */
+    public static boolean swOwned(int opOwn, int ci, int logSize) {
+        return opOwn >>> 4 != Cq.CQE_INVALID && (opOwn & 1) == (ci >>> logSize & 1);
+    }
+
+    /** The arm word of the doorbell record ({@code mlx5_arm_cq}): sequence number, command, consumer index. */
+    public static int armWord(int armSn, int cmd, int ci) {
+        return (armSn & 3) << 28 | cmd | ci & 0xff_ffff;
+    }
+
+    /** The UAR CQ doorbell's 64-bit value for {@code word}: be32(word), be32(cqn) in memory order. */
+    public static long armDoorbell(int word, int cqn) {
+        return Long.reverseBytes((long) word << 32 | cqn & 0xffff_ffffL);
     }
 
     /**
@@ -119,7 +141,7 @@ public final class Mlx5Cq implements IbCqOps {
                 long o = off & 4095;
                 int opOwn = (byte) BYTE.getAcquire(page, o + Cq.CQE_OP_OWN) & 0xff;
                 int opcode = opOwn >>> 4;
-                if (opcode == Cq.CQE_INVALID || (opOwn & 1) != (ci >>> logSize & 1)) {
+                if (!swOwned(opOwn, ci, logSize)) {
                     break;
                 }
                 toWc(page, o, opcode, wc[k]);
@@ -229,15 +251,13 @@ public final class Mlx5Cq implements IbCqOps {
         lock.lock();
         try {
             int cmd = solicitedOnly ? Cq.DB_REQ_NOT_SOL : Cq.DB_REQ_NOT;
-            word = (armSn & 3) << 28 | cmd | ci & 0xff_ffff;
+            word = armWord(armSn, cmd, ci);
             buf.dbr().set(BE32, Cq.DBR_ARM, word);
         } finally {
             lock.unlock();
         }
         VarHandle.fullFence(); // the record before the doorbell
-        // the doorbell's bytes in memory order: be32(word), be32(cqn)
-        long value = Long.reverseBytes((long) word << 32 | cqn & 0xffff_ffffL);
-        uar.write64(Cq.UAR_CQ_DOORBELL, value);
+        uar.write64(Cq.UAR_CQ_DOORBELL, armDoorbell(word, cqn));
     }
 
     /** The EQ's completion event: the arm sequence number advances ({@code mlx5_cq_event}'s {@code arm_sn++}). */

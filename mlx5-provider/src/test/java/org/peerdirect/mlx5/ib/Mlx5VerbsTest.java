@@ -716,8 +716,10 @@ class Mlx5VerbsTest {
         IbvPd pd = ctx.allocPd();
         long buf = proc.mmap(1 << 16);
         proc.populate(buf, 1 << 16, true);
+        long umrs = models.get(0).umrsExecuted();
         IbvMr mr = pd.regMr(buf, 1 << 16, RW);
-        assertTrue(mr.lkey() != 0);
+        assertTrue(models.get(0).umrsExecuted() > umrs, "the recovered channel enabled the cached mkey by UMR");
+        assertEquals(1, ibs.get(0).mkeyCache().counters(16)[3], "the registration holds a cache mkey");
         mr.dereg();
         pd.dealloc();
         ctx.close();
