@@ -185,6 +185,26 @@ class WqeFuzzTest {
     int lidB;
 
     /** A try of this property failed (shrinking runs more): down() then reports leaks and variety without throwing. */
+    /**
+     * Runs each destroy on its own, so one that fails does not leave the others behind (down()
+     * counts leaks); returns the first failure with the later ones suppressed in it, or null.
+     */
+    static RuntimeException destroyEach(Runnable... destroys) {
+        RuntimeException first = null;
+        for (Runnable destroy : destroys) {
+            try {
+                destroy.run();
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        return first;
+    }
+
     boolean failed;
     /** This instance ran the main property (jqwik makes one instance per property): its variety is checked. */
     boolean mainProperty;
@@ -723,19 +743,7 @@ class WqeFuzzTest {
             failed = true; // the property's own failure is the report: down() does not cover it with its own
             throw t;
         } finally {
-            // each destroy on its own: one that fails must not leave the others behind (down() counts leaks)
-            RuntimeException cleanup = null;
-            for (Runnable destroy : List.<Runnable>of(a::destroy, b::destroy, cqA::destroy, () -> empty(cqB))) {
-                try {
-                    destroy.run();
-                } catch (RuntimeException e) {
-                    if (cleanup == null) {
-                        cleanup = e;
-                    } else {
-                        cleanup.addSuppressed(e);
-                    }
-                }
-            }
+            RuntimeException cleanup = destroyEach(a::destroy, b::destroy, cqA::destroy, () -> empty(cqB));
             TRY_NANOS.add(System.nanoTime() - t0);
             if (cleanup != null && !failed) {
                 failed = true;
@@ -953,18 +961,7 @@ class WqeFuzzTest {
             failed = true;
             throw t;
         } finally {
-            RuntimeException cleanup = null;
-            for (Runnable destroy : List.<Runnable>of(a::destroy, b::destroy, cqA::destroy, () -> empty(cqB))) {
-                try {
-                    destroy.run();
-                } catch (RuntimeException e) {
-                    if (cleanup == null) {
-                        cleanup = e;
-                    } else {
-                        cleanup.addSuppressed(e);
-                    }
-                }
-            }
+            RuntimeException cleanup = destroyEach(a::destroy, b::destroy, cqA::destroy, () -> empty(cqB));
             TRY_NANOS.add(System.nanoTime() - t0);
             if (cleanup != null && !failed) {
                 failed = true;
