@@ -170,6 +170,83 @@ public class PingPongBench {
         }
     }
 
+    /**
+     * The same QP pair and messages with no second thread: one thread posts the SEND, polls the
+     * server's CQ, reposts and echoes, then polls both client completions. What is left of
+     * {@code rc} beyond this is the cost of two cores handing the work back and forth (cache
+     * lines and atomics crossing between them), not of the model's work.
+     */
+    @State(Scope.Benchmark)
+    public static class Serial {
+        @Param({"mlx4", "mlx5"})
+        public String driver;
+
+        RdmaRig rig;
+        RdmaRig.Conn c;
+        final IbvSendWr send = new IbvSendWr();
+        final IbvRecvWr recv = new IbvRecvWr();
+        final IbvSendWr echo = new IbvSendWr();
+        final IbvRecvWr srecv = new IbvRecvWr();
+        final IbvWc[] wc = {new IbvWc()};
+
+        @Setup(Level.Trial)
+        public void setup() throws Exception {
+            rig = new RdmaRig(driver, 64L << 20, 1L << 20, 1, 4 * RECVS);
+            c = rig.conns[0];
+            send.sge(rig.a.buf, SIZE, rig.a.mr.lkey());
+            send.opcode = IbvWrOpcode.SEND;
+            send.sendFlags = IbvSendWr.SEND_SIGNALED;
+            recv.sge(rig.a.buf + 4096, SIZE, rig.a.mr.lkey());
+            echo.sge(rig.b.buf, SIZE, rig.b.mr.lkey());
+            echo.opcode = IbvWrOpcode.SEND;
+            echo.sendFlags = IbvSendWr.SEND_SIGNALED;
+            srecv.sge(rig.b.buf + 4096, SIZE, rig.b.mr.lkey());
+            for (int i = 0; i < RECVS; i++) {
+                c.aqp.postRecv(recv);
+                c.bqp.postRecv(srecv);
+            }
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() throws Exception {
+            rig.close();
+        }
+
+        /** Polls {@code cq} until it gives {@code n} successful completions; returns the last RECV's length. */
+        int take(IbvCq cq, int n, IbvQp repost, IbvRecvWr rwr) {
+            int len = 0;
+            long empty = 0;
+            for (int got = 0; got < n; ) {
+                int k = cq.poll(1, wc);
+                if (k == 0) {
+                    if (++empty > 100_000_000L) { // everything runs on this thread: an empty CQ now stays empty
+                        throw new IllegalStateException("no completion after " + empty + " polls");
+                    }
+                    continue;
+                }
+                if (k < 0 || wc[0].status != IbvWcStatus.SUCCESS) {
+                    throw new IllegalStateException(k < 0 ? "CQ in error" : wc[0].toString());
+                }
+                if (wc[0].opcode == IbvWcOpcode.RECV) {
+                    len = wc[0].byteLen;
+                    repost.postRecv(rwr);
+                }
+                got++;
+            }
+            return len;
+        }
+    }
+
+    /** {@link #rc}'s round trip on one thread (see {@link Serial}). */
+    @Benchmark
+    public int serial(Serial s) {
+        s.c.aqp.postSend(s.send);
+        s.take(s.c.bcq, 1, s.c.bqp, s.srecv);
+        s.c.bqp.postSend(s.echo);
+        s.take(s.c.bcq, 1, s.c.bqp, s.srecv); // the echo's send completion
+        return s.take(s.c.acq, 2, s.c.aqp, s.recv);
+    }
+
     @Benchmark
     public long ring(Ring r) {
         long s = ++r.seq;
