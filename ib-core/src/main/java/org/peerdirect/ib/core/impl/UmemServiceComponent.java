@@ -5,6 +5,8 @@ import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.ib.core.peer.UmemCore;
 import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.ib.core.umem.IbUmemOdp;
+import org.peerdirect.ib.core.umem.UmemOdpInvalidate;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.dma.DmaDevice;
@@ -24,5 +26,15 @@ public final class UmemServiceComponent implements UmemService {
     @Override
     public IbUmem umemGet(AddressSpace mm, DmaDevice device, long addr, long length, int access, int peerMemFlags) {
         return core.umemGet(mm, device, addr, length, access, peerMemFlags);
+    }
+
+    @Override
+    public IbUmemOdp umemOdpGet(AddressSpace mm, DmaDevice device, long addr, long length, int access, UmemOdpInvalidate ops) {
+        return core.umemOdpGet(mm, device, addr, length, access, ops);
+    }
+
+    @Override
+    public IbUmemOdp umemOdpAllocImplicit(AddressSpace mm, DmaDevice device, int access) {
+        return core.umemOdpAllocImplicit(mm, device, access);
     }
 }

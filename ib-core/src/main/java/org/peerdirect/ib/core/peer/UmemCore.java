@@ -2,6 +2,8 @@ package org.peerdirect.ib.core.peer;
 
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.ib.core.umem.IbUmemOdp;
+import org.peerdirect.ib.core.umem.UmemOdpInvalidate;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
@@ -22,9 +24,7 @@ public final class UmemCore implements UmemService {
 
     @Override
     public IbUmem umemGet(AddressSpace mm, DmaDevice device, long addr, long length, int access, int peerMemFlags) {
-        if (mm == null || device == null) {
-            throw new KernelException(Errno.EINVAL, "ib_umem_get: " + (mm == null ? "no process" : "no DMA device"));
-        }
+        checkArgs(mm, device, "ib_umem_get");
         if (length <= 0 || length > MAX_LENGTH || addr < 0 || addr + length < addr) {
             throw new KernelException(Errno.EINVAL, String.format("ib_umem_get: bad range 0x%x + %d", addr, length));
         }
@@ -32,7 +32,7 @@ public final class UmemCore implements UmemService {
             throw new KernelException(Errno.EINVAL, "ib_umem_get: unknown access flags 0x" + Integer.toHexString(access & ~IbAccess.SUPPORTED));
         }
         if ((access & IbAccess.ON_DEMAND) != 0) {
-            throw new KernelException(Errno.EOPNOTSUPP, "ib_umem_get: IB_ACCESS_ON_DEMAND needs an ODP umem (ib_umem_odp_get), which is not built yet");
+            throw new KernelException(Errno.EINVAL, "ib_umem_get: IB_ACCESS_ON_DEMAND registrations take an ODP umem (ib_umem_odp_get)");
         }
         if ((peerMemFlags & ~(UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP)) != 0) {
             throw new KernelException(Errno.EINVAL, "ib_umem_get: unknown peer memory flags 0x" + Integer.toHexString(peerMemFlags));
@@ -54,6 +54,24 @@ public final class UmemCore implements UmemService {
                 mm.unchargePinnedVm(npages);
                 throw e;
             }
+        }
+    }
+
+    @Override
+    public IbUmemOdp umemOdpGet(AddressSpace mm, DmaDevice device, long addr, long length, int access, UmemOdpInvalidate ops) {
+        checkArgs(mm, device, "ib_umem_odp_get");
+        return OdpUmem.get(mm, device, addr, length, access, ops);
+    }
+
+    @Override
+    public IbUmemOdp umemOdpAllocImplicit(AddressSpace mm, DmaDevice device, int access) {
+        checkArgs(mm, device, "ib_umem_odp_alloc_implicit");
+        return OdpUmem.allocImplicit(mm, device, access);
+    }
+
+    private static void checkArgs(AddressSpace mm, DmaDevice device, String fn) {
+        if (mm == null || device == null) {
+            throw new KernelException(Errno.EINVAL, fn + ": " + (mm == null ? "no process" : "no DMA device"));
         }
     }
 }

@@ -30,4 +30,25 @@ public interface UmemService {
      *                         or the peer client's error (its callback named in the message)
      */
     IbUmem umemGet(AddressSpace mm, DmaDevice device, long addr, long length, int access, int peerMemFlags);
+
+    /**
+     * {@code ib_umem_odp_get}: an on-demand-paging umem over [addr, addr+length) of {@code mm} for
+     * {@code device}. Nothing is pinned, mapped or charged to memlock; an interval notifier over
+     * the page-aligned range calls {@code ops} on every invalidation. {@code IB_ACCESS_HUGETLB}
+     * makes the granule 2 MiB (the range is aligned to it).
+     *
+     * @throws KernelException EINVAL without {@code IB_ACCESS_ON_DEMAND}, an unknown access flag,
+     *                         an empty range or no ops; EOVERFLOW when the aligned range wraps;
+     *                         EFAULT when the process has exited
+     */
+    IbUmemOdp umemOdpGet(AddressSpace mm, DmaDevice device, long addr, long length, int access, UmemOdpInvalidate ops);
+
+    /**
+     * {@code ib_umem_odp_alloc_implicit}: the umem of an implicit ODP MR (the whole address space):
+     * no range, no list, no notifier; children are made with {@link IbUmemOdp#allocChild}.
+     *
+     * @throws KernelException EINVAL with {@code IB_ACCESS_HUGETLB} or without
+     *                         {@code IB_ACCESS_ON_DEMAND}
+     */
+    IbUmemOdp umemOdpAllocImplicit(AddressSpace mm, DmaDevice device, int access);
 }

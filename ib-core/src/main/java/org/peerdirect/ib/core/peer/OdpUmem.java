@@ -1,0 +1,426 @@
+package org.peerdirect.ib.core.peer;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.umem.IbUmemOdp;
+import org.peerdirect.ib.core.umem.UmemOdpInvalidate;
+import org.peerdirect.kernel.dma.DmaDevice;
+import org.peerdirect.kernel.dma.DmaDirection;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.HmmRange;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.mm.MmuIntervalNotifier;
+import org.peerdirect.kernel.mm.MmuNotifierRange;
+
+/**
+ * {@code struct ib_umem_odp} ({@code drivers/infiniband/core/umem_odp.c}). See {@link IbUmemOdp}
+ * for the protocol.
+ *
+ * <p>Lock rules: {@link #umemMutex} ({@code umem_mutex}) guards {@link #chunks} and
+ * {@link #npages}; the fault path takes it after its walk and returns holding it; the
+ * invalidation path takes it in the driver's callback, which the mm calls with the mmap lock
+ * held. The mutex is never held while walking the process's memory or removing the notifier
+ * (both would wait for the mmap lock or for the callback, which waits for the mutex).
+ *
+ * <p>Invariant (NIC-present implies CPU-present): an entry is installed only under the mutex
+ * after {@code mmu_interval_read_retry} said no invalidation overtook the walk that found its
+ * frame, and every change of the page in the process is preceded by an invalidation that clears
+ * the entry under the mutex. So a mapped entry's frame is the frame the process maps at that
+ * address now.
+ */
+final class OdpUmem implements IbUmemOdp {
+
+    /** {@code HMM_RANGE_DEFAULT_TIMEOUT}: how long the fault path retries overtaken walks. */
+    static final long HMM_RANGE_DEFAULT_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(1);
+    /** Entries per chunk of the sparse {@code dma_list}. */
+    static final int CHUNK = 512;
+    /** Bytes one chunk costs (its array, the map's node and key), for {@link #metadataBytes()}. */
+    private static final long CHUNK_BYTES = 16 + 8L * (CHUNK + 1) + 48 + 16;
+
+    private final AddressSpace mm;
+    private final DmaDevice device;
+    private final long address;
+    private final long length;
+    private final int access;
+    private final boolean implicit;
+    private final int pageShift;
+    private final long start;
+    private final long end;
+    private final UmemOdpInvalidate ops;
+    /** Null for an implicit umem. */
+    private final MmuIntervalNotifier notifier;
+    private final ReentrantLock umemMutex = new ReentrantLock();
+    /**
+     * Guarded by umemMutex: {@code dma_list} by granule index / CHUNK; entries are iova | access
+     * bits, and the extra last slot counts the chunk's mapped entries (the chunk goes at 0).
+     */
+    private final Map<Long, long[]> chunks = new HashMap<>();
+    /** Guarded by umemMutex: granules mapped. */
+    private long npages;
+    private final AtomicBoolean released = new AtomicBoolean();
+    /**
+     * Test seam: runs between the walk and taking the mutex, the window an invalidation can
+     * overtake the walk in (a test drops the page there and expects the retry). Null otherwise.
+     */
+    volatile Runnable afterWalk;
+
+    /** {@code ib_umem_odp_get} / {@code ib_umem_odp_alloc_child}. */
+    private OdpUmem(AddressSpace mm, DmaDevice device, long addr, long size, int access, UmemOdpInvalidate ops) {
+        this.mm = mm;
+        this.device = device;
+        this.address = addr;
+        this.length = size;
+        this.access = access;
+        this.implicit = false;
+        this.ops = ops;
+        this.pageShift = (access & IbAccess.HUGETLB) != 0 ? Mm.PAGE_SHIFT + Mm.HPAGE_ORDER : Mm.PAGE_SHIFT;
+        long page = 1L << pageShift;
+        if (size <= 0 || addr < 0) {
+            throw new KernelException(Errno.EINVAL, String.format("ib_umem_odp_get: empty or negative range 0x%x + %d", addr, size));
+        }
+        long s = addr & -page;
+        long e = addr + size + page - 1;
+        if (e < addr) {
+            throw new KernelException(Errno.EOVERFLOW, String.format("ib_umem_odp_get: 0x%x + %d wraps when aligned to %d bytes", addr, size, page));
+        }
+        this.start = s;
+        this.end = e & -page;
+        // the notifier needs its umem; the umem is complete before the first callback can run
+        this.notifier = mm.insertNotifier(start, end - start, (n, range, cur) -> ops.invalidate(this, range, cur));
+    }
+
+    /** {@code ib_umem_odp_alloc_implicit}. */
+    private OdpUmem(AddressSpace mm, DmaDevice device, int access) {
+        this.mm = mm;
+        this.device = device;
+        this.address = 0;
+        this.length = 0;
+        this.access = access;
+        this.implicit = true;
+        this.ops = null;
+        this.pageShift = Mm.PAGE_SHIFT;
+        this.start = 0;
+        this.end = 0;
+        this.notifier = null;
+    }
+
+    static OdpUmem get(AddressSpace mm, DmaDevice device, long addr, long size, int access, UmemOdpInvalidate ops) {
+        checkAccess(access, "ib_umem_odp_get");
+        if (ops == null) {
+            throw new KernelException(Errno.EINVAL, "ib_umem_odp_get: no invalidation callback");
+        }
+        return new OdpUmem(mm, device, addr, size, access, ops);
+    }
+
+    static OdpUmem allocImplicit(AddressSpace mm, DmaDevice device, int access) {
+        checkAccess(access, "ib_umem_odp_alloc_implicit");
+        if ((access & IbAccess.HUGETLB) != 0) {
+            throw new KernelException(Errno.EINVAL, "ib_umem_odp_alloc_implicit: IB_ACCESS_HUGETLB applies to explicit ODP only");
+        }
+        return new OdpUmem(mm, device, access);
+    }
+
+    private static void checkAccess(int access, String fn) {
+        if ((access & IbAccess.ON_DEMAND) == 0) {
+            throw new KernelException(Errno.EINVAL, fn + ": the access flags lack IB_ACCESS_ON_DEMAND");
+        }
+        if ((access & ~IbAccess.SUPPORTED) != 0) {
+            throw new KernelException(Errno.EINVAL, fn + ": unknown access flags 0x" + Integer.toHexString(access & ~IbAccess.SUPPORTED));
+        }
+    }
+
+    @Override
+    public IbUmemOdp allocChild(long addr, long size, UmemOdpInvalidate ops) {
+        if (!implicit) {
+            throw new KernelException(Errno.EINVAL, "ib_umem_odp_alloc_child: " + this + " is not an implicit umem");
+        }
+        if (ops == null) {
+            throw new KernelException(Errno.EINVAL, "ib_umem_odp_alloc_child: no invalidation callback");
+        }
+        if (mm.exited()) { // mmget_not_zero
+            throw new KernelException(Errno.EFAULT, "ib_umem_odp_alloc_child: process " + mm.pid() + " has exited");
+        }
+        return new OdpUmem(mm, device, addr, size, access & ~IbAccess.HUGETLB, ops);
+    }
+
+    @Override
+    public long mapDmaAndLock(long userVirt, long bcnt, long accessMask, boolean fault) {
+        if (implicit) {
+            throw new KernelException(Errno.EINVAL, "ib_umem_odp_map_dma_and_lock: an implicit umem maps through its children");
+        }
+        if (bcnt <= 0 || userVirt < start || userVirt + bcnt > end || userVirt + bcnt < userVirt) {
+            throw new KernelException(Errno.EFAULT, String.format("ib_umem_odp_map_dma_and_lock: 0x%x + %d is outside %s", userVirt, bcnt, this));
+        }
+        if ((accessMask & ~(ODP_READ_ALLOWED | ODP_WRITE_ALLOWED)) != 0 || (accessMask & ODP_READ_ALLOWED) == 0) {
+            throw new KernelException(Errno.EINVAL, "ib_umem_odp_map_dma_and_lock: access mask 0x" + Long.toHexString(accessMask)
+                    + " (read, and optionally write)");
+        }
+        if ((accessMask & ODP_WRITE_ALLOWED) != 0 && !writable()) {
+            throw new KernelException(Errno.EFAULT, "ib_umem_odp_map_dma_and_lock: write access to a read-only registration " + this);
+        }
+        if (mm.exited()) {
+            throw new KernelException(Errno.EINVAL, "ib_umem_odp_map_dma_and_lock: process " + mm.pid() + " has exited");
+        }
+        long page = 1L << pageShift;
+        long rangeStart = userVirt & -page;
+        long rangeEnd = (userVirt + bcnt + page - 1) & -page;
+        boolean write = (accessMask & ODP_WRITE_ALLOWED) != 0;
+        int flags = fault ? HmmRange.HMM_PFN_REQ_FAULT | (write ? HmmRange.HMM_PFN_REQ_WRITE : 0) : 0;
+        long deadline = System.nanoTime() + HMM_RANGE_DEFAULT_TIMEOUT_NS;
+        HmmRange range;
+        for (;;) {
+            range = new HmmRange(notifier, rangeStart, rangeEnd, flags);
+            range.notifierSeq = notifier.readBegin();
+            try {
+                mm.hmmRangeFault(range);
+            } catch (KernelException e) {
+                if (e.errno() == Errno.EBUSY && System.nanoTime() - deadline < 0) {
+                    continue; // an invalidation overtook the walk
+                }
+                throw e;
+            }
+            Runnable hook = afterWalk;
+            if (hook != null) {
+                hook.run();
+            }
+            umemMutex.lock();
+            if (!notifier.readRetry(range.notifierSeq)) {
+                break;
+            }
+            umemMutex.unlock();
+            if (System.nanoTime() - deadline > 0) {
+                throw new KernelException(Errno.EBUSY, "ib_umem_odp_map_dma_and_lock: invalidations kept overtaking the walk of "
+                        + this + " for a second");
+            }
+        }
+        try {
+            return install(range, accessMask, fault);
+        } catch (RuntimeException e) {
+            umemMutex.unlock();
+            throw e;
+        }
+    }
+
+    /** Under the mutex: maps the walked pages; returns the granules of the range mapped now. */
+    private long install(HmmRange range, long accessMask, boolean fault) {
+        assert umemMutex.isHeldByCurrentThread();
+        int per = 1 << (pageShift - Mm.PAGE_SHIFT);
+        long mapped = 0;
+        long[] pfns = new long[per];
+        for (int g = 0; g < range.hmmPfns.length; g += per) {
+            long head = range.hmmPfns[g];
+            long va = range.start + ((long) g << Mm.PAGE_SHIFT);
+            if ((head & HmmRange.HMM_PFN_VALID) == 0) {
+                if (entry(va) != 0) {
+                    mapped++; // mapped by an earlier fault and not invalidated since
+                }
+                continue; // not present for the CPU (snapshot mode)
+            }
+            if (per > 1 && HmmRange.order(head) + Mm.PAGE_SHIFT < pageShift) {
+                throw new KernelException(Errno.EINVAL, String.format(
+                        "ib_umem_odp_map_dma_and_lock: 0x%x is not in a huge page, and %s maps 2 MiB granules (IB_ACCESS_HUGETLB)", va, this));
+            }
+            long bits = fault ? accessMask
+                    : ODP_READ_ALLOWED | ((head & HmmRange.HMM_PFN_WRITE) != 0 ? accessMask & ODP_WRITE_ALLOWED : 0);
+            long old = entry(va);
+            if (old != 0) {
+                // already mapped (the frame cannot have changed: that would have invalidated it): refresh the rights
+                setEntry(va, old | bits);
+            } else {
+                long iova;
+                if (per == 1) {
+                    iova = device.dma().dmaMapPage(HmmRange.pfn(head), DmaDirection.BIDIRECTIONAL);
+                } else {
+                    for (int i = 0; i < per; i++) {
+                        pfns[i] = HmmRange.pfn(range.hmmPfns[g + i]);
+                    }
+                    iova = device.dma().dmaMapSg(pfns, DmaDirection.BIDIRECTIONAL);
+                }
+                setEntry(va, iova | bits);
+                npages++;
+            }
+            mapped++;
+        }
+        return mapped;
+    }
+
+    @Override
+    public void unmapDmaPages(long virt, long bound) {
+        assert umemMutex.isHeldByCurrentThread();
+        if (implicit) {
+            return;
+        }
+        long page = 1L << pageShift;
+        long from = Math.max(virt, start) & -page;
+        long to = Math.min(bound, end);
+        int per = 1 << (pageShift - Mm.PAGE_SHIFT);
+        for (long va = from; va < to; ) {
+            long idx = (va - start) >>> pageShift;
+            long[] c = chunks.get(idx / CHUNK);
+            if (c == null) { // nothing mapped in this chunk: skip it whole
+                va = start + ((idx / CHUNK + 1) * CHUNK << pageShift);
+                continue;
+            }
+            long e = c[(int) (idx % CHUNK)];
+            if (e != 0) {
+                device.dma().dmaUnmap(e & ODP_DMA_ADDR_MASK, per);
+                setEntry(va, 0);
+                npages--;
+                // dirtiness: a page mapped writable was faulted for write, which set its PTE dirty,
+                // and cleaning it for writeback invalidates this mapping first (see Vmscan.msync),
+                // so a page the device wrote is always dirty for the mm: no set_page_dirty needed
+            }
+            va += page;
+        }
+    }
+
+    @Override
+    public long dmaEntry(long va) {
+        assert umemMutex.isHeldByCurrentThread();
+        if (implicit || va < start || va >= end) {
+            return 0;
+        }
+        return entry(va);
+    }
+
+    private long entry(long va) {
+        long idx = (va - start) >>> pageShift;
+        long[] c = chunks.get(idx / CHUNK);
+        return c == null ? 0 : c[(int) (idx % CHUNK)];
+    }
+
+    private void setEntry(long va, long e) {
+        long idx = (va - start) >>> pageShift;
+        Long k = idx / CHUNK;
+        long[] c = chunks.get(k);
+        if (c == null) {
+            if (e == 0) {
+                return;
+            }
+            c = new long[CHUNK + 1];
+            chunks.put(k, c);
+        }
+        int i = (int) (idx % CHUNK);
+        if (c[i] == 0 && e != 0) {
+            c[CHUNK]++;
+        } else if (c[i] != 0 && e == 0 && --c[CHUNK] == 0) {
+            chunks.remove(k);
+            return;
+        }
+        c[i] = e;
+    }
+
+    @Override
+    public void setSeq(long curSeq) {
+        assert umemMutex.isHeldByCurrentThread();
+        notifier.setSeq(curSeq);
+    }
+
+    @Override
+    public void lock() {
+        umemMutex.lock();
+    }
+
+    @Override
+    public void unlock() {
+        umemMutex.unlock();
+    }
+
+    @Override
+    public boolean isLockedByCurrentThread() {
+        return umemMutex.isHeldByCurrentThread();
+    }
+
+    @Override
+    public long mappedPages() {
+        umemMutex.lock();
+        try {
+            return npages;
+        } finally {
+            umemMutex.unlock();
+        }
+    }
+
+    @Override
+    public long metadataBytes() {
+        umemMutex.lock();
+        try {
+            return chunks.size() * CHUNK_BYTES;
+        } finally {
+            umemMutex.unlock();
+        }
+    }
+
+    @Override
+    public void release() {
+        if (umemMutex.isHeldByCurrentThread()) {
+            throw new IllegalStateException("ib_umem_odp_release of " + this + " holding its umem mutex: the notifier removal would wait for it");
+        }
+        if (!released.compareAndSet(false, true)) {
+            throw new IllegalStateException("ODP umem " + this + " released twice");
+        }
+        if (implicit) {
+            return;
+        }
+        umemMutex.lock();
+        try {
+            unmapDmaPages(start, end);
+        } finally {
+            umemMutex.unlock();
+        }
+        notifier.remove(); // waits for a running callback; none runs after it
+    }
+
+    @Override
+    public long address() {
+        return address;
+    }
+
+    @Override
+    public long length() {
+        return length;
+    }
+
+    @Override
+    public long start() {
+        return start;
+    }
+
+    @Override
+    public long end() {
+        return end;
+    }
+
+    @Override
+    public int pageShift() {
+        return pageShift;
+    }
+
+    @Override
+    public boolean writable() {
+        return IbAccess.writable(access);
+    }
+
+    @Override
+    public boolean isImplicit() {
+        return implicit;
+    }
+
+    @Override
+    public int pid() {
+        return mm.pid();
+    }
+
+    @Override
+    public String toString() {
+        return implicit ? "implicit ODP umem of pid " + mm.pid()
+                : String.format("ODP umem 0x%x-0x%x of pid %d (%s pages)", start, end, mm.pid(), pageShift == Mm.PAGE_SHIFT ? "4 KiB" : "2 MiB");
+    }
+}
