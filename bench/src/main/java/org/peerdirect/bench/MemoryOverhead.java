@@ -5,13 +5,25 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 
+import org.peerdirect.ib.core.peer.PeerMemoryController;
+import org.peerdirect.ib.core.peer.UmemCore;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.umem.IbUmemOdp;
+import org.peerdirect.kernel.dma.DmaDevice;
+import org.peerdirect.kernel.dma.DmaMapper;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
 
 /**
  * Java heap per resident 4 KiB page of simulated memory, and for untouched address space:
  * {@code ./peerdirect bench --overhead}. Heap is read after full GCs before and after touching
- * every page of a 512 MiB mapping; the frame table is off-heap and reported apart.
+ * every page of a 512 MiB mapping; the frame table is off-heap and reported apart. Then the ODP
+ * umem's bookkeeping: a 1 TiB explicit ODP registration and an implicit one before any fault,
+ * after faulting 64 MiB of it contiguously and after faulting one page in each of 1024 places,
+ * against the kernel's arrays ({@code pfn_list} and {@code dma_list}, 16 bytes per 4 KiB page of
+ * the whole range, allocated at registration).
  */
 public final class MemoryOverhead {
 
@@ -51,8 +63,65 @@ public final class MemoryOverhead {
                     as.pageTableBytes(), (double) as.pageTableBytes() / pages);
             System.out.printf(Locale.ROOT, "frame table (off-heap, all frames): 24 bytes per frame%n");
             as.munmap(huge, 64L << 40);
+            as.munmap(a, bytes);
+            odp(mm, as);
         } finally {
             Files.deleteIfExists(swap);
         }
+    }
+
+    /** The ODP umem's metadata: what {@link IbUmemOdp#metadataBytes()} counts and what the heap shows. */
+    static void odp(Mm mm, AddressSpace as) throws InterruptedException {
+        Iommu iommu = new Iommu(mm);
+        IommuDomain domain = iommu.createDomain("odp-overhead");
+        DmaDevice dev = new DmaDevice() {
+            @Override
+            public String name() {
+                return "odp-overhead";
+            }
+
+            @Override
+            public DmaMapper dma() {
+                return domain;
+            }
+        };
+        UmemCore umems = new UmemCore(new PeerMemoryController(null, null));
+        long tib = 1L << 40;
+        long va = as.mmap(tib);
+        int access = IbAccess.ON_DEMAND | IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE;
+        long h0 = heapUsed();
+        IbUmemOdp u = umems.umemOdpGet(as, dev, va, tib, access, (umem, range, cur) -> {
+            umem.lock();
+            try {
+                umem.setSeq(cur);
+                umem.unmapDmaPages(range.start(), range.end());
+            } finally {
+                umem.unlock();
+            }
+            return true;
+        });
+        IbUmemOdp implicit = umems.umemOdpAllocImplicit(as, dev, access);
+        long h1 = heapUsed();
+        System.out.printf(Locale.ROOT, "%nODP umem, 1 TiB explicit + implicit, untouched: %,d bytes of heap (metadata %,d + %,d); "
+                + "the kernel's lists for 1 TiB: %,d bytes%n", h1 - h0, u.metadataBytes(), implicit.metadataBytes(), (tib >> 12) * 16);
+        long contiguous = 64L << 20;
+        u.mapDmaAndLock(va, contiguous, IbUmemOdp.ODP_READ_ALLOWED | IbUmemOdp.ODP_WRITE_ALLOWED, true);
+        u.unlock();
+        long h2 = heapUsed();
+        System.out.printf(Locale.ROOT, "  after faulting 64 MiB contiguously (%,d pages): metadata %,d bytes = %.2f per mapped page%n",
+                contiguous >> 12, u.metadataBytes(), (double) u.metadataBytes() / (contiguous >> 12));
+        long before = u.metadataBytes();
+        for (int i = 1; i <= 1024; i++) {
+            long at = va + i * (tib / 1025);
+            u.mapDmaAndLock(at, 8, IbUmemOdp.ODP_READ_ALLOWED, true);
+            u.unlock();
+        }
+        System.out.printf(Locale.ROOT, "  after one page in each of 1024 places: +%,d bytes = %.0f per scattered page (one 512-entry chunk each)%n",
+                u.metadataBytes() - before, (double) (u.metadataBytes() - before) / 1024);
+        System.out.printf(Locale.ROOT, "  heap growth while 64 MiB was faulted (frames' page tables included): %,d bytes%n", h2 - h1);
+        u.release();
+        implicit.release();
+        as.munmap(va, tib);
+        iommu.destroyDomain(domain);
     }
 }
