@@ -9,6 +9,7 @@ import org.peerdirect.ib.core.peer.PeerMemoryController;
 import org.peerdirect.ib.core.peer.UmemCore;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmemOdp;
+import org.peerdirect.ib.core.umem.UmemOdpInvalidate;
 import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.iommu.Iommu;
@@ -90,16 +91,7 @@ public final class MemoryOverhead {
         long va = as.mmap(tib);
         int access = IbAccess.ON_DEMAND | IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE;
         long h0 = heapUsed();
-        IbUmemOdp u = umems.umemOdpGet(as, dev, va, tib, access, (umem, range, cur) -> {
-            umem.lock();
-            try {
-                umem.setSeq(cur);
-                umem.unmapDmaPages(range.start(), range.end());
-            } finally {
-                umem.unlock();
-            }
-            return true;
-        });
+        IbUmemOdp u = umems.umemOdpGet(as, dev, va, tib, access, UmemOdpInvalidate.UNMAP_ONLY);
         IbUmemOdp implicit = umems.umemOdpAllocImplicit(as, dev, access);
         long h1 = heapUsed();
         System.out.printf(Locale.ROOT, "%nODP umem, 1 TiB explicit + implicit, untouched: %,d bytes of heap (metadata %,d + %,d); "

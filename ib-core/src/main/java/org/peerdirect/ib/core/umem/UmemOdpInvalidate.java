@@ -15,6 +15,21 @@ import org.peerdirect.kernel.mm.MmuNotifierRange;
 @FunctionalInterface
 public interface UmemOdpInvalidate {
 
+    /**
+     * The invalidation of a device that keeps no translation of its own to zap (rxe's
+     * {@code rxe_ib_invalidate_range}): lock, set the sequence, unmap, unlock.
+     */
+    UmemOdpInvalidate UNMAP_ONLY = (umem, range, curSeq) -> {
+        umem.lock();
+        try {
+            umem.setSeq(curSeq);
+            umem.unmapDmaPages(range.start(), range.end());
+        } finally {
+            umem.unlock();
+        }
+        return true;
+    };
+
     /** @return true (false only if it could not block; not used yet) */
     boolean invalidate(IbUmemOdp umem, MmuNotifierRange range, long curSeq);
 }

@@ -52,15 +52,9 @@ class OdpUmemTest {
     Path tmp;
     Rig rig;
     final List<MmuNotifierRange> invalidations = new CopyOnWriteArrayList<>();
-    /** mlx5_ib_invalidate_range's shape: lock, set_seq, (zap), unmap, unlock. */
+    /** The invalidation contract with no device translation to zap (rxe's), recording each call. */
     final UmemOdpInvalidate zapper = (umem, range, cur) -> {
-        umem.lock();
-        try {
-            umem.setSeq(cur);
-            umem.unmapDmaPages(range.start(), range.end());
-        } finally {
-            umem.unlock();
-        }
+        UmemOdpInvalidate.UNMAP_ONLY.invalidate(umem, range, cur);
         invalidations.add(range);
         return true;
     };
