@@ -1131,16 +1131,30 @@ class CommandFuzzTest {
         long t0 = System.nanoTime();
         st.tries.increment();
         Rig rig = new Rig(st, dir.resolve("swap-" + Thread.currentThread().threadId() + "-" + System.nanoTime()), (byte) 0x5a);
+        try {
+            onRig(rig, () -> {
+                rig.bringUp(level);
+                for (Step s : steps) {
+                    step(rig, s);
+                    rig.stillGood();
+                    if ((s.seed() & 3) != 0) {
+                        rig.servePageRequests(); // else the request waits: the next commands may run short of pages
+                    }
+                }
+            });
+        } finally {
+            st.tryNanos.add(System.nanoTime() - t0);
+        }
+    }
+
+    /**
+     * Runs {@code body} on {@code rig}, then closes the rig (its leak and audit checks) whatever
+     * happened; the body's failure is thrown with the close's suppressed in it, or the close's.
+     */
+    static void onRig(Rig rig, Runnable body) {
         Throwable failure = null;
         try {
-            rig.bringUp(level);
-            for (Step s : steps) {
-                step(rig, s);
-                rig.stillGood();
-                if ((s.seed() & 3) != 0) {
-                    rig.servePageRequests(); // else the request waits: the next commands may run short of pages
-                }
-            }
+            body.run();
         } catch (Throwable t) {
             failure = t;
         } finally {
@@ -1154,7 +1168,6 @@ class CommandFuzzTest {
                 }
             }
         }
-        st.tryNanos.add(System.nanoTime() - t0);
         if (failure instanceof Error e) {
             throw e;
         }
@@ -1779,8 +1792,7 @@ class CommandFuzzTest {
     void aPageRequestLostOnAFullEqIsRaisedAgainAndTheParkedCommandComesBack() {
         Stats st = stats("defect-example");
         Rig rig = new Rig(st, dir.resolve("swap-example-" + System.nanoTime()), (byte) 0x5a);
-        Throwable failure = null;
-        try {
+        onRig(rig, () -> {
             rig.bringUp(3);
             // the driver's page-request EQ: one entry, command completions too
             Page ring = rig.page();
@@ -1824,25 +1836,7 @@ class CommandFuzzTest {
             rig.waitFor(parked); // 10 s: the command must come back, with pages asked again and given, or NO_RES
             Outcome o = rig.outcome(parked.slot);
             check(o.delivery() == CmdEntry.DELIVERY_OK, "the parked command delivered");
-        } catch (Throwable t) {
-            failure = t;
-        } finally {
-            try {
-                rig.close();
-            } catch (Throwable t) {
-                if (failure == null) {
-                    failure = t;
-                } else {
-                    failure.addSuppressed(t);
-                }
-            }
-        }
-        if (failure instanceof Error e) {
-            throw e;
-        }
-        if (failure != null) {
-            throw new AssertionError(failure);
-        }
+        });
     }
 
     // ------------------------------------------------------------------ coverage assertions

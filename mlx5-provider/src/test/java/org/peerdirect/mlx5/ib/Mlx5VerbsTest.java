@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -15,8 +14,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.hca.cx4.ConnectX4Device;
-import org.peerdirect.hca.engine.Fabric;
-import org.peerdirect.ib.core.standalone.IbCore;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvCq;
@@ -36,13 +33,9 @@ import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcOpcode;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
-import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.kernel.mm.Mm;
-import org.peerdirect.kernel.pci.PciFunction;
-import org.peerdirect.kernel.pci.StandalonePciBus;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
+import org.peerdirect.rdma.RcConnect;
 
 /**
  * mlx5_ib and the library's data path against two ConnectX-4 models on one fabric: WQEs written
@@ -50,71 +43,23 @@ import org.peerdirect.mlx5.core.Mlx5CoreDev;
  * DMA, nothing else between them but MMIO and MSI-X. Every test ends with the IOMMU audit clean,
  * the firmware holding no page and every frame free.
  */
-class Mlx5VerbsTest {
+class Mlx5VerbsTest extends Mlx5Machine {
 
     static final int RW = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
 
     @TempDir
     Path tmp;
-    Mm mm;
-    Iommu iommu;
-    StandalonePciBus bus;
-    IbCore core;
-    final List<ConnectX4Device> models = new ArrayList<>();
-    final List<Mlx5CoreDev> cores = new ArrayList<>();
-    final List<Mlx5IbDev> ibs = new ArrayList<>();
-    final List<IbvDevice> devs = new ArrayList<>();
-    final List<PciFunction> fns = new ArrayList<>();
-    /** Devices a test hot-unplugged: their firmware was powered down holding the pages the driver reclaimed locally. */
-    final java.util.Set<Integer> unplugged = new java.util.HashSet<>();
-    AddressSpace proc;
 
     @BeforeEach
     void up() {
-        mm = new Mm(64L << 20, true, tmp.resolve("swap"), 1 << 20);
-        iommu = new Iommu(mm);
-        bus = new StandalonePciBus(iommu, w -> {
-        });
-        core = new IbCore(null);
-        Fabric fabric = new Fabric();
-        for (int i = 0; i < 4; i++) { // mlx5_0, mlx5_1: ConnectX-4 (InfiniBand); mlx5_2, mlx5_3: ConnectX-6 Dx (Ethernet, RoCE)
-            ConnectX4Device m = i < 2 ? new ConnectX4Device("ConnectX-4", ConnectX4Device.DEVICE_CONNECTX4, fabric)
-                    : new ConnectX4Device("ConnectX-6 Dx", ConnectX4Device.DEVICE_CONNECTX6DX, fabric);
-            PciFunction fn = bus.register(m.spec());
-            Mlx5CoreDev c = new Mlx5CoreDev("mlx5_" + i, fn, mm, new Mlx5CoreDev.Settings(10_000, 200, 2_000));
-            c.load();
-            Mlx5IbDev ib = new Mlx5IbDev(c, core.umems());
-            models.add(m);
-            fns.add(fn);
-            cores.add(c);
-            ibs.add(ib);
-            devs.add(core.register(ib));
-        }
-        proc = mm.createProcess("verbs-app");
-        proc.setMemlockLimit(64L << 20);
+        // mlx5_0, mlx5_1: ConnectX-4 (InfiniBand); mlx5_2, mlx5_3: ConnectX-6 Dx (Ethernet, RoCE)
+        startMachine(tmp, "verbs-app", ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4,
+                ConnectX4Device.DEVICE_CONNECTX6DX, ConnectX4Device.DEVICE_CONNECTX6DX);
     }
 
     @AfterEach
     void down() {
-        for (Mlx5IbDev ib : ibs) {
-            core.unregister(ib); // disassociation: every object destroyed by command while the core is up
-            ib.close(); // the mkey cache and the UMR QP
-        }
-        for (int i = 0; i < cores.size(); i++) {
-            Mlx5CoreDev c = cores.get(i);
-            c.unload();
-            assertEquals(0, c.dmaPagesLive(), "every DMA page of the driver freed");
-            if (!unplugged.contains(i)) {
-                assertEquals(0, models.get(i).pagesHeld(), "the firmware holds no page: " + models.get(i).describe());
-            }
-        }
-        proc.exit();
-        core.close();
-        models.forEach(ConnectX4Device::close);
-        bus.close();
-        assertTrue(iommu.audit().clean(), "no violation, no mapping left: " + iommu.audit());
-        assertEquals(mm.totalFrames(), mm.freeFrames(), "every frame free");
-        mm.close();
+        assertEquals(List.of(), stopMachine(), "every DMA page freed, no page with the firmware, IOMMU clean, every frame free");
     }
 
     final class End {
@@ -156,35 +101,7 @@ class Mlx5VerbsTest {
 
     /** RESET → RTS towards QP {@code qpn} behind {@code lid}, or behind {@code gid} (a GRH path) when not null. */
     static void connect(End me, int qpn, int lid, byte[] gid, int timeout, int retries) {
-        IbvQpAttr a = new IbvQpAttr();
-        a.qpState = IbvQpState.INIT;
-        a.pkeyIndex = 0;
-        a.portNum = 1;
-        a.qpAccessFlags = RW;
-        me.qp.modify(a, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
-        a = new IbvQpAttr();
-        a.qpState = IbvQpState.RTR;
-        a.pathMtu = 5;
-        a.destQpNum = qpn;
-        a.rqPsn = 0;
-        a.maxDestRdAtomic = 1;
-        a.minRnrTimer = 1;
-        a.dlid = lid;
-        if (gid != null) {
-            a.isGlobal = true;
-            a.dgid = gid;
-        }
-        me.qp.modify(a, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
-                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
-        a = new IbvQpAttr();
-        a.qpState = IbvQpState.RTS;
-        a.sqPsn = 0;
-        a.timeout = timeout;
-        a.retryCnt = retries;
-        a.rnrRetry = 7;
-        a.maxRdAtomic = 1;
-        me.qp.modify(a, IbvQpAttr.STATE | IbvQpAttr.SQ_PSN | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY
-                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+        new RcConnect().access(RW).minRnrTimer(1).timeout(timeout, retries).gid(gid).connect(me.qp, lid, qpn);
     }
 
     static IbvWc one(IbvCq cq) {

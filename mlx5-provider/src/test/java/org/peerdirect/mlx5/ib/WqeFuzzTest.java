@@ -34,30 +34,21 @@ import net.jqwik.api.lifecycle.BeforeProperty;
 
 import org.peerdirect.hca.cx4.ConnectX4Device;
 import org.peerdirect.hca.cx4.ifc.Qp;
-import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.hca.engine.Wqe;
-import org.peerdirect.ib.core.standalone.IbCore;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvCq;
-import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
-import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
-import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
-import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.mm.Vma;
-import org.peerdirect.kernel.pci.PciFunction;
-import org.peerdirect.kernel.pci.StandalonePciBus;
+import org.peerdirect.rdma.RcConnect;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
 import org.peerdirect.mlx5.lib.Mlx5Qp;
 
@@ -113,7 +104,7 @@ import org.peerdirect.mlx5.lib.Mlx5Qp;
  * {@code target/surefire-reports/TEST-*WqeFuzzTest.xml}); {@code @Property(seed = "...")} runs exactly
  * that again (jqwik also reruns the last failing sample first, from {@code target/jqwik-database}).
  */
-class WqeFuzzTest {
+class WqeFuzzTest extends Mlx5Machine {
 
     static final int RW = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
     /** Send WQEs of QP A: one basic block each (a WRITE with one data segment), 32 basic blocks. */
@@ -158,16 +149,6 @@ class WqeFuzzTest {
     // ------------------------------------------------------------------ the rig (Mlx5VerbsTest's up/down, two IB devices)
 
     Path tmp;
-    Mm mm;
-    Iommu iommu;
-    StandalonePciBus bus;
-    IbCore core;
-    final List<ConnectX4Device> models = new ArrayList<>();
-    final List<PciFunction> fns = new ArrayList<>();
-    final List<Mlx5CoreDev> cores = new ArrayList<>();
-    final List<Mlx5IbDev> ibs = new ArrayList<>();
-    final List<IbvDevice> devs = new ArrayList<>();
-    AddressSpace proc;
     IbvContext ctxA;
     IbvContext ctxB;
     IbvPd pdA;
@@ -184,7 +165,6 @@ class WqeFuzzTest {
     int lidA;
     int lidB;
 
-    /** A try of this property failed (shrinking runs more): down() then reports leaks and variety without throwing. */
     /**
      * Runs each destroy on its own, so one that fails does not leave the others behind (down()
      * counts leaks); returns the first failure with the later ones suppressed in it, or null.
@@ -205,6 +185,7 @@ class WqeFuzzTest {
         return first;
     }
 
+    /** A try of this property failed (shrinking runs more): down() then reports leaks and variety without throwing. */
     boolean failed;
     /** This instance ran the main property (jqwik makes one instance per property): its variety is checked. */
     boolean mainProperty;
@@ -212,26 +193,8 @@ class WqeFuzzTest {
     @BeforeProperty
     void up() throws IOException {
         tmp = Files.createTempDirectory("wqefuzz");
-        mm = new Mm(64L << 20, true, tmp.resolve("swap"), 1 << 20);
-        iommu = new Iommu(mm);
-        bus = new StandalonePciBus(iommu, w -> {
-        });
-        core = new IbCore(null);
-        Fabric fabric = new Fabric();
-        for (int i = 0; i < 2; i++) { // mlx5_0, mlx5_1: ConnectX-4, InfiniBand
-            ConnectX4Device m = new ConnectX4Device("ConnectX-4", ConnectX4Device.DEVICE_CONNECTX4, fabric);
-            PciFunction fn = bus.register(m.spec());
-            Mlx5CoreDev c = new Mlx5CoreDev("mlx5_" + i, fn, mm, new Mlx5CoreDev.Settings(10_000, 200, 2_000));
-            c.load();
-            Mlx5IbDev ib = new Mlx5IbDev(c, core.umems());
-            models.add(m);
-            fns.add(fn);
-            cores.add(c);
-            ibs.add(ib);
-            devs.add(core.register(ib));
-        }
-        proc = mm.createProcess("wqe-fuzz");
-        proc.setMemlockLimit(64L << 20);
+        // mlx5_0, mlx5_1: ConnectX-4, InfiniBand
+        startMachine(tmp, "wqe-fuzz", ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4);
         ctxA = devs.get(0).open(proc);
         ctxB = devs.get(1).open(proc);
         pdA = ctxA.allocPd();
@@ -278,32 +241,7 @@ class WqeFuzzTest {
         } catch (Throwable t) {
             first = t;
         }
-        for (Mlx5IbDev ib : ibs) {
-            core.unregister(ib); // disassociation: every object destroyed by command while the core is up
-            ib.close(); // the mkey cache and the UMR QP
-        }
-        List<String> leaks = new ArrayList<>();
-        for (int i = 0; i < cores.size(); i++) {
-            Mlx5CoreDev c = cores.get(i);
-            c.unload();
-            if (c.dmaPagesLive() != 0) {
-                leaks.add(c.name() + ": " + c.dmaPagesLive() + " DMA pages of the driver live");
-            }
-            if (models.get(i).pagesHeld() != 0) {
-                leaks.add(c.name() + ": the firmware holds pages: " + models.get(i).describe());
-            }
-        }
-        proc.exit();
-        core.close();
-        models.forEach(ConnectX4Device::close);
-        bus.close();
-        if (!iommu.audit().clean()) {
-            leaks.add("IOMMU audit: " + iommu.audit());
-        }
-        if (mm.totalFrames() != mm.freeFrames()) {
-            leaks.add((mm.totalFrames() - mm.freeFrames()) + " frames not free");
-        }
-        mm.close();
+        List<String> leaks = stopMachine();
         Files.deleteIfExists(tmp.resolve("swap"));
         Files.deleteIfExists(tmp);
         System.out.println(summary());
@@ -347,31 +285,7 @@ class WqeFuzzTest {
 
     /** RESET → RTS towards {@code peer}; small timeouts and retry counts make a misbehaving WQE fail fast. */
     static void connect(IbvQp me, IbvQp peer, int peerLid, int timeout, int retries, int rnrRetry) {
-        IbvQpAttr a = new IbvQpAttr();
-        a.qpState = IbvQpState.INIT;
-        a.pkeyIndex = 0;
-        a.portNum = 1;
-        a.qpAccessFlags = RW;
-        me.modify(a, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
-        a = new IbvQpAttr();
-        a.qpState = IbvQpState.RTR;
-        a.pathMtu = 5;
-        a.destQpNum = peer.qpNum();
-        a.rqPsn = 0;
-        a.maxDestRdAtomic = 1;
-        a.minRnrTimer = 1;
-        a.dlid = peerLid;
-        me.modify(a, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
-                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
-        a = new IbvQpAttr();
-        a.qpState = IbvQpState.RTS;
-        a.sqPsn = 0;
-        a.timeout = timeout;
-        a.retryCnt = retries;
-        a.rnrRetry = rnrRetry;
-        a.maxRdAtomic = 1;
-        me.modify(a, IbvQpAttr.STATE | IbvQpAttr.SQ_PSN | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY
-                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+        new RcConnect().access(RW).minRnrTimer(1).timeout(timeout, retries).rnrRetry(rnrRetry).connect(me, peerLid, peer.qpNum());
     }
 
     /** One signaled, validated RDMA WRITE of {@code len} bytes from A's region to B's. */

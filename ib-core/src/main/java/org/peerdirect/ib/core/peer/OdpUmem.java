@@ -147,7 +147,7 @@ final class OdpUmem implements IbUmemOdp {
         if (mm.exited()) { // mmget_not_zero
             throw new KernelException(Errno.EFAULT, "ib_umem_odp_alloc_child: process " + mm.pid() + " has exited");
         }
-        return new OdpUmem(mm, device, addr, size, access & ~IbAccess.HUGETLB, ops);
+        return new OdpUmem(mm, device, addr, size, access, ops); // an implicit umem has no HUGETLB
     }
 
     @Override
@@ -218,10 +218,10 @@ final class OdpUmem implements IbUmemOdp {
             long head = range.hmmPfns[g];
             long va = range.start + ((long) g << Mm.PAGE_SHIFT);
             if ((head & HmmRange.HMM_PFN_VALID) == 0) {
-                if (entry(va) != 0) {
-                    mapped++; // mapped by an earlier fault and not invalidated since
-                }
-                continue; // not present for the CPU (snapshot mode)
+                // not present for the CPU (snapshot mode); nor for the device: an entry still here
+                // was not invalidated since the walk began, so the walk found its page present
+                assert entry(va) == 0 : "NIC-present implies CPU-present at 0x" + Long.toHexString(va);
+                continue;
             }
             if (per > 1 && HmmRange.order(head) + Mm.PAGE_SHIFT < pageShift) {
                 throw new KernelException(Errno.EINVAL, String.format(

@@ -1,0 +1,102 @@
+package org.peerdirect.mlx5.ib;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import org.peerdirect.hca.cx4.ConnectX4Device;
+import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.ib.core.standalone.IbCore;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.kernel.pci.StandalonePciBus;
+import org.peerdirect.mlx5.core.Mlx5CoreDev;
+
+/**
+ * The machine the mlx5 verbs tests run on: memory with poisoning, an IOMMU, a PCI bus, ib-core,
+ * ConnectX-4+ models on one fabric with mlx5_core and mlx5_ib on each (named {@code mlx5_i}),
+ * and one process. {@link #startMachine} builds it, {@link #stopMachine} takes it down in the
+ * driver's order and says in words what was left behind (the tests assert the list is empty, or
+ * report it after a failed property).
+ */
+abstract class Mlx5Machine {
+
+    Mm mm;
+    Iommu iommu;
+    StandalonePciBus bus;
+    IbCore core;
+    final List<ConnectX4Device> models = new ArrayList<>();
+    final List<PciFunction> fns = new ArrayList<>();
+    final List<Mlx5CoreDev> cores = new ArrayList<>();
+    final List<Mlx5IbDev> ibs = new ArrayList<>();
+    final List<IbvDevice> devs = new ArrayList<>();
+    /** Devices a test hot-unplugged: their firmware was powered down holding the pages the driver reclaimed locally. */
+    final Set<Integer> unplugged = new HashSet<>();
+    AddressSpace proc;
+
+    /** One model per PCI device id ({@link ConnectX4Device#DEVICE_CONNECTX4} or {@code _CONNECTX6DX}), each bound and registered. */
+    void startMachine(Path tmp, String procName, int... deviceIds) {
+        mm = new Mm(64L << 20, true, tmp.resolve("swap"), 1 << 20);
+        iommu = new Iommu(mm);
+        bus = new StandalonePciBus(iommu, w -> {
+        });
+        core = new IbCore(null);
+        Fabric fabric = new Fabric();
+        for (int i = 0; i < deviceIds.length; i++) {
+            ConnectX4Device m = deviceIds[i] == ConnectX4Device.DEVICE_CONNECTX4 ? new ConnectX4Device("ConnectX-4", deviceIds[i], fabric)
+                    : new ConnectX4Device("ConnectX-6 Dx", deviceIds[i], fabric);
+            PciFunction fn = bus.register(m.spec());
+            Mlx5CoreDev c = new Mlx5CoreDev("mlx5_" + i, fn, mm, new Mlx5CoreDev.Settings(10_000, 200, 2_000));
+            c.load();
+            Mlx5IbDev ib = new Mlx5IbDev(c, core.umems());
+            models.add(m);
+            fns.add(fn);
+            cores.add(c);
+            ibs.add(ib);
+            devs.add(core.register(ib));
+        }
+        proc = mm.createProcess(procName);
+        proc.setMemlockLimit(64L << 20);
+    }
+
+    /**
+     * Unregisters every IB device (disassociation destroys every object by command while the
+     * core is up), closes its mkey cache and UMR QP, unloads every core, ends the process and
+     * closes the machine. Returns what was left behind: driver DMA pages, pages the firmware
+     * still holds (but for unplugged devices), IOMMU violations or mappings, frames not free.
+     */
+    List<String> stopMachine() {
+        for (Mlx5IbDev ib : ibs) {
+            core.unregister(ib);
+            ib.close();
+        }
+        List<String> leaks = new ArrayList<>();
+        for (int i = 0; i < cores.size(); i++) {
+            Mlx5CoreDev c = cores.get(i);
+            c.unload();
+            if (c.dmaPagesLive() != 0) {
+                leaks.add(c.name() + ": " + c.dmaPagesLive() + " DMA pages of the driver live");
+            }
+            if (!unplugged.contains(i) && models.get(i).pagesHeld() != 0) {
+                leaks.add(c.name() + ": the firmware holds pages: " + models.get(i).describe());
+            }
+        }
+        proc.exit();
+        core.close();
+        models.forEach(ConnectX4Device::close);
+        bus.close();
+        if (!iommu.audit().clean()) {
+            leaks.add("IOMMU audit: " + iommu.audit());
+        }
+        if (mm.totalFrames() != mm.freeFrames()) {
+            leaks.add((mm.totalFrames() - mm.freeFrames()) + " frames not free");
+        }
+        mm.close();
+        return leaks;
+    }
+}
