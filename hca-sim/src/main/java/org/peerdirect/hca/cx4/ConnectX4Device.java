@@ -260,6 +260,12 @@ public final class ConnectX4Device implements AutoCloseable {
                 strayDoorbells.get(), f.transport.describe(), hung ? ", HUNG" : "", fatal != 0 ? ", FATAL syndrome " + fatal : "");
     }
 
+    /** The page-fault unit's counters: raised, resumed, resumed with error, lost, pending. */
+    public String pageFaultsDescribe() {
+        Firmware f = fw;
+        return f == null ? "not attached" : f.pageFaults.describe();
+    }
+
     /** Pages the firmware holds now (every one is a DMA mapping the driver must take back). */
     public int pagesHeld() {
         Firmware f = fw;

@@ -16,6 +16,7 @@ import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.hca.cx4.ifc.Srq;
 import org.peerdirect.hca.cx4.ifc.Vport;
 import org.peerdirect.hca.cx4.ifc.HcaCap;
+import org.peerdirect.hca.cx4.ifc.Odp;
 import org.peerdirect.hca.cx4.ifc.IfcField;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
@@ -78,6 +79,9 @@ final class Firmware implements CommandQueue.Executor {
     final FirmwarePages pages;
     private final byte[] maxGeneral = new byte[HcaCap.SIZE];
     private final byte[] curGeneral = new byte[HcaCap.SIZE];
+    /** The ODP capability block (type 2): what the model can fault on, and what the driver enabled. */
+    private final byte[] maxOdp = new byte[HcaCap.SIZE];
+    private final byte[] curOdp = new byte[HcaCap.SIZE];
     private HcaState state = HcaState.DISABLED;
     private int issi;
     private String driverVersion = "";
@@ -95,6 +99,8 @@ final class Firmware implements CommandQueue.Executor {
 
     /** The data path: CQs, QPs, mkeys over the shared engine (firmware thread for commands). */
     final Transport transport;
+    /** Page-fault EQEs and PAGE_FAULT_RESUME. */
+    final PageFaults pageFaults;
     private final boolean ethernet;
 
     Firmware(PciFunction fn, DmaPort port, boolean ethernet, int uarPages, org.peerdirect.hca.engine.HcaDevice engine) {
@@ -142,9 +148,19 @@ final class Firmware implements CommandQueue.Executor {
         HcaCap.LOG_MAX_PD.set(m, 0, 24);
         HcaCap.LOG_MAX_XRCD.set(m, 0, 24);
         HcaCap.NUM_OF_UARS_PER_PAGE.set(m, 0, 1);
+        HcaCap.PG.set(m, 0, 1);
+        HcaCap.UMR_EXTENDED_TRANSLATION_OFFSET.set(m, 0, 1);
         System.arraycopy(maxGeneral, 0, curGeneral, 0, HcaCap.SIZE);
+        // the engine faults on every RC operation and on UD sends and SRQ receives; it carries no UC,
+        // XRC or DC QPs, so their caps stay clear. SRQ receives are off until the driver enables them
+        // (handle_hca_cap_odp sets the srq_receive caps to their maximum)
+        MemorySegment o = MemorySegment.ofArray(maxOdp);
+        Odp.RC_ODP_CAPS.set(o, 0, Odp.CAP_SEND | Odp.CAP_RECEIVE | Odp.CAP_WRITE | Odp.CAP_READ | Odp.CAP_ATOMIC | Odp.CAP_SRQ_RECEIVE);
+        Odp.UD_ODP_CAPS.set(o, 0, Odp.CAP_SEND | Odp.CAP_SRQ_RECEIVE);
+        resetOdpCaps();
         eqs = new AtomicReferenceArray<>(1 << HcaCap.LOG_MAX_EQ.get(m, 0));
         this.transport = new Transport(engine, port, this);
+        this.pageFaults = new PageFaults(this, engine, transport);
     }
 
     PciFunction function() {
@@ -162,6 +178,17 @@ final class Firmware implements CommandQueue.Executor {
     /** Fields a driver may change with {@code SET_HCA_CAP}, each at most its maximum; the rest is read-only. */
     private static final IfcField[] EDITABLE = { HcaCap.PKEY_TABLE_SIZE, HcaCap.LOG_MAX_QP, HcaCap.CMDIF_CHECKSUM, HcaCap.DRAIN_SIGERR,
             HcaCap.LOG_UAR_PAGE_SZ, HcaCap.CACHE_LINE_128BYTE, HcaCap.UAR_4K, HcaCap.DCT };
+
+    /** The ODP block's current values: the maximum without the SRQ-receive bits the driver turns on. */
+    private void resetOdpCaps() {
+        System.arraycopy(maxOdp, 0, curOdp, 0, HcaCap.SIZE);
+        MemorySegment c = MemorySegment.ofArray(curOdp);
+        for (IfcField f : ODP_TRANSPORTS) {
+            f.set(c, 0, f.get(c, 0) & ~Odp.CAP_SRQ_RECEIVE);
+        }
+    }
+
+    private static final IfcField[] ODP_TRANSPORTS = { Odp.RC_ODP_CAPS, Odp.UC_ODP_CAPS, Odp.UD_ODP_CAPS, Odp.XRC_ODP_CAPS, Odp.DC_ODP_CAPS };
 
     HcaState state() {
         return state;
@@ -258,7 +285,7 @@ final class Firmware implements CommandQueue.Executor {
                     Mlx5Cmd.INIT_HCA, Mlx5Cmd.TEARDOWN_HCA, Mlx5Cmd.ALLOC_UAR, Mlx5Cmd.DEALLOC_UAR, Mlx5Cmd.ALLOC_PD, Mlx5Cmd.DEALLOC_PD,
                     Mlx5Cmd.DESTROY_EQ, Mlx5Cmd.QUERY_EQ, Mlx5Cmd.NOP, Mlx5Cmd.DESTROY_CQ, Mlx5Cmd.QUERY_CQ, Mlx5Cmd.DESTROY_QP,
                     Mlx5Cmd.QP_2ERR, Mlx5Cmd.QP_2RST, Mlx5Cmd.QUERY_QP, Mlx5Cmd.DESTROY_MKEY, Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT,
-                    Mlx5Cmd.QUERY_HCA_VPORT_GID, Mlx5Cmd.DESTROY_SRQ -> 16;
+                    Mlx5Cmd.QUERY_HCA_VPORT_GID, Mlx5Cmd.DESTROY_SRQ, Mlx5Cmd.PAGE_FAULT_RESUME -> 16;
             case Mlx5Cmd.RST2INIT_QP, Mlx5Cmd.INIT2INIT_QP, Mlx5Cmd.INIT2RTR_QP, Mlx5Cmd.RTR2RTS_QP, Mlx5Cmd.RTS2RTS_QP,
                     Mlx5Cmd.SQERR2RTS_QP -> Qp.MODIFY_IN_LEN;
             case Mlx5Cmd.CREATE_CQ -> in.byteSize() < Cq.CREATE_CQ_IN_PAS ? (int) Cq.CREATE_CQ_IN_PAS
@@ -318,6 +345,7 @@ final class Firmware implements CommandQueue.Executor {
                 issi = 0;
                 pages.resetRequest();
                 System.arraycopy(maxGeneral, 0, curGeneral, 0, HcaCap.SIZE);
+                resetOdpCaps();
             }
             case Mlx5Cmd.QUERY_ISSI -> {
                 out.set(BE32, 8, issi & 0xffff);
@@ -344,10 +372,13 @@ final class Firmware implements CommandQueue.Executor {
             case Mlx5Cmd.MANAGE_PAGES -> managePages(opMod, in, out);
             case Mlx5Cmd.QUERY_HCA_CAP -> {
                 int type = opMod >>> 1;
-                if (type != HcaCap.TYPE_GENERAL) {
-                    throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CAP, "capability type " + type + " is not reported by this model");
-                }
-                MemorySegment.copy(MemorySegment.ofArray((opMod & 1) == HcaCap.MODE_MAX ? maxGeneral : curGeneral), 0, out, HcaCap.OFFSET, HcaCap.SIZE);
+                boolean max = (opMod & 1) == HcaCap.MODE_MAX;
+                byte[] block = switch (type) {
+                    case HcaCap.TYPE_GENERAL -> max ? maxGeneral : curGeneral;
+                    case HcaCap.TYPE_ODP -> max ? maxOdp : curOdp;
+                    default -> throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CAP, "capability type " + type + " is not reported by this model");
+                };
+                MemorySegment.copy(MemorySegment.ofArray(block), 0, out, HcaCap.OFFSET, HcaCap.SIZE);
             }
             case Mlx5Cmd.SET_HCA_CAP -> setCaps(opMod, in);
             case Mlx5Cmd.INIT_HCA -> {
@@ -406,6 +437,9 @@ final class Firmware implements CommandQueue.Executor {
                 HwEq e = liveEq(in.get(ValueLayout.JAVA_BYTE, Eq.EQN_IN) & 0xff);
                 eqs.set(e.eqn, null);
                 pages.free(e.context);
+                if (e.wants(Eq.EVENT_PAGE_FAULT)) {
+                    pageFaults.eqsChanged();
+                }
             }
             case Mlx5Cmd.QUERY_EQ -> {
                 HwEq e = liveEq(in.get(ValueLayout.JAVA_BYTE, Eq.EQN_IN) & 0xff);
@@ -449,6 +483,7 @@ final class Firmware implements CommandQueue.Executor {
                 case Mlx5Cmd.DESTROY_MKEY -> transport.destroyMkey(in);
                 case Mlx5Cmd.CREATE_SRQ -> transport.createSrq(in, out, HcaCap.LOG_MAX_SRQ_SZ.get(cur, 0));
                 case Mlx5Cmd.DESTROY_SRQ -> transport.destroySrq(in);
+                case Mlx5Cmd.PAGE_FAULT_RESUME -> pageFaults.resume(in);
                 default -> throw new Refused(Mlx5Cmd.STAT_BAD_OP_ERR, SYND_UNKNOWN_OPCODE, Mlx5Cmd.name(opcode));
         }
     }
@@ -530,9 +565,13 @@ final class Firmware implements CommandQueue.Executor {
     }
 
     private void setCaps(int opMod, MemorySegment in) throws Refused {
+        if ((opMod & 1) == 0 && opMod >>> 1 == HcaCap.TYPE_ODP) {
+            setOdpCaps(in);
+            return;
+        }
         if ((opMod & 1) != 0 || opMod >>> 1 != HcaCap.TYPE_GENERAL) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CAP, "SET_HCA_CAP op_mod 0x" + Integer.toHexString(opMod)
-                    + ": only the general capabilities (type 0) can be set");
+                    + ": only the general (type 0) and ODP (type 2) capabilities can be set");
         }
         MemorySegment max = MemorySegment.ofArray(maxGeneral);
         for (IfcField f : EDITABLE) {
@@ -636,6 +675,28 @@ final class Firmware implements CommandQueue.Executor {
         long mask = in.get(BE64, Eq.CREATE_EQ_IN_EVENT_BITMASK);
         eqs.set(eqn, new HwEq(eqn, logSize, pas, uar, intr, mask, ctx));
         out.set(ValueLayout.JAVA_BYTE, Eq.CREATE_EQ_OUT_EQN, (byte) eqn);
+        if ((mask & 1L << Eq.EVENT_PAGE_FAULT) != 0) {
+            pageFaults.eqsChanged();
+        }
+    }
+
+    /**
+     * {@code SET_HCA_CAP} of the ODP block ({@code handle_hca_cap_odp}): each transport's bits, none
+     * beyond the maximum (the rest of the block is read-only).
+     */
+    private void setOdpCaps(MemorySegment in) throws Refused {
+        MemorySegment max = MemorySegment.ofArray(maxOdp);
+        for (IfcField f : ODP_TRANSPORTS) {
+            int extra = f.get(in, HcaCap.OFFSET) & ~f.get(max, 0);
+            if (extra != 0) {
+                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CAP, String.format(
+                        "ODP capability at bit 0x%x: bits 0x%x are not supported (maximum 0x%x)", f.bitOffset(), extra, f.get(max, 0)));
+            }
+        }
+        MemorySegment cur = MemorySegment.ofArray(curOdp);
+        for (IfcField f : ODP_TRANSPORTS) {
+            f.set(cur, 0, f.get(in, HcaCap.OFFSET));
+        }
     }
 
     /** Whether a deferred command can still hope for pages: a page-request EQ exists and requests are enabled. */

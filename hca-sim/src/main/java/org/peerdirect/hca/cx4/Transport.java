@@ -1079,8 +1079,8 @@ final class Transport {
                 | (Mkey.MKC_A.get(s, m) != 0 ? HcaDevice.PERM_ATOMIC : 0);
     }
 
-    /** The most MTT entries one UMR-enabled mkey may be created with (2^24, a 64 GiB range of 4 KiB pages). */
-    static final int MAX_UMR_MTT = 1 << 24;
+    /** The most MTT entries one UMR-enabled mkey may be created with (2^30, a 4 TiB range of 4 KiB pages; the entries are kept in chunks made when first written, so the size costs 8 bytes per 4096 entries until used). */
+    static final int MAX_UMR_MTT = 1 << 30;
 
     void createMkey(MemorySegment in, MemorySegment out) throws Firmware.Refused, CommandQueue.Deferred {
         long m = Mkey.CREATE_IN_MKC;
@@ -1186,9 +1186,29 @@ final class Transport {
         fw.pages.free(ctx);
     }
 
+    /**
+     * The {@code wqe_index} a WQE page fault reports: the engine's slot as the driver counts WQEs
+     * (the send queue's basic-block counter, the receive queue's WQE counter, the SRQ's buffer
+     * index); 0 for an RDMA fault or a queue gone meanwhile.
+     */
+    int faultWqeIndex(org.peerdirect.hca.engine.PageFault f) {
+        if (f.wqeIndex() < 0) {
+            return 0;
+        }
+        if ((f.flags() & org.peerdirect.hca.engine.PageFault.FLAG_SRQ) != 0) {
+            MemSrq s = f.wqNum() >= 0 && f.wqNum() < srqs.length() ? srqs.get(f.wqNum()) : null;
+            return s == null ? 0 : s.wqeIndex(f.wqeIndex());
+        }
+        MemQp q = f.wqNum() >= 0 && f.wqNum() < qps.length() ? qps.get(f.wqNum()) : null;
+        if (q == null) {
+            return 0;
+        }
+        return f.requestor() ? q.sqWqeCounter(f.wqeIndex()) : q.rqWqeCounter(f.wqeIndex());
+    }
+
     /** What the model shows tools. */
     String describe() {
-        return String.format("CQs %d, QPs %d, mkeys %d, WQEs fetched %d, CQEs written %d, bad WQEs %d, DMA faults %d", cqCount(), qpCount(),
-                mkeyCount(), wqesFetched.get(), cqesWritten.get(), badWqes.get(), dmaFaults.get());
+        return String.format("CQs %d, QPs %d, mkeys %d, WQEs fetched %d, CQEs written %d, bad WQEs %d, DMA faults %d, %s", cqCount(), qpCount(),
+                mkeyCount(), wqesFetched.get(), cqesWritten.get(), badWqes.get(), dmaFaults.get(), fw.pageFaults.describe());
     }
 }

@@ -366,11 +366,12 @@ public final class HcaDevice {
         if (pageFaultHandler == null) {
             return 0;
         }
+        // mlx5's fault_token is 24 bits: tokens wrap there, skipping 0 and any still pending
+        PendingFault pf = new PendingFault(qp, requester, subtype);
         int t;
         do {
-            t = faultTokens.incrementAndGet() & 0x7FFF_FFFF;
-        } while (t == 0);
-        pendingFaults.put(t, new PendingFault(qp, requester, subtype));
+            t = faultTokens.incrementAndGet() & 0xFF_FFFF;
+        } while (t == 0 || pendingFaults.putIfAbsent(t, pf) != null);
         (requester ? requesterFaults : responderFaults).incrementAndGet();
         return t;
     }

@@ -14,10 +14,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 import org.peerdirect.hca.cx4.ifc.Eq;
+import org.peerdirect.hca.cx4.ifc.IfcField;
+import org.peerdirect.hca.cx4.ifc.Odp;
 import org.peerdirect.hca.cx4.ifc.HcaCap;
 import org.peerdirect.hca.cx4.ifc.InitSeg;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
+import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.pci.PciFunction;
 
@@ -111,6 +114,8 @@ public final class Mlx5CoreDev {
     private final org.peerdirect.kernel.mm.Mm mm;
     private final byte[] capsCur = new byte[HcaCap.SIZE];
     private final byte[] capsMax = new byte[HcaCap.SIZE];
+    /** The ODP capability block as set ({@code MLX5_CAP_ODP}); all zero without {@code pg}. */
+    private final byte[] capsOdp = new byte[HcaCap.SIZE];
     private int issi;
 
     public Mlx5CoreDev(String name, PciFunction fn, Mm mm, Settings settings) {
@@ -149,6 +154,7 @@ public final class Mlx5CoreDev {
     /** Brings the function up; on failure everything done so far is undone and the cause thrown. */
     public synchronized void load() {
         unloaded = false;
+        java.util.Arrays.fill(capsOdp, (byte) 0);
         try {
             cmd.enable();
             exec(Mlx5Cmd.ENABLE_HCA, 0);
@@ -157,6 +163,7 @@ public final class Mlx5CoreDev {
             setIssi();
             pages.satisfyStartupPages(true);
             setHcaCaps();
+            handleHcaCapOdp();
             pages.satisfyStartupPages(false);
             exec(Mlx5Cmd.INIT_HCA, 0);
             initialized = true;
@@ -237,8 +244,43 @@ public final class Mlx5CoreDev {
     }
 
     private void queryCaps(int mode, byte[] into) {
-        MemorySegment out = cmd.exec(header(Mlx5Cmd.QUERY_HCA_CAP, HcaCap.TYPE_GENERAL << 1 | mode, 16), HcaCap.QUERY_OUT_LEN);
+        queryCaps(HcaCap.TYPE_GENERAL, mode, into);
+    }
+
+    private void queryCaps(int type, int mode, byte[] into) {
+        MemorySegment out = cmd.exec(header(Mlx5Cmd.QUERY_HCA_CAP, type << 1 | mode, 16), HcaCap.QUERY_OUT_LEN);
         MemorySegment.copy(out, HcaCap.OFFSET, MemorySegment.ofArray(into), 0, HcaCap.SIZE);
+    }
+
+    /**
+     * {@code handle_hca_cap_odp}: with {@code pg}, the ODP block's SRQ-receive bits raised to their
+     * maximum ({@code ODP_CAP_SET_MAX}) and set when that changes anything; the block as set is
+     * what mlx5_ib reads ({@code MLX5_CAP_ODP}).
+     */
+    private void handleHcaCapOdp() {
+        if (HcaCap.PG.get(caps(), 0) == 0) {
+            return;
+        }
+        byte[] max = new byte[HcaCap.SIZE];
+        queryCaps(HcaCap.TYPE_ODP, HcaCap.MODE_MAX, max);
+        queryCaps(HcaCap.TYPE_ODP, HcaCap.MODE_CUR, capsOdp);
+        MemorySegment cur = MemorySegment.ofArray(capsOdp);
+        boolean change = false;
+        for (IfcField f : new IfcField[] { Odp.RC_ODP_CAPS, Odp.UD_ODP_CAPS, Odp.XRC_ODP_CAPS, Odp.DC_ODP_CAPS }) {
+            int want = f.get(cur, 0) | f.get(MemorySegment.ofArray(max), 0) & Odp.CAP_SRQ_RECEIVE;
+            change |= want != f.get(cur, 0);
+            f.set(cur, 0, want);
+        }
+        if (change) {
+            MemorySegment in = header(Mlx5Cmd.SET_HCA_CAP, HcaCap.TYPE_ODP << 1, HcaCap.SET_IN_LEN);
+            MemorySegment.copy(cur, 0, in, HcaCap.OFFSET, HcaCap.SIZE);
+            cmd.exec(in, 16);
+        }
+    }
+
+    /** {@code MLX5_CAP_ODP}: a field of the ODP block (0 on a device without page faults). */
+    public int odpCap(IfcField f) {
+        return f.get(MemorySegment.ofArray(capsOdp), 0);
     }
 
     /** {@code handle_hca_cap}: the current general caps edited as Linux edits them, then set. */
@@ -261,7 +303,15 @@ public final class Mlx5CoreDev {
     private void pollEqs() {
         for (Mlx5Eq eq : eqs) {
             if (eq.vector == CTRL_VECTOR) {
-                eq.poll(this::eqe);
+                EqeHandler h;
+                synchronized (genericHandlers) {
+                    h = genericHandlers.get(eq);
+                }
+                if (h != null) {
+                    eq.poll(h::eqe);
+                } else {
+                    eq.poll(this::eqe);
+                }
             }
         }
     }
@@ -461,6 +511,16 @@ public final class Mlx5CoreDev {
             fn.freeIrq(COMP_VECTOR);
             compIrq = false;
         }
+        List<Mlx5Eq> generic;
+        synchronized (genericHandlers) {
+            generic = new ArrayList<>(genericHandlers.keySet());
+            genericHandlers.clear();
+        }
+        for (Mlx5Eq eq : generic) { // an owner that did not destroy its EQ (mlx5_ib's page-fault EQ goes with mlx5_ib)
+            if (eqs.contains(eq)) {
+                destroyEq(eq);
+            }
+        }
         for (Mlx5Eq eq : new Mlx5Eq[] { pagesEq, asyncEq }) {
             if (eq != null) {
                 destroyEq(eq);
@@ -527,6 +587,58 @@ public final class Mlx5CoreDev {
     /** Creates one more control-vector EQ (for completion EQs to come, and tests). */
     Mlx5Eq createEq(String kind, int nent, long mask) {
         return addEq(kind, nent, mask);
+    }
+
+    /** What a generic EQ's owner gets: each EQE's type, subtype and 28 data bytes (valid during the call), on the EQ's interrupt thread. */
+    @FunctionalInterface
+    public interface EqeHandler {
+        void eqe(int type, int subType, MemorySegment data);
+    }
+
+    /** An EQ another driver created on this function ({@code struct mlx5_eq} of {@code mlx5_eq_create_generic}). */
+    public final class GenericEq {
+        private final Mlx5Eq eq;
+
+        private GenericEq(Mlx5Eq eq) {
+            this.eq = eq;
+        }
+
+        public int eqn() {
+            return eq.eqn;
+        }
+
+        /** {@code mlx5_eq_destroy_generic}: no handler call starts after this returns (idempotent; quiet when the device is gone). */
+        public void destroy() {
+            if (eqs.contains(eq)) {
+                destroyEq(eq);
+            }
+            synchronized (genericHandlers) {
+                genericHandlers.remove(eq);
+            }
+        }
+    }
+
+    /** Handlers of the generic EQs; the interrupt thread looks them up (guarded by itself). */
+    private final java.util.Map<Mlx5Eq, EqeHandler> genericHandlers = new java.util.IdentityHashMap<>();
+
+    /**
+     * {@code mlx5_eq_create_generic}: an EQ of at least {@code nent} entries taking the events of
+     * {@code mask}, on the control vector, its EQEs handed to {@code handler}; destroyed with the
+     * function's other EQs at unload if its owner did not.
+     */
+    public GenericEq createGenericEq(String kind, int nent, long mask, EqeHandler handler) {
+        if (!alive() || !up) {
+            throw new KernelException(KernelException.Errno.EIO, name + ": cannot create an EQ: " + (alive() ? "the function is not up" : unusable()));
+        }
+        Mlx5Eq eq = Mlx5Eq.create(cmd, dma, fn, kind, nent, mask, uar, CTRL_VECTOR);
+        synchronized (genericHandlers) {
+            genericHandlers.put(eq, handler);
+        }
+        synchronized (this) {
+            eqs.add(eq);
+        }
+        eq.arm();
+        return new GenericEq(eq);
     }
 
     /** Runs a command with a 24-bit index at byte 0x09 (the UAR, PD, ... commands) and a 16-byte output. */

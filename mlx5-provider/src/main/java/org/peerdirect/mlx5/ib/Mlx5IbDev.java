@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.function.Supplier;
 
 import org.peerdirect.hca.cx4.ifc.HcaCap;
+import org.peerdirect.hca.cx4.ifc.Odp;
 import org.peerdirect.hca.cx4.ifc.InitSeg;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
@@ -49,6 +50,18 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
     /** The library's queue buffers pinned for this device and not released yet (the reset flow releases them). */
     final java.util.Set<Mlx5IbUcontext.Pinned> pins = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
+    /** Where a QP's WQEs are, for the page-fault handler ({@code mlx5_ib_read_wqe_sq}/{@code _rq}). */
+    record QpBuf(Mlx5IbUcontext.Pinned pinned, long sqOffset, int sqBbs, int rqWqes, int rqStride, boolean ud) {
+    }
+
+    /** Where an SRQ's WQEs are ({@code mlx5_ib_read_wqe_srq}). */
+    record SrqBuf(Mlx5IbUcontext.Pinned pinned, int wqes, int stride) {
+    }
+
+    /** qpn → its queue buffer, srqn → its WQE list (QPs and SRQs created through this device). */
+    final java.util.concurrent.ConcurrentHashMap<Integer, QpBuf> qpBufs = new java.util.concurrent.ConcurrentHashMap<>();
+    final java.util.concurrent.ConcurrentHashMap<Integer, SrqBuf> srqBufs = new java.util.concurrent.ConcurrentHashMap<>();
+
     public Mlx5IbDev(Mlx5CoreDev core, UmemService umems) {
         this.core = core;
         this.umems = umems;
@@ -64,7 +77,36 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
                 (1 << core.cap(HcaCap.LOG_MAX_CQ_SZ)) - 1, 1 << core.cap(HcaCap.LOG_MAX_MKEY), 1 << core.cap(HcaCap.LOG_MAX_PD),
                 1 << core.cap(HcaCap.LOG_MAX_RA_RES_QP), 1 << core.cap(HcaCap.LOG_MAX_RA_REQ_QP), IbvDeviceAttr.ATOMIC_HCA,
                 1 << core.cap(HcaCap.LOG_MAX_SRQ), (1 << core.cap(HcaCap.LOG_MAX_SRQ_SZ)) - 1, maxSge - 1, MAX_INLINE,
-                core.cap(HcaCap.NUM_PORTS), IbvDeviceAttr.OdpCaps.NONE);
+                core.cap(HcaCap.NUM_PORTS), odpCaps(core));
+    }
+
+    /**
+     * {@code mlx5_ib_internal_fill_odp_caps}: nothing without {@code pg}; else ODP, the per-transport
+     * bits the firmware's ODP block reports (UD: send and SRQ receive only, as mlx5 reads them), the
+     * largest MR UMR can load (unbounded with the extended translation offset, else 2^16 octowords
+     * of 4 KiB pages: 256 MiB). Implicit ODP needs {@code fixed_buffer_size} and {@code null_mkey},
+     * which the model does not report: implicit ODP is not built on mlx5 yet.
+     */
+    static IbvDeviceAttr.OdpCaps odpCaps(Mlx5CoreDev core) {
+        if (core.cap(HcaCap.PG) == 0) {
+            return IbvDeviceAttr.OdpCaps.NONE;
+        }
+        int ud = core.odpCap(Odp.UD_ODP_CAPS);
+        int udBits = ((ud & Odp.CAP_SEND) != 0 ? IbvDeviceAttr.OdpCaps.SUPPORT_SEND : 0)
+                | ((ud & Odp.CAP_SRQ_RECEIVE) != 0 ? IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV : 0);
+        long max = core.cap(HcaCap.UMR_EXTENDED_TRANSLATION_OFFSET) != 0 ? -1L : 1L << (16 + 12);
+        return new IbvDeviceAttr.OdpCaps(IbvDeviceAttr.ODP_SUPPORT, transportBits(core.odpCap(Odp.RC_ODP_CAPS)), 0, udBits,
+                transportBits(core.odpCap(Odp.XRC_ODP_CAPS)), max);
+    }
+
+    /** The six firmware bits (send first) as {@code IB_ODP_SUPPORT_*} (send lowest). */
+    private static int transportBits(int fw) {
+        int bits = 0;
+        int[] order = { Odp.CAP_SEND, Odp.CAP_RECEIVE, Odp.CAP_WRITE, Odp.CAP_READ, Odp.CAP_ATOMIC, Odp.CAP_SRQ_RECEIVE };
+        for (int i = 0; i < order.length; i++) {
+            bits |= (fw & order[i]) != 0 ? 1 << i : 0;
+        }
+        return bits;
     }
 
     @Override
@@ -87,10 +129,7 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         return core.function().dma();
     }
 
-    /**
-     * mlx5's attributes: from the general capabilities (max_srq_sge = max_sge - 1, as mlx5_ib). On-demand paging is
-     * not built on mlx5 yet and is reported absent.
-     */
+    /** mlx5's attributes: from the general capabilities (max_srq_sge = max_sge - 1, as mlx5_ib) and the ODP block. */
     @Override
     public IbvDeviceAttr queryDevice() {
         return attr;
@@ -179,6 +218,8 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
     /** Guarded by this: the UMR channel and the mkey cache, made at the first registration; closed by {@link #close}. */
     private Mlx5Umr umr;
     private Mlx5MkeyCache mkeyCache;
+    /** Guarded by this: the page-fault EQ and work, made with the first ODP MR. */
+    private Mlx5Odp odp;
     private boolean closed;
     private Mlx5MkeyCache.Settings cacheSettings = Mlx5MkeyCache.Settings.DEFAULT;
 
@@ -200,6 +241,35 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
             mkeyCache = new Mlx5MkeyCache(this, umr, cacheSettings);
         }
         return umr;
+    }
+
+    /** {@code mlx5r_odp_create_eq} on first use. EIO after {@link #close}. */
+    synchronized Mlx5Odp odp() {
+        if (closed) {
+            throw new KernelException(Errno.EIO, name() + ": the device is unregistered");
+        }
+        if (odp == null) {
+            odp = new Mlx5Odp(this);
+        }
+        return odp;
+    }
+
+    /** The ODP state for tools: null before the first ODP MR. */
+    synchronized Mlx5Odp odpIfStarted() {
+        return odp;
+    }
+
+    /** What {@code rdma:odp_stats} shows: the page-fault EQ's counters and each ODP MR's. */
+    public synchronized java.util.List<String> odpStats() {
+        if (odp == null) {
+            return java.util.List.of(name() + ": no ODP MR registered yet (no page-fault EQ)");
+        }
+        java.util.List<String> out = new java.util.ArrayList<>();
+        out.add(name() + ": " + odp.describe());
+        for (Mlx5OdpMr mr : odp.mkeys.values()) {
+            out.add(name() + ": " + mr);
+        }
+        return out;
     }
 
     synchronized Mlx5MkeyCache mkeyCache() {
@@ -235,6 +305,7 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
     public void close() {
         Mlx5Umr u;
         Mlx5MkeyCache c;
+        Mlx5Odp o;
         synchronized (this) {
             if (closed) {
                 return;
@@ -242,6 +313,10 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
             closed = true;
             u = umr;
             c = mkeyCache;
+            o = odp;
+        }
+        if (o != null) {
+            o.destroy();
         }
         try {
             if (c != null) {

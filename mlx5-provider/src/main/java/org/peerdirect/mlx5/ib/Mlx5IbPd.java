@@ -18,6 +18,8 @@ import org.peerdirect.ib.core.provider.IbQpOps;
 import org.peerdirect.ib.core.provider.IbSrqOps;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.ib.core.umem.IbUmemOdp;
+import org.peerdirect.ib.core.umem.UmemOdpInvalidate;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
@@ -51,6 +53,9 @@ final class Mlx5IbPd implements IbPdOps {
      */
     @Override
     public IbMrOps regUserMr(long addr, long length, int access) {
+        if ((access & IbAccess.ON_DEMAND) != 0) {
+            return createUserOdpMr(addr, length, access);
+        }
         Mlx5IbDev dev = ctx.dev;
         IbUmem umem = dev.umems.umemGet(ctx.process, dev, addr, length, access,
                 UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP);
@@ -70,7 +75,7 @@ final class Mlx5IbPd implements IbPdOps {
                 mr = new Mlx5IbMr(this, umem, t.mkey(), t.ndescs(), true);
             } else {
                 int octwords = (npages + 1) / 2;
-                mr = new Mlx5IbMr(this, umem, regCreate(addr, length, access, npages, mtt), umem.isPeer() ? 0 : 2 * octwords, false);
+                mr = new Mlx5IbMr(this, umem, regCreate(addr, length, access, npages, npages, mtt, false), umem.isPeer() ? 0 : 2 * octwords, false);
             }
         } catch (RuntimeException e) {
             umem.stopInvalidationNotifier();
@@ -86,14 +91,93 @@ final class Mlx5IbPd implements IbPdOps {
         return mr;
     }
 
-    /** {@code reg_create}: a UMR-enabled MTT mkey by {@code CREATE_MKEY} with its translations. */
-    private int regCreate(long addr, long length, int access, int npages, java.util.function.LongUnaryOperator mttEntry) {
+    /**
+     * {@code create_user_odp_mr}: the page-fault EQ exists (made with the first ODP MR); an ODP umem
+     * whose invalidations go to the MR ({@code mlx5_mn_ops}); an mkey from the cache, or
+     * {@code reg_create} with {@code free} and no translation, enabled empty by UMR; the MR in
+     * {@code odp_mkeys}; then the snapshot of the pages resident now ({@code mlx5_ib_init_odp_mr}).
+     * Everything the device reaches of it after that comes through page faults.
+     */
+    private IbMrOps createUserOdpMr(long addr, long length, int access) {
         Mlx5IbDev dev = ctx.dev;
-        int octwords = (npages + 1) / 2;
-        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_MKEY, 0, (int) Mkey.CREATE_IN_MTT + 16 * octwords);
+        org.peerdirect.ib.core.verbs.IbvDeviceAttr.OdpCaps caps = dev.queryDevice().odpCaps();
+        if (addr == 0 && length == -1L) {
+            throw new KernelException(Errno.EINVAL, dev.name() + ": implicit ODP (address 0, length SIZE_MAX) needs IB_ODP_SUPPORT_IMPLICIT,"
+                    + " which this device does not report (implicit ODP is not built on mlx5 yet)");
+        }
+        if (caps.maxOdpSize() != -1L && Long.compareUnsigned(length, caps.maxOdpSize()) > 0) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: an ODP MR of %d bytes is more than UMR can load (%d)", dev.name(), length,
+                    caps.maxOdpSize()));
+        }
+        Mlx5Odp odp = dev.odp();
+        java.util.concurrent.atomic.AtomicReference<Mlx5OdpMr> live = new java.util.concurrent.atomic.AtomicReference<>();
+        IbUmemOdp umem = dev.umems.umemOdpGet(ctx.process, dev, addr, length, access, (u, range, seq) -> {
+            Mlx5OdpMr mr = live.get();
+            // before the MR exists the device has no translation of it: unmapping is all there is
+            return mr == null ? UmemOdpInvalidate.UNMAP_ONLY.invalidate(u, range, seq) : mr.invalidate(u, range, seq);
+        });
+        long pages = (umem.end() - umem.start()) >>> 12;
+        if (pages > Integer.MAX_VALUE - 1) {
+            umem.release();
+            throw new KernelException(Errno.EINVAL, String.format("%s: an ODP MR of %d pages is more than an mkey's MTT holds", dev.name(), pages));
+        }
+        int npages = (int) pages;
+        int mkey;
+        int ndescs;
+        boolean fromCache;
+        try {
+            Mlx5MkeyCache.Taken t = dev.mkeyCache().alloc(npages);
+            if (t != null) {
+                mkey = t.mkey();
+                ndescs = t.ndescs();
+                fromCache = true;
+                try {
+                    dev.umr().updateAndEnable(mkey, mkey & 0xff, pdn, addr, length, access, 0, null);
+                } catch (RuntimeException e) {
+                    dev.mkeyCache().abandon(t);
+                    throw e;
+                }
+            } else {
+                mkey = regCreate(addr, length, access, npages, 0, null, true);
+                ndescs = 2 * ((npages + 1) / 2);
+                fromCache = false;
+                try {
+                    dev.umr().updateAndEnable(mkey, mkey & 0xff, pdn, addr, length, access, 0, null);
+                } catch (RuntimeException e) {
+                    dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey));
+                    throw e;
+                }
+            }
+        } catch (RuntimeException e) {
+            umem.release();
+            throw e;
+        }
+        Mlx5OdpMr mr = new Mlx5OdpMr(this, umem, mkey, access, ndescs, fromCache, odp);
+        live.set(mr);
+        odp.mkeys.put(Mkey.mkeyToIdx(mkey), mr);
+        try {
+            mr.snapshot();
+        } catch (RuntimeException e) {
+            mr.deregMr();
+            throw e;
+        }
+        return mr;
+    }
+
+    /**
+     * {@code reg_create}: a UMR-enabled MTT mkey by {@code CREATE_MKEY} with room for
+     * {@code capacity} entries, the first {@code given} from {@code mttEntry}; {@code free} creates it
+     * disabled (an ODP MR, enabled by UMR).
+     */
+    private int regCreate(long addr, long length, int access, int capacity, int given, java.util.function.LongUnaryOperator mttEntry, boolean free) {
+        Mlx5IbDev dev = ctx.dev;
+        int octwords = (capacity + 1) / 2;
+        int givenOct = (given + 1) / 2;
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_MKEY, 0, (int) Mkey.CREATE_IN_MTT + 16 * givenOct);
         long m = Mkey.CREATE_IN_MKC;
         Mkey.MKC_ACCESS_MODE_1_0.set(in, m, Mkey.ACCESS_MODE_MTT);
         Mkey.MKC_UMR_EN.set(in, m, 1);
+        Mkey.MKC_FREE.set(in, m, free ? 1 : 0);
         Mkey.MKC_LR.set(in, m, 1);
         Mkey.MKC_LW.set(in, m, (access & IbAccess.LOCAL_WRITE) != 0 ? 1 : 0);
         Mkey.MKC_RR.set(in, m, (access & IbAccess.REMOTE_READ) != 0 ? 1 : 0);
@@ -107,8 +191,8 @@ final class Mlx5IbPd implements IbPdOps {
         in.set(BE64, m + Mkey.MKC_LEN, length);
         Mkey.MKC_TRANSLATIONS_OCTWORD_SIZE.set(in, m, octwords);
         Mkey.MKC_LOG_PAGE_SIZE.set(in, m, 12);
-        in.set(BE32, Mkey.CREATE_IN_OCTWORD_ACTUAL_SIZE, octwords);
-        for (int i = 0; i < npages; i++) {
+        in.set(BE32, Mkey.CREATE_IN_OCTWORD_ACTUAL_SIZE, givenOct);
+        for (int i = 0; i < given; i++) {
             in.set(BE64, Mkey.CREATE_IN_MTT + 8L * i, mttEntry.applyAsLong(i));
         }
         return Mkey.idxToMkey(dev.execIndex(in, 16)) | keyByte;
@@ -175,11 +259,13 @@ final class Mlx5IbPd implements IbPdOps {
                         if (dev.qpTable[q.qpn] == q) {
                             dev.qpTable[q.qpn] = null;
                         }
+                        dev.qpBufs.remove(q.qpn);
                         dev.destroyQuietly(Mlx5Cmd.DESTROY_QP, q.qpn);
                         p.release();
                     }
                 });
         dev.qpTable[qpn] = qp;
+        dev.qpBufs.put(qpn, new Mlx5IbDev.QpBuf(p, rqBytes, 1 << logSq, logRq < 0 ? 0 : 1 << logRq, logRq < 0 ? 0 : rqStride, a.qpType == IbvQpType.UD));
         return qp;
     }
 
@@ -271,7 +357,9 @@ final class Mlx5IbPd implements IbPdOps {
             p.release();
             throw e;
         }
+        dev.srqBufs.put(srqn, new Mlx5IbDev.SrqBuf(p, wqes, stride));
         return new Mlx5Srq(srqn, p.buf(), wqes, stride, () -> {
+            dev.srqBufs.remove(srqn);
             dev.destroyQuietly(Mlx5Cmd.DESTROY_SRQ, srqn);
             p.release();
         });

@@ -68,6 +68,25 @@ final class Mlx5IbUcontext implements IbUcontextOps {
             return umem.dmaAddressOf(buf.va + 4096L * page);
         }
 
+        /**
+         * {@code ib_umem_copy_from}: {@code len} bytes of the buffer from {@code off}, read through
+         * the pinned pages (what the page-fault handler reads a WQE with).
+         */
+        byte[] read(long off, int len) {
+            if (off < 0 || len < 0 || off + len > buf.queueBytes) {
+                throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EFAULT,
+                        String.format("queue buffer read of %d bytes at %d: the queue has %d bytes", len, off, buf.queueBytes));
+            }
+            byte[] b = new byte[len];
+            for (int done = 0; done < len;) {
+                long at = off + done;
+                int n = (int) Math.min(len - done, 4096 - (at & 4095));
+                MemorySegment.copy(buf.process.pinnedPageView(buf.va + (at & ~4095L)), java.lang.foreign.ValueLayout.JAVA_BYTE, at & 4095, b, done, n);
+                done += n;
+            }
+            return b;
+        }
+
         /** Unmaps and unpins the buffer (once); the process keeps its memory. */
         void releaseDma() {
             if (dmaReleased.compareAndSet(false, true)) {

@@ -212,6 +212,21 @@ final class Mlx5Umr {
         } while (done < n);
     }
 
+    /**
+     * {@code mlx5r_umr_update_xlt} without {@code ENABLE} (the ODP fault, prefetch and zap paths):
+     * MTT entries [first, first+n) become {@code entry(i)}, the block widened to whole octowords
+     * ({@code MLX5_UMR_MTT_NUM_ENTRIES_ALIGNMENT}), so {@code entry} must give the current value of
+     * a neighbour it does not change; nothing else of the mkey changes. When it returns, no DMA
+     * through a replaced entry is in flight.
+     */
+    void updateXlt(int mkey, long first, long n, LongUnaryOperator entry) {
+        long from = first & ~1L;
+        long to = first + n + 1 & ~1L;
+        for (long at = from; at < to; at += XLT_CHUNK) {
+            postSendWait(new UmrWqeBuilder(mkey, 0), at, (int) Math.min(XLT_CHUNK, to - at), entry);
+        }
+    }
+
     /** What one UMR WQE says (the mkey segment's fields and the control segment's mask and flags). */
     static final class UmrWqeBuilder {
         final int mkey;
@@ -237,7 +252,7 @@ final class Mlx5Umr {
      * {@code n > 0}), rings the doorbell, and waits (bounded) for the CQE. An error CQE recovers the
      * QP and fails with the syndrome; a device that is gone or silent fails with EIO.
      */
-    private void postSendWait(UmrWqeBuilder b, int first, int n, LongUnaryOperator entry) {
+    private void postSendWait(UmrWqeBuilder b, long first, int n, LongUnaryOperator entry) {
         postLock.lock();
         try {
             if (destroyed) {

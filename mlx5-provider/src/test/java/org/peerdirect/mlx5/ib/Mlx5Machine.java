@@ -99,4 +99,35 @@ abstract class Mlx5Machine {
         mm.close();
         return leaks;
     }
+
+    /** Writes a pattern of {@code n} bytes (seeded) at {@code va} of the process; returns it. */
+    byte[] fill(long va, int n, int seed) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) (i * 31 + seed);
+        }
+        proc.write(va, b, 0, n);
+        return b;
+    }
+
+    byte[] read(long va, int n) {
+        byte[] b = new byte[n];
+        proc.read(va, b, 0, n);
+        return b;
+    }
+
+    /** The rdma tools over this machine's devices. */
+    org.peerdirect.rdma.tools.RdmaTools tools() {
+        org.peerdirect.ib.core.verbs.IbvDeviceList list = new org.peerdirect.ib.core.verbs.IbvDeviceList() {
+            public List<IbvDevice> devices() {
+                return devs;
+            }
+
+            public IbvDevice device(String name) {
+                return devs.stream().filter(d -> name == null || d.name().equals(name)).findFirst()
+                        .orElseThrow(() -> new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.ENODEV, "no device " + name));
+            }
+        };
+        return new org.peerdirect.rdma.tools.RdmaTools(list, mm);
+    }
 }

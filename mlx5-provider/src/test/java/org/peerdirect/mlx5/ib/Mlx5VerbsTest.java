@@ -122,21 +122,6 @@ class Mlx5VerbsTest extends Mlx5Machine {
         }
     }
 
-    byte[] fill(long va, int n, int seed) {
-        byte[] b = new byte[n];
-        for (int i = 0; i < n; i++) {
-            b[i] = (byte) (i * 31 + seed);
-        }
-        proc.write(va, b, 0, n);
-        return b;
-    }
-
-    byte[] read(long va, int n) {
-        byte[] b = new byte[n];
-        proc.read(va, b, 0, n);
-        return b;
-    }
-
     static IbvSendWr wr(IbvWrOpcode op, long addr, int len, int lkey, long id) {
         IbvSendWr w = new IbvSendWr().sge(addr, len, lkey);
         w.opcode = op;
@@ -145,19 +130,6 @@ class Mlx5VerbsTest extends Mlx5Machine {
         return w;
     }
 
-    org.peerdirect.rdma.tools.RdmaTools tools() {
-        org.peerdirect.ib.core.verbs.IbvDeviceList list = new org.peerdirect.ib.core.verbs.IbvDeviceList() {
-            public List<IbvDevice> devices() {
-                return devs;
-            }
-
-            public IbvDevice device(String name) {
-                return devs.stream().filter(d -> name == null || d.name().equals(name)).findFirst()
-                        .orElseThrow(() -> new KernelException(KernelException.Errno.ENODEV, "no device " + name));
-            }
-        };
-        return new org.peerdirect.rdma.tools.RdmaTools(list, mm);
-    }
 
     @Test
     void pingpongValidatesOnMlx5() throws Exception {

@@ -144,6 +144,7 @@ public final class RdmaTools {
                     sb.append("\trc_odp_caps:\n").append(odpBits(odp.rcOdpCaps()));
                     sb.append("\tuc_odp_caps:\n").append(odpBits(odp.ucOdpCaps()));
                     sb.append("\tud_odp_caps:\n").append(odpBits(odp.udOdpCaps()));
+                    sb.append("\txrc_odp_caps:\n").append(odpBits(odp.xrcOdpCaps()));
                 }
                 for (int port = 1; port <= a.physPortCnt(); port++) {
                     IbvPortAttr pa = c.queryPort(port);
@@ -174,7 +175,8 @@ public final class RdmaTools {
     }
 
     private static String odpBits(int bits) {
-        String[] names = {"SUPPORT_SEND", "SUPPORT_RECV", "SUPPORT_WRITE", "SUPPORT_READ", "SUPPORT_ATOMIC", "SUPPORT_SRQ_RECV"};
+        String[] names = {"SUPPORT_SEND", "SUPPORT_RECV", "SUPPORT_WRITE", "SUPPORT_READ", "SUPPORT_ATOMIC", "SUPPORT_SRQ_RECV", "SUPPORT_FLUSH",
+            "SUPPORT_ATOMIC_WRITE"};
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < names.length; i++) {
             if ((bits & (1 << i)) != 0) {

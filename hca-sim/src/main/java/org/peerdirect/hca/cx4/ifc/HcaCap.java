@@ -39,6 +39,8 @@ public final class HcaCap {
     public static final IfcField FAST_TEARDOWN = new IfcField(0xfb, 1);
     public static final IfcField LOG_MAX_EQ = new IfcField(0xfc, 4);
     public static final IfcField FORCE_TEARDOWN = new IfcField(0x110, 1);
+    /** UMR's {@code xlt_offset} has its high part (bits 47:16): MTTs beyond 2^16 octowords can be written ({@code odp_max_size} unbounded). */
+    public static final IfcField UMR_EXTENDED_TRANSLATION_OFFSET = new IfcField(0x118, 1);
     public static final IfcField LOG_MAX_KLM_LIST_SIZE = new IfcField(0x11a, 6);
     public static final IfcField LOG_MAX_RA_REQ_QP = new IfcField(0x14a, 6);
     public static final IfcField LOG_MAX_RA_RES_QP = new IfcField(0x15a, 6);
@@ -57,6 +59,8 @@ public final class HcaCap {
     public static final IfcField DCT = new IfcField(0x21a, 1);
     public static final IfcField ROCE = new IfcField(0x21d, 1);
     public static final IfcField ATOMIC = new IfcField(0x21e, 1);
+    /** Page faults: on-demand paging ({@code pg}); the ODP block (type 2) says for which operations. */
+    public static final IfcField PG = new IfcField(0x227, 1);
     public static final IfcField XRC = new IfcField(0x23c, 1);
     public static final IfcField UD = new IfcField(0x23d, 1);
     public static final IfcField UC = new IfcField(0x23e, 1);

@@ -290,6 +290,29 @@ final class OdpUmem implements IbUmemOdp {
         return entry(va);
     }
 
+    @Override
+    public long nextMapped(long va, long bound) {
+        assert umemMutex.isHeldByCurrentThread();
+        if (implicit) {
+            return -1;
+        }
+        long page = 1L << pageShift;
+        long to = Math.min(bound, end);
+        for (long at = Math.max(va, start) & -page; at < to; ) {
+            long idx = (at - start) >>> pageShift;
+            long[] c = chunks.get(idx / CHUNK);
+            if (c == null) {
+                at = start + ((idx / CHUNK + 1) * CHUNK << pageShift);
+                continue;
+            }
+            if (c[(int) (idx % CHUNK)] != 0) {
+                return at;
+            }
+            at += page;
+        }
+        return -1;
+    }
+
     private long entry(long va) {
         long idx = (va - start) >>> pageShift;
         long[] c = chunks.get(idx / CHUNK);

@@ -100,6 +100,13 @@ public interface IbUmemOdp {
      */
     long dmaEntry(long va);
 
+    /**
+     * The first mapped page (granule) at or after {@code va} and before {@code bound}: its address,
+     * or -1 when none. Skips unmapped stretches without visiting them page by page, so a driver can
+     * walk what a huge, sparsely mapped umem holds. Caller holds the umem mutex.
+     */
+    long nextMapped(long va, long bound);
+
     /** {@code mmu_interval_set_seq}: from the invalidation callback, under the umem mutex. */
     void setSeq(long curSeq);
 

@@ -64,7 +64,9 @@ final class UPd implements IbvPd {
             throw new KernelException(Errno.EOPNOTSUPP, "ibv_reg_mr: Operation not supported: " + ctx.dev.name()
                     + " has no on-demand paging (IB_ACCESS_ON_DEMAND; odp_caps.general_caps lacks IBV_ODP_SUPPORT)");
         }
-        if (length <= 0 || Long.compareUnsigned(length, ctx.dev.attr.maxMrSize()) > 0) {
+        // the implicit ODP form (address 0, length SIZE_MAX, on demand) goes to the driver, which decides (ibv_reg_mr(3))
+        boolean implicit = addr == 0 && length == -1L && (access & IbAccess.ON_DEMAND) != 0;
+        if (!implicit && (length <= 0 || Long.compareUnsigned(length, ctx.dev.attr.maxMrSize()) > 0)) {
             throw new KernelException(Errno.EINVAL, "ibv_reg_mr: length " + length + " is not 1.." + Long.toUnsignedString(ctx.dev.attr.maxMrSize()));
         }
         UMr mr = new UMr(this, ops.regUserMr(addr, length, access), addr, length, access);

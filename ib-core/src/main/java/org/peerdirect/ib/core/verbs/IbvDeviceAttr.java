@@ -16,8 +16,22 @@ public record IbvDeviceAttr(String fwVer, long nodeGuid, long sysImageGuid, long
     /** {@code IBV_ATOMIC_HCA}. */
     public static final int ATOMIC_HCA = 1;
 
-    /** {@code struct ibv_odp_caps}: general caps and per-transport {@code ibv_odp_transport_cap_bits}. */
-    public record OdpCaps(long generalCaps, int rcOdpCaps, int ucOdpCaps, int udOdpCaps) {
-        public static final OdpCaps NONE = new OdpCaps(0, 0, 0, 0);
+    /**
+     * {@code struct ibv_odp_caps} (general caps and per-transport {@code ibv_odp_transport_cap_bits})
+     * with {@code ibv_device_attr_ex.xrc_odp_caps}, and the largest ODP MR the driver takes
+     * ({@code odp_max_size} of the kernel's {@code ib_odp_caps}; -1: unbounded, U64_MAX).
+     */
+    public record OdpCaps(long generalCaps, int rcOdpCaps, int ucOdpCaps, int udOdpCaps, int xrcOdpCaps, long maxOdpSize) {
+        public static final OdpCaps NONE = new OdpCaps(0, 0, 0, 0, 0, 0);
+
+        /** {@code IBV_ODP_SUPPORT_SEND} ... {@code IBV_ODP_SUPPORT_ATOMIC_WRITE}: the per-transport bits. */
+        public static final int SUPPORT_SEND = 1;
+        public static final int SUPPORT_RECV = 1 << 1;
+        public static final int SUPPORT_WRITE = 1 << 2;
+        public static final int SUPPORT_READ = 1 << 3;
+        public static final int SUPPORT_ATOMIC = 1 << 4;
+        public static final int SUPPORT_SRQ_RECV = 1 << 5;
+        public static final int SUPPORT_FLUSH = 1 << 6;
+        public static final int SUPPORT_ATOMIC_WRITE = 1 << 7;
     }
 }

@@ -1,0 +1,347 @@
+package org.peerdirect.mlx5.ib;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.peerdirect.ib.core.provider.IbMrOps;
+import org.peerdirect.ib.core.umem.IbUmemOdp;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.MmuNotifierRange;
+
+/**
+ * An explicit ODP MR ({@code create_user_odp_mr}): a UMR-enabled MTT mkey over an ODP umem, one MTT
+ * entry per 4 KiB page, present only where a device fault, a prefetch or the registration's
+ * snapshot mapped it. Its MTT entries are exactly the umem's DMA entries ({@code MLX5_IB_MTT_READ}
+ * and {@code _WRITE} are the umem's {@code ODP_READ_ALLOWED} and {@code ODP_WRITE_ALLOWED} bits), so
+ * the device's translation is never wider than what the umem mapped: a page present for the NIC is
+ * present for the CPU, never the converse.
+ *
+ * <p>Paths, with kernel names:
+ * <ul>
+ * <li>{@link #pagefault} ({@code pagefault_real_mr}): {@code map_dma_and_lock}, then one UMR writing
+ * the range's entries ({@code mlx5r_umr_update_xlt}), then the umem mutex is released;</li>
+ * <li>{@link #invalidate} ({@code mlx5_ib_invalidate_range}): under the umem mutex, the present
+ * entries of the range zapped by UMR (when it completes, no DMA through them is in flight), then
+ * unmapped;</li>
+ * <li>{@link #deregMr}: the key leaves {@code odp_mkeys}, the use count drains, the mkey is
+ * revoked, then (under the umem mutex) the MR is marked dead so later invalidations only unmap,
+ * the umem released, and the mkey cached or destroyed.</li>
+ * </ul>
+ *
+ * <p>Lock rules: the umem mutex orders faults, invalidations and the dead flag; {@link #useLock}
+ * only pairs the use count with the deregistration's wait. UMRs run under the umem mutex, never
+ * the other way round.
+ */
+final class Mlx5OdpMr implements IbMrOps {
+
+    /** {@code MLX5_PF_FLAGS_DOWNGRADE}: map read-only even if the umem is writable. */
+    static final int PF_FLAGS_DOWNGRADE = 1;
+    /** {@code MLX5_PF_FLAGS_SNAPSHOT}: no CPU fault, only what is present now. */
+    static final int PF_FLAGS_SNAPSHOT = 1 << 1;
+    /** Counts the pages as prefetched ({@code page_prefetch}), not faulted. */
+    static final int PF_FLAGS_PREFETCH = 1 << 3;
+    /** Registrations up to this length take the snapshot of resident pages ({@code mlx5_ib_init_odp_mr}); longer ones start empty. */
+    static final long SNAPSHOT_MAX = 1L << 30;
+    private static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    private final Mlx5IbPd pd;
+    final IbUmemOdp umem;
+    final int mkey;
+    private final int access;
+    /** The MTT capacity and whether it came from the cache (as {@link Mlx5IbMr}). */
+    private final int cacheNdescs;
+    private final boolean fromCache;
+    private final Mlx5Odp odp;
+
+    /** Guarded by the umem mutex: set once the mkey is revoked; invalidations then only unmap. */
+    private boolean dead;
+    private final ReentrantLock useLock = new ReentrantLock();
+    private final Condition unused = useLock.newCondition();
+    /** Guarded by {@link #useLock}: faults working on this MR ({@code mmkey.usecount}); -1 once deregistration began. */
+    private int usecount;
+    private volatile boolean released;
+
+    // the per-MR counters of restrack (mlx5/restrack.c), in pages except the *_handled ones (events)
+    final AtomicLong pageFaults = new AtomicLong();
+    final AtomicLong pageFaultsHandled = new AtomicLong();
+    final AtomicLong pageInvalidations = new AtomicLong();
+    final AtomicLong pageInvalidationsHandled = new AtomicLong();
+    final AtomicLong pagePrefetch = new AtomicLong();
+
+    Mlx5OdpMr(Mlx5IbPd pd, IbUmemOdp umem, int mkey, int access, int cacheNdescs, boolean fromCache, Mlx5Odp odp) {
+        this.pd = pd;
+        this.umem = umem;
+        this.mkey = mkey;
+        this.access = access;
+        this.cacheNdescs = cacheNdescs;
+        this.fromCache = fromCache;
+        this.odp = odp;
+    }
+
+    /** The MTT index of the 4 KiB page holding {@code va}. */
+    private long index(long va) {
+        return (va - umem.start()) >>> 12;
+    }
+
+    /** MTT entry {@code i}: the umem's DMA entry of the page (or of its 2 MiB granule, offset to the page), 0 when not mapped. */
+    long mttEntry(long i) {
+        long va = umem.start() + (i << 12);
+        if (va >= umem.end()) {
+            return 0;
+        }
+        long granule = 1L << umem.pageShift();
+        long e = umem.dmaEntry(va & -granule);
+        if (e == 0) {
+            return 0;
+        }
+        return (e & IbUmemOdp.ODP_DMA_ADDR_MASK) + (va & granule - 1 & ~4095L) | e & ~IbUmemOdp.ODP_DMA_ADDR_MASK;
+    }
+
+    /**
+     * {@code pagefault_real_mr}: maps [va, va+len) (clipped to the MR, as the kernel's
+     * {@code pagefault_mr} does for a range running past it) and writes the entries by UMR.
+     *
+     * @return pages mapped now
+     * @throws KernelException EFAULT when {@code va} is outside the MR or a page cannot be mapped
+     */
+    long pagefault(long va, long len, int flags) {
+        long start = umem.address();
+        long end = start + umem.length();
+        if (va < start || va >= end) {
+            throw new KernelException(Errno.EFAULT, String.format("mkey 0x%x: 0x%x is outside the MR [0x%x, 0x%x)", mkey, va, start, end));
+        }
+        long bcnt = Math.min(len, end - va);
+        long mask = IbUmemOdp.ODP_READ_ALLOWED | (umem.writable() && (flags & PF_FLAGS_DOWNGRADE) == 0 ? IbUmemOdp.ODP_WRITE_ALLOWED : 0);
+        long np = umem.mapDmaAndLock(va, bcnt, mask, (flags & PF_FLAGS_SNAPSHOT) == 0);
+        try {
+            if (dead) {
+                throw new KernelException(Errno.EFAULT, String.format("mkey 0x%x: the MR is being deregistered", mkey));
+            }
+            long first = index(va);
+            long last = index(va + bcnt - 1);
+            odp.dev.umr().updateXlt(mkey, first, last - first + 1, this::mttEntry);
+        } finally {
+            umem.unlock();
+        }
+        long pages = (index(va + bcnt - 1) - index(va) + 1);
+        if ((flags & PF_FLAGS_PREFETCH) != 0) {
+            pagePrefetch.addAndGet(pages);
+        } else {
+            pageFaults.addAndGet(pages);
+            pageFaultsHandled.incrementAndGet();
+        }
+        return np;
+    }
+
+    /**
+     * {@code mlx5_ib_init_odp_mr}: the pages resident now are made present without faulting
+     * ({@code MLX5_PF_FLAGS_SNAPSHOT}); the mkey was enabled empty just before. Skipped above
+     * {@link #SNAPSHOT_MAX} (the walk's page list would be as long as the MR).
+     */
+    void snapshot() {
+        if (umem.length() > SNAPSHOT_MAX) {
+            return;
+        }
+        long mapped = umem.mapDmaAndLock(umem.address(), umem.length(), IbUmemOdp.ODP_READ_ALLOWED
+                | (umem.writable() ? IbUmemOdp.ODP_WRITE_ALLOWED : 0), false);
+        try {
+            if (mapped == 0 && umem.mappedPages() == 0) {
+                return;
+            }
+            long n = (umem.end() - umem.start()) >>> 12;
+            for (long[] run = presentRun(0, n); run != null; run = presentRun(run[1], n)) { // one UMR per present run
+                odp.dev.umr().updateXlt(mkey, run[0], run[1] - run[0], this::mttEntry);
+            }
+        } finally {
+            umem.unlock();
+        }
+    }
+
+    /** {@code mlx5_ib_invalidate_range}: zap what is present in the range, wait for DMA, unmap. */
+    boolean invalidate(IbUmemOdp u, MmuNotifierRange range, long curSeq) {
+        long start = Math.max(range.start(), umem.start());
+        long end = Math.min(range.end(), umem.end());
+        umem.lock();
+        try {
+            umem.setSeq(curSeq);
+            if (start >= end || umem.mappedPages() == 0) {
+                return true;
+            }
+            long zapped = dead ? 0 : zap(index(start), index(end - 1) + 1);
+            umem.unmapDmaPages(start, end);
+            if (zapped > 0) {
+                pageInvalidations.addAndGet(zapped);
+                pageInvalidationsHandled.incrementAndGet();
+                odp.invalidations.incrementAndGet();
+            }
+            return true;
+        } finally {
+            umem.unlock();
+        }
+    }
+
+    /**
+     * Zaps the present entries of MTT indices [from, to) by UMR, one per run of present pages;
+     * when it returns no DMA through them is in flight. The caller holds the umem mutex.
+     *
+     * @return entries zapped
+     */
+    private long zap(long from, long to) {
+        assert umem.isLockedByCurrentThread();
+        long zapped = 0;
+        for (long[] run = presentRun(from, to); run != null; run = presentRun(run[1], to)) {
+            // zero inside [from, to); the neighbours a rounded UMR block touches keep their entries
+            odp.dev.umr().updateXlt(mkey, run[0], run[1] - run[0], k -> k >= from && k < to ? 0 : mttEntry(k));
+            zapped += run[1] - run[0];
+        }
+        return zapped;
+    }
+
+    /**
+     * The first run of present MTT entries in [from, to) as {start, end}, or null: found through the
+     * umem's {@code nextMapped}, so unmapped stretches cost nothing. Caller holds the umem mutex.
+     */
+    private long[] presentRun(long from, long to) {
+        long bound = umem.start() + (to << 12);
+        long va = umem.nextMapped(umem.start() + (from << 12), bound);
+        if (va < 0) {
+            return null;
+        }
+        long s = Math.max(from, index(va));
+        long e = s;
+        while (e < to && mttEntry(e) != 0) {
+            e++;
+        }
+        return new long[] { s, e };
+    }
+
+    /** {@code mlx5r_get_odp_mkey}-like: false once deregistration began. */
+    boolean get() {
+        useLock.lock();
+        try {
+            if (usecount < 0) {
+                return false;
+            }
+            usecount++;
+            return true;
+        } finally {
+            useLock.unlock();
+        }
+    }
+
+    /** {@code mlx5r_deref_odp_mkey}. */
+    void put() {
+        useLock.lock();
+        try {
+            if (usecount > 0 && --usecount == 0) {
+                unused.signalAll();
+            }
+        } finally {
+            useLock.unlock();
+        }
+    }
+
+    /**
+     * {@code mlx5r_deref_wait_odp_mkey}: no new user; waits until none is left. Bounded: a fault
+     * cannot hold the MR longer than its walk's timeout plus a UMR's, so after 30 s something is
+     * wrong; that is logged and the deregistration goes on (a straggling fault then finds the umem
+     * released and resumes with an error). An interrupt does not cut the wait short (dereg must
+     * finish); it is kept for the caller.
+     */
+    private void derefWait() {
+        boolean interrupted = false;
+        useLock.lock();
+        try {
+            long left = WAIT_NANOS;
+            while (usecount > 0 && left > 0) {
+                try {
+                    left = unused.awaitNanos(left);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (usecount > 0) {
+                System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.ERROR,
+                        String.format("mkey 0x%x: %d page faults still use the MR after 30 s; deregistering anyway", mkey, usecount));
+            }
+            usecount = -1;
+        } finally {
+            useLock.unlock();
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    @Override
+    public void deregMr() {
+        if (released) {
+            return;
+        }
+        released = true;
+        odp.mkeys.remove(org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(mkey), this);
+        derefWait();
+        // every present entry zapped before the mkey can go back to the cache: a later MR enabled
+        // over it must not find this one's translations (their IOVAs are unmapped below)
+        boolean revoked;
+        umem.lock();
+        try {
+            if (umem.mappedPages() > 0) {
+                zap(0, (umem.end() - umem.start()) >>> 12);
+            }
+            dead = true;
+            pd.ctx.dev.umr().revokeMr(mkey);
+            revoked = true;
+        } catch (KernelException e) {
+            dead = true;
+            revoked = false; // the device is gone or the channel failed: the destroy below is the revocation
+        } finally {
+            umem.unlock();
+        }
+        if (!revoked) {
+            pd.ctx.dev.destroyQuietly(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.DESTROY_MKEY, org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(mkey));
+        }
+        umem.release();
+        if (revoked && !(cacheNdescs > 0 && pd.ctx.dev.mkeyCacheStore(mkey, cacheNdescs, fromCache))) {
+            pd.ctx.dev.destroyQuietly(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.DESTROY_MKEY, org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(mkey));
+        }
+    }
+
+    /** The restrack counters, as {@code rdma res show mr} prints them. */
+    String counters() {
+        return String.format("page_faults %d page_faults_handled %d page_invalidations %d page_invalidations_handled %d page_prefetch %d",
+                pageFaults.get(), pageFaultsHandled.get(), pageInvalidations.get(), pageInvalidationsHandled.get(), pagePrefetch.get());
+    }
+
+    int access() {
+        return access;
+    }
+
+    @Override
+    public int lkey() {
+        return mkey;
+    }
+
+    @Override
+    public int rkey() {
+        return mkey;
+    }
+
+    @Override
+    public boolean isPeer() {
+        return false;
+    }
+
+    @Override
+    public boolean invalidated() {
+        return false;
+    }
+
+    @Override
+    public String toString() {
+        return String.format("ODP MR mkey 0x%x [0x%x, +%d) %s", mkey, umem.address(), umem.length(), counters());
+    }
+}

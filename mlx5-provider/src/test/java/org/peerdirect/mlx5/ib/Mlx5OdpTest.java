@@ -1,0 +1,258 @@
+package org.peerdirect.mlx5.ib;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.hca.cx4.ConnectX4Device;
+import org.peerdirect.hca.cx4.ifc.Mkey;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWcOpcode;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.rdma.RcConnect;
+
+/**
+ * Explicit ODP MRs on mlx5 against two ConnectX-4 models: nothing is mapped for the device until it
+ * faults; every page fault travels as an EQE to mlx5_ib's fault work, is resolved through the ODP
+ * umem and a UMR, and answered by {@code PAGE_FAULT_RESUME}; every {@code madvise(DONTNEED)} zaps
+ * the translation by UMR before the pages go. Each test ends with the IOMMU audit clean and
+ * nothing left behind.
+ */
+class Mlx5OdpTest extends Mlx5Machine {
+
+    static final int ODP = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC | IbAccess.ON_DEMAND;
+    static final int LEN = 1 << 20;
+
+    @TempDir
+    Path tmp;
+
+    @BeforeEach
+    void up() {
+        startMachine(tmp, "odp-app", ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4);
+    }
+
+    @AfterEach
+    void down() {
+        assertEquals(List.of(), stopMachine(), "every DMA page freed, no page with the firmware, IOMMU clean, every frame free");
+    }
+
+    /** One side: a context, a CQ, an RC QP and 1 MiB of anonymous memory registered on demand (never touched by the CPU). */
+    final class End {
+        final int dev;
+        final IbvContext ctx;
+        final IbvPd pd;
+        final IbvCq cq;
+        final IbvQp qp;
+        final long buf;
+        final IbvMr mr;
+        final int lid;
+
+        End(int dev, int access) {
+            this.dev = dev;
+            ctx = devs.get(dev).open(proc);
+            pd = ctx.allocPd();
+            cq = ctx.createCq(256, null);
+            IbvQpInitAttr a = new IbvQpInitAttr();
+            a.sendCq = cq;
+            a.recvCq = cq;
+            a.qpType = IbvQpType.RC;
+            a.maxSendWr = 64;
+            a.maxRecvWr = 64;
+            a.maxSendSge = 4;
+            a.maxRecvSge = 4;
+            qp = pd.createQp(a);
+            buf = proc.mmap(LEN);
+            mr = pd.regMr(buf, LEN, access);
+            lid = ctx.queryPort(1).lid();
+        }
+
+        Mlx5OdpMr odpMr() {
+            return ibs.get(dev).odpIfStarted().mkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+        }
+    }
+
+    void connect(End a, End b) {
+        new RcConnect().access(ODP & ~IbAccess.ON_DEMAND).minRnrTimer(1).timeout(14, 7).connect(a.qp, b.lid, b.qp.qpNum());
+        new RcConnect().access(ODP & ~IbAccess.ON_DEMAND).minRnrTimer(1).timeout(14, 7).connect(b.qp, a.lid, a.qp.qpNum());
+    }
+
+    @Test
+    void theDeviceReportsOdpAsMlx5FillsIt() {
+        IbvDeviceAttr.OdpCaps c = devs.get(0).open(proc).queryDeviceEx().odpCaps();
+        assertEquals(IbvDeviceAttr.ODP_SUPPORT, c.generalCaps(), "ODP, no implicit ODP (the model lacks fixed_buffer_size and null_mkey)");
+        int all = IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_RECV | IbvDeviceAttr.OdpCaps.SUPPORT_WRITE
+                | IbvDeviceAttr.OdpCaps.SUPPORT_READ | IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV;
+        assertEquals(all, c.rcOdpCaps(), "RC: every operation, SRQ receives enabled by SET_HCA_CAP");
+        assertEquals(IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV, c.udOdpCaps());
+        assertEquals(0, c.xrcOdpCaps(), "no XRC QPs in the model");
+        assertEquals(-1L, c.maxOdpSize(), "umr_extended_translation_offset: unbounded");
+        assertTrue(tools().devinfo("-d", "mlx5_0", "-v").contains("ODP_SUPPORT"), "rdma:devinfo -v prints the ODP caps");
+    }
+
+    /**
+     * The reliability loop of the issue: before every iteration both sides' buffers are dropped
+     * ({@code madvise(DONTNEED)}), so every operation re-faults on both sides; the data is checked
+     * every time; the fault and invalidation counters move on both MRs.
+     */
+    @Test
+    void everyOperationOverOdpOnBothSidesRefaultsAfterEveryDrop() {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP);
+        connect(a, b);
+        int iterations = Integer.getInteger("peerdirect.odp.iterations", 12);
+        for (int i = 0; i < iterations; i++) {
+            proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            // RDMA WRITE: requester reads a's pages, responder writes b's
+            byte[] data = fill(a.buf + 4096 * (i % 7), 3 * 4096 + 100, i); // CPU-present again, device-absent
+            IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf + 4096 * (i % 7), data.length, a.mr.lkey(), 1);
+            w.remoteAddr = b.buf + 65536;
+            w.rkey = b.mr.rkey();
+            a.qp.postSend(w);
+            assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+            assertArrayEquals(data, read(b.buf + 65536, data.length), "iteration " + i + ": RDMA WRITE");
+
+            // SEND into a posted receive on b: b's receive buffer dropped again, a's send buffer too
+            proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            IbvRecvWr r = new IbvRecvWr().sge(b.buf + 200_000, 5000, b.mr.lkey());
+            r.wrId = 10 + i;
+            b.qp.postRecv(r);
+            byte[] msg = fill(a.buf + 300_000, 4500, 40 + i);
+            IbvSendWr s = Mlx5VerbsTest.wr(IbvWrOpcode.SEND, a.buf + 300_000, msg.length, a.mr.lkey(), 2);
+            a.qp.postSend(s);
+            assertOk(a.cq, IbvWcOpcode.SEND);
+            IbvWc rc = Mlx5VerbsTest.one(b.cq);
+            assertEquals(IbvWcStatus.SUCCESS, rc.status, rc.toString());
+            assertEquals(msg.length, rc.byteLen);
+            assertArrayEquals(msg, read(b.buf + 200_000, msg.length), "iteration " + i + ": SEND");
+
+            // RDMA READ: a's local buffer written by the device, b's read
+            byte[] remote = fill(b.buf + 500_000, 8192, 80 + i);
+            proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            IbvSendWr rd = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_READ, a.buf + 600_000, 8192, a.mr.lkey(), 3);
+            rd.remoteAddr = b.buf + 500_000;
+            rd.rkey = b.mr.rkey();
+            a.qp.postSend(rd);
+            assertOk(a.cq, IbvWcOpcode.RDMA_READ);
+            assertArrayEquals(remote, read(a.buf + 600_000, 8192), "iteration " + i + ": RDMA READ");
+
+            // fetch-and-add and compare-and-swap on dropped pages (the remote page is zero after the drop)
+            proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            IbvSendWr fa = Mlx5VerbsTest.wr(IbvWrOpcode.ATOMIC_FETCH_AND_ADD, a.buf + 700_000, 8, a.mr.lkey(), 4);
+            fa.remoteAddr = b.buf + 800_000;
+            fa.rkey = b.mr.rkey();
+            fa.compareAdd = 5 + i;
+            a.qp.postSend(fa);
+            assertOk(a.cq, IbvWcOpcode.FETCH_ADD);
+            assertEquals(0, proc.readLong(a.buf + 700_000));
+            assertEquals(5 + i, proc.readLong(b.buf + 800_000));
+            IbvSendWr cs = Mlx5VerbsTest.wr(IbvWrOpcode.ATOMIC_CMP_AND_SWP, a.buf + 700_008, 8, a.mr.lkey(), 5);
+            cs.remoteAddr = b.buf + 800_000;
+            cs.rkey = b.mr.rkey();
+            cs.compareAdd = 5 + i;
+            cs.swap = 1000 + i;
+            a.qp.postSend(cs);
+            assertOk(a.cq, IbvWcOpcode.COMP_SWAP);
+            assertEquals(5 + i, proc.readLong(a.buf + 700_008));
+            assertEquals(1000 + i, proc.readLong(b.buf + 800_000));
+        }
+        Mlx5OdpMr ma = a.odpMr();
+        Mlx5OdpMr mb = b.odpMr();
+        assertTrue(ma.pageFaultsHandled.get() >= 4L * iterations, "a's MR faulted in every iteration: " + ma);
+        assertTrue(mb.pageFaultsHandled.get() >= 3L * iterations, "b's MR faulted in every iteration: " + mb);
+        assertTrue(ma.pageInvalidationsHandled.get() >= iterations && mb.pageInvalidationsHandled.get() >= iterations,
+                "every drop of mapped pages zapped them by UMR: " + ma + " / " + mb);
+        assertTrue(models.get(0).pageFaultsDescribe().contains("lost 0"), models.get(0).pageFaultsDescribe());
+        assertEquals(0, ibs.get(0).odpIfStarted().faultErrors.get());
+        assertEquals(0, ibs.get(1).odpIfStarted().faultErrors.get());
+    }
+
+    static void assertOk(IbvCq cq, IbvWcOpcode op) {
+        IbvWc c = Mlx5VerbsTest.one(cq);
+        assertEquals(IbvWcStatus.SUCCESS, c.status, c.toString());
+        assertEquals(op, c.opcode);
+    }
+
+    /** A TiB registered on demand costs the device nothing until touched; one write faults one page in. */
+    @Test
+    void aTebibyteOdpMrCostsNothingUntilAWriteFaultsOnePage() {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP);
+        connect(a, b);
+        long tib = 1L << 40;
+        long big = proc.mmap(tib);
+        IbvMr mr = b.pd.regMr(big, tib, ODP);
+        Mlx5OdpMr m = ibs.get(1).odpIfStarted().mkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+        assertEquals(0, m.umem.mappedPages(), "nothing mapped at registration");
+        byte[] data = fill(a.buf, 256, 3);
+        IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 256, a.mr.lkey(), 1);
+        w.remoteAddr = big + (tib / 2) + 100;
+        w.rkey = mr.rkey();
+        a.qp.postSend(w);
+        assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+        assertArrayEquals(data, read(big + tib / 2 + 100, 256));
+        assertEquals(1, m.umem.mappedPages(), "one page in the middle of the TiB, nothing else");
+        mr.dereg();
+        proc.munmap(big, tib);
+    }
+
+    /** A responder fault that cannot be served (no memory behind the address) ends in a remote access error at the requester. */
+    @Test
+    void aFaultThatCannotBeServedEndsInAnErrorCompletionNotAHang() {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP);
+        connect(a, b);
+        proc.munmap(b.buf + 65536, 65536); // a hole inside b's ODP MR
+        fill(a.buf, 4096, 1);
+        IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 4096, a.mr.lkey(), 1);
+        w.remoteAddr = b.buf + 65536;
+        w.rkey = b.mr.rkey();
+        a.qp.postSend(w);
+        IbvWc c = Mlx5VerbsTest.one(a.cq);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, c.status, c.toString());
+        assertTrue(ibs.get(1).odpIfStarted().faultErrors.get() >= 1);
+
+        // the requester's own ODP lkey over a hole: a local protection error
+        End c2 = new End(0, ODP);
+        End d = new End(1, ODP);
+        connect(c2, d);
+        proc.munmap(c2.buf, 8192);
+        IbvSendWr w2 = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, c2.buf, 4096, c2.mr.lkey(), 2);
+        w2.remoteAddr = d.buf;
+        w2.rkey = d.mr.rkey();
+        c2.qp.postSend(w2);
+        IbvWc e = Mlx5VerbsTest.one(c2.cq);
+        assertEquals(IbvWcStatus.LOC_PROT_ERR, e.status, e.toString());
+    }
+
+    @Test
+    void implicitOdpIsRefusedWithItsReasonAndPeerMemoryNeverTakesTheOdpPath() {
+        IbvPd pd = devs.get(0).open(proc).allocPd();
+        KernelException e = assertThrows(KernelException.class, () -> pd.regMr(0, -1L, ODP));
+        assertEquals(KernelException.Errno.EINVAL, e.errno());
+        assertTrue(e.getMessage().contains("IB_ODP_SUPPORT_IMPLICIT"), e.getMessage());
+    }
+}
