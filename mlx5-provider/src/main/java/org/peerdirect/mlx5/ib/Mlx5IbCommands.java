@@ -13,9 +13,13 @@ import org.peerdirect.kernel.shell.UsageException;
 /**
  * The {@code mlx5:} shell commands of mlx5_ib: {@code mlx5:mkey_cache}, the view debugfs gives
  * under {@code mlx5/<dev>/mr_cache/} (per entry: descriptors, cached, in use, limit, misses; here
- * with hits too), and its {@code limit} knob ({@code -l NDESCS LIMIT}).
+ * with hits too), and its {@code limit} knob ({@code -l NDESCS LIMIT}); {@code mlx5:odp_stats}, the
+ * page-fault EQ's counters and each live ODP MR's restrack counters ({@code rdma res show mr}'s
+ * {@code page_faults}, {@code page_faults_handled}, {@code page_invalidations},
+ * {@code page_invalidations_handled}, {@code page_prefetch}).
  */
-@Component(service = Mlx5IbCommands.class, property = { "osgi.command.scope=mlx5", "osgi.command.function=mkey_cache" })
+@Component(service = Mlx5IbCommands.class, property = { "osgi.command.scope=mlx5", "osgi.command.function=mkey_cache",
+        "osgi.command.function=odp_stats" })
 public final class Mlx5IbCommands {
 
     private final Mlx5IbDriver driver;
@@ -69,6 +73,31 @@ public final class Mlx5IbCommands {
         List<String> out = new ArrayList<>();
         for (Mlx5IbDev d : devs) {
             out.add(d.mkeyCacheSummary(all));
+        }
+        return String.join("\n", out);
+    }
+
+    @Descriptor("on-demand paging of each mlx5 IB device: the page-fault EQ (faults served, errors, invalidations) and every live ODP MR's "
+            + "counters (page_faults and page_invalidations in pages, the *_handled ones in events, page_prefetch), as rdma res show mr. "
+            + "Example: mlx5:odp_stats -d mlx5_0")
+    public String odp_stats(@Descriptor("[-d mlx5_N]") String... args) {
+        String dev = null;
+        for (int i = 0; i < args.length; i++) {
+            if ((args[i].equals("-d") || args[i].equals("--ib-dev")) && i + 1 < args.length) {
+                dev = args[++i];
+            } else {
+                throw new UsageException("mlx5:odp_stats: unknown argument '" + args[i] + "' (it takes -d mlx5_N)");
+            }
+        }
+        List<String> out = new ArrayList<>();
+        for (Mlx5IbDev d : driver.devices()) {
+            if (dev == null || d.name().equals(dev)) {
+                out.addAll(d.odpStats());
+            }
+        }
+        if (out.isEmpty()) {
+            throw new UsageException("mlx5:odp_stats: no mlx5 IB device" + (dev == null ? "" : " '" + dev + "'") + " (there are: "
+                    + driver.devices().stream().map(Mlx5IbDev::name).toList() + ")");
         }
         return String.join("\n", out);
     }

@@ -271,7 +271,7 @@ final class Mlx5Odp {
     }
 
     String describe() {
-        return String.format("page-fault EQ %d, faults %d (errors %d, resume failures %d), ODP MRs %d", eq.eqn(), faults.get(), faultErrors.get(),
-                resumeFailures.get(), mkeys.size());
+        return String.format("page-fault EQ %d, faults %d (errors %d, resume failures %d), invalidations %d, ODP MRs %d", eq.eqn(), faults.get(),
+                faultErrors.get(), resumeFailures.get(), invalidations.get(), mkeys.size());
     }
 }

@@ -248,6 +248,23 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertEquals(IbvWcStatus.LOC_PROT_ERR, e.status, e.toString());
     }
 
+    /** ibv_rc_pingpong -o with the client's buffer dropped every 5 messages: validated, and both devices faulted and invalidated. */
+    @Test
+    void pingpongOverOdpWithDropsValidatesAndTheCountersMove() throws Exception {
+        String out = tools().pingpong("-d", "mlx5_0", "-s", "8192", "-n", "40", "-c", "-o", "--drop-every", "5");
+        assertTrue(out.contains("validated 40 received buffers") && out.contains("dropped its buffer 8 times"), out);
+        Mlx5Odp client = ibs.get(0).odpIfStarted();
+        Mlx5Odp server = ibs.get(1).odpIfStarted();
+        assertTrue(client.faults.get() >= 8 && client.invalidations.get() >= 7, "the client re-faulted after every drop (the first drop found nothing mapped): " + client.describe());
+        assertTrue(server.faults.get() >= 1, "the server's pages faulted in (once: it never drops them): " + server.describe());
+        assertEquals(0, client.faultErrors.get() + server.faultErrors.get());
+        assertTrue(client.mkeys.isEmpty() && server.mkeys.isEmpty(), "the tool deregistered its ODP MRs");
+        {
+            Exception e = assertThrows(Exception.class, () -> tools().pingpong("-d", "mlx5_0", "--drop-every", "5"));
+            assertTrue(e.getMessage().contains("give -o too"), e.getMessage());
+        }
+    }
+
     @Test
     void implicitOdpIsRefusedWithItsReasonAndPeerMemoryNeverTakesTheOdpPath() {
         IbvPd pd = devs.get(0).open(proc).allocPd();

@@ -46,6 +46,14 @@ final class Endpoint implements AutoCloseable {
     }
 
     Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events) {
+        this(mm, name, dev, size, nqp, depth, peer, events, false);
+    }
+
+    /**
+     * With {@code odp}, host memory registered on demand ({@code IBV_ACCESS_ON_DEMAND}, as
+     * {@code ibv_rc_pingpong -o}): not populated, not pinned; the device faults its pages in.
+     */
+    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, boolean odp) {
         this.proc = mm.createProcess(name);
         this.size = size;
         this.peer = peer;
@@ -67,13 +75,19 @@ final class Endpoint implements AutoCloseable {
                 a.maxInlineData = 0;
                 qps[i] = pd.createQp(a);
             }
+            if (peer != null && odp) {
+                throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINVAL,
+                        "on-demand paging (-o) works on host memory; peer memory is pinned by its client");
+            }
             if (peer != null) {
                 buf = peer.alloc(proc.pid(), size);
             } else {
                 buf = proc.mmap(size);
-                proc.populate(buf, size, true);
+                if (!odp) {
+                    proc.populate(buf, size, true);
+                }
             }
-            this.mr = pd.regMr(buf, size, ACCESS);
+            this.mr = pd.regMr(buf, size, ACCESS | (odp ? IbAccess.ON_DEMAND : 0));
             IbvPortAttr port = c.queryPort(1);
             this.lid = port.lid();
             this.gid = port.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET ? IbvGid.parse(c.queryGid(1, 0)) : null;

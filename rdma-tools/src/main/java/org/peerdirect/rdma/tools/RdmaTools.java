@@ -25,6 +25,7 @@ import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.shell.UsageException;
 import org.peerdirect.peermem.PeerMemoryAllocator;
 
 /**
@@ -301,6 +302,9 @@ public final class RdmaTools {
                 Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
                 Options.value("--mem", "MEM", "memory: host or a peer client's name (peermem:clients)", "host"),
                 Options.flag("-e", "sleep on the completion channel instead of polling"),
+                Options.flag("-o", "register the buffers on demand (ODP): nothing pinned, the devices fault the pages in"),
+                Options.value("--drop-every", "N", "with -o: the client drops its buffer (madvise DONTNEED) before every N-th message, so both "
+                        + "devices fault it in again (0: never; a peerdirect addition)", 0),
                 Options.flag("-c", "validate every received buffer")));
         if (o.help()) {
             return o.printUsage();
@@ -309,10 +313,15 @@ public final class RdmaTools {
         int size = (int) o.number("-s", 1, 1 << 24);
         int iters = (int) o.number("-n", 1, 100_000_000);
         boolean validate = o.flag("-c");
+        boolean odp = o.flag("-o");
+        int dropEvery = (int) o.number("--drop-every", 0, 100_000_000);
+        if (dropEvery > 0 && !odp) {
+            throw new UsageException("rdma:pingpong: --drop-every drops pages under an ODP registration: give -o too");
+        }
         Pair p = pair(o);
         PeerMemoryAllocator mem = memory(o);
-        try (Endpoint server = new Endpoint(mm, "rc_pingpong-server", p.server(), size, 1, 16, mem, events);
-                Endpoint client = new Endpoint(mm, "rc_pingpong-client", p.client(), size, 1, 16, mem, events)) {
+        try (Endpoint server = new Endpoint(mm, "rc_pingpong-server", p.server(), size, 1, 16, mem, events, odp);
+                Endpoint client = new Endpoint(mm, "rc_pingpong-client", p.client(), size, 1, 16, mem, events, odp)) {
             Endpoint.connect(client, server, 0);
             Endpoint.connect(server, client, 0);
             StringBuilder out = new StringBuilder();
@@ -321,14 +330,14 @@ public final class RdmaTools {
             AtomicReference<Throwable> failure = new AtomicReference<>();
             Thread srv = Thread.ofPlatform().name("rc_pingpong-server").start(() -> {
                 try {
-                    side(server, size, iters, validate, false);
+                    side(server, size, iters, validate, false, 0);
                 } catch (Throwable t) {
                     failure.compareAndSet(null, t);
                 }
             });
             long t0 = System.nanoTime();
             try {
-                side(client, size, iters, validate, true);
+                side(client, size, iters, validate, true, dropEvery);
             } catch (Throwable t) {
                 failure.compareAndSet(null, t);
                 srv.interrupt(); // the server would wait for messages that never come
@@ -357,6 +366,10 @@ public final class RdmaTools {
             if (validate) {
                 out.append(String.format("%nvalidated %d received buffers of %d bytes on both sides: no mismatch", iters, size));
             }
+            if (odp) {
+                out.append(String.format("%nbuffers registered on demand (ODP)%s", dropEvery > 0
+                        ? String.format("; the client dropped its buffer %d times (madvise DONTNEED)", (iters + dropEvery - 1) / dropEvery) : ""));
+            }
             return out.toString();
         }
     }
@@ -365,7 +378,7 @@ public final class RdmaTools {
      * One side of the ping-pong: the client sends first, the server answers each message. Send
      * and receive completions share the CQ and may arrive in either order.
      */
-    private static void side(Endpoint e, int size, int iters, boolean validate, boolean client) {
+    private static void side(Endpoint e, int size, int iters, boolean validate, boolean client, int dropEvery) {
         IbvWc[] wc = {new IbvWc()};
         IbvRecvWr rwr = new IbvRecvWr().sge(e.buf, size, e.mr.lkey());
         IbvSendWr swr = new IbvSendWr().sge(e.buf, size, e.mr.lkey());
@@ -377,6 +390,7 @@ public final class RdmaTools {
         int recvs = 0;
         e.qps[0].postRecv(rwr);
         if (client) {
+            drop(e, dropEvery, 0);
             fill(e, validate, pattern, size, 0);
             e.qps[0].postSend(swr);
         }
@@ -398,9 +412,20 @@ public final class RdmaTools {
                 sends++;
             }
             if (client && sends == recvs && sends < iters) { // both halves of the round trip are done: next message
+                drop(e, dropEvery, sends);
                 fill(e, validate, pattern, size, sends);
                 e.qps[0].postSend(swr);
             }
+        }
+    }
+
+    /**
+     * {@code --drop-every}: before message {@code i}, the buffer's pages go ({@code MADV_DONTNEED});
+     * the posted receive still points at them, so the echo faults them in on the device again.
+     */
+    private static void drop(Endpoint e, int dropEvery, int i) {
+        if (dropEvery > 0 && i % dropEvery == 0) {
+            e.proc.madvise(e.buf, e.size, AddressSpace.Advice.MADV_DONTNEED);
         }
     }
 
