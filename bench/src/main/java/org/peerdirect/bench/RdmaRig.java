@@ -57,7 +57,7 @@ final class RdmaRig implements AutoCloseable {
             pd = ctx.allocPd();
             buf = proc.mmap(bufSize);
             proc.populate(buf, bufSize, true);
-            mr = pd.regMr(buf, bufSize, RW);
+            mr = pd.regMr(buf, bufSize, RW | (odp ? IbAccess.ON_DEMAND : 0));
             lid = ctx.queryPort(1).lid();
         }
     }
@@ -109,11 +109,16 @@ final class RdmaRig implements AutoCloseable {
         this("mlx4", memory, bufSize, nconns, queueSize);
     }
 
-    /** @param driver "mlx4" (ConnectX-3 models) or "mlx5" (ConnectX-4 models) */
+    /** Both sides' buffers registered on demand (populated first, so the registration's snapshot maps them all). */
+    final boolean odp;
+
+    /** @param driver "mlx4" (ConnectX-3 models), "mlx5" (ConnectX-4 models) or "mlx5-odp" (mlx5 with ODP MRs) */
     RdmaRig(String driver, long memory, long bufSize, int nconns, int queueSize) throws Exception {
-        if (!driver.equals("mlx4") && !driver.equals("mlx5")) {
-            throw new IllegalArgumentException("driver is mlx4 or mlx5, not " + driver);
+        if (!driver.equals("mlx4") && !driver.equals("mlx5") && !driver.equals("mlx5-odp")) {
+            throw new IllegalArgumentException("driver is mlx4, mlx5 or mlx5-odp, not " + driver);
         }
+        this.odp = driver.equals("mlx5-odp");
+        driver = odp ? "mlx5" : driver;
         this.driver = driver;
         swap = Files.createTempFile("pd-bench-swap", "");
         mm = new Mm(memory, false, swap, 16L << 20);

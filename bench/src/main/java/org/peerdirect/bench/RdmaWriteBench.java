@@ -46,8 +46,11 @@ public class RdmaWriteBench {
     @Param({"64", "4096", "65536"})
     public int size;
 
-    /** mlx4 (ConnectX-3: queues as objects) or mlx5 (ConnectX-4: WQEs and CQEs by DMA through memory). */
-    @Param({"mlx4", "mlx5"})
+    /**
+     * mlx4 (ConnectX-3: queues as objects), mlx5 (ConnectX-4: WQEs and CQEs by DMA through memory),
+     * mlx5-odp (the same with ODP MRs, every page resident and mapped: the ODP issue's ratio to mlx5).
+     */
+    @Param({"mlx4", "mlx5", "mlx5-odp"})
     public String driver;
 
     private RdmaRig rig;

@@ -132,6 +132,10 @@ final class Mlx5IbPd implements IbPdOps {
                 ndescs = t.ndescs();
                 fromCache = true;
                 try {
+                    // a cached mkey keeps the translations of the MR that had it: every entry the new
+                    // range reaches is zapped before it is enabled, or the device would use them
+                    // instead of faulting (mlx5_ib_init_odp_mr writes the whole range, not-present included)
+                    dev.umr().updateXlt(mkey, 0, npages, k -> 0);
                     dev.umr().updateAndEnable(mkey, mkey & 0xff, pdn, addr, length, access, 0, null);
                 } catch (RuntimeException e) {
                     dev.mkeyCache().abandon(t);

@@ -265,6 +265,36 @@ class Mlx5OdpTest extends Mlx5Machine {
         }
     }
 
+    /**
+     * Regression (found by the demo): an ODP MR taking a cached mkey that a pinned MR used before
+     * must not inherit its translations. Without the zap the write lands through the stale entries
+     * (the IOMMU refuses them: a protection error) instead of faulting the new pages in.
+     */
+    @Test
+    void anOdpMrOnACachedMkeyFaultsInsteadOfUsingTheLastOwnersTranslations() {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP);
+        connect(a, b);
+        long old = proc.mmap(LEN);
+        proc.populate(old, LEN, true);
+        IbvMr pinned = b.pd.regMr(old, LEN, ODP & ~IbAccess.ON_DEMAND);
+        int key = pinned.lkey();
+        pinned.dereg(); // back to the cache, its MTT still full
+        proc.munmap(old, LEN);
+        long fresh = proc.mmap(LEN);
+        IbvMr odp = b.pd.regMr(fresh, LEN, ODP);
+        assertEquals(Mkey.mkeyToIdx(key), Mkey.mkeyToIdx(odp.lkey()), "the ODP MR took the cached mkey");
+        byte[] data = fill(a.buf, 4096, 9);
+        IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 4096, a.mr.lkey(), 1);
+        w.remoteAddr = fresh + 8192;
+        w.rkey = odp.rkey();
+        a.qp.postSend(w);
+        assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+        assertArrayEquals(data, read(fresh + 8192, 4096));
+        odp.dereg();
+        proc.munmap(fresh, LEN);
+    }
+
     @Test
     void implicitOdpIsRefusedWithItsReasonAndPeerMemoryNeverTakesTheOdpPath() {
         IbvPd pd = devs.get(0).open(proc).allocPd();
