@@ -52,7 +52,6 @@ public class OdpBench {
     private RdmaRig rig;
     private IbvQp qp;
     private IbvCq cq;
-    private final IbvSendWr wr = new IbvSendWr();
     private final IbvSendWr small = new IbvSendWr();
     private final IbvWc[] wc = {new IbvWc()};
     /** The responder's page {@link #faultWrite4k} drops and writes (past the 64 KiB {@link #write} uses). */
@@ -65,23 +64,7 @@ public class OdpBench {
         RdmaRig.Conn c = rig.conns[0];
         qp = c.aqp;
         cq = c.acq;
-        byte[] data = new byte[SIZE];
-        for (int i = 0; i < SIZE; i++) {
-            data[i] = (byte) (i * 13 + 1);
-        }
-        rig.proc.write(rig.a.buf, data, 0, SIZE);
-        wr.sge(rig.a.buf, SIZE, rig.a.mr.lkey());
-        wr.opcode = IbvWrOpcode.RDMA_WRITE;
-        wr.remoteAddr = rig.b.buf;
-        wr.rkey = rig.b.mr.rkey();
-        wr.sendFlags = IbvSendWr.SEND_SIGNALED;
-        qp.postSend(wr);
-        RdmaRig.pollOne(cq, wc);
-        byte[] got = new byte[SIZE];
-        rig.proc.read(rig.b.buf, got, 0, SIZE);
-        if (!java.util.Arrays.equals(data, got)) {
-            throw new IllegalStateException("RDMA WRITE did not move the bytes");
-        }
+        rig.firstWrite(new IbvSendWr(), SIZE, qp, cq, wc);
         victim = rig.b.buf + (512L << 10);
         cpuPage = rig.proc.mmap(4096);
         small.sge(rig.a.buf, 4096, rig.a.mr.lkey());

@@ -15,6 +15,7 @@ import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvWc;
@@ -239,6 +240,30 @@ final class RdmaRig implements AutoCloseable {
                         "teardown leak: %d function(s) with IOMMU pages still mapped, %d page(s) charged to memlock, %d frame(s) pinned, %d frame(s) not free",
                         leaked, pinned, pinnedFrames, busy));
             }
+        }
+    }
+
+    /**
+     * Sets {@code wr} up as an RDMA WRITE of {@code size} bytes from a's buffer to b's, posts it
+     * once signaled and checks the bytes arrived (the benchmarks' sanity write before timing).
+     */
+    void firstWrite(IbvSendWr wr, int size, IbvQp qp, IbvCq cq, IbvWc[] wc) {
+        byte[] data = new byte[size];
+        for (int i = 0; i < size; i++) {
+            data[i] = (byte) (i * 13 + 1);
+        }
+        proc.write(a.buf, data, 0, size);
+        wr.sge(a.buf, size, a.mr.lkey());
+        wr.opcode = org.peerdirect.ib.core.verbs.IbvWrOpcode.RDMA_WRITE;
+        wr.remoteAddr = b.buf;
+        wr.rkey = b.mr.rkey();
+        wr.sendFlags = IbvSendWr.SEND_SIGNALED;
+        qp.postSend(wr);
+        pollOne(cq, wc);
+        byte[] got = new byte[size];
+        proc.read(b.buf, got, 0, size);
+        if (!java.util.Arrays.equals(data, got)) {
+            throw new IllegalStateException("RDMA WRITE did not move the bytes");
         }
     }
 }

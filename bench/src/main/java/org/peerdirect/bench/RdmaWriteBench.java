@@ -20,7 +20,6 @@ import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
 import org.peerdirect.ib.core.verbs.IbvWc;
-import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 
 /**
  * RDMA WRITE over one RC QP, dev0 to dev1 (loopback on one fabric, both IOMMU domains crossed).
@@ -65,24 +64,7 @@ public class RdmaWriteBench {
         RdmaRig.Conn c = rig.conns[0];
         qp = c.aqp;
         cq = c.acq;
-        byte[] data = new byte[size];
-        for (int i = 0; i < size; i++) {
-            data[i] = (byte) (i * 13 + 1);
-        }
-        rig.proc.write(rig.a.buf, data, 0, size);
-        wr.sge(rig.a.buf, size, rig.a.mr.lkey());
-        wr.opcode = IbvWrOpcode.RDMA_WRITE;
-        wr.remoteAddr = rig.b.buf;
-        wr.rkey = rig.b.mr.rkey();
-        // one checked write: the bytes arrive
-        wr.sendFlags = IbvSendWr.SEND_SIGNALED;
-        qp.postSend(wr);
-        RdmaRig.pollOne(cq, wc);
-        byte[] got = new byte[size];
-        rig.proc.read(rig.b.buf, got, 0, size);
-        if (!java.util.Arrays.equals(data, got)) {
-            throw new IllegalStateException("RDMA WRITE did not move the bytes");
-        }
+        rig.firstWrite(wr, size, qp, cq, wc);
     }
 
     @TearDown(Level.Trial)

@@ -200,7 +200,17 @@ public final class Mlx5CoreDev {
     }
 
     private synchronized Mlx5Eq addEq(String kind, int nent, long mask, int vector) {
+        return addEq(kind, nent, mask, vector, null);
+    }
+
+    /** Creates, publishes and arms an EQ; a generic EQ's handler is in place before an interrupt can find the EQ. */
+    private synchronized Mlx5Eq addEq(String kind, int nent, long mask, int vector, EqeHandler handler) {
         Mlx5Eq eq = Mlx5Eq.create(cmd, dma, fn, kind, nent, mask, uar, vector);
+        if (handler != null) {
+            synchronized (genericHandlers) {
+                genericHandlers.put(eq, handler);
+            }
+        }
         eqs.add(eq); // before arming: an interrupt from now on finds it
         eq.arm();
         return eq;
@@ -630,15 +640,7 @@ public final class Mlx5CoreDev {
         if (!alive() || !up) {
             throw new KernelException(KernelException.Errno.EIO, name + ": cannot create an EQ: " + (alive() ? "the function is not up" : unusable()));
         }
-        Mlx5Eq eq = Mlx5Eq.create(cmd, dma, fn, kind, nent, mask, uar, CTRL_VECTOR);
-        synchronized (genericHandlers) {
-            genericHandlers.put(eq, handler);
-        }
-        synchronized (this) {
-            eqs.add(eq);
-        }
-        eq.arm();
-        return new GenericEq(eq);
+        return new GenericEq(addEq(kind, nent, mask, CTRL_VECTOR, handler));
     }
 
     /** Runs a command with a 24-bit index at byte 0x09 (the UAR, PD, ... commands) and a 16-byte output. */

@@ -122,41 +122,33 @@ final class Mlx5IbPd implements IbPdOps {
             throw new KernelException(Errno.EINVAL, String.format("%s: an ODP MR of %d pages is more than an mkey's MTT holds", dev.name(), pages));
         }
         int npages = (int) pages;
+        Mlx5MkeyCache.Taken t;
         int mkey;
-        int ndescs;
-        boolean fromCache;
         try {
-            Mlx5MkeyCache.Taken t = dev.mkeyCache().alloc(npages);
-            if (t != null) {
-                mkey = t.mkey();
-                ndescs = t.ndescs();
-                fromCache = true;
-                try {
-                    // a cached mkey keeps the translations of the MR that had it: every entry the new
-                    // range reaches is zapped before it is enabled, or the device would use them
-                    // instead of faulting (mlx5_ib_init_odp_mr writes the whole range, not-present included)
-                    dev.umr().updateXlt(mkey, 0, npages, k -> 0);
-                    dev.umr().updateAndEnable(mkey, mkey & 0xff, pdn, addr, length, access, 0, null);
-                } catch (RuntimeException e) {
-                    dev.mkeyCache().abandon(t);
-                    throw e;
-                }
-            } else {
-                mkey = regCreate(addr, length, access, npages, 0, null, true);
-                ndescs = 2 * ((npages + 1) / 2);
-                fromCache = false;
-                try {
-                    dev.umr().updateAndEnable(mkey, mkey & 0xff, pdn, addr, length, access, 0, null);
-                } catch (RuntimeException e) {
-                    dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey));
-                    throw e;
-                }
-            }
+            t = dev.mkeyCache().alloc(npages);
+            mkey = t != null ? t.mkey() : regCreate(addr, length, access, npages, 0, null, true);
         } catch (RuntimeException e) {
             umem.release();
             throw e;
         }
-        Mlx5OdpMr mr = new Mlx5OdpMr(this, umem, mkey, access, ndescs, fromCache, odp);
+        try {
+            if (t != null) {
+                // a cached mkey keeps the translations of the MR that had it: every entry the new
+                // range reaches is zapped before it is enabled, or the device would use them
+                // instead of faulting (mlx5_ib_init_odp_mr writes the whole range, not-present included)
+                dev.umr().updateXlt(mkey, 0, npages, k -> 0);
+            }
+            dev.umr().updateAndEnable(mkey, mkey & 0xff, pdn, addr, length, access, 0, null);
+        } catch (RuntimeException e) {
+            if (t != null) {
+                dev.mkeyCache().abandon(t); // its state is unknown: destroyed, not cached
+            } else {
+                dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey));
+            }
+            umem.release();
+            throw e;
+        }
+        Mlx5OdpMr mr = new Mlx5OdpMr(this, umem, mkey, t != null ? t.ndescs() : 2 * ((npages + 1) / 2), t != null, odp);
         live.set(mr);
         odp.mkeys.put(Mkey.mkeyToIdx(mkey), mr);
         try {

@@ -62,7 +62,6 @@ final class Mlx5Odp {
     final AtomicLong faultErrors = new AtomicLong();
     final AtomicLong resumeFailures = new AtomicLong();
     final AtomicLong invalidations = new AtomicLong();
-    final AtomicLong prefetches = new AtomicLong();
 
     /** {@code mlx5r_odp_create_eq}. */
     Mlx5Odp(Mlx5IbDev dev) {

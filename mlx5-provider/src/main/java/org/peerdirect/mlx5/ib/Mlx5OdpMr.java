@@ -50,7 +50,6 @@ final class Mlx5OdpMr implements IbMrOps {
     private final Mlx5IbPd pd;
     final IbUmemOdp umem;
     final int mkey;
-    private final int access;
     /** The MTT capacity and whether it came from the cache (as {@link Mlx5IbMr}). */
     private final int cacheNdescs;
     private final boolean fromCache;
@@ -71,11 +70,10 @@ final class Mlx5OdpMr implements IbMrOps {
     final AtomicLong pageInvalidationsHandled = new AtomicLong();
     final AtomicLong pagePrefetch = new AtomicLong();
 
-    Mlx5OdpMr(Mlx5IbPd pd, IbUmemOdp umem, int mkey, int access, int cacheNdescs, boolean fromCache, Mlx5Odp odp) {
+    Mlx5OdpMr(Mlx5IbPd pd, IbUmemOdp umem, int mkey, int cacheNdescs, boolean fromCache, Mlx5Odp odp) {
         this.pd = pd;
         this.umem = umem;
         this.mkey = mkey;
-        this.access = access;
         this.cacheNdescs = cacheNdescs;
         this.fromCache = fromCache;
         this.odp = odp;
@@ -84,6 +82,11 @@ final class Mlx5OdpMr implements IbMrOps {
     /** The MTT index of the 4 KiB page holding {@code va}. */
     private long index(long va) {
         return (va - umem.start()) >>> 12;
+    }
+
+    /** The 4 KiB pages [va, va+len) touches. */
+    private long pages(long va, long len) {
+        return index(va + len - 1) - index(va) + 1;
     }
 
     /** MTT entry {@code i}: the umem's DMA entry of the page (or of its 2 MiB granule, offset to the page), 0 when not mapped. */
@@ -120,13 +123,11 @@ final class Mlx5OdpMr implements IbMrOps {
             if (dead) {
                 throw new KernelException(Errno.EFAULT, String.format("mkey 0x%x: the MR is being deregistered", mkey));
             }
-            long first = index(va);
-            long last = index(va + bcnt - 1);
-            odp.dev.umr().updateXlt(mkey, first, last - first + 1, this::mttEntry);
+            odp.dev.umr().updateXlt(mkey, index(va), pages(va, bcnt), this::mttEntry);
         } finally {
             umem.unlock();
         }
-        long pages = (index(va + bcnt - 1) - index(va) + 1);
+        long pages = pages(va, bcnt);
         if ((flags & PF_FLAGS_PREFETCH) != 0) {
             pagePrefetch.addAndGet(pages);
         } else {
@@ -145,12 +146,9 @@ final class Mlx5OdpMr implements IbMrOps {
         if (umem.length() > SNAPSHOT_MAX) {
             return;
         }
-        long mapped = umem.mapDmaAndLock(umem.address(), umem.length(), IbUmemOdp.ODP_READ_ALLOWED
-                | (umem.writable() ? IbUmemOdp.ODP_WRITE_ALLOWED : 0), false);
+        umem.mapDmaAndLock(umem.address(), umem.length(), IbUmemOdp.ODP_READ_ALLOWED | (umem.writable() ? IbUmemOdp.ODP_WRITE_ALLOWED : 0),
+                false);
         try {
-            if (mapped == 0 && umem.mappedPages() == 0) {
-                return;
-            }
             long n = (umem.end() - umem.start()) >>> 12;
             for (long[] run = presentRun(0, n); run != null; run = presentRun(run[1], n)) { // one UMR per present run
                 odp.dev.umr().updateXlt(mkey, run[0], run[1] - run[0], this::mttEntry);
@@ -314,10 +312,6 @@ final class Mlx5OdpMr implements IbMrOps {
     String counters() {
         return String.format("page_faults %d page_faults_handled %d page_invalidations %d page_invalidations_handled %d page_prefetch %d",
                 pageFaults.get(), pageFaultsHandled.get(), pageInvalidations.get(), pageInvalidationsHandled.get(), pagePrefetch.get());
-    }
-
-    int access() {
-        return access;
     }
 
     @Override
