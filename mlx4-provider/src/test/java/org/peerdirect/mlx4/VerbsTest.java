@@ -485,6 +485,9 @@ class VerbsTest {
         assertEquals(Errno.EOPNOTSUPP, e.errno());
         assertTrue(e.getMessage().contains("Operation not supported"), e.getMessage());
         assertEquals(0, a.ctx.queryDeviceEx().odpCaps().generalCaps(), "no ODP capability on mlx4");
+        e = assertThrows(KernelException.class, () -> a.pd.adviseMr(org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_ADVICE_PREFETCH,
+                org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_FLAG_FLUSH, new org.peerdirect.ib.core.verbs.IbvSge(a.buf, 4096, 1)));
+        assertEquals(Errno.EOPNOTSUPP, e.errno(), "mlx4 has no advise_mr: " + e.getMessage());
         assertEquals(0x02c9, a.ctx.queryDevice().vendorId(), "vendor_id is the Mellanox OUI");
         assertEquals(4099, a.ctx.queryDevice().vendorPartId());
     }

@@ -21,10 +21,12 @@ import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.IbUmemOdp;
 import org.peerdirect.ib.core.umem.UmemOdpInvalidate;
 import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvSge;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
@@ -41,6 +43,23 @@ final class Mlx5IbPd implements IbPdOps {
     Mlx5IbPd(Mlx5IbUcontext ctx, int pdn) {
         this.ctx = ctx;
         this.pdn = pdn;
+    }
+
+    /**
+     * {@code mlx5_ib_advise_mr}: the three prefetch advices; anything else EOPNOTSUPP. Before the
+     * first ODP MR there is no ODP key, so every lkey is ENOENT.
+     */
+    @Override
+    public void adviseMr(int advice, int flags, IbvSge[] sgList) {
+        if (advice != IbvPd.ADVISE_MR_ADVICE_PREFETCH && advice != IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE
+                && advice != IbvPd.ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) {
+            throw new KernelException(Errno.EOPNOTSUPP, "ibv_advise_mr: advice " + advice + " is not supported (PREFETCH 0, PREFETCH_WRITE 1, PREFETCH_NO_FAULT 2)");
+        }
+        Mlx5Odp odp = ctx.dev.odpIfStarted();
+        if (odp == null) {
+            throw new KernelException(Errno.ENOENT, String.format("ibv_advise_mr: lkey 0x%x names no ODP MR of %s", sgList[0].lkey, ctx.dev.name()));
+        }
+        odp.adviseMr(this, advice, flags, sgList);
     }
 
     /**

@@ -19,6 +19,8 @@ import org.peerdirect.hca.cx4.ifc.Odp;
 import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.hca.cx4.ifc.Srq;
 import org.peerdirect.hca.engine.Wqe;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvSge;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
@@ -56,21 +58,28 @@ final class Mlx5Odp {
     final Mlx5IbDev dev;
     private final Mlx5CoreDev.GenericEq eq;
     private final ExecutorService wq;
+    /** The background prefetches of {@code ibv_advise_mr} without FLUSH (the kernel's {@code system_unbound_wq}). */
+    private final ExecutorService prefetchWq;
     /** mkey index → the ODP MR ({@code odp_mkeys}). */
     final ConcurrentHashMap<Integer, Mlx5OdpMr> mkeys = new ConcurrentHashMap<>();
     final AtomicLong faults = new AtomicLong();
     final AtomicLong faultErrors = new AtomicLong();
     final AtomicLong resumeFailures = new AtomicLong();
     final AtomicLong invalidations = new AtomicLong();
+    /** Pages made present by prefetch: {@code ibv_advise_mr} and the prefetch after an RDMA fault. */
+    final AtomicLong prefetchedPages = new AtomicLong();
+    final AtomicLong prefetchErrors = new AtomicLong();
 
     /** {@code mlx5r_odp_create_eq}. */
     Mlx5Odp(Mlx5IbDev dev) {
         this.dev = dev;
         this.wq = Executors.newSingleThreadExecutor(r -> Thread.ofPlatform().daemon().name(dev.name() + "-mlx5_ib_page_fault").unstarted(r));
+        this.prefetchWq = Executors.newSingleThreadExecutor(r -> Thread.ofPlatform().daemon().name(dev.name() + "-mlx5_ib_prefetch").unstarted(r));
         try {
             this.eq = dev.core.createGenericEq("pf", NUM_PF_EQE, 1L << Eq.EVENT_PAGE_FAULT, this::eqe);
         } catch (RuntimeException e) {
             wq.shutdownNow();
+            prefetchWq.shutdownNow();
             throw e;
         }
     }
@@ -247,7 +256,7 @@ final class Mlx5Odp {
             return -1; // a stale key, or the MR is being deregistered
         }
         try {
-            return mr.pagefault(va, len, flags);
+            return mr.pagefault(va, len, flags, true);
         } catch (KernelException e) {
             return -1;
         } finally {
@@ -255,22 +264,117 @@ final class Mlx5Odp {
         }
     }
 
-    /** {@code mlx5r_odp_destroy_eq}: the EQ first (no new fault is queued), then the work drained. Idempotent. */
+    /**
+     * {@code mlx5_ib_advise_mr_prefetch}: every lkey is checked now and its MR held by its use
+     * count ({@code get_prefetchable_mr}); with {@link IbvPd#ADVISE_MR_FLAG_FLUSH} the ranges are
+     * faulted before returning and the first error is thrown, otherwise the work is queued
+     * ({@code system_unbound_wq}'s part) and fails silently, counted in {@link #prefetchErrors}. A
+     * deregistration waits for the queued work through the use counts.
+     */
+    void adviseMr(Mlx5IbPd pd, int advice, int flags, IbvSge[] sgList) {
+        int pfFlags = Mlx5OdpMr.PF_FLAGS_PREFETCH | (advice == IbvPd.ADVISE_MR_ADVICE_PREFETCH ? Mlx5OdpMr.PF_FLAGS_DOWNGRADE : 0)
+                | (advice == IbvPd.ADVISE_MR_ADVICE_PREFETCH_NO_FAULT ? Mlx5OdpMr.PF_FLAGS_SNAPSHOT : 0);
+        Mlx5OdpMr[] mrs = new Mlx5OdpMr[sgList.length];
+        int held = 0;
+        try {
+            for (; held < sgList.length; held++) {
+                mrs[held] = prefetchableMr(pd, advice, sgList[held].lkey);
+            }
+        } catch (RuntimeException e) {
+            putAll(mrs, held);
+            throw e;
+        }
+        if ((flags & IbvPd.ADVISE_MR_FLAG_FLUSH) != 0) {
+            try {
+                for (int i = 0; i < sgList.length; i++) {
+                    prefetch(mrs[i], sgList[i], pfFlags);
+                }
+            } finally {
+                putAll(mrs, mrs.length);
+            }
+            return;
+        }
+        try {
+            prefetchWq.execute(() -> {
+                try {
+                    for (int i = 0; i < sgList.length; i++) {
+                        try {
+                            prefetch(mrs[i], sgList[i], pfFlags);
+                        } catch (RuntimeException e) {
+                            prefetchErrors.incrementAndGet(); // best effort: allowed to fail
+                        }
+                    }
+                } finally {
+                    putAll(mrs, mrs.length);
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            putAll(mrs, mrs.length);
+            throw new KernelException(Errno.EIO, "ibv_advise_mr: " + dev.name() + " is going away");
+        }
+    }
+
+    private static void prefetch(Mlx5OdpMr mr, IbvSge sge, int pfFlags) {
+        long len = sge.length & 0xffff_ffffL;
+        if (len > 0) {
+            mr.pagefault(sge.addr, len, pfFlags, false);
+        }
+    }
+
+    private static void putAll(Mlx5OdpMr[] mrs, int n) {
+        for (int i = 0; i < n; i++) {
+            mrs[i].put();
+        }
+    }
+
+    /**
+     * {@code get_prefetchable_mr}: the ODP MR of {@code lkey}, held by its use count.
+     *
+     * @throws KernelException ENOENT no ODP MR has the key (or it is being deregistered); EPERM
+     *         the MR is of another PD, or the advice wants write on an MR without local write
+     */
+    private Mlx5OdpMr prefetchableMr(Mlx5IbPd pd, int advice, int lkey) {
+        Mlx5OdpMr mr = mkeys.get(Mkey.mkeyToIdx(lkey));
+        if (mr == null || mr.mkey != lkey || !mr.get()) {
+            throw new KernelException(Errno.ENOENT, String.format("ibv_advise_mr: lkey 0x%x names no ODP MR of %s", lkey, dev.name()));
+        }
+        if (mr.pd() != pd) {
+            mr.put();
+            throw new KernelException(Errno.EPERM, String.format("ibv_advise_mr: lkey 0x%x is an MR of another PD", lkey));
+        }
+        if (advice == IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE && !mr.umem.writable()) {
+            mr.put();
+            throw new KernelException(Errno.EPERM,
+                    String.format("ibv_advise_mr: PREFETCH_WRITE on lkey 0x%x, an MR without IBV_ACCESS_LOCAL_WRITE", lkey));
+        }
+        return mr;
+    }
+
+    /**
+     * {@code mlx5r_odp_destroy_eq}: the EQ first (no new fault is queued), then the fault work and
+     * the background prefetches drained. Idempotent.
+     */
     void destroy() {
         eq.destroy();
-        wq.shutdown();
+        drain(wq);
+        drain(prefetchWq);
+    }
+
+    private static void drain(ExecutorService q) {
+        q.shutdown();
         try {
-            if (!wq.awaitTermination(10, TimeUnit.SECONDS)) {
-                wq.shutdownNow();
+            if (!q.awaitTermination(10, TimeUnit.SECONDS)) {
+                q.shutdownNow();
             }
         } catch (InterruptedException e) {
-            wq.shutdownNow();
+            q.shutdownNow();
             Thread.currentThread().interrupt();
         }
     }
 
     String describe() {
-        return String.format("page-fault EQ %d, faults %d (errors %d, resume failures %d), invalidations %d, ODP MRs %d", eq.eqn(), faults.get(),
-                faultErrors.get(), resumeFailures.get(), invalidations.get(), mkeys.size());
+        return String.format("page-fault EQ %d, faults %d (errors %d, resume failures %d), invalidations %d, prefetched pages %d (background errors %d), ODP MRs %d",
+                eq.eqn(), faults.get(), faultErrors.get(), resumeFailures.get(), invalidations.get(), prefetchedPages.get(), prefetchErrors.get(),
+                mkeys.size());
     }
 }

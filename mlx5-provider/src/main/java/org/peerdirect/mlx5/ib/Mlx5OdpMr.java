@@ -104,17 +104,23 @@ final class Mlx5OdpMr implements IbMrOps {
     }
 
     /**
-     * {@code pagefault_real_mr}: maps [va, va+len) (clipped to the MR, as the kernel's
-     * {@code pagefault_mr} does for a range running past it) and writes the entries by UMR.
+     * {@code pagefault_mr} then {@code pagefault_real_mr}: maps [va, va+len) and writes the
+     * entries by UMR. A device fault is permissive (a range running past the MR, as the prefetch
+     * ahead of an RDMA fault, is clipped to it); a prefetch the application asked for is not
+     * (past the end of the umem's last page is EFAULT), as the kernel's {@code permissive_fault}.
      *
      * @return pages mapped now
-     * @throws KernelException EFAULT when {@code va} is outside the MR or a page cannot be mapped
+     * @throws KernelException EFAULT when {@code va} is outside the MR, a strict range runs past it,
+     *         or a page cannot be mapped (not in the address space, or without the access)
      */
-    long pagefault(long va, long len, int flags) {
+    long pagefault(long va, long len, int flags, boolean permissive) {
         long start = umem.address();
         long end = start + umem.length();
         if (va < start || va >= end) {
             throw new KernelException(Errno.EFAULT, String.format("mkey 0x%x: 0x%x is outside the MR [0x%x, 0x%x)", mkey, va, start, end));
+        }
+        if (!permissive && umem.end() - va < len) {
+            throw new KernelException(Errno.EFAULT, String.format("mkey 0x%x: [0x%x, +%d) runs past the MR [0x%x, 0x%x)", mkey, va, len, start, end));
         }
         long bcnt = Math.min(len, end - va);
         long mask = IbUmemOdp.ODP_READ_ALLOWED | (umem.writable() && (flags & PF_FLAGS_DOWNGRADE) == 0 ? IbUmemOdp.ODP_WRITE_ALLOWED : 0);
@@ -130,6 +136,7 @@ final class Mlx5OdpMr implements IbMrOps {
         long pages = pages(va, bcnt);
         if ((flags & PF_FLAGS_PREFETCH) != 0) {
             pagePrefetch.addAndGet(pages);
+            odp.prefetchedPages.addAndGet(pages);
         } else {
             pageFaults.addAndGet(pages);
             pageFaultsHandled.incrementAndGet();
@@ -228,6 +235,11 @@ final class Mlx5OdpMr implements IbMrOps {
         } finally {
             useLock.unlock();
         }
+    }
+
+    /** The MR's PD (advise_mr checks it: another PD's MR is EPERM). */
+    Mlx5IbPd pd() {
+        return pd;
     }
 
     /** {@code mlx5r_deref_odp_mkey}. */

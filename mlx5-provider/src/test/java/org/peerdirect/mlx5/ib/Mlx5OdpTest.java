@@ -15,6 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.hca.cx4.ConnectX4Device;
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.umem.IbUmemOdp;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
@@ -25,6 +26,7 @@ import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvSge;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcOpcode;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
@@ -263,6 +265,20 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertTrue(e.getMessage().contains("give -o too"), e.getMessage());
     }
 
+    /** ibv_rc_pingpong -o -P: the buffers prefetched (the client's again after each drop), so neither device faults once. */
+    @Test
+    void pingpongWithPrefetchNeverFaults() throws Exception {
+        String out = tools().pingpong("-d", "mlx5_0", "-s", "8192", "-n", "40", "-c", "-o", "-P", "--drop-every", "5");
+        assertTrue(out.contains("validated 40 received buffers") && out.contains("buffers prefetched") && !out.contains("Couldn't prefetch"), out);
+        Mlx5Odp client = ibs.get(0).odpIfStarted();
+        Mlx5Odp server = ibs.get(1).odpIfStarted();
+        assertEquals(0, client.faults.get() + server.faults.get(), "every page was present before the device touched it: " + client.describe() + " / " + server.describe());
+        assertEquals(2 * 8 + 2, client.prefetchedPages.get(), "2 pages at the start and after each of 8 drops: " + client.describe());
+        assertEquals(2, server.prefetchedPages.get(), server.describe());
+        Exception e = assertThrows(Exception.class, () -> tools().pingpong("-d", "mlx5_0", "-P"));
+        assertTrue(e.getMessage().contains("valid only with an on-demand memory region"), e.getMessage());
+    }
+
     /**
      * Regression (found by the demo): an ODP MR taking a cached mkey that a pinned MR used before
      * must not inherit its translations. Without the zap the write lands through the stale entries
@@ -291,6 +307,126 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertArrayEquals(data, read(fresh + 8192, 4096));
         odp.dereg();
         proc.munmap(fresh, LEN);
+    }
+
+    /**
+     * {@code ibv_advise_mr} with FLUSH: PREFETCH_WRITE maps the range writable before the call
+     * returns, so the device writes it without one fault; PREFETCH maps it read-only, so a remote
+     * write still faults (to upgrade); PREFETCH_NO_FAULT maps only what the CPU has present.
+     */
+    @Test
+    void synchronousPrefetchMapsTheRangeAsEachAdviceSays() {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP);
+        connect(a, b);
+        Mlx5OdpMr mb = b.odpMr();
+        b.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(b.buf + 8192, 65536, b.mr.lkey()));
+        assertEquals(16, mb.umem.mappedPages(), "16 pages made present and writable before the call returned");
+        assertEquals(16, mb.pagePrefetch.get(), "counted as prefetched, not faulted");
+        byte[] data = fill(a.buf, 65536, 1);
+        IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 65536, a.mr.lkey(), 1);
+        w.remoteAddr = b.buf + 8192;
+        w.rkey = b.mr.rkey();
+        a.qp.postSend(w);
+        assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+        assertArrayEquals(data, read(b.buf + 8192, 65536));
+        assertEquals(0, mb.pageFaultsHandled.get(), "the responder never faulted: " + mb);
+
+        // PREFETCH: read-only entries; the device's write needs write access, so it faults to upgrade them
+        proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+        b.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(b.buf, 8192, b.mr.lkey()));
+        assertEquals(2, mb.umem.mappedPages());
+        mb.umem.lock();
+        try {
+            assertEquals(IbUmemOdp.ODP_READ_ALLOWED, mb.umem.dmaEntry(b.buf) & ~IbUmemOdp.ODP_DMA_ADDR_MASK, "PREFETCH maps read-only (MLX5_PF_FLAGS_DOWNGRADE)");
+        } finally {
+            mb.umem.unlock();
+        }
+        w.remoteAddr = b.buf;
+        w.sgList[0].length = 8192;
+        a.qp.postSend(w);
+        assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+        assertArrayEquals(java.util.Arrays.copyOf(data, 8192), read(b.buf, 8192));
+        assertTrue(mb.pageFaultsHandled.get() >= 1, "the write faulted to make the pages writable: " + mb);
+
+        // PREFETCH_NO_FAULT: of 1 MiB only the 3 pages the CPU touched become present
+        proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+        fill(b.buf + 40960, 3 * 4096, 2);
+        long rss = proc.rssPages();
+        b.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(b.buf, LEN, b.mr.lkey()));
+        assertEquals(3, mb.umem.mappedPages(), "NO_FAULT maps only the CPU-present pages");
+        assertEquals(rss, proc.rssPages(), "and faults nothing in for the CPU");
+
+        // several SGEs over two MRs
+        proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+        proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+        long before = a.odpMr().pagePrefetch.get();
+        a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(a.buf, 4096, a.mr.lkey()),
+                new IbvSge(a.buf + 500_000, 10_000, a.mr.lkey()));
+        assertEquals(1 + 3, a.odpMr().umem.mappedPages());
+        assertEquals(before + 4, a.odpMr().pagePrefetch.get());
+    }
+
+    /** Every error of {@code ibv_advise_mr} names its cause and changes nothing. */
+    @Test
+    void adviseMrRefusesBadInputWithTheKernelsErrors() {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP);
+        IbvSge ok = new IbvSge(a.buf, 4096, a.mr.lkey());
+        assertErrno(KernelException.Errno.EINVAL, "unknown flags", () -> a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, 2, ok));
+        assertErrno(KernelException.Errno.EOPNOTSUPP, "advice 3", () -> a.pd.adviseMr(3, IbvPd.ADVISE_MR_FLAG_FLUSH, ok));
+        long pinnedBuf = proc.mmap(8192);
+        IbvMr pinned = a.pd.regMr(pinnedBuf, 8192, ODP & ~IbAccess.ON_DEMAND);
+        assertErrno(KernelException.Errno.ENOENT, "names no ODP MR",
+                () -> a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(pinnedBuf, 4096, pinned.lkey())));
+        assertErrno(KernelException.Errno.ENOENT, "names no ODP MR",
+                () -> a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, 0, new IbvSge(a.buf, 4096, a.mr.lkey() ^ 0x55)));
+        IbvPd other = a.ctx.allocPd();
+        assertErrno(KernelException.Errno.EPERM, "another PD", () -> other.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, IbvPd.ADVISE_MR_FLAG_FLUSH, ok));
+        long roBuf = proc.mmap(8192);
+        IbvMr ro = a.pd.regMr(roBuf, 8192, IbAccess.REMOTE_READ | IbAccess.ON_DEMAND);
+        assertErrno(KernelException.Errno.EPERM, "without IBV_ACCESS_LOCAL_WRITE",
+                () -> a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, new IbvSge(roBuf, 4096, ro.lkey())));
+        a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(roBuf, 4096, ro.lkey())); // read is fine
+        assertErrno(KernelException.Errno.EFAULT, "runs past the MR",
+                () -> a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(a.buf + LEN - 4096, 8192, a.mr.lkey())));
+        assertErrno(KernelException.Errno.EFAULT, "outside the MR",
+                () -> a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(a.buf - 4096, 100, a.mr.lkey())));
+        // a bad second SGE: the first one's MR is let go again (its deregistration below does not wait 30 s)
+        assertErrno(KernelException.Errno.ENOENT, "names no ODP MR",
+                () -> a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, IbvPd.ADVISE_MR_FLAG_FLUSH, ok, new IbvSge(a.buf, 4096, 0x7777_7700)));
+        a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, IbvPd.ADVISE_MR_FLAG_FLUSH); // no SGE: nothing to do
+        assertEquals(0, a.odpMr().umem.mappedPages() + b.odpMr().umem.mappedPages(), "the refused advices mapped nothing");
+        long t0 = System.nanoTime();
+        a.mr.dereg();
+        assertTrue(System.nanoTime() - t0 < java.util.concurrent.TimeUnit.SECONDS.toNanos(10), "no use count left behind by a refused advice");
+        ro.dereg();
+        pinned.dereg();
+    }
+
+    /**
+     * Without FLUSH the keys are checked at once and the work runs in the background; its failures
+     * are silent (counted). A deregistration right after waits for the queued work through the MR's
+     * use count instead of racing it.
+     */
+    @Test
+    void backgroundPrefetchIsBestEffortAndDeregistrationWaitsForIt() {
+        End a = new End(0, ODP);
+        fill(a.buf, LEN, 5);
+        Mlx5Odp odp = ibs.get(0).odpIfStarted();
+        Mlx5OdpMr m = a.odpMr();
+        a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, new IbvSge(a.buf, LEN / 2, a.mr.lkey()),
+                new IbvSge(a.buf + LEN - 4096, 8192, a.mr.lkey())); // the second runs past the MR: fails quietly
+        a.mr.dereg(); // waits for the queued prefetch (it holds the use count), then zaps what it mapped
+        assertEquals(LEN / 2 / 4096, m.pagePrefetch.get(), "the background work mapped the first range before the deregistration went on");
+        assertEquals(1, odp.prefetchErrors.get(), "the second range failed silently");
+        assertEquals(0, m.umem.mappedPages(), "and the deregistration unmapped everything");
+    }
+
+    static void assertErrno(KernelException.Errno errno, String text, org.junit.jupiter.api.function.Executable call) {
+        KernelException e = assertThrows(KernelException.class, call);
+        assertEquals(errno, e.errno(), e.getMessage());
+        assertTrue(e.getMessage().contains(text), e.getMessage());
     }
 
     @Test

@@ -17,13 +17,16 @@ import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
+import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvSge;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.shell.UsageException;
 import org.peerdirect.peermem.PeerMemoryAllocator;
@@ -303,6 +306,7 @@ public final class RdmaTools {
                 Options.value("--mem", "MEM", "memory: host or a peer client's name (peermem:clients)", "host"),
                 Options.flag("-e", "sleep on the completion channel instead of polling"),
                 Options.flag("-o", "register the buffers on demand (ODP): nothing pinned, the devices fault the pages in"),
+                Options.flag("-P", "with -o: prefetch the buffers into the devices (ibv_advise_mr PREFETCH_WRITE, FLUSH), after each drop too"),
                 Options.value("--drop-every", "N", "with -o: the client drops its buffer (madvise DONTNEED) before every N-th message, so both "
                         + "devices fault it in again (0: never; a peerdirect addition)", 0),
                 Options.flag("-c", "validate every received buffer")));
@@ -318,6 +322,10 @@ public final class RdmaTools {
         if (dropEvery > 0 && !odp) {
             throw new UsageException("rdma:pingpong: --drop-every drops pages under an ODP registration: give -o too");
         }
+        boolean prefetch = o.flag("-P");
+        if (prefetch && !odp) {
+            throw new UsageException("rdma:pingpong: prefetch (-P) is valid only with an on-demand memory region (-o)");
+        }
         Pair p = pair(o);
         PeerMemoryAllocator mem = memory(o);
         try (Endpoint server = new Endpoint(mm, "rc_pingpong-server", p.server(), size, 1, 16, mem, events, odp);
@@ -325,19 +333,27 @@ public final class RdmaTools {
             Endpoint.connect(client, server, 0);
             Endpoint.connect(server, client, 0);
             StringBuilder out = new StringBuilder();
+            if (prefetch) {
+                for (Endpoint e : List.of(client, server)) {
+                    String err = prefetch(e);
+                    if (err != null) { // as ibv_rc_pingpong: a failed prefetch is not fatal
+                        out.append("Couldn't prefetch MR (").append(err).append("). Continue anyway\n");
+                    }
+                }
+            }
             out.append("  local address:  ").append(client.address()).append('\n');
             out.append("  remote address: ").append(server.address()).append('\n');
             AtomicReference<Throwable> failure = new AtomicReference<>();
             Thread srv = Thread.ofPlatform().name("rc_pingpong-server").start(() -> {
                 try {
-                    side(server, size, iters, validate, false, 0);
+                    side(server, size, iters, validate, false, 0, false);
                 } catch (Throwable t) {
                     failure.compareAndSet(null, t);
                 }
             });
             long t0 = System.nanoTime();
             try {
-                side(client, size, iters, validate, true, dropEvery);
+                side(client, size, iters, validate, true, dropEvery, prefetch);
             } catch (Throwable t) {
                 failure.compareAndSet(null, t);
                 srv.interrupt(); // the server would wait for messages that never come
@@ -369,6 +385,9 @@ public final class RdmaTools {
             if (odp) {
                 out.append(String.format("%nbuffers registered on demand (ODP)%s", dropEvery > 0
                         ? String.format("; the client dropped its buffer %d times (madvise DONTNEED)", (iters + dropEvery - 1) / dropEvery) : ""));
+                if (prefetch) {
+                    out.append(String.format("%nbuffers prefetched (ibv_advise_mr PREFETCH_WRITE with FLUSH)%s", dropEvery > 0 ? ", the client's after every drop" : ""));
+                }
             }
             return out.toString();
         }
@@ -378,7 +397,7 @@ public final class RdmaTools {
      * One side of the ping-pong: the client sends first, the server answers each message. Send
      * and receive completions share the CQ and may arrive in either order.
      */
-    private static void side(Endpoint e, int size, int iters, boolean validate, boolean client, int dropEvery) {
+    private static void side(Endpoint e, int size, int iters, boolean validate, boolean client, int dropEvery, boolean prefetch) {
         IbvWc[] wc = {new IbvWc()};
         IbvRecvWr rwr = new IbvRecvWr().sge(e.buf, size, e.mr.lkey());
         IbvSendWr swr = new IbvSendWr().sge(e.buf, size, e.mr.lkey());
@@ -390,7 +409,7 @@ public final class RdmaTools {
         int recvs = 0;
         e.qps[0].postRecv(rwr);
         if (client) {
-            drop(e, dropEvery, 0);
+            drop(e, dropEvery, 0, prefetch);
             fill(e, validate, pattern, size, 0);
             e.qps[0].postSend(swr);
         }
@@ -412,7 +431,7 @@ public final class RdmaTools {
                 sends++;
             }
             if (client && sends == recvs && sends < iters) { // both halves of the round trip are done: next message
-                drop(e, dropEvery, sends);
+                drop(e, dropEvery, sends, prefetch);
                 fill(e, validate, pattern, size, sends);
                 e.qps[0].postSend(swr);
             }
@@ -421,11 +440,28 @@ public final class RdmaTools {
 
     /**
      * {@code --drop-every}: before message {@code i}, the buffer's pages go ({@code MADV_DONTNEED});
-     * the posted receive still points at them, so the echo faults them in on the device again.
+     * the posted receive still points at them, so the echo faults them in on the device again,
+     * unless {@code -P} prefetches them back first.
      */
-    private static void drop(Endpoint e, int dropEvery, int i) {
+    private static void drop(Endpoint e, int dropEvery, int i, boolean prefetch) {
         if (dropEvery > 0 && i % dropEvery == 0) {
             e.proc.madvise(e.buf, e.size, AddressSpace.Advice.MADV_DONTNEED);
+            if (prefetch) {
+                String err = prefetch(e);
+                if (err != null) {
+                    throw new IllegalStateException("prefetch after a drop failed: " + err);
+                }
+            }
+        }
+    }
+
+    /** {@code ibv_rc_pingpong -P}: the whole buffer, writable, synchronously; the error, or null. */
+    private static String prefetch(Endpoint e) {
+        try {
+            e.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(e.buf, (int) e.size, e.mr.lkey()));
+            return null;
+        } catch (KernelException ex) {
+            return ex.getMessage();
         }
     }
 

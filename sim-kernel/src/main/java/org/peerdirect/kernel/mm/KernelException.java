@@ -28,7 +28,9 @@ public class KernelException extends RuntimeException {
         /** no such device. */
         ENODEV,
         /** try again: a table is full for now (fork at pid_max). */
-        EAGAIN
+        EAGAIN,
+        /** no such entry: a key that names no object of the kind asked for. */
+        ENOENT
     }
 
     private final Errno errno;

@@ -2,6 +2,9 @@ package org.peerdirect.ib.core.provider;
 
 import org.osgi.annotation.versioning.ConsumerType;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvSge;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
 
 /** {@code struct ib_pd}'s driver part and the objects created in it. */
 @ConsumerType
@@ -12,6 +15,15 @@ public interface IbPdOps {
      * ({@code ib_umem_get}), programs the key, and arms the umem's invalidation notifier.
      */
     IbMrOps regUserMr(long addr, long length, int access);
+
+    /**
+     * {@code advise_mr}: the core checked the flags and that there is at least one SGE; the driver
+     * checks the advice and each lkey. A driver without ODP keeps this default, as a kernel driver
+     * without the op ({@code ib_dev->ops.advise_mr == NULL}).
+     */
+    default void adviseMr(int advice, int flags, IbvSge[] sgList) {
+        throw new KernelException(Errno.EOPNOTSUPP, "ibv_advise_mr: Operation not supported: the driver has no advise_mr");
+    }
 
     /**
      * {@code create_qp}. The core checked the capabilities against the device's attributes and

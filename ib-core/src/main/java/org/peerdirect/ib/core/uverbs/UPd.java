@@ -12,6 +12,7 @@ import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvSge;
 import org.peerdirect.ib.core.verbs.IbvSrq;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -75,6 +76,30 @@ final class UPd implements IbvPd {
             mr.release(); // removed while registering: the disassociation did not see this MR
         }
         return mr;
+    }
+
+    /**
+     * {@code UVERBS_METHOD_ADVISE_MR}: unknown flags EINVAL ({@code uverbs_get_flags32}), no SGE
+     * returns at once, then the driver. The SGEs are copied so a caller reusing its array cannot
+     * change what a background prefetch works on.
+     */
+    @Override
+    public void adviseMr(int advice, int flags, IbvSge... sgList) {
+        alive();
+        if ((flags & ~ADVISE_MR_FLAG_FLUSH) != 0) {
+            throw new KernelException(Errno.EINVAL, "ibv_advise_mr: unknown flags 0x" + Integer.toHexString(flags & ~ADVISE_MR_FLAG_FLUSH));
+        }
+        if (sgList == null || sgList.length == 0) {
+            return;
+        }
+        IbvSge[] copy = new IbvSge[sgList.length];
+        for (int i = 0; i < copy.length; i++) {
+            if (sgList[i] == null) {
+                throw new KernelException(Errno.EINVAL, "ibv_advise_mr: SGE " + i + " is null");
+            }
+            copy[i] = new IbvSge(sgList[i].addr, sgList[i].length, sgList[i].lkey);
+        }
+        ops.adviseMr(advice, flags, copy);
     }
 
     @Override

@@ -6,6 +6,15 @@ import org.osgi.annotation.versioning.ProviderType;
 @ProviderType
 public interface IbvPd {
 
+    /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH}: make the range present for the device, read-only. */
+    int ADVISE_MR_ADVICE_PREFETCH = 0;
+    /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE}: present and writable (EPERM on an MR without local write). */
+    int ADVISE_MR_ADVICE_PREFETCH_WRITE = 1;
+    /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT}: only the pages already present for the CPU; nothing is faulted in. */
+    int ADVISE_MR_ADVICE_PREFETCH_NO_FAULT = 2;
+    /** {@code IB_UVERBS_ADVISE_MR_FLAG_FLUSH}: synchronous; the translations are in the device when the call returns. */
+    int ADVISE_MR_FLAG_FLUSH = 1;
+
     IbvContext context();
 
     /**
@@ -15,6 +24,19 @@ public interface IbvPd {
      * without ODP is EOPNOTSUPP.
      */
     IbvMr regMr(long addr, long length, int access);
+
+    /**
+     * {@code ibv_advise_mr}: prefetch the ranges of {@code sgList} (each an ODP MR's lkey and a range
+     * in it) into the device's translation. With {@link #ADVISE_MR_FLAG_FLUSH} the work is done
+     * before the call returns and its errors are thrown (EFAULT for a range outside its MR or not
+     * mappable); without it the keys are checked now and the work runs in the background, best
+     * effort (its failures are silent, as the kernel's). No SGE: nothing to do.
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException EINVAL unknown flags; EOPNOTSUPP a driver
+     *         without {@code advise_mr} or an unknown advice; ENOENT an lkey that names no ODP MR;
+     *         EPERM an MR of another PD, or PREFETCH_WRITE on an MR without local write
+     */
+    void adviseMr(int advice, int flags, IbvSge... sgList);
 
     /** {@code ibv_create_qp}. */
     IbvQp createQp(IbvQpInitAttr attr);
