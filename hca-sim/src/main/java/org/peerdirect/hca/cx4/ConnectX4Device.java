@@ -266,6 +266,12 @@ public final class ConnectX4Device implements AutoCloseable {
         return f == null ? "not attached" : f.pageFaults.describe();
     }
 
+    /** Test hook: no page fault is waiting for its resume (every queue that stopped on one went on). */
+    public boolean pageFaultsSettled() {
+        Firmware f = fw;
+        return f == null || f.pageFaults.settled();
+    }
+
     /** Pages the firmware holds now (every one is a DMA mapping the driver must take back). */
     public int pagesHeld() {
         Firmware f = fw;

@@ -145,6 +145,11 @@ final class PageFaults {
         return posted.size();
     }
 
+    /** Every fault raised so far has been resumed (the engine let its queue go on), with or without error. */
+    boolean settled() {
+        return raised.get() == resumed.get() + resumedWithError.get();
+    }
+
     String describe() {
         return String.format("page faults raised %d, resumed %d, with error %d, lost %d, pending %d", raised.get(), resumed.get(),
                 resumedWithError.get(), lost.get(), posted.size());

@@ -21,7 +21,11 @@ import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvAh;
 import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.ib.core.verbs.IbvSrq;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
@@ -33,6 +37,7 @@ import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.Vma;
 import org.peerdirect.rdma.RcConnect;
 
 /**
@@ -67,19 +72,27 @@ class Mlx5OdpTest extends Mlx5Machine {
         final IbvPd pd;
         final IbvCq cq;
         final IbvQp qp;
+        final IbvSrq srq;
         final long buf;
         final IbvMr mr;
         final int lid;
 
         End(int dev, int access) {
+            this(dev, access, IbvQpType.RC, false);
+        }
+
+        /** With {@code withSrq}, the QP receives through an SRQ of this PD. */
+        End(int dev, int access, IbvQpType type, boolean withSrq) {
             this.dev = dev;
             ctx = devs.get(dev).open(proc);
             pd = ctx.allocPd();
             cq = ctx.createCq(256, null);
+            srq = withSrq ? pd.createSrq(63, 2) : null;
             IbvQpInitAttr a = new IbvQpInitAttr();
             a.sendCq = cq;
             a.recvCq = cq;
-            a.qpType = IbvQpType.RC;
+            a.srq = srq;
+            a.qpType = type;
             a.maxSendWr = 64;
             a.maxRecvWr = 64;
             a.maxSendSge = 4;
@@ -421,6 +434,177 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertEquals(LEN / 2 / 4096, m.pagePrefetch.get(), "the background work mapped the first range before the deregistration went on");
         assertEquals(1, odp.prefetchErrors.get(), "the second range failed silently");
         assertEquals(0, m.umem.mappedPages(), "and the deregistration unmapped everything");
+    }
+
+    /**
+     * UD over ODP, as mlx5 reports it (UD: SEND and SRQ receive): the sender's ODP buffer and the
+     * receiver's SRQ buffer in ODP memory are dropped before every datagram; the requester's WQE
+     * fault and the SRQ (RMP) fault are both served and the payload arrives after its GRH space.
+     */
+    @Test
+    void udSendsFromOdpIntoSrqReceivesOverOdpRefaultAfterEveryDrop() {
+        End u = new End(0, ODP, IbvQpType.UD, false);
+        End v = new End(1, ODP, IbvQpType.UD, true);
+        for (End e : List.of(u, v)) {
+            IbvQpAttr x = new IbvQpAttr();
+            x.qpState = IbvQpState.INIT;
+            x.portNum = 1;
+            x.qkey = 0x11111111;
+            e.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.QKEY);
+            x.qpState = IbvQpState.RTR;
+            e.qp.modify(x, IbvQpAttr.STATE);
+            x.qpState = IbvQpState.RTS;
+            e.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.SQ_PSN);
+        }
+        IbvAh ah = u.pd.createAh(v.lid, 1);
+        int dropped = 0;
+        int iterations = Integer.getInteger("peerdirect.odp.iterations", 12);
+        for (int i = 0; i < iterations; i++) {
+            proc.madvise(u.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            proc.madvise(v.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            long slot = v.buf + 4096L * (i % 50) + 8192;
+            IbvRecvWr r = new IbvRecvWr().sge(slot, 40 + 2048, v.mr.lkey());
+            r.wrId = 100 + i;
+            v.srq.postRecv(r);
+            byte[] d = fill(u.buf + 4096L * (i % 30) + 100, 1500 + i, i); // across a page boundary
+            IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.SEND, u.buf + 4096L * (i % 30) + 100, d.length, u.mr.lkey(), i);
+            w.ah = ah;
+            w.remoteQpn = v.qp.qpNum();
+            w.remoteQkey = 0x11111111;
+            proc.madvise(u.buf, LEN, AddressSpace.Advice.MADV_DONTNEED); // the sender's data too: only the device reads it back in
+            fill(u.buf + 4096L * (i % 30) + 100, d.length, i);
+            // a datagram whose receive buffer faults is dropped (UD has no RNR NAK) while the fault is
+            // served; the receive WQE stays posted, so the application's resend lands
+            IbvWc rc = null;
+            int sent = 0;
+            while (rc == null) {
+                assertTrue(++sent <= 8, "datagram " + i + " never arrived: " + models.get(1).pageFaultsDescribe());
+                u.qp.postSend(w);
+                assertOk(u.cq, IbvWcOpcode.SEND);
+                rc = pollOnce(v.cq);
+                if (rc == null) {
+                    awaitSettled(1);
+                    rc = pollOnce(v.cq);
+                }
+            }
+            dropped += sent - 1;
+            assertEquals(IbvWcStatus.SUCCESS, rc.status, rc.toString());
+            assertEquals(100 + i, rc.wrId);
+            assertEquals(40 + d.length, rc.byteLen, "payload after the 40 bytes of GRH space");
+            assertArrayEquals(d, read(slot + 40, d.length), "datagram " + i);
+        }
+        assertTrue(v.odpMr().pageFaultsHandled.get() >= iterations, "the SRQ receive faulted every time: " + v.odpMr());
+        assertTrue(dropped >= iterations, "every first datagram met a dropped receive buffer and was lost: " + dropped);
+        assertTrue(u.odpMr().pageInvalidationsHandled.get() >= iterations - 1, "every drop after the first found the sent pages mapped: " + u.odpMr());
+        assertEquals(0, ibs.get(0).odpIfStarted().faultErrors.get() + ibs.get(1).odpIfStarted().faultErrors.get());
+    }
+
+    /**
+     * RC with an SRQ over ODP and RDMA WRITE with immediate: the SRQ receive faults (RMP type), the
+     * immediate's receive consumes a WQE without data, the written pages fault at the responder.
+     */
+    @Test
+    void srqReceivesAndWriteWithImmediateOverOdpRefaultAfterEveryDrop() {
+        End a = new End(0, ODP, IbvQpType.RC, false);
+        End b = new End(1, ODP, IbvQpType.RC, true);
+        connect(a, b);
+        int iterations = Integer.getInteger("peerdirect.odp.iterations", 12);
+        for (int i = 0; i < iterations; i++) {
+            proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            IbvRecvWr r = new IbvRecvWr().sge(b.buf + 300_000, 20_000, b.mr.lkey());
+            r.wrId = 7;
+            b.srq.postRecv(r);
+            byte[] msg = fill(a.buf + 10_000, 12_000 + i, i);
+            proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            fill(a.buf + 10_000, msg.length, i);
+            a.qp.postSend(Mlx5VerbsTest.wr(IbvWrOpcode.SEND, a.buf + 10_000, msg.length, a.mr.lkey(), 1));
+            assertOk(a.cq, IbvWcOpcode.SEND);
+            IbvWc rc = Mlx5VerbsTest.one(b.cq);
+            assertEquals(IbvWcStatus.SUCCESS, rc.status, rc.toString());
+            assertEquals(msg.length, rc.byteLen);
+            assertArrayEquals(msg, read(b.buf + 300_000, msg.length), "iteration " + i + ": SEND into the SRQ");
+
+            proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            IbvRecvWr ri = new IbvRecvWr();
+            ri.wrId = 8;
+            b.srq.postRecv(ri);
+            IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE_WITH_IMM, a.buf + 10_000, msg.length, a.mr.lkey(), 2);
+            w.remoteAddr = b.buf + 600_000;
+            w.rkey = b.mr.rkey();
+            w.immData = 0x1234 + i;
+            a.qp.postSend(w);
+            assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+            IbvWc ic = Mlx5VerbsTest.one(b.cq);
+            assertEquals(IbvWcStatus.SUCCESS, ic.status, ic.toString());
+            assertEquals(IbvWcOpcode.RECV_RDMA_WITH_IMM, ic.opcode);
+            assertEquals(0x1234 + i, ic.immData);
+            assertArrayEquals(msg, read(b.buf + 600_000, msg.length), "iteration " + i + ": WRITE with immediate");
+        }
+        assertTrue(b.odpMr().pageFaultsHandled.get() >= 2L * iterations, b.odpMr().toString());
+        assertEquals(0, ibs.get(0).odpIfStarted().faultErrors.get() + ibs.get(1).odpIfStarted().faultErrors.get());
+    }
+
+    /**
+     * Pages the process forbids: mlx5 faults a writable ODP MR's pages writable whatever the access
+     * (pagefault_real_mr asks hmm for write when the umem is writable), so once the process makes
+     * them read-only even a remote read of them cannot be served (REM_ACCESS_ERR, as on the real
+     * driver); an ODP MR registered read-only faults them read-only and the read is served;
+     * PROT_NONE pages fail the read-only MR too. The failed faults resume with error, nothing hangs.
+     */
+    @Test
+    void readOnlyAndProtNonePagesFailTheAccessesTheirMrCannotFault() {
+        int ro = IbAccess.REMOTE_READ | IbAccess.ON_DEMAND;
+        // a writable ODP MR over pages made read-only: the read fails
+        End a = new End(0, ODP);
+        End b = new End(1, ODP);
+        connect(a, b);
+        fill(b.buf + 65536, 8192, 3);
+        proc.mprotect(b.buf + 65536, 65536, Vma.PROT_READ);
+        IbvSendWr rd = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_READ, a.buf, 8192, a.mr.lkey(), 1);
+        rd.remoteAddr = b.buf + 65536;
+        rd.rkey = b.mr.rkey();
+        a.qp.postSend(rd);
+        IbvWc c = Mlx5VerbsTest.one(a.cq);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, c.status, "a writable ODP MR cannot fault read-only pages in: " + c);
+
+        // the same pages under a read-only ODP MR: read-only faults, the read is served with the data
+        long bufRo = b.buf + 65536;
+        byte[] data = read(bufRo, 8192);
+        End a2 = new End(0, ODP);
+        End b2 = new End(1, ODP);
+        connect(a2, b2);
+        IbvMr mro = b2.pd.regMr(bufRo, 65536, ro);
+        IbvSendWr rd2 = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_READ, a2.buf, 8192, a2.mr.lkey(), 2);
+        rd2.remoteAddr = bufRo;
+        rd2.rkey = mro.rkey();
+        a2.qp.postSend(rd2);
+        assertOk(a2.cq, IbvWcOpcode.RDMA_READ);
+        assertArrayEquals(data, read(a2.buf, 8192), "the read-only MR's fault served the read");
+
+        // PROT_NONE: not even a read-only fault
+        proc.mprotect(bufRo, 65536, Vma.PROT_NONE);
+        a2.qp.postSend(rd2);
+        IbvWc c2 = Mlx5VerbsTest.one(a2.cq);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, c2.status, "a read of PROT_NONE pages: " + c2);
+        assertTrue(ibs.get(1).odpIfStarted().faultErrors.get() >= 2, ibs.get(1).odpIfStarted().describe());
+        awaitSettled(1);
+        proc.mprotect(bufRo, 65536, Vma.PROT_READ | Vma.PROT_WRITE);
+        mro.dereg();
+    }
+
+    static IbvWc pollOnce(IbvCq cq) {
+        IbvWc[] wc = { new IbvWc() };
+        return cq.poll(1, wc) == 1 ? wc[0] : null;
+    }
+
+    /** Waits (bounded) until device {@code dev} has no page fault waiting for its resume. */
+    void awaitSettled(int dev) {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (!models.get(dev).pageFaultsSettled()) {
+            assertTrue(System.nanoTime() < deadline, "page faults not resumed within 10 s: " + models.get(dev).pageFaultsDescribe());
+            Thread.onSpinWait();
+        }
     }
 
     static void assertErrno(KernelException.Errno errno, String text, org.junit.jupiter.api.function.Executable call) {
