@@ -24,10 +24,12 @@ import java.util.concurrent.locks.StampedLock;
  * fixed capacity (the {@code translations_octword_size} it was created with) and lets a UMR work
  * request change what the hardware lets UMR change: the translations, start, length, page size,
  * PD, access rights, key byte and the free state (a free entry admits no access). Every such change
- * happens under the write lock and advances {@link #gen}: a transfer records the generation it
- * checked its rights against ({@link #admit}) and {@link DmaMover} re-checks it under the read lock,
- * so a transfer admitted before a UMR never moves a byte after it (the rights it was checked
- * against may no longer hold).
+ * happens under the write lock; one that changes the key's context (a non-zero mkey mask) advances
+ * {@link #gen}: a transfer records the generation it checked its rights against ({@link #admit})
+ * and {@link DmaMover} re-checks it under the read lock, so a transfer admitted before such a UMR
+ * never moves a byte after it (the rights it was checked against may no longer hold). A UMR that
+ * writes only translations keeps the generation: the transfer re-checks each page's presence under
+ * the read lock, so it moves through the new entries or misses on a zapped one.
  */
 final class Mpt {
 
@@ -48,7 +50,7 @@ final class Mpt {
     long start;
     long length;
     int access;
-    /** Advanced by every UMR; see the class comment. */
+    /** Advanced by every UMR that changes the key's context (a non-zero mkey mask); see the class comment. */
     volatile int gen;
     /** {@code umr_en}: UMR work requests may change this entry. */
     final boolean umrEn;
@@ -354,7 +356,13 @@ final class Mpt {
             }
             put((int) u.xltOffset, xlt, u.xltEntries);
             state = next;
-            gen++;
+            if (m != 0) {
+                // the key's context changed: what transfers were admitted against may no longer hold.
+                // A translation-only UMR (an ODP fault, prefetch or zap) keeps the generation: a
+                // transfer in progress meets the new entries page by page under the read lock (a
+                // zapped page is a miss there, never a stale translation)
+                gen++;
+            }
             return Outcome.SUCCESS;
         } finally {
             lock.unlockWrite(s);

@@ -443,6 +443,95 @@ class PageFaultTest extends EngineRig {
     }
 
     /**
+     * Regression (found by the mlx5 invalidation storm): a UMR that only writes translations (no
+     * mkey mask: an ODP fault or prefetch of other pages of the MR) must not fail a transfer that
+     * was admitted before it. Only a change of the key's rights, range or state may (the
+     * generation check); a translation change is caught page by page by the present check under
+     * the read lock. Before the fix every UMR advanced the generation, so a WRITE crossing into a
+     * second page after a fault of another QP elsewhere in the MR completed with a protection error.
+     */
+    @Test
+    void aTranslationOnlyUmrDoesNotFailATransferAdmittedBeforeIt() throws Exception {
+        java.util.concurrent.CountDownLatch inDma = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        AtomicBoolean first = new AtomicBoolean(true);
+        Side a = new Side(0, port -> new org.peerdirect.kernel.dma.DmaPort() {
+            @Override
+            public String name() {
+                return port.name();
+            }
+
+            @Override
+            public void read(long iova, java.lang.foreign.MemorySegment dst, long off, long len) {
+                port.read(iova, dst, off, len);
+            }
+
+            @Override
+            public void write(long iova, java.lang.foreign.MemorySegment src, long off, long len) {
+                port.write(iova, src, off, len);
+            }
+
+            @Override
+            public void copyTo(long srcIova, org.peerdirect.kernel.dma.DmaPort dst, long dstIova, long len) {
+                if (first.getAndSet(false)) {
+                    inDma.countDown();
+                    try {
+                        assertTrue(release.await(10, TimeUnit.SECONDS));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                port.copyTo(srcIova, dst, dstIova, len);
+            }
+
+            @Override
+            public long fetchAdd(long iova, long delta) {
+                return port.fetchAdd(iova, delta);
+            }
+
+            @Override
+            public long compareAndSwap(long iova, long expect, long update) {
+                return port.compareAndSwap(iova, expect, update);
+            }
+        });
+        Side b = new Side(1);
+        a.connect(b);
+        b.connect(a);
+        long[] mtt = { a.iova | RW, a.iova + Mm.PAGE_SIZE | RW, 0, 0 };
+        int ak = a.dev.createUmrMpt(1, a.va, 4 * Mm.PAGE_SIZE, ALL, 12, 4, false, mtt, 4, 0);
+        byte[] data = new byte[8192];
+        new Random(5).nextBytes(data);
+        proc.write(a.va, data, 0, data.length);
+        SendWqe w = a.wqe(Wqe.OP_RDMA_WRITE, a.va, 8192); // two pages: two chunks, the first one held
+        w.lkey[0] = ak;
+        w.remoteAddr = b.va;
+        w.rkey = b.key;
+        Thread poster = Thread.ofPlatform().start(a::ring);
+        assertTrue(inDma.await(10, TimeUnit.SECONDS), "the DMA of the first page started");
+        UmrWqe u = new UmrWqe(); // translations only: page 3 made present, no mkey mask
+        u.mkey = ak;
+        u.flags = UmrWqe.FLAG_TRANSLATION_OFFSET_EN;
+        u.xltOffset = 3;
+        u.xltEntries = 1;
+        AtomicBoolean umrDone = new AtomicBoolean();
+        Thread umr = Thread.ofPlatform().start(() -> {
+            assertEquals(Outcome.SUCCESS, a.dev.mpt(ak).umr(u, new long[] { a.iova + 3 * Mm.PAGE_SIZE | RW }));
+            umrDone.set(true);
+        });
+        waitFor(() -> umr.getState() == Thread.State.WAITING || umrDone.get(), "the UMR waits for the DMA in flight");
+        release.countDown();
+        poster.join(10_000);
+        umr.join(10_000);
+        assertTrue(umrDone.get());
+        Cqe c = a.cqe();
+        assertEquals(Wqe.OP_RDMA_WRITE, c.opcode, "the WRITE admitted before the UMR completes: " + c);
+        byte[] got = new byte[8192];
+        proc.read(b.va, got, 0, got.length);
+        assertTrue(java.util.Arrays.equals(data, got), "both pages arrived");
+        a.dev.freeMpt(ak);
+    }
+
+    /**
      * The invariant the project exists to prove, at the device: after a zap returns, no DMA
      * touches the zapped pages. A requester writes 64 KiB again and again into an on-demand key; a
      * fault thread makes pages present with fresh single-page IOVA mappings; an invalidation thread

@@ -593,6 +593,133 @@ class Mlx5OdpTest extends Mlx5Machine {
         mro.dereg();
     }
 
+    /**
+     * The invalidation storm: 8 RC QP pairs move data between ODP buffers (WRITE, then READ back,
+     * checked by the CPU and by the device each time) while other threads page the buffers out
+     * to swap, migrate them to other frames, and munmap/remap a prefetched stretch of them. Every
+     * invalidation zaps the device's translation before the frames change, so: no error
+     * completion, every byte as written (pages the device dirtied survive a page-out: the unmap
+     * marked them dirty), not one DMA refused by the IOMMU, and the audit clean at the end.
+     */
+    @Test
+    void anInvalidationStormNeverLetsTheDeviceTouchAPageItNoLongerOwns() throws Exception {
+        int pairs = 8;
+        End[] as = new End[pairs];
+        End[] bs = new End[pairs];
+        for (int k = 0; k < pairs; k++) {
+            as[k] = new End(0, ODP);
+            bs[k] = new End(1, ODP);
+            connect(as[k], bs[k]);
+        }
+        long tail = 3 * LEN / 4; // [tail, LEN) of each b buffer is the munmap thread's; the traffic stays below it
+        int ops = 10 * Integer.getInteger("peerdirect.odp.iterations", 12);
+        long iommuFaults = iommu.audit().faults();
+        java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicLong storms = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicLong progress = new java.util.concurrent.atomic.AtomicLong();
+        List<Thread> traffic = new java.util.ArrayList<>();
+        for (int k = 0; k < pairs; k++) {
+            End a = as[k];
+            End b = bs[k];
+            int seed = k;
+            traffic.add(Thread.ofPlatform().name("storm-traffic-" + k).start(() -> {
+                try {
+                    java.util.Random rnd = new java.util.Random(seed);
+                    for (int i = 0; i < ops && failure.get() == null; i++) {
+                        int len = 1 + rnd.nextInt(3 * 4096);
+                        long src = a.buf + rnd.nextInt(LEN / 4);
+                        long dst = b.buf + rnd.nextInt((int) tail - len);
+                        long back = a.buf + LEN / 2 + rnd.nextInt(LEN / 4);
+                        byte[] data = fill(src, len, seed * 1000 + i);
+                        IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, src, len, a.mr.lkey(), 2L * i);
+                        w.remoteAddr = dst;
+                        w.rkey = b.mr.rkey();
+                        a.qp.postSend(w);
+                        assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+                        IbvSendWr r = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_READ, back, len, a.mr.lkey(), 2L * i + 1);
+                        r.remoteAddr = dst;
+                        r.rkey = b.mr.rkey();
+                        a.qp.postSend(r);
+                        assertOk(a.cq, IbvWcOpcode.RDMA_READ);
+                        assertArrayEquals(data, read(back, len), "pair " + seed + " op " + i + ": the device read back what it wrote");
+                        assertArrayEquals(data, read(dst, len), "pair " + seed + " op " + i + ": the CPU sees what the device wrote");
+                        progress.incrementAndGet();
+                    }
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                }
+            }));
+        }
+        List<Thread> storm = new java.util.ArrayList<>();
+        storm.add(Thread.ofPlatform().name("storm-pageout").start(() -> stormLoop(done, failure, storms, progress, rnd -> {
+            End e = (rnd.nextBoolean() ? as : bs)[rnd.nextInt(pairs)];
+            long off = rnd.nextInt((int) (tail / 4096) - 16) * 4096L; // below the munmap thread's stretch
+            proc.madvise(e.buf + off, 16 * 4096, AddressSpace.Advice.MADV_PAGEOUT);
+        })));
+        storm.add(Thread.ofPlatform().name("storm-migrate").start(() -> stormLoop(done, failure, storms, progress, rnd -> {
+            End e = (rnd.nextBoolean() ? as : bs)[rnd.nextInt(pairs)];
+            long off = rnd.nextInt((int) (tail / 4096) - 16) * 4096L; // below the munmap thread's stretch
+            proc.migrate(e.buf + off, 16 * 4096);
+        })));
+        storm.add(Thread.ofPlatform().name("storm-munmap").start(() -> stormLoop(done, failure, storms, progress, rnd -> {
+            End e = bs[rnd.nextInt(pairs)];
+            long at = e.buf + tail;
+            fill(at, 4096, rnd.nextInt());
+            e.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(at, (int) (LEN - tail), e.mr.lkey()));
+            proc.munmap(at, LEN - tail); // zapped and unmapped before the frames go
+            assertEquals(at, proc.mmap(at, LEN - tail, Vma.PROT_READ | Vma.PROT_WRITE, Vma.Kind.ANON, "[anon]"));
+        })));
+        for (Thread t : traffic) {
+            t.join(120_000);
+            assertTrue(!t.isAlive(), t.getName() + " did not finish within 120 s");
+        }
+        done.set(true);
+        for (Thread t : storm) {
+            t.join(30_000);
+            assertTrue(!t.isAlive(), t.getName() + " did not stop");
+        }
+        if (failure.get() != null) {
+            throw new AssertionError("the storm broke something: " + failure.get(), failure.get());
+        }
+        long zaps = 0;
+        for (int k = 0; k < pairs; k++) {
+            zaps += as[k].odpMr().pageInvalidationsHandled.get() + bs[k].odpMr().pageInvalidationsHandled.get();
+        }
+        assertTrue(storms.get() > 0 && zaps > 0, "the storm ran (" + storms.get() + " rounds) and zapped device translations (" + zaps + " times)");
+        assertEquals(iommuFaults, iommu.audit().faults(), "not one DMA went through a mapping the IOMMU no longer had: " + iommu.audit());
+        assertTrue(iommu.audit().violationFree(), iommu.audit().toString());
+        assertEquals(0, ibs.get(0).odpIfStarted().faultErrors.get() + ibs.get(1).odpIfStarted().faultErrors.get());
+    }
+
+    interface StormStep {
+        void run(java.util.Random rnd);
+    }
+
+    /**
+     * One storm thread: a round, then (paced by the traffic, not by time) the next once the traffic
+     * finished another operation, so the 8 pairs meet about one invalidation of each kind per
+     * operation instead of being starved on 2 cores.
+     */
+    private static void stormLoop(java.util.concurrent.atomic.AtomicBoolean done, java.util.concurrent.atomic.AtomicReference<Throwable> failure,
+            java.util.concurrent.atomic.AtomicLong rounds, java.util.concurrent.atomic.AtomicLong progress, StormStep step) {
+        java.util.Random rnd = new java.util.Random(Thread.currentThread().getName().hashCode());
+        try {
+            long seen = -1;
+            while (!done.get() && failure.get() == null) {
+                if (progress.get() == seen) {
+                    Thread.yield();
+                    continue;
+                }
+                seen = progress.get();
+                step.run(rnd);
+                rounds.incrementAndGet();
+            }
+        } catch (Throwable t) {
+            failure.compareAndSet(null, t);
+        }
+    }
+
     static IbvWc pollOnce(IbvCq cq) {
         IbvWc[] wc = { new IbvWc() };
         return cq.poll(1, wc) == 1 ? wc[0] : null;
