@@ -26,9 +26,10 @@ import org.peerdirect.kernel.mm.MmuNotifierRange;
  * <li>{@link #invalidate} ({@code mlx5_ib_invalidate_range}): under the umem mutex, the present
  * entries of the range zapped by UMR (when it completes, no DMA through them is in flight), then
  * unmapped;</li>
- * <li>{@link #deregMr}: the key leaves {@code odp_mkeys}, the use count drains, the mkey is
- * revoked, then (under the umem mutex) the MR is marked dead so later invalidations only unmap,
- * the umem released, and the mkey cached or destroyed.</li>
+ * <li>{@link #deregMr}: the key leaves {@code odp_mkeys}, the use count drains, then under the umem
+ * mutex the MR is marked dead (later invalidations only unmap) and the mkey revoked by UMR (not
+ * zapped entry by entry: a free mkey admits nothing), the umem released, and the mkey cached or
+ * destroyed.</li>
  * </ul>
  *
  * <p>Lock rules: the umem mutex orders faults, invalidations and the dead flag; {@link #useLock}
@@ -294,14 +295,12 @@ final class Mlx5OdpMr implements IbMrOps {
         released = true;
         odp.mkeys.remove(org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(mkey), this);
         derefWait();
-        // every present entry zapped before the mkey can go back to the cache: a later MR enabled
-        // over it must not find this one's translations (their IOVAs are unmapped below)
+        // revoked, not zapped (as mlx5_ib_dereg_mr): a free mkey admits no access, so its entries
+        // can keep this MR's (soon unmapped) IOVAs; whoever enables the mkey next writes its whole
+        // range first (create_user_odp_mr zaps it, a pinned MR writes every entry it can reach)
         boolean revoked;
         umem.lock();
         try {
-            if (umem.mappedPages() > 0) {
-                zap(0, (umem.end() - umem.start()) >>> 12);
-            }
             dead = true;
             pd.ctx.dev.umr().revokeMr(mkey);
             revoked = true;

@@ -318,8 +318,23 @@ class Mlx5OdpTest extends Mlx5Machine {
         a.qp.postSend(w);
         assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
         assertArrayEquals(data, read(fresh + 8192, 4096));
+
+        // an ODP MR deregistered with pages mapped is revoked, not zapped: the next ODP MR on its
+        // cached mkey must still fault instead of writing through the old entries
         odp.dereg();
         proc.munmap(fresh, LEN);
+        long third = proc.mmap(LEN);
+        IbvMr odp2 = b.pd.regMr(third, LEN, ODP);
+        assertEquals(Mkey.mkeyToIdx(key), Mkey.mkeyToIdx(odp2.lkey()), "the second ODP MR took the cached mkey again");
+        long faults = ibs.get(1).odpIfStarted().faults.get();
+        w.rkey = odp2.rkey();
+        w.remoteAddr = third + 8192;
+        a.qp.postSend(w);
+        assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+        assertArrayEquals(data, read(third + 8192, 4096));
+        assertTrue(ibs.get(1).odpIfStarted().faults.get() > faults, "the write faulted the new page in");
+        odp2.dereg();
+        proc.munmap(third, LEN);
     }
 
     /**
