@@ -55,6 +55,54 @@ class PageFaultTest extends EngineRig {
         s.dev.umrUpdate(key, first, mtt, n);
     }
 
+    /**
+     * A DMA port whose first device-to-device copy signals {@code inDma} and waits (bounded) for
+     * {@code release}: a transfer held in flight, with the read locks of its keys taken.
+     */
+    static org.peerdirect.kernel.dma.DmaPort holdingFirstCopy(org.peerdirect.kernel.dma.DmaPort port, java.util.concurrent.CountDownLatch inDma,
+            java.util.concurrent.CountDownLatch release) {
+        AtomicBoolean first = new AtomicBoolean(true);
+        return new org.peerdirect.kernel.dma.DmaPort() {
+            @Override
+            public String name() {
+                return port.name();
+            }
+
+            @Override
+            public void read(long iova, java.lang.foreign.MemorySegment dst, long off, long len) {
+                port.read(iova, dst, off, len);
+            }
+
+            @Override
+            public void write(long iova, java.lang.foreign.MemorySegment src, long off, long len) {
+                port.write(iova, src, off, len);
+            }
+
+            @Override
+            public void copyTo(long srcIova, org.peerdirect.kernel.dma.DmaPort dst, long dstIova, long len) {
+                if (first.getAndSet(false)) {
+                    inDma.countDown();
+                    try {
+                        assertTrue(release.await(10, TimeUnit.SECONDS));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                port.copyTo(srcIova, dst, dstIova, len);
+            }
+
+            @Override
+            public long fetchAdd(long iova, long delta) {
+                return port.fetchAdd(iova, delta);
+            }
+
+            @Override
+            public long compareAndSwap(long iova, long expect, long update) {
+                return port.compareAndSwap(iova, expect, update);
+            }
+        };
+    }
+
     static void waitFor(BooleanSupplier c, String what) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (!c.getAsBoolean()) {
@@ -361,46 +409,7 @@ class PageFaultTest extends EngineRig {
     void aZapWaitsForTheDmaInFlightThroughItsPagesAndTheNextAccessMisses() throws Exception {
         java.util.concurrent.CountDownLatch inDma = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-        AtomicBoolean first = new AtomicBoolean(true);
-        Side a = new Side(0, port -> new org.peerdirect.kernel.dma.DmaPort() {
-            @Override
-            public String name() {
-                return port.name();
-            }
-
-            @Override
-            public void read(long iova, java.lang.foreign.MemorySegment dst, long off, long len) {
-                port.read(iova, dst, off, len);
-            }
-
-            @Override
-            public void write(long iova, java.lang.foreign.MemorySegment src, long off, long len) {
-                port.write(iova, src, off, len);
-            }
-
-            @Override
-            public void copyTo(long srcIova, org.peerdirect.kernel.dma.DmaPort dst, long dstIova, long len) {
-                if (first.getAndSet(false)) {
-                    inDma.countDown();
-                    try {
-                        assertTrue(release.await(10, TimeUnit.SECONDS));
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
-                port.copyTo(srcIova, dst, dstIova, len);
-            }
-
-            @Override
-            public long fetchAdd(long iova, long delta) {
-                return port.fetchAdd(iova, delta);
-            }
-
-            @Override
-            public long compareAndSwap(long iova, long expect, long update) {
-                return port.compareAndSwap(iova, expect, update);
-            }
-        });
+        Side a = new Side(0, port -> holdingFirstCopy(port, inDma, release));
         Side b = new Side(1);
         a.connect(b);
         b.connect(a);
@@ -454,46 +463,7 @@ class PageFaultTest extends EngineRig {
     void aTranslationOnlyUmrDoesNotFailATransferAdmittedBeforeIt() throws Exception {
         java.util.concurrent.CountDownLatch inDma = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-        AtomicBoolean first = new AtomicBoolean(true);
-        Side a = new Side(0, port -> new org.peerdirect.kernel.dma.DmaPort() {
-            @Override
-            public String name() {
-                return port.name();
-            }
-
-            @Override
-            public void read(long iova, java.lang.foreign.MemorySegment dst, long off, long len) {
-                port.read(iova, dst, off, len);
-            }
-
-            @Override
-            public void write(long iova, java.lang.foreign.MemorySegment src, long off, long len) {
-                port.write(iova, src, off, len);
-            }
-
-            @Override
-            public void copyTo(long srcIova, org.peerdirect.kernel.dma.DmaPort dst, long dstIova, long len) {
-                if (first.getAndSet(false)) {
-                    inDma.countDown();
-                    try {
-                        assertTrue(release.await(10, TimeUnit.SECONDS));
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
-                port.copyTo(srcIova, dst, dstIova, len);
-            }
-
-            @Override
-            public long fetchAdd(long iova, long delta) {
-                return port.fetchAdd(iova, delta);
-            }
-
-            @Override
-            public long compareAndSwap(long iova, long expect, long update) {
-                return port.compareAndSwap(iova, expect, update);
-            }
-        });
+        Side a = new Side(0, port -> holdingFirstCopy(port, inDma, release));
         Side b = new Side(1);
         a.connect(b);
         b.connect(a);
