@@ -9,7 +9,6 @@ import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
-import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -27,7 +26,7 @@ import org.peerdirect.kernel.mm.AddressSpace;
  * <ul>
  * <li>the resident-ODP throughput is {@link RdmaWriteBench} with {@code driver=mlx5-odp} against
  * {@code driver=mlx5} (ODP MRs whose pages are all resident and mapped, against pinned MRs);</li>
- * <li>{@code faultWrite4k} (ODP only): the responder's 4 KiB page dropped ({@code MADV_DONTNEED},
+ * <li>{@code faultWrite4k} (ODP MRs on both sides): the responder's 4 KiB page dropped ({@code MADV_DONTNEED},
  * which zaps it by UMR), then one signaled 4 KiB RDMA WRITE into it: the device misses, raises the
  * page-fault EQE, mlx5_ib's work maps it and resumes, the requester's RNR retry (min_rnr_timer 1:
  * 10 µs) lands the write; {@code write4k} the same write with the page present; {@code cpuFault4k}
@@ -45,10 +44,6 @@ public class OdpBench {
 
     static final int SIZE = 65536;
 
-    /** pinned: ordinary MRs; odp: ODP MRs, every page resident and mapped. */
-    @Param({"pinned", "odp"})
-    public String mode;
-
     private RdmaRig rig;
     private IbvQp qp;
     private IbvCq cq;
@@ -60,7 +55,7 @@ public class OdpBench {
 
     @Setup(Level.Trial)
     public void setup() throws Exception {
-        rig = new RdmaRig(mode.equals("odp") ? "mlx5-odp" : "mlx5", 64L << 20, 1L << 20, 1, 64);
+        rig = new RdmaRig("mlx5-odp", 64L << 20, 1L << 20, 1, 64);
         RdmaRig.Conn c = rig.conns[0];
         qp = c.aqp;
         cq = c.acq;
@@ -87,9 +82,6 @@ public class OdpBench {
 
     @Benchmark
     public long faultWrite4k() {
-        if (!rig.odp) {
-            return 0; // a pinned page cannot be dropped under its MR: the ODP row is the figure
-        }
         rig.proc.madvise(victim, 4096, AddressSpace.Advice.MADV_DONTNEED);
         qp.postSend(small);
         return RdmaRig.pollOne(cq, wc).wrId;
@@ -98,10 +90,8 @@ public class OdpBench {
     /** A page under no MR: its drop notifies nobody, its write is a plain zero-fill fault. */
     @Benchmark
     public long cpuFault4k() {
-        if (rig.odp) {
-            rig.proc.madvise(cpuPage, 4096, AddressSpace.Advice.MADV_DONTNEED);
-            rig.proc.writeByte(cpuPage, (byte) 1);
-        }
+        rig.proc.madvise(cpuPage, 4096, AddressSpace.Advice.MADV_DONTNEED);
+        rig.proc.writeByte(cpuPage, (byte) 1);
         return cpuPage;
     }
 }

@@ -57,7 +57,7 @@ final class Mlx5IbPd implements IbPdOps {
         }
         Mlx5Odp odp = ctx.dev.odpIfStarted();
         if (odp == null) {
-            throw new KernelException(Errno.ENOENT, String.format("ibv_advise_mr: lkey 0x%x names no ODP MR of %s", sgList[0].lkey, ctx.dev.name()));
+            throw Mlx5Odp.noOdpMr(ctx.dev, sgList[0].lkey);
         }
         odp.adviseMr(this, advice, flags, sgList);
     }

@@ -327,6 +327,11 @@ final class Mlx5Odp {
         }
     }
 
+    /** ENOENT of {@code ibv_advise_mr}: {@code lkey} names no ODP MR of {@code dev} (also before its first ODP MR). */
+    static KernelException noOdpMr(Mlx5IbDev dev, int lkey) {
+        return new KernelException(Errno.ENOENT, String.format("ibv_advise_mr: lkey 0x%x names no ODP MR of %s", lkey, dev.name()));
+    }
+
     /**
      * {@code get_prefetchable_mr}: the ODP MR of {@code lkey}, held by its use count.
      *
@@ -336,7 +341,7 @@ final class Mlx5Odp {
     private Mlx5OdpMr prefetchableMr(Mlx5IbPd pd, int advice, int lkey) {
         Mlx5OdpMr mr = mkeys.get(Mkey.mkeyToIdx(lkey));
         if (mr == null || mr.mkey != lkey || !mr.get()) {
-            throw new KernelException(Errno.ENOENT, String.format("ibv_advise_mr: lkey 0x%x names no ODP MR of %s", lkey, dev.name()));
+            throw noOdpMr(dev, lkey);
         }
         if (mr.pd() != pd) {
             mr.put();

@@ -305,18 +305,21 @@ final class Mlx5OdpMr implements IbMrOps {
             pd.ctx.dev.umr().revokeMr(mkey);
             revoked = true;
         } catch (KernelException e) {
-            dead = true;
-            revoked = false; // the device is gone or the channel failed: the destroy below is the revocation
+            revoked = false; // the device is gone or the channel failed
         } finally {
             umem.unlock();
         }
         if (!revoked) {
-            pd.ctx.dev.destroyQuietly(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.DESTROY_MKEY, org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(mkey));
+            destroyMkey(); // the destroy is the revocation: before the umem's IOVAs are unmapped
         }
         umem.release();
         if (revoked && !(cacheNdescs > 0 && pd.ctx.dev.mkeyCacheStore(mkey, cacheNdescs, fromCache))) {
-            pd.ctx.dev.destroyQuietly(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.DESTROY_MKEY, org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(mkey));
+            destroyMkey();
         }
+    }
+
+    private void destroyMkey() {
+        pd.ctx.dev.destroyQuietly(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.DESTROY_MKEY, org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(mkey));
     }
 
     /** The restrack counters, as {@code rdma res show mr} prints them. */

@@ -499,6 +499,17 @@ class WqeFuzzTest extends Mlx5Machine {
     }
 
     /** The fuzzed WQE at basic block {@code index}. */
+    /** A SEND of {@code ds} segments whose inline segment claims {@code len} bytes, filled with random bytes whatever the claim. */
+    static Wqe64 inlineSend(int index, int qpn, int ds, int len, SplittableRandom r) {
+        Wqe64 w = new Wqe64((ds * 16 + 63) / 64);
+        w.ctrl(index, Wqe.OP_SEND, qpn, ds, true, 0);
+        w.s.set(BE32, 16, Qp.INLINE_SEG | len);
+        for (int i = 20; i < w.bytes.length; i++) {
+            w.bytes[i] = (byte) r.nextInt();
+        }
+        return w;
+    }
+
     Wqe64 fuzzed(Mutation m, int index, int qpn, Good g, SplittableRandom r) {
         switch (m) {
             case BAD_OPCODE -> {
@@ -539,25 +550,13 @@ class WqeFuzzTest extends Mlx5Machine {
             case INLINE_TOO_LONG -> { // a SEND with 513..1023 bytes of inline data (the device carries 512)
                 int len = 513 + r.nextInt(511);
                 int ds = Math.min(63, 1 + (4 + len + 15) / 16);
-                Wqe64 w = new Wqe64((ds * 16 + 63) / 64);
-                w.ctrl(index, Wqe.OP_SEND, qpn, ds, true, 0);
-                w.s.set(BE32, 16, Qp.INLINE_SEG | len);
-                for (int i = 20; i < w.bytes.length; i++) {
-                    w.bytes[i] = (byte) r.nextInt();
-                }
-                return w;
+                return inlineSend(index, qpn, ds, len, r);
             }
             case INLINE_PAST_DS -> { // a SEND whose inline data needs more segments than its DS count gives
                 int len = 13 + r.nextInt(388);
                 int need = (4 + len + 15) / 16;
                 int ds = 1 + 1 + r.nextInt(need - 1);
-                Wqe64 w = new Wqe64((ds * 16 + 63) / 64);
-                w.ctrl(index, Wqe.OP_SEND, qpn, ds, true, 0);
-                w.s.set(BE32, 16, Qp.INLINE_SEG | len);
-                for (int i = 20; i < w.bytes.length; i++) {
-                    w.bytes[i] = (byte) r.nextInt();
-                }
-                return w;
+                return inlineSend(index, qpn, ds, len, r);
             }
             case INLINE_AFTER_DATA -> {
                 Wqe64 w = new Wqe64(2);
