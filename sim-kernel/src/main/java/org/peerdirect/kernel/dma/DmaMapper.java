@@ -20,6 +20,15 @@ public interface DmaMapper {
     /** {@code dma_unmap_*} of {@code npages} from {@code iova}; waits for DMA in flight. */
     void dmaUnmap(long iova, int npages);
 
+    /**
+     * {@code dma_map_resource}: maps [offset, offset+length) of BAR {@code bar} of another PCI
+     * function (a GPU's BAR1, an SSD's memory window) for this device's peer-to-peer DMA; its
+     * IOVA. Page-aligned; undone by {@link #dmaUnmap}.
+     *
+     * @since 1.2
+     */
+    long dmaMapResource(org.peerdirect.kernel.pci.PciFunction fn, int bar, long offset, long length, DmaDirection dir);
+
     /** Pages mapped now. */
     long mappedPages();
 }

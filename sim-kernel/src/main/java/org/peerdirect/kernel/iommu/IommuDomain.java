@@ -16,6 +16,7 @@ import org.peerdirect.kernel.dma.DmaPort;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.internal.PhysicalMemory;
+import org.peerdirect.kernel.pci.BarAperture;
 import org.peerdirect.kernel.pci.PciFunction;
 
 /**
@@ -76,8 +77,11 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         return name;
     }
 
-    /** A mapped BAR range of a PCI function: its memory, valid while the function is present. */
-    private record Resource(PciFunction fn, int bar, MemorySegment memory) {
+    /**
+     * A mapped BAR range of a PCI function: its memory, or (aperture BAR) the resolver of its
+     * pages; valid while the function is present.
+     */
+    private record Resource(PciFunction fn, int bar, MemorySegment memory, BarAperture aperture) {
     }
 
     /**
@@ -85,29 +89,40 @@ public final class IommuDomain implements DmaMapper, DmaPort {
      * {@code bar} of function {@code fn} (another device, e.g. a GPU's BAR1 or an SSD's memory
      * window) into this domain, so this device's DMA reaches that device's memory peer to peer.
      * Audited like frames: a DMA after {@link #dmaUnmap} is a fault; a DMA after the function was
-     * removed is a use-after-free. Offset and length are page-aligned.
+     * removed, or to an aperture page its device has unmapped since, is a use-after-free. Offset
+     * and length are page-aligned.
      *
      * @throws KernelException EINVAL for a bad range or BAR, ENODEV when the function is gone,
      *                         ENOMEM when the IOVA space is full
      */
+    @Override
     public long dmaMapResource(PciFunction fn, int bar, long offset, long length, DmaDirection dir) {
         if (!fn.present()) {
             throw new KernelException(Errno.ENODEV, "dma_map_resource: function " + fn.bdf() + " was removed");
         }
-        MemorySegment barMemory;
+        MemorySegment barMemory = null;
+        BarAperture aperture;
+        long size;
         try {
-            barMemory = fn.barMemory(bar);
+            aperture = fn.barAperture(bar);
+            size = fn.barSize(bar);
+            if (aperture == null) {
+                barMemory = fn.barMemory(bar);
+            }
         } catch (IllegalArgumentException | IllegalStateException e) {
             throw new KernelException(Errno.EINVAL, "dma_map_resource: " + fn.bdf() + " BAR " + bar + ": " + e.getMessage());
         }
         if (length <= 0 || offset < 0 || (offset & (PAGE_SIZE - 1)) != 0 || (length & (PAGE_SIZE - 1)) != 0
-                || offset + length > barMemory.byteSize()) {
+                || offset + length > size) {
             throw new KernelException(Errno.EINVAL, String.format(
                     "dma_map_resource: %s BAR %d range 0x%x+0x%x is not page-aligned inside the BAR's 0x%x bytes", fn.bdf(), bar, offset,
-                    length, barMemory.byteSize()));
+                    length, size));
+        }
+        if (length >>> PAGE_SHIFT > IOVA_PAGES) {
+            throw new KernelException(Errno.ENOMEM, "dma_map_resource of 0x" + Long.toHexString(length) + " bytes: larger than the IOVA space of " + name);
         }
         int n = (int) (length >>> PAGE_SHIFT);
-        Resource r = new Resource(fn, bar, barMemory);
+        Resource r = new Resource(fn, bar, barMemory, aperture);
         long flags = VALID | RESOURCE | (dir.deviceReads ? DEV_READ : 0) | (dir.deviceWrites ? DEV_WRITE : 0);
         long stamp = lock.writeLock();
         try {
@@ -272,6 +287,12 @@ public final class IommuDomain implements DmaMapper, DmaPort {
 
     /** Bit 0 of a translated page slot: the page is a BAR page of a resource mapping, not a frame. */
     private static final long SLOT_RESOURCE = 1;
+    /**
+     * Bit 1 with bit 0: the BAR is an aperture, its page is resolved again when bytes move (the
+     * slot holds the page's offset in the BAR; the bytes are at the in-page offset of the page
+     * the device maps there).
+     */
+    private static final long SLOT_APERTURE = 2;
 
     /**
      * Translates the page holding {@code iova} for an access needing {@code need} (DEV_READ and/or
@@ -305,6 +326,16 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                 useAfterFree.incrementAndGet();
                 throw fault(IommuFault.Kind.USE_AFTER_FREE, iova, "BAR " + r.bar() + " of " + r.fn().bdf() + " was removed after it was mapped");
             }
+            if (r.aperture() != null) {
+                MemorySegment page = r.aperture().page(e & -PAGE_SIZE);
+                if (page == null || !page.scope().isAlive()) {
+                    useAfterFree.incrementAndGet();
+                    throw fault(IommuFault.Kind.USE_AFTER_FREE, iova, String.format(
+                            "BAR %d page 0x%x of %s is no longer mapped by its device (its memory was taken back under this mapping)",
+                            r.bar(), e & -PAGE_SIZE, r.fn().bdf()));
+                }
+                return (e & -PAGE_SIZE) | SLOT_RESOURCE | SLOT_APERTURE;
+            }
             return (e & -PAGE_SIZE) | SLOT_RESOURCE;
         }
         long pfn = e >>> PAGE_SHIFT;
@@ -323,7 +354,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
      */
     private IommuFault barGone(long iova) {
         useAfterFree.incrementAndGet();
-        return fault(IommuFault.Kind.USE_AFTER_FREE, iova, "a mapped BAR was freed during the DMA (its function was removed)");
+        return fault(IommuFault.Kind.USE_AFTER_FREE, iova, "a mapped BAR page was freed during the DMA (its function was removed, or its device took the page back)");
     }
 
     private IommuFault fault(IommuFault.Kind kind, long iova, String msg) {
@@ -401,17 +432,30 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         return r;
     }
 
-    /** The segment a translated slot lies in (physical memory or a BAR); caller holds the read lock. */
+    /**
+     * The segment a translated slot lies in (physical memory, a BAR, or the page an aperture BAR
+     * maps now); caller holds the read lock. An aperture page unmapped since the translation
+     * throws {@link IllegalStateException}, reported as a use-after-free like a BAR freed under
+     * the DMA.
+     */
     private MemorySegment segment(long slot, long iova) {
         if ((slot & SLOT_RESOURCE) == 0) {
             return memory;
         }
         long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
-        return resources[(int) (p >>> 9)][(int) (p & 511)].memory();
+        Resource r = resources[(int) (p >>> 9)][(int) (p & 511)];
+        if ((slot & SLOT_APERTURE) == 0) {
+            return r.memory();
+        }
+        MemorySegment page = r.aperture().page(slot & -PAGE_SIZE);
+        if (page == null) {
+            throw new IllegalStateException("aperture page unmapped during the DMA");
+        }
+        return page;
     }
 
     private static long address(long slot, long iova) {
-        return (slot & -PAGE_SIZE) | (iova & (PAGE_SIZE - 1));
+        return ((slot & SLOT_APERTURE) != 0 ? 0 : slot & -PAGE_SIZE) | (iova & (PAGE_SIZE - 1));
     }
 
     /**
@@ -530,6 +574,8 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         try {
             long slot = translatePage(iova, DEV_READ | DEV_WRITE);
             return (long) LONG_AT.getAndAdd(segment(slot, iova), address(slot, iova), delta);
+        } catch (IllegalStateException barFreed) {
+            throw barGone(iova);
         } finally {
             lock.unlockRead(stamp);
         }
@@ -543,6 +589,8 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         try {
             long slot = translatePage(iova, DEV_READ | DEV_WRITE);
             return (long) LONG_AT.compareAndExchange(segment(slot, iova), address(slot, iova), expect, update);
+        } catch (IllegalStateException barFreed) {
+            throw barGone(iova);
         } finally {
             lock.unlockRead(stamp);
         }

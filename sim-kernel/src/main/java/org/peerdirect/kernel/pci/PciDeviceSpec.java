@@ -56,6 +56,8 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
     public static final long MIN_BAR_SIZE = 4096;
     /** The largest BAR the simulation allocates (its memory is real off-heap memory). */
     public static final long MAX_BAR_SIZE = 1L << 30;
+    /** The largest aperture BAR ({@link BarAperture}: no memory of its own), as a GPU's 64 GiB BAR1. */
+    public static final long MAX_APERTURE_SIZE = 1L << 40;
 
     /**
      * One memory BAR.
@@ -63,16 +65,24 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
      * @param index BAR register, 0..5
      * @param size bytes, a power of two from {@value PciDeviceSpec#MIN_BAR_SIZE} to 1 GiB
      * @param onWrite sees every driver write to the BAR (doorbells); null when the model does not care
+     * @param aperture null for a BAR with memory of its own (the bus allocates it); else the BAR is
+     *        a window onto the device's memory that this resolves page by page (up to 1 TiB)
      */
-    public record Bar(int index, long size, BarWriteHandler onWrite) {
+    public record Bar(int index, long size, BarWriteHandler onWrite, BarAperture aperture) {
         public Bar {
             if (index < 0 || index >= MAX_BARS) {
                 throw new IllegalArgumentException("bar index " + index + ": must be 0..5");
             }
-            if (size < MIN_BAR_SIZE || size > MAX_BAR_SIZE || Long.bitCount(size) != 1) {
+            long max = aperture == null ? MAX_BAR_SIZE : MAX_APERTURE_SIZE;
+            if (size < MIN_BAR_SIZE || size > max || Long.bitCount(size) != 1) {
                 throw new IllegalArgumentException("bar " + index + " size " + size + " (0x" + Long.toHexString(size)
-                        + "): must be a power of two from 4 KiB to 1 GiB");
+                        + "): must be a power of two from 4 KiB to " + (aperture == null ? "1 GiB" : "1 TiB for an aperture"));
             }
+        }
+
+        /** A BAR with memory of its own. */
+        public Bar(int index, long size, BarWriteHandler onWrite) {
+            this(index, size, onWrite, null);
         }
     }
 
@@ -163,6 +173,15 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
         /** Adds a BAR whose driver writes {@code onWrite} sees (null: none). */
         public Builder bar(int index, long size, BarWriteHandler onWrite) {
             bars.add(new Bar(index, size, onWrite));
+            return this;
+        }
+
+        /** Adds an aperture BAR: a window onto the device's memory, resolved by {@code aperture}. */
+        public Builder aperture(int index, long size, BarAperture aperture) {
+            if (aperture == null) {
+                throw new IllegalArgumentException("bar " + index + ": an aperture BAR needs its BarAperture");
+            }
+            bars.add(new Bar(index, size, null, aperture));
             return this;
         }
 

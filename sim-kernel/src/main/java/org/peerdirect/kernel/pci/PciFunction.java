@@ -202,9 +202,19 @@ public interface PciFunction {
      * then freed and accessing the segment throws {@link IllegalStateException}, so a model stops its
      * own threads before (or handles that exception when) it removes the function.
      *
-     * @throws IllegalArgumentException when the function has no such BAR
+     * @throws IllegalArgumentException when the function has no such BAR, or the BAR is an aperture
+     *         ({@link #barAperture})
      */
     MemorySegment barMemory(int bar);
+
+    /**
+     * The window resolver of an aperture BAR ({@link BarAperture}: a GPU's BAR1 onto its video
+     * memory), or null for a BAR with memory of its own or no BAR. How another device's IOMMU
+     * mapping of the BAR ({@code dma_map_resource}) reaches the memory behind it.
+     *
+     * @since 0.5
+     */
+    BarAperture barAperture(int bar);
 
     /**
      * Sends MSI-X message {@code vector}. With a handler requested, the vector's handler thread runs

@@ -443,4 +443,69 @@ class IommuTest {
             bus.close();
         }
     }
+
+    /**
+     * A GPU's BAR1 is a window onto its memory: a peer's DMA lands in the page the GPU maps
+     * behind the BAR page now; once the GPU takes the page back, a DMA through a mapping still
+     * left is a use-after-free (the stray write a freed GPU buffer must never get), and MMIO to an
+     * unmapped aperture page reads all ones.
+     */
+    @Test
+    void anApertureBarResolvesItsPagesAtEveryDmaAndCatchesAPageTakenBack() {
+        AddressSpace p = setup();
+        org.peerdirect.kernel.pci.impl.PciBusCore bus = new org.peerdirect.kernel.pci.impl.PciBusCore(
+                new org.peerdirect.kernel.pci.impl.PciBusCore.Listener() {
+                    @Override
+                    public void added(org.peerdirect.kernel.pci.PciFunction f) {
+                    }
+
+                    @Override
+                    public void removed(org.peerdirect.kernel.pci.PciFunction f) {
+                    }
+                }, w -> {
+                });
+        try (java.lang.foreign.Arena vramArena = java.lang.foreign.Arena.ofShared()) {
+            MemorySegment vram = vramArena.allocate(64 << 10, 4096);
+            // BAR1 page 3 shows vram page 1 (a BAR1 slot mapped onto a video-memory page)
+            java.util.concurrent.atomic.AtomicReference<MemorySegment> slot3 = new java.util.concurrent.atomic.AtomicReference<>(
+                    vram.asSlice(4096, 4096));
+            org.peerdirect.kernel.pci.PciFunction gpu = bus.register(org.peerdirect.kernel.pci.PciDeviceSpec.builder("GPU")
+                    .vendorId(0x10de).deviceId(0x20f1).classCode(0x030200)
+                    .aperture(1, 1L << 34, off -> off == 3 * 4096 ? slot3.get() : null).build());
+            assertEquals(1L << 34, gpu.barSize(1), "an aperture may be larger than anything the bus would allocate");
+            assertThrows(IllegalArgumentException.class, () -> gpu.barMemory(1), "an aperture has no memory of its own");
+            gpu.write32(1, 3 * 4096 + 8, 0x1234);
+            assertEquals(0x1234, vram.get(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 4096 + 8), "MMIO goes through the window");
+            assertEquals(0xffffffff, gpu.read32(1, 0), "nothing mapped behind BAR page 0: all ones");
+
+            IommuDomain hca = iommu.createDomain("mlx5_0");
+            long iova = hca.dmaMapResource(gpu, 1, 2 * 4096, 2 * 4096, DmaDirection.BIDIRECTIONAL);
+            long va = p.mmap(4096);
+            p.populate(va, 4096, true);
+            p.write(va, new byte[] {9, 8, 7}, 0, 3);
+            PinnedPages pin = p.pinUserPages(va, 4096, true);
+            IommuDomain host = iommu.createDomain("host_dma");
+            long src = host.dmaMapSg(pin.pfns(), DmaDirection.BIDIRECTIONAL);
+            host.copyTo(src, hca, iova + 4096 + 100, 3);
+            assertEquals(8, vram.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 4096 + 101), "the peer write lands in video memory");
+            assertEquals(0, hca.fetchAdd(iova + 4096 + 200, 42));
+            assertEquals(42, vram.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 4096 + 200), "atomics reach the window too");
+            IommuFault unmappedPage = assertThrows(IommuFault.class, () -> host.copyTo(src, hca, iova, 3));
+            assertEquals(IommuFault.Kind.USE_AFTER_FREE, unmappedPage.kind(), "BAR page 2 shows nothing: " + unmappedPage.getMessage());
+
+            slot3.set(null); // the GPU takes the page back while the HCA's mapping is still there
+            IommuFault f = assertThrows(IommuFault.class, () -> host.copyTo(src, hca, iova + 4096, 3));
+            assertEquals(IommuFault.Kind.USE_AFTER_FREE, f.kind());
+            assertTrue(f.getMessage().contains("no longer mapped by its device"), f.getMessage());
+            assertEquals(2, iommu.audit().useAfterFree(), "both stray accesses are violations");
+            expectViolation = true;
+            hca.dmaUnmap(iova, 2);
+            host.dmaUnmap(src, pin.npages());
+            pin.unpin(false);
+            assertEquals(0, iommu.destroyDomain(hca));
+            assertEquals(0, iommu.destroyDomain(host));
+        } finally {
+            bus.close();
+        }
+    }
 }

@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+
+import org.peerdirect.kernel.pci.BarAperture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -70,6 +72,9 @@ final class PciFunctionImpl implements PciFunction {
     /** Per BAR index: memory (null: not implemented), write handler (may be null). */
     private final MemorySegment[] bars = new MemorySegment[PciDeviceSpec.MAX_BARS];
     private final BarWriteHandler[] onWrite = new BarWriteHandler[PciDeviceSpec.MAX_BARS];
+    /** Per BAR index: the model's window resolver for an aperture BAR (which has no memory), else null. */
+    private final BarAperture[] apertures = new BarAperture[PciDeviceSpec.MAX_BARS];
+    private final long[] barSizes = new long[PciDeviceSpec.MAX_BARS];
     private final Vector[] vectors;
     /**
      * Every started IRQ thread not yet seen dead (including one that freed its own vector and is
@@ -98,9 +103,14 @@ final class PciFunctionImpl implements PciFunction {
         this.arena = Arena.ofShared();
         try {
             for (PciDeviceSpec.Bar b : spec.bars()) {
+                barSizes[b.index()] = b.size();
+                onWrite[b.index()] = b.onWrite();
+                if (b.aperture() != null) {
+                    apertures[b.index()] = b.aperture();
+                    continue; // a window onto the device's memory: nothing to allocate
+                }
                 // page aligned like a real BAR; allocate() zero-fills
                 bars[b.index()] = arena.allocate(b.size(), 4096);
-                onWrite[b.index()] = b.onWrite();
             }
         } catch (RuntimeException | OutOfMemoryError e) {
             arena.close();
@@ -149,8 +159,13 @@ final class PciFunctionImpl implements PciFunction {
     @Override
     public long barSize(int bar) {
         checkBarIndex(bar);
-        MemorySegment s = bars[bar];
-        return s == null ? 0 : s.byteSize();
+        return barSizes[bar];
+    }
+
+    @Override
+    public BarAperture barAperture(int bar) {
+        checkBarIndex(bar);
+        return apertures[bar];
     }
 
     @Override
@@ -180,15 +195,24 @@ final class PciFunctionImpl implements PciFunction {
         checkBarIndex(bar);
         MemorySegment s = bars[bar];
         if (s == null) {
-            throw new IllegalArgumentException("bar " + bar + ": not implemented by " + bdf + " (size 0)");
+            throw new IllegalArgumentException("bar " + bar + ": " + (apertures[bar] != null
+                    ? "an aperture onto the device's memory of " + bdf + ", without memory of its own (barAperture)"
+                    : "not implemented by " + bdf + " (size 0)"));
         }
         return s;
     }
 
-    /** The BAR's memory after checking that a {@code width}-byte access at {@code offset} is aligned and inside it. */
+    /**
+     * Checks that a {@code width}-byte access at {@code offset} is aligned and inside the BAR; its
+     * memory, or for an aperture BAR null (the access resolves its page, see {@link #target}).
+     */
     private MemorySegment checkAccess(int bar, long offset, int width) {
-        MemorySegment s = bar(bar);
-        long size = s.byteSize();
+        checkBarIndex(bar);
+        long size = barSizes[bar];
+        if (size == 0) {
+            throw new IllegalArgumentException("bar " + bar + ": not implemented by " + bdf + " (size 0)");
+        }
+        MemorySegment s = bars[bar];
         if (offset < 0 || offset > size - width) {
             throw new IllegalArgumentException(String.format(
                     "bar %d offset 0x%x: a %d-byte access is outside the BAR (size 0x%x) of %s", bar, offset, width, size, bdf));
@@ -229,40 +253,52 @@ final class PciFunctionImpl implements PciFunction {
         }
     }
 
+    /**
+     * Where an access lands: the BAR's own memory, or for an aperture BAR the page the device maps
+     * there now (null: nothing mapped, or the device's memory is already freed).
+     */
+    private MemorySegment target(int bar, MemorySegment own, long offset) {
+        if (own != null) {
+            return own;
+        }
+        MemorySegment page = apertures[bar].page(offset & -4096L);
+        return page == null || !page.scope().isAlive() ? null : page;
+    }
+
+    /** The offset of an access inside what {@link #target} returned. */
+    private static long at(MemorySegment own, long offset) {
+        return own != null ? offset : offset & 4095;
+    }
+
     @Override
     public int read32(int bar, long offset) {
-        MemorySegment s = checkAccess(bar, offset, 4);
-        if (!enter()) {
-            return 0xffffffff;
-        }
-        try {
-            return (int) LE32.getVolatile(s, offset);
-        } finally {
-            exit();
-        }
+        return (int) read(bar, offset, 4, LE32);
     }
 
     @Override
     public long read64(int bar, long offset) {
-        MemorySegment s = checkAccess(bar, offset, 8);
-        if (!enter()) {
-            return -1L;
-        }
-        try {
-            return (long) LE64.getVolatile(s, offset);
-        } finally {
-            exit();
-        }
+        return read(bar, offset, 8, LE64);
     }
 
     @Override
     public int read32be(int bar, long offset) {
-        MemorySegment s = checkAccess(bar, offset, 4);
+        return (int) read(bar, offset, 4, BE32);
+    }
+
+    /** An MMIO read; all ones when the device is gone or (aperture) nothing is mapped at the page. */
+    private long read(int bar, long offset, int width, VarHandle vh) {
+        MemorySegment s = checkAccess(bar, offset, width);
         if (!enter()) {
-            return 0xffffffff;
+            return -1L;
         }
         try {
-            return (int) BE32.getVolatile(s, offset);
+            MemorySegment t = target(bar, s, offset);
+            if (t == null) {
+                return -1L;
+            }
+            return width == 4 ? (int) vh.getVolatile(t, at(s, offset)) : (long) vh.getVolatile(t, at(s, offset));
+        } catch (IllegalStateException freedMeanwhile) {
+            return -1L; // the device freed the page under the read: an unclaimed request
         } finally {
             exit();
         }
@@ -289,10 +325,18 @@ final class PciFunctionImpl implements PciFunction {
             return; // the device is gone: the write goes nowhere, as on PCIe
         }
         try {
-            if (width == 4) {
-                vh.setVolatile(s, offset, (int) value);
-            } else {
-                vh.setVolatile(s, offset, value);
+            MemorySegment t = target(bar, s, offset);
+            try {
+                if (t == null) {
+                    return; // an aperture page the device has not mapped: the write goes nowhere
+                }
+                if (width == 4) {
+                    vh.setVolatile(t, at(s, offset), (int) value);
+                } else {
+                    vh.setVolatile(t, at(s, offset), value);
+                }
+            } catch (IllegalStateException freedMeanwhile) {
+                return;
             }
             BarWriteHandler h = onWrite[bar];
             if (h != null) {

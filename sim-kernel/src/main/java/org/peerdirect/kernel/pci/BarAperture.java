@@ -1,0 +1,32 @@
+package org.peerdirect.kernel.pci;
+
+import java.lang.foreign.MemorySegment;
+
+import org.osgi.annotation.versioning.ConsumerType;
+
+/**
+ * A BAR that is a window onto the device's own memory rather than memory of its own: a GPU's
+ * BAR1, whose pages the GPU maps onto pages of its video memory when they are pinned for peer
+ * access ({@code nvidia_p2p_get_pages}) and unmaps when they are put back. The bus allocates no
+ * memory for such a BAR; every access to one of its pages, MMIO by a driver or peer-to-peer DMA
+ * through another device's IOMMU mapping, asks the model which memory is behind the page now.
+ *
+ * <p>A page the device has not mapped reads all ones and drops writes for MMIO (as an unclaimed
+ * PCIe request), and is a use-after-free for DMA: a peer that reaches a BAR page its owner took
+ * back (a GPU page freed under a registration) is exactly the stray access the audit exists to
+ * catch.
+ */
+@ConsumerType
+@FunctionalInterface
+public interface BarAperture {
+
+    /**
+     * The memory now behind the 4 KiB page at {@code offset} of the BAR, exactly 4096 bytes, or
+     * {@code null} when the device has nothing mapped there. Called on every access: it must be
+     * quick and must not block. The segment may be closed later (the device freed its memory);
+     * an access then fails as a use-after-free, it never reaches freed memory.
+     *
+     * @param offset page-aligned, inside the BAR
+     */
+    MemorySegment page(long offset);
+}
