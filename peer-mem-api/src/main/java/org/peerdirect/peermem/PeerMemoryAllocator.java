@@ -22,4 +22,26 @@ public interface PeerMemoryAllocator {
 
     /** Frees an allocation: its registrations are invalidated first (or EBUSY for clients that cannot). */
     void free(int pid, long addr);
+
+    /**
+     * Copies {@code len} bytes of {@code src} into device memory at {@code addr} of {@code proc}
+     * ({@code cuMemcpyHtoD}'s role). The default stores through the process's mapping, for devices
+     * whose memory the CPU reaches; a GPU, whose memory an x86 CPU cannot touch, copies with its
+     * copy engine.
+     *
+     * @since 2.1
+     */
+    default void copyToDevice(org.peerdirect.kernel.mm.AddressSpace proc, long addr, byte[] src, int off, int len) {
+        proc.write(addr, src, off, len);
+    }
+
+    /**
+     * Copies {@code len} bytes of device memory at {@code addr} of {@code proc} into {@code dst}
+     * ({@code cuMemcpyDtoH}'s role); the default loads through the process's mapping.
+     *
+     * @since 2.1
+     */
+    default void copyFromDevice(org.peerdirect.kernel.mm.AddressSpace proc, long addr, byte[] dst, int off, int len) {
+        proc.read(addr, dst, off, len);
+    }
 }

@@ -136,6 +136,14 @@ public final class Machine implements AutoCloseable {
         return core.umems();
     }
 
+    /**
+     * Plugs another device model into the machine's PCI bus (a GPU, an SSD): its function, with an
+     * IOMMU domain of its own; it leaves the bus, and its domain is audited, at {@link #close}.
+     */
+    public org.peerdirect.kernel.pci.PciFunction plug(org.peerdirect.kernel.pci.PciDeviceSpec spec) {
+        return bus.register(spec);
+    }
+
     /** The user-facing device of HCA {@code i}. */
     public IbvDevice device(int i) {
         return devices.get(i);

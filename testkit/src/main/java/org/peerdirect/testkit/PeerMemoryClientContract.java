@@ -71,6 +71,14 @@ public abstract class PeerMemoryClientContract {
      */
     protected abstract void invalidate(AddressSpace p, long va);
 
+    /**
+     * Puts {@code data} into the client's memory at {@code va} (default: CPU stores through the
+     * process's mapping; a GPU client copies with its copy engine, as its memory is not CPU-visible).
+     */
+    protected void write(AddressSpace p, long va, byte[] data) {
+        p.write(va, data, 0, data.length);
+    }
+
     /** Whether the client is registered with an invalidation callback (default true). */
     protected boolean invalidationRequired() {
         return true;
@@ -159,7 +167,7 @@ public abstract class PeerMemoryClientContract {
         for (int i = 0; i < data.length; i++) {
             data[i] = (byte) (i * 7 + 1);
         }
-        process.write(va + off, data, 0, data.length);
+        write(process, va + off, data);
         IbUmem u = register(va, len);
         SgTable t = u.dmaBlocks();
         long total = 0;

@@ -17,6 +17,7 @@ public class Iommu {
     private final Map<String, IommuDomain> domains = new ConcurrentHashMap<>();
     private final AtomicLong faults = new AtomicLong();
     private final AtomicLong useAfterFreeOfDestroyed = new AtomicLong();
+    private final AtomicLong barBytesOfDestroyed = new AtomicLong();
     private final AtomicLong leakedAtDestroy = new AtomicLong();
 
     public Iommu(Mm mm) {
@@ -41,6 +42,7 @@ public class Iommu {
             throw new KernelException(Errno.EINVAL, "IOMMU domain " + d.name() + " is not attached (destroyed twice?)");
         }
         useAfterFreeOfDestroyed.addAndGet(d.useAfterFreeCount());
+        barBytesOfDestroyed.addAndGet(d.barBytes());
         long leaked = d.destroy();
         leakedAtDestroy.addAndGet(leaked);
         return leaked;
@@ -52,6 +54,18 @@ public class Iommu {
 
     void faulted() {
         faults.incrementAndGet();
+    }
+
+    /**
+     * Bytes devices moved to or from other functions' BARs (peer-to-peer DMA: an HCA writing a
+     * GPU's BAR1) through the domains attached now and those destroyed before.
+     */
+    public long barBytes() {
+        long b = barBytesOfDestroyed.get();
+        for (IommuDomain d : domains.values()) {
+            b += d.barBytes();
+        }
+        return b;
     }
 
     /** Mappings a destroyed domain still held (driver leaks), since start. */

@@ -64,6 +64,8 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     // LongAdders: every DMA of every queue pair counts here, so no single contended word
     final java.util.concurrent.atomic.LongAdder bytesRead = new java.util.concurrent.atomic.LongAdder();
     final java.util.concurrent.atomic.LongAdder bytesWritten = new java.util.concurrent.atomic.LongAdder();
+    /** Bytes this device moved to or from another function's BAR (peer to peer), part of the two above. */
+    final java.util.concurrent.atomic.LongAdder barBytes = new java.util.concurrent.atomic.LongAdder();
 
     IommuDomain(Iommu iommu, String name, PhysicalMemory phys) {
         this.iommu = iommu;
@@ -498,6 +500,9 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                 } else {
                     MemorySegment.copy(segment(slots[i], cur), address(slots[i], cur), buf, off + done, n);
                 }
+                if ((slots[i] & SLOT_RESOURCE) != 0) {
+                    barBytes.add(n);
+                }
                 done += n;
             }
         } catch (IllegalStateException barFreed) {
@@ -550,6 +555,12 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                     long want = len - done;
                     long n = Math.min(want, Math.min(run(slots, si, sn - 1, s, want), run(slots, di, sn + dn - 1, t, want)));
                     MemorySegment.copy(segment(slots[si], s), address(slots[si], s), d.segment(slots[di], t), address(slots[di], t), n);
+                    if ((slots[si] & SLOT_RESOURCE) != 0) {
+                        barBytes.add(n);
+                    }
+                    if ((slots[di] & SLOT_RESOURCE) != 0) {
+                        d.barBytes.add(n);
+                    }
                     done += n;
                 }
                 bytesRead.add(len);
@@ -633,5 +644,10 @@ public final class IommuDomain implements DmaMapper, DmaPort {
 
     public long bytesWritten() {
         return bytesWritten.sum();
+    }
+
+    /** Bytes this device read from or wrote to another PCI function's BAR (peer-to-peer DMA). */
+    public long barBytes() {
+        return barBytes.sum();
     }
 }

@@ -488,6 +488,9 @@ class IommuTest {
             long src = host.dmaMapSg(pin.pfns(), DmaDirection.BIDIRECTIONAL);
             host.copyTo(src, hca, iova + 4096 + 100, 3);
             assertEquals(8, vram.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 4096 + 101), "the peer write lands in video memory");
+            assertEquals(3, hca.barBytes(), "counted as peer-to-peer bytes of the HCA's domain");
+            assertEquals(0, host.barBytes());
+            assertEquals(3, iommu.barBytes());
             assertEquals(0, hca.fetchAdd(iova + 4096 + 200, 42));
             assertEquals(42, vram.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 4096 + 200), "atomics reach the window too");
             IommuFault unmappedPage = assertThrows(IommuFault.class, () -> host.copyTo(src, hca, iova, 3));

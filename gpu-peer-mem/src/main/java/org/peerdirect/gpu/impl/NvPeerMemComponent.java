@@ -1,0 +1,149 @@
+package org.peerdirect.gpu.impl;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.osgi.service.metatype.annotations.AttributeDefinition;
+import org.osgi.service.metatype.annotations.Designate;
+import org.osgi.service.metatype.annotations.ObjectClassDefinition;
+import org.peerdirect.gpu.nvidia.NvidiaRm;
+import org.peerdirect.gpu.peermem.NvPeerMem;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.peermem.PeerMemoryAllocator;
+import org.peerdirect.peermem.PeerMemoryRegistration;
+import org.peerdirect.peermem.PeerMemoryRegistry;
+
+/**
+ * {@code nvidia-peermem.ko}'s init and exit: registers the clients its module parameters choose
+ * (Configuration Admin PID {@code org.peerdirect.nvidia_peermem}):
+ * <ul>
+ * <li>default ({@code persistent_api_support=1}): only the persistent client, named {@code nv_mem},
+ * without an invalidation callback;
+ * <li>{@code persistent_api_support=0}: {@code nv_mem} with the free callback (the "ex" client with
+ * {@code INVALIDATE_UNMAPS}, unless {@code peerdirect_support=1}, the legacy MLNX_OFED 4.9 form),
+ * then {@code nv_mem_nc}, persistent. The core tries clients in registration order and mlx5
+ * supports invalidation, so its MRs get {@code nv_mem}.
+ * </ul>
+ * Also offers the GPU's memory to tools ({@code --mem nv_mem}) as cudaMalloc does for
+ * {@code perftest --use_cuda}: allocations on GPU 0, copies by the copy engine. Deactivation
+ * unregisters the clients, which waits until no MR uses them (a module in use cannot go).
+ */
+@Component(immediate = true, configurationPid = NvPeerMemComponent.PID, service = {PeerMemoryAllocator.class, NvPeerMemComponent.class})
+@Designate(ocd = NvPeerMemComponent.Config.class)
+public final class NvPeerMemComponent implements PeerMemoryAllocator {
+
+    public static final String PID = "org.peerdirect.nvidia_peermem";
+
+    @ObjectClassDefinition(name = "nvidia-peermem", description = "The module parameters of nvidia-peermem")
+    @interface Config {
+        @AttributeDefinition(description = "1 (default): only the persistent client nv_mem; 0: nv_mem with the free callback plus nv_mem_nc")
+        int persistent_api_support() default 1;
+
+        @AttributeDefinition(description = "1: the legacy invalidating client (no INVALIDATE_UNMAPS, as for MLNX_OFED 4.9); default 0")
+        int peerdirect_support() default 0;
+    }
+
+    private final Mm mm;
+    private final List<NvidiaRm> gpus = new CopyOnWriteArrayList<>();
+    private final List<NvPeerMem> clients = new ArrayList<>();
+    private final List<PeerMemoryRegistration> registrations = new ArrayList<>();
+
+    @Activate
+    public NvPeerMemComponent(@Reference PeerMemoryRegistry registry, @Reference Mm mm, Config c) {
+        this.mm = mm;
+        if (c.persistent_api_support() != 0) {
+            clients.add(new NvPeerMem("nv_mem", this::gpus, true, false));
+        } else {
+            clients.add(new NvPeerMem("nv_mem", this::gpus, false, c.peerdirect_support() == 0));
+            clients.add(new NvPeerMem("nv_mem_nc", this::gpus, true, false));
+        }
+        try {
+            for (NvPeerMem client : clients) {
+                registrations.add(registry.register(client, !client.persistent()));
+            }
+        } catch (RuntimeException e) {
+            deactivate();
+            throw e;
+        }
+    }
+
+    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, unbind = "removeGpu")
+    void addGpu(NvidiaRm rm) {
+        gpus.add(rm);
+        gpus.sort(Comparator.comparingInt(NvidiaRm::index));
+    }
+
+    void removeGpu(NvidiaRm rm) {
+        gpus.remove(rm);
+    }
+
+    /** The GPUs, in index order. */
+    public List<NvidiaRm> gpus() {
+        return List.copyOf(gpus);
+    }
+
+    public List<NvPeerMem> clients() {
+        return List.copyOf(clients);
+    }
+
+    @Deactivate
+    void deactivate() {
+        for (int i = registrations.size() - 1; i >= 0; i--) {
+            registrations.get(i).unregister(); // waits until no MR uses the client
+        }
+        registrations.clear();
+    }
+
+    // ------------------------------------------------------------------ memory for tools
+
+    private NvidiaRm gpu0() {
+        if (gpus.isEmpty()) {
+            throw new KernelException(Errno.ENODEV, "nv_mem: no GPU (cudaErrorNoDevice)");
+        }
+        return gpus.get(0);
+    }
+
+    private AddressSpace process(int pid) {
+        AddressSpace as = mm.findProcess(pid);
+        if (as == null || as.exited()) {
+            throw new KernelException(Errno.EINVAL, "nv_mem: no process " + pid);
+        }
+        return as;
+    }
+
+    @Override
+    public String name() {
+        return "nv_mem";
+    }
+
+    @Override
+    public long alloc(int pid, long size) {
+        return gpu0().cuMemAlloc(process(pid), size);
+    }
+
+    @Override
+    public void free(int pid, long addr) {
+        gpu0().cuMemFree(process(pid), addr);
+    }
+
+    @Override
+    public void copyToDevice(AddressSpace proc, long addr, byte[] src, int off, int len) {
+        gpu0().cuMemcpyHtoD(proc, addr, src, off, len);
+    }
+
+    @Override
+    public void copyFromDevice(AddressSpace proc, long addr, byte[] dst, int off, int len) {
+        gpu0().cuMemcpyDtoH(proc, dst, off, addr, len);
+    }
+}

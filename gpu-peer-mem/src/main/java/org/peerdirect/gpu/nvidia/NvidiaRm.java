@@ -1,0 +1,715 @@
+package org.peerdirect.gpu.nvidia;
+
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.peerdirect.gpu.model.GpuEngine;
+import org.peerdirect.kernel.dma.DmaDirection;
+import org.peerdirect.kernel.dma.DmaMapper;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.mm.Vma;
+import org.peerdirect.kernel.pci.PciFunction;
+
+/**
+ * The NVIDIA kernel driver's resource manager for one GPU ({@code nvidia.ko}'s RM): video-memory
+ * allocations of processes at unified virtual addresses (the CUDA driver API's
+ * {@code cuMemAlloc}/{@code cuMemFree}/{@code cuMemcpy*}), and the peer-to-peer API third-party
+ * drivers use ({@code nv-p2p.h}: {@code nvidia_p2p_get_pages[_persistent]},
+ * {@code nvidia_p2p_put_pages[_persistent]}, {@code nvidia_p2p_dma_map_pages},
+ * {@code nvidia_p2p_dma_unmap_pages}).
+ *
+ * <h2>Peer-to-peer pinning</h2>
+ * {@code get_pages} maps the range's 64 KiB pages into free BAR1 slots (the aperture is limited:
+ * a pin that does not fit fails with ENOMEM and changes nothing) and references the pages;
+ * {@code dma_map_pages} maps those BAR1 slots into the peer device's IOMMU domain
+ * ({@code dma_map_resource}); a peer's DMA then lands in video memory. Slots are handed out
+ * cyclically, so a slot just unmapped is the last to be reused and a stray peer access to it is
+ * caught by the IOMMU audit rather than landing in someone else's page.
+ *
+ * <p>Two kinds of pins, as {@code nv-p2p.h} documents: with a free callback (the invalidating
+ * kind) a {@code cuMemFree} of the range, or the exit of its process, calls the callback
+ * synchronously, and only after it returns does the RM tear down the DMA mappings, the BAR1 slots
+ * and the pages itself (a later {@code put_pages} returns success and does nothing, as for
+ * {@code NV_ERR_OBJECT_NOT_FOUND}). A <em>persistent</em> pin has no callback: the free succeeds,
+ * the address range goes, and the pages stay referenced, mapped and reachable until
+ * {@code put_pages_persistent}. A NULL callback to the non-persistent call is refused (EINVAL), as
+ * since CUDA 12.2, which removed the race of R515-R535 between the callback and
+ * {@code put_pages}.
+ *
+ * <h2>Cost model</h2>
+ * Pinning GPU memory in the BAR is "an expensive operation, taking up to milliseconds" (GPUDirect
+ * RDMA documentation): each pin is charged {@value #PIN_BASE_NS} ns plus {@value #PIN_PAGE_NS} ns
+ * per 64 KiB page, reported ({@link #modelledPinNanos}, {@code gpu:smi}) and never slept.
+ *
+ * <h2>Locks</h2>
+ * {@code this} (the RM lock) guards every table here. It is never held while a free callback
+ * runs: the callback goes into the IB core, which may wait for a registration that is itself in
+ * {@code get_pages}/{@code dma_map_pages} and needs this lock (the lock inversion of
+ * Mellanox/nv_peer_memory#92). Mapping and unmapping in a peer's IOMMU domain happen under it
+ * (the IOMMU never calls back).
+ */
+public final class NvidiaRm {
+
+    /** {@code nvidia_p2p_page_table.page_size}: {@code NVIDIA_P2P_PAGE_SIZE_64KB}. */
+    public static final long P2P_PAGE_SIZE = GpuEngine.GPU_PAGE_SIZE;
+    public static final long PIN_BASE_NS = 20_000;
+    public static final long PIN_PAGE_NS = 2_000;
+    /** Where unified addresses of device memory start in a process (CUDA reserves a range like it). */
+    static final long UVA_BASE = 0x3_0200_0000L;
+    /** Device allocations are aligned to 2 MiB in the unified address space, as CUDA does. */
+    static final long UVA_ALIGN = 2L << 20;
+
+    /** {@code nvidia_p2p_get_pages}' free callback: called when the pages go before they were put. */
+    @FunctionalInterface
+    public interface FreeCallback {
+        void free();
+    }
+
+    /** One {@code cuMemAlloc}: pages of video memory at [va, va+size) of a process. */
+    private static final class Allocation {
+        final int pid;
+        final long va;
+        final long size;
+        final int[] pages;
+        /** cuMemFree or exit has begun: no new pin. */
+        boolean freed;
+        final List<PageTable> tables = new ArrayList<>();
+
+        Allocation(int pid, long va, long size, int[] pages) {
+            this.pid = pid;
+            this.va = va;
+            this.size = size;
+            this.pages = pages;
+        }
+    }
+
+    /** {@code struct nvidia_p2p_page_table}: a pin of [va, va+length). */
+    public static final class PageTable {
+        final Allocation alloc;
+        public final long va;
+        public final long length;
+        final int[] pages;
+        final int[] slots;
+        final FreeCallback callback;
+        final List<DmaMapping> mappings = new ArrayList<>();
+        /** The RM tore it down after a free callback ("unlinked"): put_pages is a no-op. */
+        boolean unlinked;
+        boolean put;
+        public final long pinNanos;
+
+        PageTable(Allocation alloc, long va, long length, int[] pages, int[] slots, FreeCallback callback, long pinNanos) {
+            this.alloc = alloc;
+            this.va = va;
+            this.length = length;
+            this.pages = pages;
+            this.slots = slots;
+            this.callback = callback;
+            this.pinNanos = pinNanos;
+        }
+
+        /** {@code page_size}: always 64 KiB here. */
+        public long pageSize() {
+            return P2P_PAGE_SIZE;
+        }
+
+        public int entries() {
+            return pages.length;
+        }
+
+        public boolean persistent() {
+            return callback == null;
+        }
+    }
+
+    /** {@code struct nvidia_p2p_dma_mapping}: one page table mapped for one peer device. */
+    public static final class DmaMapping {
+        final PageTable table;
+        final DmaMapper peer;
+        /** The bus address of each 64 KiB page as the peer sees it. */
+        private final long[] dmaAddresses;
+        /** {iova, 4 KiB pages} per IOMMU mapping made. */
+        final List<long[]> runs;
+        boolean unmapped;
+
+        DmaMapping(PageTable table, DmaMapper peer, long[] dmaAddresses, List<long[]> runs) {
+            this.table = table;
+            this.peer = peer;
+            this.dmaAddresses = dmaAddresses;
+            this.runs = runs;
+        }
+
+        public int entries() {
+            return dmaAddresses.length;
+        }
+
+        public long dmaAddress(int i) {
+            return dmaAddresses[i];
+        }
+    }
+
+    private final Mm mm;
+    private final PciFunction fn;
+    private final GpuEngine gpu;
+    private final int index;
+    /** Video-memory pages in use: allocations and orphans of persistent pins. */
+    private final BitSet usedPages = new BitSet();
+    /** References per page: 1 for its allocation, +1 per page table pinning it. */
+    private final int[] pageRefs;
+    private final BitSet usedSlots = new BitSet();
+    private int slotHint;
+    private final Map<Integer, TreeMap<Long, Allocation>> allocations = new HashMap<>();
+    private final Map<Integer, DeviceFile> files = new HashMap<>();
+    private final Map<Integer, Long> uvaCursor = new HashMap<>();
+    private long modelledPinNanos;
+    private long pins;
+    private long freeCallbacks;
+
+    public NvidiaRm(Mm mm, PciFunction fn, int index) {
+        this.mm = mm;
+        this.fn = fn;
+        this.gpu = fn.firmware(GpuEngine.class).orElseThrow(() -> new IllegalArgumentException(fn.bdf() + " is not a GPU of this model"));
+        this.index = index;
+        this.pageRefs = new int[gpu.vramPages()];
+    }
+
+    public int index() {
+        return index;
+    }
+
+    public String name() {
+        return gpu.name();
+    }
+
+    public PciFunction function() {
+        return fn;
+    }
+
+    // ------------------------------------------------------------------ the CUDA driver API's part
+
+    /**
+     * {@code cuMemAlloc}: {@code bytes} of video memory (rounded up to 64 KiB) mapped into
+     * {@code proc} at a 2 MiB-aligned unified address as a device mapping without CPU access:
+     * {@code pin_user_pages} refuses it, so an RDMA registration takes the peer path.
+     *
+     * @throws KernelException EINVAL for a size that is not positive, ENOMEM when video memory is short
+     */
+    public synchronized long cuMemAlloc(AddressSpace proc, long bytes) {
+        if (bytes <= 0 || bytes > (long) gpu.vramPages() * P2P_PAGE_SIZE) {
+            throw new KernelException(bytes <= 0 ? Errno.EINVAL : Errno.ENOMEM,
+                    String.format("cuMemAlloc of %d bytes on %s: CUDA_ERROR_%s", bytes, name(), bytes <= 0 ? "INVALID_VALUE" : "OUT_OF_MEMORY"));
+        }
+        long size = (bytes + P2P_PAGE_SIZE - 1) & -P2P_PAGE_SIZE;
+        int n = (int) (size / P2P_PAGE_SIZE);
+        int[] pages = allocPages(n);
+        try {
+            deviceFile(proc);
+            long va = mapUva(proc, size, pages);
+            Allocation a = new Allocation(proc.pid(), va, size, pages);
+            allocations.computeIfAbsent(proc.pid(), k -> new TreeMap<>()).put(va, a);
+            return va;
+        } catch (RuntimeException e) {
+            freePages(pages);
+            throw e;
+        }
+    }
+
+    /** First-fit, contiguous where possible (a cpuView run within a chunk is one VMA). */
+    private int[] allocPages(int n) {
+        assert Thread.holdsLock(this);
+        int free = gpu.vramPages() - usedPages.cardinality();
+        if (n > free) {
+            throw new KernelException(Errno.ENOMEM, String.format("cuMemAlloc on %s: CUDA_ERROR_OUT_OF_MEMORY (%d pages of 64 KiB asked, %d free)",
+                    name(), n, free));
+        }
+        int[] pages = new int[n];
+        int at = 0;
+        for (int p = usedPages.nextClearBit(0); at < n; p = usedPages.nextClearBit(p + 1)) {
+            pages[at++] = p;
+        }
+        for (int p : pages) {
+            usedPages.set(p);
+            pageRefs[p] = 1;
+        }
+        return pages;
+    }
+
+    private void freePages(int[] pages) {
+        assert Thread.holdsLock(this);
+        for (int p : pages) {
+            pageRefs[p] = 0;
+            usedPages.clear(p);
+        }
+    }
+
+    /** Drops one reference of each page; a page whose last reference goes is free again. */
+    private void unref(int[] pages) {
+        assert Thread.holdsLock(this);
+        for (int p : pages) {
+            if (--pageRefs[p] == 0) {
+                usedPages.clear(p);
+            }
+        }
+    }
+
+    /** Maps the pages at the process's next 2 MiB-aligned unified address, PROT_NONE. */
+    private long mapUva(AddressSpace proc, long size, int[] pages) {
+        List<java.lang.foreign.MemorySegment> pieces = new ArrayList<>();
+        int i = 0;
+        while (i < pages.length) {
+            int j = i + 1;
+            while (j < pages.length && pages[j] == pages[j - 1] + 1 && pages[j] / GpuEngine.PAGES_PER_CHUNK == pages[i] / GpuEngine.PAGES_PER_CHUNK) {
+                j++;
+            }
+            pieces.add(gpu.cpuView(pages[i], j - i));
+            i = j;
+        }
+        long cursor = uvaCursor.getOrDefault(proc.pid(), UVA_BASE);
+        for (int tries = 0; tries < 1 << 16; tries++) {
+            try {
+                long va = proc.mmapDevice(cursor, pieces, Vma.PROT_NONE, "[nvidia-uvm " + name() + "]");
+                uvaCursor.put(proc.pid(), (va + size + UVA_ALIGN - 1) & -UVA_ALIGN);
+                return va;
+            } catch (KernelException overlap) {
+                if (overlap.errno() != Errno.EINVAL) {
+                    throw overlap;
+                }
+                cursor += UVA_ALIGN; // the process has something there: try the next 2 MiB
+            }
+        }
+        throw new KernelException(Errno.ENOMEM, "cuMemAlloc: no free unified address range in process " + proc.pid());
+    }
+
+    /**
+     * {@code cuMemFree}: the invalidating pins of the allocation get their free callback first
+     * (synchronously, without the RM lock), then the RM unmaps what they had mapped, the
+     * address range goes, and pages nobody pins any more are free. Persistent pins keep their
+     * pages until {@code put_pages_persistent}.
+     *
+     * @throws KernelException EINVAL when {@code dptr} is not the start of an allocation of that process
+     */
+    public void cuMemFree(AddressSpace proc, long dptr) {
+        free(proc.pid(), dptr);
+    }
+
+    private void free(int pid, long dptr) {
+        Allocation a;
+        List<PageTable> callbacks;
+        synchronized (this) {
+            a = allocation(pid, dptr);
+            if (a.freed) {
+                throw new KernelException(Errno.EINVAL, String.format("cuMemFree(0x%x): CUDA_ERROR_INVALID_VALUE (being freed already)", dptr));
+            }
+            a.freed = true; // no pin may start on it from now on
+            callbacks = a.tables.stream().filter(t -> !t.persistent() && !t.put && !t.unlinked).toList();
+        }
+        for (PageTable t : callbacks) {
+            t.callback.free(); // the client invalidates; when this returns no peer accesses the pages
+        }
+        synchronized (this) {
+            freeCallbacks += callbacks.size();
+            for (PageTable t : callbacks) {
+                if (!t.put && !t.unlinked) {
+                    tearDown(t);
+                    t.unlinked = true;
+                }
+            }
+            TreeMap<Long, Allocation> m = allocations.get(a.pid);
+            m.remove(a.va);
+            if (m.isEmpty()) {
+                allocations.remove(a.pid);
+            }
+            AddressSpace as = mm.findProcess(a.pid);
+            if (as != null && !as.exited()) {
+                as.munmap(a.va, a.size);
+            }
+            unref(a.pages); // a page a persistent pin holds stays, an orphan, until its put_pages
+        }
+    }
+
+    /** Unmaps a page table's DMA mappings and BAR1 slots and drops its page references. */
+    private void tearDown(PageTable t) {
+        assert Thread.holdsLock(this);
+        for (DmaMapping m : t.mappings) {
+            if (!m.unmapped) {
+                unmapRuns(m);
+            }
+        }
+        for (int s : t.slots) {
+            gpu.bar1Unmap(s);
+            usedSlots.clear(s);
+        }
+        t.alloc.tables.remove(t);
+        unref(t.pages);
+    }
+
+    private static void unmapRuns(DmaMapping m) {
+        for (long[] r : m.runs) {
+            m.peer.dmaUnmap(r[0], (int) r[1]);
+        }
+        m.unmapped = true;
+    }
+
+    /** {@code cuMemcpyHtoD}: host bytes into device memory at {@code dst} of the process. */
+    public void cuMemcpyHtoD(AddressSpace proc, long dst, byte[] src, int off, int len) {
+        walk(proc, dst, len, (page, pageOff, done, n) -> gpu.write(page, pageOff, src, off + (int) done, (int) n));
+    }
+
+    /** {@code cuMemcpyDtoH}: device memory at {@code src} of the process into host bytes. */
+    public void cuMemcpyDtoH(AddressSpace proc, byte[] dst, int off, long src, int len) {
+        walk(proc, src, len, (page, pageOff, done, n) -> gpu.read(page, pageOff, dst, off + (int) done, (int) n));
+    }
+
+    /** {@code cuMemcpyDtoD}: within the GPU, between two allocations (or one) of the process, through the copy engine. */
+    public void cuMemcpyDtoD(AddressSpace proc, long dst, long src, long len) {
+        byte[] bounce = new byte[(int) Math.min(Math.max(len, 0), P2P_PAGE_SIZE)];
+        for (long done = 0; done < len; done += bounce.length) {
+            int n = (int) Math.min(bounce.length, len - done);
+            cuMemcpyDtoH(proc, bounce, 0, src + done, n);
+            cuMemcpyHtoD(proc, dst + done, bounce, 0, n);
+        }
+    }
+
+    private interface PageRun {
+        void run(int page, long pageOff, long done, long n);
+    }
+
+    /** Calls {@code r} for each piece of [va, va+len) within one 64 KiB page; the range must be one live allocation's. */
+    private void walk(AddressSpace proc, long va, long len, PageRun r) {
+        Allocation a;
+        synchronized (this) {
+            a = containing(proc.pid(), va, len, "cuMemcpy");
+        }
+        long done = 0;
+        while (done < len) {
+            long at = va + done - a.va;
+            int page = a.pages[(int) (at / P2P_PAGE_SIZE)];
+            long pageOff = at % P2P_PAGE_SIZE;
+            long n = Math.min(len - done, P2P_PAGE_SIZE - pageOff);
+            r.run(page, pageOff, done, n);
+            done += n;
+        }
+    }
+
+    private Allocation allocation(int pid, long dptr) {
+        assert Thread.holdsLock(this);
+        TreeMap<Long, Allocation> m = allocations.get(pid);
+        Allocation a = m == null ? null : m.get(dptr);
+        if (a == null) {
+            throw new KernelException(Errno.EINVAL, String.format("0x%x is not a device allocation of process %d on %s: CUDA_ERROR_INVALID_VALUE",
+                    dptr, pid, name()));
+        }
+        return a;
+    }
+
+    /** The live allocation holding all of [va, va+len), else EINVAL naming the range. */
+    private Allocation containing(int pid, long va, long len, String what) {
+        assert Thread.holdsLock(this);
+        TreeMap<Long, Allocation> m = allocations.get(pid);
+        Map.Entry<Long, Allocation> e = m == null ? null : m.floorEntry(va);
+        Allocation a = e == null ? null : e.getValue();
+        if (a == null || a.freed || len <= 0 || va + len > a.va + a.size || va + len < va) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: 0x%x+0x%x is not inside one device allocation of process %d on %s",
+                    what, va, len, pid, name()));
+        }
+        return a;
+    }
+
+    // ------------------------------------------------------------------ nv-p2p.h
+
+    /**
+     * {@code nvidia_p2p_get_pages(0, 0, va, length, &page_table, free_callback, data)}.
+     *
+     * @throws KernelException EINVAL for an unaligned range ("address or length are not aligned"),
+     *                         a range outside one live allocation or a null callback (CUDA 12.2+);
+     *                         ENOMEM when the BAR1 aperture has too few free slots
+     */
+    public PageTable getPages(int pid, long va, long length, FreeCallback callback) {
+        if (callback == null) {
+            throw new KernelException(Errno.EINVAL, "nvidia_p2p_get_pages: a free callback is required (use the persistent API without one)");
+        }
+        return pin(pid, va, length, callback);
+    }
+
+    /** {@code nvidia_p2p_get_pages_persistent(va, length, &page_table, 0)}: no callback, kept until put. */
+    public PageTable getPagesPersistent(int pid, long va, long length) {
+        return pin(pid, va, length, null);
+    }
+
+    private synchronized PageTable pin(int pid, long va, long length, FreeCallback callback) {
+        if ((va & (P2P_PAGE_SIZE - 1)) != 0 || (length & (P2P_PAGE_SIZE - 1)) != 0 || length <= 0) {
+            throw new KernelException(Errno.EINVAL, String.format("nvidia_p2p_get_pages: address 0x%x or length 0x%x are not aligned to 64 KiB", va, length));
+        }
+        Allocation a = containing(pid, va, length, "nvidia_p2p_get_pages");
+        int n = (int) (length / P2P_PAGE_SIZE);
+        int freeSlots = gpu.bar1Slots() - usedSlots.cardinality();
+        if (n > freeSlots) {
+            throw new KernelException(Errno.ENOMEM, String.format(
+                    "nvidia_p2p_get_pages: %d KiB do not fit in the BAR1 aperture of %s (%d of %d slots of 64 KiB free)",
+                    length >> 10, name(), freeSlots, gpu.bar1Slots()));
+        }
+        int first = (int) ((va - a.va) / P2P_PAGE_SIZE);
+        int[] pages = java.util.Arrays.copyOfRange(a.pages, first, first + n);
+        int[] slots = allocSlots(n);
+        for (int i = 0; i < n; i++) {
+            gpu.bar1Map(slots[i], pages[i]);
+            pageRefs[pages[i]]++;
+        }
+        long cost = PIN_BASE_NS + n * PIN_PAGE_NS;
+        modelledPinNanos += cost;
+        pins++;
+        PageTable t = new PageTable(a, va, length, pages, slots, callback, cost);
+        a.tables.add(t);
+        return t;
+    }
+
+    /** n free slots, contiguous from the cyclic hint if possible, else wherever they are. */
+    private int[] allocSlots(int n) {
+        int total = gpu.bar1Slots();
+        int[] slots = new int[n];
+        int start = -1;
+        for (int pass = 0; pass < 2 && start < 0; pass++) {
+            int s = usedSlots.nextClearBit(pass == 0 ? slotHint : 0);
+            while (s + n <= total) {
+                int next = usedSlots.nextSetBit(s);
+                if (next < 0 || next >= s + n) {
+                    start = s;
+                    break;
+                }
+                s = usedSlots.nextClearBit(next);
+            }
+        }
+        if (start >= 0) {
+            for (int i = 0; i < n; i++) {
+                slots[i] = start + i;
+            }
+        } else { // fragmented: any free slots
+            int at = 0;
+            for (int s = usedSlots.nextClearBit(0); at < n; s = usedSlots.nextClearBit(s + 1)) {
+                slots[at++] = s;
+            }
+        }
+        for (int s : slots) {
+            usedSlots.set(s);
+        }
+        slotHint = (slots[n - 1] + 1) % total;
+        return slots;
+    }
+
+    /**
+     * {@code nvidia_p2p_put_pages}: unpins. A table the RM already tore down after a free
+     * callback returns quietly (nv-p2p.c maps {@code NV_ERR_OBJECT_NOT_FOUND} to success).
+     *
+     * @throws KernelException EINVAL for a persistent table or a second put, EBUSY while it is still DMA-mapped
+     */
+    public void putPages(PageTable t) {
+        put(t, false);
+    }
+
+    /** {@code nvidia_p2p_put_pages_persistent}: unpins a persistent table; its orphaned pages (freed meanwhile) are freed now. */
+    public void putPagesPersistent(PageTable t) {
+        put(t, true);
+    }
+
+    private synchronized void put(PageTable t, boolean persistent) {
+        if (t.persistent() != persistent) {
+            throw new KernelException(Errno.EINVAL, "nvidia_p2p_put_pages" + (persistent ? "_persistent" : "") + " of a "
+                    + (t.persistent() ? "persistent" : "non-persistent") + " page table");
+        }
+        if (t.unlinked) {
+            return;
+        }
+        if (t.put) {
+            throw new KernelException(Errno.EINVAL, String.format("nvidia_p2p_put_pages: the page table of 0x%x was put already", t.va));
+        }
+        for (DmaMapping m : t.mappings) {
+            if (!m.unmapped) {
+                throw new KernelException(Errno.EBUSY, String.format("nvidia_p2p_put_pages: the page table of 0x%x is still DMA-mapped", t.va));
+            }
+        }
+        tearDown(t);
+        t.put = true;
+    }
+
+    /**
+     * {@code nvidia_p2p_dma_map_pages(peer, page_table, &mapping)}: the pinned pages' BAR1 slots
+     * mapped into the peer device's IOMMU domain; one bus address per 64 KiB page.
+     */
+    public synchronized DmaMapping dmaMapPages(DmaMapper peer, PageTable t) {
+        if (t.put || t.unlinked) {
+            throw new KernelException(Errno.EINVAL, String.format("nvidia_p2p_dma_map_pages: the page table of 0x%x is no longer pinned", t.va));
+        }
+        long[] addrs = new long[t.slots.length];
+        List<long[]> runs = new ArrayList<>();
+        try {
+            int i = 0;
+            while (i < t.slots.length) {
+                int j = i + 1;
+                while (j < t.slots.length && t.slots[j] == t.slots[j - 1] + 1) {
+                    j++;
+                }
+                long bytes = (j - i) * P2P_PAGE_SIZE;
+                long iova = peer.dmaMapResource(fn, 1, t.slots[i] * P2P_PAGE_SIZE, bytes, DmaDirection.BIDIRECTIONAL);
+                runs.add(new long[] {iova, bytes / 4096});
+                for (int k = i; k < j; k++) {
+                    addrs[k] = iova + (k - i) * P2P_PAGE_SIZE;
+                }
+                i = j;
+            }
+        } catch (RuntimeException e) {
+            for (long[] r : runs) {
+                peer.dmaUnmap(r[0], (int) r[1]);
+            }
+            throw e;
+        }
+        DmaMapping m = new DmaMapping(t, peer, addrs, runs);
+        t.mappings.add(m);
+        return m;
+    }
+
+    /** {@code nvidia_p2p_dma_unmap_pages}: a mapping the RM already tore down (after a free callback) returns quietly. */
+    public synchronized void dmaUnmapPages(DmaMapping m) {
+        if (m.unmapped) {
+            return;
+        }
+        unmapRuns(m);
+        m.table.mappings.remove(m);
+    }
+
+    /**
+     * Whether [va, va+length) lies in one live allocation of the process: the question
+     * nvidia-peermem's {@code acquire} asks by a get/put probe, without the probe's cost.
+     */
+    public synchronized boolean owns(int pid, long va, long length) {
+        try {
+            containing(pid, va, length, "probe");
+            return true;
+        } catch (KernelException e) {
+            return false;
+        }
+    }
+
+    // ------------------------------------------------------------------ process lifetime
+
+    private void deviceFile(AddressSpace as) {
+        assert Thread.holdsLock(this);
+        if (!files.containsKey(as.pid())) {
+            DeviceFile f = new DeviceFile(as.pid());
+            as.openFile(f);
+            files.put(as.pid(), f);
+        }
+    }
+
+    /** The process's {@code /dev/nvidia0}: its release frees what the process had, as at exit. */
+    private final class DeviceFile implements AutoCloseable {
+        private final int pid;
+
+        DeviceFile(int pid) {
+            this.pid = pid;
+        }
+
+        @Override
+        public void close() {
+            processExited(pid);
+        }
+    }
+
+    /** Early process exit: every allocation freed as by cuMemFree (free callbacks included). */
+    void processExited(int pid) {
+        List<Long> vas;
+        synchronized (this) {
+            files.remove(pid);
+            uvaCursor.remove(pid);
+            TreeMap<Long, Allocation> m = allocations.get(pid);
+            vas = m == null ? List.of() : new ArrayList<>(m.keySet());
+        }
+        for (long va : vas) {
+            try {
+                free(pid, va);
+            } catch (KernelException gone) {
+                // freed meanwhile by a cuMemFree of its own
+            }
+        }
+    }
+
+    /**
+     * The GPU goes away (driver unbind): every process's allocations are freed (free callbacks
+     * first); persistent pins still held are reported, since their pages cannot outlive the card.
+     */
+    public List<String> shutdown() {
+        List<Integer> pids;
+        synchronized (this) {
+            pids = new ArrayList<>(allocations.keySet());
+        }
+        for (int pid : pids) {
+            processExited(pid);
+            AddressSpace as = mm.findProcess(pid);
+            synchronized (this) {
+                DeviceFile f = files.remove(pid);
+                if (f != null && as != null) {
+                    as.closeFile(f);
+                }
+            }
+        }
+        List<String> left = new ArrayList<>();
+        synchronized (this) {
+            if (usedPages.cardinality() > 0) {
+                left.add(String.format("%s: %d pages of video memory still referenced at shutdown (persistent pins not put)", name(),
+                        usedPages.cardinality()));
+            }
+            if (gpu.bar1Mapped() > 0) {
+                left.add(String.format("%s: %d BAR1 slots still mapped at shutdown", name(), gpu.bar1Mapped()));
+            }
+        }
+        return left;
+    }
+
+    // ------------------------------------------------------------------ nvidia-smi
+
+    /** What {@code gpu:smi} shows of this GPU. */
+    public record Smi(String name, String bdf, long vramBytes, long usedBytes, long bar1Bytes, long bar1UsedBytes, long committedBytes,
+            int allocations, int pinnedTables, long pins, long modelledPinNanos, long freeCallbacks, long orphanBytes, List<String> pinned) {
+    }
+
+    public synchronized Smi smi() {
+        int allocs = 0;
+        int tables = 0;
+        List<String> pinned = new ArrayList<>();
+        BitSet orphans = (BitSet) usedPages.clone(); // pages in use that no live allocation holds: kept by persistent pins
+        for (TreeMap<Long, Allocation> m : allocations.values()) {
+            for (Allocation a : m.values()) {
+                allocs++;
+                for (int p : a.pages) {
+                    orphans.clear(p);
+                }
+                for (PageTable t : a.tables) {
+                    tables++;
+                    pinned.add(String.format("pid %d 0x%x-0x%x %s%s", a.pid, t.va, t.va + t.length, t.persistent() ? "persistent" : "callback",
+                            t.mappings.isEmpty() ? "" : ", DMA-mapped for " + t.mappings.size() + " peer(s)"));
+                }
+            }
+        }
+        return new Smi(name(), fn.bdf(), (long) gpu.vramPages() * P2P_PAGE_SIZE, (long) usedPages.cardinality() * P2P_PAGE_SIZE,
+                (long) gpu.bar1Slots() * P2P_PAGE_SIZE, (long) usedSlots.cardinality() * P2P_PAGE_SIZE, gpu.committedBytes(), allocs, tables,
+                pins, modelledPinNanos, freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned);
+    }
+
+    /** Modelled time spent pinning BAR1 pages so far (never slept). */
+    public synchronized long modelledPinNanos() {
+        return modelledPinNanos;
+    }
+
+    public synchronized int usedPages() {
+        return usedPages.cardinality();
+    }
+
+    public synchronized int usedSlots() {
+        return usedSlots.cardinality();
+    }
+}
