@@ -14,13 +14,14 @@ import org.peerdirect.kernel.pci.PciDeviceSpec;
  * is the driver's ({@code org.peerdirect.gpu.nvidia}); this class only holds what hardware holds
  * and imports nothing of the IB stack.
  *
- * <p>Video memory is committed in 2 MiB chunks on first use, so a 1 GiB GPU costs the host what
- * its allocations touched. BAR1 is an aperture BAR ({@link org.peerdirect.kernel.pci.BarAperture}):
+ * <p>Video memory is host memory committed page by page on first touch ({@code Mm.deviceMemory}),
+ * so a 1 GiB GPU costs the host what was touched of it; the board counts the 2 MiB chunks its
+ * copy engine or a peer reached ({@link #committedBytes}). BAR1 is an aperture BAR ({@link org.peerdirect.kernel.pci.BarAperture}):
  * a peer's DMA to a BAR1 page lands in the video-memory page the slot maps <em>now</em>; a slot the
  * driver unmapped is a use-after-free for the IOMMU audit.
  *
- * <p>Thread safety: the BAR1 page table is an atomic array read lock-free by every peer DMA; chunk
- * creation is guarded by {@code this}; copies take no lock (the driver owns the pages it copies).
+ * <p>Thread safety: the BAR1 page table is an atomic array read lock-free by every peer DMA; the
+ * touched-chunk set is atomic; copies take no lock (the driver owns the pages it copies).
  */
 public final class GpuBoard implements GpuEngine {
 
@@ -40,8 +41,10 @@ public final class GpuBoard implements GpuEngine {
     private final long vramBytes;
     private final long bar1Bytes;
     private final Arena arena = Arena.ofShared();
-    /** Lazily committed chunks of video memory; guarded by {@code this} for creation, read racily after (final once set). */
-    private final MemorySegment[] chunks;
+    /** All of video memory, committed by the host where touched. */
+    private final MemorySegment vram;
+    /** 2 MiB chunks the copy engine or a peer touched. */
+    private final java.util.concurrent.atomic.AtomicLongArray touched;
     /** BAR1 slot -> video-memory page + 1, 0 when the slot maps nothing. */
     private final AtomicIntegerArray bar1;
     private final MemorySegment pmc;
@@ -62,7 +65,8 @@ public final class GpuBoard implements GpuEngine {
         this.name = name;
         this.vramBytes = vramBytes;
         this.bar1Bytes = bar1Bytes;
-        this.chunks = new MemorySegment[Math.toIntExact(vramBytes / CHUNK)];
+        this.vram = org.peerdirect.kernel.mm.Mm.deviceMemory(vramBytes, arena);
+        this.touched = new java.util.concurrent.atomic.AtomicLongArray((int) ((vramBytes / CHUNK + 63) / 64));
         this.bar1 = new AtomicIntegerArray(Math.toIntExact(bar1Bytes / GPU_PAGE_SIZE));
         this.pmc = arena.allocate(4096, 4096);
         pmc.set(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 0, NV_PMC_BOOT_0_GA100);
@@ -104,20 +108,14 @@ public final class GpuBoard implements GpuEngine {
         return bar1.length();
     }
 
-    /** The 64 KiB of video-memory page {@code p}, committing its chunk on first use. */
+    /** The 64 KiB of video-memory page {@code p}; marks its chunk touched. */
     private MemorySegment page(int p) {
-        int c = (int) ((long) p * GPU_PAGE_SIZE / CHUNK);
-        MemorySegment chunk = chunks[c];
-        if (chunk == null) {
-            synchronized (this) {
-                chunk = chunks[c];
-                if (chunk == null) {
-                    chunk = arena.allocate(CHUNK, 4096);
-                    chunks[c] = chunk;
-                }
-            }
+        long c = (long) p * GPU_PAGE_SIZE / CHUNK;
+        long bit = 1L << (c & 63);
+        if ((touched.get((int) (c >>> 6)) & bit) == 0) {
+            touched.getAndAccumulate((int) (c >>> 6), bit, (a, b) -> a | b);
         }
-        return chunk.asSlice((long) p * GPU_PAGE_SIZE % CHUNK, GPU_PAGE_SIZE);
+        return vram.asSlice((long) p * GPU_PAGE_SIZE, GPU_PAGE_SIZE);
     }
 
     @Override
@@ -125,9 +123,7 @@ public final class GpuBoard implements GpuEngine {
         if (count <= 0 || first < 0 || first + count > vramPages() || first / PAGES_PER_CHUNK != (first + count - 1) / PAGES_PER_CHUNK) {
             throw new IllegalArgumentException(String.format("%s: pages %d+%d are not inside one 2 MiB chunk of video memory", name, first, count));
         }
-        page(first); // commits the chunk
-        MemorySegment chunk = chunks[(int) ((long) first * GPU_PAGE_SIZE / CHUNK)];
-        return chunk.asSlice((long) first * GPU_PAGE_SIZE % CHUNK, count * GPU_PAGE_SIZE);
+        return vram.asSlice((long) first * GPU_PAGE_SIZE, count * GPU_PAGE_SIZE); // PROT_NONE: touches nothing
     }
 
     private void checkPage(int p, long off, long len) {
@@ -189,15 +185,11 @@ public final class GpuBoard implements GpuEngine {
 
     @Override
     public long committedBytes() {
-        synchronized (this) {
-            long n = 0;
-            for (MemorySegment c : chunks) {
-                if (c != null) {
-                    n += CHUNK;
-                }
-            }
-            return n;
+        long n = 0;
+        for (int i = 0; i < touched.length(); i++) {
+            n += Long.bitCount(touched.get(i));
         }
+        return n * CHUNK;
     }
 
     @Override

@@ -48,7 +48,7 @@ public interface GpuEngine {
     /** Slots mapped now. */
     int bar1Mapped();
 
-    /** Host memory committed to back video memory (2 MiB chunks touched so far). */
+    /** Video memory touched so far by the copy engine or a peer, in 2 MiB chunks (what the host had to commit). */
     long committedBytes();
 
     /** Bytes the copy engine moved. */

@@ -100,6 +100,44 @@ final class Endpoint implements AutoCloseable {
         }
     }
 
+    /**
+     * Puts bytes into the buffer at {@code va}: CPU stores for host memory, the peer device's copy
+     * ({@code cuMemcpyHtoD} for a GPU, whose memory the CPU cannot touch) for peer memory.
+     */
+    void write(long va, byte[] src, int off, int len) {
+        if (peer != null) {
+            peer.copyToDevice(proc, va, src, off, len);
+        } else {
+            proc.write(va, src, off, len);
+        }
+    }
+
+    /** Takes bytes out of the buffer at {@code va}, as {@link #write} puts them in. */
+    void read(long va, byte[] dst, int off, int len) {
+        if (peer != null) {
+            peer.copyFromDevice(proc, va, dst, off, len);
+        } else {
+            proc.read(va, dst, off, len);
+        }
+    }
+
+    byte readByte(long va) {
+        if (peer == null) {
+            return proc.readByte(va);
+        }
+        byte[] b = new byte[1];
+        read(va, b, 0, 1);
+        return b[0];
+    }
+
+    void writeByte(long va, byte v) {
+        if (peer == null) {
+            proc.writeByte(va, v);
+        } else {
+            write(va, new byte[] {v}, 0, 1);
+        }
+    }
+
     /** Frees the peer buffer now, as an application's cudaFree while an MR still uses it. */
     void freePeerBuffer() {
         peer.free(proc.pid(), buf);

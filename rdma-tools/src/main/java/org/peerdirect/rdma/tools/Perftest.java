@@ -237,11 +237,11 @@ final class Perftest {
         for (int i = 0; i < iters; i++) {
             byte stamp = (byte) (i % 255 + 1);
             long t0 = System.nanoTime();
-            c.proc.writeByte(c.buf + size - 1, stamp);
+            c.writeByte(c.buf + size - 1, stamp);
             c.qps[0].postSend(cw);
             RdmaTools.waitOk(c.cq, wc, "client write");
             spin(s, s.buf + half + size - 1, stamp);
-            s.proc.writeByte(s.buf + size - 1, stamp);
+            s.writeByte(s.buf + size - 1, stamp);
             s.qps[0].postSend(sw);
             RdmaTools.waitOk(s.cq, wc, "server write");
             spin(c, c.buf + half + size - 1, stamp);
@@ -264,7 +264,7 @@ final class Perftest {
 
     private static void spin(Endpoint e, long va, byte stamp) {
         long deadline = System.nanoTime() + RdmaTools.TIMEOUT_NS;
-        for (int spins = 0; e.proc.readByte(va) != stamp; spins++) {
+        for (int spins = 0; e.readByte(va) != stamp; spins++) {
             if (System.nanoTime() - deadline > 0) {
                 throw new IllegalStateException("write_lat: the peer's write did not arrive within 60 s");
             }

@@ -75,6 +75,32 @@ public final class RdmaTools {
         allocators.remove(a);
     }
 
+    /** The machine's IOMMU, when there is one: the tools report the bytes that crossed PCI BARs peer to peer. */
+    private volatile org.peerdirect.kernel.iommu.Iommu iommu;
+
+    @Reference(cardinality = ReferenceCardinality.OPTIONAL, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
+            unbind = "unsetIommu")
+    void setIommu(org.peerdirect.kernel.iommu.Iommu i) {
+        iommu = i;
+    }
+
+    void unsetIommu(org.peerdirect.kernel.iommu.Iommu i) {
+        if (iommu == i) {
+            iommu = null;
+        }
+    }
+
+    /** Outside OSGi (tests): the IOMMU whose peer-to-peer counters the tools report. */
+    public void setIommuForTests(org.peerdirect.kernel.iommu.Iommu i) {
+        iommu = i;
+    }
+
+    /** The IOMMU's peer-to-peer byte count now, or -1 without an IOMMU. */
+    private long barBytes() {
+        org.peerdirect.kernel.iommu.Iommu i = iommu;
+        return i == null ? -1 : i.barBytes();
+    }
+
     // ------------------------------------------------------------------ ibv_devices / ibv_devinfo
 
     @Descriptor("the RDMA devices with their node GUIDs, as ibv_devices")
@@ -344,6 +370,7 @@ public final class RdmaTools {
             out.append("  local address:  ").append(client.address()).append('\n');
             out.append("  remote address: ").append(server.address()).append('\n');
             AtomicReference<Throwable> failure = new AtomicReference<>();
+            long bar0 = barBytes();
             Thread srv = Thread.ofPlatform().name("rc_pingpong-server").start(() -> {
                 try {
                     side(server, size, iters, validate, false, 0, false);
@@ -381,6 +408,10 @@ public final class RdmaTools {
             }
             if (validate) {
                 out.append(String.format("%nvalidated %d received buffers of %d bytes on both sides: no mismatch", iters, size));
+            }
+            if (mem != null && bar0 >= 0) {
+                out.append(String.format("%nbuffers in %s memory; IOMMU: %d bytes crossed PCI BARs peer to peer (the HCAs reaching the device's BAR)",
+                        mem.name(), barBytes() - bar0));
             }
             if (odp) {
                 out.append(String.format("%nbuffers registered on demand (ODP)%s", dropEvery > 0
@@ -495,7 +526,7 @@ public final class RdmaTools {
     private static void fill(Endpoint e, boolean validate, byte[] pattern, int size, int iter) {
         if (validate) {
             Arrays.fill(pattern, (byte) iter);
-            e.proc.write(e.buf, pattern, 0, size);
+            e.write(e.buf, pattern, 0, size);
         }
     }
 
@@ -503,7 +534,7 @@ public final class RdmaTools {
         if (!validate) {
             return;
         }
-        e.proc.read(e.buf, got, 0, size);
+        e.read(e.buf, got, 0, size);
         if (!Arrays.equals(pattern, got)) {
             throw new IllegalStateException(who + ": received buffer of iteration " + iter + " does not hold the sent bytes");
         }

@@ -39,6 +39,17 @@ public class Mm implements AutoCloseable {
     private final Map<Integer, AddressSpace> processes = new ConcurrentHashMap<>();
     /** Linux's bounds for {@code kernel.pid_max}: PID_MAX_DEFAULT, PID_MAX_LIMIT (64-bit), PID_MAX_MIN. */
     public static final int PID_MAX_DEFAULT = 32768;
+
+    /**
+     * Memory for a device model (a GPU's video memory, an SSD's buffer): {@code bytes} of zeroed
+     * host memory committed page by page only when touched, as the machine's frames are, freed
+     * with {@code arena}. So a 1 GiB GPU costs the host what its users touched.
+     *
+     * @since 0.8
+     */
+    public static java.lang.foreign.MemorySegment deviceMemory(long bytes, java.lang.foreign.Arena arena) {
+        return org.peerdirect.kernel.mm.internal.PhysicalMemory.mapAnonymous(bytes, arena);
+    }
     public static final int PID_MAX_LIMIT = 4 * 1024 * 1024;
     public static final int PID_MAX_MIN = 301;
     /** After wrapping, pids restart here (RESERVED_PIDS in kernel/pid.c): low pids stay for daemons. */

@@ -134,7 +134,12 @@ public final class PhysicalMemory implements AutoCloseable {
         }
     }
 
-    private static MemorySegment mapAnonymous(long bytes, Arena arena) {
+    /**
+     * {@code bytes} of zeroed host memory the host commits page by page on first touch (an
+     * anonymous {@code mmap(MAP_NORESERVE)}), freed with {@code arena}; an {@link Arena}
+     * allocation where that call is not available.
+     */
+    public static MemorySegment mapAnonymous(long bytes, Arena arena) {
         try {
             Linker linker = Linker.nativeLinker();
             MethodHandle mmap = linker.downcallHandle(linker.defaultLookup().find("mmap").orElseThrow(),
