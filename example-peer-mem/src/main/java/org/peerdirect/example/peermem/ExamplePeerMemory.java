@@ -10,6 +10,7 @@ import java.util.TreeMap;
 
 import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.DeviceFile;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
@@ -246,23 +247,9 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
     private void deviceFile(AddressSpace as) {
         assert Thread.holdsLock(this);
         if (!files.containsKey(as.pid())) {
-            DeviceFile f = new DeviceFile(as.pid());
+            DeviceFile f = new DeviceFile(() -> processExited(as.pid()));
             as.openFile(f);
             files.put(as.pid(), f);
-        }
-    }
-
-    /** A process's open device file: closing it (process exit) frees the process's allocations. */
-    private final class DeviceFile implements AutoCloseable {
-        private final int pid;
-
-        DeviceFile(int pid) {
-            this.pid = pid;
-        }
-
-        @Override
-        public void close() {
-            processExited(pid);
         }
     }
 

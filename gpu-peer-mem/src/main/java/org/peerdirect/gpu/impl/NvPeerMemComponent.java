@@ -48,10 +48,10 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
     @ObjectClassDefinition(name = "nvidia-peermem", description = "The module parameters of nvidia-peermem")
     @interface Config {
         @AttributeDefinition(description = "1 (default): only the persistent client nv_mem; 0: nv_mem with the free callback plus nv_mem_nc")
-        int persistent_api_support() default 1;
+        int persistent__api__support() default 1; // "persistent_api_support", the module parameter's name
 
         @AttributeDefinition(description = "1: the legacy invalidating client (no INVALIDATE_UNMAPS, as for MLNX_OFED 4.9); default 0")
-        int peerdirect_support() default 0;
+        int peerdirect__support() default 0; // "peerdirect_support"
     }
 
     private final Mm mm;
@@ -62,10 +62,10 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
     @Activate
     public NvPeerMemComponent(@Reference PeerMemoryRegistry registry, @Reference Mm mm, Config c) {
         this.mm = mm;
-        if (c.persistent_api_support() != 0) {
+        if (c.persistent__api__support() != 0) {
             clients.add(new NvPeerMem("nv_mem", this::gpus, true, false));
         } else {
-            clients.add(new NvPeerMem("nv_mem", this::gpus, false, c.peerdirect_support() == 0));
+            clients.add(new NvPeerMem("nv_mem", this::gpus, false, c.peerdirect__support() == 0));
             clients.add(new NvPeerMem("nv_mem_nc", this::gpus, true, false));
         }
         try {

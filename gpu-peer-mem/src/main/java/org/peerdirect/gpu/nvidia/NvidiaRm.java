@@ -11,6 +11,7 @@ import org.peerdirect.gpu.model.GpuEngine;
 import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.DeviceFile;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
@@ -600,23 +601,9 @@ public final class NvidiaRm {
     private void deviceFile(AddressSpace as) {
         assert Thread.holdsLock(this);
         if (!files.containsKey(as.pid())) {
-            DeviceFile f = new DeviceFile(as.pid());
+            DeviceFile f = new DeviceFile(() -> processExited(as.pid()));
             as.openFile(f);
             files.put(as.pid(), f);
-        }
-    }
-
-    /** The process's {@code /dev/nvidia0}: its release frees what the process had, as at exit. */
-    private final class DeviceFile implements AutoCloseable {
-        private final int pid;
-
-        DeviceFile(int pid) {
-            this.pid = pid;
-        }
-
-        @Override
-        public void close() {
-            processExited(pid);
         }
     }
 

@@ -383,17 +383,7 @@ class IommuTest {
     @Test
     void aBarRangeOfAnotherFunctionIsADmaTargetAuditedLikeFrames() {
         AddressSpace p = setup();
-        org.peerdirect.kernel.pci.impl.PciBusCore bus = new org.peerdirect.kernel.pci.impl.PciBusCore(
-                new org.peerdirect.kernel.pci.impl.PciBusCore.Listener() {
-                    @Override
-                    public void added(org.peerdirect.kernel.pci.PciFunction f) {
-                    }
-
-                    @Override
-                    public void removed(org.peerdirect.kernel.pci.PciFunction f) {
-                    }
-                }, w -> {
-                });
+        org.peerdirect.kernel.pci.impl.PciBusCore bus = quietBus();
         try {
             org.peerdirect.kernel.pci.PciFunction gpu = bus.register(org.peerdirect.kernel.pci.PciDeviceSpec.builder("GPU")
                     .vendorId(0x10de).deviceId(0x20b0).classCode(0x030200).bar(1, 1 << 20).build());
@@ -453,17 +443,7 @@ class IommuTest {
     @Test
     void anApertureBarResolvesItsPagesAtEveryDmaAndCatchesAPageTakenBack() {
         AddressSpace p = setup();
-        org.peerdirect.kernel.pci.impl.PciBusCore bus = new org.peerdirect.kernel.pci.impl.PciBusCore(
-                new org.peerdirect.kernel.pci.impl.PciBusCore.Listener() {
-                    @Override
-                    public void added(org.peerdirect.kernel.pci.PciFunction f) {
-                    }
-
-                    @Override
-                    public void removed(org.peerdirect.kernel.pci.PciFunction f) {
-                    }
-                }, w -> {
-                });
+        org.peerdirect.kernel.pci.impl.PciBusCore bus = quietBus();
         try (java.lang.foreign.Arena vramArena = java.lang.foreign.Arena.ofShared()) {
             MemorySegment vram = vramArena.allocate(64 << 10, 4096);
             // BAR1 page 3 shows vram page 1 (a BAR1 slot mapped onto a video-memory page)
@@ -510,5 +490,19 @@ class IommuTest {
         } finally {
             bus.close();
         }
+    }
+
+    /** A PCI bus over this test's IOMMU that nobody listens to. */
+    private static org.peerdirect.kernel.pci.impl.PciBusCore quietBus() {
+        return new org.peerdirect.kernel.pci.impl.PciBusCore(new org.peerdirect.kernel.pci.impl.PciBusCore.Listener() {
+            @Override
+            public void added(org.peerdirect.kernel.pci.PciFunction f) {
+            }
+
+            @Override
+            public void removed(org.peerdirect.kernel.pci.PciFunction f) {
+            }
+        }, w -> {
+        });
     }
 }
