@@ -26,19 +26,44 @@ import org.peerdirect.kernel.shell.UsageException;
         "osgi.command.function=free", "osgi.command.function=memcpy"})
 public final class GpuCommands {
 
-    private final NvPeerMemComponent peermem;
     private final Mm mm;
+    /** The GPUs by index (dynamic: the commands stay while GPUs come and go). */
+    private final java.util.List<NvidiaRm> gpus = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** nvidia-peermem, when loaded (dynamic: a reconfiguration re-creates it without taking the commands away). */
+    private volatile NvPeerMemComponent peermem;
 
     @Activate
-    public GpuCommands(@Reference NvPeerMemComponent peermem, @Reference Mm mm) {
-        this.peermem = peermem;
+    public GpuCommands(@Reference Mm mm) {
         this.mm = mm;
+    }
+
+    @Reference(cardinality = org.osgi.service.component.annotations.ReferenceCardinality.MULTIPLE,
+            policy = org.osgi.service.component.annotations.ReferencePolicy.DYNAMIC, unbind = "removeGpu")
+    void addGpu(NvidiaRm rm) {
+        gpus.add(rm);
+        gpus.sort(java.util.Comparator.comparingInt(NvidiaRm::index));
+    }
+
+    void removeGpu(NvidiaRm rm) {
+        gpus.remove(rm);
+    }
+
+    @Reference(cardinality = org.osgi.service.component.annotations.ReferenceCardinality.OPTIONAL,
+            policy = org.osgi.service.component.annotations.ReferencePolicy.DYNAMIC,
+            policyOption = org.osgi.service.component.annotations.ReferencePolicyOption.GREEDY, unbind = "unsetPeermem")
+    void setPeermem(NvPeerMemComponent p) {
+        peermem = p;
+    }
+
+    void unsetPeermem(NvPeerMemComponent p) {
+        if (peermem == p) {
+            peermem = null;
+        }
     }
 
     @Descriptor("the GPUs as nvidia-smi shows them: memory, BAR1, pinned ranges, modelled pin time, nv_mem clients")
     public String smi() {
         StringBuilder sb = new StringBuilder();
-        List<NvidiaRm> gpus = peermem.gpus();
         if (gpus.isEmpty()) {
             return "No devices were found";
         }
@@ -57,7 +82,11 @@ public final class GpuCommands {
                 sb.append("      ").append(p).append('\n');
             }
         }
-        for (NvPeerMem c : peermem.clients()) {
+        NvPeerMemComponent pm = peermem;
+        if (pm == null) {
+            sb.append("nvidia-peermem is not loaded\n");
+        }
+        for (NvPeerMem c : pm == null ? List.<NvPeerMem>of() : pm.clients()) {
             sb.append(String.format("peer client %-9s: %s%s, %d registration(s) hold it%n", c.name(), c.persistent() ? "persistent" : "invalidating (free callback)",
                     (c.flags() & NvPeerMem.INVALIDATE_UNMAPS) != 0 ? ", INVALIDATE_UNMAPS" : "", c.inUse()));
         }
@@ -120,7 +149,6 @@ public final class GpuCommands {
     }
 
     private NvidiaRm gpu0() {
-        List<NvidiaRm> gpus = peermem.gpus();
         if (gpus.isEmpty()) {
             throw new KernelException(Errno.ENODEV, "no GPU (gpu:smi shows none; configuration org.peerdirect.gpu gpus=0?)");
         }
