@@ -27,6 +27,25 @@ public final class ConfigCommands {
     private final ConfigGuard guard;
     private final ConfigurationAdmin cm;
 
+    /** SCR's runtime view, when present: lets {@link #config} return once the component runs with the new value. */
+    private volatile org.osgi.service.component.runtime.ServiceComponentRuntime scr;
+
+    @Reference(cardinality = org.osgi.service.component.annotations.ReferenceCardinality.OPTIONAL,
+            policy = org.osgi.service.component.annotations.ReferencePolicy.DYNAMIC,
+            policyOption = org.osgi.service.component.annotations.ReferencePolicyOption.GREEDY, unbind = "unsetScr")
+    void setScr(org.osgi.service.component.runtime.ServiceComponentRuntime s) {
+        scr = s;
+    }
+
+    void unsetScr(org.osgi.service.component.runtime.ServiceComponentRuntime s) {
+        if (scr == s) {
+            scr = null;
+        }
+    }
+
+    /** How long {@link #config} waits for the component to be re-created with the value. */
+    private static final long APPLY_WAIT_NS = 10_000_000_000L;
+
     @Activate
     public ConfigCommands(@Reference ConfigGuard guard, @Reference ConfigurationAdmin cm) {
         this.guard = guard;
@@ -86,6 +105,46 @@ public final class ConfigCommands {
         java.util.Dictionary<String, Object> props = c.getProperties() == null ? new java.util.Hashtable<>() : c.getProperties();
         props.put(property, typed);
         c.update(props);
-        return pid + ": " + property + " = " + typed + " (Configuration Admin delivers it to the component now)";
+        if (scr == null) {
+            return pid + ": " + property + " = " + typed + " (Configuration Admin delivers it to the component now)";
+        }
+        // Configuration Admin and SCR apply the change on their own threads and announce nothing a
+        // caller can wait on: watch SCR's runtime view (bounded) so the next command sees the
+        // re-created component, not the old one
+        long deadline = System.nanoTime() + APPLY_WAIT_NS;
+        while (!applied(pid, property, typed)) {
+            if (System.nanoTime() - deadline > 0) {
+                return pid + ": " + property + " = " + typed + " (stored; no component runs with it after 10 s: see scr:list)";
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+        return pid + ": " + property + " = " + typed + " (applied: the component runs with it)";
+    }
+
+    /** Whether every component configured by {@code pid} runs (satisfied or active) with {@code property} = {@code value}. */
+    private boolean applied(String pid, String property, Object value) {
+        org.osgi.service.component.runtime.ServiceComponentRuntime r = scr;
+        if (r == null) {
+            return true;
+        }
+        boolean any = false;
+        for (org.osgi.service.component.runtime.dto.ComponentDescriptionDTO d : r.getComponentDescriptionDTOs()) {
+            if (d.configurationPid == null || !java.util.Arrays.asList(d.configurationPid).contains(pid) || !r.isComponentEnabled(d)) {
+                continue;
+            }
+            any = true;
+            boolean running = false;
+            for (org.osgi.service.component.runtime.dto.ComponentConfigurationDTO cc : r.getComponentConfigurationDTOs(d)) {
+                boolean up = cc.state == org.osgi.service.component.runtime.dto.ComponentConfigurationDTO.SATISFIED
+                        || cc.state == org.osgi.service.component.runtime.dto.ComponentConfigurationDTO.ACTIVE;
+                if (up && String.valueOf(value).equals(String.valueOf(cc.properties.get(property)))) {
+                    running = true;
+                }
+            }
+            if (!running) {
+                return false;
+            }
+        }
+        return any;
     }
 }
