@@ -52,12 +52,16 @@ final class RdmaRig implements AutoCloseable {
         final IbvMr mr;
         final int lid;
 
-        Side(IbDevice dev, long bufSize) {
+        Side(IbDevice dev, long bufSize, boolean inGpu) {
             this.bufSize = bufSize;
             ctx = dev.open(proc);
             pd = ctx.allocPd();
-            buf = proc.mmap(bufSize);
-            proc.populate(buf, bufSize, true);
+            if (inGpu) {
+                buf = rm.cuMemAlloc(proc, bufSize); // GPU memory: registered through nv_mem, reached through BAR1
+            } else {
+                buf = proc.mmap(bufSize);
+                proc.populate(buf, bufSize, true);
+            }
             mr = pd.regMr(buf, bufSize, RW | (odp ? IbAccess.ON_DEMAND : 0));
             lid = ctx.queryPort(1).lid();
         }
@@ -78,6 +82,10 @@ final class RdmaRig implements AutoCloseable {
         }
     }
 
+    /** The GPU of "mlx5-gpu" (b's buffer), else null. */
+    org.peerdirect.gpu.model.GpuBoard board;
+    org.peerdirect.gpu.nvidia.NvidiaRm rm;
+    org.peerdirect.peermem.PeerMemoryRegistration nvReg;
     final Path swap;
     final Mm mm;
     final Iommu iommu;
@@ -115,11 +123,12 @@ final class RdmaRig implements AutoCloseable {
 
     /** @param driver "mlx4" (ConnectX-3 models), "mlx5" (ConnectX-4 models) or "mlx5-odp" (mlx5 with ODP MRs) */
     RdmaRig(String driver, long memory, long bufSize, int nconns, int queueSize) throws Exception {
-        if (!driver.equals("mlx4") && !driver.equals("mlx5") && !driver.equals("mlx5-odp")) {
-            throw new IllegalArgumentException("driver is mlx4, mlx5 or mlx5-odp, not " + driver);
+        if (!driver.equals("mlx4") && !driver.equals("mlx5") && !driver.equals("mlx5-odp") && !driver.equals("mlx5-gpu")) {
+            throw new IllegalArgumentException("driver is mlx4, mlx5, mlx5-odp or mlx5-gpu, not " + driver);
         }
         this.odp = driver.equals("mlx5-odp");
-        driver = odp ? "mlx5" : driver;
+        boolean gpu = driver.equals("mlx5-gpu");
+        driver = odp || gpu ? "mlx5" : driver;
         this.driver = driver;
         swap = Files.createTempFile("pd-bench-swap", "");
         mm = new Mm(memory, false, swap, 16L << 20);
@@ -141,8 +150,13 @@ final class RdmaRig implements AutoCloseable {
         }
         proc = mm.createProcess("rdma-bench");
         proc.setMemlockLimit(1L << 40);
-        a = new Side(ib[0], bufSize);
-        b = new Side(ib[1], bufSize);
+        if (gpu) { // b's buffer in a GPU's memory: an A100 model on the bus, the RM, persistent nv_mem
+            board = new org.peerdirect.gpu.model.GpuBoard("NVIDIA A100-PCIE-40GB", 64L << 20, 64L << 20);
+            rm = new org.peerdirect.gpu.nvidia.NvidiaRm(mm, bus.register(board.spec()), 0);
+            nvReg = controller.register(new org.peerdirect.gpu.peermem.NvPeerMem("nv_mem", () -> java.util.List.of(rm), true, false), false);
+        }
+        a = new Side(ib[0], bufSize, false);
+        b = new Side(ib[1], bufSize, gpu);
         conns = new Conn[nconns];
         for (int i = 0; i < nconns; i++) {
             IbvCq acq = a.ctx.createCq(queueSize, null);
@@ -210,6 +224,10 @@ final class RdmaRig implements AutoCloseable {
                     s.ctx.close();
                 }
             }
+            if (rm != null) {
+                rm.cuMemFree(proc, b.buf);
+                nvReg.unregister();
+            }
         } finally {
             for (int i = 0; i < devs.length; i++) {
                 if (ib[i] != null) {
@@ -226,7 +244,13 @@ final class RdmaRig implements AutoCloseable {
                     cx4[i].close();
                 }
             }
+            if (rm != null && !rm.shutdown().isEmpty()) {
+                busWarnings.add("the GPU still holds video memory or BAR1 slots");
+            }
             bus.close(); // the functions leave the bus with their IOMMU domains
+            if (board != null) {
+                board.close();
+            }
             long leaked = busWarnings.size();
             controller.close(Duration.ofSeconds(1));
             long pinned = proc.pinnedPages();
@@ -261,7 +285,11 @@ final class RdmaRig implements AutoCloseable {
         qp.postSend(wr);
         pollOne(cq, wc);
         byte[] got = new byte[size];
-        proc.read(b.buf, got, 0, size);
+        if (rm != null) {
+            rm.cuMemcpyDtoH(proc, got, 0, b.buf, size);
+        } else {
+            proc.read(b.buf, got, 0, size);
+        }
         if (!java.util.Arrays.equals(data, got)) {
             throw new IllegalStateException("RDMA WRITE did not move the bytes");
         }

@@ -47,9 +47,11 @@ public class RdmaWriteBench {
 
     /**
      * mlx4 (ConnectX-3: queues as objects), mlx5 (ConnectX-4: WQEs and CQEs by DMA through memory),
-     * mlx5-odp (the same with ODP MRs, every page resident and mapped: the ODP issue's ratio to mlx5).
+     * mlx5-odp (the same with ODP MRs, every page resident and mapped: the ODP issue's ratio to mlx5),
+     * mlx5-gpu (the target buffer in a GPU's memory through nv_mem, every byte through BAR1: the
+     * GPU issue's ratio to mlx5).
      */
-    @Param({"mlx4", "mlx5", "mlx5-odp"})
+    @Param({"mlx4", "mlx5", "mlx5-odp", "mlx5-gpu"})
     public String driver;
 
     private RdmaRig rig;
