@@ -116,7 +116,7 @@ public final class GpuCommands {
                 AddressSpace p = process("gpu:memcpy", args[1]);
                 int len = (int) Args.size("gpu:memcpy", "the length", args[4], 1, 1 << 30);
                 byte[] b = new byte[len];
-                java.util.Arrays.fill(b, (byte) Integer.decode(args[3]).intValue());
+                java.util.Arrays.fill(b, (byte) Args.integer("gpu:memcpy", "the byte value", args[3], 0, 255));
                 gpu0().cuMemcpyHtoD(p, Args.address("gpu:memcpy", args[2]), b, 0, len);
                 return "copied " + len + " bytes host to device";
             }

@@ -120,8 +120,8 @@ public final class GpuBoard implements GpuEngine {
 
     @Override
     public MemorySegment cpuView(int first, int count) {
-        if (count <= 0 || first < 0 || first + count > vramPages() || first / PAGES_PER_CHUNK != (first + count - 1) / PAGES_PER_CHUNK) {
-            throw new IllegalArgumentException(String.format("%s: pages %d+%d are not inside one 2 MiB chunk of video memory", name, first, count));
+        if (count <= 0 || first < 0 || first + count > vramPages()) {
+            throw new IllegalArgumentException(String.format("%s: pages %d+%d are outside video memory", name, first, count));
         }
         return vram.asSlice((long) first * GPU_PAGE_SIZE, count * GPU_PAGE_SIZE); // PROT_NONE: touches nothing
     }

@@ -29,15 +29,12 @@ public interface GpuEngine {
     void copy(int srcPage, long srcOff, int dstPage, long dstOff, long len);
 
     /**
-     * The video memory of pages [first, first+count), which must lie in one 2 MiB chunk: what a
-     * CPU on a coherent link would see of them. A PCIe driver maps it into a process without
+     * The video memory of pages [first, first+count): what a CPU on a coherent link would see of
+     * them. A PCIe driver maps it into a process without
      * access rights (an x86 CPU cannot reach {@code cudaMalloc} memory), only so that the range is
      * a device mapping there.
      */
     java.lang.foreign.MemorySegment cpuView(int first, int count);
-
-    /** Pages per 2 MiB chunk of committed video memory ({@link #cpuView} does not cross one). */
-    int PAGES_PER_CHUNK = 32;
 
     /** Programs BAR1 slot {@code slot} to show video-memory page {@code page}; the slot must be free. */
     void bar1Map(int slot, int page);

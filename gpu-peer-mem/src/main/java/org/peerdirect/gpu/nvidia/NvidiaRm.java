@@ -221,7 +221,7 @@ public final class NvidiaRm {
         }
     }
 
-    /** First-fit, contiguous where possible (a cpuView run within a chunk is one VMA). */
+    /** First-fit, contiguous where possible (a run of consecutive pages is one VMA). */
     private int[] allocPages(int n) {
         assert Thread.holdsLock(this);
         int free = gpu.vramPages() - usedPages.cardinality();
@@ -265,7 +265,7 @@ public final class NvidiaRm {
         int i = 0;
         while (i < pages.length) {
             int j = i + 1;
-            while (j < pages.length && pages[j] == pages[j - 1] + 1 && pages[j] / GpuEngine.PAGES_PER_CHUNK == pages[i] / GpuEngine.PAGES_PER_CHUNK) {
+            while (j < pages.length && pages[j] == pages[j - 1] + 1) {
                 j++;
             }
             pieces.add(gpu.cpuView(pages[i], j - i));
@@ -630,18 +630,15 @@ public final class NvidiaRm {
      * first); persistent pins still held are reported, since their pages cannot outlive the card.
      */
     public List<String> shutdown() {
-        List<Integer> pids;
+        Map<Integer, DeviceFile> open;
         synchronized (this) {
-            pids = new ArrayList<>(allocations.keySet());
+            open = new HashMap<>(files);
         }
-        for (int pid : pids) {
-            processExited(pid);
-            AddressSpace as = mm.findProcess(pid);
-            synchronized (this) {
-                DeviceFile f = files.remove(pid);
-                if (f != null && as != null) {
-                    as.closeFile(f);
-                }
+        for (Map.Entry<Integer, DeviceFile> e : open.entrySet()) {
+            processExited(e.getKey()); // outside the RM lock: it runs free callbacks (see the class comment)
+            AddressSpace as = mm.findProcess(e.getKey());
+            if (as != null) {
+                as.closeFile(e.getValue()); // the process keeps running without our device file
             }
         }
         List<String> left = new ArrayList<>();

@@ -63,14 +63,8 @@ public final class RdmaTools {
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
             policyOption = ReferencePolicyOption.GREEDY, unbind = "removeAllocator")
     void addAllocator(PeerMemoryAllocator a) {
-        synchronized (allocators) {
-            allocators.add(a);
-            allocators.notifyAll();
-        }
+        allocators.add(a);
     }
-
-    /** How long a tool waits for a named peer memory client that is not (yet) there. */
-    private static final long ALLOCATOR_WAIT_NS = 3_000_000_000L;
 
     /** Outside OSGi (tests): offer a peer device's memory to --mem. */
     public void addAllocatorForTests(PeerMemoryAllocator a) {
@@ -267,26 +261,9 @@ public final class RdmaTools {
         if (mem.equals("host")) {
             return null;
         }
-        // a client being re-created by a configuration change comes back within moments: wait for
-        // it on a condition, bounded, rather than failing the command that follows the change
-        long deadline = System.nanoTime() + ALLOCATOR_WAIT_NS;
-        synchronized (allocators) {
-            for (;;) {
-                for (PeerMemoryAllocator a : allocators) {
-                    if (a.name().equals(mem)) {
-                        return a;
-                    }
-                }
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    break;
-                }
-                try {
-                    allocators.wait(Math.max(1, left / 1_000_000));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    break;
-                }
+        for (PeerMemoryAllocator a : allocators) {
+            if (a.name().equals(mem)) {
+                return a;
             }
         }
         throw new IllegalArgumentException("--mem " + mem + ": no peer memory client of that name offers memory (have: host"
