@@ -60,6 +60,8 @@ final class Container {
         }
         // sysfs mirror: cat launcher/target/peerdirect/sys/...
         config.put("peerdirect.sysfs.root", home.resolve("sys").toString());
+        // state devices keep across runs (an SSD's media file); survives restarts and kill -9
+        config.put("peerdirect.state.dir", home.resolve("state").toString());
         // Felix's own logger: errors only, the Log service carries the rest
         config.put("felix.log.level", "1");
         // gogo.jline: our profile (prompt, scope) from <home>/etc/gosh_profile; in non-interactive

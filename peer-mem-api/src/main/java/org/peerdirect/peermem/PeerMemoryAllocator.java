@@ -20,6 +20,20 @@ public interface PeerMemoryAllocator {
     /** Allocates at least {@code size} bytes of device memory mapped into process {@code pid}; returns the address. */
     long alloc(int pid, long size);
 
+    /**
+     * Maps the device memory at a fixed device offset into process {@code pid} (as {@code mmap}
+     * of a DAX or PMR device file at that offset), for memory whose offsets mean something across
+     * runs: an SSD's persistent memory region. Undone by {@link #free}. The default refuses:
+     * most devices' memory has no fixed offsets.
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException EOPNOTSUPP when the device has no fixed offsets
+     * @since 2.2
+     */
+    default long map(int pid, long deviceOffset, long size) {
+        throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+                name() + ": device memory without fixed offsets (allocate it instead)");
+    }
+
     /** Frees an allocation: its registrations are invalidated first (or EBUSY for clients that cannot). */
     void free(int pid, long addr);
 

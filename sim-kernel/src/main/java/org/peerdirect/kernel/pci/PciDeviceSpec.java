@@ -67,8 +67,10 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
      * @param onWrite sees every driver write to the BAR (doorbells); null when the model does not care
      * @param aperture null for a BAR with memory of its own (the bus allocates it); else the BAR is
      *        a window onto the device's memory that this resolves page by page (up to 1 TiB)
+     * @param onRead sees driver reads before they load (registers whose read has an effect); null
+     *        when the model does not care. Only for a BAR with memory of its own.
      */
-    public record Bar(int index, long size, BarWriteHandler onWrite, BarAperture aperture) {
+    public record Bar(int index, long size, BarWriteHandler onWrite, BarAperture aperture, BarReadHandler onRead) {
         public Bar {
             if (index < 0 || index >= MAX_BARS) {
                 throw new IllegalArgumentException("bar index " + index + ": must be 0..5");
@@ -78,6 +80,14 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
                 throw new IllegalArgumentException("bar " + index + " size " + size + " (0x" + Long.toHexString(size)
                         + "): must be a power of two from 4 KiB to " + (aperture == null ? "1 GiB" : "1 TiB for an aperture"));
             }
+            if (aperture != null && onRead != null) {
+                throw new IllegalArgumentException("bar " + index + ": an aperture BAR has no registers to watch reads of");
+            }
+        }
+
+        /** A BAR with memory of its own or an aperture, nobody watching reads. */
+        public Bar(int index, long size, BarWriteHandler onWrite, BarAperture aperture) {
+            this(index, size, onWrite, aperture, null);
         }
 
         /** A BAR with memory of its own. */
@@ -173,6 +183,17 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
         /** Adds a BAR whose driver writes {@code onWrite} sees (null: none). */
         public Builder bar(int index, long size, BarWriteHandler onWrite) {
             bars.add(new Bar(index, size, onWrite));
+            return this;
+        }
+
+        /**
+         * Adds a register BAR whose driver writes {@code onWrite} and reads {@code onRead} see
+         * (either may be null).
+         *
+         * @since 0.6
+         */
+        public Builder bar(int index, long size, BarWriteHandler onWrite, BarReadHandler onRead) {
+            bars.add(new Bar(index, size, onWrite, null, onRead));
             return this;
         }
 

@@ -72,6 +72,7 @@ final class PciFunctionImpl implements PciFunction {
     /** Per BAR index: memory (null: not implemented), write handler (may be null). */
     private final MemorySegment[] bars = new MemorySegment[PciDeviceSpec.MAX_BARS];
     private final BarWriteHandler[] onWrite = new BarWriteHandler[PciDeviceSpec.MAX_BARS];
+    private final org.peerdirect.kernel.pci.BarReadHandler[] onRead = new org.peerdirect.kernel.pci.BarReadHandler[PciDeviceSpec.MAX_BARS];
     /** Per BAR index: the model's window resolver for an aperture BAR (which has no memory), else null. */
     private final BarAperture[] apertures = new BarAperture[PciDeviceSpec.MAX_BARS];
     private final long[] barSizes = new long[PciDeviceSpec.MAX_BARS];
@@ -105,6 +106,7 @@ final class PciFunctionImpl implements PciFunction {
             for (PciDeviceSpec.Bar b : spec.bars()) {
                 barSizes[b.index()] = b.size();
                 onWrite[b.index()] = b.onWrite();
+                onRead[b.index()] = b.onRead();
                 if (b.aperture() != null) {
                     apertures[b.index()] = b.aperture();
                     continue; // a window onto the device's memory: nothing to allocate
@@ -292,6 +294,14 @@ final class PciFunctionImpl implements PciFunction {
             return -1L;
         }
         try {
+            org.peerdirect.kernel.pci.BarReadHandler h = onRead[bar];
+            if (h != null) {
+                try {
+                    h.reading(bar, offset, width);
+                } catch (RuntimeException e) {
+                    warn.accept(String.format("pci %s: BAR read handler failed on bar %d offset 0x%x: %s", bdf, bar, offset, e));
+                }
+            }
             MemorySegment t = target(bar, s, offset);
             if (t == null) {
                 return -1L;

@@ -1,0 +1,102 @@
+package org.peerdirect.ssd.impl;
+
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.peermem.PeerMemoryAllocator;
+import org.peerdirect.peermem.PeerMemoryRegistration;
+import org.peerdirect.peermem.PeerMemoryRegistry;
+import org.peerdirect.ssd.nvme.NvmePmr;
+import org.peerdirect.ssd.peermem.SsdPeerMem;
+
+/**
+ * Registers the {@code ssd_mem} client (with invalidation) and offers the first SSD's persistent
+ * memory region to tools ({@code --mem ssd_mem}): {@code alloc} maps the lowest free PMR range,
+ * {@code map} a fixed PMR offset (the same bytes in every run), {@code free} unmaps. CPU copies
+ * are plain loads and stores: a PMR is CPU-addressable. Deactivation unregisters the client,
+ * which waits until no MR uses it.
+ */
+@Component(immediate = true, service = {PeerMemoryAllocator.class, SsdPeerMemComponent.class})
+public final class SsdPeerMemComponent implements PeerMemoryAllocator {
+
+    private final Mm mm;
+    private final List<NvmePmr> ssds = new CopyOnWriteArrayList<>();
+    private final SsdPeerMem client = new SsdPeerMem(this::ssds);
+    private final PeerMemoryRegistration registration;
+
+    @Activate
+    public SsdPeerMemComponent(@Reference PeerMemoryRegistry registry, @Reference Mm mm) {
+        this.mm = mm;
+        this.registration = registry.register(client, true);
+    }
+
+    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, unbind = "removeSsd")
+    void addSsd(NvmePmr pmr) {
+        ssds.add(pmr);
+        ssds.sort(Comparator.comparingInt(NvmePmr::index));
+    }
+
+    void removeSsd(NvmePmr pmr) {
+        ssds.remove(pmr);
+    }
+
+    /** The SSDs, in index order. */
+    public List<NvmePmr> ssds() {
+        return List.copyOf(ssds);
+    }
+
+    public SsdPeerMem client() {
+        return client;
+    }
+
+    @Deactivate
+    void deactivate() {
+        registration.unregister(); // waits until no MR uses the client
+    }
+
+    private NvmePmr ssd0() {
+        if (ssds.isEmpty()) {
+            throw new KernelException(Errno.ENODEV, SsdPeerMem.NAME + ": no SSD with a persistent memory region");
+        }
+        return ssds.get(0);
+    }
+
+    private AddressSpace process(int pid) {
+        AddressSpace as = mm.findProcess(pid);
+        if (as == null || as.exited()) {
+            throw new KernelException(Errno.EINVAL, SsdPeerMem.NAME + ": no process " + pid);
+        }
+        return as;
+    }
+
+    @Override
+    public String name() {
+        return SsdPeerMem.NAME;
+    }
+
+    @Override
+    public long alloc(int pid, long size) {
+        return ssd0().alloc(process(pid), size);
+    }
+
+    @Override
+    public long map(int pid, long deviceOffset, long size) {
+        return ssd0().mmap(process(pid), deviceOffset, (size + NvmePmr.PAGE - 1) & -NvmePmr.PAGE);
+    }
+
+    @Override
+    public void free(int pid, long addr) {
+        ssd0().munmap(pid, addr);
+    }
+}

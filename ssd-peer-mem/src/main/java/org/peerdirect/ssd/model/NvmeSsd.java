@@ -1,0 +1,353 @@
+package org.peerdirect.ssd.model;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+
+import org.peerdirect.kernel.pci.PciDeviceSpec;
+import org.peerdirect.kernel.pci.PciFunction;
+
+/**
+ * The silicon of an NVMe SSD with a persistent memory region (NVMe 1.4 PMR): a Samsung PM173X
+ * ({@code 144d:a824}) whose BAR0 holds the controller registers and whose BAR2 is the PMR, a
+ * window of byte-addressable memory that RDMA adapters reach peer-to-peer. Imports nothing of the
+ * IB stack; speaks registers only.
+ *
+ * <h2>Persistence</h2> The PMR's media is a real file ({@code FileChannel.map}), so it outlives
+ * the process: what reached the media is there after a {@code kill -9}. Writes to the window
+ * (CPU stores, peer DMA) are <em>posted</em>: they land in the controller's volatile write buffer,
+ * which the host reads back at once but which a power loss (the process killed) loses. They reach
+ * the media by a write barrier, as {@code PMRCAP.PMRWBM} bit 1 says: <b>the completion of a read
+ * of {@code PMRSTS} ensures that prior writes to the PMR are persistent</b> (the model then writes
+ * the changed pages to the file and forces them to the disk), and by a normal shutdown
+ * ({@code CC.SHN}), after which {@code CSTS.SHST} reads "complete". QEMU's NVMe PMR does the same
+ * on a read of PMRSTS ({@code memory_region_msync}).
+ *
+ * <p>An access to a PMR that is not enabled ({@code PMRCTL.EN} 0) goes nowhere: MMIO reads all
+ * ones, peer DMA is a use-after-free for the IOMMU audit.
+ *
+ * <p>Thread safety: the write buffer is written by peers and CPUs without a lock (the driver owns
+ * the ranges it hands out); a barrier serialises with other barriers on {@code this}; register
+ * writes arrive on the driver's thread.
+ */
+public final class NvmeSsd implements PmrWindow {
+
+    public static final int VENDOR_SAMSUNG = 0x144d;
+    /** {@code 144d:a824}, "NVMe SSD Controller PM173X". */
+    public static final int DEVICE_PM173X = 0xa824;
+    /** Mass storage, non-volatile memory controller, NVM Express. */
+    public static final int CLASS_NVME = 0x010802;
+    public static final long BAR0_SIZE = 16 << 10;
+    /** The BAR the PMR is at ({@code PMRCAP.BIR}). */
+    public static final int PMR_BAR = 2;
+
+    // NVMe 1.4 controller registers (include/linux/nvme.h, enum nvme_regs); little-endian
+    public static final int NVME_REG_CAP = 0x00;
+    public static final int NVME_REG_VS = 0x08;
+    public static final int NVME_REG_CC = 0x14;
+    public static final int NVME_REG_CSTS = 0x1c;
+    public static final int NVME_REG_PMRCAP = 0xe00;
+    public static final int NVME_REG_PMRCTL = 0xe04;
+    public static final int NVME_REG_PMRSTS = 0xe08;
+    public static final int NVME_REG_PMREBS = 0xe0c;
+    public static final int NVME_REG_PMRSWTP = 0xe10;
+
+    /** {@code CAP.PMRS}: the controller has a persistent memory region. */
+    public static final long NVME_CAP_PMRS = 1L << 56;
+    public static final int NVME_CC_ENABLE = 1;
+    /** {@code CC.SHN} normal shutdown notification (bits 15:14 = 01b). */
+    public static final int NVME_CC_SHN_NORMAL = 1 << 14;
+    public static final int NVME_CC_SHN_MASK = 3 << 14;
+    public static final int NVME_CSTS_RDY = 1;
+    public static final int NVME_CSTS_CFS = 1 << 1;
+    /** {@code CSTS.SHST} shutdown processing complete (bits 3:2 = 10b). */
+    public static final int NVME_CSTS_SHST_CMPLT = 2 << 2;
+    public static final int NVME_CSTS_SHST_MASK = 3 << 2;
+    /** {@code PMRCAP}: read and write data support, BIR in bits 7:5, PMRWBM in 13:10, PMRTO in 23:16. */
+    public static final int PMRCAP_RDS = 1 << 3;
+    public static final int PMRCAP_WDS = 1 << 4;
+    public static final int PMRCAP_BIR_SHIFT = 5;
+    public static final int PMRCAP_PMRWBM_SHIFT = 10;
+    /** PMRWBM bit 1: a read of PMRSTS completes only once prior PMR writes are persistent. */
+    public static final int PMRWBM_READ_PMRSTS = 2;
+    public static final int PMRCAP_PMRTO_SHIFT = 16;
+    public static final int PMRCTL_EN = 1;
+    /** {@code PMRSTS.NRDY}: the PMR is not ready. */
+    public static final int PMRSTS_NRDY = 1 << 8;
+    /** {@code PMRSTS.ERR} bits 7:0: the media failed to take a barrier (the file could not be written). */
+    public static final int PMRSTS_ERR_MASK = 0xff;
+
+    private static final long PAGE = 4096;
+
+    private final String name;
+    private final long pmrBytes;
+    private final Path media;
+    private final Arena arena = Arena.ofShared();
+    private final FileChannel channel;
+    private final FileLock lock;
+    /** The media: the file, mapped shared. */
+    private final MemorySegment mediaMap;
+    /** The controller's volatile write buffer: what the window shows now. */
+    private final MemorySegment buffer;
+    private final AtomicReference<PciFunction> function = new AtomicReference<>();
+    private final LongAdder barriers = new LongAdder();
+    private final LongAdder pagesPersisted = new LongAdder();
+    private volatile boolean pmrEnabled;
+    private volatile boolean dead;
+    private volatile boolean mediaError;
+
+    /**
+     * Powers the controller on over its media file: created (sparse) when absent; an existing
+     * file must have exactly the PMR's size. The file is locked for this controller alone.
+     *
+     * @param pmrBytes a power of two from 64 KiB to 1 GiB
+     */
+    public NvmeSsd(String name, Path media, long pmrBytes) {
+        if (pmrBytes < (64 << 10) || pmrBytes > (1L << 30) || Long.bitCount(pmrBytes) != 1) {
+            throw new IllegalArgumentException("PMR of " + pmrBytes + " bytes: must be a power of two from 64 KiB to 1 GiB");
+        }
+        this.name = name;
+        this.pmrBytes = pmrBytes;
+        this.media = media;
+        FileChannel ch = null;
+        try {
+            if (media.getParent() != null) {
+                Files.createDirectories(media.getParent());
+            }
+            ch = FileChannel.open(media, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            FileLock l;
+            try {
+                l = ch.tryLock();
+            } catch (OverlappingFileLockException e) {
+                l = null;
+            }
+            if (l == null) {
+                throw new IllegalStateException(name + ": media file " + media + " is in use by another SSD model (another container?)");
+            }
+            this.lock = l;
+            long have = ch.size();
+            if (have == 0) {
+                ch.truncate(pmrBytes);
+                ch.write(java.nio.ByteBuffer.wrap(new byte[1]), pmrBytes - 1); // sparse, full length
+            } else if (have != pmrBytes) {
+                throw new IllegalStateException(String.format("%s: media file %s holds %d bytes, the PMR is %d: "
+                        + "give the file of this size or another file", name, media, have, pmrBytes));
+            }
+            this.channel = ch;
+            this.mediaMap = ch.map(FileChannel.MapMode.READ_WRITE, 0, pmrBytes, arena);
+            this.buffer = org.peerdirect.kernel.mm.Mm.deviceMemory(pmrBytes, arena);
+            load();
+        } catch (IOException e) {
+            close(ch);
+            arena.close();
+            throw new UncheckedIOException(name + ": cannot open media file " + media + ": " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            close(ch);
+            arena.close();
+            throw e;
+        }
+    }
+
+    private static void close(FileChannel ch) {
+        if (ch != null) {
+            try {
+                ch.close(); // releases the lock too
+            } catch (IOException ignored) {
+                // closing after a failure: the first error is the one to report
+            }
+        }
+    }
+
+    /** Power-on: the write buffer starts as the media holds it; untouched (zero) chunks stay uncommitted. */
+    private void load() {
+        long chunk = 64 << 10;
+        MemorySegment zero = arena.allocate(chunk);
+        for (long off = 0; off < pmrBytes; off += chunk) {
+            MemorySegment m = mediaMap.asSlice(off, chunk);
+            if (m.mismatch(zero) != -1) {
+                buffer.asSlice(off, chunk).copyFrom(m);
+            }
+        }
+    }
+
+    /** The PCI function to plug in; {@link #attach} it to the function the bus returned. */
+    public PciDeviceSpec spec() {
+        return PciDeviceSpec.builder(name).vendorId(VENDOR_SAMSUNG).deviceId(DEVICE_PM173X).classCode(CLASS_NVME)
+                .bar(0, BAR0_SIZE, this::registerWritten, this::registerRead)
+                .aperture(PMR_BAR, pmrBytes, this::pmrPage)
+                .firmware(this)
+                .powerOn(this::reset)
+                .build();
+    }
+
+    /** Controller reset: the registers as the spec gives them at power-on. */
+    private void reset(PciFunction fn) {
+        function.set(fn);
+        MemorySegment r = fn.barMemory(0);
+        r.fill((byte) 0);
+        // MQES 1023, CQR, TO 10 s (20 x 500 ms), CSS NVM, PMRS
+        set64(r, NVME_REG_CAP, 0x3ffL | (1L << 16) | (20L << 24) | (1L << 37) | NVME_CAP_PMRS);
+        set32(r, NVME_REG_VS, 0x00010400); // 1.4.0
+        set32(r, NVME_REG_PMRCAP, PMRCAP_RDS | PMRCAP_WDS | (PMR_BAR << PMRCAP_BIR_SHIFT) | (PMRWBM_READ_PMRSTS << PMRCAP_PMRWBM_SHIFT)
+                | (10 << PMRCAP_PMRTO_SHIFT));
+        set32(r, NVME_REG_PMRSTS, PMRSTS_NRDY);
+        // PMREBS: elasticity buffer size in MiB units (PMRSZU 1 = 1 MiB... kept at the PMR's size), read-bypass behaviour 0
+        set32(r, NVME_REG_PMREBS, (int) (Math.min(pmrBytes >> 20, 0xffffff) << 8) | 2);
+        pmrEnabled = false;
+    }
+
+    private static void set32(MemorySegment r, long off, int v) {
+        r.set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), off, v);
+    }
+
+    private static int get32(MemorySegment r, long off) {
+        return r.get(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), off);
+    }
+
+    private static void set64(MemorySegment r, long off, long v) {
+        r.set(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), off, v);
+    }
+
+    private void registerWritten(int bar, long offset, int width, long value) {
+        PciFunction fn = function.get();
+        if (fn == null || dead) {
+            return;
+        }
+        MemorySegment r = fn.barMemory(0);
+        if (offset == NVME_REG_CC) {
+            int cc = (int) value;
+            int csts = get32(r, NVME_REG_CSTS);
+            if ((cc & NVME_CC_SHN_MASK) != 0 && (csts & NVME_CSTS_SHST_MASK) != NVME_CSTS_SHST_CMPLT) {
+                // shutdown notification: the write buffer goes to the media before SHST says complete
+                boolean ok = barrier();
+                csts = (csts & ~NVME_CSTS_SHST_MASK) | NVME_CSTS_SHST_CMPLT | (ok ? 0 : NVME_CSTS_CFS);
+            }
+            csts = (cc & NVME_CC_ENABLE) != 0 ? csts | NVME_CSTS_RDY : csts & ~NVME_CSTS_RDY & ~NVME_CSTS_SHST_MASK;
+            set32(r, NVME_REG_CSTS, csts);
+        } else if (offset == NVME_REG_PMRCTL) {
+            boolean en = (value & PMRCTL_EN) != 0;
+            if (!en && pmrEnabled) {
+                barrier(); // disabling the PMR does not lose what was posted to it
+            }
+            pmrEnabled = en;
+            set32(r, NVME_REG_PMRSTS, (get32(r, NVME_REG_PMRSTS) & ~PMRSTS_NRDY) | (en ? 0 : PMRSTS_NRDY));
+        }
+    }
+
+    private void registerRead(int bar, long offset, int width) {
+        if (offset == NVME_REG_PMRSTS && pmrEnabled && !dead) {
+            boolean ok = barrier();
+            PciFunction fn = function.get();
+            if (fn != null) {
+                MemorySegment r = fn.barMemory(0);
+                set32(r, NVME_REG_PMRSTS, (get32(r, NVME_REG_PMRSTS) & ~PMRSTS_ERR_MASK) | (ok ? 0 : 1));
+            }
+        }
+    }
+
+    /** The aperture: the 4 KiB of the write buffer behind PMR offset {@code off}, or null while the PMR is off. */
+    private MemorySegment pmrPage(long off) {
+        return pmrEnabled && !dead ? buffer.asSlice(off, PAGE) : null;
+    }
+
+    /**
+     * The write barrier: every page of the write buffer that differs from the media is written to
+     * the media, and the file is forced to the disk. True when the media took it.
+     */
+    private synchronized boolean barrier() {
+        if (dead) {
+            return false;
+        }
+        long n = 0;
+        for (long off = 0; off < pmrBytes; off += PAGE) {
+            MemorySegment b = buffer.asSlice(off, PAGE);
+            MemorySegment m = mediaMap.asSlice(off, PAGE);
+            if (b.mismatch(m) != -1) {
+                m.copyFrom(b);
+                n++;
+            }
+        }
+        try {
+            if (n > 0) {
+                mediaMap.force();
+            }
+        } catch (UncheckedIOException e) {
+            mediaError = true;
+            return false;
+        }
+        barriers.increment();
+        pagesPersisted.add(n);
+        return !mediaError;
+    }
+
+    /** The window as the CPU maps it ({@code mmap} of the PMR): the write buffer, for {@code mmapDevice}. */
+    @Override
+    public MemorySegment cpuWindow(long offset, long length) {
+        if (offset < 0 || length <= 0 || offset % PAGE != 0 || length % PAGE != 0 || offset + length > pmrBytes) {
+            throw new IllegalArgumentException(String.format("%s: window 0x%x+0x%x is not page-aligned inside the %d-byte PMR", name, offset, length, pmrBytes));
+        }
+        return buffer.asSlice(offset, length);
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public Path media() {
+        return media;
+    }
+
+    public long pmrBytes() {
+        return pmrBytes;
+    }
+
+    /** Write barriers taken (PMRSTS reads, shutdowns). */
+    public long barriers() {
+        return barriers.sum();
+    }
+
+    /** Pages written to the media by barriers. */
+    public long pagesPersisted() {
+        return pagesPersisted.sum();
+    }
+
+    /** Pages of the window whose latest contents are not yet on the media (volatile, lost on power loss). */
+    public synchronized long unpersistedPages() {
+        long n = 0;
+        for (long off = 0; off < pmrBytes; off += PAGE) {
+            if (buffer.asSlice(off, PAGE).mismatch(mediaMap.asSlice(off, PAGE)) != -1) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Power off: the card is pulled (its function removed first). What was posted and not made
+     * persistent is lost, as on a real power loss; the media file stays, unlocked.
+     */
+    public synchronized void close() {
+        if (dead) {
+            return;
+        }
+        dead = true;
+        pmrEnabled = false;
+        arena.close();
+        try {
+            lock.release();
+        } catch (IOException | RuntimeException ignored) {
+            // the channel closes below, which releases it anyway
+        }
+        close(channel);
+    }
+}

@@ -1,0 +1,504 @@
+package org.peerdirect.ssd.nvme;
+
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_CAP_PMRS;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_CC_ENABLE;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_CC_SHN_NORMAL;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_CSTS_CFS;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_CSTS_RDY;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_CSTS_SHST_CMPLT;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_CSTS_SHST_MASK;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_CAP;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_CC;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_CSTS;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_PMRCAP;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_PMRCTL;
+import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_PMRSTS;
+import static org.peerdirect.ssd.model.NvmeSsd.PMRCAP_BIR_SHIFT;
+import static org.peerdirect.ssd.model.NvmeSsd.PMRCAP_PMRWBM_SHIFT;
+import static org.peerdirect.ssd.model.NvmeSsd.PMRCTL_EN;
+import static org.peerdirect.ssd.model.NvmeSsd.PMRSTS_ERR_MASK;
+import static org.peerdirect.ssd.model.NvmeSsd.PMRSTS_NRDY;
+import static org.peerdirect.ssd.model.NvmeSsd.PMRWBM_READ_PMRSTS;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.peerdirect.kernel.dma.DmaDirection;
+import org.peerdirect.kernel.dma.DmaMapper;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.DeviceFile;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.mm.Vma;
+import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.ssd.model.PmrWindow;
+
+/**
+ * The NVMe driver's part for one controller's persistent memory region ({@code drivers/nvme/host/pci.c}
+ * with {@code drivers/pci/p2pdma.c}): probes and enables the controller and its PMR through the
+ * registers, maps PMR ranges into processes ({@code mmap} of the region at a fixed offset, as of a
+ * DAX device, or {@code pci_alloc_p2pmem}-style first-fit allocation), pins ranges for a peer
+ * device and maps them into the peer's IOMMU domain ({@code pci_p2pdma_map}: {@code dma_map_resource}
+ * of the PMR BAR), and makes posted writes persistent by the PMR's write barrier (a read of
+ * {@code PMRSTS}).
+ *
+ * <p>A range freed while a peer has it pinned first runs the pin's invalidation, synchronously and
+ * without this driver's lock (the peer client calls into the IB core, which may wait for the MR;
+ * holding our lock there would invert with a registration that waits for us), then unmaps what the
+ * client left mapped, then unmaps the range from the process. Process exit frees like an unmap.
+ *
+ * <p>Lock: {@code this} guards the region table, pins and mappings; it is never held while an
+ * invalidation runs.
+ */
+public final class NvmePmr {
+
+    public static final long PAGE = 4096;
+
+    /** A PMR range mapped into a process. */
+    public static final class Region {
+        final int pid;
+        final long va;
+        final long offset;
+        final long length;
+        final List<Pin> pins = new ArrayList<>();
+        boolean freed;
+
+        Region(int pid, long va, long offset, long length) {
+            this.pid = pid;
+            this.va = va;
+            this.offset = offset;
+            this.length = length;
+        }
+    }
+
+    /** A peer's pin of part of a region ({@code p2pmem} pages referenced), with its invalidation. */
+    public static final class Pin {
+        final Region region;
+        final long offset;
+        final long length;
+        final Runnable invalidate;
+        final List<Mapping> mappings = new ArrayList<>();
+        boolean put;
+
+        Pin(Region region, long offset, long length, Runnable invalidate) {
+            this.region = region;
+            this.offset = offset;
+            this.length = length;
+            this.invalidate = invalidate;
+        }
+
+        /** PMR offset of the first pinned byte. */
+        public long pmrOffset() {
+            return offset;
+        }
+
+        public long length() {
+            return length;
+        }
+    }
+
+    /** A pin mapped into one peer's IOMMU domain: one bus-address range. */
+    public static final class Mapping {
+        final Pin pin;
+        final DmaMapper peer;
+        final long iova;
+        boolean unmapped;
+
+        Mapping(Pin pin, DmaMapper peer, long iova) {
+            this.pin = pin;
+            this.peer = peer;
+            this.iova = iova;
+        }
+
+        public long iova() {
+            return iova;
+        }
+    }
+
+    private final Mm mm;
+    private final PciFunction fn;
+    private final int index;
+    private final int bar;
+    private final long pmrBytes;
+    private final PmrWindow window;
+    /** PMR offset → region. */
+    private final TreeMap<Long, Region> regions = new TreeMap<>();
+    /** pid → (va → region). */
+    private final Map<Integer, TreeMap<Long, Region>> byProcess = new HashMap<>();
+    private final Map<Integer, DeviceFile> files = new HashMap<>();
+    private long barriers;
+    private long invalidations;
+    private long pins;
+    private long mmioBytes;
+
+    /**
+     * Probe: the controller must announce a PMR ({@code CAP.PMRS}) with the {@code PMRSTS}-read
+     * write barrier; enables the controller ({@code CC.EN}, waits for {@code CSTS.RDY}) and the PMR.
+     */
+    public NvmePmr(Mm mm, PciFunction fn, int index) {
+        this.mm = mm;
+        this.fn = fn;
+        this.index = index;
+        long cap = fn.read64(0, NVME_REG_CAP);
+        if (cap == -1L) {
+            throw new KernelException(Errno.ENODEV, name() + ": controller at " + fn.bdf() + " reads all ones (gone)");
+        }
+        if ((cap & NVME_CAP_PMRS) == 0) {
+            throw new KernelException(Errno.EOPNOTSUPP, name() + ": controller at " + fn.bdf() + " has no persistent memory region (CAP.PMRS 0)");
+        }
+        int pmrcap = fn.read32(0, NVME_REG_PMRCAP);
+        this.bar = (pmrcap >>> PMRCAP_BIR_SHIFT) & 7;
+        this.pmrBytes = fn.barSize(bar);
+        if (pmrBytes == 0) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: PMRCAP.BIR names BAR %d, which %s does not implement", name(), bar, fn.bdf()));
+        }
+        if ((((pmrcap >>> PMRCAP_PMRWBM_SHIFT) & 0xf) & PMRWBM_READ_PMRSTS) == 0) {
+            throw new KernelException(Errno.EOPNOTSUPP, name() + ": the PMR has no PMRSTS-read write barrier (PMRCAP.PMRWBM bit 1): writes could not be made persistent");
+        }
+        this.window = fn.firmware(PmrWindow.class).orElseThrow(
+                () -> new KernelException(Errno.ENODEV, name() + ": " + fn.bdf() + " offers no PMR mapping"));
+        fn.write32(0, NVME_REG_CC, NVME_CC_ENABLE);
+        if ((fn.read32(0, NVME_REG_CSTS) & NVME_CSTS_RDY) == 0) {
+            throw new KernelException(Errno.EIO, name() + ": controller did not become ready (CSTS.RDY 0 after CC.EN)");
+        }
+        fn.write32(0, NVME_REG_PMRCTL, PMRCTL_EN);
+        if ((fn.read32(0, NVME_REG_PMRSTS) & PMRSTS_NRDY) != 0) {
+            fn.write32(0, NVME_REG_CC, 0);
+            throw new KernelException(Errno.EIO, name() + ": PMR not ready after PMRCTL.EN (PMRSTS.NRDY)");
+        }
+    }
+
+    /** {@code nvme0}, {@code nvme1}: in probe order. */
+    public String name() {
+        return "nvme" + index;
+    }
+
+    public int index() {
+        return index;
+    }
+
+    public String bdf() {
+        return fn.bdf();
+    }
+
+    public long pmrBytes() {
+        return pmrBytes;
+    }
+
+    // ------------------------------------------------------------------ user mappings
+
+    /**
+     * Maps PMR [offset, offset+length) into the process, read/write, as {@code mmap} of the region's
+     * device file at that offset: the same offset names the same persistent bytes in every run.
+     * A range overlapping one mapped already is EBUSY.
+     */
+    public synchronized long mmap(AddressSpace proc, long offset, long length) {
+        if (offset < 0 || length <= 0 || offset % PAGE != 0 || length % PAGE != 0 || offset + length > pmrBytes || offset + length < 0) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: PMR range 0x%x+0x%x must be page-aligned and inside the %d-byte region",
+                    name(), offset, length, pmrBytes));
+        }
+        var below = regions.floorEntry(offset + length - 1);
+        if (below != null && below.getValue().offset + below.getValue().length > offset) {
+            Region r = below.getValue();
+            throw new KernelException(Errno.EBUSY, String.format("%s: PMR 0x%x+0x%x overlaps 0x%x+0x%x, mapped by pid %d at 0x%x",
+                    name(), offset, length, r.offset, r.length, r.pid, r.va));
+        }
+        return map(proc, offset, length);
+    }
+
+    /** Maps a free PMR range of {@code length} (rounded up to pages), the lowest that fits. */
+    public synchronized long alloc(AddressSpace proc, long length) {
+        if (length <= 0 || length > pmrBytes) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: cannot allocate %d bytes of a %d-byte PMR", name(), length, pmrBytes));
+        }
+        long len = (length + PAGE - 1) & -PAGE;
+        long at = 0;
+        long largest = 0;
+        for (Region r : regions.values()) {
+            if (r.offset - at >= len) {
+                break;
+            }
+            largest = Math.max(largest, r.offset - at);
+            at = r.offset + r.length;
+        }
+        if (pmrBytes - at < len) {
+            throw new KernelException(Errno.ENOMEM, String.format("%s: no free PMR range of %d bytes (largest free: %d)", name(), len,
+                    Math.max(largest, pmrBytes - at)));
+        }
+        return map(proc, at, len);
+    }
+
+    private long map(AddressSpace proc, long offset, long length) {
+        assert Thread.holdsLock(this);
+        if (!fn.present()) {
+            throw new KernelException(Errno.ENODEV, name() + ": the controller is gone");
+        }
+        long va = proc.mmapDevice(0, window.cpuWindow(offset, length), Vma.PROT_READ | Vma.PROT_WRITE, "[" + name() + " pmr]");
+        Region r = new Region(proc.pid(), va, offset, length);
+        regions.put(offset, r);
+        byProcess.computeIfAbsent(proc.pid(), p -> new TreeMap<>()).put(va, r);
+        if (!files.containsKey(proc.pid())) {
+            DeviceFile f = new DeviceFile(() -> processExited(proc.pid()));
+            proc.openFile(f);
+            files.put(proc.pid(), f);
+        }
+        return va;
+    }
+
+    /** The PMR offset of {@code va} in the process, or -1 when no mapping of this PMR holds it. */
+    public synchronized long pmrOffset(int pid, long va) {
+        Region r = containing(pid, va, 1);
+        return r == null ? -1 : r.offset + (va - r.va);
+    }
+
+    private Region containing(int pid, long va, long length) {
+        assert Thread.holdsLock(this);
+        TreeMap<Long, Region> m = byProcess.get(pid);
+        var e = m == null ? null : m.floorEntry(va);
+        if (e == null) {
+            return null;
+        }
+        Region r = e.getValue();
+        return length > 0 && va - r.va + length <= r.length && !r.freed ? r : null;
+    }
+
+    /** Whether [va, va+length) lies in one live mapping of this PMR in the process. */
+    public synchronized boolean owns(int pid, long va, long length) {
+        return containing(pid, va, length) != null;
+    }
+
+    /**
+     * Unmaps the mapping that starts at {@code va}: the peers' pins on it are invalidated first
+     * (see the class comment); the bytes stay in the PMR.
+     */
+    public void munmap(int pid, long va) {
+        Region r;
+        List<Pin> live;
+        synchronized (this) {
+            TreeMap<Long, Region> m = byProcess.get(pid);
+            r = m == null ? null : m.get(va);
+            if (r == null || r.freed) {
+                throw new KernelException(Errno.EINVAL, String.format("%s: pid %d has no PMR mapping starting at 0x%x", name(), pid, va));
+            }
+            r.freed = true; // no pin may start on it from now on
+            live = r.pins.stream().filter(p -> !p.put).toList();
+        }
+        for (Pin p : live) {
+            p.invalidate.run(); // when this returns no peer reaches the range
+        }
+        synchronized (this) {
+            invalidations += live.size();
+            for (Pin p : r.pins) {
+                unpinLocked(p);
+            }
+            r.pins.clear();
+            regions.remove(r.offset);
+            TreeMap<Long, Region> m = byProcess.get(pid);
+            m.remove(va);
+            if (m.isEmpty()) {
+                byProcess.remove(pid);
+            }
+            AddressSpace as = mm.findProcess(pid);
+            if (as != null && !as.exited()) {
+                as.munmap(r.va, r.length);
+            }
+        }
+    }
+
+    private void processExited(int pid) {
+        List<Long> vas;
+        synchronized (this) {
+            files.remove(pid);
+            TreeMap<Long, Region> m = byProcess.get(pid);
+            vas = m == null ? List.of() : new ArrayList<>(m.keySet());
+        }
+        for (long va : vas) {
+            try {
+                munmap(pid, va);
+            } catch (KernelException gone) {
+                // unmapped meanwhile
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ peer-to-peer
+
+    /**
+     * Pins the pages of [va, va+length) (page-rounded) for a peer; {@code invalidate} runs when the
+     * range is unmapped or the controller goes while pinned. EINVAL when the range is not wholly in
+     * one mapping of this PMR.
+     */
+    public synchronized Pin pin(int pid, long va, long length, Runnable invalidate) {
+        long start = va & -PAGE;
+        long end = (va + length + PAGE - 1) & -PAGE;
+        Region r = containing(pid, start, end - start);
+        if (r == null) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: 0x%x+0x%x of pid %d is not inside one PMR mapping", name(), va, length, pid));
+        }
+        if (invalidate == null) {
+            throw new KernelException(Errno.EINVAL, name() + ": a pin needs an invalidation callback");
+        }
+        Pin p = new Pin(r, r.offset + (start - r.va), end - start, invalidate);
+        r.pins.add(p);
+        pins++;
+        return p;
+    }
+
+    /** Maps a pin into the peer's IOMMU domain: one contiguous bus-address range onto the PMR BAR. */
+    public synchronized Mapping dmaMap(Pin p, DmaMapper peer) {
+        if (p.put || p.region.freed) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: the pin of PMR 0x%x+0x%x is no longer held", name(), p.offset, p.length));
+        }
+        Mapping m = new Mapping(p, peer, peer.dmaMapResource(fn, bar, p.offset, p.length, DmaDirection.BIDIRECTIONAL));
+        p.mappings.add(m);
+        return m;
+    }
+
+    /** Undoes {@link #dmaMap}; a mapping torn down already (the range was unmapped) returns quietly. */
+    public synchronized void dmaUnmap(Mapping m) {
+        if (!m.unmapped) {
+            m.peer.dmaUnmap(m.iova, (int) (m.pin.length / PAGE));
+            m.unmapped = true;
+            m.pin.mappings.remove(m);
+        }
+    }
+
+    /** Drops a pin (and any mapping its holder left); a pin torn down already returns quietly. */
+    public synchronized void unpin(Pin p) {
+        unpinLocked(p);
+        p.region.pins.remove(p);
+    }
+
+    private void unpinLocked(Pin p) {
+        assert Thread.holdsLock(this);
+        for (Mapping m : List.copyOf(p.mappings)) {
+            dmaUnmap(m);
+        }
+        p.put = true;
+    }
+
+    // ------------------------------------------------------------------ persistence, MMIO
+
+    /**
+     * The PMR's write barrier: a read of {@code PMRSTS}, which completes once every write posted
+     * to the region before it is persistent ({@code PMRCAP.PMRWBM} bit 1).
+     *
+     * @throws KernelException EIO when the controller reports a PMR error, ENODEV when it is gone
+     */
+    public void flush() {
+        int sts = fn.read32(0, NVME_REG_PMRSTS);
+        synchronized (this) {
+            barriers++;
+        }
+        if (sts == -1) {
+            throw new KernelException(Errno.ENODEV, name() + ": controller gone, the barrier did not complete");
+        }
+        if ((sts & PMRSTS_ERR_MASK) != 0) {
+            throw new KernelException(Errno.EIO, String.format("%s: PMR write barrier failed (PMRSTS.ERR 0x%x): the media did not take the writes",
+                    name(), sts & PMRSTS_ERR_MASK));
+        }
+        if ((sts & PMRSTS_NRDY) != 0) {
+            throw new KernelException(Errno.EIO, name() + ": PMR not ready (PMRSTS.NRDY)");
+        }
+    }
+
+    private void checkWindow(long offset, long length) {
+        if (offset < 0 || length < 0 || offset + length > pmrBytes || offset + length < 0) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: PMR offset 0x%x length %d is outside the %d-byte region", name(), offset, length, pmrBytes));
+        }
+    }
+
+    /** Reads PMR bytes through the BAR (MMIO, 32 bits at a time), as the kernel's {@code memcpy_fromio}. */
+    public byte[] read(long offset, int length) {
+        checkWindow(offset, length);
+        byte[] out = new byte[length];
+        for (int i = 0; i < length;) {
+            long word = (offset + i) & -4L;
+            int v = fn.read32(bar, word);
+            for (int b = (int) ((offset + i) - word); b < 4 && i < length; b++, i++) {
+                out[i] = (byte) (v >>> (8 * b));
+            }
+        }
+        synchronized (this) {
+            mmioBytes += length;
+        }
+        return out;
+    }
+
+    /** Writes PMR bytes through the BAR (MMIO; partial words read-modify-write), as {@code memcpy_toio}. Posted, not yet persistent. */
+    public void write(long offset, byte[] data) {
+        checkWindow(offset, data.length);
+        for (int i = 0; i < data.length;) {
+            long word = (offset + i) & -4L;
+            int first = (int) ((offset + i) - word);
+            int v = first == 0 && data.length - i >= 4 ? 0 : fn.read32(bar, word);
+            for (int b = first; b < 4 && i < data.length; b++, i++) {
+                v = (v & ~(0xff << (8 * b))) | ((data[i] & 0xff) << (8 * b));
+            }
+            fn.write32(bar, word, v);
+        }
+        synchronized (this) {
+            mmioBytes += data.length;
+        }
+    }
+
+    // ------------------------------------------------------------------ teardown, view
+
+    /**
+     * The controller goes (driver unbind): every mapping is unmapped (pins invalidated first), the
+     * PMR disabled and the controller shut down normally ({@code CC.SHN}), which makes what was
+     * posted persistent. Returns what could not be cleaned.
+     */
+    public List<String> shutdown() {
+        Map<Integer, DeviceFile> open;
+        synchronized (this) {
+            open = new HashMap<>(files);
+        }
+        for (Map.Entry<Integer, DeviceFile> e : open.entrySet()) {
+            processExited(e.getKey()); // outside the lock: invalidations run
+            AddressSpace as = mm.findProcess(e.getKey());
+            if (as != null) {
+                as.closeFile(e.getValue());
+            }
+        }
+        List<String> left = new ArrayList<>();
+        synchronized (this) {
+            if (!regions.isEmpty()) {
+                left.add(name() + ": " + regions.size() + " PMR mappings left at shutdown");
+            }
+        }
+        if (fn.present()) {
+            fn.write32(0, NVME_REG_PMRCTL, 0);
+            fn.write32(0, NVME_REG_CC, NVME_CC_ENABLE | NVME_CC_SHN_NORMAL);
+            int csts = fn.read32(0, NVME_REG_CSTS);
+            if ((csts & NVME_CSTS_SHST_MASK) != NVME_CSTS_SHST_CMPLT || (csts & NVME_CSTS_CFS) != 0) {
+                left.add(String.format("%s: shutdown not complete (CSTS 0x%x): posted PMR writes may be lost", name(), csts));
+            }
+            fn.write32(0, NVME_REG_CC, 0);
+        }
+        return left;
+    }
+
+    /** What {@code ssd:info} shows. */
+    public record Info(String name, String bdf, int bar, long pmrBytes, long mappedBytes, int mappings, int pinned, long pins,
+            long invalidations, long barriers, long mmioBytes, List<String> ranges) {
+    }
+
+    public synchronized Info info() {
+        long mapped = 0;
+        int pinned = 0;
+        List<String> ranges = new ArrayList<>();
+        for (Region r : regions.values()) {
+            mapped += r.length;
+            long live = r.pins.stream().filter(p -> !p.put).count();
+            pinned += (int) live;
+            ranges.add(String.format("PMR 0x%08x-0x%08x pid %d at 0x%x%s", r.offset, r.offset + r.length, r.pid, r.va,
+                    live == 0 ? "" : ", pinned by " + live + " peer registration(s)"));
+        }
+        return new Info(name(), fn.bdf(), bar, pmrBytes, mapped, regions.size(), pinned, pins, invalidations, barriers, mmioBytes, ranges);
+    }
+}

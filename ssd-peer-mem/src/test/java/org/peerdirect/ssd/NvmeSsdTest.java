@@ -1,0 +1,227 @@
+package org.peerdirect.ssd;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.ssd.model.NvmeSsd;
+import org.peerdirect.ssd.nvme.NvmePmr;
+import org.peerdirect.testkit.Machine;
+
+/**
+ * The SSD model and its driver: registers, persistence by the PMR write barrier and by a normal
+ * shutdown, loss of posted writes on power loss, the media file's checks, user mappings, MMIO,
+ * peer-to-peer DMA through the PMR BAR and invalidation when a pinned range goes.
+ */
+class NvmeSsdTest {
+
+    static final long PMR = 1L << 20;
+
+    @TempDir
+    Path tmp;
+    Machine m;
+    NvmeSsd ssd;
+    PciFunction fn;
+    NvmePmr pmr;
+
+    @BeforeEach
+    void up() {
+        m = Machine.builder(tmp.resolve("machine")).build();
+        powerOn();
+    }
+
+    private void powerOn() {
+        ssd = new NvmeSsd("test-ssd", tmp.resolve("media/nvme0.pmr"), PMR);
+        fn = m.plug(ssd.spec());
+        pmr = new NvmePmr(m.mm(), fn, 0);
+    }
+
+    /** Pulls the card without a shutdown: what was posted and not flushed is lost. */
+    private void powerLoss() {
+        fn.remove();
+        ssd.close();
+    }
+
+    private void cleanPowerOff() {
+        assertEquals(List.of(), pmr.shutdown());
+        fn.remove();
+        ssd.close();
+    }
+
+    @AfterEach
+    void down() {
+        if (ssd != null) {
+            cleanPowerOff();
+        }
+        m.close(); // the audit: no mapping, no use-after-free
+    }
+
+    private static byte[] text(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void theControllerAnnouncesAPmrWithTheReadBarrier() {
+        long cap = fn.read64(0, NvmeSsd.NVME_REG_CAP);
+        assertTrue((cap & NvmeSsd.NVME_CAP_PMRS) != 0, "CAP.PMRS");
+        assertEquals(0x00010400, fn.read32(0, NvmeSsd.NVME_REG_VS), "NVMe 1.4");
+        int pmrcap = fn.read32(0, NvmeSsd.NVME_REG_PMRCAP);
+        assertEquals(NvmeSsd.PMR_BAR, (pmrcap >>> NvmeSsd.PMRCAP_BIR_SHIFT) & 7, "BIR");
+        assertEquals(NvmeSsd.PMRWBM_READ_PMRSTS, (pmrcap >>> NvmeSsd.PMRCAP_PMRWBM_SHIFT) & 0xf & NvmeSsd.PMRWBM_READ_PMRSTS);
+        assertEquals(PMR, fn.barSize(NvmeSsd.PMR_BAR));
+        assertEquals(NvmeSsd.NVME_CSTS_RDY, fn.read32(0, NvmeSsd.NVME_REG_CSTS) & NvmeSsd.NVME_CSTS_RDY, "enabled by the probe");
+        assertEquals(0, fn.read32(0, NvmeSsd.NVME_REG_PMRSTS) & NvmeSsd.PMRSTS_NRDY, "PMR ready");
+    }
+
+    @Test
+    void aFlushedWriteSurvivesPowerLossAndAnUnflushedOneDoesNot() {
+        pmr.write(0x1000, text("durable"));
+        pmr.flush();
+        pmr.write(0x2000, text("volatile"));
+        assertArrayEquals(text("volatile"), pmr.read(0x2000, 8), "posted writes read back at once");
+        assertEquals(1, ssd.unpersistedPages());
+        powerLoss();
+        powerOn();
+        assertArrayEquals(text("durable"), pmr.read(0x1000, 7));
+        assertArrayEquals(new byte[8], pmr.read(0x2000, 8), "the posted write died with the power");
+    }
+
+    @Test
+    void aNormalShutdownPersistsWhatWasPosted() {
+        pmr.write(0x3003, text("shutdown")); // unaligned: read-modify-write of words
+        cleanPowerOff();
+        powerOn();
+        assertArrayEquals(text("shutdown"), pmr.read(0x3003, 8));
+    }
+
+    @Test
+    void cpuStoresThroughAUserMappingAreInTheWindowAndPersistOnFlush() {
+        AddressSpace p = m.process("app");
+        long va = pmr.mmap(p, 64 << 10, 64 << 10);
+        p.write(va + 5, text("cpu store"), 0, 9);
+        assertArrayEquals(text("cpu store"), pmr.read((64 << 10) + 5, 9), "the same bytes through the BAR");
+        assertThrows(KernelException.class, () -> p.pinUserPages(va, 4096, true), "a device mapping is not pinnable");
+        pmr.flush();
+        pmr.munmap(p.pid(), va);
+        p.exit();
+        powerLoss();
+        powerOn();
+        assertArrayEquals(text("cpu store"), pmr.read((64 << 10) + 5, 9));
+    }
+
+    @Test
+    void thePmrOffsetNamesTheSameBytesAcrossMappingsAndOverlapsAreRefused() {
+        AddressSpace a = m.process("a");
+        long va = pmr.mmap(a, 0x10000, 0x10000);
+        KernelException e = assertThrows(KernelException.class, () -> pmr.mmap(a, 0x18000, 0x10000));
+        assertEquals(Errno.EBUSY, e.errno());
+        assertTrue(e.getMessage().contains("overlaps"), e.getMessage());
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> pmr.mmap(a, 0x123, 4096)).errno());
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> pmr.mmap(a, PMR - 4096, 8192)).errno());
+        long first = pmr.alloc(a, 4096); // first fit: below the fixed mapping
+        assertEquals(0, pmr.pmrOffset(a.pid(), first));
+        assertEquals(0x10000, pmr.pmrOffset(a.pid(), va));
+        KernelException full = assertThrows(KernelException.class, () -> pmr.alloc(a, PMR));
+        assertEquals(Errno.ENOMEM, full.errno());
+        pmr.munmap(a.pid(), va);
+        pmr.munmap(a.pid(), first);
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> pmr.munmap(a.pid(), first)).errno());
+        a.exit();
+    }
+
+    @Test
+    void processExitUnmapsItsPmrMappings() {
+        AddressSpace a = m.process("dies");
+        pmr.alloc(a, 8192);
+        pmr.alloc(a, 8192);
+        assertEquals(2, pmr.info().mappings());
+        a.exit();
+        assertEquals(0, pmr.info().mappings());
+    }
+
+    @Test
+    void aPeerWritesThroughThePmrBarAndLosesItsMappingWhenTheRangeGoes() {
+        AddressSpace a = m.process("app");
+        long va = pmr.alloc(a, 8192);
+        IommuDomain peer = m.domain("peer0");
+        int[] invalidated = {0};
+        NvmePmr.Pin[] pin = new NvmePmr.Pin[1];
+        NvmePmr.Mapping[] map = new NvmePmr.Mapping[1];
+        pin[0] = pmr.pin(a.pid(), va, 8192, () -> {
+            invalidated[0]++;
+            pmr.dmaUnmap(map[0]); // as the core does through the client
+            pmr.unpin(pin[0]);
+        });
+        map[0] = pmr.dmaMap(pin[0], peer);
+        long before = m.iommu().barBytes();
+        peer.write(map[0].iova() + 4096, java.lang.foreign.MemorySegment.ofArray(text("peer")), 0, 4);
+        assertEquals(before + 4, m.iommu().barBytes(), "bytes across the PMR BAR");
+        assertArrayEquals(text("peer"), pmr.read(4096, 4));
+        byte[] cpu = new byte[4];
+        a.read(va + 4096, cpu, 0, 4);
+        assertArrayEquals(text("peer"), cpu, "the process sees the peer's write");
+        assertEquals(1, pmr.info().pinned());
+        pmr.munmap(a.pid(), va);
+        assertEquals(1, invalidated[0], "the pin was invalidated before the range went");
+        assertEquals(0, peer.mappedPages(), "nothing left mapped in the peer's domain");
+        a.exit();
+    }
+
+    @Test
+    void pinsOutsideOneMappingAreRefused() {
+        AddressSpace a = m.process("app");
+        long va = pmr.alloc(a, 8192);
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> pmr.pin(a.pid(), va, 3 * 4096, () -> { })).errno());
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> pmr.pin(a.pid() + 1, va, 4096, () -> { })).errno());
+        assertFalse(pmr.owns(a.pid(), va - 4096, 4096));
+        a.exit();
+    }
+
+    @Test
+    void theMediaFileIsCheckedAndLocked() throws Exception {
+        KernelException none = null;
+        IllegalStateException busy = assertThrows(IllegalStateException.class,
+                () -> new NvmeSsd("second", tmp.resolve("media/nvme0.pmr"), PMR));
+        assertTrue(busy.getMessage().contains("in use"), busy.getMessage());
+        Files.write(tmp.resolve("small.pmr"), new byte[4096]);
+        IllegalStateException size = assertThrows(IllegalStateException.class, () -> new NvmeSsd("x", tmp.resolve("small.pmr"), PMR));
+        assertTrue(size.getMessage().contains("4096 bytes"), size.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new NvmeSsd("x", tmp.resolve("odd.pmr"), 100_000));
+        assertEquals(null, none);
+    }
+
+    @Test
+    void aDisabledPmrReadsAllOnesAndOutOfRangeAccessIsNamed() {
+        fn.write32(0, NvmeSsd.NVME_REG_PMRCTL, 0);
+        assertEquals(-1, fn.read32(NvmeSsd.PMR_BAR, 0), "a disabled PMR answers nothing");
+        fn.write32(0, NvmeSsd.NVME_REG_PMRCTL, NvmeSsd.PMRCTL_EN);
+        KernelException e = assertThrows(KernelException.class, () -> pmr.read(PMR - 2, 4));
+        assertTrue(e.getMessage().contains("outside"), e.getMessage());
+        assertThrows(KernelException.class, () -> pmr.write(-1, new byte[1]));
+    }
+
+    @Test
+    void aGoneControllerFailsTheBarrierWithENODEV() {
+        fn.remove();
+        KernelException e = assertThrows(KernelException.class, pmr::flush);
+        assertEquals(Errno.ENODEV, e.errno());
+        ssd.close();
+        ssd = null; // nothing to shut down
+    }
+}
