@@ -32,6 +32,19 @@ class LauncherIT {
     }
 
     private Run launch(String... args) throws Exception {
+        Process p = start(tmp.resolve("out.txt"), args);
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("launcher did not exit within 120 s: " + Files.readString(tmp.resolve("out.txt.err")));
+        }
+        return new Run(p.exitValue(), Files.readString(tmp.resolve("out.txt")), Files.readString(tmp.resolve("out.txt.err")));
+    }
+
+    /**
+     * Starts the launcher on the test's home; its output goes to {@code out} (null: a pipe, read
+     * from {@link Process#getInputStream}), its errors to {@code out.err} ({@code piped.err}).
+     */
+    private Process start(Path out, String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
                 "-Dpeerdirect.home=" + DIST.toAbsolutePath(),
@@ -42,15 +55,72 @@ class LauncherIT {
         Files.createDirectories(tmp.resolve("home/etc"));
         Files.copy(DIST.resolve("etc/gosh_profile"), tmp.resolve("home/etc/gosh_profile"),
                 java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-        Path out = tmp.resolve("out.txt");
-        Path err = tmp.resolve("err.txt");
-        Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile())
-                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
-        if (!p.waitFor(120, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError("launcher did not exit within 120 s: " + Files.readString(err));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+        Path errors = out != null ? Path.of(out + ".err") : tmp.resolve("piped.err");
+        pb.redirectError(errors.toFile());
+        if (out != null) {
+            pb.redirectOutput(out.toFile());
         }
-        return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
+        return pb.start();
+    }
+
+    /**
+     * The SSD's durability promise with a real process kill: in a running container an RDMA WRITE
+     * places record A in the SSD's persistent memory region and the PMR write barrier runs, then
+     * record B is written and not flushed; the container gets SIGKILL. On restart A is there and B
+     * is not (it was only posted). Then a clean stop (the driver's normal shutdown) keeps what was
+     * posted: record C, written without a flush, is there on the next start.
+     */
+    @Test
+    void dataRdmaWroteIntoTheSsdSurvivesKillMinus9OnceFlushed() throws Exception {
+        Path out = tmp.resolve("piped");
+        Process p = start(null, "-c", "rdma:put -d mlx5_0 --mem ssd_mem --offset 0 --text durable-record-A; ssd:flush; "
+                + "rdma:put -d mlx5_0 --mem ssd_mem --offset 4096 --text posted-record-B; echo ready-for-kill; rdma:write_bw -n 100000000");
+        var reader = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8));
+        StringBuilder seen = new StringBuilder();
+        // read until the marker, bounded: a child that never gets there is killed after 90 s
+        var ready = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                for (String line; (line = reader.readLine()) != null;) {
+                    synchronized (seen) {
+                        seen.append(line).append('\n');
+                    }
+                    if (line.equals("ready-for-kill")) {
+                        return true;
+                    }
+                }
+                return false;
+            } catch (java.io.IOException e) {
+                return false;
+            }
+        });
+        boolean up;
+        try {
+            up = ready.get(90, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            up = false;
+        }
+        String before;
+        synchronized (seen) {
+            before = seen.toString();
+        }
+        if (!up) {
+            p.destroyForcibly();
+        }
+        assertTrue(up, "the writes were done in the running container: " + before + Files.readString(Path.of(out + ".err")));
+        assertTrue(before.contains("RDMA READ back: the same bytes"), before);
+        Process kill = new ProcessBuilder("kill", "-9", Long.toString(p.pid())).start();
+        assertEquals(0, kill.waitFor(), "kill -9 sent");
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS), "the container died");
+        assertEquals(137, p.exitValue(), "killed by SIGKILL");
+
+        Run after = launch("-c", "ssd:read 0 16; ssd:read 4096 15; rdma:put -d mlx5_0 --mem ssd_mem --offset 8192 --text clean-stop-C");
+        assertEquals(0, after.exit(), after.err());
+        assertTrue(after.out().contains("nvme0 PMR 0x0+16: durable-record-A"), "flushed before the kill: there\n" + after.out());
+        assertTrue(after.out().contains("nvme0 PMR 0x1000+15: ..............."), "posted, not flushed: lost with the process\n" + after.out());
+        Run clean = launch("-c", "ssd:read 8192 12");
+        assertEquals(0, clean.exit(), clean.err());
+        assertTrue(clean.out().contains("nvme0 PMR 0x2000+12: clean-stop-C"), "a clean stop shuts the SSD down normally\n" + clean.out());
     }
 
     @Test

@@ -41,7 +41,6 @@ import org.peerdirect.rdma.RcConnect;
  */
 class Mlx5GpuTest extends Mlx5Machine {
 
-    static final int RW = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
 
     @TempDir
     Path tmp;
@@ -82,66 +81,6 @@ class Mlx5GpuTest extends Mlx5Machine {
         assertEquals(List.of(), left, "IOMMU clean, every DMA page and frame free");
     }
 
-    final class End {
-        final IbvContext ctx;
-        final IbvPd pd;
-        final IbvCq cq;
-        final IbvQp qp;
-        final long buf;
-        final IbvMr mr;
-
-        End(int dev) {
-            ctx = devs.get(dev).open(proc);
-            pd = ctx.allocPd();
-            cq = ctx.createCq(256, null);
-            IbvQpInitAttr a = new IbvQpInitAttr();
-            a.sendCq = cq;
-            a.recvCq = cq;
-            a.qpType = IbvQpType.RC;
-            a.maxSendWr = 64;
-            a.maxRecvWr = 64;
-            qp = pd.createQp(a);
-            buf = proc.mmap(1 << 20);
-            proc.populate(buf, 1 << 20, true);
-            mr = pd.regMr(buf, 1 << 20, RW);
-        }
-
-        void close() {
-            mr.dereg();
-            qp.destroy();
-            cq.destroy();
-            pd.dealloc();
-            ctx.close();
-            proc.munmap(buf, 1 << 20);
-        }
-    }
-
-    /** a (host memory, device 0) and b (device 1) connected both ways. */
-    End[] pair() {
-        End[] p = {new End(0), new End(1)};
-        connect(p);
-        return p;
-    }
-
-    /** (Re)connects both QPs from any state: RESET, then RESET → RTS towards each other. */
-    static void connect(End[] p) {
-        RcConnect c = new RcConnect().access(RW).minRnrTimer(1).timeout(14, 7);
-        for (int k = 0; k < 2; k++) {
-            org.peerdirect.ib.core.verbs.IbvQpAttr r = new org.peerdirect.ib.core.verbs.IbvQpAttr();
-            r.qpState = org.peerdirect.ib.core.verbs.IbvQpState.RESET;
-            p[k].qp.modify(r, org.peerdirect.ib.core.verbs.IbvQpAttr.STATE);
-        }
-        for (int k = 0; k < 2; k++) {
-            c.connect(p[k].qp, p[1 - k].ctx.queryPort(1).lid(), p[1 - k].qp.qpNum());
-        }
-    }
-
-    static IbvSendWr write(End from, long src, int len, long remote, int rkey) {
-        IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, src, len, from.mr.lkey(), 1);
-        w.remoteAddr = remote;
-        w.rkey = rkey;
-        return w;
-    }
 
     byte[] gpuBytes(long dptr, int n) {
         byte[] b = new byte[n];
@@ -152,7 +91,7 @@ class Mlx5GpuTest extends Mlx5Machine {
     @Test
     void anRdmaWriteLandsInGpuMemoryThroughBar1AndAReadComesBack() {
         up(64L << 20, 32L << 20, true, false);
-        End[] p = pair();
+        RcEnd[] p = pair();
         long dptr = rm.cuMemAlloc(proc, 1 << 20);
         assertThrows(org.peerdirect.kernel.mm.SegmentationFault.class, () -> proc.read(dptr, new byte[1], 0, 1),
                 "an x86 CPU cannot touch cudaMalloc memory");
@@ -192,7 +131,7 @@ class Mlx5GpuTest extends Mlx5Machine {
     @Test
     void aCudaFreeOfARegisteredBufferEndsInErrorCompletionsNeverInAStrayWrite() {
         up(64L << 20, 32L << 20, false, true);
-        End[] p = pair();
+        RcEnd[] p = pair();
         long dptr = rm.cuMemAlloc(proc, 256 << 10);
         IbvMr gmr = p[1].pd.regMr(dptr, 256 << 10, RW);
         fill(p[0].buf, 4096, 9);
@@ -224,7 +163,7 @@ class Mlx5GpuTest extends Mlx5Machine {
     @Test
     void aPersistentRegistrationKeepsItsPagesPastTheFreeUntilDereg() {
         up(64L << 20, 32L << 20, true, false);
-        End[] p = pair();
+        RcEnd[] p = pair();
         long dptr = rm.cuMemAlloc(proc, 128 << 10);
         IbvMr gmr = p[1].pd.regMr(dptr, 128 << 10, RW);
         rm.cuMemFree(proc, dptr);
@@ -245,7 +184,7 @@ class Mlx5GpuTest extends Mlx5Machine {
     @Test
     void aRegistrationAbove128MiBWorksEndToEnd() {
         up(512L << 20, 512L << 20, true, false);
-        End[] p = pair();
+        RcEnd[] p = pair();
         long size = 256L << 20;
         long dptr = rm.cuMemAlloc(proc, size);
         IbvMr gmr = p[1].pd.regMr(dptr, size, RW);
@@ -267,7 +206,7 @@ class Mlx5GpuTest extends Mlx5Machine {
     @Test
     void pinningMoreThanTheBar1ApertureFailsCleanly() {
         up(64L << 20, 1L << 20, true, false);
-        End[] p = pair();
+        RcEnd[] p = pair();
         long dptr = rm.cuMemAlloc(proc, 2 << 20);
         KernelException e = assertThrows(KernelException.class, () -> p[1].pd.regMr(dptr, 2 << 20, RW));
         assertEquals(KernelException.Errno.EFAULT, e.errno(), "no client claimed it (nv_mem's probe failed): the pin error stands: " + e.getMessage());
@@ -295,7 +234,7 @@ class Mlx5GpuTest extends Mlx5Machine {
     void freeRacingDeregAndRegistrationNeverHangsLeaksOrStrays() throws Exception {
         for (boolean unmaps : new boolean[] {true, false}) {
             up(64L << 20, 32L << 20, false, unmaps);
-            End[] p = pair();
+            RcEnd[] p = pair();
             for (int i = 0; i < 40; i++) {
                 long dptr = rm.cuMemAlloc(proc, 256 << 10);
                 boolean regFirst = i % 2 == 0;

@@ -10,6 +10,15 @@ import org.peerdirect.hca.cx4.ConnectX4Device;
 import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.ib.core.standalone.IbCore;
 import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
@@ -129,5 +138,70 @@ abstract class Mlx5Machine {
             }
         };
         return new org.peerdirect.rdma.tools.RdmaTools(list, mm);
+    }
+
+    static final int RW = org.peerdirect.ib.core.umem.IbAccess.LOCAL_WRITE | org.peerdirect.ib.core.umem.IbAccess.REMOTE_READ
+            | org.peerdirect.ib.core.umem.IbAccess.REMOTE_WRITE | org.peerdirect.ib.core.umem.IbAccess.REMOTE_ATOMIC;
+
+    /** One side of an RC connection in {@link #proc}: context, PD, CQ, RC QP and 1 MiB of registered host memory. */
+    final class RcEnd {
+        final IbvContext ctx;
+        final IbvPd pd;
+        final IbvCq cq;
+        final IbvQp qp;
+        final long buf;
+        final IbvMr mr;
+
+        RcEnd(int dev) {
+            ctx = devs.get(dev).open(proc);
+            pd = ctx.allocPd();
+            cq = ctx.createCq(256, null);
+            IbvQpInitAttr a = new IbvQpInitAttr();
+            a.sendCq = cq;
+            a.recvCq = cq;
+            a.qpType = IbvQpType.RC;
+            a.maxSendWr = 64;
+            a.maxRecvWr = 64;
+            qp = pd.createQp(a);
+            buf = proc.mmap(1 << 20);
+            proc.populate(buf, 1 << 20, true);
+            mr = pd.regMr(buf, 1 << 20, RW);
+        }
+
+        void close() {
+            mr.dereg();
+            qp.destroy();
+            cq.destroy();
+            pd.dealloc();
+            ctx.close();
+            proc.munmap(buf, 1 << 20);
+        }
+    }
+
+    /** a (host memory, device 0) and b (device 1) connected both ways. */
+    RcEnd[] pair() {
+        RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
+        connect(p);
+        return p;
+    }
+
+    /** (Re)connects both QPs from any state: RESET, then RESET → RTS towards each other. */
+    static void connect(RcEnd[] p) {
+        org.peerdirect.rdma.RcConnect c = new org.peerdirect.rdma.RcConnect().access(RW).minRnrTimer(1).timeout(14, 7);
+        for (int k = 0; k < 2; k++) {
+            org.peerdirect.ib.core.verbs.IbvQpAttr r = new org.peerdirect.ib.core.verbs.IbvQpAttr();
+            r.qpState = org.peerdirect.ib.core.verbs.IbvQpState.RESET;
+            p[k].qp.modify(r, org.peerdirect.ib.core.verbs.IbvQpAttr.STATE);
+        }
+        for (int k = 0; k < 2; k++) {
+            c.connect(p[k].qp, p[1 - k].ctx.queryPort(1).lid(), p[1 - k].qp.qpNum());
+        }
+    }
+
+    static IbvSendWr write(RcEnd from, long src, int len, long remote, int rkey) {
+        IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, src, len, from.mr.lkey(), 1);
+        w.remoteAddr = remote;
+        w.rkey = rkey;
+        return w;
     }
 }

@@ -45,7 +45,6 @@ import org.peerdirect.rdma.RcConnect;
  */
 class Mlx5VerbsTest extends Mlx5Machine {
 
-    static final int RW = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
 
     @TempDir
     Path tmp;

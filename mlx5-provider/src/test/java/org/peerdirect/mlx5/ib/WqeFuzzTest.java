@@ -106,7 +106,6 @@ import org.peerdirect.mlx5.lib.Mlx5Qp;
  */
 class WqeFuzzTest extends Mlx5Machine {
 
-    static final int RW = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
     /** Send WQEs of QP A: one basic block each (a WRITE with one data segment), 32 basic blocks. */
     static final int SQ_WQES = 32;
     /** wr_ids: the first lap (its ring slot in the low bits), the library's good posts, the raw ones. */

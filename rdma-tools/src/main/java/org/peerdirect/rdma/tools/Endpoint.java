@@ -54,6 +54,15 @@ final class Endpoint implements AutoCloseable {
      * {@code ibv_rc_pingpong -o}): not populated, not pinned; the device faults its pages in.
      */
     Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, boolean odp) {
+        this(mm, name, dev, size, nqp, depth, peer, events, odp, -1);
+    }
+
+    /**
+     * With {@code peerOffset} at least 0, the peer buffer is the device memory at that fixed
+     * offset ({@link PeerMemoryAllocator#map}: an SSD's persistent region), not a fresh allocation.
+     */
+    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, boolean odp,
+            long peerOffset) {
         this.proc = mm.createProcess(name);
         this.size = size;
         this.peer = peer;
@@ -80,7 +89,7 @@ final class Endpoint implements AutoCloseable {
                         "on-demand paging (-o) works on host memory; peer memory is pinned by its client");
             }
             if (peer != null) {
-                buf = peer.alloc(proc.pid(), size);
+                buf = peerOffset >= 0 ? peer.map(proc.pid(), peerOffset, size) : peer.alloc(proc.pid(), size);
             } else {
                 buf = proc.mmap(size);
                 if (!odp) {

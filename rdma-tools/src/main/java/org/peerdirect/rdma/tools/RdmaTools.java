@@ -44,7 +44,7 @@ import org.peerdirect.peermem.PeerMemoryAllocator;
 @Component(service = RdmaTools.class, property = {"osgi.command.scope=rdma", "osgi.command.function=devices",
         "osgi.command.function=devinfo", "osgi.command.function=pingpong", "osgi.command.function=write_bw",
         "osgi.command.function=read_bw", "osgi.command.function=send_bw", "osgi.command.function=write_lat",
-        "osgi.command.function=invalidate_test"})
+        "osgi.command.function=invalidate_test", "osgi.command.function=put"})
 public final class RdmaTools {
 
     /** A bounded wait for any completion: a tool never hangs. */
@@ -612,6 +612,71 @@ public final class RdmaTools {
                     : "UNEXPECTED: first error at write " + firstError);
         }
         return out.toString();
+    }
+
+    /**
+     * {@code rdma:put --mem CLIENT [--offset OFF] --text TEXT}: one RDMA WRITE of the text from a
+     * host buffer into peer memory at a fixed device offset (an SSD's persistent region: the same
+     * offset names the same bytes after a restart), then an RDMA READ back to check placement.
+     */
+    @Descriptor("RDMA WRITE of a text into peer memory at a fixed device offset, read back to check. Example: rdma:put --mem ssd_mem --offset 0 --text hello")
+    public String put(@Descriptor("options; --help lists them") Object... args) {
+        Options o = new Options("rdma:put", "one RDMA WRITE of a text into peer memory at a device offset (then an RDMA READ back)", args, List.of(
+                Options.value("--mem", "MEM", "a peer client offering memory at fixed offsets (ssd_mem)", null),
+                Options.value("--offset", "OFF", "device offset, page-aligned", 0),
+                Options.value("--text", "TEXT", "the bytes to write (UTF-8)", null),
+                Options.value("-d", "DEVICE", "client device (rdma:devices)", null)));
+        if (o.help()) {
+            return o.printUsage();
+        }
+        if (o.string("--mem") == null || o.string("--text") == null) {
+            throw new UsageException("rdma:put needs --mem <peer client> and --text <text> (rdma:put --help)");
+        }
+        PeerMemoryAllocator mem = memory(o);
+        if (mem == null) {
+            throw new UsageException("rdma:put: --mem must name a peer memory client, not host");
+        }
+        long offset = o.number("--offset", 0, Long.MAX_VALUE / 2);
+        byte[] text = o.string("--text").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (text.length == 0 || text.length > (1 << 20)) {
+            throw new UsageException("rdma:put: --text must have 1 to 1048576 bytes, not " + text.length);
+        }
+        long size = (text.length + 4095L) & -4096L;
+        Pair p = pair(o);
+        long bar0 = barBytes();
+        try (Endpoint target = new Endpoint(mm, "put-target", p.server(), size, 1, 4, mem, false, false, offset);
+                Endpoint source = new Endpoint(mm, "put-source", p.client(), size, 1, 4, null)) {
+            Endpoint.connect(source, target, 0);
+            Endpoint.connect(target, source, 0);
+            source.write(source.buf, text, 0, text.length);
+            IbvSendWr w = new IbvSendWr().sge(source.buf, text.length, source.mr.lkey());
+            w.opcode = IbvWrOpcode.RDMA_WRITE;
+            w.sendFlags = IbvSendWr.SEND_SIGNALED;
+            w.remoteAddr = target.buf;
+            w.rkey = target.mr.rkey();
+            complete(source, w, "RDMA WRITE");
+            source.write(source.buf, new byte[text.length], 0, text.length);
+            w.opcode = IbvWrOpcode.RDMA_READ;
+            complete(source, w, "RDMA READ");
+            byte[] back = new byte[text.length];
+            source.read(source.buf, back, 0, text.length);
+            boolean same = java.util.Arrays.equals(back, text);
+            long bar = barBytes();
+            String out = String.format("%s %s: RDMA WRITE of %d bytes to %s offset 0x%x (pid %d 0x%x, rkey 0x%x): SUCCESS%n"
+                    + "RDMA READ back: %s%s%n", p.client().name(), p.server().name(), text.length, mem.name(), offset, target.proc.pid(),
+                    target.buf, target.mr.rkey(), same ? "the same bytes" : "MISMATCH",
+                    bar < 0 ? "" : String.format(" (%d bytes crossed the peer's BAR)", bar - bar0));
+            if (!same) {
+                throw new IllegalStateException(out);
+            }
+            return out;
+        }
+    }
+
+    /** Posts one signalled work request on {@code e}'s QP 0 and waits (bounded) for its successful completion. */
+    private static void complete(Endpoint e, IbvSendWr w, String what) {
+        e.qps[0].postSend(w);
+        waitOk(e.cq, new IbvWc[] {new IbvWc()}, what);
     }
 
     // ------------------------------------------------------------------ perftest

@@ -45,7 +45,7 @@ public final class NvmeDriver {
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
-            unbind = "unbindFunction", target = "(&(pci.vendor=5197)(pci.device=42020))")
+            unbind = "unbindFunction", target = "(&(pci.vendor=5197)(pci.device=43044))")
     void bindFunction(PciFunction fn) {
         int index;
         synchronized (indices) {

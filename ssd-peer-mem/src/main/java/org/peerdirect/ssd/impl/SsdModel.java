@@ -28,7 +28,7 @@ import org.peerdirect.ssd.model.NvmeSsd;
  * {@code dir}). Stopping the bundle pulls the cards: the driver unbinds first (a normal shutdown
  * that makes posted writes persistent), then the models power off.
  */
-@Component(immediate = true, configurationPid = SsdModel.PID)
+@Component(immediate = true, configurationPid = SsdModel.PID, service = SsdModel.class)
 @Designate(ocd = SsdModel.Config.class)
 public final class SsdModel {
 

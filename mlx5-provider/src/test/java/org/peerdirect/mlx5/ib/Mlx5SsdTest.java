@@ -1,0 +1,135 @@
+package org.peerdirect.mlx5.ib;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.hca.cx4.ConnectX4Device;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.peermem.PeerMemoryRegistration;
+import org.peerdirect.ssd.model.NvmeSsd;
+import org.peerdirect.ssd.nvme.NvmePmr;
+import org.peerdirect.ssd.peermem.SsdPeerMem;
+
+/**
+ * RDMA into an SSD's persistent memory region on mlx5: the PMR mapped into the process and
+ * registered through ssd_mem; RDMA WRITEs land in the SSD through its PMR BAR (peer to peer in the
+ * HCA's IOMMU domain), survive a power loss once the write barrier ran and are lost without it;
+ * unmapping a registered range revokes the mkey before the range goes.
+ */
+class Mlx5SsdTest extends Mlx5Machine {
+
+    @TempDir
+    Path tmp;
+    NvmeSsd ssd;
+    PciFunction fn;
+    NvmePmr pmr;
+    SsdPeerMem client;
+    PeerMemoryRegistration reg;
+
+    void up() {
+        startMachine(tmp, "storage-app", ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4);
+        proc.setMemlockLimit(1L << 30);
+        powerOn();
+        client = new SsdPeerMem(() -> List.of(pmr));
+        reg = core.peerMemory().register(client, true);
+    }
+
+    private void powerOn() {
+        ssd = new NvmeSsd("Samsung PM173X NVMe SSD", tmp.resolve("nvme0.pmr"), 4L << 20);
+        fn = bus.register(ssd.spec());
+        pmr = new NvmePmr(mm, fn, 0);
+    }
+
+    @AfterEach
+    void down() throws InterruptedException {
+        if (pmr == null) {
+            return;
+        }
+        List<String> ssdLeft = pmr.shutdown();
+        List<String> left = stopMachine();
+        boolean unregistered = reg.unregister(java.time.Duration.ofSeconds(10));
+        fn.remove();
+        ssd.close();
+        assertTrue(unregistered, "ssd_mem unregistered");
+        assertEquals(List.of(), ssdLeft);
+        assertEquals(0, client.inUse(), "no module reference left");
+        assertEquals(List.of(), left, "IOMMU clean, every DMA page and frame free");
+    }
+
+    @Test
+    void rdmaWritesLandInThePmrThroughItsBarAndSurvivePowerLossOnlyOnceFlushed() {
+        up();
+        RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
+        connect(p);
+        long va = pmr.mmap(proc, 0x10000, 0x20000);
+        IbvMr smr = p[1].pd.regMr(va, 0x20000, RW);
+        assertTrue(smr.isPeer(), "a device mapping: ssd_mem claimed it");
+        long bar = iommu.barBytes();
+        byte[] durable = fill(p[0].buf, 8192, 5);
+        p[0].qp.postSend(write(p[0], p[0].buf, 8192, va, smr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
+        assertEquals(8192, iommu.barBytes() - bar, "every byte crossed the PMR BAR");
+        assertArrayEquals(durable, pmr.read(0x10000, 8192), "the bytes are in the SSD");
+        pmr.flush();
+
+        byte[] lost = new byte[4096];
+        java.util.Arrays.fill(lost, (byte) 0x77);
+        proc.write(p[0].buf, lost, 0, lost.length);
+        p[0].qp.postSend(write(p[0], p[0].buf, 4096, va + 0x18000, smr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
+        assertArrayEquals(lost, pmr.read(0x28000, 4096), "posted: visible at once");
+
+        IbvSendWr r = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_READ, p[0].buf + 0x10000, 8192, p[0].mr.lkey(), 2);
+        r.remoteAddr = va;
+        r.rkey = smr.rkey();
+        p[0].qp.postSend(r);
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
+        assertArrayEquals(durable, read(p[0].buf + 0x10000, 8192), "an RDMA READ takes it back out");
+
+        smr.dereg();
+        pmr.munmap(proc.pid(), va);
+        // power loss: the card pulled without the driver's shutdown
+        fn.remove();
+        ssd.close();
+        powerOn();
+        assertArrayEquals(durable, pmr.read(0x10000, 8192), "flushed: on the media after the power loss");
+        assertArrayEquals(new byte[4096], pmr.read(0x28000, 4096), "not flushed: lost with the power");
+        p[0].close();
+        p[1].close();
+    }
+
+    @Test
+    void unmappingARegisteredRangeRevokesTheMkeyBeforeTheRangeGoes() {
+        up();
+        RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
+        connect(p);
+        long va = pmr.alloc(proc, 64 << 10);
+        IbvMr smr = p[1].pd.regMr(va, 64 << 10, RW);
+        fill(p[0].buf, 4096, 1);
+        p[0].qp.postSend(write(p[0], p[0].buf, 4096, va, smr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
+        assertEquals(1, client.inUse());
+        pmr.munmap(proc.pid(), va);
+        assertTrue(smr.invalidated(), "the unmap invalidated the MR first");
+        assertEquals(1, pmr.info().invalidations());
+        long uaf = iommu.audit().useAfterFree();
+        p[0].qp.postSend(write(p[0], p[0].buf, 4096, va, smr.rkey()));
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, Mlx5VerbsTest.one(p[0].cq).status, "the mkey is revoked");
+        assertEquals(uaf, iommu.audit().useAfterFree(), "no access reached the PMR after the unmap");
+        smr.dereg(); // only cleans up
+        assertEquals(0, client.inUse());
+        p[0].close();
+        p[1].close();
+    }
+}
