@@ -123,11 +123,14 @@ final class RdmaRig implements AutoCloseable {
 
     /** @param driver "mlx4" (ConnectX-3 models), "mlx5" (ConnectX-4 models) or "mlx5-odp" (mlx5 with ODP MRs) */
     RdmaRig(String driver, long memory, long bufSize, int nconns, int queueSize) throws Exception {
-        if (!driver.equals("mlx4") && !driver.equals("mlx5") && !driver.equals("mlx5-odp") && !driver.equals("mlx5-gpu")) {
-            throw new IllegalArgumentException("driver is mlx4, mlx5, mlx5-odp or mlx5-gpu, not " + driver);
+        if (!driver.equals("mlx4") && !driver.equals("mlx5") && !driver.equals("mlx5-odp") && !driver.equals("mlx5-gpu")
+                && !driver.equals("mlx5-gpu-inval")) {
+            throw new IllegalArgumentException("driver is mlx4, mlx5, mlx5-odp, mlx5-gpu or mlx5-gpu-inval, not " + driver);
         }
         this.odp = driver.equals("mlx5-odp");
-        boolean gpu = driver.equals("mlx5-gpu");
+        // mlx5-gpu-inval: nv_mem is the invalidating client (persistent_api_support=0): a cudaFree revokes the MRs
+        boolean gpuInval = driver.equals("mlx5-gpu-inval");
+        boolean gpu = driver.equals("mlx5-gpu") || gpuInval;
         driver = odp || gpu ? "mlx5" : driver;
         this.driver = driver;
         swap = Files.createTempFile("pd-bench-swap", "");
@@ -151,9 +154,11 @@ final class RdmaRig implements AutoCloseable {
         proc = mm.createProcess("rdma-bench");
         proc.setMemlockLimit(1L << 40);
         if (gpu) { // b's buffer in a GPU's memory: an A100 model on the bus, the RM, persistent nv_mem
-            board = new org.peerdirect.gpu.model.GpuBoard("NVIDIA A100-PCIE-40GB", 64L << 20, 64L << 20);
+            // 2 GiB of video memory and BAR1, committed only where touched
+            board = new org.peerdirect.gpu.model.GpuBoard("NVIDIA A100-PCIE-40GB", 2L << 30, 2L << 30);
             rm = new org.peerdirect.gpu.nvidia.NvidiaRm(mm, bus.register(board.spec()), 0);
-            nvReg = controller.register(new org.peerdirect.gpu.peermem.NvPeerMem("nv_mem", () -> java.util.List.of(rm), true, false), false);
+            nvReg = controller.register(new org.peerdirect.gpu.peermem.NvPeerMem("nv_mem", () -> java.util.List.of(rm), !gpuInval, gpuInval),
+                    gpuInval);
         }
         a = new Side(ib[0], bufSize, false);
         b = new Side(ib[1], bufSize, gpu);

@@ -94,7 +94,21 @@ final class Mlx5IbPd implements IbPdOps {
                 mr = new Mlx5IbMr(this, umem, t.mkey(), t.ndescs(), true);
             } else {
                 int octwords = (npages + 1) / 2;
-                mr = new Mlx5IbMr(this, umem, regCreate(addr, length, access, npages, npages, mtt, false), umem.isPeer() ? 0 : 2 * octwords, false);
+                int mkey;
+                if (npages <= MAX_CREATE_MTT) {
+                    mkey = regCreate(addr, length, access, npages, npages, mtt, false);
+                } else {
+                    // more translation than one CREATE_MKEY carries (a 1 GiB peer MR has 262 144
+                    // entries): created empty (free), then loaded and enabled by UMR in chunks
+                    mkey = regCreate(addr, length, access, npages, 0, null, true);
+                    try {
+                        dev.umr().updateAndEnable(mkey, mkey & 0xff, pdn, addr, length, access, npages, mtt);
+                    } catch (RuntimeException e) {
+                        dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey));
+                        throw e;
+                    }
+                }
+                mr = new Mlx5IbMr(this, umem, mkey, umem.isPeer() ? 0 : 2 * octwords, false);
             }
         } catch (RuntimeException e) {
             umem.stopInvalidationNotifier();
@@ -178,6 +192,12 @@ final class Mlx5IbPd implements IbPdOps {
         }
         return mr;
     }
+
+    /**
+     * The most MTT entries {@link #regCreate} puts in one CREATE_MKEY (512 KiB of translation,
+     * half the largest command the firmware takes); a bigger MR is loaded by UMR.
+     */
+    static final int MAX_CREATE_MTT = 64 * 1024;
 
     /**
      * {@code reg_create}: a UMR-enabled MTT mkey by {@code CREATE_MKEY} with room for

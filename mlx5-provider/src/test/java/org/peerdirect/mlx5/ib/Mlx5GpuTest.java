@@ -52,7 +52,7 @@ class Mlx5GpuTest extends Mlx5Machine {
     /** Two HCAs, a GPU with {@code vram} of video memory and a {@code bar1} aperture, and the nv_mem flavour asked for. */
     void up(long vram, long bar1, boolean persistent, boolean unmaps) {
         startMachine(tmp, "cuda-app", ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4);
-        proc.setMemlockLimit(1L << 30); // peer MRs count against RLIMIT_MEMLOCK as pinned memory does
+        proc.setMemlockLimit(4L << 30); // peer MRs count against RLIMIT_MEMLOCK as pinned memory does
         board = new GpuBoard("NVIDIA A100-PCIE-40GB", vram, bar1);
         rm = new NvidiaRm(mm, bus.register(board.spec()), 0);
         nv = new NvPeerMem("nv_mem", () -> List.of(rm), persistent, unmaps);
@@ -180,12 +180,16 @@ class Mlx5GpuTest extends Mlx5Machine {
         p[1].close();
     }
 
-    /** Mellanox/nv_peer_memory#27: registrations above 128 MiB work (256 MiB here, written at both ends). */
-    @Test
-    void aRegistrationAbove128MiBWorksEndToEnd() {
-        up(512L << 20, 512L << 20, true, false);
+    /**
+     * Mellanox/nv_peer_memory#27: registrations above 128 MiB work (256 MiB, and 1 GiB, whose MTT
+     * of 262 144 entries is more than one CREATE_MKEY carries: the mkey is created empty and its
+     * translation loaded by UMR), written at both ends.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(longs = {256L << 20, 1L << 30})
+    void aRegistrationAbove128MiBWorksEndToEnd(long size) {
+        up(1L << 30, 1L << 30, true, false);
         RcEnd[] p = pair();
-        long size = 256L << 20;
         long dptr = rm.cuMemAlloc(proc, size);
         IbvMr gmr = p[1].pd.regMr(dptr, size, RW);
         for (long at : new long[] {0, size - 4096, 129L << 20}) {
