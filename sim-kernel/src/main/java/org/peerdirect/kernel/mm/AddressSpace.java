@@ -367,6 +367,38 @@ public final class AddressSpace {
         files.install(file);
     }
 
+    /**
+     * {@code fd_install}: the process holds {@code file} open under the lowest free descriptor
+     * (from 3); {@link #exit()} closes it, {@link #close(int)} too.
+     *
+     * @throws KernelException EFAULT when the process is exiting or has exited
+     * @since 0.9
+     */
+    public int installFd(AutoCloseable file) {
+        return files.installFd(file);
+    }
+
+    /**
+     * {@code fdget}: the file open under {@code fd}.
+     *
+     * @throws KernelException EBADF when nothing is open there
+     * @since 0.9
+     */
+    public AutoCloseable fget(int fd) {
+        return files.fget(fd);
+    }
+
+    /**
+     * {@code close(fd)}: the descriptor goes and the file is closed (its release runs when nothing
+     * else holds it: that is the file's business).
+     *
+     * @throws KernelException EBADF when nothing is open there
+     * @since 0.9
+     */
+    public void close(int fd) throws Exception {
+        files.removeFd(fd).close();
+    }
+
     /** Forgets a file the process closed itself. */
     public void closeFile(AutoCloseable file) {
         files.remove(file);

@@ -20,6 +20,8 @@ final class FilesStruct {
     /** The owning process as messages name it: "process pid (name)". */
     private final String owner;
     private final Set<AutoCloseable> open = new LinkedHashSet<>();
+    /** The numbered files ({@code fd_install}); each is in {@link #open} too. */
+    private final java.util.TreeMap<Integer, AutoCloseable> fds = new java.util.TreeMap<>();
     /** Set when exit starts: no file opens after that. */
     private boolean exiting;
 
@@ -38,6 +40,40 @@ final class FilesStruct {
     /** @see AddressSpace#closeFile */
     synchronized void remove(AutoCloseable file) {
         open.remove(file);
+        fds.values().remove(file);
+    }
+
+    /** @see AddressSpace#installFd */
+    synchronized int installFd(AutoCloseable file) {
+        install(file);
+        int fd = 3; // 0, 1, 2 are the standard streams
+        for (int used : fds.keySet()) {
+            if (used != fd) {
+                break;
+            }
+            fd++;
+        }
+        fds.put(fd, file);
+        return fd;
+    }
+
+    /** @see AddressSpace#fget */
+    synchronized AutoCloseable fget(int fd) {
+        AutoCloseable f = fds.get(fd);
+        if (f == null) {
+            throw new KernelException(Errno.EBADF, owner + ": fd " + fd + " is not open");
+        }
+        return f;
+    }
+
+    /** Removes the descriptor; the caller closes the file outside this lock. @see AddressSpace#close(int) */
+    synchronized AutoCloseable removeFd(int fd) {
+        AutoCloseable f = fds.remove(fd);
+        if (f == null) {
+            throw new KernelException(Errno.EBADF, owner + ": fd " + fd + " is not open");
+        }
+        open.remove(f);
+        return f;
     }
 
     synchronized int count() {
@@ -58,6 +94,7 @@ final class FilesStruct {
             exiting = true;
             files = new ArrayList<>(open);
             open.clear();
+            fds.clear();
         }
         Collections.reverse(files);
         for (AutoCloseable f : files) {

@@ -30,7 +30,9 @@ public class KernelException extends RuntimeException {
         /** try again: a table is full for now (fork at pid_max). */
         EAGAIN,
         /** no such entry: a key that names no object of the kind asked for. */
-        ENOENT
+        ENOENT,
+        /** bad file descriptor: not open in the process, or not the kind of file the call needs. */
+        EBADF
     }
 
     private final Errno errno;

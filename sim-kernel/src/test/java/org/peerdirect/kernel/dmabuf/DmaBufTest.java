@@ -1,0 +1,205 @@
+package org.peerdirect.kernel.dmabuf;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.kernel.dma.DmaDirection;
+import org.peerdirect.kernel.dma.SgTable;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.Mm;
+
+/**
+ * The dma-buf core: references by descriptor and attachment, the reservation lock's rules,
+ * move_notify (refused while pinned), revocation (dynamic and revocable pinned importers let go,
+ * later maps fail), release when the last reference goes. The exporter here hands out host frames.
+ */
+class DmaBufTest {
+
+    @TempDir
+    Path tmp;
+    Mm mm;
+    Iommu iommu;
+    IommuDomain importer;
+    AddressSpace proc;
+    final List<String> log = new ArrayList<>();
+
+    /** An exporter of {@code pages} host frames, mapped page by page for the importer. */
+    final class FrameExporter implements DmaBufOps {
+        final long[] pfns;
+        boolean released;
+
+        FrameExporter(int pages) {
+            pfns = new long[pages];
+            for (int i = 0; i < pages; i++) {
+                pfns[i] = mm.allocPages(0);
+            }
+        }
+
+        @Override
+        public void pin(DmaBufAttachment a) {
+            log.add("pin");
+        }
+
+        @Override
+        public SgTable map(DmaBufAttachment a, DmaDirection dir) {
+            long iova = a.importer().dmaMapSg(pfns, dir);
+            return SgTable.of(new long[] {iova}, new long[] {pfns.length * 4096L});
+        }
+
+        @Override
+        public void unmap(DmaBufAttachment a, SgTable sg, DmaDirection dir) {
+            a.importer().dmaUnmap(sg.dmaAddress(0), pfns.length);
+            log.add("unmap");
+        }
+
+        @Override
+        public void release(DmaBuf buf) {
+            for (long p : pfns) {
+                mm.freePages(p, 0);
+            }
+            released = true;
+        }
+    }
+
+    /** An importer that unmaps on move_notify. */
+    static DmaBufImporterOps dynamic(boolean revocable) {
+        return new DmaBufImporterOps() {
+            @Override
+            public boolean allowPeer2Peer() {
+                return true;
+            }
+
+            @Override
+            public void moveNotify(DmaBufAttachment a) {
+                if (a.mapped()) {
+                    a.unmap(a.table());
+                }
+                if (a.pinned()) {
+                    a.unpin();
+                }
+            }
+
+            @Override
+            public boolean revocable() {
+                return revocable;
+            }
+        };
+    }
+
+    @BeforeEach
+    void up() {
+        mm = new Mm(16 << 20, true, tmp.resolve("swap"), 1 << 20);
+        iommu = new Iommu(mm);
+        importer = iommu.createDomain("importer0");
+        proc = mm.createProcess("app");
+    }
+
+    @AfterEach
+    void down() {
+        proc.exit();
+        assertTrue(iommu.audit().clean(), "audit: " + iommu.audit());
+        assertEquals(mm.totalFrames(), mm.freeFrames(), "every frame freed");
+        mm.close();
+    }
+
+    @Test
+    void theLastReferenceReleasesTheBuffer() throws Exception {
+        FrameExporter e = new FrameExporter(4);
+        DmaBuf buf = DmaBuf.export("frames", 4 * 4096, e);
+        int fd = buf.fd(proc);
+        assertTrue(fd >= 3);
+        DmaBuf got = DmaBuf.get(proc, fd);
+        assertEquals(buf, got);
+        DmaBufAttachment a = got.dynamicAttach(importer, "importer0", dynamic(false), null);
+        got.put(); // the get's reference; the attachment keeps one
+        proc.close(fd);
+        assertFalse(e.released, "the attachment still holds the buffer");
+        assertEquals(Errno.EBADF, assertThrows(KernelException.class, () -> DmaBuf.get(proc, fd)).errno());
+        a.detach();
+        assertTrue(e.released, "released with the last reference");
+    }
+
+    @Test
+    void mapNeedsTheReservationLockAndMoveNotifyMakesImportersUnmap() {
+        FrameExporter e = new FrameExporter(2);
+        DmaBuf buf = DmaBuf.export("frames", 2 * 4096, e);
+        int fd = buf.fd(proc);
+        DmaBufAttachment a = buf.dynamicAttach(importer, "importer0", dynamic(false), null);
+        assertThrows(IllegalStateException.class, () -> a.map(DmaDirection.BIDIRECTIONAL), "no reservation lock");
+        buf.lockResv();
+        try {
+            SgTable t = a.map(DmaDirection.BIDIRECTIONAL);
+            assertEquals(8192, t.totalLength());
+            assertEquals(2, importer.mappedPages());
+            assertEquals(Errno.EBUSY, assertThrows(KernelException.class, () -> a.map(DmaDirection.BIDIRECTIONAL)).errno());
+            buf.moveNotify();
+            assertFalse(a.mapped(), "the importer unmapped on move_notify");
+            assertEquals(0, importer.mappedPages());
+            a.pin();
+            assertThrows(IllegalStateException.class, buf::moveNotify, "a pinned buffer may not move");
+            a.unpin();
+        } finally {
+            buf.unlockResv();
+        }
+        a.detach();
+        DmaBuf.get(proc, fd).put();
+    }
+
+    @Test
+    void revocationTakesDynamicAndRevocablePinnedMappingsAndFailsLaterMaps() {
+        FrameExporter e = new FrameExporter(1);
+        DmaBuf buf = DmaBuf.export("frames", 4096, e);
+        buf.fd(proc);
+        DmaBufAttachment dyn = buf.dynamicAttach(importer, "dyn", dynamic(false), null);
+        IommuDomain other = iommu.createDomain("importer1");
+        DmaBufAttachment revocable = buf.dynamicAttach(other, "pinned-revocable", dynamic(true), null);
+        IommuDomain third = iommu.createDomain("importer2");
+        DmaBufAttachment stuck = buf.dynamicAttach(third, "pinned", dynamic(false), null);
+        buf.lockResv();
+        try {
+            dyn.map(DmaDirection.BIDIRECTIONAL);
+            revocable.pin();
+            revocable.map(DmaDirection.BIDIRECTIONAL);
+            stuck.pin();
+            stuck.map(DmaDirection.BIDIRECTIONAL);
+            List<DmaBufAttachment> left = buf.revoke();
+            assertEquals(List.of(stuck), left, "only the non-revocable pinned import keeps its mapping");
+            assertFalse(dyn.mapped());
+            assertFalse(revocable.mapped());
+            KernelException again = assertThrows(KernelException.class, () -> dyn.map(DmaDirection.BIDIRECTIONAL));
+            assertEquals(Errno.ENODEV, again.errno());
+            assertEquals(Errno.EBUSY, assertThrows(KernelException.class, stuck::detach).errno(), "still mapped");
+            stuck.unmap(stuck.table());
+            stuck.unpin();
+        } finally {
+            buf.unlockResv();
+        }
+        dyn.detach();
+        revocable.detach();
+        stuck.detach();
+        assertFalse(e.released, "the process's descriptor still holds it");
+    }
+
+    @Test
+    void badExportsAndImportersAreRefused() {
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> DmaBuf.export("x", 100, new FrameExporter(0))).errno());
+        DmaBuf buf = DmaBuf.export("x", 4096, new FrameExporter(1));
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> buf.dynamicAttach(importer, "no-ops", null, null)).errno());
+        int fd = buf.fd(proc); // released at exit
+        assertEquals(Errno.EBADF, assertThrows(KernelException.class, () -> DmaBuf.get(proc, fd + 1)).errno());
+    }
+}
