@@ -94,6 +94,38 @@ class CoreChecksTest {
         assertEquals(Errno.EINVAL, e.errno(), "the context is closed");
     }
 
+    /**
+     * mlx4 has no {@code reg_user_mr_dmabuf}: {@code ibv_reg_dmabuf_mr} is EOPNOTSUPP (after the
+     * core's checks, which come first), as NVIDIA/nccl#778 reports for stacks without it.
+     */
+    @Test
+    void aDmabufRegistrationIsNotSupportedOnMlx4() throws Exception {
+        long[] frame = {lab.mm.allocPages(0)};
+        org.peerdirect.kernel.dmabuf.DmaBuf buf = org.peerdirect.kernel.dmabuf.DmaBuf.export("test", 4096, new org.peerdirect.kernel.dmabuf.DmaBufOps() {
+            @Override
+            public org.peerdirect.kernel.dma.SgTable map(org.peerdirect.kernel.dmabuf.DmaBufAttachment at, org.peerdirect.kernel.dma.DmaDirection dir) {
+                throw new AssertionError("mlx4 never maps a dma-buf");
+            }
+
+            @Override
+            public void unmap(org.peerdirect.kernel.dmabuf.DmaBufAttachment at, org.peerdirect.kernel.dma.SgTable sg,
+                    org.peerdirect.kernel.dma.DmaDirection dir) {
+            }
+
+            @Override
+            public void release(org.peerdirect.kernel.dmabuf.DmaBuf b) {
+                lab.mm.freePages(frame[0], 0);
+            }
+        });
+        int fd = buf.fd(lab.proc);
+        KernelException e = assertThrows(KernelException.class, () -> a.pd.regDmabufMr(0, 4096, 0, fd, Lab.RW));
+        assertEquals(Errno.EOPNOTSUPP, e.errno());
+        assertTrue(e.getMessage().contains("reg_user_mr_dmabuf"), e.getMessage());
+        e = assertThrows(KernelException.class, () -> a.pd.regDmabufMr(0, 4096, 0x800, fd, Lab.RW));
+        assertEquals(Errno.EINVAL, e.errno(), "the core's page-offset check comes first");
+        lab.proc.close(fd);
+    }
+
     @Test
     void useCountsRefuseDestroyingWhatIsInUse() {
         IbvSrq srq = a.pd.createSrq(4, 1);

@@ -44,6 +44,15 @@ import org.peerdirect.kernel.pci.PciFunction;
  * since CUDA 12.2, which removed the race of R515-R535 between the callback and
  * {@code put_pages}.
  *
+ * <h2>dma-buf</h2>
+ * {@link #cuMemGetHandleForAddressRange} exports a range of an allocation as a dma-buf
+ * ({@code CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD}): the buffer references its pages (a free of the
+ * allocation leaves them to the buffer until its last reference goes); an importer must allow
+ * peer-to-peer (video memory cannot be migrated to system memory here); mapping an attachment
+ * takes BAR1 slots and maps them into the importer's domain; {@link #dmaBufEvictBar1} takes the
+ * slots back from dynamic importers ({@code move_notify}: the next access re-maps); the GPU going
+ * revokes every exported buffer.
+ *
  * <h2>Cost model</h2>
  * Pinning GPU memory in the BAR is "an expensive operation, taking up to milliseconds" (GPUDirect
  * RDMA documentation): each pin is charged {@value #PIN_BASE_NS} ns plus {@value #PIN_PAGE_NS} ns
@@ -168,6 +177,8 @@ public final class NvidiaRm {
     private final Map<Integer, TreeMap<Long, Allocation>> allocations = new HashMap<>();
     private final Map<Integer, DeviceFile> files = new HashMap<>();
     private final Map<Integer, Long> uvaCursor = new HashMap<>();
+    /** Exported dma-bufs not yet released. */
+    private final List<GpuDmaBuf> exports = new ArrayList<>();
     private long modelledPinNanos;
     private long pins;
     private long freeCallbacks;
@@ -596,6 +607,196 @@ public final class NvidiaRm {
         }
     }
 
+    // ------------------------------------------------------------------ dma-buf export
+
+    /** One exported range: its pages (referenced) and, per mapped attachment, its BAR1 slots and IOMMU runs. */
+    private final class GpuDmaBuf implements org.peerdirect.kernel.dmabuf.DmaBufOps {
+        final long va;
+        final long firstOffset;
+        final long length;
+        final int[] pages;
+        final Map<org.peerdirect.kernel.dmabuf.DmaBufAttachment, long[][]> maps = new HashMap<>();
+        org.peerdirect.kernel.dmabuf.DmaBuf buf;
+        int pins;
+
+        GpuDmaBuf(long va, long firstOffset, long length, int[] pages) {
+            this.va = va;
+            this.firstOffset = firstOffset;
+            this.length = length;
+            this.pages = pages;
+        }
+
+        @Override
+        public void attach(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
+            if (!a.importerOps().allowPeer2Peer()) {
+                throw new KernelException(Errno.EOPNOTSUPP, name() + ": video memory is reachable only peer to peer; "
+                        + a.importerName() + " does not allow peer2peer");
+            }
+        }
+
+        @Override
+        public void pin(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
+            synchronized (NvidiaRm.this) {
+                pins++;
+            }
+        }
+
+        @Override
+        public void unpin(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
+            synchronized (NvidiaRm.this) {
+                pins--;
+            }
+        }
+
+        /** BAR1 slots for the pages (ENOMEM when the aperture is full), mapped into the importer's domain. */
+        @Override
+        public org.peerdirect.kernel.dma.SgTable map(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, DmaDirection dir) {
+            synchronized (NvidiaRm.this) {
+                int n = pages.length;
+                int freeSlots = gpu.bar1Slots() - usedSlots.cardinality();
+                if (n > freeSlots) {
+                    throw new KernelException(Errno.ENOMEM, String.format("%s: the dma-buf's %d pages do not fit in BAR1 (%d of %d slots free)",
+                            name(), n, freeSlots, gpu.bar1Slots()));
+                }
+                int[] slots = allocSlots(n);
+                long[] iovas = new long[n];
+                int barMapped = 0;
+                int dmaMapped = 0;
+                try {
+                    for (int i = 0; i < n; i++) {
+                        gpu.bar1Map(slots[i], pages[i]);
+                        barMapped++;
+                        iovas[i] = a.importer().dmaMapResource(fn, 1, slots[i] * P2P_PAGE_SIZE, P2P_PAGE_SIZE, dir);
+                        dmaMapped++;
+                    }
+                } catch (RuntimeException e) { // undo what was done, in reverse
+                    for (int i = 0; i < dmaMapped; i++) {
+                        a.importer().dmaUnmap(iovas[i], (int) (P2P_PAGE_SIZE / 4096));
+                    }
+                    for (int i = 0; i < barMapped; i++) {
+                        gpu.bar1Unmap(slots[i]);
+                    }
+                    for (int sl : slots) {
+                        usedSlots.clear(sl);
+                    }
+                    throw e;
+                }
+                maps.put(a, new long[][] {iovas, java.util.Arrays.stream(slots).asLongStream().toArray()});
+                // the exported range within the pages: the first page from firstOffset, the last trimmed
+                long[] addr = new long[n];
+                long[] len = new long[n];
+                long left = length;
+                for (int i = 0; i < n; i++) {
+                    long off = i == 0 ? firstOffset : 0;
+                    addr[i] = iovas[i] + off;
+                    len[i] = Math.min(P2P_PAGE_SIZE - off, left);
+                    left -= len[i];
+                }
+                return org.peerdirect.kernel.dma.SgTable.of(addr, len);
+            }
+        }
+
+        @Override
+        public void unmap(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, org.peerdirect.kernel.dma.SgTable sg, DmaDirection dir) {
+            synchronized (NvidiaRm.this) {
+                long[][] m = maps.remove(a);
+                if (m == null) {
+                    return;
+                }
+                for (int i = 0; i < m[0].length; i++) {
+                    a.importer().dmaUnmap(m[0][i], (int) (P2P_PAGE_SIZE / 4096)); // no DMA through it after this
+                    gpu.bar1Unmap((int) m[1][i]);
+                    usedSlots.clear((int) m[1][i]);
+                }
+            }
+        }
+
+        @Override
+        public void release(org.peerdirect.kernel.dmabuf.DmaBuf b) {
+            synchronized (NvidiaRm.this) {
+                exports.remove(this);
+                unref(pages);
+            }
+        }
+    }
+
+    /**
+     * {@code cuMemGetHandleForAddressRange(&fd, dptr, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)}:
+     * [dptr, dptr+size) of one allocation as a dma-buf, open in {@code proc} under the returned
+     * descriptor. {@code dptr} and {@code size} must be aligned to the host page size (4 KiB).
+     *
+     * @throws KernelException EINVAL for an unaligned range or one outside a live allocation
+     */
+    public int cuMemGetHandleForAddressRange(AddressSpace proc, long dptr, long size) {
+        GpuDmaBuf g;
+        synchronized (this) {
+            if ((dptr & 4095) != 0 || (size & 4095) != 0 || size <= 0) {
+                throw new KernelException(Errno.EINVAL, String.format(
+                        "cuMemGetHandleForAddressRange(0x%x, %d): CUDA_ERROR_INVALID_VALUE (not aligned to the host page size)", dptr, size));
+            }
+            Allocation a = containing(proc.pid(), dptr, size, "cuMemGetHandleForAddressRange");
+            int first = (int) ((dptr - a.va) / P2P_PAGE_SIZE);
+            int last = (int) ((dptr + size - 1 - a.va) / P2P_PAGE_SIZE);
+            int[] pages = java.util.Arrays.copyOfRange(a.pages, first, last + 1);
+            for (int p : pages) {
+                pageRefs[p]++; // the buffer keeps them past a free of the allocation
+            }
+            g = new GpuDmaBuf(dptr, (dptr - a.va) % P2P_PAGE_SIZE, size, pages);
+            exports.add(g);
+        }
+        g.buf = org.peerdirect.kernel.dmabuf.DmaBuf.export("nvidia " + name(), size, g);
+        try {
+            return g.buf.fd(proc);
+        } catch (RuntimeException e) {
+            g.release(g.buf);
+            throw e;
+        }
+    }
+
+    /**
+     * The RM takes BAR1 back from the dma-buf open under {@code fd} (BAR1 pressure): under the
+     * buffer's reservation lock every importer is told to move ({@code move_notify}) and unmaps,
+     * which frees the slots; the next access of a dynamic importer maps it again. Returns the
+     * slots freed.
+     *
+     * @throws IllegalStateException when an importer pinned the buffer (it cannot move)
+     */
+    public int dmaBufEvictBar1(AddressSpace proc, int fd) {
+        org.peerdirect.kernel.dmabuf.DmaBuf b = org.peerdirect.kernel.dmabuf.DmaBuf.get(proc, fd);
+        try {
+            int before = usedSlots();
+            b.lockResv();
+            try {
+                b.moveNotify();
+            } finally {
+                b.unlockResv();
+            }
+            return before - usedSlots();
+        } finally {
+            b.put();
+        }
+    }
+
+    /** Revokes every exported dma-buf (the GPU goes); returns what non-revocable pinned importers still hold. */
+    private List<String> revokeExports() {
+        List<GpuDmaBuf> all;
+        synchronized (this) {
+            all = new ArrayList<>(exports);
+        }
+        List<String> stuck = new ArrayList<>();
+        for (GpuDmaBuf g : all) {
+            g.buf.lockResv();
+            try {
+                for (var a : g.buf.revoke()) {
+                    stuck.add(name() + ": " + a.importerName() + " keeps a pinned, non-revocable mapping of " + g.buf);
+                }
+            } finally {
+                g.buf.unlockResv();
+            }
+        }
+        return stuck;
+    }
+
     // ------------------------------------------------------------------ process lifetime
 
     private void deviceFile(AddressSpace as) {
@@ -630,6 +831,7 @@ public final class NvidiaRm {
      * first); persistent pins still held are reported, since their pages cannot outlive the card.
      */
     public List<String> shutdown() {
+        List<String> stuck = revokeExports(); // importers let go before the memory does
         Map<Integer, DeviceFile> open;
         synchronized (this) {
             open = new HashMap<>(files);
@@ -641,9 +843,10 @@ public final class NvidiaRm {
                 as.closeFile(e.getValue()); // the process keeps running without our device file
             }
         }
-        List<String> left = new ArrayList<>();
+        List<String> left = new ArrayList<>(stuck);
         synchronized (this) {
-            if (usedPages.cardinality() > 0) {
+            // an exported buffer still open is revoked: its descriptors keep its (dead) pages until closed
+            if (usedPages.cardinality() > 0 && exports.isEmpty()) {
                 left.add(String.format("%s: %d pages of video memory still referenced at shutdown (persistent pins not put)", name(),
                         usedPages.cardinality()));
             }

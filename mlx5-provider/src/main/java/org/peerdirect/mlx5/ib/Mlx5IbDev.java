@@ -269,6 +269,9 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         for (Mlx5OdpMr mr : odp.mkeys.values()) {
             out.add(name() + ": " + mr);
         }
+        for (Mlx5DmabufMr mr : odp.dmabufMkeys.values()) {
+            out.add(name() + ": " + mr);
+        }
         return out;
     }
 

@@ -125,6 +125,15 @@ final class Mlx5IbPd implements IbPdOps {
     }
 
     /**
+     * {@code mlx5_ib_reg_user_mr_dmabuf}: the dynamic flavour, re-mapped through the page-fault
+     * path after the exporter moves the buffer ({@link Mlx5DmabufMr}).
+     */
+    @Override
+    public IbMrOps regUserMrDmabuf(long offset, long length, long iova, int fd, int access) {
+        return Mlx5DmabufMr.create(this, offset, length, iova, fd, access);
+    }
+
+    /**
      * {@code create_user_odp_mr}: the page-fault EQ exists (made with the first ODP MR); an ODP umem
      * whose invalidations go to the MR ({@code mlx5_mn_ops}); an mkey from the cache, or
      * {@code reg_create} with {@code free} and no translation, enabled empty by UMR; the MR in
@@ -204,7 +213,7 @@ final class Mlx5IbPd implements IbPdOps {
      * {@code capacity} entries, the first {@code given} from {@code mttEntry}; {@code free} creates it
      * disabled (an ODP MR, enabled by UMR).
      */
-    private int regCreate(long addr, long length, int access, int capacity, int given, java.util.function.LongUnaryOperator mttEntry, boolean free) {
+    int regCreate(long addr, long length, int access, int capacity, int given, java.util.function.LongUnaryOperator mttEntry, boolean free) {
         Mlx5IbDev dev = ctx.dev;
         int octwords = (capacity + 1) / 2;
         int givenOct = (given + 1) / 2;

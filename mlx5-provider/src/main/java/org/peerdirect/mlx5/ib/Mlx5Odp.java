@@ -62,6 +62,8 @@ final class Mlx5Odp {
     private final ExecutorService prefetchWq;
     /** mkey index → the ODP MR ({@code odp_mkeys}). */
     final ConcurrentHashMap<Integer, Mlx5OdpMr> mkeys = new ConcurrentHashMap<>();
+    /** mkey index → the dynamic dma-buf MR (the kernel keeps them in {@code odp_mkeys} too and branches on {@code is_dmabuf}). */
+    final ConcurrentHashMap<Integer, Mlx5DmabufMr> dmabufMkeys = new ConcurrentHashMap<>();
     final AtomicLong faults = new AtomicLong();
     final AtomicLong faultErrors = new AtomicLong();
     final AtomicLong resumeFailures = new AtomicLong();
@@ -250,6 +252,10 @@ final class Mlx5Odp {
     long singleDataSegment(int key, long va, long len, int flags) {
         Mlx5OdpMr mr = mkeys.get(Mkey.mkeyToIdx(key));
         if (mr == null) {
+            Mlx5DmabufMr d = dmabufMkeys.get(Mkey.mkeyToIdx(key));
+            if (d != null) {
+                return d.mkey != key ? -1 : d.fault(); // pagefault_dmabuf_mr: the whole buffer
+            }
             return len; // not an ODP mkey: the device's own checks decide
         }
         if (mr.mkey != key || !mr.get()) {

@@ -1,9 +1,6 @@
 package org.peerdirect.mlx5.ib;
 
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.umem.IbUmemOdp;
@@ -32,7 +29,7 @@ import org.peerdirect.kernel.mm.MmuNotifierRange;
  * destroyed.</li>
  * </ul>
  *
- * <p>Lock rules: the umem mutex orders faults, invalidations and the dead flag; {@link #useLock}
+ * <p>Lock rules: the umem mutex orders faults, invalidations and the dead flag; the use count's lock ({@link Mlx5MkeyUse})
  * only pairs the use count with the deregistration's wait. UMRs run under the umem mutex, never
  * the other way round.
  */
@@ -46,7 +43,6 @@ final class Mlx5OdpMr implements IbMrOps {
     static final int PF_FLAGS_PREFETCH = 1 << 3;
     /** Registrations up to this length take the snapshot of resident pages ({@code mlx5_ib_init_odp_mr}); longer ones start empty. */
     static final long SNAPSHOT_MAX = 1L << 30;
-    private static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
 
     private final Mlx5IbPd pd;
     final IbUmemOdp umem;
@@ -58,10 +54,8 @@ final class Mlx5OdpMr implements IbMrOps {
 
     /** Guarded by the umem mutex: set once the mkey is revoked; invalidations then only unmap. */
     private boolean dead;
-    private final ReentrantLock useLock = new ReentrantLock();
-    private final Condition unused = useLock.newCondition();
-    /** Guarded by {@link #useLock}: faults working on this MR ({@code mmkey.usecount}); -1 once deregistration began. */
-    private int usecount;
+    /** Faults working on this MR ({@code mmkey.usecount}). */
+    private final Mlx5MkeyUse use = new Mlx5MkeyUse();
     private volatile boolean released;
 
     // the per-MR counters of restrack (mlx5/restrack.c), in pages except the *_handled ones (events)
@@ -226,16 +220,7 @@ final class Mlx5OdpMr implements IbMrOps {
 
     /** {@code mlx5r_get_odp_mkey}-like: false once deregistration began. */
     boolean get() {
-        useLock.lock();
-        try {
-            if (usecount < 0) {
-                return false;
-            }
-            usecount++;
-            return true;
-        } finally {
-            useLock.unlock();
-        }
+        return use.get();
     }
 
     /** The MR's PD (advise_mr checks it: another PD's MR is EPERM). */
@@ -245,46 +230,7 @@ final class Mlx5OdpMr implements IbMrOps {
 
     /** {@code mlx5r_deref_odp_mkey}. */
     void put() {
-        useLock.lock();
-        try {
-            if (usecount > 0 && --usecount == 0) {
-                unused.signalAll();
-            }
-        } finally {
-            useLock.unlock();
-        }
-    }
-
-    /**
-     * {@code mlx5r_deref_wait_odp_mkey}: no new user; waits until none is left. Bounded: a fault
-     * cannot hold the MR longer than its walk's timeout plus a UMR's, so after 30 s something is
-     * wrong; that is logged and the deregistration goes on (a straggling fault then finds the umem
-     * released and resumes with an error). An interrupt does not cut the wait short (dereg must
-     * finish); it is kept for the caller.
-     */
-    private void derefWait() {
-        boolean interrupted = false;
-        useLock.lock();
-        try {
-            long left = WAIT_NANOS;
-            while (usecount > 0 && left > 0) {
-                try {
-                    left = unused.awaitNanos(left);
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-            if (usecount > 0) {
-                System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.ERROR,
-                        String.format("mkey 0x%x: %d page faults still use the MR after 30 s; deregistering anyway", mkey, usecount));
-            }
-            usecount = -1;
-        } finally {
-            useLock.unlock();
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        use.put();
     }
 
     @Override
@@ -294,7 +240,7 @@ final class Mlx5OdpMr implements IbMrOps {
         }
         released = true;
         odp.mkeys.remove(org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(mkey), this);
-        derefWait();
+        use.derefWait(mkey);
         // revoked, not zapped (as mlx5_ib_dereg_mr): a free mkey admits no access, so its entries
         // can keep this MR's (soon unmapped) IOVAs; whoever enables the mkey next writes its whole
         // range first (create_user_odp_mr zaps it, a pinned MR writes every entry it can reach)

@@ -37,4 +37,16 @@ public final class UmemServiceComponent implements UmemService {
     public IbUmemOdp umemOdpAllocImplicit(AddressSpace mm, DmaDevice device, int access) {
         return core.umemOdpAllocImplicit(mm, device, access);
     }
+
+    @Override
+    public org.peerdirect.ib.core.umem.IbUmemDmabuf umemDmabufGet(AddressSpace mm, DmaDevice device, long offset, long size, int fd, int access,
+            java.util.function.Consumer<org.peerdirect.ib.core.umem.IbUmemDmabuf> moveNotify) {
+        return core.umemDmabufGet(mm, device, offset, size, fd, access, moveNotify);
+    }
+
+    @Override
+    public org.peerdirect.ib.core.umem.IbUmemDmabuf umemDmabufGetPinned(AddressSpace mm, DmaDevice device, long offset, long size, int fd,
+            int access, java.util.function.Consumer<org.peerdirect.ib.core.umem.IbUmemDmabuf> revoke) {
+        return core.umemDmabufGetPinned(mm, device, offset, size, fd, access, revoke);
+    }
 }

@@ -69,6 +69,20 @@ public final class UmemCore implements UmemService {
         return OdpUmem.allocImplicit(mm, device, access);
     }
 
+    @Override
+    public org.peerdirect.ib.core.umem.IbUmemDmabuf umemDmabufGet(AddressSpace mm, DmaDevice device, long offset, long size, int fd, int access,
+            java.util.function.Consumer<org.peerdirect.ib.core.umem.IbUmemDmabuf> moveNotify) {
+        checkArgs(mm, device, "ib_umem_dmabuf_get");
+        return DmabufUmem.get(mm, device, offset, size, fd, access, false, moveNotify);
+    }
+
+    @Override
+    public org.peerdirect.ib.core.umem.IbUmemDmabuf umemDmabufGetPinned(AddressSpace mm, DmaDevice device, long offset, long size, int fd,
+            int access, java.util.function.Consumer<org.peerdirect.ib.core.umem.IbUmemDmabuf> revoke) {
+        checkArgs(mm, device, "ib_umem_dmabuf_get_pinned");
+        return DmabufUmem.get(mm, device, offset, size, fd, access, true, revoke);
+    }
+
     private static void checkArgs(AddressSpace mm, DmaDevice device, String fn) {
         if (mm == null || device == null) {
             throw new KernelException(Errno.EINVAL, fn + ": " + (mm == null ? "no process" : "no DMA device"));

@@ -17,6 +17,15 @@ public interface IbPdOps {
     IbMrOps regUserMr(long addr, long length, int access);
 
     /**
+     * {@code reg_user_mr_dmabuf}: the core checked the access flags, the page offsets of
+     * {@code offset} and {@code iova} and the range. A driver without it keeps this default, and
+     * the verb is EOPNOTSUPP, as {@code UVERBS_METHOD_REG_DMABUF_MR} answers for such a driver.
+     */
+    default IbMrOps regUserMrDmabuf(long offset, long length, long iova, int fd, int access) {
+        throw new KernelException(Errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr: Operation not supported: the driver has no reg_user_mr_dmabuf");
+    }
+
+    /**
      * {@code advise_mr}: the core checked the flags and that there is at least one SGE; the driver
      * checks the advice and each lkey. A driver without ODP keeps this default, as a kernel driver
      * without the op ({@code ib_dev->ops.advise_mr == NULL}).

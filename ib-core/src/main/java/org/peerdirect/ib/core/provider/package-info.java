@@ -43,7 +43,7 @@
  * which must then succeed quietly.
  */
 @Export
-@Version("0.3.0")
+@Version("0.4.0")
 package org.peerdirect.ib.core.provider;
 
 import org.osgi.annotation.bundle.Export;

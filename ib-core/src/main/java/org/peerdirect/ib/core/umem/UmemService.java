@@ -51,4 +51,27 @@ public interface UmemService {
      *                         {@code IB_ACCESS_ON_DEMAND}
      */
     IbUmemOdp umemOdpAllocImplicit(AddressSpace mm, DmaDevice device, int access);
+
+    /**
+     * {@code ib_umem_dmabuf_get}: a dynamic import of [offset, offset+size) of the dma-buf open
+     * under {@code fd} in {@code mm}, attached for {@code device} with {@code allow_peer2peer} and
+     * the driver's {@code move_notify}; nothing mapped yet.
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException EINVAL on an overflowing or empty range, a
+     *         range past the buffer's end, or no {@code moveNotify}; EBADF when {@code fd} is not a dma-buf
+     * @since 0.4
+     */
+    IbUmemDmabuf umemDmabufGet(AddressSpace mm, DmaDevice device, long offset, long size, int fd, int access,
+            java.util.function.Consumer<IbUmemDmabuf> moveNotify);
+
+    /**
+     * {@code ib_umem_dmabuf_get_pinned}: pinned and mapped once; the exporter may not move it.
+     * With {@code revoke} non-null the import is revocable ({@code ib_umem_dmabuf_get_pinned_revocable_and_lock}):
+     * when the exporter's device goes, {@code revoke} runs (reservation lock held) and must stop
+     * the device's use of the mapping; the core then unmaps and unpins.
+     *
+     * @since 0.4
+     */
+    IbUmemDmabuf umemDmabufGetPinned(AddressSpace mm, DmaDevice device, long offset, long size, int fd, int access,
+            java.util.function.Consumer<IbUmemDmabuf> revoke);
 }

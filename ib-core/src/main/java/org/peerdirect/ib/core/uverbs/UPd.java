@@ -78,6 +78,42 @@ final class UPd implements IbvPd {
         return mr;
     }
 
+    /** {@code ibv_reg_dmabuf_mr}'s access flags (the man page). */
+    static final int DMABUF_ACCESS = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_ATOMIC
+            | IbAccess.RELAXED_ORDERING;
+
+    /**
+     * {@code UVERBS_METHOD_REG_DMABUF_MR}: the access flags the man page allows and
+     * {@code ib_check_mr_access}, the same page offset for {@code offset} and {@code iova}, a
+     * range that is not empty and does not overflow; then the driver (EOPNOTSUPP without
+     * {@code reg_user_mr_dmabuf}). The MR's address is {@code iova}.
+     */
+    @Override
+    public IbvMr regDmabufMr(long offset, long length, long iova, int fd, int access) {
+        alive();
+        if ((access & ~DMABUF_ACCESS) != 0) {
+            throw new KernelException(Errno.EINVAL, "ibv_reg_dmabuf_mr: access flags 0x" + Integer.toHexString(access & ~DMABUF_ACCESS)
+                    + " are not allowed (local write, remote write, remote read, remote atomic, relaxed ordering are)");
+        }
+        if ((access & (IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC)) != 0 && (access & IbAccess.LOCAL_WRITE) == 0) {
+            throw new KernelException(Errno.EINVAL, "ibv_reg_dmabuf_mr: REMOTE_WRITE or REMOTE_ATOMIC needs LOCAL_WRITE (ib_check_mr_access)");
+        }
+        if ((offset & 4095) != (iova & 4095)) {
+            throw new KernelException(Errno.EINVAL, String.format("ibv_reg_dmabuf_mr: offset 0x%x and iova 0x%x have different page offsets", offset, iova));
+        }
+        if (length <= 0 || offset < 0 || offset + length < offset || iova + length < iova
+                || Long.compareUnsigned(length, ctx.dev.attr.maxMrSize()) > 0) {
+            throw new KernelException(Errno.EINVAL, String.format("ibv_reg_dmabuf_mr: offset %d length %d iova 0x%x: empty, too long or overflowing",
+                    offset, length, iova));
+        }
+        UMr mr = new UMr(this, ops.regUserMrDmabuf(offset, length, iova, fd, access), iova, length, access);
+        mrs.add(mr);
+        if (ctx.dev.removed) {
+            mr.release();
+        }
+        return mr;
+    }
+
     /**
      * {@code UVERBS_METHOD_ADVISE_MR}: unknown flags EINVAL ({@code uverbs_get_flags32}), no SGE
      * returns at once, then the driver. The SGEs are copied so a caller reusing its array cannot

@@ -26,6 +26,19 @@ public interface IbvPd {
     IbvMr regMr(long addr, long length, int access);
 
     /**
+     * {@code ibv_reg_dmabuf_mr}: [offset, offset+length) of the dma-buf open under {@code fd} in
+     * the context's process, seen through the keys at {@code iova}. {@code iova} must have the same
+     * page offset as {@code offset}; {@code access} is limited to local write, remote write, remote
+     * read, remote atomic and relaxed ordering (remote write or atomic need local write).
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException EINVAL for those, an empty or overflowing
+     *         range or one past the buffer's end; EBADF when {@code fd} is not a dma-buf; EOPNOTSUPP
+     *         when the driver has no {@code reg_user_mr_dmabuf} (mlx4)
+     * @since 0.6
+     */
+    IbvMr regDmabufMr(long offset, long length, long iova, int fd, int access);
+
+    /**
      * {@code ibv_advise_mr}: prefetch the ranges of {@code sgList} (each an ODP MR's lkey and a range
      * in it) into the device's translation. With {@link #ADVISE_MR_FLAG_FLUSH} the work is done
      * before the call returns and its errors are thrown (EFAULT for a range outside its MR or not

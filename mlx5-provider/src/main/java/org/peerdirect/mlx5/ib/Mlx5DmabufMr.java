@@ -1,0 +1,207 @@
+package org.peerdirect.mlx5.ib;
+
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.peerdirect.hca.cx4.ifc.Mkey;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.ib.core.provider.IbMrOps;
+import org.peerdirect.ib.core.umem.IbUmemDmabuf;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/**
+ * A dynamic dma-buf MR on mlx5 ({@code mlx5_ib_reg_user_mr_dmabuf} with
+ * {@code mlx5_ib_dmabuf_attach_ops}): a free UMR mkey over [iova, iova+length) whose translation
+ * is the dma-buf's mapping. Registration maps the whole buffer and enables the mkey by UMR
+ * ({@code mlx5_ib_init_dmabuf_mr}). The exporter's {@code move_notify} (reservation lock held)
+ * zaps every entry by UMR ({@code MLX5_IB_UPD_XLT_ZAP}); the umem then unmaps. The next access by
+ * the device is a page fault, served like an ODP fault: under the reservation lock the buffer is
+ * mapped again where it now is and the entries rewritten ({@code pagefault_dmabuf_mr}). A revoked
+ * buffer (its exporter's device gone) cannot be mapped again: the fault resumes with an error and
+ * the access completes in error.
+ *
+ * <p>Lock rules: the buffer's reservation lock orders faults, zaps and deregistration (the UMRs
+ * run under it, never the other way round); the use count pairs faults with the deregistration's
+ * wait.
+ */
+final class Mlx5DmabufMr implements IbMrOps {
+
+    private final Mlx5IbPd pd;
+    private final IbUmemDmabuf umem;
+    final int mkey;
+    private final long iova;
+    private final int npages;
+    private final int access;
+    private final Mlx5Odp odp;
+    private final java.util.concurrent.atomic.AtomicBoolean deregistering = new java.util.concurrent.atomic.AtomicBoolean();
+    private final Mlx5MkeyUse use = new Mlx5MkeyUse();
+    /** Entries hold the mapping now (reservation lock). */
+    private boolean translated;
+    /** Deregistered: no fault maps it again (reservation lock). */
+    private boolean released;
+    final AtomicLong faults = new AtomicLong();
+    final AtomicLong moves = new AtomicLong();
+
+    private Mlx5DmabufMr(Mlx5IbPd pd, IbUmemDmabuf umem, int mkey, long iova, int npages, int access, Mlx5Odp odp) {
+        this.access = access;
+        this.pd = pd;
+        this.umem = umem;
+        this.mkey = mkey;
+        this.iova = iova;
+        this.npages = npages;
+        this.odp = odp;
+    }
+
+    /**
+     * {@code mlx5_ib_reg_user_mr_dmabuf}: the page-fault EQ (dma-buf MRs re-map through the ODP
+     * fault path), the dynamic import with this MR's {@code move_notify}, a free mkey with room for
+     * every page, the MR in the fault path's table, then the first mapping with ENABLE.
+     */
+    static Mlx5DmabufMr create(Mlx5IbPd pd, long offset, long length, long iova, int fd, int access) {
+        Mlx5IbDev dev = pd.ctx.dev;
+        Mlx5Odp odp = dev.odp();
+        AtomicReference<Mlx5DmabufMr> live = new AtomicReference<>();
+        IbUmemDmabuf umem = dev.umems.umemDmabufGet(pd.ctx.process, dev, offset, length, fd, access, u -> {
+            Mlx5DmabufMr mr = live.get();
+            if (mr != null) {
+                mr.moveNotify();
+            }
+        });
+        long pages = ((iova + length + 4095) >>> 12) - (iova >>> 12);
+        if (pages > Integer.MAX_VALUE - 1) {
+            umem.release();
+            throw new KernelException(Errno.EINVAL, String.format("%s: a dma-buf MR of %d pages is more than an mkey's MTT holds", dev.name(), pages));
+        }
+        int mkey;
+        try {
+            mkey = pd.regCreate(iova, length, access, (int) pages, 0, null, true);
+        } catch (RuntimeException e) {
+            umem.release();
+            throw e;
+        }
+        Mlx5DmabufMr mr = new Mlx5DmabufMr(pd, umem, mkey, iova, (int) pages, access, odp);
+        live.set(mr);
+        odp.dmabufMkeys.put(Mkey.mkeyToIdx(mkey), mr);
+        try {
+            mr.pagefault(true);
+        } catch (RuntimeException e) {
+            mr.deregMr();
+            throw e;
+        }
+        return mr;
+    }
+
+    /** MTT entry {@code i}: the DMA address of the page holding byte {@code i * 4096 - pageOffset(iova)} of the range. */
+    private long mtt(long i) {
+        long off = Math.max(0, i * 4096 - (iova & 4095));
+        return umem.dmaAddressOf(off) & ~4095L | Mkey.MTT_READ | Mkey.MTT_WRITE;
+    }
+
+    /**
+     * {@code pagefault_dmabuf_mr}: under the reservation lock the whole buffer mapped (if the
+     * exporter moved it, where it now is) and every entry written; with {@code enable} the mkey
+     * enabled too (registration).
+     *
+     * @return pages mapped
+     * @throws KernelException EINVAL when the import is revoked, ENODEV when the buffer is
+     */
+    long pagefault(boolean enable) {
+        umem.lock();
+        try {
+            if (released) {
+                throw new KernelException(Errno.EINVAL, String.format("dma-buf MR mkey 0x%x is being deregistered", mkey));
+            }
+            umem.mapPages();
+            if (enable) {
+                pd.ctx.dev.umr().updateAndEnable(mkey, mkey & 0xff, pd.pdn, iova, umem.length(), access, npages, this::mtt);
+            } else if (!translated) {
+                pd.ctx.dev.umr().updateXlt(mkey, 0, npages, this::mtt);
+                faults.incrementAndGet();
+            }
+            translated = true;
+            return npages;
+        } finally {
+            umem.unlock();
+        }
+    }
+
+    /** The exporter moves the buffer (reservation lock held): every entry zapped before the umem unmaps. */
+    private void moveNotify() {
+        assert umem.isLockedByCurrentThread();
+        if (translated && !released) {
+            try {
+                pd.ctx.dev.umr().updateXlt(mkey, 0, npages, k -> 0);
+            } catch (KernelException e) {
+                // the device is gone: nothing reaches the buffer through it any more
+            }
+            translated = false;
+        }
+        moves.incrementAndGet();
+    }
+
+    /** The fault path's entry: held by the use count; -1 when it cannot be mapped (revoked, deregistering). */
+    long fault() {
+        if (!use.get()) {
+            return -1;
+        }
+        try {
+            return pagefault(false);
+        } catch (KernelException e) {
+            return -1;
+        } finally {
+            use.put();
+        }
+    }
+
+    @Override
+    public void deregMr() {
+        if (!deregistering.compareAndSet(false, true)) {
+            return;
+        }
+        odp.dmabufMkeys.remove(Mkey.mkeyToIdx(mkey), this);
+        use.derefWait(mkey);
+        boolean revoked;
+        umem.lock();
+        try {
+            released = true;
+            pd.ctx.dev.umr().revokeMr(mkey);
+            revoked = true;
+        } catch (KernelException e) {
+            revoked = false;
+        } finally {
+            umem.unlock();
+        }
+        pd.ctx.dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey)); // revoked or not: then the IOVAs go
+        umem.release();
+        if (!revoked) {
+            System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.DEBUG, "dma-buf mkey 0x%x destroyed without a UMR revoke", mkey);
+        }
+    }
+
+    @Override
+    public int lkey() {
+        return mkey;
+    }
+
+    @Override
+    public int rkey() {
+        return mkey;
+    }
+
+    @Override
+    public boolean isPeer() {
+        return false;
+    }
+
+    @Override
+    public boolean invalidated() {
+        return umem.revoked();
+    }
+
+    @Override
+    public String toString() {
+        return String.format("dma-buf MR mkey 0x%x [0x%x, +%d) of %s: faults %d, moves %d%s", mkey, iova, umem.length(), umem.dmabuf(), faults.get(),
+                moves.get(), umem.revoked() ? " REVOKED" : "");
+    }
+}

@@ -1,0 +1,148 @@
+package org.peerdirect.mlx5.ib;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.gpu.model.GpuBoard;
+import org.peerdirect.gpu.nvidia.NvidiaRm;
+import org.peerdirect.hca.cx4.ConnectX4Device;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/**
+ * dma-buf MRs on mlx5 over GPU memory exported with {@code cuMemGetHandleForAddressRange}: the
+ * verb's checks, RDMA through BAR1, the exporter moving the buffer (BAR1 taken back: move_notify
+ * zaps the mkey's entries, the next access page-faults and re-maps), the GPU going (the buffer
+ * revoked: later accesses complete in error, none lands), a free of the allocation under a live
+ * buffer (the buffer keeps the pages). Every test ends with the IOMMU audit clean.
+ */
+class Mlx5DmabufTest extends Mlx5Machine {
+
+    @TempDir
+    Path tmp;
+    GpuBoard board;
+    NvidiaRm rm;
+    boolean rmDown;
+
+    void up() {
+        startMachine(tmp, "dmabuf-app", ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4);
+        board = new GpuBoard("NVIDIA A100-PCIE-40GB", 64L << 20, 32L << 20);
+        rm = new NvidiaRm(mm, bus.register(board.spec()), 0);
+    }
+
+    @AfterEach
+    void down() {
+        if (rm == null) {
+            return;
+        }
+        List<String> gpuLeft = rmDown ? List.of() : rm.shutdown();
+        List<String> left = stopMachine();
+        board.close();
+        assertEquals(List.of(), gpuLeft, "no video memory or BAR1 slot held");
+        assertEquals(List.of(), left, "IOMMU clean, every DMA page and frame free");
+    }
+
+    byte[] gpuBytes(long dptr, int n) {
+        byte[] b = new byte[n];
+        rm.cuMemcpyDtoH(proc, b, 0, dptr, n);
+        return b;
+    }
+
+    @Test
+    void theVerbChecksItsArgumentsAsTheKernelDoes() throws Exception {
+        up();
+        RcEnd e = new RcEnd(1);
+        long dptr = rm.cuMemAlloc(proc, 1 << 20);
+        int fd = rm.cuMemGetHandleForAddressRange(proc, dptr, 1 << 20);
+        KernelException access = assertThrows(KernelException.class, () -> e.pd.regDmabufMr(0, 4096, 0, fd, RW | IbAccess.MW_BIND));
+        assertEquals(Errno.EINVAL, access.errno(), access.getMessage());
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> e.pd.regDmabufMr(0, 4096, 0, fd, IbAccess.REMOTE_WRITE)).errno(),
+                "remote write without local write");
+        KernelException offs = assertThrows(KernelException.class, () -> e.pd.regDmabufMr(4096, 4096, 0x1800, fd, RW));
+        assertTrue(offs.getMessage().contains("page offsets"), offs.getMessage());
+        KernelException past = assertThrows(KernelException.class, () -> e.pd.regDmabufMr(1 << 19, 1 << 20, 0, fd, RW));
+        assertEquals(Errno.EINVAL, past.errno());
+        assertTrue(past.getMessage().contains("past the end"), past.getMessage());
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> e.pd.regDmabufMr(0, 0, 0, fd, RW)).errno());
+        assertEquals(Errno.EBADF, assertThrows(KernelException.class, () -> e.pd.regDmabufMr(0, 4096, 0, fd + 7, RW)).errno());
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> rm.cuMemGetHandleForAddressRange(proc, dptr + 100, 4096)).errno());
+        proc.close(fd);
+        rm.cuMemFree(proc, dptr);
+        e.close();
+    }
+
+    @Test
+    void anRdmaWriteThroughADmabufMrLandsInGpuMemoryAndSurvivesAMoveByAPageFault() throws Exception {
+        up();
+        RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
+        connect(p);
+        long dptr = rm.cuMemAlloc(proc, 1 << 20);
+        int fd = rm.cuMemGetHandleForAddressRange(proc, dptr, 1 << 20);
+        long iova = 0x7f00_0000_0000L;
+        IbvMr dmr = p[1].pd.regDmabufMr(0, 1 << 20, iova, fd, RW);
+        assertEquals(16, rm.usedSlots(), "registration mapped the whole buffer into BAR1");
+        long bar = iommu.barBytes();
+        byte[] first = fill(p[0].buf, 8192, 4);
+        p[0].qp.postSend(write(p[0], p[0].buf, 8192, iova + 4096, dmr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
+        assertArrayEquals(first, gpuBytes(dptr + 4096, 8192), "through the dma-buf MR into video memory");
+        assertEquals(8192, iommu.barBytes() - bar, "across the GPU's BAR1");
+
+        assertEquals(16, rm.dmaBufEvictBar1(proc, fd), "move_notify: the importer unmapped, the slots are free");
+        assertEquals(0, rm.usedSlots());
+        byte[] second = fill(p[0].buf, 4096, 9);
+        p[0].qp.postSend(write(p[0], p[0].buf, 4096, iova + (512 << 10), dmr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status, "the access page-faulted and the buffer was mapped again");
+        assertArrayEquals(second, gpuBytes(dptr + (512 << 10), 4096));
+        assertEquals(16, rm.usedSlots(), "mapped again, whole");
+        assertTrue(ibs.get(1).odpStats().stream().anyMatch(l -> l.contains("dma-buf MR") && l.contains("faults 1") && l.contains("moves 1")),
+                String.join("\n", ibs.get(1).odpStats()));
+        assertEquals(0, iommu.audit().useAfterFree());
+
+        dmr.dereg();
+        assertEquals(0, rm.usedSlots(), "dereg unmapped the buffer");
+        proc.close(fd);
+        rm.cuMemFree(proc, dptr);
+        p[0].close();
+        p[1].close();
+    }
+
+    @Test
+    void theBufferOutlivesAFreeOfItsAllocationAndARevocationEndsInErrorCompletions() throws Exception {
+        up();
+        RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
+        connect(p);
+        long dptr = rm.cuMemAlloc(proc, 256 << 10);
+        int fd = rm.cuMemGetHandleForAddressRange(proc, dptr, 256 << 10);
+        IbvMr dmr = p[1].pd.regDmabufMr(0, 256 << 10, 0, fd, RW);
+        rm.cuMemFree(proc, dptr); // the buffer references the pages: the MR still works
+        fill(p[0].buf, 4096, 2);
+        p[0].qp.postSend(write(p[0], p[0].buf, 4096, 0, dmr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status, "the dma-buf keeps the freed allocation's pages");
+
+        assertEquals(List.of(), rm.shutdown(), "the GPU goes: its dma-bufs are revoked"); // the importer zapped and unmapped
+        rmDown = true;
+        assertEquals(0, rm.usedSlots());
+        long uaf = iommu.audit().useAfterFree();
+        p[0].qp.postSend(write(p[0], p[0].buf, 4096, 0, dmr.rkey()));
+        IbvWcStatus st = Mlx5VerbsTest.one(p[0].cq).status;
+        assertNotEquals(IbvWcStatus.SUCCESS, st, "a revoked buffer cannot be mapped again: the fault resumes with an error");
+        assertEquals(uaf, iommu.audit().useAfterFree(), "nothing reached the GPU after the revocation");
+        dmr.dereg();
+        proc.close(fd); // the last reference: the pages go
+        p[0].close();
+        p[1].close();
+    }
+}
