@@ -34,6 +34,20 @@ public interface PeerMemoryAllocator {
                 name() + ": device memory without fixed offsets (allocate it instead)");
     }
 
+    /**
+     * Exports [addr, addr+size) of an allocation of process {@code pid} as a dma-buf open in that
+     * process; returns the descriptor ({@code cuMemGetHandleForAddressRange} with
+     * {@code CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD} for a GPU), for {@code ibv_reg_dmabuf_mr}. The
+     * default refuses.
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException EOPNOTSUPP when the device exports no dma-buf
+     * @since 2.2
+     */
+    default int exportDmabuf(int pid, long addr, long size) {
+        throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+                name() + ": exports no dma-buf");
+    }
+
     /** Frees an allocation: its registrations are invalidated first (or EBUSY for clients that cannot). */
     void free(int pid, long addr);
 

@@ -78,6 +78,7 @@ public final class GpuCommands {
                     s.pinnedTables(), s.orphanBytes() >> 10));
             sb.append(String.format("    P2P pins            : %d, modelled pin time %.3f ms (not slept), free callbacks %d%n", s.pins(),
                     s.modelledPinNanos() / 1e6, s.freeCallbacks()));
+            sb.append(String.format("    dma-buf exports     : %d, mapped by %d importer attachment(s)%n", s.dmabufs(), s.dmabufMappings()));
             for (String p : s.pinned()) {
                 sb.append("      ").append(p).append('\n');
             }

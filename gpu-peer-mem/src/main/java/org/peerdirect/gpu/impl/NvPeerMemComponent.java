@@ -133,6 +133,11 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
     }
 
     @Override
+    public int exportDmabuf(int pid, long addr, long size) {
+        return gpu0().cuMemGetHandleForAddressRange(process(pid), addr, size);
+    }
+
+    @Override
     public void free(int pid, long addr) {
         gpu0().cuMemFree(process(pid), addr);
     }

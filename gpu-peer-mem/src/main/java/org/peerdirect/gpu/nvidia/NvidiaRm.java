@@ -861,7 +861,8 @@ public final class NvidiaRm {
 
     /** What {@code gpu:smi} shows of this GPU. */
     public record Smi(String name, String bdf, long vramBytes, long usedBytes, long bar1Bytes, long bar1UsedBytes, long committedBytes,
-            int allocations, int pinnedTables, long pins, long modelledPinNanos, long freeCallbacks, long orphanBytes, List<String> pinned) {
+            int allocations, int pinnedTables, long pins, long modelledPinNanos, long freeCallbacks, long orphanBytes, List<String> pinned,
+            int dmabufs, int dmabufMappings) {
     }
 
     public synchronized Smi smi() {
@@ -884,7 +885,8 @@ public final class NvidiaRm {
         }
         return new Smi(name(), fn.bdf(), (long) gpu.vramPages() * P2P_PAGE_SIZE, (long) usedPages.cardinality() * P2P_PAGE_SIZE,
                 (long) gpu.bar1Slots() * P2P_PAGE_SIZE, (long) usedSlots.cardinality() * P2P_PAGE_SIZE, gpu.committedBytes(), allocs, tables,
-                pins, modelledPinNanos, freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned);
+                pins, modelledPinNanos, freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned, exports.size(),
+                exports.stream().mapToInt(g -> g.maps.size()).sum());
     }
 
     /** Modelled time spent pinning BAR1 pages so far (never slept). */

@@ -63,6 +63,15 @@ final class Endpoint implements AutoCloseable {
      */
     Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, boolean odp,
             long peerOffset) {
+        this(mm, name, dev, size, nqp, depth, peer, events, odp, peerOffset, false);
+    }
+
+    /**
+     * With {@code dmabuf}, the peer buffer is exported as a dma-buf and registered with
+     * {@code ibv_reg_dmabuf_mr} (iova = the buffer's address), as perftest {@code --use_cuda --use_cuda_dmabuf}.
+     */
+    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, boolean odp,
+            long peerOffset, boolean dmabuf) {
         this.proc = mm.createProcess(name);
         this.size = size;
         this.peer = peer;
@@ -96,7 +105,20 @@ final class Endpoint implements AutoCloseable {
                     proc.populate(buf, size, true);
                 }
             }
-            this.mr = pd.regMr(buf, size, ACCESS | (odp ? IbAccess.ON_DEMAND : 0));
+            if (dmabuf && peer == null) {
+                throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINVAL,
+                        "--dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>");
+            }
+            if (dmabuf) {
+                int fd = peer.exportDmabuf(proc.pid(), buf, size);
+                try {
+                    this.mr = pd.regDmabufMr(0, size, buf, fd, ACCESS);
+                } finally {
+                    closeQuietly(fd); // the MR's attachment holds the buffer; the descriptor is not needed
+                }
+            } else {
+                this.mr = pd.regMr(buf, size, ACCESS | (odp ? IbAccess.ON_DEMAND : 0));
+            }
             IbvPortAttr port = c.queryPort(1);
             this.lid = port.lid();
             this.gid = port.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET ? IbvGid.parse(c.queryGid(1, 0)) : null;
@@ -106,6 +128,14 @@ final class Endpoint implements AutoCloseable {
             }
             proc.exit();
             throw e;
+        }
+    }
+
+    private void closeQuietly(int fd) {
+        try {
+            proc.close(fd);
+        } catch (Exception alreadyClosed) {
+            // closed by the process's exit
         }
     }
 

@@ -62,6 +62,10 @@ final class Options {
         this.help = h;
     }
 
+    String tool() {
+        return tool;
+    }
+
     /** {@code --help} was given: the tool prints {@link #usage()} and does nothing else. */
     boolean help() {
         return help;

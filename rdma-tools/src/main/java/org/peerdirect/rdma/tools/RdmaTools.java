@@ -335,6 +335,7 @@ public final class RdmaTools {
                 Options.flag("-P", "with -o: prefetch the buffers into the devices (ibv_advise_mr PREFETCH_WRITE, FLUSH), after each drop too"),
                 Options.value("--drop-every", "N", "with -o: the client drops its buffer (madvise DONTNEED) before every N-th message, so both "
                         + "devices fault it in again (0: never; a peerdirect addition)", 0),
+                Options.flag("--dmabuf", "with --mem: register the peer buffers as dma-buf MRs (ibv_reg_dmabuf_mr), not through the peer client"),
                 Options.flag("-c", "validate every received buffer")));
         if (o.help()) {
             return o.printUsage();
@@ -354,8 +355,12 @@ public final class RdmaTools {
         }
         Pair p = pair(o);
         PeerMemoryAllocator mem = memory(o);
-        try (Endpoint server = new Endpoint(mm, "rc_pingpong-server", p.server(), size, 1, 16, mem, events, odp);
-                Endpoint client = new Endpoint(mm, "rc_pingpong-client", p.client(), size, 1, 16, mem, events, odp)) {
+        boolean dmabuf = o.flag("--dmabuf");
+        if (dmabuf && (mem == null || odp)) {
+            throw new UsageException("rdma:pingpong: --dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>, without -o");
+        }
+        try (Endpoint server = new Endpoint(mm, "rc_pingpong-server", p.server(), size, 1, 16, mem, events, odp, -1, dmabuf);
+                Endpoint client = new Endpoint(mm, "rc_pingpong-client", p.client(), size, 1, 16, mem, events, odp, -1, dmabuf)) {
             Endpoint.connect(client, server, 0);
             Endpoint.connect(server, client, 0);
             StringBuilder out = new StringBuilder();
@@ -410,8 +415,8 @@ public final class RdmaTools {
                 out.append(String.format("%nvalidated %d received buffers of %d bytes on both sides: no mismatch", iters, size));
             }
             if (mem != null && bar0 >= 0) {
-                out.append(String.format("%nbuffers in %s memory; IOMMU: %d bytes crossed PCI BARs peer to peer (the HCAs reaching the device's BAR)",
-                        mem.name(), barBytes() - bar0));
+                out.append(String.format("%nbuffers in %s memory%s; IOMMU: %d bytes crossed PCI BARs peer to peer (the HCAs reaching the device's BAR)",
+                        mem.name(), dmabuf ? ", registered as dma-buf MRs (ibv_reg_dmabuf_mr)" : "", barBytes() - bar0));
             }
             if (odp) {
                 out.append(String.format("%nbuffers registered on demand (ODP)%s", dropEvery > 0
