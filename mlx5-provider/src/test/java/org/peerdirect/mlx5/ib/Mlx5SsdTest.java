@@ -132,4 +132,38 @@ class Mlx5SsdTest extends Mlx5Machine {
         p[0].close();
         p[1].close();
     }
+
+    /**
+     * The SSD as a dma-buf exporter: an RDMA WRITE through a dma-buf MR over the PMR lands in the
+     * SSD through BAR2; the exported range stays reserved after the process unmaps it (no new
+     * mapping gets those bytes); the controller going revokes the buffer and later writes fail.
+     */
+    @Test
+    void aDmabufMrOverThePmrWritesIntoTheSsdAndIsRevokedWhenTheControllerGoes() throws Exception {
+        up();
+        RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
+        connect(p);
+        long va = pmr.mmap(proc, 0, 64 << 10);
+        int fd = pmr.exportDmabuf(proc, va, 64 << 10);
+        IbvMr dmr = p[1].pd.regDmabufMr(0, 64 << 10, va, fd, RW);
+        long bar = iommu.barBytes();
+        byte[] sent = fill(p[0].buf, 4096, 11);
+        p[0].qp.postSend(write(p[0], p[0].buf, 4096, va + 8192, dmr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
+        assertArrayEquals(sent, pmr.read(8192, 4096), "in the PMR");
+        assertEquals(4096, iommu.barBytes() - bar, "through BAR2");
+        pmr.munmap(proc.pid(), va);
+        org.peerdirect.kernel.mm.KernelException busy = org.junit.jupiter.api.Assertions.assertThrows(
+                org.peerdirect.kernel.mm.KernelException.class, () -> pmr.mmap(proc, 0, 4096));
+        assertEquals(org.peerdirect.kernel.mm.KernelException.Errno.EBUSY, busy.errno(), "the exported range stays reserved");
+        assertEquals(List.of(), pmr.shutdown(), "the controller goes: the buffer is revoked");
+        long uaf = iommu.audit().useAfterFree();
+        p[0].qp.postSend(write(p[0], p[0].buf, 4096, va, dmr.rkey()));
+        org.junit.jupiter.api.Assertions.assertNotEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
+        assertEquals(uaf, iommu.audit().useAfterFree(), "nothing reached the SSD after the revocation");
+        dmr.dereg();
+        proc.close(fd);
+        p[0].close();
+        p[1].close();
+    }
 }

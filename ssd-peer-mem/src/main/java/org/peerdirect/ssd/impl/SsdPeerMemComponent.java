@@ -96,6 +96,11 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
     }
 
     @Override
+    public int exportDmabuf(int pid, long addr, long size) {
+        return ssd0().exportDmabuf(process(pid), addr, size);
+    }
+
+    @Override
     public void free(int pid, long addr) {
         ssd0().munmap(pid, addr);
     }

@@ -66,6 +66,8 @@ public final class NvmePmr {
         final long length;
         final List<Pin> pins = new ArrayList<>();
         boolean freed;
+        /** dma-bufs exported from it not yet released: the PMR range stays reserved after an unmap until they go. */
+        int exports;
 
         Region(int pid, long va, long offset, long length) {
             this.pid = pid;
@@ -296,7 +298,9 @@ public final class NvmePmr {
                 unpinLocked(p);
             }
             r.pins.clear();
-            regions.remove(r.offset);
+            if (r.exports == 0) {
+                regions.remove(r.offset);
+            }
             TreeMap<Long, Region> m = byProcess.get(pid);
             m.remove(va);
             if (m.isEmpty()) {
@@ -381,6 +385,114 @@ public final class NvmePmr {
         p.put = true;
     }
 
+    // ------------------------------------------------------------------ dma-buf export
+
+    /** An exported PMR range: a window of BAR2 mapped for each importer; the PMR never moves it. */
+    private final class PmrDmaBuf implements org.peerdirect.kernel.dmabuf.DmaBufOps {
+        final Region region;
+        final long pmrOffset;
+        final long length;
+        final Map<org.peerdirect.kernel.dmabuf.DmaBufAttachment, Long> maps = new HashMap<>();
+        org.peerdirect.kernel.dmabuf.DmaBuf buf;
+
+        PmrDmaBuf(Region region, long pmrOffset, long length) {
+            this.region = region;
+            this.pmrOffset = pmrOffset;
+            this.length = length;
+        }
+
+        @Override
+        public void attach(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
+            if (!a.importerOps().allowPeer2Peer()) {
+                throw new KernelException(Errno.EOPNOTSUPP, name() + ": the PMR is reachable only peer to peer; " + a.importerName()
+                        + " does not allow peer2peer");
+            }
+        }
+
+        @Override
+        public org.peerdirect.kernel.dma.SgTable map(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, DmaDirection dir) {
+            synchronized (NvmePmr.this) {
+                if (!fn.present()) {
+                    throw new KernelException(Errno.ENODEV, name() + ": the controller is gone");
+                }
+                long iova = a.importer().dmaMapResource(fn, bar, pmrOffset, length, dir);
+                maps.put(a, iova);
+                return org.peerdirect.kernel.dma.SgTable.of(new long[] {iova}, new long[] {length});
+            }
+        }
+
+        @Override
+        public void unmap(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, org.peerdirect.kernel.dma.SgTable sg, DmaDirection dir) {
+            synchronized (NvmePmr.this) {
+                Long iova = maps.remove(a);
+                if (iova != null) {
+                    a.importer().dmaUnmap(iova, (int) (length / PAGE));
+                }
+            }
+        }
+
+        @Override
+        public void release(org.peerdirect.kernel.dmabuf.DmaBuf b) {
+            synchronized (NvmePmr.this) {
+                exports.remove(this);
+                if (--region.exports == 0 && region.freed) {
+                    regions.remove(region.offset, region); // the range is free for new mappings now
+                }
+            }
+        }
+    }
+
+    /** Exported dma-bufs not yet released. */
+    private final List<PmrDmaBuf> exports = new ArrayList<>();
+
+    /**
+     * Exports [va, va+length) of a PMR mapping of {@code proc} as a dma-buf open in the process
+     * (page-aligned). The PMR range stays reserved while the buffer lives, even if the process
+     * unmaps it; importers map it peer to peer through BAR2; the controller going revokes it.
+     *
+     * @throws KernelException EINVAL for an unaligned range or one outside a PMR mapping
+     */
+    public int exportDmabuf(AddressSpace proc, long va, long length) {
+        PmrDmaBuf d;
+        synchronized (this) {
+            Region r = (va & (PAGE - 1)) != 0 || (length & (PAGE - 1)) != 0 ? null : containing(proc.pid(), va, length);
+            if (r == null) {
+                throw new KernelException(Errno.EINVAL, String.format("%s: 0x%x+0x%x of pid %d is not a page-aligned range of one PMR mapping",
+                        name(), va, length, proc.pid()));
+            }
+            r.exports++;
+            d = new PmrDmaBuf(r, r.offset + (va - r.va), length);
+            exports.add(d);
+        }
+        d.buf = org.peerdirect.kernel.dmabuf.DmaBuf.export(name() + " pmr", length, d);
+        try {
+            return d.buf.fd(proc);
+        } catch (RuntimeException e) {
+            d.release(d.buf);
+            throw e;
+        }
+    }
+
+    /** The controller goes: every exported buffer revoked; returns what pinned, non-revocable importers keep. */
+    private List<String> revokeExports() {
+        List<PmrDmaBuf> all;
+        synchronized (this) {
+            all = new ArrayList<>(exports);
+        }
+        List<String> stuck = new ArrayList<>();
+        for (PmrDmaBuf d : all) {
+            d.buf.lockResv();
+            try {
+                for (var a : d.buf.revoke()) {
+                    stuck.add(name() + ": " + a.importerName() + " keeps a pinned, non-revocable mapping of " + d.buf);
+                }
+            } finally {
+                d.buf.unlockResv();
+            }
+        }
+        return stuck;
+    }
+
     // ------------------------------------------------------------------ persistence, MMIO
 
     /**
@@ -454,6 +566,7 @@ public final class NvmePmr {
      * posted persistent. Returns what could not be cleaned.
      */
     public List<String> shutdown() {
+        List<String> stuck = revokeExports(); // importers let go first
         Map<Integer, DeviceFile> open;
         synchronized (this) {
             open = new HashMap<>(files);
@@ -465,10 +578,12 @@ public final class NvmePmr {
                 as.closeFile(e.getValue());
             }
         }
-        List<String> left = new ArrayList<>();
+        List<String> left = new ArrayList<>(stuck);
         synchronized (this) {
-            if (!regions.isEmpty()) {
-                left.add(name() + ": " + regions.size() + " PMR mappings left at shutdown");
+            // ranges kept only by revoked dma-bufs still open are not leaks: their descriptors hold them
+            long mapped = regions.values().stream().filter(r -> !r.freed).count();
+            if (mapped > 0) {
+                left.add(name() + ": " + mapped + " PMR mappings left at shutdown");
             }
         }
         if (fn.present()) {
