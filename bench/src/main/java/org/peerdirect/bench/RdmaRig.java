@@ -53,6 +53,11 @@ final class RdmaRig implements AutoCloseable {
         final int lid;
 
         Side(IbDevice dev, long bufSize, boolean inGpu) {
+            this(dev, bufSize, inGpu, false);
+        }
+
+        /** With {@code dmabuf}: the GPU buffer exported (cuMemGetHandleForAddressRange) and registered as a dma-buf MR. */
+        Side(IbDevice dev, long bufSize, boolean inGpu, boolean dmabuf) {
             this.bufSize = bufSize;
             ctx = dev.open(proc);
             pd = ctx.allocPd();
@@ -62,7 +67,20 @@ final class RdmaRig implements AutoCloseable {
                 buf = proc.mmap(bufSize);
                 proc.populate(buf, bufSize, true);
             }
-            mr = pd.regMr(buf, bufSize, RW | (odp ? IbAccess.ON_DEMAND : 0));
+            if (dmabuf) {
+                int fd = rm.cuMemGetHandleForAddressRange(proc, buf, bufSize);
+                try {
+                    mr = pd.regDmabufMr(0, bufSize, buf, fd, RW);
+                } finally {
+                    try {
+                        proc.close(fd); // the MR's attachment holds the buffer
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }
+            } else {
+                mr = pd.regMr(buf, bufSize, RW | (odp ? IbAccess.ON_DEMAND : 0));
+            }
             lid = ctx.queryPort(1).lid();
         }
     }
@@ -124,13 +142,15 @@ final class RdmaRig implements AutoCloseable {
     /** @param driver "mlx4" (ConnectX-3 models), "mlx5" (ConnectX-4 models) or "mlx5-odp" (mlx5 with ODP MRs) */
     RdmaRig(String driver, long memory, long bufSize, int nconns, int queueSize) throws Exception {
         if (!driver.equals("mlx4") && !driver.equals("mlx5") && !driver.equals("mlx5-odp") && !driver.equals("mlx5-gpu")
-                && !driver.equals("mlx5-gpu-inval")) {
-            throw new IllegalArgumentException("driver is mlx4, mlx5, mlx5-odp, mlx5-gpu or mlx5-gpu-inval, not " + driver);
+                && !driver.equals("mlx5-gpu-inval") && !driver.equals("mlx5-gpu-dmabuf")) {
+            throw new IllegalArgumentException("driver is mlx4, mlx5, mlx5-odp, mlx5-gpu, mlx5-gpu-inval or mlx5-gpu-dmabuf, not " + driver);
         }
         this.odp = driver.equals("mlx5-odp");
         // mlx5-gpu-inval: nv_mem is the invalidating client (persistent_api_support=0): a cudaFree revokes the MRs
         boolean gpuInval = driver.equals("mlx5-gpu-inval");
-        boolean gpu = driver.equals("mlx5-gpu") || gpuInval;
+        // mlx5-gpu-dmabuf: b's GPU buffer registered as a dma-buf MR (ibv_reg_dmabuf_mr), not through nv_mem
+        boolean gpuDmabuf = driver.equals("mlx5-gpu-dmabuf");
+        boolean gpu = driver.equals("mlx5-gpu") || gpuInval || gpuDmabuf;
         driver = odp || gpu ? "mlx5" : driver;
         this.driver = driver;
         swap = Files.createTempFile("pd-bench-swap", "");
@@ -161,7 +181,7 @@ final class RdmaRig implements AutoCloseable {
                     gpuInval);
         }
         a = new Side(ib[0], bufSize, false);
-        b = new Side(ib[1], bufSize, gpu);
+        b = new Side(ib[1], bufSize, gpu, gpuDmabuf);
         conns = new Conn[nconns];
         for (int i = 0; i < nconns; i++) {
             IbvCq acq = a.ctx.createCq(queueSize, null);

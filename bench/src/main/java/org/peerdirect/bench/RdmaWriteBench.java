@@ -51,7 +51,7 @@ public class RdmaWriteBench {
      * mlx5-gpu (the target buffer in a GPU's memory through nv_mem, every byte through BAR1: the
      * GPU issue's ratio to mlx5).
      */
-    @Param({"mlx4", "mlx5", "mlx5-odp", "mlx5-gpu"})
+    @Param({"mlx4", "mlx5", "mlx5-odp", "mlx5-gpu", "mlx5-gpu-dmabuf"})
     public String driver;
 
     private RdmaRig rig;

@@ -81,7 +81,7 @@ public final class GpuBoard implements GpuEngine {
                 .build();
     }
 
-    /** The aperture: the 4 KiB of video memory behind BAR1 offset {@code off} now, or null. */
+    /** The aperture: the video memory behind BAR1 offset {@code off} now, to the end of its 64 KiB page, or null. */
     private MemorySegment bar1Page(long off) {
         if (dead) {
             return null;
@@ -90,7 +90,10 @@ public final class GpuBoard implements GpuEngine {
         if (e == 0) {
             return null;
         }
-        return page(e - 1).asSlice(off & (GPU_PAGE_SIZE - 1) & -4096L, 4096);
+        // from the page to the end of the 64 KiB GPU page the slot maps: contiguous behind the slot's later BAR pages
+        long in = off & (GPU_PAGE_SIZE - 1) & -4096L;
+        touch(e - 1);
+        return vram.asSlice((long) (e - 1) * GPU_PAGE_SIZE + in, GPU_PAGE_SIZE - in);
     }
 
     @Override
@@ -110,12 +113,17 @@ public final class GpuBoard implements GpuEngine {
 
     /** The 64 KiB of video-memory page {@code p}; marks its chunk touched. */
     private MemorySegment page(int p) {
+        touch(p);
+        return vram.asSlice((long) p * GPU_PAGE_SIZE, GPU_PAGE_SIZE);
+    }
+
+    /** Marks the 2 MiB chunk of video-memory page {@code p} touched. */
+    private void touch(int p) {
         long c = (long) p * GPU_PAGE_SIZE / CHUNK;
         long bit = 1L << (c & 63);
         if ((touched.get((int) (c >>> 6)) & bit) == 0) {
             touched.getAndAccumulate((int) (c >>> 6), bit, (a, b) -> a | b);
         }
-        return vram.asSlice((long) p * GPU_PAGE_SIZE, GPU_PAGE_SIZE);
     }
 
     @Override

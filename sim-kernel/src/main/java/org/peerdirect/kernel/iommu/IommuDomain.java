@@ -435,6 +435,31 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     }
 
     /**
+     * Bytes from {@code iova} (in aperture slot {@code i}, whose page the device maps onto
+     * {@code seg}) that one copy may move: through the following IOVA pages while they map the
+     * following pages of the same BAR mapping, as far as {@code seg} reaches (a device returns
+     * memory beyond the page only where it is contiguous behind the following BAR pages, e.g. the
+     * rest of a GPU's 64 KiB page).
+     */
+    private long apertureRun(MemorySegment seg, long[] slots, int i, int last, long iova, long want) {
+        long in = iova & (PAGE_SIZE - 1);
+        long max = seg.byteSize() - in;
+        long r = PAGE_SIZE - in;
+        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
+        Resource res = resources[(int) (p >>> 9)][(int) (p & 511)];
+        while (r < want && r < max && i < last && slots[i + 1] == slots[i] + PAGE_SIZE) {
+            long q = p + 1;
+            if (resources[(int) (q >>> 9)] == null || resources[(int) (q >>> 9)][(int) (q & 511)] != res) {
+                break;
+            }
+            r += PAGE_SIZE;
+            i++;
+            p = q;
+        }
+        return Math.min(r, max);
+    }
+
+    /**
      * The segment a translated slot lies in (physical memory, a BAR, or the page an aperture BAR
      * maps now); caller holds the read lock. An aperture page unmapped since the translation
      * throws {@link IllegalStateException}, reported as a use-after-free like a BAR freed under
@@ -493,12 +518,13 @@ public final class IommuDomain implements DmaMapper, DmaPort {
             while (done < len) {
                 long cur = iova + done;
                 int i = (int) ((cur - base) >>> PAGE_SHIFT);
-                long n = run(slots, i, last, cur, len - done);
+                MemorySegment seg = segment(slots[i], cur);
+                long n = (slots[i] & SLOT_APERTURE) != 0 ? apertureRun(seg, slots, i, last, cur, len - done) : run(slots, i, last, cur, len - done);
                 n = Math.min(n, len - done);
                 if (toMemory) {
-                    MemorySegment.copy(buf, off + done, segment(slots[i], cur), address(slots[i], cur), n);
+                    MemorySegment.copy(buf, off + done, seg, address(slots[i], cur), n);
                 } else {
-                    MemorySegment.copy(segment(slots[i], cur), address(slots[i], cur), buf, off + done, n);
+                    MemorySegment.copy(seg, address(slots[i], cur), buf, off + done, n);
                 }
                 if ((slots[i] & SLOT_RESOURCE) != 0) {
                     barBytes.add(n);

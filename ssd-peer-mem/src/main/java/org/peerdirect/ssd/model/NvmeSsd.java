@@ -255,9 +255,9 @@ public final class NvmeSsd implements PmrWindow {
         }
     }
 
-    /** The aperture: the 4 KiB of the write buffer behind PMR offset {@code off}, or null while the PMR is off. */
+    /** The aperture: the write buffer from PMR offset {@code off} to its end (contiguous), or null while the PMR is off. */
     private MemorySegment pmrPage(long off) {
-        return pmrEnabled && !dead ? buffer.asSlice(off, PAGE) : null;
+        return pmrEnabled && !dead ? buffer.asSlice(off) : null; // the PMR is contiguous to its end
     }
 
     /**
