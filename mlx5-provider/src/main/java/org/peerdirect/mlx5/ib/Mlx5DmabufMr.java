@@ -161,22 +161,18 @@ final class Mlx5DmabufMr implements IbMrOps {
         }
         odp.dmabufMkeys.remove(Mkey.mkeyToIdx(mkey), this);
         use.derefWait(mkey);
-        boolean revoked;
         umem.lock();
         try {
             released = true;
             pd.ctx.dev.umr().revokeMr(mkey);
-            revoked = true;
-        } catch (KernelException e) {
-            revoked = false;
+        } catch (KernelException deviceGone) {
+            // the destroy below revokes
         } finally {
             umem.unlock();
         }
-        pd.ctx.dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey)); // revoked or not: then the IOVAs go
+        // revoked by UMR, or (device gone, channel failed) the destroy is the revocation: before the IOVAs go
+        pd.ctx.dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey));
         umem.release();
-        if (!revoked) {
-            System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.DEBUG, "dma-buf mkey 0x%x destroyed without a UMR revoke", mkey);
-        }
     }
 
     @Override

@@ -145,4 +145,47 @@ class Mlx5DmabufTest extends Mlx5Machine {
         p[0].close();
         p[1].close();
     }
+
+    /**
+     * The exporter moving the buffer while RDMA WRITEs run: each move zaps and unmaps under the
+     * reservation lock while the device may be mid-transfer or mid-fault; every write must land
+     * (a fault re-maps), byte for byte, and nothing may reach a BAR1 slot after it was taken back.
+     */
+    @Test
+    void writesRacingMovesAllLandAndNothingReachesATakenBackSlot() throws Exception {
+        up();
+        RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
+        connect(p);
+        long dptr = rm.cuMemAlloc(proc, 256 << 10);
+        int fd = rm.cuMemGetHandleForAddressRange(proc, dptr, 256 << 10);
+        IbvMr dmr = p[1].pd.regDmabufMr(0, 256 << 10, dptr, fd, RW);
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicInteger moves = new java.util.concurrent.atomic.AtomicInteger();
+        Thread mover = Thread.ofPlatform().name("exporter-move").start(() -> {
+            while (!stop.get()) {
+                rm.dmaBufEvictBar1(proc, fd);
+                moves.incrementAndGet();
+                Thread.onSpinWait();
+            }
+        });
+        try {
+            for (int i = 0; i < 100; i++) {
+                long at = (i % 60) * 4096L;
+                byte[] sent = fill(p[0].buf, 4096, i);
+                p[0].qp.postSend(write(p[0], p[0].buf, 4096, dptr + at, dmr.rkey()));
+                assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status, "write " + i);
+                assertArrayEquals(sent, gpuBytes(dptr + at, 4096), "write " + i + " landed");
+            }
+        } finally {
+            stop.set(true);
+            mover.join(10_000);
+        }
+        assertTrue(moves.get() > 0, "the exporter moved the buffer meanwhile");
+        assertEquals(0, iommu.audit().useAfterFree(), "no access reached a slot after it was taken back");
+        dmr.dereg();
+        proc.close(fd);
+        rm.cuMemFree(proc, dptr);
+        p[0].close();
+        p[1].close();
+    }
 }
