@@ -434,6 +434,11 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         return r;
     }
 
+    /** Bytes one copy may move from {@code iova} (slot {@code i}, lying in {@code seg}): {@link #apertureRun} or {@link #run}. */
+    private long runAt(MemorySegment seg, long[] slots, int i, int last, long iova, long want) {
+        return (slots[i] & SLOT_APERTURE) != 0 ? apertureRun(seg, slots, i, last, iova, want) : run(slots, i, last, iova, want);
+    }
+
     /**
      * Bytes from {@code iova} (in aperture slot {@code i}, whose page the device maps onto
      * {@code seg}) that one copy may move: through the following IOVA pages while they map the
@@ -519,7 +524,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                 long cur = iova + done;
                 int i = (int) ((cur - base) >>> PAGE_SHIFT);
                 MemorySegment seg = segment(slots[i], cur);
-                long n = (slots[i] & SLOT_APERTURE) != 0 ? apertureRun(seg, slots, i, last, cur, len - done) : run(slots, i, last, cur, len - done);
+                long n = runAt(seg, slots, i, last, cur, len - done);
                 n = Math.min(n, len - done);
                 if (toMemory) {
                     MemorySegment.copy(buf, off + done, seg, address(slots[i], cur), n);
@@ -579,8 +584,10 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                     int si = (int) ((s - sBase) >>> PAGE_SHIFT);
                     int di = sn + (int) ((t - dBase) >>> PAGE_SHIFT);
                     long want = len - done;
-                    long n = Math.min(want, Math.min(run(slots, si, sn - 1, s, want), run(slots, di, sn + dn - 1, t, want)));
-                    MemorySegment.copy(segment(slots[si], s), address(slots[si], s), d.segment(slots[di], t), address(slots[di], t), n);
+                    MemorySegment from = segment(slots[si], s);
+                    MemorySegment to = d.segment(slots[di], t);
+                    long n = Math.min(want, Math.min(runAt(from, slots, si, sn - 1, s, want), d.runAt(to, slots, di, sn + dn - 1, t, want)));
+                    MemorySegment.copy(from, address(slots[si], s), to, address(slots[di], t), n);
                     if ((slots[si] & SLOT_RESOURCE) != 0) {
                         barBytes.add(n);
                     }
