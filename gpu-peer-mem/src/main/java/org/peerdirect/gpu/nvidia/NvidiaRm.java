@@ -179,6 +179,8 @@ public final class NvidiaRm {
     private final Map<Integer, Long> uvaCursor = new HashMap<>();
     /** Exported dma-bufs not yet released. */
     private final List<GpuDmaBuf> exports = new ArrayList<>();
+    /** The GPU is going: no new export. */
+    private boolean shuttingDown;
     private long modelledPinNanos;
     private long pins;
     private long freeCallbacks;
@@ -730,6 +732,9 @@ public final class NvidiaRm {
     public int cuMemGetHandleForAddressRange(AddressSpace proc, long dptr, long size) {
         GpuDmaBuf g;
         synchronized (this) {
+            if (shuttingDown) {
+                throw new KernelException(Errno.ENODEV, "cuMemGetHandleForAddressRange: " + name() + " is going away (CUDA_ERROR_NO_DEVICE)");
+            }
             if ((dptr & 4095) != 0 || (size & 4095) != 0 || size <= 0) {
                 throw new KernelException(Errno.EINVAL, String.format(
                         "cuMemGetHandleForAddressRange(0x%x, %d): CUDA_ERROR_INVALID_VALUE (not aligned to the host page size)", dptr, size));
@@ -742,15 +747,12 @@ public final class NvidiaRm {
                 pageRefs[p]++; // the buffer keeps them past a free of the allocation
             }
             g = new GpuDmaBuf(dptr, (dptr - a.va) % P2P_PAGE_SIZE, size, pages);
-            exports.add(g);
+            g.buf = org.peerdirect.kernel.dmabuf.DmaBuf.export("nvidia " + name(), size, g); // takes no lock
+            exports.add(g); // with its buffer: a shutdown sees it whole or not at all
         }
-        g.buf = org.peerdirect.kernel.dmabuf.DmaBuf.export("nvidia " + name(), size, g);
-        try {
-            return g.buf.fd(proc);
-        } catch (RuntimeException e) {
-            g.release(g.buf);
-            throw e;
-        }
+        // a descriptor that cannot be installed (the process is exiting) drops the only reference:
+        // the buffer is released then, once
+        return g.buf.fd(proc);
     }
 
     /**
@@ -764,9 +766,21 @@ public final class NvidiaRm {
     public int dmaBufEvictBar1(AddressSpace proc, int fd) {
         org.peerdirect.kernel.dmabuf.DmaBuf b = org.peerdirect.kernel.dmabuf.DmaBuf.get(proc, fd);
         try {
+            GpuDmaBuf g;
+            synchronized (this) {
+                g = exports.stream().filter(x -> x.buf == b).findFirst().orElse(null);
+            }
+            if (g == null) {
+                throw new KernelException(Errno.EINVAL, String.format("fd %d is %s, not a dma-buf %s exported", fd, b, name()));
+            }
             int before = usedSlots();
             b.lockResv();
             try {
+                synchronized (this) {
+                    if (g.pins > 0) {
+                        throw new KernelException(Errno.EBUSY, b + " is pinned by an importer: its BAR1 pages cannot be taken back");
+                    }
+                }
                 b.moveNotify();
             } finally {
                 b.unlockResv();
@@ -781,6 +795,7 @@ public final class NvidiaRm {
     private List<String> revokeExports() {
         List<GpuDmaBuf> all;
         synchronized (this) {
+            shuttingDown = true; // no export from now on
             all = new ArrayList<>(exports);
         }
         List<String> stuck = new ArrayList<>();
@@ -790,6 +805,8 @@ public final class NvidiaRm {
                 for (var a : g.buf.revoke()) {
                     stuck.add(name() + ": " + a.importerName() + " keeps a pinned, non-revocable mapping of " + g.buf);
                 }
+            } catch (RuntimeException e) { // an importer failed: the others and the rest of the shutdown go on
+                stuck.add(name() + ": revoking " + g.buf + " failed: " + e);
             } finally {
                 g.buf.unlockResv();
             }
@@ -845,10 +862,18 @@ public final class NvidiaRm {
         }
         List<String> left = new ArrayList<>(stuck);
         synchronized (this) {
-            // an exported buffer still open is revoked: its descriptors keep its (dead) pages until closed
-            if (usedPages.cardinality() > 0 && exports.isEmpty()) {
+            // pages only revoked dma-bufs still open hold are not leaks: their descriptors keep them until closed
+            BitSet byExports = new BitSet();
+            for (GpuDmaBuf g : exports) {
+                for (int p : g.pages) {
+                    byExports.set(p);
+                }
+            }
+            BitSet held = (BitSet) usedPages.clone();
+            held.andNot(byExports);
+            if (held.cardinality() > 0) {
                 left.add(String.format("%s: %d pages of video memory still referenced at shutdown (persistent pins not put)", name(),
-                        usedPages.cardinality()));
+                        held.cardinality()));
             }
             if (gpu.bar1Mapped() > 0) {
                 left.add(String.format("%s: %d BAR1 slots still mapped at shutdown", name(), gpu.bar1Mapped()));

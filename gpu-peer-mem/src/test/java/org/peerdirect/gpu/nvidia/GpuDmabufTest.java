@@ -111,10 +111,13 @@ class GpuDmabufTest {
         AtomicInteger revoked = new AtomicInteger();
         IbUmemDmabuf pinned = m.umems().umemDmabufGetPinned(proc, dev, 0, 128 << 10, fd, RW, x -> revoked.incrementAndGet());
         assertTrue(pinned.mapped(), "pinned and mapped at creation");
-        assertThrows(IllegalStateException.class, () -> rm.dmaBufEvictBar1(proc, fd), "a pinned buffer cannot move");
+        KernelException busy = assertThrows(KernelException.class, () -> rm.dmaBufEvictBar1(proc, fd), "a pinned buffer cannot move");
+        assertEquals(KernelException.Errno.EBUSY, busy.errno(), busy.getMessage());
         rm.cuMemFree(proc, dptr); // the buffer keeps the pages
         assertEquals(List.of(), rm.shutdown(), "the revocable import let go");
         gpuGone = true;
+        assertEquals(KernelException.Errno.ENODEV, assertThrows(KernelException.class, () -> rm.cuMemGetHandleForAddressRange(proc, dptr, 4096)).errno(),
+                "no export once the GPU is going");
         assertEquals(1, revoked.get());
         assertTrue(pinned.revoked());
         assertFalse(pinned.mapped());
@@ -170,6 +173,25 @@ class GpuDmabufTest {
         assertEquals(KernelException.Errno.EINVAL,
                 assertThrows(KernelException.class, () -> m.umems().umemDmabufGet(proc, dev, 0, 128 << 10, fd, RW, x -> { })).errno(),
                 "past the buffer's end");
+        // another exporter's buffer is not this GPU's to move
+        var foreign = org.peerdirect.kernel.dmabuf.DmaBuf.export("other", 4096, new org.peerdirect.kernel.dmabuf.DmaBufOps() {
+            @Override
+            public org.peerdirect.kernel.dma.SgTable map(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, org.peerdirect.kernel.dma.DmaDirection d) {
+                throw new AssertionError();
+            }
+
+            @Override
+            public void unmap(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, org.peerdirect.kernel.dma.SgTable sg,
+                    org.peerdirect.kernel.dma.DmaDirection d) {
+            }
+
+            @Override
+            public void release(org.peerdirect.kernel.dmabuf.DmaBuf b) {
+            }
+        });
+        int other = foreign.fd(proc);
+        assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class, () -> rm.dmaBufEvictBar1(proc, other)).errno());
+        proc.close(other);
         proc.close(fd);
         rm.cuMemFree(proc, dptr);
     }

@@ -40,6 +40,8 @@ final class Mlx5DmabufMr implements IbMrOps {
     private boolean translated;
     /** Deregistered: no fault maps it again (reservation lock). */
     private boolean released;
+    /** The mkey is destroyed (reservation lock). */
+    private boolean destroyed;
     final AtomicLong faults = new AtomicLong();
     final AtomicLong moves = new AtomicLong();
 
@@ -60,6 +62,14 @@ final class Mlx5DmabufMr implements IbMrOps {
      */
     static Mlx5DmabufMr create(Mlx5IbPd pd, long offset, long length, long iova, int fd, int access) {
         Mlx5IbDev dev = pd.ctx.dev;
+        org.peerdirect.ib.core.verbs.IbvDeviceAttr.OdpCaps caps = dev.queryDevice().odpCaps();
+        if ((caps.generalCaps() & org.peerdirect.ib.core.verbs.IbvDeviceAttr.ODP_SUPPORT) == 0) {
+            throw new KernelException(Errno.EOPNOTSUPP, dev.name() + ": dma-buf MRs re-map through the ODP page-fault path, which this device lacks");
+        }
+        if (caps.maxOdpSize() != -1L && Long.compareUnsigned(length, caps.maxOdpSize()) > 0) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: a dma-buf MR of %d bytes is more than UMR can load (%d)", dev.name(), length,
+                    caps.maxOdpSize()));
+        }
         Mlx5Odp odp = dev.odp();
         AtomicReference<Mlx5DmabufMr> live = new AtomicReference<>();
         IbUmemDmabuf umem = dev.umems.umemDmabufGet(pd.ctx.process, dev, offset, length, fd, access, u -> {
@@ -92,8 +102,14 @@ final class Mlx5DmabufMr implements IbMrOps {
         return mr;
     }
 
-    /** MTT entry {@code i}: the DMA address of the page holding byte {@code i * 4096 - pageOffset(iova)} of the range. */
+    /**
+     * MTT entry {@code i}: the DMA address of the page holding byte {@code i * 4096 - pageOffset(iova)}
+     * of the range; 0 past the last page (a UMR writes whole octowords: an odd count asks for one more).
+     */
     private long mtt(long i) {
+        if (i >= npages) {
+            return 0;
+        }
         long off = Math.max(0, i * 4096 - (iova & 4095));
         return umem.dmaAddressOf(off) & ~4095L | Mkey.MTT_READ | Mkey.MTT_WRITE;
     }
@@ -112,14 +128,20 @@ final class Mlx5DmabufMr implements IbMrOps {
             if (released) {
                 throw new KernelException(Errno.EINVAL, String.format("dma-buf MR mkey 0x%x is being deregistered", mkey));
             }
-            umem.mapPages();
-            if (enable) {
-                pd.ctx.dev.umr().updateAndEnable(mkey, mkey & 0xff, pd.pdn, iova, umem.length(), access, npages, this::mtt);
-            } else if (!translated) {
-                pd.ctx.dev.umr().updateXlt(mkey, 0, npages, this::mtt);
-                faults.incrementAndGet();
+            if (destroyed) {
+                throw new KernelException(Errno.EIO, String.format("dma-buf MR mkey 0x%x was destroyed (a zap failed)", mkey));
             }
-            translated = true;
+            umem.mapPages();
+            if (enable || !translated) {
+                // "may be translated" from before the UMR: a partial write is zapped by the next move all the same
+                translated = true;
+                if (enable) {
+                    pd.ctx.dev.umr().updateAndEnable(mkey, mkey & 0xff, pd.pdn, iova, umem.length(), access, npages, this::mtt);
+                } else {
+                    pd.ctx.dev.umr().updateXlt(mkey, 0, npages, this::mtt);
+                    faults.incrementAndGet();
+                }
+            }
             return npages;
         } finally {
             umem.unlock();
@@ -129,11 +151,13 @@ final class Mlx5DmabufMr implements IbMrOps {
     /** The exporter moves the buffer (reservation lock held): every entry zapped before the umem unmaps. */
     private void moveNotify() {
         assert umem.isLockedByCurrentThread();
-        if (translated && !released) {
+        if (translated && !destroyed) {
             try {
                 pd.ctx.dev.umr().updateXlt(mkey, 0, npages, k -> 0);
             } catch (KernelException e) {
-                // the device is gone: nothing reaches the buffer through it any more
+                // the UMR failed (timeout, flushed QP, device gone): the destroy is the zap left,
+                // before the umem unmaps the IOVAs (later accesses end in error, never in a stale page)
+                destroyMkey();
             }
             translated = false;
         }
@@ -164,15 +188,25 @@ final class Mlx5DmabufMr implements IbMrOps {
         umem.lock();
         try {
             released = true;
-            pd.ctx.dev.umr().revokeMr(mkey);
-        } catch (KernelException deviceGone) {
-            // the destroy below revokes
+            if (!destroyed) {
+                try {
+                    pd.ctx.dev.umr().revokeMr(mkey);
+                } catch (KernelException e) {
+                    // the destroy below is the revocation left
+                }
+            }
+            destroyMkey(); // under the lock: no move may unmap the IOVAs before the key is gone
         } finally {
             umem.unlock();
         }
-        // revoked by UMR, or (device gone, channel failed) the destroy is the revocation: before the IOVAs go
-        pd.ctx.dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey));
         umem.release();
+    }
+
+    private void destroyMkey() {
+        if (!destroyed) {
+            destroyed = true;
+            pd.ctx.dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey));
+        }
     }
 
     @Override
@@ -192,12 +226,12 @@ final class Mlx5DmabufMr implements IbMrOps {
 
     @Override
     public boolean invalidated() {
-        return umem.revoked();
+        return umem.revoked() || umem.dmabuf().revoked();
     }
 
     @Override
     public String toString() {
         return String.format("dma-buf MR mkey 0x%x [0x%x, +%d) of %s: faults %d, moves %d%s", mkey, iova, umem.length(), umem.dmabuf(), faults.get(),
-                moves.get(), umem.revoked() ? " REVOKED" : "");
+                moves.get(), invalidated() ? " REVOKED" : "");
     }
 }

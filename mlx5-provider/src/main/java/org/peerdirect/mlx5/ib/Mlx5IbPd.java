@@ -133,6 +133,11 @@ final class Mlx5IbPd implements IbPdOps {
         return Mlx5DmabufMr.create(this, offset, length, iova, fd, access);
     }
 
+    @Override
+    public boolean hasRegUserMrDmabuf() {
+        return true;
+    }
+
     /**
      * {@code create_user_odp_mr}: the page-fault EQ exists (made with the first ODP MR); an ODP umem
      * whose invalidations go to the MR ({@code mlx5_mn_ops}); an mkey from the cache, or

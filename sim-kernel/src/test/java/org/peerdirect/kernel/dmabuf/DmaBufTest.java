@@ -38,7 +38,7 @@ class DmaBufTest {
     final List<String> log = new ArrayList<>();
 
     /** An exporter of {@code pages} host frames, mapped page by page for the importer. */
-    final class FrameExporter implements DmaBufOps {
+    class FrameExporter implements DmaBufOps {
         final long[] pfns;
         boolean released;
 
@@ -201,5 +201,29 @@ class DmaBufTest {
         assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> buf.dynamicAttach(importer, "no-ops", null, null)).errno());
         int fd = buf.fd(proc); // released at exit
         assertEquals(Errno.EBADF, assertThrows(KernelException.class, () -> DmaBuf.get(proc, fd + 1)).errno());
+    }
+
+    /**
+     * Review finding: when the descriptor cannot be installed (the process is exiting), fd()
+     * drops the only reference and the exporter's release runs once; an exporter must not
+     * release again (two exporters did, double-freeing their pages).
+     */
+    @Test
+    void aDescriptorThatCannotBeInstalledReleasesTheBufferOnce() {
+        int[] releases = {0};
+        FrameExporter e = new FrameExporter(1) {
+            @Override
+            public void release(DmaBuf buf) {
+                releases[0]++;
+                super.release(buf);
+            }
+        };
+        DmaBuf buf = DmaBuf.export("frames", 4096, e);
+        AddressSpace gone = mm.createProcess("gone");
+        gone.exit();
+        KernelException x = assertThrows(KernelException.class, () -> buf.fd(gone));
+        assertEquals(Errno.EFAULT, x.errno());
+        assertEquals(1, releases[0], "released once, by fd()");
+        assertTrue(buf.released());
     }
 }

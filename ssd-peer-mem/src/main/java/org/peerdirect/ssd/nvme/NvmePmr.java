@@ -444,6 +444,8 @@ public final class NvmePmr {
 
     /** Exported dma-bufs not yet released. */
     private final List<PmrDmaBuf> exports = new ArrayList<>();
+    /** The controller is going: no new export. */
+    private boolean shuttingDown;
 
     /**
      * Exports [va, va+length) of a PMR mapping of {@code proc} as a dma-buf open in the process
@@ -455,6 +457,9 @@ public final class NvmePmr {
     public int exportDmabuf(AddressSpace proc, long va, long length) {
         PmrDmaBuf d;
         synchronized (this) {
+            if (shuttingDown) {
+                throw new KernelException(Errno.ENODEV, name() + ": the controller is going away");
+            }
             Region r = (va & (PAGE - 1)) != 0 || (length & (PAGE - 1)) != 0 ? null : containing(proc.pid(), va, length);
             if (r == null) {
                 throw new KernelException(Errno.EINVAL, String.format("%s: 0x%x+0x%x of pid %d is not a page-aligned range of one PMR mapping",
@@ -462,21 +467,18 @@ public final class NvmePmr {
             }
             r.exports++;
             d = new PmrDmaBuf(r, r.offset + (va - r.va), length);
-            exports.add(d);
+            d.buf = org.peerdirect.kernel.dmabuf.DmaBuf.export(name() + " pmr", length, d); // takes no lock
+            exports.add(d); // with its buffer: a shutdown sees it whole or not at all
         }
-        d.buf = org.peerdirect.kernel.dmabuf.DmaBuf.export(name() + " pmr", length, d);
-        try {
-            return d.buf.fd(proc);
-        } catch (RuntimeException e) {
-            d.release(d.buf);
-            throw e;
-        }
+        // a descriptor that cannot be installed drops the only reference: the buffer is released then, once
+        return d.buf.fd(proc);
     }
 
     /** The controller goes: every exported buffer revoked; returns what pinned, non-revocable importers keep. */
     private List<String> revokeExports() {
         List<PmrDmaBuf> all;
         synchronized (this) {
+            shuttingDown = true; // no export from now on
             all = new ArrayList<>(exports);
         }
         List<String> stuck = new ArrayList<>();
@@ -486,6 +488,8 @@ public final class NvmePmr {
                 for (var a : d.buf.revoke()) {
                     stuck.add(name() + ": " + a.importerName() + " keeps a pinned, non-revocable mapping of " + d.buf);
                 }
+            } catch (RuntimeException e) { // an importer failed: the others and the rest of the shutdown go on
+                stuck.add(name() + ": revoking " + d.buf + " failed: " + e);
             } finally {
                 d.buf.unlockResv();
             }

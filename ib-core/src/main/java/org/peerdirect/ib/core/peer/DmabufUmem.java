@@ -39,6 +39,12 @@ final class DmabufUmem implements IbUmemDmabuf {
     private final DmaBufAttachment attachment;
     /** The whole buffer's mapping (the exporter's table), or null. Reservation lock. */
     private SgTable sgt;
+    /**
+     * The DMA address of each 4 KiB page of [ALIGN_DOWN(offset), ALIGN(offset+length)) while
+     * mapped (the kernel's trimmed SG list): computed once per map, so a driver asking page by page
+     * does not walk the table each time.
+     */
+    private volatile long[] pageDma;
     private boolean revoked;
     private boolean released;
 
@@ -174,7 +180,21 @@ final class DmabufUmem implements IbUmemDmabuf {
         if (sgt != null) {
             return; // mapped: the kernel only re-waits the fences (not modelled, see the dmabuf package)
         }
-        sgt = attachment.map(DmaDirection.BIDIRECTIONAL);
+        SgTable t = attachment.map(DmaDirection.BIDIRECTIONAL);
+        long first = offset & -PAGE;
+        long[] pages = new long[(int) (((offset + length + PAGE - 1) & -PAGE) - first) / (int) PAGE];
+        int e = 0;
+        long eStart = 0; // buffer offset where entry e starts
+        for (int i = 0; i < pages.length; i++) {
+            long at = first + i * PAGE;
+            while (at >= eStart + t.length(e)) {
+                eStart += t.length(e);
+                e++;
+            }
+            pages[i] = t.dmaAddress(e) + (at - eStart);
+        }
+        sgt = t;
+        pageDma = pages;
     }
 
     @Override
@@ -183,6 +203,7 @@ final class DmabufUmem implements IbUmemDmabuf {
         if (sgt != null) {
             SgTable t = sgt;
             sgt = null;
+            pageDma = null;
             attachment.unmap(t);
         }
     }
@@ -194,21 +215,15 @@ final class DmabufUmem implements IbUmemDmabuf {
 
     @Override
     public long dmaAddressOf(long off) {
-        SgTable t = sgt;
-        if (t == null) {
+        long[] pages = pageDma;
+        if (pages == null) {
             throw new KernelException(Errno.EINVAL, "ib_umem_dmabuf: not mapped");
         }
         if (off < 0 || off >= length) {
             throw new KernelException(Errno.EINVAL, String.format("ib_umem_dmabuf: offset %d is outside the %d-byte range", off, length));
         }
-        long at = offset + off; // byte of the buffer
-        for (int i = 0; i < t.nents(); i++) {
-            if (at < t.length(i)) {
-                return t.dmaAddress(i) + at;
-            }
-            at -= t.length(i);
-        }
-        throw new IllegalStateException("the exporter's table is shorter than " + buf);
+        long at = offset + off;
+        return pages[(int) ((at - (offset & -PAGE)) / PAGE)] + (at & (PAGE - 1));
     }
 
     @Override

@@ -26,6 +26,15 @@ public interface IbPdOps {
     }
 
     /**
+     * Whether {@link #regUserMrDmabuf} is implemented: the kernel tests the op pointer
+     * ({@code ib_dev->ops.reg_user_mr_dmabuf}) before it looks at any argument, so a driver without
+     * it answers EOPNOTSUPP whatever the arguments. A driver that implements the op returns true.
+     */
+    default boolean hasRegUserMrDmabuf() {
+        return false;
+    }
+
+    /**
      * {@code advise_mr}: the core checked the flags and that there is at least one SGE; the driver
      * checks the advice and each lkey. A driver without ODP keeps this default, as a kernel driver
      * without the op ({@code ib_dev->ops.advise_mr == NULL}).

@@ -83,7 +83,8 @@ final class UPd implements IbvPd {
             | IbAccess.RELAXED_ORDERING;
 
     /**
-     * {@code UVERBS_METHOD_REG_DMABUF_MR}: the access flags the man page allows and
+     * {@code UVERBS_METHOD_REG_DMABUF_MR}: EOPNOTSUPP for a driver without the op, before any
+     * argument is looked at; then the access flags the man page allows and
      * {@code ib_check_mr_access}, the same page offset for {@code offset} and {@code iova}, a
      * range that is not empty and does not overflow; then the driver (EOPNOTSUPP without
      * {@code reg_user_mr_dmabuf}). The MR's address is {@code iova}.
@@ -91,6 +92,10 @@ final class UPd implements IbvPd {
     @Override
     public IbvMr regDmabufMr(long offset, long length, long iova, int fd, int access) {
         alive();
+        if (!ops.hasRegUserMrDmabuf()) { // the op pointer first, before any argument
+            throw new KernelException(Errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr: Operation not supported: " + ctx.dev.name()
+                    + "'s driver has no reg_user_mr_dmabuf");
+        }
         if ((access & ~DMABUF_ACCESS) != 0) {
             throw new KernelException(Errno.EINVAL, "ibv_reg_dmabuf_mr: access flags 0x" + Integer.toHexString(access & ~DMABUF_ACCESS)
                     + " are not allowed (local write, remote write, remote read, remote atomic, relaxed ordering are)");
