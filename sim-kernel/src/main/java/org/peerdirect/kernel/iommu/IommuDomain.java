@@ -408,12 +408,38 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         // else (not mapped, no right, a BAR page) goes the full way, which also names the fault
         long want = VALID | need;
         long mask = want | RESOURCE;
+        // an aperture page's memory may cover the following BAR pages of the same mapping (a GPU's
+        // 64 KiB page): those are mapped and unmapped with it, so one resolution serves them all
+        Resource covered = null;
+        long coverFrom = 0;
+        long coverTo = 0;
         for (int i = 0; i < n; i++) {
             long p = first + i;
             long[] leaf = entries[(int) (p >>> 9)];
             long e = leaf == null ? 0 : leaf[(int) (p & 511)];
-            slots[at + i] = (e & mask) == want ? e & -PAGE_SIZE
-                    : translatePage(base + ((long) i << PAGE_SHIFT), need, false);
+            if ((e & mask) == want) {
+                slots[at + i] = e & -PAGE_SIZE;
+                continue;
+            }
+            if (covered != null && (e & (mask | RESOURCE)) == (want | RESOURCE)) {
+                long off = e & -PAGE_SIZE;
+                if (off >= coverFrom && off < coverTo && resources[(int) (p >>> 9)][(int) (p & 511)] == covered) {
+                    slots[at + i] = off | SLOT_RESOURCE | SLOT_APERTURE;
+                    continue;
+                }
+            }
+            long slot = translatePage(base + ((long) i << PAGE_SHIFT), need, false);
+            slots[at + i] = slot;
+            covered = null;
+            if ((slot & SLOT_APERTURE) != 0) {
+                Resource r = resources[(int) (p >>> 9)][(int) (p & 511)];
+                MemorySegment page = r.aperture().page(slot & -PAGE_SIZE);
+                if (page != null && page.byteSize() > PAGE_SIZE) {
+                    covered = r;
+                    coverFrom = slot & -PAGE_SIZE;
+                    coverTo = coverFrom + page.byteSize();
+                }
+            }
         }
         return n;
     }

@@ -23,8 +23,9 @@ public interface BarAperture {
     /**
      * The memory now behind the 4 KiB page at {@code offset} of the BAR, starting at that page's
      * first byte, or {@code null} when the device has nothing mapped there. At least 4096 bytes;
-     * longer only where the device's memory is contiguous behind the following BAR pages too (the
-     * rest of a GPU's 64 KiB page), which lets a transfer copy them at once. Called on every access: it must be
+     * longer only where the device's memory is contiguous behind the following BAR pages too and
+     * those pages are mapped and unmapped together with this one (the rest of a GPU's 64 KiB page),
+     * which lets a transfer resolve and copy them at once. Called on every access: it must be
      * quick and must not block. The segment may be closed later (the device freed its memory);
      * an access then fails as a use-after-free, it never reaches freed memory.
      *
