@@ -162,15 +162,20 @@ class Mlx5DmabufTest extends Mlx5Machine {
         IbvMr dmr = p[1].pd.regDmabufMr(0, 256 << 10, dptr, fd, RW);
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
         java.util.concurrent.atomic.AtomicInteger moves = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.CountDownLatch firstMove = new java.util.concurrent.CountDownLatch(1);
         Thread mover = Thread.ofPlatform().name("exporter-move").start(() -> {
             while (!stop.get()) {
                 rm.dmaBufEvictBar1(proc, fd);
                 moves.incrementAndGet();
+                firstMove.countDown();
                 Thread.onSpinWait();
             }
         });
         try {
-            for (int i = 0; i < 100; i++) {
+            assertTrue(firstMove.await(30, java.util.concurrent.TimeUnit.SECONDS), "the exporter moved the buffer");
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            // at least 100 writes and at least 20 moves while they run, however the threads are scheduled
+            for (int i = 0; i < 100 || moves.get() < 20 && System.nanoTime() < deadline; i++) {
                 long at = (i % 60) * 4096L;
                 byte[] sent = fill(p[0].buf, 4096, i);
                 p[0].qp.postSend(write(p[0], p[0].buf, 4096, dptr + at, dmr.rkey()));
@@ -181,7 +186,7 @@ class Mlx5DmabufTest extends Mlx5Machine {
             stop.set(true);
             mover.join(10_000);
         }
-        assertTrue(moves.get() > 0, "the exporter moved the buffer meanwhile");
+        assertTrue(moves.get() >= 20, "the exporter moved the buffer meanwhile: " + moves.get());
         assertEquals(0, iommu.audit().useAfterFree(), "no access reached a slot after it was taken back");
         dmr.dereg();
         proc.close(fd);

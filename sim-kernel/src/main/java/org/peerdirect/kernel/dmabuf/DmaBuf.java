@@ -55,6 +55,8 @@ public final class DmaBuf {
     private final long inode = INODES.incrementAndGet();
     private final ReentrantLock resv = new ReentrantLock();
     private final List<DmaBufAttachment> attachments = new CopyOnWriteArrayList<>();
+    /** The exporter's pending work (kernel-usage fences); reservation lock. */
+    private final List<Fence> fences = new ArrayList<>();
     private int refs;
     private boolean released;
     /** Set under the reservation lock by {@link #revoke}: every later map or pin fails. */
@@ -199,6 +201,67 @@ public final class DmaBuf {
             ops.detach(a);
         } finally {
             put();
+        }
+    }
+
+    /**
+     * A fence ({@code struct dma_fence}) of kernel usage: the exporter's pending work on the buffer,
+     * typically the copy of a migration started after {@link #moveNotify}; signalled once when done.
+     */
+    public static final class Fence {
+        private final java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+
+        /** {@code dma_fence_signal}. */
+        public void signal() {
+            done.countDown();
+        }
+
+        public boolean signalled() {
+            return done.getCount() == 0;
+        }
+    }
+
+    /**
+     * {@code dma_resv_add_fence(DMA_RESV_USAGE_KERNEL)}, by the exporter with the reservation lock
+     * held: importers that map the buffer after this wait for the fence ({@link #waitFences}).
+     */
+    public Fence addFence() {
+        assert resv.isHeldByCurrentThread() : "dma_resv_add_fence without the reservation lock";
+        Fence f = new Fence();
+        fences.add(f);
+        return f;
+    }
+
+    /**
+     * {@code dma_resv_wait_timeout(DMA_RESV_USAGE_KERNEL)}, reservation lock held: waits until every
+     * kernel fence is signalled; bounded, unlike the kernel's {@code MAX_SCHEDULE_TIMEOUT}.
+     *
+     * @throws KernelException ETIMEDOUT when a fence is not signalled within {@code timeout}
+     */
+    public void waitFences(java.time.Duration timeout) {
+        assert resv.isHeldByCurrentThread() : "dma_resv_wait_timeout without the reservation lock";
+        long deadline = System.nanoTime() + timeout.toNanos();
+        boolean interrupted = false;
+        try {
+            for (java.util.Iterator<Fence> it = fences.iterator(); it.hasNext();) {
+                Fence f = it.next();
+                while (!f.signalled()) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        throw new KernelException(Errno.ETIMEDOUT, this + ": the exporter's fence was not signalled within " + timeout.toMillis() + " ms");
+                    }
+                    try {
+                        f.done.await(left, java.util.concurrent.TimeUnit.NANOSECONDS);
+                    } catch (InterruptedException e) {
+                        interrupted = true; // the wait is bounded anyway: finish it
+                    }
+                }
+                it.remove();
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

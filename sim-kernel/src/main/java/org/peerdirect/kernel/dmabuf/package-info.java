@@ -8,9 +8,11 @@
  * may move. Revocation ({@link org.peerdirect.kernel.dmabuf.DmaBuf#revoke}) is the exporter's
  * device going away: dynamic and revocable pinned importers let go, later maps fail.
  *
- * <p>Fences ({@code dma_resv} fences) are not modelled: an exporter here moves its buffer
- * synchronously under the reservation lock, so an importer that takes the lock after a move sees
- * the buffer where it now is.
+ * <p>Fences: an exporter that finishes a move after it released the reservation lock (the copy
+ * of a migration) adds a kernel-usage fence ({@link org.peerdirect.kernel.dmabuf.DmaBuf#addFence})
+ * and signals it when done; an importer waits for the fences after it maps
+ * ({@link org.peerdirect.kernel.dmabuf.DmaBuf#waitFences}, bounded: ETIMEDOUT). Only kernel-usage
+ * fences are modelled (no read/write/bookkeep usages, no fence callbacks).
  */
 @Export
 @Version("0.1.0")

@@ -32,7 +32,9 @@ public class KernelException extends RuntimeException {
         /** no such entry: a key that names no object of the kind asked for. */
         ENOENT,
         /** bad file descriptor: not open in the process, or not the kind of file the call needs. */
-        EBADF
+        EBADF,
+        /** a bounded wait ran out (a dma-buf fence the exporter did not signal in time). */
+        ETIMEDOUT
     }
 
     private final Errno errno;

@@ -226,4 +226,64 @@ class DmaBufTest {
         assertEquals(1, releases[0], "released once, by fd()");
         assertTrue(buf.released());
     }
+
+    /**
+     * Fences: an exporter migrates its frames after move_notify and copies the bytes after it
+     * released the reservation lock, under a fence; an importer that maps meanwhile gets the new
+     * frames and waits for the fence before it may use them; a fence never signalled is ETIMEDOUT.
+     */
+    @Test
+    void anImporterWaitsForTheExportersMigrationFence() throws Exception {
+        FrameExporter e = new FrameExporter(1);
+        mm.pageAddress(e.pfns[0], 0).fill((byte) 0x3c);
+        DmaBuf buf = DmaBuf.export("frames", 4096, e);
+        buf.fd(proc);
+        DmaBufAttachment a = buf.dynamicAttach(importer, "importer0", dynamic(false), null);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        DmaBuf.Fence fence;
+        long old = e.pfns[0];
+        Thread copier;
+        buf.lockResv();
+        try {
+            buf.moveNotify(); // nobody mapped yet: nothing to unmap
+            e.pfns[0] = mm.allocPages(0); // the new place; the bytes follow under the fence
+            fence = buf.addFence();
+            DmaBuf.Fence f = fence;
+            copier = Thread.ofPlatform().start(() -> {
+                try {
+                    go.await();
+                } catch (InterruptedException x) {
+                    return;
+                }
+                mm.pageAddress(e.pfns[0], 0).copyFrom(mm.pageAddress(old, 0));
+                mm.freePages(old, 0);
+                f.signal();
+            });
+        } finally {
+            buf.unlockResv();
+        }
+        byte[] got = new byte[16];
+        buf.lockResv();
+        try {
+            SgTable t = a.map(DmaDirection.BIDIRECTIONAL);
+            assertFalse(fence.signalled(), "the copy has not run: the bytes are not there yet");
+            go.countDown();
+            buf.waitFences(java.time.Duration.ofSeconds(10));
+            assertTrue(fence.signalled());
+            importer.read(t.dmaAddress(0), java.lang.foreign.MemorySegment.ofArray(got), 0, got.length);
+            a.unmap(t);
+            DmaBuf.Fence never = buf.addFence();
+            KernelException late = assertThrows(KernelException.class, () -> buf.waitFences(java.time.Duration.ofMillis(20)));
+            assertEquals(Errno.ETIMEDOUT, late.errno());
+            never.signal();
+            buf.waitFences(java.time.Duration.ofSeconds(1));
+        } finally {
+            buf.unlockResv();
+        }
+        copier.join(10_000);
+        byte[] want = new byte[16];
+        java.util.Arrays.fill(want, (byte) 0x3c);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(want, got, "the importer saw the bytes at their new place");
+        a.detach();
+    }
 }

@@ -29,6 +29,8 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
 final class DmabufUmem implements IbUmemDmabuf {
 
     private static final long PAGE = 4096;
+    /** {@code dma_resv_wait_timeout} is unbounded in the kernel; a fault here gives up after this (ETIMEDOUT). */
+    static final java.time.Duration FENCE_TIMEOUT = java.time.Duration.ofSeconds(10);
 
     private final DmaBuf buf;
     private final long offset;
@@ -178,7 +180,8 @@ final class DmabufUmem implements IbUmemDmabuf {
             throw new KernelException(Errno.EINVAL, "ib_umem_dmabuf_map_pages: the import of " + buf + " is revoked");
         }
         if (sgt != null) {
-            return; // mapped: the kernel only re-waits the fences (not modelled, see the dmabuf package)
+            buf.waitFences(FENCE_TIMEOUT); // mapped: only the exporter's pending work is waited for
+            return;
         }
         SgTable t = attachment.map(DmaDirection.BIDIRECTIONAL);
         long first = offset & -PAGE;
@@ -195,6 +198,8 @@ final class DmabufUmem implements IbUmemDmabuf {
         }
         sgt = t;
         pageDma = pages;
+        // the exporter may still be moving the bytes to where the table points: wait for it
+        buf.waitFences(FENCE_TIMEOUT);
     }
 
     @Override
