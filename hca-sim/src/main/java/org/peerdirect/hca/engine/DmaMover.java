@@ -30,10 +30,14 @@ final class DmaMover {
             long sva = src.va[src.cur] + src.done;
             long dva = dst.va[dst.cur] + dst.done;
             long n = Math.min(len, Math.min(a, b));
-            if (sm != null) {
+            // a block-translated entry bounds the run now; a page-translated one (UMR, ODP) under
+            // its read lock below, where its entries cannot change
+            if (sm != null && !sm.onDemand()) {
                 n = Math.min(n, sm.contiguous(sva));
             }
-            n = Math.min(n, dm.contiguous(dva));
+            if (!dm.onDemand()) {
+                n = Math.min(n, dm.contiguous(dva));
+            }
             Mpt first = sm == null || dm.serial < sm.serial ? dm : sm;
             Mpt second = first == dm ? sm : dm;
             if (second == first) {
@@ -54,6 +58,12 @@ final class DmaMover {
                 }
                 if (!dm.mapped(dva, Mpt.MTT_WRITE)) {
                     return dst.fault(dm, dva, true);
+                }
+                if (sm != null && sm.onDemand()) {
+                    n = Math.min(n, sm.mappedRun(sva, n, Mpt.MTT_READ));
+                }
+                if (dm.onDemand()) {
+                    n = Math.min(n, dm.mappedRun(dva, n, Mpt.MTT_WRITE));
                 }
                 if (sm == null) {
                     dst.dev.domain.write(dm.iova(dva), src.inline, src.inlineOff + src.done, n);

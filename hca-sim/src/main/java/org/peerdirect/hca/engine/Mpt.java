@@ -289,6 +289,29 @@ final class Mpt {
         return blockIova[i] + (off - blockOff[i]);
     }
 
+    /**
+     * A page-translated entry, read lock held: bytes from {@code va} (at most {@code max}) through
+     * the following pages while each is present with {@code bits} and its IOVA follows on the
+     * previous one's, so one DMA moves them; at least the rest of {@code va}'s page when that page
+     * is present with {@code bits}.
+     */
+    long mappedRun(long va, long max, long bits) {
+        long psz = 1L << pageShift;
+        long r = psz - (va & (psz - 1));
+        int p = page(va);
+        long e = entry(p);
+        while (r < max && p + 1 < pages) {
+            long next = entry(p + 1);
+            if ((next & bits) != bits || (next & ~(MTT_READ | MTT_WRITE)) != (e & ~(MTT_READ | MTT_WRITE)) + psz) {
+                break;
+            }
+            r += psz;
+            p++;
+            e = next;
+        }
+        return Math.min(r, max);
+    }
+
     /** Bytes from {@code va} contiguous in IOVA space (for an on-demand entry: to the end of its page). */
     long contiguous(long va) {
         if (pageMtt != null) {
