@@ -59,4 +59,39 @@ public class MemoryCopyBench {
         MemorySegment.copy(src, 0, dst, 0, size);
         return dst;
     }
+
+    /**
+     * The same copy between two device-model memories (each {@code Mm.deviceMemory} in its own
+     * shared arena, as a GPU's video memory and the simulated physical memory are): what a DMA
+     * between host frames and a GPU page costs beyond the reference above.
+     */
+    @State(Scope.Thread)
+    public static class Device {
+        Arena a;
+        Arena b;
+        MemorySegment src;
+        MemorySegment dst;
+
+        @Setup(Level.Trial)
+        public void setup(MemoryCopyBench outer) {
+            a = Arena.ofShared();
+            b = Arena.ofShared();
+            src = org.peerdirect.kernel.mm.Mm.deviceMemory(Math.max(outer.size, 4096), a);
+            dst = org.peerdirect.kernel.mm.Mm.deviceMemory(Math.max(outer.size, 4096), b);
+            src.fill((byte) 1);
+            dst.fill((byte) 2);
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            a.close();
+            b.close();
+        }
+    }
+
+    @Benchmark
+    public MemorySegment copyDevice(Device d) {
+        MemorySegment.copy(d.src, 0, d.dst, 0, size);
+        return d.dst;
+    }
 }
