@@ -374,6 +374,21 @@ public final class IommuDomain implements DmaMapper, DmaPort {
 
     /** Per-thread translated pages of the transfer in progress: the data path allocates nothing. */
     private static final ThreadLocal<long[]> SLOTS = ThreadLocal.withInitial(() -> new long[64]);
+    /**
+     * Beside {@link #SLOTS}: for an aperture slot whose page translateAll resolved, the memory the
+     * device returned for it (null otherwise), so the copy does not ask the device again. Valid for
+     * one transfer under the read lock.
+     */
+    private static final ThreadLocal<MemorySegment[]> SEGS = ThreadLocal.withInitial(() -> new MemorySegment[64]);
+
+    private static MemorySegment[] segs(int n) {
+        MemorySegment[] s = SEGS.get();
+        if (s.length < n) {
+            s = new MemorySegment[Integer.highestOneBit(n) << 1];
+            SEGS.set(s);
+        }
+        return s;
+    }
 
     private static long[] slots(int n) {
         long[] s = SLOTS.get();
@@ -399,6 +414,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         boolean checkGeneration = phys.freedWhileDmaMapped() != 0;
         long first = (base - IOVA_BASE) >> PAGE_SHIFT;
         if (checkGeneration || first < 0 || first + n > IOVA_PAGES) {
+            java.util.Arrays.fill(segs(at + n), at, at + n, null); // nothing resolved kept: the copy asks the device
             for (int i = 0; i < n; i++) {
                 slots[at + i] = translatePage(base + ((long) i << PAGE_SHIFT), need, checkGeneration);
             }
@@ -413,6 +429,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         Resource covered = null;
         long coverFrom = 0;
         long coverTo = 0;
+        MemorySegment[] segs = null; // made on the first aperture page: a transfer without one pays nothing
         for (int i = 0; i < n; i++) {
             long p = first + i;
             long[] leaf = entries[(int) (p >>> 9)];
@@ -424,7 +441,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
             if (covered != null && (e & (mask | RESOURCE)) == (want | RESOURCE)) {
                 long off = e & -PAGE_SIZE;
                 if (off >= coverFrom && off < coverTo && resources[(int) (p >>> 9)][(int) (p & 511)] == covered) {
-                    slots[at + i] = off | SLOT_RESOURCE | SLOT_APERTURE;
+                    slots[at + i] = off | SLOT_RESOURCE | SLOT_APERTURE; // segs[at + i] stays null: resolved again if a copy starts here
                     continue;
                 }
             }
@@ -434,6 +451,11 @@ public final class IommuDomain implements DmaMapper, DmaPort {
             if ((slot & SLOT_APERTURE) != 0) {
                 Resource r = resources[(int) (p >>> 9)][(int) (p & 511)];
                 MemorySegment page = r.aperture().page(slot & -PAGE_SIZE);
+                if (segs == null) {
+                    segs = segs(at + n);
+                    java.util.Arrays.fill(segs, at, at + n, null);
+                }
+                segs[at + i] = page;
                 if (page != null && page.byteSize() > PAGE_SIZE) {
                     covered = r;
                     coverFrom = slot & -PAGE_SIZE;
@@ -458,6 +480,21 @@ public final class IommuDomain implements DmaMapper, DmaPort {
             i++;
         }
         return r;
+    }
+
+    /**
+     * {@link #segment} of {@code slots[i]}, taking the memory translateAll already resolved for an
+     * aperture slot (same thread, same transfer, read lock held).
+     */
+    private MemorySegment segmentAt(long[] slots, int i, long iova) {
+        if ((slots[i] & SLOT_APERTURE) != 0) {
+            MemorySegment[] segs = SEGS.get();
+            MemorySegment known = i < segs.length ? segs[i] : null;
+            if (known != null && known.scope().isAlive()) {
+                return known;
+            }
+        }
+        return segment(slots[i], iova);
     }
 
     /** Bytes one copy may move from {@code iova} (slot {@code i}, lying in {@code seg}): {@link #apertureRun} or {@link #run}. */
@@ -549,7 +586,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
             while (done < len) {
                 long cur = iova + done;
                 int i = (int) ((cur - base) >>> PAGE_SHIFT);
-                MemorySegment seg = segment(slots[i], cur);
+                MemorySegment seg = segmentAt(slots, i, cur);
                 long n = runAt(seg, slots, i, last, cur, len - done);
                 n = Math.min(n, len - done);
                 if (toMemory) {
@@ -610,8 +647,8 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                     int si = (int) ((s - sBase) >>> PAGE_SHIFT);
                     int di = sn + (int) ((t - dBase) >>> PAGE_SHIFT);
                     long want = len - done;
-                    MemorySegment from = segment(slots[si], s);
-                    MemorySegment to = d.segment(slots[di], t);
+                    MemorySegment from = segmentAt(slots, si, s);
+                    MemorySegment to = d.segmentAt(slots, di, t);
                     long n = Math.min(want, Math.min(runAt(from, slots, si, sn - 1, s, want), d.runAt(to, slots, di, sn + dn - 1, t, want)));
                     MemorySegment.copy(from, address(slots[si], s), to, address(slots[di], t), n);
                     if ((slots[si] & SLOT_RESOURCE) != 0) {
