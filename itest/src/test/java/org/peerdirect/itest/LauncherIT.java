@@ -175,6 +175,24 @@ class LauncherIT {
                 r.out() + r.err());
     }
 
+    /**
+     * peerdirect:config returns once the re-created component runs: the next command must find
+     * it. It once returned while SCR still showed the old instance with the new value, and the demo's
+     * next command found nvidia-peermem gone (CI, demo smoke). Twelve switches, each followed at
+     * once by a command that needs the component.
+     */
+    @Test
+    void aConfigurationChangeIsInPlaceWhenTheCommandReturns() throws Exception {
+        StringBuilder script = new StringBuilder();
+        for (int i = 0; i < 12; i++) {
+            script.append("peerdirect:config org.peerdirect.nvidia_peermem persistent_api_support ").append(i % 2 == 0 ? 0 : 1).append("; gpu:smi; ");
+        }
+        Run r = launch("-c", script.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(!r.out().contains("nvidia-peermem is not loaded"), "every gpu:smi saw nvidia-peermem:\n" + r.out());
+        assertTrue(!r.out().contains("no component runs with it"), r.out());
+    }
+
     @Test
     void badArgumentsAreAUsageError() throws Exception {
         Run r = launch("--frobnicate");

@@ -46,10 +46,27 @@ public final class ConfigCommands {
     /** How long {@link #config} waits for the component to be re-created with the value. */
     private static final long APPLY_WAIT_NS = 10_000_000_000L;
 
+    private final org.osgi.framework.BundleContext context;
+
     @Activate
-    public ConfigCommands(@Reference ConfigGuard guard, @Reference ConfigurationAdmin cm) {
+    public ConfigCommands(org.osgi.framework.BundleContext context, @Reference ConfigGuard guard, @Reference ConfigurationAdmin cm) {
+        this.context = context;
         this.guard = guard;
         this.cm = cm;
+    }
+
+    /** The highest service id registered now: services registered later have higher ids. */
+    private long lastServiceId() {
+        long max = -1;
+        try {
+            org.osgi.framework.ServiceReference<?>[] all = context.getAllServiceReferences(null, null);
+            for (org.osgi.framework.ServiceReference<?> r : all == null ? new org.osgi.framework.ServiceReference<?>[0] : all) {
+                max = Math.max(max, (Long) r.getProperty(org.osgi.framework.Constants.SERVICE_ID));
+            }
+        } catch (org.osgi.framework.InvalidSyntaxException cannot) {
+            throw new IllegalStateException(cannot);
+        }
+        return max;
     }
 
     @Descriptor("every peerdirect configuration: values, defaults, allowed ranges, and rejected values")
@@ -101,6 +118,7 @@ public final class ConfigCommands {
         if (problem != null) {
             throw new UsageException("peerdirect:config: " + pid + ": " + property + " = " + value + " rejected: " + problem);
         }
+        long servicesBefore = lastServiceId();
         Configuration c = cm.getConfiguration(pid, "?");
         java.util.Dictionary<String, Object> props = c.getProperties() == null ? new java.util.Hashtable<>() : c.getProperties();
         props.put(property, typed);
@@ -112,7 +130,7 @@ public final class ConfigCommands {
         // caller can wait on: watch SCR's runtime view (bounded) so the next command sees the
         // re-created component, not the old one
         long deadline = System.nanoTime() + APPLY_WAIT_NS;
-        while (!applied(pid, property, typed)) {
+        while (!applied(pid, property, typed, servicesBefore)) {
             if (System.nanoTime() - deadline > 0) {
                 return pid + ": " + property + " = " + typed + " (stored; no component runs with it after 10 s: see scr:list)";
             }
@@ -121,8 +139,14 @@ public final class ConfigCommands {
         return pid + ": " + property + " = " + typed + " (applied: the component runs with it)";
     }
 
-    /** Whether every component configured by {@code pid} runs (satisfied or active) with {@code property} = {@code value}. */
-    private boolean applied(String pid, String property, Object value) {
+    /**
+     * Whether every component configured by {@code pid} runs (satisfied or active) with
+     * {@code property} = {@code value}. A component that publishes services must publish them
+     * anew (a service id above {@code servicesBefore}) with the value: SCR's runtime view shows the
+     * new properties on the old instance for a moment before it re-creates it, so the view alone
+     * let a command through while the component was about to go away.
+     */
+    private boolean applied(String pid, String property, Object value, long servicesBefore) {
         org.osgi.service.component.runtime.ServiceComponentRuntime r = scr;
         if (r == null) {
             return true;
@@ -141,10 +165,28 @@ public final class ConfigCommands {
                     running = true;
                 }
             }
-            if (!running) {
+            if (!running || (d.serviceInterfaces != null && d.serviceInterfaces.length > 0 && !republished(d.name, property, value, servicesBefore))) {
                 return false;
             }
         }
         return any;
+    }
+
+    /** A service of component {@code name} registered after {@code servicesBefore} carries {@code property} = {@code value}. */
+    private boolean republished(String name, String property, Object value, long servicesBefore) {
+        try {
+            org.osgi.framework.ServiceReference<?>[] refs = context.getAllServiceReferences(null,
+                    "(&(component.name=" + name + ")(service.id>=" + (servicesBefore + 1) + "))");
+            if (refs != null) {
+                for (org.osgi.framework.ServiceReference<?> ref : refs) {
+                    if (String.valueOf(value).equals(String.valueOf(ref.getProperty(property)))) {
+                        return true;
+                    }
+                }
+            }
+            return false;
+        } catch (org.osgi.framework.InvalidSyntaxException badName) {
+            return true; // a name the filter cannot hold: the runtime view's answer stands
+        }
     }
 }
