@@ -119,6 +119,7 @@ public final class ConfigCommands {
             throw new UsageException("peerdirect:config: " + pid + ": " + property + " = " + value + " rejected: " + problem);
         }
         long servicesBefore = lastServiceId();
+        java.util.List<Consumer> consumers = consumersOf(pid); // who uses the component's services now
         Configuration c = cm.getConfiguration(pid, "?");
         java.util.Dictionary<String, Object> props = c.getProperties() == null ? new java.util.Hashtable<>() : c.getProperties();
         props.put(property, typed);
@@ -130,13 +131,81 @@ public final class ConfigCommands {
         // caller can wait on: watch SCR's runtime view (bounded) so the next command sees the
         // re-created component, not the old one
         long deadline = System.nanoTime() + APPLY_WAIT_NS;
-        while (!applied(pid, property, typed, servicesBefore)) {
+        while (!applied(pid, property, typed, servicesBefore) || !rebound(consumers, servicesBefore)) {
             if (System.nanoTime() - deadline > 0) {
                 return pid + ": " + property + " = " + typed + " (stored; no component runs with it after 10 s: see scr:list)";
             }
             java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
         }
         return pid + ": " + property + " = " + typed + " (applied: the component runs with it)";
+    }
+
+    /** A component configuration ({@code id}) whose reference {@code reference} is bound to a service of interest. */
+    private record Consumer(long id, String reference) {
+    }
+
+    /** The component configurations whose references are bound now to a service of a component configured by {@code pid}. */
+    private java.util.List<Consumer> consumersOf(String pid) {
+        java.util.List<Consumer> out = new java.util.ArrayList<>();
+        org.osgi.service.component.runtime.ServiceComponentRuntime r = scr;
+        if (r != null) {
+            java.util.Set<String> names = new java.util.HashSet<>();
+            for (org.osgi.service.component.runtime.dto.ComponentDescriptionDTO d : r.getComponentDescriptionDTOs()) {
+                if (d.configurationPid != null && java.util.Arrays.asList(d.configurationPid).contains(pid)) {
+                    names.add(d.name);
+                }
+            }
+            for (org.osgi.service.component.runtime.dto.ComponentDescriptionDTO d : r.getComponentDescriptionDTOs()) {
+                for (org.osgi.service.component.runtime.dto.ComponentConfigurationDTO cc : r.getComponentConfigurationDTOs(d)) {
+                    for (org.osgi.service.component.runtime.dto.SatisfiedReferenceDTO ref : cc.satisfiedReferences) {
+                        for (org.osgi.framework.dto.ServiceReferenceDTO sr : ref.boundServices) {
+                            if (names.contains(String.valueOf(sr.properties.get("component.name")))) {
+                                out.add(new Consumer(cc.id, ref.name));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Every consumer that was bound to the component's old services (and still runs) is bound now
+     * to a service registered after {@code servicesBefore}: the re-created component is visible to
+     * the commands that use it, not only registered (the framework delivers the registration to its
+     * users after it is in the registry).
+     */
+    private boolean rebound(java.util.List<Consumer> consumers, long servicesBefore) {
+        org.osgi.service.component.runtime.ServiceComponentRuntime r = scr;
+        if (r == null || consumers.isEmpty()) {
+            return true;
+        }
+        for (Consumer c : consumers) {
+            long id = c.id();
+            String refName = c.reference();
+            boolean found = false; // the consumer still runs with that reference satisfied
+            boolean bound = false;
+            for (org.osgi.service.component.runtime.dto.ComponentDescriptionDTO d : r.getComponentDescriptionDTOs()) {
+                for (org.osgi.service.component.runtime.dto.ComponentConfigurationDTO cc : r.getComponentConfigurationDTOs(d)) {
+                    if (cc.id != id) {
+                        continue;
+                    }
+                    for (org.osgi.service.component.runtime.dto.SatisfiedReferenceDTO ref : cc.satisfiedReferences) {
+                        if (ref.name.equals(refName)) {
+                            found = true;
+                            for (org.osgi.framework.dto.ServiceReferenceDTO sr : ref.boundServices) {
+                                bound |= sr.id > servicesBefore;
+                            }
+                        }
+                    }
+                }
+            }
+            if (found && !bound) {
+                return false; // a running consumer has not seen the new service yet
+            }
+        }
+        return true;
     }
 
     /**
