@@ -212,6 +212,37 @@ class Mlx5OdpTest extends Mlx5Machine {
     }
 
     /** A TiB registered on demand costs the device nothing until touched; one write faults one page in. */
+    /**
+     * ODP over hugetlb memory ({@code IBV_ACCESS_HUGETLB}): the umem works in 2 MiB granules; an
+     * RDMA WRITE straddling 4 KiB pages inside the second huge page faults, lands, and after the
+     * huge pages are dropped ({@code madvise(DONTNEED)} drops whole huge pages) faults again.
+     */
+    @Test
+    void aHugetlbOdpMrFaultsAndRefaultsIn2MiBGranules() {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP);
+        connect(a, b);
+        long huge = proc.mmap(0, 4L << 20, Vma.PROT_READ | Vma.PROT_WRITE, Vma.Kind.HUGETLB, "[hugetlb]");
+        IbvMr mr = b.pd.regMr(huge, 4L << 20, ODP | IbAccess.HUGETLB);
+        Mlx5OdpMr m = ibs.get(1).odpIfStarted().mkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+        assertEquals(21, m.umem.pageShift(), "2 MiB granules");
+        long at = huge + (2L << 20) + 4096 - 100;
+        for (int i = 0; i < 3; i++) {
+            proc.madvise(huge, 4L << 20, AddressSpace.Advice.MADV_DONTNEED);
+            byte[] data = fill(a.buf, 8192, 70 + i);
+            IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, data.length, a.mr.lkey(), 1);
+            w.remoteAddr = at;
+            w.rkey = mr.rkey();
+            a.qp.postSend(w);
+            assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+            assertArrayEquals(data, read(at, data.length), "iteration " + i);
+        }
+        assertTrue(m.pageFaults.get() >= 3, "faulted again after every drop: " + m.counters());
+        assertTrue(m.pageInvalidations.get() > 0, "the drops invalidated the device's translation: " + m.counters());
+        mr.dereg();
+        proc.munmap(huge, 4L << 20);
+    }
+
     @Test
     void aTebibyteOdpMrCostsNothingUntilAWriteFaultsOnePage() {
         End a = new End(0, ODP);
