@@ -195,7 +195,6 @@ class NvmeSsdTest {
 
     @Test
     void theMediaFileIsCheckedAndLocked() throws Exception {
-        KernelException none = null;
         IllegalStateException busy = assertThrows(IllegalStateException.class,
                 () -> new NvmeSsd("second", tmp.resolve("media/nvme0.pmr"), PMR));
         assertTrue(busy.getMessage().contains("in use"), busy.getMessage());
@@ -203,7 +202,6 @@ class NvmeSsdTest {
         IllegalStateException size = assertThrows(IllegalStateException.class, () -> new NvmeSsd("x", tmp.resolve("small.pmr"), PMR));
         assertTrue(size.getMessage().contains("4096 bytes"), size.getMessage());
         assertThrows(IllegalArgumentException.class, () -> new NvmeSsd("x", tmp.resolve("odd.pmr"), 100_000));
-        assertEquals(null, none);
     }
 
     @Test

@@ -179,6 +179,26 @@ public final class Machine implements AutoCloseable {
     }
 
     /**
+     * A test's own DMA device over {@code d} (what a peer client or a dma-buf exporter maps for):
+     * its name is the domain's.
+     *
+     * @since 0.3
+     */
+    public static org.peerdirect.kernel.dma.DmaDevice dmaDevice(IommuDomain d) {
+        return new org.peerdirect.kernel.dma.DmaDevice() {
+            @Override
+            public String name() {
+                return d.name();
+            }
+
+            @Override
+            public org.peerdirect.kernel.dma.DmaMapper dma() {
+                return d;
+            }
+        };
+    }
+
+    /**
      * Removes HCA {@code i} as its driver's remove function does: unregistered from the core
      * first (its users are disassociated), then the hardware torn down ({@code surprise}) or reset.
      */

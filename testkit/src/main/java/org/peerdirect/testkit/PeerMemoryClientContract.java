@@ -21,7 +21,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
-import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
@@ -99,18 +98,7 @@ public abstract class PeerMemoryClientContract {
         machine = Machine.builder(tmp).build();
         process = machine.process("contract");
         domain = machine.domain("contract_dma0");
-        IommuDomain d = domain;
-        dma = new DmaDevice() {
-            @Override
-            public String name() {
-                return "contract_dma0";
-            }
-
-            @Override
-            public DmaMapper dma() {
-                return d;
-            }
-        };
+        dma = Machine.dmaDevice(domain);
         client = createClient(machine);
         registration = machine.peerMemory().register(client, invalidationRequired());
     }

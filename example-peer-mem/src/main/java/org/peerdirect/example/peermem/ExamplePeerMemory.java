@@ -120,7 +120,7 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
      */
     @Override
     public synchronized long alloc(int pid, long size) {
-        AddressSpace as = process(pid);
+        AddressSpace as = mm.process(pid);
         if (size <= 0) {
             throw new KernelException(Errno.EINVAL, name + ": allocation size " + size + " must be positive");
         }
@@ -323,13 +323,6 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
         return regions.values().stream().mapToInt(Map::size).sum();
     }
 
-    private AddressSpace process(int pid) {
-        AddressSpace as = mm.findProcess(pid);
-        if (as == null || as.exited()) {
-            throw new KernelException(Errno.EINVAL, name + ": no process " + pid);
-        }
-        return as;
-    }
 
     private Region region(int pid, long addr) {
         TreeMap<Long, Region> m = regions.get(pid);

@@ -114,13 +114,6 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
         return gpus.get(0);
     }
 
-    private AddressSpace process(int pid) {
-        AddressSpace as = mm.findProcess(pid);
-        if (as == null || as.exited()) {
-            throw new KernelException(Errno.EINVAL, "nv_mem: no process " + pid);
-        }
-        return as;
-    }
 
     @Override
     public String name() {
@@ -129,17 +122,17 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
 
     @Override
     public long alloc(int pid, long size) {
-        return gpu0().cuMemAlloc(process(pid), size);
+        return gpu0().cuMemAlloc(mm.process(pid), size);
     }
 
     @Override
     public int exportDmabuf(int pid, long addr, long size) {
-        return gpu0().cuMemGetHandleForAddressRange(process(pid), addr, size);
+        return gpu0().cuMemGetHandleForAddressRange(mm.process(pid), addr, size);
     }
 
     @Override
     public void free(int pid, long addr) {
-        gpu0().cuMemFree(process(pid), addr);
+        gpu0().cuMemFree(mm.process(pid), addr);
     }
 
     @Override

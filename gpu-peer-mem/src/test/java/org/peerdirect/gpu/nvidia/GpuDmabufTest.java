@@ -19,7 +19,6 @@ import org.peerdirect.gpu.model.GpuBoard;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmemDmabuf;
 import org.peerdirect.kernel.dma.DmaDevice;
-import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.iommu.IommuDomain;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
@@ -51,18 +50,7 @@ class GpuDmabufTest {
         rm = new NvidiaRm(m.mm(), m.plug(board.spec()), 0);
         proc = m.process("app");
         domain = m.domain("importer0");
-        IommuDomain d = domain;
-        dev = new DmaDevice() {
-            @Override
-            public String name() {
-                return "importer0";
-            }
-
-            @Override
-            public DmaMapper dma() {
-                return d;
-            }
-        };
+        dev = Machine.dmaDevice(domain);
     }
 
     @AfterEach

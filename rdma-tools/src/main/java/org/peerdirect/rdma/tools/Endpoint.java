@@ -54,19 +54,12 @@ final class Endpoint implements AutoCloseable {
      * {@code ibv_rc_pingpong -o}): not populated, not pinned; the device faults its pages in.
      */
     Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, boolean odp) {
-        this(mm, name, dev, size, nqp, depth, peer, events, odp, -1);
+        this(mm, name, dev, size, nqp, depth, peer, events, odp, -1, false);
     }
 
     /**
      * With {@code peerOffset} at least 0, the peer buffer is the device memory at that fixed
      * offset ({@link PeerMemoryAllocator#map}: an SSD's persistent region), not a fresh allocation.
-     */
-    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, boolean odp,
-            long peerOffset) {
-        this(mm, name, dev, size, nqp, depth, peer, events, odp, peerOffset, false);
-    }
-
-    /**
      * With {@code dmabuf}, the peer buffer is exported as a dma-buf and registered with
      * {@code ibv_reg_dmabuf_mr} (iova = the buffer's address), as perftest {@code --use_cuda --use_cuda_dmabuf}.
      */

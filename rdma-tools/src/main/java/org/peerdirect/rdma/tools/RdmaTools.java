@@ -649,7 +649,7 @@ public final class RdmaTools {
         long size = (text.length + 4095L) & -4096L;
         Pair p = pair(o);
         long bar0 = barBytes();
-        try (Endpoint target = new Endpoint(mm, "put-target", p.server(), size, 1, 4, mem, false, false, offset);
+        try (Endpoint target = new Endpoint(mm, "put-target", p.server(), size, 1, 4, mem, false, false, offset, false);
                 Endpoint source = new Endpoint(mm, "put-source", p.client(), size, 1, 4, null)) {
             Endpoint.connect(source, target, 0);
             Endpoint.connect(target, source, 0);

@@ -141,10 +141,6 @@ public final class DmaBuf {
         return ops;
     }
 
-    /** References held now (descriptors, attachments, gets). */
-    public synchronized int refs() {
-        return refs;
-    }
 
     public synchronized boolean released() {
         return released;
@@ -167,10 +163,6 @@ public final class DmaBuf {
         return resv.isHeldByCurrentThread();
     }
 
-    /** The attachments now. */
-    public List<DmaBufAttachment> attachments() {
-        return List.copyOf(attachments);
-    }
 
     /**
      * {@code dma_buf_dynamic_attach}: attaches {@code importer} (a device's DMA API, its IOMMU

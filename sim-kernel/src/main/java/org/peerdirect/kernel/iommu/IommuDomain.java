@@ -438,7 +438,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                 slots[at + i] = e & -PAGE_SIZE;
                 continue;
             }
-            if (covered != null && (e & (mask | RESOURCE)) == (want | RESOURCE)) {
+            if (covered != null && (e & mask) == (want | RESOURCE)) {
                 long off = e & -PAGE_SIZE;
                 if (off >= coverFrom && off < coverTo && resources[(int) (p >>> 9)][(int) (p & 511)] == covered) {
                     slots[at + i] = off | SLOT_RESOURCE | SLOT_APERTURE; // segs[at + i] stays null: resolved again if a copy starts here

@@ -174,10 +174,15 @@ public class Mm implements AutoCloseable {
         defaultMemlock = bytes;
     }
 
+    /**
+     * The live process {@code pid}: what a driver asks before it maps into a process a caller named.
+     *
+     * @throws KernelException EINVAL when there is no such process or it is exiting
+     */
     public AddressSpace process(int pid) {
         AddressSpace as = processes.get(pid);
-        if (as == null) {
-            throw new KernelException(Errno.EINVAL, "no process " + pid);
+        if (as == null || as.exited()) {
+            throw new KernelException(Errno.EINVAL, "no process " + pid + (as == null ? "" : " (it is exiting)"));
         }
         return as;
     }

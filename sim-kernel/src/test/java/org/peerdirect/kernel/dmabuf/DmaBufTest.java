@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 
 import org.junit.jupiter.api.AfterEach;
@@ -35,7 +34,6 @@ class DmaBufTest {
     Iommu iommu;
     IommuDomain importer;
     AddressSpace proc;
-    final List<String> log = new ArrayList<>();
 
     /** An exporter of {@code pages} host frames, mapped page by page for the importer. */
     class FrameExporter implements DmaBufOps {
@@ -50,11 +48,6 @@ class DmaBufTest {
         }
 
         @Override
-        public void pin(DmaBufAttachment a) {
-            log.add("pin");
-        }
-
-        @Override
         public SgTable map(DmaBufAttachment a, DmaDirection dir) {
             long iova = a.importer().dmaMapSg(pfns, dir);
             return SgTable.of(new long[] {iova}, new long[] {pfns.length * 4096L});
@@ -63,7 +56,6 @@ class DmaBufTest {
         @Override
         public void unmap(DmaBufAttachment a, SgTable sg, DmaDirection dir) {
             a.importer().dmaUnmap(sg.dmaAddress(0), pfns.length);
-            log.add("unmap");
         }
 
         @Override

@@ -10,7 +10,6 @@ import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
-import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
@@ -72,13 +71,6 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
         return ssds.get(0);
     }
 
-    private AddressSpace process(int pid) {
-        AddressSpace as = mm.findProcess(pid);
-        if (as == null || as.exited()) {
-            throw new KernelException(Errno.EINVAL, SsdPeerMem.NAME + ": no process " + pid);
-        }
-        return as;
-    }
 
     @Override
     public String name() {
@@ -87,17 +79,17 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
 
     @Override
     public long alloc(int pid, long size) {
-        return ssd0().alloc(process(pid), size);
+        return ssd0().alloc(mm.process(pid), size);
     }
 
     @Override
     public long map(int pid, long deviceOffset, long size) {
-        return ssd0().mmap(process(pid), deviceOffset, (size + NvmePmr.PAGE - 1) & -NvmePmr.PAGE);
+        return ssd0().mmap(mm.process(pid), deviceOffset, (size + NvmePmr.PAGE - 1) & -NvmePmr.PAGE);
     }
 
     @Override
     public int exportDmabuf(int pid, long addr, long size) {
-        return ssd0().exportDmabuf(process(pid), addr, size);
+        return ssd0().exportDmabuf(mm.process(pid), addr, size);
     }
 
     @Override

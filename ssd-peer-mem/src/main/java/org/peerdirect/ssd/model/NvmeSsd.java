@@ -12,7 +12,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.atomic.LongAdder;
 
 import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
@@ -100,8 +99,12 @@ public final class NvmeSsd implements PmrWindow {
     /** The controller's volatile write buffer: what the window shows now. */
     private final MemorySegment buffer;
     private final AtomicReference<PciFunction> function = new AtomicReference<>();
-    private final LongAdder barriers = new LongAdder();
-    private final LongAdder pagesPersisted = new LongAdder();
+    /**
+     * The window was reached since power-on (a peer's DMA, or handed to a CPU mapping): until
+     * then the write buffer is the media and a barrier has nothing to write (the probe's PMRSTS
+     * read costs nothing). Never cleared: a store may land after a barrier's comparison.
+     */
+    private volatile boolean reached;
     private volatile boolean pmrEnabled;
     private volatile boolean dead;
     private volatile boolean mediaError;
@@ -137,7 +140,6 @@ public final class NvmeSsd implements PmrWindow {
             this.lock = l;
             long have = ch.size();
             if (have == 0) {
-                ch.truncate(pmrBytes);
                 ch.write(java.nio.ByteBuffer.wrap(new byte[1]), pmrBytes - 1); // sparse, full length
             } else if (have != pmrBytes) {
                 throw new IllegalStateException(String.format("%s: media file %s holds %d bytes, the PMR is %d: "
@@ -257,7 +259,11 @@ public final class NvmeSsd implements PmrWindow {
 
     /** The aperture: the write buffer from PMR offset {@code off} to its end (contiguous), or null while the PMR is off. */
     private MemorySegment pmrPage(long off) {
-        return pmrEnabled && !dead ? buffer.asSlice(off) : null; // the PMR is contiguous to its end
+        if (!pmrEnabled || dead) {
+            return null;
+        }
+        reached = true;
+        return buffer.asSlice(off); // the PMR is contiguous to its end
     }
 
     /**
@@ -267,6 +273,9 @@ public final class NvmeSsd implements PmrWindow {
     private synchronized boolean barrier() {
         if (dead) {
             return false;
+        }
+        if (!reached) {
+            return !mediaError;
         }
         long n = 0;
         for (long off = 0; off < pmrBytes; off += PAGE) {
@@ -285,8 +294,6 @@ public final class NvmeSsd implements PmrWindow {
             mediaError = true;
             return false;
         }
-        barriers.increment();
-        pagesPersisted.add(n);
         return !mediaError;
     }
 
@@ -296,6 +303,7 @@ public final class NvmeSsd implements PmrWindow {
         if (offset < 0 || length <= 0 || offset % PAGE != 0 || length % PAGE != 0 || offset + length > pmrBytes) {
             throw new IllegalArgumentException(String.format("%s: window 0x%x+0x%x is not page-aligned inside the %d-byte PMR", name, offset, length, pmrBytes));
         }
+        reached = true;
         return buffer.asSlice(offset, length);
     }
 
@@ -311,18 +319,13 @@ public final class NvmeSsd implements PmrWindow {
         return pmrBytes;
     }
 
-    /** Write barriers taken (PMRSTS reads, shutdowns). */
-    public long barriers() {
-        return barriers.sum();
-    }
 
-    /** Pages written to the media by barriers. */
-    public long pagesPersisted() {
-        return pagesPersisted.sum();
-    }
 
     /** Pages of the window whose latest contents are not yet on the media (volatile, lost on power loss). */
     public synchronized long unpersistedPages() {
+        if (!reached) {
+            return 0;
+        }
         long n = 0;
         for (long off = 0; off < pmrBytes; off += PAGE) {
             if (buffer.asSlice(off, PAGE).mismatch(mediaMap.asSlice(off, PAGE)) != -1) {

@@ -93,10 +93,6 @@ public final class NvmePmr {
             this.invalidate = invalidate;
         }
 
-        /** PMR offset of the first pinned byte. */
-        public long pmrOffset() {
-            return offset;
-        }
 
         public long length() {
             return length;
