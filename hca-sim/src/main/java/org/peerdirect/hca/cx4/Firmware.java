@@ -150,6 +150,9 @@ final class Firmware implements CommandQueue.Executor {
         HcaCap.NUM_OF_UARS_PER_PAGE.set(m, 0, 1);
         HcaCap.PG.set(m, 0, 1);
         HcaCap.UMR_EXTENDED_TRANSLATION_OFFSET.set(m, 0, 1);
+        // KSM mkeys of fixed-size entries and the null mkey: what implicit ODP's parent needs
+        HcaCap.FIXED_BUFFER_SIZE.set(m, 0, 1);
+        HcaCap.NULL_MKEY.set(m, 0, 1);
         System.arraycopy(maxGeneral, 0, curGeneral, 0, HcaCap.SIZE);
         // the engine faults on every RC operation and on UD sends and SRQ receives; it carries no UC,
         // XRC or DC QPs, so their caps stay clear. SRQ receives are off until the driver enables them
@@ -285,7 +288,7 @@ final class Firmware implements CommandQueue.Executor {
                     Mlx5Cmd.INIT_HCA, Mlx5Cmd.TEARDOWN_HCA, Mlx5Cmd.ALLOC_UAR, Mlx5Cmd.DEALLOC_UAR, Mlx5Cmd.ALLOC_PD, Mlx5Cmd.DEALLOC_PD,
                     Mlx5Cmd.DESTROY_EQ, Mlx5Cmd.QUERY_EQ, Mlx5Cmd.NOP, Mlx5Cmd.DESTROY_CQ, Mlx5Cmd.QUERY_CQ, Mlx5Cmd.DESTROY_QP,
                     Mlx5Cmd.QP_2ERR, Mlx5Cmd.QP_2RST, Mlx5Cmd.QUERY_QP, Mlx5Cmd.DESTROY_MKEY, Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT,
-                    Mlx5Cmd.QUERY_HCA_VPORT_GID, Mlx5Cmd.DESTROY_SRQ, Mlx5Cmd.PAGE_FAULT_RESUME -> 16;
+                    Mlx5Cmd.QUERY_HCA_VPORT_GID, Mlx5Cmd.DESTROY_SRQ, Mlx5Cmd.PAGE_FAULT_RESUME, Mlx5Cmd.QUERY_SPECIAL_CONTEXTS -> 16;
             case Mlx5Cmd.RST2INIT_QP, Mlx5Cmd.INIT2INIT_QP, Mlx5Cmd.INIT2RTR_QP, Mlx5Cmd.RTR2RTS_QP, Mlx5Cmd.RTS2RTS_QP,
                     Mlx5Cmd.SQERR2RTS_QP -> Qp.MODIFY_IN_LEN;
             case Mlx5Cmd.CREATE_CQ -> in.byteSize() < Cq.CREATE_CQ_IN_PAS ? (int) Cq.CREATE_CQ_IN_PAS
@@ -323,6 +326,7 @@ final class Firmware implements CommandQueue.Executor {
             case Mlx5Cmd.QUERY_QP -> Qp.QUERY_OUT_LEN;
             case Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT -> Vport.CONTEXT_OUT_LEN;
             case Mlx5Cmd.QUERY_HCA_VPORT_GID -> Vport.GID_OUT_LEN;
+            case Mlx5Cmd.QUERY_SPECIAL_CONTEXTS -> Mkey.SPECIAL_CONTEXTS_OUT_LEN;
             default -> 16; // MANAGE_PAGES TAKE returns what fits
         };
     }
@@ -484,6 +488,11 @@ final class Firmware implements CommandQueue.Executor {
                 case Mlx5Cmd.CREATE_SRQ -> transport.createSrq(in, out, HcaCap.LOG_MAX_SRQ_SZ.get(cur, 0));
                 case Mlx5Cmd.DESTROY_SRQ -> transport.destroySrq(in);
                 case Mlx5Cmd.PAGE_FAULT_RESUME -> pageFaults.resume(in);
+                case Mlx5Cmd.QUERY_SPECIAL_CONTEXTS -> {
+                    // the reserved lkey (bus addresses) is key 0; no dump-fill mkey is built
+                    out.set(BE32, Mkey.SPECIAL_OUT_RESD_LKEY, 0);
+                    out.set(BE32, Mkey.SPECIAL_OUT_NULL_MKEY, org.peerdirect.hca.engine.HcaDevice.NULL_MKEY);
+                }
                 default -> throw new Refused(Mlx5Cmd.STAT_BAD_OP_ERR, SYND_UNKNOWN_OPCODE, Mlx5Cmd.name(opcode));
         }
     }

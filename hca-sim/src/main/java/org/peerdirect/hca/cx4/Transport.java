@@ -1085,13 +1085,16 @@ final class Transport {
     void createMkey(MemorySegment in, MemorySegment out) throws Firmware.Refused, CommandQueue.Deferred {
         long m = Mkey.CREATE_IN_MKC;
         int mode = Mkey.MKC_ACCESS_MODE_1_0.get(in, m) | Mkey.MKC_ACCESS_MODE_4_2.get(in, m) << 2;
-        if (mode != Mkey.ACCESS_MODE_MTT) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "access mode " + mode + ": the model builds MTT mkeys (1); "
-                    + "KLM and KSM are not built yet");
+        if (mode != Mkey.ACCESS_MODE_MTT && mode != Mkey.ACCESS_MODE_KSM) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "access mode " + mode + ": the model builds MTT (1) and KSM (3) mkeys; "
+                    + "PA, KLM and the others are not built");
         }
         if (Mkey.MKC_UMR_EN.get(in, m) != 0) {
-            createUmrMkey(in, out);
+            createUmrMkey(in, out, mode == Mkey.ACCESS_MODE_KSM);
             return;
+        }
+        if (mode == Mkey.ACCESS_MODE_KSM) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a KSM mkey is built with umr_en only (its entries are written by UMR)");
         }
         if (Mkey.MKC_FREE.get(in, m) != 0) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a free mkey can only be enabled by UMR: it needs umr_en");
@@ -1142,21 +1145,26 @@ final class Transport {
      * entries, the first {@code translations_octword_actual_size} × 2 given (an entry without
      * {@code rd_en} is not present), created free or in use; UMR work requests change it later.
      */
-    private void createUmrMkey(MemorySegment in, MemorySegment out) throws Firmware.Refused, CommandQueue.Deferred {
+    private void createUmrMkey(MemorySegment in, MemorySegment out, boolean ksm) throws Firmware.Refused, CommandQueue.Deferred {
         long m = Mkey.CREATE_IN_MKC;
-        long capacity = 2L * (Mkey.MKC_TRANSLATIONS_OCTWORD_SIZE.get(in, m) & 0xffff_ffffL);
-        int n = mttEntries(in);
+        // an octoword holds two MTT entries or one KSM entry
+        long capacity = (ksm ? 1L : 2L) * (Mkey.MKC_TRANSLATIONS_OCTWORD_SIZE.get(in, m) & 0xffff_ffffL);
+        int n = ksm ? mttEntries(in) / 2 : mttEntries(in);
         if (capacity < 1 || capacity > MAX_UMR_MTT || n > capacity) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, String.format(
-                    "translations_octword_size %d (%d MTT entries, the model takes 2..%d) with %d entries given", capacity / 2, capacity,
-                    MAX_UMR_MTT, n));
+                    "translations_octword_size %d (%d %s entries, the model takes 1..%d) with %d entries given", capacity / (ksm ? 1 : 2), capacity,
+                    ksm ? "KSM" : "MTT", MAX_UMR_MTT, n));
+        }
+        if (ksm && n > 0) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a KSM mkey is created without entries (" + n
+                    + " given): UMR writes them");
         }
         int pd = Mkey.MKC_PD.get(in, m);
         if (!fw.pdAllocated(pd)) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
         }
-        long[] mtt = new long[n];
-        for (int i = 0; i < n; i++) {
+        long[] mtt = new long[ksm ? 0 : n];
+        for (int i = 0; i < mtt.length; i++) {
             long e = in.get(BE64, Mkey.CREATE_IN_MTT + 8L * i);
             mtt[i] = (e & Mkey.MTT_READ) == 0 ? 0 : e;
         }
@@ -1165,7 +1173,7 @@ final class Transport {
         try {
             long len = Mkey.MKC_LENGTH64.get(in, m) != 0 ? Long.MAX_VALUE - in.get(BE64, m + Mkey.MKC_START_ADDR) : in.get(BE64, m + Mkey.MKC_LEN);
             key = engine.createUmrMpt(pd, in.get(BE64, m + Mkey.MKC_START_ADDR), len, perm(in, m), Mkey.MKC_LOG_PAGE_SIZE.get(in, m), (int) capacity,
-                    Mkey.MKC_FREE.get(in, m) != 0, mtt, n, Mkey.MKC_MKEY_7_0.get(in, m));
+                    Mkey.MKC_FREE.get(in, m) != 0, mtt, ksm ? 0 : n, Mkey.MKC_MKEY_7_0.get(in, m), ksm);
         } catch (HwCommandException e) {
             fw.pages.free(ctx);
             throw refused(e);

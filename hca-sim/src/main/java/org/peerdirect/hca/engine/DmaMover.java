@@ -38,52 +38,133 @@ final class DmaMover {
             if (!dm.onDemand()) {
                 n = Math.min(n, dm.contiguous(dva));
             }
-            Mpt first = sm == null || dm.serial < sm.serial ? dm : sm;
-            Mpt second = first == dm ? sm : dm;
-            if (second == first) {
-                second = null;
+            // indirect (KSM) entries first: locked in serial order and resolved under their locks to
+            // the entry and address that translate the chunk; then those (and the direct entries) in
+            // serial order. A thread never takes an indirect entry's lock holding a direct one's, so
+            // the two levels cannot form a cycle with a waiting writer (a UMR holds one lock).
+            Mpt si = sm != null && sm.indirect ? sm : null;
+            Mpt di = dm.indirect ? dm : null;
+            Mpt i1 = si == null ? di : di == null || si.serial < di.serial ? si : di;
+            Mpt i2 = i1 == si ? di : si;
+            if (i2 == i1) {
+                i2 = null;
             }
-            long s1 = first.lock.readLock();
-            long s2 = second == null ? 0 : second.lock.readLock();
+            long is1 = i1 == null ? 0 : i1.lock.readLock();
+            long is2 = i2 == null ? 0 : i2.lock.readLock();
             try {
-                // a UMR since the rights were checked (another generation) changed what they were checked against
-                if (sm != null && (sm.state != Mpt.State.VALID || sm.gen != src.gen[src.cur])) {
-                    return srcErr;
+                Mpt st = sm;
+                long stva = sva;
+                Mpt dt = dm;
+                long dtva = dva;
+                if (si != null) {
+                    if (si.state != Mpt.State.VALID || si.gen != src.gen[src.cur]) {
+                        return srcErr;
+                    }
+                    long k = si.target(sva);
+                    if (k == 0) {
+                        return src.fault(sm, sva, false);
+                    }
+                    st = k < 0 ? null : src.dev.mpt((int) k);
+                    if (st == null || st.indirect || st.pdn != si.pdn) {
+                        return srcErr;
+                    }
+                    stva = si.targetVa(sva);
+                    n = Math.min(n, si.blockLeft(sva));
+                    if (!st.onDemand()) {
+                        n = Math.min(n, st.contiguous(stva));
+                    }
                 }
-                if (dm.state != Mpt.State.VALID || dm.gen != dst.gen[dst.cur]) {
-                    return dstErr;
+                if (di != null) {
+                    if (di.state != Mpt.State.VALID || di.gen != dst.gen[dst.cur]) {
+                        return dstErr;
+                    }
+                    long k = di.target(dva);
+                    if (k == 0) {
+                        return dst.fault(dm, dva, true);
+                    }
+                    dt = k < 0 ? null : dst.dev.mpt((int) k);
+                    if (dt == null || dt.indirect || dt.pdn != di.pdn) {
+                        return dstErr;
+                    }
+                    dtva = di.targetVa(dva);
+                    n = Math.min(n, di.blockLeft(dva));
+                    if (!dt.onDemand()) {
+                        n = Math.min(n, dt.contiguous(dtva));
+                    }
                 }
-                if (sm != null && !sm.mapped(sva, Mpt.MTT_READ)) {
-                    return src.fault(sm, sva, false);
+                Outcome o = chunk(src, dst, sm, sva, st, stva, dm, dva, dt, dtva, n, srcErr, dstErr);
+                if (o != null) {
+                    return o;
                 }
-                if (!dm.mapped(dva, Mpt.MTT_WRITE)) {
-                    return dst.fault(dm, dva, true);
-                }
-                if (sm != null && sm.onDemand()) {
-                    n = Math.min(n, sm.mappedRun(sva, n, Mpt.MTT_READ));
-                }
-                if (dm.onDemand()) {
-                    n = Math.min(n, dm.mappedRun(dva, n, Mpt.MTT_WRITE));
-                }
-                if (sm == null) {
-                    dst.dev.domain.write(dm.iova(dva), src.inline, src.inlineOff + src.done, n);
-                } else {
-                    src.dev.domain.copyTo(sm.iova(sva), dst.dev.domain, dm.iova(dva), n);
-                }
-            } catch (IommuFault f) {
-                boolean srcSide = src.dev.domain != dst.dev.domain ? f.domain().equals(src.dev.domain.name())
-                        : sm != null && f.iova() >= sm.iova(sva) && f.iova() < sm.iova(sva) + n;
-                return srcSide ? srcErr : dstErr;
+                n = src.chunk;
             } finally {
-                if (second != null) {
-                    second.lock.unlockRead(s2);
+                if (i2 != null) {
+                    i2.lock.unlockRead(is2);
                 }
-                first.lock.unlockRead(s1);
+                if (i1 != null) {
+                    i1.lock.unlockRead(is1);
+                }
             }
             src.advance(n);
             dst.advance(n);
             len -= n;
         }
         return null;
+    }
+
+    /**
+     * One chunk of at most {@code n} bytes under the read locks of the translating entries
+     * {@code st} and {@code dt} (the pieces' own entries {@code sm}/{@code dm}, or an indirect
+     * one's target); the bytes moved are left in {@code src.chunk}. A piece's own entry is checked
+     * against the generation it was admitted at; a target only for being valid and covering the
+     * chunk (its rights are the indirect entry's). Misses are reported on the piece's own key and
+     * address, as the device reports them (what the work request named).
+     */
+    private static Outcome chunk(Segs src, Segs dst, Mpt sm, long sva, Mpt st, long stva, Mpt dm, long dva, Mpt dt, long dtva, long n,
+            Outcome srcErr, Outcome dstErr) {
+        Mpt first = st == null || dt.serial < st.serial ? dt : st;
+        Mpt second = first == dt ? st : dt;
+        if (second == first) {
+            second = null;
+        }
+        long s1 = first.lock.readLock();
+        long s2 = second == null ? 0 : second.lock.readLock();
+        try {
+            // a UMR since the rights were checked (another generation) changed what they were checked against
+            if (st != null && (st.state != Mpt.State.VALID || (st == sm ? st.gen != src.gen[src.cur] : !st.contains(stva, n)))) {
+                return srcErr;
+            }
+            if (dt.state != Mpt.State.VALID || (dt == dm ? dt.gen != dst.gen[dst.cur] : !dt.contains(dtva, n))) {
+                return dstErr;
+            }
+            if (st != null && !st.mapped(stva, Mpt.MTT_READ)) {
+                return src.fault(sm, sva, false);
+            }
+            if (!dt.mapped(dtva, Mpt.MTT_WRITE)) {
+                return dst.fault(dm, dva, true);
+            }
+            if (st != null && st.onDemand()) {
+                n = Math.min(n, st.mappedRun(stva, n, Mpt.MTT_READ));
+            }
+            if (dt.onDemand()) {
+                n = Math.min(n, dt.mappedRun(dtva, n, Mpt.MTT_WRITE));
+            }
+            if (st == null) {
+                dst.dev.domain.write(dt.iova(dtva), src.inline, src.inlineOff + src.done, n);
+            } else {
+                src.dev.domain.copyTo(st.iova(stva), dst.dev.domain, dt.iova(dtva), n);
+            }
+            src.chunk = n;
+            return null;
+        } catch (IommuFault f) {
+            boolean srcSide = src.dev.domain != dst.dev.domain ? f.domain().equals(src.dev.domain.name())
+                    : st != null && f.iova() >= st.iova(stva) && f.iova() < st.iova(stva) + n;
+            return srcSide ? srcErr : dstErr;
+        } finally {
+            if (second != null) {
+                second.lock.unlockRead(s2);
+            }
+            first.lock.unlockRead(s1);
+        }
     }
 }

@@ -196,16 +196,21 @@ public final class HcaDevice {
      * {@code mtt} (IOVA | {@link #MTT_READ} | {@link #MTT_WRITE}, or 0: not present), that UMR
      * work requests may change later ({@link #umr}). With {@code free} it admits nothing until a
      * UMR enables it (the mkey cache's entries). {@code keyByte} is the driver's {@code mkey_7_0}.
+     * With {@code indirect} (mlx5's KSM access mode) the entries are blocks of {@code 2^pageShift}
+     * bytes pointing into other entries, all without a target at creation; {@code mtt} must then be empty.
      */
     public synchronized int createUmrMpt(int pdn, long start, long length, int perm, int pageShift, int capacity, boolean free, long[] mtt,
-            int n, int keyByte) {
+            int n, int keyByte, boolean indirect) {
         alive();
         if (pageShift < 12 || pageShift > 30 || length < 0 || start + length < start || n < 0 || n > capacity) {
             throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
                     "%s: UMR-enabled mkey of %d bytes at 0x%x, pages of 2^%d bytes, %d of %d MTT entries given (need no wrap, "
                             + "12 <= shift <= 30, given <= capacity)", name, length, start, pageShift, n, capacity));
         }
-        if (!free && Mpt.pagesSpanned(start, length, pageShift) > capacity) {
+        if (indirect && n > 0) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": an indirect (KSM) mkey is created without targets; UMR writes them");
+        }
+        if (!free && !indirect && Mpt.pagesSpanned(start, length, pageShift) > capacity) {
             throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
                     "%s: %d bytes at 0x%x need more than the mkey's %d MTT entries", name, length, start, capacity));
         }
@@ -214,7 +219,7 @@ public final class HcaDevice {
             throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": MPT table full (" + (MAX_MPT - 1) + " entries alive)");
         }
         try {
-            Mpt m = new Mpt((index << 8) | keyByte & 0xff, pdn, start, length, perm, pageShift, capacity, true);
+            Mpt m = new Mpt((index << 8) | keyByte & 0xff, pdn, start, length, perm, pageShift, capacity, true, indirect);
             if (n > 0) {
                 m.update(0, mtt, n);
             }
@@ -247,7 +252,10 @@ public final class HcaDevice {
             return Outcome.LOC_PROT_ERR;
         }
         long[] xlt = NO_XLT;
-        if (u.xltEntries > 0) {
+        // the list's octowords hold two MTT entries each, or one KSM entry {be32 reserved, be32 key, be64 va}
+        int n = m.indirect ? u.xltEntries / 2 : u.xltEntries;
+        long first = m.indirect ? u.xltOffset / 2 : u.xltOffset;
+        if (n > 0) {
             if (u.xltLkey != 0) {
                 return Outcome.LOC_PROT_ERR;
             }
@@ -261,11 +269,17 @@ public final class HcaDevice {
                 return Outcome.LOC_PROT_ERR;
             }
             xlt = new long[u.xltEntries];
-            for (int i = 0; i < xlt.length; i++) {
-                xlt[i] = list.get(BE64, 8L * i);
+            for (int i = 0; i < n; i++) {
+                if (m.indirect) {
+                    int key = list.get(BE32, 16L * i + 4);
+                    xlt[2 * i] = key == NULL_MKEY ? 0 : key & 0xffff_ffffL; // the null mkey: no target, an access faults
+                    xlt[2 * i + 1] = list.get(BE64, 16L * i + 8);
+                } else {
+                    xlt[i] = list.get(BE64, 8L * i);
+                }
             }
         }
-        Outcome o = m.umr(u, xlt);
+        Outcome o = m.umr(u, xlt, first, n);
         if (o == Outcome.SUCCESS) {
             umrs.incrementAndGet();
         }
@@ -273,6 +287,14 @@ public final class HcaDevice {
     }
 
     private static final long[] NO_XLT = new long[0];
+    private static final java.lang.foreign.ValueLayout.OfInt BE32 = java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED
+            .withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+    /**
+     * The null mkey ({@code QUERY_SPECIAL_CONTEXTS}' {@code null_mkey}): a KSM entry pointing at it
+     * has no target, and an access through it is a page fault on the indirect key. Index 0 never
+     * names an MPT entry (the reserved lkey is key 0), so no entry can have this key.
+     */
+    public static final int NULL_MKEY = 0x0000_00ff;
     private static final java.lang.foreign.ValueLayout.OfLong BE64 = java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
             .withOrder(java.nio.ByteOrder.BIG_ENDIAN);
     private final java.util.concurrent.atomic.AtomicLong umrs = new java.util.concurrent.atomic.AtomicLong();

@@ -20,6 +20,14 @@ import java.util.concurrent.locks.StampedLock;
  * needs is a translation miss: the engine raises a page-fault event instead of an error.</li>
  * </ul>
  *
+ * <p>An <b>indirect</b> entry (mlx5's KSM access mode, the parent of an implicit ODP MR) holds, per
+ * fixed-size block of {@code 2^pageShift} bytes, the key of another entry and the address in it
+ * where the block starts ({@code struct mlx5_ksm}); a block without a target (the device's null
+ * mkey, or never written) is a translation miss, raised as a page fault on this entry's key like
+ * a missing page of an on-demand entry. An access resolves the block under this entry's read
+ * lock, then takes the target's read lock ({@link DmaMover}): indirect entries are always locked
+ * before direct ones, so the two-level order cannot cycle (a target is never indirect).
+ *
  * <p>A <b>UMR-enabled</b> entry (mlx5's {@code umr_en}) keeps the on-demand kind's per-page MTT with a
  * fixed capacity (the {@code translations_octword_size} it was created with) and lets a UMR work
  * request change what the hardware lets UMR change: the translations, start, length, page size,
@@ -54,6 +62,10 @@ final class Mpt {
     volatile int gen;
     /** {@code umr_en}: UMR work requests may change this entry. */
     final boolean umrEn;
+    /** KSM: {@link #pageMtt} holds target keys ({@link #KSM_PRESENT} set), {@link #ksmVa} their addresses. */
+    final boolean indirect;
+    /** Indirect only: per block, the address in the target entry where the block starts; chunked as {@link #pageMtt}. */
+    private final long[][] ksmVa;
     /** Offset of block i from the 4 KiB-aligned start, one extra for the end. */
     private final long[] blockOff;
     private final long[] blockIova;
@@ -75,6 +87,8 @@ final class Mpt {
     /** MTT entry bits of an on-demand entry ({@code MLX5_IB_MTT_READ}, {@code MLX5_IB_MTT_WRITE}). */
     static final long MTT_READ = 1;
     static final long MTT_WRITE = 2;
+    /** An indirect entry's block has a target: its {@link #pageMtt} value is this bit or-ed with the target key. */
+    static final long KSM_PRESENT = 1L << 32;
 
     Mpt(int key, int pdn, long start, long length, int access, long[] mttIova, long[] mttLength) {
         this.key = key;
@@ -88,22 +102,25 @@ final class Mpt {
             blockOff[i + 1] = blockOff[i] + mttLength[i];
         }
         pageMtt = null;
+        ksmVa = null;
         pages = 0;
         pageShift = 12;
         umrEn = false;
+        indirect = false;
     }
 
     /** An on-demand entry: nothing present until {@link #update}. */
     Mpt(int key, int pdn, long start, long length, int access, int pageShift) {
-        this(key, pdn, start, length, access, pageShift, pagesOf(key, start, length, pageShift), false);
+        this(key, pdn, start, length, access, pageShift, pagesOf(key, start, length, pageShift), false, false);
     }
 
     /**
      * A per-page entry with room for {@code capacity} MTT entries, all not present; with
      * {@code umrEn}, UMR may change it, and {@code free} creates it disabled (mlx5's
-     * {@code free = 1}: the mkey cache's entries, filled and enabled by UMR later).
+     * {@code free = 1}: the mkey cache's entries, filled and enabled by UMR later). With
+     * {@code indirect}, the entries are KSM blocks of {@code 2^pageShift} bytes, none with a target.
      */
-    Mpt(int key, int pdn, long start, long length, int access, int pageShift, int capacity, boolean umrEn) {
+    Mpt(int key, int pdn, long start, long length, int access, int pageShift, int capacity, boolean umrEn, boolean indirect) {
         this.key = key;
         this.pdn = pdn;
         this.start = start;
@@ -111,6 +128,7 @@ final class Mpt {
         this.access = access;
         this.pageShift = pageShift;
         this.umrEn = umrEn;
+        this.indirect = indirect;
         blockOff = null;
         blockIova = null;
         if (capacity < 1) {
@@ -118,6 +136,7 @@ final class Mpt {
         }
         pages = capacity;
         pageMtt = new long[(pages + CHUNK - 1) >>> CHUNK_SHIFT][];
+        ksmVa = indirect ? new long[pageMtt.length][] : null;
     }
 
     /** MTT entries an on-demand range needs (one per page it touches). */
@@ -175,6 +194,9 @@ final class Mpt {
      */
     void update(int first, long[] mtt, int n) {
         checkRange(first, n);
+        if (indirect) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format("mkey 0x%x: an indirect entry takes KSM entries by UMR only", key));
+        }
         if (n > mtt.length) {
             throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format("mkey 0x%x: UMR of %d entries from a list of %d", key, n, mtt.length));
         }
@@ -201,9 +223,29 @@ final class Mpt {
         return -1;
     }
 
-    /** MTT entries {@code [first, first+n)} become {@code mtt[0..n)}, chunks allocated on first use. Caller holds the write lock. */
+    /**
+     * MTT entries {@code [first, first+n)} become {@code mtt[0..n)}, chunks allocated on first use;
+     * for an indirect entry {@code mtt} holds pairs (target key or 0, address). Caller holds the write lock.
+     */
     private void put(int first, long[] mtt, int n) {
         assert lock.isWriteLocked();
+        if (indirect) {
+            for (int i = 0; i < n; i++) {
+                int p = first + i;
+                long k = mtt[2 * i];
+                long[] c = pageMtt[p >>> CHUNK_SHIFT];
+                if (c == null) {
+                    if (k == 0) {
+                        continue;
+                    }
+                    c = pageMtt[p >>> CHUNK_SHIFT] = new long[CHUNK];
+                    ksmVa[p >>> CHUNK_SHIFT] = new long[CHUNK];
+                }
+                c[p & (CHUNK - 1)] = k == 0 ? 0 : KSM_PRESENT | k & 0xffff_ffffL;
+                ksmVa[p >>> CHUNK_SHIFT][p & (CHUNK - 1)] = mtt[2 * i + 1];
+            }
+            return;
+        }
         for (int i = 0; i < n; i++) {
             int p = first + i;
             long[] c = pageMtt[p >>> CHUNK_SHIFT];
@@ -239,6 +281,32 @@ final class Mpt {
         } finally {
             lock.unlockWrite(s);
         }
+    }
+
+    /**
+     * Indirect entry, read lock held, {@code va} inside the range: the key of the block's target,
+     * or 0 when the block has none (a miss: the access faults on this entry's key), or -1 when
+     * {@code va} lies beyond the entry's blocks (a protection error).
+     */
+    long target(long va) {
+        long b = (va - start) >>> pageShift;
+        if (b >= pages) {
+            return -1;
+        }
+        long e = entry((int) b);
+        return e == 0 ? 0 : e & 0xffff_ffffL;
+    }
+
+    /** Indirect entry, read lock held, the block of {@code va} has a target: the address of {@code va} in the target. */
+    long targetVa(long va) {
+        int b = (int) ((va - start) >>> pageShift);
+        return ksmVa[b >>> CHUNK_SHIFT][b & (CHUNK - 1)] + (va - start - ((long) b << pageShift));
+    }
+
+    /** Indirect entry: bytes from {@code va} to the end of its block. */
+    long blockLeft(long va) {
+        long in = va - start & (1L << pageShift) - 1;
+        return (1L << pageShift) - in;
     }
 
     /** MTT entries present (for the driver's counters and the tests). */
@@ -327,10 +395,10 @@ final class Mpt {
      * attributes, translations and free state, all or nothing. Returns when no DMA admitted before
      * it is in flight (the write lock waits for the read locks of transfers in progress), so a UMR
      * that disables the entry or zaps translations is a revocation the driver can rely on. The
-     * translations ({@code xlt}, already fetched) are MTT entries for
-     * {@code [u.xltOffset, u.xltOffset + u.xltEntries)}.
+     * translations ({@code xlt}, already fetched) are the {@code n} MTT entries from {@code first}
+     * (for an indirect entry, KSM pairs of target key, 0 for none, and address).
      */
-    Outcome umr(UmrWqe u, long[] xlt) {
+    Outcome umr(UmrWqe u, long[] xlt, long first, int n) {
         if (!umrEn) {
             return Outcome.LOC_PROT_ERR; // created without umr_en: only commands may change it
         }
@@ -351,13 +419,15 @@ final class Mpt {
             if (shift < 12 || shift > 30 || len < 0 || st + len < st) {
                 return Outcome.LOC_QP_OP_ERR;
             }
-            if (next == State.VALID && pagesSpanned(st, len, shift) > pages) {
+            // an indirect entry may span more than its blocks (length64 over the address space):
+            // an access beyond the last block is a protection error, not a reason to refuse the UMR
+            if (!indirect && next == State.VALID && pagesSpanned(st, len, shift) > pages) {
                 return Outcome.LOC_QP_OP_ERR; // the range needs more MTT entries than the entry was created with
             }
-            if (u.xltEntries > 0 && (u.xltOffset < 0 || u.xltOffset > pages - (long) u.xltEntries)) {
+            if (n > 0 && (first < 0 || first > pages - (long) n)) {
                 return Outcome.LOC_QP_OP_ERR;
             }
-            if (misaligned(xlt, u.xltEntries, shift) >= 0) {
+            if (indirect ? ksmMisaligned(xlt, n) : misaligned(xlt, n, shift) >= 0) {
                 return Outcome.LOC_QP_OP_ERR; // not an address aligned to the page size
             }
             // all checked: apply
@@ -377,7 +447,7 @@ final class Mpt {
             if ((m & UmrWqe.MASK_KEY) != 0) {
                 key = key & ~0xff | u.keyByte & 0xff;
             }
-            put((int) u.xltOffset, xlt, u.xltEntries);
+            put((int) first, xlt, n);
             state = next;
             if (m != 0) {
                 // the key's context changed: what transfers were admitted against may no longer hold.
@@ -390,6 +460,16 @@ final class Mpt {
         } finally {
             lock.unlockWrite(s);
         }
+    }
+
+    /** KSM: "IOVA must be page aligned in KSM mode" (mlx5_ib); a target's address is a 4 KiB-aligned address. */
+    private static boolean ksmMisaligned(long[] pairs, int n) {
+        for (int i = 0; i < n; i++) {
+            if ((pairs[2 * i + 1] & 4095) != 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static int bit(int access, long mask, long maskBit, int from, int perm) {

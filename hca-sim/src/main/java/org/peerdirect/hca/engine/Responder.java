@@ -142,25 +142,38 @@ final class Responder {
             return o;
         }
         Mpt m = req.remote.mpt[0];
-        long old;
-        long st = m.lock.readLock();
+        // an indirect (KSM) key is resolved under its read lock first, then its target locked (DmaMover's order)
+        Mpt ind = m.indirect ? m : null;
+        long is = ind == null ? 0 : ind.lock.readLock();
         try {
-            if (m.state != Mpt.State.VALID || m.gen != req.remote.gen[0]) {
-                return Outcome.REM_ACCESS_ERR;
+            Mpt t = m;
+            long tva = w.remoteAddr;
+            if (ind != null) {
+                if (ind.state != Mpt.State.VALID || ind.gen != req.remote.gen[0]) {
+                    return Outcome.REM_ACCESS_ERR;
+                }
+                long k = ind.target(tva);
+                if (k == 0) {
+                    req.remote.fault(m, w.remoteAddr, true);
+                    o = Outcome.PAGE_FAULT;
+                } else {
+                    t = k < 0 ? null : r.dev.mpt((int) k);
+                    if (t == null || t.indirect || t.pdn != ind.pdn) {
+                        return Outcome.REM_ACCESS_ERR;
+                    }
+                    tva = ind.targetVa(w.remoteAddr);
+                }
             }
-            if (!m.mapped(w.remoteAddr, Mpt.MTT_READ | Mpt.MTT_WRITE)) {
-                req.remote.fault(m, w.remoteAddr, true);
-                o = Outcome.PAGE_FAULT;
-            } else {
-                long iova = m.iova(w.remoteAddr);
-                old = w.opcode == Wqe.OP_ATOMIC_FA ? r.dev.domain.fetchAdd(iova, w.compareAdd)
-                        : r.dev.domain.compareAndSwap(iova, w.compareAdd, w.swap);
-                req.scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, old);
+            if (o == null) {
+                o = atomicAt(r, req, w, m, t, tva);
             }
-        } catch (IommuFault f) {
-            return Outcome.REM_ACCESS_ERR;
         } finally {
-            m.lock.unlockRead(st);
+            if (ind != null) {
+                ind.lock.unlockRead(is);
+            }
+        }
+        if (o != null && o != Outcome.PAGE_FAULT) {
+            return o;
         }
         if (o == Outcome.PAGE_FAULT) {
             return miss(r, req, PageFault.SUBTYPE_RDMA, -1, Outcome.REM_ACCESS_ERR);
@@ -174,6 +187,33 @@ final class Responder {
             r.ePsn = (r.ePsn + 1) & 0xFFFFFF;
         }
         return o;
+    }
+
+    /**
+     * The atomic on entry {@code t} at {@code tva} under its read lock ({@code t} is the key's own
+     * entry {@code m}, or an indirect key's target): null when executed (the original value in the
+     * requester's scratch), {@link Outcome#PAGE_FAULT} on a miss (recorded on {@code m}), else the error.
+     */
+    private static Outcome atomicAt(HwQp r, Requester req, SendWqe w, Mpt m, Mpt t, long tva) {
+        long st = t.lock.readLock();
+        try {
+            if (t.state != Mpt.State.VALID || (t == m ? t.gen != req.remote.gen[0] : !t.contains(tva, 8))) {
+                return Outcome.REM_ACCESS_ERR;
+            }
+            if (!t.mapped(tva, Mpt.MTT_READ | Mpt.MTT_WRITE)) {
+                req.remote.fault(m, w.remoteAddr, true);
+                return Outcome.PAGE_FAULT;
+            }
+            long iova = t.iova(tva);
+            long old = w.opcode == Wqe.OP_ATOMIC_FA ? r.dev.domain.fetchAdd(iova, w.compareAdd)
+                    : r.dev.domain.compareAndSwap(iova, w.compareAdd, w.swap);
+            req.scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, old);
+            return null;
+        } catch (IommuFault f) {
+            return Outcome.REM_ACCESS_ERR;
+        } finally {
+            t.lock.unlockRead(st);
+        }
     }
 
     /**

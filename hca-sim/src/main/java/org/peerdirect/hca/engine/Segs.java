@@ -21,6 +21,8 @@ final class Segs {
     long done;
     /** Set by {@link DmaMover} when this side hit a translation miss: the entry, the address, whether it wrote. */
     Mpt faultMpt;
+    /** Bytes the last chunk of {@link DmaMover} moved. */
+    long chunk;
     long faultVa;
     boolean faultWrite;
 

@@ -468,7 +468,7 @@ class PageFaultTest extends EngineRig {
         a.connect(b);
         b.connect(a);
         long[] mtt = { a.iova | RW, a.iova + Mm.PAGE_SIZE | RW, 0, 0 };
-        int ak = a.dev.createUmrMpt(1, a.va, 4 * Mm.PAGE_SIZE, ALL, 12, 4, false, mtt, 4, 0);
+        int ak = a.dev.createUmrMpt(1, a.va, 4 * Mm.PAGE_SIZE, ALL, 12, 4, false, mtt, 4, 0, false);
         byte[] data = new byte[8192];
         new Random(5).nextBytes(data);
         proc.write(a.va, data, 0, data.length);
@@ -485,7 +485,7 @@ class PageFaultTest extends EngineRig {
         u.xltEntries = 1;
         AtomicBoolean umrDone = new AtomicBoolean();
         Thread umr = Thread.ofPlatform().start(() -> {
-            assertEquals(Outcome.SUCCESS, a.dev.mpt(ak).umr(u, new long[] { a.iova + 3 * Mm.PAGE_SIZE | RW }));
+            assertEquals(Outcome.SUCCESS, a.dev.mpt(ak).umr(u, new long[] { a.iova + 3 * Mm.PAGE_SIZE | RW }, u.xltOffset, u.xltEntries));
             umrDone.set(true);
         });
         waitFor(() -> umr.getState() == Thread.State.WAITING || umrDone.get(), "the UMR waits for the DMA in flight");
@@ -593,5 +593,85 @@ class PageFaultTest extends EngineRig {
             }
         }
         b.dev.freeMpt(bk);
+    }
+
+    /**
+     * An indirect (KSM) key, as implicit ODP's parent: a block without a target faults on the
+     * indirect key and address (the responder NAKs meanwhile); once UMR points the block at a
+     * direct key, writes, reads and atomics move through that key's translation at the block's
+     * address; a block beyond the key's entries is a protection error, not a fault.
+     */
+    @Test
+    void anIndirectKeyFaultsOnBlocksWithoutTargetAndMovesThroughItsTargets() throws Exception {
+        Side a = new Side(0);
+        Side b = new Side(1);
+        a.connect(b, 7);
+        b.connect(a, 7);
+        b.dev.setPageFaultHandler(faults::add);
+        // the target: b's 64 KiB as a UMR-enabled key, every page present
+        long[] mtt = new long[16];
+        for (int i = 0; i < 16; i++) {
+            mtt[i] = b.iova + (long) i * Mm.PAGE_SIZE | RW;
+        }
+        int child = b.dev.createUmrMpt(1, b.va, 1 << 16, ALL, 12, 16, false, mtt, 16, 0, false);
+        // the parent: blocks of 32 KiB from b.va - 64 KiB, four of them, over eight blocks' length
+        long base = b.va - (1 << 16);
+        int parent = b.dev.createUmrMpt(1, base, 8L << 15, ALL, 15, 4, false, new long[0], 0, 0, true);
+        assertThrows(HwCommandException.class, () -> b.dev.createUmrMpt(1, base, 1 << 16, ALL, 15, 4, false, mtt, 1, 0, true),
+                "an indirect key is created without targets");
+
+        proc.write(a.va, new byte[] {5, 6, 7, 8}, 0, 4);
+        SendWqe w = a.wqe(Wqe.OP_RDMA_WRITE, a.va, 4);
+        w.remoteAddr = base + 10; // block 0: no target
+        w.rkey = parent;
+        a.ring();
+        PageFault f = nextFault();
+        assertEquals(parent, f.key(), "the fault names the key the request used");
+        assertEquals(base + 10, f.va());
+        waitFor(() -> a.dev.rnrNaks() >= 1, "the requester retrying on RNR NAKs");
+        UmrWqe u = new UmrWqe(); // translations only: blocks 0..2 → the target at b.va, b.va + 32 KiB; block 3 stays empty
+        Mpt pm = b.dev.mpt(parent);
+        assertEquals(Outcome.SUCCESS, pm.umr(u, new long[] { child & 0xffff_ffffL, b.va, child & 0xffff_ffffL, b.va + (1 << 15), 0, 0 }, 0, 3));
+        b.dev.pageFaultResume(f.token(), false);
+        waitFor(() -> a.cq.producerIndex() == 1, "the write completes after the resume");
+        assertEquals(Wqe.OP_RDMA_WRITE, a.cqe().opcode);
+        byte[] got = new byte[4];
+        proc.read(b.va + 10, got, 0, 4);
+        assertEquals(8, got[3], "landed at the target's address for the block");
+
+        // a write across blocks 0 and 1 moves through both targets (b.va + 32 KiB - 2 .. + 2)
+        proc.write(a.va + 100, new byte[] {1, 2, 3, 4}, 0, 4);
+        SendWqe across = a.wqe(Wqe.OP_RDMA_WRITE, a.va + 100, 4);
+        across.remoteAddr = base + (1 << 15) - 2;
+        across.rkey = parent;
+        a.ring();
+        assertEquals(Wqe.OP_RDMA_WRITE, a.cqe().opcode);
+        proc.read(b.va + (1 << 15) - 2, got, 0, 4);
+        assertEquals(1, got[0]);
+        assertEquals(4, got[3]);
+
+        // an atomic through the parent
+        proc.write(b.va + (1 << 15) + 64, new byte[] {40, 0, 0, 0, 0, 0, 0, 0}, 0, 8);
+        SendWqe fa = a.wqe(Wqe.OP_ATOMIC_FA, a.va + 512, 8);
+        fa.remoteAddr = base + (1 << 15) + 64;
+        fa.rkey = parent;
+        fa.compareAdd = 2;
+        a.ring();
+        assertEquals(Wqe.OP_ATOMIC_FA, a.cqe().opcode);
+        proc.read(b.va + (1 << 15) + 64, got, 0, 1);
+        assertEquals(42, got[0]);
+
+        // block 5 is inside the key's length but beyond its four entries: a protection error
+        SendWqe beyond = a.wqe(Wqe.OP_RDMA_WRITE, a.va, 4);
+        beyond.remoteAddr = base + 5L * (1 << 15);
+        beyond.rkey = parent;
+        a.ring();
+        waitFor(() -> a.cq.producerIndex() > a.cqCi, "the write beyond the entries completes");
+        Cqe c = a.cqe();
+        assertEquals(Cqe.OPCODE_ERROR, c.opcode);
+        assertEquals(Cqe.SYNDROME_REMOTE_ACCESS_ERR, c.syndrome);
+        assertTrue(faults.isEmpty(), "no fault for a block beyond the entries");
+        b.dev.freeMpt(parent);
+        b.dev.freeMpt(child);
     }
 }

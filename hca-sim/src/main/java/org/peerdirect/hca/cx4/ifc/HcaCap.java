@@ -38,9 +38,13 @@ public final class HcaCap {
     public static final IfcField LOG_MAX_MKEY = new IfcField(0xea, 6);
     public static final IfcField FAST_TEARDOWN = new IfcField(0xfb, 1);
     public static final IfcField LOG_MAX_EQ = new IfcField(0xfc, 4);
+    /** KSM mkeys whose entries all cover the same fixed size (what implicit ODP's parent is). */
+    public static final IfcField FIXED_BUFFER_SIZE = new IfcField(0x108, 1);
     public static final IfcField FORCE_TEARDOWN = new IfcField(0x110, 1);
     /** UMR's {@code xlt_offset} has its high part (bits 47:16): MTTs beyond 2^16 octowords can be written ({@code odp_max_size} unbounded). */
     public static final IfcField UMR_EXTENDED_TRANSLATION_OFFSET = new IfcField(0x118, 1);
+    /** The null mkey exists ({@code QUERY_SPECIAL_CONTEXTS}): a KSM entry pointing at it faults. */
+    public static final IfcField NULL_MKEY = new IfcField(0x119, 1);
     public static final IfcField LOG_MAX_KLM_LIST_SIZE = new IfcField(0x11a, 6);
     public static final IfcField LOG_MAX_RA_REQ_QP = new IfcField(0x14a, 6);
     public static final IfcField LOG_MAX_RA_RES_QP = new IfcField(0x15a, 6);

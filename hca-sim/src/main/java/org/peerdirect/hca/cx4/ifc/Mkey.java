@@ -31,6 +31,16 @@ public final class Mkey {
     public static final IfcField MKC_TRANSLATIONS_OCTWORD_SIZE = new IfcField(0x1a0, 32);
     public static final IfcField MKC_LOG_PAGE_SIZE = new IfcField(0x1da, 6);
 
+    /** {@code QUERY_SPECIAL_CONTEXTS} output ({@code mlx5_ifc_query_special_contexts_out_bits}): 32 bytes. */
+    public static final int SPECIAL_CONTEXTS_OUT_LEN = 0x20;
+    public static final long SPECIAL_OUT_DUMP_FILL_MKEY = 0x08;
+    public static final long SPECIAL_OUT_RESD_LKEY = 0x0c;
+    public static final long SPECIAL_OUT_NULL_MKEY = 0x10;
+    /** A KSM entry ({@code struct mlx5_ksm}): be32 reserved, be32 key, be64 va; 16 bytes, one octoword. */
+    public static final int KSM_SIZE = 16;
+    public static final long KSM_KEY = 4;
+    public static final long KSM_VA = 8;
+
     public static final int ACCESS_MODE_PA = 0;
     public static final int ACCESS_MODE_MTT = 1;
     public static final int ACCESS_MODE_KLM = 2;

@@ -24,6 +24,7 @@ public final class Mlx5Cmd {
     public static final int SET_DRIVER_VERSION = 0x10d;
     public static final int CREATE_MKEY = 0x200;
     public static final int DESTROY_MKEY = 0x202;
+    public static final int QUERY_SPECIAL_CONTEXTS = 0x203;
     public static final int PAGE_FAULT_RESUME = 0x204;
     public static final int CREATE_EQ = 0x301;
     public static final int DESTROY_EQ = 0x302;
@@ -119,6 +120,7 @@ public final class Mlx5Cmd {
             case SET_DRIVER_VERSION -> "SET_DRIVER_VERSION";
             case CREATE_MKEY -> "CREATE_MKEY";
             case DESTROY_MKEY -> "DESTROY_MKEY";
+            case QUERY_SPECIAL_CONTEXTS -> "QUERY_SPECIAL_CONTEXTS";
             case PAGE_FAULT_RESUME -> "PAGE_FAULT_RESUME";
             case CREATE_EQ -> "CREATE_EQ";
             case DESTROY_EQ -> "DESTROY_EQ";

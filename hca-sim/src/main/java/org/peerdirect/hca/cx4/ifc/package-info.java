@@ -7,7 +7,7 @@
  * as the kernel's {@code mlx5_ifc.h} is: layouts and constants, no behaviour.
  */
 @Export
-@Version("0.4.0")
+@Version("0.5.0")
 package org.peerdirect.hca.cx4.ifc;
 
 import org.osgi.annotation.bundle.Export;
