@@ -242,13 +242,19 @@ public final class ConnectX4Device implements AutoCloseable {
         }
     }
 
-    /** What the model shows tools: state, pages held per kind, EQs, UARs. */
+    /** MPT entries (mkeys) alive in the device (test and tool view). */
+    public int mkeysAlive() {
+        org.peerdirect.hca.engine.HcaDevice e = engine;
+        return e == null ? 0 : e.mptCount();
+    }
+
     /** UMR work requests the device executed (what a driver's UMR QP did). */
     public long umrsExecuted() {
         org.peerdirect.hca.engine.HcaDevice e = engine;
         return e == null ? 0 : e.umrsExecuted();
     }
 
+    /** What the model shows tools: state, pages held per kind, EQs, UARs. */
     public String describe() {
         Firmware f = fw;
         if (f == null) {

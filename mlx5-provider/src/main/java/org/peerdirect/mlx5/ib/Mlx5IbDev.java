@@ -84,8 +84,8 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
      * {@code mlx5_ib_internal_fill_odp_caps}: nothing without {@code pg}; else ODP, the per-transport
      * bits the firmware's ODP block reports (UD: send and SRQ receive only, as mlx5 reads them), the
      * largest MR UMR can load (unbounded with the extended translation offset, else 2^16 octowords
-     * of 4 KiB pages: 256 MiB). Implicit ODP needs {@code fixed_buffer_size} and {@code null_mkey},
-     * which the model does not report: implicit ODP is not built on mlx5 yet.
+     * of 4 KiB pages: 256 MiB), and implicit ODP where {@code fixed_buffer_size}, {@code null_mkey}
+     * and the extended translation offset are all reported.
      */
     static IbvDeviceAttr.OdpCaps odpCaps(Mlx5CoreDev core) {
         if (core.cap(HcaCap.PG) == 0) {
@@ -95,7 +95,11 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         int udBits = ((ud & Odp.CAP_SEND) != 0 ? IbvDeviceAttr.OdpCaps.SUPPORT_SEND : 0)
                 | ((ud & Odp.CAP_SRQ_RECEIVE) != 0 ? IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV : 0);
         long max = core.cap(HcaCap.UMR_EXTENDED_TRANSLATION_OFFSET) != 0 ? -1L : 1L << (16 + 12);
-        return new IbvDeviceAttr.OdpCaps(IbvDeviceAttr.ODP_SUPPORT, transportBits(core.odpCap(Odp.RC_ODP_CAPS)), 0, udBits,
+        // implicit ODP: a KSM parent of fixed-size entries, the null mkey for the entries without a
+        // child, and UMR offsets beyond 2^16 octowords (umr_indirect_mkey_disabled is not modelled: clear)
+        long general = IbvDeviceAttr.ODP_SUPPORT | (core.cap(HcaCap.FIXED_BUFFER_SIZE) != 0 && core.cap(HcaCap.NULL_MKEY) != 0
+                && core.cap(HcaCap.UMR_EXTENDED_TRANSLATION_OFFSET) != 0 ? IbvDeviceAttr.ODP_SUPPORT_IMPLICIT : 0);
+        return new IbvDeviceAttr.OdpCaps(general, transportBits(core.odpCap(Odp.RC_ODP_CAPS)), 0, udBits,
                 transportBits(core.odpCap(Odp.XRC_ODP_CAPS)), max);
     }
 
@@ -267,6 +271,9 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         java.util.List<String> out = new java.util.ArrayList<>();
         out.add(name() + ": " + odp.describe());
         for (Mlx5OdpMr mr : odp.mkeys.values()) {
+            out.add(name() + ": " + mr);
+        }
+        for (Mlx5ImplicitMr mr : odp.implicitMkeys.values()) {
             out.add(name() + ": " + mr);
         }
         for (Mlx5DmabufMr mr : odp.dmabufMkeys.values()) {

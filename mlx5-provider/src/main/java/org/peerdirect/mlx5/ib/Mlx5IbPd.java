@@ -149,8 +149,12 @@ final class Mlx5IbPd implements IbPdOps {
         Mlx5IbDev dev = ctx.dev;
         org.peerdirect.ib.core.verbs.IbvDeviceAttr.OdpCaps caps = dev.queryDevice().odpCaps();
         if (addr == 0 && length == -1L) {
-            throw new KernelException(Errno.EINVAL, dev.name() + ": implicit ODP (address 0, length SIZE_MAX) needs IB_ODP_SUPPORT_IMPLICIT,"
-                    + " which this device does not report (implicit ODP is not built on mlx5 yet)");
+            // (the kernel also wants iova 0; this SPI's regUserMr has no iova: the MR's iova is its address)
+            if ((caps.generalCaps() & org.peerdirect.ib.core.verbs.IbvDeviceAttr.ODP_SUPPORT_IMPLICIT) == 0) {
+                throw new KernelException(Errno.EINVAL, dev.name() + ": implicit ODP (address 0, length SIZE_MAX) needs IB_ODP_SUPPORT_IMPLICIT,"
+                        + " which this device does not report");
+            }
+            return Mlx5ImplicitMr.create(this, access);
         }
         if (caps.maxOdpSize() != -1L && Long.compareUnsigned(length, caps.maxOdpSize()) > 0) {
             throw new KernelException(Errno.EINVAL, String.format("%s: an ODP MR of %d bytes is more than UMR can load (%d)", dev.name(), length,
@@ -219,12 +223,27 @@ final class Mlx5IbPd implements IbPdOps {
      * disabled (an ODP MR, enabled by UMR).
      */
     int regCreate(long addr, long length, int access, int capacity, int given, java.util.function.LongUnaryOperator mttEntry, boolean free) {
+        return createMkey(Mkey.ACCESS_MODE_MTT, 12, addr, length, access, (capacity + 1) / 2, given, mttEntry, free);
+    }
+
+    /**
+     * {@code CREATE_MKEY} of an indirect (KSM) mkey with {@code umr_en} and {@code free}: room for
+     * {@code entries} KSM entries of {@code 2^blockShift} bytes, none written (implicit ODP's
+     * parent, enabled later by {@link Mlx5Umr#enableKsm}).
+     */
+    int regCreateKsm(int access, int entries, int blockShift) {
+        return createMkey(Mkey.ACCESS_MODE_KSM, blockShift, 0, 0, access, entries, 0, null, true);
+    }
+
+    /** {@code CREATE_MKEY} with {@code umr_en}: {@code octwords} of translations, the first {@code given} MTT entries from {@code mttEntry}. */
+    private int createMkey(int mode, int logPageSize, long addr, long length, int access, int octwords, int given,
+            java.util.function.LongUnaryOperator mttEntry, boolean free) {
         Mlx5IbDev dev = ctx.dev;
-        int octwords = (capacity + 1) / 2;
         int givenOct = (given + 1) / 2;
         MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_MKEY, 0, (int) Mkey.CREATE_IN_MTT + 16 * givenOct);
         long m = Mkey.CREATE_IN_MKC;
-        Mkey.MKC_ACCESS_MODE_1_0.set(in, m, Mkey.ACCESS_MODE_MTT);
+        Mkey.MKC_ACCESS_MODE_1_0.set(in, m, mode & 3);
+        Mkey.MKC_ACCESS_MODE_4_2.set(in, m, mode >>> 2);
         Mkey.MKC_UMR_EN.set(in, m, 1);
         Mkey.MKC_FREE.set(in, m, free ? 1 : 0);
         Mkey.MKC_LR.set(in, m, 1);
@@ -239,7 +258,7 @@ final class Mlx5IbPd implements IbPdOps {
         in.set(BE64, m + Mkey.MKC_START_ADDR, addr);
         in.set(BE64, m + Mkey.MKC_LEN, length);
         Mkey.MKC_TRANSLATIONS_OCTWORD_SIZE.set(in, m, octwords);
-        Mkey.MKC_LOG_PAGE_SIZE.set(in, m, 12);
+        Mkey.MKC_LOG_PAGE_SIZE.set(in, m, logPageSize);
         in.set(BE32, Mkey.CREATE_IN_OCTWORD_ACTUAL_SIZE, givenOct);
         for (int i = 0; i < given; i++) {
             in.set(BE64, Mkey.CREATE_IN_MTT + 8L * i, mttEntry.applyAsLong(i));

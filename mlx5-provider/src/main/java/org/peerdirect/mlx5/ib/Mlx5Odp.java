@@ -51,6 +51,30 @@ final class Mlx5Odp {
     /** {@code MAX_PREFETCH_LEN}: what the RDMA handler prefetches after a fault with no operation length. */
     static final long MAX_PREFETCH_LEN = 4L << 20;
 
+    /**
+     * What the fault and prefetch paths need of an ODP key: an explicit ODP MR (or an implicit
+     * MR's child) and an implicit MR alike ({@code pagefault_mr} branching on {@code is_implicit_odp}).
+     */
+    interface OdpMr {
+        /** {@code mlx5r_get_odp_mkey}-like: false once deregistration began. */
+        boolean get();
+
+        /** {@code mlx5r_deref_odp_mkey}. */
+        void put();
+
+        Mlx5IbPd pd();
+
+        boolean writable();
+
+        int mkey();
+
+        /** The MR's restrack counters. */
+        Mlx5OdpMr.Stats stats();
+
+        /** {@code pagefault_mr}: maps [va, va+len) and writes the device's translation; pages mapped. */
+        long pagefault(long va, long len, int flags, boolean permissive);
+    }
+
     /** {@code struct mlx5_pagefault} as {@code mlx5_ib_eq_pf_process} parses it. */
     record Pagefault(int subtype, int type, int token, int wqNum, int wqeIndex, int rkey, long va, long opLen, int packetLen) {
     }
@@ -62,6 +86,8 @@ final class Mlx5Odp {
     private final ExecutorService prefetchWq;
     /** mkey index → the ODP MR ({@code odp_mkeys}). */
     final ConcurrentHashMap<Integer, Mlx5OdpMr> mkeys = new ConcurrentHashMap<>();
+    /** mkey index → the implicit ODP MR (its children are reached through it, not by their own keys). */
+    final ConcurrentHashMap<Integer, Mlx5ImplicitMr> implicitMkeys = new ConcurrentHashMap<>();
     /** mkey index → the dynamic dma-buf MR (the kernel keeps them in {@code odp_mkeys} too and branches on {@code is_dmabuf}). */
     final ConcurrentHashMap<Integer, Mlx5DmabufMr> dmabufMkeys = new ConcurrentHashMap<>();
     final AtomicLong faults = new AtomicLong();
@@ -250,7 +276,7 @@ final class Mlx5Odp {
      * accessible, the MR gone). A key that names no ODP MR counts as mapped.
      */
     long singleDataSegment(int key, long va, long len, int flags) {
-        Mlx5OdpMr mr = mkeys.get(Mkey.mkeyToIdx(key));
+        OdpMr mr = odpMr(key);
         if (mr == null) {
             Mlx5DmabufMr d = dmabufMkeys.get(Mkey.mkeyToIdx(key));
             if (d != null) {
@@ -258,7 +284,7 @@ final class Mlx5Odp {
             }
             return len; // not an ODP mkey: the device's own checks decide
         }
-        if (mr.mkey != key || !mr.get()) {
+        if (mr.mkey() != key || !mr.get()) {
             return -1; // a stale key, or the MR is being deregistered
         }
         try {
@@ -280,7 +306,7 @@ final class Mlx5Odp {
     void adviseMr(Mlx5IbPd pd, int advice, int flags, IbvSge[] sgList) {
         int pfFlags = Mlx5OdpMr.PF_FLAGS_PREFETCH | (advice == IbvPd.ADVISE_MR_ADVICE_PREFETCH ? Mlx5OdpMr.PF_FLAGS_DOWNGRADE : 0)
                 | (advice == IbvPd.ADVISE_MR_ADVICE_PREFETCH_NO_FAULT ? Mlx5OdpMr.PF_FLAGS_SNAPSHOT : 0);
-        Mlx5OdpMr[] mrs = new Mlx5OdpMr[sgList.length];
+        OdpMr[] mrs = new OdpMr[sgList.length];
         int held = 0;
         try {
             for (; held < sgList.length; held++) {
@@ -320,14 +346,14 @@ final class Mlx5Odp {
         }
     }
 
-    private static void prefetch(Mlx5OdpMr mr, IbvSge sge, int pfFlags) {
+    private static void prefetch(OdpMr mr, IbvSge sge, int pfFlags) {
         long len = sge.length & 0xffff_ffffL;
         if (len > 0) {
             mr.pagefault(sge.addr, len, pfFlags, false);
         }
     }
 
-    private static void putAll(Mlx5OdpMr[] mrs, int n) {
+    private static void putAll(OdpMr[] mrs, int n) {
         for (int i = 0; i < n; i++) {
             mrs[i].put();
         }
@@ -344,22 +370,49 @@ final class Mlx5Odp {
      * @throws KernelException ENOENT no ODP MR has the key (or it is being deregistered); EPERM
      *         the MR is of another PD, or the advice wants write on an MR without local write
      */
-    private Mlx5OdpMr prefetchableMr(Mlx5IbPd pd, int advice, int lkey) {
-        Mlx5OdpMr mr = mkeys.get(Mkey.mkeyToIdx(lkey));
-        if (mr == null || mr.mkey != lkey || !mr.get()) {
+    private OdpMr prefetchableMr(Mlx5IbPd pd, int advice, int lkey) {
+        OdpMr mr = odpMr(lkey);
+        if (mr == null || mr.mkey() != lkey || !mr.get()) {
             throw noOdpMr(dev, lkey);
         }
         if (mr.pd() != pd) {
             mr.put();
             throw new KernelException(Errno.EPERM, String.format("ibv_advise_mr: lkey 0x%x is an MR of another PD", lkey));
         }
-        if (advice == IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE && !mr.umem.writable()) {
+        if (advice == IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE && !mr.writable()) {
             mr.put();
             throw new KernelException(Errno.EPERM,
                     String.format("ibv_advise_mr: PREFETCH_WRITE on lkey 0x%x, an MR without IBV_ACCESS_LOCAL_WRITE", lkey));
         }
         return mr;
     }
+
+    /** The explicit or implicit ODP MR whose mkey index {@code key} names ({@code odp_mkeys}), or null. */
+    private OdpMr odpMr(int key) {
+        Mlx5OdpMr mr = mkeys.get(Mkey.mkeyToIdx(key));
+        return mr != null ? mr : implicitMkeys.get(Mkey.mkeyToIdx(key));
+    }
+
+    /** Queues {@code work} on the background queue ({@code system_unbound_wq}'s part). */
+    void background(Runnable work) {
+        prefetchWq.execute(work);
+    }
+
+    /**
+     * The device's null mkey ({@code mlx5_cmd_null_mkey}: {@code QUERY_SPECIAL_CONTEXTS}), asked
+     * once, when the first implicit MR needs it.
+     */
+    synchronized int nullMkey() {
+        if (nullMkey < 0) {
+            MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.QUERY_SPECIAL_CONTEXTS, 0, 16);
+            MemorySegment out = dev.cmd(() -> dev.core.exec(in, Mkey.SPECIAL_CONTEXTS_OUT_LEN));
+            nullMkey = out.get(BE32, Mkey.SPECIAL_OUT_NULL_MKEY) & 0xffff_ffffL;
+        }
+        return (int) nullMkey;
+    }
+
+    /** Guarded by this: the null mkey once asked, else -1. */
+    private long nullMkey = -1;
 
     /**
      * {@code mlx5r_odp_destroy_eq}: the EQ first (no new fault is queued), then the fault work and
@@ -386,6 +439,6 @@ final class Mlx5Odp {
     String describe() {
         return String.format("page-fault EQ %d, faults %d (errors %d, resume failures %d), invalidations %d, prefetched pages %d (background errors %d), ODP MRs %d",
                 eq.eqn(), faults.get(), faultErrors.get(), resumeFailures.get(), invalidations.get(), prefetchedPages.get(), prefetchErrors.get(),
-                mkeys.size());
+                mkeys.size() + implicitMkeys.size());
     }
 }

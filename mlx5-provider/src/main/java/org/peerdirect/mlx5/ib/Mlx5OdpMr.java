@@ -33,7 +33,7 @@ import org.peerdirect.kernel.mm.MmuNotifierRange;
  * only pairs the use count with the deregistration's wait. UMRs run under the umem mutex, never
  * the other way round.
  */
-final class Mlx5OdpMr implements IbMrOps {
+final class Mlx5OdpMr implements IbMrOps, Mlx5Odp.OdpMr {
 
     /** {@code MLX5_PF_FLAGS_DOWNGRADE}: map read-only even if the umem is writable. */
     static final int PF_FLAGS_DOWNGRADE = 1;
@@ -58,20 +58,71 @@ final class Mlx5OdpMr implements IbMrOps {
     private final Mlx5MkeyUse use = new Mlx5MkeyUse();
     private volatile boolean released;
 
-    // the per-MR counters of restrack (mlx5/restrack.c), in pages except the *_handled ones (events)
-    final AtomicLong pageFaults = new AtomicLong();
-    final AtomicLong pageFaultsHandled = new AtomicLong();
-    final AtomicLong pageInvalidations = new AtomicLong();
-    final AtomicLong pageInvalidationsHandled = new AtomicLong();
-    final AtomicLong pagePrefetch = new AtomicLong();
+    /** The implicit MR this is a child of (over one of its gigabytes), or null for an explicit ODP MR. */
+    final Mlx5ImplicitMr parent;
+    /** This MR's restrack counters; a child's also count into its parent's. */
+    final Stats stats;
+
+    /**
+     * The per-MR counters of restrack ({@code mlx5/restrack.c}), in pages except the
+     * {@code *_handled} ones (events); each update also goes to {@code up} (an implicit MR's sum).
+     */
+    static final class Stats {
+        final AtomicLong pageFaults = new AtomicLong();
+        final AtomicLong pageFaultsHandled = new AtomicLong();
+        final AtomicLong pageInvalidations = new AtomicLong();
+        final AtomicLong pageInvalidationsHandled = new AtomicLong();
+        final AtomicLong pagePrefetch = new AtomicLong();
+        private final Stats up;
+
+        Stats(Stats up) {
+            this.up = up;
+        }
+
+        void faulted(long pages) {
+            pageFaults.addAndGet(pages);
+            pageFaultsHandled.incrementAndGet();
+            if (up != null) {
+                up.faulted(pages);
+            }
+        }
+
+        void prefetched(long pages) {
+            pagePrefetch.addAndGet(pages);
+            if (up != null) {
+                up.prefetched(pages);
+            }
+        }
+
+        void invalidated(long pages) {
+            pageInvalidations.addAndGet(pages);
+            pageInvalidationsHandled.incrementAndGet();
+            if (up != null) {
+                up.invalidated(pages);
+            }
+        }
+
+        /** As {@code rdma res show mr} prints them. */
+        @Override
+        public String toString() {
+            return String.format("page_faults %d page_faults_handled %d page_invalidations %d page_invalidations_handled %d page_prefetch %d",
+                    pageFaults.get(), pageFaultsHandled.get(), pageInvalidations.get(), pageInvalidationsHandled.get(), pagePrefetch.get());
+        }
+    }
 
     Mlx5OdpMr(Mlx5IbPd pd, IbUmemOdp umem, int mkey, int cacheNdescs, boolean fromCache, Mlx5Odp odp) {
+        this(pd, umem, mkey, cacheNdescs, fromCache, odp, null);
+    }
+
+    Mlx5OdpMr(Mlx5IbPd pd, IbUmemOdp umem, int mkey, int cacheNdescs, boolean fromCache, Mlx5Odp odp, Mlx5ImplicitMr parent) {
         this.pd = pd;
         this.umem = umem;
         this.mkey = mkey;
         this.cacheNdescs = cacheNdescs;
         this.fromCache = fromCache;
         this.odp = odp;
+        this.parent = parent;
+        this.stats = new Stats(parent == null ? null : parent.stats);
     }
 
     /** The MTT index of the 4 KiB page holding {@code va}. */
@@ -108,7 +159,8 @@ final class Mlx5OdpMr implements IbMrOps {
      * @throws KernelException EFAULT when {@code va} is outside the MR, a strict range runs past it,
      *         or a page cannot be mapped (not in the address space, or without the access)
      */
-    long pagefault(long va, long len, int flags, boolean permissive) {
+    @Override
+    public long pagefault(long va, long len, int flags, boolean permissive) {
         long start = umem.address();
         long end = start + umem.length();
         if (va < start || va >= end) {
@@ -130,11 +182,10 @@ final class Mlx5OdpMr implements IbMrOps {
         }
         long pages = pages(va, bcnt);
         if ((flags & PF_FLAGS_PREFETCH) != 0) {
-            pagePrefetch.addAndGet(pages);
+            stats.prefetched(pages);
             odp.prefetchedPages.addAndGet(pages);
         } else {
-            pageFaults.addAndGet(pages);
-            pageFaultsHandled.incrementAndGet();
+            stats.faulted(pages);
         }
         return np;
     }
@@ -173,9 +224,11 @@ final class Mlx5OdpMr implements IbMrOps {
             long zapped = dead ? 0 : zap(index(start), index(end - 1) + 1);
             umem.unmapDmaPages(start, end);
             if (zapped > 0) {
-                pageInvalidations.addAndGet(zapped);
-                pageInvalidationsHandled.incrementAndGet();
+                stats.invalidated(zapped);
                 odp.invalidations.incrementAndGet();
+            }
+            if (parent != null && !dead && umem.mappedPages() == 0) {
+                parent.childEmpty(this); // its last page went: the child goes (on the background work)
             }
             return true;
         } finally {
@@ -219,18 +272,36 @@ final class Mlx5OdpMr implements IbMrOps {
     }
 
     /** {@code mlx5r_get_odp_mkey}-like: false once deregistration began. */
-    boolean get() {
+    @Override
+    public boolean get() {
         return use.get();
     }
 
     /** The MR's PD (advise_mr checks it: another PD's MR is EPERM). */
-    Mlx5IbPd pd() {
+    @Override
+    public Mlx5IbPd pd() {
         return pd;
     }
 
     /** {@code mlx5r_deref_odp_mkey}. */
-    void put() {
+    @Override
+    public void put() {
         use.put();
+    }
+
+    @Override
+    public boolean writable() {
+        return umem.writable();
+    }
+
+    @Override
+    public int mkey() {
+        return mkey;
+    }
+
+    @Override
+    public Stats stats() {
+        return stats;
     }
 
     @Override
@@ -270,8 +341,7 @@ final class Mlx5OdpMr implements IbMrOps {
 
     /** The restrack counters, as {@code rdma res show mr} prints them. */
     String counters() {
-        return String.format("page_faults %d page_faults_handled %d page_invalidations %d page_invalidations_handled %d page_prefetch %d",
-                pageFaults.get(), pageFaultsHandled.get(), pageInvalidations.get(), pageInvalidationsHandled.get(), pagePrefetch.get());
+        return stats.toString();
     }
 
     @Override

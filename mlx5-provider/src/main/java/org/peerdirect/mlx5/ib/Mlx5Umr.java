@@ -46,6 +46,8 @@ final class Mlx5Umr {
 
     /** MTT entries one UMR writes: a page of translations ({@code MLX5_SPARE_UMR_CHUNK}, the kernel's fallback size). */
     static final int XLT_CHUNK = 4096 / 8;
+    /** KSM entries one UMR writes: a page of them (16 bytes each, {@code struct mlx5_ksm}). */
+    static final int KSM_CHUNK = 4096 / Mkey.KSM_SIZE;
     private static final int LOG_SQ = 6; // 64 basic blocks: one page
     private static final int LOG_CQ = 6; // 64 CQEs: one page
     private static final long QP_DBR = 64; // the QP's doorbell record after the CQ's, in one page
@@ -207,9 +209,62 @@ final class Mlx5Umr {
             b.length = length;
             b.access = access;
             b.keyByte = keyByte;
-            postSendWait(b, done, k, entry);
+            postSendWait(b, done / Umr.MTT_PER_OCTOWORD, octowords(k), mtt(done, k, entry));
             done += k;
         } while (done < n);
+    }
+
+    /**
+     * {@code mlx5r_umr_update_xlt} with {@code MLX5_IB_UPD_XLT_ENABLE} for an indirect (KSM) mkey
+     * created free with no entry pointing anywhere: enables it over the whole address space
+     * ({@code length64}) with blocks of {@code 2^blockShift} bytes, the PD and the access, without
+     * writing entries (implicit ODP's parent, {@code mlx5_ib_alloc_implicit_mr}).
+     */
+    void enableKsm(int mkey, int pd, int access, int blockShift) {
+        UmrWqeBuilder b = new UmrWqeBuilder(mkey, UmrWqe.MASK_LEN | UmrWqe.MASK_PAGE_SIZE | UmrWqe.MASK_START_ADDR | UmrWqe.MASK_PD
+                | UmrWqe.MASK_KEY | UmrWqe.MASK_FREE | UmrWqe.MASK_LR | UmrWqe.MASK_LW | UmrWqe.MASK_RR | UmrWqe.MASK_RW | UmrWqe.MASK_A);
+        b.flags = UmrWqe.FLAG_CHECK_FREE;
+        b.pdn = pd;
+        b.access = access;
+        b.length64 = true;
+        b.pageShift = blockShift;
+        postSendWait(b, 0, 0, null);
+    }
+
+    /**
+     * {@code mlx5r_umr_update_xlt} with {@code MLX5_IB_UPD_XLT_INDIRECT} ({@code populate_klm}):
+     * KSM entries [first, first+n) of an indirect mkey become {key(i), i << blockShift}, a page of
+     * entries per UMR; {@code key} gives the target's key or the null mkey. When it returns, no
+     * DMA through a replaced entry is in flight.
+     */
+    void updateKsm(int mkey, long first, long n, LongUnaryOperator key, int blockShift) {
+        for (long at = first; at < first + n; at += KSM_CHUNK) {
+            int k = (int) Math.min(KSM_CHUNK, first + n - at);
+            long from = at;
+            postSendWait(new UmrWqeBuilder(mkey, 0), from, k, page -> {
+                for (int i = 0; i < k; i++) {
+                    page.set(BE32, (long) Mkey.KSM_SIZE * i, 0);
+                    page.set(BE32, (long) Mkey.KSM_SIZE * i + Mkey.KSM_KEY, (int) key.applyAsLong(from + i));
+                    page.set(BE64, (long) Mkey.KSM_SIZE * i + Mkey.KSM_VA, (from + i) << blockShift);
+                }
+            });
+        }
+    }
+
+    private static int octowords(int mttEntries) {
+        return (mttEntries + Umr.MTT_PER_OCTOWORD - 1) / Umr.MTT_PER_OCTOWORD;
+    }
+
+    /** Fills the translation page with MTT entries {@code entry(first + i)}, i < n, and a zero in the last octoword's other half. */
+    private static java.util.function.Consumer<MemorySegment> mtt(long first, int n, LongUnaryOperator entry) {
+        return page -> {
+            for (int i = 0; i < n; i++) {
+                page.set(BE64, 8L * i, entry.applyAsLong(first + i));
+            }
+            if ((n & 1) != 0) {
+                page.set(BE64, 8L * n, 0); // the octoword's other half: not present
+            }
+        };
     }
 
     /**
@@ -223,7 +278,8 @@ final class Mlx5Umr {
         long from = first & ~1L;
         long to = first + n + 1 & ~1L;
         for (long at = from; at < to; at += XLT_CHUNK) {
-            postSendWait(new UmrWqeBuilder(mkey, 0), at, (int) Math.min(XLT_CHUNK, to - at), entry);
+            int k = (int) Math.min(XLT_CHUNK, to - at);
+            postSendWait(new UmrWqeBuilder(mkey, 0), at / Umr.MTT_PER_OCTOWORD, octowords(k), mtt(at, k, entry));
         }
     }
 
@@ -238,6 +294,10 @@ final class Mlx5Umr {
         long length;
         int access;
         int keyByte;
+        /** {@code length64}: the mkey spans the whole address space from {@link #start}. */
+        boolean length64;
+        /** {@code log_page_size}: 12 for MTT mkeys of 4 KiB pages, the block size of a KSM mkey. */
+        int pageShift = 12;
 
         UmrWqeBuilder(int mkey, long mask) {
             this.mkey = mkey;
@@ -249,32 +309,28 @@ final class Mlx5Umr {
     /**
      * {@code mlx5r_umr_post_send_wait}: builds the WQE (control segment with the mkey as immediate,
      * UMR control segment, mkey segment, and a data segment over the translation page when
-     * {@code n > 0}), rings the doorbell, and waits (bounded) for the CQE. An error CQE recovers the
-     * QP and fails with the syndrome; a device that is gone or silent fails with EIO.
+     * {@code octowords > 0}, which {@code fill} writes, from octoword {@code offset} of the mkey's
+     * translations), rings the doorbell, and waits (bounded) for the CQE. An error CQE recovers
+     * the QP and fails with the syndrome; a device that is gone or silent fails with EIO.
      */
-    private void postSendWait(UmrWqeBuilder b, long first, int n, LongUnaryOperator entry) {
+    private void postSendWait(UmrWqeBuilder b, long offset, int octowords, java.util.function.Consumer<MemorySegment> fill) {
         postLock.lock();
         try {
             if (destroyed) {
                 throw new KernelException(Errno.EIO, dev.name() + ": the UMR QP is destroyed");
             }
-            for (int i = 0; i < n; i++) {
-                xlt.mem().set(BE64, 8L * i, entry.applyAsLong(first + i));
-            }
-            if ((n & 1) != 0) {
-                xlt.mem().set(BE64, 8L * n, 0); // the octoword's other half: not present
+            if (octowords > 0) {
+                fill.accept(xlt.mem());
             }
             wqe.fill((byte) 0);
-            int ds = n > 0 ? Umr.DS_WITH_DATA : Umr.DS_NO_DATA;
+            int ds = octowords > 0 ? Umr.DS_WITH_DATA : Umr.DS_NO_DATA;
             wqe.set(BE32, Qp.CTRL_OPMOD_IDX_OPCODE, (sqHead & 0xffff) << 8 | Wqe.OP_UMR);
             wqe.set(BE32, Qp.CTRL_QPN_DS, qpn << 8 | ds);
             wqe.set(ValueLayout.JAVA_BYTE, Qp.CTRL_FM_CE_SE, (byte) Qp.CTRL_CQ_UPDATE);
             wqe.set(BE32, Qp.CTRL_IMM, b.mkey);
             long u = Umr.CTRL_SEG;
             int flags = b.flags;
-            if (n > 0) {
-                int octowords = (n + Umr.MTT_PER_OCTOWORD - 1) / Umr.MTT_PER_OCTOWORD;
-                long offset = first / Umr.MTT_PER_OCTOWORD; // chunks start at even entries
+            if (octowords > 0) {
                 wqe.set(BE16, u + Umr.XLT_OCTOWORDS, (short) octowords);
                 wqe.set(BE16, u + Umr.XLT_OFFSET, (short) offset);
                 wqe.set(BE32, u + Umr.XLT_OFFSET_47_16, (int) (offset >>> 16));
@@ -297,7 +353,8 @@ final class Mlx5Umr {
             Mkey.MKC_PD.set(wqe, m, b.pdn);
             wqe.set(BE64, m + Mkey.MKC_START_ADDR, b.start);
             wqe.set(BE64, m + Mkey.MKC_LEN, b.length);
-            Mkey.MKC_LOG_PAGE_SIZE.set(wqe, m, 12);
+            Mkey.MKC_LENGTH64.set(wqe, m, b.length64 ? 1 : 0);
+            Mkey.MKC_LOG_PAGE_SIZE.set(wqe, m, b.pageShift);
             int bbs = (ds * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
             int ctrlBb = sqHead;
             for (int i = 0; i < bbs; i++) {

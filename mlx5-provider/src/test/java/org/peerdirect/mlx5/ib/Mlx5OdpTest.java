@@ -83,6 +83,11 @@ class Mlx5OdpTest extends Mlx5Machine {
 
         /** With {@code withSrq}, the QP receives through an SRQ of this PD. */
         End(int dev, int access, IbvQpType type, boolean withSrq) {
+            this(dev, access, type, withSrq, false);
+        }
+
+        /** With {@code implicit}, the MR is an implicit ODP MR (address 0, length SIZE_MAX) and the buffer lies in it. */
+        End(int dev, int access, IbvQpType type, boolean withSrq, boolean implicit) {
             this.dev = dev;
             ctx = devs.get(dev).open(proc);
             pd = ctx.allocPd();
@@ -99,12 +104,25 @@ class Mlx5OdpTest extends Mlx5Machine {
             a.maxRecvSge = 4;
             qp = pd.createQp(a);
             buf = proc.mmap(LEN);
-            mr = pd.regMr(buf, LEN, access);
+            mr = implicit ? pd.regMr(0, -1L, access) : pd.regMr(buf, LEN, access);
             lid = ctx.queryPort(1).lid();
         }
 
+        /** The explicit ODP MR of {@link #mr}. */
         Mlx5OdpMr odpMr() {
             return ibs.get(dev).odpIfStarted().mkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+        }
+
+        /** The explicit or implicit ODP MR of {@link #mr}. */
+        Mlx5Odp.OdpMr odp() {
+            Mlx5Odp o = ibs.get(dev).odpIfStarted();
+            Mlx5Odp.OdpMr m = o.mkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+            return m != null ? m : o.implicitMkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+        }
+
+        /** The implicit ODP MR of {@link #mr}. */
+        Mlx5ImplicitMr implicitMr() {
+            return ibs.get(dev).odpIfStarted().implicitMkeys.get(Mkey.mkeyToIdx(mr.lkey()));
         }
     }
 
@@ -116,7 +134,8 @@ class Mlx5OdpTest extends Mlx5Machine {
     @Test
     void theDeviceReportsOdpAsMlx5FillsIt() {
         IbvDeviceAttr.OdpCaps c = devs.get(0).open(proc).queryDeviceEx().odpCaps();
-        assertEquals(IbvDeviceAttr.ODP_SUPPORT, c.generalCaps(), "ODP, no implicit ODP (the model lacks fixed_buffer_size and null_mkey)");
+        assertEquals(IbvDeviceAttr.ODP_SUPPORT | IbvDeviceAttr.ODP_SUPPORT_IMPLICIT, c.generalCaps(),
+                "ODP and implicit ODP (fixed_buffer_size, null_mkey and umr_extended_translation_offset reported)");
         int all = IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_RECV | IbvDeviceAttr.OdpCaps.SUPPORT_WRITE
                 | IbvDeviceAttr.OdpCaps.SUPPORT_READ | IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV;
         assertEquals(all, c.rcOdpCaps(), "RC: every operation, SRQ receives enabled by SET_HCA_CAP");
@@ -135,6 +154,35 @@ class Mlx5OdpTest extends Mlx5Machine {
     void everyOperationOverOdpOnBothSidesRefaultsAfterEveryDrop() {
         End a = new End(0, ODP);
         End b = new End(1, ODP);
+        everyOperationRefaultsAfterEveryDrop(a, b);
+    }
+
+    /** The same loop over implicit ODP MRs on both sides: every drop takes each side's child with its last page, every operation re-creates it. */
+    @Test
+    void everyOperationOverImplicitOdpOnBothSidesRefaultsAfterEveryDrop() {
+        End a = new End(0, ODP, IbvQpType.RC, false, true);
+        End b = new End(1, ODP, IbvQpType.RC, false, true);
+        everyOperationRefaultsAfterEveryDrop(a, b);
+        int iterations = Integer.getInteger("peerdirect.odp.iterations", 12);
+        for (End e : new End[] { a, b }) {
+            Mlx5ImplicitMr m = e.implicitMr();
+            awaitChildren(m, 1);
+            assertTrue(m.childrenCreated.get() >= iterations, "a child per iteration at least: " + m);
+        }
+        // the children are reached through the parent's key only: none of them is in odp_mkeys
+        assertTrue(ibs.get(0).odpIfStarted().mkeys.isEmpty() && ibs.get(1).odpIfStarted().mkeys.isEmpty());
+    }
+
+    /** Waits (bounded) until the background work has destroyed every child whose last page went, leaving at most {@code max}. */
+    static void awaitChildren(Mlx5ImplicitMr m, int max) {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (m.children.size() > max || m.childrenCreated.get() - m.childrenDestroyed.get() != m.children.size()) {
+            assertTrue(System.nanoTime() < deadline, "children settled within 10 s: " + m);
+            Thread.onSpinWait();
+        }
+    }
+
+    void everyOperationRefaultsAfterEveryDrop(End a, End b) {
         connect(a, b);
         int iterations = Integer.getInteger("peerdirect.odp.iterations", 12);
         for (int i = 0; i < iterations; i++) {
@@ -194,11 +242,11 @@ class Mlx5OdpTest extends Mlx5Machine {
             assertEquals(5 + i, proc.readLong(a.buf + 700_008));
             assertEquals(1000 + i, proc.readLong(b.buf + 800_000));
         }
-        Mlx5OdpMr ma = a.odpMr();
-        Mlx5OdpMr mb = b.odpMr();
-        assertTrue(ma.pageFaultsHandled.get() >= 4L * iterations, "a's MR faulted in every iteration: " + ma);
-        assertTrue(mb.pageFaultsHandled.get() >= 3L * iterations, "b's MR faulted in every iteration: " + mb);
-        assertTrue(ma.pageInvalidationsHandled.get() >= iterations && mb.pageInvalidationsHandled.get() >= iterations,
+        Mlx5Odp.OdpMr ma = a.odp();
+        Mlx5Odp.OdpMr mb = b.odp();
+        assertTrue(ma.stats().pageFaultsHandled.get() >= 4L * iterations, "a's MR faulted in every iteration: " + ma);
+        assertTrue(mb.stats().pageFaultsHandled.get() >= 3L * iterations, "b's MR faulted in every iteration: " + mb);
+        assertTrue(ma.stats().pageInvalidationsHandled.get() >= iterations && mb.stats().pageInvalidationsHandled.get() >= iterations,
                 "every drop of mapped pages zapped them by UMR: " + ma + " / " + mb);
         assertTrue(models.get(0).pageFaultsDescribe().contains("lost 0"), models.get(0).pageFaultsDescribe());
         assertEquals(0, ibs.get(0).odpIfStarted().faultErrors.get());
@@ -237,8 +285,8 @@ class Mlx5OdpTest extends Mlx5Machine {
             assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
             assertArrayEquals(data, read(at, data.length), "iteration " + i);
         }
-        assertTrue(m.pageFaults.get() >= 3, "faulted again after every drop: " + m.counters());
-        assertTrue(m.pageInvalidations.get() > 0, "the drops invalidated the device's translation: " + m.counters());
+        assertTrue(m.stats().pageFaults.get() >= 3, "faulted again after every drop: " + m.counters());
+        assertTrue(m.stats().pageInvalidations.get() > 0, "the drops invalidated the device's translation: " + m.counters());
         mr.dereg();
         proc.munmap(huge, 4L << 20);
     }
@@ -381,7 +429,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         Mlx5OdpMr mb = b.odpMr();
         b.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(b.buf + 8192, 65536, b.mr.lkey()));
         assertEquals(16, mb.umem.mappedPages(), "16 pages made present and writable before the call returned");
-        assertEquals(16, mb.pagePrefetch.get(), "counted as prefetched, not faulted");
+        assertEquals(16, mb.stats().pagePrefetch.get(), "counted as prefetched, not faulted");
         byte[] data = fill(a.buf, 65536, 1);
         IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 65536, a.mr.lkey(), 1);
         w.remoteAddr = b.buf + 8192;
@@ -389,7 +437,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         a.qp.postSend(w);
         assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
         assertArrayEquals(data, read(b.buf + 8192, 65536));
-        assertEquals(0, mb.pageFaultsHandled.get(), "the responder never faulted: " + mb);
+        assertEquals(0, mb.stats().pageFaultsHandled.get(), "the responder never faulted: " + mb);
 
         // PREFETCH: read-only entries; the device's write needs write access, so it faults to upgrade them
         proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
@@ -406,7 +454,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         a.qp.postSend(w);
         assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
         assertArrayEquals(java.util.Arrays.copyOf(data, 8192), read(b.buf, 8192));
-        assertTrue(mb.pageFaultsHandled.get() >= 1, "the write faulted to make the pages writable: " + mb);
+        assertTrue(mb.stats().pageFaultsHandled.get() >= 1, "the write faulted to make the pages writable: " + mb);
 
         // PREFETCH_NO_FAULT: of 1 MiB only the 3 pages the CPU touched become present
         proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
@@ -419,11 +467,11 @@ class Mlx5OdpTest extends Mlx5Machine {
         // several SGEs over two MRs
         proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
         proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
-        long before = a.odpMr().pagePrefetch.get();
+        long before = a.odpMr().stats().pagePrefetch.get();
         a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(a.buf, 4096, a.mr.lkey()),
                 new IbvSge(a.buf + 500_000, 10_000, a.mr.lkey()));
         assertEquals(1 + 3, a.odpMr().umem.mappedPages());
-        assertEquals(before + 4, a.odpMr().pagePrefetch.get());
+        assertEquals(before + 4, a.odpMr().stats().pagePrefetch.get());
     }
 
     /** Every error of {@code ibv_advise_mr} names its cause and changes nothing. */
@@ -477,7 +525,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         a.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, new IbvSge(a.buf, LEN / 2, a.mr.lkey()),
                 new IbvSge(a.buf + LEN - 4096, 8192, a.mr.lkey())); // the second runs past the MR: fails quietly
         a.mr.dereg(); // waits for the queued prefetch (it holds the use count), then zaps what it mapped
-        assertEquals(LEN / 2 / 4096, m.pagePrefetch.get(), "the background work mapped the first range before the deregistration went on");
+        assertEquals(LEN / 2 / 4096, m.stats().pagePrefetch.get(), "the background work mapped the first range before the deregistration went on");
         assertEquals(1, odp.prefetchErrors.get(), "the second range failed silently");
         assertEquals(0, m.umem.mappedPages(), "and the deregistration unmapped everything");
     }
@@ -539,9 +587,9 @@ class Mlx5OdpTest extends Mlx5Machine {
             assertEquals(40 + d.length, rc.byteLen, "payload after the 40 bytes of GRH space");
             assertArrayEquals(d, read(slot + 40, d.length), "datagram " + i);
         }
-        assertTrue(v.odpMr().pageFaultsHandled.get() >= iterations, "the SRQ receive faulted every time: " + v.odpMr());
+        assertTrue(v.odpMr().stats().pageFaultsHandled.get() >= iterations, "the SRQ receive faulted every time: " + v.odpMr());
         assertTrue(dropped >= iterations, "every first datagram met a dropped receive buffer and was lost: " + dropped);
-        assertTrue(u.odpMr().pageInvalidationsHandled.get() >= iterations - 1, "every drop after the first found the sent pages mapped: " + u.odpMr());
+        assertTrue(u.odpMr().stats().pageInvalidationsHandled.get() >= iterations - 1, "every drop after the first found the sent pages mapped: " + u.odpMr());
         assertEquals(0, ibs.get(0).odpIfStarted().faultErrors.get() + ibs.get(1).odpIfStarted().faultErrors.get());
     }
 
@@ -587,7 +635,7 @@ class Mlx5OdpTest extends Mlx5Machine {
             assertEquals(0x1234 + i, ic.immData);
             assertArrayEquals(msg, read(b.buf + 600_000, msg.length), "iteration " + i + ": WRITE with immediate");
         }
-        assertTrue(b.odpMr().pageFaultsHandled.get() >= 2L * iterations, b.odpMr().toString());
+        assertTrue(b.odpMr().stats().pageFaultsHandled.get() >= 2L * iterations, b.odpMr().toString());
         assertEquals(0, ibs.get(0).odpIfStarted().faultErrors.get() + ibs.get(1).odpIfStarted().faultErrors.get());
     }
 
@@ -735,7 +783,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         }
         long zaps = 0;
         for (int k = 0; k < pairs; k++) {
-            zaps += as[k].odpMr().pageInvalidationsHandled.get() + bs[k].odpMr().pageInvalidationsHandled.get();
+            zaps += as[k].odpMr().stats().pageInvalidationsHandled.get() + bs[k].odpMr().stats().pageInvalidationsHandled.get();
         }
         assertTrue(storms.get() > 0 && zaps > 0, "the storm ran (" + storms.get() + " rounds) and zapped device translations (" + zaps + " times)");
         assertEquals(iommuFaults, iommu.audit().faults(), "not one DMA went through a mapping the IOMMU no longer had: " + iommu.audit());
@@ -791,11 +839,155 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertTrue(e.getMessage().contains(text), e.getMessage());
     }
 
+    /**
+     * An implicit ODP MR costs nothing until the device touches it: no child, no mapping. An RDMA
+     * WRITE into two gigabytes of it faults on the parent's key and creates one child per gigabyte
+     * (1 GiB each, through the parent's KSM); the data lands; a drop of everything takes each child
+     * with its last page (the KSM entry back on the null mkey), and the next write creates it anew.
+     * Deregistration with children alive takes them all.
+     */
     @Test
-    void implicitOdpIsRefusedWithItsReasonAndPeerMemoryNeverTakesTheOdpPath() {
+    void anImplicitMrGrowsAChildPerGigabyteTouchedAndLosesItWithItsLastPage() {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP, IbvQpType.RC, false, true);
+        connect(a, b);
+        Mlx5ImplicitMr m = b.implicitMr();
+        long mptsBefore = models.get(1).mkeysAlive();
+        assertEquals(0, m.children.size(), "nothing below the parent before a fault");
+        assertEquals(0, m.umem.mappedPages());
+        long region = proc.mmap(3L << 30); // three gigabytes, untouched
+        long[] at = { region + 4096 + 10, region + (2L << 30) + 10 };
+        for (int round = 0; round < 2; round++) {
+            for (int k = 0; k < at.length; k++) {
+                byte[] data = fill(a.buf + 4096 * k, 6000, 10 * round + k);
+                IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf + 4096 * k, data.length, a.mr.lkey(), k);
+                w.remoteAddr = at[k];
+                w.rkey = b.mr.rkey();
+                a.qp.postSend(w);
+                assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+                assertArrayEquals(data, read(at[k], data.length), "round " + round + ": the write into GiB " + k + " landed");
+            }
+            assertEquals(2, m.children.size(), "one child per gigabyte touched: " + m);
+            assertEquals(models.get(1).mkeysAlive(), mptsBefore + 2, "two child mkeys, nothing else");
+            assertTrue(m.stats.pageFaults.get() >= 2L * (round + 1) * 2, "the children's faults count into the parent's counters: " + m);
+            proc.madvise(region, 3L << 30, AddressSpace.Advice.MADV_DONTNEED);
+            awaitChildren(m, 0);
+            assertEquals(2L * (round + 1), m.childrenDestroyed.get(), "each child went with its last page: " + m);
+            assertEquals(models.get(1).mkeysAlive(), mptsBefore, "their mkeys destroyed");
+        }
+        assertTrue(m.stats.pageInvalidations.get() >= 4, m.toString());
+        // a read through the parent into a fresh child, then deregistration with that child alive
+        fill(at[1], 100, 99);
+        IbvSendWr rd = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_READ, a.buf + 65536, 100, a.mr.lkey(), 7);
+        rd.remoteAddr = at[1];
+        rd.rkey = b.mr.rkey();
+        a.qp.postSend(rd);
+        assertOk(a.cq, IbvWcOpcode.RDMA_READ);
+        assertArrayEquals(read(at[1], 100), read(a.buf + 65536, 100));
+        assertEquals(1, m.children.size());
+        b.mr.dereg();
+        assertTrue(m.children.isEmpty(), "deregistration took the child");
+        assertEquals(mptsBefore - 1, models.get(1).mkeysAlive(), "the parent and its child destroyed");
+        assertTrue(ibs.get(1).odpIfStarted().implicitMkeys.isEmpty());
+        proc.munmap(region, 3L << 30);
+    }
+
+    /**
+     * Prefetch through the implicit key creates the children without any device fault; the range
+     * beyond the KSM's 2^17 gigabytes is EFAULT for prefetch and a protection error on the wire
+     * (not a fault); HUGETLB is explicit-only (EINVAL).
+     */
+    @Test
+    void implicitPrefetchCreatesChildrenAndTheRangeBeyondTheKsmIsRefused() {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP, IbvQpType.RC, false, true);
+        connect(a, b);
+        Mlx5ImplicitMr m = b.implicitMr();
+        b.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(b.buf, 65536, b.mr.lkey()));
+        assertTrue(m.children.size() >= 1);
+        assertEquals(16, m.stats.pagePrefetch.get(), "16 pages prefetched: " + m);
+        long faultsBefore = ibs.get(1).odpIfStarted().faults.get();
+        byte[] data = fill(a.buf, 65536, 3);
+        IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 65536, a.mr.lkey(), 1);
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        a.qp.postSend(w);
+        assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+        assertArrayEquals(data, read(b.buf, data.length));
+        assertEquals(faultsBefore, ibs.get(1).odpIfStarted().faults.get(), "prefetched: the write never faulted");
+
+        long top = (long) Mlx5ImplicitMr.KSM_ENTRIES << Mlx5ImplicitMr.IMR_MTT_SHIFT;
+        assertErrno(KernelException.Errno.EFAULT, "beyond",
+                () -> b.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH, IbvPd.ADVISE_MR_FLAG_FLUSH, new IbvSge(top, 4096, b.mr.lkey())));
+        IbvSendWr far = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey(), 2);
+        far.remoteAddr = top + 4096;
+        far.rkey = b.mr.rkey();
+        a.qp.postSend(far);
+        IbvWc e = Mlx5VerbsTest.one(a.cq);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, e.status, e.toString());
+        assertEquals(faultsBefore, ibs.get(1).odpIfStarted().faults.get(), "beyond the KSM's entries is an error, not a fault");
+
         IbvPd pd = devs.get(0).open(proc).allocPd();
-        KernelException e = assertThrows(KernelException.class, () -> pd.regMr(0, -1L, ODP));
-        assertEquals(KernelException.Errno.EINVAL, e.errno());
-        assertTrue(e.getMessage().contains("IB_ODP_SUPPORT_IMPLICIT"), e.getMessage());
+        assertErrno(KernelException.Errno.EINVAL, "HUGETLB", () -> pd.regMr(0, -1L, ODP | IbAccess.HUGETLB));
+    }
+
+    /**
+     * The child's destruction racing faults into the same gigabyte: after every write its pages
+     * are dropped, which hands the emptied child to the background work while the next write
+     * faults at once: it creates a new child, or meets the old one still in the KSM with every page
+     * zapped and faults again. A second write per round goes to another page of the same child,
+     * which a second thread drops again and again, so drops also land in the middle of that page's
+     * faults (its data is not checked: a drop after it landed zeroes it). Every write completes
+     * successfully, the checked one with its data, and at
+     * the end every child that left is destroyed. Paced by progress, not time.
+     */
+    @Test
+    void childDestructionRacingFaultsNeverFailsAWrite() throws Exception {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP, IbvQpType.RC, false, true);
+        connect(a, b);
+        Mlx5ImplicitMr m = b.implicitMr();
+        java.util.concurrent.atomic.AtomicInteger writes = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicInteger drops = new java.util.concurrent.atomic.AtomicInteger();
+        Thread dropper = Thread.ofPlatform().name("dropper").start(() -> {
+            int seen = -1;
+            while (!stop.get()) {
+                int n = writes.get();
+                if (n != seen) { // at most one drop per write: the writes keep going
+                    seen = n;
+                    proc.madvise(b.buf + 65536, 4096, AddressSpace.Advice.MADV_DONTNEED);
+                    drops.incrementAndGet();
+                } else {
+                    Thread.onSpinWait();
+                }
+            }
+        });
+        try {
+            for (int i = 0; i < 60; i++) {
+                byte[] data = fill(a.buf, 4096, i);
+                IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 4096, a.mr.lkey(), i);
+                w.remoteAddr = b.buf + 8192;
+                w.rkey = b.mr.rkey();
+                a.qp.postSend(w);
+                assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+                IbvSendWr w2 = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 4096, a.mr.lkey(), i);
+                w2.remoteAddr = b.buf + 65536;
+                w2.rkey = b.mr.rkey();
+                a.qp.postSend(w2);
+                assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+                assertArrayEquals(data, read(b.buf + 8192, 4096), "write " + i);
+                proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED); // the child goes to the background work
+                writes.incrementAndGet();
+            }
+        } finally {
+            stop.set(true);
+            dropper.join(10_000);
+        }
+        assertTrue(drops.get() >= 1, "the second thread dropped too: " + drops.get());
+        proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+        awaitChildren(m, 0);
+        assertTrue(m.childrenCreated.get() >= 30, "children came and went: " + m);
+        assertEquals(0, ibs.get(1).odpIfStarted().faultErrors.get(), "no fault failed");
     }
 }
