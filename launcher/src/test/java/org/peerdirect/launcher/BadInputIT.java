@@ -142,6 +142,9 @@ class BadInputIT {
         {"rdma:pingpong --dmabuf -n 1", "--dmabuf registers peer memory"},
         {"rdma:write_bw --dmabuf -n 5", "--dmabuf registers peer memory"},
         {"rdma:pingpong -d mlx4_0 --mem nv_mem --dmabuf -n 1", "reg_user_mr_dmabuf"},
+        {"rdma:pingpong -d mlx4_0 -O -n 1", "isn't supporting implicit ODP"},
+        {"rdma:pingpong -O --mem nv_mem -n 1", "on-demand paging (-o) works on host memory"},
+        {"rdma:write_bw --odp --mem nv_mem -n 5", "on-demand paging (-o) works on host memory"},
         // ---- umemtest:
         {"umemtest:reg", "reg: these arguments fit no form"},
         {"umemtest:reg abc $a 4096", "umemtest:reg: expected a process id"},

@@ -372,6 +372,36 @@ class Mlx5OdpTest extends Mlx5Machine {
     }
 
     /**
+     * ibv_rc_pingpong -O (implicit ODP on both sides) with the client's buffer dropped every 5
+     * messages: validated; each side grew a child under its implicit MR, the client's went with
+     * every drop and came back; with -P the prefetch through the implicit key leaves nothing to
+     * fault. mlx4 (no implicit ODP) refuses -O by name.
+     */
+    @Test
+    void pingpongOverImplicitOdpValidatesWithAndWithoutPrefetch() throws Exception {
+        String out = tools().pingpong("-d", "mlx5_0", "-s", "8192", "-n", "40", "-c", "-O", "--drop-every", "5");
+        assertTrue(out.contains("validated 40 received buffers") && out.contains("implicit ODP") && out.contains("dropped its buffer 8 times"), out);
+        Mlx5Odp client = ibs.get(0).odpIfStarted();
+        Mlx5Odp server = ibs.get(1).odpIfStarted();
+        assertTrue(client.faults.get() >= 8, "the client faulted after every drop: " + client.describe());
+        assertEquals(0, client.faultErrors.get() + server.faultErrors.get());
+        assertTrue(client.implicitMkeys.isEmpty() && server.implicitMkeys.isEmpty(), "the tool deregistered its implicit MRs");
+        long before = client.faults.get() + server.faults.get();
+        out = tools().pingpong("-d", "mlx5_0", "-s", "8192", "-n", "40", "-c", "-O", "-P", "--drop-every", "5");
+        assertTrue(out.contains("validated 40 received buffers") && out.contains("buffers prefetched") && !out.contains("Couldn't prefetch"), out);
+        assertEquals(before, client.faults.get() + server.faults.get(), "prefetched through the implicit keys: no fault");
+    }
+
+    /** perftest --odp: ib_write_bw over ODP MRs on both sides completes and says so. */
+    @Test
+    void writeBwOverOdp() {
+        String out = tools().write_bw("-d", "mlx5_0", "-s", "65536", "-n", "200", "--odp");
+        assertTrue(out.contains("registered on demand (ODP)") && out.contains("65536"), out);
+        assertTrue(ibs.get(1).odpIfStarted().faults.get() >= 1, "the server's buffer faulted in");
+        assertTrue(ibs.get(0).odpIfStarted().mkeys.isEmpty() && ibs.get(1).odpIfStarted().mkeys.isEmpty());
+    }
+
+    /**
      * Regression (found by the demo): an ODP MR taking a cached mkey that a pinned MR used before
      * must not inherit its translations. Without the zap the write lands through the stale entries
      * (the IOMMU refuses them: a protection error) instead of faulting the new pages in.

@@ -54,7 +54,14 @@ final class Endpoint implements AutoCloseable {
      * {@code ibv_rc_pingpong -o}): not populated, not pinned; the device faults its pages in.
      */
     Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, boolean odp) {
-        this(mm, name, dev, size, nqp, depth, peer, events, odp, -1, false);
+        this(mm, name, dev, size, nqp, depth, peer, events, odp ? Odp.EXPLICIT : Odp.NONE, -1, false);
+    }
+
+    /** How the host buffer is registered: pinned, on demand over the buffer, or by one implicit ODP MR over the address space. */
+    enum Odp {
+        NONE, EXPLICIT,
+        /** {@code ibv_rc_pingpong -O}: {@code ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND)}; the buffer's addresses are used with its keys. */
+        IMPLICIT
     }
 
     /**
@@ -63,8 +70,9 @@ final class Endpoint implements AutoCloseable {
      * With {@code dmabuf}, the peer buffer is exported as a dma-buf and registered with
      * {@code ibv_reg_dmabuf_mr} (iova = the buffer's address), as perftest {@code --use_cuda --use_cuda_dmabuf}.
      */
-    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, boolean odp,
+    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, Odp odpMode,
             long peerOffset, boolean dmabuf) {
+        boolean odp = odpMode != Odp.NONE;
         this.proc = mm.createProcess(name);
         this.size = size;
         this.peer = peer;
@@ -109,6 +117,12 @@ final class Endpoint implements AutoCloseable {
                 } finally {
                     closeQuietly(fd); // the MR's attachment holds the buffer; the descriptor is not needed
                 }
+            } else if (odpMode == Odp.IMPLICIT) {
+                if ((c.queryDeviceEx().odpCaps().generalCaps() & org.peerdirect.ib.core.verbs.IbvDeviceAttr.ODP_SUPPORT_IMPLICIT) == 0) {
+                    throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+                            dev.name() + ": The device isn't supporting implicit ODP (-O)");
+                }
+                this.mr = pd.regMr(0, -1L, ACCESS | IbAccess.ON_DEMAND);
             } else {
                 this.mr = pd.regMr(buf, size, ACCESS | (odp ? IbAccess.ON_DEMAND : 0));
             }

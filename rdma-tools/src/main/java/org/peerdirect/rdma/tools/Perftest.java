@@ -47,6 +47,7 @@ final class Perftest {
                         Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
                         Options.value("--mem", "MEM", "memory: host or a peer client's name (peermem:clients)", "host"),
                         Options.flag("--dmabuf", "with --mem: dma-buf MRs (ibv_reg_dmabuf_mr), as perftest --use_cuda_dmabuf"),
+                        Options.flag("--odp", "register host memory on demand (ODP), as perftest --odp: the devices fault the pages in"),
                         Options.flag("-a", "run all sizes from 2 bytes to 8 MiB")));
     }
 
@@ -69,8 +70,9 @@ final class Perftest {
         if (dmabuf && mem == null) {
             throw new org.peerdirect.kernel.shell.UsageException(o.tool() + ": --dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>");
         }
-        try (Endpoint server = new Endpoint(tools.mm(), "perftest-server", devs[1], bufSize, qps, depth, mem, false, false, -1, dmabuf);
-                Endpoint client = new Endpoint(tools.mm(), "perftest-client", devs[0], bufSize, qps, depth, mem, false, false, -1, dmabuf)) {
+        Endpoint.Odp odp = o.flag("--odp") ? Endpoint.Odp.EXPLICIT : Endpoint.Odp.NONE;
+        try (Endpoint server = new Endpoint(tools.mm(), "perftest-server", devs[1], bufSize, qps, depth, mem, false, odp, -1, dmabuf);
+                Endpoint client = new Endpoint(tools.mm(), "perftest-client", devs[0], bufSize, qps, depth, mem, false, odp, -1, dmabuf)) {
             for (int q = 0; q < qps; q++) {
                 Endpoint.connect(client, server, q);
                 Endpoint.connect(server, client, q);
@@ -104,7 +106,8 @@ final class Perftest {
             out.append(" GID index       : 0\n");
         }
         out.append(" Data ex. method : in-JVM fabric\n");
-        out.append(String.format(" Memory          : %s%n", mem == null ? "host" : "peer client " + mem.name() + (o.flag("--dmabuf") ? ", dma-buf MRs" : "")));
+        out.append(String.format(" Memory          : %s%n", mem == null ? "host" + (o.flag("--odp") ? ", registered on demand (ODP)" : "")
+                : "peer client " + mem.name() + (o.flag("--dmabuf") ? ", dma-buf MRs" : "")));
         if (all) {
             out.append(String.format(" Iterations      : at most %d MiB per size and QP%n", SWEEP_CAP >> 20));
         }

@@ -332,6 +332,7 @@ public final class RdmaTools {
                 Options.value("--mem", "MEM", "memory: host or a peer client's name (peermem:clients)", "host"),
                 Options.flag("-e", "sleep on the completion channel instead of polling"),
                 Options.flag("-o", "register the buffers on demand (ODP): nothing pinned, the devices fault the pages in"),
+                Options.flag("-O", "implicit ODP: one on-demand MR over the whole address space (address 0, length SIZE_MAX); implies -o"),
                 Options.flag("-P", "with -o: prefetch the buffers into the devices (ibv_advise_mr PREFETCH_WRITE, FLUSH), after each drop too"),
                 Options.value("--drop-every", "N", "with -o: the client drops its buffer (madvise DONTNEED) before every N-th message, so both "
                         + "devices fault it in again (0: never; a peerdirect addition)", 0),
@@ -344,7 +345,8 @@ public final class RdmaTools {
         int size = (int) o.number("-s", 1, 1 << 24);
         int iters = (int) o.number("-n", 1, 100_000_000);
         boolean validate = o.flag("-c");
-        boolean odp = o.flag("-o");
+        boolean implicit = o.flag("-O");
+        boolean odp = o.flag("-o") || implicit;
         int dropEvery = (int) o.number("--drop-every", 0, 100_000_000);
         if (dropEvery > 0 && !odp) {
             throw new UsageException("rdma:pingpong: --drop-every drops pages under an ODP registration: give -o too");
@@ -359,8 +361,9 @@ public final class RdmaTools {
         if (dmabuf && (mem == null || odp)) {
             throw new UsageException("rdma:pingpong: --dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>, without -o");
         }
-        try (Endpoint server = new Endpoint(mm, "rc_pingpong-server", p.server(), size, 1, 16, mem, events, odp, -1, dmabuf);
-                Endpoint client = new Endpoint(mm, "rc_pingpong-client", p.client(), size, 1, 16, mem, events, odp, -1, dmabuf)) {
+        Endpoint.Odp mode = implicit ? Endpoint.Odp.IMPLICIT : odp ? Endpoint.Odp.EXPLICIT : Endpoint.Odp.NONE;
+        try (Endpoint server = new Endpoint(mm, "rc_pingpong-server", p.server(), size, 1, 16, mem, events, mode, -1, dmabuf);
+                Endpoint client = new Endpoint(mm, "rc_pingpong-client", p.client(), size, 1, 16, mem, events, mode, -1, dmabuf)) {
             Endpoint.connect(client, server, 0);
             Endpoint.connect(server, client, 0);
             StringBuilder out = new StringBuilder();
@@ -419,7 +422,8 @@ public final class RdmaTools {
                         mem.name(), dmabuf ? ", registered as dma-buf MRs (ibv_reg_dmabuf_mr)" : "", barBytes() - bar0));
             }
             if (odp) {
-                out.append(String.format("%nbuffers registered on demand (ODP)%s", dropEvery > 0
+                out.append(String.format("%nbuffers registered on demand (%s)%s", implicit ? "implicit ODP: one MR over the whole address space" : "ODP",
+                        dropEvery > 0
                         ? String.format("; the client dropped its buffer %d times (madvise DONTNEED)", (iters + dropEvery - 1) / dropEvery) : ""));
                 if (prefetch) {
                     out.append(String.format("%nbuffers prefetched (ibv_advise_mr PREFETCH_WRITE with FLUSH)%s", dropEvery > 0 ? ", the client's after every drop" : ""));
@@ -649,7 +653,7 @@ public final class RdmaTools {
         long size = (text.length + 4095L) & -4096L;
         Pair p = pair(o);
         long bar0 = barBytes();
-        try (Endpoint target = new Endpoint(mm, "put-target", p.server(), size, 1, 4, mem, false, false, offset, false);
+        try (Endpoint target = new Endpoint(mm, "put-target", p.server(), size, 1, 4, mem, false, Endpoint.Odp.NONE, offset, false);
                 Endpoint source = new Endpoint(mm, "put-source", p.client(), size, 1, 4, null)) {
             Endpoint.connect(source, target, 0);
             Endpoint.connect(target, source, 0);
