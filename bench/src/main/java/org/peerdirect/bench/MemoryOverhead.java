@@ -49,7 +49,8 @@ public final class MemoryOverhead {
         long bytes = 512L << 20;
         long pages = bytes / 4096;
         Path swap = Files.createTempFile("pd-overhead-swap", "");
-        try (Mm mm = new Mm(bytes + (64L << 20), false, swap, 16L << 20)) {
+        // frames for the 512 MiB below and for the gigabyte an implicit child maps
+        try (Mm mm = new Mm((1L << 30) + (64L << 20), false, swap, 16L << 20)) {
             AddressSpace as = mm.createProcess("overhead");
             long h0 = heapUsed();
             long huge = as.mmap(0, 64L << 40, 3, org.peerdirect.kernel.mm.Vma.Kind.ANON, "untouched-64TiB");
@@ -112,6 +113,22 @@ public final class MemoryOverhead {
                 u.metadataBytes() - before, (double) (u.metadataBytes() - before) / 1024);
         System.out.printf(Locale.ROOT, "  heap growth while 64 MiB was faulted (frames' page tables included): %,d bytes%n", h2 - h1);
         u.release();
+        // the implicit MR after touching 1 GiB: one child (mlx5's MLX5_IMR_MTT_SIZE) over a
+        // gigabyte-aligned gigabyte, every page faulted in
+        long g = 1L << 30;
+        long gva = as.mmap(2 * g);
+        long base = gva + g - 1 & -g;
+        long h3 = heapUsed();
+        IbUmemOdp child = implicit.allocChild(base, g, UmemOdpInvalidate.UNMAP_ONLY);
+        child.mapDmaAndLock(base, g, IbUmemOdp.ODP_READ_ALLOWED | IbUmemOdp.ODP_WRITE_ALLOWED, true);
+        child.unlock();
+        long h4 = heapUsed();
+        System.out.printf(Locale.ROOT, "implicit ODP umem after touching 1 GiB (one 1 GiB child, %,d pages mapped): metadata %,d bytes = %.2f per mapped "
+                + "page (parent %,d); heap growth %,d bytes (frames' page tables included); the kernel: the child's lists %,d bytes, "
+                + "plus mlx5's KSM parent %,d bytes of device-visible table from registration%n", g >> 12, child.metadataBytes(),
+                (double) child.metadataBytes() / (g >> 12), implicit.metadataBytes(), h4 - h3, (g >> 12) * 16, (1L << 17) * 16);
+        child.release();
+        as.munmap(gva, 2 * g);
         implicit.release();
         as.munmap(va, tib);
         iommu.destroyDomain(domain);
