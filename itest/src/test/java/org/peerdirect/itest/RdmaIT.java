@@ -63,6 +63,8 @@ public class RdmaIT {
     Mm mm;
     @Inject
     Iommu iommu;
+    @Inject
+    org.peerdirect.kernel.sysfs.Sysfs sysfs;
 
     @Configuration
     public Option[] config() {
@@ -153,6 +155,49 @@ public class RdmaIT {
     @Test
     public void mlx5ProviderStoppedMidTrafficThenStartedAgain() throws Exception {
         providerStoppedMidTrafficThenStartedAgain("org.peerdirect.mlx5-provider", "mlx5_0", "mlx4_0");
+    }
+
+    /**
+     * mlx5's ODP counters where users read them: {@code /sys/class/infiniband/mlx5_0/odp/} and the
+     * {@code OdpStats} MXBean. An RDMA WRITE from mlx4_0 into an ODP MR on mlx5_0 faults once; both
+     * views count it and list the MR with its key; after the deregistration the MR is gone from both.
+     */
+    @Test
+    public void mlx5OdpCountersAreInSysfsAndJmx() throws Exception {
+        waitFor("mlx5_0 and mlx4_0", () -> present("mlx5_0") && present("mlx4_0"));
+        waitFor("the ODP counters of mlx5_0 in sysfs", () -> sysfs.exists("class/infiniband/mlx5_0/odp/page_faults"));
+        javax.management.MBeanServer jmx = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+        javax.management.ObjectName name = new javax.management.ObjectName("org.peerdirect.mlx5:type=OdpStats,device=\"mlx5_0\"");
+        long before = Long.parseLong(sysfs.read("class/infiniband/mlx5_0/odp/page_faults").trim());
+        assertEquals(before, ((Long) jmx.getAttribute(name, "PageFaults")).longValue());
+        AddressSpace p = mm.createProcess("itest-odp-counters");
+        try {
+            End a = new End(p, "mlx4_0");
+            End b = new End(p, "mlx5_0");
+            long odpBuf = p.mmap(1 << 16);
+            IbvMr odp = b.pd.regMr(odpBuf, 1 << 16, RW | IbAccess.ON_DEMAND);
+            connect(a, b);
+            connect(b, a);
+            IbvSendWr w = new IbvSendWr().sge(a.buf, 4096, a.mr.lkey());
+            w.opcode = IbvWrOpcode.RDMA_WRITE;
+            w.sendFlags = IbvSendWr.SEND_SIGNALED;
+            w.remoteAddr = odpBuf + 8192;
+            w.rkey = odp.rkey();
+            a.qp.postSend(w);
+            IbvWc[] wc = {new IbvWc()};
+            waitFor("the write's completion", () -> a.cq.poll(1, wc) != 0);
+            assertEquals(IbvWcStatus.SUCCESS, wc[0].status);
+            long after = Long.parseLong(sysfs.read("class/infiniband/mlx5_0/odp/page_faults").trim());
+            assertTrue("the fault counted in sysfs: " + before + " -> " + after, after > before);
+            assertEquals(after, ((Long) jmx.getAttribute(name, "PageFaults")).longValue());
+            String key = String.format("0x%x", odp.lkey());
+            assertTrue(sysfs.read("class/infiniband/mlx5_0/odp/mrs"), sysfs.read("class/infiniband/mlx5_0/odp/mrs").contains(key));
+            assertTrue(java.util.Arrays.stream((String[]) jmx.getAttribute(name, "Mrs")).anyMatch(l -> l.contains(key)));
+            odp.dereg();
+            assertFalse(sysfs.read("class/infiniband/mlx5_0/odp/mrs").contains(key));
+        } finally {
+            p.exit();
+        }
     }
 
     private boolean present(String dev) {

@@ -29,7 +29,25 @@ import org.peerdirect.mlx5.core.Mlx5CoreDev;
 @Component(immediate = true, service = Mlx5IbDriver.class)
 public final class Mlx5IbDriver {
 
-    private record Bound(Mlx5IbDev dev, ServiceRegistration<IbDeviceOps> reg, Runnable onDead) {
+    private record Bound(Mlx5IbDev dev, ServiceRegistration<IbDeviceOps> reg, Runnable onDead, Mlx5OdpExport odp) {
+    }
+
+    /** The sysfs tree, when there is one; the ODP counters of every bound device are put in it. Guarded by this for the export. */
+    private volatile org.peerdirect.kernel.sysfs.Sysfs sysfs;
+
+    @Reference(cardinality = ReferenceCardinality.OPTIONAL, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
+            unbind = "unbindSysfs")
+    synchronized void bindSysfs(org.peerdirect.kernel.sysfs.Sysfs s) {
+        sysfs = s;
+        for (Bound b : bound.values()) {
+            b.odp().addTo(s);
+        }
+    }
+
+    synchronized void unbindSysfs(org.peerdirect.kernel.sysfs.Sysfs s) {
+        if (sysfs == s) {
+            sysfs = null; // the tree goes with its service
+        }
     }
 
     private final BundleContext ctx;
@@ -57,7 +75,14 @@ public final class Mlx5IbDriver {
         props.put("pci.bdf", core.function().bdf());
         ServiceRegistration<IbDeviceOps> reg = ctx.registerService(IbDeviceOps.class, dev, props);
         Runnable onDead = () -> unregister(core);
-        bound.put(core, new Bound(dev, reg, onDead));
+        Mlx5OdpExport odp = new Mlx5OdpExport(dev);
+        bound.put(core, new Bound(dev, reg, onDead, odp));
+        odp.register();
+        synchronized (this) {
+            if (sysfs != null) {
+                odp.addTo(sysfs);
+            }
+        }
         core.addDeadListener(onDead);
     }
 
@@ -73,6 +98,12 @@ public final class Mlx5IbDriver {
         Bound b = bound.remove(core);
         if (b == null) {
             return;
+        }
+        b.odp().unregister();
+        synchronized (this) {
+            if (sysfs != null) {
+                b.odp().removeFrom(sysfs);
+            }
         }
         try {
             b.reg().unregister(); // ib_unregister_device: the IB core disassociates on this thread
