@@ -57,40 +57,22 @@ final class DmaMover {
                 Mpt dt = dm;
                 long dtva = dva;
                 if (si != null) {
-                    if (si.state != Mpt.State.VALID || si.gen != src.gen[src.cur]) {
-                        return srcErr;
+                    Outcome o = resolve(src, si, sva, n, srcErr, false);
+                    if (o != null) {
+                        return o;
                     }
-                    long k = si.target(sva);
-                    if (k == 0) {
-                        return src.fault(sm, sva, false);
-                    }
-                    st = k < 0 ? null : src.dev.mpt((int) k);
-                    if (st == null || st.indirect || st.pdn != si.pdn) {
-                        return srcErr;
-                    }
-                    stva = si.targetVa(sva);
-                    n = Math.min(n, si.blockLeft(sva));
-                    if (!st.onDemand()) {
-                        n = Math.min(n, st.contiguous(stva));
-                    }
+                    st = src.tgt;
+                    stva = src.tgtVa;
+                    n = src.chunk;
                 }
                 if (di != null) {
-                    if (di.state != Mpt.State.VALID || di.gen != dst.gen[dst.cur]) {
-                        return dstErr;
+                    Outcome o = resolve(dst, di, dva, n, dstErr, true);
+                    if (o != null) {
+                        return o;
                     }
-                    long k = di.target(dva);
-                    if (k == 0) {
-                        return dst.fault(dm, dva, true);
-                    }
-                    dt = k < 0 ? null : dst.dev.mpt((int) k);
-                    if (dt == null || dt.indirect || dt.pdn != di.pdn) {
-                        return dstErr;
-                    }
-                    dtva = di.targetVa(dva);
-                    n = Math.min(n, di.blockLeft(dva));
-                    if (!dt.onDemand()) {
-                        n = Math.min(n, dt.contiguous(dtva));
-                    }
+                    dt = dst.tgt;
+                    dtva = dst.tgtVa;
+                    n = dst.chunk;
                 }
                 Outcome o = chunk(src, dst, sm, sva, st, stva, dm, dva, dt, dtva, n, srcErr, dstErr);
                 if (o != null) {
@@ -109,6 +91,33 @@ final class DmaMover {
             dst.advance(n);
             len -= n;
         }
+        return null;
+    }
+
+    /**
+     * Resolves the block of indirect entry {@code ind} (the side's piece, its read lock held) at
+     * {@code va}: null with the target and the address in it in {@code side.tgt}/{@code side.tgtVa}
+     * and the chunk bounded to the block (and to a block-translated target's contiguity) in
+     * {@code side.chunk}; {@code err} when the entry changed since admission, the block lies beyond
+     * its entries or its target is not a valid direct entry of the same PD; a page fault on the
+     * indirect key when the block has no target.
+     */
+    static Outcome resolve(Segs side, Mpt ind, long va, long n, Outcome err, boolean write) {
+        if (ind.state != Mpt.State.VALID || ind.gen != side.gen[side.cur]) {
+            return err;
+        }
+        long k = ind.target(va);
+        if (k == 0) {
+            return side.fault(ind, va, write);
+        }
+        Mpt t = k < 0 ? null : side.dev.mpt((int) k);
+        if (t == null || t.indirect || t.pdn != ind.pdn) {
+            return err;
+        }
+        side.tgt = t;
+        side.tgtVa = ind.targetVa(va);
+        n = Math.min(n, ind.blockLeft(va));
+        side.chunk = t.onDemand() ? n : Math.min(n, t.contiguous(side.tgtVa));
         return null;
     }
 

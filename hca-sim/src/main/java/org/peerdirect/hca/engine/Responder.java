@@ -149,20 +149,9 @@ final class Responder {
             Mpt t = m;
             long tva = w.remoteAddr;
             if (ind != null) {
-                if (ind.state != Mpt.State.VALID || ind.gen != req.remote.gen[0]) {
-                    return Outcome.REM_ACCESS_ERR;
-                }
-                long k = ind.target(tva);
-                if (k == 0) {
-                    req.remote.fault(m, w.remoteAddr, true);
-                    o = Outcome.PAGE_FAULT;
-                } else {
-                    t = k < 0 ? null : r.dev.mpt((int) k);
-                    if (t == null || t.indirect || t.pdn != ind.pdn) {
-                        return Outcome.REM_ACCESS_ERR;
-                    }
-                    tva = ind.targetVa(w.remoteAddr);
-                }
+                o = DmaMover.resolve(req.remote, ind, w.remoteAddr, 8, Outcome.REM_ACCESS_ERR, true);
+                t = req.remote.tgt;
+                tva = req.remote.tgtVa;
             }
             if (o == null) {
                 o = atomicAt(r, req, w, m, t, tva);

@@ -21,8 +21,11 @@ final class Segs {
     long done;
     /** Set by {@link DmaMover} when this side hit a translation miss: the entry, the address, whether it wrote. */
     Mpt faultMpt;
-    /** Bytes the last chunk of {@link DmaMover} moved. */
+    /** Bytes the last chunk of {@link DmaMover} moved (or, after {@link DmaMover#resolve}, may move). */
     long chunk;
+    /** After {@link DmaMover#resolve}: the indirect piece's target entry and the address in it. */
+    Mpt tgt;
+    long tgtVa;
     long faultVa;
     boolean faultWrite;
 
