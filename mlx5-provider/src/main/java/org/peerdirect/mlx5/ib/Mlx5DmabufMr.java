@@ -5,7 +5,6 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
-import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.umem.IbUmemDmabuf;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -25,7 +24,7 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * run under it, never the other way round); the use count pairs faults with the deregistration's
  * wait.
  */
-final class Mlx5DmabufMr implements IbMrOps {
+final class Mlx5DmabufMr implements Mlx5MkeyMr {
 
     private final Mlx5IbPd pd;
     private final IbUmemDmabuf umem;
@@ -209,19 +208,12 @@ final class Mlx5DmabufMr implements IbMrOps {
         }
     }
 
-    @Override
-    public int lkey() {
-        return mkey;
-    }
+
+
 
     @Override
-    public int rkey() {
+    public int mkey() {
         return mkey;
-    }
-
-    @Override
-    public boolean isPeer() {
-        return false;
     }
 
     @Override

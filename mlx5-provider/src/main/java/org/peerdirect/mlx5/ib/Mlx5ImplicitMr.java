@@ -5,7 +5,6 @@ import java.util.concurrent.RejectedExecutionException;
 
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
-import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.umem.IbUmemOdp;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -30,7 +29,7 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  *
  * @see "drivers/infiniband/hw/mlx5/odp.c: mlx5_ib_alloc_implicit_mr, pagefault_implicit_mr"
  */
-final class Mlx5ImplicitMr implements IbMrOps, Mlx5Odp.OdpMr {
+final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
 
     /** {@code MLX5_IMR_MTT_SHIFT}: each child (and each KSM entry) covers 1 GiB. */
     static final int IMR_MTT_SHIFT = 30;
@@ -118,14 +117,11 @@ final class Mlx5ImplicitMr implements IbMrOps, Mlx5Odp.OdpMr {
         try {
             while (len > 0) {
                 long idx = va >>> IMR_MTT_SHIFT;
-                Mlx5OdpMr child = children.get(idx);
-                if (child == null || !child.get()) {
-                    created[0] = false;
-                    child = childMr(idx, created);
-                    if (created[0]) {
-                        updStart = updStart < 0 ? idx : Math.min(updStart, idx);
-                        updEnd = Math.max(updEnd, idx + 1);
-                    }
+                created[0] = false;
+                Mlx5OdpMr child = childMr(idx, created);
+                if (created[0]) {
+                    updStart = updStart < 0 ? idx : Math.min(updStart, idx);
+                    updEnd = Math.max(updEnd, idx + 1);
                 }
                 long n = Math.min(len, (idx + 1) * IMR_MTT_SIZE - va);
                 try {
@@ -320,25 +316,9 @@ final class Mlx5ImplicitMr implements IbMrOps, Mlx5Odp.OdpMr {
         umem.release();
     }
 
-    @Override
-    public int lkey() {
-        return mkey;
-    }
 
-    @Override
-    public int rkey() {
-        return mkey;
-    }
 
-    @Override
-    public boolean isPeer() {
-        return false;
-    }
 
-    @Override
-    public boolean invalidated() {
-        return false;
-    }
 
     @Override
     public String toString() {

@@ -64,14 +64,12 @@ final class Mlx5OdpExport implements Mlx5OdpStatsMXBean {
         }
     }
 
-    /** Registers the MXBean; false (logged) when the name is taken or JMX refuses it. */
-    boolean register() {
+    /** Registers the MXBean (logged, not thrown, when the name is taken or JMX refuses it: the device works without it). */
+    void register() {
         try {
             ManagementFactory.getPlatformMBeanServer().registerMBean(this, objectName());
-            return true;
         } catch (JMException e) {
             System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.WARNING, dev.name() + ": ODP counters not in JMX: " + e.getMessage());
-            return false;
         }
     }
 

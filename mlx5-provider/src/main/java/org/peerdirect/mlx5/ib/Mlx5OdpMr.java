@@ -2,7 +2,6 @@ package org.peerdirect.mlx5.ib;
 
 import java.util.concurrent.atomic.AtomicLong;
 
-import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.umem.IbUmemOdp;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -33,7 +32,7 @@ import org.peerdirect.kernel.mm.MmuNotifierRange;
  * only pairs the use count with the deregistration's wait. UMRs run under the umem mutex, never
  * the other way round.
  */
-final class Mlx5OdpMr implements IbMrOps, Mlx5Odp.OdpMr {
+final class Mlx5OdpMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
 
     /** {@code MLX5_PF_FLAGS_DOWNGRADE}: map read-only even if the umem is writable. */
     static final int PF_FLAGS_DOWNGRADE = 1;
@@ -344,25 +343,9 @@ final class Mlx5OdpMr implements IbMrOps, Mlx5Odp.OdpMr {
         return stats.toString();
     }
 
-    @Override
-    public int lkey() {
-        return mkey;
-    }
 
-    @Override
-    public int rkey() {
-        return mkey;
-    }
 
-    @Override
-    public boolean isPeer() {
-        return false;
-    }
 
-    @Override
-    public boolean invalidated() {
-        return false;
-    }
 
     @Override
     public String toString() {
