@@ -47,6 +47,12 @@ public final class GpuBoard implements GpuEngine {
     private final java.util.concurrent.atomic.AtomicLongArray touched;
     /** BAR1 slot -> video-memory page + 1, 0 when the slot maps nothing. */
     private final AtomicIntegerArray bar1;
+    /**
+     * The 64 KiB view of each video-memory page, made on first use and kept: a peer's DMA through
+     * BAR1 asks for a page per transfer, and a view made each time is an allocation per DMA. A
+     * racing first use makes two equal views, one kept (views are immutable).
+     */
+    private final MemorySegment[] pageViews;
     private final MemorySegment pmc;
     private final LongAdder copied = new LongAdder();
     private volatile boolean dead;
@@ -68,6 +74,7 @@ public final class GpuBoard implements GpuEngine {
         this.vram = org.peerdirect.kernel.mm.Mm.deviceMemory(vramBytes, arena);
         this.touched = new java.util.concurrent.atomic.AtomicLongArray((int) ((vramBytes / CHUNK + 63) / 64));
         this.bar1 = new AtomicIntegerArray(Math.toIntExact(bar1Bytes / GPU_PAGE_SIZE));
+        this.pageViews = new MemorySegment[Math.toIntExact(vramBytes / GPU_PAGE_SIZE)];
         this.pmc = arena.allocate(4096, 4096);
         pmc.set(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 0, NV_PMC_BOOT_0_GA100);
     }
@@ -92,8 +99,8 @@ public final class GpuBoard implements GpuEngine {
         }
         // from the page to the end of the 64 KiB GPU page the slot maps: contiguous behind the slot's later BAR pages
         long in = off & (GPU_PAGE_SIZE - 1) & -4096L;
-        touch(e - 1);
-        return vram.asSlice((long) (e - 1) * GPU_PAGE_SIZE + in, GPU_PAGE_SIZE - in);
+        MemorySegment page = page(e - 1);
+        return in == 0 ? page : page.asSlice(in);
     }
 
     @Override
@@ -114,7 +121,12 @@ public final class GpuBoard implements GpuEngine {
     /** The 64 KiB of video-memory page {@code p}; marks its chunk touched. */
     private MemorySegment page(int p) {
         touch(p);
-        return vram.asSlice((long) p * GPU_PAGE_SIZE, GPU_PAGE_SIZE);
+        MemorySegment view = pageViews[p];
+        if (view == null) {
+            view = vram.asSlice((long) p * GPU_PAGE_SIZE, GPU_PAGE_SIZE);
+            pageViews[p] = view;
+        }
+        return view;
     }
 
     /** Marks the 2 MiB chunk of video-memory page {@code p} touched. */

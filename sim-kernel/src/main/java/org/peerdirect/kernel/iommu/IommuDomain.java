@@ -312,6 +312,15 @@ public final class IommuDomain implements DmaMapper, DmaPort {
      * one mapped (it cannot be freed without counting), and the per-page check is skipped.
      */
     private long translatePage(long iova, long need, boolean checkGeneration) {
+        return translatePage(iova, need, checkGeneration, null, 0);
+    }
+
+    /**
+     * {@link #translatePage(long, long, boolean)} that also keeps, in {@code resolved[at]} when
+     * {@code resolved} is not null, the memory an aperture page was checked against (null for any
+     * other page): the device is asked once per page, not once to check and again to copy.
+     */
+    private long translatePage(long iova, long need, boolean checkGeneration, MemorySegment[] resolved, int at) {
         long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
         long[] leaf = p < 0 || p >= IOVA_PAGES ? null : entries[(int) (p >>> 9)];
         long e = leaf == null ? 0 : leaf[(int) (p & 511)];
@@ -335,6 +344,9 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                     throw fault(IommuFault.Kind.USE_AFTER_FREE, iova, String.format(
                             "BAR %d page 0x%x of %s is no longer mapped by its device (its memory was taken back under this mapping)",
                             r.bar(), e & -PAGE_SIZE, r.fn().bdf()));
+                }
+                if (resolved != null) {
+                    resolved[at] = page;
                 }
                 return (e & -PAGE_SIZE) | SLOT_RESOURCE | SLOT_APERTURE;
             }
@@ -384,7 +396,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     private static MemorySegment[] segs(int n) {
         MemorySegment[] s = SEGS.get();
         if (s.length < n) {
-            s = new MemorySegment[Integer.highestOneBit(n) << 1];
+            s = java.util.Arrays.copyOf(s, Integer.highestOneBit(n) << 1); // keeps what a peer copy's source side resolved
             SEGS.set(s);
         }
         return s;
@@ -414,9 +426,10 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         boolean checkGeneration = phys.freedWhileDmaMapped() != 0;
         long first = (base - IOVA_BASE) >> PAGE_SHIFT;
         if (checkGeneration || first < 0 || first + n > IOVA_PAGES) {
-            java.util.Arrays.fill(segs(at + n), at, at + n, null); // nothing resolved kept: the copy asks the device
+            MemorySegment[] segs = segs(at + n);
+            java.util.Arrays.fill(segs, at, at + n, null);
             for (int i = 0; i < n; i++) {
-                slots[at + i] = translatePage(base + ((long) i << PAGE_SHIFT), need, checkGeneration);
+                slots[at + i] = translatePage(base + ((long) i << PAGE_SHIFT), need, checkGeneration, segs, at + i);
             }
             return n;
         }
@@ -445,18 +458,17 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                     continue;
                 }
             }
-            long slot = translatePage(base + ((long) i << PAGE_SHIFT), need, false);
+            if (segs == null && (e & mask) == (want | RESOURCE)) {
+                segs = segs(at + n);
+                java.util.Arrays.fill(segs, at, at + n, null);
+            }
+            long slot = translatePage(base + ((long) i << PAGE_SHIFT), need, false, segs, at + i);
             slots[at + i] = slot;
             covered = null;
             if ((slot & SLOT_APERTURE) != 0) {
                 Resource r = resources[(int) (p >>> 9)][(int) (p & 511)];
-                MemorySegment page = r.aperture().page(slot & -PAGE_SIZE);
-                if (segs == null) {
-                    segs = segs(at + n);
-                    java.util.Arrays.fill(segs, at, at + n, null);
-                }
-                segs[at + i] = page;
-                if (page != null && page.byteSize() > PAGE_SIZE) {
+                MemorySegment page = segs[at + i];
+                if (page.byteSize() > PAGE_SIZE) {
                     covered = r;
                     coverFrom = slot & -PAGE_SIZE;
                     coverTo = coverFrom + page.byteSize();
@@ -504,25 +516,21 @@ public final class IommuDomain implements DmaMapper, DmaPort {
 
     /**
      * Bytes from {@code iova} (in aperture slot {@code i}, whose page the device maps onto
-     * {@code seg}) that one copy may move: through the following IOVA pages while they map the
-     * following pages of the same BAR mapping, as far as {@code seg} reaches (a device returns
-     * memory beyond the page only where it is contiguous behind the following BAR pages, e.g. the
-     * rest of a GPU's 64 KiB page).
+     * {@code seg}) that one copy may move: through the following IOVA pages while translateAll
+     * found them covered by the same resolution (consecutive BAR offsets, no resolution of their
+     * own: {@link #translateAll} marks a page so only when it lies in the same mapping within the
+     * memory the device returned), as far as {@code seg} reaches (a device returns memory beyond
+     * the page only where it is contiguous behind the following BAR pages, e.g. the rest of a
+     * GPU's 64 KiB page). Same thread and transfer as the translateAll, read lock held.
      */
-    private long apertureRun(MemorySegment seg, long[] slots, int i, int last, long iova, long want) {
+    private static long apertureRun(MemorySegment seg, long[] slots, int i, int last, long iova, long want) {
         long in = iova & (PAGE_SIZE - 1);
         long max = seg.byteSize() - in;
         long r = PAGE_SIZE - in;
-        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
-        Resource res = resources[(int) (p >>> 9)][(int) (p & 511)];
-        while (r < want && r < max && i < last && slots[i + 1] == slots[i] + PAGE_SIZE) {
-            long q = p + 1;
-            if (resources[(int) (q >>> 9)] == null || resources[(int) (q >>> 9)][(int) (q & 511)] != res) {
-                break;
-            }
+        MemorySegment[] segs = SEGS.get();
+        while (r < want && r < max && i < last && slots[i + 1] == slots[i] + PAGE_SIZE && segs[i + 1] == null) {
             r += PAGE_SIZE;
             i++;
-            p = q;
         }
         return Math.min(r, max);
     }
@@ -583,6 +591,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
             int last = translateAll(iova, len, toMemory ? DEV_WRITE : DEV_READ, slots, 0) - 1;
             long base = iova & -PAGE_SIZE;
             long done = 0;
+            long bar = 0;
             while (done < len) {
                 long cur = iova + done;
                 int i = (int) ((cur - base) >>> PAGE_SHIFT);
@@ -595,9 +604,12 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                     MemorySegment.copy(seg, address(slots[i], cur), buf, off + done, n);
                 }
                 if ((slots[i] & SLOT_RESOURCE) != 0) {
-                    barBytes.add(n);
+                    bar += n;
                 }
                 done += n;
+            }
+            if (bar != 0) {
+                barBytes.add(bar); // once per transfer: the counter is shared by every DMA of the domain
             }
         } catch (IllegalStateException barFreed) {
             throw barGone(iova);
@@ -641,6 +653,8 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                 long sBase = srcIova & -PAGE_SIZE;
                 long dBase = dstIova & -PAGE_SIZE;
                 long done = 0;
+                long srcBar = 0;
+                long dstBar = 0;
                 while (done < len) {
                     long s = srcIova + done;
                     long t = dstIova + done;
@@ -652,12 +666,18 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                     long n = Math.min(want, Math.min(runAt(from, slots, si, sn - 1, s, want), d.runAt(to, slots, di, sn + dn - 1, t, want)));
                     MemorySegment.copy(from, address(slots[si], s), to, address(slots[di], t), n);
                     if ((slots[si] & SLOT_RESOURCE) != 0) {
-                        barBytes.add(n);
+                        srcBar += n;
                     }
                     if ((slots[di] & SLOT_RESOURCE) != 0) {
-                        d.barBytes.add(n);
+                        dstBar += n;
                     }
                     done += n;
+                }
+                if (srcBar != 0) {
+                    barBytes.add(srcBar);
+                }
+                if (dstBar != 0) {
+                    d.barBytes.add(dstBar);
                 }
                 bytesRead.add(len);
                 d.bytesWritten.add(len);
