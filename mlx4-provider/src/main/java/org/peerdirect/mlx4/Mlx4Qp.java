@@ -181,6 +181,7 @@ final class Mlx4Qp implements IbQpOps {
             case RDMA_READ -> Wqe.OP_RDMA_READ;
             case ATOMIC_CMP_AND_SWP -> Wqe.OP_ATOMIC_CS;
             case ATOMIC_FETCH_AND_ADD -> Wqe.OP_ATOMIC_FA;
+            case ATOMIC_WRITE -> -1; // ConnectX-3 has no WQE for it: refused at post
         };
     }
 
@@ -212,6 +213,10 @@ final class Mlx4Qp implements IbQpOps {
                 }
                 if (type == IbvQpType.UD && w.ah == null) {
                     throw new PostException(Errno.EINVAL, String.format("QP 0x%x: a UD send needs an address handle", qpn), w);
+                }
+                if (opcode(w.opcode) < 0) {
+                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: mlx4 has no %s (the device does not report it)", qpn,
+                            w.opcode), w);
                 }
                 boolean inl = (w.sendFlags & IbvSendWr.SEND_INLINE) != 0;
                 long total = w.totalLength();

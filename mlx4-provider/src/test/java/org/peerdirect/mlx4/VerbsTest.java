@@ -22,6 +22,7 @@ import org.peerdirect.ib.core.verbs.IbvCompChannel;
 import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
@@ -395,6 +396,15 @@ class VerbsTest {
         e = assertThrows(PostException.class, () -> a.qp.postSend(many));
         assertSame(many, e.badWr());
         q.destroy();
+        // ConnectX-3 has no ATOMIC WRITE (IBA 1.5): refused at post, not sent as something else
+        IbvSendWr aw = wr(IbvWrOpcode.ATOMIC_WRITE, a.buf, 8, a.mr.lkey());
+        aw.numSge = 0;
+        aw.remoteAddr = b.buf;
+        aw.rkey = b.mr.rkey();
+        e = assertThrows(PostException.class, () -> a.qp.postSend(aw));
+        assertEquals(Errno.EINVAL, e.errno());
+        assertTrue(e.getMessage().contains("mlx4 has no ATOMIC_WRITE"), e.getMessage());
+        assertEquals(0, a.ctx.queryDeviceEx().deviceCapFlagsEx() & IbvDeviceAttr.DEVICE_ATOMIC_WRITE, "and does not report it");
     }
 
     @Test

@@ -755,7 +755,8 @@ final class Transport {
                 w.dlid = !engine.ethernet() ? av.get(BE16, Qp.AV_RLID) & 0xffff
                         : (av.get(BE32, Qp.AV_GRH_GID_FL) & Qp.AV_GRH) != 0 ? Roce.lidOfGid(av, Qp.AV_RGID) : 0;
                 seg += 3;
-            } else if (opcode == Wqe.OP_RDMA_WRITE || opcode == Wqe.OP_RDMA_WRITE_IMM || opcode == Wqe.OP_RDMA_READ || Wqe.isAtomic(opcode)) {
+            } else if (opcode == Wqe.OP_RDMA_WRITE || opcode == Wqe.OP_RDMA_WRITE_IMM || opcode == Wqe.OP_RDMA_READ || Wqe.isAtomic(opcode)
+                    || opcode == Wqe.OP_ATOMIC_WRITE) {
                 if (ds < seg + 1) {
                     return 0;
                 }
@@ -764,7 +765,7 @@ final class Transport {
                 w.remoteAddr = bb.get(BE64, o + Qp.RADDR_VA);
                 w.rkey = bb.get(BE32, o + Qp.RADDR_RKEY);
                 seg++;
-                if (Wqe.isAtomic(opcode)) {
+                if (Wqe.isAtomic(opcode) || opcode == Wqe.OP_ATOMIC_WRITE) {
                     if (ds < seg + 1) {
                         return 0;
                     }
@@ -775,6 +776,9 @@ final class Transport {
                     w.compareAdd = opcode == Wqe.OP_ATOMIC_CS ? compare : swapAdd;
                     w.swap = swapAdd;
                     seg++;
+                    if (opcode == Wqe.OP_ATOMIC_WRITE) {
+                        w.length = 8; // the value travels in the atomic segment; data segments after it are malformed (the requester refuses them)
+                    }
                 }
             }
             // data or inline segments up to ds

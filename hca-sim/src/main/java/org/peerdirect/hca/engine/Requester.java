@@ -278,13 +278,16 @@ final class Requester {
         if (atomic && (local.n != 1 || len != 8)) {
             return Outcome.LOC_LEN_ERR;
         }
+        if (w.opcode == Wqe.OP_ATOMIC_WRITE && (local.n != 0 || len != 8)) {
+            return Outcome.LOC_LEN_ERR; // the 8 bytes travel in the WQE: no gather list
+        }
         HwQp r = qp.dev.fabric.resolve(qp.dev, qp.dlid, qp.destQpn);
         HcaPort me = qp.dev.ports[qp.portNum - 1];
         if (r == null || !me.active || r.serviceType != HcaDevice.ST_RC || r.destQpn != qp.qpn || r.dlid != me.lid
                 || !r.state.receives()) {
             return Outcome.NO_ACK;
         }
-        int packets = atomic ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
+        int packets = atomic || w.opcode == Wqe.OP_ATOMIC_WRITE ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
         boolean duplicate = false;
         if (r.ePsn != qp.sqPsn) {
             // a duplicate of an atomic the responder executed and remembered: replayed, not repeated

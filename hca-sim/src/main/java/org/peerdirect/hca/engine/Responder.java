@@ -72,7 +72,7 @@ final class Responder {
                 o = DmaMover.move(dst, req.local, len, Outcome.REM_ACCESS_ERR, Outcome.LOC_PROT_ERR);
                 return o == Outcome.PAGE_FAULT ? miss(r, req, PageFault.SUBTYPE_RDMA, -1, Outcome.REM_ACCESS_ERR) : orOk(o);
             }
-            case Wqe.OP_ATOMIC_CS, Wqe.OP_ATOMIC_FA -> {
+            case Wqe.OP_ATOMIC_CS, Wqe.OP_ATOMIC_FA, Wqe.OP_ATOMIC_WRITE -> {
                 return atomic(r, req, rq, w);
             }
             default -> {
@@ -133,11 +133,20 @@ final class Responder {
         return null;
     }
 
+    /**
+     * An 8-byte operation at the remote address: compare-and-swap or fetch-and-add (the QP's
+     * remote-atomic bit and the key's atomic right; the original value goes back to the requester)
+     * or ATOMIC WRITE (as rxe's {@code check_op_valid}/{@code check_rkey}: the remote-write bit
+     * and right; only an acknowledgement goes back). Misaligned: invalid request
+     * ({@code RESPST_ERR_MISALIGNED_ATOMIC}).
+     */
     private static Outcome atomic(HwQp r, Requester req, HwQp rq, SendWqe w) {
         if ((w.remoteAddr & 7) != 0) {
             return Outcome.REM_INV_REQ_ERR;
         }
-        Outcome o = remoteRange(r, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RAE, HcaDevice.PERM_ATOMIC);
+        boolean store = w.opcode == Wqe.OP_ATOMIC_WRITE;
+        Outcome o = store ? remoteRange(r, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RWE, HcaDevice.PERM_REMOTE_WRITE)
+                : remoteRange(r, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RAE, HcaDevice.PERM_ATOMIC);
         if (o != null) {
             return o;
         }
@@ -167,6 +176,9 @@ final class Responder {
         if (o == Outcome.PAGE_FAULT) {
             return miss(r, req, PageFault.SUBTYPE_RDMA, -1, Outcome.REM_ACCESS_ERR);
         }
+        if (store) {
+            return Outcome.SUCCESS; // stored: nothing to place at the requester, so nothing to replay
+        }
         o = placeAtomicResponse(req);
         if (o == Outcome.PAGE_FAULT) {
             // executed, but the response cannot be placed: the responder keeps the result for the
@@ -189,11 +201,16 @@ final class Responder {
             if (t.state != Mpt.State.VALID || (t == m ? t.gen != req.remote.gen[0] : !t.contains(tva, 8))) {
                 return Outcome.REM_ACCESS_ERR;
             }
-            if (!t.mapped(tva, Mpt.MTT_READ | Mpt.MTT_WRITE)) {
+            boolean store = w.opcode == Wqe.OP_ATOMIC_WRITE;
+            if (!t.mapped(tva, store ? Mpt.MTT_WRITE : Mpt.MTT_READ | Mpt.MTT_WRITE)) {
                 req.remote.fault(m, w.remoteAddr, true);
                 return Outcome.PAGE_FAULT;
             }
             long iova = t.iova(tva);
+            if (store) {
+                r.dev.domain.atomicWrite(iova, w.compareAdd);
+                return null;
+            }
             long old = w.opcode == Wqe.OP_ATOMIC_FA ? r.dev.domain.fetchAdd(iova, w.compareAdd)
                     : r.dev.domain.compareAndSwap(iova, w.compareAdd, w.swap);
             req.scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, old);

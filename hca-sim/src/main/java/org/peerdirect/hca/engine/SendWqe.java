@@ -20,7 +20,7 @@ public final class SendWqe {
     public int imm;
     public long remoteAddr;
     public int rkey;
-    /** Atomic segment: compare (CS) or add (FA) value, and swap value (CS). */
+    /** Atomic segment: compare (CS) or add (FA) value, and swap value (CS); ATOMIC WRITE: the 8 bytes stored. */
     public long compareAdd;
     public long swap;
     /** Datagram segment: destination LID, QPN and Q_Key; a negative Q_Key means "the QP's". */

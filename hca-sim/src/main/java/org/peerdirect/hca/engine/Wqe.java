@@ -15,6 +15,13 @@ public final class Wqe {
     public static final int OP_RDMA_READ = 0x10;
     public static final int OP_ATOMIC_CS = 0x11;
     public static final int OP_ATOMIC_FA = 0x12;
+    /**
+     * IBA 1.5 ATOMIC WRITE: 8 bytes from the atomic segment's first field stored at the remote
+     * address with single-copy atomicity, after every earlier write of the QP. The PRM defines no
+     * WQE opcode for it (upstream only rxe carries the operation); the model takes the IBA RC
+     * opcode, {@code IB_OPCODE_RC_ATOMIC_WRITE} = 0x1D.
+     */
+    public static final int OP_ATOMIC_WRITE = 0x1d;
     /** User-mode memory registration ({@code MLX5_OPCODE_UMR}): only on a REG_UMR QP, see {@link UmrWqe}. */
     public static final int OP_UMR = 0x25;
 
@@ -47,6 +54,6 @@ public final class Wqe {
     /** True when the opcode is one the engine executes. */
     public static boolean valid(int op) {
         return op == OP_RDMA_WRITE || op == OP_RDMA_WRITE_IMM || op == OP_SEND || op == OP_SEND_IMM || op == OP_RDMA_READ
-                || isAtomic(op);
+                || isAtomic(op) || op == OP_ATOMIC_WRITE;
     }
 }

@@ -100,6 +100,11 @@ class PageFaultTest extends EngineRig {
             public long compareAndSwap(long iova, long expect, long update) {
                 return port.compareAndSwap(iova, expect, update);
             }
+
+            @Override
+            public void atomicWrite(long iova, long value) {
+                port.atomicWrite(iova, value);
+            }
         };
     }
 

@@ -77,7 +77,7 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
                 (1 << core.cap(HcaCap.LOG_MAX_CQ_SZ)) - 1, 1 << core.cap(HcaCap.LOG_MAX_MKEY), 1 << core.cap(HcaCap.LOG_MAX_PD),
                 1 << core.cap(HcaCap.LOG_MAX_RA_RES_QP), 1 << core.cap(HcaCap.LOG_MAX_RA_REQ_QP), IbvDeviceAttr.ATOMIC_HCA,
                 1 << core.cap(HcaCap.LOG_MAX_SRQ), (1 << core.cap(HcaCap.LOG_MAX_SRQ_SZ)) - 1, maxSge - 1, MAX_INLINE,
-                core.cap(HcaCap.NUM_PORTS), odpCaps(core));
+                core.cap(HcaCap.NUM_PORTS), odpCaps(core), core.cap(HcaCap.ATOMIC_WRITE) != 0 ? IbvDeviceAttr.DEVICE_ATOMIC_WRITE : 0);
     }
 
     /**
@@ -99,7 +99,12 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         // child, and UMR offsets beyond 2^16 octowords (umr_indirect_mkey_disabled is not modelled: clear)
         long general = IbvDeviceAttr.ODP_SUPPORT | (core.cap(HcaCap.FIXED_BUFFER_SIZE) != 0 && core.cap(HcaCap.NULL_MKEY) != 0
                 && core.cap(HcaCap.UMR_EXTENDED_TRANSLATION_OFFSET) != 0 ? IbvDeviceAttr.ODP_SUPPORT_IMPLICIT : 0);
-        return new IbvDeviceAttr.OdpCaps(general, transportBits(core.odpCap(Odp.RC_ODP_CAPS)), 0, udBits,
+        // an ATOMIC WRITE faults as an RDMA WRITE does: RC carries it over ODP wherever writes fault
+        int rc = transportBits(core.odpCap(Odp.RC_ODP_CAPS));
+        if (core.cap(HcaCap.ATOMIC_WRITE) != 0 && (rc & IbvDeviceAttr.OdpCaps.SUPPORT_WRITE) != 0) {
+            rc |= IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC_WRITE;
+        }
+        return new IbvDeviceAttr.OdpCaps(general, rc, 0, udBits,
                 transportBits(core.odpCap(Odp.XRC_ODP_CAPS)), max);
     }
 

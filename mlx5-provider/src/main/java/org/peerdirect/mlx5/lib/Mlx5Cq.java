@@ -220,6 +220,7 @@ public final class Mlx5Cq implements IbCqOps {
             case Wqe.OP_RDMA_READ -> IbvWcOpcode.RDMA_READ;
             case Wqe.OP_ATOMIC_CS -> IbvWcOpcode.COMP_SWAP;
             case Wqe.OP_ATOMIC_FA -> IbvWcOpcode.FETCH_ADD;
+            case Wqe.OP_ATOMIC_WRITE -> IbvWcOpcode.ATOMIC_WRITE;
             default -> IbvWcOpcode.SEND;
         };
     }

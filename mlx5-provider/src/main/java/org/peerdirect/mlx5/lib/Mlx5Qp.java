@@ -208,6 +208,7 @@ public final class Mlx5Qp implements IbQpOps {
             case RDMA_READ -> Wqe.OP_RDMA_READ;
             case ATOMIC_CMP_AND_SWP -> Wqe.OP_ATOMIC_CS;
             case ATOMIC_FETCH_AND_ADD -> Wqe.OP_ATOMIC_FA;
+            case ATOMIC_WRITE -> Wqe.OP_ATOMIC_WRITE;
         };
     }
 
@@ -237,15 +238,19 @@ public final class Mlx5Qp implements IbQpOps {
                 if (type == IbvQpType.UD && (w.opcode != IbvWrOpcode.SEND && w.opcode != IbvWrOpcode.SEND_WITH_IMM || w.ah == null)) {
                     throw new PostException(Errno.EINVAL, String.format("QP 0x%x: a UD request must be a SEND with an address handle", qpn), w);
                 }
+                if (w.opcode == IbvWrOpcode.ATOMIC_WRITE && (type != IbvQpType.RC || w.numSge != 0)) {
+                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: ATOMIC_WRITE %s (RC only, the 8 bytes in compareAdd, no SGE)",
+                            qpn, type != IbvQpType.RC ? "on a " + type + " QP" : "with " + w.numSge + " SGEs"), w);
+                }
                 boolean inl = (w.sendFlags & IbvSendWr.SEND_INLINE) != 0;
                 long total = w.totalLength();
-                if (inl && (total > maxInline || w.opcode == IbvWrOpcode.RDMA_READ || w.opcode.isAtomic())) {
+                if (inl && (total > maxInline || w.opcode == IbvWrOpcode.RDMA_READ || w.opcode.isAtomic() || w.opcode == IbvWrOpcode.ATOMIC_WRITE)) {
                     throw new PostException(Errno.EINVAL, String.format("QP 0x%x: inline %s of %d bytes (max_inline_data %d)", qpn,
                             w.opcode, total, maxInline), w);
                 }
                 int op = opcode(w.opcode);
                 int ds = 1 + (type == IbvQpType.UD ? Qp.AV_SIZE / Qp.DS_SIZE : 0)
-                        + (op == Wqe.OP_SEND || op == Wqe.OP_SEND_IMM ? 0 : 1) + (Wqe.isAtomic(op) ? 1 : 0)
+                        + (op == Wqe.OP_SEND || op == Wqe.OP_SEND_IMM ? 0 : 1) + (Wqe.isAtomic(op) || op == Wqe.OP_ATOMIC_WRITE ? 1 : 0)
                         + (inl ? (int) ((4 + total + 15) / 16) : w.numSge);
                 int bbs = (ds * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
                 if ((sqHead - sqTail & 0xffff) + bbs > sqBbs) {
@@ -283,7 +288,8 @@ public final class Mlx5Qp implements IbQpOps {
                     sp.set(BE32, (so & 4095) + Qp.RADDR_RKEY, w.rkey);
                     sp.set(BE32, (so & 4095) + 12, 0);
                     seg++;
-                    if (Wqe.isAtomic(op)) {
+                    if (Wqe.isAtomic(op) || op == Wqe.OP_ATOMIC_WRITE) {
+                        // ATOMIC WRITE: the value in the first field, as a fetch-and-add's addend
                         so = segOff(bb, seg);
                         sp = buf.page(so);
                         boolean cs = op == Wqe.OP_ATOMIC_CS;

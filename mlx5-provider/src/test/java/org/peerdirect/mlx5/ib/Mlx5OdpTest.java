@@ -137,12 +137,18 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertEquals(IbvDeviceAttr.ODP_SUPPORT | IbvDeviceAttr.ODP_SUPPORT_IMPLICIT, c.generalCaps(),
                 "ODP and implicit ODP (fixed_buffer_size, null_mkey and umr_extended_translation_offset reported)");
         int all = IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_RECV | IbvDeviceAttr.OdpCaps.SUPPORT_WRITE
-                | IbvDeviceAttr.OdpCaps.SUPPORT_READ | IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV;
-        assertEquals(all, c.rcOdpCaps(), "RC: every operation, SRQ receives enabled by SET_HCA_CAP");
+                | IbvDeviceAttr.OdpCaps.SUPPORT_READ | IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV
+                | IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC_WRITE;
+        assertEquals(all, c.rcOdpCaps(), "RC: every operation (ATOMIC WRITE faults as a write does), SRQ receives enabled by SET_HCA_CAP");
+        assertEquals(IbvDeviceAttr.DEVICE_ATOMIC_WRITE, devs.get(0).open(proc).queryDeviceEx().deviceCapFlagsEx() & IbvDeviceAttr.DEVICE_ATOMIC_WRITE,
+                "the model's atomic_write cap reaches device_cap_flags_ex");
         assertEquals(IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV, c.udOdpCaps());
         assertEquals(0, c.xrcOdpCaps(), "no XRC QPs in the model");
         assertEquals(-1L, c.maxOdpSize(), "umr_extended_translation_offset: unbounded");
-        assertTrue(tools().devinfo("-d", "mlx5_0", "-v").contains("ODP_SUPPORT"), "rdma:devinfo -v prints the ODP caps");
+        String info = tools().devinfo("-d", "mlx5_0", "-v");
+        assertTrue(info.contains("ODP_SUPPORT"), "rdma:devinfo -v prints the ODP caps");
+        assertTrue(info.contains("0x10000000000\n\t\t\t\t\tATOMIC_WRITE") && info.contains("SUPPORT_ATOMIC_WRITE"),
+                "rdma:devinfo -v prints device_cap_flags_ex and the RC ODP bit: " + info);
     }
 
     /**
@@ -241,11 +247,22 @@ class Mlx5OdpTest extends Mlx5Machine {
             assertOk(a.cq, IbvWcOpcode.COMP_SWAP);
             assertEquals(5 + i, proc.readLong(a.buf + 700_008));
             assertEquals(1000 + i, proc.readLong(b.buf + 800_000));
+
+            // ATOMIC WRITE (IBA 1.5) into a dropped remote page: the responder faults, NAKs, stores after the resume
+            proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            IbvSendWr aw = Mlx5VerbsTest.wr(IbvWrOpcode.ATOMIC_WRITE, 0, 0, 0, 6);
+            aw.numSge = 0;
+            aw.remoteAddr = b.buf + 900_000;
+            aw.rkey = b.mr.rkey();
+            aw.compareAdd = 0x1122_3344_5566_7700L + i;
+            a.qp.postSend(aw);
+            assertOk(a.cq, IbvWcOpcode.ATOMIC_WRITE);
+            assertEquals(0x1122_3344_5566_7700L + i, proc.readLong(b.buf + 900_000), "iteration " + i + ": ATOMIC WRITE");
         }
         Mlx5Odp.OdpMr ma = a.odp();
         Mlx5Odp.OdpMr mb = b.odp();
         assertTrue(ma.stats().pageFaultsHandled.get() >= 4L * iterations, "a's MR faulted in every iteration: " + ma);
-        assertTrue(mb.stats().pageFaultsHandled.get() >= 3L * iterations, "b's MR faulted in every iteration: " + mb);
+        assertTrue(mb.stats().pageFaultsHandled.get() >= 4L * iterations, "b's MR faulted in every iteration: " + mb);
         assertTrue(ma.stats().pageInvalidationsHandled.get() >= iterations && mb.stats().pageInvalidationsHandled.get() >= iterations,
                 "every drop of mapped pages zapped them by UMR: " + ma + " / " + mb);
         assertTrue(models.get(0).pageFaultsDescribe().contains("lost 0"), models.get(0).pageFaultsDescribe());
@@ -311,6 +328,67 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertEquals(1, m.umem.mappedPages(), "one page in the middle of the TiB, nothing else");
         mr.dereg();
         proc.munmap(big, tib);
+    }
+
+    /** Posts an ATOMIC WRITE of {@code value} from {@code a} to {@code b}'s {@code rkey} at {@code addr}; returns its completion. */
+    static IbvWc atomicWrite(End a, long addr, int rkey, long value) {
+        IbvSendWr aw = Mlx5VerbsTest.wr(IbvWrOpcode.ATOMIC_WRITE, 0, 0, 0, 7);
+        aw.numSge = 0;
+        aw.remoteAddr = addr;
+        aw.rkey = rkey;
+        aw.compareAdd = value;
+        a.qp.postSend(aw);
+        return Mlx5VerbsTest.one(a.cq);
+    }
+
+    /**
+     * IBA 1.5 ATOMIC WRITE over pinned memory (ODP is in the reliability loops): the 8 bytes land
+     * with the requester's completion; what rxe's responder refuses is refused here with the same
+     * class of error: a misaligned address (invalid request), a key without remote write (remote
+     * access error; the atomic right is not what it needs, remote write is), a QP without remote
+     * write; and the post-time checks of the library (a gather list, a UD QP, inline) and of mlx4,
+     * which has no such WQE.
+     */
+    @Test
+    void atomicWriteStoresEightBytesOverPinnedMemoryAndIsRefusedWhereRxeRefusesIt() {
+        int pinned = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE;
+        End a = new End(0, pinned);
+        End b = new End(1, pinned);
+        connect(a, b);
+        for (int i = 0; i < 4; i++) {
+            IbvWc c = atomicWrite(a, b.buf + 8L * i, b.mr.rkey(), -1L - i);
+            assertEquals(IbvWcStatus.SUCCESS, c.status, c.toString());
+            assertEquals(IbvWcOpcode.ATOMIC_WRITE, c.opcode);
+            assertEquals(-1L - i, proc.readLong(b.buf + 8L * i));
+        }
+        assertEquals(0, proc.readLong(b.buf + 32), "nothing beyond the 8 bytes");
+        // the library refuses what it cannot encode, before the device sees anything (the QP stays usable)
+        IbvSendWr sg = Mlx5VerbsTest.wr(IbvWrOpcode.ATOMIC_WRITE, a.buf, 8, a.mr.lkey(), 8);
+        sg.remoteAddr = b.buf;
+        sg.rkey = b.mr.rkey();
+        assertErrno(KernelException.Errno.EINVAL, "no SGE", () -> a.qp.postSend(sg));
+        // a key whose MR lacks remote write: the atomic right would not do either
+        IbvMr readOnly = b.pd.regMr(b.buf, LEN, IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_ATOMIC);
+        IbvWc denied = atomicWrite(a, b.buf + 64, readOnly.rkey(), 42);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, denied.status, denied.toString());
+        assertEquals(0, proc.readLong(b.buf + 64), "a refused store stores nothing");
+        readOnly.dereg();
+
+        End c = new End(0, pinned);
+        End d = new End(1, pinned);
+        connect(c, d);
+        IbvWc misaligned = atomicWrite(c, d.buf + 4, d.mr.rkey(), 42);
+        assertEquals(IbvWcStatus.REM_INV_REQ_ERR, misaligned.status, misaligned.toString());
+        assertEquals(0, proc.readLong(d.buf), "a misaligned store stores nothing");
+
+        // a responder QP without remote write refuses it as it refuses an RDMA WRITE
+        End e = new End(0, pinned);
+        End f = new End(1, pinned);
+        new RcConnect().access(IbAccess.REMOTE_READ).minRnrTimer(1).timeout(14, 7).connect(e.qp, f.lid, f.qp.qpNum());
+        new RcConnect().access(IbAccess.REMOTE_READ | IbAccess.REMOTE_ATOMIC).minRnrTimer(1).timeout(14, 7).connect(f.qp, e.lid, e.qp.qpNum());
+        IbvWc noRwe = atomicWrite(e, f.buf, f.mr.rkey(), 42);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, noRwe.status, noRwe.toString());
+        assertEquals(0, proc.readLong(f.buf));
     }
 
     /** A responder fault that cannot be served (no memory behind the address) ends in a remote access error at the requester. */

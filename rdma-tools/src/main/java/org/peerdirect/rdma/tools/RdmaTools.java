@@ -148,6 +148,10 @@ public final class RdmaTools {
                     sb.append("\tmax_qp:\t\t\t\t").append(a.maxQp()).append('\n');
                     sb.append("\tmax_qp_wr:\t\t\t").append(a.maxQpWr()).append('\n');
                     sb.append(String.format("\tdevice_cap_flags:\t\t0x%08x%n", a.deviceCapFlags()));
+                    sb.append(String.format("\tdevice_cap_flags_ex:\t\t0x%x%n", a.deviceCapFlagsEx()));
+                    if ((a.deviceCapFlagsEx() & IbvDeviceAttr.DEVICE_ATOMIC_WRITE) != 0) {
+                        sb.append("\t\t\t\t\tATOMIC_WRITE\n");
+                    }
                     sb.append("\tmax_sge:\t\t\t").append(a.maxSge()).append('\n');
                     sb.append("\tmax_cq:\t\t\t\t").append(a.maxCq()).append('\n');
                     sb.append("\tmax_cqe:\t\t\t").append(a.maxCqe()).append('\n');

@@ -41,4 +41,13 @@ public interface DmaPort {
 
     /** 8-byte atomic compare-and-swap; returns the value found (PCIe CAS AtomicOp). */
     long compareAndSwap(long iova, long expect, long update);
+
+    /**
+     * An 8-byte single-copy atomic store at an 8-byte aligned IOVA, ordered after every earlier
+     * write of this port (release): the responder's side of an IBA 1.5 ATOMIC WRITE (rxe's
+     * {@code smp_store_release}). Needs the write right only.
+     *
+     * @since 1.3
+     */
+    void atomicWrite(long iova, long value);
 }

@@ -723,6 +723,21 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         }
     }
 
+    /** 8-byte store with release order at an 8-byte aligned IOVA (ATOMIC WRITE): the write right suffices. */
+    @Override
+    public void atomicWrite(long iova, long value) {
+        checkAtomic(iova);
+        long stamp = lock.readLock();
+        try {
+            long slot = translatePage(iova, DEV_WRITE);
+            LONG_AT.setRelease(segment(slot, iova), address(slot, iova), value);
+        } catch (IllegalStateException barFreed) {
+            throw barGone(iova);
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
     private void checkAtomic(long iova) {
         if ((iova & 7) != 0) {
             throw new KernelException(Errno.EINVAL, String.format("atomic at iova 0x%x is not 8-byte aligned", iova));

@@ -40,6 +40,12 @@ public final class HcaCap {
     public static final IfcField LOG_MAX_EQ = new IfcField(0xfc, 4);
     /** KSM mkeys whose entries all cover the same fixed size (what implicit ODP's parent is). */
     public static final IfcField FIXED_BUFFER_SIZE = new IfcField(0x108, 1);
+    /**
+     * Model-only: the device executes IBA 1.5 ATOMIC WRITE ({@code Wqe.OP_ATOMIC_WRITE}). The PRM
+     * has no such bit (no ConnectX generation carries the operation upstream); the model reports
+     * it in a bit the PRM leaves reserved so the driver learns it as it learns every capability.
+     */
+    public static final IfcField ATOMIC_WRITE = new IfcField(0x10a, 1);
     public static final IfcField FORCE_TEARDOWN = new IfcField(0x110, 1);
     /** UMR's {@code xlt_offset} has its high part (bits 47:16): MTTs beyond 2^16 octowords can be written ({@code odp_max_size} unbounded). */
     public static final IfcField UMR_EXTENDED_TRANSLATION_OFFSET = new IfcField(0x118, 1);

@@ -2,12 +2,31 @@ package org.peerdirect.ib.core.verbs;
 
 /**
  * {@code struct ibv_device_attr} plus the extended part of {@code ibv_device_attr_ex} that this
- * stack fills: the ODP capabilities ({@code odp_caps}).
+ * stack fills: the ODP capabilities ({@code odp_caps}) and {@code device_cap_flags_ex} (the low 32
+ * bits are {@code device_cap_flags}).
  */
 public record IbvDeviceAttr(String fwVer, long nodeGuid, long sysImageGuid, long maxMrSize, long pageSizeCap,
         int vendorId, int vendorPartId, int hwVer, int maxQp, int maxQpWr, int deviceCapFlags, int maxSge, int maxCq,
         int maxCqe, int maxMr, int maxPd, int maxQpRdAtom, int maxQpInitRdAtom, int atomicCap, int maxSrq,
-        int maxSrqWr, int maxSrqSge, int maxInlineData, int physPortCnt, OdpCaps odpCaps) {
+        int maxSrqWr, int maxSrqSge, int maxInlineData, int physPortCnt, OdpCaps odpCaps, long deviceCapFlagsEx) {
+
+    /**
+     * {@code IB_UVERBS_DEVICE_ATOMIC_WRITE} in {@code device_cap_flags_ex} (bit 40): the device
+     * executes {@link IbvWrOpcode#ATOMIC_WRITE}.
+     *
+     * @since 0.7
+     */
+    public static final long DEVICE_ATOMIC_WRITE = 1L << 40;
+
+    /** The attributes of a device reporting no extended capability flag. */
+    public IbvDeviceAttr(String fwVer, long nodeGuid, long sysImageGuid, long maxMrSize, long pageSizeCap, int vendorId,
+            int vendorPartId, int hwVer, int maxQp, int maxQpWr, int deviceCapFlags, int maxSge, int maxCq, int maxCqe, int maxMr,
+            int maxPd, int maxQpRdAtom, int maxQpInitRdAtom, int atomicCap, int maxSrq, int maxSrqWr, int maxSrqSge,
+            int maxInlineData, int physPortCnt, OdpCaps odpCaps) {
+        this(fwVer, nodeGuid, sysImageGuid, maxMrSize, pageSizeCap, vendorId, vendorPartId, hwVer, maxQp, maxQpWr, deviceCapFlags,
+                maxSge, maxCq, maxCqe, maxMr, maxPd, maxQpRdAtom, maxQpInitRdAtom, atomicCap, maxSrq, maxSrqWr, maxSrqSge,
+                maxInlineData, physPortCnt, odpCaps, deviceCapFlags & 0xffff_ffffL);
+    }
 
     /** {@code IBV_ODP_SUPPORT}. */
     public static final long ODP_SUPPORT = 1;

@@ -25,6 +25,7 @@ public final class IbvSendWr {
     public int immData;
     public long remoteAddr;
     public int rkey;
+    /** Compare (CMP_AND_SWP), add (FETCH_AND_ADD), or the 8 bytes an ATOMIC_WRITE stores. */
     public long compareAdd;
     public long swap;
     public IbvAh ah;

@@ -2,7 +2,17 @@ package org.peerdirect.ib.core.verbs;
 
 /** {@code enum ibv_wr_opcode}: what a send work request does. */
 public enum IbvWrOpcode {
-    RDMA_WRITE, RDMA_WRITE_WITH_IMM, SEND, SEND_WITH_IMM, RDMA_READ, ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD;
+    RDMA_WRITE, RDMA_WRITE_WITH_IMM, SEND, SEND_WITH_IMM, RDMA_READ, ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD,
+    /**
+     * {@code IBV_WR_ATOMIC_WRITE} (IBA 1.5, {@code ibv_wr_atomic_write}): the 8 bytes of
+     * {@link IbvSendWr#compareAdd} stored at {@link IbvSendWr#remoteAddr} (8-byte aligned) with
+     * single-copy atomicity, ordered after the QP's earlier writes. RC only; no gather list; the
+     * responder needs remote write (QP and key), as for an RDMA WRITE. Devices that carry it
+     * report {@link IbvDeviceAttr#DEVICE_ATOMIC_WRITE}.
+     *
+     * @since 0.7
+     */
+    ATOMIC_WRITE;
 
     /** The completion opcode of this request on the sender's CQ. */
     public IbvWcOpcode wcOpcode() {
@@ -12,6 +22,7 @@ public enum IbvWrOpcode {
             case RDMA_READ -> IbvWcOpcode.RDMA_READ;
             case ATOMIC_CMP_AND_SWP -> IbvWcOpcode.COMP_SWAP;
             case ATOMIC_FETCH_AND_ADD -> IbvWcOpcode.FETCH_ADD;
+            case ATOMIC_WRITE -> IbvWcOpcode.ATOMIC_WRITE;
         };
     }
 
