@@ -479,6 +479,19 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertTrue(ibs.get(0).odpIfStarted().mkeys.isEmpty() && ibs.get(1).odpIfStarted().mkeys.isEmpty());
     }
 
+    /** rdma:atomic_bw checks the remote word after the run: every operation landed once, over ODP and pinned memory; mlx4 refuses ATOMIC_WRITE. */
+    @Test
+    void atomicBwLandsEveryOperationOnceOverOdp() {
+        String out = tools().atomic_bw("-d", "mlx5_0", "-A", "ATOMIC_WRITE", "-q", "2", "-n", "300", "--odp");
+        assertTrue(out.contains("remote word after 2 x 300 ATOMIC_WRITE: 300 (as expected)") && out.contains("registered on demand"), out);
+        assertTrue(ibs.get(1).odpIfStarted().faults.get() >= 1, "the server's word faulted in");
+        out = tools().atomic_bw("-d", "mlx5_0", "-A", "FETCH_AND_ADD", "-q", "3", "-n", "200");
+        assertTrue(out.contains("remote word after 3 x 200 ATOMIC_FETCH_AND_ADD: 600 (as expected)"), out);
+        out = tools().atomic_bw("-d", "mlx5_0", "-A", "CMP_AND_SWAP", "-n", "100");
+        assertTrue(out.contains("ATOMIC_CMP_AND_SWP: 1 (as expected)"), out);
+        assertThrows(org.peerdirect.kernel.shell.UsageException.class, () -> tools().atomic_bw("-A", "ATOMIC_READ"));
+    }
+
     /**
      * Regression (found by the demo): an ODP MR taking a cached mkey that a pinned MR used before
      * must not inherit its translations. Without the zap the write lands through the stale entries

@@ -13,7 +13,8 @@ import org.peerdirect.peermem.PeerMemoryAllocator;
 
 /**
  * perftest's {@code ib_write_bw}, {@code ib_read_bw}, {@code ib_send_bw} and
- * {@code ib_write_lat}, with perftest's banner and columns. Bandwidth tests keep {@code -t} (128)
+ * {@code ib_write_lat}, and {@code ib_atomic_bw} ({@code -A}: FETCH_AND_ADD, CMP_AND_SWAP, and the
+ * IBA 1.5 ATOMIC_WRITE perftest does not have), with perftest's banner and columns. Bandwidth tests keep {@code -t} (128)
  * requests outstanding per QP and signal every 100th (CQ moderation); BW peak is the best 1 ms
  * window. {@code -a} sweeps 2 B … 8 MiB; to keep a sweep short, each size moves at most 512 MiB
  * (perftest would move {@code -n × size}), which the banner states.
@@ -28,14 +29,17 @@ final class Perftest {
     private final String title;
     private final IbvWrOpcode op;
     private final boolean latency;
+    /** ib_atomic_bw: 8-byte operations on one remote word, the operation from {@code -A}. */
+    private final boolean atomic;
     private final Options o;
 
+    /** {@code op} null: ib_atomic_bw, the operation named by {@code -A}. */
     Perftest(RdmaTools tools, String title, IbvWrOpcode op, boolean latency, Object[] args) {
         this.tools = tools;
         this.title = title;
-        this.op = op;
         this.latency = latency;
-        this.o = new Options("rdma:" + (latency ? "write_lat" : op == IbvWrOpcode.SEND ? "send_bw"
+        this.atomic = op == null;
+        this.o = atomic ? atomicOptions(args) : new Options("rdma:" + (latency ? "write_lat" : op == IbvWrOpcode.SEND ? "send_bw"
                 : op == IbvWrOpcode.RDMA_READ ? "read_bw" : "write_bw"),
                 title + " between two simulated processes, as perftest's ib_" + (latency ? "write_lat" : op == IbvWrOpcode.SEND ? "send_bw"
                         : op == IbvWrOpcode.RDMA_READ ? "read_bw" : "write_bw") + ". Example: rdma:write_bw -s 64K -n 10000",
@@ -49,14 +53,42 @@ final class Perftest {
                         Options.flag("--dmabuf", "with --mem: dma-buf MRs (ibv_reg_dmabuf_mr), as perftest --use_cuda_dmabuf"),
                         Options.flag("--odp", "register host memory on demand (ODP), as perftest --odp: the devices fault the pages in"),
                         Options.flag("-a", "run all sizes from 2 bytes to 8 MiB")));
+        this.op = atomic ? atomicOp(o) : op;
+    }
+
+    private static Options atomicOptions(Object[] args) {
+        return new Options("rdma:atomic_bw", "8-byte atomic operations on one remote word between two simulated processes, as perftest's "
+                + "ib_atomic_bw; -A ATOMIC_WRITE is IBA 1.5's (not in perftest). Example: rdma:atomic_bw -d mlx5_1 -A ATOMIC_WRITE --odp",
+                args, List.of(
+                        Options.value("-A", "TYPE", "FETCH_AND_ADD, CMP_AND_SWAP or ATOMIC_WRITE", "FETCH_AND_ADD"),
+                        Options.value("-n", "ITERS", "iterations per QP", 5000),
+                        Options.value("-q", "QPS", "number of QPs, up to 16", 1),
+                        Options.value("-t", "DEPTH", "TX depth: work requests in flight per QP", 128),
+                        Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
+                        Options.value("--mem", "MEM", "memory: host or a peer client's name (peermem:clients)", "host"),
+                        Options.flag("--dmabuf", "with --mem: dma-buf MRs (ibv_reg_dmabuf_mr)"),
+                        Options.flag("--odp", "register host memory on demand (ODP): the devices fault the pages in")));
+    }
+
+    private static IbvWrOpcode atomicOp(Options o) {
+        if (o.help()) {
+            return IbvWrOpcode.ATOMIC_FETCH_AND_ADD;
+        }
+        return switch (o.string("-A")) {
+            case "FETCH_AND_ADD" -> IbvWrOpcode.ATOMIC_FETCH_AND_ADD;
+            case "CMP_AND_SWAP" -> IbvWrOpcode.ATOMIC_CMP_AND_SWP;
+            case "ATOMIC_WRITE" -> IbvWrOpcode.ATOMIC_WRITE;
+            default -> throw new org.peerdirect.kernel.shell.UsageException("rdma:atomic_bw: -A " + o.string("-A")
+                    + " is not an atomic operation (FETCH_AND_ADD, CMP_AND_SWAP, ATOMIC_WRITE)");
+        };
     }
 
     String run() {
         if (o.help()) {
             return o.printUsage();
         }
-        boolean all = o.flag("-a");
-        int size = (int) o.number("-s", 1, MAX_SWEEP);
+        boolean all = !atomic && o.flag("-a");
+        int size = atomic ? 8 : (int) o.number("-s", 1, MAX_SWEEP);
         int iters = (int) o.number("-n", 5, 100_000_000);
         int qps = (int) o.number("-q", 1, latency ? 1 : 16);
         int depth = (int) o.number("-t", 1, 8192);
@@ -84,6 +116,9 @@ final class Perftest {
             for (int s : sizes) {
                 int n = all ? (int) Math.max(5, Math.min(iters, SWEEP_CAP / s)) : iters;
                 out.append(latency ? latencyRow(client, server, s, n) : bwRow(client, server, s, n, qps, depth)).append('\n');
+            }
+            if (atomic && mem == null) {
+                out.append(checkAtomicWord(server, iters, qps)).append('\n');
             }
             out.append(LINE);
         }
@@ -127,6 +162,10 @@ final class Perftest {
         for (int q = 0; q < qps; q++) {
             wr[q] = new IbvSendWr().sge(c.buf, size, c.mr.lkey());
             wr[q].opcode = op;
+            if (op == IbvWrOpcode.ATOMIC_WRITE) {
+                wr[q].numSge = 0; // the 8 bytes travel in the request: its number, set at each post
+            }
+            wr[q].compareAdd = op == IbvWrOpcode.ATOMIC_FETCH_AND_ADD ? 1 : 0;
             wr[q].remoteAddr = s.buf;
             wr[q].rkey = s.mr.rkey();
             if (send) {
@@ -155,6 +194,11 @@ final class Perftest {
                 while (posted[q] < iters && posted[q] - completed[q] < depth && (!send || posted[q] < recvPosted[q])) {
                     long k = posted[q];
                     wr[q].wrId = k;
+                    if (op == IbvWrOpcode.ATOMIC_WRITE) {
+                        wr[q].compareAdd = k + 1;
+                    } else if (op == IbvWrOpcode.ATOMIC_CMP_AND_SWP) {
+                        wr[q].swap = k + 1; // compare 0: only the first of all QPs' swaps lands
+                    }
                     wr[q].sendFlags = (k + 1) % mod == 0 || k + 1 == iters ? IbvSendWr.SEND_SIGNALED : 0;
                     c.qps[q].postSend(wr[q]);
                     posted[q]++;
@@ -210,6 +254,21 @@ final class Perftest {
         double secs = Math.max(1e-9, (System.nanoTime() - t0) / 1e9);
         double avg = total * (double) size / secs / (1 << 20);
         return String.format(" %-10d %-14d %-18.2f %-20.2f %.6f", size, iters, Math.max(peak, avg), avg, total / secs / 1e6);
+    }
+
+    /**
+     * The remote word after an atomic run: every QP's requests went to the server's first 8
+     * bytes, so FETCH_AND_ADD leaves the count of all of them, ATOMIC_WRITE the last number each
+     * QP stored (all QPs end on {@code iters}), CMP_AND_SWAP the first swap (1). A wrong word
+     * fails the tool: the device lost or repeated an operation.
+     */
+    private String checkAtomicWord(Endpoint s, int iters, int qps) {
+        long want = op == IbvWrOpcode.ATOMIC_FETCH_AND_ADD ? (long) iters * qps : op == IbvWrOpcode.ATOMIC_WRITE ? iters : 1;
+        long got = s.proc.readLong(s.buf);
+        if (got != want) {
+            throw new IllegalStateException(String.format("remote word after %s: %d, expected %d", op, got, want));
+        }
+        return String.format(" remote word after %d x %d %s: %d (as expected)", qps, iters, op, got);
     }
 
     private static int index(Endpoint e, int qpn) {

@@ -43,7 +43,7 @@ import org.peerdirect.peermem.PeerMemoryAllocator;
  */
 @Component(service = RdmaTools.class, property = {"osgi.command.scope=rdma", "osgi.command.function=devices",
         "osgi.command.function=devinfo", "osgi.command.function=pingpong", "osgi.command.function=write_bw",
-        "osgi.command.function=read_bw", "osgi.command.function=send_bw", "osgi.command.function=write_lat",
+        "osgi.command.function=read_bw", "osgi.command.function=send_bw", "osgi.command.function=write_lat", "osgi.command.function=atomic_bw",
         "osgi.command.function=invalidate_test", "osgi.command.function=put"})
 public final class RdmaTools {
 
@@ -707,6 +707,11 @@ public final class RdmaTools {
     @Descriptor("SEND bandwidth, as perftest ib_send_bw. Example: rdma:send_bw -a")
     public String send_bw(@Descriptor("options; --help lists them") Object... args) {
         return new Perftest(this, "Send BW Test", IbvWrOpcode.SEND, false, args).run();
+    }
+
+    @Descriptor("8-byte atomics on one remote word, as perftest ib_atomic_bw (-A FETCH_AND_ADD|CMP_AND_SWAP, or IBA 1.5 ATOMIC_WRITE). Example: rdma:atomic_bw -d mlx5_1 -A ATOMIC_WRITE --odp")
+    public String atomic_bw(@Descriptor("options; --help lists them") Object... args) {
+        return new Perftest(this, "Atomic BW Test", null, false, args).run();
     }
 
     @Descriptor("RDMA WRITE latency, as perftest ib_write_lat")
