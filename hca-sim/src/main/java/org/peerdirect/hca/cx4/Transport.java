@@ -755,8 +755,7 @@ final class Transport {
                 w.dlid = !engine.ethernet() ? av.get(BE16, Qp.AV_RLID) & 0xffff
                         : (av.get(BE32, Qp.AV_GRH_GID_FL) & Qp.AV_GRH) != 0 ? Roce.lidOfGid(av, Qp.AV_RGID) : 0;
                 seg += 3;
-            } else if (opcode == Wqe.OP_RDMA_WRITE || opcode == Wqe.OP_RDMA_WRITE_IMM || opcode == Wqe.OP_RDMA_READ || Wqe.isAtomic(opcode)
-                    || opcode == Wqe.OP_ATOMIC_WRITE) {
+            } else if (opcode == Wqe.OP_RDMA_WRITE || opcode == Wqe.OP_RDMA_WRITE_IMM || opcode == Wqe.OP_RDMA_READ || Wqe.hasAtomicSegment(opcode)) {
                 if (ds < seg + 1) {
                     return 0;
                 }
@@ -765,7 +764,7 @@ final class Transport {
                 w.remoteAddr = bb.get(BE64, o + Qp.RADDR_VA);
                 w.rkey = bb.get(BE32, o + Qp.RADDR_RKEY);
                 seg++;
-                if (Wqe.isAtomic(opcode) || opcode == Wqe.OP_ATOMIC_WRITE) {
+                if (Wqe.hasAtomicSegment(opcode)) {
                     if (ds < seg + 1) {
                         return 0;
                     }

@@ -287,7 +287,7 @@ final class Requester {
                 || !r.state.receives()) {
             return Outcome.NO_ACK;
         }
-        int packets = atomic || w.opcode == Wqe.OP_ATOMIC_WRITE ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
+        int packets = Wqe.hasAtomicSegment(w.opcode) ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
         boolean duplicate = false;
         if (r.ePsn != qp.sqPsn) {
             // a duplicate of an atomic the responder executed and remembered: replayed, not repeated

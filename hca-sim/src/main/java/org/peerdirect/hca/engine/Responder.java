@@ -163,7 +163,7 @@ final class Responder {
                 tva = req.remote.tgtVa;
             }
             if (o == null) {
-                o = atomicAt(r, req, w, m, t, tva);
+                o = atomicAt(r, req, w, store, m, t, tva);
             }
         } finally {
             if (ind != null) {
@@ -191,17 +191,16 @@ final class Responder {
     }
 
     /**
-     * The atomic on entry {@code t} at {@code tva} under its read lock ({@code t} is the key's own
+     * The atomic ({@code store}: the ATOMIC WRITE) on entry {@code t} at {@code tva} under its read lock ({@code t} is the key's own
      * entry {@code m}, or an indirect key's target): null when executed (the original value in the
      * requester's scratch), {@link Outcome#PAGE_FAULT} on a miss (recorded on {@code m}), else the error.
      */
-    private static Outcome atomicAt(HwQp r, Requester req, SendWqe w, Mpt m, Mpt t, long tva) {
+    private static Outcome atomicAt(HwQp r, Requester req, SendWqe w, boolean store, Mpt m, Mpt t, long tva) {
         long st = t.lock.readLock();
         try {
             if (t.state != Mpt.State.VALID || (t == m ? t.gen != req.remote.gen[0] : !t.contains(tva, 8))) {
                 return Outcome.REM_ACCESS_ERR;
             }
-            boolean store = w.opcode == Wqe.OP_ATOMIC_WRITE;
             if (!t.mapped(tva, store ? Mpt.MTT_WRITE : Mpt.MTT_READ | Mpt.MTT_WRITE)) {
                 req.remote.fault(m, w.remoteAddr, true);
                 return Outcome.PAGE_FAULT;

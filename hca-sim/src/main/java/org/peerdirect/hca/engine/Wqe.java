@@ -46,6 +46,14 @@ public final class Wqe {
         return op == OP_ATOMIC_CS || op == OP_ATOMIC_FA;
     }
 
+    /**
+     * True for the 8-byte operations on one remote word, which carry an atomic segment and travel
+     * in one packet: the two atomics and ATOMIC WRITE.
+     */
+    public static boolean hasAtomicSegment(int op) {
+        return isAtomic(op) || op == OP_ATOMIC_WRITE;
+    }
+
     /** True for opcodes the responder answers with data (READ, atomics): local SGEs are written. */
     public static boolean readsResponse(int op) {
         return op == OP_RDMA_READ || isAtomic(op);
@@ -54,6 +62,6 @@ public final class Wqe {
     /** True when the opcode is one the engine executes. */
     public static boolean valid(int op) {
         return op == OP_RDMA_WRITE || op == OP_RDMA_WRITE_IMM || op == OP_SEND || op == OP_SEND_IMM || op == OP_RDMA_READ
-                || isAtomic(op) || op == OP_ATOMIC_WRITE;
+                || hasAtomicSegment(op);
     }
 }

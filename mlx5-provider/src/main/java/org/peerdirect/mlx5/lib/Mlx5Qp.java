@@ -250,7 +250,7 @@ public final class Mlx5Qp implements IbQpOps {
                 }
                 int op = opcode(w.opcode);
                 int ds = 1 + (type == IbvQpType.UD ? Qp.AV_SIZE / Qp.DS_SIZE : 0)
-                        + (op == Wqe.OP_SEND || op == Wqe.OP_SEND_IMM ? 0 : 1) + (Wqe.isAtomic(op) || op == Wqe.OP_ATOMIC_WRITE ? 1 : 0)
+                        + (op == Wqe.OP_SEND || op == Wqe.OP_SEND_IMM ? 0 : 1) + (Wqe.hasAtomicSegment(op) ? 1 : 0)
                         + (inl ? (int) ((4 + total + 15) / 16) : w.numSge);
                 int bbs = (ds * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
                 if ((sqHead - sqTail & 0xffff) + bbs > sqBbs) {
@@ -288,7 +288,7 @@ public final class Mlx5Qp implements IbQpOps {
                     sp.set(BE32, (so & 4095) + Qp.RADDR_RKEY, w.rkey);
                     sp.set(BE32, (so & 4095) + 12, 0);
                     seg++;
-                    if (Wqe.isAtomic(op) || op == Wqe.OP_ATOMIC_WRITE) {
+                    if (Wqe.hasAtomicSegment(op)) {
                         // ATOMIC WRITE: the value in the first field, as a fetch-and-add's addend
                         so = segOff(bb, seg);
                         sp = buf.page(so);
