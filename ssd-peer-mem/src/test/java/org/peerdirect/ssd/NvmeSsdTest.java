@@ -83,7 +83,8 @@ class NvmeSsdTest {
         assertEquals(0x00010400, fn.read32(0, NvmeSsd.NVME_REG_VS), "NVMe 1.4");
         int pmrcap = fn.read32(0, NvmeSsd.NVME_REG_PMRCAP);
         assertEquals(NvmeSsd.PMR_BAR, (pmrcap >>> NvmeSsd.PMRCAP_BIR_SHIFT) & 7, "BIR");
-        assertEquals(NvmeSsd.PMRWBM_READ_PMRSTS, (pmrcap >>> NvmeSsd.PMRCAP_PMRWBM_SHIFT) & 0xf & NvmeSsd.PMRWBM_READ_PMRSTS);
+        assertEquals(NvmeSsd.PMRWBM_READ_PMR | NvmeSsd.PMRWBM_READ_PMRSTS, (pmrcap >>> NvmeSsd.PMRCAP_PMRWBM_SHIFT) & 0xf,
+                "PMRWBM: a read of the PMR and a read of PMRSTS are both write barriers");
         assertEquals(PMR, fn.barSize(NvmeSsd.PMR_BAR));
         assertEquals(NvmeSsd.NVME_CSTS_RDY, fn.read32(0, NvmeSsd.NVME_REG_CSTS) & NvmeSsd.NVME_CSTS_RDY, "enabled by the probe");
         assertEquals(0, fn.read32(0, NvmeSsd.NVME_REG_PMRSTS) & NvmeSsd.PMRSTS_NRDY, "PMR ready");
@@ -181,6 +182,37 @@ class NvmeSsdTest {
         assertEquals(1, invalidated[0], "the pin was invalidated before the range went");
         assertEquals(0, peer.mappedPages(), "nothing left mapped in the peer's domain");
         a.exit();
+    }
+
+    /**
+     * PMRWBM bit 0 as a peer uses it (an adapter's RDMA FLUSH): a flushing read of the PMR through
+     * the peer's IOMMU mapping persists the pages it covered and nothing else; a power loss then
+     * keeps exactly those. The IOMMU sees the PMR as persistent memory, host frames as not.
+     */
+    @Test
+    void aPeersFlushingReadPersistsTheRangeItCoversAndNoMore() {
+        AddressSpace a = m.process("app");
+        long va = pmr.alloc(a, 4 * 4096);
+        IommuDomain peer = m.domain("peer0");
+        NvmePmr.Pin pin = pmr.pin(a.pid(), va, 4 * 4096, () -> { });
+        NvmePmr.Mapping map = pmr.dmaMap(pin, peer);
+        long off = pmr.pmrOffset(a.pid(), va);
+        assertTrue(peer.persistent(map.iova(), 4 * 4096), "the PMR is persistent memory for the IOMMU");
+        peer.write(map.iova() + 10, java.lang.foreign.MemorySegment.ofArray(text("flushed")), 0, 7);
+        peer.write(map.iova() + 2 * 4096, java.lang.foreign.MemorySegment.ofArray(text("posted")), 0, 6);
+        assertEquals(2, ssd.unpersistedPages());
+        long barriers = ssd.barriers();
+        peer.flush(map.iova(), 4096); // the first page only
+        assertEquals(barriers + 1, ssd.barriers(), "one flushing read, one barrier");
+        assertEquals(1, ssd.unpersistedPages(), "the page the read covered is on the media; the other is still posted");
+        pmr.dmaUnmap(map);
+        pmr.unpin(pin);
+        pmr.munmap(a.pid(), va);
+        a.exit();
+        powerLoss();
+        powerOn();
+        assertArrayEquals(text("flushed"), pmr.read(off + 10, 7));
+        assertArrayEquals(new byte[6], pmr.read(off + 2 * 4096, 6), "the page no flush covered died with the power");
     }
 
     @Test

@@ -31,4 +31,15 @@ public interface DmaMapper {
 
     /** Pages mapped now. */
     long mappedPages();
+
+    /**
+     * True when every page of [iova, iova+len) is mapped and maps persistent memory: a page of a
+     * BAR whose device declares it a persistent memory region ({@code BarAperture#persistent}), as
+     * the kernel's {@code is_pmem_page} asks {@code region_intersects(...,
+     * IORES_DESC_PERSISTENT_MEMORY)}. Host frames are RAM: false. What a driver checks before it
+     * grants {@code IB_ACCESS_FLUSH_PERSISTENT} (rxe's {@code rxe_mr_fill_pages_from_sgt}).
+     *
+     * @since 1.4
+     */
+    boolean persistent(long iova, long len);
 }

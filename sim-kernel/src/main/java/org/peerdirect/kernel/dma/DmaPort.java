@@ -50,4 +50,18 @@ public interface DmaPort {
      * @since 1.3
      */
     void atomicWrite(long iova, long value);
+
+    /**
+     * A flushing read over [iova, iova+len) (PCIe's zero-length read, one per page): returns once
+     * every earlier write of this port to that range is globally visible and, where the memory
+     * behind a page is a persistent memory region that promises it on a read's completion (an
+     * NVMe PMR with {@code PMRWBM} bit 0), persistent. The responder's side of an IBA 1.5 RDMA
+     * FLUSH. Every page must be mapped with the read right, as for a read; {@code len} 0 flushes
+     * nothing.
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException EIO when a device behind the range
+     *         completed the read with an error (its media did not take the data)
+     * @since 1.4
+     */
+    void flush(long iova, long len);
 }

@@ -738,6 +738,99 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         }
     }
 
+    /**
+     * The flushing read of an RDMA FLUSH: each page translated with the read right (a fault names
+     * the first page refused), each run of consecutive pages of one aperture BAR handed to its
+     * device as one flush, then a full fence (this port's earlier stores are visible). Runs are
+     * flushed as the walk finds them: flushing more than the range is harmless, so a fault after
+     * a run was flushed loses nothing. Holds the read lock throughout, as a transfer does: an
+     * unmap waits for it.
+     */
+    @Override
+    public void flush(long iova, long len) {
+        if (len < 0) {
+            throw new KernelException(Errno.EINVAL, "negative flush length " + len);
+        }
+        if (len > 0) {
+            long stamp = lock.readLock();
+            try {
+                int n = pages(iova, len);
+                long base = iova & -PAGE_SIZE;
+                Resource run = null;
+                long runIova = 0;
+                long runFrom = 0;
+                long runTo = 0;
+                for (int i = 0; i < n; i++) {
+                    long va = base + ((long) i << PAGE_SHIFT);
+                    long slot = translatePage(va, DEV_READ);
+                    Resource r = (slot & SLOT_APERTURE) == 0 ? null : resourceOf(va);
+                    long off = slot & -PAGE_SIZE;
+                    if (run != null && (r != run || off != runTo)) {
+                        flushRun(run, runFrom, runTo, runIova);
+                        run = null;
+                    }
+                    if (r != null) {
+                        if (run == null) {
+                            run = r;
+                            runIova = va;
+                            runFrom = off;
+                        }
+                        runTo = off + PAGE_SIZE;
+                    }
+                }
+                if (run != null) {
+                    flushRun(run, runFrom, runTo, runIova);
+                }
+            } finally {
+                lock.unlockRead(stamp);
+            }
+        }
+        VarHandle.fullFence();
+    }
+
+    private Resource resourceOf(long iova) {
+        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
+        return resources[(int) (p >>> 9)][(int) (p & 511)];
+    }
+
+    private void flushRun(Resource r, long from, long to, long at) {
+        if (!r.aperture().flush(from, to - from)) {
+            throw new KernelException(Errno.EIO, String.format("%s: flush of BAR %d 0x%x+0x%x of %s completed with an error (the run at iova 0x%x)",
+                    name, r.bar(), from, to - from, r.fn().bdf(), at));
+        }
+    }
+
+    /** Every page mapped, and a page of a persistent aperture BAR. */
+    @Override
+    public boolean persistent(long iova, long len) {
+        if (len <= 0) {
+            return false;
+        }
+        long stamp = lock.readLock();
+        try {
+            long first = ((iova & -PAGE_SIZE) - IOVA_BASE) >> PAGE_SHIFT;
+            int n = pages(iova, len);
+            if (first < 0 || first + n > IOVA_PAGES) {
+                return false;
+            }
+            for (int i = 0; i < n; i++) {
+                long p = first + i;
+                long[] leaf = entries[(int) (p >>> 9)];
+                long e = leaf == null ? 0 : leaf[(int) (p & 511)];
+                if ((e & (VALID | RESOURCE)) != (VALID | RESOURCE)) {
+                    return false;
+                }
+                BarAperture a = resources[(int) (p >>> 9)][(int) (p & 511)].aperture();
+                if (a == null || !a.persistent()) {
+                    return false;
+                }
+            }
+            return true;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
     private void checkAtomic(long iova) {
         if ((iova & 7) != 0) {
             throw new KernelException(Errno.EINVAL, String.format("atomic at iova 0x%x is not 8-byte aligned", iova));

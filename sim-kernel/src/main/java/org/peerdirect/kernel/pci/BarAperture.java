@@ -32,4 +32,27 @@ public interface BarAperture {
      * @param offset page-aligned, inside the BAR
      */
     MemorySegment page(long offset);
+
+    /**
+     * True when the memory behind this BAR is a persistent memory region (an NVMe PMR): the
+     * kernel's {@code IORES_DESC_PERSISTENT_MEMORY}. A GPU's BAR1 is not.
+     *
+     * @since 0.7
+     */
+    default boolean persistent() {
+        return false;
+    }
+
+    /**
+     * A flushing read (PCIe zero-length read) reached BAR [offset, offset+length): returns once
+     * every earlier write to that range is where a read's completion promises it (for a persistent
+     * region whose write-barrier mechanism is "the completion of a memory read", persistent);
+     * false when the device completed the read with an error (the media did not take the data).
+     * Page-aligned, inside the BAR; may block for the device's media.
+     *
+     * @since 0.7
+     */
+    default boolean flush(long offset, long length) {
+        return true;
+    }
 }

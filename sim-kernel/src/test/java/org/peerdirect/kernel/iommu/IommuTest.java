@@ -5,6 +5,7 @@ import org.peerdirect.kernel.mm.internal.PhysicalMemory;
 import org.peerdirect.kernel.dma.DmaDirection;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.peerdirect.kernel.mm.Mm.PAGE_SIZE;
@@ -487,6 +488,84 @@ class IommuTest {
             pin.unpin(false);
             assertEquals(0, iommu.destroyDomain(hca));
             assertEquals(0, iommu.destroyDomain(host));
+        } finally {
+            bus.close();
+        }
+    }
+
+    /**
+     * RDMA FLUSH's flushing read: it reaches a persistent aperture BAR as one flush per run of
+     * consecutive BAR pages (not per page, not for frames), a device's failed flush is EIO, an
+     * unmapped page faults like any read; {@code persistent} holds only for pages of a BAR its
+     * device declares persistent, never for host frames or partly mapped ranges.
+     */
+    @Test
+    void aFlushingReadReachesAPersistentBarOncePerRunAndFramesAreNeverPersistent() {
+        AddressSpace p = setup();
+        org.peerdirect.kernel.pci.impl.PciBusCore bus = quietBus();
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            MemorySegment pmr = arena.allocate(16 * 4096, 4096);
+            java.util.List<String> flushes = new java.util.concurrent.CopyOnWriteArrayList<>();
+            java.util.concurrent.atomic.AtomicBoolean mediaOk = new java.util.concurrent.atomic.AtomicBoolean(true);
+            org.peerdirect.kernel.pci.BarAperture window = new org.peerdirect.kernel.pci.BarAperture() {
+                @Override
+                public MemorySegment page(long off) {
+                    return pmr.asSlice(off, 4096);
+                }
+
+                @Override
+                public boolean persistent() {
+                    return true;
+                }
+
+                @Override
+                public boolean flush(long off, long len) {
+                    flushes.add(Long.toHexString(off) + "+" + Long.toHexString(len));
+                    return mediaOk.get();
+                }
+            };
+            org.peerdirect.kernel.pci.PciFunction ssd = bus.register(org.peerdirect.kernel.pci.PciDeviceSpec.builder("SSD")
+                    .vendorId(0x144d).deviceId(0xa824).classCode(0x010802).aperture(2, 16 * 4096, window).build());
+            org.peerdirect.kernel.pci.PciFunction gpu = bus.register(org.peerdirect.kernel.pci.PciDeviceSpec.builder("GPU")
+                    .vendorId(0x10de).deviceId(0x20f1).classCode(0x030200).aperture(1, 16 * 4096, off -> pmr.asSlice(off, 4096)).build());
+            IommuDomain hca = iommu.createDomain("mlx5_0");
+            long a = hca.dmaMapResource(ssd, 2, 4 * 4096, 4 * 4096, DmaDirection.BIDIRECTIONAL);
+            long g = hca.dmaMapResource(gpu, 1, 0, 2 * 4096, DmaDirection.BIDIRECTIONAL);
+            long va = p.mmap(2 * 4096);
+            p.populate(va, 2 * 4096, true);
+            PinnedPages pin = p.pinUserPages(va, 2 * 4096, true);
+            long f = hca.dmaMapSg(pin.pfns(), DmaDirection.BIDIRECTIONAL);
+
+            hca.flush(a + 100, 3 * 4096);
+            assertEquals(java.util.List.of("4000+4000"), flushes, "pages 0..3 of the mapping (BAR 0x4000..0x8000) in one run");
+            flushes.clear();
+            hca.flush(a + 4 * 4096 - 1, 0);
+            assertEquals(java.util.List.of(), flushes, "a zero-length flush reaches nothing");
+            hca.flush(f, 2 * 4096);
+            hca.flush(g, 2 * 4096);
+            assertEquals(java.util.List.of(), flushes, "frames and a non-persistent BAR: only the fence");
+            mediaOk.set(false);
+            KernelException eio = assertThrows(KernelException.class, () -> hca.flush(a, 4096));
+            assertEquals(KernelException.Errno.EIO, eio.errno(), eio.getMessage());
+            assertTrue(eio.getMessage().contains("BAR 2"), eio.getMessage());
+            mediaOk.set(true);
+            IommuFault past = assertThrows(IommuFault.class, () -> hca.flush(f + 4096, 2 * 4096));
+            assertEquals(IommuFault.Kind.NOT_MAPPED, past.kind(), "a page past the mapping faults like any read");
+            assertThrows(KernelException.class, () -> hca.flush(a, -1));
+
+            assertTrue(hca.persistent(a, 4 * 4096), "all four pages are PMR pages");
+            assertTrue(hca.persistent(a + 4095, 2), "a range across two PMR pages");
+            assertFalse(hca.persistent(a, 5 * 4096), "the fifth page is the GPU's (mapped next)");
+            assertFalse(hca.persistent(f + 4096, 2 * 4096), "the page after the frames is not mapped");
+            assertFalse(hca.persistent(g, 4096), "a GPU BAR is not persistent memory");
+            assertFalse(hca.persistent(f, 4096), "host frames are RAM");
+            assertFalse(hca.persistent(a, 0), "an empty range proves nothing");
+            expectViolation = true; // the fault above
+            hca.dmaUnmap(a, 4);
+            hca.dmaUnmap(g, 2);
+            hca.dmaUnmap(f, pin.npages());
+            pin.unpin(false);
+            assertEquals(0, iommu.destroyDomain(hca));
         } finally {
             bus.close();
         }

@@ -30,7 +30,12 @@ import org.peerdirect.kernel.pci.PciFunction;
  * of {@code PMRSTS} ensures that prior writes to the PMR are persistent</b> (the model then writes
  * the changed pages to the file and forces them to the disk), and by a normal shutdown
  * ({@code CC.SHN}), after which {@code CSTS.SHST} reads "complete". QEMU's NVMe PMR does the same
- * on a read of PMRSTS ({@code memory_region_msync}).
+ * on a read of PMRSTS ({@code memory_region_msync}). The model also sets {@code PMRWBM} bit 0:
+ * <b>the completion of a memory read from the PMR</b> makes prior writes persistent; a peer's
+ * flushing read (an RDMA FLUSH with the persistent placement type at an adapter that reaches the
+ * PMR through its IOMMU) is such a read, and the model persists the pages it covered. Ordinary
+ * data reads of the window do not run the barrier (the model's simplification: the promise is
+ * kept where it is asked for, not on every read).
  *
  * <p>An access to a PMR that is not enabled ({@code PMRCTL.EN} 0) goes nowhere: MMIO reads all
  * ones, peer DMA is a use-after-free for the IOMMU audit.
@@ -77,6 +82,8 @@ public final class NvmeSsd implements PmrWindow {
     public static final int PMRCAP_WDS = 1 << 4;
     public static final int PMRCAP_BIR_SHIFT = 5;
     public static final int PMRCAP_PMRWBM_SHIFT = 10;
+    /** PMRWBM bit 0: the completion of a memory read from the PMR ensures prior PMR writes are persistent. */
+    public static final int PMRWBM_READ_PMR = 1;
     /** PMRWBM bit 1: a read of PMRSTS completes only once prior PMR writes are persistent. */
     public static final int PMRWBM_READ_PMRSTS = 2;
     public static final int PMRCAP_PMRTO_SHIFT = 16;
@@ -108,6 +115,8 @@ public final class NvmeSsd implements PmrWindow {
     private volatile boolean pmrEnabled;
     private volatile boolean dead;
     private volatile boolean mediaError;
+    /** Guarded by this: barriers run (register reads, flushing reads of the window, shutdown). */
+    private long barriers;
 
     /**
      * Powers the controller on over its media file: created (sparse) when absent; an existing
@@ -186,7 +195,7 @@ public final class NvmeSsd implements PmrWindow {
     public PciDeviceSpec spec() {
         return PciDeviceSpec.builder(name).vendorId(VENDOR_SAMSUNG).deviceId(DEVICE_PM173X).classCode(CLASS_NVME)
                 .bar(0, BAR0_SIZE, this::registerWritten, this::registerRead)
-                .aperture(PMR_BAR, pmrBytes, this::pmrPage)
+                .aperture(PMR_BAR, pmrBytes, new Pmr())
                 .firmware(this)
                 .powerOn(this::reset)
                 .build();
@@ -200,7 +209,7 @@ public final class NvmeSsd implements PmrWindow {
         // MQES 1023, CQR, TO 10 s (20 x 500 ms), CSS NVM, PMRS
         set64(r, NVME_REG_CAP, 0x3ffL | (1L << 16) | (20L << 24) | (1L << 37) | NVME_CAP_PMRS);
         set32(r, NVME_REG_VS, 0x00010400); // 1.4.0
-        set32(r, NVME_REG_PMRCAP, PMRCAP_RDS | PMRCAP_WDS | (PMR_BAR << PMRCAP_BIR_SHIFT) | (PMRWBM_READ_PMRSTS << PMRCAP_PMRWBM_SHIFT)
+        set32(r, NVME_REG_PMRCAP, PMRCAP_RDS | PMRCAP_WDS | (PMR_BAR << PMRCAP_BIR_SHIFT) | ((PMRWBM_READ_PMR | PMRWBM_READ_PMRSTS) << PMRCAP_PMRWBM_SHIFT)
                 | (10 << PMRCAP_PMRTO_SHIFT));
         set32(r, NVME_REG_PMRSTS, PMRSTS_NRDY);
         // PMREBS: elasticity buffer size in MiB units (PMRSZU 1 = 1 MiB... kept at the PMR's size), read-bypass behaviour 0
@@ -257,28 +266,60 @@ public final class NvmeSsd implements PmrWindow {
         }
     }
 
-    /** The aperture: the write buffer from PMR offset {@code off} to its end (contiguous), or null while the PMR is off. */
-    private MemorySegment pmrPage(long off) {
-        if (!pmrEnabled || dead) {
-            return null;
+    /**
+     * BAR2, the PMR as peers see it: persistent memory ({@code IORES_DESC_PERSISTENT_MEMORY}),
+     * every page the write buffer from its offset to the end (contiguous), nothing while the PMR is
+     * off; a flushing read of a range (RDMA FLUSH at an adapter, PCIe zero-length reads) is the
+     * {@code PMRWBM} bit 0 barrier for that range.
+     */
+    private final class Pmr implements org.peerdirect.kernel.pci.BarAperture {
+        @Override
+        public MemorySegment page(long off) {
+            if (!pmrEnabled || dead) {
+                return null;
+            }
+            reached = true;
+            return buffer.asSlice(off); // the PMR is contiguous to its end
         }
-        reached = true;
-        return buffer.asSlice(off); // the PMR is contiguous to its end
+
+        @Override
+        public boolean persistent() {
+            return true;
+        }
+
+        @Override
+        public boolean flush(long offset, long length) {
+            if (!pmrEnabled) {
+                return !dead; // a disabled PMR's barrier ran when it was disabled
+            }
+            return barrier(offset, length);
+        }
     }
 
     /**
      * The write barrier: every page of the write buffer that differs from the media is written to
      * the media, and the file is forced to the disk. True when the media took it.
      */
-    private synchronized boolean barrier() {
+    private boolean barrier() {
+        return barrier(0, pmrBytes);
+    }
+
+    /**
+     * The write barrier for PMR [from, from+length) (page-aligned): what {@code PMRWBM} bit 0
+     * promises a read's completion ensures, for the pages the read covered. Serialised with every
+     * other barrier on {@code this}.
+     */
+    private synchronized boolean barrier(long from, long length) {
         if (dead) {
             return false;
         }
         if (!reached) {
             return !mediaError;
         }
+        barriers++;
         long n = 0;
-        for (long off = 0; off < pmrBytes; off += PAGE) {
+        long to = Math.min(pmrBytes, from + length);
+        for (long off = Math.max(0, from) & -PAGE; off < to; off += PAGE) {
             MemorySegment b = buffer.asSlice(off, PAGE);
             MemorySegment m = mediaMap.asSlice(off, PAGE);
             if (b.mismatch(m) != -1) {
@@ -320,6 +361,11 @@ public final class NvmeSsd implements PmrWindow {
     }
 
 
+
+    /** Write barriers that ran since power-on (a PMRSTS read, a flushing read of the window, a shutdown). */
+    public synchronized long barriers() {
+        return barriers;
+    }
 
     /** Pages of the window whose latest contents are not yet on the media (volatile, lost on power loss). */
     public synchronized long unpersistedPages() {
