@@ -181,7 +181,7 @@ final class Mlx4Qp implements IbQpOps {
             case RDMA_READ -> Wqe.OP_RDMA_READ;
             case ATOMIC_CMP_AND_SWP -> Wqe.OP_ATOMIC_CS;
             case ATOMIC_FETCH_AND_ADD -> Wqe.OP_ATOMIC_FA;
-            case ATOMIC_WRITE -> -1; // ConnectX-3 has no WQE for it: refused at post
+            case ATOMIC_WRITE, FLUSH -> -1; // ConnectX-3 has no WQE for them: refused at post
         };
     }
 

@@ -405,6 +405,26 @@ class VerbsTest {
         assertEquals(Errno.EINVAL, e.errno());
         assertTrue(e.getMessage().contains("mlx4 has no ATOMIC_WRITE"), e.getMessage());
         assertEquals(0, a.ctx.queryDeviceEx().deviceCapFlagsEx() & IbvDeviceAttr.DEVICE_ATOMIC_WRITE, "and does not report it");
+        // nor RDMA FLUSH: refused at post; the FLUSH rights on an MR or a QP are EOPNOTSUPP in the core (ib_check_mr_access)
+        IbvSendWr fl = wr(IbvWrOpcode.FLUSH, a.buf, 8, a.mr.lkey());
+        fl.numSge = 0;
+        fl.remoteAddr = b.buf;
+        fl.rkey = b.mr.rkey();
+        fl.flushType = IbvSendWr.FLUSH_GLOBAL;
+        e = assertThrows(PostException.class, () -> a.qp.postSend(fl));
+        assertEquals(Errno.EINVAL, e.errno());
+        assertTrue(e.getMessage().contains("mlx4 has no FLUSH"), e.getMessage());
+        long flushCaps = IbvDeviceAttr.DEVICE_FLUSH_GLOBAL | IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT;
+        assertEquals(0, a.ctx.queryDeviceEx().deviceCapFlagsEx() & flushCaps, "and does not report it");
+        KernelException mr = assertThrows(KernelException.class, () -> a.pd.regMr(a.buf, 4096,
+                org.peerdirect.ib.core.umem.IbAccess.LOCAL_WRITE | org.peerdirect.ib.core.umem.IbAccess.FLUSH_GLOBAL));
+        assertEquals(Errno.EOPNOTSUPP, mr.errno());
+        assertTrue(mr.getMessage().contains("global placement type"), mr.getMessage());
+        org.peerdirect.ib.core.verbs.IbvQpAttr qa = new org.peerdirect.ib.core.verbs.IbvQpAttr();
+        qa.qpAccessFlags = org.peerdirect.ib.core.umem.IbAccess.FLUSH_PERSISTENT;
+        KernelException qp = assertThrows(KernelException.class, () -> a.qp.modify(qa, org.peerdirect.ib.core.verbs.IbvQpAttr.ACCESS_FLAGS));
+        assertEquals(Errno.EOPNOTSUPP, qp.errno());
+        assertTrue(qp.getMessage().contains("persistent placement type"), qp.getMessage());
     }
 
     @Test

@@ -154,6 +154,8 @@ final class Firmware implements CommandQueue.Executor {
         HcaCap.FIXED_BUFFER_SIZE.set(m, 0, 1);
         HcaCap.NULL_MKEY.set(m, 0, 1);
         HcaCap.ATOMIC_WRITE.set(m, 0, 1);
+        HcaCap.FLUSH_GLOBAL.set(m, 0, 1);
+        HcaCap.FLUSH_PERSISTENT.set(m, 0, 1);
         System.arraycopy(maxGeneral, 0, curGeneral, 0, HcaCap.SIZE);
         // the engine faults on every RC operation and on UD sends and SRQ receives; it carries no UC,
         // XRC or DC QPs, so their caps stay clear. SRQ receives are off until the driver enables them

@@ -487,7 +487,9 @@ final class Transport {
             ctx.pkeyIndex = Qp.QPC_PRI_PKEY_INDEX.get(in, c);
             ctx.qkey = Qp.QPC_Q_KEY.get(in, c);
             ctx.remoteAccess = (Qp.QPC_RRE.get(in, c) != 0 ? QpContext.BIT_RRE : 0) | (Qp.QPC_RWE.get(in, c) != 0 ? QpContext.BIT_RWE : 0)
-                    | (Qp.QPC_RAE.get(in, c) != 0 ? QpContext.BIT_RAE : 0);
+                    | (Qp.QPC_RAE.get(in, c) != 0 ? QpContext.BIT_RAE : 0)
+                    | (Qp.QPC_FLUSH_GLOBAL.get(in, c) != 0 ? QpContext.BIT_FLUSH_GLOBAL : 0)
+                    | (Qp.QPC_FLUSH_PERSISTENT.get(in, c) != 0 ? QpContext.BIT_FLUSH_PERSISTENT : 0);
             if (cmd == QpCommand.INIT2RTR) {
                 ctx.mtu = Qp.QPC_MTU.get(in, c) == 0 ? ctx.mtu : Qp.QPC_MTU.get(in, c); // UD QPs may leave it 0
                 ctx.remoteQpn = Qp.QPC_REMOTE_QPN.get(in, c);
@@ -741,8 +743,8 @@ final class Transport {
             int seg = 1; // in 16-byte units from the WQE's start
             int bbIndex = sqFetched;
             if (st == Qp.ST_UD) {
-                if (ds < seg + Qp.AV_SIZE / Qp.DS_SIZE) {
-                    return 0;
+                if (ds < seg + Qp.AV_SIZE / Qp.DS_SIZE || opcode != Wqe.OP_SEND && opcode != Wqe.OP_SEND_IMM) {
+                    return 0; // a UD QP only sends: RDMA, atomics and FLUSH there are malformed
                 }
                 // the 48-byte address vector: segments 1..3 of the WQE (may cross into the next BB)
                 for (int i = 0; i < 3; i++) {
@@ -755,6 +757,19 @@ final class Transport {
                 w.dlid = !engine.ethernet() ? av.get(BE16, Qp.AV_RLID) & 0xffff
                         : (av.get(BE32, Qp.AV_GRH_GID_FL) & Qp.AV_GRH) != 0 ? Roce.lidOfGid(av, Qp.AV_RGID) : 0;
                 seg += 3;
+            } else if (opcode == Wqe.OP_FLUSH) {
+                // ctrl (FETH word in the immediate) + remote address (length in its last word), nothing after
+                if (ds != seg + 1) {
+                    return 0;
+                }
+                bbIndex = segAt(seg, bbIndex);
+                long o = (long) (seg & 3) * Qp.DS_SIZE;
+                w.remoteAddr = bb.get(BE64, o + Qp.RADDR_VA);
+                w.rkey = bb.get(BE32, o + Qp.RADDR_RKEY);
+                w.length = bb.get(BE32, o + Qp.RADDR_FLUSH_LEN) & 0xffff_ffffL;
+                w.flushType = w.imm & Wqe.FLUSH_TYPE_MASK;
+                w.flushLevel = (w.imm & Wqe.FLUSH_LEVEL_MASK) >>> Wqe.FLUSH_LEVEL_SHIFT;
+                seg++;
             } else if (opcode == Wqe.OP_RDMA_WRITE || opcode == Wqe.OP_RDMA_WRITE_IMM || opcode == Wqe.OP_RDMA_READ || Wqe.hasAtomicSegment(opcode)) {
                 if (ds < seg + 1) {
                     return 0;
@@ -1079,7 +1094,9 @@ final class Transport {
     static int perm(MemorySegment s, long m) {
         return (Mkey.MKC_LR.get(s, m) != 0 ? HcaDevice.PERM_LOCAL_READ : 0) | (Mkey.MKC_LW.get(s, m) != 0 ? HcaDevice.PERM_LOCAL_WRITE : 0)
                 | (Mkey.MKC_RR.get(s, m) != 0 ? HcaDevice.PERM_REMOTE_READ : 0) | (Mkey.MKC_RW.get(s, m) != 0 ? HcaDevice.PERM_REMOTE_WRITE : 0)
-                | (Mkey.MKC_A.get(s, m) != 0 ? HcaDevice.PERM_ATOMIC : 0);
+                | (Mkey.MKC_A.get(s, m) != 0 ? HcaDevice.PERM_ATOMIC : 0)
+                | (Mkey.MKC_FLUSH_GLOBAL.get(s, m) != 0 ? HcaDevice.PERM_FLUSH_GLOBAL : 0)
+                | (Mkey.MKC_FLUSH_PERSISTENT.get(s, m) != 0 ? HcaDevice.PERM_FLUSH_PERSISTENT : 0);
     }
 
     /** The most MTT entries one UMR-enabled mkey may be created with (2^30, a 4 TiB range of 4 KiB pages; the entries are kept in chunks made when first written, so the size costs 8 bytes per 4096 entries until used). */

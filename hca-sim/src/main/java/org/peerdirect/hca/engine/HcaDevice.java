@@ -55,6 +55,9 @@ public final class HcaDevice {
     public static final int PERM_REMOTE_READ = 1 << 12;
     public static final int PERM_REMOTE_WRITE = 1 << 13;
     public static final int PERM_ATOMIC = 1 << 14;
+    /** Model-only MPT rights: remote RDMA FLUSH with the global / persistent placement type ({@code IB_ACCESS_FLUSH_*}). */
+    public static final int PERM_FLUSH_GLOBAL = 1 << 15;
+    public static final int PERM_FLUSH_PERSISTENT = 1 << 16;
 
     final String name;
     final DmaPort domain;

@@ -3,6 +3,8 @@ package org.peerdirect.hca.engine;
 import java.util.Arrays;
 import java.util.concurrent.locks.StampedLock;
 
+import org.peerdirect.kernel.dma.DmaPort;
+
 /**
  * One memory protection table entry ({@code struct mlx4_mpt_entry}, mlx5's mkey context): key,
  * protection domain, the virtual range, access rights, and the translation of the range to IOVAs.
@@ -307,6 +309,57 @@ final class Mpt {
     long blockLeft(long va) {
         long in = va - start & (1L << pageShift) - 1;
         return (1L << pageShift) - in;
+    }
+
+    /**
+     * Direct entry, read lock held, [va, va+len) inside the range: the flushing reads of an RDMA
+     * FLUSH, {@link DmaPort#flush} over the IOVAs behind the range's present pages, one call per
+     * run whose IOVAs follow on. An on-demand entry's absent pages are skipped (the device wrote
+     * nothing there it has not made visible: a zap waits for the DMA through the page), whole
+     * absent MTT chunks at once.
+     */
+    void flush(long va, long len, DmaPort port) {
+        long end = va + len;
+        long runIova = 0;
+        long runLen = 0;
+        long p = va;
+        while (p < end) {
+            long n;
+            long iova = -1;
+            if (pageMtt == null) {
+                long off = p - (start & -4096L);
+                int i = block(off);
+                n = Math.min(end - p, blockOff[i + 1] - off);
+                iova = blockIova[i] + (off - blockOff[i]);
+            } else {
+                int pg = page(p);
+                long in = p & ((1L << pageShift) - 1);
+                n = Math.min(end - p, (1L << pageShift) - in);
+                long[] c = pageMtt[pg >>> CHUNK_SHIFT];
+                if (c == null) {
+                    long nextChunkVa = ((start >>> pageShift) + ((long) ((pg >>> CHUNK_SHIFT) + 1) << CHUNK_SHIFT)) << pageShift;
+                    n = Math.min(end - p, nextChunkVa - p);
+                } else {
+                    long e = c[pg & (CHUNK - 1)];
+                    if (e != 0) {
+                        iova = (e & ~(MTT_READ | MTT_WRITE)) + in;
+                    }
+                }
+            }
+            if (iova >= 0 && runLen > 0 && runIova + runLen == iova) {
+                runLen += n;
+            } else {
+                if (runLen > 0) {
+                    port.flush(runIova, runLen);
+                }
+                runIova = iova;
+                runLen = iova >= 0 ? n : 0;
+            }
+            p += n;
+        }
+        if (runLen > 0) {
+            port.flush(runIova, runLen);
+        }
     }
 
     /** MTT entries present (for the driver's counters and the tests). */

@@ -11,6 +11,13 @@ public final class QpContext {
     public static final int BIT_RRE = 1 << 15;
     public static final int BIT_RWE = 1 << 14;
     public static final int BIT_RAE = 1 << 13;
+    /**
+     * Model-only: the responder accepts RDMA FLUSH with the global-visibility / persistence
+     * placement type ({@code IB_ACCESS_FLUSH_GLOBAL} / {@code _PERSISTENT} in the QP's access
+     * flags, rxe's {@code check_qp_attr_access}). Neither ConnectX generation defines such bits.
+     */
+    public static final int BIT_FLUSH_GLOBAL = 1 << 16;
+    public static final int BIT_FLUSH_PERSISTENT = 1 << 17;
 
     public int port = 1;
     /** Path MTU code: 1 = 256 … 5 = 4096 bytes. */
@@ -21,7 +28,7 @@ public final class QpContext {
     public int remoteQpn;
     public int rqPsn;
     public int sqPsn;
-    /** {@link #BIT_RRE} | {@link #BIT_RWE} | {@link #BIT_RAE}. */
+    /** {@link #BIT_RRE} | {@link #BIT_RWE} | {@link #BIT_RAE} | {@link #BIT_FLUSH_GLOBAL} | {@link #BIT_FLUSH_PERSISTENT}. */
     public int remoteAccess;
     /** Outstanding RDMA READ / atomic as requester (sra_max) and as responder (rra_max). */
     public int sraMax = 1;

@@ -281,13 +281,17 @@ final class Requester {
         if (w.opcode == Wqe.OP_ATOMIC_WRITE && (local.n != 0 || len != 8)) {
             return Outcome.LOC_LEN_ERR; // the 8 bytes travel in the WQE: no gather list
         }
+        if (w.opcode == Wqe.OP_FLUSH && (local.n != 0 || (w.ctrl & Wqe.CTRL_INLINE) != 0)) {
+            return Outcome.LOC_LEN_ERR; // FLUSH carries no data (oA19-2)
+        }
         HwQp r = qp.dev.fabric.resolve(qp.dev, qp.dlid, qp.destQpn);
         HcaPort me = qp.dev.ports[qp.portNum - 1];
         if (r == null || !me.active || r.serviceType != HcaDevice.ST_RC || r.destQpn != qp.qpn || r.dlid != me.lid
                 || !r.state.receives()) {
             return Outcome.NO_ACK;
         }
-        int packets = Wqe.hasAtomicSegment(w.opcode) ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
+        // the one-word operations and FLUSH (its length names the remote range, no payload) are one packet
+        int packets = Wqe.hasAtomicSegment(w.opcode) || w.opcode == Wqe.OP_FLUSH ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
         boolean duplicate = false;
         if (r.ePsn != qp.sqPsn) {
             // a duplicate of an atomic the responder executed and remembered: replayed, not repeated

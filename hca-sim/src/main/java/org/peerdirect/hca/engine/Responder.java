@@ -75,6 +75,9 @@ final class Responder {
             case Wqe.OP_ATOMIC_CS, Wqe.OP_ATOMIC_FA, Wqe.OP_ATOMIC_WRITE -> {
                 return atomic(r, req, rq, w);
             }
+            case Wqe.OP_FLUSH -> {
+                return flush(r, w, len);
+            }
             default -> {
                 return Outcome.REM_INV_REQ_ERR; // an opcode the responder does not know: invalid request
             }
@@ -218,6 +221,91 @@ final class Responder {
             return Outcome.REM_ACCESS_ERR;
         } finally {
             t.lock.unlockRead(st);
+        }
+    }
+
+    /**
+     * RDMA FLUSH at the responder, as rxe's {@code check_op_valid}, {@code check_rkey} and
+     * {@code process_flush}: the QP must accept each placement type asked (else an invalid
+     * request, rxe's {@code RESPST_ERR_UNSUPPORTED_OPCODE}); a length above 2^31 is an invalid
+     * request ({@code RESPST_ERR_LENGTH}); the key must carry the matching FLUSH rights, in the
+     * QP's PD, valid, and (level {@link Wqe#FLUSH_RANGE}) hold the range, else a remote access
+     * error (RKEY_VIOLATION). Then, for the persistent type, the flushing reads of every present
+     * page of the range (or the whole MR at level {@link Wqe#FLUSH_MR}); for the global type alone
+     * a full fence: every earlier write of the QP was placed before this request was taken (the
+     * engine executes a QP's requests in order) and is visible once the fence passes. A device
+     * behind the range that fails its flush (a media error) is a remote operational error. No
+     * page faults: on-demand pages the device cannot reach hold nothing it wrote and did not make
+     * visible (rxe faults them in; stated in the model's notes). Acknowledged like a zero-length
+     * RDMA READ: nothing is placed at the requester.
+     */
+    private static Outcome flush(HwQp r, SendWqe w, long len) {
+        int type = w.flushType;
+        int qpNeed = ((type & Wqe.FLUSH_GLOBAL) != 0 ? QpContext.BIT_FLUSH_GLOBAL : 0)
+                | ((type & Wqe.FLUSH_PERSISTENT) != 0 ? QpContext.BIT_FLUSH_PERSISTENT : 0);
+        if ((r.remoteAccess & qpNeed) != qpNeed || len > 0x8000_0000L) {
+            return Outcome.REM_INV_REQ_ERR;
+        }
+        int perm = ((type & Wqe.FLUSH_GLOBAL) != 0 ? HcaDevice.PERM_FLUSH_GLOBAL : 0)
+                | ((type & Wqe.FLUSH_PERSISTENT) != 0 ? HcaDevice.PERM_FLUSH_PERSISTENT : 0);
+        Mpt m = r.dev.mpt(w.rkey);
+        boolean wholeMr = w.flushLevel == Wqe.FLUSH_MR;
+        int g = m == null ? -1 : m.admit(r.pdn, wholeMr ? m.start : w.remoteAddr, wholeMr ? 0 : len, perm);
+        if (g < 0) {
+            return Outcome.REM_ACCESS_ERR;
+        }
+        if ((type & Wqe.FLUSH_PERSISTENT) == 0) {
+            java.lang.invoke.VarHandle.fullFence();
+            return Outcome.SUCCESS;
+        }
+        long s = m.lock.readLock();
+        try {
+            if (m.state != Mpt.State.VALID || m.gen != g) {
+                return Outcome.REM_ACCESS_ERR; // revoked or changed since the check
+            }
+            long va = wholeMr ? m.start : w.remoteAddr;
+            long n = wholeMr ? m.length : len;
+            if (m.indirect) {
+                flushIndirect(r.dev, m, va, n);
+            } else {
+                m.flush(va, n, r.dev.domain);
+            }
+            return Outcome.SUCCESS;
+        } catch (IommuFault f) {
+            return Outcome.REM_ACCESS_ERR;
+        } catch (org.peerdirect.kernel.mm.KernelException e) {
+            return Outcome.REM_OP_ERR; // the memory's device completed the flushing read with an error
+        } finally {
+            m.lock.unlockRead(s);
+        }
+    }
+
+    /**
+     * The persistent flush through an indirect (KSM) key, its read lock held: each block with a
+     * target flushed through the target under the target's read lock (indirect before direct, as
+     * {@link DmaMover}); blocks without one hold nothing; the walk ends at the key's last block.
+     */
+    private static void flushIndirect(HcaDevice dev, Mpt ind, long va, long len) {
+        long end = va + len < va ? Long.MAX_VALUE : va + len;
+        for (long p = va; p < end;) {
+            long n = Math.min(end - p, ind.blockLeft(p));
+            long key = ind.target(p);
+            if (key < 0) {
+                return;
+            }
+            Mpt t = key == 0 ? null : dev.mpt((int) key);
+            if (t != null) {
+                long ts = t.lock.readLock();
+                try {
+                    long tva = ind.targetVa(p);
+                    if (t.state == Mpt.State.VALID && t.contains(tva, n)) {
+                        t.flush(tva, n, dev.domain);
+                    }
+                } finally {
+                    t.lock.unlockRead(ts);
+                }
+            }
+            p += n;
         }
     }
 

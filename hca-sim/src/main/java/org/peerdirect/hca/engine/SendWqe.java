@@ -23,6 +23,9 @@ public final class SendWqe {
     /** Atomic segment: compare (CS) or add (FA) value, and swap value (CS); ATOMIC WRITE: the 8 bytes stored. */
     public long compareAdd;
     public long swap;
+    /** RDMA FLUSH: the FETH placement type and selectivity level ({@link Wqe}{@code .FLUSH_*}); its length is {@link #length}. */
+    public int flushType;
+    public int flushLevel;
     /** Datagram segment: destination LID, QPN and Q_Key; a negative Q_Key means "the QP's". */
     public int dlid;
     public int remoteQpn;
@@ -34,7 +37,7 @@ public final class SendWqe {
     /** Inline data (max_inline_data bytes), valid for {@code inlineLen} bytes when CTRL_INLINE. */
     public final MemorySegment inline;
     public int inlineLen;
-    /** The message length: the data segments' sum, or the inline length. */
+    /** The message length: the data segments' sum, or the inline length; an RDMA FLUSH's range length. */
     public long length;
     /** A REG_UMR QP's work request (null on other QPs; the fetch allocates it once per slot). */
     public UmrWqe umr;

@@ -22,6 +22,28 @@ public final class Wqe {
      * opcode, {@code IB_OPCODE_RC_ATOMIC_WRITE} = 0x1D.
      */
     public static final int OP_ATOMIC_WRITE = 0x1d;
+    /**
+     * IBA 1.5 RDMA FLUSH: the responder makes its earlier writes to a range (or to the whole MR of
+     * the rkey) globally visible and/or persistent, then acknowledges like a zero-length RDMA
+     * READ. No PRM opcode exists (upstream only rxe carries it); the model takes the IBA RC
+     * opcode, {@code IB_OPCODE_RC_FLUSH} = 0x1C. The WQE is a control segment whose immediate
+     * field carries the FETH word ({@link #FLUSH_TYPE_MASK}, {@link #FLUSH_LEVEL_SHIFT}) and a
+     * remote-address segment whose reserved last word carries the length.
+     */
+    public static final int OP_FLUSH = 0x1c;
+    /** FETH placement type, bits 3:0 ({@code FETH_PLT_MASK}): {@link #FLUSH_GLOBAL} | {@link #FLUSH_PERSISTENT}. */
+    public static final int FLUSH_TYPE_MASK = 0xf;
+    /** FETH selectivity level, bits 5:4 ({@code FETH_SEL_MASK}, {@code FETH_SEL_SHIFT}). */
+    public static final int FLUSH_LEVEL_SHIFT = 4;
+    public static final int FLUSH_LEVEL_MASK = 0x30;
+    /** Placement type {@code IB_FLUSH_GLOBAL}. */
+    public static final int FLUSH_GLOBAL = 1;
+    /** Placement type {@code IB_FLUSH_PERSISTENT}. */
+    public static final int FLUSH_PERSISTENT = 1 << 1;
+    /** Selectivity level {@code IB_FLUSH_RANGE}: the range is checked against the MR and flushed. */
+    public static final int FLUSH_RANGE = 0;
+    /** Selectivity level {@code IB_FLUSH_MR}: the whole MR, the range not checked. */
+    public static final int FLUSH_MR = 1;
     /** User-mode memory registration ({@code MLX5_OPCODE_UMR}): only on a REG_UMR QP, see {@link UmrWqe}. */
     public static final int OP_UMR = 0x25;
 
@@ -62,6 +84,6 @@ public final class Wqe {
     /** True when the opcode is one the engine executes. */
     public static boolean valid(int op) {
         return op == OP_RDMA_WRITE || op == OP_RDMA_WRITE_IMM || op == OP_SEND || op == OP_SEND_IMM || op == OP_RDMA_READ
-                || hasAtomicSegment(op);
+                || hasAtomicSegment(op) || op == OP_FLUSH;
     }
 }

@@ -55,6 +55,55 @@ class PageFaultTest extends EngineRig {
         s.dev.umrUpdate(key, first, mtt, n);
     }
 
+    /** A DMA port that forwards everything to {@code port}; a test overrides what it watches. */
+    static class Forwarding implements org.peerdirect.kernel.dma.DmaPort {
+        final org.peerdirect.kernel.dma.DmaPort port;
+
+        Forwarding(org.peerdirect.kernel.dma.DmaPort port) {
+            this.port = port;
+        }
+
+        @Override
+        public String name() {
+            return port.name();
+        }
+
+        @Override
+        public void read(long iova, java.lang.foreign.MemorySegment dst, long off, long len) {
+            port.read(iova, dst, off, len);
+        }
+
+        @Override
+        public void write(long iova, java.lang.foreign.MemorySegment src, long off, long len) {
+            port.write(iova, src, off, len);
+        }
+
+        @Override
+        public void copyTo(long srcIova, org.peerdirect.kernel.dma.DmaPort dst, long dstIova, long len) {
+            port.copyTo(srcIova, dst instanceof Forwarding f ? f.port : dst, dstIova, len);
+        }
+
+        @Override
+        public long fetchAdd(long iova, long delta) {
+            return port.fetchAdd(iova, delta);
+        }
+
+        @Override
+        public long compareAndSwap(long iova, long expect, long update) {
+            return port.compareAndSwap(iova, expect, update);
+        }
+
+        @Override
+        public void atomicWrite(long iova, long value) {
+            port.atomicWrite(iova, value);
+        }
+
+        @Override
+        public void flush(long iova, long len) {
+            port.flush(iova, len);
+        }
+    }
+
     /**
      * A DMA port whose first device-to-device copy signals {@code inDma} and waits (bounded) for
      * {@code release}: a transfer held in flight, with the read locks of its keys taken.
@@ -62,22 +111,7 @@ class PageFaultTest extends EngineRig {
     static org.peerdirect.kernel.dma.DmaPort holdingFirstCopy(org.peerdirect.kernel.dma.DmaPort port, java.util.concurrent.CountDownLatch inDma,
             java.util.concurrent.CountDownLatch release) {
         AtomicBoolean first = new AtomicBoolean(true);
-        return new org.peerdirect.kernel.dma.DmaPort() {
-            @Override
-            public String name() {
-                return port.name();
-            }
-
-            @Override
-            public void read(long iova, java.lang.foreign.MemorySegment dst, long off, long len) {
-                port.read(iova, dst, off, len);
-            }
-
-            @Override
-            public void write(long iova, java.lang.foreign.MemorySegment src, long off, long len) {
-                port.write(iova, src, off, len);
-            }
-
+        return new Forwarding(port) {
             @Override
             public void copyTo(long srcIova, org.peerdirect.kernel.dma.DmaPort dst, long dstIova, long len) {
                 if (first.getAndSet(false)) {
@@ -88,24 +122,104 @@ class PageFaultTest extends EngineRig {
                         Thread.currentThread().interrupt();
                     }
                 }
-                port.copyTo(srcIova, dst, dstIova, len);
-            }
-
-            @Override
-            public long fetchAdd(long iova, long delta) {
-                return port.fetchAdd(iova, delta);
-            }
-
-            @Override
-            public long compareAndSwap(long iova, long expect, long update) {
-                return port.compareAndSwap(iova, expect, update);
-            }
-
-            @Override
-            public void atomicWrite(long iova, long value) {
-                port.atomicWrite(iova, value);
+                super.copyTo(srcIova, dst, dstIova, len);
             }
         };
+    }
+
+    /**
+     * IBA 1.5 RDMA FLUSH at the responder: the persistent type issues flushing reads over exactly
+     * the present pages of the range (coalesced where IOVAs follow on; an on-demand key's absent
+     * pages skipped, no page fault), the whole key at level MR (the range unchecked); the global
+     * type alone issues none; the QP without the type's bit refuses it as an invalid request, a
+     * key without the right or a range outside it as a remote access error. The completion carries
+     * the flush length.
+     */
+    @Test
+    void aFlushReachesThePresentPagesOfItsRangeAndIsRefusedWithoutTheRights() throws Exception {
+        java.util.List<String> flushes = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Side[] p = flushPair(0, QpContext.BIT_FLUSH_PERSISTENT, flushes);
+        Side a = p[0];
+        Side b = p[1];
+        b.dev.setPageFaultHandler(faults::add);
+        int odp = b.dev.sw2hwMptOnDemand(1, b.va, 1 << 16, ALL | HcaDevice.PERM_FLUSH_GLOBAL | HcaDevice.PERM_FLUSH_PERSISTENT, 12);
+        present(b, odp, 2, 3, RW); // pages 2, 3, 4
+        present(b, odp, 9, 1, RW);
+
+        // range over pages 1..9, ending 100 bytes into page 9: runs 2..4 and the head of 9
+        assertEquals(0, flush(a, odp, b.va + 4096 + 100, 8 * 4096, Wqe.FLUSH_PERSISTENT, Wqe.FLUSH_RANGE));
+        assertEquals(java.util.List.of("2+12288", "9+100"), flushes);
+        flushes.clear();
+        // level MR: the whole key, whatever the range says (here empty and at address 0)
+        assertEquals(0, flush(a, odp, 0, 0, Wqe.FLUSH_PERSISTENT, Wqe.FLUSH_MR));
+        assertEquals(java.util.List.of("2+12288", "9+4096"), flushes);
+        flushes.clear();
+        assertTrue(faults.isEmpty(), "a flush raises no page fault");
+        // the QP accepts only the persistent type: global is an invalid request
+        assertEquals(Cqe.SYNDROME_REMOTE_INVAL_REQ_ERR, flush(a, odp, b.va, 4096, Wqe.FLUSH_GLOBAL, Wqe.FLUSH_RANGE));
+
+        // the global type alone on a QP that takes it: a fence, no flushing read
+        p = flushPair(2, QpContext.BIT_FLUSH_GLOBAL | QpContext.BIT_FLUSH_PERSISTENT, flushes);
+        int pinnedFlush = p[1].dev.sw2hwMpt(1, p[1].va, 1 << 16, ALL | HcaDevice.PERM_FLUSH_GLOBAL, new long[] {p[1].iova},
+                new long[] {1L << 16});
+        assertEquals(0, flush(p[0], pinnedFlush, p[1].va, 1 << 16, Wqe.FLUSH_GLOBAL, Wqe.FLUSH_RANGE));
+        assertEquals(java.util.List.of(), flushes);
+        // ... but the persistent type on that key (global right only), or on a key without FLUSH rights: remote access errors
+        assertEquals(Cqe.SYNDROME_REMOTE_ACCESS_ERR, flush(p[0], pinnedFlush, p[1].va, 4096, Wqe.FLUSH_PERSISTENT, Wqe.FLUSH_RANGE));
+        p = flushPair(4, QpContext.BIT_FLUSH_GLOBAL, flushes);
+        assertEquals(Cqe.SYNDROME_REMOTE_ACCESS_ERR, flush(p[0], p[1].key, p[1].va, 4096, Wqe.FLUSH_GLOBAL, Wqe.FLUSH_RANGE));
+        // a range past the key's end (level RANGE checks it)
+        p = flushPair(6, QpContext.BIT_FLUSH_GLOBAL, flushes);
+        int k = p[1].dev.sw2hwMpt(1, p[1].va, 1 << 16, ALL | HcaDevice.PERM_FLUSH_GLOBAL, new long[] {p[1].iova}, new long[] {1L << 16});
+        assertEquals(Cqe.SYNDROME_REMOTE_ACCESS_ERR, flush(p[0], k, p[1].va + (1 << 16) - 4096, 8192, Wqe.FLUSH_GLOBAL, Wqe.FLUSH_RANGE));
+        assertEquals(java.util.List.of(), flushes);
+    }
+
+    /**
+     * Sides {@code i} and {@code i+1}: a connected to b as usual; b's QP accepts remote writes and
+     * the FLUSH bits {@code flushBits}, its DMA port records every flushing read (page of b's
+     * pinned IOVA + bytes) into {@code flushes}.
+     */
+    private Side[] flushPair(int i, int flushBits, java.util.List<String> flushes) {
+        Side a = new Side(i);
+        long[] bIova = {0};
+        Side b = new Side(i + 1, d -> new Forwarding(d) {
+            @Override
+            public void flush(long iova, long len) {
+                flushes.add((iova - bIova[0]) / 4096 + "+" + len);
+                super.flush(iova, len);
+            }
+        });
+        bIova[0] = b.iova;
+        a.connect(b);
+        QpContext c = new QpContext();
+        c.remoteAccess = QpContext.BIT_RWE | flushBits;
+        c.minRnrTimer = 1;
+        c.dlid = a.lid();
+        c.remoteQpn = a.qp.qpn;
+        b.qp.modify(QpCommand.RST2INIT, c);
+        b.qp.modify(QpCommand.INIT2RTR, c);
+        b.qp.modify(QpCommand.RTR2RTS, c);
+        return new Side[] {a, b};
+    }
+
+    /** Posts one FLUSH on {@code a}'s QP; the CQE's syndrome (0 = success, the byte count checked then). */
+    private int flush(Side a, int rkey, long va, long len, int type, int level) {
+        SendWqe w = a.wqe(Wqe.OP_FLUSH, 0, 0);
+        w.numSge = 0;
+        w.length = len;
+        w.remoteAddr = va;
+        w.rkey = rkey;
+        w.flushType = type;
+        w.flushLevel = level;
+        a.ring();
+        Cqe c = a.cqe();
+        if (c.opcode != Cqe.OPCODE_ERROR) {
+            assertEquals(Wqe.OP_FLUSH, c.opcode);
+            assertEquals(len, c.byteCnt, "byte_len is the flush length");
+            return 0;
+        }
+        return c.syndrome;
     }
 
     static void waitFor(BooleanSupplier c, String what) {

@@ -77,7 +77,9 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
                 (1 << core.cap(HcaCap.LOG_MAX_CQ_SZ)) - 1, 1 << core.cap(HcaCap.LOG_MAX_MKEY), 1 << core.cap(HcaCap.LOG_MAX_PD),
                 1 << core.cap(HcaCap.LOG_MAX_RA_RES_QP), 1 << core.cap(HcaCap.LOG_MAX_RA_REQ_QP), IbvDeviceAttr.ATOMIC_HCA,
                 1 << core.cap(HcaCap.LOG_MAX_SRQ), (1 << core.cap(HcaCap.LOG_MAX_SRQ_SZ)) - 1, maxSge - 1, MAX_INLINE,
-                core.cap(HcaCap.NUM_PORTS), odpCaps(core), core.cap(HcaCap.ATOMIC_WRITE) != 0 ? IbvDeviceAttr.DEVICE_ATOMIC_WRITE : 0);
+                core.cap(HcaCap.NUM_PORTS), odpCaps(core), (core.cap(HcaCap.ATOMIC_WRITE) != 0 ? IbvDeviceAttr.DEVICE_ATOMIC_WRITE : 0)
+                        | (core.cap(HcaCap.FLUSH_GLOBAL) != 0 ? IbvDeviceAttr.DEVICE_FLUSH_GLOBAL : 0)
+                        | (core.cap(HcaCap.FLUSH_PERSISTENT) != 0 ? IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT : 0));
     }
 
     /**
@@ -103,6 +105,10 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         int rc = transportBits(core.odpCap(Odp.RC_ODP_CAPS));
         if (core.cap(HcaCap.ATOMIC_WRITE) != 0 && (rc & IbvDeviceAttr.OdpCaps.SUPPORT_WRITE) != 0) {
             rc |= IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC_WRITE;
+        }
+        // a FLUSH never faults (it flushes the pages present; the persistent type is refused on ODP MRs): RC carries it
+        if (core.cap(HcaCap.FLUSH_GLOBAL) != 0 && (rc & IbvDeviceAttr.OdpCaps.SUPPORT_WRITE) != 0) {
+            rc |= IbvDeviceAttr.OdpCaps.SUPPORT_FLUSH;
         }
         return new IbvDeviceAttr.OdpCaps(general, rc, 0, udBits,
                 transportBits(core.odpCap(Odp.XRC_ODP_CAPS)), max);

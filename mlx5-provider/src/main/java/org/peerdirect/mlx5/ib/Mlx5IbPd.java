@@ -82,8 +82,13 @@ final class Mlx5IbPd implements IbPdOps {
         int npages = (int) ((addr + length - first + 4095) >>> 12);
         java.util.function.LongUnaryOperator mtt = i -> umem.dmaAddressOf(Math.max(addr, first + 4096L * i)) & ~4095L | Mkey.MTT_READ | Mkey.MTT_WRITE;
         Mlx5IbMr mr;
+        // peer MRs never come from the cache, nor MRs with rights UMR cannot set (the cache keeps only keys of access 0)
+        boolean cacheable = !umem.isPeer() && (access & UMR_UNCHANGEABLE) == 0;
         try {
-            Mlx5MkeyCache.Taken t = umem.isPeer() ? null : dev.mkeyCache().alloc(npages); // peer MRs never come from the cache
+            if ((access & IbAccess.FLUSH_PERSISTENT) != 0) {
+                checkPersistent(umem, addr, length, npages);
+            }
+            Mlx5MkeyCache.Taken t = cacheable ? dev.mkeyCache().alloc(npages) : null;
             if (t != null) {
                 try {
                     dev.umr().updateAndEnable(t.mkey(), t.mkey() & 0xff, pdn, addr, length, access, npages, mtt);
@@ -108,7 +113,7 @@ final class Mlx5IbPd implements IbPdOps {
                         throw e;
                     }
                 }
-                mr = new Mlx5IbMr(this, umem, mkey, umem.isPeer() ? 0 : 2 * octwords, false);
+                mr = new Mlx5IbMr(this, umem, mkey, cacheable ? 2 * octwords : 0, false);
             }
         } catch (RuntimeException e) {
             umem.stopInvalidationNotifier();
@@ -160,6 +165,10 @@ final class Mlx5IbPd implements IbPdOps {
             throw new KernelException(Errno.EINVAL, String.format("%s: an ODP MR of %d bytes is more than UMR can load (%d)", dev.name(), length,
                     caps.maxOdpSize()));
         }
+        if ((access & IbAccess.FLUSH_PERSISTENT) != 0) {
+            throw new KernelException(Errno.EINVAL, dev.name() + ": IB_ACCESS_FLUSH_PERSISTENT on an ODP MR: on-demand pages are host RAM,"
+                    + " never persistent memory (rxe's rule for pages that are not pmem)");
+        }
         Mlx5Odp odp = dev.odp();
         java.util.concurrent.atomic.AtomicReference<Mlx5OdpMr> live = new java.util.concurrent.atomic.AtomicReference<>();
         IbUmemOdp umem = dev.umems.umemOdpGet(ctx.process, dev, addr, length, access, (u, range, seq) -> {
@@ -176,7 +185,7 @@ final class Mlx5IbPd implements IbPdOps {
         Mlx5MkeyCache.Taken t;
         int mkey;
         try {
-            t = dev.mkeyCache().alloc(npages);
+            t = (access & UMR_UNCHANGEABLE) == 0 ? dev.mkeyCache().alloc(npages) : null;
             mkey = t != null ? t.mkey() : regCreate(addr, length, access, npages, 0, null, true);
         } catch (RuntimeException e) {
             umem.release();
@@ -199,7 +208,8 @@ final class Mlx5IbPd implements IbPdOps {
             umem.release();
             throw e;
         }
-        Mlx5OdpMr mr = new Mlx5OdpMr(this, umem, mkey, t != null ? t.ndescs() : 2 * ((npages + 1) / 2), t != null, odp);
+        Mlx5OdpMr mr = new Mlx5OdpMr(this, umem, mkey, t != null ? t.ndescs() : (access & UMR_UNCHANGEABLE) == 0 ? 2 * ((npages + 1) / 2) : 0,
+                t != null, odp);
         live.set(mr);
         odp.mkeys.put(Mkey.mkeyToIdx(mkey), mr);
         try {
@@ -209,6 +219,32 @@ final class Mlx5IbPd implements IbPdOps {
             throw e;
         }
         return mr;
+    }
+
+    /**
+     * {@code get_unchangeable_access_flags}: the rights no UMR mask bit sets on the model, the
+     * model-only FLUSH rights (set by CREATE_MKEY only). The kernel keys the cache by them; this
+     * cache keeps only keys of access 0, so an MR with one is created by {@code reg_create} and
+     * destroyed at dereg.
+     */
+    static final int UMR_UNCHANGEABLE = IbAccess.FLUSH_GLOBAL | IbAccess.FLUSH_PERSISTENT;
+
+    /**
+     * IB_ACCESS_FLUSH_PERSISTENT promises persistence, so every page must be persistent memory, as
+     * rxe's {@code rxe_mr_fill_pages_from_sgt} checks {@code is_pmem_page}: here the device's
+     * IOMMU is asked whether each DMA address maps a persistent BAR (an SSD's PMR through
+     * {@code ssd_mem}); host frames never are. EINVAL naming the first page that is not.
+     */
+    private void checkPersistent(IbUmem umem, long addr, long length, int npages) {
+        long first = addr & ~4095L;
+        for (int i = 0; i < npages; i++) {
+            long va = Math.max(addr, first + 4096L * i);
+            if (!ctx.dev.dma().persistent(umem.dmaAddressOf(va) & ~4095L, 4096)) {
+                throw new KernelException(Errno.EINVAL, String.format("%s: IB_ACCESS_FLUSH_PERSISTENT over 0x%x+0x%x: page 0x%x is not persistent"
+                        + " memory (host RAM or a non-persistent BAR; register a persistent region, e.g. --mem ssd_mem)", ctx.dev.name(), addr,
+                        length, va & ~4095L));
+            }
+        }
     }
 
     /**
@@ -251,6 +287,8 @@ final class Mlx5IbPd implements IbPdOps {
         Mkey.MKC_RR.set(in, m, (access & IbAccess.REMOTE_READ) != 0 ? 1 : 0);
         Mkey.MKC_RW.set(in, m, (access & IbAccess.REMOTE_WRITE) != 0 ? 1 : 0);
         Mkey.MKC_A.set(in, m, (access & IbAccess.REMOTE_ATOMIC) != 0 ? 1 : 0);
+        Mkey.MKC_FLUSH_GLOBAL.set(in, m, (access & IbAccess.FLUSH_GLOBAL) != 0 ? 1 : 0);
+        Mkey.MKC_FLUSH_PERSISTENT.set(in, m, (access & IbAccess.FLUSH_PERSISTENT) != 0 ? 1 : 0);
         Mkey.MKC_QPN.set(in, m, 0xff_ffff);
         int keyByte = dev.mkeyKey.incrementAndGet() & 0xff;
         Mkey.MKC_MKEY_7_0.set(in, m, keyByte);
@@ -369,6 +407,8 @@ final class Mlx5IbPd implements IbPdOps {
             Qp.QPC_RRE.set(in, c, (access & IbAccess.REMOTE_READ) != 0 ? 1 : 0);
             Qp.QPC_RWE.set(in, c, (access & IbAccess.REMOTE_WRITE) != 0 ? 1 : 0);
             Qp.QPC_RAE.set(in, c, (access & IbAccess.REMOTE_ATOMIC) != 0 ? 1 : 0);
+            Qp.QPC_FLUSH_GLOBAL.set(in, c, (access & IbAccess.FLUSH_GLOBAL) != 0 ? 1 : 0);
+            Qp.QPC_FLUSH_PERSISTENT.set(in, c, (access & IbAccess.FLUSH_PERSISTENT) != 0 ? 1 : 0);
             Qp.QPC_MTU.set(in, c, (mask & IbvQpAttr.PATH_MTU) != 0 ? a.pathMtu : cur.pathMtu);
             Qp.QPC_REMOTE_QPN.set(in, c, (mask & IbvQpAttr.DEST_QPN) != 0 ? a.destQpNum : cur.destQpNum);
             IbvQpAttr av = (mask & IbvQpAttr.AV) != 0 ? a : cur;

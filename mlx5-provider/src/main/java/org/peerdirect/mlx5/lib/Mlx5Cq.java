@@ -221,6 +221,7 @@ public final class Mlx5Cq implements IbCqOps {
             case Wqe.OP_ATOMIC_CS -> IbvWcOpcode.COMP_SWAP;
             case Wqe.OP_ATOMIC_FA -> IbvWcOpcode.FETCH_ADD;
             case Wqe.OP_ATOMIC_WRITE -> IbvWcOpcode.ATOMIC_WRITE;
+            case Wqe.OP_FLUSH -> IbvWcOpcode.FLUSH;
             default -> IbvWcOpcode.SEND;
         };
     }

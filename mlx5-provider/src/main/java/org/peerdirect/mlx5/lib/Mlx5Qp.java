@@ -209,6 +209,7 @@ public final class Mlx5Qp implements IbQpOps {
             case ATOMIC_CMP_AND_SWP -> Wqe.OP_ATOMIC_CS;
             case ATOMIC_FETCH_AND_ADD -> Wqe.OP_ATOMIC_FA;
             case ATOMIC_WRITE -> Wqe.OP_ATOMIC_WRITE;
+            case FLUSH -> Wqe.OP_FLUSH;
         };
     }
 
@@ -238,13 +239,22 @@ public final class Mlx5Qp implements IbQpOps {
                 if (type == IbvQpType.UD && (w.opcode != IbvWrOpcode.SEND && w.opcode != IbvWrOpcode.SEND_WITH_IMM || w.ah == null)) {
                     throw new PostException(Errno.EINVAL, String.format("QP 0x%x: a UD request must be a SEND with an address handle", qpn), w);
                 }
-                if (w.opcode == IbvWrOpcode.ATOMIC_WRITE && (type != IbvQpType.RC || w.numSge != 0)) {
-                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: ATOMIC_WRITE %s (RC only, the 8 bytes in compareAdd, no SGE)",
-                            qpn, type != IbvQpType.RC ? "on a " + type + " QP" : "with " + w.numSge + " SGEs"), w);
+                boolean noData = w.opcode == IbvWrOpcode.ATOMIC_WRITE || w.opcode == IbvWrOpcode.FLUSH;
+                if (noData && (type != IbvQpType.RC || w.numSge != 0)) {
+                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: %s %s (RC only, no SGE: %s)", qpn, w.opcode,
+                            type != IbvQpType.RC ? "on a " + type + " QP" : "with " + w.numSge + " SGEs",
+                            w.opcode == IbvWrOpcode.FLUSH ? "the range is remoteAddr and flushLength" : "the 8 bytes in compareAdd"), w);
+                }
+                if (w.opcode == IbvWrOpcode.FLUSH && ((w.flushType & ~(IbvSendWr.FLUSH_GLOBAL | IbvSendWr.FLUSH_PERSISTENT)) != 0
+                        || w.flushLevel != IbvSendWr.FLUSH_RANGE && w.flushLevel != IbvSendWr.FLUSH_MR || w.flushLength < 0
+                        || w.flushLength > 0x8000_0000L)) {
+                    throw new PostException(Errno.EINVAL, String.format(
+                            "QP 0x%x: FLUSH type 0x%x level %d length %d (type GLOBAL|PERSISTENT, level RANGE or MR, length 0..2^31)", qpn,
+                            w.flushType, w.flushLevel, w.flushLength), w);
                 }
                 boolean inl = (w.sendFlags & IbvSendWr.SEND_INLINE) != 0;
                 long total = w.totalLength();
-                if (inl && (total > maxInline || w.opcode == IbvWrOpcode.RDMA_READ || w.opcode.isAtomic() || w.opcode == IbvWrOpcode.ATOMIC_WRITE)) {
+                if (inl && (total > maxInline || w.opcode == IbvWrOpcode.RDMA_READ || w.opcode.isAtomic() || noData)) {
                     throw new PostException(Errno.EINVAL, String.format("QP 0x%x: inline %s of %d bytes (max_inline_data %d)", qpn,
                             w.opcode, total, maxInline), w);
                 }
@@ -266,7 +276,8 @@ public final class Mlx5Qp implements IbQpOps {
                 p.set(ValueLayout.JAVA_BYTE, o + Qp.CTRL_FM_CE_SE, (byte) (((w.sendFlags & IbvSendWr.SEND_SIGNALED) != 0 ? Qp.CTRL_CQ_UPDATE : 0)
                         | ((w.sendFlags & IbvSendWr.SEND_SOLICITED) != 0 ? Qp.CTRL_SOLICITED : 0)
                         | ((w.sendFlags & IbvSendWr.SEND_FENCE) != 0 ? Qp.CTRL_FENCE : 0)));
-                p.set(BE32, o + Qp.CTRL_IMM, w.immData);
+                // FLUSH: the FETH word (placement type, selectivity level) where an immediate would go
+                p.set(BE32, o + Qp.CTRL_IMM, op == Wqe.OP_FLUSH ? w.flushLevel << Wqe.FLUSH_LEVEL_SHIFT | w.flushType : w.immData);
                 int seg = 1;
                 if (type == IbvQpType.UD) {
                     for (int i = 0; i < 3; i++) { // the address vector: three segments, cleared without a view per post
@@ -286,7 +297,7 @@ public final class Mlx5Qp implements IbQpOps {
                     MemorySegment sp = buf.page(so);
                     sp.set(BE64, (so & 4095) + Qp.RADDR_VA, w.remoteAddr);
                     sp.set(BE32, (so & 4095) + Qp.RADDR_RKEY, w.rkey);
-                    sp.set(BE32, (so & 4095) + 12, 0);
+                    sp.set(BE32, (so & 4095) + Qp.RADDR_FLUSH_LEN, op == Wqe.OP_FLUSH ? (int) w.flushLength : 0);
                     seg++;
                     if (Wqe.hasAtomicSegment(op)) {
                         // ATOMIC WRITE: the value in the first field, as a fetch-and-add's addend

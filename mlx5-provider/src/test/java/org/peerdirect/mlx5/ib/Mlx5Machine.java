@@ -187,7 +187,12 @@ abstract class Mlx5Machine {
 
     /** (Re)connects both QPs from any state: RESET, then RESET → RTS towards each other. */
     static void connect(RcEnd[] p) {
-        org.peerdirect.rdma.RcConnect c = new org.peerdirect.rdma.RcConnect().access(RW).minRnrTimer(1).timeout(14, 7);
+        connect(p, RW);
+    }
+
+    /** {@link #connect(RcEnd[])} with the QPs' access flags {@code qpAccess}. */
+    static void connect(RcEnd[] p, int qpAccess) {
+        org.peerdirect.rdma.RcConnect c = new org.peerdirect.rdma.RcConnect().access(qpAccess).minRnrTimer(1).timeout(14, 7);
         for (int k = 0; k < 2; k++) {
             org.peerdirect.ib.core.verbs.IbvQpAttr r = new org.peerdirect.ib.core.verbs.IbvQpAttr();
             r.qpState = org.peerdirect.ib.core.verbs.IbvQpState.RESET;

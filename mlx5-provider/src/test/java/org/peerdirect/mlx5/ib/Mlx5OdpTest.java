@@ -126,9 +126,14 @@ class Mlx5OdpTest extends Mlx5Machine {
         }
     }
 
+    /** Both QPs take remote read, write, atomics and RDMA FLUSH with the global placement type. */
     void connect(End a, End b) {
-        new RcConnect().access(ODP & ~IbAccess.ON_DEMAND).minRnrTimer(1).timeout(14, 7).connect(a.qp, b.lid, b.qp.qpNum());
-        new RcConnect().access(ODP & ~IbAccess.ON_DEMAND).minRnrTimer(1).timeout(14, 7).connect(b.qp, a.lid, a.qp.qpNum());
+        connect(a, b, ODP & ~IbAccess.ON_DEMAND | IbAccess.FLUSH_GLOBAL);
+    }
+
+    void connect(End a, End b, int qpAccess) {
+        new RcConnect().access(qpAccess).minRnrTimer(1).timeout(14, 7).connect(a.qp, b.lid, b.qp.qpNum());
+        new RcConnect().access(qpAccess).minRnrTimer(1).timeout(14, 7).connect(b.qp, a.lid, a.qp.qpNum());
     }
 
     @Test
@@ -138,8 +143,11 @@ class Mlx5OdpTest extends Mlx5Machine {
                 "ODP and implicit ODP (fixed_buffer_size, null_mkey and umr_extended_translation_offset reported)");
         int all = IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_RECV | IbvDeviceAttr.OdpCaps.SUPPORT_WRITE
                 | IbvDeviceAttr.OdpCaps.SUPPORT_READ | IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV
-                | IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC_WRITE;
-        assertEquals(all, c.rcOdpCaps(), "RC: every operation (ATOMIC WRITE faults as a write does), SRQ receives enabled by SET_HCA_CAP");
+                | IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC_WRITE | IbvDeviceAttr.OdpCaps.SUPPORT_FLUSH;
+        assertEquals(all, c.rcOdpCaps(), "RC: every operation (ATOMIC WRITE faults as a write does, FLUSH never faults), SRQ receives"
+                + " enabled by SET_HCA_CAP");
+        long flush = IbvDeviceAttr.DEVICE_FLUSH_GLOBAL | IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT;
+        assertEquals(flush, devs.get(0).open(proc).queryDeviceEx().deviceCapFlagsEx() & flush, "both FLUSH placement types");
         assertEquals(IbvDeviceAttr.DEVICE_ATOMIC_WRITE, devs.get(0).open(proc).queryDeviceEx().deviceCapFlagsEx() & IbvDeviceAttr.DEVICE_ATOMIC_WRITE,
                 "the model's atomic_write cap reaches device_cap_flags_ex");
         assertEquals(IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV, c.udOdpCaps());
@@ -147,7 +155,8 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertEquals(-1L, c.maxOdpSize(), "umr_extended_translation_offset: unbounded");
         String info = tools().devinfo("-d", "mlx5_0", "-v");
         assertTrue(info.contains("ODP_SUPPORT"), "rdma:devinfo -v prints the ODP caps");
-        assertTrue(info.contains("0x10000000000\n\t\t\t\t\tATOMIC_WRITE") && info.contains("SUPPORT_ATOMIC_WRITE"),
+        assertTrue(info.contains("0x1c000000000\n\t\t\t\t\tFLUSH_GLOBAL\n\t\t\t\t\tFLUSH_PERSISTENT\n\t\t\t\t\tATOMIC_WRITE")
+                && info.contains("SUPPORT_ATOMIC_WRITE") && info.contains("SUPPORT_FLUSH"),
                 "rdma:devinfo -v prints device_cap_flags_ex and the RC ODP bit: " + info);
     }
 
@@ -190,6 +199,11 @@ class Mlx5OdpTest extends Mlx5Machine {
 
     void everyOperationRefaultsAfterEveryDrop(End a, End b) {
         connect(a, b);
+        // a second MR over b's memory with the FLUSH right (explicit or implicit as b's; never on a cached mkey)
+        boolean implicit = b.odp() instanceof Mlx5ImplicitMr;
+        IbvMr flushMr = implicit ? b.pd.regMr(0, -1L, ODP | IbAccess.FLUSH_GLOBAL) : b.pd.regMr(b.buf, LEN, ODP | IbAccess.FLUSH_GLOBAL);
+        Mlx5Odp bOdp = ibs.get(b.dev).odpIfStarted();
+        Mlx5Odp.OdpMr flushOdp = implicit ? bOdp.implicitMkeys.get(Mkey.mkeyToIdx(flushMr.lkey())) : bOdp.mkeys.get(Mkey.mkeyToIdx(flushMr.lkey()));
         int iterations = Integer.getInteger("peerdirect.odp.iterations", 12);
         for (int i = 0; i < iterations; i++) {
             proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
@@ -258,7 +272,19 @@ class Mlx5OdpTest extends Mlx5Machine {
             a.qp.postSend(aw);
             assertOk(a.cq, IbvWcOpcode.ATOMIC_WRITE);
             assertEquals(0x1122_3344_5566_7700L + i, proc.readLong(b.buf + 900_000), "iteration " + i + ": ATOMIC WRITE");
+
+            // RDMA FLUSH (IBA 1.5, global visibility) over the whole dropped buffer and over the whole MR: no fault, a completion
+            proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            long faultsBefore = flushOdp.stats().pageFaults.get();
+            IbvWc fr = flush(a, b.buf, LEN, flushMr.rkey(), IbvSendWr.FLUSH_GLOBAL, IbvSendWr.FLUSH_RANGE);
+            assertEquals(IbvWcStatus.SUCCESS, fr.status, "iteration " + i + ": FLUSH " + fr);
+            assertEquals(IbvWcOpcode.FLUSH, fr.opcode);
+            assertEquals(LEN, fr.byteLen, "byte_len is the flush length");
+            IbvWc fm = flush(a, 0, 0, flushMr.rkey(), IbvSendWr.FLUSH_GLOBAL, IbvSendWr.FLUSH_MR);
+            assertEquals(IbvWcStatus.SUCCESS, fm.status, "iteration " + i + ": FLUSH of the MR " + fm);
+            assertEquals(faultsBefore, flushOdp.stats().pageFaults.get(), "a FLUSH faults nothing in");
         }
+        flushMr.dereg();
         Mlx5Odp.OdpMr ma = a.odp();
         Mlx5Odp.OdpMr mb = b.odp();
         assertTrue(ma.stats().pageFaultsHandled.get() >= 4L * iterations, "a's MR faulted in every iteration: " + ma);
@@ -339,6 +365,93 @@ class Mlx5OdpTest extends Mlx5Machine {
         aw.compareAdd = value;
         a.qp.postSend(aw);
         return Mlx5VerbsTest.one(a.cq);
+    }
+
+    /** Posts an RDMA FLUSH from {@code a} of [addr, addr+len) under {@code rkey}; returns its completion. */
+    static IbvWc flush(End a, long addr, long len, int rkey, int type, int level) {
+        IbvSendWr f = Mlx5VerbsTest.wr(IbvWrOpcode.FLUSH, 0, 0, 0, 9);
+        f.numSge = 0;
+        f.remoteAddr = addr;
+        f.rkey = rkey;
+        f.flushLength = len;
+        f.flushType = type;
+        f.flushLevel = level;
+        a.qp.postSend(f);
+        return Mlx5VerbsTest.one(a.cq);
+    }
+
+    /**
+     * IBA 1.5 RDMA FLUSH over host memory (the SSD test has the persistent type): it completes like
+     * a zero-length RDMA READ with the flush length as byte_len; level MR ignores the range; the
+     * refusals follow rxe (a QP without the placement type's right: invalid request; a key without
+     * it, a range past the key: remote access error; the persistent type on a key registered for
+     * global visibility only: remote access error, as rdma-core's test expects); the library refuses
+     * what it cannot encode; registration refuses the persistent right on host RAM and on ODP.
+     */
+    @Test
+    void rdmaFlushCompletesLikeAZeroLengthReadAndIsRefusedWhereRxeRefusesIt() {
+        int pinned = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE;
+        int qpAll = pinned | IbAccess.FLUSH_GLOBAL | IbAccess.FLUSH_PERSISTENT;
+        End a = new End(0, pinned);
+        End b = new End(1, pinned | IbAccess.FLUSH_GLOBAL);
+        connect(a, b, qpAll);
+        IbvWc c = flush(a, b.buf + 100, 4096, b.mr.rkey(), IbvSendWr.FLUSH_GLOBAL, IbvSendWr.FLUSH_RANGE);
+        assertEquals(IbvWcStatus.SUCCESS, c.status, c.toString());
+        assertEquals(IbvWcOpcode.FLUSH, c.opcode);
+        assertEquals(4096, c.byteLen);
+        c = flush(a, 0, 0, b.mr.rkey(), IbvSendWr.FLUSH_GLOBAL, IbvSendWr.FLUSH_MR);
+        assertEquals(IbvWcStatus.SUCCESS, c.status, "level MR: the range (address 0) is not checked " + c);
+        c = flush(a, b.buf + LEN, 0, b.mr.rkey(), IbvSendWr.FLUSH_GLOBAL, IbvSendWr.FLUSH_RANGE);
+        assertEquals(IbvWcStatus.SUCCESS, c.status, "an empty range at the MR's end is inside it " + c);
+        // the library refuses what it cannot encode, before the device sees anything (the QP stays usable)
+        IbvSendWr sg = Mlx5VerbsTest.wr(IbvWrOpcode.FLUSH, a.buf, 8, a.mr.lkey(), 8);
+        sg.remoteAddr = b.buf;
+        sg.rkey = b.mr.rkey();
+        assertErrno(KernelException.Errno.EINVAL, "no SGE", () -> a.qp.postSend(sg));
+        for (int[] bad : new int[][] {{4, 0, 4096}, {1, 2, 4096}, {1, 0, -1}}) {
+            IbvSendWr f = Mlx5VerbsTest.wr(IbvWrOpcode.FLUSH, 0, 0, 0, 8);
+            f.numSge = 0;
+            f.remoteAddr = b.buf;
+            f.rkey = b.mr.rkey();
+            f.flushType = bad[0];
+            f.flushLevel = bad[1];
+            f.flushLength = bad[2];
+            assertErrno(KernelException.Errno.EINVAL, "FLUSH type", () -> a.qp.postSend(f));
+        }
+        IbvSendWr huge = Mlx5VerbsTest.wr(IbvWrOpcode.FLUSH, 0, 0, 0, 8);
+        huge.numSge = 0;
+        huge.flushType = IbvSendWr.FLUSH_GLOBAL;
+        huge.flushLength = 0x8000_0001L;
+        assertErrno(KernelException.Errno.EINVAL, "2^31", () -> a.qp.postSend(huge));
+        // the persistent type on a key with the global right only
+        c = flush(a, b.buf, 4096, b.mr.rkey(), IbvSendWr.FLUSH_PERSISTENT, IbvSendWr.FLUSH_RANGE);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, c.status, c.toString());
+
+        End e = new End(0, pinned);
+        End f = new End(1, pinned | IbAccess.FLUSH_GLOBAL);
+        connect(e, f, qpAll);
+        c = flush(e, f.buf + LEN - 4096, 8192, f.mr.rkey(), IbvSendWr.FLUSH_GLOBAL, IbvSendWr.FLUSH_RANGE);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, c.status, "past the MR's end " + c);
+
+        End g = new End(0, pinned);
+        End h = new End(1, pinned);
+        connect(g, h, qpAll);
+        c = flush(g, h.buf, 4096, h.mr.rkey(), IbvSendWr.FLUSH_GLOBAL, IbvSendWr.FLUSH_RANGE);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, c.status, "an MR without FLUSH rights " + c);
+
+        End k = new End(0, pinned);
+        End m = new End(1, pinned | IbAccess.FLUSH_GLOBAL);
+        connect(k, m, pinned);
+        c = flush(k, m.buf, 4096, m.mr.rkey(), IbvSendWr.FLUSH_GLOBAL, IbvSendWr.FLUSH_RANGE);
+        assertEquals(IbvWcStatus.REM_INV_REQ_ERR, c.status, "a QP without the FLUSH right: rxe's unsupported opcode " + c);
+
+        // persistence is promised only over persistent memory: host RAM and ODP are refused at registration
+        KernelException ram = assertThrows(KernelException.class, () -> m.pd.regMr(m.buf, LEN, pinned | IbAccess.FLUSH_PERSISTENT));
+        assertEquals(KernelException.Errno.EINVAL, ram.errno());
+        assertTrue(ram.getMessage().contains("not persistent"), ram.getMessage());
+        KernelException odp = assertThrows(KernelException.class, () -> m.pd.regMr(m.buf, LEN, ODP | IbAccess.FLUSH_PERSISTENT));
+        assertEquals(KernelException.Errno.EINVAL, odp.errno());
+        assertTrue(odp.getMessage().contains("ODP"), odp.getMessage());
     }
 
     /**

@@ -109,6 +109,58 @@ class Mlx5SsdTest extends Mlx5Machine {
         p[1].close();
     }
 
+    /**
+     * IBA 1.5 RDMA FLUSH with the persistent placement type as the SSD's write barrier: the
+     * responder HCA's flushing read reaches the PMR through its IOMMU (PMRWBM bit 0) and persists
+     * the flushed range only; after a power loss the flushed write is on the media and the write
+     * outside the range is lost. The MR needs IB_ACCESS_FLUSH_PERSISTENT, granted over the PMR
+     * (persistent memory) only.
+     */
+    @Test
+    void anRdmaFlushPersistsTheRangeItNamesInTheSsd() {
+        up();
+        int flushRights = org.peerdirect.ib.core.umem.IbAccess.FLUSH_GLOBAL | org.peerdirect.ib.core.umem.IbAccess.FLUSH_PERSISTENT;
+        RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
+        connect(p, RW | flushRights);
+        long va = pmr.mmap(proc, 0x10000, 0x20000);
+        IbvMr smr = p[1].pd.regMr(va, 0x20000, RW | flushRights);
+        assertTrue(smr.isPeer());
+        byte[] durable = fill(p[0].buf, 8192, 21);
+        p[0].qp.postSend(write(p[0], p[0].buf, 8192, va, smr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
+        byte[] lost = new byte[4096];
+        java.util.Arrays.fill(lost, (byte) 0x55);
+        proc.write(p[0].buf + 0x10000, lost, 0, lost.length);
+        p[0].qp.postSend(write(p[0], p[0].buf + 0x10000, 4096, va + 0x18000, smr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
+        assertEquals(3, ssd.unpersistedPages(), "three pages posted");
+        long barriers = ssd.barriers();
+
+        IbvSendWr f = Mlx5VerbsTest.wr(IbvWrOpcode.FLUSH, 0, 0, 0, 3);
+        f.numSge = 0;
+        f.remoteAddr = va;
+        f.rkey = smr.rkey();
+        f.flushLength = 8192;
+        f.flushType = IbvSendWr.FLUSH_PERSISTENT;
+        f.flushLevel = IbvSendWr.FLUSH_RANGE;
+        p[0].qp.postSend(f);
+        org.peerdirect.ib.core.verbs.IbvWc c = Mlx5VerbsTest.one(p[0].cq);
+        assertEquals(IbvWcStatus.SUCCESS, c.status, c.toString());
+        assertEquals(org.peerdirect.ib.core.verbs.IbvWcOpcode.FLUSH, c.opcode);
+        assertEquals(barriers + 1, ssd.barriers(), "one flushing read, one barrier of the PMR");
+        assertEquals(1, ssd.unpersistedPages(), "the two flushed pages are on the media, the third is still posted");
+
+        smr.dereg();
+        pmr.munmap(proc.pid(), va);
+        fn.remove(); // power loss
+        ssd.close();
+        powerOn();
+        assertArrayEquals(durable, pmr.read(0x10000, 8192), "flushed by RDMA FLUSH: on the media after the power loss");
+        assertArrayEquals(new byte[4096], pmr.read(0x28000, 4096), "outside the flushed range: lost with the power");
+        p[0].close();
+        p[1].close();
+    }
+
     @Test
     void unmappingARegisteredRangeRevokesTheMkeyBeforeTheRangeGoes() {
         up();

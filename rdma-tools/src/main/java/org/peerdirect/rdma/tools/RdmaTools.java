@@ -149,6 +149,12 @@ public final class RdmaTools {
                     sb.append("\tmax_qp_wr:\t\t\t").append(a.maxQpWr()).append('\n');
                     sb.append(String.format("\tdevice_cap_flags:\t\t0x%08x%n", a.deviceCapFlags()));
                     sb.append(String.format("\tdevice_cap_flags_ex:\t\t0x%x%n", a.deviceCapFlagsEx()));
+                    if ((a.deviceCapFlagsEx() & IbvDeviceAttr.DEVICE_FLUSH_GLOBAL) != 0) {
+                        sb.append("\t\t\t\t\tFLUSH_GLOBAL\n");
+                    }
+                    if ((a.deviceCapFlagsEx() & IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT) != 0) {
+                        sb.append("\t\t\t\t\tFLUSH_PERSISTENT\n");
+                    }
                     if ((a.deviceCapFlagsEx() & IbvDeviceAttr.DEVICE_ATOMIC_WRITE) != 0) {
                         sb.append("\t\t\t\t\tATOMIC_WRITE\n");
                     }

@@ -40,12 +40,6 @@ public final class HcaCap {
     public static final IfcField LOG_MAX_EQ = new IfcField(0xfc, 4);
     /** KSM mkeys whose entries all cover the same fixed size (what implicit ODP's parent is). */
     public static final IfcField FIXED_BUFFER_SIZE = new IfcField(0x108, 1);
-    /**
-     * Model-only: the device executes IBA 1.5 ATOMIC WRITE ({@code Wqe.OP_ATOMIC_WRITE}). The PRM
-     * has no such bit (no ConnectX generation carries the operation upstream); the model reports
-     * it in a bit the PRM leaves reserved so the driver learns it as it learns every capability.
-     */
-    public static final IfcField ATOMIC_WRITE = new IfcField(0x10a, 1);
     public static final IfcField FORCE_TEARDOWN = new IfcField(0x110, 1);
     /** UMR's {@code xlt_offset} has its high part (bits 47:16): MTTs beyond 2^16 octowords can be written ({@code odp_max_size} unbounded). */
     public static final IfcField UMR_EXTENDED_TRANSLATION_OFFSET = new IfcField(0x118, 1);
@@ -53,6 +47,17 @@ public final class HcaCap {
     public static final IfcField NULL_MKEY = new IfcField(0x119, 1);
     public static final IfcField LOG_MAX_KLM_LIST_SIZE = new IfcField(0x11a, 6);
     public static final IfcField LOG_MAX_RA_REQ_QP = new IfcField(0x14a, 6);
+    /**
+     * Model-only: the device executes IBA 1.5 ATOMIC WRITE ({@code Wqe.OP_ATOMIC_WRITE}). The PRM
+     * has no such bit (no ConnectX generation carries the operation upstream); the model reports
+     * it in bits the ConnectX-4-era layout leaves reserved ({@code reserved_at_150}, before
+     * {@code log_max_ra_res_qp}) so the driver learns it as it learns every capability.
+     */
+    public static final IfcField ATOMIC_WRITE = new IfcField(0x150, 1);
+    /** Model-only, as {@link #ATOMIC_WRITE}: RDMA FLUSH with the global-visibility placement type ({@code Wqe.OP_FLUSH}). */
+    public static final IfcField FLUSH_GLOBAL = new IfcField(0x151, 1);
+    /** Model-only, as {@link #ATOMIC_WRITE}: RDMA FLUSH with the persistence placement type (flushing reads reach the memory's device). */
+    public static final IfcField FLUSH_PERSISTENT = new IfcField(0x152, 1);
     public static final IfcField LOG_MAX_RA_RES_QP = new IfcField(0x15a, 6);
     public static final IfcField CACHE_LINE_128BYTE = new IfcField(0x164, 1);
     public static final IfcField GID_TABLE_SIZE = new IfcField(0x170, 16);

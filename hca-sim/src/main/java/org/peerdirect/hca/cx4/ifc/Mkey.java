@@ -15,6 +15,13 @@ public final class Mkey {
     public static final long CREATE_IN_MTT = 0x110;
     public static final IfcField MKC_FREE = new IfcField(0x01, 1);
     public static final IfcField MKC_ACCESS_MODE_4_2 = new IfcField(0x03, 3);
+    /**
+     * Model-only ({@code reserved_at_6}): the key admits RDMA FLUSH with the global / persistent
+     * placement type ({@code IB_ACCESS_FLUSH_*}). Set by CREATE_MKEY only: no UMR mask bit changes
+     * them, so mlx5_ib counts them among the access flags UMR cannot change.
+     */
+    public static final IfcField MKC_FLUSH_GLOBAL = new IfcField(0x06, 1);
+    public static final IfcField MKC_FLUSH_PERSISTENT = new IfcField(0x07, 1);
     public static final IfcField MKC_UMR_EN = new IfcField(0x10, 1);
     public static final IfcField MKC_A = new IfcField(0x11, 1);
     public static final IfcField MKC_RW = new IfcField(0x12, 1);

@@ -66,6 +66,12 @@ public final class Qp {
     public static final IfcField QPC_NEXT_SEND_PSN = new IfcField(0x3c8, 24);
     public static final IfcField QPC_CQN_SND = new IfcField(0x3e8, 24);
     public static final IfcField QPC_LOG_RRA_MAX = new IfcField(0x488, 3);
+    /**
+     * Model-only ({@code reserved_at_480} before {@code log_rra_max}): the responder accepts RDMA
+     * FLUSH with the global / persistent placement type ({@code IB_ACCESS_FLUSH_*} of the QP).
+     */
+    public static final IfcField QPC_FLUSH_GLOBAL = new IfcField(0x486, 1);
+    public static final IfcField QPC_FLUSH_PERSISTENT = new IfcField(0x487, 1);
     public static final IfcField QPC_RRE = new IfcField(0x490, 1);
     public static final IfcField QPC_RWE = new IfcField(0x491, 1);
     public static final IfcField QPC_RAE = new IfcField(0x492, 1);
@@ -125,6 +131,8 @@ public final class Qp {
     /** raddr segment: be64 address, be32 rkey. */
     public static final long RADDR_VA = 0x0;
     public static final long RADDR_RKEY = 0x8;
+    /** Model-only: an RDMA FLUSH WQE's range length in the remote-address segment's reserved last word. */
+    public static final long RADDR_FLUSH_LEN = 0xc;
     /** atomic segment: be64 swap (CS) or add (FA), be64 compare. */
     public static final long ATOMIC_SWAP_ADD = 0x0;
     public static final long ATOMIC_COMPARE = 0x8;

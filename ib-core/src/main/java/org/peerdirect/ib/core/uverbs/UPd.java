@@ -50,7 +50,8 @@ final class UPd implements IbvPd {
 
     /**
      * {@code ib_uverbs_reg_mr}: {@code ib_check_mr_access} (known flags; remote write or atomic
-     * needs local write; on-demand only on a device with ODP), then the driver.
+     * needs local write; on-demand only on a device with ODP; FLUSH rights only on a device with
+     * the placement type), then the driver.
      */
     @Override
     public IbvMr regMr(long addr, long length, int access) {
@@ -65,6 +66,7 @@ final class UPd implements IbvPd {
             throw new KernelException(Errno.EOPNOTSUPP, "ibv_reg_mr: Operation not supported: " + ctx.dev.name()
                     + " has no on-demand paging (IB_ACCESS_ON_DEMAND; odp_caps.general_caps lacks IBV_ODP_SUPPORT)");
         }
+        checkFlushAccess(ctx.dev.attr, access, "ibv_reg_mr");
         // the implicit ODP form (address 0, length SIZE_MAX, on demand) goes to the driver, which decides (ibv_reg_mr(3))
         boolean implicit = addr == 0 && length == -1L && (access & IbAccess.ON_DEMAND) != 0;
         if (!implicit && (length <= 0 || Long.compareUnsigned(length, ctx.dev.attr.maxMrSize()) > 0)) {
@@ -76,6 +78,21 @@ final class UPd implements IbvPd {
             mr.release(); // removed while registering: the disassociation did not see this MR
         }
         return mr;
+    }
+
+    /**
+     * {@code ib_check_mr_access}'s last rule, shared by MRs and (as this stack adds, where the
+     * kernel leaves it to the driver) QP access flags: a FLUSH right the device does not carry is
+     * EOPNOTSUPP.
+     */
+    static void checkFlushAccess(IbvDeviceAttr d, int access, String verb) {
+        long caps = d.deviceCapFlagsEx();
+        if ((access & IbAccess.FLUSH_GLOBAL) != 0 && (caps & IbvDeviceAttr.DEVICE_FLUSH_GLOBAL) == 0
+                || (access & IbAccess.FLUSH_PERSISTENT) != 0 && (caps & IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT) == 0) {
+            throw new KernelException(Errno.EOPNOTSUPP, verb + ": Operation not supported: the device has no RDMA FLUSH with the "
+                    + ((access & IbAccess.FLUSH_GLOBAL) != 0 && (caps & IbvDeviceAttr.DEVICE_FLUSH_GLOBAL) == 0 ? "global" : "persistent")
+                    + " placement type (IB_ACCESS_FLUSH_*; device_cap_flags_ex lacks IB_DEVICE_FLUSH_*)");
+        }
     }
 
     /** {@code ibv_reg_dmabuf_mr}'s access flags (the man page). */

@@ -57,7 +57,12 @@ final class UQp implements IbvQp {
         return ops.state();
     }
 
-    /** {@code ib_modify_qp_is_ok} and the attribute ranges, then the driver. */
+    /**
+     * {@code ib_modify_qp_is_ok} and the attribute ranges, then the driver. FLUSH access rights on
+     * a device without the placement type are EOPNOTSUPP here, as {@code ib_check_mr_access} does
+     * for MRs (the kernel leaves QPs to the driver: rxe refuses unknown rights, mlx5 ignores them;
+     * a right ignored at modify would surface later as a remote error, so it is refused at once).
+     */
     @Override
     public void modify(IbvQpAttr a, int mask) {
         pd.ctx.alive();
@@ -85,6 +90,9 @@ final class UQp implements IbvQp {
         }
         if ((mask & IbvQpAttr.AV) != 0) {
             checkAv(a, (mask & IbvQpAttr.PORT) != 0 ? a.portNum : port);
+        }
+        if ((mask & IbvQpAttr.ACCESS_FLAGS) != 0) {
+            UPd.checkFlushAccess(pd.ctx.dev.attr, a.qpAccessFlags, String.format("ibv_modify_qp(QP 0x%x)", qpn));
         }
         range(mask, IbvQpAttr.PATH_MTU, a.pathMtu, 1, 5, "path_mtu");
         range(mask, IbvQpAttr.RETRY_CNT, a.retryCnt, 0, 7, "retry_cnt");

@@ -17,6 +17,16 @@ public record IbvDeviceAttr(String fwVer, long nodeGuid, long sysImageGuid, long
      * @since 0.7
      */
     public static final long DEVICE_ATOMIC_WRITE = 1L << 40;
+    /**
+     * {@code IB_UVERBS_DEVICE_FLUSH_GLOBAL} (bit 38): the device executes {@link IbvWrOpcode#FLUSH}
+     * with the global-visibility placement type, and MRs and QPs may carry
+     * {@code IB_ACCESS_FLUSH_GLOBAL}.
+     *
+     * @since 0.8
+     */
+    public static final long DEVICE_FLUSH_GLOBAL = 1L << 38;
+    /** {@code IB_UVERBS_DEVICE_FLUSH_PERSISTENT} (bit 39): the same for the persistence placement type. @since 0.8 */
+    public static final long DEVICE_FLUSH_PERSISTENT = 1L << 39;
 
     /** The attributes of a device reporting no extended capability flag. */
     public IbvDeviceAttr(String fwVer, long nodeGuid, long sysImageGuid, long maxMrSize, long pageSizeCap, int vendorId,

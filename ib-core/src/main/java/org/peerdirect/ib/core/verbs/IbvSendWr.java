@@ -4,7 +4,9 @@ package org.peerdirect.ib.core.verbs;
  * {@code struct ibv_send_wr}, mutable and reusable. {@link #next} chains requests as in C; the
  * scatter list is {@code sgList[0..numSge)}. Fields by opcode: RDMA ({@link #remoteAddr},
  * {@link #rkey}), atomics (also {@link #compareAdd}, {@link #swap}), UD ({@link #ah},
- * {@link #remoteQpn}, {@link #remoteQkey}), {@link #immData} for the _WITH_IMM opcodes.
+ * {@link #remoteQpn}, {@link #remoteQkey}), {@link #immData} for the _WITH_IMM opcodes, FLUSH
+ * ({@link #remoteAddr}, {@link #rkey}, {@link #flushLength}, {@link #flushType},
+ * {@link #flushLevel}).
  */
 public final class IbvSendWr {
     /** {@code IBV_SEND_FENCE}. */
@@ -15,6 +17,14 @@ public final class IbvSendWr {
     public static final int SEND_SOLICITED = 1 << 2;
     /** {@code IBV_SEND_INLINE}: the data is copied at post time; lkeys are not checked. */
     public static final int SEND_INLINE = 1 << 3;
+    /** {@code IBV_FLUSH_GLOBAL}: placement type, global visibility. @since 0.8 */
+    public static final int FLUSH_GLOBAL = 1;
+    /** {@code IBV_FLUSH_PERSISTENT}: placement type, persistence. @since 0.8 */
+    public static final int FLUSH_PERSISTENT = 1 << 1;
+    /** {@code IBV_FLUSH_RANGE}: selectivity level, the range given. @since 0.8 */
+    public static final int FLUSH_RANGE = 0;
+    /** {@code IBV_FLUSH_MR}: selectivity level, the whole MR of the rkey (the range is not checked). @since 0.8 */
+    public static final int FLUSH_MR = 1;
 
     public long wrId;
     public IbvSendWr next;
@@ -28,6 +38,12 @@ public final class IbvSendWr {
     /** Compare (CMP_AND_SWP), add (FETCH_AND_ADD), or the 8 bytes an ATOMIC_WRITE stores. */
     public long compareAdd;
     public long swap;
+    /** FLUSH: the bytes from {@link #remoteAddr} (level {@link #FLUSH_RANGE}; at most 2^31). @since 0.8 */
+    public long flushLength;
+    /** FLUSH: the placement type, {@link #FLUSH_GLOBAL} and/or {@link #FLUSH_PERSISTENT}. @since 0.8 */
+    public int flushType;
+    /** FLUSH: the selectivity level, {@link #FLUSH_RANGE} or {@link #FLUSH_MR}. @since 0.8 */
+    public int flushLevel;
     public IbvAh ah;
     public int remoteQpn;
     public int remoteQkey;

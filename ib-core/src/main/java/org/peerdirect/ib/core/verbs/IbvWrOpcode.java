@@ -12,7 +12,21 @@ public enum IbvWrOpcode {
      *
      * @since 0.7
      */
-    ATOMIC_WRITE;
+    ATOMIC_WRITE,
+    /**
+     * {@code IBV_WR_FLUSH} (IBA 1.5, {@code ibv_wr_flush(qp, rkey, remote_addr, len, type, level)}):
+     * makes the responder's earlier writes to [{@link IbvSendWr#remoteAddr},
+     * +{@link IbvSendWr#flushLength}) (level {@link IbvSendWr#FLUSH_RANGE}) or to the whole MR of
+     * {@link IbvSendWr#rkey} ({@link IbvSendWr#FLUSH_MR}) globally visible
+     * ({@link IbvSendWr#FLUSH_GLOBAL}) and/or persistent ({@link IbvSendWr#FLUSH_PERSISTENT}). RC
+     * only; no gather list. The responder's QP and MR need the matching {@code IB_ACCESS_FLUSH_*}
+     * right; devices that carry it report {@link IbvDeviceAttr#DEVICE_FLUSH_GLOBAL} /
+     * {@link IbvDeviceAttr#DEVICE_FLUSH_PERSISTENT}. Completes like a zero-length RDMA READ, with
+     * the flush length as {@code byte_len}.
+     *
+     * @since 0.8
+     */
+    FLUSH;
 
     /** The completion opcode of this request on the sender's CQ. */
     public IbvWcOpcode wcOpcode() {
@@ -23,6 +37,7 @@ public enum IbvWrOpcode {
             case ATOMIC_CMP_AND_SWP -> IbvWcOpcode.COMP_SWAP;
             case ATOMIC_FETCH_AND_ADD -> IbvWcOpcode.FETCH_ADD;
             case ATOMIC_WRITE -> IbvWcOpcode.ATOMIC_WRITE;
+            case FLUSH -> IbvWcOpcode.FLUSH;
         };
     }
 

@@ -23,7 +23,7 @@
  * objects meant to be reused: the post and poll paths allocate nothing.
  */
 @Export
-@Version("0.7.0")
+@Version("0.8.0")
 package org.peerdirect.ib.core.verbs;
 
 import org.osgi.annotation.bundle.Export;
