@@ -66,15 +66,17 @@ class LauncherIT {
 
     /**
      * The SSD's durability promise with a real process kill: in a running container an RDMA WRITE
-     * places record A in the SSD's persistent memory region and the PMR write barrier runs, then
-     * record B is written and not flushed; the container gets SIGKILL. On restart A is there and B
-     * is not (it was only posted). Then a clean stop (the driver's normal shutdown) keeps what was
+     * places record A in the SSD's persistent memory region and the PMR write barrier runs, record
+     * D is written and made durable by an IBA 1.5 RDMA FLUSH (persistent placement) from the
+     * adapter, then record B is written and not flushed; the container gets SIGKILL. On restart A
+     * and D are there and B is not (it was only posted; D's flush covered D's range only). Then a clean stop (the driver's normal shutdown) keeps what was
      * posted: record C, written without a flush, is there on the next start.
      */
     @Test
     void dataRdmaWroteIntoTheSsdSurvivesKillMinus9OnceFlushed() throws Exception {
         Path out = tmp.resolve("piped");
         Process p = start(null, "-c", "rdma:put -d mlx5_0 --mem ssd_mem --offset 0 --text durable-record-A; ssd:flush; "
+                + "rdma:put -d mlx5_0 --mem ssd_mem --offset 12288 --text rdma-flushed-record-D --flush; "
                 + "rdma:put -d mlx5_0 --mem ssd_mem --offset 4096 --text posted-record-B; echo ready-for-kill; rdma:write_bw -n 100000000");
         var reader = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8));
         StringBuilder seen = new StringBuilder();
@@ -114,9 +116,12 @@ class LauncherIT {
         assertTrue(p.waitFor(30, TimeUnit.SECONDS), "the container died");
         assertEquals(137, p.exitValue(), "killed by SIGKILL");
 
-        Run after = launch("-c", "ssd:read 0 16; ssd:read 4096 15; rdma:put -d mlx5_0 --mem ssd_mem --offset 8192 --text clean-stop-C");
+        assertTrue(before.contains("RDMA FLUSH (placement PERSISTENT, level RANGE) of the 21 bytes: SUCCESS"), before);
+        Run after = launch("-c", "ssd:read 0 16; ssd:read 4096 15; ssd:read 12288 21; "
+                + "rdma:put -d mlx5_0 --mem ssd_mem --offset 8192 --text clean-stop-C");
         assertEquals(0, after.exit(), after.err());
         assertTrue(after.out().contains("nvme0 PMR 0x0+16: durable-record-A"), "flushed before the kill: there\n" + after.out());
+        assertTrue(after.out().contains("nvme0 PMR 0x3000+21: rdma-flushed-record-D"), "made durable by an RDMA FLUSH: there\n" + after.out());
         assertTrue(after.out().contains("nvme0 PMR 0x1000+15: ..............."), "posted, not flushed: lost with the process\n" + after.out());
         Run clean = launch("-c", "ssd:read 8192 12");
         assertEquals(0, clean.exit(), clean.err());

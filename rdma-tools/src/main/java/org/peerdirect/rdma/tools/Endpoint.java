@@ -38,6 +38,8 @@ final class Endpoint implements AutoCloseable {
     /** Port 1's GID when the port is Ethernet (RoCE: the only address), else null (addressing by LID). */
     final byte[] gid;
     private final PeerMemoryAllocator peer;
+    /** The RDMA FLUSH rights the device carries: the QPs accept them (an MR grants them only when asked). */
+    final int qpFlush;
     /** The peer buffer was already freed (by a test of invalidation). */
     boolean peerFreed;
 
@@ -72,6 +74,12 @@ final class Endpoint implements AutoCloseable {
      */
     Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, Odp odpMode,
             long peerOffset, boolean dmabuf) {
+        this(mm, name, dev, size, nqp, depth, peer, events, odpMode, peerOffset, dmabuf, 0);
+    }
+
+    /** With {@code mrExtra}, the buffer's MR also gets these rights (the FLUSH rights of {@code rdma:put --flush}). */
+    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, Odp odpMode,
+            long peerOffset, boolean dmabuf, int mrExtra) {
         boolean odp = odpMode != Odp.NONE;
         this.proc = mm.createProcess(name);
         this.size = size;
@@ -124,8 +132,11 @@ final class Endpoint implements AutoCloseable {
                 }
                 this.mr = pd.regMr(0, -1L, ACCESS | IbAccess.ON_DEMAND);
             } else {
-                this.mr = pd.regMr(buf, size, ACCESS | (odp ? IbAccess.ON_DEMAND : 0));
+                this.mr = pd.regMr(buf, size, ACCESS | mrExtra | (odp ? IbAccess.ON_DEMAND : 0));
             }
+            long caps = c.queryDeviceEx().deviceCapFlagsEx();
+            this.qpFlush = ((caps & org.peerdirect.ib.core.verbs.IbvDeviceAttr.DEVICE_FLUSH_GLOBAL) != 0 ? IbAccess.FLUSH_GLOBAL : 0)
+                    | ((caps & org.peerdirect.ib.core.verbs.IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT) != 0 ? IbAccess.FLUSH_PERSISTENT : 0);
             IbvPortAttr port = c.queryPort(1);
             this.lid = port.lid();
             this.gid = port.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET ? IbvGid.parse(c.queryGid(1, 0)) : null;
@@ -197,7 +208,7 @@ final class Endpoint implements AutoCloseable {
 
     /** RESET → INIT → RTR → RTS of {@code me.qps[i]} towards {@code peer.qps[i]}, as ibv_rc_pingpong does. */
     static void connect(Endpoint me, Endpoint peer, int i) {
-        new RcConnect().access(ACCESS).minRnrTimer(1).rdAtomic(16).gid(peer.gid).connect(me.qps[i], peer.lid, peer.qps[i].qpNum());
+        new RcConnect().access(ACCESS | me.qpFlush).minRnrTimer(1).rdAtomic(16).gid(peer.gid).connect(me.qps[i], peer.lid, peer.qps[i].qpNum());
     }
 
     @Override

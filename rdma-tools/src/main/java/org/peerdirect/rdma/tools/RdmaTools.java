@@ -13,6 +13,7 @@ import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
 import org.osgi.service.component.annotations.ReferencePolicyOption;
+import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
@@ -241,26 +242,39 @@ public final class RdmaTools {
      * would be cabled), or the client device itself (loopback) when there is no other.
      */
     private Pair pair(Options o) {
+        return pair(o, 0);
+    }
+
+    /**
+     * The client device and a server: the next device with the same link layer that reports every
+     * {@code device_cap_flags_ex} bit of {@code needCaps}, or the client itself (loopback).
+     */
+    private Pair pair(Options o, long needCaps) {
         IbvDevice client = devices.device(o.string("-d"));
         List<IbvDevice> all = devices.devices();
-        int ll = linkLayer(client);
+        long[] cc = probe(client);
+        if ((cc[1] & needCaps) != needCaps) {
+            throw new KernelException(KernelException.Errno.EOPNOTSUPP, String.format(
+                    "%s does not report device_cap_flags_ex 0x%x (rdma:devinfo -v shows what each device reports)", client.name(), needCaps));
+        }
         int at = all.indexOf(client);
         for (int i = 1; i < all.size(); i++) {
             IbvDevice d = all.get((at + i) % all.size());
-            if (linkLayer(d) == ll) {
+            long[] dc = probe(d);
+            if (dc[0] == cc[0] && (dc[1] & needCaps) == needCaps) {
                 return new Pair(client, d);
             }
         }
         return new Pair(client, client);
     }
 
-    /** Port 1's link layer, read through a context of a short-lived process (0 when the device went meanwhile). */
-    private int linkLayer(IbvDevice d) {
+    /** Port 1's link layer and the device's {@code device_cap_flags_ex}, through a short-lived process's context ({0, 0} when the device went). */
+    private long[] probe(IbvDevice d) {
         AddressSpace p = mm.createProcess("rdma-probe");
         try (IbvContext c = d.open(p)) {
-            return c.queryPort(1).linkLayer();
+            return new long[] {c.queryPort(1).linkLayer(), c.queryDeviceEx().deviceCapFlagsEx()};
         } catch (RuntimeException gone) {
-            return 0;
+            return new long[2];
         } finally {
             p.exit();
         }
@@ -634,16 +648,20 @@ public final class RdmaTools {
     }
 
     /**
-     * {@code rdma:put --mem CLIENT [--offset OFF] --text TEXT}: one RDMA WRITE of the text from a
-     * host buffer into peer memory at a fixed device offset (an SSD's persistent region: the same
-     * offset names the same bytes after a restart), then an RDMA READ back to check placement.
+     * {@code rdma:put --mem CLIENT [--offset OFF] --text TEXT [--flush]}: one RDMA WRITE of the text
+     * from a host buffer into peer memory at a fixed device offset (an SSD's persistent region: the
+     * same offset names the same bytes after a restart), then, with {@code --flush}, an IBA 1.5
+     * RDMA FLUSH with the persistent placement type over the written range (the target MR carries
+     * IB_ACCESS_FLUSH_PERSISTENT, granted over persistent memory only), then an RDMA READ back to
+     * check placement.
      */
-    @Descriptor("RDMA WRITE of a text into peer memory at a fixed device offset, read back to check. Example: rdma:put --mem ssd_mem --offset 0 --text hello")
+    @Descriptor("RDMA WRITE of a text into peer memory at a fixed device offset (--flush: then an RDMA FLUSH to persistence), read back to check. Example: rdma:put --mem ssd_mem --offset 0 --text hello --flush")
     public String put(@Descriptor("options; --help lists them") Object... args) {
         Options o = new Options("rdma:put", "one RDMA WRITE of a text into peer memory at a device offset (then an RDMA READ back)", args, List.of(
                 Options.value("--mem", "MEM", "a peer client offering memory at fixed offsets (ssd_mem)", null),
                 Options.value("--offset", "OFF", "device offset, page-aligned", 0),
                 Options.value("--text", "TEXT", "the bytes to write (UTF-8)", null),
+                Options.flag("--flush", "after the write, an RDMA FLUSH (persistent placement) of the written range"),
                 Options.value("-d", "DEVICE", "client device (rdma:devices)", null)));
         if (o.help()) {
             return o.printUsage();
@@ -661,9 +679,11 @@ public final class RdmaTools {
             throw new UsageException("rdma:put: --text must have 1 to 1048576 bytes, not " + text.length);
         }
         long size = (text.length + 4095L) & -4096L;
-        Pair p = pair(o);
+        boolean flush = o.flag("--flush");
+        Pair p = pair(o, flush ? IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT : 0);
         long bar0 = barBytes();
-        try (Endpoint target = new Endpoint(mm, "put-target", p.server(), size, 1, 4, mem, false, Endpoint.Odp.NONE, offset, false);
+        int flushRights = flush ? IbAccess.FLUSH_GLOBAL | IbAccess.FLUSH_PERSISTENT : 0;
+        try (Endpoint target = new Endpoint(mm, "put-target", p.server(), size, 1, 4, mem, false, Endpoint.Odp.NONE, offset, false, flushRights);
                 Endpoint source = new Endpoint(mm, "put-source", p.client(), size, 1, 4, null)) {
             Endpoint.connect(source, target, 0);
             Endpoint.connect(target, source, 0);
@@ -674,6 +694,20 @@ public final class RdmaTools {
             w.remoteAddr = target.buf;
             w.rkey = target.mr.rkey();
             complete(source, w, "RDMA WRITE");
+            String flushed = "";
+            if (flush) {
+                IbvSendWr f = new IbvSendWr();
+                f.opcode = IbvWrOpcode.FLUSH;
+                f.sendFlags = IbvSendWr.SEND_SIGNALED;
+                f.remoteAddr = target.buf;
+                f.rkey = target.mr.rkey();
+                f.flushLength = text.length;
+                f.flushType = IbvSendWr.FLUSH_PERSISTENT;
+                f.flushLevel = IbvSendWr.FLUSH_RANGE;
+                complete(source, f, "RDMA FLUSH");
+                flushed = String.format("RDMA FLUSH (placement PERSISTENT, level RANGE) of the %d bytes: SUCCESS: durable in %s%n", text.length,
+                        mem.name());
+            }
             source.write(source.buf, new byte[text.length], 0, text.length);
             w.opcode = IbvWrOpcode.RDMA_READ;
             complete(source, w, "RDMA READ");
@@ -682,8 +716,8 @@ public final class RdmaTools {
             boolean same = java.util.Arrays.equals(back, text);
             long bar = barBytes();
             String out = String.format("%s %s: RDMA WRITE of %d bytes to %s offset 0x%x (pid %d 0x%x, rkey 0x%x): SUCCESS%n"
-                    + "RDMA READ back: %s%s%n", p.client().name(), p.server().name(), text.length, mem.name(), offset, target.proc.pid(),
-                    target.buf, target.mr.rkey(), same ? "the same bytes" : "MISMATCH",
+                    + "%sRDMA READ back: %s%s%n", p.client().name(), p.server().name(), text.length, mem.name(), offset, target.proc.pid(),
+                    target.buf, target.mr.rkey(), flushed, same ? "the same bytes" : "MISMATCH",
                     bar < 0 ? "" : String.format(" (%d bytes crossed the peer's BAR)", bar - bar0));
             if (!same) {
                 throw new IllegalStateException(out);

@@ -54,7 +54,7 @@ public final class SsdCommands {
         for (NvmePmr p : all) {
             NvmePmr.Info i = p.info();
             sb.append(String.format("%s  %s  Samsung PM173X NVMe SSD (144d:a824), NVMe 1.4%n", i.name(), i.bdf()));
-            sb.append(String.format("  PMR            BAR%d, %d MiB, persistent (write barrier: read of PMRSTS)%n", i.bar(), i.pmrBytes() >> 20));
+            sb.append(String.format("  PMR            BAR%d, %d MiB, persistent (write barriers: a read of PMRSTS, a flushing read of a range by a peer: RDMA FLUSH)%n", i.bar(), i.pmrBytes() >> 20));
             if (p.index() < media.size()) {
                 sb.append(String.format("  media          %s%n", media.get(p.index())));
                 sb.append(String.format("  posted         %d page(s) written and not yet persistent (the model's view; ssd:flush)%n",
