@@ -102,9 +102,9 @@ final class Mlx4Pd implements IbPdOps {
     }
 
     @Override
-    public IbAhOps createAh(int dlid, int portNum) {
-        ctx.dev.cmd(() -> ctx.dev.engine.port(portNum));
-        return IbAhOps.addressVector(dlid, portNum);
+    public IbAhOps createAh(org.peerdirect.ib.core.verbs.IbvAhAttr a) {
+        ctx.dev.cmd(() -> ctx.dev.engine.port(a.portNum));
+        return IbAhOps.addressVector(a); // InfiniBand ports: the LID routes; a GRH is carried in the AV, not needed inside the subnet
     }
 
     @Override

@@ -103,4 +103,25 @@ public final class RcConnect {
         qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
                 | IbvQpAttr.MAX_QP_RD_ATOMIC);
     }
+
+    /**
+     * A UD QP from RESET to RTS on {@code portNum} with Q_Key {@code qkey}, as
+     * {@code ibv_ud_pingpong}'s {@code pp_connect_ctx} does (INIT with P_Key index 0, port and
+     * Q_Key; RTR; RTS with send PSN 0): a UD QP has no peer, its address handles name them.
+     *
+     * @since 0.2
+     */
+    public static void udToRts(IbvQp qp, int portNum, int qkey) {
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.INIT;
+        x.pkeyIndex = 0;
+        x.portNum = portNum;
+        x.qkey = qkey;
+        qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.QKEY);
+        x.qpState = IbvQpState.RTR;
+        qp.modify(x, IbvQpAttr.STATE);
+        x.qpState = IbvQpState.RTS;
+        x.sqPsn = 0;
+        qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.SQ_PSN);
+    }
 }

@@ -474,8 +474,8 @@ final class Mlx5IbPd implements IbPdOps {
     }
 
     @Override
-    public IbAhOps createAh(int dlid, int portNum) {
-        return IbAhOps.addressVector(dlid, portNum);
+    public IbAhOps createAh(org.peerdirect.ib.core.verbs.IbvAhAttr a) {
+        return IbAhOps.addressVector(a);
     }
 
     @Override

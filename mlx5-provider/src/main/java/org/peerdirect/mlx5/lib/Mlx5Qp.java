@@ -291,6 +291,17 @@ public final class Mlx5Qp implements IbQpOps {
                     ap.set(BE32, ao + Qp.AV_QKEY, w.remoteQkey);
                     ap.set(BE32, ao + Qp.AV_DQP, Qp.AV_EXTENDED | w.remoteQpn & 0xff_ffff);
                     ap.set(org.peerdirect.hca.cx4.ifc.CmdEntry.BE16, ao + Qp.AV_RLID, (short) w.ah.dlid());
+                    if (w.ah.isGlobal()) { // mlx5_wqe_av: hop limit, grh | sgid index, the remote GID (segments 2 and 3)
+                        long gso = segOff(bb, seg + 1);
+                        MemorySegment gp = buf.page(gso);
+                        long go = gso & 4095; // AV bytes 0x10..0x1f
+                        gp.set(ValueLayout.JAVA_BYTE, go + (Qp.AV_HOP_LIMIT - 0x10), (byte) w.ah.hopLimit());
+                        gp.set(BE32, go + (Qp.AV_GRH_GID_FL - 0x10), Qp.AV_GRH | (w.ah.sgidIndex() & 0xff) << 20);
+                        long rso = segOff(bb, seg + 2);
+                        MemorySegment rp = buf.page(rso);
+                        rp.set(BE64, (rso & 4095) + (Qp.AV_RGID - 0x20), w.ah.dgidHigh());
+                        rp.set(BE64, (rso & 4095) + (Qp.AV_RGID - 0x20) + 8, w.ah.dgidLow());
+                    }
                     seg += 3;
                 } else if (op != Wqe.OP_SEND && op != Wqe.OP_SEND_IMM) {
                     long so = segOff(bb, seg);

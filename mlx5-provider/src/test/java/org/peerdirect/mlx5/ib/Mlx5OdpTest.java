@@ -774,15 +774,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         End u = new End(0, ODP, IbvQpType.UD, false);
         End v = new End(1, ODP, IbvQpType.UD, true);
         for (End e : List.of(u, v)) {
-            IbvQpAttr x = new IbvQpAttr();
-            x.qpState = IbvQpState.INIT;
-            x.portNum = 1;
-            x.qkey = 0x11111111;
-            e.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.QKEY);
-            x.qpState = IbvQpState.RTR;
-            e.qp.modify(x, IbvQpAttr.STATE);
-            x.qpState = IbvQpState.RTS;
-            e.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.SQ_PSN);
+            RcConnect.udToRts(e.qp, 1, 0x11111111);
         }
         IbvAh ah = u.pd.createAh(v.lid, 1);
         int dropped = 0;

@@ -29,6 +29,7 @@ import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvAh;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcOpcode;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
@@ -134,6 +135,66 @@ class Mlx5VerbsTest extends Mlx5Machine {
     void pingpongValidatesOnMlx5() throws Exception {
         String out = tools().pingpong("-d", "mlx5_0", "-s", "4096", "-n", "200", "-c");
         assertTrue(out.contains("no mismatch"), out);
+    }
+
+    /**
+     * UD over RoCE (ConnectX-6 Dx): an address handle needs a GRH with the destination GID (a
+     * LID-only AH is EINVAL, as rdma_check_ah_attr; a source GID index outside the table or a hop
+     * limit above 255 too); libmlx5 writes the GRH fields into the WQE's address vector and the
+     * datagram arrives with its GRH flag and 40 bytes of GRH before the payload. The same AH form
+     * with a GRH works on InfiniBand, where the LID still routes.
+     */
+    @Test
+    void udOverRoceTakesAnAddressHandleWithAGidAndDeliversWithAGrh() {
+        End u = new End(2, IbvQpType.UD);
+        End v = new End(3, IbvQpType.UD);
+        org.peerdirect.rdma.RcConnect.udToRts(u.qp, 1, 0x11111111);
+        org.peerdirect.rdma.RcConnect.udToRts(v.qp, 1, 0x11111111);
+        KernelException lidOnly = assertThrows(KernelException.class, () -> u.pd.createAh(1, 1));
+        assertEquals(KernelException.Errno.EINVAL, lidOnly.errno());
+        assertTrue(lidOnly.getMessage().contains("Ethernet (RoCE)"), lidOnly.getMessage());
+        org.peerdirect.ib.core.verbs.IbvAhAttr bad = org.peerdirect.ib.core.verbs.IbvAhAttr.gid(v.gid, 99, 1);
+        assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class, () -> u.pd.createAh(bad)).errno());
+        org.peerdirect.ib.core.verbs.IbvAhAttr far = org.peerdirect.ib.core.verbs.IbvAhAttr.gid(v.gid, 0, 1);
+        far.hopLimit = 300;
+        assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class, () -> u.pd.createAh(far)).errno());
+        IbvAh ah = u.pd.createAh(org.peerdirect.ib.core.verbs.IbvAhAttr.gid(v.gid, 0, 1));
+        assertTrue(ah.isGlobal());
+        udRoundTrip(u, v, ah, 1000, 5);
+
+        // InfiniBand with a GRH: the LID routes, the GRH rides along
+        End x = new End(0, IbvQpType.UD);
+        End y = new End(1, IbvQpType.UD);
+        org.peerdirect.rdma.RcConnect.udToRts(x.qp, 1, 0x11111111);
+        org.peerdirect.rdma.RcConnect.udToRts(y.qp, 1, 0x11111111);
+        org.peerdirect.ib.core.verbs.IbvAhAttr ib = org.peerdirect.ib.core.verbs.IbvAhAttr.gid(y.gid, 0, 1);
+        ib.dlid = y.lid;
+        IbvAh ibAh = x.pd.createAh(ib);
+        udRoundTrip(x, y, ibAh, 2000, 6);
+        ah.destroy();
+        ibAh.destroy();
+    }
+
+    /** One datagram of {@code len} bytes from u to v through {@code ah}: sent, received after its 40-byte GRH, GRH flag set. */
+    private void udRoundTrip(End u, End v, IbvAh ah, int len, int seed) {
+        org.peerdirect.ib.core.verbs.IbvRecvWr r = new org.peerdirect.ib.core.verbs.IbvRecvWr().sge(v.buf, 40 + len, v.mr.lkey());
+        r.wrId = 77;
+        v.qp.postRecv(r);
+        byte[] data = fill(u.buf + 8192, len, seed);
+        IbvSendWr w = wr(IbvWrOpcode.SEND, u.buf + 8192, len, u.mr.lkey(), 1);
+        w.ah = ah;
+        w.remoteQpn = v.qp.qpNum();
+        w.remoteQkey = 0x11111111;
+        u.qp.postSend(w);
+        IbvWc s = one(u.cq);
+        assertEquals(IbvWcStatus.SUCCESS, s.status, s.toString());
+        IbvWc c = one(v.cq);
+        assertEquals(IbvWcStatus.SUCCESS, c.status, c.toString());
+        assertEquals(77, c.wrId);
+        assertEquals(40 + len, c.byteLen, "the GRH and the payload");
+        assertTrue((c.wcFlags & IbvWc.WC_GRH) != 0, "IBV_WC_GRH");
+        assertEquals(u.qp.qpNum(), c.srcQp);
+        assertArrayEquals(data, read(v.buf + 40, len));
     }
 
     /**

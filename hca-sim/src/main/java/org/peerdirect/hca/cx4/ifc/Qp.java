@@ -150,6 +150,8 @@ public final class Qp {
     public static final long AV_DQP = 0x08;
     public static final int AV_EXTENDED = 0x8000_0000;
     public static final long AV_RLID = 0x0e;
+    /** {@code mlx5_wqe_av.hop_limit}. */
+    public static final long AV_HOP_LIMIT = 0x1b;
     public static final long AV_GRH_GID_FL = 0x1c;
     public static final int AV_GRH = 1 << 30;
     public static final long AV_RGID = 0x20;

@@ -52,8 +52,8 @@ public interface IbPdOps {
     /** {@code create_srq}. */
     IbSrqOps createSrq(int maxWr, int maxSge);
 
-    /** {@code create_ah}: an address vector to LID {@code dlid} through port {@code portNum}. */
-    IbAhOps createAh(int dlid, int portNum);
+    /** {@code create_ah}: an address vector as {@code attr} gives it (the core checked it against the port; a copy, the driver's to keep). */
+    IbAhOps createAh(org.peerdirect.ib.core.verbs.IbvAhAttr attr);
 
     /** {@code dealloc_pd}: the core checked that nothing uses it. */
     void deallocPd();

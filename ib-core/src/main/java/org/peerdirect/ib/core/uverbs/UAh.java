@@ -25,6 +25,31 @@ final class UAh implements IbvAh {
     }
 
     @Override
+    public boolean isGlobal() {
+        return ops.isGlobal();
+    }
+
+    @Override
+    public long dgidHigh() {
+        return ops.dgidHigh();
+    }
+
+    @Override
+    public long dgidLow() {
+        return ops.dgidLow();
+    }
+
+    @Override
+    public int sgidIndex() {
+        return ops.sgidIndex();
+    }
+
+    @Override
+    public int hopLimit() {
+        return ops.hopLimit();
+    }
+
+    @Override
     public synchronized void destroy() {
         if (destroyed) {
             return;

@@ -6,6 +6,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.peerdirect.ib.core.provider.IbPdOps;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvAh;
+import org.peerdirect.ib.core.verbs.IbvAhAttr;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvMr;
@@ -226,12 +227,27 @@ final class UPd implements IbvPd {
 
     @Override
     public IbvAh createAh(int dlid, int portNum) {
+        return createAh(IbvAhAttr.lid(dlid, portNum));
+    }
+
+    /**
+     * {@code ibv_create_ah} → {@code rdma_check_ah_attr}: the port exists; its link layer decides
+     * the address (RoCE: a GRH with the GID, the LID means nothing; InfiniBand: a unicast LID, a
+     * GRH optional); the GRH's fields in range ({@link UQp#checkAddress}).
+     */
+    @Override
+    public IbvAh createAh(IbvAhAttr attr) {
         alive();
-        ctx.checkPort(portNum);
-        if (dlid <= 0 || dlid >= 0xC000) {
-            throw new KernelException(Errno.EINVAL, "ibv_create_ah: DLID " + dlid + " is not a unicast LID (1..0xbfff)");
+        if (attr == null) {
+            throw new KernelException(Errno.EINVAL, "ibv_create_ah: no ah_attr");
         }
-        UAh ah = new UAh(this, ops.createAh(dlid, portNum));
+        IbvAhAttr a = attr.copy();
+        ctx.checkPort(a.portNum);
+        boolean roce = UQp.checkAddress(ctx.dev, a.portNum, a.isGlobal, a.dgid, a.sgidIndex, a.hopLimit, "ibv_create_ah");
+        if (!roce && (a.dlid <= 0 || a.dlid >= 0xC000)) {
+            throw new KernelException(Errno.EINVAL, "ibv_create_ah: DLID " + a.dlid + " is not a unicast LID (1..0xbfff)");
+        }
+        UAh ah = new UAh(this, ops.createAh(a));
         ahs.add(ah);
         return ah;
     }

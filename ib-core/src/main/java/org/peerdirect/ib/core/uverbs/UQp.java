@@ -113,21 +113,32 @@ final class UQp implements IbvQp {
      * is the only address there is.
      */
     private void checkAv(IbvQpAttr a, int portNum) {
-        if (a.dgid == null || a.dgid.length != 16) {
-            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: ah_attr.grh.dgid must be 16 bytes", qpNum()));
+        checkAddress(dev, portNum, a.isGlobal, a.dgid, a.sgidIndex, a.hopLimit, String.format("QP 0x%x", qpNum()));
+    }
+
+    /**
+     * {@code rdma_check_ah_attr} for a QP's path and an address handle alike: the GID 16 bytes; an
+     * Ethernet (RoCE) port needs the GRH; the source GID index in the port's table; the hop
+     * limit 0..255. True when the port is Ethernet (the LID is then not an address).
+     */
+    static boolean checkAddress(IbDevice dev, int portNum, boolean isGlobal, byte[] dgid, int sgidIndex, int hopLimit, String who) {
+        if (dgid == null || dgid.length != 16) {
+            throw new KernelException(Errno.EINVAL, who + ": ah_attr.grh.dgid must be 16 bytes");
         }
         IbvPortAttr p = dev.ops.queryPort(portNum);
-        if (p.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET && !a.isGlobal) {
-            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: port %d is Ethernet (RoCE): the address vector needs is_global "
-                    + "and the destination GID (ah_attr.grh.dgid), a LID means nothing there", qpNum(), portNum));
+        boolean roce = p.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET;
+        if (roce && !isGlobal) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: port %d is Ethernet (RoCE): the address vector needs is_global "
+                    + "and the destination GID (ah_attr.grh.dgid), a LID means nothing there", who, portNum));
         }
-        if (a.isGlobal && (a.sgidIndex < 0 || a.sgidIndex >= p.gidTblLen())) {
-            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: sgid_index %d is not 0..%d (port %d's GID table)", qpNum(),
-                    a.sgidIndex, p.gidTblLen() - 1, portNum));
+        if (isGlobal && (sgidIndex < 0 || sgidIndex >= p.gidTblLen())) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: sgid_index %d is not 0..%d (port %d's GID table)", who, sgidIndex,
+                    p.gidTblLen() - 1, portNum));
         }
-        if (a.isGlobal && (a.hopLimit < 0 || a.hopLimit > 255)) {
-            throw new KernelException(Errno.EINVAL, String.format("QP 0x%x: hop_limit %d is not 0..255", qpNum(), a.hopLimit));
+        if (isGlobal && (hopLimit < 0 || hopLimit > 255)) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: hop_limit %d is not 0..255", who, hopLimit));
         }
+        return roce;
     }
 
     private void range(int mask, int bit, int v, int min, int max, String what) {

@@ -57,8 +57,19 @@ public interface IbvPd {
     /** {@code ibv_create_srq}. */
     IbvSrq createSrq(int maxWr, int maxSge);
 
-    /** {@code ibv_create_ah}: an address handle to port {@code portNum}'s peer with LID {@code dlid}. */
+    /** {@code ibv_create_ah}: an address handle to port {@code portNum}'s peer with LID {@code dlid} (no GRH). */
     IbvAh createAh(int dlid, int portNum);
+
+    /**
+     * {@code ibv_create_ah} with a full {@code ibv_ah_attr}: a GRH to a GID where {@code isGlobal}
+     * (required on a RoCE port).
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException EINVAL a RoCE port without a GRH, a source
+     *         GID index outside the port's table, a hop limit outside 0..255, a GID not 16 bytes,
+     *         an InfiniBand address without a unicast LID
+     * @since 0.8
+     */
+    IbvAh createAh(IbvAhAttr attr);
 
     /** {@code ibv_dealloc_pd}: EBUSY while objects use it. */
     void dealloc();
