@@ -175,6 +175,23 @@ class Mlx5VerbsTest extends Mlx5Machine {
         ibAh.destroy();
     }
 
+    /**
+     * rdma:ud_pingpong (ibv_ud_pingpong): validated over RoCE between the two ConnectX-6 Dx by GID
+     * (-g 0) and over InfiniBand by LID; on RoCE without -g the core refuses the LID-only address
+     * handle, and the tool ends with that error, its resources released (stopMachine checks).
+     */
+    @Test
+    void udPingpongRunsOverRoceByGidAndOverInfinibandByLid() {
+        String roce = tools().ud_pingpong("-d", "mlx5_2", "-g", "0", "-c", "-n", "50", "-s", "2048");
+        assertTrue(roce.contains("validated 100 received buffers; 100 datagrams arrived with a GRH"), roce);
+        assertTrue(roce.contains("GID 0000:0000:0000:0000:0000:ffff:0a00:"), "addressed by the RoCE GIDs: " + roce);
+        String ib = tools().ud_pingpong("-d", "mlx5_0", "-c", "-n", "50");
+        assertTrue(ib.contains("validated 100 received buffers"), ib);
+        KernelException e = assertThrows(KernelException.class, () -> tools().ud_pingpong("-d", "mlx5_2", "-n", "5"));
+        assertEquals(KernelException.Errno.EINVAL, e.errno());
+        assertTrue(e.getMessage().contains("Ethernet (RoCE)"), e.getMessage());
+    }
+
     /** One datagram of {@code len} bytes from u to v through {@code ah}: sent, received after its 40-byte GRH, GRH flag set. */
     private void udRoundTrip(End u, End v, IbvAh ah, int len, int seed) {
         org.peerdirect.ib.core.verbs.IbvRecvWr r = new org.peerdirect.ib.core.verbs.IbvRecvWr().sge(v.buf, 40 + len, v.mr.lkey());

@@ -45,7 +45,7 @@ import org.peerdirect.peermem.PeerMemoryAllocator;
 @Component(service = RdmaTools.class, property = {"osgi.command.scope=rdma", "osgi.command.function=devices",
         "osgi.command.function=devinfo", "osgi.command.function=pingpong", "osgi.command.function=write_bw",
         "osgi.command.function=read_bw", "osgi.command.function=send_bw", "osgi.command.function=write_lat", "osgi.command.function=atomic_bw",
-        "osgi.command.function=invalidate_test", "osgi.command.function=put"})
+        "osgi.command.function=invalidate_test", "osgi.command.function=put", "osgi.command.function=ud_pingpong"})
 public final class RdmaTools {
 
     /** A bounded wait for any completion: a tool never hangs. */
@@ -342,6 +342,152 @@ public final class RdmaTools {
             Thread.yield();
         } else {
             Thread.onSpinWait();
+        }
+    }
+
+    // ------------------------------------------------------------------ ibv_ud_pingpong
+
+    /** One side of {@code rdma:ud_pingpong}: a process, a UD QP at RTS, a buffer with GRH room registered for local write. */
+    private static final class UdSide implements AutoCloseable {
+        final AddressSpace proc;
+        final IbvContext ctx;
+        final IbvPd pd;
+        final org.peerdirect.ib.core.verbs.IbvCq cq;
+        final org.peerdirect.ib.core.verbs.IbvQp qp;
+        final long buf;
+        final long len;
+        final org.peerdirect.ib.core.verbs.IbvMr mr;
+        final int lid;
+        org.peerdirect.ib.core.verbs.IbvAh ah;
+
+        UdSide(Mm mm, String name, IbvDevice dev, int size) {
+            proc = mm.createProcess(name);
+            len = (size + 40 + 4095L) & -4096L;
+            IbvContext c = null;
+            try {
+                c = dev.open(proc);
+                ctx = c;
+                pd = c.allocPd();
+                cq = c.createCq(64, null);
+                org.peerdirect.ib.core.verbs.IbvQpInitAttr a = new org.peerdirect.ib.core.verbs.IbvQpInitAttr();
+                a.sendCq = cq;
+                a.recvCq = cq;
+                a.qpType = org.peerdirect.ib.core.verbs.IbvQpType.UD;
+                a.maxSendWr = 16;
+                a.maxRecvWr = 16;
+                qp = pd.createQp(a);
+                buf = proc.mmap(len);
+                proc.populate(buf, len, true);
+                mr = pd.regMr(buf, len, IbAccess.LOCAL_WRITE);
+                org.peerdirect.rdma.RcConnect.udToRts(qp, 1, UD_QKEY);
+                lid = c.queryPort(1).lid();
+            } catch (RuntimeException e) {
+                if (c != null) {
+                    c.close(); // the context takes what it made with it
+                }
+                proc.exit();
+                throw e;
+            }
+        }
+
+        void postRecv(int size) {
+            IbvRecvWr r = new IbvRecvWr().sge(buf, size + 40, mr.lkey());
+            qp.postRecv(r);
+        }
+
+        @Override
+        public void close() {
+            try {
+                if (ah != null) {
+                    ah.destroy();
+                }
+                mr.dereg();
+                qp.destroy();
+                cq.destroy();
+                pd.dealloc();
+                ctx.close();
+            } finally {
+                proc.exit();
+            }
+        }
+    }
+
+    /** The Q_Key both sides of rdma:ud_pingpong use (ibv_ud_pingpong's 0x11111111). */
+    static final int UD_QKEY = 0x11111111;
+
+    @Descriptor("SEND/RECV ping-pong on UD QPs through address handles, as ibv_ud_pingpong (-g: a GRH to the peer's GID, required on RoCE). Example: rdma:ud_pingpong -d mlx5_1 -g 0 -c")
+    public String ud_pingpong(@Descriptor("options; --help lists them") Object... args) {
+        Options o = new Options("rdma:ud_pingpong", "SEND/RECV ping-pong on UD QPs, as ibv_ud_pingpong", args, List.of(
+                Options.value("-s", "SIZE", "message size in bytes, at most the path MTU (4096)", 1024),
+                Options.value("-n", "ITERS", "round trips", 1000),
+                Options.value("-d", "DEVICE", "client device, the server takes the next of its link layer (rdma:devices)", null),
+                Options.value("-g", "GIDIDX", "local port GID index: address the peer by GID (a GRH on every datagram; needed on RoCE); -1: by LID", -1),
+                Options.flag("-c", "validate every received buffer")));
+        if (o.help()) {
+            return o.printUsage();
+        }
+        int size = (int) o.number("-s", 1, 4096);
+        int iters = (int) o.number("-n", 1, 100_000_000);
+        int gidx = (int) o.number("-g", -1, 255);
+        boolean validate = o.flag("-c");
+        Pair p = pair(o);
+        try (UdSide server = new UdSide(mm, "ud_pingpong-server", p.server(), size);
+                UdSide client = new UdSide(mm, "ud_pingpong-client", p.client(), size)) {
+            StringBuilder out = new StringBuilder();
+            for (UdSide[] pr : new UdSide[][] {{client, server}, {server, client}}) {
+                org.peerdirect.ib.core.verbs.IbvAhAttr a = org.peerdirect.ib.core.verbs.IbvAhAttr.lid(pr[1].lid, 1);
+                if (gidx >= 0) {
+                    a = org.peerdirect.ib.core.verbs.IbvAhAttr.gid(org.peerdirect.ib.core.verbs.IbvGid.parse(pr[1].ctx.queryGid(1, gidx)), gidx, 1);
+                    a.dlid = pr[1].lid;
+                    a.hopLimit = 1;
+                }
+                pr[0].ah = pr[0].pd.createAh(a);
+            }
+            for (UdSide sd : List.of(client, server)) {
+                out.append(sd == client ? "  local address:  " : "  remote address: ").append(String.format("LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s%n",
+                        sd.lid, sd.qp.qpNum(), 0, gidx >= 0 ? sd.ctx.queryGid(1, gidx) : "::"));
+            }
+            IbvWc[] wc = {new IbvWc()};
+            byte[] msg = new byte[size];
+            byte[] got = new byte[size];
+            long t0 = System.nanoTime();
+            int grh = 0;
+            for (int i = 0; i < iters; i++) {
+                server.postRecv(size);
+                client.postRecv(size);
+                for (int k = 0; k < size; k++) {
+                    msg[k] = (byte) (i * 31 + k);
+                }
+                client.proc.write(client.buf + 40, msg, 0, size);
+                for (UdSide[] pr : new UdSide[][] {{client, server}, {server, client}}) {
+                    IbvSendWr w = new IbvSendWr().sge(pr[0].buf + 40, size, pr[0].mr.lkey());
+                    w.opcode = IbvWrOpcode.SEND;
+                    w.sendFlags = IbvSendWr.SEND_SIGNALED;
+                    w.ah = pr[0].ah;
+                    w.remoteQpn = pr[1].qp.qpNum();
+                    w.remoteQkey = UD_QKEY;
+                    pr[0].qp.postSend(w);
+                    waitOk(pr[0].cq, wc, pr[0] == client ? "client send" : "server send");
+                    IbvWc r = waitOk(pr[1].cq, wc, pr[1] == client ? "client receive" : "server receive");
+                    if (r.byteLen != size + 40) {
+                        throw new IllegalStateException(String.format("iteration %d: received %d bytes, expected %d (GRH + payload)", i, r.byteLen, size + 40));
+                    }
+                    grh += (r.wcFlags & IbvWc.WC_GRH) != 0 ? 1 : 0;
+                    if (validate) {
+                        pr[1].proc.read(pr[1].buf + 40, got, 0, size);
+                        if (!Arrays.equals(got, msg)) {
+                            throw new IllegalStateException("iteration " + i + ": the received buffer differs from what was sent");
+                        }
+                    }
+                }
+            }
+            long usec = Math.max(1, (System.nanoTime() - t0) / 1000);
+            long bytes = 2L * size * iters;
+            out.append(String.format("%d bytes in %.2f seconds = %.2f Mbit/sec%n", bytes, usec / 1e6, bytes * 8.0 / usec));
+            out.append(String.format("%d iters in %.2f seconds = %.2f usec/iter%n", iters, usec / 1e6, (double) usec / iters));
+            out.append(String.format("%s%d datagrams arrived with a GRH (IBV_WC_GRH)%n", validate ? "validated " + 2L * iters + " received buffers; " : "",
+                    grh));
+            return out.toString();
         }
     }
 
