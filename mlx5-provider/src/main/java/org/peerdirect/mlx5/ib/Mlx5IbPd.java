@@ -182,10 +182,11 @@ final class Mlx5IbPd implements IbPdOps {
             throw new KernelException(Errno.EINVAL, String.format("%s: an ODP MR of %d pages is more than an mkey's MTT holds", dev.name(), pages));
         }
         int npages = (int) pages;
+        boolean cacheable = (access & UMR_UNCHANGEABLE) == 0; // as for pinned MRs: rights UMR cannot set keep the MR off the cache
         Mlx5MkeyCache.Taken t;
         int mkey;
         try {
-            t = (access & UMR_UNCHANGEABLE) == 0 ? dev.mkeyCache().alloc(npages) : null;
+            t = cacheable ? dev.mkeyCache().alloc(npages) : null;
             mkey = t != null ? t.mkey() : regCreate(addr, length, access, npages, 0, null, true);
         } catch (RuntimeException e) {
             umem.release();
@@ -208,8 +209,7 @@ final class Mlx5IbPd implements IbPdOps {
             umem.release();
             throw e;
         }
-        Mlx5OdpMr mr = new Mlx5OdpMr(this, umem, mkey, t != null ? t.ndescs() : (access & UMR_UNCHANGEABLE) == 0 ? 2 * ((npages + 1) / 2) : 0,
-                t != null, odp);
+        Mlx5OdpMr mr = new Mlx5OdpMr(this, umem, mkey, t != null ? t.ndescs() : cacheable ? 2 * ((npages + 1) / 2) : 0, t != null, odp);
         live.set(mr);
         odp.mkeys.put(Mkey.mkeyToIdx(mkey), mr);
         try {

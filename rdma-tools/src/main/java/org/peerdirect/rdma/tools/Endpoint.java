@@ -80,6 +80,27 @@ final class Endpoint implements AutoCloseable {
     /** With {@code mrExtra}, the buffer's MR also gets these rights (the FLUSH rights of {@code rdma:put --flush}). */
     Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, Odp odpMode,
             long peerOffset, boolean dmabuf, int mrExtra) {
+        this(mm, name, dev, size, nqp, depth, peer, events, odpMode, peerOffset, dmabuf, mrExtra, org.peerdirect.ib.core.verbs.IbvQpType.RC);
+    }
+
+    /**
+     * A UD endpoint of host memory (one QP moved to RTS with Q_Key {@code qkey} by
+     * {@link RcConnect#udToRts}, as {@code ibv_ud_pingpong}): its address handles are the tool's,
+     * destroyed before {@link #close}.
+     */
+    static Endpoint ud(Mm mm, String name, IbvDevice dev, long size, int depth, int qkey) {
+        Endpoint e = new Endpoint(mm, name, dev, size, 1, depth, null, false, Odp.NONE, -1, false, 0, org.peerdirect.ib.core.verbs.IbvQpType.UD);
+        try {
+            RcConnect.udToRts(e.qps[0], 1, qkey);
+        } catch (RuntimeException x) {
+            e.close();
+            throw x;
+        }
+        return e;
+    }
+
+    private Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, Odp odpMode,
+            long peerOffset, boolean dmabuf, int mrExtra, org.peerdirect.ib.core.verbs.IbvQpType qpType) {
         boolean odp = odpMode != Odp.NONE;
         this.proc = mm.createProcess(name);
         this.size = size;
@@ -100,6 +121,7 @@ final class Endpoint implements AutoCloseable {
                 a.maxSendWr = depth;
                 a.maxRecvWr = depth;
                 a.maxInlineData = 0;
+                a.qpType = qpType;
                 qps[i] = pd.createQp(a);
             }
             if (peer != null && odp) {

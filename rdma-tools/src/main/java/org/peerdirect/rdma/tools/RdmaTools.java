@@ -347,71 +347,6 @@ public final class RdmaTools {
 
     // ------------------------------------------------------------------ ibv_ud_pingpong
 
-    /** One side of {@code rdma:ud_pingpong}: a process, a UD QP at RTS, a buffer with GRH room registered for local write. */
-    private static final class UdSide implements AutoCloseable {
-        final AddressSpace proc;
-        final IbvContext ctx;
-        final IbvPd pd;
-        final org.peerdirect.ib.core.verbs.IbvCq cq;
-        final org.peerdirect.ib.core.verbs.IbvQp qp;
-        final long buf;
-        final long len;
-        final org.peerdirect.ib.core.verbs.IbvMr mr;
-        final int lid;
-        org.peerdirect.ib.core.verbs.IbvAh ah;
-
-        UdSide(Mm mm, String name, IbvDevice dev, int size) {
-            proc = mm.createProcess(name);
-            len = (size + 40 + 4095L) & -4096L;
-            IbvContext c = null;
-            try {
-                c = dev.open(proc);
-                ctx = c;
-                pd = c.allocPd();
-                cq = c.createCq(64, null);
-                org.peerdirect.ib.core.verbs.IbvQpInitAttr a = new org.peerdirect.ib.core.verbs.IbvQpInitAttr();
-                a.sendCq = cq;
-                a.recvCq = cq;
-                a.qpType = org.peerdirect.ib.core.verbs.IbvQpType.UD;
-                a.maxSendWr = 16;
-                a.maxRecvWr = 16;
-                qp = pd.createQp(a);
-                buf = proc.mmap(len);
-                proc.populate(buf, len, true);
-                mr = pd.regMr(buf, len, IbAccess.LOCAL_WRITE);
-                org.peerdirect.rdma.RcConnect.udToRts(qp, 1, UD_QKEY);
-                lid = c.queryPort(1).lid();
-            } catch (RuntimeException e) {
-                if (c != null) {
-                    c.close(); // the context takes what it made with it
-                }
-                proc.exit();
-                throw e;
-            }
-        }
-
-        void postRecv(int size) {
-            IbvRecvWr r = new IbvRecvWr().sge(buf, size + 40, mr.lkey());
-            qp.postRecv(r);
-        }
-
-        @Override
-        public void close() {
-            try {
-                if (ah != null) {
-                    ah.destroy();
-                }
-                mr.dereg();
-                qp.destroy();
-                cq.destroy();
-                pd.dealloc();
-                ctx.close();
-            } finally {
-                proc.exit();
-            }
-        }
-    }
-
     /** The Q_Key both sides of rdma:ud_pingpong use (ibv_ud_pingpong's 0x11111111). */
     static final int UD_QKEY = 0x11111111;
 
@@ -431,64 +366,85 @@ public final class RdmaTools {
         int gidx = (int) o.number("-g", -1, 255);
         boolean validate = o.flag("-c");
         Pair p = pair(o);
-        try (UdSide server = new UdSide(mm, "ud_pingpong-server", p.server(), size);
-                UdSide client = new UdSide(mm, "ud_pingpong-client", p.client(), size)) {
-            StringBuilder out = new StringBuilder();
-            for (UdSide[] pr : new UdSide[][] {{client, server}, {server, client}}) {
-                org.peerdirect.ib.core.verbs.IbvAhAttr a = org.peerdirect.ib.core.verbs.IbvAhAttr.lid(pr[1].lid, 1);
-                if (gidx >= 0) {
-                    a = org.peerdirect.ib.core.verbs.IbvAhAttr.gid(org.peerdirect.ib.core.verbs.IbvGid.parse(pr[1].ctx.queryGid(1, gidx)), gidx, 1);
-                    a.dlid = pr[1].lid;
-                    a.hopLimit = 1;
-                }
-                pr[0].ah = pr[0].pd.createAh(a);
-            }
-            for (UdSide sd : List.of(client, server)) {
-                out.append(sd == client ? "  local address:  " : "  remote address: ").append(String.format("LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s%n",
-                        sd.lid, sd.qp.qpNum(), 0, gidx >= 0 ? sd.ctx.queryGid(1, gidx) : "::"));
-            }
-            IbvWc[] wc = {new IbvWc()};
-            byte[] msg = new byte[size];
-            byte[] got = new byte[size];
-            long t0 = System.nanoTime();
-            int grh = 0;
-            for (int i = 0; i < iters; i++) {
-                server.postRecv(size);
-                client.postRecv(size);
-                for (int k = 0; k < size; k++) {
-                    msg[k] = (byte) (i * 31 + k);
-                }
-                client.proc.write(client.buf + 40, msg, 0, size);
-                for (UdSide[] pr : new UdSide[][] {{client, server}, {server, client}}) {
-                    IbvSendWr w = new IbvSendWr().sge(pr[0].buf + 40, size, pr[0].mr.lkey());
-                    w.opcode = IbvWrOpcode.SEND;
-                    w.sendFlags = IbvSendWr.SEND_SIGNALED;
-                    w.ah = pr[0].ah;
-                    w.remoteQpn = pr[1].qp.qpNum();
-                    w.remoteQkey = UD_QKEY;
-                    pr[0].qp.postSend(w);
-                    waitOk(pr[0].cq, wc, pr[0] == client ? "client send" : "server send");
-                    IbvWc r = waitOk(pr[1].cq, wc, pr[1] == client ? "client receive" : "server receive");
-                    if (r.byteLen != size + 40) {
-                        throw new IllegalStateException(String.format("iteration %d: received %d bytes, expected %d (GRH + payload)", i, r.byteLen, size + 40));
-                    }
-                    grh += (r.wcFlags & IbvWc.WC_GRH) != 0 ? 1 : 0;
-                    if (validate) {
-                        pr[1].proc.read(pr[1].buf + 40, got, 0, size);
-                        if (!Arrays.equals(got, msg)) {
-                            throw new IllegalStateException("iteration " + i + ": the received buffer differs from what was sent");
-                        }
+        long len = (size + 40 + 4095L) & -4096L; // the payload after the 40 bytes a GRH takes
+        try (Endpoint server = Endpoint.ud(mm, "ud_pingpong-server", p.server(), len, 16, UD_QKEY);
+                Endpoint client = Endpoint.ud(mm, "ud_pingpong-client", p.client(), len, 16, UD_QKEY)) {
+            org.peerdirect.ib.core.verbs.IbvAh[] ahs = new org.peerdirect.ib.core.verbs.IbvAh[2];
+            try {
+                return udPingpong(client, server, ahs, size, iters, gidx, validate);
+            } finally {
+                for (org.peerdirect.ib.core.verbs.IbvAh ah : ahs) {
+                    if (ah != null) {
+                        ah.destroy(); // before the PDs go
                     }
                 }
             }
-            long usec = Math.max(1, (System.nanoTime() - t0) / 1000);
-            long bytes = 2L * size * iters;
-            out.append(String.format("%d bytes in %.2f seconds = %.2f Mbit/sec%n", bytes, usec / 1e6, bytes * 8.0 / usec));
-            out.append(String.format("%d iters in %.2f seconds = %.2f usec/iter%n", iters, usec / 1e6, (double) usec / iters));
-            out.append(String.format("%s%d datagrams arrived with a GRH (IBV_WC_GRH)%n", validate ? "validated " + 2L * iters + " received buffers; " : "",
-                    grh));
-            return out.toString();
         }
+    }
+
+    /** The ping-pong of {@link #ud_pingpong}: {@code ahs[0]} client to server, {@code ahs[1]} back, made here. */
+    private static String udPingpong(Endpoint client, Endpoint server, org.peerdirect.ib.core.verbs.IbvAh[] ahs, int size, int iters,
+            int gidx, boolean validate) {
+        Endpoint[][] legs = {{client, server}, {server, client}};
+        for (int k = 0; k < 2; k++) {
+            Endpoint to = legs[k][1];
+            org.peerdirect.ib.core.verbs.IbvAhAttr a = org.peerdirect.ib.core.verbs.IbvAhAttr.lid(to.lid, 1);
+            if (gidx >= 0) {
+                a = org.peerdirect.ib.core.verbs.IbvAhAttr.gid(org.peerdirect.ib.core.verbs.IbvGid.parse(to.ctx.queryGid(1, gidx)), gidx, 1);
+                a.dlid = to.lid;
+                a.hopLimit = 1;
+            }
+            ahs[k] = legs[k][0].pd.createAh(a);
+        }
+        StringBuilder out = new StringBuilder();
+        for (Endpoint sd : List.of(client, server)) {
+            out.append(sd == client ? "  local address:  " : "  remote address: ").append(String.format("LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s%n",
+                    sd.lid, sd.qps[0].qpNum(), 0, gidx >= 0 ? sd.ctx.queryGid(1, gidx) : "::"));
+        }
+        IbvWc[] wc = {new IbvWc()};
+        byte[] msg = new byte[size];
+        byte[] got = new byte[size];
+        long t0 = System.nanoTime();
+        int grh = 0;
+        for (int i = 0; i < iters; i++) {
+            for (Endpoint e : List.of(server, client)) {
+                e.qps[0].postRecv(new IbvRecvWr().sge(e.buf, size + 40, e.mr.lkey()));
+            }
+            for (int k = 0; k < size; k++) {
+                msg[k] = (byte) (i * 31 + k);
+            }
+            client.proc.write(client.buf + 40, msg, 0, size);
+            for (int k = 0; k < 2; k++) {
+                Endpoint from = legs[k][0];
+                Endpoint to = legs[k][1];
+                IbvSendWr w = new IbvSendWr().sge(from.buf + 40, size, from.mr.lkey());
+                w.opcode = IbvWrOpcode.SEND;
+                w.sendFlags = IbvSendWr.SEND_SIGNALED;
+                w.ah = ahs[k];
+                w.remoteQpn = to.qps[0].qpNum();
+                w.remoteQkey = UD_QKEY;
+                from.qps[0].postSend(w);
+                waitOk(from.cq, wc, from == client ? "client send" : "server send");
+                IbvWc r = waitOk(to.cq, wc, to == client ? "client receive" : "server receive");
+                if (r.byteLen != size + 40) {
+                    throw new IllegalStateException(String.format("iteration %d: received %d bytes, expected %d (GRH + payload)", i, r.byteLen, size + 40));
+                }
+                grh += (r.wcFlags & IbvWc.WC_GRH) != 0 ? 1 : 0;
+                if (validate) {
+                    to.proc.read(to.buf + 40, got, 0, size);
+                    if (!Arrays.equals(got, msg)) {
+                        throw new IllegalStateException("iteration " + i + ": the received buffer differs from what was sent");
+                    }
+                }
+            }
+        }
+        long usec = Math.max(1, (System.nanoTime() - t0) / 1000);
+        long bytes = 2L * size * iters;
+        out.append(String.format("%d bytes in %.2f seconds = %.2f Mbit/sec%n", bytes, usec / 1e6, bytes * 8.0 / usec));
+        out.append(String.format("%d iters in %.2f seconds = %.2f usec/iter%n", iters, usec / 1e6, (double) usec / iters));
+        out.append(String.format("%s%d datagrams arrived with a GRH (IBV_WC_GRH)%n", validate ? "validated " + 2L * iters + " received buffers; " : "",
+                grh));
+        return out.toString();
     }
 
     // ------------------------------------------------------------------ ibv_rc_pingpong

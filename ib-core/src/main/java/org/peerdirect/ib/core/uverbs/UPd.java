@@ -88,11 +88,10 @@ final class UPd implements IbvPd {
      */
     static void checkFlushAccess(IbvDeviceAttr d, int access, String verb) {
         long caps = d.deviceCapFlagsEx();
-        if ((access & IbAccess.FLUSH_GLOBAL) != 0 && (caps & IbvDeviceAttr.DEVICE_FLUSH_GLOBAL) == 0
-                || (access & IbAccess.FLUSH_PERSISTENT) != 0 && (caps & IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT) == 0) {
+        boolean noGlobal = (access & IbAccess.FLUSH_GLOBAL) != 0 && (caps & IbvDeviceAttr.DEVICE_FLUSH_GLOBAL) == 0;
+        if (noGlobal || (access & IbAccess.FLUSH_PERSISTENT) != 0 && (caps & IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT) == 0) {
             throw new KernelException(Errno.EOPNOTSUPP, verb + ": Operation not supported: the device has no RDMA FLUSH with the "
-                    + ((access & IbAccess.FLUSH_GLOBAL) != 0 && (caps & IbvDeviceAttr.DEVICE_FLUSH_GLOBAL) == 0 ? "global" : "persistent")
-                    + " placement type (IB_ACCESS_FLUSH_*; device_cap_flags_ex lacks IB_DEVICE_FLUSH_*)");
+                    + (noGlobal ? "global" : "persistent") + " placement type (IB_ACCESS_FLUSH_*; device_cap_flags_ex lacks IB_DEVICE_FLUSH_*)");
         }
     }
 
