@@ -677,20 +677,15 @@ final class Transport {
                     if (sqTail - hw.sqConsumerIndex() >= hw.sqSize()) {
                         break; // the driver rang past what its ring can hold: the rest waits for the next doorbell
                     }
+                    SendWqe w = hw.sqSlot(sqTail);
                     int used;
                     try {
-                        used = decode(hw.sqSlot(sqTail));
+                        used = decode(w);
+                        if (used <= 0) {
+                            used = malformed(w);
+                        }
                     } catch (IommuFault f) {
                         dmaFaults.incrementAndGet();
-                        return;
-                    }
-                    if (used <= 0) {
-                        // a malformed WQE: the ones fetched before it are handed on (they flush with completions), the
-                        // rest is skipped, the QP goes to error
-                        badWqes.incrementAndGet();
-                        sqFetched = target;
-                        hw.sqDoorbellRecord(sqTail);
-                        engineToError();
                         return;
                     }
                     sqCounterOfSlot[(int) sqTail & sqCounterOfSlot.length - 1] = sqFetched & 0xffff;
@@ -705,12 +700,23 @@ final class Transport {
             hw.ringSqDoorbell();
         }
 
-        private void engineToError() {
-            try {
-                hw.modify(QpCommand.TO_ERR, hw.context());
-            } catch (HwCommandException e) {
-                // destroyed meanwhile
-            }
+        /**
+         * A WQE {@link #decode} refused: the slot completes with {@code LOCAL_QP_OP_ERR} when the
+         * engine reaches it (the WQEs before it run, those after it flush), as the hardware answers
+         * a WQE it cannot parse with an error CQE carrying its {@code wqe_counter} rather than
+         * dropping it: a user waiting for that completion gets one. The device steps over it by its
+         * DS count (one basic block when that is 0), as it steps over any WQE. Returns the blocks.
+         */
+        private int malformed(SendWqe w) {
+            badWqes.incrementAndGet();
+            readBb(sqFetched);
+            int ds = bb.get(BE32, Qp.CTRL_QPN_DS) & 0x3f;
+            w.opcode = Wqe.OP_MALFORMED;
+            w.ctrl = Wqe.CTRL_CQ_UPDATE;
+            w.numSge = 0;
+            w.inlineLen = 0;
+            w.length = 0;
+            return Math.max(1, (ds * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB);
         }
 
         /**

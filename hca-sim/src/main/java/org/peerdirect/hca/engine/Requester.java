@@ -147,6 +147,10 @@ final class Requester {
                 rnrLeft = qp.rnrRetry;
                 retryLeft = qp.retryCount;
             }
+            if (w.opcode == Wqe.OP_MALFORMED) {
+                fail(w, h, Outcome.LOC_QP_OP_ERR);
+                continue;
+            }
             Outcome o;
             try {
                 o = switch (qp.serviceType) {

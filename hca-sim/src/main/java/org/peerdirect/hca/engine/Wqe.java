@@ -46,6 +46,14 @@ public final class Wqe {
     public static final int FLUSH_MR = 1;
     /** User-mode memory registration ({@code MLX5_OPCODE_UMR}): only on a REG_UMR QP, see {@link UmrWqe}. */
     public static final int OP_UMR = 0x25;
+    /**
+     * Not an opcode of the wire: the slot of a WQE the device could not parse (unknown opcode, DS
+     * count, QPN of another QP, segments). The requester completes it with
+     * {@code LOCAL_QP_OP_ERR} (IBA's "local QP operation error": an inconsistency in the work
+     * request) and moves the QP to ERR; the WQEs after it flush. Outside the byte range of real
+     * opcodes, so no WQE can carry it.
+     */
+    public static final int OP_MALFORMED = 0x100;
 
     /** Control segment: generate a CQE on success ({@code MLX4_WQE_CTRL_CQ_UPDATE}). */
     public static final int CTRL_CQ_UPDATE = 1;

@@ -75,12 +75,13 @@ import org.peerdirect.mlx5.lib.Mlx5Qp;
  * or a valid WQE as control) and up to 3 good WRITEs after it; the doorbell record over all of it
  * (or, now and then, only over the good ones) and one BlueFlame doorbell. Then:
  * <ul>
- * <li>every good WQE before the fuzzed one completes, in order, with SUCCESS (its data at B checked)
- * or WR_FLUSH_ERR once the QP went to error: none is lost (a malformed WQE used to drop the good
- * WQEs fetched before it in the same doorbell);</li>
+ * <li>every good WQE before the fuzzed one completes, in order, with SUCCESS (its data at B
+ * checked): none is lost (a malformed WQE used to drop the good WQEs fetched before it in the same
+ * doorbell);</li>
  * <li>when the model counted the fuzzed WQE as malformed (its {@code bad WQEs} counter, and it
- * must for the mutations that are malformed by the PRM), QP A is in ERR ({@code QUERY_QP}), no
- * other completion comes, and the WQEs after it were not executed (their targets at B untouched);
+ * must for the mutations that are malformed by the PRM), it completes with LOC_QP_OP_ERR under its
+ * own wr_id, each WQE after it with WR_FLUSH_ERR, nothing more; QP A is in ERR ({@code QUERY_QP})
+ * and the WQEs after it were not executed (their targets at B untouched);
  * a valid control WQE and a doorbell record short of the fuzzed one leave the QP in RTS with every
  * WQE successful;</li>
  * <li>every wait is bounded; afterwards a QP pair that lives through the whole property does a
@@ -258,7 +259,7 @@ class WqeFuzzTest extends Mlx5Machine {
         if (mainProperty && TRIES.sum() >= 100) { // a smoke run of a few tries proves no variety
             check(reached("malformed") > TRIES.sum() / 3, "most fuzzed WQEs were malformed: " + summary());
             check(reached("executed (not malformed)") > 0, "some fuzzed WQEs executed: " + summary());
-            check(reached("good flushed") > 0 && reached("good succeeded") > 0, "good WQEs before a bad one both succeeded and flushed: " + summary());
+            check(reached("good succeeded") > 0 && reached("after malformed flushed") > 0, "good WQEs before a bad one succeeded, those after it flushed: " + summary());
             check(reached("same doorbell: good raw before malformed") > 0, "good WQEs before a malformed one in the same doorbell: " + summary());
         }
     }
@@ -634,7 +635,7 @@ class WqeFuzzTest extends Mlx5Machine {
 
     /**
      * Good WQEs before a fuzzed one, fetched by earlier doorbells and by the same one, are never
-     * lost; a malformed WQE moves the QP to ERR and nothing after it runs; the device goes on.
+     * lost; a malformed WQE completes with LOC_QP_OP_ERR, moves the QP to ERR, and the ones after it flush unexecuted; the device goes on.
      */
     @Property
     void aFuzzedWqeNeverLosesTheGoodOnesBeforeItNorHangsTheDevice(@ForAll @IntRange(min = 0, max = 3) int g1,
@@ -785,27 +786,20 @@ class WqeFuzzTest extends Mlx5Machine {
         }
         count(mutation.name() + (doorbellCoversIt ? "" : " (record short of it)"));
 
-        // every good one before the fuzzed WQE: one completion each, in order, SUCCESS or (once in error) FLUSH
-        boolean flushed = false;
+        // every good one before the fuzzed WQE: one completion each, in order, SUCCESS (a malformed WQE
+        // fails when the engine reaches it, not when the device fetches it)
         for (int i = 0; i < expectedIds.size(); i++) {
             IbvWc c = poll(cqA, "good WQE " + i + " of " + expectedIds.size() + " before a " + mutation + " (" + (bad > 0 ? "malformed" : "not malformed")
                     + "): a lost completion");
             check(c.wrId == expectedIds.get(i), String.format("completions in order: wr_id 0x%x, expected 0x%x (%s, %s)", c.wrId, expectedIds.get(i),
                     c, mutation));
-            if (c.status == IbvWcStatus.SUCCESS) {
-                check(!flushed, "no success after a flush: " + c);
-                Good g = expectedGoods.get(i);
-                check(Arrays.equals(g.data(), read(bufB + (long) REGION * g.region(), g.len())), "a successful WRITE's data at B: " + c);
-                count("good succeeded");
-            } else {
-                check(c.status == IbvWcStatus.WR_FLUSH_ERR, "a good WQE succeeds or is flushed, not " + c + " (" + mutation + ")");
-                flushed = true;
-                count("good flushed");
-            }
+            check(c.status == IbvWcStatus.SUCCESS, "a good WQE before the fuzzed one succeeds, not " + c + " (" + mutation + ")");
+            Good g = expectedGoods.get(i);
+            check(Arrays.equals(g.data(), read(bufB + (long) REGION * g.region(), g.len())), "a successful WRITE's data at B: " + c);
+            count("good succeeded");
         }
         if (!doorbellCoversIt) {
             check(bad == 0, "nothing past the doorbell record is fetched");
-            check(!flushed, "no flush without a bad WQE");
             check(drain(cqA, TimeUnit.MILLISECONDS.toNanos(2)).isEmpty(), "no completion past the doorbell record");
             check(qpState(qpn) == Qp.STATE_RTS, "the QP is still in RTS");
             untouched(fuzzTarget, afterGoods, mutation);
@@ -821,9 +815,20 @@ class WqeFuzzTest extends Mlx5Machine {
         if (bad > 0) {
             count("malformed");
             check(bad == 1, "one malformed WQE counted once: " + bad);
+            // the malformed WQE's own completion, LOCAL_QP_OP_ERR with its wr_id (the library's table by wqe_counter),
+            // then one WR_FLUSH_ERR for each WQE after it (the device steps over the malformed one by its DS count)
+            IbvWc c = poll(cqA, "the malformed WQE's error completion (" + mutation + ")");
+            check(c.status == IbvWcStatus.LOC_QP_OP_ERR && c.wrId == (LAP | fuzzedAt % SQ_WQES),
+                    String.format("a malformed WQE completes with LOC_QP_OP_ERR and its wr_id 0x%x: %s (%s)", LAP | fuzzedAt % SQ_WQES, c, mutation));
+            for (int j = 0; j < after; j++) {
+                IbvWc f = poll(cqA, "WQE " + j + " after the malformed one: flushed");
+                check(f.status == IbvWcStatus.WR_FLUSH_ERR && f.wrId == (LAP | (next + j) % SQ_WQES),
+                        "a WQE after a malformed one flushes, in order: " + f + " (" + mutation + ")");
+                count("after malformed flushed");
+            }
             check(qpState(qpn) == Qp.STATE_ERR, "a QP that fetched a malformed WQE is in ERR: state " + qpState(qpn));
             List<IbvWc> extra = drain(cqA, TimeUnit.MILLISECONDS.toNanos(2));
-            check(extra.isEmpty(), "no completion for the malformed WQE or what follows it: " + extra);
+            check(extra.isEmpty(), "one completion for the malformed WQE and one for each after it, no more: " + extra);
             untouched(fuzzTarget, afterGoods, mutation);
         } else {
             count("executed (not malformed)");
