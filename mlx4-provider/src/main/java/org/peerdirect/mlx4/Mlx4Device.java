@@ -4,6 +4,7 @@ import java.util.BitSet;
 import java.util.function.Supplier;
 
 import org.peerdirect.hca.cx3.ConnectX3;
+import org.peerdirect.hca.engine.AsyncEventHandler;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.hca.engine.HcaPort;
 import org.peerdirect.hca.engine.HwCommandException;
@@ -12,6 +13,7 @@ import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.provider.IbUcontextOps;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.pci.PciFunction;
@@ -37,6 +39,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
     final Mlx4Qp[] qpTable = new Mlx4Qp[HcaDevice.MAX_QP];
     /** cqn → driver CQ, for events. */
     final Mlx4Cq[] cqTable = new Mlx4Cq[HcaDevice.MAX_CQ];
+    final Mlx4Srq[] srqTable = new Mlx4Srq[HcaDevice.MAX_SRQ];
     /** PD numbers in use ({@code mlx4_pd_alloc}'s bitmap); guarded by itself. */
     private final BitSet pdns = new BitSet();
     private final IbvDeviceAttr attr;
@@ -60,6 +63,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
                 HcaDevice.MAX_SRQ, HcaDevice.MAX_QP_WR, HcaDevice.MAX_SGE, HcaDevice.MAX_INLINE, engine.portCount(),
                 IbvDeviceAttr.OdpCaps.NONE);
         engine.setEventHandler(this::cqEvent);
+        engine.setAsyncEventHandler(this::asyncEvent);
     }
 
     @Override
@@ -140,6 +144,33 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
             } else {
                 c.events.completion();
             }
+        }
+    }
+
+    /**
+     * The EQ's affiliated events ({@code mlx4_qp_event} → {@code mlx4_ib_qp_event},
+     * {@code mlx4_srq_event} → {@code mlx4_ib_srq_event}): the object by its number, the type
+     * mapped to its IB event for the core's handler.
+     */
+    private void asyncEvent(int type, int number) {
+        if (type == AsyncEventHandler.SRQ_LIMIT) {
+            Mlx4Srq s = number >= 0 && number < srqTable.length ? srqTable[number] : null;
+            if (s != null) {
+                s.events.event(IbvEventType.SRQ_LIMIT_REACHED);
+            }
+            return;
+        }
+        Mlx4Qp q = number >= 0 && number < qpTable.length ? qpTable[number] : null;
+        IbvEventType t = switch (type) {
+            case AsyncEventHandler.COMM_EST -> IbvEventType.COMM_EST;
+            case AsyncEventHandler.SRQ_LAST_WQE -> IbvEventType.QP_LAST_WQE_REACHED;
+            case AsyncEventHandler.WQ_CATAS_ERROR -> IbvEventType.QP_FATAL;
+            case AsyncEventHandler.WQ_INVAL_REQ_ERROR -> IbvEventType.QP_REQ_ERR;
+            case AsyncEventHandler.WQ_ACCESS_ERROR -> IbvEventType.QP_ACCESS_ERR;
+            default -> null;
+        };
+        if (q != null && t != null) {
+            q.events.event(t);
         }
     }
 

@@ -6,6 +6,7 @@ import org.peerdirect.hca.engine.HwSrq;
 import org.peerdirect.hca.engine.QpCaps;
 import org.peerdirect.ib.core.provider.IbAhOps;
 import org.peerdirect.ib.core.provider.IbCqOps;
+import org.peerdirect.ib.core.provider.IbEvents;
 import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.provider.IbPdOps;
 import org.peerdirect.ib.core.provider.IbQpOps;
@@ -84,21 +85,23 @@ final class Mlx4Pd implements IbPdOps {
     }
 
     @Override
-    public IbQpOps createQp(IbvQpInitAttr a, IbCqOps sendCq, IbCqOps recvCq, IbSrqOps srq) {
+    public IbQpOps createQp(IbvQpInitAttr a, IbCqOps sendCq, IbCqOps recvCq, IbSrqOps srq, IbEvents events) {
         Mlx4Device dev = ctx.dev;
         Mlx4Srq s = (Mlx4Srq) srq;
         QpCaps caps = new QpCaps(a.maxSendWr, a.maxRecvWr, a.maxSendSge, a.maxRecvSge, a.maxInlineData, a.sqSigAll);
         HwQp hw = dev.cmd(() -> dev.engine.createQp(pdn, a.qpType == IbvQpType.UD ? HcaDevice.ST_UD : HcaDevice.ST_RC, caps,
                 ((Mlx4Cq) sendCq).hw, ((Mlx4Cq) recvCq).hw, s == null ? null : s.hw));
-        Mlx4Qp qp = new Mlx4Qp(this, hw, a.qpType, s);
+        Mlx4Qp qp = new Mlx4Qp(this, hw, a.qpType, s, events);
         dev.qpTable[hw.qpn] = qp;
         return qp;
     }
 
     @Override
-    public IbSrqOps createSrq(int maxWr, int maxSge) {
+    public IbSrqOps createSrq(int maxWr, int maxSge, IbEvents events) {
         HwSrq hw = ctx.dev.cmd(() -> ctx.dev.engine.sw2hwSrq(pdn, maxWr, maxSge));
-        return new Mlx4Srq(ctx.dev, hw);
+        Mlx4Srq s = new Mlx4Srq(ctx.dev, hw, maxSge, events);
+        ctx.dev.srqTable[hw.srqn] = s;
+        return s;
     }
 
     @Override

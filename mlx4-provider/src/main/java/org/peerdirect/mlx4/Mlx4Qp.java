@@ -9,6 +9,7 @@ import org.peerdirect.hca.engine.QpContext;
 import org.peerdirect.hca.engine.RecvQueue;
 import org.peerdirect.hca.engine.SendWqe;
 import org.peerdirect.hca.engine.Wqe;
+import org.peerdirect.ib.core.provider.IbEvents;
 import org.peerdirect.ib.core.provider.IbQpOps;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvQpAttr;
@@ -50,8 +51,12 @@ final class Mlx4Qp implements IbQpOps {
     private final QpContext ctx = new QpContext();
     private final IbvQpAttr attr = new IbvQpAttr();
 
-    Mlx4Qp(Mlx4Pd pd, HwQp hw, IbvQpType type, Mlx4Srq srq) {
+    /** The core's handler of this QP's asynchronous events. */
+    final IbEvents events;
+
+    Mlx4Qp(Mlx4Pd pd, HwQp hw, IbvQpType type, Mlx4Srq srq, IbEvents events) {
         this.pd = pd;
+        this.events = events;
         this.hw = hw;
         this.qpn = hw.qpn;
         this.type = type;

@@ -291,7 +291,8 @@ final class Firmware implements CommandQueue.Executor {
                     Mlx5Cmd.INIT_HCA, Mlx5Cmd.TEARDOWN_HCA, Mlx5Cmd.ALLOC_UAR, Mlx5Cmd.DEALLOC_UAR, Mlx5Cmd.ALLOC_PD, Mlx5Cmd.DEALLOC_PD,
                     Mlx5Cmd.DESTROY_EQ, Mlx5Cmd.QUERY_EQ, Mlx5Cmd.NOP, Mlx5Cmd.DESTROY_CQ, Mlx5Cmd.QUERY_CQ, Mlx5Cmd.DESTROY_QP,
                     Mlx5Cmd.QP_2ERR, Mlx5Cmd.QP_2RST, Mlx5Cmd.QUERY_QP, Mlx5Cmd.DESTROY_MKEY, Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT,
-                    Mlx5Cmd.QUERY_HCA_VPORT_GID, Mlx5Cmd.DESTROY_SRQ, Mlx5Cmd.PAGE_FAULT_RESUME, Mlx5Cmd.QUERY_SPECIAL_CONTEXTS -> 16;
+                    Mlx5Cmd.QUERY_HCA_VPORT_GID, Mlx5Cmd.DESTROY_SRQ, Mlx5Cmd.PAGE_FAULT_RESUME, Mlx5Cmd.QUERY_SPECIAL_CONTEXTS, Mlx5Cmd.QUERY_SRQ,
+                    Mlx5Cmd.ARM_RQ -> 16;
             case Mlx5Cmd.RST2INIT_QP, Mlx5Cmd.INIT2INIT_QP, Mlx5Cmd.INIT2RTR_QP, Mlx5Cmd.RTR2RTS_QP, Mlx5Cmd.RTS2RTS_QP,
                     Mlx5Cmd.SQERR2RTS_QP -> Qp.MODIFY_IN_LEN;
             case Mlx5Cmd.CREATE_CQ -> in.byteSize() < Cq.CREATE_CQ_IN_PAS ? (int) Cq.CREATE_CQ_IN_PAS
@@ -330,13 +331,14 @@ final class Firmware implements CommandQueue.Executor {
             case Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT -> Vport.CONTEXT_OUT_LEN;
             case Mlx5Cmd.QUERY_HCA_VPORT_GID -> Vport.GID_OUT_LEN;
             case Mlx5Cmd.QUERY_SPECIAL_CONTEXTS -> Mkey.SPECIAL_CONTEXTS_OUT_LEN;
+            case Mlx5Cmd.QUERY_SRQ -> Srq.QUERY_SRQ_OUT_LEN;
             default -> 16; // MANAGE_PAGES TAKE returns what fits
         };
     }
 
     private void run(int opcode, int opMod, MemorySegment in, MemorySegment out) throws Refused, CommandQueue.Deferred {
         if (opcode != Mlx5Cmd.QUERY_PAGES && opcode != Mlx5Cmd.MANAGE_PAGES && opcode != Mlx5Cmd.QUERY_HCA_CAP
-                && opcode != Mlx5Cmd.SET_HCA_CAP && opcode != Mlx5Cmd.TEARDOWN_HCA && opMod != 0) {
+                && opcode != Mlx5Cmd.SET_HCA_CAP && opcode != Mlx5Cmd.TEARDOWN_HCA && opcode != Mlx5Cmd.ARM_RQ && opMod != 0) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_OP_MOD, Mlx5Cmd.name(opcode) + " has no op_mod " + opMod);
         }
         switch (opcode) {
@@ -490,6 +492,8 @@ final class Firmware implements CommandQueue.Executor {
                 case Mlx5Cmd.DESTROY_MKEY -> transport.destroyMkey(in);
                 case Mlx5Cmd.CREATE_SRQ -> transport.createSrq(in, out, HcaCap.LOG_MAX_SRQ_SZ.get(cur, 0));
                 case Mlx5Cmd.DESTROY_SRQ -> transport.destroySrq(in);
+                case Mlx5Cmd.QUERY_SRQ -> transport.querySrq(in, out);
+                case Mlx5Cmd.ARM_RQ -> transport.armRq(in);
                 case Mlx5Cmd.PAGE_FAULT_RESUME -> pageFaults.resume(in);
                 case Mlx5Cmd.QUERY_SPECIAL_CONTEXTS -> {
                     // the reserved lkey (bus addresses) is key 0; no dump-fill mkey is built

@@ -99,6 +99,7 @@ final class Transport {
         this.port = port;
         this.fw = fw;
         engine.setEventHandler(this::cqEvent);
+        engine.setAsyncEventHandler(this::asyncEvent);
     }
 
     int cqCount() {
@@ -285,6 +286,18 @@ final class Transport {
                 eq.raise(fw.function());
             }
         }
+    }
+
+    /**
+     * The engine's affiliated events of QPs and SRQs: an EQE on the EQ that asked for the type
+     * ({@code struct mlx5_eqe_qp_srq}: the queue type and number); dropped when no EQ asked.
+     */
+    private void asyncEvent(int type, int number) {
+        MemorySegment d = MemorySegment.ofArray(new byte[28]);
+        boolean srq = type == org.peerdirect.hca.engine.AsyncEventHandler.SRQ_LIMIT;
+        d.set(ValueLayout.JAVA_BYTE, Srq.EQE_QP_SRQ_TYPE, (byte) (srq ? Srq.EVENT_QUEUE_TYPE_RQ : Srq.EVENT_QUEUE_TYPE_QP));
+        d.set(BE32, Srq.EQE_QP_SRQ_N, number & 0xff_ffff);
+        fw.postEvent(type, 0, d);
     }
 
     /** The UAR CQ doorbell: {be32(sn << 28 | cmd | ci), be32(cqn)} as one 64-bit write (raw bytes in {@code value}). */
@@ -1002,18 +1015,49 @@ final class Transport {
             throw refused(e);
         }
         MemSrq s = new MemSrq(hw, pas, dbr, wqes, stride, ctx);
-        hw.queue().fetcher(s::fetch);
+        hw.queue().fetcher(s);
         srqs.set(hw.srqn, s);
         Pages.INDEX24.set(out, 0, hw.srqn);
+    }
+
+    private MemSrq liveSrq(int srqn) throws Firmware.Refused {
+        MemSrq s = srqn >= 0 && srqn < srqs.length() ? srqs.get(srqn) : null;
+        if (s == null) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "SRQ 0x" + Integer.toHexString(srqn) + " does not exist");
+        }
+        return s;
+    }
+
+    /** {@code QUERY_SRQ}: the context as created, with the armed limit ({@code lwm}, 0 once the event fired). */
+    void querySrq(MemorySegment in, MemorySegment out) throws Firmware.Refused {
+        MemSrq s = liveSrq(Pages.INDEX24.get(in, 0));
+        try {
+            port.read(s.context.addr(), out, Srq.QUERY_SRQ_OUT_SRQC, Srq.SRQC_SIZE);
+        } catch (IommuFault f) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the SRQ's context page is no longer mapped for the device");
+        }
+        Srq.SRQC_LWM.set(out, Srq.QUERY_SRQ_OUT_SRQC, s.hw.limit());
+    }
+
+    /** {@code ARM_RQ} with op_mod SRQ: arms the SRQ's limit event at {@code lwm} (0 disarms). RQ objects are not built. */
+    void armRq(MemorySegment in) throws Firmware.Refused {
+        int opMod = in.get(BE32, 4) & 0xffff;
+        if (opMod != Srq.ARM_RQ_OP_MOD_SRQ) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_BAD_OP_MOD, "ARM_RQ op_mod " + opMod
+                    + ": only SRQs (op_mod 1) are built, no RQ objects");
+        }
+        MemSrq s = liveSrq(Pages.INDEX24.get(in, 0));
+        try {
+            s.hw.arm(in.get(BE16, Srq.ARM_RQ_IN_LWM) & 0xffff);
+        } catch (HwCommandException e) {
+            throw refused(e);
+        }
     }
 
     /** {@code DESTROY_SRQ}: refused while a QP receives through it. */
     void destroySrq(MemorySegment in) throws Firmware.Refused {
         int srqn = Pages.INDEX24.get(in, 0);
-        MemSrq s = srqn >= 0 && srqn < srqs.length() ? srqs.get(srqn) : null;
-        if (s == null) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "SRQ 0x" + Integer.toHexString(srqn) + " does not exist");
-        }
+        MemSrq s = liveSrq(srqn);
         try {
             engine.hw2swSrq(s.hw);
         } catch (HwCommandException e) {
@@ -1029,7 +1073,7 @@ final class Transport {
      * remembers which buffer index each engine slot came from: a receive completion reports that
      * index ({@code wqe_counter}), which the library frees back to its list.
      */
-    private final class MemSrq {
+    private final class MemSrq implements org.peerdirect.hca.engine.RecvFetcher {
         final HwSrq hw;
         final long[] pas;
         final long dbr;
@@ -1059,8 +1103,21 @@ final class Transport {
             return indexOfSlot[(int) slot & indexOfSlot.length - 1];
         }
 
-        /** The {@link RecvFetcher}: the counter in the doorbell record, then WQEs down the list. */
-        long fetch(RecvQueue q, long head, long tail) {
+        /** The counter in the doorbell record, minus the WQEs taken from the list (what an armed limit counts besides the ring). */
+        @Override
+        public long notFetched(RecvQueue q) {
+            try {
+                port.read(dbr + Srq.DBR_COUNTER, word, 0, 4);
+            } catch (IommuFault f) {
+                dmaFaults.incrementAndGet();
+                return 0;
+            }
+            return Math.max(0, word.get(BE32, 0) - taken);
+        }
+
+        /** The counter in the doorbell record, then WQEs down the list. */
+        @Override
+        public long fetch(RecvQueue q, long head, long tail) {
             int posted;
             try {
                 port.read(dbr + Srq.DBR_COUNTER, word, 0, 4);

@@ -77,6 +77,7 @@ public final class HcaDevice {
     private final List<HwSrq> srqs = new ArrayList<>();
     final Scheduler scheduler;
     volatile CqEventHandler eventHandler;
+    volatile AsyncEventHandler asyncHandler;
     volatile PageFaultHandler pageFaultHandler;
     /** Faults raised and not yet resumed: token to the QP that waits (requester) or NAKs (responder). */
     private final java.util.concurrent.ConcurrentHashMap<Integer, PendingFault> pendingFaults = new java.util.concurrent.ConcurrentHashMap<>();
@@ -141,6 +142,25 @@ public final class HcaDevice {
     /** Installs the event-queue handler (completion events, CQ errors). */
     public void setEventHandler(CqEventHandler h) {
         eventHandler = h;
+    }
+
+    /** The handler of the QPs' and SRQs' asynchronous events (none: they are dropped). */
+    public void setAsyncEventHandler(AsyncEventHandler h) {
+        asyncHandler = h;
+    }
+
+    /** Reports an asynchronous event, unless the device is gone; a failing handler must not wedge the engine thread. */
+    void asyncEvent(int type, int number) {
+        AsyncEventHandler h = asyncHandler;
+        if (h == null || removed) {
+            return;
+        }
+        try {
+            h.event(type, number);
+        } catch (RuntimeException e) {
+            System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, name + ": async event 0x" + Integer.toHexString(type)
+                    + " of 0x" + Integer.toHexString(number) + " failed", e);
+        }
     }
 
     /**

@@ -94,6 +94,8 @@ public final class HwQp {
      * execute twice. Written by the connected requester's thread (its drain loop); -1: none.
      */
     volatile int atomicReplayPsn = -1;
+    /** COMM_EST raised in this trip through RTR (written by the requester thread of the connected QP; reset by RST2INIT). */
+    volatile boolean commEst;
     long atomicReplayValue;
 
     final Requester requester;
@@ -239,6 +241,7 @@ public final class HwQp {
     /** To RST: both queues emptied without completions, as the hardware does. */
     private void reset() {
         state = HwQpState.RST;
+        commEst = false;
         responderFault = 0;
         responderFaultError = null;
         atomicReplayPsn = -1;
@@ -251,7 +254,7 @@ public final class HwQp {
 
     /** To ERR: outstanding receive WQEs flush now, send WQEs as the queue drains. */
     void toError() {
-        state = HwQpState.ERR;
+        HwQpState was = (HwQpState) STATE.getAndSet(this, HwQpState.ERR);
         if (rq != null) {
             long before = rq.consumerIndex();
             rq.flush(rcq, qpn);
@@ -259,6 +262,17 @@ public final class HwQp {
         }
         requester.unstall();
         requester.doorbell();
+        if (was != HwQpState.ERR && srq != null) {
+            dev.asyncEvent(AsyncEventHandler.SRQ_LAST_WQE, qpn); // once per move to ERR: the SRQ feeds it no more
+        }
+    }
+
+    /** The responder's first packet in RTR ({@code COMM_EST}), once per trip through RTR. */
+    void receivedInRtr() {
+        if (!commEst && state == HwQpState.RTR) {
+            commEst = true;
+            dev.asyncEvent(AsyncEventHandler.COMM_EST, qpn);
+        }
     }
 
     /**

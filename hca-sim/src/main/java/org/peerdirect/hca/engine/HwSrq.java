@@ -22,6 +22,25 @@ public final class HwSrq {
         this.srqn = srqn;
         this.pdn = pdn;
         this.rq = new RecvQueue(maxWr, maxSge);
+        rq.onLimit(() -> dev.asyncEvent(AsyncEventHandler.SRQ_LIMIT, srqn));
+    }
+
+    /**
+     * {@code ARM_SRQ} (mlx4) / {@code ARM_RQ} (mlx5): raise {@link AsyncEventHandler#SRQ_LIMIT}
+     * once when fewer than {@code lwm} WQEs remain; 0 disarms. A limit beyond the queue's slots is
+     * a bad parameter.
+     */
+    public void arm(int lwm) {
+        dev.alive();
+        if (lwm < 0 || lwm > rq.size()) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format("SRQ 0x%x: lwm %d is not 0..%d", srqn, lwm, rq.size()));
+        }
+        rq.arm(lwm);
+    }
+
+    /** The armed limit (0: not armed, or the event fired). */
+    public int limit() {
+        return rq.limit();
     }
 
     public RecvQueue queue() {

@@ -37,4 +37,16 @@ enum Outcome {
     boolean responderFatal() {
         return this == REM_ACCESS_ERR || this == REM_INV_REQ_ERR || this == REM_OP_ERR;
     }
+
+    /**
+     * The affiliated asynchronous event the responder's QP raises with a {@link #responderFatal}
+     * outcome (IBA 11.6.3: invalid request, local access violation, catastrophic work queue error).
+     */
+    int responderEvent() {
+        return switch (this) {
+            case REM_ACCESS_ERR -> AsyncEventHandler.WQ_ACCESS_ERROR;
+            case REM_INV_REQ_ERR -> AsyncEventHandler.WQ_INVAL_REQ_ERROR;
+            default -> AsyncEventHandler.WQ_CATAS_ERROR;
+        };
+    }
 }

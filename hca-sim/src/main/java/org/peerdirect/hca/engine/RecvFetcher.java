@@ -11,4 +11,12 @@ package org.peerdirect.hca.engine;
 public interface RecvFetcher {
 
     long fetch(RecvQueue q, long head, long tail);
+
+    /**
+     * Under the queue's consumer lock: WQEs the driver posted (its doorbell record) that are not
+     * fetched into the ring yet, for the limit check of an armed SRQ. None by default.
+     */
+    default long notFetched(RecvQueue q) {
+        return 0;
+    }
 }

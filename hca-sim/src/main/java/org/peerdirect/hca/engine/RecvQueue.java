@@ -35,6 +35,10 @@ public final class RecvQueue {
         }
     }
 
+    /** The armed limit ({@link #arm}): 0 when not armed. Written under consumerLock. */
+    private volatile int limit;
+    private volatile Runnable limitReached;
+
     /** Set once by a memory-queue personality before the QP leaves RST; read under consumerLock. */
     private volatile RecvFetcher fetcher;
 
@@ -117,7 +121,51 @@ public final class RecvQueue {
         assert consumerLock.isHeldByCurrentThread();
         assert index == head;
         HEAD.setRelease(this, index + 1);
+        boolean fire = limit > 0 && belowLimit(index + 1);
         consumerLock.unlock();
+        Runnable r = limitReached;
+        if (fire && r != null) {
+            r.run();
+        }
+    }
+
+    /**
+     * Under consumerLock: fewer WQEs than the armed limit remain after consuming up to {@code h}
+     * (those in the ring and those the fetcher has not fetched yet); if so, disarms. As rxe's
+     * {@code get_srq_wqe} and the PRM's lwm: checked when a WQE is consumed, not when armed.
+     */
+    private boolean belowLimit(long h) {
+        assert consumerLock.isHeldByCurrentThread();
+        RecvFetcher f = fetcher;
+        long remaining = (long) TAIL.getAcquire(this) - h + (f == null ? 0 : f.notFetched(this));
+        if (remaining < limit) {
+            limit = 0;
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * {@code ARM_SRQ} / {@code ARM_RQ}: arms the limit event at {@code lwm} WQEs (0 disarms).
+     * The caller checked the range; taken under consumerLock so no consumer disarms a stale limit.
+     */
+    void arm(int lwm) {
+        consumerLock.lock();
+        try {
+            limit = lwm;
+        } finally {
+            consumerLock.unlock();
+        }
+    }
+
+    /** The armed limit, 0 when not armed ({@code QUERY_SRQ}'s lwm). */
+    int limit() {
+        return limit;
+    }
+
+    /** What runs when the limit is reached (the owner's event), outside the lock. Set once. */
+    void onLimit(Runnable r) {
+        limitReached = r;
     }
 
     /** Leaves the head WQE where it is and releases the lock. */

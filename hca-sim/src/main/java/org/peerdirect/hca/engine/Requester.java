@@ -47,6 +47,8 @@ final class Requester {
     final Segs grhSrc = new Segs(1);
     final MemorySegment scratch;
     final RecvWqe recvCopy = new RecvWqe(HcaDevice.MAX_SGE);
+    /** Drain-loop state: the responder reported the current request's error in a receive completion (so no affiliated event). */
+    boolean errorInReceiveCqe;
 
     Requester(HwQp qp, Arena arena) {
         this.qp = qp;
@@ -304,9 +306,15 @@ final class Requester {
                 return Outcome.NO_ACK; // out-of-sequence NAK: the requester retransmits; misconfigured PSNs end in RETRY_EXC_ERR
             }
         }
+        r.receivedInRtr();
+        errorInReceiveCqe = false;
         o = duplicate ? Responder.replayAtomic(r, this) : Responder.respondRc(r, this, qp, w, len);
         if (o.responderFatal()) {
             r.toError(); // as rxe's do_class_ac_error
+            if (!errorInReceiveCqe) {
+                // IBA 11.6.3: an error no receive completion reports is the responder QP's affiliated event
+                r.dev.asyncEvent(o.responderEvent(), r.qpn);
+            }
         }
         if (o != Outcome.RNR_NAK && o != Outcome.PAGE_FAULT) {
             qp.sqPsn = (qp.sqPsn + packets) & 0xFFFFFF;

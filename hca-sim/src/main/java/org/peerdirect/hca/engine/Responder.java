@@ -50,6 +50,7 @@ final class Responder {
                     q.commitAndUnlock(idx);
                     if (o != null) {
                         // the receive was consumed: it completes with the error (rxe's class C handling)
+                        req.errorInReceiveCqe = true;
                         recvComplete(r, idx, o == Outcome.REM_ACCESS_ERR ? Outcome.REM_ACCESS_ERR : Outcome.WR_FLUSH_ERR,
                                 Cqe.RECV_RDMA_WRITE_IMM, 0, 0, 0, rq.qpn, 0, w);
                         return o;
@@ -399,6 +400,7 @@ final class Responder {
         q.commitAndUnlock(idx);
         if (recvStatus != null) {
             // an RC responder's class A/C errors move it to ERR in the requester (executeRc)
+            req.errorInReceiveCqe = true;
             recvComplete(r, idx, recvStatus, Cqe.RECV_SEND, 0, 0, 0, sender.qpn, 0, w);
             return result;
         }

@@ -20,6 +20,7 @@ import org.peerdirect.hca.cx4.ifc.HcaCap;
 import org.peerdirect.hca.cx4.ifc.InitSeg;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
+import org.peerdirect.hca.cx4.ifc.Srq;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.pci.PciFunction;
@@ -71,6 +72,17 @@ public final class Mlx5CoreDev {
     static final int COMP_VECTOR = 1;
     static final int COMP_EQ_NENT = 1024;
 
+    /** The affiliated events of QPs and SRQs the async EQ asks for ({@code MLX5_EVENT_TYPE_*} of {@code mlx5_eq_table}'s resource notifier). */
+    static final long QP_SRQ_EVENTS = 1L << Eq.EVENT_PATH_MIG | 1L << Eq.EVENT_COMM_EST | 1L << Eq.EVENT_SQ_DRAINED
+            | 1L << Eq.EVENT_WQ_CATAS_ERROR | 1L << Eq.EVENT_PATH_MIG_FAILED | 1L << Eq.EVENT_WQ_INVAL_REQ_ERROR
+            | 1L << Eq.EVENT_WQ_ACCESS_ERROR | 1L << Eq.EVENT_SRQ_CATAS_ERROR | 1L << Eq.EVENT_SRQ_LAST_WQE | 1L << Eq.EVENT_SRQ_RQ_LIMIT;
+
+    /** What a QP's or SRQ's owner gets from the async EQ ({@code mlx5_core_qp.event}, {@code mlx5_core_srq.event}): the EQE type. */
+    @FunctionalInterface
+    public interface ResourceEvents {
+        void event(int type);
+    }
+
     /** What a CQ's owner gets from the EQs ({@code mlx5_core_cq.comp} and {@code .event}). */
     public interface CqEvents {
         void completion();
@@ -110,6 +122,8 @@ public final class Mlx5CoreDev {
     private boolean compIrq;
     /** cqn → its owner's handlers ({@code mlx5_cq_table}); read by the EQ threads. */
     private final java.util.concurrent.ConcurrentHashMap<Integer, CqEvents> cqTable = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.ConcurrentHashMap<Integer, ResourceEvents> qpEvents = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.ConcurrentHashMap<Integer, ResourceEvents> srqEvents = new java.util.concurrent.ConcurrentHashMap<>();
     private final List<Runnable> deadListeners = new CopyOnWriteArrayList<>();
     private final org.peerdirect.kernel.mm.Mm mm;
     private final byte[] capsCur = new byte[HcaCap.SIZE];
@@ -180,8 +194,9 @@ public final class Mlx5CoreDev {
             irq = true;
             cmdEq = addEq("cmd", CMD_EQ_NENT, 1L << Eq.EVENT_CMD);
             cmd.useEvents(true);
-            asyncEq = addEq("async", ASYNC_EQ_NENT, 1L << Eq.EVENT_CQ_ERROR | 1L << Eq.EVENT_WQ_CATAS_ERROR | 1L << Eq.EVENT_INTERNAL_ERROR
-                    | 1L << Eq.EVENT_PORT_CHANGE);
+            // gather_async_events_mask's affiliated events of QPs and SRQs, the CQ error, port and internal errors
+            asyncEq = addEq("async", ASYNC_EQ_NENT, 1L << Eq.EVENT_CQ_ERROR | 1L << Eq.EVENT_INTERNAL_ERROR | 1L << Eq.EVENT_PORT_CHANGE
+                    | QP_SRQ_EVENTS);
             if (HcaCap.PAGE_REQUEST_DISABLE.get(caps(), 0) == 0) {
                 pagesEq = addEq("pages", PAGES_EQ_NENT, 1L << Eq.EVENT_PAGE_REQUEST);
             }
@@ -350,7 +365,17 @@ public final class Mlx5CoreDev {
                     h.error();
                 }
             }
-            default -> asyncEvents.incrementAndGet(type & 63);
+            default -> {
+                asyncEvents.incrementAndGet(type & 63);
+                if ((QP_SRQ_EVENTS & 1L << (type & 63)) != 0) {
+                    // srq_event_notifier / rsc_event_notifier: the number in mlx5_eqe_qp_srq, the SRQ's events by type
+                    boolean srq = type == Eq.EVENT_SRQ_RQ_LIMIT || type == Eq.EVENT_SRQ_CATAS_ERROR;
+                    ResourceEvents h = (srq ? srqEvents : qpEvents).get(data.get(BE32, Srq.EQE_QP_SRQ_N) & 0xff_ffff);
+                    if (h != null) {
+                        h.event(type);
+                    }
+                }
+            }
         }
     }
 
@@ -464,6 +489,24 @@ public final class Mlx5CoreDev {
         cqTable.remove(cqn);
     }
 
+    /** {@code mlx5_core_create_qp}'s resource-table part: affiliated events naming {@code qpn} go to {@code h}. */
+    public void registerQp(int qpn, ResourceEvents h) {
+        qpEvents.put(qpn, h);
+    }
+
+    public void unregisterQp(int qpn) {
+        qpEvents.remove(qpn);
+    }
+
+    /** {@code mlx5_core_create_srq}'s table part: SRQ events naming {@code srqn} go to {@code h}. */
+    public void registerSrq(int srqn, ResourceEvents h) {
+        srqEvents.put(srqn, h);
+    }
+
+    public void unregisterSrq(int srqn) {
+        srqEvents.remove(srqn);
+    }
+
     public org.peerdirect.kernel.mm.Mm mm() {
         return mm;
     }
@@ -539,6 +582,8 @@ public final class Mlx5CoreDev {
         pagesEq = null;
         asyncEq = null;
         cqTable.clear();
+        qpEvents.clear();
+        srqEvents.clear();
         cmd.useEvents(false); // the command EQ goes last, its own DESTROY_EQ polled
         if (cmdEq != null) {
             destroyEq(cmdEq);

@@ -1,17 +1,20 @@
 package org.peerdirect.mlx5.ib;
 
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE16;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
+import org.peerdirect.hca.cx4.ifc.Eq;
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.hca.cx4.ifc.Srq;
 import org.peerdirect.ib.core.provider.IbAhOps;
 import org.peerdirect.ib.core.provider.IbCqOps;
+import org.peerdirect.ib.core.provider.IbEvents;
 import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.provider.IbPdOps;
 import org.peerdirect.ib.core.provider.IbQpOps;
@@ -21,12 +24,14 @@ import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.IbUmemOdp;
 import org.peerdirect.ib.core.umem.UmemOdpInvalidate;
 import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvSge;
+import org.peerdirect.ib.core.verbs.IbvSrqAttr;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
@@ -310,7 +315,7 @@ final class Mlx5IbPd implements IbPdOps {
      * the QPC and the page list; the library's QP over the buffer.
      */
     @Override
-    public IbQpOps createQp(IbvQpInitAttr a, IbCqOps sendCq, IbCqOps recvCq, IbSrqOps srq) {
+    public IbQpOps createQp(IbvQpInitAttr a, IbCqOps sendCq, IbCqOps recvCq, IbSrqOps srq, IbEvents events) {
         Mlx5IbDev dev = ctx.dev;
         if (a.qpType != IbvQpType.RC && a.qpType != IbvQpType.UD) {
             throw new KernelException(Errno.EOPNOTSUPP, dev.name() + ": QP type " + a.qpType + " is not built on mlx5 (RC and UD are)");
@@ -361,7 +366,24 @@ final class Mlx5IbPd implements IbPdOps {
                     }
 
                     @Override
+                    public IbvQpState queryState(Mlx5Qp q) {
+                        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.QUERY_QP, 0, 16);
+                        org.peerdirect.hca.cx4.ifc.Pages.INDEX24.set(in, 0, q.qpn);
+                        MemorySegment out = dev.cmd(() -> dev.core.exec(in, Qp.QUERY_OUT_LEN));
+                        return switch (Qp.QPC_STATE.get(out, Qp.QUERY_OUT_QPC)) {
+                            case Qp.STATE_RST -> IbvQpState.RESET;
+                            case Qp.STATE_INIT -> IbvQpState.INIT;
+                            case Qp.STATE_RTR -> IbvQpState.RTR;
+                            case Qp.STATE_RTS -> IbvQpState.RTS;
+                            case Qp.STATE_SQER -> IbvQpState.SQE;
+                            case Qp.STATE_SQD -> IbvQpState.SQD;
+                            default -> IbvQpState.ERR;
+                        };
+                    }
+
+                    @Override
                     public void destroy(Mlx5Qp q) {
+                        dev.core.unregisterQp(q.qpn);
                         if (dev.qpTable[q.qpn] == q) {
                             dev.qpTable[q.qpn] = null;
                         }
@@ -370,9 +392,30 @@ final class Mlx5IbPd implements IbPdOps {
                         p.release();
                     }
                 });
+        dev.core.registerQp(qpn, type -> {
+            IbvEventType t = qpEvent(type);
+            if (t != null) {
+                events.event(t);
+            }
+        });
         dev.qpTable[qpn] = qp;
         dev.qpBufs.put(qpn, new Mlx5IbDev.QpBuf(p, rqBytes, 1 << logSq, logRq < 0 ? 0 : 1 << logRq, logRq < 0 ? 0 : rqStride, a.qpType == IbvQpType.UD));
         return qp;
+    }
+
+    /** {@code mlx5_ib_qp_event}: the EQE type's IB event, or null for one it does not map. */
+    static IbvEventType qpEvent(int type) {
+        return switch (type) {
+            case Eq.EVENT_PATH_MIG -> IbvEventType.PATH_MIG;
+            case Eq.EVENT_COMM_EST -> IbvEventType.COMM_EST;
+            case Eq.EVENT_SQ_DRAINED -> IbvEventType.SQ_DRAINED;
+            case Eq.EVENT_SRQ_LAST_WQE -> IbvEventType.QP_LAST_WQE_REACHED;
+            case Eq.EVENT_WQ_CATAS_ERROR -> IbvEventType.QP_FATAL;
+            case Eq.EVENT_PATH_MIG_FAILED -> IbvEventType.PATH_MIG_ERR;
+            case Eq.EVENT_WQ_INVAL_REQ_ERROR -> IbvEventType.QP_REQ_ERR;
+            case Eq.EVENT_WQ_ACCESS_ERROR -> IbvEventType.QP_ACCESS_ERR;
+            default -> null;
+        };
     }
 
     /** {@code mlx5_ib_modify_qp}: the transition's command with the QPC the attributes give. */
@@ -441,7 +484,7 @@ final class Mlx5IbPd implements IbPdOps {
      * {@code CREATE_SRQ} with the SRQ context and the page list.
      */
     @Override
-    public IbSrqOps createSrq(int maxWr, int maxSge) {
+    public IbSrqOps createSrq(int maxWr, int maxSge, IbEvents events) {
         Mlx5IbDev dev = ctx.dev;
         int[] g = Mlx5Srq.geometry(maxWr, maxSge);
         int wqes = g[0];
@@ -466,10 +509,53 @@ final class Mlx5IbPd implements IbPdOps {
             throw e;
         }
         dev.srqBufs.put(srqn, new Mlx5IbDev.SrqBuf(p, wqes, stride));
-        return new Mlx5Srq(srqn, p.buf(), wqes, stride, () -> {
-            dev.srqBufs.remove(srqn);
-            dev.destroyQuietly(Mlx5Cmd.DESTROY_SRQ, srqn);
-            p.release();
+        dev.core.registerSrq(srqn, type -> {
+            // mlx5_ib_srq_event
+            if (type == Eq.EVENT_SRQ_RQ_LIMIT) {
+                events.event(IbvEventType.SRQ_LIMIT_REACHED);
+            } else if (type == Eq.EVENT_SRQ_CATAS_ERROR) {
+                events.event(IbvEventType.SRQ_ERR);
+            }
+        });
+        int sges = Math.min(maxSge, (stride - Srq.NEXT_SEG_SIZE) / Qp.DS_SIZE);
+        return new Mlx5Srq(srqn, p.buf(), wqes, stride, new Mlx5Srq.Control() {
+            /**
+             * {@code mlx5_ib_modify_srq}: no resize; a limit below the WQE count ({@code msrq.max}),
+             * armed by {@code ARM_RQ}.
+             */
+            @Override
+            public void modify(IbvSrqAttr a, int mask) {
+                if ((mask & IbvSrqAttr.MAX_WR) != 0) {
+                    throw new KernelException(Errno.EINVAL, dev.name() + ": ibv_modify_srq: resize SRQ is not supported");
+                }
+                if ((mask & IbvSrqAttr.LIMIT) != 0) {
+                    if (a.srqLimit < 0 || a.srqLimit >= wqes) {
+                        throw new KernelException(Errno.EINVAL, String.format("%s: ibv_modify_srq: srq_limit %d is not below the SRQ's %d WQEs",
+                                dev.name(), a.srqLimit & 0xffff_ffffL, wqes));
+                    }
+                    MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.ARM_RQ, Srq.ARM_RQ_OP_MOD_SRQ, 16);
+                    org.peerdirect.hca.cx4.ifc.Pages.INDEX24.set(in, 0, srqn);
+                    in.set(BE16, Srq.ARM_RQ_IN_LWM, (short) a.srqLimit);
+                    dev.cmd(() -> dev.core.exec(in, 16));
+                }
+            }
+
+            /** {@code mlx5_ib_query_srq}: the limit from {@code QUERY_SRQ}'s lwm, max_wr one below the WQE count. */
+            @Override
+            public IbvSrqAttr query() {
+                MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.QUERY_SRQ, 0, 16);
+                org.peerdirect.hca.cx4.ifc.Pages.INDEX24.set(in, 0, srqn);
+                MemorySegment out = dev.cmd(() -> dev.core.exec(in, Srq.QUERY_SRQ_OUT_LEN));
+                return new IbvSrqAttr(wqes - 1, sges, Srq.SRQC_LWM.get(out, Srq.QUERY_SRQ_OUT_SRQC));
+            }
+
+            @Override
+            public void destroy() {
+                dev.core.unregisterSrq(srqn);
+                dev.srqBufs.remove(srqn);
+                dev.destroyQuietly(Mlx5Cmd.DESTROY_SRQ, srqn);
+                p.release();
+            }
         });
     }
 

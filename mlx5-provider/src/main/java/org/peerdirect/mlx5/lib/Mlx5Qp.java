@@ -48,6 +48,9 @@ public final class Mlx5Qp implements IbQpOps {
          */
         void modify(Mlx5Qp qp, IbvQpAttr cur, IbvQpAttr attr, int mask, IbvQpState from, IbvQpState to);
 
+        /** {@code mlx5_ib_query_qp}'s state: the hardware's ({@code QUERY_QP}), which moves to ERR without the library's knowledge. */
+        IbvQpState queryState(Mlx5Qp qp);
+
         void destroy(Mlx5Qp qp);
     }
 
@@ -190,8 +193,14 @@ public final class Mlx5Qp implements IbQpOps {
         if ((m & IbvQpAttr.RNR_RETRY) != 0) attr.rnrRetry = a.rnrRetry;
     }
 
+    /**
+     * {@code mlx5_query_qp} → {@code ibv_cmd_query_qp}: the state from the hardware (a responder's
+     * error moves the QP to ERR with no CQE the library sees), remembered as libibverbs does
+     * ({@code qp->state = attr->qp_state}); the other attributes as set.
+     */
     @Override
     public synchronized IbvQpAttr queryQp() {
+        state = control.queryState(this);
         IbvQpAttr a = attr.copy();
         a.qpState = state;
         return a;

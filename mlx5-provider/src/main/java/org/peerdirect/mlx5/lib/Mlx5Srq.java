@@ -10,6 +10,7 @@ import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.hca.cx4.ifc.Srq;
 import org.peerdirect.ib.core.provider.IbSrqOps;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.IbvSrqAttr;
 import org.peerdirect.ib.core.verbs.PostException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 
@@ -27,8 +28,12 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  */
 public final class Mlx5Srq implements IbSrqOps {
 
-    /** What the driver does beyond the data path ({@code destroy_srq}). */
+    /** What the driver does beyond the data path ({@code ibv_cmd_modify_srq}, {@code ibv_cmd_query_srq}, {@code destroy_srq}). */
     public interface Control {
+        void modify(IbvSrqAttr attr, int mask);
+
+        IbvSrqAttr query();
+
         void destroy();
     }
 
@@ -118,6 +123,18 @@ public final class Mlx5Srq implements IbSrqOps {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** {@code mlx5_modify_srq}: the kernel's ({@code ibv_cmd_modify_srq}). */
+    @Override
+    public void modifySrq(IbvSrqAttr attr, int mask) {
+        control.modify(attr, mask);
+    }
+
+    /** {@code mlx5_query_srq}: the kernel's ({@code ibv_cmd_query_srq}). */
+    @Override
+    public IbvSrqAttr querySrq() {
+        return control.query();
     }
 
     @Override

@@ -23,6 +23,9 @@ public final class Eq {
 
     // ---- event types
     public static final int EVENT_COMP = 0x00;
+    public static final int EVENT_PATH_MIG = 0x01;
+    public static final int EVENT_COMM_EST = 0x02;
+    public static final int EVENT_SQ_DRAINED = 0x03;
     public static final int EVENT_CQ_ERROR = 0x04;
     public static final int EVENT_WQ_CATAS_ERROR = 0x05;
     public static final int EVENT_INTERNAL_ERROR = 0x08;
@@ -30,6 +33,12 @@ public final class Eq {
     public static final int EVENT_CMD = 0x0a;
     public static final int EVENT_PAGE_REQUEST = 0x0b;
     public static final int EVENT_PAGE_FAULT = 0x0c;
+    public static final int EVENT_PATH_MIG_FAILED = 0x07;
+    public static final int EVENT_WQ_INVAL_REQ_ERROR = 0x10;
+    public static final int EVENT_WQ_ACCESS_ERROR = 0x11;
+    public static final int EVENT_SRQ_CATAS_ERROR = 0x12;
+    public static final int EVENT_SRQ_LAST_WQE = 0x13;
+    public static final int EVENT_SRQ_RQ_LIMIT = 0x14;
 
     // ---- PAGE_REQUEST data: ec_function (be16) at data+0, func_id (be16) at data+2, num_pages (be32, signed) at data+4
     public static final long PAGE_REQ_FUNC_ID = EQE_DATA + 0x02;

@@ -46,6 +46,8 @@ public final class Mlx5Cmd {
     public static final int INIT2INIT_QP = Qp.INIT2INIT_QP;
     public static final int CREATE_SRQ = 0x700;
     public static final int DESTROY_SRQ = 0x701;
+    public static final int QUERY_SRQ = 0x702;
+    public static final int ARM_RQ = 0x703;
     public static final int QUERY_VPORT_STATE = 0x750;
     public static final int QUERY_HCA_VPORT_CONTEXT = 0x762;
     public static final int QUERY_HCA_VPORT_GID = 0x764;
@@ -142,6 +144,8 @@ public final class Mlx5Cmd {
             case INIT2INIT_QP -> "INIT2INIT_QP";
             case CREATE_SRQ -> "CREATE_SRQ";
             case DESTROY_SRQ -> "DESTROY_SRQ";
+            case QUERY_SRQ -> "QUERY_SRQ";
+            case ARM_RQ -> "ARM_RQ";
             case QUERY_VPORT_STATE -> "QUERY_VPORT_STATE";
             case QUERY_HCA_VPORT_CONTEXT -> "QUERY_HCA_VPORT_CONTEXT";
             case QUERY_HCA_VPORT_GID -> "QUERY_HCA_VPORT_GID";

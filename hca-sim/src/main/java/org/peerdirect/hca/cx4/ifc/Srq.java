@@ -40,6 +40,22 @@ public final class Srq {
     /** The doorbell record: be32 count of WQEs posted. */
     public static final long DBR_COUNTER = 0;
 
+    /** {@code QUERY_SRQ} output: the context at byte 0x10 ({@code srq_context_entry}); the page list (not returned) after 0x110. */
+    public static final long QUERY_SRQ_OUT_SRQC = 0x10;
+    public static final int QUERY_SRQ_OUT_LEN = 0x110;
+    /** {@code ARM_RQ} input: op_mod 1 arms an SRQ ({@code MLX5_ARM_RQ_IN_OP_MOD_SRQ}); {@code srq_number} (24 bits) at byte 0x08, {@code lwm} (be16) at 0x0e. */
+    public static final int ARM_RQ_OP_MOD_SRQ = 1;
+    public static final long ARM_RQ_IN_LWM = 0x0e;
+    /**
+     * Affiliated events of QPs and SRQs ({@code struct mlx5_eqe_qp_srq} in the EQE data): the
+     * queue's type at data byte 0x14 ({@code MLX5_EVENT_QUEUE_TYPE_QP} 0, {@code _RQ} 1), its
+     * number (24 bits) at data byte 0x18.
+     */
+    public static final long EQE_QP_SRQ_TYPE = 0x14;
+    public static final long EQE_QP_SRQ_N = 0x18;
+    public static final int EVENT_QUEUE_TYPE_QP = 0;
+    public static final int EVENT_QUEUE_TYPE_RQ = 1;
+
     /** QPC {@code rq_type} of a QP receiving through an SRQ, and its {@code srqn_rmpn_xrqn}. */
     public static final int RQ_SRQ = 0x1;
     public static final IfcField QPC_SRQN = new IfcField(0x568, 24);

@@ -9,6 +9,6 @@ public interface IbCqEvents {
     /** A completion arrived on the armed CQ. */
     void completion();
 
-    /** The CQ overran ({@code IB_EVENT_CQ_ERR}). */
+    /** The CQ overran: {@code IB_EVENT_CQ_ERR} to the owner's async events, and its channel's waiter woken. */
     void error();
 }

@@ -45,12 +45,13 @@ public interface IbPdOps {
 
     /**
      * {@code create_qp}. The core checked the capabilities against the device's attributes and
-     * that the CQs and SRQ are of this context; it passes the driver's own objects for them.
+     * that the CQs and SRQ are of this context; it passes the driver's own objects for them, and
+     * the handler of the QP's asynchronous events.
      */
-    IbQpOps createQp(IbvQpInitAttr attr, IbCqOps sendCq, IbCqOps recvCq, IbSrqOps srq);
+    IbQpOps createQp(IbvQpInitAttr attr, IbCqOps sendCq, IbCqOps recvCq, IbSrqOps srq, IbEvents events);
 
-    /** {@code create_srq}. */
-    IbSrqOps createSrq(int maxWr, int maxSge);
+    /** {@code create_srq}; {@code events} takes the SRQ's asynchronous events (the limit event). */
+    IbSrqOps createSrq(int maxWr, int maxSge, IbEvents events);
 
     /** {@code create_ah}: an address vector as {@code attr} gives it (the core checked it against the port; a copy, the driver's to keep). */
     IbAhOps createAh(org.peerdirect.ib.core.verbs.IbvAhAttr attr);

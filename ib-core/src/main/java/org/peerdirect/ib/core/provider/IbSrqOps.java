@@ -10,6 +10,17 @@ public interface IbSrqOps {
     /** {@code post_srq_recv}. */
     void postSrqRecv(IbvRecvWr wr);
 
+    /**
+     * {@code modify_srq}: the core passes only {@link org.peerdirect.ib.core.verbs.IbvSrqAttr#MAX_WR}
+     * and {@link org.peerdirect.ib.core.verbs.IbvSrqAttr#LIMIT}; the driver checks the values as
+     * its kernel twin does (a limit not below the SRQ's size EINVAL; a resize it cannot do EINVAL)
+     * and arms the hardware.
+     */
+    void modifySrq(org.peerdirect.ib.core.verbs.IbvSrqAttr attr, int mask);
+
+    /** {@code query_srq}: {@code max_wr}, {@code max_sge} and the limit the hardware holds armed (0 when not). */
+    org.peerdirect.ib.core.verbs.IbvSrqAttr querySrq();
+
     /** {@code destroy_srq}: the core checked that no QP uses it. */
     void destroySrq();
 }

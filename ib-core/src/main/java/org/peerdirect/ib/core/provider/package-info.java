@@ -16,9 +16,10 @@
  * <tr><td>{@code dereg_mr}</td><td>{@link org.peerdirect.ib.core.provider.IbMrOps}</td></tr>
  * <tr><td>{@code poll_cq}, {@code req_notify_cq}, {@code destroy_cq}</td><td>{@link org.peerdirect.ib.core.provider.IbCqOps}</td></tr>
  * <tr><td>{@code modify_qp}, {@code query_qp}, {@code post_send}, {@code post_recv}, {@code destroy_qp}</td><td>{@link org.peerdirect.ib.core.provider.IbQpOps}</td></tr>
- * <tr><td>{@code post_srq_recv}, {@code destroy_srq}</td><td>{@link org.peerdirect.ib.core.provider.IbSrqOps}</td></tr>
+ * <tr><td>{@code post_srq_recv}, {@code modify_srq}, {@code query_srq}, {@code destroy_srq}</td><td>{@link org.peerdirect.ib.core.provider.IbSrqOps}</td></tr>
  * <tr><td>{@code destroy_ah}</td><td>{@link org.peerdirect.ib.core.provider.IbAhOps}</td></tr>
  * <tr><td>{@code ib_cq->comp_handler}, {@code event_handler}</td><td>{@link org.peerdirect.ib.core.provider.IbCqEvents}</td></tr>
+ * <tr><td>{@code ib_qp->event_handler}, {@code ib_srq->event_handler}</td><td>{@link org.peerdirect.ib.core.provider.IbEvents}</td></tr>
  * </table>
  *
  * <h2>What the core does for every driver</h2>
@@ -26,7 +27,8 @@
  * attributes (an on-demand MR on a device without ODP is EOPNOTSUPP before the driver is asked),
  * QP state transitions ({@code ib_modify_qp_is_ok} with the required attribute masks) and the IB
  * ranges of QP attributes, use counts (EBUSY when a PD, CQ or SRQ is destroyed while in use),
- * objects belonging to the right context, completion channels and their events, closing a
+ * objects belonging to the right context, completion channels and their events, asynchronous
+ * events queued for the owning context ({@code DEVICE_FATAL} to every context on disassociation), closing a
  * context (destroying what its user left), cleanup when a process exits, and disassociation when
  * the device goes (every later verb EIO, channel waiters woken, MRs deregistered so their memory
  * returns, QPs moved to the error state).
@@ -43,7 +45,7 @@
  * which must then succeed quietly.
  */
 @Export
-@Version("0.4.0")
+@Version("0.5.0")
 package org.peerdirect.ib.core.provider;
 
 import org.osgi.annotation.bundle.Export;

@@ -1,9 +1,14 @@
 package org.peerdirect.ib.core.uverbs;
 
+import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.ib.core.provider.IbUcontextOps;
+import org.peerdirect.ib.core.verbs.IbvAsyncEvent;
 import org.peerdirect.ib.core.verbs.IbvCompChannel;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvCq;
@@ -28,6 +33,16 @@ final class UContext implements IbvContext {
     final List<UCq> cqs = new CopyOnWriteArrayList<>();
     final List<UCompChannel> channels = new CopyOnWriteArrayList<>();
     private volatile boolean closed;
+    /**
+     * The async event file ({@code ib_uverbs_async_event_file}). Lock rules: {@link #eventLock}
+     * guards {@link #events} and {@link #eventsEnded}; it is a leaf (drivers call
+     * {@link #asyncEvent} from their event handlers holding their own locks).
+     */
+    private final ReentrantLock eventLock = new ReentrantLock();
+    private final Condition eventArrived = eventLock.newCondition();
+    private final ArrayDeque<IbvAsyncEvent> events = new ArrayDeque<>();
+    /** Set with DEVICE_FATAL queued, at disassociation: nothing more is queued, and an empty queue reads EIO. */
+    private boolean eventsEnded;
 
     UContext(IbDevice dev, AddressSpace process, IbUcontextOps ops) {
         this.dev = dev;
@@ -118,8 +133,74 @@ final class UContext implements IbvContext {
         return cq;
     }
 
-    /** The device is gone: wake the channel waiters, give every MR's memory back, QPs to error. */
+    /**
+     * Queues an event for {@link #getAsyncEvent} ({@code ib_uverbs_async_handler}); dropped once
+     * the context is closed or its events ended. Never blocks.
+     */
+    void asyncEvent(IbvAsyncEvent e) {
+        eventLock.lock();
+        try {
+            if (closed || eventsEnded) {
+                return;
+            }
+            events.add(e);
+            eventArrived.signalAll();
+        } finally {
+            eventLock.unlock();
+        }
+    }
+
+    @Override
+    public IbvAsyncEvent getAsyncEvent(long timeout, TimeUnit unit) throws InterruptedException {
+        long left = unit.toNanos(timeout);
+        eventLock.lock();
+        try {
+            while (true) {
+                if (closed) {
+                    throw new KernelException(Errno.EINVAL, dev.name() + ": ibv_get_async_event: the context is closed");
+                }
+                IbvAsyncEvent e = events.poll();
+                if (e != null) {
+                    return e;
+                }
+                if (eventsEnded) {
+                    throw dev.removedError();
+                }
+                if (left <= 0) {
+                    return null;
+                }
+                left = eventArrived.awaitNanos(left);
+            }
+        } finally {
+            eventLock.unlock();
+        }
+    }
+
+    /** Queued and not yet read (for tools and tests). */
+    int pendingAsyncEvents() {
+        eventLock.lock();
+        try {
+            return events.size();
+        } finally {
+            eventLock.unlock();
+        }
+    }
+
+    /**
+     * The device is gone ({@code ib_uverbs_free_hw_resources}): DEVICE_FATAL to the async events
+     * first, then wake the channel waiters, give every MR's memory back, QPs to error.
+     */
     void disassociate() {
+        eventLock.lock();
+        try {
+            if (!closed && !eventsEnded) {
+                events.add(IbvAsyncEvent.deviceFatal());
+            }
+            eventsEnded = true;
+            eventArrived.signalAll();
+        } finally {
+            eventLock.unlock();
+        }
         for (UCompChannel ch : channels) {
             ch.wakeAll();
         }
@@ -154,6 +235,13 @@ final class UContext implements IbvContext {
                 ch.wakeAll();
             }
             channels.clear();
+            eventLock.lock();
+            try {
+                events.clear();
+                eventArrived.signalAll(); // a waiter reads EINVAL
+            } finally {
+                eventLock.unlock();
+            }
             ops.deallocUcontext();
         } finally {
             dev.closed(this);

@@ -6,7 +6,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.peerdirect.ib.core.provider.IbCqEvents;
 import org.peerdirect.ib.core.provider.IbCqOps;
 import org.peerdirect.ib.core.verbs.IbvCompChannel;
+import org.peerdirect.ib.core.verbs.IbvAsyncEvent;
 import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -60,6 +62,7 @@ final class UCq implements IbvCq, IbCqEvents {
 
     @Override
     public void error() {
+        ctx.asyncEvent(IbvAsyncEvent.of(IbvEventType.CQ_ERR, this));
         if (channel != null) {
             channel.signal(this); // the waiter wakes and its poll reports the error
         }

@@ -9,6 +9,7 @@ import org.peerdirect.ib.core.verbs.IbvAh;
 import org.peerdirect.ib.core.verbs.IbvAhAttr;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
@@ -190,7 +191,9 @@ final class UPd implements IbvPd {
             if (scq.destroyed() || rcq.destroyed() || srq != null && srq.destroyed()) {
                 throw new KernelException(Errno.EINVAL, "ibv_create_qp: a CQ or the SRQ of the new QP is destroyed");
             }
-            qp = new UQp(this, a, ops.createQp(a, scq.ops, rcq.ops, srq == null ? null : srq.ops), scq, rcq, srq);
+            UEvents ev = new UEvents(ctx, IbvEventType.Element.QP);
+            qp = new UQp(this, a, ops.createQp(a, scq.ops, rcq.ops, srq == null ? null : srq.ops, ev), scq, rcq, srq);
+            ev.bind(qp);
             scq.usecnt.incrementAndGet();
             rcq.usecnt.incrementAndGet();
             if (srq != null) {
@@ -219,7 +222,9 @@ final class UPd implements IbvPd {
             throw new KernelException(Errno.EINVAL, "ibv_create_srq: " + maxWr + " requests of " + maxSge + " SGEs exceed " + ctx.dev.name()
                     + " (max_srq_wr " + d.maxSrqWr() + ", max_srq_sge " + d.maxSrqSge() + ")");
         }
-        USrq s = new USrq(this, ops.createSrq(maxWr, maxSge));
+        UEvents ev = new UEvents(ctx, IbvEventType.Element.SRQ);
+        USrq s = new USrq(this, ops.createSrq(maxWr, maxSge, ev));
+        ev.bind(s);
         srqs.add(s);
         return s;
     }

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.peerdirect.ib.core.provider.IbSrqOps;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
 import org.peerdirect.ib.core.verbs.IbvSrq;
+import org.peerdirect.ib.core.verbs.IbvSrqAttr;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 
@@ -27,6 +28,29 @@ final class USrq implements IbvSrq {
             throw pd.ctx.dev.removedError();
         }
         ops.postSrqRecv(wr);
+    }
+
+    /** {@code ib_uverbs_modify_srq}: the mask's known bits to the driver, which checks the values. */
+    @Override
+    public void modify(IbvSrqAttr attr, int attrMask) {
+        pd.ctx.alive();
+        if (destroyed.get()) {
+            throw new KernelException(Errno.EINVAL, "ibv_modify_srq: the SRQ was destroyed");
+        }
+        if (attr == null || (attrMask & ~(IbvSrqAttr.MAX_WR | IbvSrqAttr.LIMIT)) != 0 || attrMask == 0) {
+            throw new KernelException(Errno.EINVAL, "ibv_modify_srq: attr_mask 0x" + Integer.toHexString(attrMask)
+                    + " is not a set of IBV_SRQ_MAX_WR (1) and IBV_SRQ_LIMIT (2)" + (attr == null ? " (no attributes)" : ""));
+        }
+        ops.modifySrq(new IbvSrqAttr(attr.maxWr, attr.maxSge, attr.srqLimit), attrMask);
+    }
+
+    @Override
+    public IbvSrqAttr query() {
+        pd.ctx.alive();
+        if (destroyed.get()) {
+            throw new KernelException(Errno.EINVAL, "ibv_query_srq: the SRQ was destroyed");
+        }
+        return ops.querySrq();
     }
 
     boolean destroyed() {

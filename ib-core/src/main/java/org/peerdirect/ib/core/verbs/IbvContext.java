@@ -32,6 +32,18 @@ public interface IbvContext extends AutoCloseable {
     /** {@code ibv_create_cq}: at least {@code cqe} entries; events go to {@code channel} (may be null). */
     IbvCq createCq(int cqe, IbvCompChannel channel);
 
+    /**
+     * {@code ibv_get_async_event}, bounded: the oldest event of this context not yet returned, or
+     * null when none came within {@code timeout}. Events of the context's QPs, CQs and SRQs, of
+     * the device's ports, and {@link IbvEventType#DEVICE_FATAL} when the device goes; after that,
+     * once the queue is empty, EIO. EINVAL once the context is closed.
+     *
+     * <p>There is no {@code ibv_ack_async_event}: C needs it so that a destroy waits until no
+     * event points at the object; here an event holds the object itself, which stays valid to
+     * read after it is destroyed.
+     */
+    IbvAsyncEvent getAsyncEvent(long timeout, java.util.concurrent.TimeUnit unit) throws InterruptedException;
+
     /** {@code ibv_close_device}: destroys what is left of the context. */
     @Override
     void close();

@@ -9,5 +9,15 @@ public interface IbvSrq {
     /** {@code ibv_post_srq_recv}. */
     void postRecv(IbvRecvWr wr);
 
+    /**
+     * {@code ibv_modify_srq}: {@link IbvSrqAttr#LIMIT} arms (or, with 0, disarms) the limit event;
+     * a limit not below the SRQ's size, a resize the driver cannot do, or an unknown mask bit is
+     * EINVAL.
+     */
+    void modify(IbvSrqAttr attr, int attrMask);
+
+    /** {@code ibv_query_srq}: the size and the armed limit (0 once the event fired). */
+    IbvSrqAttr query();
+
     void destroy();
 }

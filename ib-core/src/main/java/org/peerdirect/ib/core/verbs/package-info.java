@@ -14,6 +14,8 @@
  * <tr><td>{@code ibv_create_cq}, {@code ibv_poll_cq}, {@code ibv_req_notify_cq}</td><td>{@link org.peerdirect.ib.core.verbs.IbvCq}</td></tr>
  * <tr><td>{@code ibv_get_cq_event}, {@code ibv_ack_cq_events}</td><td>{@link org.peerdirect.ib.core.verbs.IbvCompChannel}</td></tr>
  * <tr><td>{@code ibv_modify_qp}, {@code ibv_post_send}, {@code ibv_post_recv}</td><td>{@link org.peerdirect.ib.core.verbs.IbvQp}</td></tr>
+ * <tr><td>{@code ibv_modify_srq}, {@code ibv_query_srq}, {@code ibv_post_srq_recv}</td><td>{@link org.peerdirect.ib.core.verbs.IbvSrq}</td></tr>
+ * <tr><td>{@code ibv_get_async_event}</td><td>{@link org.peerdirect.ib.core.verbs.IbvContext#getAsyncEvent}</td></tr>
  * </table>
  *
  * Verbs that fail return an errno in C; here they throw {@code KernelException} with that errno
@@ -23,7 +25,7 @@
  * objects meant to be reused: the post and poll paths allocate nothing.
  */
 @Export
-@Version("0.8.0")
+@Version("0.9.0")
 package org.peerdirect.ib.core.verbs;
 
 import org.osgi.annotation.bundle.Export;
