@@ -9,6 +9,7 @@ import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.hca.engine.HcaPort;
 import org.peerdirect.hca.engine.HwCommandException;
 import org.peerdirect.hca.engine.HwCq;
+import org.peerdirect.ib.core.provider.IbDeviceEvents;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.provider.IbUcontextOps;
 import org.peerdirect.ib.core.umem.UmemService;
@@ -40,6 +41,8 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
     /** cqn → driver CQ, for events. */
     final Mlx4Cq[] cqTable = new Mlx4Cq[HcaDevice.MAX_CQ];
     final Mlx4Srq[] srqTable = new Mlx4Srq[HcaDevice.MAX_SRQ];
+    /** The core's port-event dispatcher while registered. */
+    private volatile IbDeviceEvents events;
     /** PD numbers in use ({@code mlx4_pd_alloc}'s bitmap); guarded by itself. */
     private final BitSet pdns = new BitSet();
     private final IbvDeviceAttr attr;
@@ -63,7 +66,21 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
                 HcaDevice.MAX_SRQ, HcaDevice.MAX_QP_WR, HcaDevice.MAX_SGE, HcaDevice.MAX_INLINE, engine.portCount(),
                 IbvDeviceAttr.OdpCaps.NONE);
         engine.setEventHandler(this::cqEvent);
-        engine.setAsyncEventHandler(this::asyncEvent);
+        engine.setAsyncEventHandler(new AsyncEventHandler() {
+            @Override
+            public void event(int type, int number) {
+                asyncEvent(type, number);
+            }
+
+            /** {@code mlx4_ib_event}: MLX4_DEV_EVENT_PORT_UP / _DOWN as PORT_ACTIVE / PORT_ERR. */
+            @Override
+            public void portEvent(int port, int subtype) {
+                IbDeviceEvents h = events;
+                if (h != null) {
+                    h.portEvent(port, subtype == AsyncEventHandler.PORT_ACTIVE ? IbvEventType.PORT_ACTIVE : IbvEventType.PORT_ERR);
+                }
+            }
+        });
     }
 
     @Override
@@ -172,6 +189,11 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
         if (q != null && t != null) {
             q.events.event(t);
         }
+    }
+
+    @Override
+    public void setEventHandler(IbDeviceEvents h) {
+        events = h;
     }
 
     /** Runs a firmware command; a refused one becomes the errno {@code mlx4_status_to_errno} gives. */

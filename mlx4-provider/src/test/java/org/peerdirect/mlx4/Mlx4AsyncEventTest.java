@@ -41,6 +41,11 @@ class Mlx4AsyncEventTest extends AsyncEventContract {
     }
 
     @Override
+    protected void setLink(int dev, boolean up) {
+        lab.devs.get(dev).engine().setPortActive(1, up);
+    }
+
+    @Override
     protected void stop() {
         lab.close();
     }

@@ -25,6 +25,7 @@ import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
@@ -53,7 +54,8 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * the responder QP's {@code QP_ACCESS_ERR} (the requester gets {@code REM_ACCESS_ERR}); an error
  * a receive completion reports raises no event; a QP on an SRQ moving to ERR raises
  * {@code QP_LAST_WQE_REACHED} once; a CQ overrun raises {@code CQ_ERR}; events go to the owning
- * context only; the wait is bounded and closing the context wakes a waiter with EINVAL; a
+ * context only; a link going down is {@code PORT_ERR} to every context of the device (traffic
+ * over it ends in {@code RETRY_EXC_ERR}) and coming up {@code PORT_ACTIVE}; the wait is bounded and closing the context wakes a waiter with EINVAL; a
  * removed device queues {@code DEVICE_FATAL}, then reads EIO.
  */
 public abstract class AsyncEventContract {
@@ -80,6 +82,9 @@ public abstract class AsyncEventContract {
 
     /** Removes device {@code dev} as its driver's unbind does (the core disassociates its users). */
     protected abstract void removeDevice(int dev);
+
+    /** Takes port 1 of device {@code dev} down or up, as a pulled cable or a switch port does. */
+    protected abstract void setLink(int dev, boolean up);
 
     /** Takes the machine down and fails when anything was left behind (the audit). */
     protected abstract void stop();
@@ -313,6 +318,48 @@ public abstract class AsyncEventContract {
         qa.destroy();
         qb.destroy();
         small.destroy();
+    }
+
+    // ------------------------------------------------------------------ port events
+
+    @Test
+    void aLinkGoingDownIsPortErrToEveryContextOfTheDeviceAndUpIsPortActive() throws Exception {
+        IbvContext b2 = open(1);
+        opened.add(b2);
+        IbvQp qa = a.qp(a.cq, null);
+        IbvQp qb = b.qp(b.cq, null);
+        connect(qa, a.ctx, qb, b.ctx);
+        setLink(1, false);
+        for (IbvContext c : List.of(b.ctx, b2)) {
+            IbvAsyncEvent e = event(c, "link down");
+            assertEquals(IbvEventType.PORT_ERR, e.type(), e.toString());
+            assertEquals(1, e.portNum());
+        }
+        quiet(a.ctx, "the other device's context");
+        assertEquals(IbvPortAttr.PORT_DOWN, b.ctx.queryPort(1).state(), "ibv_query_port shows the port down");
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a, 64);
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        qa.postSend(w);
+        assertEquals(IbvWcStatus.RETRY_EXC_ERR, await(a.cq, 1).get(0).status, "nothing answers behind a down link");
+        setLink(1, true);
+        for (IbvContext c : List.of(b.ctx, b2)) {
+            IbvAsyncEvent e = event(c, "link up");
+            assertEquals(IbvEventType.PORT_ACTIVE, e.type(), e.toString());
+            assertEquals(1, e.portNum());
+        }
+        assertEquals(IbvPortAttr.PORT_ACTIVE, b.ctx.queryPort(1).state());
+        // the requester went to ERR with its error; a fresh pair goes through the link again
+        IbvQp qa2 = a.qp(a.cq, null);
+        IbvQp qb2 = b.qp(b.cq, null);
+        connect(qa2, a.ctx, qb2, b.ctx);
+        qa2.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, await(a.cq, 1).get(0).status, "traffic after the link came back");
+        setLink(1, true);
+        quiet(b.ctx, "up while up is no event");
+        for (IbvQp q : List.of(qa, qb, qa2, qb2)) {
+            q.destroy();
+        }
     }
 
     // ------------------------------------------------------------------ the queue itself

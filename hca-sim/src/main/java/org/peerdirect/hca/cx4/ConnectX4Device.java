@@ -230,6 +230,15 @@ public final class ConnectX4Device implements AutoCloseable {
         hung = true;
     }
 
+    /** Test hook (and {@code hca:link}): the port's link goes down or comes up; the firmware reports the change on the async EQ. */
+    public void setLink(int port, boolean up) {
+        org.peerdirect.hca.engine.HcaDevice e = engine;
+        if (e == null) {
+            throw new IllegalStateException(name + ": the device is not attached to a PCI function");
+        }
+        e.setPortActive(port, up);
+    }
+
     /** Test hook: the firmware reports a fatal error in its health buffer and stops executing commands. */
     public void fatal(int syndrome) {
         if (syndrome <= 0 || syndrome > 0xff) {

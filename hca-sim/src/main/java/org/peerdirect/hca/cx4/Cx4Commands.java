@@ -13,12 +13,13 @@ import org.peerdirect.kernel.shell.UsageException;
 
 /**
  * The bench-side view of the ConnectX-4+ models, what a lab engineer has that a driver does not:
- * {@code hca:cx4} (each model's firmware state as the model sees it) and {@code hca:fw_fault}
- * (make a firmware hang or report a fatal error, to watch the driver's health poll find it). The
+ * {@code hca:cx4} (each model's firmware state as the model sees it), {@code hca:fw_fault}
+ * (make a firmware hang or report a fatal error, to watch the driver's health poll find it) and
+ * {@code hca:link} (take a port's link down or up, to watch the port events). The
  * driver's own view is {@code mlx5:health}; this command is not part of the driver.
  */
 @Component(service = Cx4Commands.class, property = { "osgi.command.scope=hca", "osgi.command.function=cx4",
-        "osgi.command.function=fw_fault" })
+        "osgi.command.function=fw_fault", "osgi.command.function=link" })
 public final class Cx4Commands {
 
     private final ConnectX4Model model;
@@ -33,6 +34,20 @@ public final class Cx4Commands {
         List<String> lines = new ArrayList<>();
         model.devices().forEach((bdf, d) -> lines.add(bdf + "  " + d.describe()));
         return lines.isEmpty() ? "no ConnectX-4+ model" : String.join("\n", lines);
+    }
+
+    @Descriptor("take a model's port link down or bring it up (a pulled cable, a switch port): traffic over it ends in "
+            + "RETRY_EXC_ERR, the firmware reports PORT_CHANGE and users see IBV_EVENT_PORT_ERR / PORT_ACTIVE. "
+            + "Example: hca:link 0000:07:00.0 down")
+    public String link(@Descriptor("the function (hca:cx4 lists them)") String bdf, @Descriptor("down | up") String state) {
+        Map<String, ConnectX4Device> devs = model.devices();
+        ConnectX4Device d = devs.get(bdf);
+        if (d == null) {
+            throw new UsageException("hca:link: no ConnectX-4+ model at '" + bdf + "' (there are: " + devs.keySet() + ")");
+        }
+        boolean up = Args.oneOf("hca:link", "the link state", state, "down", "up").equals("up");
+        d.setLink(1, up);
+        return bdf + ": port 1 link " + (up ? "up" : "down");
     }
 
     @Descriptor("make a model's firmware hang (commands stop, the health counter stands still) or report a fatal error "

@@ -99,7 +99,20 @@ final class Transport {
         this.port = port;
         this.fw = fw;
         engine.setEventHandler(this::cqEvent);
-        engine.setAsyncEventHandler(this::asyncEvent);
+        engine.setAsyncEventHandler(new org.peerdirect.hca.engine.AsyncEventHandler() {
+            @Override
+            public void event(int type, int number) {
+                asyncEvent(type, number);
+            }
+
+            /** {@code PORT_CHANGE} with the subtype, the port number in the high nibble of data byte 8 ({@code mlx5_eqe_port_state}). */
+            @Override
+            public void portEvent(int port, int subtype) {
+                MemorySegment d = MemorySegment.ofArray(new byte[28]);
+                d.set(ValueLayout.JAVA_BYTE, Eq.PORT_CHANGE_PORT, (byte) (port << 4));
+                fw.postEvent(Eq.EVENT_PORT_CHANGE, subtype, d);
+            }
+        });
     }
 
     int cqCount() {

@@ -149,6 +149,30 @@ public final class HcaDevice {
         asyncHandler = h;
     }
 
+    /**
+     * The link of {@code portNum} goes down or comes up (a cable, a switch port, a test): a down
+     * port neither sends nor answers, so its QPs' requests and those aimed at it end in
+     * {@code RETRY_EXC_ERR} after their retries; the change is reported as a port event. Nothing
+     * happens when the state is already {@code up}.
+     */
+    public void setPortActive(int portNum, boolean up) {
+        HcaPort p = port(portNum);
+        synchronized (p) {
+            if (p.active == up || removed) {
+                return;
+            }
+            p.active = up;
+        }
+        AsyncEventHandler h = asyncHandler;
+        if (h != null) {
+            try {
+                h.portEvent(portNum, up ? AsyncEventHandler.PORT_ACTIVE : AsyncEventHandler.PORT_DOWN);
+            } catch (RuntimeException e) {
+                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, name + ": port event of port " + portNum + " failed", e);
+            }
+        }
+    }
+
     /** Reports an asynchronous event, unless the device is gone; a failing handler must not wedge the engine thread. */
     void asyncEvent(int type, int number) {
         AsyncEventHandler h = asyncHandler;

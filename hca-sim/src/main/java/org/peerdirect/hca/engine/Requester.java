@@ -292,7 +292,7 @@ final class Requester {
         }
         HwQp r = qp.dev.fabric.resolve(qp.dev, qp.dlid, qp.destQpn);
         HcaPort me = qp.dev.ports[qp.portNum - 1];
-        if (r == null || !me.active || r.serviceType != HcaDevice.ST_RC || r.destQpn != qp.qpn || r.dlid != me.lid
+        if (r == null || !me.active || !r.dev.ports[r.portNum - 1].active || r.serviceType != HcaDevice.ST_RC || r.destQpn != qp.qpn || r.dlid != me.lid
                 || !r.state.receives()) {
             return Outcome.NO_ACK;
         }
@@ -335,7 +335,8 @@ final class Requester {
             return o;
         }
         HwQp r = qp.dev.fabric.resolve(qp.dev, w.dlid, w.remoteQpn);
-        if (r == null || r.serviceType != HcaDevice.ST_UD || !qp.dev.ports[qp.portNum - 1].active || !r.state.receives()) {
+        if (r == null || r.serviceType != HcaDevice.ST_UD || !qp.dev.ports[qp.portNum - 1].active || !r.dev.ports[r.portNum - 1].active
+                || !r.state.receives()) {
             return Outcome.SUCCESS; // unreliable: the datagram is lost, the send still completes
         }
         int useQkey = w.remoteQkey < 0 ? qp.qkey : w.remoteQkey;

@@ -83,6 +83,19 @@ public final class Mlx5CoreDev {
         void event(int type);
     }
 
+    /** What mlx5_ib gets of port changes ({@code mlx5_notifier_register}'s {@code MLX5_EVENT_TYPE_PORT_CHANGE}). */
+    @FunctionalInterface
+    public interface PortEvents {
+        void portChange(int port, int subtype);
+    }
+
+    private volatile PortEvents portEvents;
+
+    /** Sets (null: clears) the listener of port changes. */
+    public void setPortEvents(PortEvents h) {
+        portEvents = h;
+    }
+
     /** What a CQ's owner gets from the EQs ({@code mlx5_core_cq.comp} and {@code .event}). */
     public interface CqEvents {
         void completion();
@@ -363,6 +376,13 @@ public final class Mlx5CoreDev {
                 CqEvents h = cqTable.get(data.get(BE32, 0) & 0xff_ffff);
                 if (h != null) {
                     h.error();
+                }
+            }
+            case Eq.EVENT_PORT_CHANGE -> {
+                asyncEvents.incrementAndGet(type & 63);
+                PortEvents h = portEvents;
+                if (h != null) {
+                    h.portChange((data.get(ValueLayout.JAVA_BYTE, Eq.PORT_CHANGE_PORT) >> 4) & 0xf, subType);
                 }
             }
             default -> {

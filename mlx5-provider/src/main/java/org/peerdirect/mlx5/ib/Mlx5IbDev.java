@@ -7,16 +7,19 @@ import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.function.Supplier;
 
+import org.peerdirect.hca.cx4.ifc.Eq;
 import org.peerdirect.hca.cx4.ifc.HcaCap;
 import org.peerdirect.hca.cx4.ifc.Odp;
 import org.peerdirect.hca.cx4.ifc.InitSeg;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
 import org.peerdirect.hca.cx4.ifc.Vport;
+import org.peerdirect.ib.core.provider.IbDeviceEvents;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.provider.IbUcontextOps;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvGid;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.kernel.dma.DmaDevice;
@@ -38,6 +41,8 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
 
     /** Inline bytes one WQE may carry (the model's per-WQE limit). */
     public static final int MAX_INLINE = 512;
+    /** The core's port-event dispatcher while registered. */
+    private volatile IbDeviceEvents events;
 
     final Mlx5CoreDev core;
     final UmemService umems;
@@ -66,6 +71,7 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         this.core = core;
         this.umems = umems;
         this.ethernet = core.cap(HcaCap.PORT_TYPE) == HcaCap.PORT_TYPE_ETH;
+        core.setPortEvents(this::portChange);
         this.qpTable = new Mlx5Qp[1 << Math.min(18, core.cap(HcaCap.LOG_MAX_QP))];
         int fw = core.function().read32be(0, InitSeg.FW_REV);
         int sub = core.function().read32be(0, InitSeg.CMDIF_REV_FW_SUB) & 0xffff;
@@ -323,7 +329,35 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
      * {@code mlx5_mkey_cache_cleanup}, then {@code mlx5r_umr_resource_cleanup}. Idempotent; quiet on
      * a dead device (its objects went with it).
      */
+    /**
+     * {@code mlx5_ib_handle_event}'s port change: DOWN and ACTIVE (and INITIALIZED) as PORT_ERR /
+     * PORT_ACTIVE, LID, P_Key, GUID and client re-registration as their events. On RoCE the kernel
+     * takes link up/down from the netdev instead; the model has no netdev, so its link change
+     * stands for the carrier.
+     */
+    private void portChange(int port, int subtype) {
+        IbDeviceEvents h = events;
+        IbvEventType t = switch (subtype) {
+            case Eq.PORT_CHANGE_SUBTYPE_ACTIVE -> IbvEventType.PORT_ACTIVE;
+            case Eq.PORT_CHANGE_SUBTYPE_DOWN, Eq.PORT_CHANGE_SUBTYPE_INITIALIZED -> IbvEventType.PORT_ERR;
+            case Eq.PORT_CHANGE_SUBTYPE_LID -> IbvEventType.LID_CHANGE;
+            case Eq.PORT_CHANGE_SUBTYPE_PKEY -> IbvEventType.PKEY_CHANGE;
+            case Eq.PORT_CHANGE_SUBTYPE_GUID -> IbvEventType.GID_CHANGE;
+            case Eq.PORT_CHANGE_SUBTYPE_CLIENT_REREG -> IbvEventType.CLIENT_REREGISTER;
+            default -> null;
+        };
+        if (h != null && t != null) {
+            h.portEvent(port, t);
+        }
+    }
+
+    @Override
+    public void setEventHandler(IbDeviceEvents h) {
+        events = h;
+    }
+
     public void close() {
+        core.setPortEvents(null);
         Mlx5Umr u;
         Mlx5MkeyCache c;
         Mlx5Odp o;

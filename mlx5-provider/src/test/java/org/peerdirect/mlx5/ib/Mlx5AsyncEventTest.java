@@ -50,6 +50,11 @@ class Mlx5AsyncEventTest extends AsyncEventContract {
     }
 
     @Override
+    protected void setLink(int dev, boolean up) {
+        m.models.get(dev).setLink(1, up);
+    }
+
+    @Override
     protected void stop() {
         List<String> leaks = m.stopMachine();
         assertEquals(List.of(), leaks, "nothing left behind");

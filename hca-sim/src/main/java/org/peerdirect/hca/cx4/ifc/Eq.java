@@ -40,6 +40,16 @@ public final class Eq {
     public static final int EVENT_SRQ_LAST_WQE = 0x13;
     public static final int EVENT_SRQ_RQ_LIMIT = 0x14;
 
+    /** PORT_CHANGE data: the port number in the high nibble of data byte 8 ({@code mlx5_eqe_port_state.port}); subtypes below. */
+    public static final long PORT_CHANGE_PORT = 0x08;
+    public static final int PORT_CHANGE_SUBTYPE_DOWN = 1;
+    public static final int PORT_CHANGE_SUBTYPE_ACTIVE = 4;
+    public static final int PORT_CHANGE_SUBTYPE_INITIALIZED = 5;
+    public static final int PORT_CHANGE_SUBTYPE_LID = 6;
+    public static final int PORT_CHANGE_SUBTYPE_PKEY = 7;
+    public static final int PORT_CHANGE_SUBTYPE_GUID = 8;
+    public static final int PORT_CHANGE_SUBTYPE_CLIENT_REREG = 9;
+
     // ---- PAGE_REQUEST data: ec_function (be16) at data+0, func_id (be16) at data+2, num_pages (be32, signed) at data+4
     public static final long PAGE_REQ_FUNC_ID = EQE_DATA + 0x02;
     public static final long PAGE_REQ_NUM_PAGES = EQE_DATA + 0x04;

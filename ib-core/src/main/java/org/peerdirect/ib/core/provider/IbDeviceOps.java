@@ -33,4 +33,11 @@ public interface IbDeviceOps {
 
     /** {@code alloc_ucontext}: the driver's context for {@code process}. */
     IbUcontextOps allocUcontext(AddressSpace process);
+
+    /**
+     * The core's dispatcher of this device's port events, given when the core registers the device
+     * and taken back (null) when it disassociates it. A driver without port events keeps the default.
+     */
+    default void setEventHandler(IbDeviceEvents events) {
+    }
 }

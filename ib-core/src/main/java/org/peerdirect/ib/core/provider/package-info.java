@@ -20,6 +20,7 @@
  * <tr><td>{@code destroy_ah}</td><td>{@link org.peerdirect.ib.core.provider.IbAhOps}</td></tr>
  * <tr><td>{@code ib_cq->comp_handler}, {@code event_handler}</td><td>{@link org.peerdirect.ib.core.provider.IbCqEvents}</td></tr>
  * <tr><td>{@code ib_qp->event_handler}, {@code ib_srq->event_handler}</td><td>{@link org.peerdirect.ib.core.provider.IbEvents}</td></tr>
+ * <tr><td>{@code ib_dispatch_event} (port events)</td><td>{@link org.peerdirect.ib.core.provider.IbDeviceEvents}</td></tr>
  * </table>
  *
  * <h2>What the core does for every driver</h2>

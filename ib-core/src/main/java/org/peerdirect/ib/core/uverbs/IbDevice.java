@@ -5,7 +5,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.provider.IbUcontextOps;
+import org.peerdirect.ib.core.verbs.IbvAsyncEvent;
 import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.kernel.mm.AddressSpace;
@@ -30,6 +32,18 @@ public final class IbDevice implements IbvDevice {
     public IbDevice(IbDeviceOps ops) {
         this.ops = ops;
         this.attr = ops.queryDevice();
+        ops.setEventHandler(this::portEvent);
+    }
+
+    /** {@code ib_dispatch_event} of a port event: to every context open on the device, until it is removed. */
+    private void portEvent(int port, IbvEventType type) {
+        if (removed || type == null || type.element() != IbvEventType.Element.PORT || port < 1 || port > attr.physPortCnt()) {
+            return;
+        }
+        IbvAsyncEvent e = IbvAsyncEvent.ofPort(type, port);
+        for (UContext c : contexts) {
+            c.asyncEvent(e);
+        }
     }
 
     @Override
@@ -109,6 +123,7 @@ public final class IbDevice implements IbvDevice {
             }
             removed = true;
         }
+        ops.setEventHandler(null);
         for (UContext c : contexts) {
             c.disassociate();
         }
