@@ -39,15 +39,30 @@ public final class Cx4Commands {
     @Descriptor("take a model's port link down or bring it up (a pulled cable, a switch port): traffic over it ends in "
             + "RETRY_EXC_ERR, the firmware reports PORT_CHANGE and users see IBV_EVENT_PORT_ERR / PORT_ACTIVE. "
             + "Example: hca:link 0000:07:00.0 down")
-    public String link(@Descriptor("the function (hca:cx4 lists them)") String bdf, @Descriptor("down | up") String state) {
+    public String link(@Descriptor("the function (hca:cx4 lists them)") String bdf, @Descriptor("down | up") String state,
+            @Descriptor("[--after MS: change it that many milliseconds from now, while the next command runs]") String... after) {
         Map<String, ConnectX4Device> devs = model.devices();
         ConnectX4Device d = devs.get(bdf);
         if (d == null) {
             throw new UsageException("hca:link: no ConnectX-4+ model at '" + bdf + "' (there are: " + devs.keySet() + ")");
         }
         boolean up = Args.oneOf("hca:link", "the link state", state, "down", "up").equals("up");
-        d.setLink(1, up);
-        return bdf + ": port 1 link " + (up ? "up" : "down");
+        if (after.length == 0) {
+            d.setLink(1, up);
+            return bdf + ": port 1 link " + (up ? "up" : "down");
+        }
+        if (after.length != 2 || !after[0].equals("--after")) {
+            throw new UsageException("hca:link: after the state only --after MS");
+        }
+        long ms = Args.integer("hca:link", "--after", after[1], 1, 60_000);
+        java.util.concurrent.CompletableFuture.delayedExecutor(ms, java.util.concurrent.TimeUnit.MILLISECONDS).execute(() -> {
+            try {
+                d.setLink(1, up);
+            } catch (RuntimeException e) {
+                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.WARNING, "hca:link " + bdf + ": " + e.getMessage());
+            }
+        });
+        return bdf + ": port 1 link " + (up ? "up" : "down") + " in " + ms + " ms";
     }
 
     @Descriptor("make a model's firmware hang (commands stop, the health counter stands still) or report a fatal error "

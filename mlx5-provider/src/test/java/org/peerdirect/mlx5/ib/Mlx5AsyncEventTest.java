@@ -1,9 +1,13 @@
 package org.peerdirect.mlx5.ib;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
 
 import org.peerdirect.hca.cx4.ConnectX4Device;
 import org.peerdirect.ib.core.verbs.IbvContext;
@@ -21,6 +25,34 @@ class Mlx5AsyncEventTest extends AsyncEventContract {
 
     final Mlx5Machine m = new Mlx5Machine() {
     };
+
+    /**
+     * {@code rdma:asyncwatch} prints the port events of the device while it watches: the link is
+     * pulled once its context is open (the core counts it), so the event cannot come before it.
+     */
+    @Test
+    void asyncwatchPrintsThePortEventsWhileItWatches() throws Exception {
+        var out = new java.util.concurrent.atomic.AtomicReference<Object>();
+        int before = m.core.openContexts(m.devs.get(1));
+        Thread t = Thread.ofPlatform().name("asyncwatch").start(() -> {
+            try {
+                out.set(m.tools().asyncwatch("-d", "mlx5_1", "-t", "10000", "-n", "1"));
+            } catch (Exception | AssertionError e) {
+                out.set(e);
+            }
+        });
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (m.core.openContexts(m.devs.get(1)) == before) {
+            assertTrue(System.nanoTime() < deadline && t.isAlive(), "asyncwatch opens its context: " + out.get());
+            Thread.onSpinWait();
+        }
+        setLink(1, false);
+        t.join(10_000);
+        assertTrue(out.get() instanceof String s && s.contains("event_type IBV_EVENT_PORT_ERR (10), port_num 1"), String.valueOf(out.get()));
+        setLink(1, true);
+        String quiet = m.tools().asyncwatch("-d", "mlx5_1", "-t", "20");
+        assertTrue(quiet.contains("no event within 20 ms"), quiet);
+    }
 
     @Override
     protected void start(Path tmp) {

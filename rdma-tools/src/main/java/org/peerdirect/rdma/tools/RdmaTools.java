@@ -1,5 +1,7 @@
 package org.peerdirect.rdma.tools;
 
+import java.util.concurrent.TimeUnit;
+import org.peerdirect.ib.core.verbs.IbvAsyncEvent;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -45,7 +47,8 @@ import org.peerdirect.peermem.PeerMemoryAllocator;
 @Component(service = RdmaTools.class, property = {"osgi.command.scope=rdma", "osgi.command.function=devices",
         "osgi.command.function=devinfo", "osgi.command.function=pingpong", "osgi.command.function=write_bw",
         "osgi.command.function=read_bw", "osgi.command.function=send_bw", "osgi.command.function=write_lat", "osgi.command.function=atomic_bw",
-        "osgi.command.function=invalidate_test", "osgi.command.function=put", "osgi.command.function=ud_pingpong"})
+        "osgi.command.function=invalidate_test", "osgi.command.function=put", "osgi.command.function=ud_pingpong",
+        "osgi.command.function=asyncwatch"})
 public final class RdmaTools {
 
     /** A bounded wait for any completion: a tool never hangs. */
@@ -349,6 +352,58 @@ public final class RdmaTools {
 
     /** The Q_Key both sides of rdma:ud_pingpong use (ibv_ud_pingpong's 0x11111111). */
     static final int UD_QKEY = 0x11111111;
+
+    @Descriptor("the asynchronous events of a device, as ibv_asyncwatch: opens a context and prints each event until -n events "
+            + "or -t milliseconds. Only events of the device (ports, removal) reach a context that owns no QP or SRQ. "
+            + "Example: rdma:asyncwatch -d mlx5_0 -t 2000 -n 1")
+    public String asyncwatch(@Descriptor("options; --help lists them") Object... args) throws InterruptedException {
+        Options o = new Options("rdma:asyncwatch", "the asynchronous events of a device, as ibv_asyncwatch", args, List.of(
+                Options.value("-d", "DEVICE", "the device (rdma:devices; default the first)", null),
+                Options.value("-t", "MS", "watch this long at most", 10_000),
+                Options.value("-n", "COUNT", "stop after this many events", Integer.MAX_VALUE)));
+        if (o.help()) {
+            return o.printUsage();
+        }
+        long ms = o.number("-t", 0, 3_600_000);
+        long max = o.number("-n", 1, Integer.MAX_VALUE);
+        String name = o.string("-d");
+        IbvDevice d = name != null ? devices.device(name) : devices.devices().stream().findFirst()
+                .orElseThrow(() -> new UsageException("rdma:asyncwatch: no IB devices found"));
+        StringBuilder sb = new StringBuilder();
+        AddressSpace p = mm.createProcess("ibv_asyncwatch");
+        try (IbvContext c = d.open(p)) {
+            sb.append(d.name()).append(": watching the async events of a context in pid ").append(p.pid()).append('\n');
+            long deadline = System.nanoTime() + ms * 1_000_000L;
+            int n = 0;
+            while (n < max) {
+                long left = deadline - System.nanoTime();
+                IbvAsyncEvent e;
+                try {
+                    e = left <= 0 ? null : c.getAsyncEvent(left, TimeUnit.NANOSECONDS);
+                } catch (KernelException k) {
+                    sb.append("the device went away: ").append(k.errno()).append('\n'); // EIO after DEVICE_FATAL
+                    break;
+                }
+                if (e == null) {
+                    break;
+                }
+                n++;
+                sb.append(String.format("event_type %s (%d), ", "IBV_EVENT_" + e.type(), e.type().ordinal()));
+                sb.append(switch (e.type().element()) {
+                    case PORT -> "port_num " + e.portNum();
+                    case QP -> String.format("qp_num 0x%x", e.qp().qpNum());
+                    case DEVICE -> "device " + d.name();
+                    default -> e.type().str();
+                }).append('\n');
+            }
+            if (n == 0) {
+                sb.append("no event within ").append(ms).append(" ms\n");
+            }
+        } finally {
+            p.exit();
+        }
+        return sb.toString().stripTrailing();
+    }
 
     @Descriptor("SEND/RECV ping-pong on UD QPs through address handles, as ibv_ud_pingpong (-g: a GRH to the peer's GID, required on RoCE). Example: rdma:ud_pingpong -d mlx5_1 -g 0 -c")
     public String ud_pingpong(@Descriptor("options; --help lists them") Object... args) {
