@@ -41,11 +41,7 @@ public final class Cx4Commands {
             + "Example: hca:link 0000:07:00.0 down")
     public String link(@Descriptor("the function (hca:cx4 lists them)") String bdf, @Descriptor("down | up") String state,
             @Descriptor("[--after MS: change it that many milliseconds from now, while the next command runs]") String... after) {
-        Map<String, ConnectX4Device> devs = model.devices();
-        ConnectX4Device d = devs.get(bdf);
-        if (d == null) {
-            throw new UsageException("hca:link: no ConnectX-4+ model at '" + bdf + "' (there are: " + devs.keySet() + ")");
-        }
+        ConnectX4Device d = device("hca:link", bdf);
         boolean up = Args.oneOf("hca:link", "the link state", state, "down", "up").equals("up");
         if (after.length == 0) {
             d.setLink(1, up);
@@ -70,11 +66,7 @@ public final class Cx4Commands {
             + "Example: hca:fw_fault 0000:07:00.0 fatal 1")
     public String fw_fault(@Descriptor("the function (hca:cx4 lists them)") String bdf, @Descriptor("hang | fatal") String kind,
             @Descriptor("[syndrome for fatal, default 1]") String... syndrome) {
-        Map<String, ConnectX4Device> devs = model.devices();
-        ConnectX4Device d = devs.get(bdf);
-        if (d == null) {
-            throw new UsageException("hca:fw_fault: no ConnectX-4+ model at '" + bdf + "' (there are: " + devs.keySet() + ")");
-        }
+        ConnectX4Device d = device("hca:fw_fault", bdf);
         String k = Args.oneOf("hca:fw_fault", "the fault", kind, "hang", "fatal");
         if (k.equals("hang")) {
             if (syndrome.length > 0) {
@@ -89,5 +81,15 @@ public final class Cx4Commands {
         int synd = syndrome.length == 0 ? 1 : (int) Args.integer("hca:fw_fault", "syndrome", syndrome[0], 1, 255);
         d.fatal(synd);
         return String.format("%s: firmware reports fatal error, health syndrome 0x%x", bdf, synd);
+    }
+
+    /** The model at {@code bdf}, or a usage error of {@code command} listing the ones there are. */
+    private ConnectX4Device device(String command, String bdf) {
+        Map<String, ConnectX4Device> devs = model.devices();
+        ConnectX4Device d = devs.get(bdf);
+        if (d == null) {
+            throw new UsageException(command + ": no ConnectX-4+ model at '" + bdf + "' (there are: " + devs.keySet() + ")");
+        }
+        return d;
     }
 }
