@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -52,7 +53,8 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * {@code SRQ_LIMIT_REACHED} once, when fewer receive requests than its limit remain, and disarms
  * (query reads 0); the limit's range and the resize refusal; a responder's access violation is
  * the responder QP's {@code QP_ACCESS_ERR} (the requester gets {@code REM_ACCESS_ERR}); an error
- * a receive completion reports raises no event; a QP on an SRQ moving to ERR raises
+ * a receive completion reports raises no event; a responder still in RTR raises {@code COMM_EST}
+ * on its first packet, once; a QP on an SRQ moving to ERR raises
  * {@code QP_LAST_WQE_REACHED} once; a CQ overrun raises {@code CQ_ERR}; events go to the owning
  * context only; a link going down is {@code PORT_ERR} to every context of the device (traffic
  * over it ends in {@code RETRY_EXC_ERR}) and coming up {@code PORT_ACTIVE}; the wait is bounded and closing the context wakes a waiter with EINVAL; a
@@ -277,6 +279,57 @@ public abstract class AsyncEventContract {
         assertEquals(IbvWcStatus.REM_INV_REQ_ERR, await(a.cq, 1).get(0).status, "the requester's completion");
         assertEquals(IbvWcStatus.LOC_LEN_ERR, await(b.cq, 1).get(0).status, "the responder's receive completion");
         quiet(b.ctx, "the receive completion reported the error");
+        qa.destroy();
+        qb.destroy();
+    }
+
+    /** RESET → INIT → RTR towards {@code dlid}/{@code destQpn} (InfiniBand addressing), as RcConnect's first two steps. */
+    private static void toRtr(IbvQp qp, int dlid, int destQpn) {
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.INIT;
+        x.portNum = 1;
+        x.qpAccessFlags = RW;
+        qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
+        x.qpState = IbvQpState.RTR;
+        x.pathMtu = 5;
+        x.destQpNum = destQpn;
+        x.dlid = dlid;
+        x.maxDestRdAtomic = 1;
+        x.minRnrTimer = 1;
+        qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
+                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
+    }
+
+    @Test
+    void aResponderStillInRtrReportsCommunicationEstablishedOnItsFirstPacket() throws Exception {
+        Assumptions.assumeTrue(b.ctx.queryPort(1).linkLayer() == IbvPortAttr.LINK_LAYER_INFINIBAND, "addressed by LID here");
+        IbvQp qa = a.qp(a.cq, null);
+        IbvQp qb = b.qp(b.cq, null);
+        int lidA = a.ctx.queryPort(1).lid();
+        int lidB = b.ctx.queryPort(1).lid();
+        toRtr(qb, lidA, qa.qpNum()); // the responder stays in RTR (its RTU never came, in CM terms)
+        toRtr(qa, lidB, qb.qpNum());
+        IbvQpAttr rts = new IbvQpAttr();
+        rts.qpState = IbvQpState.RTS;
+        rts.timeout = 14;
+        rts.retryCnt = 7;
+        rts.rnrRetry = 7;
+        rts.maxRdAtomic = 1;
+        qa.modify(rts, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
+                | IbvQpAttr.MAX_QP_RD_ATOMIC);
+        for (int i = 0; i < 2; i++) {
+            qb.postRecv(new IbvRecvWr().sge(b.buf + 4096L * i, 4096, b.mr.lkey()));
+        }
+        qa.postSend(wr(IbvWrOpcode.SEND, a, 64));
+        assertEquals(IbvWcStatus.SUCCESS, await(a.cq, 1).get(0).status);
+        assertEquals(IbvWcStatus.SUCCESS, await(b.cq, 1).get(0).status, "a QP in RTR receives");
+        IbvAsyncEvent e = event(b.ctx, "the first packet in RTR");
+        assertEquals(IbvEventType.COMM_EST, e.type(), e.toString());
+        assertSame(qb, e.qp());
+        qa.postSend(wr(IbvWrOpcode.SEND, a, 64));
+        await(a.cq, 1);
+        await(b.cq, 1);
+        quiet(b.ctx, "COMM_EST once per trip through RTR");
         qa.destroy();
         qb.destroy();
     }
