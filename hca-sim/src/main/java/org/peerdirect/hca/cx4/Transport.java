@@ -270,11 +270,7 @@ final class Transport {
 
     void queryCq(MemorySegment in, MemorySegment out) throws Firmware.Refused {
         MemCq c = liveCq(Pages.INDEX24.get(in, 0));
-        try {
-            port.read(c.context.addr(), out, Cq.CREATE_CQ_IN_CQC, Cq.CQC_SIZE);
-        } catch (IommuFault f) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the CQ's context page is no longer mapped for the device");
-        }
+        readContext(c.context, out, Cq.CREATE_CQ_IN_CQC, Cq.CQC_SIZE, "CQ");
         Cq.CQC_PRODUCER_COUNTER.set(out, Cq.CREATE_CQ_IN_CQC, (int) c.hw.producerIndex() & 0xff_ffff);
         Cq.CQC_CONSUMER_COUNTER.set(out, Cq.CREATE_CQ_IN_CQC, (int) c.consumerIndex());
     }
@@ -1041,14 +1037,19 @@ final class Transport {
         return s;
     }
 
+    /** A QUERY command's context: read back by DMA from the firmware page it was kept in. */
+    private void readContext(FirmwarePages.Slot slot, MemorySegment out, long at, int size, String what) throws Firmware.Refused {
+        try {
+            port.read(slot.addr(), out, at, size);
+        } catch (IommuFault f) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the " + what + "'s context page is no longer mapped for the device");
+        }
+    }
+
     /** {@code QUERY_SRQ}: the context as created, with the armed limit ({@code lwm}, 0 once the event fired). */
     void querySrq(MemorySegment in, MemorySegment out) throws Firmware.Refused {
         MemSrq s = liveSrq(Pages.INDEX24.get(in, 0));
-        try {
-            port.read(s.context.addr(), out, Srq.QUERY_SRQ_OUT_SRQC, Srq.SRQC_SIZE);
-        } catch (IommuFault f) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the SRQ's context page is no longer mapped for the device");
-        }
+        readContext(s.context, out, Srq.QUERY_SRQ_OUT_SRQC, Srq.SRQC_SIZE, "SRQ");
         Srq.SRQC_LWM.set(out, Srq.QUERY_SRQ_OUT_SRQC, s.hw.limit());
     }
 

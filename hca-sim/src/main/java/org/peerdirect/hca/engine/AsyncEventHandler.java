@@ -25,15 +25,13 @@ public interface AsyncEventHandler {
     /** An armed SRQ's WQE count dropped below its limit (the SRQ disarmed). */
     int SRQ_LIMIT = 0x14;
 
-    /** Port change ({@code MLX4_EVENT_TYPE_PORT_CHANGE}, {@code MLX5_EVENT_TYPE_PORT_CHANGE}), subtypes below. */
-    int PORT_CHANGE = 0x09;
     /** Port change subtype: the link went down ({@code PORT_CHANGE_SUBTYPE_DOWN}). */
     int PORT_DOWN = 1;
     /** Port change subtype: the link is up and the port active ({@code PORT_CHANGE_SUBTYPE_ACTIVE}). */
     int PORT_ACTIVE = 4;
 
     /**
-     * A port's state changed ({@link #PORT_CHANGE} with {@link #PORT_DOWN} or {@link #PORT_ACTIVE}).
+     * A port's state changed (the PRMs' {@code PORT_CHANGE} event, 0x09, with subtype {@link #PORT_DOWN} or {@link #PORT_ACTIVE}).
      * Ignored by default.
      */
     default void portEvent(int port, int subtype) {

@@ -163,27 +163,25 @@ public final class HcaDevice {
             }
             p.active = up;
         }
-        AsyncEventHandler h = asyncHandler;
-        if (h != null) {
-            try {
-                h.portEvent(portNum, up ? AsyncEventHandler.PORT_ACTIVE : AsyncEventHandler.PORT_DOWN);
-            } catch (RuntimeException e) {
-                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, name + ": port event of port " + portNum + " failed", e);
-            }
-        }
+        toAsyncHandler(h -> h.portEvent(portNum, up ? AsyncEventHandler.PORT_ACTIVE : AsyncEventHandler.PORT_DOWN),
+                () -> "port event of port " + portNum);
     }
 
     /** Reports an asynchronous event, unless the device is gone; a failing handler must not wedge the engine thread. */
     void asyncEvent(int type, int number) {
+        toAsyncHandler(h -> h.event(type, number), () -> "async event 0x" + Integer.toHexString(type) + " of 0x" + Integer.toHexString(number));
+    }
+
+    /** Calls the async handler, if any and the device is not gone; a failing handler is logged, never thrown into the engine thread. */
+    private void toAsyncHandler(java.util.function.Consumer<AsyncEventHandler> call, java.util.function.Supplier<String> what) {
         AsyncEventHandler h = asyncHandler;
         if (h == null || removed) {
             return;
         }
         try {
-            h.event(type, number);
+            call.accept(h);
         } catch (RuntimeException e) {
-            System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, name + ": async event 0x" + Integer.toHexString(type)
-                    + " of 0x" + Integer.toHexString(number) + " failed", e);
+            System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, name + ": " + what.get() + " failed", e);
         }
     }
 

@@ -123,9 +123,11 @@ public final class RecvQueue {
         HEAD.setRelease(this, index + 1);
         boolean fire = limit > 0 && belowLimit(index + 1);
         consumerLock.unlock();
-        Runnable r = limitReached;
-        if (fire && r != null) {
-            r.run();
+        if (fire) {
+            Runnable r = limitReached;
+            if (r != null) {
+                r.run();
+            }
         }
     }
 

@@ -368,25 +368,25 @@ public final class Mlx5CoreDev {
     }
 
     private void eqe(int type, int subType, MemorySegment data) {
+        if (type != Eq.EVENT_CMD && type != Eq.EVENT_PAGE_REQUEST) {
+            asyncEvents.incrementAndGet(type & 63);
+        }
         switch (type) {
             case Eq.EVENT_CMD -> cmd.complete(data.get(BE32, 0));
             case Eq.EVENT_PAGE_REQUEST -> pages.request(data.get(BE32, Eq.PAGE_REQ_NUM_PAGES - Eq.EQE_DATA));
             case Eq.EVENT_CQ_ERROR -> {
-                asyncEvents.incrementAndGet(type & 63);
                 CqEvents h = cqTable.get(data.get(BE32, 0) & 0xff_ffff);
                 if (h != null) {
                     h.error();
                 }
             }
             case Eq.EVENT_PORT_CHANGE -> {
-                asyncEvents.incrementAndGet(type & 63);
                 PortEvents h = portEvents;
                 if (h != null) {
                     h.portChange((data.get(ValueLayout.JAVA_BYTE, Eq.PORT_CHANGE_PORT) >> 4) & 0xf, subType);
                 }
             }
             default -> {
-                asyncEvents.incrementAndGet(type & 63);
                 if ((QP_SRQ_EVENTS & 1L << (type & 63)) != 0) {
                     // srq_event_notifier / rsc_event_notifier: the number in mlx5_eqe_qp_srq, the SRQ's events by type
                     boolean srq = type == Eq.EVENT_SRQ_RQ_LIMIT || type == Eq.EVENT_SRQ_CATAS_ERROR;

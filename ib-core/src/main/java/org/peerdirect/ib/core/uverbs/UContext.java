@@ -176,14 +176,6 @@ final class UContext implements IbvContext {
         }
     }
 
-    /** Queued and not yet read (for tools and tests). */
-    int pendingAsyncEvents() {
-        eventLock.lock();
-        try {
-            return events.size();
-        } finally {
-            eventLock.unlock();
-        }
     }
 
     /**
