@@ -176,8 +176,6 @@ final class UContext implements IbvContext {
         }
     }
 
-    }
-
     /**
      * The device is gone ({@code ib_uverbs_free_hw_resources}): DEVICE_FATAL to the async events
      * first, then wake the channel waiters, give every MR's memory back, QPs to error.
