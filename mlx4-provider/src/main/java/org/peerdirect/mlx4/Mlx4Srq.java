@@ -57,6 +57,11 @@ final class Mlx4Srq implements IbSrqOps {
     }
 
     @Override
+    public int srqNum() {
+        return hw.srqn;
+    }
+
+    @Override
     public void destroySrq() {
         dev.cmd(() -> dev.engine.hw2swSrq(hw));
         if (dev.srqTable[hw.srqn] == this) {

@@ -87,6 +87,8 @@ final class Firmware implements CommandQueue.Executor {
     private String driverVersion = "";
     private final BitSet uars = new BitSet();
     private final BitSet pds = new BitSet();
+    /** XRC domains allocated ({@code ALLOC_XRCD}), from 1. */
+    private final BitSet xrcds = new BitSet();
     private final AtomicReferenceArray<HwEq> eqs;
     /**
      * Whether a command short of firmware pages may be parked for a page request (set by the
@@ -157,12 +159,14 @@ final class Firmware implements CommandQueue.Executor {
         HcaCap.FLUSH_GLOBAL.set(m, 0, 1);
         HcaCap.FLUSH_PERSISTENT.set(m, 0, 1);
         System.arraycopy(maxGeneral, 0, curGeneral, 0, HcaCap.SIZE);
-        // the engine faults on every RC operation and on UD sends and SRQ receives; it carries no UC,
-        // XRC or DC QPs, so their caps stay clear. SRQ receives are off until the driver enables them
+        // the engine faults on every RC and XRC operation and on UD sends and SRQ receives; it carries no UC
+        // or DC QPs, so their caps stay clear. SRQ receives are off until the driver enables them
         // (handle_hca_cap_odp sets the srq_receive caps to their maximum)
         MemorySegment o = MemorySegment.ofArray(maxOdp);
         Odp.RC_ODP_CAPS.set(o, 0, Odp.CAP_SEND | Odp.CAP_RECEIVE | Odp.CAP_WRITE | Odp.CAP_READ | Odp.CAP_ATOMIC | Odp.CAP_SRQ_RECEIVE);
         Odp.UD_ODP_CAPS.set(o, 0, Odp.CAP_SEND | Odp.CAP_SRQ_RECEIVE);
+        // XRC: the RC operations, receiving only into XRC SRQs (an XRC QP has no receive queue)
+        Odp.XRC_ODP_CAPS.set(o, 0, Odp.CAP_SEND | Odp.CAP_WRITE | Odp.CAP_READ | Odp.CAP_ATOMIC | Odp.CAP_SRQ_RECEIVE);
         resetOdpCaps();
         eqs = new AtomicReferenceArray<>(1 << HcaCap.LOG_MAX_EQ.get(m, 0));
         this.transport = new Transport(engine, port, this);
@@ -179,6 +183,10 @@ final class Firmware implements CommandQueue.Executor {
 
     boolean pdAllocated(int pd) {
         return pd > 0 && pds.get(pd);
+    }
+
+    boolean xrcdAllocated(int xrcd) {
+        return xrcd > 0 && xrcds.get(xrcd);
     }
 
     /** Fields a driver may change with {@code SET_HCA_CAP}, each at most its maximum; the rest is read-only. */
@@ -292,14 +300,15 @@ final class Firmware implements CommandQueue.Executor {
                     Mlx5Cmd.DESTROY_EQ, Mlx5Cmd.QUERY_EQ, Mlx5Cmd.NOP, Mlx5Cmd.DESTROY_CQ, Mlx5Cmd.QUERY_CQ, Mlx5Cmd.DESTROY_QP,
                     Mlx5Cmd.QP_2ERR, Mlx5Cmd.QP_2RST, Mlx5Cmd.QUERY_QP, Mlx5Cmd.DESTROY_MKEY, Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT,
                     Mlx5Cmd.QUERY_HCA_VPORT_GID, Mlx5Cmd.DESTROY_SRQ, Mlx5Cmd.PAGE_FAULT_RESUME, Mlx5Cmd.QUERY_SPECIAL_CONTEXTS, Mlx5Cmd.QUERY_SRQ,
-                    Mlx5Cmd.ARM_RQ -> 16;
+                    Mlx5Cmd.ARM_RQ, Mlx5Cmd.ALLOC_XRCD, Mlx5Cmd.DEALLOC_XRCD, Mlx5Cmd.DESTROY_XRC_SRQ, Mlx5Cmd.QUERY_XRC_SRQ,
+                    Mlx5Cmd.ARM_XRC_SRQ -> 16;
             case Mlx5Cmd.RST2INIT_QP, Mlx5Cmd.INIT2INIT_QP, Mlx5Cmd.INIT2RTR_QP, Mlx5Cmd.RTR2RTS_QP, Mlx5Cmd.RTS2RTS_QP,
                     Mlx5Cmd.SQERR2RTS_QP -> Qp.MODIFY_IN_LEN;
             case Mlx5Cmd.CREATE_CQ -> in.byteSize() < Cq.CREATE_CQ_IN_PAS ? (int) Cq.CREATE_CQ_IN_PAS
                     : (int) Cq.CREATE_CQ_IN_PAS + 8 * Transport.cqPages(in);
             case Mlx5Cmd.CREATE_QP -> in.byteSize() < Qp.CREATE_QP_IN_PAS ? (int) Qp.CREATE_QP_IN_PAS
                     : (int) Qp.CREATE_QP_IN_PAS + 8 * Transport.qpPages(in);
-            case Mlx5Cmd.CREATE_SRQ -> in.byteSize() < Srq.CREATE_SRQ_IN_PAS ? (int) Srq.CREATE_SRQ_IN_PAS
+            case Mlx5Cmd.CREATE_SRQ, Mlx5Cmd.CREATE_XRC_SRQ -> in.byteSize() < Srq.CREATE_SRQ_IN_PAS ? (int) Srq.CREATE_SRQ_IN_PAS
                     : (int) Srq.CREATE_SRQ_IN_PAS + 8 * Transport.srqPages(in);
             case Mlx5Cmd.CREATE_MKEY -> in.byteSize() < Mkey.CREATE_IN_MTT ? (int) Mkey.CREATE_IN_MTT
                     : (int) Math.min(Integer.MAX_VALUE, Mkey.CREATE_IN_MTT + 8L * Transport.mttEntries(in));
@@ -331,7 +340,7 @@ final class Firmware implements CommandQueue.Executor {
             case Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT -> Vport.CONTEXT_OUT_LEN;
             case Mlx5Cmd.QUERY_HCA_VPORT_GID -> Vport.GID_OUT_LEN;
             case Mlx5Cmd.QUERY_SPECIAL_CONTEXTS -> Mkey.SPECIAL_CONTEXTS_OUT_LEN;
-            case Mlx5Cmd.QUERY_SRQ -> Srq.QUERY_SRQ_OUT_LEN;
+            case Mlx5Cmd.QUERY_SRQ, Mlx5Cmd.QUERY_XRC_SRQ -> Srq.QUERY_SRQ_OUT_LEN;
             default -> 16; // MANAGE_PAGES TAKE returns what fits
         };
     }
@@ -434,6 +443,21 @@ final class Firmware implements CommandQueue.Executor {
                 pds.set(pd);
                 Pages.INDEX24.set(out, 0, pd);
             }
+            case Mlx5Cmd.ALLOC_XRCD -> {
+                int x = xrcds.nextClearBit(1);
+                if (x >= 1 << HcaCap.LOG_MAX_XRCD.get(MemorySegment.ofArray(curGeneral), 0)) {
+                    throw new Refused(Mlx5Cmd.STAT_LIM_ERR, SYND_LIMIT, "XRC domain limit reached");
+                }
+                xrcds.set(x);
+                Pages.INDEX24.set(out, 0, x);
+            }
+            case Mlx5Cmd.DEALLOC_XRCD -> {
+                int x = Pages.INDEX24.get(in, 0);
+                if (!xrcdAllocated(x)) {
+                    throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, SYND_NO_SUCH_OBJECT, "XRC domain " + x + " is not allocated");
+                }
+                xrcds.clear(x);
+            }
             case Mlx5Cmd.DEALLOC_PD -> {
                 int pd = Pages.INDEX24.get(in, 0);
                 if (pd == 0 || !pds.get(pd)) {
@@ -491,9 +515,13 @@ final class Firmware implements CommandQueue.Executor {
                 case Mlx5Cmd.CREATE_MKEY -> transport.createMkey(in, out);
                 case Mlx5Cmd.DESTROY_MKEY -> transport.destroyMkey(in);
                 case Mlx5Cmd.CREATE_SRQ -> transport.createSrq(in, out, HcaCap.LOG_MAX_SRQ_SZ.get(cur, 0));
-                case Mlx5Cmd.DESTROY_SRQ -> transport.destroySrq(in);
-                case Mlx5Cmd.QUERY_SRQ -> transport.querySrq(in, out);
-                case Mlx5Cmd.ARM_RQ -> transport.armRq(in);
+                case Mlx5Cmd.DESTROY_SRQ -> transport.destroySrq(in, false);
+                case Mlx5Cmd.QUERY_SRQ -> transport.querySrq(in, out, false);
+                case Mlx5Cmd.ARM_RQ -> transport.armRq(in, false);
+                case Mlx5Cmd.CREATE_XRC_SRQ -> transport.createXrcSrq(in, out, HcaCap.LOG_MAX_SRQ_SZ.get(cur, 0));
+                case Mlx5Cmd.DESTROY_XRC_SRQ -> transport.destroySrq(in, true);
+                case Mlx5Cmd.QUERY_XRC_SRQ -> transport.querySrq(in, out, true);
+                case Mlx5Cmd.ARM_XRC_SRQ -> transport.armRq(in, true);
                 case Mlx5Cmd.PAGE_FAULT_RESUME -> pageFaults.resume(in);
                 case Mlx5Cmd.QUERY_SPECIAL_CONTEXTS -> {
                     // the reserved lkey (bus addresses) is key 0; no dump-fill mkey is built
@@ -608,7 +636,7 @@ final class Firmware implements CommandQueue.Executor {
         if (profile != Pages.TEARDOWN_GRACEFUL && profile != Pages.TEARDOWN_FORCE_CLOSE) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_OP_MOD, "TEARDOWN_HCA profile " + profile + " is not supported");
         }
-        int live = eqCount() + uars.cardinality() + pds.cardinality() + transport.live();
+        int live = eqCount() + uars.cardinality() + pds.cardinality() + xrcds.cardinality() + transport.live();
         if (live > 0 && profile == Pages.TEARDOWN_GRACEFUL) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_STATE_ERR, SYND_OBJECTS_LIVE, String.format(
                     "TEARDOWN_HCA with %d EQs, %d UARs, %d PDs, %d CQs, %d QPs, %d SRQs and %d mkeys live: destroy them first", eqCount(),
@@ -620,6 +648,7 @@ final class Firmware implements CommandQueue.Executor {
         }
         uars.clear();
         pds.clear();
+        xrcds.clear();
         pages.freeAll();
         driverVersion = "";
     }

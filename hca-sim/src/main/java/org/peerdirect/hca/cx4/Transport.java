@@ -347,7 +347,10 @@ final class Transport {
         @Override
         public void write(long index, Cqe c) {
             MemQp q = qps.get(c.qpn);
-            int counter = q == null ? (int) c.wqeIndex : c.isSend ? q.sqWqeCounter(c.wqeIndex) : q.rqWqeCounter(c.wqeIndex);
+            // a receive from an SRQ reports the SRQ's WQE index (an XRC target has no SRQ of its own: the CQE names the one the message did)
+            MemSrq fromSrq = !c.isSend && c.srqn != 0 ? srqs.get(c.srqn) : null;
+            int counter = fromSrq != null ? fromSrq.wqeIndex(c.wqeIndex)
+                    : q == null ? (int) c.wqeIndex : c.isSend ? q.sqWqeCounter(c.wqeIndex) : q.rqWqeCounter(c.wqeIndex);
             cqe.fill((byte) 0);
             int opcode;
             if (c.opcode == Cqe.OPCODE_ERROR) {
@@ -370,6 +373,9 @@ final class Transport {
                 cqe.set(BE32, Cq.CQE_IMM, c.imm);
                 cqe.set(BE32, Cq.CQE_FLAGS_RQPN, ((c.flags & Cqe.FLAG_GRH) != 0 ? 1 << 28 : 0) | c.srcQp & 0xff_ffff);
                 cqe.set(BE16, Cq.CQE_SLID, (short) c.slid);
+            }
+            if (!c.isSend) {
+                cqe.set(BE32, Cq.CQE_SRQN, c.srqn); // mlx5_cqe64.srqn_uidx / mlx5_err_cqe.srqn: 0 without an SRQ
             }
             cqe.set(BE16, Cq.CQE_WQE_COUNTER, (short) counter);
             cqe.set(ValueLayout.JAVA_BYTE, Cq.CQE_OP_OWN, (byte) (opcode << 4 | (int) (index >>> logSize & 1)));
@@ -413,8 +419,9 @@ final class Transport {
             case Qp.ST_RC -> HcaDevice.ST_RC;
             case Qp.ST_UD -> HcaDevice.ST_UD;
             case Qp.ST_REG_UMR -> HcaDevice.ST_REG_UMR;
+            case Qp.ST_XRC -> HcaDevice.ST_XRC;
             default -> throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "QP service type 0x" + Integer.toHexString(st)
-                    + " is not built in the model (RC 0x0, UD 0x2 and REG_UMR 0xc are)");
+                    + " is not built in the model (RC 0x0, UD 0x2, XRC 0x3 and REG_UMR 0xc are)");
         };
         if (Qp.QPC_PM_STATE.get(in, c) != Qp.PM_MIGRATED) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "pm_state must be MIGRATED (3): the model has no APM");
@@ -427,8 +434,18 @@ final class Transport {
         if (st == Qp.ST_REG_UMR && rqType != Qp.RQ_ZERO_LEN) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "a REG_UMR QP only sends: rq_type must be zero-length (3)");
         }
+        boolean xrc = st == Qp.ST_XRC;
+        boolean xrcTarget = xrc && Qp.QPC_NO_SQ.get(in, c) != 0;
+        int xrcd = Qp.QPC_XRCD.get(in, c);
+        if (xrc && !fw.xrcdAllocated(xrcd)) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "xrcd " + xrcd + " is not allocated");
+        }
+        if (xrc && rqType == Qp.RQ_REGULAR) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "an XRC QP has no receive queue of its own (rq_type SRQ 1 or zero-length 3)");
+        }
         MemSrq srq = null;
-        if (rqType == Srq.RQ_SRQ) {
+        // an XRC QP's srqn (the driver's internal SRQ, mlx5_ib's devr->s0) receives nothing: not read
+        if (rqType == Srq.RQ_SRQ && !xrc) {
             int srqn = Srq.QPC_SRQN.get(in, c);
             srq = srqn >= 0 && srqn < srqs.length() ? srqs.get(srqn) : null;
             if (srq == null) {
@@ -439,9 +456,9 @@ final class Transport {
         int logSq = Qp.QPC_LOG_SQ_SIZE.get(in, c);
         int logRq = Qp.QPC_LOG_RQ_SIZE.get(in, c);
         int rqStride = 16 << Qp.QPC_LOG_RQ_STRIDE.get(in, c);
-        if (logSq > maxLogQpSz || logRq > maxLogQpSz || Qp.QPC_NO_SQ.get(in, c) != 0) {
+        if (logSq > maxLogQpSz || logRq > maxLogQpSz || Qp.QPC_NO_SQ.get(in, c) != 0 && !xrcTarget) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "log_sq_size " + logSq + " / log_rq_size " + logRq
-                    + " above log_max_qp_sz " + maxLogQpSz + ", or no_sq (not built)");
+                    + " above log_max_qp_sz " + maxLogQpSz + ", or no_sq on a QP other than an XRC target (not built)");
         }
         if (Qp.QPC_LOG_PAGE_SIZE.get(in, c) != 0 || Qp.QPC_PAGE_OFFSET.get(in, c) != 0) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "the model takes QP buffers in 4 KiB pages at offset 0");
@@ -451,11 +468,12 @@ final class Transport {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
         }
         int pd = Qp.QPC_PD.get(in, c);
-        if (!fw.pdAllocated(pd)) {
+        if (!xrcTarget && !fw.pdAllocated(pd)) { // an XRC target's PD (mlx5_ib's devr->p0) checks nothing: the SRQ's PD does
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
         }
-        MemCq scq = liveCq(Qp.QPC_CQN_SND.get(in, c));
-        MemCq rcq = liveCq(Qp.QPC_CQN_RCV.get(in, c));
+        // an XRC initiator completes only sends, a target nothing: their receive CQ (and a target's send CQ) are not read
+        MemCq scq = xrcTarget ? null : liveCq(Qp.QPC_CQN_SND.get(in, c));
+        MemCq rcq = xrc ? null : liveCq(Qp.QPC_CQN_RCV.get(in, c));
         long dbr = in.get(BE64, c + Qp.QPC_DBR_ADDR);
         if ((dbr & 7) != 0) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
@@ -465,8 +483,9 @@ final class Transport {
         int rqWqes = rqType == Qp.RQ_REGULAR ? 1 << logRq : 0;
         HwQp hw;
         try {
-            hw = engine.createQp(pd, engineSt, new QpCaps(1 << logSq, rqWqes, HcaDevice.MAX_SGE, Math.max(1, rqStride / Qp.DS_SIZE),
-                    MAX_INLINE, false), scq.hw, rcq.hw, srq == null ? null : srq.hw);
+            QpCaps caps = new QpCaps(1 << logSq, rqWqes, HcaDevice.MAX_SGE, Math.max(1, rqStride / Qp.DS_SIZE), MAX_INLINE, false);
+            hw = xrc ? engine.createXrcQp(pd, xrcd, xrcTarget, caps, scq == null ? null : scq.hw)
+                    : engine.createQp(pd, engineSt, caps, scq.hw, rcq.hw, srq == null ? null : srq.hw);
         } catch (HwCommandException e) {
             fw.pages.free(ctx);
             throw refused(e);
@@ -516,7 +535,7 @@ final class Transport {
                 ctx.mtu = Qp.QPC_MTU.get(in, c) == 0 ? ctx.mtu : Qp.QPC_MTU.get(in, c); // UD QPs may leave it 0
                 ctx.remoteQpn = Qp.QPC_REMOTE_QPN.get(in, c);
                 boolean grh = Qp.QPC_PRI_GRH.get(in, c) != 0;
-                if (engine.ethernet() && !grh && q.st == Qp.ST_RC) {
+                if (engine.ethernet() && !grh && (q.st == Qp.ST_RC || q.st == Qp.ST_XRC)) {
                     // RoCE has no LIDs: a connected QP's path is its peer's GID, or nothing
                     throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "the port is Ethernet (RoCE): the primary path needs grh=1 and the remote GID");
                 }
@@ -685,7 +704,7 @@ final class Transport {
         void fetchSend() {
             sqLock.lock();
             try {
-                if (hw.state() == HwQpState.RST) {
+                if (hw.state() == HwQpState.RST || hw.xrcTarget()) { // an XRC target has no send queue to fetch
                     return;
                 }
                 int target;
@@ -770,6 +789,14 @@ final class Transport {
             w.remoteQkey = -1;
             int seg = 1; // in 16-byte units from the WQE's start
             int bbIndex = sqFetched;
+            if (st == Qp.ST_XRC) {
+                // the XRC segment: the SRQ at the target that receives the message (the XRCETH)
+                if (ds < seg + 1) {
+                    return 0;
+                }
+                w.xrcSrqn = bb.get(BE32, (long) seg * Qp.DS_SIZE + Qp.XRC_SRQN) & 0xff_ffff;
+                seg++;
+            }
             if (st == Qp.ST_UD) {
                 if (ds < seg + Qp.AV_SIZE / Qp.DS_SIZE || opcode != Wqe.OP_SEND && opcode != Wqe.OP_SEND_IMM) {
                     return 0; // a UD QP only sends: RDMA, atomics and FLUSH there are malformed
@@ -989,6 +1016,19 @@ final class Transport {
      * in a firmware page; the engine's SRQ fetches WQEs from host memory by the linked list.
      */
     void createSrq(MemorySegment in, MemorySegment out, int maxLogSrqSize) throws Firmware.Refused, CommandQueue.Deferred {
+        createSrq(in, out, maxLogSrqSize, false);
+    }
+
+    /**
+     * {@code CREATE_XRC_SRQ}: the same context layout ({@code xrc_srqc} shares {@code srqc}'s
+     * fields, as the kernel's {@code create_xrc_srq_cmd} relies on) with an allocated
+     * {@code xrcd} and the {@code cqn} its receives complete to.
+     */
+    void createXrcSrq(MemorySegment in, MemorySegment out, int maxLogSrqSize) throws Firmware.Refused, CommandQueue.Deferred {
+        createSrq(in, out, maxLogSrqSize, true);
+    }
+
+    private void createSrq(MemorySegment in, MemorySegment out, int maxLogSrqSize, boolean xrc) throws Firmware.Refused, CommandQueue.Deferred {
         long c = Srq.CREATE_SRQ_IN_SRQC;
         int logSize = Srq.SRQC_LOG_SRQ_SIZE.get(in, c);
         if (logSize > maxLogSrqSize) {
@@ -999,8 +1039,18 @@ final class Transport {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "log_rq_stride " + Srq.SRQC_LOG_RQ_STRIDE.get(in, c)
                     + ": a WQE needs its next segment and one data segment (32 bytes)");
         }
-        if (Srq.SRQC_XRCD.get(in, c) != 0 || Srq.SRQC_WQ_SIGNATURE.get(in, c) != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "xrcd and wq_signature are not built in the model");
+        if (Srq.SRQC_WQ_SIGNATURE.get(in, c) != 0) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "wq_signature is not built in the model");
+        }
+        int xrcd = Srq.SRQC_XRCD.get(in, c);
+        MemCq xcq = null;
+        if (xrc) {
+            if (!fw.xrcdAllocated(xrcd)) {
+                throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "xrcd " + xrcd + " is not allocated");
+            }
+            xcq = liveCq(Srq.SRQC_CQN.get(in, c));
+        } else if (xrcd != 0) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "xrcd " + xrcd + " in CREATE_SRQ: an XRC SRQ is CREATE_XRC_SRQ's");
         }
         if (Srq.SRQC_LOG_PAGE_SIZE.get(in, c) != 0 || Srq.SRQC_PAGE_OFFSET.get(in, c) != 0) {
             throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "the model takes SRQ buffers in 4 KiB pages at offset 0");
@@ -1018,21 +1068,27 @@ final class Transport {
         FirmwarePages.Slot ctx = context(SRQ_CONTEXT_BYTES, in, c, Srq.SRQC_SIZE);
         HwSrq hw;
         try {
-            hw = engine.sw2hwSrq(pd, wqes, Math.max(1, (stride - Srq.NEXT_SEG_SIZE) / Qp.DS_SIZE));
+            int sges = Math.max(1, (stride - Srq.NEXT_SEG_SIZE) / Qp.DS_SIZE);
+            hw = xrc ? engine.sw2hwXrcSrq(pd, xrcd, xcq.hw, wqes, sges) : engine.sw2hwSrq(pd, wqes, sges);
         } catch (HwCommandException e) {
             fw.pages.free(ctx);
             throw refused(e);
         }
-        MemSrq s = new MemSrq(hw, pas, dbr, wqes, stride, ctx);
+        MemSrq s = new MemSrq(hw, pas, dbr, wqes, stride, ctx, xrc);
         hw.queue().fetcher(s);
         srqs.set(hw.srqn, s);
         Pages.INDEX24.set(out, 0, hw.srqn);
     }
 
-    private MemSrq liveSrq(int srqn) throws Firmware.Refused {
+    /**
+     * The SRQ a command names, of the kind its opcode is for: the {@code _XRC_SRQ} commands take
+     * XRC SRQs only, the {@code _SRQ} / {@code ARM_RQ} ones basic SRQs only.
+     */
+    private MemSrq liveSrq(int srqn, boolean xrc) throws Firmware.Refused {
         MemSrq s = srqn >= 0 && srqn < srqs.length() ? srqs.get(srqn) : null;
-        if (s == null) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "SRQ 0x" + Integer.toHexString(srqn) + " does not exist");
+        if (s == null || s.xrc != xrc) {
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, (xrc ? "XRC SRQ 0x" : "SRQ 0x")
+                    + Integer.toHexString(srqn) + (s == null ? " does not exist" : xrc ? " is a basic SRQ" : " is an XRC SRQ (the _XRC_SRQ commands take it)"));
         }
         return s;
     }
@@ -1047,20 +1103,20 @@ final class Transport {
     }
 
     /** {@code QUERY_SRQ}: the context as created, with the armed limit ({@code lwm}, 0 once the event fired). */
-    void querySrq(MemorySegment in, MemorySegment out) throws Firmware.Refused {
-        MemSrq s = liveSrq(Pages.INDEX24.get(in, 0));
+    void querySrq(MemorySegment in, MemorySegment out, boolean xrc) throws Firmware.Refused {
+        MemSrq s = liveSrq(Pages.INDEX24.get(in, 0), xrc);
         readContext(s.context, out, Srq.QUERY_SRQ_OUT_SRQC, Srq.SRQC_SIZE, "SRQ");
         Srq.SRQC_LWM.set(out, Srq.QUERY_SRQ_OUT_SRQC, s.hw.limit());
     }
 
     /** {@code ARM_RQ} with op_mod SRQ: arms the SRQ's limit event at {@code lwm} (0 disarms). RQ objects are not built. */
-    void armRq(MemorySegment in) throws Firmware.Refused {
+    void armRq(MemorySegment in, boolean xrc) throws Firmware.Refused {
         int opMod = in.get(BE32, 4) & 0xffff;
-        if (opMod != Srq.ARM_RQ_OP_MOD_SRQ) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_BAD_OP_MOD, "ARM_RQ op_mod " + opMod
-                    + ": only SRQs (op_mod 1) are built, no RQ objects");
+        if (opMod != Srq.ARM_RQ_OP_MOD_SRQ) { // MLX5_ARM_RQ_IN_OP_MOD_SRQ and MLX5_ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ are both 1
+            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_BAD_OP_MOD, (xrc ? "ARM_XRC_SRQ" : "ARM_RQ") + " op_mod " + opMod
+                    + (xrc ? ": op_mod 1 (XRC SRQ) is the only one" : ": only SRQs (op_mod 1) are built, no RQ objects"));
         }
-        MemSrq s = liveSrq(Pages.INDEX24.get(in, 0));
+        MemSrq s = liveSrq(Pages.INDEX24.get(in, 0), xrc);
         try {
             s.hw.arm(in.get(BE16, Srq.ARM_RQ_IN_LWM) & 0xffff);
         } catch (HwCommandException e) {
@@ -1069,9 +1125,9 @@ final class Transport {
     }
 
     /** {@code DESTROY_SRQ}: refused while a QP receives through it. */
-    void destroySrq(MemorySegment in) throws Firmware.Refused {
+    void destroySrq(MemorySegment in, boolean xrc) throws Firmware.Refused {
         int srqn = Pages.INDEX24.get(in, 0);
-        MemSrq s = liveSrq(srqn);
+        MemSrq s = liveSrq(srqn, xrc);
         try {
             engine.hw2swSrq(s.hw);
         } catch (HwCommandException e) {
@@ -1088,6 +1144,8 @@ final class Transport {
      * index ({@code wqe_counter}), which the library frees back to its list.
      */
     private final class MemSrq implements org.peerdirect.hca.engine.RecvFetcher {
+        /** Made by {@code CREATE_XRC_SRQ}: the {@code _XRC_SRQ} commands take it, the basic ones do not. */
+        final boolean xrc;
         final HwSrq hw;
         final long[] pas;
         final long dbr;
@@ -1102,7 +1160,8 @@ final class Transport {
         private final MemorySegment wqe;
         private final MemorySegment word = MemorySegment.ofArray(new byte[4]);
 
-        MemSrq(HwSrq hw, long[] pas, long dbr, int wqes, int stride, FirmwarePages.Slot context) {
+        MemSrq(HwSrq hw, long[] pas, long dbr, int wqes, int stride, FirmwarePages.Slot context, boolean xrc) {
+            this.xrc = xrc;
             this.hw = hw;
             this.pas = pas;
             this.dbr = dbr;

@@ -48,6 +48,8 @@ public final class Cqe {
     public int byteCnt;
     public int imm;
     public int flags;
+    /** A receive's SRQ number (an XRC SRQ's, or the QP's SRQ's); 0: none (SRQ numbers start at 1 so that 0 says so, as mlx5's {@code srqn} CQE field). */
+    public int srqn;
     public int slid;
     public int srcQp;
 

@@ -35,6 +35,8 @@ public final class HcaDevice {
     /** QP service types ({@code MLX4_QP_ST_*}). */
     public static final int ST_RC = 0x0;
     public static final int ST_UD = 0x3;
+    /** XRC ({@code MLX4_QP_ST_XRC}): an initiator or a target QP, see {@link #createXrcQp}. */
+    public static final int ST_XRC = 0x6;
     /**
      * A QP that executes UMR work requests only (mlx5's {@code st} REG_UMR, 0xc): the driver's
      * channel for changing mkeys without commands. It talks to no peer.
@@ -70,7 +72,10 @@ public final class HcaDevice {
     private final IndexTable qpns = new IndexTable(RESERVED_QPS, MAX_QP);
     private final IndexTable mptIndices = new IndexTable(1, MAX_MPT);
     private final IndexTable cqns = new IndexTable(0, MAX_CQ);
-    private final IndexTable srqns = new IndexTable(0, MAX_SRQ);
+    /** From 1: a CQE's SRQ number 0 means "no SRQ" (mlx5's {@code srqn} field). */
+    private final IndexTable srqns = new IndexTable(1, MAX_SRQ);
+    /** srqn → SRQ: what an XRC target looks a message's SRQ up in (written under the monitor, read by the transport). */
+    private final HwSrq[] srqTable = new HwSrq[MAX_SRQ];
     /** The key byte of each MPT index, advanced at every allocation: a stale key misses the new entry. */
     private final byte[] keyByte = new byte[MAX_MPT];
     private final List<HwCq> cqs = new ArrayList<>();
@@ -561,6 +566,22 @@ public final class HcaDevice {
 
     /** {@code SW2HW_SRQ}. */
     public synchronized HwSrq sw2hwSrq(int pdn, int maxWr, int maxSge) {
+        return newSrq(pdn, -1, null, maxWr, maxSge);
+    }
+
+    /**
+     * {@code CREATE_XRC_SRQ} / mlx4's XRC {@code SW2HW_SRQ}: an SRQ of XRC domain {@code xrcdn}
+     * whose receives complete to {@code cq} (held until the SRQ goes).
+     */
+    public synchronized HwSrq sw2hwXrcSrq(int pdn, int xrcdn, HwCq cq, int maxWr, int maxSge) {
+        if (xrcdn < 0 || cq == null || cq.dev != this || cq.isDestroyed()) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, name + ": an XRC SRQ needs an XRC domain and a live CQ of this device");
+        }
+        return newSrq(pdn, xrcdn, cq, maxWr, maxSge);
+    }
+
+    private HwSrq newSrq(int pdn, int xrcdn, HwCq cq, int maxWr, int maxSge) {
+        assert Thread.holdsLock(this);
         alive();
         if (maxWr < 1 || maxWr > MAX_QP_WR || maxSge < 1 || maxSge > MAX_SGE) {
             throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, name + ": SRQ of " + maxWr + " requests of " + maxSge
@@ -568,11 +589,20 @@ public final class HcaDevice {
         }
         int srqn = srqns.alloc();
         if (srqn < 0) {
-            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of SRQs (" + MAX_SRQ + " alive)");
+            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of SRQs (" + (MAX_SRQ - 1) + " alive)");
         }
-        HwSrq s = new HwSrq(this, srqn, pdn, maxWr, maxSge);
+        HwSrq s = new HwSrq(this, srqn, pdn, xrcdn, cq, maxWr, maxSge);
+        if (cq != null) {
+            cq.users.incrementAndGet();
+        }
         srqs.add(s);
+        srqTable[srqn] = s;
         return s;
+    }
+
+    /** The SRQ numbered {@code srqn}, or null (the transport's lookup of an XRCETH's SRQ). */
+    HwSrq srq(int srqn) {
+        return srqn > 0 && srqn < MAX_SRQ ? srqTable[srqn] : null;
     }
 
     /** {@code HW2SW_SRQ}: refused while a QP uses the SRQ. Idempotent. */
@@ -582,7 +612,11 @@ public final class HcaDevice {
         }
         if (srqs.remove(s)) {
             s.destroyed = true;
+            srqTable[s.srqn] = null;
             srqns.free(s.srqn);
+            if (s.cq != null) {
+                s.cq.users.decrementAndGet();
+            }
         }
     }
 
@@ -593,7 +627,8 @@ public final class HcaDevice {
     public synchronized HwQp createQp(int pdn, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
         alive();
         if (serviceType != ST_RC && serviceType != ST_UD && serviceType != ST_REG_UMR) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": QP service type " + serviceType + " is not RC, UD or REG_UMR");
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": QP service type " + serviceType
+                    + " is not RC, UD or REG_UMR (XRC QPs: createXrcQp)");
         }
         if (scq == null || rcq == null || scq.dev != this || rcq.dev != this || srq != null && srq.dev != this) {
             throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, name + ": a QP's CQs and SRQ must be of this device");
@@ -624,13 +659,53 @@ public final class HcaDevice {
         return qp;
     }
 
+    /**
+     * Creates an XRC QP in RST ({@link #ST_XRC}) of domain {@code xrcdn}: an initiator
+     * ({@code target} false) sends through {@code scq} and has no receive side; a target has no
+     * queues and no CQs ({@code caps} and {@code scq} ignored): what it receives goes to the XRC
+     * SRQ each message names, which must be of the same domain.
+     */
+    public synchronized HwQp createXrcQp(int pdn, int xrcdn, boolean target, QpCaps caps, HwCq scq) {
+        alive();
+        if (xrcdn < 0) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": an XRC QP needs an XRC domain");
+        }
+        QpCaps c = target ? new QpCaps(1, 0, 1, 0, 0, false) : caps;
+        if (!target) {
+            if (scq == null || scq.dev != this || scq.isDestroyed()) {
+                throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, name + ": an XRC send QP needs a live send CQ of this device");
+            }
+            if (c.maxSendWr() < 1 || c.maxSendWr() > MAX_QP_WR || c.maxSendSge() < 1 || c.maxSendSge() > MAX_SGE || c.maxInlineData() < 0
+                    || c.maxInlineData() > MAX_INLINE) {
+                throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, String.format("%s: XRC QP caps (%d WRs, %d SGEs, %d inline) exceed the device",
+                        name, c.maxSendWr(), c.maxSendSge(), c.maxInlineData()));
+            }
+        }
+        int qpn = qpns.alloc();
+        if (qpn < 0) {
+            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of QP numbers (" + (MAX_QP - RESERVED_QPS)
+                    + " QPs alive)");
+        }
+        HwCq sendCq = target ? null : scq;
+        HwQp qp = new HwQp(this, qpn, pdn, ST_XRC, xrcdn, target, c, sendCq, null, null);
+        if (sendCq != null) {
+            sendCq.users.incrementAndGet();
+        }
+        qps[qpn] = qp;
+        return qp;
+    }
+
     /** Frees a destroyed QP's number and its hold on its CQs and SRQ. */
     synchronized void destroyed(HwQp qp) {
         if (qps[qp.qpn] == qp) {
             qps[qp.qpn] = null;
             qpns.free(qp.qpn);
-            qp.scq.users.decrementAndGet();
-            qp.rcq.users.decrementAndGet();
+            if (qp.scq != null) {
+                qp.scq.users.decrementAndGet();
+            }
+            if (qp.rcq != null) {
+                qp.rcq.users.decrementAndGet();
+            }
             if (qp.srq != null) {
                 qp.srq.users.decrementAndGet();
             }
@@ -690,11 +765,11 @@ public final class HcaDevice {
                     freeMptIndex(i);
                 }
             }
+            for (HwSrq s : List.copyOf(srqs)) {
+                hw2swSrq(s); // before the CQs: an XRC SRQ holds its CQ
+            }
             for (HwCq cq : List.copyOf(cqs)) {
                 hw2swCq(cq);
-            }
-            for (HwSrq s : List.copyOf(srqs)) {
-                hw2swSrq(s);
             }
             pendingFaults.clear();
         }

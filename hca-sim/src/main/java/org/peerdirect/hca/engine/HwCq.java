@@ -72,6 +72,12 @@ public final class HwCq {
      */
     boolean push(int qpn, boolean isSend, long wqeIndex, int opcode, Outcome o, int byteCnt, int imm, int flags, int srcQp,
             int slid, boolean solicited) {
+        return push(qpn, 0, isSend, wqeIndex, opcode, o, byteCnt, imm, flags, srcQp, slid, solicited);
+    }
+
+    /** {@link #push} of a receive taken from SRQ {@code srqn} (0: none). */
+    boolean push(int qpn, int srqn, boolean isSend, long wqeIndex, int opcode, Outcome o, int byteCnt, int imm, int flags, int srcQp,
+            int slid, boolean solicited) {
         boolean notify;
         boolean overrun = false;
         lock.lock();
@@ -108,6 +114,7 @@ public final class HwCq {
                 c.flags = flags;
                 c.srcQp = srcQp;
                 c.slid = slid;
+                c.srqn = srqn;
                 if (sink != null) {
                     sink.write(p, c);
                 }

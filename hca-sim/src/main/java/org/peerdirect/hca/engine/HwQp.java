@@ -33,6 +33,14 @@ public final class HwQp {
     final HwCq scq;
     final HwCq rcq;
     final HwSrq srq;
+    /**
+     * XRC ({@link HcaDevice#ST_XRC}): the QP's XRC domain (-1 for other types) and its role. An
+     * XRC initiator ("XRC send") QP has a send queue and no receive side; an XRC target ("XRC
+     * receive") QP has neither queue nor CQs: it answers an initiator, and each message it takes
+     * names the XRC SRQ of its domain that receives it.
+     */
+    final int xrcdn;
+    final boolean xrcTarget;
     final boolean sqSigAll;
     private final int maxSendSge;
     private final int maxInline;
@@ -110,17 +118,23 @@ public final class HwQp {
     }
 
     HwQp(HcaDevice dev, int qpn, int pdn, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
+        this(dev, qpn, pdn, serviceType, -1, false, caps, scq, rcq, srq);
+    }
+
+    HwQp(HcaDevice dev, int qpn, int pdn, int serviceType, int xrcdn, boolean xrcTarget, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
         this.dev = dev;
         this.qpn = qpn;
         this.pdn = pdn;
         this.serviceType = serviceType;
+        this.xrcdn = xrcdn;
+        this.xrcTarget = xrcTarget;
         this.scq = scq;
         this.rcq = rcq;
         this.srq = srq;
         this.sqSigAll = caps.sqSigAll();
         this.maxSendSge = caps.maxSendSge();
         this.maxInline = caps.maxInlineData();
-        this.rq = srq == null ? new RecvQueue(caps.maxRecvWr(), caps.maxRecvSge()) : null;
+        this.rq = srq == null && serviceType != HcaDevice.ST_XRC ? new RecvQueue(caps.maxRecvWr(), caps.maxRecvSge()) : null;
         Arena arena = Arena.ofAuto();
         this.sq = new SendWqe[HcaDevice.roundUpPow2(caps.maxSendWr())];
         this.sqMask = sq.length - 1;
@@ -144,6 +158,16 @@ public final class HwQp {
 
     public int pdn() {
         return pdn;
+    }
+
+    /** An XRC QP's domain (-1 for other types). */
+    public int xrcdn() {
+        return xrcdn;
+    }
+
+    /** An XRC target (receive) QP: no queues, receives go to the XRC SRQ each message names. */
+    public boolean xrcTarget() {
+        return xrcTarget;
     }
 
     public int maxSendSge() {
@@ -354,6 +378,9 @@ public final class HwQp {
 
     /** The receive doorbell record; in ERR the new WQEs flush at once. */
     public void rqDoorbell(long producerIndex) {
+        if (rq == null) {
+            return; // no receive queue of its own (SRQ or XRC): nothing the doorbell could name
+        }
         rq.doorbell(producerIndex);
         if (state == HwQpState.ERR) {
             rq.flush(rcq, qpn);
@@ -392,6 +419,12 @@ public final class HwQp {
 
     @Override
     public String toString() {
-        return String.format("%s QP 0x%x (%s, %s)", dev.name, qpn, serviceType == HcaDevice.ST_RC ? "RC" : "UD", state);
+        String type = switch (serviceType) {
+            case HcaDevice.ST_RC -> "RC";
+            case HcaDevice.ST_UD -> "UD";
+            case HcaDevice.ST_XRC -> xrcTarget ? "XRC_TGT" : "XRC_INI";
+            default -> "REG_UMR";
+        };
+        return String.format("%s QP 0x%x (%s, %s)", dev.name, qpn, type, state);
     }
 }

@@ -11,16 +11,26 @@ public final class HwSrq {
     final HcaDevice dev;
     public final int srqn;
     final int pdn;
+    /**
+     * An XRC SRQ's XRC domain (-1: a basic SRQ). An XRC SRQ is named by the XRCETH of each
+     * message that reaches an XRC target QP of the same domain; its receives complete to
+     * {@link #cq}, and its PD is the one the message's memory accesses are checked against.
+     */
+    final int xrcdn;
+    /** An XRC SRQ's completion queue (null for a basic SRQ, whose receives complete to the QP's receive CQ). */
+    final HwCq cq;
     final RecvQueue rq;
     /** QPs attached; HW2SW_SRQ is refused while non-zero. Changed under the device monitor. */
     final AtomicInteger users = new AtomicInteger();
     /** Guarded by the device monitor. */
     boolean destroyed;
 
-    HwSrq(HcaDevice dev, int srqn, int pdn, int maxWr, int maxSge) {
+    HwSrq(HcaDevice dev, int srqn, int pdn, int xrcdn, HwCq cq, int maxWr, int maxSge) {
         this.dev = dev;
         this.srqn = srqn;
         this.pdn = pdn;
+        this.xrcdn = xrcdn;
+        this.cq = cq;
         this.rq = new RecvQueue(maxWr, maxSge);
         rq.onLimit(() -> dev.asyncEvent(AsyncEventHandler.SRQ_LIMIT, srqn));
     }
@@ -41,6 +51,11 @@ public final class HwSrq {
     /** The armed limit (0: not armed, or the event fired). */
     public int limit() {
         return rq.limit();
+    }
+
+    /** The XRC domain of an XRC SRQ, -1 for a basic SRQ. */
+    public int xrcdn() {
+        return xrcdn;
     }
 
     public RecvQueue queue() {

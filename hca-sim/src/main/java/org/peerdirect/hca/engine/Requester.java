@@ -49,6 +49,13 @@ final class Requester {
     final RecvWqe recvCopy = new RecvWqe(HcaDevice.MAX_SGE);
     /** Drain-loop state: the responder reported the current request's error in a receive completion (so no affiliated event). */
     boolean errorInReceiveCqe;
+    /**
+     * Drain-loop state for the request being answered: the XRC SRQ its XRCETH names (null when
+     * the responder is not an XRC target), and the PD the responder checks keys against (the
+     * responder QP's, or that XRC SRQ's: an XRC target QP has no PD of its own that counts).
+     */
+    HwSrq xrcSrq;
+    int respPdn;
 
     Requester(HwQp qp, Arena arena) {
         this.qp = qp;
@@ -156,7 +163,7 @@ final class Requester {
             Outcome o;
             try {
                 o = switch (qp.serviceType) {
-                    case HcaDevice.ST_RC -> executeRc(w);
+                    case HcaDevice.ST_RC, HcaDevice.ST_XRC -> executeRc(w);
                     case HcaDevice.ST_REG_UMR -> qp.dev.umr(w);
                     default -> executeUd(w);
                 };
@@ -292,7 +299,10 @@ final class Requester {
         }
         HwQp r = qp.dev.fabric.resolve(qp.dev, qp.dlid, qp.destQpn);
         HcaPort me = qp.dev.ports[qp.portNum - 1];
-        if (r == null || !me.active || !r.dev.ports[r.portNum - 1].active || r.serviceType != HcaDevice.ST_RC || r.destQpn != qp.qpn || r.dlid != me.lid
+        // RC answers RC; an XRC initiator is answered by an XRC target (nothing else answers either)
+        boolean peerType = qp.serviceType == HcaDevice.ST_RC ? r != null && r.serviceType == HcaDevice.ST_RC
+                : r != null && r.serviceType == HcaDevice.ST_XRC && r.xrcTarget;
+        if (r == null || !me.active || !r.dev.ports[r.portNum - 1].active || !peerType || r.destQpn != qp.qpn || r.dlid != me.lid
                 || !r.state.receives()) {
             return Outcome.NO_ACK;
         }
@@ -305,6 +315,19 @@ final class Requester {
             if (!duplicate) {
                 return Outcome.NO_ACK; // out-of-sequence NAK: the requester retransmits; misconfigured PSNs end in RETRY_EXC_ERR
             }
+        }
+        xrcSrq = null;
+        respPdn = r.pdn;
+        if (r.xrcTarget) {
+            // the XRCETH's SRQ must be one of the target's XRC domain; a request naming another is
+            // dropped before the transport looks at it (no NAK is defined for it: the XRC series
+            // for rxe drops it in check_xrcd), so the requester retries and ends in RETRY_EXC_ERR
+            HwSrq s = r.dev.srq(w.xrcSrqn);
+            if (s == null || s.xrcdn != r.xrcdn) {
+                return Outcome.NO_ACK;
+            }
+            xrcSrq = s;
+            respPdn = s.pdn; // the target QP's own PD checks nothing
         }
         r.receivedInRtr();
         errorInReceiveCqe = false;

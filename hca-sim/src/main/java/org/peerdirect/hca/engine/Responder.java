@@ -32,12 +32,12 @@ final class Responder {
         Segs dst = req.remote.reset(r.dev);
         switch (w.opcode) {
             case Wqe.OP_RDMA_WRITE, Wqe.OP_RDMA_WRITE_IMM -> {
-                Outcome o = remoteRange(r, dst, w.rkey, w.remoteAddr, len, QpContext.BIT_RWE, HcaDevice.PERM_REMOTE_WRITE);
+                Outcome o = remoteRange(r, req, dst, w.rkey, w.remoteAddr, len, QpContext.BIT_RWE, HcaDevice.PERM_REMOTE_WRITE);
                 if (o != null) {
                     return o;
                 }
                 if (w.opcode == Wqe.OP_RDMA_WRITE_IMM) {
-                    RecvQueue q = recvQueue(r);
+                    RecvQueue q = srqOf(r, req) != null ? srqOf(r, req).rq : r.rq;
                     long idx = q.peekAndLock(req.recvCopy);
                     if (idx < 0) {
                         return Outcome.RNR_NAK;
@@ -51,11 +51,11 @@ final class Responder {
                     if (o != null) {
                         // the receive was consumed: it completes with the error (rxe's class C handling)
                         req.errorInReceiveCqe = true;
-                        recvComplete(r, idx, o == Outcome.REM_ACCESS_ERR ? Outcome.REM_ACCESS_ERR : Outcome.WR_FLUSH_ERR,
+                        recvComplete(r, req, idx, o == Outcome.REM_ACCESS_ERR ? Outcome.REM_ACCESS_ERR : Outcome.WR_FLUSH_ERR,
                                 Cqe.RECV_RDMA_WRITE_IMM, 0, 0, 0, rq.qpn, 0, w);
                         return o;
                     }
-                    recvComplete(r, idx, Outcome.SUCCESS, Cqe.RECV_RDMA_WRITE_IMM, (int) len, w.imm, Cqe.FLAG_IMM, rq.qpn,
+                    recvComplete(r, req, idx, Outcome.SUCCESS, Cqe.RECV_RDMA_WRITE_IMM, (int) len, w.imm, Cqe.FLAG_IMM, rq.qpn,
                             rq.dev.ports[rq.portNum - 1].lid, w);
                     return Outcome.SUCCESS;
                 }
@@ -66,7 +66,7 @@ final class Responder {
                 return deliver(r, req, rq, w, len, false);
             }
             case Wqe.OP_RDMA_READ -> {
-                Outcome o = remoteRange(r, dst, w.rkey, w.remoteAddr, len, QpContext.BIT_RRE, HcaDevice.PERM_REMOTE_READ);
+                Outcome o = remoteRange(r, req, dst, w.rkey, w.remoteAddr, len, QpContext.BIT_RRE, HcaDevice.PERM_REMOTE_READ);
                 if (o != null) {
                     return o;
                 }
@@ -77,7 +77,7 @@ final class Responder {
                 return atomic(r, req, rq, w);
             }
             case Wqe.OP_FLUSH -> {
-                return flush(r, w, len);
+                return flush(r, req, w, len);
             }
             default -> {
                 return Outcome.REM_INV_REQ_ERR; // an opcode the responder does not know: invalid request
@@ -114,14 +114,14 @@ final class Responder {
             return unserved;
         }
         r.responderFault = token; // before the event: a resume racing it finds the token set
-        boolean srq = subtype == PageFault.SUBTYPE_WQE && r.srq != null;
-        int flags = (subtype == PageFault.SUBTYPE_RDMA ? PageFault.FLAG_RDMA : 0) | (srq ? PageFault.FLAG_SRQ : 0);
-        r.dev.raise(d.faultEvent(token, subtype, flags, srq ? r.srq.srqn : r.qpn, wqeIndex));
+        HwSrq s = subtype == PageFault.SUBTYPE_WQE ? srqOf(r, req) : null;
+        int flags = (subtype == PageFault.SUBTYPE_RDMA ? PageFault.FLAG_RDMA : 0) | (s != null ? PageFault.FLAG_SRQ : 0);
+        r.dev.raise(d.faultEvent(token, subtype, flags, s != null ? s.srqn : r.qpn, wqeIndex));
         return Outcome.RNR_NAK;
     }
 
     /** Checks the QP's remote-access bit and the rkey's entry; fills the cursor. Null when allowed. */
-    private static Outcome remoteRange(HwQp r, Segs dst, int rkey, long va, long len, int qpBit, int perm) {
+    private static Outcome remoteRange(HwQp r, Requester req, Segs dst, int rkey, long va, long len, int qpBit, int perm) {
         if ((r.remoteAccess & qpBit) == 0) {
             return Outcome.REM_ACCESS_ERR;
         }
@@ -129,7 +129,7 @@ final class Responder {
             return null;
         }
         Mpt m = r.dev.mpt(rkey);
-        int g = m == null ? -1 : m.admit(r.pdn, va, len, perm);
+        int g = m == null ? -1 : m.admit(req.respPdn, va, len, perm);
         if (g < 0) {
             return Outcome.REM_ACCESS_ERR;
         }
@@ -149,8 +149,8 @@ final class Responder {
             return Outcome.REM_INV_REQ_ERR;
         }
         boolean store = w.opcode == Wqe.OP_ATOMIC_WRITE;
-        Outcome o = store ? remoteRange(r, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RWE, HcaDevice.PERM_REMOTE_WRITE)
-                : remoteRange(r, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RAE, HcaDevice.PERM_ATOMIC);
+        Outcome o = store ? remoteRange(r, req, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RWE, HcaDevice.PERM_REMOTE_WRITE)
+                : remoteRange(r, req, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RAE, HcaDevice.PERM_ATOMIC);
         if (o != null) {
             return o;
         }
@@ -240,7 +240,7 @@ final class Responder {
      * visible (rxe faults them in; stated in the model's notes). Acknowledged like a zero-length
      * RDMA READ: nothing is placed at the requester.
      */
-    private static Outcome flush(HwQp r, SendWqe w, long len) {
+    private static Outcome flush(HwQp r, Requester req, SendWqe w, long len) {
         int type = w.flushType;
         int qpNeed = ((type & Wqe.FLUSH_GLOBAL) != 0 ? QpContext.BIT_FLUSH_GLOBAL : 0)
                 | ((type & Wqe.FLUSH_PERSISTENT) != 0 ? QpContext.BIT_FLUSH_PERSISTENT : 0);
@@ -251,7 +251,7 @@ final class Responder {
                 | ((type & Wqe.FLUSH_PERSISTENT) != 0 ? HcaDevice.PERM_FLUSH_PERSISTENT : 0);
         Mpt m = r.dev.mpt(w.rkey);
         boolean wholeMr = w.flushLevel == Wqe.FLUSH_MR;
-        int g = m == null ? -1 : m.admit(r.pdn, wholeMr ? m.start : w.remoteAddr, wholeMr ? 0 : len, perm);
+        int g = m == null ? -1 : m.admit(req.respPdn, wholeMr ? m.start : w.remoteAddr, wholeMr ? 0 : len, perm);
         if (g < 0) {
             return Outcome.REM_ACCESS_ERR;
         }
@@ -334,8 +334,12 @@ final class Responder {
         return moveResult == null ? Outcome.SUCCESS : moveResult;
     }
 
-    private static RecvQueue recvQueue(HwQp r) {
-        return r.srq != null ? r.srq.rq : r.rq;
+    /**
+     * The SRQ a request's receive comes from: the XRC SRQ its XRCETH named at an XRC target, the
+     * QP's SRQ, or null (the QP's own receive queue).
+     */
+    private static HwSrq srqOf(HwQp r, Requester req) {
+        return req.xrcSrq != null ? req.xrcSrq : r.srq;
     }
 
     /**
@@ -346,7 +350,7 @@ final class Responder {
      * sender's page is missing (the WQE is not consumed either).
      */
     private static Outcome deliver(HwQp r, Requester req, HwQp sender, SendWqe w, long len, boolean grh) {
-        RecvQueue q = recvQueue(r);
+        RecvQueue q = srqOf(r, req) != null ? srqOf(r, req).rq : r.rq;
         RecvWqe rw = req.recvCopy;
         long idx = q.peekAndLock(rw);
         if (idx < 0) {
@@ -354,7 +358,8 @@ final class Responder {
         }
         // under the consumer lock until the WQE is consumed or left: no completion, no QP to ERR
         Segs dst = req.remote.reset(r.dev);
-        int rpdn = r.srq != null ? r.srq.pdn : r.pdn;
+        HwSrq srq = srqOf(r, req);
+        int rpdn = srq != null ? srq.pdn : r.pdn;
         Outcome recvStatus = null; // the receive CQE's error, when the WQE is consumed with one
         Outcome result = null;
         for (int i = 0; i < rw.numSge && recvStatus == null; i++) {
@@ -401,19 +406,22 @@ final class Responder {
         if (recvStatus != null) {
             // an RC responder's class A/C errors move it to ERR in the requester (executeRc)
             req.errorInReceiveCqe = true;
-            recvComplete(r, idx, recvStatus, Cqe.RECV_SEND, 0, 0, 0, sender.qpn, 0, w);
+            recvComplete(r, req, idx, recvStatus, Cqe.RECV_SEND, 0, 0, 0, sender.qpn, 0, w);
             return result;
         }
         boolean imm = Wqe.hasImm(w.opcode);
-        recvComplete(r, idx, Outcome.SUCCESS, imm ? Cqe.RECV_SEND_IMM : Cqe.RECV_SEND, (int) need, imm ? w.imm : 0,
+        recvComplete(r, req, idx, Outcome.SUCCESS, imm ? Cqe.RECV_SEND_IMM : Cqe.RECV_SEND, (int) need, imm ? w.imm : 0,
                 (imm ? Cqe.FLAG_IMM : 0) | (grh ? Cqe.FLAG_GRH : 0), sender.qpn, slid, w);
         return Outcome.SUCCESS;
     }
 
-    private static void recvComplete(HwQp r, long idx, Outcome o, int opcode, int byteLen, int imm, int flags, int srcQp, int slid,
-            SendWqe w) {
+    /** The receive CQE: to the XRC SRQ's CQ at an XRC target, else the QP's receive CQ; with the SRQ's number when one fed it. */
+    private static void recvComplete(HwQp r, Requester req, long idx, Outcome o, int opcode, int byteLen, int imm, int flags, int srcQp,
+            int slid, SendWqe w) {
         boolean solicited = (w.ctrl & Wqe.CTRL_SOLICITED) != 0;
-        if (!r.rcq.push(r.qpn, false, idx, opcode, o, byteLen, imm, flags, srcQp, slid, solicited)) {
+        HwSrq s = srqOf(r, req);
+        HwCq cq = req.xrcSrq != null ? req.xrcSrq.cq : r.rcq;
+        if (!cq.push(r.qpn, s == null ? 0 : s.srqn, false, idx, opcode, o, byteLen, imm, flags, srcQp, slid, solicited)) {
             r.toError();
         }
     }

@@ -30,6 +30,8 @@ public final class SendWqe {
     public int dlid;
     public int remoteQpn;
     public int remoteQkey;
+    /** XRC segment: the XRC SRQ at the target that receives this message (XRCETH); read on XRC send QPs only. */
+    public int xrcSrqn;
     public int numSge;
     public final long[] addr;
     public final int[] byteCount;

@@ -52,6 +52,13 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
     final java.util.concurrent.atomic.AtomicInteger mkeyKey = new java.util.concurrent.atomic.AtomicInteger();
     /** qpn → the library's QP, for the CQE path ({@code mlx5_find_qp} of libmlx5's context). */
     public final Mlx5Qp[] qpTable;
+    /**
+     * srqn → the library's SRQ: where a receive CQE that names an SRQ ({@code srqn}) finds the WQE
+     * it completes ({@code mlx5_find_srq}); an XRC receive's QP (the target) is not the library's.
+     */
+    public final org.peerdirect.mlx5.lib.Mlx5Srq[] srqTable;
+    /** The XRC domain every XRC send QP is created in (mlx5_ib's {@code devr->xrcdn1}); 0 until the first one. Guarded by this. */
+    private int xrcdnInitiators;
     /** The library's queue buffers pinned for this device and not released yet (the reset flow releases them). */
     final java.util.Set<Mlx5IbUcontext.Pinned> pins = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -73,13 +80,15 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         this.ethernet = core.cap(HcaCap.PORT_TYPE) == HcaCap.PORT_TYPE_ETH;
         core.setPortEvents(this::portChange);
         this.qpTable = new Mlx5Qp[1 << Math.min(18, core.cap(HcaCap.LOG_MAX_QP))];
+        this.srqTable = new org.peerdirect.mlx5.lib.Mlx5Srq[1 << Math.min(18, core.cap(HcaCap.LOG_MAX_SRQ))];
         int fw = core.function().read32be(0, InitSeg.FW_REV);
         int sub = core.function().read32be(0, InitSeg.CMDIF_REV_FW_SUB) & 0xffff;
         String fwVer = (fw & 0xffff) + "." + (fw >>> 16) + "." + sub;
         long guid = queryVport(1).get(BE64, Vport.OUT_CONTEXT + Vport.NODE_GUID);
         int maxSge = Math.min(core.cap(HcaCap.MAX_WQE_SZ_RQ) / 16, 32);
         this.attr = new IbvDeviceAttr(fwVer, guid, guid, -1L, 0xffff_f000L, 0x02c9, core.function().deviceId(), 0,
-                1 << core.cap(HcaCap.LOG_MAX_QP), 1 << core.cap(HcaCap.LOG_MAX_QP_SZ), 0, maxSge, 1 << core.cap(HcaCap.LOG_MAX_CQ),
+                1 << core.cap(HcaCap.LOG_MAX_QP), 1 << core.cap(HcaCap.LOG_MAX_QP_SZ),
+                core.cap(HcaCap.XRC) != 0 ? (int) IbvDeviceAttr.DEVICE_XRC : 0, maxSge, 1 << core.cap(HcaCap.LOG_MAX_CQ),
                 (1 << core.cap(HcaCap.LOG_MAX_CQ_SZ)) - 1, 1 << core.cap(HcaCap.LOG_MAX_MKEY), 1 << core.cap(HcaCap.LOG_MAX_PD),
                 1 << core.cap(HcaCap.LOG_MAX_RA_RES_QP), 1 << core.cap(HcaCap.LOG_MAX_RA_REQ_QP), IbvDeviceAttr.ATOMIC_HCA,
                 1 << core.cap(HcaCap.LOG_MAX_SRQ), (1 << core.cap(HcaCap.LOG_MAX_SRQ_SZ)) - 1, maxSge - 1, MAX_INLINE,
@@ -356,8 +365,29 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         events = h;
     }
 
+    /** {@code ALLOC_XRCD} ({@code mlx5_cmd_xrcd_alloc}). */
+    int allocXrcd() {
+        return execIndex(Mlx5CoreDev.input(Mlx5Cmd.ALLOC_XRCD, 0, 16), 16);
+    }
+
+    /** The XRC send QPs' domain ({@code devr->xrcdn1}), allocated with the first of them and kept until {@link #close}. */
+    synchronized int xrcdForInitiators() {
+        if (xrcdnInitiators == 0) {
+            xrcdnInitiators = allocXrcd();
+        }
+        return xrcdnInitiators;
+    }
+
     public void close() {
         core.setPortEvents(null);
+        int xrcdn;
+        synchronized (this) {
+            xrcdn = xrcdnInitiators;
+            xrcdnInitiators = 0;
+        }
+        if (xrcdn != 0) {
+            destroyQuietly(Mlx5Cmd.DEALLOC_XRCD, xrcdn);
+        }
         Mlx5Umr u;
         Mlx5MkeyCache c;
         Mlx5Odp o;

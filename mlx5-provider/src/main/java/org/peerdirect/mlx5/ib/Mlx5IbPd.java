@@ -317,12 +317,13 @@ final class Mlx5IbPd implements IbPdOps {
     @Override
     public IbQpOps createQp(IbvQpInitAttr a, IbCqOps sendCq, IbCqOps recvCq, IbSrqOps srq, IbEvents events) {
         Mlx5IbDev dev = ctx.dev;
-        if (a.qpType != IbvQpType.RC && a.qpType != IbvQpType.UD) {
-            throw new KernelException(Errno.EOPNOTSUPP, dev.name() + ": QP type " + a.qpType + " is not built on mlx5 (RC and UD are)");
+        if (a.qpType != IbvQpType.RC && a.qpType != IbvQpType.UD && a.qpType != IbvQpType.XRC_SEND) {
+            throw new KernelException(Errno.EOPNOTSUPP, dev.name() + ": QP type " + a.qpType + " is not built on mlx5 (RC, UD, XRC_SEND are)");
         }
+        boolean xrc = a.qpType == IbvQpType.XRC_SEND;
         int maxInline = a.maxInlineData;
-        // a QP on an SRQ has no receive queue of its own (rq_type SRQ, log_rq_size 0)
-        int[] g = Mlx5Qp.geometry(a.qpType, a.maxSendWr, a.maxSendSge, maxInline, srq != null ? 0 : a.maxRecvWr, a.maxRecvSge);
+        // a QP on an SRQ has no receive queue of its own (rq_type SRQ, log_rq_size 0); an XRC send QP none at all
+        int[] g = Mlx5Qp.geometry(a.qpType, a.maxSendWr, a.maxSendSge, maxInline, srq != null || xrc ? 0 : a.maxRecvWr, a.maxRecvSge);
         int logSq = g[0];
         int logRq = g[1];
         int rqStride = 16 << g[2];
@@ -331,11 +332,16 @@ final class Mlx5IbPd implements IbPdOps {
         int npages = (int) (p.buf().queueBytes / 4096);
         MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_QP, 0, (int) Qp.CREATE_QP_IN_PAS + 8 * npages);
         long c = Qp.IN_QPC;
-        Qp.QPC_ST.set(in, c, a.qpType == IbvQpType.UD ? Qp.ST_UD : Qp.ST_RC);
+        Qp.QPC_ST.set(in, c, a.qpType == IbvQpType.UD ? Qp.ST_UD : xrc ? Qp.ST_XRC : Qp.ST_RC);
         Qp.QPC_PM_STATE.set(in, c, Qp.PM_MIGRATED);
         Qp.QPC_PD.set(in, c, pdn);
         Qp.QPC_LOG_MSG_MAX.set(in, c, 30);
-        Qp.QPC_RQ_TYPE.set(in, c, srq != null ? Srq.RQ_SRQ : logRq < 0 ? Qp.RQ_ZERO_LEN : Qp.RQ_REGULAR);
+        Qp.QPC_RQ_TYPE.set(in, c, srq != null || xrc ? Srq.RQ_SRQ : logRq < 0 ? Qp.RQ_ZERO_LEN : Qp.RQ_REGULAR);
+        if (xrc) {
+            // create_user_qp for XRC_INI: the driver's initiator domain (devr->xrcdn1); its receive CQ and SRQ
+            // (devr->c0, devr->s0) are never used: the send CQ stands for c0, and no SRQ is named
+            Qp.QPC_XRCD.set(in, c, dev.xrcdForInitiators());
+        }
         if (srq != null) {
             Srq.QPC_SRQN.set(in, c, ((Mlx5Srq) srq).srqn);
         }
@@ -344,7 +350,7 @@ final class Mlx5IbPd implements IbPdOps {
         Qp.QPC_LOG_SQ_SIZE.set(in, c, logSq);
         Qp.QPC_UAR_PAGE.set(in, c, ctx.uar.index);
         Qp.QPC_CQN_SND.set(in, c, ((Mlx5Cq) sendCq).cqn);
-        Qp.QPC_CQN_RCV.set(in, c, ((Mlx5Cq) recvCq).cqn);
+        Qp.QPC_CQN_RCV.set(in, c, ((Mlx5Cq) (xrc ? sendCq : recvCq)).cqn);
         Qp.QPC_PRI_VHCA_PORT_NUM.set(in, c, 1);
         in.set(BE64, c + Qp.QPC_DBR_ADDR, p.pa(npages));
         for (int i = 0; i < npages; i++) {
@@ -359,26 +365,15 @@ final class Mlx5IbPd implements IbPdOps {
         }
         int bfSize = 1 << Math.max(0, dev.core.cap(org.peerdirect.hca.cx4.ifc.HcaCap.LOG_BF_REG_SIZE) - 1);
         Mlx5Qp qp = new Mlx5Qp(qpn, a.qpType, p.buf(), ctx.uar, bfSize, logSq, logRq, rqStride, a.maxSendSge, a.maxRecvSge, maxInline,
-                (Mlx5Cq) sendCq, (Mlx5Cq) recvCq, (Mlx5Srq) srq, new Mlx5Qp.Control() {
+                (Mlx5Cq) sendCq, xrc ? null : (Mlx5Cq) recvCq, (Mlx5Srq) srq, new Mlx5Qp.Control() {
                     @Override
                     public void modify(Mlx5Qp q, IbvQpAttr cur, IbvQpAttr attr, int mask, IbvQpState from, IbvQpState to) {
-                        modifyQp(q.qpn, cur, attr, mask, from, to);
+                        modifyQp(dev, q.qpn, cur, attr, mask, from, to);
                     }
 
                     @Override
                     public IbvQpState queryState(Mlx5Qp q) {
-                        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.QUERY_QP, 0, 16);
-                        org.peerdirect.hca.cx4.ifc.Pages.INDEX24.set(in, 0, q.qpn);
-                        MemorySegment out = dev.cmd(() -> dev.core.exec(in, Qp.QUERY_OUT_LEN));
-                        return switch (Qp.QPC_STATE.get(out, Qp.QUERY_OUT_QPC)) {
-                            case Qp.STATE_RST -> IbvQpState.RESET;
-                            case Qp.STATE_INIT -> IbvQpState.INIT;
-                            case Qp.STATE_RTR -> IbvQpState.RTR;
-                            case Qp.STATE_RTS -> IbvQpState.RTS;
-                            case Qp.STATE_SQER -> IbvQpState.SQE;
-                            case Qp.STATE_SQD -> IbvQpState.SQD;
-                            default -> IbvQpState.ERR;
-                        };
+                        return Mlx5IbPd.queryState(dev, q.qpn);
                     }
 
                     @Override
@@ -418,8 +413,24 @@ final class Mlx5IbPd implements IbPdOps {
         };
     }
 
+    /** {@code mlx5_ib_query_qp}'s state: {@code QUERY_QP}'s {@code qpc.state}. */
+    static IbvQpState queryState(Mlx5IbDev dev, int qpn) {
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.QUERY_QP, 0, 16);
+        org.peerdirect.hca.cx4.ifc.Pages.INDEX24.set(in, 0, qpn);
+        MemorySegment out = dev.cmd(() -> dev.core.exec(in, Qp.QUERY_OUT_LEN));
+        return switch (Qp.QPC_STATE.get(out, Qp.QUERY_OUT_QPC)) {
+            case Qp.STATE_RST -> IbvQpState.RESET;
+            case Qp.STATE_INIT -> IbvQpState.INIT;
+            case Qp.STATE_RTR -> IbvQpState.RTR;
+            case Qp.STATE_RTS -> IbvQpState.RTS;
+            case Qp.STATE_SQER -> IbvQpState.SQE;
+            case Qp.STATE_SQD -> IbvQpState.SQD;
+            default -> IbvQpState.ERR;
+        };
+    }
+
     /** {@code mlx5_ib_modify_qp}: the transition's command with the QPC the attributes give. */
-    private void modifyQp(int qpn, IbvQpAttr cur, IbvQpAttr a, int mask, IbvQpState from, IbvQpState to) {
+    static void modifyQp(Mlx5IbDev dev, int qpn, IbvQpAttr cur, IbvQpAttr a, int mask, IbvQpState from, IbvQpState to) {
         int opcode;
         if (to == IbvQpState.ERR) {
             opcode = Qp.QP_2ERR;
@@ -434,7 +445,7 @@ final class Mlx5IbPd implements IbPdOps {
                 case "RTS>RTS" -> Qp.RTS2RTS_QP;
                 case "SQE>RTS" -> Qp.SQERR2RTS_QP;
                 default -> throw new KernelException(Errno.EINVAL, String.format("%s: QP 0x%x: no transition from %s to %s on mlx5",
-                        ctx.dev.name(), qpn, from, to));
+                        dev.name(), qpn, from, to));
             };
         }
         boolean full = opcode != Qp.QP_2ERR && opcode != Qp.QP_2RST;
@@ -471,7 +482,7 @@ final class Mlx5IbPd implements IbPdOps {
             Qp.QPC_RNR_RETRY.set(in, c, (mask & IbvQpAttr.RNR_RETRY) != 0 ? a.rnrRetry : cur.rnrRetry);
             Qp.QPC_PRI_ACK_TIMEOUT.set(in, c, (mask & IbvQpAttr.TIMEOUT) != 0 ? a.timeout : cur.timeout);
         }
-        ctx.dev.cmd(() -> ctx.dev.core.exec(in, 16));
+        dev.cmd(() -> dev.core.exec(in, 16));
     }
 
     private static int log2(int n) {
@@ -485,15 +496,34 @@ final class Mlx5IbPd implements IbPdOps {
      */
     @Override
     public IbSrqOps createSrq(int maxWr, int maxSge, IbEvents events) {
+        return createSrq(null, null, maxWr, maxSge, events);
+    }
+
+    /**
+     * {@code mlx5_ib_create_srq} of an {@code IB_SRQT_XRC} SRQ: the same WQE list, created by
+     * {@code CREATE_XRC_SRQ} with the domain and the CQ ({@code create_xrc_srq_cmd}); armed,
+     * queried and destroyed by the {@code _XRC_SRQ} commands.
+     */
+    @Override
+    public IbSrqOps createXrcSrq(org.peerdirect.ib.core.provider.IbXrcdOps xrcd, IbCqOps cq, int maxWr, int maxSge, IbEvents events) {
+        return createSrq((Mlx5Xrcd) xrcd, (Mlx5Cq) cq, maxWr, maxSge, events);
+    }
+
+    private IbSrqOps createSrq(Mlx5Xrcd xrcd, Mlx5Cq xcq, int maxWr, int maxSge, IbEvents events) {
         Mlx5IbDev dev = ctx.dev;
+        boolean xrc = xrcd != null;
         int[] g = Mlx5Srq.geometry(maxWr, maxSge);
         int wqes = g[0];
         int stride = g[1];
         Mlx5IbUcontext.Pinned p = ctx.pin((long) wqes * stride);
         Mlx5Srq.initList(p.buf(), wqes, stride);
         int npages = (int) (p.buf().queueBytes / 4096);
-        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_SRQ, 0, (int) Srq.CREATE_SRQ_IN_PAS + 8 * npages);
+        MemorySegment in = Mlx5CoreDev.input(xrc ? Mlx5Cmd.CREATE_XRC_SRQ : Mlx5Cmd.CREATE_SRQ, 0, (int) Srq.CREATE_SRQ_IN_PAS + 8 * npages);
         long c = Srq.CREATE_SRQ_IN_SRQC;
+        if (xrc) {
+            Srq.SRQC_XRCD.set(in, c, xrcd.xrcdn);
+            Srq.SRQC_CQN.set(in, c, xcq.cqn);
+        }
         Srq.SRQC_LOG_SRQ_SIZE.set(in, c, Integer.numberOfTrailingZeros(wqes));
         Srq.SRQC_LOG_RQ_STRIDE.set(in, c, Integer.numberOfTrailingZeros(stride) - 4);
         Srq.SRQC_PD.set(in, c, pdn);
@@ -518,7 +548,7 @@ final class Mlx5IbPd implements IbPdOps {
             }
         });
         int sges = Math.min(maxSge, (stride - Srq.NEXT_SEG_SIZE) / Qp.DS_SIZE);
-        return new Mlx5Srq(srqn, p.buf(), wqes, stride, new Mlx5Srq.Control() {
+        Mlx5Srq srq = new Mlx5Srq(srqn, p.buf(), wqes, stride, new Mlx5Srq.Control() {
             /**
              * {@code mlx5_ib_modify_srq}: no resize; a limit below the WQE count ({@code msrq.max}),
              * armed by {@code ARM_RQ}.
@@ -533,7 +563,7 @@ final class Mlx5IbPd implements IbPdOps {
                         throw new KernelException(Errno.EINVAL, String.format("%s: ibv_modify_srq: srq_limit %d is not below the SRQ's %d WQEs",
                                 dev.name(), a.srqLimit & 0xffff_ffffL, wqes));
                     }
-                    MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.ARM_RQ, Srq.ARM_RQ_OP_MOD_SRQ, 16);
+                    MemorySegment in = Mlx5CoreDev.input(xrc ? Mlx5Cmd.ARM_XRC_SRQ : Mlx5Cmd.ARM_RQ, Srq.ARM_RQ_OP_MOD_SRQ, 16);
                     org.peerdirect.hca.cx4.ifc.Pages.INDEX24.set(in, 0, srqn);
                     in.set(BE16, Srq.ARM_RQ_IN_LWM, (short) a.srqLimit);
                     dev.cmd(() -> dev.core.exec(in, 16));
@@ -543,7 +573,7 @@ final class Mlx5IbPd implements IbPdOps {
             /** {@code mlx5_ib_query_srq}: the limit from {@code QUERY_SRQ}'s lwm, max_wr one below the WQE count. */
             @Override
             public IbvSrqAttr query() {
-                MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.QUERY_SRQ, 0, 16);
+                MemorySegment in = Mlx5CoreDev.input(xrc ? Mlx5Cmd.QUERY_XRC_SRQ : Mlx5Cmd.QUERY_SRQ, 0, 16);
                 org.peerdirect.hca.cx4.ifc.Pages.INDEX24.set(in, 0, srqn);
                 MemorySegment out = dev.cmd(() -> dev.core.exec(in, Srq.QUERY_SRQ_OUT_LEN));
                 return new IbvSrqAttr(wqes - 1, sges, Srq.SRQC_LWM.get(out, Srq.QUERY_SRQ_OUT_SRQC));
@@ -553,10 +583,13 @@ final class Mlx5IbPd implements IbPdOps {
             public void destroy() {
                 dev.core.unregisterSrq(srqn);
                 dev.srqBufs.remove(srqn);
-                dev.destroyQuietly(Mlx5Cmd.DESTROY_SRQ, srqn);
+                dev.srqTable[srqn] = null;
+                dev.destroyQuietly(xrc ? Mlx5Cmd.DESTROY_XRC_SRQ : Mlx5Cmd.DESTROY_SRQ, srqn);
                 p.release();
             }
         });
+        dev.srqTable[srqn] = srq;
+        return srq;
     }
 
     @Override

@@ -141,7 +141,7 @@ final class Mlx5IbUcontext implements IbUcontextOps {
             p.release();
             throw e;
         }
-        Mlx5Cq cq = new Mlx5Cq(cqn, events, p.buf(), logSize, uar, dev.qpTable, () -> {
+        Mlx5Cq cq = new Mlx5Cq(cqn, events, p.buf(), logSize, uar, dev.qpTable, dev.srqTable, () -> {
             dev.core.unregisterCq(cqn);
             dev.destroyQuietly(Mlx5Cmd.DESTROY_CQ, cqn);
             p.release();
@@ -159,6 +159,19 @@ final class Mlx5IbUcontext implements IbUcontextOps {
             }
         });
         return cq;
+    }
+
+    /** {@code mlx5_ib_alloc_xrcd}: {@code ALLOC_XRCD}; the domain is the device's (see {@link Mlx5Xrcd}). */
+    @Override
+    public org.peerdirect.ib.core.provider.IbXrcdOps allocXrcd() {
+        return new Mlx5Xrcd(dev, dev.allocXrcd());
+    }
+
+    /** {@code mlx5_ib_create_qp} of an {@code IB_QPT_XRC_TGT}: {@link Mlx5XrcTgtQp}. */
+    @Override
+    public org.peerdirect.ib.core.provider.IbQpOps createXrcTgtQp(org.peerdirect.ib.core.provider.IbXrcdOps xrcd,
+            org.peerdirect.ib.core.provider.IbEvents events) {
+        return Mlx5XrcTgtQp.create(dev, (Mlx5Xrcd) xrcd, uar.index, events);
     }
 
     @Override

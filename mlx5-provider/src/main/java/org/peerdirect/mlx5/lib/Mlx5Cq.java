@@ -42,6 +42,8 @@ public final class Mlx5Cq implements IbCqOps {
     private final int logSize;
     private final UarPage uar;
     private final Mlx5Qp[] qpTable;
+    /** srqn → SRQ ({@code mlx5_find_srq}): a receive CQE naming an SRQ completes that SRQ's WQE. */
+    private final Mlx5Srq[] srqTable;
     private final Control control;
     private final ReentrantLock lock = new ReentrantLock();
     private int ci;
@@ -59,7 +61,8 @@ public final class Mlx5Cq implements IbCqOps {
     /** The queues this CQ flushes in the reset flow; guarded by lock. */
     private final java.util.List<Flush> flushList = new java.util.ArrayList<>();
 
-    public Mlx5Cq(int cqn, IbCqEvents events, UserBuf buf, int logSize, UarPage uar, Mlx5Qp[] qpTable, Control control) {
+    public Mlx5Cq(int cqn, IbCqEvents events, UserBuf buf, int logSize, UarPage uar, Mlx5Qp[] qpTable, Mlx5Srq[] srqTable, Control control) {
+        this.srqTable = srqTable;
         this.cqn = cqn;
         this.events = events;
         this.buf = buf;
@@ -190,7 +193,7 @@ public final class Mlx5Cq implements IbCqOps {
                     w.wrId = qp == null ? 0 : qp.sendCompleted(counter);
                 } else {
                     w.opcode = IbvWcOpcode.RECV;
-                    w.wrId = qp == null ? 0 : qp.recvCompleted(counter);
+                    w.wrId = recvCompleted(p, o, qp, counter);
                 }
                 if (qp != null) {
                     qp.sawError(); // the hardware moved the QP to the error state
@@ -209,9 +212,23 @@ public final class Mlx5Cq implements IbCqOps {
                 }
                 w.srcQp = flagsRqpn & 0xff_ffff;
                 w.slid = p.get(BE16, o + Cq.CQE_SLID) & 0xffff;
-                w.wrId = qp == null ? 0 : qp.recvCompleted(counter);
+                w.wrId = recvCompleted(p, o, qp, counter);
             }
         }
+    }
+
+    /**
+     * A receive CQE's WQE back to its owner: the SRQ the CQE names ({@code srqn}, cqe_version 0's
+     * {@code get_srq_ctx}: XRC receives come this way, their QP being the target, not the
+     * library's), else the QP's receive queue.
+     */
+    private long recvCompleted(MemorySegment p, long o, Mlx5Qp qp, int counter) {
+        int srqn = p.get(BE32, o + Cq.CQE_SRQN) & 0xff_ffff;
+        Mlx5Srq srq = srqn != 0 && srqn < srqTable.length ? srqTable[srqn] : null;
+        if (srq != null) {
+            return srq.completed(counter);
+        }
+        return qp == null ? 0 : qp.recvCompleted(counter);
     }
 
     private static IbvWcOpcode sendOpcode(int op) {

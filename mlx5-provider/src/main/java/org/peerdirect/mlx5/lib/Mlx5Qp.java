@@ -121,7 +121,8 @@ public final class Mlx5Qp implements IbQpOps {
      * rounded to powers of two. Returns {log_sq_size, log_rq_size, log_rq_stride (16-byte units)}.
      */
     public static int[] geometry(IbvQpType type, int maxSendWr, int maxSendSge, int maxInline, int maxRecvWr, int maxRecvSge) {
-        int head = 16 + (type == IbvQpType.UD ? Qp.AV_SIZE : 32); // ctrl + (av | raddr + atomic)
+        // ctrl + (av | [xrc] + raddr + atomic)
+        int head = 16 + (type == IbvQpType.UD ? Qp.AV_SIZE : 32) + (type == IbvQpType.XRC_SEND ? Qp.XRC_SEG_SIZE : 0);
         int data = Math.max(16 * maxSendSge, (4 + maxInline + 15) & ~15);
         int bbsPerWqe = (head + data + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
         int logSq = 32 - Integer.numberOfLeadingZeros(Math.max(1, maxSendWr * bbsPerWqe) - 1);
@@ -165,11 +166,12 @@ public final class Mlx5Qp implements IbQpOps {
                 sqLock.unlock();
             }
         }
-        remember(a, mask);
+        remember(attr, a, mask);
         state = to;
     }
 
-    private void remember(IbvQpAttr a, int m) {
+    /** The attributes {@code m} names, from {@code a} into {@code attr} (what a later modify or query reads). */
+    public static void remember(IbvQpAttr attr, IbvQpAttr a, int m) {
         if ((m & IbvQpAttr.PORT) != 0) attr.portNum = a.portNum;
         if ((m & IbvQpAttr.PATH_MTU) != 0) attr.pathMtu = a.pathMtu;
         if ((m & IbvQpAttr.PKEY_INDEX) != 0) attr.pkeyIndex = a.pkeyIndex;
@@ -249,9 +251,10 @@ public final class Mlx5Qp implements IbQpOps {
                     throw new PostException(Errno.EINVAL, String.format("QP 0x%x: a UD request must be a SEND with an address handle", qpn), w);
                 }
                 boolean noData = w.opcode == IbvWrOpcode.ATOMIC_WRITE || w.opcode == IbvWrOpcode.FLUSH;
-                if (noData && (type != IbvQpType.RC || w.numSge != 0)) {
+                boolean xrc = type == IbvQpType.XRC_SEND;
+                if (noData && (type != IbvQpType.RC && !xrc || w.numSge != 0)) {
                     throw new PostException(Errno.EINVAL, String.format("QP 0x%x: %s %s (RC only, no SGE: %s)", qpn, w.opcode,
-                            type != IbvQpType.RC ? "on a " + type + " QP" : "with " + w.numSge + " SGEs",
+                            type != IbvQpType.RC && !xrc ? "on a " + type + " QP" : "with " + w.numSge + " SGEs",
                             w.opcode == IbvWrOpcode.FLUSH ? "the range is remoteAddr and flushLength" : "the 8 bytes in compareAdd"), w);
                 }
                 if (w.opcode == IbvWrOpcode.FLUSH && ((w.flushType & ~(IbvSendWr.FLUSH_GLOBAL | IbvSendWr.FLUSH_PERSISTENT)) != 0
@@ -268,7 +271,7 @@ public final class Mlx5Qp implements IbQpOps {
                             w.opcode, total, maxInline), w);
                 }
                 int op = opcode(w.opcode);
-                int ds = 1 + (type == IbvQpType.UD ? Qp.AV_SIZE / Qp.DS_SIZE : 0)
+                int ds = 1 + (type == IbvQpType.UD ? Qp.AV_SIZE / Qp.DS_SIZE : 0) + (xrc ? 1 : 0)
                         + (op == Wqe.OP_SEND || op == Wqe.OP_SEND_IMM ? 0 : 1) + (Wqe.hasAtomicSegment(op) ? 1 : 0)
                         + (inl ? (int) ((4 + total + 15) / 16) : w.numSge);
                 int bbs = (ds * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
@@ -288,6 +291,14 @@ public final class Mlx5Qp implements IbQpOps {
                 // FLUSH: the FETH word (placement type, selectivity level) where an immediate would go
                 p.set(BE32, o + Qp.CTRL_IMM, op == Wqe.OP_FLUSH ? w.flushLevel << Wqe.FLUSH_LEVEL_SHIFT | w.flushType : w.immData);
                 int seg = 1;
+                if (xrc) { // _mlx5_post_send: the XRC segment right after the control segment, then as RC
+                    long so = segOff(bb, seg);
+                    MemorySegment xp = buf.page(so);
+                    xp.set(BE32, (so & 4095) + Qp.XRC_SRQN, w.remoteSrqn);
+                    xp.set(BE32, (so & 4095) + 4, 0);
+                    xp.set(BE64, (so & 4095) + 8, 0);
+                    seg++;
+                }
                 if (type == IbvQpType.UD) {
                     for (int i = 0; i < 3; i++) { // the address vector: three segments, cleared without a view per post
                         long so = segOff(bb, seg + i);

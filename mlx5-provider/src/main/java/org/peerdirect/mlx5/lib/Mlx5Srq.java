@@ -142,6 +142,12 @@ public final class Mlx5Srq implements IbSrqOps {
         control.destroy();
     }
 
+    /** {@code mlx5_get_srq_num}. */
+    @Override
+    public int srqNum() {
+        return srqn;
+    }
+
     @Override
     public String toString() {
         return String.format("mlx5 SRQ 0x%x (%d WQEs of %d bytes)", srqn, wqes, stride);

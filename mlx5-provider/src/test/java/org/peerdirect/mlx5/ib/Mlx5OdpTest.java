@@ -151,7 +151,9 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertEquals(IbvDeviceAttr.DEVICE_ATOMIC_WRITE, devs.get(0).open(proc).queryDeviceEx().deviceCapFlagsEx() & IbvDeviceAttr.DEVICE_ATOMIC_WRITE,
                 "the model's atomic_write cap reaches device_cap_flags_ex");
         assertEquals(IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV, c.udOdpCaps());
-        assertEquals(0, c.xrcOdpCaps(), "no XRC QPs in the model");
+        assertEquals(IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_WRITE | IbvDeviceAttr.OdpCaps.SUPPORT_READ
+                | IbvDeviceAttr.OdpCaps.SUPPORT_ATOMIC | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV, c.xrcOdpCaps(),
+                "XRC: the RC operations, receiving into XRC SRQs only (an XRC QP has no receive queue)");
         assertEquals(-1L, c.maxOdpSize(), "umr_extended_translation_offset: unbounded");
         String info = tools().devinfo("-d", "mlx5_0", "-v");
         assertTrue(info.contains("ODP_SUPPORT"), "rdma:devinfo -v prints the ODP caps");

@@ -48,6 +48,10 @@ public final class Mlx5Cmd {
     public static final int DESTROY_SRQ = 0x701;
     public static final int QUERY_SRQ = 0x702;
     public static final int ARM_RQ = 0x703;
+    public static final int CREATE_XRC_SRQ = 0x705;
+    public static final int DESTROY_XRC_SRQ = 0x706;
+    public static final int QUERY_XRC_SRQ = 0x707;
+    public static final int ARM_XRC_SRQ = 0x708;
     public static final int QUERY_VPORT_STATE = 0x750;
     public static final int QUERY_HCA_VPORT_CONTEXT = 0x762;
     public static final int QUERY_HCA_VPORT_GID = 0x764;
@@ -57,6 +61,8 @@ public final class Mlx5Cmd {
     public static final int DEALLOC_UAR = 0x803;
     public static final int ACCESS_REG = 0x805;
     public static final int NOP = 0x80d;
+    public static final int ALLOC_XRCD = 0x80e;
+    public static final int DEALLOC_XRCD = 0x80f;
 
     /** Command status ({@code MLX5_CMD_STAT_*}, output byte 0). */
     public static final int STAT_OK = 0x00;
@@ -146,6 +152,12 @@ public final class Mlx5Cmd {
             case DESTROY_SRQ -> "DESTROY_SRQ";
             case QUERY_SRQ -> "QUERY_SRQ";
             case ARM_RQ -> "ARM_RQ";
+            case CREATE_XRC_SRQ -> "CREATE_XRC_SRQ";
+            case DESTROY_XRC_SRQ -> "DESTROY_XRC_SRQ";
+            case QUERY_XRC_SRQ -> "QUERY_XRC_SRQ";
+            case ARM_XRC_SRQ -> "ARM_XRC_SRQ";
+            case ALLOC_XRCD -> "ALLOC_XRCD";
+            case DEALLOC_XRCD -> "DEALLOC_XRCD";
             case QUERY_VPORT_STATE -> "QUERY_VPORT_STATE";
             case QUERY_HCA_VPORT_CONTEXT -> "QUERY_HCA_VPORT_CONTEXT";
             case QUERY_HCA_VPORT_GID -> "QUERY_HCA_VPORT_GID";

@@ -79,6 +79,11 @@ public final class Qp {
     public static final IfcField QPC_MIN_RNR_NAK = new IfcField(0x4a3, 5);
     public static final IfcField QPC_NEXT_RCV_PSN = new IfcField(0x4a8, 24);
     public static final IfcField QPC_CQN_RCV = new IfcField(0x4e8, 24);
+    /** An XRC QP's domain ({@code qpc.xrcd}). */
+    public static final IfcField QPC_XRCD = new IfcField(0x4c8, 24);
+    /** {@code struct mlx5_wqe_xrc_seg}: 16 bytes after an XRC send WQE's control segment, {@code xrc_srqn} (be32) first. */
+    public static final int XRC_SEG_SIZE = 16;
+    public static final long XRC_SRQN = 0;
     /** {@code dbr_addr}, 64 bits at qpc byte 0xa0. */
     public static final long QPC_DBR_ADDR = 0xa0;
     public static final IfcField QPC_Q_KEY = new IfcField(0x540, 32);

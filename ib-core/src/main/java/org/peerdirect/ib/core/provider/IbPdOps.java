@@ -53,6 +53,16 @@ public interface IbPdOps {
     /** {@code create_srq}; {@code events} takes the SRQ's asynchronous events (the limit event). */
     IbSrqOps createSrq(int maxWr, int maxSge, IbEvents events);
 
+    /**
+     * {@code create_srq} of an {@code IB_SRQT_XRC} SRQ in {@code xrcd} completing to {@code cq}
+     * (both this driver's objects, checked live by the core).
+     *
+     * @since 0.6
+     */
+    default IbSrqOps createXrcSrq(IbXrcdOps xrcd, IbCqOps cq, int maxWr, int maxSge, IbEvents events) {
+        throw new KernelException(Errno.EOPNOTSUPP, "ibv_create_srq_ex: Operation not supported: the driver has no XRC SRQs");
+    }
+
     /** {@code create_ah}: an address vector as {@code attr} gives it (the core checked it against the port; a copy, the driver's to keep). */
     IbAhOps createAh(org.peerdirect.ib.core.verbs.IbvAhAttr attr);
 

@@ -23,4 +23,7 @@ public interface IbSrqOps {
 
     /** {@code destroy_srq}: the core checked that no QP uses it. */
     void destroySrq();
+
+    /** {@code get_srq_num}: the hardware's SRQ number (what an XRC sender names). @since 0.6 */
+    int srqNum();
 }

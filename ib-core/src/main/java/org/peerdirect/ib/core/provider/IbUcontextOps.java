@@ -17,4 +17,28 @@ public interface IbUcontextOps {
 
     /** {@code dealloc_ucontext}: called after the core destroyed the context's objects. */
     void deallocUcontext();
+
+    /**
+     * {@code alloc_xrcd}: a new XRC domain. The domain is the device's, not this context's: a
+     * domain shared through a file outlives the context that allocated it, and the driver's
+     * {@link #deallocUcontext} must leave it. A driver without XRC keeps this default (the core
+     * refuses XRC on a device that does not report {@code IBV_DEVICE_XRC} before asking).
+     *
+     * @since 0.6
+     */
+    default IbXrcdOps allocXrcd() {
+        throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+                "ibv_open_xrcd: Operation not supported: the driver has no alloc_xrcd");
+    }
+
+    /**
+     * {@code create_qp} of an {@code IB_QPT_XRC_TGT} QP in {@code xrcd} (one this driver
+     * allocated): no PD, CQs or queues; its events go to {@code events}.
+     *
+     * @since 0.6
+     */
+    default IbQpOps createXrcTgtQp(IbXrcdOps xrcd, IbEvents events) {
+        throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+                "ibv_create_qp_ex: Operation not supported: the driver has no XRC receive QPs");
+    }
 }

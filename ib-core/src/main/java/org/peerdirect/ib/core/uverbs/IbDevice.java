@@ -28,6 +28,10 @@ public final class IbDevice implements IbvDevice {
     final IbvDeviceAttr attr;
     private final List<UContext> contexts = new CopyOnWriteArrayList<>();
     volatile boolean removed;
+    /** The kernel's {@code xrcd_tree_mutex}: guards {@link #xrcds} and every XRC domain's counts (see {@link UXrcd}). */
+    final java.util.concurrent.locks.ReentrantLock xrcdLock = new java.util.concurrent.locks.ReentrantLock();
+    /** XRC domains shared through a file ({@code xrcd_table}): the file → its domain on this device. */
+    final java.util.Map<Object, UXrcd.Domain> xrcds = new java.util.HashMap<>();
 
     public IbDevice(IbDeviceOps ops) {
         this.ops = ops;

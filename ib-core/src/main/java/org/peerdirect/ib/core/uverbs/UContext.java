@@ -16,6 +16,13 @@ import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
+import org.peerdirect.ib.core.verbs.IbvEventType;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvSrq;
+import org.peerdirect.ib.core.verbs.IbvSrqInitAttrEx;
+import org.peerdirect.ib.core.verbs.IbvXrcd;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -32,6 +39,9 @@ final class UContext implements IbvContext {
     final List<UPd> pds = new CopyOnWriteArrayList<>();
     final List<UCq> cqs = new CopyOnWriteArrayList<>();
     final List<UCompChannel> channels = new CopyOnWriteArrayList<>();
+    /** XRC domains this context opened, and the XRC receive QPs it created (they have no PD). */
+    final List<UXrcd> xrcds = new CopyOnWriteArrayList<>();
+    final List<UQp> xrcQps = new CopyOnWriteArrayList<>();
     private volatile boolean closed;
     /**
      * The async event file ({@code ib_uverbs_async_event_file}). Lock rules: {@link #eventLock}
@@ -134,6 +144,96 @@ final class UContext implements IbvContext {
     }
 
     /**
+     * {@code ib_uverbs_open_xrcd}: fd -1 allocates a domain of this context; a file descriptor
+     * finds the domain of its file on this device (the file object stands for the inode) or, with
+     * O_CREAT, allocates it; O_EXCL with one there is EINVAL, none without O_CREAT is EAGAIN.
+     */
+    @Override
+    public IbvXrcd openXrcd(int fd, int oflags) {
+        alive();
+        if ((dev.attr.deviceCapFlags() & IbvDeviceAttr.DEVICE_XRC) == 0) {
+            throw new KernelException(Errno.EOPNOTSUPP, "ibv_open_xrcd: " + dev.name() + " does not report IBV_DEVICE_XRC");
+        }
+        if ((oflags & ~(IbvXrcd.O_CREAT | IbvXrcd.O_EXCL)) != 0) {
+            throw new KernelException(Errno.EINVAL, "ibv_open_xrcd: oflags 0" + Integer.toOctalString(oflags)
+                    + " is not a set of O_CREAT (0100) and O_EXCL (0200)");
+        }
+        Object file = fd == -1 ? null : process.fget(fd); // EBADF names the descriptor
+        dev.xrcdLock.lock();
+        try {
+            UXrcd.Domain d = file == null ? null : dev.xrcds.get(file);
+            if (d != null && (oflags & IbvXrcd.O_EXCL) != 0) {
+                throw new KernelException(Errno.EINVAL, "ibv_open_xrcd: fd " + fd + " already has an XRC domain on " + dev.name() + " (O_EXCL)");
+            }
+            if (d == null && file != null && (oflags & IbvXrcd.O_CREAT) == 0) {
+                throw new KernelException(Errno.EAGAIN, "ibv_open_xrcd: fd " + fd + " has no XRC domain on " + dev.name()
+                        + " and oflags lacks O_CREAT");
+            }
+            if (d == null) {
+                d = new UXrcd.Domain(dev, ops.allocXrcd(), file);
+                if (file != null) {
+                    dev.xrcds.put(file, d);
+                }
+            }
+            d.opens++;
+            UXrcd x = new UXrcd(this, d);
+            xrcds.add(x);
+            return x;
+        } finally {
+            dev.xrcdLock.unlock();
+        }
+    }
+
+    /** This context's live opening of an XRC domain. */
+    UXrcd xrcdOf(IbvXrcd x, String verb) {
+        if (!(x instanceof UXrcd u) || u.ctx != this) {
+            throw new KernelException(Errno.EINVAL, verb + ": " + (x == null ? "no XRC domain" : "the XRC domain was opened by another context"));
+        }
+        u.alive(verb);
+        return u;
+    }
+
+    @Override
+    public IbvSrq createSrqEx(IbvSrqInitAttrEx a) {
+        alive();
+        if (a == null || a.srqType == null || !(a.pd instanceof UPd pd) || pd.ctx != this) {
+            throw new KernelException(Errno.EINVAL, "ibv_create_srq_ex: " + (a == null || a.srqType == null ? "no SRQ type" : "the PD is missing or of another context"));
+        }
+        return a.srqType == IbvSrqInitAttrEx.SrqType.BASIC ? pd.createSrq(a.maxWr, a.maxSge) : pd.createXrcSrq(a);
+    }
+
+    /**
+     * {@code ib_uverbs_create_qp} of the extended verb: an XRC receive QP from its domain alone;
+     * every other type through its PD.
+     */
+    @Override
+    public IbvQp createQpEx(IbvQpInitAttr a) {
+        alive();
+        if (a == null || a.qpType == null) {
+            throw new KernelException(Errno.EINVAL, "ibv_create_qp_ex: no QP type");
+        }
+        if (a.qpType != IbvQpType.XRC_RECV) {
+            if (!(a.pd instanceof UPd pd) || pd.ctx != this) {
+                throw new KernelException(Errno.EINVAL, "ibv_create_qp_ex: a " + a.qpType + " QP needs a PD of this context");
+            }
+            return pd.createQp(a);
+        }
+        UXrcd x = xrcdOf(a.xrcd, "ibv_create_qp_ex");
+        x.domain.use();
+        UQp qp;
+        try {
+            UEvents ev = new UEvents(this, IbvEventType.Element.QP);
+            qp = new UQp(this, null, a, ops.createXrcTgtQp(x.domain.ops, ev), null, null, null, x.domain);
+            ev.bind(qp);
+        } catch (RuntimeException e) {
+            x.domain.release();
+            throw e;
+        }
+        xrcQps.add(qp);
+        return qp;
+    }
+
+    /**
      * Queues an event for {@link #getAsyncEvent} ({@code ib_uverbs_async_handler}); dropped once
      * the context is closed or its events ended. Never blocks.
      */
@@ -194,6 +294,9 @@ final class UContext implements IbvContext {
         for (UCompChannel ch : channels) {
             ch.wakeAll();
         }
+        for (UQp qp : xrcQps) {
+            qp.toErrorQuietly();
+        }
         for (UPd pd : pds) {
             pd.disassociate();
         }
@@ -201,7 +304,7 @@ final class UContext implements IbvContext {
 
     /**
      * {@code ibv_close_device} and the process's exit: destroys every object left, QPs first (a CQ
-     * in use cannot go), then SRQs, MRs, AHs, PDs, CQs, channels; then the driver's context.
+     * in use cannot go; XRC receive QPs first of all), then SRQs, MRs, AHs, PDs, XRC domains, CQs, channels; then the driver's context.
      * Idempotent.
      */
     @Override
@@ -213,10 +316,16 @@ final class UContext implements IbvContext {
             closed = true;
         }
         try {
+            for (UQp qp : xrcQps) {
+                qp.destroy(); // they use no PD or CQ, only their domain
+            }
             for (UPd pd : pds) {
                 pd.destroyAll();
             }
             pds.clear();
+            for (UXrcd x : xrcds) {
+                x.close(); // after the PDs' XRC SRQs: nothing of this context uses them now
+            }
             for (UCq cq : cqs) {
                 cq.destroyQuietly();
             }

@@ -14,6 +14,7 @@ import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvSge;
 import org.peerdirect.ib.core.verbs.IbvSrq;
 import org.peerdirect.kernel.mm.KernelException;
@@ -167,10 +168,18 @@ final class UPd implements IbvPd {
         if (a.qpType == null) {
             throw new KernelException(Errno.EINVAL, "ibv_create_qp: no QP type");
         }
+        if (a.qpType == IbvQpType.XRC_RECV) {
+            throw new KernelException(Errno.EINVAL, "ibv_create_qp: an XRC_RECV QP has no PD: create it in its XRC domain (ibv_create_qp_ex)");
+        }
+        boolean xrcSend = a.qpType == IbvQpType.XRC_SEND;
+        if (xrcSend && (ctx.dev.attr.deviceCapFlags() & org.peerdirect.ib.core.verbs.IbvDeviceAttr.DEVICE_XRC) == 0) {
+            throw new KernelException(Errno.EOPNOTSUPP, "ibv_create_qp: " + ctx.dev.name() + " does not report IBV_DEVICE_XRC");
+        }
         UCq scq = cqOf(a.sendCq, "send");
-        UCq rcq = cqOf(a.recvCq, "receive");
+        // an XRC send QP has no receive side: ib_uverbs_create_qp takes no receive CQ or SRQ and zeroes the receive caps (the driver ignores them)
+        UCq rcq = xrcSend ? null : cqOf(a.recvCq, "receive");
         USrq srq = null;
-        if (a.srq != null) {
+        if (a.srq != null && !xrcSend) {
             if (!(a.srq instanceof USrq s) || s.pd.ctx != ctx) {
                 throw new KernelException(Errno.EINVAL, "ibv_create_qp: the SRQ belongs to another context");
             }
@@ -188,14 +197,17 @@ final class UPd implements IbvPd {
         UQp qp;
         // under the context monitor: a CQ or SRQ cannot be destroyed between the check and the use count
         synchronized (ctx) {
-            if (scq.destroyed() || rcq.destroyed() || srq != null && srq.destroyed()) {
+            if (scq.destroyed() || rcq != null && rcq.destroyed() || srq != null && srq.destroyed()) {
                 throw new KernelException(Errno.EINVAL, "ibv_create_qp: a CQ or the SRQ of the new QP is destroyed");
             }
             UEvents ev = new UEvents(ctx, IbvEventType.Element.QP);
-            qp = new UQp(this, a, ops.createQp(a, scq.ops, rcq.ops, srq == null ? null : srq.ops, ev), scq, rcq, srq);
+            qp = new UQp(ctx, this, a, ops.createQp(a, scq.ops, rcq == null ? null : rcq.ops, srq == null ? null : srq.ops, ev), scq, rcq,
+                    srq, null);
             ev.bind(qp);
             scq.usecnt.incrementAndGet();
-            rcq.usecnt.incrementAndGet();
+            if (rcq != null) {
+                rcq.usecnt.incrementAndGet();
+            }
             if (srq != null) {
                 srq.usecnt.incrementAndGet();
             }
@@ -223,8 +235,47 @@ final class UPd implements IbvPd {
                     + " (max_srq_wr " + d.maxSrqWr() + ", max_srq_sge " + d.maxSrqSge() + ")");
         }
         UEvents ev = new UEvents(ctx, IbvEventType.Element.SRQ);
-        USrq s = new USrq(this, ops.createSrq(maxWr, maxSge, ev));
+        USrq s = new USrq(this, ops.createSrq(maxWr, maxSge, ev), null, null);
         ev.bind(s);
+        srqs.add(s);
+        return s;
+    }
+
+    /**
+     * {@code ib_uverbs_create_srq} of an XRC SRQ: the domain (this context's opening) and the CQ
+     * it completes to; the use counts of both taken while the SRQ lives.
+     */
+    IbvSrq createXrcSrq(org.peerdirect.ib.core.verbs.IbvSrqInitAttrEx a) {
+        alive();
+        String verb = "ibv_create_srq_ex";
+        UXrcd x = ctx.xrcdOf(a.xrcd, verb);
+        if (a.cq == null) {
+            throw new KernelException(Errno.EINVAL, verb + ": an XRC SRQ needs a CQ");
+        }
+        if (!(a.cq instanceof UCq cq) || cq.ctx != ctx) {
+            throw new KernelException(Errno.EINVAL, verb + ": the CQ belongs to another context");
+        }
+        IbvDeviceAttr d = ctx.dev.attr;
+        if (a.maxWr < 1 || a.maxWr > d.maxSrqWr() || a.maxSge < 1 || a.maxSge > d.maxSrqSge()) {
+            throw new KernelException(Errno.EINVAL, verb + ": " + a.maxWr + " requests of " + a.maxSge + " SGEs exceed " + ctx.dev.name()
+                    + " (max_srq_wr " + d.maxSrqWr() + ", max_srq_sge " + d.maxSrqSge() + ")");
+        }
+        x.domain.use();
+        USrq s;
+        try {
+            synchronized (ctx) {
+                if (cq.destroyed()) {
+                    throw new KernelException(Errno.EINVAL, verb + ": the CQ is destroyed");
+                }
+                UEvents ev = new UEvents(ctx, IbvEventType.Element.SRQ);
+                s = new USrq(this, ops.createXrcSrq(x.domain.ops, cq.ops, a.maxWr, a.maxSge, ev), x.domain, cq);
+                ev.bind(s);
+                cq.usecnt.incrementAndGet();
+            }
+        } catch (RuntimeException e) {
+            x.domain.release();
+            throw e;
+        }
         srqs.add(s);
         return s;
     }

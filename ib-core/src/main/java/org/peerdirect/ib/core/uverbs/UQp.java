@@ -21,7 +21,11 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  */
 final class UQp implements IbvQp {
 
+    final UContext ctx;
+    /** The QP's PD; null for an XRC receive QP, which has none (it lives in {@link #xrcd}). */
     final UPd pd;
+    /** An XRC receive QP's domain (null for other types): released when the QP goes. */
+    private final UXrcd.Domain xrcd;
     final IbQpOps ops;
     private final IbvQpType type;
     private final UCq scq;
@@ -32,14 +36,16 @@ final class UQp implements IbvQp {
     /** The port the last successful modify with {@code PORT} chose (1 until then): the port an AV-only modify is checked against. */
     private volatile int port = 1;
 
-    UQp(UPd pd, IbvQpInitAttr a, IbQpOps ops, UCq scq, UCq rcq, USrq srq) {
+    UQp(UContext ctx, UPd pd, IbvQpInitAttr a, IbQpOps ops, UCq scq, UCq rcq, USrq srq, UXrcd.Domain xrcd) {
+        this.ctx = ctx;
         this.pd = pd;
+        this.xrcd = xrcd;
         this.ops = ops;
         this.type = a.qpType;
         this.scq = scq;
         this.rcq = rcq;
         this.srq = srq;
-        this.dev = pd.ctx.dev;
+        this.dev = ctx.dev;
     }
 
     @Override
@@ -65,7 +71,7 @@ final class UQp implements IbvQp {
      */
     @Override
     public void modify(IbvQpAttr a, int mask) {
-        pd.ctx.alive();
+        ctx.alive();
         if (destroyed.get()) {
             throw new KernelException(Errno.EINVAL, String.format("QP 0x%x was destroyed", qpNum()));
         }
@@ -86,21 +92,21 @@ final class UQp implements IbvQp {
             }
         }
         if ((mask & IbvQpAttr.PORT) != 0) {
-            pd.ctx.checkPort(a.portNum);
+            ctx.checkPort(a.portNum);
         }
         if ((mask & IbvQpAttr.AV) != 0) {
             checkAv(a, (mask & IbvQpAttr.PORT) != 0 ? a.portNum : port);
         }
         if ((mask & IbvQpAttr.ACCESS_FLAGS) != 0) {
-            UPd.checkFlushAccess(pd.ctx.dev.attr, a.qpAccessFlags, String.format("ibv_modify_qp(QP 0x%x)", qpn));
+            UPd.checkFlushAccess(ctx.dev.attr, a.qpAccessFlags, String.format("ibv_modify_qp(QP 0x%x)", qpn));
         }
         range(mask, IbvQpAttr.PATH_MTU, a.pathMtu, 1, 5, "path_mtu");
         range(mask, IbvQpAttr.RETRY_CNT, a.retryCnt, 0, 7, "retry_cnt");
         range(mask, IbvQpAttr.RNR_RETRY, a.rnrRetry, 0, 7, "rnr_retry");
         range(mask, IbvQpAttr.MIN_RNR_TIMER, a.minRnrTimer, 0, 31, "min_rnr_timer");
         range(mask, IbvQpAttr.TIMEOUT, a.timeout, 0, 31, "timeout");
-        range(mask, IbvQpAttr.MAX_QP_RD_ATOMIC, a.maxRdAtomic, 0, pd.ctx.dev.attr.maxQpInitRdAtom(), "max_rd_atomic");
-        range(mask, IbvQpAttr.MAX_DEST_RD_ATOMIC, a.maxDestRdAtomic, 0, pd.ctx.dev.attr.maxQpRdAtom(), "max_dest_rd_atomic");
+        range(mask, IbvQpAttr.MAX_QP_RD_ATOMIC, a.maxRdAtomic, 0, ctx.dev.attr.maxQpInitRdAtom(), "max_rd_atomic");
+        range(mask, IbvQpAttr.MAX_DEST_RD_ATOMIC, a.maxDestRdAtomic, 0, ctx.dev.attr.maxQpRdAtom(), "max_dest_rd_atomic");
         ops.modifyQp(a, mask);
         if ((mask & IbvQpAttr.PORT) != 0) {
             port = a.portNum;
@@ -149,7 +155,7 @@ final class UQp implements IbvQp {
 
     @Override
     public IbvQpAttr query() {
-        pd.ctx.alive();
+        ctx.alive();
         return ops.queryQp();
     }
 
@@ -188,13 +194,24 @@ final class UQp implements IbvQp {
         try {
             ops.destroyQp();
         } finally {
-            synchronized (pd.ctx) {
-                scq.usecnt.decrementAndGet();
-                rcq.usecnt.decrementAndGet();
+            synchronized (ctx) {
+                if (scq != null) {
+                    scq.usecnt.decrementAndGet();
+                }
+                if (rcq != null) {
+                    rcq.usecnt.decrementAndGet();
+                }
                 if (srq != null) {
                     srq.usecnt.decrementAndGet();
                 }
-                pd.qps.remove(this);
+                if (pd != null) {
+                    pd.qps.remove(this);
+                } else {
+                    ctx.xrcQps.remove(this);
+                }
+            }
+            if (xrcd != null) {
+                xrcd.release();
             }
         }
     }

@@ -17,9 +17,21 @@ final class USrq implements IbvSrq {
     final AtomicInteger usecnt = new AtomicInteger();
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
-    USrq(UPd pd, IbSrqOps ops) {
+    /** An XRC SRQ's domain and CQ (null for a basic SRQ): their use counts are held while it lives. */
+    private final UXrcd.Domain xrcd;
+    private final UCq cq;
+
+    USrq(UPd pd, IbSrqOps ops, UXrcd.Domain xrcd, UCq cq) {
         this.pd = pd;
         this.ops = ops;
+        this.xrcd = xrcd;
+        this.cq = cq;
+    }
+
+    @Override
+    public int srqNum() {
+        pd.ctx.alive();
+        return ops.srqNum();
     }
 
     @Override
@@ -67,7 +79,16 @@ final class USrq implements IbvSrq {
                 return;
             }
         }
-        ops.destroySrq();
-        pd.srqs.remove(this);
+        try {
+            ops.destroySrq();
+        } finally {
+            pd.srqs.remove(this);
+            if (cq != null) {
+                cq.usecnt.decrementAndGet();
+            }
+            if (xrcd != null) {
+                xrcd.release();
+            }
+        }
     }
 }

@@ -33,6 +33,35 @@ public interface IbvContext extends AutoCloseable {
     IbvCq createCq(int cqe, IbvCompChannel channel);
 
     /**
+     * {@code ibv_open_xrcd}: with {@code fd} -1 a new XRC domain of this context; with a file
+     * descriptor of the process, the domain of that file on this device, shared by every process
+     * that opens it: found, or created when {@code oflags} has {@link IbvXrcd#O_CREAT} (else
+     * EAGAIN); {@link IbvXrcd#O_EXCL} with a domain already there: EINVAL. EBADF for a descriptor
+     * that is not open, EOPNOTSUPP on a device without {@link IbvDeviceAttr#DEVICE_XRC}.
+     *
+     * @since 0.10
+     */
+    IbvXrcd openXrcd(int fd, int oflags);
+
+    /**
+     * {@code ibv_create_srq_ex}: a basic SRQ (as {@link IbvPd#createSrq}) or, with
+     * {@link IbvSrqInitAttrEx.SrqType#XRC}, an XRC SRQ of {@code xrcd} whose receives complete to
+     * {@code cq}; the PD is the one the messages it receives are checked against.
+     *
+     * @since 0.10
+     */
+    IbvSrq createSrqEx(IbvSrqInitAttrEx attr);
+
+    /**
+     * {@code ibv_create_qp_ex}: {@link IbvQpInitAttr#pd} for every type (as
+     * {@link IbvPd#createQp}), or, for {@link IbvQpType#XRC_RECV}, {@link IbvQpInitAttr#xrcd} and
+     * nothing else (CQs, SRQ and caps are not read).
+     *
+     * @since 0.10
+     */
+    IbvQp createQpEx(IbvQpInitAttr attr);
+
+    /**
      * {@code ibv_get_async_event}, bounded: the oldest event of this context not yet returned, or
      * null when none came within {@code timeout}. Events of the context's QPs, CQs and SRQs, of
      * the device's ports, and {@link IbvEventType#DEVICE_FATAL} when the device goes; after that,

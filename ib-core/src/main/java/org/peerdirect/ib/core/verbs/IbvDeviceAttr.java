@@ -18,6 +18,11 @@ public record IbvDeviceAttr(String fwVer, long nodeGuid, long sysImageGuid, long
      */
     public static final long DEVICE_ATOMIC_WRITE = 1L << 40;
     /**
+     * {@code IBV_DEVICE_XRC} in {@code device_cap_flags} (bit 20): the device carries XRC (XRC
+     * domains, XRC SRQs, XRC send and receive QPs). @since 0.10
+     */
+    public static final long DEVICE_XRC = 1L << 20;
+    /**
      * {@code IB_UVERBS_DEVICE_FLUSH_GLOBAL} (bit 38): the device executes {@link IbvWrOpcode#FLUSH}
      * with the global-visibility placement type, and MRs and QPs may carry
      * {@code IB_ACCESS_FLUSH_GLOBAL}.

@@ -27,15 +27,20 @@ public enum IbvQpState {
     /** The attribute-mask bits {@code ib_modify_qp_is_ok} requires for this transition of an RC or UD QP. */
     public static int requiredMask(IbvQpState from, IbvQpState to, IbvQpType type) {
         int m = IbvQpAttr.STATE;
+        boolean requester = type == IbvQpType.RC || type == IbvQpType.XRC_SEND;
+        boolean responder = type == IbvQpType.RC || type == IbvQpType.XRC_RECV;
         if (from == RESET && to == INIT) {
             m |= IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | (type == IbvQpType.UD ? IbvQpAttr.QKEY : IbvQpAttr.ACCESS_FLAGS);
-        } else if (from == INIT && to == RTR && type == IbvQpType.RC) {
-            m |= IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN | IbvQpAttr.MAX_DEST_RD_ATOMIC
-                    | IbvQpAttr.MIN_RNR_TIMER;
+        } else if (from == INIT && to == RTR && type != IbvQpType.UD) {
+            // ib_modify_qp_is_ok: the responder's depth and RNR timer only where there is a responder
+            m |= IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
+                    | (responder ? IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER : 0);
         } else if (from == RTR && to == RTS) {
             m |= IbvQpAttr.SQ_PSN;
-            if (type == IbvQpType.RC) {
+            if (requester) {
                 m |= IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.MAX_QP_RD_ATOMIC;
+            } else if (type == IbvQpType.XRC_RECV) {
+                m |= IbvQpAttr.TIMEOUT;
             }
         }
         return m;

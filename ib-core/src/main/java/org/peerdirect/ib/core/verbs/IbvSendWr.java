@@ -47,6 +47,12 @@ public final class IbvSendWr {
     public IbvAh ah;
     public int remoteQpn;
     public int remoteQkey;
+    /**
+     * XRC send QPs ({@link IbvQpType#XRC_SEND}): the number of the XRC SRQ at the target that
+     * receives this request ({@code wr.qp_type.xrc.remote_srqn}, the XRCETH), read from
+     * {@link IbvSrq#srqNum()} on the receiving side. @since 0.10
+     */
+    public int remoteSrqn;
 
     /** Sets a one-element scatter list. */
     public IbvSendWr sge(long addr, int length, int lkey) {

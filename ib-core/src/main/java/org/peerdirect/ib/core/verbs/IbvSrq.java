@@ -20,4 +20,10 @@ public interface IbvSrq {
     IbvSrqAttr query();
 
     void destroy();
+
+    /**
+     * {@code ibv_get_srq_num}: the SRQ's number, what an XRC sender puts in
+     * {@link IbvSendWr#remoteSrqn} to reach this XRC SRQ. @since 0.10
+     */
+    int srqNum();
 }

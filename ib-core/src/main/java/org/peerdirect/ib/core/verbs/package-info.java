@@ -15,6 +15,7 @@
  * <tr><td>{@code ibv_get_cq_event}, {@code ibv_ack_cq_events}</td><td>{@link org.peerdirect.ib.core.verbs.IbvCompChannel}</td></tr>
  * <tr><td>{@code ibv_modify_qp}, {@code ibv_post_send}, {@code ibv_post_recv}</td><td>{@link org.peerdirect.ib.core.verbs.IbvQp}</td></tr>
  * <tr><td>{@code ibv_modify_srq}, {@code ibv_query_srq}, {@code ibv_post_srq_recv}</td><td>{@link org.peerdirect.ib.core.verbs.IbvSrq}</td></tr>
+ * <tr><td>{@code ibv_open_xrcd}, {@code ibv_create_srq_ex}, {@code ibv_create_qp_ex}</td><td>{@link org.peerdirect.ib.core.verbs.IbvContext}; {@code ibv_close_xrcd}: {@link org.peerdirect.ib.core.verbs.IbvXrcd}</td></tr>
  * <tr><td>{@code ibv_get_async_event}</td><td>{@link org.peerdirect.ib.core.verbs.IbvContext#getAsyncEvent}</td></tr>
  * </table>
  *
@@ -25,7 +26,7 @@
  * objects meant to be reused: the post and poll paths allocate nothing.
  */
 @Export
-@Version("0.9.0")
+@Version("0.10.0")
 package org.peerdirect.ib.core.verbs;
 
 import org.osgi.annotation.bundle.Export;

@@ -1,0 +1,352 @@
+package org.peerdirect.mlx5.ib;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.hca.cx4.ConnectX4Device;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
+import org.peerdirect.ib.core.verbs.IbvQpType;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
+import org.peerdirect.ib.core.verbs.IbvSendWr;
+import org.peerdirect.ib.core.verbs.IbvSrq;
+import org.peerdirect.ib.core.verbs.IbvSrqInitAttrEx;
+import org.peerdirect.ib.core.verbs.IbvWc;
+import org.peerdirect.ib.core.verbs.IbvWcOpcode;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
+import org.peerdirect.ib.core.verbs.IbvXrcd;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.rdma.RcConnect;
+
+/**
+ * XRC on mlx5 against two ConnectX-4 models: XRC domains ({@code ALLOC_XRCD}), XRC SRQs
+ * ({@code CREATE_XRC_SRQ}), XRC send QPs (st XRC with the XRC segment after the control segment)
+ * and XRC receive QPs (st XRC, {@code no_sq}). One send QP reaches every XRC SRQ of the target's
+ * domain by naming it in each request; the receive completes to that SRQ's CQ with the target
+ * QP's number; RDMA is checked against the named SRQ's PD. Every test ends with the machine's
+ * leak and IOMMU checks.
+ */
+class Mlx5XrcTest extends Mlx5Machine {
+
+    static final int RW = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
+    static final int LEN = 64 << 10;
+
+    @TempDir
+    Path tmp;
+
+    @BeforeEach
+    void up() {
+        startMachine(tmp, "xrc-app", ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4);
+    }
+
+    @AfterEach
+    void down() {
+        assertEquals(List.of(), stopMachine(), "every DMA page freed, no page with the firmware, IOMMU clean, every frame free");
+    }
+
+    /** The receiving side: a domain, a CQ, two XRC SRQs in it (each over its own buffer) and an XRC receive QP. */
+    final class Target {
+        final IbvContext ctx;
+        final IbvPd pd;
+        final IbvXrcd xrcd;
+        final IbvCq cq;
+        final IbvSrq[] srqs = new IbvSrq[2];
+        final IbvQp qp;
+        final long buf;
+        final IbvMr mr;
+
+        Target(int dev, int access) {
+            ctx = devs.get(dev).open(proc);
+            pd = ctx.allocPd();
+            xrcd = ctx.openXrcd(-1, 0);
+            cq = ctx.createCq(256, null);
+            for (int i = 0; i < 2; i++) {
+                IbvSrqInitAttrEx s = new IbvSrqInitAttrEx();
+                s.srqType = IbvSrqInitAttrEx.SrqType.XRC;
+                s.pd = pd;
+                s.xrcd = xrcd;
+                s.cq = cq;
+                s.maxWr = 64;
+                s.maxSge = 1;
+                srqs[i] = ctx.createSrqEx(s);
+            }
+            IbvQpInitAttr q = new IbvQpInitAttr();
+            q.qpType = IbvQpType.XRC_RECV;
+            q.xrcd = xrcd;
+            qp = ctx.createQpEx(q);
+            buf = proc.mmap(4 * LEN);
+            proc.populate(buf, 4 * LEN, true);
+            mr = pd.regMr(buf, 4 * LEN, access);
+        }
+
+        /** A receive into SRQ {@code i}'s own quarter of the buffer, at offset {@code off} in it. */
+        void postRecv(int i, long wrId, int off, int len) {
+            IbvRecvWr r = new IbvRecvWr().sge(buf + (long) i * LEN + off, len, mr.lkey());
+            r.wrId = wrId;
+            srqs[i].postRecv(r);
+        }
+    }
+
+    /** The sending side: a PD, a CQ and one XRC send QP. */
+    final class Initiator {
+        final IbvContext ctx;
+        final IbvPd pd;
+        final IbvCq cq;
+        final IbvQp qp;
+        final long buf;
+        final IbvMr mr;
+
+        Initiator(int dev, int access) {
+            ctx = devs.get(dev).open(proc);
+            pd = ctx.allocPd();
+            cq = ctx.createCq(256, null);
+            IbvQpInitAttr a = new IbvQpInitAttr();
+            a.qpType = IbvQpType.XRC_SEND;
+            a.sendCq = cq;
+            a.maxSendWr = 64;
+            a.maxSendSge = 1;
+            a.maxInlineData = 64;
+            qp = pd.createQp(a);
+            buf = proc.mmap(LEN);
+            proc.populate(buf, LEN, true);
+            mr = pd.regMr(buf, LEN, access);
+        }
+    }
+
+    static void connect(Initiator i, Target t, int timeout, int retries) {
+        int iLid = i.ctx.queryPort(1).lid();
+        int tLid = t.ctx.queryPort(1).lid();
+        new RcConnect().access(RW).minRnrTimer(1).timeout(timeout, retries).connect(i.qp, tLid, t.qp.qpNum());
+        new RcConnect().access(RW).minRnrTimer(1).timeout(timeout, retries).connect(t.qp, iLid, i.qp.qpNum());
+    }
+
+    static IbvWc one(IbvCq cq) {
+        IbvWc[] wc = {new IbvWc()};
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            int k = cq.poll(1, wc);
+            if (k < 0) {
+                throw new AssertionError("CQ in error");
+            }
+            if (k == 1) {
+                return wc[0];
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no completion within 10 s");
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    static IbvSendWr wr(IbvWrOpcode op, long addr, int len, int lkey, long id, int srqn) {
+        IbvSendWr w = new IbvSendWr().sge(addr, len, lkey);
+        w.opcode = op;
+        w.wrId = id;
+        w.sendFlags = IbvSendWr.SEND_SIGNALED;
+        w.remoteSrqn = srqn;
+        return w;
+    }
+
+    @Test
+    void oneSendQpReachesEachXrcSrqItNamesAndTheReceiveCompletesToThatSrqsCq() {
+        Target t = new Target(1, RW);
+        Initiator i = new Initiator(0, RW);
+        assertTrue((i.ctx.queryDevice().deviceCapFlags() & IbvDeviceAttr.DEVICE_XRC) != 0, "the ConnectX-4 reports IBV_DEVICE_XRC");
+        connect(i, t, 14, 7);
+        assertEquals(IbvQpState.RTS, t.qp.query().qpState);
+        int srqA = t.srqs[0].srqNum();
+        int srqB = t.srqs[1].srqNum();
+        assertNotEquals(srqA, srqB);
+        for (int round = 0; round < 8; round++) {
+            t.postRecv(0, 100 + round, 4096 * round, 4096);
+            t.postRecv(1, 200 + round, 4096 * round, 4096);
+        }
+        for (int round = 0; round < 8; round++) {
+            int which = round % 2;
+            byte[] data = fill(i.buf + 4096 * round, 1000 + round, round);
+            i.qp.postSend(wr(IbvWrOpcode.SEND, i.buf + 4096 * round, data.length, i.mr.lkey(), round, which == 0 ? srqA : srqB));
+            IbvWc s = one(i.cq);
+            assertEquals(IbvWcStatus.SUCCESS, s.status, s.toString());
+            assertEquals(round, s.wrId);
+            IbvWc r = one(t.cq);
+            assertEquals(IbvWcStatus.SUCCESS, r.status, r.toString());
+            assertEquals(IbvWcOpcode.RECV, r.opcode);
+            assertEquals(t.qp.qpNum(), r.qpNum, "the receive completion names the XRC receive QP");
+            // each SRQ consumes its receives in order: the round-th message to SRQ x is its (round/2)-th receive
+            assertEquals((which == 0 ? 100 : 200) + round / 2, r.wrId, "the WQE of the SRQ the sender named");
+            assertEquals(data.length, r.byteLen);
+            assertArrayEquals(data, read(t.buf + (long) which * LEN + 4096L * (round / 2), data.length), "data in that SRQ's buffer");
+        }
+        // RDMA through XRC: the rkey is checked against the named SRQ's PD
+        byte[] w = fill(i.buf, 512, 77);
+        IbvSendWr write = wr(IbvWrOpcode.RDMA_WRITE, i.buf, 512, i.mr.lkey(), 50, srqA);
+        write.remoteAddr = t.buf + 3 * LEN;
+        write.rkey = t.mr.rkey();
+        i.qp.postSend(write);
+        assertEquals(IbvWcStatus.SUCCESS, one(i.cq).status);
+        assertArrayEquals(w, read(t.buf + 3 * LEN, 512));
+        IbvSendWr readBack = wr(IbvWrOpcode.RDMA_READ, i.buf + 8192, 512, i.mr.lkey(), 51, srqB);
+        readBack.remoteAddr = t.buf + 3 * LEN;
+        readBack.rkey = t.mr.rkey();
+        i.qp.postSend(readBack);
+        assertEquals(IbvWcStatus.SUCCESS, one(i.cq).status);
+        assertArrayEquals(w, read(i.buf + 8192, 512));
+        // an MR of another PD than the SRQ's: remote access error, as an rkey of another PD on RC
+        IbvPd other = t.ctx.allocPd();
+        IbvMr foreign = other.regMr(t.buf, LEN, RW);
+        IbvSendWr bad = wr(IbvWrOpcode.RDMA_WRITE, i.buf, 64, i.mr.lkey(), 52, srqA);
+        bad.remoteAddr = t.buf;
+        bad.rkey = foreign.rkey();
+        i.qp.postSend(bad);
+        IbvWc e = one(i.cq);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, e.status, e.toString());
+        foreign.dereg();
+        other.dealloc();
+        t.ctx.close();
+        i.ctx.close();
+    }
+
+    /**
+     * A request naming an SRQ that does not exist, is a basic SRQ, or belongs to another XRC
+     * domain is dropped by the target (as the XRC rxe series does: no NAK is defined for it), so
+     * the sender ends in a transport retry error; nothing is received anywhere.
+     */
+    @Test
+    void aRequestNamingAnSrqOutsideTheTargetsDomainIsDroppedAndTheSenderRetriesOut() {
+        Target t = new Target(1, RW);
+        Target otherDomain = new Target(1, RW);
+        IbvSrq basic = t.pd.createSrq(8, 1);
+        Initiator i = new Initiator(0, RW);
+        connect(i, t, 8, 1); // ~1 ms ACK timeout, one retry
+        t.postRecv(0, 1, 0, 4096);
+        otherDomain.postRecv(0, 2, 0, 4096);
+        IbvRecvWr br = new IbvRecvWr().sge(t.buf, 4096, t.mr.lkey());
+        basic.postRecv(br);
+        fill(i.buf, 100, 3);
+        for (int srqn : new int[] {otherDomain.srqs[0].srqNum(), basic.srqNum(), 0xfff0}) {
+            Initiator s = srqn == otherDomain.srqs[0].srqNum() ? i : new Initiator(0, RW);
+            if (s != i) {
+                connectFresh(s, t);
+            }
+            s.qp.postSend(wr(IbvWrOpcode.SEND, s.buf, 100, s.mr.lkey(), srqn, srqn));
+            IbvWc e = one(s.cq);
+            assertEquals(IbvWcStatus.RETRY_EXC_ERR, e.status, "srqn 0x" + Integer.toHexString(srqn) + ": " + e);
+            s.ctx.close();
+        }
+        IbvWc[] none = {new IbvWc()};
+        assertEquals(0, t.cq.poll(1, none), "nothing received in the target's domain");
+        assertEquals(0, otherDomain.cq.poll(1, none), "nothing received in the other domain");
+        basic.destroy();
+        t.ctx.close();
+        otherDomain.ctx.close();
+    }
+
+    /** The target's QP was connected to the first initiator: a new one gets a new receive QP in the same domain. */
+    private void connectFresh(Initiator s, Target t) {
+        IbvQpInitAttr q = new IbvQpInitAttr();
+        q.qpType = IbvQpType.XRC_RECV;
+        q.xrcd = t.xrcd;
+        IbvQp tq = t.ctx.createQpEx(q);
+        new RcConnect().access(RW).minRnrTimer(1).timeout(8, 1).connect(s.qp, t.ctx.queryPort(1).lid(), tq.qpNum());
+        new RcConnect().access(RW).minRnrTimer(1).timeout(8, 1).connect(tq, s.ctx.queryPort(1).lid(), s.qp.qpNum());
+    }
+
+    /**
+     * The uverbs rules: a domain in use cannot be closed (EBUSY) and nothing changes; an XRC
+     * receive QP has no PD and takes no posts; an XRC SRQ needs a CQ and a domain of its own
+     * context; a file descriptor shares one domain between contexts (O_CREAT, O_EXCL, EAGAIN,
+     * EBADF as ib_uverbs_open_xrcd).
+     */
+    @Test
+    void xrcDomainsFollowTheUverbsRules() throws Exception {
+        Target t = new Target(1, RW);
+        KernelException busy = assertThrows(KernelException.class, t.xrcd::close);
+        assertTrue(busy.getMessage().contains("still used by 3"), busy.getMessage());
+        IbvRecvWr r = new IbvRecvWr().sge(t.buf, 64, t.mr.lkey());
+        assertThrows(KernelException.class, () -> t.qp.postRecv(r), "an XRC receive QP has no receive queue");
+        assertThrows(KernelException.class, () -> t.qp.postSend(new IbvSendWr()), "nor a send queue");
+        IbvQpInitAttr noPd = new IbvQpInitAttr();
+        noPd.qpType = IbvQpType.XRC_RECV;
+        assertThrows(KernelException.class, () -> t.pd.createQp(noPd), "an XRC receive QP is not created on a PD");
+        assertThrows(KernelException.class, () -> t.ctx.createQpEx(noPd), "nor without a domain");
+        IbvSrqInitAttrEx noCq = new IbvSrqInitAttrEx();
+        noCq.srqType = IbvSrqInitAttrEx.SrqType.XRC;
+        noCq.pd = t.pd;
+        noCq.xrcd = t.xrcd;
+        assertThrows(KernelException.class, () -> t.ctx.createSrqEx(noCq), "an XRC SRQ needs a CQ");
+        assertThrows(KernelException.class, () -> t.ctx.openXrcd(-1, 01000), "oflags other than O_CREAT|O_EXCL");
+
+        // sharing through a file: two contexts (here of two processes) opening the same file have one domain
+        AddressSpace other = mm.createProcess("xrc-peer");
+        AutoCloseable file = () -> { };
+        int fdA = proc.installFd(file);
+        int fdB = other.installFd(file);
+        IbvContext b = devs.get(1).open(other);
+        KernelException again = assertThrows(KernelException.class, () -> t.ctx.openXrcd(fdA, 0));
+        assertEquals(KernelException.Errno.EAGAIN, again.errno(), "no domain yet and no O_CREAT");
+        IbvXrcd xa = t.ctx.openXrcd(fdA, IbvXrcd.O_CREAT);
+        KernelException excl = assertThrows(KernelException.class, () -> b.openXrcd(fdB, IbvXrcd.O_CREAT | IbvXrcd.O_EXCL));
+        assertEquals(KernelException.Errno.EINVAL, excl.errno(), "O_EXCL with a domain there");
+        IbvXrcd xb = b.openXrcd(fdB, 0);
+        KernelException badf = assertThrows(KernelException.class, () -> b.openXrcd(99, IbvXrcd.O_CREAT));
+        assertEquals(KernelException.Errno.EBADF, badf.errno());
+        // the receive QP made through A's opening delivers into an SRQ made through B's: one domain
+        IbvQpInitAttr q = new IbvQpInitAttr();
+        q.qpType = IbvQpType.XRC_RECV;
+        q.xrcd = xa;
+        IbvQp tq = t.ctx.createQpEx(q);
+        IbvPd bpd = b.allocPd();
+        IbvCq bcq = b.createCq(16, null);
+        IbvSrqInitAttrEx s = new IbvSrqInitAttrEx();
+        s.srqType = IbvSrqInitAttrEx.SrqType.XRC;
+        s.pd = bpd;
+        s.xrcd = xb;
+        s.cq = bcq;
+        IbvSrq bs = b.createSrqEx(s);
+        long bbuf = other.mmap(4096);
+        other.populate(bbuf, 4096, true);
+        IbvMr bmr = bpd.regMr(bbuf, 4096, RW);
+        IbvRecvWr br = new IbvRecvWr().sge(bbuf, 4096, bmr.lkey());
+        br.wrId = 9;
+        bs.postRecv(br);
+        Initiator i = new Initiator(0, RW);
+        new RcConnect().access(RW).minRnrTimer(1).connect(i.qp, t.ctx.queryPort(1).lid(), tq.qpNum());
+        new RcConnect().access(RW).minRnrTimer(1).connect(tq, i.ctx.queryPort(1).lid(), i.qp.qpNum());
+        byte[] data = fill(i.buf, 300, 5);
+        i.qp.postSend(wr(IbvWrOpcode.SEND, i.buf, 300, i.mr.lkey(), 1, bs.srqNum()));
+        assertEquals(IbvWcStatus.SUCCESS, one(i.cq).status);
+        IbvWc got = one(bcq);
+        assertEquals(9, got.wrId);
+        assertEquals(tq.qpNum(), got.qpNum);
+        byte[] back = new byte[300];
+        other.read(bbuf, back, 0, 300);
+        assertArrayEquals(data, back, "process B's SRQ received what reached process A's receive QP");
+        // A's last opening goes while B still has the domain: it stays; B's close ends it
+        xa.close();
+        tq.destroy();
+        i.ctx.close();
+        t.ctx.close();
+        b.close();
+        other.exit();
+    }
+}
