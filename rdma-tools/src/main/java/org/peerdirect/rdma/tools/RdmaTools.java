@@ -17,6 +17,11 @@ import org.osgi.service.component.annotations.ReferencePolicy;
 import org.osgi.service.component.annotations.ReferencePolicyOption;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
@@ -33,6 +38,7 @@ import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.shell.UsageException;
 import org.peerdirect.peermem.PeerMemoryAllocator;
+import org.peerdirect.rdma.RcConnect;
 
 /**
  * The RDMA tools as Gogo commands, mirroring libibverbs' examples and perftest:
@@ -47,7 +53,7 @@ import org.peerdirect.peermem.PeerMemoryAllocator;
 @Component(service = RdmaTools.class, property = {"osgi.command.scope=rdma", "osgi.command.function=devices",
         "osgi.command.function=devinfo", "osgi.command.function=pingpong", "osgi.command.function=write_bw",
         "osgi.command.function=read_bw", "osgi.command.function=send_bw", "osgi.command.function=write_lat", "osgi.command.function=atomic_bw",
-        "osgi.command.function=invalidate_test", "osgi.command.function=put", "osgi.command.function=ud_pingpong",
+        "osgi.command.function=invalidate_test", "osgi.command.function=put", "osgi.command.function=ud_pingpong", "osgi.command.function=xsrq_pingpong",
         "osgi.command.function=asyncwatch"})
 public final class RdmaTools {
 
@@ -253,31 +259,38 @@ public final class RdmaTools {
      * {@code device_cap_flags_ex} bit of {@code needCaps}, or the client itself (loopback).
      */
     private Pair pair(Options o, long needCaps) {
+        return pair(o, needCaps, 0);
+    }
+
+    /** {@link #pair(Options, long)}, the server also reporting every {@code device_cap_flags} bit of {@code needFlags}. */
+    private Pair pair(Options o, long needCaps, long needFlags) {
         IbvDevice client = devices.device(o.string("-d"));
         List<IbvDevice> all = devices.devices();
         long[] cc = probe(client);
-        if ((cc[1] & needCaps) != needCaps) {
+        if ((cc[1] & needCaps) != needCaps || (cc[2] & needFlags) != needFlags) {
             throw new KernelException(KernelException.Errno.EOPNOTSUPP, String.format(
-                    "%s does not report device_cap_flags_ex 0x%x (rdma:devinfo -v shows what each device reports)", client.name(), needCaps));
+                    "%s does not report device_cap_flags 0x%x / device_cap_flags_ex 0x%x (rdma:devinfo -v shows what each device reports)",
+                    client.name(), needFlags, needCaps));
         }
         int at = all.indexOf(client);
         for (int i = 1; i < all.size(); i++) {
             IbvDevice d = all.get((at + i) % all.size());
             long[] dc = probe(d);
-            if (dc[0] == cc[0] && (dc[1] & needCaps) == needCaps) {
+            if (dc[0] == cc[0] && (dc[1] & needCaps) == needCaps && (dc[2] & needFlags) == needFlags) {
                 return new Pair(client, d);
             }
         }
         return new Pair(client, client);
     }
 
-    /** Port 1's link layer and the device's {@code device_cap_flags_ex}, through a short-lived process's context ({0, 0} when the device went). */
+    /** Port 1's link layer, the device's {@code device_cap_flags_ex} and {@code device_cap_flags}, through a short-lived process's context (zeros when the device went). */
     private long[] probe(IbvDevice d) {
         AddressSpace p = mm.createProcess("rdma-probe");
         try (IbvContext c = d.open(p)) {
-            return new long[] {c.queryPort(1).linkLayer(), c.queryDeviceEx().deviceCapFlagsEx()};
+            IbvDeviceAttr a = c.queryDeviceEx();
+            return new long[] {c.queryPort(1).linkLayer(), a.deviceCapFlagsEx(), a.deviceCapFlags() & 0xffff_ffffL};
         } catch (RuntimeException gone) {
-            return new long[2];
+            return new long[3];
         } finally {
             p.exit();
         }
@@ -500,6 +513,235 @@ public final class RdmaTools {
         out.append(String.format("%s%d datagrams arrived with a GRH (IBV_WC_GRH)%n", validate ? "validated " + 2L * iters + " received buffers; " : "",
                 grh));
         return out.toString();
+    }
+
+    // ------------------------------------------------------------------ ibv_xsrq_pingpong
+
+    /** One side of {@link #xsrq_pingpong}: a process with its XRC domain, one XRC SRQ, and per peer a receive QP and a send QP. */
+    private static final class XrcSide implements AutoCloseable {
+        final AddressSpace proc;
+        final IbvContext ctx;
+        final IbvPd pd;
+        final org.peerdirect.ib.core.verbs.IbvXrcd xrcd;
+        final IbvCq recvCq;
+        final IbvCq sendCq;
+        final org.peerdirect.ib.core.verbs.IbvSrq srq;
+        final IbvQp[] recvQps;
+        final IbvQp[] sendQps;
+        final long buf;
+        final long len;
+        final IbvMr mr;
+        final int lid;
+        /** Port 1's GID 0 on RoCE (what a peer's path names there); null on InfiniBand, where the LID routes. */
+        final byte[] gid;
+
+        XrcSide(Mm mm, String name, IbvDevice dev, int peers, int slot, int access) {
+            proc = mm.createProcess(name);
+            try {
+                ctx = dev.open(proc);
+                pd = ctx.allocPd();
+                xrcd = ctx.openXrcd(-1, 0);
+                recvCq = ctx.createCq(4 * peers + 16, null);
+                sendCq = ctx.createCq(4 * peers + 16, null);
+                org.peerdirect.ib.core.verbs.IbvSrqInitAttrEx s = new org.peerdirect.ib.core.verbs.IbvSrqInitAttrEx();
+                s.srqType = org.peerdirect.ib.core.verbs.IbvSrqInitAttrEx.SrqType.XRC;
+                s.pd = pd;
+                s.xrcd = xrcd;
+                s.cq = recvCq;
+                s.maxWr = 2 * peers + 2;
+                srq = ctx.createSrqEx(s);
+                recvQps = new IbvQp[peers];
+                sendQps = new IbvQp[peers];
+                for (int i = 0; i < peers; i++) {
+                    IbvQpInitAttr r = new IbvQpInitAttr();
+                    r.qpType = IbvQpType.XRC_RECV;
+                    r.xrcd = xrcd;
+                    recvQps[i] = ctx.createQpEx(r);
+                    IbvQpInitAttr q = new IbvQpInitAttr();
+                    q.qpType = IbvQpType.XRC_SEND;
+                    q.sendCq = sendCq;
+                    q.maxSendWr = 4;
+                    sendQps[i] = pd.createQp(q);
+                }
+                // one slot per peer to receive into, one to send from
+                len = (long) (peers + 1) * slot;
+                buf = proc.mmap(len);
+                if ((access & IbAccess.ON_DEMAND) == 0) {
+                    proc.populate(buf, len, true);
+                }
+                mr = pd.regMr(buf, len, access);
+                lid = ctx.queryPort(1).lid();
+                gid = ctx.queryPort(1).linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET
+                        ? org.peerdirect.ib.core.verbs.IbvGid.parse(ctx.queryGid(1, 0)) : null;
+            } catch (RuntimeException e) {
+                proc.exit();
+                throw e;
+            }
+        }
+
+        @Override
+        public void close() {
+            proc.exit(); // closes the context: QPs, SRQ, MR, domain, CQs, PD in uverbs' order
+        }
+    }
+
+    @Descriptor("SEND/RECV ping-pong over XRC, as ibv_xsrq_pingpong: one XRC SRQ at the server receives every client's messages through one XRC receive QP per client. Example: rdma:xsrq_pingpong -d mlx5_1 -c 3 -n 100")
+    public String xsrq_pingpong(@Descriptor("options; --help lists them") Object... args) {
+        Options o = new Options("rdma:xsrq_pingpong", "SEND/RECV ping-pong over XRC, as ibv_xsrq_pingpong", args, List.of(
+                Options.value("-s", "SIZE", "message size in bytes", 4096),
+                Options.value("-n", "ITERS", "round trips per client", 5),
+                Options.value("-c", "CLIENTS", "client processes, each with its own XRC domain and SRQ", 2),
+                Options.value("-d", "DEVICE", "client device, the server takes the next of its link layer (rdma:devices)", null),
+                Options.flag("-o", "use on-demand paging (ODP) for both sides' buffers (needs XRC SEND and SRQ_RECV ODP)")));
+        if (o.help()) {
+            return o.printUsage();
+        }
+        int size = (int) o.number("-s", 1, 1 << 20);
+        int iters = (int) o.number("-n", 1, 10_000_000);
+        int clients = (int) o.number("-c", 1, 64);
+        boolean odp = o.flag("-o");
+        Pair p = pair(o, 0, IbvDeviceAttr.DEVICE_XRC);
+        int access = IbAccess.LOCAL_WRITE | (odp ? IbAccess.ON_DEMAND : 0);
+        if (odp) {
+            for (IbvDevice d : List.of(p.client(), p.server())) {
+                checkXrcOdp(d);
+            }
+        }
+        int slot = (size + 4095) & -4096;
+        List<XrcSide> opened = new ArrayList<>();
+        try {
+            XrcSide server = new XrcSide(mm, "xsrq_pingpong-server", p.server(), clients, slot, access);
+            opened.add(server);
+            XrcSide[] cs = new XrcSide[clients];
+            for (int c = 0; c < clients; c++) {
+                cs[c] = new XrcSide(mm, "xsrq_pingpong-client" + c, p.client(), 1, slot, access);
+                opened.add(cs[c]);
+                // client c's send QP to the server's c-th receive QP, and back
+                RcConnect toServer = new RcConnect().minRnrTimer(1).gid(server.gid);
+                RcConnect toClient = new RcConnect().minRnrTimer(1).gid(cs[c].gid);
+                toServer.connect(cs[c].sendQps[0], server.lid, server.recvQps[c].qpNum());
+                toClient.connect(server.recvQps[c], cs[c].lid, cs[c].sendQps[0].qpNum());
+                toClient.connect(server.sendQps[c], cs[c].lid, cs[c].recvQps[0].qpNum());
+                toServer.connect(cs[c].recvQps[0], server.lid, server.sendQps[c].qpNum());
+            }
+            return xsrqPingpong(server, cs, size, iters, odp);
+        } finally {
+            for (int i = opened.size() - 1; i >= 0; i--) {
+                opened.get(i).close();
+            }
+        }
+    }
+
+    /** The XRC transport's SEND and SRQ_RECV ODP bits (xsrq_pingpong -o's check); EOPNOTSUPP naming the device. */
+    private void checkXrcOdp(IbvDevice d) {
+        AddressSpace pr = mm.createProcess("rdma-probe");
+        try (IbvContext c = d.open(pr)) {
+            IbvDeviceAttr a = c.queryDeviceEx();
+            int need = IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV;
+            if ((a.odpCaps().xrcOdpCaps() & need) != need) {
+                throw new KernelException(KernelException.Errno.EOPNOTSUPP, d.name() + ": xrc_odp_caps lack SEND and SRQ_RECV (rdma:devinfo -v)");
+            }
+        } finally {
+            pr.exit();
+        }
+    }
+
+    /**
+     * The exchange: each round, every client sends to the server's SRQ (its number from
+     * {@code ibv_get_srq_num}) and the server answers each into that client's SRQ; the server
+     * tells the clients apart by the receive completion's QP number (its receive QP per client).
+     */
+    private static String xsrqPingpong(XrcSide server, XrcSide[] cs, int size, int iters, boolean odp) {
+        int clients = cs.length;
+        int slot = (size + 4095) & -4096;
+        IbvWc[] wc = {new IbvWc()};
+        byte[] msg = new byte[size];
+        byte[] got = new byte[size];
+        StringBuilder out = new StringBuilder();
+        out.append(String.format("  server: LID 0x%04x, XRC SRQ 0x%06x, %d receive QPs, %d send QPs%s%n", server.lid, server.srq.srqNum(),
+                clients, clients, odp ? ", ODP" : ""));
+        for (int c = 0; c < clients; c++) {
+            out.append(String.format("  client %d: LID 0x%04x, XRC SRQ 0x%06x, receive QP 0x%06x, send QP 0x%06x%n", c, cs[c].lid,
+                    cs[c].srq.srqNum(), cs[c].recvQps[0].qpNum(), cs[c].sendQps[0].qpNum()));
+        }
+        long t0 = System.nanoTime();
+        int[] perQp = new int[clients];
+        for (int i = 0; i < iters; i++) {
+            for (int c = 0; c < clients; c++) {
+                server.srq.postRecv(new IbvRecvWr().sge(server.buf + (long) c * slot, size, server.mr.lkey()));
+                IbvRecvWr r = new IbvRecvWr().sge(cs[c].buf, size, cs[c].mr.lkey());
+                cs[c].srq.postRecv(r);
+            }
+            for (int c = 0; c < clients; c++) {
+                fillPattern(msg, i, c);
+                cs[c].proc.write(cs[c].buf + slot, msg, 0, size);
+                IbvSendWr w = new IbvSendWr().sge(cs[c].buf + slot, size, cs[c].mr.lkey());
+                w.opcode = IbvWrOpcode.SEND;
+                w.sendFlags = IbvSendWr.SEND_SIGNALED;
+                w.remoteSrqn = server.srq.srqNum();
+                cs[c].sendQps[0].postSend(w);
+                waitOk(cs[c].sendCq, wc, "client " + c + " send");
+            }
+            for (int k = 0; k < clients; k++) {
+                IbvWc r = waitOk(server.recvCq, wc, "server receive");
+                int c = indexOf(server.recvQps, r.qpNum);
+                if (c < 0 || r.byteLen != size) {
+                    throw new IllegalStateException(String.format("iteration %d: a receive on QP 0x%x of %d bytes: no client's", i, r.qpNum, r.byteLen));
+                }
+                perQp[c]++;
+            }
+            for (int c = 0; c < clients; c++) {
+                // each client's message is in the server buffer of the receive its SRQ took: find it by content
+                fillPattern(msg, i, c);
+                boolean found = false;
+                for (int s = 0; s < clients && !found; s++) {
+                    server.proc.read(server.buf + (long) s * slot, got, 0, size);
+                    found = Arrays.equals(got, msg);
+                }
+                if (!found) {
+                    throw new IllegalStateException("iteration " + i + ": client " + c + "'s message is in no server receive buffer");
+                }
+                // echo it into client c's SRQ through the server's send QP to that client
+                server.proc.write(server.buf + (long) clients * slot, msg, 0, size);
+                IbvSendWr w = new IbvSendWr().sge(server.buf + (long) clients * slot, size, server.mr.lkey());
+                w.opcode = IbvWrOpcode.SEND;
+                w.sendFlags = IbvSendWr.SEND_SIGNALED;
+                w.remoteSrqn = cs[c].srq.srqNum();
+                server.sendQps[c].postSend(w);
+                waitOk(server.sendCq, wc, "server send to client " + c);
+                IbvWc r = waitOk(cs[c].recvCq, wc, "client " + c + " receive");
+                cs[c].proc.read(cs[c].buf, got, 0, size);
+                if (r.qpNum != cs[c].recvQps[0].qpNum() || !Arrays.equals(got, msg)) {
+                    throw new IllegalStateException("iteration " + i + ": client " + c + " received something else than its echo");
+                }
+            }
+            if (odp) { // every page re-faults next round, on both devices
+                server.proc.madvise(server.buf, server.len, AddressSpace.Advice.MADV_DONTNEED);
+                for (XrcSide c : cs) {
+                    c.proc.madvise(c.buf, c.len, AddressSpace.Advice.MADV_DONTNEED);
+                }
+            }
+        }
+        long usec = Math.max(1, (System.nanoTime() - t0) / 1000);
+        out.append(String.format("%d iters of %d clients in %.2f seconds = %.2f usec/iter%n", iters, clients, usec / 1e6, (double) usec / iters));
+        out.append(String.format("validated %d received buffers; the server's one XRC SRQ took %s messages (per receive QP)%n",
+                2L * iters * clients, Arrays.toString(perQp)));
+        return out.toString();
+    }
+
+    private static void fillPattern(byte[] msg, int i, int c) {
+        for (int k = 0; k < msg.length; k++) {
+            msg[k] = (byte) (i * 31 + c * 7 + k);
+        }
+    }
+
+    private static int indexOf(IbvQp[] qps, int qpn) {
+        for (int i = 0; i < qps.length; i++) {
+            if (qps[i].qpNum() == qpn) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     // ------------------------------------------------------------------ ibv_rc_pingpong
