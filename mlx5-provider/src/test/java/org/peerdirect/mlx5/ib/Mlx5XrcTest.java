@@ -226,6 +226,70 @@ class Mlx5XrcTest extends Mlx5Machine {
         i.ctx.close();
     }
 
+    /** {@code rdma:xsrq_pingpong}: three clients' messages all reach the server's one XRC SRQ, each through its own receive QP; with -o over ODP. */
+    @Test
+    void xsrqPingpongFeedsOneServerSrqFromEveryClient() throws Exception {
+        String out = tools().xsrq_pingpong("-d", "mlx5_0", "-c", "3", "-n", "10");
+        assertTrue(out.contains("validated 60 received buffers") && out.contains("[10, 10, 10]"), out);
+        String odp = tools().xsrq_pingpong("-d", "mlx5_1", "-o", "-n", "5");
+        assertTrue(odp.contains("ODP") && odp.contains("validated 20 received buffers") && odp.contains("[5, 5]"), odp);
+    }
+
+    /**
+     * XRC over on-demand paging (issue 12): both sides' buffers are ODP MRs dropped with
+     * {@code madvise(DONTNEED)} before every iteration, so each SEND into an XRC SRQ (the
+     * responder's WQE fault names the XRC SRQ), RDMA WRITE, RDMA READ and fetch-and-add through
+     * the XRC pair faults its pages back in on both devices; the data is checked every time.
+     */
+    @Test
+    void everyXrcOperationWorksOverOdpMemoryDroppedBeforeEachIteration() {
+        int odp = RW | IbAccess.ON_DEMAND;
+        Target t = new Target(1, odp);
+        Initiator i = new Initiator(0, odp);
+        connect(i, t, 14, 7);
+        int srqn = t.srqs[1].srqNum();
+        int iterations = Integer.getInteger("peerdirect.odp.iterations", 12);
+        for (int it = 0; it < iterations; it++) {
+            proc.madvise(t.buf, 4 * LEN, AddressSpace.Advice.MADV_DONTNEED);
+            proc.madvise(i.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            t.postRecv(1, it, 0, 4096);
+            byte[] data = fill(i.buf, 3000, it); // present for the CPU now, not for the NIC: the send still faults
+            i.qp.postSend(wr(IbvWrOpcode.SEND, i.buf, 3000, i.mr.lkey(), 1, srqn));
+            assertEquals(IbvWcStatus.SUCCESS, one(i.cq).status, "iteration " + it);
+            IbvWc r = one(t.cq);
+            assertEquals(IbvWcStatus.SUCCESS, r.status, "iteration " + it + ": " + r);
+            assertEquals(it, r.wrId);
+            assertArrayEquals(data, read(t.buf + LEN, 3000), "iteration " + it + ": SEND into the XRC SRQ's faulting buffer");
+            byte[] w = fill(i.buf + 8192, 2000, it + 50);
+            IbvSendWr write = wr(IbvWrOpcode.RDMA_WRITE, i.buf + 8192, 2000, i.mr.lkey(), 2, srqn);
+            write.remoteAddr = t.buf + 3 * LEN + 100;
+            write.rkey = t.mr.rkey();
+            i.qp.postSend(write);
+            assertEquals(IbvWcStatus.SUCCESS, one(i.cq).status, "iteration " + it + ": WRITE");
+            assertArrayEquals(w, read(t.buf + 3 * LEN + 100, 2000));
+            proc.madvise(i.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+            IbvSendWr rd = wr(IbvWrOpcode.RDMA_READ, i.buf + 16384, 2000, i.mr.lkey(), 3, srqn);
+            rd.remoteAddr = t.buf + 3 * LEN + 100;
+            rd.rkey = t.mr.rkey();
+            i.qp.postSend(rd);
+            assertEquals(IbvWcStatus.SUCCESS, one(i.cq).status, "iteration " + it + ": READ");
+            assertArrayEquals(w, read(i.buf + 16384, 2000));
+            IbvSendWr fa = wr(IbvWrOpcode.ATOMIC_FETCH_AND_ADD, i.buf + 24576, 8, i.mr.lkey(), 4, srqn);
+            fa.remoteAddr = t.buf + 2 * LEN;
+            fa.rkey = t.mr.rkey();
+            fa.compareAdd = 5;
+            i.qp.postSend(fa);
+            assertEquals(IbvWcStatus.SUCCESS, one(i.cq).status, "iteration " + it + ": FETCH_ADD");
+            assertEquals(0L, java.nio.ByteBuffer.wrap(read(i.buf + 24576, 8)).getLong(), "the word was dropped: it reads 0 before the add");
+        }
+        Mlx5OdpMr tm = ibs.get(1).odpIfStarted().mkeys.get(org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(t.mr.lkey()));
+        Mlx5OdpMr im = ibs.get(0).odpIfStarted().mkeys.get(org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(i.mr.lkey()));
+        assertTrue(tm.stats().pageFaultsHandled.get() >= 3L * iterations, "the target's MR faulted in every iteration: " + tm.counters());
+        assertTrue(im.stats().pageFaultsHandled.get() >= 3L * iterations, "the initiator's MR faulted in every iteration: " + im.counters());
+        t.ctx.close();
+        i.ctx.close();
+    }
+
     /**
      * A request naming an SRQ that does not exist, is a basic SRQ, or belongs to another XRC
      * domain is dropped by the target (as the XRC rxe series does: no NAK is defined for it), so
