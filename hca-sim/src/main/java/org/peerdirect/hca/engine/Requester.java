@@ -51,11 +51,9 @@ final class Requester {
     boolean errorInReceiveCqe;
     /**
      * Drain-loop state for the request being answered: the XRC SRQ its XRCETH names (null when
-     * the responder is not an XRC target), and the PD the responder checks keys against (the
-     * responder QP's, or that XRC SRQ's: an XRC target QP has no PD of its own that counts).
+     * the responder is not an XRC target); see {@link Responder#keyPdn}.
      */
     HwSrq xrcSrq;
-    int respPdn;
 
     Requester(HwQp qp, Arena arena) {
         this.qp = qp;
@@ -317,7 +315,6 @@ final class Requester {
             }
         }
         xrcSrq = null;
-        respPdn = r.pdn;
         if (r.xrcTarget) {
             // the XRCETH's SRQ must be one of the target's XRC domain; a request naming another is
             // dropped before the transport looks at it (no NAK is defined for it: the XRC series
@@ -327,7 +324,6 @@ final class Requester {
                 return Outcome.NO_ACK;
             }
             xrcSrq = s;
-            respPdn = s.pdn; // the target QP's own PD checks nothing
         }
         r.receivedInRtr();
         errorInReceiveCqe = false;

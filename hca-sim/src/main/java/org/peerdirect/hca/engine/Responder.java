@@ -129,7 +129,7 @@ final class Responder {
             return null;
         }
         Mpt m = r.dev.mpt(rkey);
-        int g = m == null ? -1 : m.admit(req.respPdn, va, len, perm);
+        int g = m == null ? -1 : m.admit(keyPdn(r, req), va, len, perm);
         if (g < 0) {
             return Outcome.REM_ACCESS_ERR;
         }
@@ -251,7 +251,7 @@ final class Responder {
                 | ((type & Wqe.FLUSH_PERSISTENT) != 0 ? HcaDevice.PERM_FLUSH_PERSISTENT : 0);
         Mpt m = r.dev.mpt(w.rkey);
         boolean wholeMr = w.flushLevel == Wqe.FLUSH_MR;
-        int g = m == null ? -1 : m.admit(req.respPdn, wholeMr ? m.start : w.remoteAddr, wholeMr ? 0 : len, perm);
+        int g = m == null ? -1 : m.admit(keyPdn(r, req), wholeMr ? m.start : w.remoteAddr, wholeMr ? 0 : len, perm);
         if (g < 0) {
             return Outcome.REM_ACCESS_ERR;
         }
@@ -332,6 +332,14 @@ final class Responder {
 
     private static Outcome orOk(Outcome moveResult) {
         return moveResult == null ? Outcome.SUCCESS : moveResult;
+    }
+
+    /**
+     * The PD a request's rkeys are checked against: the responder QP's, or at an XRC target the
+     * named XRC SRQ's (the target QP's own PD checks nothing).
+     */
+    private static int keyPdn(HwQp r, Requester req) {
+        return req.xrcSrq != null ? req.xrcSrq.pdn : r.pdn;
     }
 
     /**

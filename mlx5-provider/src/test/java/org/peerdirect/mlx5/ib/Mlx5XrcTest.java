@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -141,21 +140,7 @@ class Mlx5XrcTest extends Mlx5Machine {
     }
 
     static IbvWc one(IbvCq cq) {
-        IbvWc[] wc = {new IbvWc()};
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (true) {
-            int k = cq.poll(1, wc);
-            if (k < 0) {
-                throw new AssertionError("CQ in error");
-            }
-            if (k == 1) {
-                return wc[0];
-            }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("no completion within 10 s");
-            }
-            Thread.onSpinWait();
-        }
+        return Mlx5VerbsTest.one(cq);
     }
 
     static IbvSendWr wr(IbvWrOpcode op, long addr, int len, int lkey, long id, int srqn) {
