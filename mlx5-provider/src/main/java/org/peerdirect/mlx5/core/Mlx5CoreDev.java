@@ -744,6 +744,12 @@ public final class Mlx5CoreDev {
         return dead;
     }
 
+    /** Why {@link #isUp()} is false (a verdict, or what the health poll has not noticed yet), or null when it is up. */
+    public String whyDown() {
+        String d = dead;
+        return d != null ? d : !fn.present() ? "the PCI function is gone" : !up ? "not loaded" : null;
+    }
+
     public CmdLog cmdLog() {
         return cmd.log();
     }

@@ -94,6 +94,8 @@ final class Mlx5Odp {
     final AtomicLong faultErrors = new AtomicLong();
     final AtomicLong resumeFailures = new AtomicLong();
     final AtomicLong invalidations = new AtomicLong();
+    /** Invalidations whose zapping UMR failed (a dead or vanished device): the pages were unmapped all the same. */
+    final AtomicLong zapErrors = new AtomicLong();
     /** Pages made present by prefetch: {@code ibv_advise_mr} and the prefetch after an RDMA fault. */
     final AtomicLong prefetchedPages = new AtomicLong();
     final AtomicLong prefetchErrors = new AtomicLong();
@@ -437,8 +439,8 @@ final class Mlx5Odp {
     }
 
     String describe() {
-        return String.format("page-fault EQ %d, faults %d (errors %d, resume failures %d), invalidations %d, prefetched pages %d (background errors %d), ODP MRs %d",
-                eq.eqn(), faults.get(), faultErrors.get(), resumeFailures.get(), invalidations.get(), prefetchedPages.get(), prefetchErrors.get(),
+        return String.format("page-fault EQ %d, faults %d (errors %d, resume failures %d), invalidations %d (zap errors %d), prefetched pages %d (background errors %d), ODP MRs %d",
+                eq.eqn(), faults.get(), faultErrors.get(), resumeFailures.get(), invalidations.get(), zapErrors.get(), prefetchedPages.get(), prefetchErrors.get(),
                 mkeys.size() + implicitMkeys.size());
     }
 }

@@ -220,7 +220,20 @@ final class Mlx5OdpMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
             if (start >= end || umem.mappedPages() == 0) {
                 return true;
             }
-            long zapped = dead ? 0 : zap(index(start), index(end - 1) + 1);
+            long zapped = 0;
+            if (!dead) {
+                try {
+                    zapped = zap(index(start), index(end - 1) + 1);
+                } catch (KernelException e) {
+                    // as mlx5_ib_invalidate_range, which ignores mlx5r_umr_update_xlt's error: the
+                    // callback may not fail (it would leave the invalidation unended and the
+                    // change undone). The UMR fails when the device is dead or gone; its DMA then
+                    // ends at the IOMMU, whose mappings go next, before any frame is reused.
+                    odp.zapErrors.incrementAndGet();
+                    System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.WARNING,
+                            () -> this + ": zapping [0x" + Long.toHexString(start) + ", 0x" + Long.toHexString(end) + ") failed, unmapping anyway: " + e.getMessage());
+                }
+            }
             umem.unmapDmaPages(start, end);
             if (zapped > 0) {
                 stats.invalidated(zapped);

@@ -387,7 +387,7 @@ final class Mlx5Umr {
                 return;
             }
             if (!core.isUp()) {
-                throw new KernelException(Errno.EIO, dev.name() + ": UMR on a dead device (" + core.deadReason() + ")");
+                throw new KernelException(Errno.EIO, dev.name() + ": UMR on a device that is not up (" + core.whyDown() + ")");
             }
             arm();
             if (pollOne(ctrlBb)) {

@@ -1178,21 +1178,26 @@ class Mlx5OdpTest extends Mlx5Machine {
         java.util.concurrent.atomic.AtomicInteger writes = new java.util.concurrent.atomic.AtomicInteger();
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
         java.util.concurrent.atomic.AtomicInteger drops = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicReference<Throwable> dropFailed = new java.util.concurrent.atomic.AtomicReference<>();
         Thread dropper = Thread.ofPlatform().name("dropper").start(() -> {
             int seen = -1;
-            while (!stop.get()) {
-                int n = writes.get();
-                if (n != seen) { // at most one drop per write: the writes keep going
-                    seen = n;
-                    proc.madvise(b.buf + 65536, 4096, AddressSpace.Advice.MADV_DONTNEED);
-                    drops.incrementAndGet();
-                } else {
-                    Thread.onSpinWait();
+            try {
+                while (!stop.get()) {
+                    int n = writes.get();
+                    if (n != seen) { // at most one drop per write: the writes keep going
+                        seen = n;
+                        proc.madvise(b.buf + 65536, 4096, AddressSpace.Advice.MADV_DONTNEED);
+                        drops.incrementAndGet();
+                    } else {
+                        Thread.onSpinWait();
+                    }
                 }
+            } catch (Throwable t) { // a failed drop fails the test with its cause (it was lost with the thread)
+                dropFailed.set(t);
             }
         });
         try {
-            for (int i = 0; i < 60; i++) {
+            for (int i = 0; i < 60 && dropFailed.get() == null; i++) {
                 byte[] data = fill(a.buf, 4096, i);
                 IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 4096, a.mr.lkey(), i);
                 w.remoteAddr = b.buf + 8192;
@@ -1212,10 +1217,67 @@ class Mlx5OdpTest extends Mlx5Machine {
             stop.set(true);
             dropper.join(10_000);
         }
+        if (dropFailed.get() != null) {
+            throw new AssertionError("a drop failed", dropFailed.get());
+        }
         assertTrue(drops.get() >= 1, "the second thread dropped too: " + drops.get());
         proc.madvise(b.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
         awaitChildren(m, 0);
         assertTrue(m.childrenCreated.get() >= 30, "children came and went: " + m);
         assertEquals(0, ibs.get(1).odpIfStarted().faultErrors.get(), "no fault failed");
+    }
+
+    /**
+     * A device that vanished while it held translations of an ODP MR: the application's
+     * {@code madvise(DONTNEED)} lands while the driver's removal runs (the function is gone, the MR
+     * not yet deregistered). The zapping UMR fails at once (the device is not up); as
+     * {@code mlx5_ib_invalidate_range} ignores {@code mlx5r_umr_update_xlt}'s error, the callback
+     * still unmaps the pages and returns: the madvise succeeds, and the disassociation then
+     * deregisters the MR without waiting for an invalidation that never ends. Before the fix the
+     * callback threw, the madvise failed and the invalidation never ended: the removal hung.
+     */
+    @Test
+    void anInvalidationOnAVanishedDeviceStillUnmapsAndReturns() throws Exception {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP);
+        connect(a, b);
+        byte[] data = fill(a.buf, 8 * 4096, 5);
+        IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, data.length, a.mr.lkey(), 1);
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        a.qp.postSend(w);
+        assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+        Mlx5OdpMr m = a.odpMr();
+        assertTrue(m.umem.mappedPages() >= 8, "the requester faulted a's pages in for device 0: " + m);
+        java.util.concurrent.atomic.AtomicReference<Object> madvise = new java.util.concurrent.atomic.AtomicReference<>("not run");
+        java.util.concurrent.atomic.AtomicLong mappedAfter = new java.util.concurrent.atomic.AtomicLong(-1);
+        fns.get(0).addRemovalListener(() -> { // the application's madvise, then what Mlx5Driver.remove does
+            Thread app = Thread.ofPlatform().name("app-madvise").start(() -> {
+                try {
+                    proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
+                    mappedAfter.set(m.umem.mappedPages());
+                    madvise.set("ok");
+                } catch (Throwable t) {
+                    madvise.set(t);
+                }
+            });
+            try {
+                app.join(20_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            core.unregister(ibs.get(0));
+            ibs.get(0).internalError();
+            ibs.get(0).close();
+            cores.get(0).unload();
+        });
+        unplugged.add(0);
+        org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(30), () -> fns.get(0).remove(),
+                "the removal ends");
+        assertEquals("ok", madvise.get(), "the madvise succeeded on the vanished device");
+        assertEquals(0, mappedAfter.get(), "the pages were unmapped for the gone device all the same");
+        assertEquals(1, ibs.get(0).odpIfStarted().zapErrors.get(), "the failed zap is counted: " + ibs.get(0).odpIfStarted().describe());
+        fill(a.buf, 4096, 6); // the address space goes on: the next invalidation finds nothing running
+        proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
     }
 }

@@ -113,11 +113,14 @@ public final class AddressSpace {
      */
     void invalidate(long start, long end, MmuNotifierEvent event, Runnable change) {
         assert mmapLock.isWriteLocked();
-        notifiers.start(new MmuNotifierRange(this, start, end, event));
+        MmuNotifierRange range = new MmuNotifierRange(this, start, end, event);
         try {
+            // a callback that failed may not have stopped its device: the change is not made (the
+            // pages and frames stay as they were, nothing is lost) and the caller gets the failure
+            notifiers.start(range);
             change.run();
         } finally {
-            notifiers.end();
+            notifiers.end(range);
         }
     }
 

@@ -34,13 +34,21 @@ public class KernelException extends RuntimeException {
         /** bad file descriptor: not open in the process, or not the kind of file the call needs. */
         EBADF,
         /** a bounded wait ran out (a dma-buf fence the exporter did not signal in time). */
-        ETIMEDOUT
+        ETIMEDOUT,
+        /** interrupted: the calling thread was interrupted in a wait. */
+        EINTR
     }
 
     private final Errno errno;
 
     public KernelException(Errno errno, String message) {
         super(errno + ": " + message);
+        this.errno = errno;
+    }
+
+    /** With the failure that caused it (a device's error under a kernel call). */
+    public KernelException(Errno errno, String message, Throwable cause) {
+        super(errno + ": " + message, cause);
         this.errno = errno;
     }
 

@@ -3,6 +3,7 @@ package org.peerdirect.kernel.mm;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -11,14 +12,24 @@ import java.util.concurrent.locks.ReentrantLock;
  * global invalidate sequence. The sequence is even while no invalidation runs and odd while one
  * or more do; it advances once when the first starts and once when the last ends.
  *
- * <p>Lock: {@code lock} guards {@code invalidateSeq} and {@code active}; callbacks run without it.
+ * <p>Lock: {@code lock} guards {@code invalidateSeq}, {@code active} and {@code running};
+ * callbacks run without it. Invariant: {@code active == running.size()}, and every
+ * {@link #start} is paired with one {@link #end} whether or not a callback threw (the caller
+ * ends in a finally), so a reader never waits for an invalidation nobody runs. The waits of
+ * {@link #readBegin} and {@link #remove} are bounded by {@link #WAIT_NANOS}: a callback that
+ * never returns becomes an ETIMEDOUT naming the invalidation, not a hang.
  */
 final class MmuNotifierSubscriptions {
+
+    /** How long a reader or a remover waits for running invalidations to end. */
+    static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition ended = lock.newCondition();
     private long invalidateSeq = 2;
     private int active;
+    /** The invalidations running now, for the error of a wait that times out. */
+    private final List<String> running = new ArrayList<>();
     private final List<MmuIntervalNotifier> notifiers = new CopyOnWriteArrayList<>();
 
     MmuIntervalNotifier insert(AddressSpace mm, long start, long end, MmuIntervalNotifierOps ops) {
@@ -43,10 +54,7 @@ final class MmuNotifierSubscriptions {
             n.removed = true;
             // a callback of n may be running: wait for the invalidation that runs it to end
             if (active > 0) {
-                long seq = invalidateSeq;
-                while (invalidateSeq == seq) {
-                    ended.awaitUninterruptibly();
-                }
+                awaitSeqChange(invalidateSeq, "removing " + n, WAIT_NANOS);
             }
         } finally {
             lock.unlock();
@@ -54,11 +62,16 @@ final class MmuNotifierSubscriptions {
     }
 
     long readBegin(MmuIntervalNotifier n) {
-        long seq = n.invalidateSeq;
+        return readBegin(n, WAIT_NANOS);
+    }
+
+    long readBegin(MmuIntervalNotifier n, long waitNanos) {
         lock.lock();
         try {
-            while (seq == invalidateSeq && active > 0) {
-                ended.awaitUninterruptibly();
+            // as mmu_interval_read_begin: the notifier's sequence is read under the lock
+            long seq = n.invalidateSeq;
+            if (seq == invalidateSeq && active > 0) {
+                awaitSeqChange(seq, "read_begin of " + n, waitNanos);
             }
             return seq;
         } finally {
@@ -66,7 +79,34 @@ final class MmuNotifierSubscriptions {
         }
     }
 
-    /** Starts an invalidation: calls every overlapping notifier; must be paired with {@link #end()}. */
+    /**
+     * Waits until the global sequence moves past {@code seq} (the running invalidations ended),
+     * at most {@code waitNanos}. Caller holds {@code lock}.
+     */
+    private void awaitSeqChange(long seq, String who, long waitNanos) {
+        assert lock.isHeldByCurrentThread();
+        long left = waitNanos;
+        while (invalidateSeq == seq) {
+            if (left <= 0) {
+                throw new KernelException(KernelException.Errno.ETIMEDOUT, String.format(
+                        "%s: invalidation%s %s still running after %d ms (a notifier callback that never returns?)", who,
+                        running.size() == 1 ? "" : "s", running, TimeUnit.NANOSECONDS.toMillis(waitNanos)));
+            }
+            try {
+                left = ended.awaitNanos(left);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new KernelException(KernelException.Errno.EINTR, who + ": interrupted waiting for " + running);
+            }
+        }
+    }
+
+    /**
+     * Starts an invalidation and calls every overlapping notifier; the caller must call
+     * {@link #end(MmuNotifierRange)} for it in a finally, also when this throws. A callback that
+     * throws does not keep the others from running (each must still stop its device); the first
+     * failure is thrown after all ran, naming the notifier, the others suppressed in it.
+     */
     void start(MmuNotifierRange range) {
         long cur;
         lock.lock();
@@ -74,20 +114,36 @@ final class MmuNotifierSubscriptions {
             if (active++ == 0) {
                 invalidateSeq++;
             }
+            running.add(describe(range));
             cur = invalidateSeq;
         } finally {
             lock.unlock();
         }
+        KernelException failed = null;
         for (MmuIntervalNotifier n : notifiers) {
             if (!n.removed && n.start() < range.end() && range.start() < n.end()) {
-                n.ops().invalidate(n, range, cur);
+                try {
+                    n.ops().invalidate(n, range, cur);
+                } catch (RuntimeException | AssertionError e) {
+                    KernelException k = new KernelException(KernelException.Errno.EIO,
+                            String.format("the %s callback of %s failed: %s", range.event(), n, e), e);
+                    if (failed == null) {
+                        failed = k;
+                    } else {
+                        failed.addSuppressed(k);
+                    }
+                }
             }
+        }
+        if (failed != null) {
+            throw failed;
         }
     }
 
-    void end() {
+    void end(MmuNotifierRange range) {
         lock.lock();
         try {
+            running.remove(describe(range));
             if (--active == 0) {
                 invalidateSeq++;
                 ended.signalAll();
@@ -95,6 +151,10 @@ final class MmuNotifierSubscriptions {
         } finally {
             lock.unlock();
         }
+    }
+
+    private static String describe(MmuNotifierRange r) {
+        return String.format("%s[0x%x-0x%x]", r.event(), r.start(), r.end());
     }
 
     boolean overlaps(long start, long end) {

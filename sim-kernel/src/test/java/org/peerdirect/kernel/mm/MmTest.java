@@ -331,6 +331,82 @@ class MmTest {
         n.remove();
     }
 
+
+    /**
+     * The CI hang of the tenth session: a notifier callback threw (its device's UMR failed) between
+     * invalidate_range_start and _end, the end never ran, and every later read_begin and notifier
+     * removal of the address space waited forever for an invalidation nobody ran. Now: every other
+     * callback still runs, the invalidation ends, the munmap fails naming the callback and changes
+     * nothing, and readers and removers go on.
+     */
+    @Test
+    void aThrowingCallbackEndsItsInvalidationAndChangesNothing() {
+        Mm m = mm(64 << 20, 16 << 20);
+        AddressSpace p = m.createProcess("t");
+        long a = p.mmap(4 * PAGE_SIZE);
+        p.writeLong(a, 7);
+        long pfn = p.pfnOf(a);
+        AtomicBoolean fail = new AtomicBoolean(true);
+        AtomicInteger otherCalls = new AtomicInteger();
+        MmuIntervalNotifier bad = p.insertNotifier(a, 4 * PAGE_SIZE, (nn, r, seq) -> {
+            nn.setSeq(seq);
+            if (fail.get()) {
+                throw new KernelException(Errno.EIO, "device gone");
+            }
+            return true;
+        });
+        MmuIntervalNotifier other = p.insertNotifier(a, 4 * PAGE_SIZE, (nn, r, seq) -> {
+            nn.setSeq(seq);
+            otherCalls.incrementAndGet();
+            return true;
+        });
+        long seq = other.readBegin();
+        assertErrno(Errno.EIO, () -> p.munmap(a, 4 * PAGE_SIZE), "UNMAP callback", "notifier[", "device gone");
+        assertEquals(1, otherCalls.get(), "the failure of one callback does not spare the others");
+        assertTrue(other.readRetry(seq), "the others saw the invalidation");
+        assertEquals(7, p.readLong(a), "the failed munmap changed nothing");
+        assertEquals(pfn, p.pfnOf(a), "the same frame");
+        // before the fix each of these waited forever: bounded here so the test fails, not hangs
+        org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(10), () -> {
+            long s = other.readBegin();
+            assertFalse(other.readRetry(s), "no invalidation is running");
+            bad.remove();
+        });
+        fail.set(false);
+        p.munmap(a, 4 * PAGE_SIZE);
+        assertEquals(2, otherCalls.get());
+        other.remove();
+    }
+
+    /** A callback that never returns: a reader gets ETIMEDOUT naming the invalidation after the bound, never hangs (the bound shortened through the package-private overload). */
+    @Test
+    void aReaderBehindAStuckInvalidationTimesOutNamingIt() throws Exception {
+        Mm m = mm(64 << 20, 16 << 20);
+        AddressSpace p = m.createProcess("t");
+        long a = p.mmap(4 * PAGE_SIZE);
+        p.writeLong(a, 1);
+        CountDownLatch inCallback = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        MmuIntervalNotifier n = p.insertNotifier(a, 4 * PAGE_SIZE, (nn, r, seq) -> {
+            nn.setSeq(seq);
+            inCallback.countDown();
+            try {
+                release.await(20, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return true;
+        });
+        Thread unmapper = Thread.ofPlatform().start(() -> p.munmap(a, 4 * PAGE_SIZE));
+        assertTrue(inCallback.await(10, TimeUnit.SECONDS));
+        KernelException e = assertThrows(KernelException.class, () -> p.notifiers().readBegin(n, TimeUnit.MILLISECONDS.toNanos(300)));
+        assertEquals(Errno.ETIMEDOUT, e.errno());
+        assertTrue(e.getMessage().contains("UNMAP[0x" + Long.toHexString(a)), e.getMessage());
+        release.countDown();
+        unmapper.join(10_000);
+        assertFalse(unmapper.isAlive());
+        n.remove();
+    }
     @Test
     void hmmRangeFaultSnapshotsFaultsAndReportsRetries() {
         Mm m = mm(64 << 20, 16 << 20);
