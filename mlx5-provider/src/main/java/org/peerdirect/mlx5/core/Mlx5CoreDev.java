@@ -767,6 +767,23 @@ public final class Mlx5CoreDev {
         return cmd.eventsMode();
     }
 
+    /**
+     * {@code mlx5_cmd_use_polling}: commands complete by polling the entry's ownership bit, as
+     * during bring-up and before the command EQ goes. A command in flight is unaffected: every
+     * waiter checks the ownership bit in either mode.
+     */
+    public void cmdUsePolling() {
+        cmd.useEvents(false);
+    }
+
+    /** {@code mlx5_cmd_use_events}: completion by the command EQ's events again; refused while the device has no command EQ. */
+    public void cmdUseEvents() {
+        if (cmdEq == null || !isUp()) {
+            throw new IllegalStateException(name + ": no command EQ (the device is " + (isUp() ? "coming up or going" : whyDown()) + ")");
+        }
+        cmd.useEvents(true);
+    }
+
     /** Problems the last teardown met (each a step that failed; the teardown went on). */
     public List<String> teardownProblems() {
         return List.copyOf(teardownProblems);

@@ -255,4 +255,24 @@ class Mlx5CoreTest {
                 () -> dev.execIndexed(Mlx5Cmd.SET_ISSI, 0, 0)).status(), "SET_ISSI after INIT_HCA");
         dev.execIndexed(Mlx5Cmd.NOP, 0, 0);
     }
+
+    /** mlx5_cmd_use_polling / _use_events: a loaded driver may go back to polling and return to events; no events without the command EQ. */
+    @Test
+    void commandsCompleteByPollingOrByEventsOnDemand() {
+        IllegalStateException before = assertThrows(IllegalStateException.class, dev::cmdUseEvents);
+        assertTrue(before.getMessage().contains("no command EQ"), before.getMessage());
+        dev.load();
+        assertTrue(dev.eventMode(), "events once the command EQ exists");
+        dev.cmdUsePolling();
+        assertFalse(dev.eventMode());
+        for (int i = 0; i < 50; i++) {
+            dev.execIndexed(Mlx5Cmd.NOP, 0, 0);
+        }
+        dev.cmdUseEvents();
+        assertTrue(dev.eventMode());
+        dev.execIndexed(Mlx5Cmd.NOP, 0, 0);
+        dev.unload();
+        assertThrows(IllegalStateException.class, dev::cmdUseEvents, "the command EQ went with the unload");
+        assertFalse(dev.eventMode(), "teardown ends in polling");
+    }
 }
