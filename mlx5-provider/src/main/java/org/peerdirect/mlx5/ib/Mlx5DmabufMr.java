@@ -20,11 +20,16 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * buffer (its exporter's device gone) cannot be mapped again: the fault resumes with an error and
  * the access completes in error.
  *
+ * <p>{@code ibv_advise_mr} prefetches it as the kernel does: {@code get_prefetchable_mr} finds it
+ * in {@code odp_mkeys}, and {@code pagefault_mr} maps the whole buffer whatever the range (an
+ * address below the MR's iova is EFAULT, as for ODP MRs; {@code PREFETCH_NO_FAULT} maps it too:
+ * {@code pagefault_dmabuf_mr} has no snapshot mode).
+ *
  * <p>Lock rules: the buffer's reservation lock orders faults, zaps and deregistration (the UMRs
  * run under it, never the other way round); the use count pairs faults with the deregistration's
  * wait.
  */
-final class Mlx5DmabufMr implements Mlx5MkeyMr {
+final class Mlx5DmabufMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
 
     private final Mlx5IbPd pd;
     private final IbUmemDmabuf umem;
@@ -43,6 +48,8 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr {
     private boolean destroyed;
     final AtomicLong faults = new AtomicLong();
     final AtomicLong moves = new AtomicLong();
+    /** The restrack counters; only prefetches count here (a dma-buf mapping is not paged). */
+    private final Mlx5OdpMr.Stats stats = new Mlx5OdpMr.Stats(null);
 
     private Mlx5DmabufMr(Mlx5IbPd pd, IbUmemDmabuf umem, int mkey, long iova, int npages, int access, Mlx5Odp odp) {
         this.access = access;
@@ -122,6 +129,11 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr {
      * @throws KernelException EINVAL when the import is revoked, ENODEV when the buffer is
      */
     long pagefault(boolean enable) {
+        return pagefault(enable, false);
+    }
+
+    /** {@link #pagefault(boolean)}; a {@code prefetch} is not counted as a fault. */
+    private long pagefault(boolean enable, boolean prefetch) {
         umem.lock();
         try {
             if (released) {
@@ -138,7 +150,9 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr {
                     pd.ctx.dev.umr().updateAndEnable(mkey, mkey & 0xff, pd.pdn, iova, umem.length(), access, npages, this::mtt);
                 } else {
                     pd.ctx.dev.umr().updateXlt(mkey, 0, npages, this::mtt);
-                    faults.incrementAndGet();
+                    if (!prefetch) {
+                        faults.incrementAndGet();
+                    }
                 }
             }
             return npages;
@@ -216,6 +230,51 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr {
         return mkey;
     }
 
+    /** {@code mlx5r_get_odp_mkey}-like: false once deregistration began. */
+    @Override
+    public boolean get() {
+        return use.get();
+    }
+
+    @Override
+    public void put() {
+        use.put();
+    }
+
+    @Override
+    public Mlx5IbPd pd() {
+        return pd;
+    }
+
+    @Override
+    public boolean writable() {
+        return (access & org.peerdirect.ib.core.umem.IbAccess.LOCAL_WRITE) != 0;
+    }
+
+    @Override
+    public Mlx5OdpMr.Stats stats() {
+        return stats;
+    }
+
+    /**
+     * {@code pagefault_mr} for a dma-buf MR (the prefetch path; device faults come through
+     * {@link #fault()}): EFAULT below the MR's iova unless permissive, then
+     * {@code pagefault_dmabuf_mr}, the whole buffer, whatever {@code len}.
+     */
+    @Override
+    public long pagefault(long va, long len, int flags, boolean permissive) {
+        if (!permissive && va < iova) {
+            throw new KernelException(Errno.EFAULT, String.format("dma-buf MR mkey 0x%x: 0x%x is below its iova 0x%x", mkey, va, iova));
+        }
+        boolean prefetch = (flags & Mlx5OdpMr.PF_FLAGS_PREFETCH) != 0;
+        long pages = pagefault(false, prefetch);
+        if (prefetch) {
+            stats.prefetched(pages);
+            odp.prefetchedPages.addAndGet(pages);
+        }
+        return pages;
+    }
+
     @Override
     public boolean invalidated() {
         return umem.revoked() || umem.dmabuf().revoked();
@@ -223,7 +282,7 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr {
 
     @Override
     public String toString() {
-        return String.format("dma-buf MR mkey 0x%x [0x%x, +%d) of %s: faults %d, moves %d%s", mkey, iova, umem.length(), umem.dmabuf(), faults.get(),
-                moves.get(), invalidated() ? " REVOKED" : "");
+        return String.format("dma-buf MR mkey 0x%x [0x%x, +%d) of %s: faults %d, moves %d, prefetched pages %d%s", mkey, iova, umem.length(),
+                umem.dmabuf(), faults.get(), moves.get(), stats.pagePrefetch.get(), invalidated() ? " REVOKED" : "");
     }
 }

@@ -363,17 +363,22 @@ final class Mlx5Odp {
 
     /** ENOENT of {@code ibv_advise_mr}: {@code lkey} names no ODP MR of {@code dev} (also before its first ODP MR). */
     static KernelException noOdpMr(Mlx5IbDev dev, int lkey) {
-        return new KernelException(Errno.ENOENT, String.format("ibv_advise_mr: lkey 0x%x names no ODP MR of %s", lkey, dev.name()));
+        return new KernelException(Errno.ENOENT, String.format("ibv_advise_mr: lkey 0x%x names no ODP MR (nor dynamic dma-buf MR) of %s", lkey, dev.name()));
     }
 
     /**
-     * {@code get_prefetchable_mr}: the ODP MR of {@code lkey}, held by its use count.
+     * {@code get_prefetchable_mr}: the ODP or dynamic dma-buf MR of {@code lkey} ({@code odp_mkeys}
+     * holds both), held by its use count.
      *
      * @throws KernelException ENOENT no ODP MR has the key (or it is being deregistered); EPERM
      *         the MR is of another PD, or the advice wants write on an MR without local write
      */
     private OdpMr prefetchableMr(Mlx5IbPd pd, int advice, int lkey) {
+        // odp_mkeys holds the dynamic dma-buf MRs too: a prefetch maps their whole buffer
         OdpMr mr = odpMr(lkey);
+        if (mr == null) {
+            mr = dmabufMkeys.get(Mkey.mkeyToIdx(lkey));
+        }
         if (mr == null || mr.mkey() != lkey || !mr.get()) {
             throw noOdpMr(dev, lkey);
         }

@@ -119,6 +119,72 @@ class Mlx5DmabufTest extends Mlx5Machine {
         p[1].close();
     }
 
+    /**
+     * {@code ibv_advise_mr} on a dynamic dma-buf MR, as mlx5 does it ({@code get_prefetchable_mr}
+     * finds it in {@code odp_mkeys}, {@code pagefault_dmabuf_mr} maps the whole buffer): after a
+     * move emptied BAR1, a synchronous prefetch of one page maps all 16 slots again and the next
+     * write lands without a page fault; the asynchronous flavour does the same in the background;
+     * the ODP errors apply (EFAULT below the iova, EPERM for PREFETCH_WRITE on a read-only MR or
+     * from another PD, ENOENT once deregistered).
+     */
+    @Test
+    void adviseMrPrefetchesAWholeDmabufMrAsMlx5Does() throws Exception {
+        up();
+        RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
+        connect(p);
+        long dptr = rm.cuMemAlloc(proc, 1 << 20);
+        int fd = rm.cuMemGetHandleForAddressRange(proc, dptr, 1 << 20);
+        long iova = 0x7f00_0000_0000L;
+        IbvMr dmr = p[1].pd.regDmabufMr(0, 1 << 20, iova, fd, RW);
+        assertEquals(16, rm.dmaBufEvictBar1(proc, fd), "moved: every slot unmapped");
+        assertEquals(0, rm.usedSlots());
+        p[1].pd.adviseMr(org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_FLAG_FLUSH,
+                new org.peerdirect.ib.core.verbs.IbvSge(iova + 4096, 4096, dmr.lkey()));
+        assertEquals(16, rm.usedSlots(), "one page asked, the whole buffer mapped (pagefault_dmabuf_mr)");
+        byte[] data = fill(p[0].buf, 8192, 3);
+        p[0].qp.postSend(write(p[0], p[0].buf, 8192, iova + (256 << 10), dmr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
+        assertArrayEquals(data, gpuBytes(dptr + (256 << 10), 8192));
+        String line = ibs.get(1).odpStats().stream().filter(l -> l.contains("dma-buf MR")).findFirst().orElseThrow();
+        assertTrue(line.contains("faults 0") && line.contains("prefetched pages 256"), "prefetched, so the write did not fault: " + line);
+
+        assertEquals(16, rm.dmaBufEvictBar1(proc, fd));
+        p[1].pd.adviseMr(org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_ADVICE_PREFETCH, 0, new org.peerdirect.ib.core.verbs.IbvSge(iova, 1, dmr.lkey()));
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (rm.usedSlots() != 16) {
+            assertTrue(System.nanoTime() < deadline, "the background prefetch mapped the buffer within 10 s");
+            Thread.onSpinWait();
+        }
+
+        KernelException below = assertThrows(KernelException.class, () -> p[1].pd.adviseMr(
+                org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_ADVICE_PREFETCH, org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_FLAG_FLUSH,
+                new org.peerdirect.ib.core.verbs.IbvSge(iova - 4096, 4096, dmr.lkey())));
+        assertEquals(KernelException.Errno.EFAULT, below.errno(), below.getMessage());
+        IbvMr ro = p[1].pd.regDmabufMr(0, 1 << 20, iova, fd, IbAccess.REMOTE_READ);
+        KernelException roWrite = assertThrows(KernelException.class, () -> p[1].pd.adviseMr(
+                org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_FLAG_FLUSH,
+                new org.peerdirect.ib.core.verbs.IbvSge(iova, 4096, ro.lkey())));
+        assertEquals(KernelException.Errno.EPERM, roWrite.errno(), roWrite.getMessage());
+        ro.dereg();
+        org.peerdirect.ib.core.verbs.IbvPd other = p[1].ctx.allocPd();
+        KernelException otherPd = assertThrows(KernelException.class, () -> other.adviseMr(
+                org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_ADVICE_PREFETCH, org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_FLAG_FLUSH,
+                new org.peerdirect.ib.core.verbs.IbvSge(iova, 4096, dmr.lkey())));
+        assertEquals(KernelException.Errno.EPERM, otherPd.errno(), otherPd.getMessage());
+        other.dealloc();
+        int lkey = dmr.lkey();
+        dmr.dereg();
+        KernelException gone = assertThrows(KernelException.class, () -> p[1].pd.adviseMr(
+                org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_ADVICE_PREFETCH, org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_FLAG_FLUSH,
+                new org.peerdirect.ib.core.verbs.IbvSge(iova, 4096, lkey)));
+        assertEquals(KernelException.Errno.ENOENT, gone.errno(), gone.getMessage());
+        assertEquals(0, rm.usedSlots(), "dereg unmapped the buffer");
+        proc.close(fd);
+        rm.cuMemFree(proc, dptr);
+        p[0].close();
+        p[1].close();
+    }
+
     @Test
     void theBufferOutlivesAFreeOfItsAllocationAndARevocationEndsInErrorCompletions() throws Exception {
         up();

@@ -756,7 +756,7 @@ public final class RdmaTools {
                 Options.flag("-e", "sleep on the completion channel instead of polling"),
                 Options.flag("-o", "register the buffers on demand (ODP): nothing pinned, the devices fault the pages in"),
                 Options.flag("-O", "implicit ODP: one on-demand MR over the whole address space (address 0, length SIZE_MAX); implies -o"),
-                Options.flag("-P", "with -o: prefetch the buffers into the devices (ibv_advise_mr PREFETCH_WRITE, FLUSH), after each drop too"),
+                Options.flag("-P", "with -o or --dmabuf: prefetch the buffers into the devices (ibv_advise_mr PREFETCH_WRITE, FLUSH), after each drop too"),
                 Options.value("--drop-every", "N", "with -o: the client drops its buffer (madvise DONTNEED) before every N-th message, so both "
                         + "devices fault it in again (0: never; a peerdirect addition)", 0),
                 Options.flag("--dmabuf", "with --mem: register the peer buffers as dma-buf MRs (ibv_reg_dmabuf_mr), not through the peer client"),
@@ -775,12 +775,12 @@ public final class RdmaTools {
             throw new UsageException("rdma:pingpong: --drop-every drops pages under an ODP registration: give -o too");
         }
         boolean prefetch = o.flag("-P");
-        if (prefetch && !odp) {
-            throw new UsageException("rdma:pingpong: prefetch (-P) is valid only with an on-demand memory region (-o)");
+        boolean dmabuf = o.flag("--dmabuf");
+        if (prefetch && !odp && !dmabuf) {
+            throw new UsageException("rdma:pingpong: prefetch (-P) is valid only with an on-demand memory region (-o) or a dma-buf MR (--dmabuf)");
         }
         Pair p = pair(o);
         PeerMemoryAllocator mem = memory(o);
-        boolean dmabuf = o.flag("--dmabuf");
         if (dmabuf && (mem == null || odp)) {
             throw new UsageException("rdma:pingpong: --dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>, without -o");
         }
@@ -843,6 +843,9 @@ public final class RdmaTools {
             if (mem != null && bar0 >= 0) {
                 out.append(String.format("%nbuffers in %s memory%s; IOMMU: %d bytes crossed PCI BARs peer to peer (the HCAs reaching the device's BAR)",
                         mem.name(), dmabuf ? ", registered as dma-buf MRs (ibv_reg_dmabuf_mr)" : "", barBytes() - bar0));
+                if (dmabuf && prefetch) {
+                    out.append(String.format("%ndma-buf MRs prefetched (ibv_advise_mr PREFETCH_WRITE with FLUSH: mlx5 maps the whole buffer)"));
+                }
             }
             if (odp) {
                 out.append(String.format("%nbuffers registered on demand (%s)%s", implicit ? "implicit ODP: one MR over the whole address space" : "ODP",

@@ -46,7 +46,8 @@ public interface IbvPd {
      * effort (its failures are silent, as the kernel's). No SGE: nothing to do.
      *
      * @throws org.peerdirect.kernel.mm.KernelException EINVAL unknown flags; EOPNOTSUPP a driver
-     *         without {@code advise_mr} or an unknown advice; ENOENT an lkey that names no ODP MR;
+     *         without {@code advise_mr} or an unknown advice; ENOENT an lkey that names no ODP MR (mlx5 also prefetches
+     *         its dynamic dma-buf MRs, mapping the whole buffer);
      *         EPERM an MR of another PD, or PREFETCH_WRITE on an MR without local write
      */
     void adviseMr(int advice, int flags, IbvSge... sgList);
