@@ -276,6 +276,19 @@ public final class ConnectX4Device implements AutoCloseable {
     }
 
     /** The page-fault unit's counters: raised, resumed, resumed with error, lost, pending. */
+    /**
+     * A page fault waiting for its {@code PAGE_FAULT_RESUME}: the token of its EQE and the
+     * {@code wq_number} and {@code page_fault_type} a resume must name.
+     */
+    public record PendingPageFault(int token, int wqNumber, int type) {
+    }
+
+    /** Test and tool view: the page faults waiting for their resume. */
+    public java.util.List<PendingPageFault> pendingPageFaults() {
+        Firmware f = fw;
+        return f == null ? java.util.List.of() : f.pageFaults.waiting();
+    }
+
     public String pageFaultsDescribe() {
         Firmware f = fw;
         return f == null ? "not attached" : f.pageFaults.describe();

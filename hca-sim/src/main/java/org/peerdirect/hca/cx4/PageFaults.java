@@ -141,6 +141,12 @@ final class PageFaults {
         (error ? resumedWithError : resumed).incrementAndGet();
     }
 
+    /** The faults waiting for their resume, with what a resume must name (token order). */
+    java.util.List<ConnectX4Device.PendingPageFault> waiting() {
+        return posted.entrySet().stream().sorted(java.util.Map.Entry.comparingByKey())
+                .map(e -> new ConnectX4Device.PendingPageFault(e.getKey(), e.getValue().wqNum, e.getValue().type & 7)).toList();
+    }
+
     int pending() {
         return posted.size();
     }

@@ -1228,6 +1228,65 @@ class Mlx5OdpTest extends Mlx5Machine {
     }
 
     /**
+     * {@code PAGE_FAULT_RESUME} must name the WQ and the fault type the EQE gave (what
+     * {@code mlx5_ib_page_fault_resume} fills in): with the driver's fault work held back (the test
+     * holds the umem mutex its fault path takes), resumes naming another WQ, another type or an
+     * unknown token are refused as bad parameters and resume nothing (the WQE stays stopped, no
+     * completion); the driver's own resume then lets it complete, and a second resume of the same
+     * token finds nothing pending.
+     */
+    @Test
+    void aResumeNamingAnotherWqTypeOrTokenIsRefusedAndResumesNothing() throws Exception {
+        End a = new End(0, ODP);
+        End b = new End(1, ODP);
+        connect(a, b);
+        byte[] data = fill(a.buf, 4096, 7);
+        Mlx5OdpMr m = a.odpMr();
+        org.peerdirect.hca.cx4.ConnectX4Device.PendingPageFault pf;
+        m.umem.lock(); // the fault work blocks in map_dma_and_lock: the fault stays pending
+        try {
+            IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 4096, a.mr.lkey(), 1);
+            w.remoteAddr = b.buf;
+            w.rkey = b.mr.rkey();
+            a.qp.postSend(w);
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (models.get(0).pendingPageFaults().isEmpty()) {
+                assertTrue(System.nanoTime() < deadline, "the requester faulted within 10 s: " + models.get(0).pageFaultsDescribe());
+                Thread.onSpinWait();
+            }
+            pf = models.get(0).pendingPageFaults().getFirst();
+            assertEquals(a.qp.qpNum(), pf.wqNumber(), "a WQE fault names the QP");
+            for (int[] bad : new int[][] { { pf.token(), pf.wqNumber() ^ 1, pf.type(), 0 }, { pf.token(), pf.wqNumber(), pf.type() ^ 1, 0 },
+                    { pf.token() + 0x100, pf.wqNumber(), pf.type(), 1 } }) {
+                org.peerdirect.mlx5.core.Mlx5CmdException e = assertThrows(org.peerdirect.mlx5.core.Mlx5CmdException.class,
+                        () -> cores.get(0).exec(resume(bad[0], bad[1], bad[2]), 16));
+                assertEquals(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.STAT_BAD_PARAM_ERR, e.status(), e.getMessage());
+                assertTrue(e.getMessage().contains("PAGE_FAULT_RESUME"), e.getMessage());
+            }
+            assertEquals(List.of(pf), models.get(0).pendingPageFaults(), "the refused resumes resumed nothing");
+            assertEquals(0, a.cq.poll(1, new IbvWc[] { new IbvWc() }), "the WQE is still stopped on its fault");
+        } finally {
+            m.umem.unlock();
+        }
+        assertOk(a.cq, IbvWcOpcode.RDMA_WRITE);
+        assertArrayEquals(data, read(b.buf, 4096), "the driver's resume let the write go on");
+        org.peerdirect.mlx5.core.Mlx5CmdException again = assertThrows(org.peerdirect.mlx5.core.Mlx5CmdException.class,
+                () -> cores.get(0).exec(resume(pf.token(), pf.wqNumber(), pf.type()), 16));
+        assertEquals(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.STAT_BAD_PARAM_ERR, again.status(), again.getMessage());
+        assertTrue(models.get(0).pageFaultsDescribe().contains("pending 0"), models.get(0).pageFaultsDescribe());
+    }
+
+    /** A {@code PAGE_FAULT_RESUME} input (no error flag). */
+    static java.lang.foreign.MemorySegment resume(int token, int wq, int type) {
+        java.lang.foreign.MemorySegment in = org.peerdirect.mlx5.core.Mlx5CoreDev.input(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.PAGE_FAULT_RESUME, 0,
+                org.peerdirect.hca.cx4.ifc.Odp.RESUME_IN_LEN);
+        org.peerdirect.hca.cx4.ifc.Odp.RESUME_PAGE_FAULT_TYPE.set(in, 0, type);
+        org.peerdirect.hca.cx4.ifc.Odp.RESUME_WQ_NUMBER.set(in, 0, wq);
+        org.peerdirect.hca.cx4.ifc.Odp.RESUME_FAULT_TOKEN.set(in, 0, token);
+        return in;
+    }
+
+    /**
      * A device that vanished while it held translations of an ODP MR: the application's
      * {@code madvise(DONTNEED)} lands while the driver's removal runs (the function is gone, the MR
      * not yet deregistered). The zapping UMR fails at once (the device is not up); as
