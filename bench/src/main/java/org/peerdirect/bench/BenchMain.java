@@ -55,8 +55,16 @@ public final class BenchMain {
         for (RunResult rr : results) {
             var params = rr.getParams();
             var primary = rr.getPrimaryResult();
-            double ns = toNanos(primary.getScore(), params.getTimeUnit());
-            double err = toNanos(primary.getScoreError(), params.getTimeUnit());
+            double ns;
+            double err;
+            if (params.getMode() == org.openjdk.jmh.annotations.Mode.Throughput) {
+                // ops per time unit: the time of one op, with the same relative error
+                ns = toNanos(1, params.getTimeUnit()) / primary.getScore();
+                err = ns * primary.getScoreError() / primary.getScore();
+            } else {
+                ns = toNanos(primary.getScore(), params.getTimeUnit());
+                err = toNanos(primary.getScoreError(), params.getTimeUnit());
+            }
             String size = params.getParam("size");
             List<String> ps = new ArrayList<>();
             for (String k : params.getParamsKeys()) {

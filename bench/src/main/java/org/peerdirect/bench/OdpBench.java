@@ -2,6 +2,7 @@ package org.peerdirect.bench;
 
 import java.util.concurrent.TimeUnit;
 
+import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -15,6 +16,8 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvPd;
+import org.peerdirect.ib.core.verbs.IbvSge;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
 import org.peerdirect.ib.core.verbs.IbvWc;
@@ -32,6 +35,13 @@ import org.peerdirect.kernel.mm.AddressSpace;
  * 10 µs) lands the write; {@code write4k} the same write with the page present; {@code cpuFault4k}
  * the same drop followed by a CPU write of one byte (a zero-fill page fault). Fault service ≈
  * faultWrite4k − write4k − (cpuFault4k's drop), against cpuFault4k.</li>
+ * <li>the fault rate under {@code MADV_DONTNEED} churn ({@code Mode.Throughput}): {@code churn64k}
+ * drops the responder's 64 KiB target and writes 64 KiB into it, again and again: every write
+ * page-faults (one RDMA fault, the driver maps and prefetches the operation's range);
+ * {@code churnPrefetch64k} prefetches the dropped range first ({@code ibv_advise_mr}
+ * PREFETCH_WRITE with FLUSH), so the write finds it mapped. The secondary score
+ * {@code deviceFaults} is the responder's page faults per second (mlx5_ib's counter), the primary
+ * the churn iterations per second.</li>
  * </ul>
  */
 @State(Scope.Thread)
@@ -60,6 +70,7 @@ public class OdpBench {
         qp = c.aqp;
         cq = c.acq;
         rig.firstWrite(new IbvSendWr(), SIZE, qp, cq, wc);
+        current = rig;
         victim = rig.b.buf + (512L << 10);
         cpuPage = rig.proc.mmap(4096);
         small.sge(rig.a.buf, 4096, rig.a.mr.lkey());
@@ -67,11 +78,79 @@ public class OdpBench {
         small.remoteAddr = victim;
         small.rkey = rig.b.mr.rkey();
         small.sendFlags = IbvSendWr.SEND_SIGNALED;
+        churnTarget = rig.b.buf + (256L << 10);
+        big.sge(rig.a.buf, SIZE, rig.a.mr.lkey());
+        big.opcode = IbvWrOpcode.RDMA_WRITE;
+        big.remoteAddr = churnTarget;
+        big.rkey = rig.b.mr.rkey();
+        big.sendFlags = IbvSendWr.SEND_SIGNALED;
+        prefetch = new IbvSge(churnTarget, SIZE, rig.b.mr.lkey());
+    }
+
+    /** The responder's 64 KiB that the churn drops and writes. */
+    private long churnTarget;
+    private final IbvSendWr big = new IbvSendWr();
+    private IbvSge prefetch;
+
+    @Benchmark
+    @BenchmarkMode(Mode.Throughput)
+    @OutputTimeUnit(TimeUnit.SECONDS)
+    public long churn64k(Faults f) {
+        rig.proc.madvise(churnTarget, SIZE, AddressSpace.Advice.MADV_DONTNEED);
+        qp.postSend(big);
+        return RdmaRig.pollOne(cq, wc).wrId;
+    }
+
+    @Benchmark
+    @BenchmarkMode(Mode.Throughput)
+    @OutputTimeUnit(TimeUnit.SECONDS)
+    public long churnPrefetch64k(Faults f) {
+        rig.proc.madvise(churnTarget, SIZE, AddressSpace.Advice.MADV_DONTNEED);
+        rig.b.pd.adviseMr(IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, IbvPd.ADVISE_MR_FLAG_FLUSH, prefetch);
+        qp.postSend(big);
+        return RdmaRig.pollOne(cq, wc).wrId;
     }
 
     @TearDown(Level.Trial)
     public void tearDown() throws Exception {
+        current = null;
         rig.close();
+    }
+
+    /** The rig of the running trial, for {@link Faults} (one benchmark thread). */
+    private static volatile RdmaRig current;
+
+    /** The responder's page faults served by mlx5_ib (the first line of its ODP statistics). */
+    static long responderFaults() {
+        RdmaRig r = current;
+        if (r == null) {
+            return 0;
+        }
+        String line = r.mlx5ib[1].odpStats().getFirst();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("faults (\\d+)").matcher(line);
+        if (!m.find()) {
+            throw new IllegalStateException("no fault count in: " + line);
+        }
+        return Long.parseLong(m.group(1));
+    }
+
+    /** The responder's device page faults during each measured iteration (reported per second). */
+    @AuxCounters(AuxCounters.Type.OPERATIONS)
+    @State(Scope.Thread)
+    public static class Faults {
+        public long deviceFaults;
+        private long before;
+
+        @Setup(Level.Iteration)
+        public void start() {
+            deviceFaults = 0;
+            before = responderFaults();
+        }
+
+        @TearDown(Level.Iteration)
+        public void stop() {
+            deviceFaults = responderFaults() - before;
+        }
     }
 
     @Benchmark
