@@ -295,6 +295,20 @@ class MmTest {
         assertTrue(problems.isEmpty(), problems::toString);
     }
 
+    /** A notifier over [a, a+len) whose callback signals {@code inCallback}, then waits (at most 20 s) for {@code release}. */
+    private static MmuIntervalNotifier blockingNotifier(AddressSpace p, long a, long len, CountDownLatch inCallback, CountDownLatch release) {
+        return p.insertNotifier(a, len, (nn, r, seq) -> {
+            nn.setSeq(seq);
+            inCallback.countDown();
+            try {
+                release.await(20, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return true;
+        });
+    }
+
     @Test
     void readBeginWaitsForARunningInvalidation() throws Exception {
         Mm m = mm(64 << 20, 16 << 20);
@@ -303,16 +317,7 @@ class MmTest {
         p.writeLong(a, 1);
         CountDownLatch inCallback = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
-        MmuIntervalNotifier n = p.insertNotifier(a, 4 * PAGE_SIZE, (nn, r, seq) -> {
-            nn.setSeq(seq);
-            inCallback.countDown();
-            try {
-                assertTrue(release.await(10, TimeUnit.SECONDS));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            return true;
-        });
+        MmuIntervalNotifier n = blockingNotifier(p, a, 4 * PAGE_SIZE, inCallback, release);
         Thread unmapper = new Thread(() -> p.munmap(a, 4 * PAGE_SIZE));
         unmapper.start();
         assertTrue(inCallback.await(10, TimeUnit.SECONDS));
@@ -387,16 +392,7 @@ class MmTest {
         p.writeLong(a, 1);
         CountDownLatch inCallback = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
-        MmuIntervalNotifier n = p.insertNotifier(a, 4 * PAGE_SIZE, (nn, r, seq) -> {
-            nn.setSeq(seq);
-            inCallback.countDown();
-            try {
-                release.await(20, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            return true;
-        });
+        MmuIntervalNotifier n = blockingNotifier(p, a, 4 * PAGE_SIZE, inCallback, release);
         Thread unmapper = Thread.ofPlatform().start(() -> p.munmap(a, 4 * PAGE_SIZE));
         assertTrue(inCallback.await(10, TimeUnit.SECONDS));
         KernelException e = assertThrows(KernelException.class, () -> p.notifiers().readBegin(n, TimeUnit.MILLISECONDS.toNanos(300)));
