@@ -275,7 +275,6 @@ public final class ConnectX4Device implements AutoCloseable {
                 strayDoorbells.get(), f.transport.describe(), hung ? ", HUNG" : "", fatal != 0 ? ", FATAL syndrome " + fatal : "");
     }
 
-    /** The page-fault unit's counters: raised, resumed, resumed with error, lost, pending. */
     /**
      * A page fault waiting for its {@code PAGE_FAULT_RESUME}: the token of its EQE and the
      * {@code wq_number} and {@code page_fault_type} a resume must name.
@@ -289,6 +288,7 @@ public final class ConnectX4Device implements AutoCloseable {
         return f == null ? java.util.List.of() : f.pageFaults.waiting();
     }
 
+    /** The page-fault unit's counters: raised, resumed, resumed with error, lost, pending. */
     public String pageFaultsDescribe() {
         Firmware f = fw;
         return f == null ? "not attached" : f.pageFaults.describe();

@@ -160,6 +160,7 @@ class Mlx5DmabufTest extends Mlx5Machine {
                 org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_ADVICE_PREFETCH, org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_FLAG_FLUSH,
                 new org.peerdirect.ib.core.verbs.IbvSge(iova - 4096, 4096, dmr.lkey())));
         assertEquals(KernelException.Errno.EFAULT, below.errno(), below.getMessage());
+        assertTrue(below.getMessage().contains("below its iova"), below.getMessage());
         IbvMr ro = p[1].pd.regDmabufMr(0, 1 << 20, iova, fd, IbAccess.REMOTE_READ);
         KernelException roWrite = assertThrows(KernelException.class, () -> p[1].pd.adviseMr(
                 org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_FLAG_FLUSH,

@@ -12,8 +12,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * global invalidate sequence. The sequence is even while no invalidation runs and odd while one
  * or more do; it advances once when the first starts and once when the last ends.
  *
- * <p>Lock: {@code lock} guards {@code invalidateSeq}, {@code active} and {@code running};
- * callbacks run without it. Invariant: {@code active == running.size()}, and every
+ * <p>Lock: {@code lock} guards {@code invalidateSeq} and {@code running} (the invalidations
+ * in progress; one or more while the sequence is odd); callbacks run without it. Every
  * {@link #start} is paired with one {@link #end} whether or not a callback threw (the caller
  * ends in a finally), so a reader never waits for an invalidation nobody runs. The waits of
  * {@link #readBegin} and {@link #remove} are bounded by {@link #WAIT_NANOS}: a callback that
@@ -27,16 +27,15 @@ final class MmuNotifierSubscriptions {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition ended = lock.newCondition();
     private long invalidateSeq = 2;
-    private int active;
-    /** The invalidations running now, for the error of a wait that times out. */
-    private final List<String> running = new ArrayList<>();
+    /** The invalidations in progress (their ranges are described only in the error of a wait that times out). */
+    private final List<MmuNotifierRange> running = new ArrayList<>();
     private final List<MmuIntervalNotifier> notifiers = new CopyOnWriteArrayList<>();
 
     MmuIntervalNotifier insert(AddressSpace mm, long start, long end, MmuIntervalNotifierOps ops) {
         lock.lock();
         try {
             // as mmu_interval_notifier_insert: a reader that begins now waits for a running invalidation
-            long seq = active > 0 ? invalidateSeq : invalidateSeq - 1;
+            long seq = running.isEmpty() ? invalidateSeq - 1 : invalidateSeq;
             MmuIntervalNotifier n = new MmuIntervalNotifier(mm, start, end, ops, seq);
             notifiers.add(n);
             return n;
@@ -53,7 +52,7 @@ final class MmuNotifierSubscriptions {
         try {
             n.removed = true;
             // a callback of n may be running: wait for the invalidation that runs it to end
-            if (active > 0) {
+            if (!running.isEmpty()) {
                 awaitSeqChange(invalidateSeq, "removing " + n, WAIT_NANOS);
             }
         } finally {
@@ -70,7 +69,7 @@ final class MmuNotifierSubscriptions {
         try {
             // as mmu_interval_read_begin: the notifier's sequence is read under the lock
             long seq = n.invalidateSeq;
-            if (seq == invalidateSeq && active > 0) {
+            if (seq == invalidateSeq && !running.isEmpty()) {
                 awaitSeqChange(seq, "read_begin of " + n, waitNanos);
             }
             return seq;
@@ -90,13 +89,14 @@ final class MmuNotifierSubscriptions {
             if (left <= 0) {
                 throw new KernelException(KernelException.Errno.ETIMEDOUT, String.format(
                         "%s: invalidation%s %s still running after %d ms (a notifier callback that never returns?)", who,
-                        running.size() == 1 ? "" : "s", running, TimeUnit.NANOSECONDS.toMillis(waitNanos)));
+                        running.size() == 1 ? "" : "s", running.stream().map(MmuNotifierSubscriptions::describe).toList(),
+                        TimeUnit.NANOSECONDS.toMillis(waitNanos)));
             }
             try {
                 left = ended.awaitNanos(left);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new KernelException(KernelException.Errno.EINTR, who + ": interrupted waiting for " + running);
+                throw new KernelException(KernelException.Errno.EINTR, who + ": interrupted waiting for " + running.stream().map(MmuNotifierSubscriptions::describe).toList());
             }
         }
     }
@@ -111,10 +111,10 @@ final class MmuNotifierSubscriptions {
         long cur;
         lock.lock();
         try {
-            if (active++ == 0) {
-                invalidateSeq++;
+            if (running.isEmpty()) {
+                invalidateSeq++; // odd: the first invalidation starts
             }
-            running.add(describe(range));
+            running.add(range);
             cur = invalidateSeq;
         } finally {
             lock.unlock();
@@ -143,9 +143,9 @@ final class MmuNotifierSubscriptions {
     void end(MmuNotifierRange range) {
         lock.lock();
         try {
-            running.remove(describe(range));
-            if (--active == 0) {
-                invalidateSeq++;
+            running.remove(range);
+            if (running.isEmpty()) {
+                invalidateSeq++; // even: the last one ended
                 ended.signalAll();
             }
         } finally {
