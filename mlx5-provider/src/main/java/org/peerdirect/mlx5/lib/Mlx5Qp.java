@@ -394,7 +394,9 @@ public final class Mlx5Qp implements IbQpOps {
         assert sqLock.isHeldByCurrentThread();
         VarHandle.releaseFence();
         buf.dbr().set(BE32, Qp.DBR_SND, sqHead & 0xffff);
-        VarHandle.fullFence(); // the record before the doorbell (libmlx5's udma_to_device_barrier)
+        // the record and the WQE before the doorbell (libmlx5's udma_to_device_barrier: a store
+        // barrier, not a full fence; the BAR write itself is a volatile store)
+        VarHandle.releaseFence();
         long so = segOff(ctrlBb, 0);
         long first8 = buf.page(so).get(NATIVE64, so & 4095);
         uar.write64(Qp.UAR_BF_OFFSET + bfOffset, first8);

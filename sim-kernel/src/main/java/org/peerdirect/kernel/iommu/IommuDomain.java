@@ -567,8 +567,66 @@ public final class IommuDomain implements DmaMapper, DmaPort {
      */
     @Override
     public void read(long iova, MemorySegment dst, long dstOffset, long len) {
+        if (len <= BOUNCE_SIZE && len > 0 && dstOffset >= 0 && dstOffset + len <= dst.byteSize() && readOptimistic(iova, dst, dstOffset, (int) len)) {
+            bytesRead.add(len);
+            return;
+        }
         transfer(iova, dst, dstOffset, len, false);
         bytesRead.add(len);
+    }
+
+    /** The largest read {@link #readOptimistic} serves: a send WQE basic block or a CQE. */
+    private static final int BOUNCE_SIZE = 64;
+    private static final ThreadLocal<MemorySegment> BOUNCE = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new long[BOUNCE_SIZE / 8]));
+
+    /**
+     * A small device read (a doorbell record, a WQE basic block) without taking the read lock:
+     * the common case only, every page a frame mapped with the read right and no mapped frame
+     * ever freed; anything else returns false and the caller takes the locked way, which also
+     * names the fault. The bytes are copied into a per-thread bounce buffer under an optimistic
+     * stamp and reach {@code dst} only once the stamp validates, i.e. once no map or unmap ran
+     * during the copy: the read then happened entirely while the translation held, as if under
+     * the lock, and a read that overlapped an unmap leaves {@code dst} untouched (all or nothing,
+     * as {@link #transfer}). Physical memory is one segment that outlives every frame, so a
+     * stale translation read meanwhile copies someone's bytes into the bounce buffer, never past
+     * it, and they are discarded. Why: a doorbell's fetch is two such reads, and their lock's
+     * two CASes per read were a tenth of a small RDMA WRITE's cost.
+     */
+    private boolean readOptimistic(long iova, MemorySegment dst, long dstOffset, int len) {
+        long stamp = lock.tryOptimisticRead();
+        if (stamp == 0 || phys.freedWhileDmaMapped() != 0) {
+            return false;
+        }
+        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
+        long q = (iova + len - 1 - IOVA_BASE) >> PAGE_SHIFT;
+        if (p < 0 || q >= IOVA_PAGES) {
+            return false;
+        }
+        long want = VALID | DEV_READ;
+        long mask = want | RESOURCE;
+        long[] leaf = entries[(int) (p >>> 9)];
+        long e = leaf == null ? 0 : leaf[(int) (p & 511)];
+        long[] leaf2 = q == p ? leaf : entries[(int) (q >>> 9)];
+        long e2 = q == p ? e : leaf2 == null ? 0 : leaf2[(int) (q & 511)];
+        if ((e & mask) != want || (e2 & mask) != want) {
+            return false;
+        }
+        MemorySegment bounce = BOUNCE.get();
+        long in = iova & (PAGE_SIZE - 1);
+        int first = (int) Math.min(len, PAGE_SIZE - in);
+        try {
+            MemorySegment.copy(memory, (e & -PAGE_SIZE) | in, bounce, 0, first);
+            if (first < len) {
+                MemorySegment.copy(memory, e2 & -PAGE_SIZE, bounce, first, len - first);
+            }
+        } catch (IndexOutOfBoundsException staleEntry) {
+            return false; // an entry read while it changed: the stamp would not validate either
+        }
+        if (!lock.validate(stamp)) {
+            return false;
+        }
+        MemorySegment.copy(bounce, 0, dst, dstOffset, len);
+        return true;
     }
 
     /** Device writes {@code len} bytes from {@code src} at iova; all or nothing. */

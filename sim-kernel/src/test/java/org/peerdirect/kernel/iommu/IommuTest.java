@@ -207,6 +207,63 @@ class IommuTest {
         assertEquals(0, iommu.audit().liveMappings());
     }
 
+    /**
+     * A small device read (the optimistic path of {@link IommuDomain#read}) racing an unmap, a
+     * reuse of the frames by someone else and a new mapping: every read returns the bytes the
+     * mapping held (never the other user's, never a mix) or faults, and a faulting read leaves
+     * the buffer as it was. Reads cross the page boundary, so both translations are raced.
+     */
+    @Test
+    void aSmallReadRacingUnmapAndReuseSeesTheMappedBytesOrFaults() throws Exception {
+        setup();
+        IommuDomain d = iommu.createDomain("mlx5_0");
+        long pfn = mm.allocPages(1);
+        MemorySegment frames = mm.pageAddress(pfn, 1);
+        frames.fill((byte) 0xAA);
+        AtomicLong iova = new AtomicLong(d.dmaMapSg(new long[] {pfn, pfn + 1}, DmaDirection.TO_DEVICE));
+        AtomicBoolean done = new AtomicBoolean();
+        Thread remapper = Thread.ofPlatform().name("remapper").start(() -> {
+            try {
+                for (int i = 0; i < 20_000; i++) {
+                    d.dmaUnmap(iova.get(), 2);
+                    frames.fill((byte) 0xCC); // the frames' next user
+                    frames.fill((byte) 0xAA);
+                    iova.set(d.dmaMapSg(new long[] {pfn, pfn + 1}, DmaDirection.TO_DEVICE));
+                }
+            } finally {
+                done.set(true);
+            }
+        });
+        long good = 0;
+        long faulted = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(64);
+            while (!done.get() || good == 0) {
+                buf.fill((byte) 0x11);
+                try {
+                    d.read(iova.get() + PAGE_SIZE - 32, buf, 0, 64);
+                } catch (IommuFault f) {
+                    assertEquals(IommuFault.Kind.NOT_MAPPED, f.kind());
+                    for (long i = 0; i < 64; i++) {
+                        assertEquals((byte) 0x11, buf.get(ValueLayout.JAVA_BYTE, i), "a faulting read moves nothing (byte " + i + ")");
+                    }
+                    faulted++;
+                    continue;
+                }
+                for (long i = 0; i < 64; i++) {
+                    assertEquals((byte) 0xAA, buf.get(ValueLayout.JAVA_BYTE, i), "byte " + i + " of a read that did not fault");
+                }
+                good++;
+            }
+        }
+        remapper.join(TimeUnit.SECONDS.toMillis(30));
+        assertFalse(remapper.isAlive(), "the remapper ended");
+        assertTrue(good > 0, "reads succeeded: " + good + ", faulted: " + faulted);
+        assertEquals(good * 64, d.bytesRead(), "only the reads that succeeded count");
+        d.dmaUnmap(iova.get(), 2);
+        mm.freePages(pfn, 1);
+    }
+
     @Test
     void accessesOutsideMappingsFaultAndMoveNothing() {
         AddressSpace p = setup();
