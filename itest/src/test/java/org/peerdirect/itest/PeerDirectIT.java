@@ -161,6 +161,56 @@ public class PeerDirectIT {
         }
     }
 
+    /**
+     * nvidia-peermem's module reference: an MR over GPU memory holds it, {@code kernel:rmmod}
+     * refuses with EBUSY naming the module and changes nothing (the MR still moves bytes); after
+     * the deregistration the module unloads (its bundle stops) and {@code kernel:modprobe} loads it
+     * again.
+     */
+    @Test
+    public void rmmodRefusesNvidiaPeermemWhileAnMrUsesItAndUnloadsAfter() throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
+        CommandSession s = processor.createSession(System.in, ps, ps);
+        Bundle gpu = Distribution.bundle(context, "org.peerdirect.gpu-peer-mem");
+        try {
+            waitFor("nvidia_peermem loaded", () -> String.valueOf(runQuietly(s, "kernel:lsmod")).contains("nvidia_peermem"));
+            int pid = ((Number) run(s, "kernel:spawn itest-gpu")).intValue();
+            String buf = (String) run(s, "gpu:alloc " + pid + " 128K");
+            int mr = ((Number) run(s, "umemtest:reg " + pid + " " + buf + " 65536")).intValue();
+            assertTrue(String.valueOf(run(s, "umemtest:dma " + mr)).startsWith("DMA ok"));
+            String ls = String.valueOf(run(s, "kernel:lsmod"));
+            assertTrue("one reference while the MR lives:\n" + ls, ls.lines().anyMatch(l -> l.matches("nvidia_peermem\\s+1\\s+LIVE.*")));
+
+            Exception busy = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "kernel:rmmod nvidia_peermem"));
+            assertTrue(busy.getMessage(), busy.getMessage().contains("EBUSY") && busy.getMessage().contains("Module nvidia_peermem is in use"));
+            assertEquals("the refused rmmod left the bundle alone", Bundle.ACTIVE, gpu.getState());
+            assertTrue("and the MR working", String.valueOf(run(s, "umemtest:dma " + mr)).startsWith("DMA ok"));
+
+            run(s, "umemtest:dereg " + mr);
+            run(s, "gpu:free " + pid + " " + buf);
+            assertTrue(String.valueOf(run(s, "kernel:rmmod nvidia_peermem")).contains("unloaded"));
+            assertEquals(Bundle.RESOLVED, gpu.getState());
+            assertFalse(String.valueOf(run(s, "kernel:lsmod")).contains("nvidia_peermem"));
+            Exception gone = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "kernel:rmmod nvidia_peermem"));
+            assertTrue(gone.getMessage(), gone.getMessage().contains("ENOENT") && gone.getMessage().contains("not currently loaded"));
+
+            assertTrue(String.valueOf(run(s, "kernel:modprobe nvidia_peermem")).contains("loaded"));
+            assertEquals(Bundle.ACTIVE, gpu.getState());
+            ls = String.valueOf(run(s, "kernel:lsmod"));
+            assertTrue("loaded again, unused:\n" + ls, ls.lines().anyMatch(l -> l.matches("nvidia_peermem\\s+0\\s+LIVE.*")));
+            run(s, "kernel:kill " + pid);
+            IommuAudit a = iommu.audit();
+            assertEquals("no IOMMU fault: " + a, 0, a.faults());
+            assertTrue("IOMMU audit clean: " + a, a.violationFree());
+        } finally {
+            if (gpu.getState() != Bundle.ACTIVE) {
+                gpu.start();
+            }
+            s.close();
+        }
+    }
+
     private Object runQuietly(CommandSession s, String cmd) {
         try {
             return s.execute(cmd);

@@ -20,6 +20,8 @@ import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.module.KernelModule;
+import org.peerdirect.kernel.module.KernelModules;
 import org.peerdirect.peermem.PeerMemoryAllocator;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
@@ -35,6 +37,8 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
  * then {@code nv_mem_nc}, persistent. The core tries clients in registration order and mlx5
  * supports invalidation, so its MRs get {@code nv_mem}.
  * </ul>
+ * The bundle is the module {@code nvidia_peermem}: every registration holds a reference on it, so
+ * {@code kernel:rmmod nvidia_peermem} refuses while MRs use GPU memory.
  * Also offers the GPU's memory to tools ({@code --mem nv_mem}) as cudaMalloc does for
  * {@code perftest --use_cuda}: allocations on GPU 0, copies by the copy engine. Deactivation
  * unregisters the clients, which waits until no MR uses them (a module in use cannot go).
@@ -44,6 +48,8 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
 public final class NvPeerMemComponent implements PeerMemoryAllocator {
 
     public static final String PID = "org.peerdirect.nvidia_peermem";
+    /** The module's name, as lsmod shows {@code nvidia-peermem.ko}. */
+    public static final String MODULE = "nvidia_peermem";
 
     @ObjectClassDefinition(name = "nvidia-peermem", description = "The module parameters of nvidia-peermem")
     @interface Config {
@@ -60,13 +66,14 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
     private final List<PeerMemoryRegistration> registrations = new ArrayList<>();
 
     @Activate
-    public NvPeerMemComponent(@Reference PeerMemoryRegistry registry, @Reference Mm mm, Config c) {
+    public NvPeerMemComponent(@Reference PeerMemoryRegistry registry, @Reference Mm mm, @Reference KernelModules modules, Config c) {
         this.mm = mm;
+        KernelModule module = modules.load(MODULE); // THIS_MODULE: both clients are in it
         if (c.persistent__api__support() != 0) {
-            clients.add(new NvPeerMem("nv_mem", this::gpus, true, false));
+            clients.add(new NvPeerMem("nv_mem", this::gpus, true, false, module));
         } else {
-            clients.add(new NvPeerMem("nv_mem", this::gpus, false, c.peerdirect__support() == 0));
-            clients.add(new NvPeerMem("nv_mem_nc", this::gpus, true, false));
+            clients.add(new NvPeerMem("nv_mem", this::gpus, false, c.peerdirect__support() == 0, module));
+            clients.add(new NvPeerMem("nv_mem_nc", this::gpus, true, false, module));
         }
         try {
             for (NvPeerMem client : clients) {

@@ -8,6 +8,7 @@ import org.peerdirect.gpu.nvidia.NvidiaRm;
 import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.kernel.dma.SgTable;
 import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.module.KernelModule;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.peermem.PeerMemoryClient;
 import org.peerdirect.peermem.PeerMemoryRegistration;
@@ -30,9 +31,11 @@ import org.peerdirect.peermem.PeerMemoryRegistration;
  * invalidate with the ticket, and returns; the RM then unmaps on its own.
  * </ul>
  *
- * <p>Module reference: every acquire takes a reference ({@code __module_get}) and release drops it;
- * {@link #inUse()} is that count, and the client's component cannot go while it is not zero (the
- * core's unregister waits for the registrations, as {@code rmmod} refuses a module in use).
+ * <p>Module reference: every acquire takes a reference on the module ({@code __module_get}; here
+ * {@code try_module_get}, so a module being removed claims nothing) and release drops it, so
+ * {@code kernel:rmmod nvidia_peermem} refuses with EBUSY while an MR uses the GPU's memory;
+ * {@link #inUse()} counts this client's registrations (the module counts those of both clients).
+ * A bundle stopped by force waits in the core's unregister until the registrations are gone.
  *
  * <p>Lock rules: the client holds no lock of its own while it calls the core's invalidate, and the
  * RM calls the free callback without its lock, so a registration blocked in the core's fence can
@@ -68,6 +71,7 @@ public final class NvPeerMem implements PeerMemoryClient {
     private final boolean persistent;
     private final int flags;
     private final AtomicInteger refs = new AtomicInteger();
+    private final KernelModule module;
     private volatile PeerMemoryRegistration registration;
 
     /**
@@ -75,6 +79,12 @@ public final class NvPeerMem implements PeerMemoryClient {
      * @param unmaps     the "ex" client's {@link #INVALIDATE_UNMAPS} flag (invalidating client only)
      */
     public NvPeerMem(String name, Supplier<List<NvidiaRm>> gpus, boolean persistent, boolean unmaps) {
+        this(name, gpus, persistent, unmaps, new KernelModule("nvidia_peermem"));
+    }
+
+    /** @param module the module the client's code is in ({@code THIS_MODULE}): acquire holds a reference on it */
+    public NvPeerMem(String name, Supplier<List<NvidiaRm>> gpus, boolean persistent, boolean unmaps, KernelModule module) {
+        this.module = module;
         this.name = name;
         this.gpus = gpus;
         this.persistent = persistent;
@@ -85,9 +95,14 @@ public final class NvPeerMem implements PeerMemoryClient {
         return persistent;
     }
 
-    /** Module references: registrations between acquire and release. */
+    /** This client's registrations between acquire and release (each holds a module reference). */
     public int inUse() {
         return refs.get();
+    }
+
+    /** The module the client is in. */
+    public KernelModule module() {
+        return module;
     }
 
     @Override
@@ -131,7 +146,10 @@ public final class NvPeerMem implements PeerMemoryClient {
             } catch (KernelException notMine) {
                 continue; // "Error case handled as not mine"
             }
-            refs.incrementAndGet(); // __module_get
+            if (!module.tryModuleGet()) {
+                return null; // rmmod is removing the module: it claims nothing more
+            }
+            refs.incrementAndGet();
             return new Context(rm, pid, start, end - start);
         }
         return null;
@@ -191,7 +209,8 @@ public final class NvPeerMem implements PeerMemoryClient {
 
     @Override
     public void release(Object clientContext) {
-        refs.decrementAndGet(); // module_put
+        refs.decrementAndGet();
+        module.modulePut();
     }
 
     /**

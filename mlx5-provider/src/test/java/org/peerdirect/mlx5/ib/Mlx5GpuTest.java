@@ -115,9 +115,21 @@ class Mlx5GpuTest extends Mlx5Machine {
         p[0].qp.postSend(r);
         assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
         assertArrayEquals(fromGpu, read(p[0].buf, 8192), "an RDMA READ takes video memory back out");
-        assertEquals(1, nv.inUse(), "one module reference per registration");
+        assertEquals(1, nv.inUse(), "one registration of the client");
+        assertEquals(1, nv.module().refcount(), "holding one module reference");
+        assertFalse(nv.module().tryStop(), "rmmod nvidia_peermem: EBUSY while the MR lives");
         gmr.dereg();
+        assertEquals(0, nv.module().refcount(), "the dereg dropped it");
         assertEquals(0, rm.usedSlots(), "dereg put the BAR1 pages back");
+        assertTrue(nv.module().tryStop(), "rmmod passes once unused");
+        KernelException e = assertThrows(KernelException.class, () -> p[1].pd.regMr(dptr, 64 << 10, RW),
+                "a module being removed claims nothing: GPU memory is a device mapping nothing else pins");
+        assertEquals(KernelException.Errno.EFAULT, e.errno(), e.getMessage());
+        assertEquals(0, nv.inUse());
+        nv.module().stopFailed(); // the unload did not happen: LIVE again, and the client claims again
+        IbvMr again = p[1].pd.regMr(dptr, 64 << 10, RW);
+        assertEquals(1, nv.module().refcount());
+        again.dereg();
         rm.cuMemFree(proc, dptr);
         p[0].close();
         p[1].close();

@@ -36,7 +36,9 @@ public class KernelException extends RuntimeException {
         /** a bounded wait ran out (a dma-buf fence the exporter did not signal in time). */
         ETIMEDOUT,
         /** interrupted: the calling thread was interrupted in a wait. */
-        EINTR
+        EINTR,
+        /** exists already: a name taken (a module loaded twice). */
+        EEXIST
     }
 
     private final Errno errno;

@@ -13,7 +13,7 @@
  * other frames of the one node).
  */
 @Export
-@Version("0.10.0")
+@Version("0.11.0")
 package org.peerdirect.kernel.mm;
 
 import org.osgi.annotation.bundle.Export;
