@@ -2,6 +2,7 @@ package org.peerdirect.mlx5.ib;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
@@ -172,6 +173,8 @@ class Mlx5SsdTest extends Mlx5Machine {
         p[0].qp.postSend(write(p[0], p[0].buf, 4096, va, smr.rkey()));
         assertEquals(IbvWcStatus.SUCCESS, Mlx5VerbsTest.one(p[0].cq).status);
         assertEquals(1, client.inUse());
+        assertEquals(1, client.module().refcount(), "the registration holds the module");
+        assertFalse(client.module().tryStop(), "rmmod ssd_peer_mem: EBUSY");
         pmr.munmap(proc.pid(), va);
         assertTrue(smr.invalidated(), "the unmap invalidated the MR first");
         assertEquals(1, pmr.info().invalidations());
@@ -179,8 +182,10 @@ class Mlx5SsdTest extends Mlx5Machine {
         p[0].qp.postSend(write(p[0], p[0].buf, 4096, va, smr.rkey()));
         assertEquals(IbvWcStatus.REM_ACCESS_ERR, Mlx5VerbsTest.one(p[0].cq).status, "the mkey is revoked");
         assertEquals(uaf, iommu.audit().useAfterFree(), "no access reached the PMR after the unmap");
+        assertEquals(1, client.module().refcount(), "an invalidated MR still holds the module until its dereg");
         smr.dereg(); // only cleans up
         assertEquals(0, client.inUse());
+        assertEquals(0, client.module().refcount());
         p[0].close();
         p[1].close();
     }

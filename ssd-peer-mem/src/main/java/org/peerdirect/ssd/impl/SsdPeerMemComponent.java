@@ -13,6 +13,7 @@ import org.osgi.service.component.annotations.ReferencePolicy;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.module.KernelModules;
 import org.peerdirect.peermem.PeerMemoryAllocator;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
@@ -24,19 +25,21 @@ import org.peerdirect.ssd.peermem.SsdPeerMem;
  * memory region to tools ({@code --mem ssd_mem}): {@code alloc} maps the lowest free PMR range,
  * {@code map} a fixed PMR offset (the same bytes in every run), {@code free} unmaps. CPU copies
  * are plain loads and stores: a PMR is CPU-addressable. Deactivation unregisters the client,
- * which waits until no MR uses it.
+ * which waits until no MR uses it. The bundle is the module {@code ssd_peer_mem}: a registration
+ * holds a reference, so {@code kernel:rmmod ssd_peer_mem} refuses while MRs use the SSD.
  */
 @Component(immediate = true, service = {PeerMemoryAllocator.class, SsdPeerMemComponent.class})
 public final class SsdPeerMemComponent implements PeerMemoryAllocator {
 
     private final Mm mm;
     private final List<NvmePmr> ssds = new CopyOnWriteArrayList<>();
-    private final SsdPeerMem client = new SsdPeerMem(this::ssds);
+    private final SsdPeerMem client;
     private final PeerMemoryRegistration registration;
 
     @Activate
-    public SsdPeerMemComponent(@Reference PeerMemoryRegistry registry, @Reference Mm mm) {
+    public SsdPeerMemComponent(@Reference PeerMemoryRegistry registry, @Reference Mm mm, @Reference KernelModules modules) {
         this.mm = mm;
+        this.client = new SsdPeerMem(this::ssds, modules.load(SsdPeerMem.MODULE));
         this.registration = registry.register(client, true);
     }
 

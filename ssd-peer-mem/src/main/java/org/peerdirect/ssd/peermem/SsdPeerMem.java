@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 import org.peerdirect.kernel.dma.DmaDevice;
+import org.peerdirect.kernel.module.KernelModule;
 import org.peerdirect.kernel.dma.SgTable;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -19,8 +20,10 @@ import org.peerdirect.ssd.nvme.NvmePmr;
  * range unmapped (or its process gone, or the SSD removed) while registered is invalidated through
  * the core before the mapping goes, and the core unmaps and unpins.
  *
- * <p>Module reference: every acquire takes one, release drops it ({@link #inUse()}); the
- * component's deactivation unregisters the client, which waits for the MRs to go.
+ * <p>Module reference: every acquire takes one on the client's module ({@code try_module_get}: a
+ * module being removed claims nothing), release drops it, so {@code kernel:rmmod ssd_peer_mem}
+ * refuses with EBUSY while an MR uses the SSD; {@link #inUse()} counts the registrations. A bundle
+ * stopped by force waits in the core's unregister for the MRs to go.
  *
  * <p>Lock rules: the client holds no lock of its own; the driver calls the invalidation without
  * its lock (see {@link NvmePmr}).
@@ -28,6 +31,8 @@ import org.peerdirect.ssd.nvme.NvmePmr;
 public final class SsdPeerMem implements PeerMemoryClient {
 
     public static final String NAME = "ssd_mem";
+    /** The module the client is in, as kernel:lsmod shows it. */
+    public static final String MODULE = "ssd_peer_mem";
 
     /** One registration ({@code acquire} to {@code release}). */
     static final class Context {
@@ -49,15 +54,26 @@ public final class SsdPeerMem implements PeerMemoryClient {
 
     private final Supplier<List<NvmePmr>> ssds;
     private final AtomicInteger refs = new AtomicInteger();
+    private final KernelModule module;
     private volatile PeerMemoryRegistration registration;
 
     public SsdPeerMem(Supplier<List<NvmePmr>> ssds) {
-        this.ssds = ssds;
+        this(ssds, new KernelModule(MODULE));
     }
 
-    /** Module references: registrations between acquire and release. */
+    /** @param module the module the client is in: every registration holds a reference on it */
+    public SsdPeerMem(Supplier<List<NvmePmr>> ssds, KernelModule module) {
+        this.ssds = ssds;
+        this.module = module;
+    }
+
+    /** Registrations between acquire and release (each holds a module reference). */
     public int inUse() {
         return refs.get();
+    }
+
+    public KernelModule module() {
+        return module;
     }
 
     @Override
@@ -84,6 +100,9 @@ public final class SsdPeerMem implements PeerMemoryClient {
         }
         for (NvmePmr pmr : ssds.get()) {
             if (pmr.owns(pid, start, end - start)) {
+                if (!module.tryModuleGet()) {
+                    return null; // rmmod is removing the module: it claims nothing more
+                }
                 refs.incrementAndGet();
                 return new Context(pmr, pid, start, end - start);
             }
@@ -132,6 +151,7 @@ public final class SsdPeerMem implements PeerMemoryClient {
     @Override
     public void release(Object clientContext) {
         refs.decrementAndGet();
+        module.modulePut();
     }
 
     /** The range goes while registered: the core revokes the MR, then unmaps and unpins through us. */
