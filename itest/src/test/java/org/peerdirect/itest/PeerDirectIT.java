@@ -211,6 +211,47 @@ public class PeerDirectIT {
         }
     }
 
+    /**
+     * Two GPUs: {@code gpu:alloc ... 1} (cudaSetDevice(1)) allocates on the second; free and copies
+     * find the GPU from the address; {@code --mem nv_mem:1} runs a validated pingpong over GPU 1's
+     * memory (its pins counted on GPU 1, none on GPU 0); a GPU index beyond the last is ENODEV.
+     */
+    @Test
+    public void aSecondGpuIsChosenByIndexAndFoundByAddress() throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
+        CommandSession s = processor.createSession(System.in, ps, ps);
+        try {
+            run(s, "peerdirect:config org.peerdirect.gpu gpus 2");
+            waitFor("two GPUs", () -> String.valueOf(runQuietly(s, "gpu:smi")).contains("GPU 1:"));
+            int pid = ((Number) run(s, "kernel:spawn itest-gpus")).intValue();
+            String d = (String) run(s, "gpu:alloc " + pid + " 1M 1");
+            run(s, "gpu:memcpy htod " + pid + " " + d + " 9 4096");
+            assertTrue(String.valueOf(run(s, "gpu:memcpy dtoh " + pid + " " + d + " 8")).startsWith("09 09 09 09 09 09 09 09"));
+            String smi = String.valueOf(run(s, "gpu:smi"));
+            String gpu1 = smi.substring(smi.indexOf("GPU 1:"));
+            assertTrue("the allocation is on GPU 1:\n" + smi, gpu1.contains("Allocations         : 1,"));
+            assertTrue("and not on GPU 0:\n" + smi, smi.substring(0, smi.indexOf("GPU 1:")).contains("Allocations         : 0,"));
+            run(s, "gpu:free " + pid + " " + d);
+            Exception e = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "gpu:alloc " + pid + " 1M 2"));
+            assertTrue(e.getMessage(), e.getMessage().contains("ENODEV") && e.getMessage().contains("GPU 2"));
+            String pp = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -s 65536 -n 20 -c --mem nv_mem:1"));
+            assertTrue(pp, pp.contains("validated 20 received buffers"));
+            smi = String.valueOf(run(s, "gpu:smi"));
+            assertTrue("GPU 0 pinned nothing for the pingpong on GPU 1:\n" + smi,
+                    smi.substring(0, smi.indexOf("GPU 1:")).contains("P2P pins            : 0,"));
+            assertFalse("GPU 1 did:\n" + smi, smi.substring(smi.indexOf("GPU 1:")).contains("P2P pins            : 0,"));
+            run(s, "kernel:kill " + pid);
+        } finally {
+            runQuietly(s, "peerdirect:config org.peerdirect.gpu gpus 1");
+            waitFor("one GPU again", () -> !String.valueOf(runQuietly(s, "gpu:smi")).contains("GPU 1:")
+                    && String.valueOf(runQuietly(s, "gpu:smi")).contains("GPU 0:"));
+            s.close();
+        }
+        IommuAudit a = iommu.audit();
+        assertTrue("IOMMU audit clean: " + a, a.violationFree());
+    }
+
     private Object runQuietly(CommandSession s, String cmd) {
         try {
             return s.execute(cmd);

@@ -21,6 +21,33 @@ public interface PeerMemoryAllocator {
     long alloc(int pid, long size);
 
     /**
+     * The devices {@link #alloc(int, long, int)} can allocate on (a host's GPUs): 1 unless the
+     * client has more.
+     *
+     * @since 2.3
+     */
+    default int devices() {
+        return 1;
+    }
+
+    /**
+     * Allocates on device {@code device} (0 to {@link #devices()} − 1), as {@code cudaSetDevice}
+     * then {@code cudaMalloc} ({@code perftest --use_cuda=<index>}); everything else takes the
+     * address alone, which tells the device (unified addresses). The default serves device 0 by
+     * {@link #alloc(int, long)}.
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException ENODEV for a device the client does not have
+     * @since 2.3
+     */
+    default long alloc(int pid, long size, int device) {
+        if (device == 0) {
+            return alloc(pid, size);
+        }
+        throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.ENODEV,
+                name() + ": no device " + device + " (it has " + devices() + ")");
+    }
+
+    /**
      * Maps the device memory at a fixed device offset into process {@code pid} (as {@code mmap}
      * of a DAX or PMR device file at that offset), for memory whose offsets mean something across
      * runs: an SSD's persistent memory region. Undone by {@link #free}. The default refuses:

@@ -23,7 +23,7 @@
  * package any more.
  */
 @Export
-@Version("2.2.0")
+@Version("2.3.0")
 package org.peerdirect.peermem;
 
 import org.osgi.annotation.bundle.Export;

@@ -96,13 +96,23 @@ public final class GpuCommands {
 
     @Descriptor("cudaMalloc on GPU 0 into a process; prints the device pointer. Example: d = (gpu:alloc $pid 1M)")
     public String alloc(@Descriptor("process id") String pid, @Descriptor("bytes (K/M/G suffixes), rounded up to 64 KiB") String bytes) {
+        return alloc(pid, bytes, "0");
+    }
+
+    @Descriptor("cudaSetDevice then cudaMalloc: on the GPU of that index (gpu:smi lists them). Example: d = (gpu:alloc $pid 1M 1)")
+    public String alloc(@Descriptor("process id") String pid, @Descriptor("bytes (K/M/G suffixes), rounded up to 64 KiB") String bytes,
+            @Descriptor("GPU index") String gpu) {
         AddressSpace p = process("gpu:alloc", pid);
-        return String.format("0x%x", gpu0().cuMemAlloc(p, Args.size("gpu:alloc", "the size", bytes, 1, 64L << 30)));
+        long size = Args.size("gpu:alloc", "the size", bytes, 1, 64L << 30);
+        NvidiaRm rm = NvidiaRm.device(List.copyOf(gpus), (int) Args.integer("gpu:alloc", "the GPU index", gpu, 0, 63));
+        return String.format("0x%x", rm.cuMemAlloc(p, size));
     }
 
     @Descriptor("cudaFree: registrations over the buffer get the free callback (invalidating nv_mem) or keep its pages until dereg (persistent)")
     public String free(@Descriptor("process id") String pid, @Descriptor("the device pointer gpu:alloc printed") String addr) {
-        gpu0().cuMemFree(process("gpu:free", pid), Args.address("gpu:free", addr));
+        AddressSpace p = process("gpu:free", pid);
+        long a = Args.address("gpu:free", addr);
+        owner(p, a, 1, "cuMemFree").cuMemFree(p, a);
         return "freed " + addr;
     }
 
@@ -118,7 +128,8 @@ public final class GpuCommands {
                 int len = (int) Args.size("gpu:memcpy", "the length", args[4], 1, 1 << 30);
                 byte[] b = new byte[len];
                 java.util.Arrays.fill(b, (byte) Args.integer("gpu:memcpy", "the byte value", args[3], 0, 255));
-                gpu0().cuMemcpyHtoD(p, Args.address("gpu:memcpy", args[2]), b, 0, len);
+                long dst = Args.address("gpu:memcpy", args[2]);
+                owner(p, dst, len, "cuMemcpyHtoD").cuMemcpyHtoD(p, dst, b, 0, len);
                 return "copied " + len + " bytes host to device";
             }
             case "dtoh" -> {
@@ -126,7 +137,8 @@ public final class GpuCommands {
                 AddressSpace p = process("gpu:memcpy", args[1]);
                 int len = (int) Args.size("gpu:memcpy", "the length", args[3], 1, 1 << 30);
                 byte[] b = new byte[len];
-                gpu0().cuMemcpyDtoH(p, b, 0, Args.address("gpu:memcpy", args[2]), len);
+                long src = Args.address("gpu:memcpy", args[2]);
+                owner(p, src, len, "cuMemcpyDtoH").cuMemcpyDtoH(p, b, 0, src, len);
                 java.util.zip.CRC32 crc = new java.util.zip.CRC32();
                 crc.update(b);
                 return String.format("%s%s%ncrc32 %08x over %d bytes", HexFormat.ofDelimiter(" ").formatHex(b, 0, Math.min(64, len)),
@@ -136,7 +148,17 @@ public final class GpuCommands {
                 need(args, 5, "dtod <pid> <dst> <src> <len>");
                 AddressSpace p = process("gpu:memcpy", args[1]);
                 long len = Args.size("gpu:memcpy", "the length", args[4], 1, 1L << 34);
-                gpu0().cuMemcpyDtoD(p, Args.address("gpu:memcpy", args[2]), Args.address("gpu:memcpy", args[3]), len);
+                long dst = Args.address("gpu:memcpy", args[2]);
+                long src = Args.address("gpu:memcpy", args[3]);
+                NvidiaRm to = owner(p, dst, len, "cuMemcpyDtoD");
+                NvidiaRm from = owner(p, src, len, "cuMemcpyDtoD");
+                if (to != from) { // cudaMemcpyPeer without P2P between the GPUs: staged through the host
+                    byte[] stage = new byte[Math.toIntExact(len)];
+                    from.cuMemcpyDtoH(p, stage, 0, src, stage.length);
+                    to.cuMemcpyHtoD(p, dst, stage, 0, stage.length);
+                    return "copied " + len + " bytes device to device (GPU " + from.index() + " to GPU " + to.index() + ", through the host)";
+                }
+                to.cuMemcpyDtoD(p, dst, src, len);
                 return "copied " + len + " bytes device to device";
             }
             default -> throw new UsageException("gpu:memcpy: direction '" + args[0] + "' is not htod, dtoh or dtod");
@@ -149,11 +171,12 @@ public final class GpuCommands {
         }
     }
 
-    private NvidiaRm gpu0() {
+    /** The GPU whose allocation holds the range (unified addresses), as the CUDA driver finds it. */
+    private NvidiaRm owner(AddressSpace p, long va, long len, String what) {
         if (gpus.isEmpty()) {
             throw new KernelException(Errno.ENODEV, "no GPU (gpu:smi shows none; configuration org.peerdirect.gpu gpus=0?)");
         }
-        return gpus.get(0);
+        return NvidiaRm.owner(List.copyOf(gpus), p.pid(), va, len, what);
     }
 
     private AddressSpace process(String cmd, String pid) {

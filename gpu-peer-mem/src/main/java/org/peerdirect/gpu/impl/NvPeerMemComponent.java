@@ -17,8 +17,6 @@ import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 import org.peerdirect.gpu.nvidia.NvidiaRm;
 import org.peerdirect.gpu.peermem.NvPeerMem;
 import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.module.KernelModule;
 import org.peerdirect.kernel.module.KernelModules;
@@ -113,14 +111,7 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
     }
 
     // ------------------------------------------------------------------ memory for tools
-
-    private NvidiaRm gpu0() {
-        if (gpus.isEmpty()) {
-            throw new KernelException(Errno.ENODEV, "nv_mem: no GPU (cudaErrorNoDevice)");
-        }
-        return gpus.get(0);
-    }
-
+    // allocations on the GPU asked for (0 by default); the rest finds the GPU from the address
 
     @Override
     public String name() {
@@ -128,27 +119,41 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
     }
 
     @Override
+    public int devices() {
+        return gpus.size();
+    }
+
+    @Override
     public long alloc(int pid, long size) {
-        return gpu0().cuMemAlloc(mm.process(pid), size);
+        return alloc(pid, size, 0);
+    }
+
+    @Override
+    public long alloc(int pid, long size, int device) {
+        return NvidiaRm.device(List.copyOf(gpus), device).cuMemAlloc(mm.process(pid), size);
     }
 
     @Override
     public int exportDmabuf(int pid, long addr, long size) {
-        return gpu0().cuMemGetHandleForAddressRange(mm.process(pid), addr, size);
+        return owner(pid, addr, size, "cuMemGetHandleForAddressRange").cuMemGetHandleForAddressRange(mm.process(pid), addr, size);
     }
 
     @Override
     public void free(int pid, long addr) {
-        gpu0().cuMemFree(mm.process(pid), addr);
+        owner(pid, addr, 1, "cuMemFree").cuMemFree(mm.process(pid), addr);
     }
 
     @Override
     public void copyToDevice(AddressSpace proc, long addr, byte[] src, int off, int len) {
-        gpu0().cuMemcpyHtoD(proc, addr, src, off, len);
+        owner(proc.pid(), addr, Math.max(1, len), "cuMemcpyHtoD").cuMemcpyHtoD(proc, addr, src, off, len);
     }
 
     @Override
     public void copyFromDevice(AddressSpace proc, long addr, byte[] dst, int off, int len) {
-        gpu0().cuMemcpyDtoH(proc, dst, off, addr, len);
+        owner(proc.pid(), addr, Math.max(1, len), "cuMemcpyDtoH").cuMemcpyDtoH(proc, dst, off, addr, len);
+    }
+
+    private NvidiaRm owner(int pid, long addr, long len, String what) {
+        return NvidiaRm.owner(List.copyOf(gpus), pid, addr, len, what);
     }
 }

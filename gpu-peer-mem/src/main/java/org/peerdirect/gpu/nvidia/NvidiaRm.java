@@ -597,6 +597,38 @@ public final class NvidiaRm {
     }
 
     /**
+     * The GPU of {@code gpus} whose allocation holds [va, va+length) of process {@code pid}: what
+     * the CUDA driver finds from a unified address before it frees or copies. When none does,
+     * GPU 0: its call then refuses the address in its own words (not an allocation, being freed).
+     *
+     * @throws KernelException ENODEV without a GPU
+     */
+    public static NvidiaRm owner(List<NvidiaRm> gpus, int pid, long va, long length, String what) {
+        if (gpus.isEmpty()) {
+            throw new KernelException(Errno.ENODEV, what + ": no GPU (cudaErrorNoDevice)");
+        }
+        for (NvidiaRm rm : gpus) {
+            if (rm.owns(pid, va, length)) {
+                return rm;
+            }
+        }
+        return gpus.get(0);
+    }
+
+    /**
+     * GPU {@code index} of {@code gpus} ({@code cudaSetDevice}).
+     *
+     * @throws KernelException ENODEV for an index no GPU has
+     */
+    public static NvidiaRm device(List<NvidiaRm> gpus, int index) {
+        if (index < 0 || index >= gpus.size()) {
+            throw new KernelException(Errno.ENODEV, "GPU " + index + ": cudaErrorInvalidDevice (" + gpus.size() + " GPU(s): "
+                    + (gpus.isEmpty() ? "none" : "0.." + (gpus.size() - 1)) + ")");
+        }
+        return gpus.get(index);
+    }
+
+    /**
      * Whether [va, va+length) lies in one live allocation of the process: the question
      * nvidia-peermem's {@code acquire} asks by a get/put probe, without the probe's cost.
      */

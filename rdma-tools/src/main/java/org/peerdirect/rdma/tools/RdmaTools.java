@@ -296,18 +296,77 @@ public final class RdmaTools {
         }
     }
 
+    /**
+     * {@code --mem host | <client> | <client>:<device>}: the peer client's memory, on device 0 or
+     * on the device named (a GPU index, as {@code perftest --use_cuda=<index>}).
+     */
     private PeerMemoryAllocator memory(Options o) {
         String mem = o.string("--mem");
         if (mem.equals("host")) {
             return null;
         }
+        int colon = mem.lastIndexOf(':');
+        String name = colon > 0 ? mem.substring(0, colon) : mem;
+        int device = colon > 0 ? (int) org.peerdirect.kernel.shell.Args.integer(o.tool(), "the device index of --mem " + mem,
+                mem.substring(colon + 1), 0, 1023) : 0;
         for (PeerMemoryAllocator a : allocators) {
-            if (a.name().equals(mem)) {
-                return a;
+            if (a.name().equals(name)) {
+                if (device >= a.devices()) {
+                    throw new UsageException(o.tool() + ": --mem " + mem + ": " + name + " has " + a.devices() + " device(s), 0.." + (a.devices() - 1));
+                }
+                return device == 0 ? a : new OnDevice(a, device);
             }
         }
         throw new IllegalArgumentException("--mem " + mem + ": no peer memory client of that name offers memory (have: host"
-                + allocators.stream().map(a -> ", " + a.name()).reduce("", String::concat) + ")");
+                + allocators.stream().map(a -> ", " + a.name() + (a.devices() > 1 ? "[:0.." + (a.devices() - 1) + "]" : "")).reduce("", String::concat) + ")");
+    }
+
+    /** A client's memory allocated on one of its devices; everything but the allocation goes by address. */
+    private record OnDevice(PeerMemoryAllocator a, int device) implements PeerMemoryAllocator {
+        @Override
+        public String name() {
+            return a.name();
+        }
+
+        @Override
+        public int devices() {
+            return a.devices();
+        }
+
+        @Override
+        public long alloc(int pid, long size) {
+            return a.alloc(pid, size, device);
+        }
+
+        @Override
+        public long alloc(int pid, long size, int dev) {
+            return a.alloc(pid, size, dev);
+        }
+
+        @Override
+        public long map(int pid, long deviceOffset, long size) {
+            return a.map(pid, deviceOffset, size);
+        }
+
+        @Override
+        public int exportDmabuf(int pid, long addr, long size) {
+            return a.exportDmabuf(pid, addr, size);
+        }
+
+        @Override
+        public void free(int pid, long addr) {
+            a.free(pid, addr);
+        }
+
+        @Override
+        public void copyToDevice(AddressSpace proc, long addr, byte[] src, int off, int len) {
+            a.copyToDevice(proc, addr, src, off, len);
+        }
+
+        @Override
+        public void copyFromDevice(AddressSpace proc, long addr, byte[] dst, int off, int len) {
+            a.copyFromDevice(proc, addr, dst, off, len);
+        }
     }
 
     /**
@@ -752,7 +811,7 @@ public final class RdmaTools {
                 Options.value("-s", "SIZE", "message size in bytes (K/M suffixes)", 4096),
                 Options.value("-n", "ITERS", "round trips", 1000),
                 Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
-                Options.value("--mem", "MEM", "memory: host or a peer client's name (peermem:clients)", "host"),
+                Options.value("--mem", "MEM", "memory: host, a peer client (peermem:clients), or client:device (nv_mem:1: GPU 1)", "host"),
                 Options.flag("-e", "sleep on the completion channel instead of polling"),
                 Options.flag("-o", "register the buffers on demand (ODP): nothing pinned, the devices fault the pages in"),
                 Options.flag("-O", "implicit ODP: one on-demand MR over the whole address space (address 0, length SIZE_MAX); implies -o"),
