@@ -68,6 +68,12 @@ public class PeerDirectIT {
         return new Option[] {Distribution.peerdirect()};
     }
 
+    /** A Gogo session whose output the test keeps to itself (commands' results are what it reads). */
+    private CommandSession session() {
+        PrintStream ps = new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8);
+        return processor.createSession(System.in, ps, ps);
+    }
+
     private Object run(CommandSession s, String cmd) throws Exception {
         return s.execute(cmd);
     }
@@ -82,9 +88,7 @@ public class PeerDirectIT {
 
     @Test
     public void exampleClientLifecycleInsideFelix() throws Exception {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
-        CommandSession s = processor.createSession(System.in, ps, ps);
+        CommandSession s = session();
         ServiceTracker<PeerMemoryClient, PeerMemoryClient> clients = new ServiceTracker<>(context, PeerMemoryClient.class, null);
         clients.open();
         try {
@@ -169,9 +173,7 @@ public class PeerDirectIT {
      */
     @Test
     public void rmmodRefusesNvidiaPeermemWhileAnMrUsesItAndUnloadsAfter() throws Exception {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
-        CommandSession s = processor.createSession(System.in, ps, ps);
+        CommandSession s = session();
         Bundle gpu = Distribution.bundle(context, "org.peerdirect.gpu-peer-mem");
         try {
             waitFor("nvidia_peermem loaded", () -> String.valueOf(runQuietly(s, "kernel:lsmod")).contains("nvidia_peermem"));
@@ -218,9 +220,7 @@ public class PeerDirectIT {
      */
     @Test
     public void aSecondGpuIsChosenByIndexAndFoundByAddress() throws Exception {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
-        CommandSession s = processor.createSession(System.in, ps, ps);
+        CommandSession s = session();
         try {
             run(s, "peerdirect:config org.peerdirect.gpu gpus 2");
             waitFor("two GPUs", () -> String.valueOf(runQuietly(s, "gpu:smi")).contains("GPU 1:"));
