@@ -222,9 +222,6 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         }
     }
 
-
-
-
     @Override
     public int mkey() {
         return mkey;

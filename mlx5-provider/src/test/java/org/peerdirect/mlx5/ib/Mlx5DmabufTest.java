@@ -83,15 +83,28 @@ class Mlx5DmabufTest extends Mlx5Machine {
         e.close();
     }
 
-    @Test
-    void anRdmaWriteThroughADmabufMrLandsInGpuMemoryAndSurvivesAMoveByAPageFault() throws Exception {
+    /** Two connected ends; 1 MiB of GPU memory exported as a dma-buf and registered on end 1 at {@code iova}. */
+    private record Rig(RcEnd[] p, long dptr, int fd, long iova, IbvMr dmr) {
+    }
+
+    private Rig rig() throws Exception {
         up();
         RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
         connect(p);
         long dptr = rm.cuMemAlloc(proc, 1 << 20);
         int fd = rm.cuMemGetHandleForAddressRange(proc, dptr, 1 << 20);
         long iova = 0x7f00_0000_0000L;
-        IbvMr dmr = p[1].pd.regDmabufMr(0, 1 << 20, iova, fd, RW);
+        return new Rig(p, dptr, fd, iova, p[1].pd.regDmabufMr(0, 1 << 20, iova, fd, RW));
+    }
+
+    @Test
+    void anRdmaWriteThroughADmabufMrLandsInGpuMemoryAndSurvivesAMoveByAPageFault() throws Exception {
+        Rig r = rig();
+        RcEnd[] p = r.p();
+        long dptr = r.dptr();
+        int fd = r.fd();
+        long iova = r.iova();
+        IbvMr dmr = r.dmr();
         assertEquals(16, rm.usedSlots(), "registration mapped the whole buffer into BAR1");
         long bar = iommu.barBytes();
         byte[] first = fill(p[0].buf, 8192, 4);
@@ -129,13 +142,12 @@ class Mlx5DmabufTest extends Mlx5Machine {
      */
     @Test
     void adviseMrPrefetchesAWholeDmabufMrAsMlx5Does() throws Exception {
-        up();
-        RcEnd[] p = {new RcEnd(0), new RcEnd(1)};
-        connect(p);
-        long dptr = rm.cuMemAlloc(proc, 1 << 20);
-        int fd = rm.cuMemGetHandleForAddressRange(proc, dptr, 1 << 20);
-        long iova = 0x7f00_0000_0000L;
-        IbvMr dmr = p[1].pd.regDmabufMr(0, 1 << 20, iova, fd, RW);
+        Rig r = rig();
+        RcEnd[] p = r.p();
+        long dptr = r.dptr();
+        int fd = r.fd();
+        long iova = r.iova();
+        IbvMr dmr = r.dmr();
         assertEquals(16, rm.dmaBufEvictBar1(proc, fd), "moved: every slot unmapped");
         assertEquals(0, rm.usedSlots());
         p[1].pd.adviseMr(org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_ADVICE_PREFETCH_WRITE, org.peerdirect.ib.core.verbs.IbvPd.ADVISE_MR_FLAG_FLUSH,

@@ -287,6 +287,12 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         }
     }
 
+    /** The entry of IOVA page {@code p} (0 ≤ p < IOVA_PAGES): 0 where no leaf exists. Caller holds the lock or an optimistic stamp it validates. */
+    private long entry(long p) {
+        long[] leaf = entries[(int) (p >>> 9)];
+        return leaf == null ? 0 : leaf[(int) (p & 511)];
+    }
+
     /** Bit 0 of a translated page slot: the page is a BAR page of a resource mapping, not a frame. */
     private static final long SLOT_RESOURCE = 1;
     /**
@@ -322,8 +328,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
      */
     private long translatePage(long iova, long need, boolean checkGeneration, MemorySegment[] resolved, int at) {
         long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
-        long[] leaf = p < 0 || p >= IOVA_PAGES ? null : entries[(int) (p >>> 9)];
-        long e = leaf == null ? 0 : leaf[(int) (p & 511)];
+        long e = p < 0 || p >= IOVA_PAGES ? 0 : entry(p);
         if ((e & VALID) == 0) {
             throw fault(IommuFault.Kind.NOT_MAPPED, iova, "no mapping");
         }
@@ -445,8 +450,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         MemorySegment[] segs = null; // made on the first aperture page: a transfer without one pays nothing
         for (int i = 0; i < n; i++) {
             long p = first + i;
-            long[] leaf = entries[(int) (p >>> 9)];
-            long e = leaf == null ? 0 : leaf[(int) (p & 511)];
+            long e = entry(p);
             if ((e & mask) == want) {
                 slots[at + i] = e & -PAGE_SIZE;
                 continue;
@@ -604,10 +608,8 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         }
         long want = VALID | DEV_READ;
         long mask = want | RESOURCE;
-        long[] leaf = entries[(int) (p >>> 9)];
-        long e = leaf == null ? 0 : leaf[(int) (p & 511)];
-        long[] leaf2 = q == p ? leaf : entries[(int) (q >>> 9)];
-        long e2 = q == p ? e : leaf2 == null ? 0 : leaf2[(int) (q & 511)];
+        long e = entry(p);
+        long e2 = q == p ? e : entry(q);
         if ((e & mask) != want || (e2 & mask) != want) {
             return false;
         }
@@ -873,8 +875,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
             }
             for (int i = 0; i < n; i++) {
                 long p = first + i;
-                long[] leaf = entries[(int) (p >>> 9)];
-                long e = leaf == null ? 0 : leaf[(int) (p & 511)];
+                long e = entry(p);
                 if ((e & (VALID | RESOURCE)) != (VALID | RESOURCE)) {
                     return false;
                 }

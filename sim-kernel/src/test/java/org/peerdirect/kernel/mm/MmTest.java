@@ -296,6 +296,23 @@ class MmTest {
     }
 
     /** A notifier over [a, a+len) whose callback signals {@code inCallback}, then waits (at most 20 s) for {@code release}. */
+    /** A munmap of 4 pages held inside its notifier's callback until {@code release} counts down. */
+    private record HeldUnmap(AddressSpace p, long a, MmuIntervalNotifier n, CountDownLatch release, Thread unmapper) {
+    }
+
+    private HeldUnmap heldUnmap() throws InterruptedException {
+        Mm m = mm(64 << 20, 16 << 20);
+        AddressSpace p = m.createProcess("t");
+        long a = p.mmap(4 * PAGE_SIZE);
+        p.writeLong(a, 1);
+        CountDownLatch inCallback = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        MmuIntervalNotifier n = blockingNotifier(p, a, 4 * PAGE_SIZE, inCallback, release);
+        Thread unmapper = Thread.ofPlatform().start(() -> p.munmap(a, 4 * PAGE_SIZE));
+        assertTrue(inCallback.await(10, TimeUnit.SECONDS), "the munmap reached the callback");
+        return new HeldUnmap(p, a, n, release, unmapper);
+    }
+
     private static MmuIntervalNotifier blockingNotifier(AddressSpace p, long a, long len, CountDownLatch inCallback, CountDownLatch release) {
         return p.insertNotifier(a, len, (nn, r, seq) -> {
             nn.setSeq(seq);
@@ -311,16 +328,10 @@ class MmTest {
 
     @Test
     void readBeginWaitsForARunningInvalidation() throws Exception {
-        Mm m = mm(64 << 20, 16 << 20);
-        AddressSpace p = m.createProcess("t");
-        long a = p.mmap(4 * PAGE_SIZE);
-        p.writeLong(a, 1);
-        CountDownLatch inCallback = new CountDownLatch(1);
-        CountDownLatch release = new CountDownLatch(1);
-        MmuIntervalNotifier n = blockingNotifier(p, a, 4 * PAGE_SIZE, inCallback, release);
-        Thread unmapper = new Thread(() -> p.munmap(a, 4 * PAGE_SIZE));
-        unmapper.start();
-        assertTrue(inCallback.await(10, TimeUnit.SECONDS));
+        HeldUnmap h = heldUnmap();
+        MmuIntervalNotifier n = h.n();
+        CountDownLatch release = h.release();
+        Thread unmapper = h.unmapper();
         AtomicLong begun = new AtomicLong(-1);
         CountDownLatch readerDone = new CountDownLatch(1);
         Thread reader = new Thread(() -> {
@@ -386,15 +397,12 @@ class MmTest {
     /** A callback that never returns: a reader gets ETIMEDOUT naming the invalidation after the bound, never hangs (the bound shortened through the package-private overload). */
     @Test
     void aReaderBehindAStuckInvalidationTimesOutNamingIt() throws Exception {
-        Mm m = mm(64 << 20, 16 << 20);
-        AddressSpace p = m.createProcess("t");
-        long a = p.mmap(4 * PAGE_SIZE);
-        p.writeLong(a, 1);
-        CountDownLatch inCallback = new CountDownLatch(1);
-        CountDownLatch release = new CountDownLatch(1);
-        MmuIntervalNotifier n = blockingNotifier(p, a, 4 * PAGE_SIZE, inCallback, release);
-        Thread unmapper = Thread.ofPlatform().start(() -> p.munmap(a, 4 * PAGE_SIZE));
-        assertTrue(inCallback.await(10, TimeUnit.SECONDS));
+        HeldUnmap h = heldUnmap();
+        AddressSpace p = h.p();
+        long a = h.a();
+        MmuIntervalNotifier n = h.n();
+        CountDownLatch release = h.release();
+        Thread unmapper = h.unmapper();
         KernelException e = assertThrows(KernelException.class, () -> p.notifiers().readBegin(n, TimeUnit.MILLISECONDS.toNanos(300)));
         assertEquals(Errno.ETIMEDOUT, e.errno());
         assertTrue(e.getMessage().contains("UNMAP[0x" + Long.toHexString(a)), e.getMessage());
