@@ -42,4 +42,40 @@ public interface DmaMapper {
      * @since 1.4
      */
     boolean persistent(long iova, long len);
+
+    /**
+     * {@code dma_iova_try_alloc}: reserves {@code size} bytes (rounded up to whole pages) of
+     * contiguous I/O virtual space with nothing mapped in it, for a caller that maps and unmaps
+     * pieces of one buffer over its life (the ODP umem, as {@code hmm_dma_map_alloc}). Returns
+     * the range's start, or -1 where the kernel returns false: the caller then maps page by page
+     * ({@link #dmaMapPage}). The range is given back by {@link #dmaIovaFree} once nothing is linked.
+     *
+     * @since 1.5
+     */
+    long dmaIovaTryAlloc(long size);
+
+    /**
+     * {@code dma_iova_link} and {@code dma_iova_sync}: maps frames {@code pfns[0..n)} at
+     * {@code iova}, {@code iova + 4 KiB}, ...; every page must lie in a range of
+     * {@link #dmaIovaTryAlloc} and be unlinked. EINVAL otherwise, or for a free frame.
+     *
+     * @since 1.5
+     */
+    void dmaIovaLink(long iova, long[] pfns, int n, DmaDirection dir);
+
+    /**
+     * {@code dma_iova_unlink} of {@code npages} linked pages from {@code iova}; waits for DMA in
+     * flight, as {@link #dmaUnmap}. EINVAL for a page not linked.
+     *
+     * @since 1.5
+     */
+    void dmaIovaUnlink(long iova, int npages);
+
+    /**
+     * {@code dma_iova_free}: gives back a whole range of {@link #dmaIovaTryAlloc} ({@code iova},
+     * {@code size} as allocated); EINVAL for anything else, EBUSY while a page is still linked.
+     *
+     * @since 1.5
+     */
+    void dmaIovaFree(long iova, long size);
 }

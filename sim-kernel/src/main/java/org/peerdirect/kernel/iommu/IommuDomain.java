@@ -52,9 +52,17 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     private final int[][] gens = new int[IOVA_PAGES / 512][];
     /** Guarded by lock: for RESOURCE entries, the BAR they map (the entry holds the page within it). */
     private final Resource[][] resources = new Resource[IOVA_PAGES / 512][];
+    /** Guarded by lock: IOVA pages allocated, mapped or in a range of {@link #dmaIovaTryAlloc}; {@link #usedPages} counts them. */
     private final BitSet used = new BitSet();
+    /** Guarded by lock: the pages of {@link #dmaIovaTryAlloc} ranges (linked or not), and those ranges by first page. */
+    private final BitSet linkable = new BitSet();
+    private final java.util.Map<Integer, Integer> iovaRanges = new java.util.HashMap<>();
     private int hint;
+    /** Guarded by lock: pages with an entry (what DMA can reach). */
     private long mapped;
+    private long usedPages;
+    /** The largest range {@link #dmaIovaTryAlloc} reserves: 256 MiB. */
+    public static final int IOVA_RANGE_MAX_PAGES = 1 << 16;
     private volatile boolean destroyed;
     private static final java.util.concurrent.atomic.AtomicLong ORDER = new java.util.concurrent.atomic.AtomicLong();
     /** Lock order among domains for {@link #copyTo}. */
@@ -138,6 +146,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                 entries[page >>> 9][page & 511] = (((offset >>> PAGE_SHIFT) + i) << PAGE_SHIFT) | flags;
                 resources[page >>> 9][page & 511] = r;
             }
+            mapped += n;
             return IOVA_BASE + ((long) first << PAGE_SHIFT);
         } finally {
             lock.unlockWrite(stamp);
@@ -159,32 +168,150 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         if (pfns.length == 0) {
             throw new KernelException(Errno.EINVAL, "dma_map_sg of an empty list");
         }
-        long flags = VALID | (dir.deviceReads ? DEV_READ : 0) | (dir.deviceWrites ? DEV_WRITE : 0);
         long stamp = lock.writeLock();
         try {
             checkAlive();
-            // the generation is read before the free check: a frame freed after the check has a
-            // newer generation than the one recorded, so translatePage sees the free without
-            // looking at the frame's kind (every free advances the generation)
-            int[] gen = new int[pfns.length];
-            for (int i = 0; i < pfns.length; i++) {
-                long pfn = pfns[i];
-                if (pfn < 0 || pfn >= phys.nrFrames()) {
-                    throw new KernelException(Errno.EINVAL, "dma_map of pfn " + pfn + ": not an allocated frame");
-                }
-                gen[i] = phys.generation(pfn);
-                if (phys.isFree(pfn)) {
-                    throw new KernelException(Errno.EINVAL, "dma_map of pfn " + pfn + ": not an allocated frame");
-                }
-            }
+            int[] gen = generations(pfns, pfns.length, "dma_map");
             int first = reserve(pfns.length);
-            for (int i = 0; i < pfns.length; i++) {
-                int page = first + i;
-                entries[page >>> 9][page & 511] = (pfns[i] << PAGE_SHIFT) | flags;
-                gens[page >>> 9][page & 511] = gen[i];
-                phys.dmaRef(pfns[i], 1);
-            }
+            fill(first, pfns, gen, pfns.length, dir);
             return IOVA_BASE + ((long) first << PAGE_SHIFT);
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    /**
+     * The generations of frames {@code pfns[0..n)}, each checked to be allocated; caller holds
+     * the write lock. The generation is read before the free check: a frame freed after the check
+     * has a newer generation than the one recorded, so translatePage sees the free without
+     * looking at the frame's kind (every free advances the generation).
+     */
+    private int[] generations(long[] pfns, int n, String fn) {
+        assert lock.isWriteLocked();
+        int[] gen = new int[n];
+        for (int i = 0; i < n; i++) {
+            long pfn = pfns[i];
+            if (pfn < 0 || pfn >= phys.nrFrames()) {
+                throw new KernelException(Errno.EINVAL, fn + " of pfn " + pfn + ": not an allocated frame");
+            }
+            gen[i] = phys.generation(pfn);
+            if (phys.isFree(pfn)) {
+                throw new KernelException(Errno.EINVAL, fn + " of pfn " + pfn + ": not an allocated frame");
+            }
+        }
+        return gen;
+    }
+
+    /** Writes the entries of pages first..first+n for frames pfns[0..n) and counts them mapped; caller holds the write lock. */
+    private void fill(int first, long[] pfns, int[] gen, int n, DmaDirection dir) {
+        assert lock.isWriteLocked();
+        long flags = VALID | (dir.deviceReads ? DEV_READ : 0) | (dir.deviceWrites ? DEV_WRITE : 0);
+        for (int i = 0; i < n; i++) {
+            int page = first + i;
+            entries[page >>> 9][page & 511] = (pfns[i] << PAGE_SHIFT) | flags;
+            gens[page >>> 9][page & 511] = gen[i];
+            phys.dmaRef(pfns[i], 1);
+        }
+        mapped += n;
+    }
+
+    /**
+     * {@code dma_iova_try_alloc}: reserves {@code size} bytes (rounded up to pages) of contiguous
+     * I/O virtual space with nothing mapped in it. Returns -1 where the kernel returns false and
+     * the caller maps page by page: here for a range above {@link #IOVA_RANGE_MAX_PAGES} pages or
+     * one that would leave less than half of the space free (this space is 64 GiB, not the 48 bits
+     * of a real IOMMU, and long-lived reservations must not starve {@code dma_map_sg}).
+     */
+    @Override
+    public long dmaIovaTryAlloc(long size) {
+        if (size <= 0) {
+            throw new KernelException(Errno.EINVAL, "dma_iova_try_alloc of " + size + " bytes");
+        }
+        long pages = (size + PAGE_SIZE - 1) >>> PAGE_SHIFT;
+        if (pages > IOVA_RANGE_MAX_PAGES) {
+            return -1;
+        }
+        int n = (int) pages;
+        long stamp = lock.writeLock();
+        try {
+            checkAlive();
+            if (usedPages + n > IOVA_PAGES / 2) {
+                return -1;
+            }
+            int first = findRange(n);
+            if (first < 0) {
+                return -1;
+            }
+            reserveAt(first, n);
+            linkable.set(first, first + n);
+            iovaRanges.put(first, n);
+            return IOVA_BASE + ((long) first << PAGE_SHIFT);
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    @Override
+    public void dmaIovaLink(long iova, long[] pfns, int n, DmaDirection dir) {
+        if (n <= 0 || n > pfns.length) {
+            throw new KernelException(Errno.EINVAL, "dma_iova_link of " + n + " of " + pfns.length + " frames");
+        }
+        long stamp = lock.writeLock();
+        try {
+            checkAlive();
+            int first = page(iova, n);
+            for (int i = 0; i < n; i++) {
+                if (!linkable.get(first + i) || entry(first + i) != 0) {
+                    throw new KernelException(Errno.EINVAL, String.format("dma_iova_link at iova 0x%x of domain %s: page %d of %d is %s",
+                            iova, name, i, n, linkable.get(first + i) ? "already linked" : "not in a range of dma_iova_try_alloc"));
+                }
+            }
+            fill(first, pfns, generations(pfns, n, "dma_iova_link"), n, dir);
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    @Override
+    public void dmaIovaUnlink(long iova, int npages) {
+        long stamp = lock.writeLock();
+        try {
+            int first = page(iova, npages);
+            for (int i = 0; i < npages; i++) {
+                if (!linkable.get(first + i) || entry(first + i) == 0) {
+                    throw new KernelException(Errno.EINVAL, String.format("dma_iova_unlink of iova 0x%x in domain %s: page %d of %d is %s",
+                            iova, name, i, npages, linkable.get(first + i) ? "not linked (double unlink?)" : "not in a range of dma_iova_try_alloc"));
+                }
+            }
+            for (int i = 0; i < npages; i++) {
+                release(first + i);
+            }
+            mapped -= npages;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    @Override
+    public void dmaIovaFree(long iova, long size) {
+        long stamp = lock.writeLock();
+        try {
+            int n = (int) ((size + PAGE_SIZE - 1) >>> PAGE_SHIFT);
+            int first = page(iova, n);
+            Integer had = iovaRanges.get(first);
+            if (had == null || had != n) {
+                throw new KernelException(Errno.EINVAL, String.format("dma_iova_free of iova 0x%x + %d bytes in domain %s: not a range of dma_iova_try_alloc%s",
+                        iova, size, name, had == null ? "" : " (that range has " + had + " pages)"));
+            }
+            for (int i = 0; i < n; i++) {
+                if (entry(first + i) != 0) {
+                    throw new KernelException(Errno.EBUSY, String.format("dma_iova_free of iova 0x%x in domain %s: page %d of %d is still linked",
+                            iova, name, i, n));
+                }
+            }
+            iovaRanges.remove(first);
+            linkable.clear(first, first + n);
+            unreserve(first, n);
         } finally {
             lock.unlockWrite(stamp);
         }
@@ -197,8 +324,9 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     }
 
     /**
-     * Reserves {@code n} consecutive IOVA pages with their table leaves and counts them mapped;
-     * the caller fills their entries before it releases the write lock. ENOMEM when no range is free.
+     * Reserves {@code n} consecutive IOVA pages with their table leaves; the caller fills their
+     * entries ({@link #fill}) before it releases the write lock, or keeps them as an IOVA range.
+     * ENOMEM when no range is free.
      */
     private int reserve(int n) {
         assert lock.isWriteLocked();
@@ -206,6 +334,12 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         if (first < 0) {
             throw new KernelException(Errno.ENOMEM, "IOVA space of domain " + name + " is full (" + mapped + " pages mapped)");
         }
+        reserveAt(first, n);
+        return first;
+    }
+
+    private void reserveAt(int first, int n) {
+        assert lock.isWriteLocked();
         for (int leaf = first >>> 9; leaf <= (first + n - 1) >>> 9; leaf++) {
             if (entries[leaf] == null) {
                 entries[leaf] = new long[512];
@@ -214,8 +348,13 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         }
         used.set(first, first + n);
         hint = first + n;
-        mapped += n;
-        return first;
+        usedPages += n;
+    }
+
+    private void unreserve(int first, int n) {
+        assert lock.isWriteLocked();
+        used.clear(first, first + n);
+        usedPages -= n;
     }
 
     private int findRange(int n) {
@@ -247,11 +386,16 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                     throw new KernelException(Errno.EINVAL, String.format(
                             "dma_unmap of iova 0x%x in domain %s: page %d of %d is not mapped (double unmap?)", iova, name, i, npages));
                 }
+                if (linkable.get(first + i)) {
+                    throw new KernelException(Errno.EINVAL, String.format(
+                            "dma_unmap of iova 0x%x in domain %s: page %d of %d lies in a range of dma_iova_try_alloc (dma_iova_unlink it)",
+                            iova, name, i, npages));
+                }
             }
             for (int i = 0; i < npages; i++) {
                 release(first + i);
             }
-            used.clear(first, first + npages);
+            unreserve(first, npages);
             mapped -= npages;
         } finally {
             lock.unlockWrite(stamp);
@@ -896,16 +1040,24 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         }
     }
 
-    /** Removes every mapping; returns how many pages were still mapped (a leak of the driver). */
+    /**
+     * Removes every mapping and IOVA range; returns how many IOVA pages were still allocated (a
+     * leak of the driver: pages mapped, and pages of ranges never freed).
+     */
     long destroy() {
         long stamp = lock.writeLock();
         try {
             destroyed = true;
-            long leaked = mapped;
+            long leaked = usedPages;
             for (int page = used.nextSetBit(0); page >= 0; page = used.nextSetBit(page + 1)) {
-                release(page);
+                if (entry(page) != 0) {
+                    release(page);
+                }
             }
             used.clear();
+            linkable.clear();
+            iovaRanges.clear();
+            usedPages = 0;
             mapped = 0;
             return leaked;
         } finally {

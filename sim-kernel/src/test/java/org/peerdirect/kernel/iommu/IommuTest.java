@@ -292,6 +292,60 @@ class IommuTest {
         assertThrows(KernelException.class, () -> iommu.createDomain("mlx4_0"));
     }
 
+    /**
+     * The IOVA-range API ({@code dma_iova_try_alloc}/{@code link}/{@code unlink}/{@code free}):
+     * a range maps nothing until linked, its pages are linked and unlinked in runs, a device sees
+     * exactly the linked pages, every misuse is refused with the page named and changes nothing,
+     * and a range never freed is reported as leaked with the domain.
+     */
+    @Test
+    void anIovaRangeMapsOnlyItsLinkedPagesAndRefusesMisuse() {
+        AddressSpace p = setup();
+        IommuDomain d = iommu.createDomain("mlx5_0");
+        long a = p.mmap(4 * PAGE_SIZE);
+        p.writeLong(a + 2 * PAGE_SIZE, 0x2222L);
+        PinnedPages pins = p.pinUserPages(a, 4 * PAGE_SIZE, true);
+        long base = d.dmaIovaTryAlloc(8 * PAGE_SIZE);
+        assertTrue(base >= IommuDomain.IOVA_BASE);
+        assertEquals(0, d.mappedPages(), "a range maps nothing");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(8);
+            assertEquals(IommuFault.Kind.NOT_MAPPED, assertThrows(IommuFault.class, () -> d.read(base, buf, 0, 8)).kind());
+            long[] two = {pins.pfn(2), pins.pfn(3)};
+            d.dmaIovaLink(base + 5 * PAGE_SIZE, two, 2, DmaDirection.BIDIRECTIONAL);
+            assertEquals(2, d.mappedPages());
+            d.read(base + 5 * PAGE_SIZE, buf, 0, 8);
+            assertEquals(0x2222L, buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+            KernelException twice = assertThrows(KernelException.class, () -> d.dmaIovaLink(base + 6 * PAGE_SIZE, two, 1, DmaDirection.BIDIRECTIONAL));
+            assertTrue(twice.getMessage().contains("already linked"), twice.getMessage());
+            KernelException outside = assertThrows(KernelException.class, () -> d.dmaIovaLink(base + 7 * PAGE_SIZE, two, 2, DmaDirection.BIDIRECTIONAL));
+            assertTrue(outside.getMessage().contains("page 1 of 2 is not in a range"), outside.getMessage());
+            assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class, () -> d.dmaUnmap(base + 5 * PAGE_SIZE, 1)).errno(),
+                    "dma_unmap is not for linked pages");
+            assertEquals(KernelException.Errno.EBUSY, assertThrows(KernelException.class, () -> d.dmaIovaFree(base, 8 * PAGE_SIZE)).errno(),
+                    "a range with linked pages is not freed");
+            assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class, () -> d.dmaIovaFree(base, 4 * PAGE_SIZE)).errno(),
+                    "only the whole range is freed");
+            KernelException notLinked = assertThrows(KernelException.class, () -> d.dmaIovaUnlink(base + 4 * PAGE_SIZE, 2));
+            assertTrue(notLinked.getMessage().contains("page 0 of 2 is not linked"), notLinked.getMessage());
+            assertEquals(2, d.mappedPages(), "refusals change nothing");
+            d.dmaIovaUnlink(base + 5 * PAGE_SIZE, 2);
+            assertEquals(0, d.mappedPages());
+            assertEquals(IommuFault.Kind.NOT_MAPPED, assertThrows(IommuFault.class, () -> d.read(base + 5 * PAGE_SIZE, buf, 0, 8)).kind(),
+                    "no DMA through an unlinked page");
+            d.dmaIovaLink(base, pins.pfns(), 4, DmaDirection.TO_DEVICE);
+            d.dmaIovaUnlink(base, 4);
+        }
+        d.dmaIovaFree(base, 8 * PAGE_SIZE);
+        assertThrows(KernelException.class, () -> d.dmaIovaFree(base, 8 * PAGE_SIZE), "a range is freed once");
+        assertEquals(-1, d.dmaIovaTryAlloc((long) (IommuDomain.IOVA_RANGE_MAX_PAGES + 1) * PAGE_SIZE), "too large: the caller maps page by page");
+        long leaked = d.dmaIovaTryAlloc(3 * PAGE_SIZE);
+        d.dmaIovaLink(leaked, pins.pfns(), 1, DmaDirection.BIDIRECTIONAL);
+        assertEquals(3, iommu.destroyDomain(d), "a range never freed is leaked, linked or not");
+        pins.unpin(true);
+        assertEquals(3, iommu.leakedAtDestroy());
+    }
+
     @Test
     void aStaleMappingToAFreedFrameIsCaughtAsUseAfterFree() {
         AddressSpace p = setup();

@@ -56,6 +56,13 @@ final class OdpUmem implements IbUmemOdp {
     private final UmemOdpInvalidate ops;
     /** Null for an implicit umem. */
     private final MmuIntervalNotifier notifier;
+    /**
+     * The umem's IOVA range ({@code hmm_dma_map_alloc}'s {@code dma_iova_try_alloc}): granule i
+     * maps at {@code iovaBase + (i << pageShift)} once linked, so a run of mapped granules is one
+     * run of IOVA and unmaps in one call. -1 when the mapper had no range for it (a large umem,
+     * an implicit one): granules are then mapped one by one ({@code dma_map_page}).
+     */
+    private final long iovaBase;
     private final ReentrantLock umemMutex = new ReentrantLock();
     /**
      * Guarded by umemMutex: {@code dma_list} by granule index / CHUNK; entries are iova | access
@@ -92,8 +99,16 @@ final class OdpUmem implements IbUmemOdp {
         }
         this.start = s;
         this.end = e & -page;
+        this.iovaBase = device.dma().dmaIovaTryAlloc(end - start);
         // the notifier needs its umem; the umem is complete before the first callback can run
-        this.notifier = mm.insertNotifier(start, end - start, (n, range, cur) -> ops.invalidate(this, range, cur));
+        try {
+            this.notifier = mm.insertNotifier(start, end - start, (n, range, cur) -> ops.invalidate(this, range, cur));
+        } catch (RuntimeException ex) {
+            if (iovaBase >= 0) {
+                device.dma().dmaIovaFree(iovaBase, end - start);
+            }
+            throw ex;
+        }
     }
 
     /** {@code ib_umem_odp_alloc_implicit}. */
@@ -109,6 +124,7 @@ final class OdpUmem implements IbUmemOdp {
         this.start = 0;
         this.end = 0;
         this.notifier = null;
+        this.iovaBase = -1;
     }
 
     static OdpUmem get(AddressSpace mm, DmaDevice device, long addr, long size, int access, UmemOdpInvalidate ops) {
@@ -208,12 +224,17 @@ final class OdpUmem implements IbUmemOdp {
         }
     }
 
-    /** Under the mutex: maps the walked pages; returns the granules of the range mapped now. */
+    /**
+     * Under the mutex: maps the walked pages; returns the granules of the range mapped now. With an
+     * IOVA range, each run of newly present granules is linked in one call and its entries set
+     * after the link succeeded (an entry is never set for a page not mapped).
+     */
     private long install(HmmRange range, long accessMask, boolean fault) {
         assert umemMutex.isHeldByCurrentThread();
         int per = 1 << (pageShift - Mm.PAGE_SHIFT);
         long mapped = 0;
-        long[] pfns = new long[per];
+        long[] pfns = new long[iovaBase >= 0 ? range.hmmPfns.length : per];
+        int run = -1; // IOVA range: the first 4 KiB index of the pending run of new granules
         for (int g = 0; g < range.hmmPfns.length; g += per) {
             long head = range.hmmPfns[g];
             long va = range.start + ((long) g << Mm.PAGE_SHIFT);
@@ -221,34 +242,61 @@ final class OdpUmem implements IbUmemOdp {
                 // not present for the CPU (snapshot mode); nor for the device: an entry still here
                 // was not invalidated since the walk began, so the walk found its page present
                 assert entry(va) == 0 : "NIC-present implies CPU-present at 0x" + Long.toHexString(va);
+                run = link(range, run, g, pfns, accessMask, fault);
                 continue;
             }
             if (per > 1 && HmmRange.order(head) + Mm.PAGE_SHIFT < pageShift) {
                 throw new KernelException(Errno.EINVAL, String.format(
                         "ib_umem_odp_map_dma_and_lock: 0x%x is not in a huge page, and %s maps 2 MiB granules (IB_ACCESS_HUGETLB)", va, this));
             }
-            long bits = fault ? accessMask
-                    : ODP_READ_ALLOWED | ((head & HmmRange.HMM_PFN_WRITE) != 0 ? accessMask & ODP_WRITE_ALLOWED : 0);
             long old = entry(va);
             if (old != 0) {
                 // already mapped (the frame cannot have changed: that would have invalidated it): refresh the rights
-                setEntry(va, old | bits);
+                run = link(range, run, g, pfns, accessMask, fault);
+                setEntry(va, old | bits(head, accessMask, fault));
+            } else if (iovaBase >= 0) {
+                run = run < 0 ? g : run;
             } else {
-                long iova;
-                if (per == 1) {
-                    iova = device.dma().dmaMapPage(HmmRange.pfn(head), DmaDirection.BIDIRECTIONAL);
-                } else {
-                    for (int i = 0; i < per; i++) {
-                        pfns[i] = HmmRange.pfn(range.hmmPfns[g + i]);
-                    }
-                    iova = device.dma().dmaMapSg(pfns, DmaDirection.BIDIRECTIONAL);
+                for (int i = 0; i < per; i++) {
+                    pfns[i] = HmmRange.pfn(range.hmmPfns[g + i]);
                 }
-                setEntry(va, iova | bits);
+                long iova = per == 1 ? device.dma().dmaMapPage(pfns[0], DmaDirection.BIDIRECTIONAL)
+                        : device.dma().dmaMapSg(pfns, DmaDirection.BIDIRECTIONAL);
+                setEntry(va, iova | bits(head, accessMask, fault));
                 npages++;
             }
             mapped++;
         }
+        link(range, run, range.hmmPfns.length, pfns, accessMask, fault);
         return mapped;
+    }
+
+    /** The access bits of a granule whose walked head pfn is {@code head}: what was asked, or in snapshot mode what the CPU has. */
+    private static long bits(long head, long accessMask, boolean fault) {
+        return fault ? accessMask : ODP_READ_ALLOWED | ((head & HmmRange.HMM_PFN_WRITE) != 0 ? accessMask & ODP_WRITE_ALLOWED : 0);
+    }
+
+    /**
+     * Links the pending run of new granules, 4 KiB indexes [run, to) of the walk, into the IOVA
+     * range and sets their entries; returns -1 (no run pending). Nothing when {@code run < 0}.
+     */
+    private int link(HmmRange range, int run, int to, long[] pfns, long accessMask, boolean fault) {
+        if (run < 0) {
+            return -1;
+        }
+        int n = to - run;
+        for (int i = 0; i < n; i++) {
+            pfns[i] = HmmRange.pfn(range.hmmPfns[run + i]);
+        }
+        long va = range.start + ((long) run << Mm.PAGE_SHIFT);
+        long iova = iovaBase + (va - start);
+        device.dma().dmaIovaLink(iova, pfns, n, DmaDirection.BIDIRECTIONAL);
+        long page = 1L << pageShift;
+        for (int g = run; g < to; g += 1 << (pageShift - Mm.PAGE_SHIFT), va += page, iova += page) {
+            setEntry(va, iova | bits(range.hmmPfns[g], accessMask, fault));
+            npages++;
+        }
+        return -1;
     }
 
     @Override
@@ -261,24 +309,52 @@ final class OdpUmem implements IbUmemOdp {
         long from = Math.max(virt, start) & -page;
         long to = Math.min(bound, end);
         int per = 1 << (pageShift - Mm.PAGE_SHIFT);
-        for (long va = from; va < to; ) {
+        long run = -1; // IOVA range: the first address of the pending run of mapped granules
+        long key = -1;
+        long[] c = null;
+        long va = from;
+        while (va < to) {
             long idx = (va - start) >>> pageShift;
-            long[] c = chunks.get(idx / CHUNK);
+            if (idx / CHUNK != key) {
+                key = idx / CHUNK;
+                c = chunks.get(key);
+            }
             if (c == null) { // nothing mapped in this chunk: skip it whole
-                va = start + ((idx / CHUNK + 1) * CHUNK << pageShift);
+                run = unlink(run, va);
+                va = Math.min(to, start + ((key + 1) * CHUNK << pageShift));
                 continue;
             }
-            long e = c[(int) (idx % CHUNK)];
+            int i = (int) (idx % CHUNK);
+            long e = c[i];
             if (e != 0) {
-                device.dma().dmaUnmap(e & ODP_DMA_ADDR_MASK, per);
-                setEntry(va, 0);
+                if (iovaBase < 0) {
+                    device.dma().dmaUnmap(e & ODP_DMA_ADDR_MASK, per);
+                } else if (run < 0) {
+                    run = va;
+                }
+                c[i] = 0;
                 npages--;
+                if (--c[CHUNK] == 0) {
+                    chunks.remove(key);
+                    c = null;
+                }
                 // dirtiness: a page mapped writable was faulted for write, which set its PTE dirty,
                 // and cleaning it for writeback invalidates this mapping first (see Vmscan.msync),
                 // so a page the device wrote is always dirty for the mm: no set_page_dirty needed
+            } else {
+                run = unlink(run, va);
             }
             va += page;
         }
+        unlink(run, va);
+    }
+
+    /** Unlinks the run of granules [run, va) from the IOVA range (their entries are cleared); returns -1. Nothing when {@code run < 0}. */
+    private long unlink(long run, long va) {
+        if (run >= 0) {
+            device.dma().dmaIovaUnlink(iovaBase + (run - start), (int) ((va - run) >>> Mm.PAGE_SHIFT));
+        }
+        return -1;
     }
 
     @Override
@@ -399,6 +475,9 @@ final class OdpUmem implements IbUmemOdp {
             umemMutex.unlock();
         }
         notifier.remove(); // waits for a running callback; none runs after it
+        if (iovaBase >= 0) {
+            device.dma().dmaIovaFree(iovaBase, end - start);
+        }
     }
 
     @Override
