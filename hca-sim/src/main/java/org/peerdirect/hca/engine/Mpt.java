@@ -240,8 +240,8 @@ final class Mpt {
                     if (k == 0) {
                         continue;
                     }
-                    c = pageMtt[p >>> CHUNK_SHIFT] = new long[CHUNK];
-                    ksmVa[p >>> CHUNK_SHIFT] = new long[CHUNK];
+                    c = pageMtt[p >>> CHUNK_SHIFT] = new long[chunkLength(p)];
+                    ksmVa[p >>> CHUNK_SHIFT] = new long[chunkLength(p)];
                 }
                 c[p & (CHUNK - 1)] = k == 0 ? 0 : KSM_PRESENT | k & 0xffff_ffffL;
                 ksmVa[p >>> CHUNK_SHIFT][p & (CHUNK - 1)] = mtt[2 * i + 1];
@@ -255,10 +255,15 @@ final class Mpt {
                 if (mtt[i] == 0) {
                     continue;
                 }
-                c = pageMtt[p >>> CHUNK_SHIFT] = new long[CHUNK];
+                c = pageMtt[p >>> CHUNK_SHIFT] = new long[chunkLength(p)];
             }
             c[p & (CHUNK - 1)] = mtt[i];
         }
+    }
+
+    /** Entries of the chunk holding page {@code p}: {@link #CHUNK}, the last one only what the key's pages reach (a 2 MiB key costs 4 KiB, not 32). */
+    private int chunkLength(int p) {
+        return Math.min(CHUNK, pages - (p & -CHUNK));
     }
 
     /** Pages of {@code 2^shift} bytes that {@code [start, start+length)} touches (at least 1). */

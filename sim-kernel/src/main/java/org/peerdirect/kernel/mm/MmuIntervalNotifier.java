@@ -24,6 +24,8 @@ public final class MmuIntervalNotifier {
     /** The sequence of the last invalidation that touched this interval; written by setSeq. */
     volatile long invalidateSeq;
     volatile boolean removed;
+    /** Its place among the subscriptions' notifiers; set once at insertion. */
+    MmuNotifierSubscriptions.Key key;
 
     MmuIntervalNotifier(AddressSpace mm, long start, long end, MmuIntervalNotifierOps ops, long seq) {
         this.mm = mm;

@@ -2,7 +2,8 @@ package org.peerdirect.kernel.mm;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -29,7 +30,31 @@ final class MmuNotifierSubscriptions {
     private long invalidateSeq = 2;
     /** The invalidations in progress (their ranges are described only in the error of a wait that times out). */
     private final List<MmuNotifierRange> running = new ArrayList<>();
-    private final List<MmuIntervalNotifier> notifiers = new CopyOnWriteArrayList<>();
+    /**
+     * The notifiers by start address (the kernel's interval tree, {@code itree}): insert and
+     * remove are logarithmic, so tens of thousands of ODP MRs come and go without copying a list
+     * each time. A lookup of [s, e) scans the starts in (s - {@link #longest}, e): no notifier
+     * starting earlier can reach s.
+     */
+    private final ConcurrentSkipListMap<Key, MmuIntervalNotifier> notifiers = new ConcurrentSkipListMap<>();
+    /** The length of the longest notifier ever inserted (only grows: a bound, not an exact maximum). */
+    private final AtomicLong longest = new AtomicLong();
+    private final AtomicLong ids = new AtomicLong();
+
+    /** A notifier's place in {@link #notifiers}: its start, then the order of insertion. */
+    record Key(long start, long id) implements Comparable<Key> {
+        @Override
+        public int compareTo(Key o) {
+            int c = Long.compare(start, o.start);
+            return c != 0 ? c : Long.compare(id, o.id);
+        }
+    }
+
+    /** The notifiers that may overlap [start, end): a superset, each to be checked. */
+    private Iterable<MmuIntervalNotifier> candidates(long start, long end) {
+        long from = start - longest.get(); // may be negative: the keys' order is numeric, and starts are never negative
+        return notifiers.subMap(new Key(from, Long.MIN_VALUE), true, new Key(end, Long.MIN_VALUE), false).values();
+    }
 
     MmuIntervalNotifier insert(AddressSpace mm, long start, long end, MmuIntervalNotifierOps ops) {
         lock.lock();
@@ -37,7 +62,9 @@ final class MmuNotifierSubscriptions {
             // as mmu_interval_notifier_insert: a reader that begins now waits for a running invalidation
             long seq = running.isEmpty() ? invalidateSeq - 1 : invalidateSeq;
             MmuIntervalNotifier n = new MmuIntervalNotifier(mm, start, end, ops, seq);
-            notifiers.add(n);
+            longest.accumulateAndGet(end - start, Math::max);
+            n.key = new Key(start, ids.incrementAndGet());
+            notifiers.put(n.key, n);
             return n;
         } finally {
             lock.unlock();
@@ -45,7 +72,7 @@ final class MmuNotifierSubscriptions {
     }
 
     void remove(MmuIntervalNotifier n) {
-        if (!notifiers.remove(n)) {
+        if (n.key == null || !notifiers.remove(n.key, n)) {
             throw new KernelException(KernelException.Errno.EINVAL, n + " is not inserted (removed twice?)");
         }
         lock.lock();
@@ -120,7 +147,7 @@ final class MmuNotifierSubscriptions {
             lock.unlock();
         }
         KernelException failed = null;
-        for (MmuIntervalNotifier n : notifiers) {
+        for (MmuIntervalNotifier n : candidates(range.start(), range.end())) {
             if (!n.removed && n.start() < range.end() && range.start() < n.end()) {
                 try {
                     n.ops().invalidate(n, range, cur);
@@ -158,7 +185,7 @@ final class MmuNotifierSubscriptions {
     }
 
     boolean overlaps(long start, long end) {
-        for (MmuIntervalNotifier n : notifiers) {
+        for (MmuIntervalNotifier n : candidates(start, end)) {
             if (n.start() < end && start < n.end()) {
                 return true;
             }
@@ -167,7 +194,7 @@ final class MmuNotifierSubscriptions {
     }
 
     List<MmuIntervalNotifier> all() {
-        return new ArrayList<>(notifiers);
+        return new ArrayList<>(notifiers.values());
     }
 
     long seq() {

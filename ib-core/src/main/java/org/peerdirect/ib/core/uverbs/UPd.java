@@ -28,7 +28,8 @@ final class UPd implements IbvPd {
 
     final UContext ctx;
     final IbPdOps ops;
-    final List<UMr> mrs = new CopyOnWriteArrayList<>();
+    /** A set, not a copy-on-write list: a PD may hold tens of thousands of MRs, registered and deregistered one by one. */
+    final java.util.Set<UMr> mrs = java.util.concurrent.ConcurrentHashMap.newKeySet();
     final List<UQp> qps = new CopyOnWriteArrayList<>();
     final List<USrq> srqs = new CopyOnWriteArrayList<>();
     final List<UAh> ahs = new CopyOnWriteArrayList<>();
