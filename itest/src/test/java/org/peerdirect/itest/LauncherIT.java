@@ -133,7 +133,7 @@ class LauncherIT {
         Run r = launch("-c", "lb -s");
         assertEquals(0, r.exit(), r.err());
         for (String m : List.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core", "rdma-tools", "umem-test", "mlx4-provider", "mlx5-provider",
-                "example-peer-mem", "gpu-peer-mem", "ssd-peer-mem")) {
+                "example-peer-mem", "gpu-sim", "nvidia", "gpu-peer-mem", "ssd-peer-mem")) {
             assertTrue(r.out().lines().anyMatch(l -> l.contains("Active") && l.contains("org.peerdirect." + m + " ")),
                     m + " ACTIVE in:\n" + r.out());
         }
@@ -190,11 +190,13 @@ class LauncherIT {
     void aConfigurationChangeIsInPlaceWhenTheCommandReturns() throws Exception {
         StringBuilder script = new StringBuilder();
         for (int i = 0; i < 12; i++) {
-            script.append("peerdirect:config org.peerdirect.nvidia_peermem persistent_api_support ").append(i % 2 == 0 ? 0 : 1).append("; gpu:smi; ");
+            script.append("peerdirect:config org.peerdirect.nvidia_peermem persistent_api_support ").append(i % 2 == 0 ? 0 : 1).append("; peermem:clients; ");
         }
         Run r = launch("-c", script.toString());
         assertEquals(0, r.exit(), r.err());
-        assertTrue(!r.out().contains("nvidia-peermem is not loaded"), "every gpu:smi saw nvidia-peermem:\n" + r.out());
+        // each listing after a switch shows the clients of the new value: nv_mem every time, nv_mem_nc after each 0
+        assertEquals(12, r.out().lines().filter(l -> l.matches("\\d+\\s+nv_mem\\s.*registered.*")).count(), "every listing saw nv_mem:\n" + r.out());
+        assertEquals(6, r.out().lines().filter(l -> l.matches("\\d+\\s+nv_mem_nc\\s.*registered.*")).count(), "nv_mem_nc after each 0:\n" + r.out());
         assertTrue(!r.out().contains("no component runs with it"), r.out());
     }
 

@@ -25,13 +25,22 @@ class LayeringIT {
     private record Bundle(String name, List<String> imports, List<String> exports) {
     }
 
+    /**
+     * The device models (the HCAs, the GPU) import only the simulated kernel's packages and their
+     * own: nothing of the IB core, the peer-memory API or a driver (the GPU model nothing of
+     * {@code nvidia.ko}'s resource manager).
+     */
     @Test
-    void hcaSimImportsNoIbCoreAndNoPeerMemoryPackage() throws IOException {
-        Bundle hca = bundles().get("org.peerdirect.hca-sim");
-        assertTrue(hca != null, "hca-sim is among the bundles");
-        List<String> bad = hca.imports().stream().filter(p -> p.startsWith("org.peerdirect.ib") || p.startsWith("org.peerdirect.peermem"))
-                .toList();
-        assertEquals(List.of(), bad, "a device model sees only MMIO, DMA and MSI-X: hca-sim imports " + bad);
+    void theSiliconImportsOnlyTheKernelAndItsOwnPackages() throws IOException {
+        Map<String, Bundle> all = bundles();
+        for (String name : List.of("org.peerdirect.hca-sim", "org.peerdirect.gpu-sim")) {
+            Bundle model = all.get(name);
+            assertTrue(model != null, name + " is among the bundles");
+            List<String> bad = model.imports().stream()
+                    .filter(p -> p.startsWith("org.peerdirect.") && !p.startsWith("org.peerdirect.kernel.") && !model.exports().contains(p))
+                    .toList();
+            assertEquals(List.of(), bad, "a device model sees only MMIO, DMA and MSI-X: " + name + " imports " + bad);
+        }
     }
 
     @Test

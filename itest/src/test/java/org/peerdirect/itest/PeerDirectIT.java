@@ -190,17 +190,28 @@ public class PeerDirectIT {
             assertTrue("and the MR working", String.valueOf(run(s, "umemtest:dma " + mr)).startsWith("DMA ok"));
 
             run(s, "umemtest:dereg " + mr);
-            run(s, "gpu:free " + pid + " " + buf);
+            run(s, "gpu:memcpy htod " + pid + " " + buf + " 7 4096");
             assertTrue(String.valueOf(run(s, "kernel:rmmod nvidia_peermem")).contains("unloaded"));
             assertEquals(Bundle.RESOLVED, gpu.getState());
             assertFalse(String.valueOf(run(s, "kernel:lsmod")).contains("nvidia_peermem"));
             Exception gone = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "kernel:rmmod nvidia_peermem"));
             assertTrue(gone.getMessage(), gone.getMessage().contains("ENOENT") && gone.getMessage().contains("not currently loaded"));
+            // nvidia.ko and the GPU stay (their own bundles): the allocation and its bytes are still there,
+            // but with no peer client to claim GPU memory a registration over it fails as ibv_reg_mr does
+            String smi = String.valueOf(run(s, "gpu:smi"));
+            assertTrue("the GPU and its allocation outlive nvidia_peermem:\n" + smi, smi.contains("GPU 0:") && smi.contains("Allocations         : 1,"));
+            assertTrue(String.valueOf(run(s, "gpu:memcpy dtoh " + pid + " " + buf + " 4")).startsWith("07 07 07 07"));
+            Exception unclaimed = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "umemtest:reg " + pid + " " + buf + " 65536"));
+            assertTrue(unclaimed.getMessage(), unclaimed.getMessage().contains("EFAULT"));
 
             assertTrue(String.valueOf(run(s, "kernel:modprobe nvidia_peermem")).contains("loaded"));
             assertEquals(Bundle.ACTIVE, gpu.getState());
             ls = String.valueOf(run(s, "kernel:lsmod"));
             assertTrue("loaded again, unused:\n" + ls, ls.lines().anyMatch(l -> l.matches("nvidia_peermem\\s+0\\s+LIVE.*")));
+            int again = ((Number) run(s, "umemtest:reg " + pid + " " + buf + " 65536")).intValue();
+            assertTrue("the same allocation registers again", String.valueOf(run(s, "umemtest:dma " + again)).startsWith("DMA ok"));
+            run(s, "umemtest:dereg " + again);
+            run(s, "gpu:free " + pid + " " + buf);
             run(s, "kernel:kill " + pid);
             IommuAudit a = iommu.audit();
             assertEquals("no IOMMU fault: " + a, 0, a.faults());

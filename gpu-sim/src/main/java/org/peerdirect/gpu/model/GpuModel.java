@@ -1,4 +1,4 @@
-package org.peerdirect.gpu.impl;
+package org.peerdirect.gpu.model;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -10,7 +10,6 @@ import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.metatype.annotations.AttributeDefinition;
 import org.osgi.service.metatype.annotations.Designate;
 import org.osgi.service.metatype.annotations.ObjectClassDefinition;
-import org.peerdirect.gpu.model.GpuBoard;
 import org.peerdirect.kernel.pci.PciBus;
 import org.peerdirect.kernel.pci.PciFunction;
 

@@ -1,4 +1,4 @@
-package org.peerdirect.gpu.impl;
+package org.peerdirect.gpu.nvidia.impl;
 
 import java.util.HexFormat;
 import java.util.List;
@@ -8,7 +8,6 @@ import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.gpu.nvidia.NvidiaRm;
-import org.peerdirect.gpu.peermem.NvPeerMem;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -17,8 +16,9 @@ import org.peerdirect.kernel.shell.Args;
 import org.peerdirect.kernel.shell.UsageException;
 
 /**
- * Gogo commands for the GPUs: {@code gpu:smi} (an nvidia-smi view: memory, BAR1 use, pinned
- * ranges, the nv_mem clients), {@code gpu:alloc <pid> <size>} (cudaMalloc into a process),
+ * Gogo commands for the GPUs, part of {@code nvidia.ko}'s bundle (they stay while
+ * nvidia-peermem comes and goes): {@code gpu:smi} (an nvidia-smi view: memory, BAR1 use, pinned
+ * ranges; the nv_mem clients are {@code peermem:clients}' and {@code kernel:lsmod}'s), {@code gpu:alloc <pid> <size>} (cudaMalloc into a process),
  * {@code gpu:free <pid> <addr>} (cudaFree: registrations over it are invalidated by the free
  * callback, or keep their pages with the persistent client), {@code gpu:memcpy} (cudaMemcpy).
  */
@@ -29,8 +29,6 @@ public final class GpuCommands {
     private final Mm mm;
     /** The GPUs by index (dynamic: the commands stay while GPUs come and go). */
     private final java.util.List<NvidiaRm> gpus = new java.util.concurrent.CopyOnWriteArrayList<>();
-    /** nvidia-peermem, when loaded (dynamic: a reconfiguration re-creates it without taking the commands away). */
-    private volatile NvPeerMemComponent peermem;
 
     @Activate
     public GpuCommands(@Reference Mm mm) {
@@ -48,20 +46,7 @@ public final class GpuCommands {
         gpus.remove(rm);
     }
 
-    @Reference(cardinality = org.osgi.service.component.annotations.ReferenceCardinality.OPTIONAL,
-            policy = org.osgi.service.component.annotations.ReferencePolicy.DYNAMIC,
-            policyOption = org.osgi.service.component.annotations.ReferencePolicyOption.GREEDY, unbind = "unsetPeermem")
-    void setPeermem(NvPeerMemComponent p) {
-        peermem = p;
-    }
-
-    void unsetPeermem(NvPeerMemComponent p) {
-        if (peermem == p) {
-            peermem = null;
-        }
-    }
-
-    @Descriptor("the GPUs as nvidia-smi shows them: memory, BAR1, pinned ranges, modelled pin time, nv_mem clients")
+    @Descriptor("the GPUs as nvidia-smi shows them: memory, BAR1, pinned ranges, modelled pin time")
     public String smi() {
         StringBuilder sb = new StringBuilder();
         if (gpus.isEmpty()) {
@@ -82,14 +67,6 @@ public final class GpuCommands {
             for (String p : s.pinned()) {
                 sb.append("      ").append(p).append('\n');
             }
-        }
-        NvPeerMemComponent pm = peermem;
-        if (pm == null) {
-            sb.append("nvidia-peermem is not loaded\n");
-        }
-        for (NvPeerMem c : pm == null ? List.<NvPeerMem>of() : pm.clients()) {
-            sb.append(String.format("peer client %-9s: %s%s, %d registration(s) hold it%n", c.name(), c.persistent() ? "persistent" : "invalidating (free callback)",
-                    (c.flags() & NvPeerMem.INVALIDATE_UNMAPS) != 0 ? ", INVALIDATE_UNMAPS" : "", c.inUse()));
         }
         return sb.toString().stripTrailing();
     }

@@ -1,4 +1,4 @@
-package org.peerdirect.gpu.impl;
+package org.peerdirect.gpu.nvidia.impl;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.service.component.annotations.Activate;

@@ -1,4 +1,4 @@
-package org.peerdirect.gpu.model;
+package org.peerdirect.gpu.engine;
 
 /**
  * What the GPU driver reaches of the silicon, through {@code PciFunction.firmware(GpuEngine.class)}
@@ -6,6 +6,7 @@ package org.peerdirect.gpu.model;
  * the video-memory pages, the BAR1 page table and the copy engine. Hardware vocabulary only:
  * pages and slots, no processes, no allocations.
  */
+@org.osgi.annotation.versioning.ProviderType
 public interface GpuEngine {
 
     /** The GPU page: 64 KiB ({@code GPU_PAGE_SHIFT} 16 in nvidia-peermem). */

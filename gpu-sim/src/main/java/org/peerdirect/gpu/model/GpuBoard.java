@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.LongAdder;
 
+import org.peerdirect.gpu.engine.GpuEngine;
 import org.peerdirect.kernel.pci.PciDeviceSpec;
 
 /**
