@@ -209,7 +209,7 @@ public final class ConfigCommands {
     }
 
     /**
-     * Whether every component configured by {@code pid} runs (satisfied or active) with
+     * Whether every component configured by {@code pid} runs (active; a delayed one satisfied) with
      * {@code property} = {@code value}. A component that publishes services must publish them
      * anew (a service id above {@code servicesBefore}) with the value: SCR's runtime view shows the
      * new properties on the old instance for a moment before it re-creates it, so the view alone
@@ -228,8 +228,12 @@ public final class ConfigCommands {
             any = true;
             boolean running = false;
             for (org.osgi.service.component.runtime.dto.ComponentConfigurationDTO cc : r.getComponentConfigurationDTOs(d)) {
-                boolean up = cc.state == org.osgi.service.component.runtime.dto.ComponentConfigurationDTO.SATISFIED
-                        || cc.state == org.osgi.service.component.runtime.dto.ComponentConfigurationDTO.ACTIVE;
+                // an immediate component is up once ACTIVE (its activation returned): SCR registers
+                // its services before activating it, so SATISFIED with the new services let a command
+                // in while its constructor was half-way (nv_mem registered, nv_mem_nc not yet:
+                // LauncherIT caught it); a delayed one stays SATISFIED until someone uses it
+                boolean up = cc.state == org.osgi.service.component.runtime.dto.ComponentConfigurationDTO.ACTIVE
+                        || (!d.immediate && cc.state == org.osgi.service.component.runtime.dto.ComponentConfigurationDTO.SATISFIED);
                 if (up && String.valueOf(value).equals(String.valueOf(cc.properties.get(property)))) {
                     running = true;
                 }
