@@ -260,15 +260,25 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         try {
             checkAlive();
             int first = page(iova, n);
-            for (int i = 0; i < n; i++) {
-                if (!linkable.get(first + i) || entry(first + i) != 0) {
-                    throw new KernelException(Errno.EINVAL, String.format("dma_iova_link at iova 0x%x of domain %s: page %d of %d is %s",
-                            iova, name, i, n, linkable.get(first + i) ? "already linked" : "not in a range of dma_iova_try_alloc"));
-                }
-            }
+            checkRangePages("dma_iova_link", iova, first, n, false);
             fill(first, pfns, generations(pfns, n, "dma_iova_link"), n, dir);
         } finally {
             lock.unlockWrite(stamp);
+        }
+    }
+
+    /**
+     * EINVAL naming the first of pages first..first+n that lies outside every IOVA range or is not
+     * linked ({@code linked}) / already linked (otherwise); caller holds the write lock.
+     */
+    private void checkRangePages(String fn, long iova, int first, int n, boolean linked) {
+        assert lock.isWriteLocked();
+        for (int i = 0; i < n; i++) {
+            boolean inRange = linkable.get(first + i);
+            if (!inRange || (entry(first + i) != 0) != linked) {
+                throw new KernelException(Errno.EINVAL, String.format("%s at iova 0x%x of domain %s: page %d of %d is %s", fn, iova, name, i, n,
+                        !inRange ? "not in a range of dma_iova_try_alloc" : linked ? "not linked (double unlink?)" : "already linked"));
+            }
         }
     }
 
@@ -277,12 +287,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         long stamp = lock.writeLock();
         try {
             int first = page(iova, npages);
-            for (int i = 0; i < npages; i++) {
-                if (!linkable.get(first + i) || entry(first + i) == 0) {
-                    throw new KernelException(Errno.EINVAL, String.format("dma_iova_unlink of iova 0x%x in domain %s: page %d of %d is %s",
-                            iova, name, i, npages, linkable.get(first + i) ? "not linked (double unlink?)" : "not in a range of dma_iova_try_alloc"));
-                }
-            }
+            checkRangePages("dma_iova_unlink", iova, first, npages, true);
             for (int i = 0; i < npages; i++) {
                 release(first + i);
             }
