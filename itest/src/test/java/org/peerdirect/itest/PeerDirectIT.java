@@ -263,6 +263,36 @@ public class PeerDirectIT {
         assertTrue("IOMMU audit clean: " + a, a.violationFree());
     }
 
+    /**
+     * Two SSDs: {@code --mem ssd_mem:1} runs a validated pingpong over nvme1's persistent memory
+     * region (its pins counted on nvme1, none on nvme0); the tools refuse an SSD index beyond the
+     * last, naming the SSDs there are.
+     */
+    @Test
+    public void aSecondSsdIsChosenByIndex() throws Exception {
+        CommandSession s = session();
+        try {
+            run(s, "peerdirect:config org.peerdirect.ssd ssds 2");
+            waitFor("two SSDs", () -> String.valueOf(runQuietly(s, "ssd:info")).contains("nvme1 "));
+            String pp = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -s 65536 -n 20 -c --mem ssd_mem:1"));
+            assertTrue(pp, pp.contains("validated 20 received buffers"));
+            String info = String.valueOf(run(s, "ssd:info"));
+            String nvme1 = info.substring(info.indexOf("nvme1 "));
+            assertTrue("nvme0 pinned nothing for the pingpong on nvme1:\n" + info,
+                    info.substring(0, info.indexOf("nvme1 ")).contains("counters       pins 0,"));
+            assertFalse("nvme1 did:\n" + info, nvme1.contains("counters       pins 0,"));
+            Exception e = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "rdma:pingpong -d mlx5_0 -s 4096 -n 2 --mem ssd_mem:2"));
+            assertTrue(e.getMessage(), e.getMessage().contains("ssd_mem has 2 device(s), 0..1"));
+        } finally {
+            runQuietly(s, "peerdirect:config org.peerdirect.ssd ssds 1");
+            waitFor("one SSD again", () -> !String.valueOf(runQuietly(s, "ssd:info")).contains("nvme1 ")
+                    && String.valueOf(runQuietly(s, "ssd:info")).contains("nvme0 "));
+            s.close();
+        }
+        IommuAudit a = iommu.audit();
+        assertTrue("IOMMU audit clean: " + a, a.violationFree());
+    }
+
     private Object runQuietly(CommandSession s, String cmd) {
         try {
             return s.execute(cmd);

@@ -21,9 +21,10 @@ import org.peerdirect.ssd.nvme.NvmePmr;
 import org.peerdirect.ssd.peermem.SsdPeerMem;
 
 /**
- * Registers the {@code ssd_mem} client (with invalidation) and offers the first SSD's persistent
- * memory region to tools ({@code --mem ssd_mem}): {@code alloc} maps the lowest free PMR range,
- * {@code map} a fixed PMR offset (the same bytes in every run), {@code free} unmaps. CPU copies
+ * Registers the {@code ssd_mem} client (with invalidation) and offers the SSDs' persistent
+ * memory regions to tools ({@code --mem ssd_mem}, {@code --mem ssd_mem:1} for nvme1): {@code alloc}
+ * maps the lowest free PMR range of the SSD named (0 by default), {@code map} a fixed PMR offset of
+ * SSD 0 (the same bytes in every run), {@code free} and dma-buf export find the SSD from the address. CPU copies
  * are plain loads and stores: a PMR is CPU-addressable. Deactivation unregisters the client,
  * which waits until no MR uses it. The bundle is the module {@code ssd_peer_mem}: a registration
  * holds a reference, so {@code kernel:rmmod ssd_peer_mem} refuses while MRs use the SSD.
@@ -68,12 +69,33 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
     }
 
     private NvmePmr ssd0() {
-        if (ssds.isEmpty()) {
-            throw new KernelException(Errno.ENODEV, SsdPeerMem.NAME + ": no SSD with a persistent memory region");
-        }
-        return ssds.get(0);
+        return ssd(0);
     }
 
+    /** SSD {@code index} (nvme{@code index}); ENODEV naming the SSDs there are. */
+    private NvmePmr ssd(int index) {
+        List<NvmePmr> all = ssds();
+        if (index < 0 || index >= all.size()) {
+            throw new KernelException(Errno.ENODEV, SsdPeerMem.NAME + ": no SSD " + index + " with a persistent memory region ("
+                    + (all.isEmpty() ? "none" : all.size() + " SSD(s): nvme0.." + "nvme" + (all.size() - 1)) + ")");
+        }
+        return all.get(index);
+    }
+
+    /** The SSD whose PMR maps [va, va+1) of process {@code pid}; SSD 0 when none does (its call then refuses the address in its own words). */
+    private NvmePmr owner(int pid, long va) {
+        for (NvmePmr p : ssds()) {
+            if (p.owns(pid, va, 1)) {
+                return p;
+            }
+        }
+        return ssd0();
+    }
+
+    @Override
+    public int devices() {
+        return ssds.size();
+    }
 
     @Override
     public String name() {
@@ -82,7 +104,12 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
 
     @Override
     public long alloc(int pid, long size) {
-        return ssd0().alloc(mm.process(pid), size);
+        return alloc(pid, size, 0);
+    }
+
+    @Override
+    public long alloc(int pid, long size, int device) {
+        return ssd(device).alloc(mm.process(pid), size);
     }
 
     @Override
@@ -92,11 +119,11 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
 
     @Override
     public int exportDmabuf(int pid, long addr, long size) {
-        return ssd0().exportDmabuf(mm.process(pid), addr, size);
+        return owner(pid, addr).exportDmabuf(mm.process(pid), addr, size);
     }
 
     @Override
     public void free(int pid, long addr) {
-        ssd0().munmap(pid, addr);
+        owner(pid, addr).munmap(pid, addr);
     }
 }
