@@ -219,7 +219,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
      * {@code dma_iova_try_alloc}: reserves {@code size} bytes (rounded up to pages) of contiguous
      * I/O virtual space with nothing mapped in it. Returns -1 where the kernel returns false and
      * the caller maps page by page: here for a range above {@link #IOVA_RANGE_MAX_PAGES} pages or
-     * one that would leave less than half of the space free (this space is 64 GiB, not the 48 bits
+     * one that would leave less than half of the space free, or on a destroyed domain (this space is 64 GiB, not the 48 bits
      * of a real IOMMU, and long-lived reservations must not starve {@code dma_map_sg}).
      */
     @Override
@@ -234,8 +234,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         int n = (int) pages;
         long stamp = lock.writeLock();
         try {
-            checkAlive();
-            if (usedPages + n > IOVA_PAGES / 2) {
+            if (destroyed || usedPages + n > IOVA_PAGES / 2) { // a destroyed domain: the caller's first map names it
                 return -1;
             }
             int first = findRange(n);
@@ -297,10 +296,14 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         }
     }
 
+    /** A destroyed domain took its ranges back already: freeing one then is nothing to do. */
     @Override
     public void dmaIovaFree(long iova, long size) {
         long stamp = lock.writeLock();
         try {
+            if (destroyed) {
+                return;
+            }
             int n = (int) ((size + PAGE_SIZE - 1) >>> PAGE_SHIFT);
             int first = page(iova, n);
             Integer had = iovaRanges.get(first);
@@ -337,7 +340,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         assert lock.isWriteLocked();
         int first = findRange(n);
         if (first < 0) {
-            throw new KernelException(Errno.ENOMEM, "IOVA space of domain " + name + " is full (" + mapped + " pages mapped)");
+            throw new KernelException(Errno.ENOMEM, "IOVA space of domain " + name + " is full (" + usedPages + " pages allocated, " + mapped + " mapped)");
         }
         reserveAt(first, n);
         return first;

@@ -24,11 +24,12 @@ public final class MmuIntervalNotifier {
     /** The sequence of the last invalidation that touched this interval; written by setSeq. */
     volatile long invalidateSeq;
     volatile boolean removed;
-    /** Its place among the subscriptions' notifiers; set once at insertion. */
-    MmuNotifierSubscriptions.Key key;
+    /** Its place among the subscriptions' notifiers. */
+    final MmuNotifierSubscriptions.Key key;
 
-    MmuIntervalNotifier(AddressSpace mm, long start, long end, MmuIntervalNotifierOps ops, long seq) {
+    MmuIntervalNotifier(AddressSpace mm, long start, long end, MmuIntervalNotifierOps ops, long seq, MmuNotifierSubscriptions.Key key) {
         this.mm = mm;
+        this.key = key;
         this.start = start;
         this.end = end;
         this.ops = ops;

@@ -37,7 +37,12 @@ final class MmuNotifierSubscriptions {
      * starting earlier can reach s.
      */
     private final ConcurrentSkipListMap<Key, MmuIntervalNotifier> notifiers = new ConcurrentSkipListMap<>();
-    /** The length of the longest notifier ever inserted (only grows: a bound, not an exact maximum). */
+    /**
+     * The length of the longest notifier ever inserted (only grows: a bound, not an exact maximum).
+     * Once a long notifier existed (a 1 TiB ODP MR) every lookup scans the notifiers starting
+     * within that length before the range, even after it went: the kernel's interval tree keeps
+     * the largest end per subtree instead.
+     */
     private final AtomicLong longest = new AtomicLong();
     private final AtomicLong ids = new AtomicLong();
 
@@ -61,9 +66,8 @@ final class MmuNotifierSubscriptions {
         try {
             // as mmu_interval_notifier_insert: a reader that begins now waits for a running invalidation
             long seq = running.isEmpty() ? invalidateSeq - 1 : invalidateSeq;
-            MmuIntervalNotifier n = new MmuIntervalNotifier(mm, start, end, ops, seq);
+            MmuIntervalNotifier n = new MmuIntervalNotifier(mm, start, end, ops, seq, new Key(start, ids.incrementAndGet()));
             longest.accumulateAndGet(end - start, Math::max);
-            n.key = new Key(start, ids.incrementAndGet());
             notifiers.put(n.key, n);
             return n;
         } finally {
@@ -72,7 +76,7 @@ final class MmuNotifierSubscriptions {
     }
 
     void remove(MmuIntervalNotifier n) {
-        if (n.key == null || !notifiers.remove(n.key, n)) {
+        if (!notifiers.remove(n.key, n)) {
             throw new KernelException(KernelException.Errno.EINVAL, n + " is not inserted (removed twice?)");
         }
         lock.lock();

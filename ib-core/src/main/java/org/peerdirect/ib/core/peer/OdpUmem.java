@@ -311,7 +311,7 @@ final class OdpUmem implements IbUmemOdp {
         int per = 1 << (pageShift - Mm.PAGE_SHIFT);
         long run = -1; // IOVA range: the first address of the pending run of mapped granules
         long key = -1;
-        long[] c = null;
+        long[] c = null; // the chunk of va; may be one just emptied and removed (all zero then)
         long va = from;
         while (va < to) {
             long idx = (va - start) >>> pageShift;
@@ -324,35 +324,36 @@ final class OdpUmem implements IbUmemOdp {
                 va = Math.min(to, start + ((key + 1) * CHUNK << pageShift));
                 continue;
             }
-            int i = (int) (idx % CHUNK);
-            long e = c[i];
-            if (e != 0) {
-                if (iovaBase < 0) {
-                    device.dma().dmaUnmap(e & ODP_DMA_ADDR_MASK, per);
-                } else if (run < 0) {
-                    run = va;
-                }
-                c[i] = 0;
-                npages--;
-                if (--c[CHUNK] == 0) {
-                    chunks.remove(key);
-                    c = null;
-                }
-                // dirtiness: a page mapped writable was faulted for write, which set its PTE dirty,
-                // and cleaning it for writeback invalidates this mapping first (see Vmscan.msync),
-                // so a page the device wrote is always dirty for the mm: no set_page_dirty needed
-            } else {
+            long e = c[(int) (idx % CHUNK)];
+            if (e == 0) {
                 run = unlink(run, va);
+            } else if (iovaBase >= 0) {
+                run = run < 0 ? va : run;
+            } else {
+                device.dma().dmaUnmap(e & ODP_DMA_ADDR_MASK, per);
+                setEntry(va, 0);
+                npages--;
             }
+            // dirtiness: a page mapped writable was faulted for write, which set its PTE dirty,
+            // and cleaning it for writeback invalidates this mapping first (see Vmscan.msync),
+            // so a page the device wrote is always dirty for the mm: no set_page_dirty needed
             va += page;
         }
         unlink(run, va);
     }
 
-    /** Unlinks the run of granules [run, va) from the IOVA range (their entries are cleared); returns -1. Nothing when {@code run < 0}. */
+    /**
+     * Unlinks the run of mapped granules [run, va) from the IOVA range, then clears their entries
+     * (only once the unlink returned: an entry is never gone while its page is still mapped);
+     * returns -1. Nothing when {@code run < 0}.
+     */
     private long unlink(long run, long va) {
         if (run >= 0) {
             device.dma().dmaIovaUnlink(iovaBase + (run - start), (int) ((va - run) >>> Mm.PAGE_SHIFT));
+            for (long a = run; a < va; a += 1L << pageShift) {
+                setEntry(a, 0);
+                npages--;
+            }
         }
         return -1;
     }
@@ -468,13 +469,16 @@ final class OdpUmem implements IbUmemOdp {
         if (implicit) {
             return;
         }
-        umemMutex.lock();
         try {
-            unmapDmaPages(start, end);
+            umemMutex.lock();
+            try {
+                unmapDmaPages(start, end);
+            } finally {
+                umemMutex.unlock();
+            }
         } finally {
-            umemMutex.unlock();
+            notifier.remove(); // waits for a running callback; none runs after it
         }
-        notifier.remove(); // waits for a running callback; none runs after it
         if (iovaBase >= 0) {
             device.dma().dmaIovaFree(iovaBase, end - start);
         }
