@@ -38,12 +38,17 @@ final class MmuNotifierSubscriptions {
      */
     private final ConcurrentSkipListMap<Key, MmuIntervalNotifier> notifiers = new ConcurrentSkipListMap<>();
     /**
-     * The length of the longest notifier ever inserted (only grows: a bound, not an exact maximum).
-     * Once a long notifier existed (a 1 TiB ODP MR) every lookup scans the notifiers starting
-     * within that length before the range, even after it went: the kernel's interval tree keeps
-     * the largest end per subtree instead.
+     * The length of the longest notifier inserted now (0 when none), written under {@code lock}.
+     * An invalidation reads it after {@link #start} took and left the lock: an insert that held
+     * the lock before is seen with its length; one that comes after saw this invalidation running
+     * and made its readers wait for it (as {@code mmu_interval_notifier_insert}), so missing it is
+     * allowed. A remove lowers it only after the notifier left {@link #notifiers}. {@link #lengths}
+     * counts the notifiers by length, so removing the one long notifier (a 1 TiB ODP MR) shortens
+     * later scans again.
      */
-    private final AtomicLong longest = new AtomicLong();
+    private volatile long longest;
+    /** Guarded by lock: notifiers by length → how many. */
+    private final java.util.TreeMap<Long, Integer> lengths = new java.util.TreeMap<>();
     private final AtomicLong ids = new AtomicLong();
 
     /** A notifier's place in {@link #notifiers}: its start, then the order of insertion. */
@@ -57,7 +62,7 @@ final class MmuNotifierSubscriptions {
 
     /** The notifiers that may overlap [start, end): a superset, each to be checked. */
     private Iterable<MmuIntervalNotifier> candidates(long start, long end) {
-        long from = start - longest.get(); // may be negative: the keys' order is numeric, and starts are never negative
+        long from = start - longest; // may be negative: the keys' order is numeric, and starts are never negative
         return notifiers.subMap(new Key(from, Long.MIN_VALUE), true, new Key(end, Long.MIN_VALUE), false).values();
     }
 
@@ -67,8 +72,9 @@ final class MmuNotifierSubscriptions {
             // as mmu_interval_notifier_insert: a reader that begins now waits for a running invalidation
             long seq = running.isEmpty() ? invalidateSeq - 1 : invalidateSeq;
             MmuIntervalNotifier n = new MmuIntervalNotifier(mm, start, end, ops, seq, new Key(start, ids.incrementAndGet()));
-            longest.accumulateAndGet(end - start, Math::max);
             notifiers.put(n.key, n);
+            lengths.merge(end - start, 1, Integer::sum);
+            longest = lengths.lastKey();
             return n;
         } finally {
             lock.unlock();
@@ -81,6 +87,8 @@ final class MmuNotifierSubscriptions {
         }
         lock.lock();
         try {
+            lengths.merge(n.end() - n.start(), -1, (a, b) -> a + b == 0 ? null : a + b);
+            longest = lengths.isEmpty() ? 0 : lengths.lastKey();
             n.removed = true;
             // a callback of n may be running: wait for the invalidation that runs it to end
             if (!running.isEmpty()) {
