@@ -231,36 +231,20 @@ public class PeerDirectIT {
      */
     @Test
     public void aSecondGpuIsChosenByIndexAndFoundByAddress() throws Exception {
-        CommandSession s = session();
-        try {
-            run(s, "peerdirect:config org.peerdirect.gpu gpus 2");
-            waitFor("two GPUs", () -> String.valueOf(runQuietly(s, "gpu:smi")).contains("GPU 1:"));
+        withTwoDevices("org.peerdirect.gpu gpus", "gpu:smi", "GPU 0:", "GPU 1:", s -> {
             int pid = ((Number) run(s, "kernel:spawn itest-gpus")).intValue();
             String d = (String) run(s, "gpu:alloc " + pid + " 1M 1");
             run(s, "gpu:memcpy htod " + pid + " " + d + " 9 4096");
             assertTrue(String.valueOf(run(s, "gpu:memcpy dtoh " + pid + " " + d + " 8")).startsWith("09 09 09 09 09 09 09 09"));
-            String smi = String.valueOf(run(s, "gpu:smi"));
-            String gpu1 = smi.substring(smi.indexOf("GPU 1:"));
-            assertTrue("the allocation is on GPU 1:\n" + smi, gpu1.contains("Allocations         : 1,"));
-            assertTrue("and not on GPU 0:\n" + smi, smi.substring(0, smi.indexOf("GPU 1:")).contains("Allocations         : 0,"));
+            assertOnSecondOnly(String.valueOf(run(s, "gpu:smi")), "GPU 1:", "Allocations         : 0,", "the allocation");
             run(s, "gpu:free " + pid + " " + d);
             Exception e = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "gpu:alloc " + pid + " 1M 2"));
             assertTrue(e.getMessage(), e.getMessage().contains("ENODEV") && e.getMessage().contains("GPU 2"));
             String pp = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -s 65536 -n 20 -c --mem nv_mem:1"));
             assertTrue(pp, pp.contains("validated 20 received buffers"));
-            smi = String.valueOf(run(s, "gpu:smi"));
-            assertTrue("GPU 0 pinned nothing for the pingpong on GPU 1:\n" + smi,
-                    smi.substring(0, smi.indexOf("GPU 1:")).contains("P2P pins            : 0,"));
-            assertFalse("GPU 1 did:\n" + smi, smi.substring(smi.indexOf("GPU 1:")).contains("P2P pins            : 0,"));
+            assertOnSecondOnly(String.valueOf(run(s, "gpu:smi")), "GPU 1:", "P2P pins            : 0,", "the pingpong's pins");
             run(s, "kernel:kill " + pid);
-        } finally {
-            runQuietly(s, "peerdirect:config org.peerdirect.gpu gpus 1");
-            waitFor("one GPU again", () -> !String.valueOf(runQuietly(s, "gpu:smi")).contains("GPU 1:")
-                    && String.valueOf(runQuietly(s, "gpu:smi")).contains("GPU 0:"));
-            s.close();
-        }
-        IommuAudit a = iommu.audit();
-        assertTrue("IOMMU audit clean: " + a, a.violationFree());
+        });
     }
 
     /**
@@ -270,27 +254,46 @@ public class PeerDirectIT {
      */
     @Test
     public void aSecondSsdIsChosenByIndex() throws Exception {
-        CommandSession s = session();
-        try {
-            run(s, "peerdirect:config org.peerdirect.ssd ssds 2");
-            waitFor("two SSDs", () -> String.valueOf(runQuietly(s, "ssd:info")).contains("nvme1 "));
+        withTwoDevices("org.peerdirect.ssd ssds", "ssd:info", "nvme0 ", "nvme1 ", s -> {
             String pp = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -s 65536 -n 20 -c --mem ssd_mem:1"));
             assertTrue(pp, pp.contains("validated 20 received buffers"));
-            String info = String.valueOf(run(s, "ssd:info"));
-            String nvme1 = info.substring(info.indexOf("nvme1 "));
-            assertTrue("nvme0 pinned nothing for the pingpong on nvme1:\n" + info,
-                    info.substring(0, info.indexOf("nvme1 ")).contains("counters       pins 0,"));
-            assertFalse("nvme1 did:\n" + info, nvme1.contains("counters       pins 0,"));
+            assertOnSecondOnly(String.valueOf(run(s, "ssd:info")), "nvme1 ", "counters       pins 0,", "the pingpong's pins");
             Exception e = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "rdma:pingpong -d mlx5_0 -s 4096 -n 2 --mem ssd_mem:2"));
             assertTrue(e.getMessage(), e.getMessage().contains("ssd_mem has 2 device(s), 0..1"));
+        });
+    }
+
+    private interface SessionBody {
+        void run(CommandSession s) throws Exception;
+    }
+
+    /**
+     * Configures two devices ({@code config} is "pid property", set to 2) and waits until
+     * {@code view} lists {@code second}; runs {@code body}; then goes back to one device (only
+     * {@code first} listed) whatever happened, and checks the IOMMU audit.
+     */
+    private void withTwoDevices(String config, String view, String first, String second, SessionBody body) throws Exception {
+        CommandSession s = session();
+        try {
+            run(s, "peerdirect:config " + config + " 2");
+            waitFor("two devices in " + view, () -> String.valueOf(runQuietly(s, view)).contains(second));
+            body.run(s);
         } finally {
-            runQuietly(s, "peerdirect:config org.peerdirect.ssd ssds 1");
-            waitFor("one SSD again", () -> !String.valueOf(runQuietly(s, "ssd:info")).contains("nvme1 ")
-                    && String.valueOf(runQuietly(s, "ssd:info")).contains("nvme0 "));
+            runQuietly(s, "peerdirect:config " + config + " 1");
+            waitFor("one device again in " + view, () -> !String.valueOf(runQuietly(s, view)).contains(second)
+                    && String.valueOf(runQuietly(s, view)).contains(first));
             s.close();
         }
         IommuAudit a = iommu.audit();
         assertTrue("IOMMU audit clean: " + a, a.violationFree());
+    }
+
+    /** In a two-device listing, the first device's part shows {@code none} and the second's ({@code second} on) does not: {@code what} went to the second only. */
+    private static void assertOnSecondOnly(String listing, String second, String none, String what) {
+        int at = listing.indexOf(second);
+        assertTrue(second + " listed:\n" + listing, at > 0);
+        assertTrue(what + " is not on the first device:\n" + listing, listing.substring(0, at).contains(none));
+        assertFalse(what + " is on the second:\n" + listing, listing.substring(at).contains(none));
     }
 
     private Object runQuietly(CommandSession s, String cmd) {
