@@ -107,8 +107,7 @@ public class PeerDirectIT {
             // register, DMA, invalidate
             int pid = ((Number) run(s, "kernel:spawn itest-app")).intValue();
             String buf = (String) run(s, "example_peer:alloc " + pid + " 1048576");
-            int mr = ((Number) run(s, "umemtest:reg " + pid + " " + buf + " 65536")).intValue();
-            assertTrue(String.valueOf(run(s, "umemtest:dma " + mr)).startsWith("DMA ok"));
+            int mr = registerAndDma(s, pid, buf);
             sysfs.sync();
             assertEquals("1\n", Files.readString(sysfs.root().resolve(STATS + "/num_alloc_mrs")));
             assertEquals("invalidated 1 registration(s) of " + buf, run(s, "example_peer:invalidate " + pid + " " + buf));
@@ -149,16 +148,13 @@ public class PeerDirectIT {
             example.start();
             waitFor("the client registered again", () -> sysfs.exists(STATS));
             String buf2 = (String) run(s, "example_peer:alloc " + pid + " 65536");
-            int mr2 = ((Number) run(s, "umemtest:reg " + pid + " " + buf2 + " 65536")).intValue();
-            assertTrue(String.valueOf(run(s, "umemtest:dma " + mr2)).startsWith("DMA ok"));
+            int mr2 = registerAndDma(s, pid, buf2);
             assertEquals("a fresh client, fresh counters", "0\n", sysfs.read(STATS + "/num_free_callbacks"));
             run(s, "umemtest:dereg " + mr2);
             run(s, "example_peer:free " + pid + " " + buf2);
             run(s, "kernel:kill " + pid);
 
-            IommuAudit a = iommu.audit();
-            assertEquals("no IOMMU fault: " + a, 0, a.faults());
-            assertTrue("IOMMU audit clean: " + a, a.violationFree());
+            assertNoFaultAndClean();
         } finally {
             clients.close();
             s.close();
@@ -179,8 +175,7 @@ public class PeerDirectIT {
             waitFor("nvidia_peermem loaded", () -> String.valueOf(runQuietly(s, "kernel:lsmod")).contains("nvidia_peermem"));
             int pid = ((Number) run(s, "kernel:spawn itest-gpu")).intValue();
             String buf = (String) run(s, "gpu:alloc " + pid + " 128K");
-            int mr = ((Number) run(s, "umemtest:reg " + pid + " " + buf + " 65536")).intValue();
-            assertTrue(String.valueOf(run(s, "umemtest:dma " + mr)).startsWith("DMA ok"));
+            int mr = registerAndDma(s, pid, buf);
             String ls = String.valueOf(run(s, "kernel:lsmod"));
             assertTrue("one reference while the MR lives:\n" + ls, ls.lines().anyMatch(l -> l.matches("nvidia_peermem\\s+1\\s+LIVE.*")));
 
@@ -208,14 +203,11 @@ public class PeerDirectIT {
             assertEquals(Bundle.ACTIVE, gpu.getState());
             ls = String.valueOf(run(s, "kernel:lsmod"));
             assertTrue("loaded again, unused:\n" + ls, ls.lines().anyMatch(l -> l.matches("nvidia_peermem\\s+0\\s+LIVE.*")));
-            int again = ((Number) run(s, "umemtest:reg " + pid + " " + buf + " 65536")).intValue();
-            assertTrue("the same allocation registers again", String.valueOf(run(s, "umemtest:dma " + again)).startsWith("DMA ok"));
+            int again = registerAndDma(s, pid, buf); // the same allocation registers again
             run(s, "umemtest:dereg " + again);
             run(s, "gpu:free " + pid + " " + buf);
             run(s, "kernel:kill " + pid);
-            IommuAudit a = iommu.audit();
-            assertEquals("no IOMMU fault: " + a, 0, a.faults());
-            assertTrue("IOMMU audit clean: " + a, a.violationFree());
+            assertNoFaultAndClean();
         } finally {
             if (gpu.getState() != Bundle.ACTIVE) {
                 gpu.start();
@@ -294,6 +286,20 @@ public class PeerDirectIT {
         assertTrue(second + " listed:\n" + listing, at > 0);
         assertTrue(what + " is not on the first device:\n" + listing, listing.substring(0, at).contains(none));
         assertFalse(what + " is on the second:\n" + listing, listing.substring(at).contains(none));
+    }
+
+    /** {@code umemtest:reg} of 64 KiB at {@code buf}, then a DMA through it that must succeed; the MR. */
+    private int registerAndDma(CommandSession s, int pid, String buf) throws Exception {
+        int mr = ((Number) run(s, "umemtest:reg " + pid + " " + buf + " 65536")).intValue();
+        assertTrue(String.valueOf(run(s, "umemtest:dma " + mr)).startsWith("DMA ok"));
+        return mr;
+    }
+
+    /** The IOMMU audit: no refused DMA at all, and no violation. */
+    private void assertNoFaultAndClean() {
+        IommuAudit a = iommu.audit();
+        assertEquals("no IOMMU fault: " + a, 0, a.faults());
+        assertTrue("IOMMU audit clean: " + a, a.violationFree());
     }
 
     private Object runQuietly(CommandSession s, String cmd) {
