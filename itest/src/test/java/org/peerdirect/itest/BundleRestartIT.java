@@ -48,7 +48,7 @@ public class BundleRestartIT {
 
     private static final long WAIT_MS = 15_000;
     private static final List<String> PROJECT = List.of("hca-sim", "mlx4-provider", "ib-core", "rdma-tools", "umem-test",
-            "example-peer-mem", "gpu-sim", "nvidia", "gpu-peer-mem", "ssd-peer-mem", "mlx5-provider", "sim-kernel");
+            "example-peer-mem", "gpu-sim", "nvidia", "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "mlx5-provider", "sim-kernel");
 
     @Inject
     BundleContext context;

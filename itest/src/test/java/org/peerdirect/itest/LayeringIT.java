@@ -26,14 +26,14 @@ class LayeringIT {
     }
 
     /**
-     * The device models (the HCAs, the GPU) import only the simulated kernel's packages and their
+     * The device models (the HCAs, the GPU, the SSD) import only the simulated kernel's packages and their
      * own: nothing of the IB core, the peer-memory API or a driver (the GPU model nothing of
      * {@code nvidia.ko}'s resource manager).
      */
     @Test
     void theSiliconImportsOnlyTheKernelAndItsOwnPackages() throws IOException {
         Map<String, Bundle> all = bundles();
-        for (String name : List.of("org.peerdirect.hca-sim", "org.peerdirect.gpu-sim")) {
+        for (String name : List.of("org.peerdirect.hca-sim", "org.peerdirect.gpu-sim", "org.peerdirect.ssd-sim")) {
             Bundle model = all.get(name);
             assertTrue(model != null, name + " is among the bundles");
             List<String> bad = model.imports().stream()

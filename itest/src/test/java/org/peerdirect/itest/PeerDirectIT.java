@@ -217,6 +217,42 @@ public class PeerDirectIT {
     }
 
     /**
+     * The SSD in three bundles by kernel file: {@code kernel:rmmod ssd_peer_mem} stops only the
+     * peer client; the controller ({@code nvme}) and the model ({@code ssd-sim}) stay, so the PMR
+     * still takes MMIO writes that the model holds posted, and the tools find no {@code ssd_mem}
+     * until {@code kernel:modprobe} loads it again.
+     */
+    @Test
+    public void rmmodSsdPeerMemLeavesTheControllerAndTheModel() throws Exception {
+        CommandSession s = session();
+        Bundle client = Distribution.bundle(context, "org.peerdirect.ssd-peer-mem");
+        try {
+            waitFor("ssd_peer_mem loaded", () -> String.valueOf(runQuietly(s, "kernel:lsmod")).contains("ssd_peer_mem"));
+            assertTrue(String.valueOf(run(s, "kernel:rmmod ssd_peer_mem")).contains("unloaded"));
+            assertEquals(Bundle.RESOLVED, client.getState());
+            assertTrue(String.valueOf(run(s, "ssd:info")).contains("nvme0 "));
+            run(s, "ssd:write 61440 rmmod-survivor");
+            assertEquals("nvme0 PMR 0xf000+14: rmmod-survivor\n", run(s, "ssd:read 61440 14"));
+            String media = String.valueOf(run(s, "ssd:media"));
+            assertFalse("the MMIO write is posted in the model:\n" + media, media.contains("posted         0 page(s)"));
+            Exception none = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "rdma:put -d mlx5_0 --mem ssd_mem --offset 0 --text x"));
+            assertTrue(none.getMessage(), none.getMessage().contains("no peer memory client of that name"));
+
+            assertTrue(String.valueOf(run(s, "kernel:modprobe ssd_peer_mem")).contains("loaded"));
+            assertEquals(Bundle.ACTIVE, client.getState());
+            assertTrue(String.valueOf(run(s, "rdma:put -d mlx5_0 --mem ssd_mem --offset 65536 --text back")).contains("SUCCESS"));
+            run(s, "ssd:flush");
+            assertTrue(String.valueOf(run(s, "ssd:media")).contains("posted         0 page(s)"));
+            assertNoFaultAndClean();
+        } finally {
+            if (client.getState() != Bundle.ACTIVE) {
+                client.start();
+            }
+            s.close();
+        }
+    }
+
+    /**
      * Two GPUs: {@code gpu:alloc ... 1} (cudaSetDevice(1)) allocates on the second; free and copies
      * find the GPU from the address; {@code --mem nv_mem:1} runs a validated pingpong over GPU 1's
      * memory (its pins counted on GPU 1, none on GPU 0); a GPU index beyond the last is ENODEV.
@@ -241,8 +277,9 @@ public class PeerDirectIT {
 
     /**
      * Two SSDs: {@code --mem ssd_mem:1} runs a validated pingpong over nvme1's persistent memory
-     * region (its pins counted on nvme1, none on nvme0); the tools refuse an SSD index beyond the
-     * last, naming the SSDs there are.
+     * region (its pins counted on nvme1, none on nvme0; the model of SSD 1 alone holds posted
+     * writes, until {@code ssd:flush 1}); the tools refuse an SSD index beyond the last, naming the
+     * SSDs there are.
      */
     @Test
     public void aSecondSsdIsChosenByIndex() throws Exception {
@@ -250,6 +287,10 @@ public class PeerDirectIT {
             String pp = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -s 65536 -n 20 -c --mem ssd_mem:1"));
             assertTrue(pp, pp.contains("validated 20 received buffers"));
             assertOnSecondOnly(String.valueOf(run(s, "ssd:info")), "nvme1 ", "counters       pins 0,", "the pingpong's pins");
+            assertOnSecondOnly(String.valueOf(run(s, "ssd:media")), "SSD 1 ", "posted         0 page(s)", "the pingpong's posted writes");
+            assertTrue(String.valueOf(run(s, "ssd:flush 1")).startsWith("nvme1: PMR write barrier complete"));
+            String media = String.valueOf(run(s, "ssd:media"));
+            assertEquals("after nvme1's barrier nothing is posted on either model:\n" + media, 2, media.split("posted         0 page\\(s\\)", -1).length - 1);
             Exception e = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "rdma:pingpong -d mlx5_0 -s 4096 -n 2 --mem ssd_mem:2"));
             assertTrue(e.getMessage(), e.getMessage().contains("ssd_mem has 2 device(s), 0..1"));
         });

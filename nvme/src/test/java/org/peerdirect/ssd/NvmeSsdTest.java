@@ -21,6 +21,7 @@ import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.ssd.model.NvmeSsd;
+import org.peerdirect.ssd.regs.NvmeRegs;
 import org.peerdirect.ssd.nvme.NvmePmr;
 import org.peerdirect.testkit.Machine;
 
@@ -78,16 +79,16 @@ class NvmeSsdTest {
 
     @Test
     void theControllerAnnouncesAPmrWithTheReadBarrier() {
-        long cap = fn.read64(0, NvmeSsd.NVME_REG_CAP);
-        assertTrue((cap & NvmeSsd.NVME_CAP_PMRS) != 0, "CAP.PMRS");
-        assertEquals(0x00010400, fn.read32(0, NvmeSsd.NVME_REG_VS), "NVMe 1.4");
-        int pmrcap = fn.read32(0, NvmeSsd.NVME_REG_PMRCAP);
-        assertEquals(NvmeSsd.PMR_BAR, (pmrcap >>> NvmeSsd.PMRCAP_BIR_SHIFT) & 7, "BIR");
-        assertEquals(NvmeSsd.PMRWBM_READ_PMR | NvmeSsd.PMRWBM_READ_PMRSTS, (pmrcap >>> NvmeSsd.PMRCAP_PMRWBM_SHIFT) & 0xf,
+        long cap = fn.read64(0, NvmeRegs.NVME_REG_CAP);
+        assertTrue((cap & NvmeRegs.NVME_CAP_PMRS) != 0, "CAP.PMRS");
+        assertEquals(0x00010400, fn.read32(0, NvmeRegs.NVME_REG_VS), "NVMe 1.4");
+        int pmrcap = fn.read32(0, NvmeRegs.NVME_REG_PMRCAP);
+        assertEquals(NvmeSsd.PMR_BAR, (pmrcap >>> NvmeRegs.PMRCAP_BIR_SHIFT) & 7, "BIR");
+        assertEquals(NvmeRegs.PMRWBM_READ_PMR | NvmeRegs.PMRWBM_READ_PMRSTS, (pmrcap >>> NvmeRegs.PMRCAP_PMRWBM_SHIFT) & 0xf,
                 "PMRWBM: a read of the PMR and a read of PMRSTS are both write barriers");
         assertEquals(PMR, fn.barSize(NvmeSsd.PMR_BAR));
-        assertEquals(NvmeSsd.NVME_CSTS_RDY, fn.read32(0, NvmeSsd.NVME_REG_CSTS) & NvmeSsd.NVME_CSTS_RDY, "enabled by the probe");
-        assertEquals(0, fn.read32(0, NvmeSsd.NVME_REG_PMRSTS) & NvmeSsd.PMRSTS_NRDY, "PMR ready");
+        assertEquals(NvmeRegs.NVME_CSTS_RDY, fn.read32(0, NvmeRegs.NVME_REG_CSTS) & NvmeRegs.NVME_CSTS_RDY, "enabled by the probe");
+        assertEquals(0, fn.read32(0, NvmeRegs.NVME_REG_PMRSTS) & NvmeRegs.PMRSTS_NRDY, "PMR ready");
     }
 
     @Test
@@ -238,9 +239,9 @@ class NvmeSsdTest {
 
     @Test
     void aDisabledPmrReadsAllOnesAndOutOfRangeAccessIsNamed() {
-        fn.write32(0, NvmeSsd.NVME_REG_PMRCTL, 0);
+        fn.write32(0, NvmeRegs.NVME_REG_PMRCTL, 0);
         assertEquals(-1, fn.read32(NvmeSsd.PMR_BAR, 0), "a disabled PMR answers nothing");
-        fn.write32(0, NvmeSsd.NVME_REG_PMRCTL, NvmeSsd.PMRCTL_EN);
+        fn.write32(0, NvmeRegs.NVME_REG_PMRCTL, NvmeRegs.PMRCTL_EN);
         KernelException e = assertThrows(KernelException.class, () -> pmr.read(PMR - 2, 4));
         assertTrue(e.getMessage().contains("outside"), e.getMessage());
         assertThrows(KernelException.class, () -> pmr.write(-1, new byte[1]));

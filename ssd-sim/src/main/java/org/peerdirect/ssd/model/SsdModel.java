@@ -1,4 +1,4 @@
-package org.peerdirect.ssd.impl;
+package org.peerdirect.ssd.model;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -17,7 +17,6 @@ import org.osgi.service.metatype.annotations.Designate;
 import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 import org.peerdirect.kernel.pci.PciBus;
 import org.peerdirect.kernel.pci.PciFunction;
-import org.peerdirect.ssd.model.NvmeSsd;
 
 /**
  * Plugs NVMe SSD models into the PCI bus (Configuration Admin PID {@code org.peerdirect.ssd}:
@@ -26,7 +25,8 @@ import org.peerdirect.ssd.model.NvmeSsd;
  * {@code peerdirect.state.dir} (the launcher's {@code <home>/state}, kept across runs), else a
  * temporary folder removed when the models go (nothing then outlives the container, say so with
  * {@code dir}). Stopping the bundle pulls the cards: the driver unbinds first (a normal shutdown
- * that makes posted writes persistent), then the models power off.
+ * that makes posted writes persistent), then the models power off. {@code ssd:media} shows the
+ * model's own view.
  */
 @Component(immediate = true, configurationPid = SsdModel.PID, service = SsdModel.class)
 @Designate(ocd = SsdModel.Config.class)
@@ -89,14 +89,16 @@ public final class SsdModel {
         }
     }
 
-    /** The media files, in SSD order. */
-    public List<Path> media() {
-        return cards.stream().map(k -> k.ssd.media()).toList();
+    /**
+     * What the model alone knows of one SSD (no driver can see it): its media file, the pages
+     * posted to its PMR and not yet on the media (lost on power loss), the barriers run.
+     */
+    public record Media(String bdf, Path file, long pmrBytes, long postedPages, long barriers) {
     }
 
-    /** The model's own view (no driver can see it): pages posted to each PMR and not yet on its media. */
-    public List<Long> unpersistedPages() {
-        return cards.stream().map(k -> k.ssd.unpersistedPages()).toList();
+    /** The SSDs' media, in plug order (nvme{@code i} is SSD {@code i} once the driver probed them all). */
+    public List<Media> media() {
+        return cards.stream().map(k -> new Media(k.fn.bdf(), k.ssd.media(), k.ssd.pmrBytes(), k.ssd.unpersistedPages(), k.ssd.barriers())).toList();
     }
 
     @Deactivate

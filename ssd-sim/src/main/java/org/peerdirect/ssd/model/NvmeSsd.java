@@ -15,6 +15,9 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.ssd.regs.PmrWindow;
+
+import static org.peerdirect.ssd.regs.NvmeRegs.*;
 
 /**
  * The silicon of an NVMe SSD with a persistent memory region (NVMe 1.4 PMR): a Samsung PM173X
@@ -54,44 +57,6 @@ public final class NvmeSsd implements PmrWindow {
     public static final long BAR0_SIZE = 16 << 10;
     /** The BAR the PMR is at ({@code PMRCAP.BIR}). */
     public static final int PMR_BAR = 2;
-
-    // NVMe 1.4 controller registers (include/linux/nvme.h, enum nvme_regs); little-endian
-    public static final int NVME_REG_CAP = 0x00;
-    public static final int NVME_REG_VS = 0x08;
-    public static final int NVME_REG_CC = 0x14;
-    public static final int NVME_REG_CSTS = 0x1c;
-    public static final int NVME_REG_PMRCAP = 0xe00;
-    public static final int NVME_REG_PMRCTL = 0xe04;
-    public static final int NVME_REG_PMRSTS = 0xe08;
-    public static final int NVME_REG_PMREBS = 0xe0c;
-    public static final int NVME_REG_PMRSWTP = 0xe10;
-
-    /** {@code CAP.PMRS}: the controller has a persistent memory region. */
-    public static final long NVME_CAP_PMRS = 1L << 56;
-    public static final int NVME_CC_ENABLE = 1;
-    /** {@code CC.SHN} normal shutdown notification (bits 15:14 = 01b). */
-    public static final int NVME_CC_SHN_NORMAL = 1 << 14;
-    public static final int NVME_CC_SHN_MASK = 3 << 14;
-    public static final int NVME_CSTS_RDY = 1;
-    public static final int NVME_CSTS_CFS = 1 << 1;
-    /** {@code CSTS.SHST} shutdown processing complete (bits 3:2 = 10b). */
-    public static final int NVME_CSTS_SHST_CMPLT = 2 << 2;
-    public static final int NVME_CSTS_SHST_MASK = 3 << 2;
-    /** {@code PMRCAP}: read and write data support, BIR in bits 7:5, PMRWBM in 13:10, PMRTO in 23:16. */
-    public static final int PMRCAP_RDS = 1 << 3;
-    public static final int PMRCAP_WDS = 1 << 4;
-    public static final int PMRCAP_BIR_SHIFT = 5;
-    public static final int PMRCAP_PMRWBM_SHIFT = 10;
-    /** PMRWBM bit 0: the completion of a memory read from the PMR ensures prior PMR writes are persistent. */
-    public static final int PMRWBM_READ_PMR = 1;
-    /** PMRWBM bit 1: a read of PMRSTS completes only once prior PMR writes are persistent. */
-    public static final int PMRWBM_READ_PMRSTS = 2;
-    public static final int PMRCAP_PMRTO_SHIFT = 16;
-    public static final int PMRCTL_EN = 1;
-    /** {@code PMRSTS.NRDY}: the PMR is not ready. */
-    public static final int PMRSTS_NRDY = 1 << 8;
-    /** {@code PMRSTS.ERR} bits 7:0: the media failed to take a barrier (the file could not be written). */
-    public static final int PMRSTS_ERR_MASK = 0xff;
 
     private static final long PAGE = 4096;
 
@@ -359,8 +324,6 @@ public final class NvmeSsd implements PmrWindow {
     public long pmrBytes() {
         return pmrBytes;
     }
-
-
 
     /** Write barriers that ran since power-on (a PMRSTS read, a flushing read of the window, a shutdown). */
     public synchronized long barriers() {

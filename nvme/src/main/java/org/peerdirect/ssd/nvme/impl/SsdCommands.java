@@ -1,38 +1,52 @@
-package org.peerdirect.ssd.impl;
+package org.peerdirect.ssd.nvme.impl;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.apache.felix.service.command.Descriptor;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.shell.Args;
 import org.peerdirect.ssd.nvme.NvmePmr;
 
 /**
- * Gogo commands for the SSDs: {@code ssd:info} (controllers, PMR size and use, media file, posted
- * writes not yet persistent, pins and invalidations), {@code ssd:flush} (the PMR write barrier),
- * {@code ssd:read OFFSET LENGTH} and {@code ssd:write OFFSET TEXT} (MMIO through the PMR BAR, as
- * {@code memcpy_fromio}/{@code memcpy_toio}).
+ * Gogo commands for the SSDs, part of {@code nvme.ko}'s bundle (they stay while
+ * {@code ssd_peer_mem} comes and goes): {@code ssd:info} (controllers, PMR size and use, pins and
+ * invalidations: what the driver knows; the media file and the writes still posted are the
+ * model's view, {@code ssd:media}; the {@code ssd_mem} client is {@code peermem:clients}'),
+ * {@code ssd:flush} (the PMR write barrier), {@code ssd:read OFFSET LENGTH} and
+ * {@code ssd:write OFFSET TEXT} (MMIO through the PMR BAR, as {@code memcpy_fromio}/{@code memcpy_toio}).
  */
 @Component(service = SsdCommands.class, property = {"osgi.command.scope=ssd", "osgi.command.function=info", "osgi.command.function=flush",
         "osgi.command.function=read", "osgi.command.function=write"})
 public final class SsdCommands {
 
-    private final SsdPeerMemComponent ssdMem;
-    private final SsdModel models;
+    /** The controllers by index (dynamic: the commands stay while SSDs come and go). */
+    private final List<NvmePmr> ssds = new CopyOnWriteArrayList<>();
 
     @Activate
-    public SsdCommands(@Reference SsdPeerMemComponent ssdMem, @Reference SsdModel models) {
-        this.ssdMem = ssdMem;
-        this.models = models;
+    public SsdCommands() {
+    }
+
+    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, unbind = "removeSsd")
+    void addSsd(NvmePmr pmr) {
+        ssds.add(pmr);
+        ssds.sort(Comparator.comparingInt(NvmePmr::index));
+    }
+
+    void removeSsd(NvmePmr pmr) {
+        ssds.remove(pmr);
     }
 
     private NvmePmr ssd(String which) {
-        List<NvmePmr> all = ssdMem.ssds();
+        List<NvmePmr> all = List.copyOf(ssds);
         for (NvmePmr p : all) {
             if (p.name().equals(which) || String.valueOf(p.index()).equals(which)) {
                 return p;
@@ -42,12 +56,10 @@ public final class SsdCommands {
                 : " (have: " + String.join(", ", all.stream().map(NvmePmr::name).toList()) + ")"));
     }
 
-    @Descriptor("the SSDs: persistent memory region, its media file, mappings, pins, barriers. Example: ssd:info")
+    @Descriptor("the SSDs as the driver sees them: persistent memory region, mappings, pins, barriers. Example: ssd:info")
     public String info() {
         StringBuilder sb = new StringBuilder();
-        List<NvmePmr> all = ssdMem.ssds();
-        List<java.nio.file.Path> media = models.media();
-        List<Long> posted = models.unpersistedPages();
+        List<NvmePmr> all = List.copyOf(ssds);
         if (all.isEmpty()) {
             return "no SSD (Configuration Admin: org.peerdirect.ssd ssds)\n";
         }
@@ -55,11 +67,6 @@ public final class SsdCommands {
             NvmePmr.Info i = p.info();
             sb.append(String.format("%s  %s  Samsung PM173X NVMe SSD (144d:a824), NVMe 1.4%n", i.name(), i.bdf()));
             sb.append(String.format("  PMR            BAR%d, %d MiB, persistent (write barriers: a read of PMRSTS, a flushing read of a range by a peer: RDMA FLUSH)%n", i.bar(), i.pmrBytes() >> 20));
-            if (p.index() < media.size()) {
-                sb.append(String.format("  media          %s%n", media.get(p.index())));
-                sb.append(String.format("  posted         %d page(s) written and not yet persistent (the model's view; ssd:flush)%n",
-                        posted.get(p.index())));
-            }
             sb.append(String.format("  mapped         %d KiB in %d mapping(s), %d pinned by peers%n", i.mappedBytes() >> 10, i.mappings(), i.pinned()));
             sb.append(String.format("  counters       pins %d, invalidations %d, barriers %d, MMIO bytes %d%n", i.pins(), i.invalidations(),
                     i.barriers(), i.mmioBytes()));
@@ -67,7 +74,6 @@ public final class SsdCommands {
                 sb.append("    ").append(r).append('\n');
             }
         }
-        sb.append(String.format("client %s: %d registration(s) in use%n", ssdMem.client().name(), ssdMem.client().inUse()));
         return sb.toString();
     }
 

@@ -1,24 +1,24 @@
 package org.peerdirect.ssd.nvme;
 
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_CAP_PMRS;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_CC_ENABLE;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_CC_SHN_NORMAL;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_CSTS_CFS;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_CSTS_RDY;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_CSTS_SHST_CMPLT;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_CSTS_SHST_MASK;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_CAP;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_CC;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_CSTS;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_PMRCAP;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_PMRCTL;
-import static org.peerdirect.ssd.model.NvmeSsd.NVME_REG_PMRSTS;
-import static org.peerdirect.ssd.model.NvmeSsd.PMRCAP_BIR_SHIFT;
-import static org.peerdirect.ssd.model.NvmeSsd.PMRCAP_PMRWBM_SHIFT;
-import static org.peerdirect.ssd.model.NvmeSsd.PMRCTL_EN;
-import static org.peerdirect.ssd.model.NvmeSsd.PMRSTS_ERR_MASK;
-import static org.peerdirect.ssd.model.NvmeSsd.PMRSTS_NRDY;
-import static org.peerdirect.ssd.model.NvmeSsd.PMRWBM_READ_PMRSTS;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CAP_PMRS;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CC_ENABLE;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CC_SHN_NORMAL;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CSTS_CFS;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CSTS_RDY;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CSTS_SHST_CMPLT;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CSTS_SHST_MASK;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_CAP;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_CC;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_CSTS;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_PMRCAP;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_PMRCTL;
+import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_PMRSTS;
+import static org.peerdirect.ssd.regs.NvmeRegs.PMRCAP_BIR_SHIFT;
+import static org.peerdirect.ssd.regs.NvmeRegs.PMRCAP_PMRWBM_SHIFT;
+import static org.peerdirect.ssd.regs.NvmeRegs.PMRCTL_EN;
+import static org.peerdirect.ssd.regs.NvmeRegs.PMRSTS_ERR_MASK;
+import static org.peerdirect.ssd.regs.NvmeRegs.PMRSTS_NRDY;
+import static org.peerdirect.ssd.regs.NvmeRegs.PMRWBM_READ_PMRSTS;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -35,7 +35,7 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.mm.Vma;
 import org.peerdirect.kernel.pci.PciFunction;
-import org.peerdirect.ssd.model.PmrWindow;
+import org.peerdirect.ssd.regs.PmrWindow;
 
 /**
  * The NVMe driver's part for one controller's persistent memory region ({@code drivers/nvme/host/pci.c}

@@ -1,4 +1,4 @@
-package org.peerdirect.ssd.model;
+package org.peerdirect.ssd.regs;
 
 import java.lang.foreign.MemorySegment;
 
@@ -8,6 +8,7 @@ import java.lang.foreign.MemorySegment;
  * memory manager for a user mapping ({@code io_remap_pfn_range} of the BAR's pages). Everything
  * else (enable, barriers, shutdown, MMIO reads and writes of the window) goes through registers.
  */
+@org.osgi.annotation.versioning.ProviderType
 public interface PmrWindow {
 
     /** The memory behind PMR offsets [offset, offset+length), page-aligned, for {@code mmapDevice}. */

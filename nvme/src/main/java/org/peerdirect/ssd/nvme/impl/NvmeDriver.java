@@ -1,4 +1,4 @@
-package org.peerdirect.ssd.impl;
+package org.peerdirect.ssd.nvme.impl;
 
 import org.osgi.framework.BundleContext;
 import org.osgi.service.component.annotations.Activate;
