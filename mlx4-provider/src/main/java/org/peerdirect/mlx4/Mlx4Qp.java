@@ -243,6 +243,7 @@ final class Mlx4Qp implements IbQpOps {
                 q.compareAdd = w.compareAdd;
                 q.swap = w.swap;
                 q.dlid = w.ah != null ? w.ah.dlid() : 0;
+                q.grh = w.ah != null && w.ah.isGlobal(); // the UD AV's GRH bit (mlx4_set_path's grh)
                 q.remoteQpn = w.remoteQpn;
                 q.remoteQkey = w.remoteQkey;
                 q.numSge = w.numSge;

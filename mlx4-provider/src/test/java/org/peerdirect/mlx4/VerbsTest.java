@@ -525,7 +525,7 @@ class VerbsTest {
     // ------------------------------------------------------------------ UD, SRQ, channels
 
     @Test
-    void udDatagramsArriveWithAGrh() {
+    void udDatagramsCarryAGrhOnlyFromAGlobalAddress() {
         Lab.End u = lab.new End(0, 1 << 16, IbvQpType.UD, Lab.RW);
         Lab.End v = lab.new End(1, 1 << 16, IbvQpType.UD, Lab.RW);
         for (Lab.End e : List.of(u, v)) {
@@ -538,7 +538,11 @@ class VerbsTest {
             x.qpState = IbvQpState.RTS;
             e.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.SQ_PSN);
         }
+        // a LID-only address (no GRH, as inside an InfiniBand subnet): the datagram carries no GRH,
+        // so the receive buffer's first 40 bytes stay as they were, but byte_len still counts them
+        // (IPoIB pulls IB_GRH_BYTES from every UD receive whether or not IB_WC_GRH is set)
         recv(v, v.buf, 40 + 200, 51);
+        byte[] marker = fill(v.buf, 40, 99);
         byte[] d = fill(u.buf, 200, 7);
         IbvAh ah = u.pd.createAh(v.lid, 1);
         IbvSendWr w = wr(IbvWrOpcode.SEND, u.buf, 200, u.mr.lkey());
@@ -548,12 +552,28 @@ class VerbsTest {
         u.qp.postSend(w);
         assertEquals(IbvWcStatus.SUCCESS, one(u.cq).status);
         IbvWc r = one(v.cq);
-        assertEquals(240, r.byteLen, "payload plus the 40-byte GRH");
-        assertTrue((r.wcFlags & IbvWc.WC_GRH) != 0);
+        assertEquals(240, r.byteLen, "payload plus the 40 bytes reserved for a GRH");
+        assertEquals(0, r.wcFlags & IbvWc.WC_GRH, "no GRH on the wire, no IBV_WC_GRH");
+        assertArrayEquals(marker, read(v.buf, 40), "the GRH area is left alone when no GRH arrived");
         assertEquals(u.qp.qpNum(), r.srcQp);
         assertEquals(u.lid, r.slid);
         assertArrayEquals(d, read(v.buf + 40, 200));
+        // a global address (is_global, the destination GID): the GRH rides along and is delivered
+        org.peerdirect.ib.core.verbs.IbvAhAttr global = org.peerdirect.ib.core.verbs.IbvAhAttr.gid(
+                org.peerdirect.ib.core.verbs.IbvGid.parse(v.ctx.queryGid(1, 0)), 0, 1);
+        global.dlid = v.lid;
+        IbvAh gah = u.pd.createAh(global);
+        recv(v, v.buf, 40 + 200, 53);
+        w.ah = gah;
+        u.qp.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, one(u.cq).status);
+        r = one(v.cq);
+        assertEquals(240, r.byteLen);
+        assertTrue((r.wcFlags & IbvWc.WC_GRH) != 0, "IBV_WC_GRH");
         assertEquals(0x60, read(v.buf, 1)[0] & 0xF0, "IP version 6 in the GRH");
+        assertArrayEquals(d, read(v.buf + 40, 200));
+        gah.destroy();
+        w.ah = ah;
         // wrong Q_Key: dropped silently; too long: local length error
         recv(v, v.buf, 240, 52);
         w.remoteQkey = 0x2222;

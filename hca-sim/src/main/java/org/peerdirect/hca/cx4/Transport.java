@@ -809,8 +809,9 @@ final class Transport {
                 w.remoteQkey = av.get(BE32, Qp.AV_QKEY);
                 w.remoteQpn = av.get(BE32, Qp.AV_DQP) & 0xff_ffff;
                 // as for the QP's path: LID routing on InfiniBand, the GID on RoCE (a RoCE AV without GRH goes nowhere)
-                w.dlid = !engine.ethernet() ? av.get(BE16, Qp.AV_RLID) & 0xffff
-                        : (av.get(BE32, Qp.AV_GRH_GID_FL) & Qp.AV_GRH) != 0 ? Roce.lidOfGid(av, Qp.AV_RGID) : 0;
+                boolean avGrh = (av.get(BE32, Qp.AV_GRH_GID_FL) & Qp.AV_GRH) != 0;
+                w.dlid = !engine.ethernet() ? av.get(BE16, Qp.AV_RLID) & 0xffff : avGrh ? Roce.lidOfGid(av, Qp.AV_RGID) : 0;
+                w.grh = avGrh || engine.ethernet();
                 seg += 3;
             } else if (opcode == Wqe.OP_FLUSH) {
                 // ctrl (FETH word in the immediate) + remote address (length in its last word), nothing after

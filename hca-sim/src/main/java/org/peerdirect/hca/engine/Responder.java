@@ -352,12 +352,16 @@ final class Responder {
 
     /**
      * Delivers a SEND into the head receive WQE: checks its data segments and length, moves the
-     * data (after a GRH for UD), consumes the WQE and completes it. The requester's outcome:
+     * data (for UD after the 40 bytes every UD receive buffer reserves for a GRH: the GRH is
+     * written there and flagged only when the datagram carries one, {@link SendWqe#grh}; the byte
+     * count includes the 40 bytes either way, as IPoIB's unconditional pull of
+     * {@code IB_GRH_BYTES} relies on), consumes the WQE and completes it. The requester's outcome:
      * {@link Outcome#RNR_NAK} when there is no receive WQE or a page of its buffer is missing (the
      * WQE is not consumed; the responder raised its fault), {@link Outcome#PAGE_FAULT} when the
      * sender's page is missing (the WQE is not consumed either).
      */
-    private static Outcome deliver(HwQp r, Requester req, HwQp sender, SendWqe w, long len, boolean grh) {
+    private static Outcome deliver(HwQp r, Requester req, HwQp sender, SendWqe w, long len, boolean ud) {
+        boolean grh = ud && w.grh;
         RecvQueue q = srqOf(r, req) != null ? srqOf(r, req).rq : r.rq;
         RecvWqe rw = req.recvCopy;
         long idx = q.peekAndLock(rw);
@@ -384,7 +388,7 @@ final class Responder {
                 dst.add(m, rw.addr[i], l, g);
             }
         }
-        long need = len + (grh ? 40 : 0);
+        long need = len + (ud ? 40 : 0);
         if (recvStatus == null && dst.total() < need) {
             recvStatus = Outcome.LOC_LEN_ERR;
             result = Outcome.REM_INV_REQ_ERR;
@@ -398,6 +402,8 @@ final class Responder {
                 recvStatus = Outcome.LOC_PROT_ERR;
                 result = o;
             }
+        } else if (recvStatus == null && ud) {
+            dst.skip(40); // no GRH arrived: its 40 bytes stay reserved and untouched
         }
         if (recvStatus == null) {
             Outcome o = DmaMover.move(req.local, dst, len, Outcome.LOC_PROT_ERR, Outcome.REM_OP_ERR);

@@ -89,6 +89,19 @@ final class Segs {
         done += k;
     }
 
+    /** Steps over {@code k} bytes, across pieces, moving nothing (the caller checked {@link #total}). */
+    void skip(long k) {
+        while (k > 0) {
+            long l = left();
+            if (l == 0) {
+                return;
+            }
+            long s = Math.min(l, k);
+            advance(s);
+            k -= s;
+        }
+    }
+
     /** Records a translation miss of this side; the outcome {@link Outcome#PAGE_FAULT}. */
     Outcome fault(Mpt m, long va, boolean write) {
         faultMpt = m;

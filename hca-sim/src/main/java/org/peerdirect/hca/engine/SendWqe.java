@@ -30,6 +30,12 @@ public final class SendWqe {
     public int dlid;
     public int remoteQpn;
     public int remoteQkey;
+    /**
+     * Datagram segment: the datagram carries a GRH (the address vector's {@code grh} bit, set from
+     * {@code is_global}; on RoCE always, the GRH standing for the IP header). Without one the
+     * responder leaves the receive buffer's first 40 bytes alone and reports no GRH.
+     */
+    public boolean grh;
     /** XRC segment: the XRC SRQ at the target that receives this message (XRCETH); read on XRC send QPs only. */
     public int xrcSrqn;
     public int numSge;

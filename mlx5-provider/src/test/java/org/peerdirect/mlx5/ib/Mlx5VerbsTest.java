@@ -171,8 +171,12 @@ class Mlx5VerbsTest extends Mlx5Machine {
         ib.dlid = y.lid;
         IbvAh ibAh = x.pd.createAh(ib);
         udRoundTrip(x, y, ibAh, 2000, 6);
+        // InfiniBand by LID alone: no GRH on the wire, none delivered (the 40 bytes stay reserved)
+        IbvAh lidAh = x.pd.createAh(y.lid, 1);
+        udRoundTrip(x, y, lidAh, 300, 7);
         ah.destroy();
         ibAh.destroy();
+        lidAh.destroy();
     }
 
     /**
@@ -186,14 +190,21 @@ class Mlx5VerbsTest extends Mlx5Machine {
         assertTrue(roce.contains("validated 100 received buffers; 100 datagrams arrived with a GRH"), roce);
         assertTrue(roce.contains("GID 0000:0000:0000:0000:0000:ffff:0a00:"), "addressed by the RoCE GIDs: " + roce);
         String ib = tools().ud_pingpong("-d", "mlx5_0", "-c", "-n", "50");
-        assertTrue(ib.contains("validated 100 received buffers"), ib);
+        assertTrue(ib.contains("validated 100 received buffers; 0 datagrams arrived with a GRH"), "LID-only on InfiniBand: " + ib);
+        String ibGid = tools().ud_pingpong("-d", "mlx5_0", "-g", "0", "-c", "-n", "50");
+        assertTrue(ibGid.contains("validated 100 received buffers; 100 datagrams arrived with a GRH"), "with -g on InfiniBand: " + ibGid);
         KernelException e = assertThrows(KernelException.class, () -> tools().ud_pingpong("-d", "mlx5_2", "-n", "5"));
         assertEquals(KernelException.Errno.EINVAL, e.errno());
         assertTrue(e.getMessage().contains("Ethernet (RoCE)"), e.getMessage());
     }
 
-    /** One datagram of {@code len} bytes from u to v through {@code ah}: sent, received after its 40-byte GRH, GRH flag set. */
+    /**
+     * One datagram of {@code len} bytes from u to v through {@code ah}: sent, received after the
+     * 40 bytes reserved for a GRH; the GRH is there (and IBV_WC_GRH set) exactly when the AH is
+     * global, otherwise those 40 bytes are left as they were.
+     */
     private void udRoundTrip(End u, End v, IbvAh ah, int len, int seed) {
+        byte[] marker = fill(v.buf, 40, seed + 100);
         org.peerdirect.ib.core.verbs.IbvRecvWr r = new org.peerdirect.ib.core.verbs.IbvRecvWr().sge(v.buf, 40 + len, v.mr.lkey());
         r.wrId = 77;
         v.qp.postRecv(r);
@@ -208,8 +219,13 @@ class Mlx5VerbsTest extends Mlx5Machine {
         IbvWc c = one(v.cq);
         assertEquals(IbvWcStatus.SUCCESS, c.status, c.toString());
         assertEquals(77, c.wrId);
-        assertEquals(40 + len, c.byteLen, "the GRH and the payload");
-        assertTrue((c.wcFlags & IbvWc.WC_GRH) != 0, "IBV_WC_GRH");
+        assertEquals(40 + len, c.byteLen, "the GRH area and the payload");
+        assertEquals(ah.isGlobal(), (c.wcFlags & IbvWc.WC_GRH) != 0, "IBV_WC_GRH exactly with a global AH");
+        if (ah.isGlobal()) {
+            assertEquals(0x60, read(v.buf, 1)[0] & 0xF0, "IP version 6 in the GRH");
+        } else {
+            assertArrayEquals(marker, read(v.buf, 40), "no GRH arrived: the area is untouched");
+        }
         assertEquals(u.qp.qpNum(), c.srcQp);
         assertArrayEquals(data, read(v.buf + 40, len));
     }
