@@ -253,6 +253,34 @@ public class PeerDirectIT {
     }
 
     /**
+     * {@code hca:link} is the lab's cable for the ConnectX-3 too (it was the ConnectX-4+'s only):
+     * pulling the first ConnectX-3's link makes {@code mlx4_0} report IBV_EVENT_PORT_ERR and its
+     * port PORT_DOWN, plugging it back PORT_ACTIVE, and traffic runs again; a bus address with no
+     * HCA model behind it is refused, naming the ones there are.
+     */
+    @Test
+    public void hcaLinkPullsAConnectX3CableToo() throws Exception {
+        CommandSession s = session();
+        try {
+            String bdf = String.valueOf(run(s, "kernel:lspci")).lines().filter(l -> l.contains("[ConnectX-3]")).findFirst()
+                    .orElseThrow().split(" ")[0];
+            run(s, "hca:link " + bdf + " down --after 200");
+            String down = String.valueOf(run(s, "rdma:asyncwatch -d mlx4_0 -t 10000 -n 1"));
+            assertTrue(down, down.contains("IBV_EVENT_PORT_ERR"));
+            assertTrue(String.valueOf(run(s, "rdma:devinfo -d mlx4_0")).contains("PORT_DOWN"));
+            run(s, "hca:link " + bdf + " up --after 200");
+            String up = String.valueOf(run(s, "rdma:asyncwatch -d mlx4_0 -t 10000 -n 1"));
+            assertTrue(up, up.contains("IBV_EVENT_PORT_ACTIVE"));
+            assertTrue(String.valueOf(run(s, "rdma:pingpong -d mlx4_0 -n 20 -c")).contains("validated 20 received buffers"));
+            Exception none = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "hca:link 0000:7f:00.0 down"));
+            assertTrue(none.getMessage(), none.getMessage().contains("no HCA model at '0000:7f:00.0'") && none.getMessage().contains(bdf));
+            assertNoFaultAndClean();
+        } finally {
+            s.close();
+        }
+    }
+
+    /**
      * Two GPUs: {@code gpu:alloc ... 1} (cudaSetDevice(1)) allocates on the second; free and copies
      * find the GPU from the address; {@code --mem nv_mem:1} runs a validated pingpong over GPU 1's
      * memory (its pins counted on GPU 1, none on GPU 0); a GPU index beyond the last is ENODEV.

@@ -14,12 +14,12 @@ import org.peerdirect.kernel.shell.UsageException;
 /**
  * The bench-side view of the ConnectX-4+ models, what a lab engineer has that a driver does not:
  * {@code hca:cx4} (each model's firmware state as the model sees it), {@code hca:fw_fault}
- * (make a firmware hang or report a fatal error, to watch the driver's health poll find it) and
- * {@code hca:link} (take a port's link down or up, to watch the port events). The
- * driver's own view is {@code mlx5:health}; this command is not part of the driver.
+ * (make a firmware hang or report a fatal error, to watch the driver's health poll find it); the
+ * link switch of every HCA model is {@code hca:link} ({@code HcaLinkCommands}). The driver's own
+ * view is {@code mlx5:health}; this command is not part of the driver.
  */
 @Component(service = Cx4Commands.class, property = { "osgi.command.scope=hca", "osgi.command.function=cx4",
-        "osgi.command.function=fw_fault", "osgi.command.function=link" })
+        "osgi.command.function=fw_fault" })
 public final class Cx4Commands {
 
     private final ConnectX4Model model;
@@ -34,31 +34,6 @@ public final class Cx4Commands {
         List<String> lines = new ArrayList<>();
         model.devices().forEach((bdf, d) -> lines.add(bdf + "  " + d.describe()));
         return lines.isEmpty() ? "no ConnectX-4+ model" : String.join("\n", lines);
-    }
-
-    @Descriptor("take a model's port link down or bring it up (a pulled cable, a switch port): traffic over it ends in "
-            + "RETRY_EXC_ERR, the firmware reports PORT_CHANGE and users see IBV_EVENT_PORT_ERR / PORT_ACTIVE. "
-            + "Example: hca:link 0000:07:00.0 down")
-    public String link(@Descriptor("the function (hca:cx4 lists them)") String bdf, @Descriptor("down | up") String state,
-            @Descriptor("[--after MS: change it that many milliseconds from now, while the next command runs]") String... after) {
-        ConnectX4Device d = device("hca:link", bdf);
-        boolean up = Args.oneOf("hca:link", "the link state", state, "down", "up").equals("up");
-        if (after.length == 0) {
-            d.setLink(1, up);
-            return bdf + ": port 1 link " + (up ? "up" : "down");
-        }
-        if (after.length != 2 || !after[0].equals("--after")) {
-            throw new UsageException("hca:link: after the state only --after MS");
-        }
-        long ms = Args.integer("hca:link", "--after", after[1], 1, 60_000);
-        java.util.concurrent.CompletableFuture.delayedExecutor(ms, java.util.concurrent.TimeUnit.MILLISECONDS).execute(() -> {
-            try {
-                d.setLink(1, up);
-            } catch (RuntimeException e) {
-                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.WARNING, "hca:link " + bdf + ": " + e.getMessage());
-            }
-        });
-        return bdf + ": port 1 link " + (up ? "up" : "down") + " in " + ms + " ms";
     }
 
     @Descriptor("make a model's firmware hang (commands stop, the health counter stands still) or report a fatal error "

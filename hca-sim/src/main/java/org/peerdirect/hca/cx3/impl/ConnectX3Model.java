@@ -1,6 +1,5 @@
 package org.peerdirect.hca.cx3.impl;
 
-import java.util.ArrayList;
 import java.util.List;
 
 import org.osgi.service.component.annotations.Activate;
@@ -23,7 +22,7 @@ import org.peerdirect.kernel.pci.PciFunction;
  * driver unbinds on that same thread, then the bus detaches the functions' IOMMU domains). A model
  * never touches the IOMMU itself: its engines reach memory through their function's DMA port.
  */
-@Component(immediate = true, configurationPid = "org.peerdirect.hca.cx3")
+@Component(service = ConnectX3Model.class, immediate = true, configurationPid = "org.peerdirect.hca.cx3")
 @Designate(ocd = ConnectX3Model.Config.class)
 public final class ConnectX3Model {
 
@@ -40,7 +39,8 @@ public final class ConnectX3Model {
     private record Board(ConnectX3Board board, PciFunction fn) {
     }
 
-    private final List<Board> boards = new ArrayList<>();
+    /** Written by activate and deactivate only; read by the lab commands ({@link #engines}) from any thread. */
+    private final List<Board> boards = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     @Activate
     public ConnectX3Model(@Reference PciBus bus, @Reference Fabric fabric, Config c) {
@@ -56,6 +56,21 @@ public final class ConnectX3Model {
             PciFunction fn = bus.register(board.spec());
             boards.add(new Board(board, fn));
         }
+    }
+
+    /**
+     * The lab's view (no driver's): each board's engine by bus address, once the driver's
+     * {@code INIT_HCA} brought it up. For {@code hca:link}.
+     */
+    public java.util.Map<String, HcaDevice> engines() {
+        java.util.Map<String, HcaDevice> m = new java.util.TreeMap<>();
+        for (Board b : boards) {
+            HcaDevice e = b.board.engineIfUp();
+            if (e != null) {
+                m.put(b.fn.bdf(), e);
+            }
+        }
+        return m;
     }
 
     @Deactivate
