@@ -1,9 +1,7 @@
 package org.peerdirect.gpu.impl;
 
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
@@ -20,6 +18,7 @@ import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.module.KernelModule;
 import org.peerdirect.kernel.module.KernelModules;
+import org.peerdirect.kernel.pci.BoundDevices;
 import org.peerdirect.peermem.PeerMemoryAllocator;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
@@ -59,7 +58,7 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
     }
 
     private final Mm mm;
-    private final List<NvidiaRm> gpus = new CopyOnWriteArrayList<>();
+    private final BoundDevices<NvidiaRm> gpus = new BoundDevices<>(NvidiaRm::index);
     private final List<NvPeerMem> clients = new ArrayList<>();
     private final List<PeerMemoryRegistration> registrations = new ArrayList<>();
 
@@ -86,7 +85,6 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, unbind = "removeGpu")
     void addGpu(NvidiaRm rm) {
         gpus.add(rm);
-        gpus.sort(Comparator.comparingInt(NvidiaRm::index));
     }
 
     void removeGpu(NvidiaRm rm) {
@@ -95,7 +93,7 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
 
     /** The GPUs, in index order. */
     public List<NvidiaRm> gpus() {
-        return List.copyOf(gpus);
+        return gpus.all();
     }
 
     public List<NvPeerMem> clients() {
@@ -130,7 +128,7 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
 
     @Override
     public long alloc(int pid, long size, int device) {
-        return NvidiaRm.device(List.copyOf(gpus), device).cuMemAlloc(mm.process(pid), size);
+        return NvidiaRm.device(gpus.all(), device).cuMemAlloc(mm.process(pid), size);
     }
 
     @Override
@@ -154,6 +152,6 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
     }
 
     private NvidiaRm owner(int pid, long addr, long len, String what) {
-        return NvidiaRm.owner(List.copyOf(gpus), pid, addr, len, what);
+        return NvidiaRm.owner(gpus.all(), pid, addr, len, what);
     }
 }

@@ -1,8 +1,6 @@
 package org.peerdirect.ssd.impl;
 
-import java.util.Comparator;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
@@ -14,6 +12,7 @@ import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.module.KernelModules;
+import org.peerdirect.kernel.pci.BoundDevices;
 import org.peerdirect.peermem.PeerMemoryAllocator;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
@@ -33,7 +32,7 @@ import org.peerdirect.ssd.peermem.SsdPeerMem;
 public final class SsdPeerMemComponent implements PeerMemoryAllocator {
 
     private final Mm mm;
-    private final List<NvmePmr> ssds = new CopyOnWriteArrayList<>();
+    private final BoundDevices<NvmePmr> ssds = new BoundDevices<>(NvmePmr::index);
     private final SsdPeerMem client;
     private final PeerMemoryRegistration registration;
 
@@ -47,7 +46,6 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, unbind = "removeSsd")
     void addSsd(NvmePmr pmr) {
         ssds.add(pmr);
-        ssds.sort(Comparator.comparingInt(NvmePmr::index));
     }
 
     void removeSsd(NvmePmr pmr) {
@@ -56,7 +54,7 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
 
     /** The SSDs, in index order. */
     public List<NvmePmr> ssds() {
-        return List.copyOf(ssds);
+        return ssds.all();
     }
 
     public SsdPeerMem client() {

@@ -28,7 +28,7 @@ public final class GpuCommands {
 
     private final Mm mm;
     /** The GPUs by index (dynamic: the commands stay while GPUs come and go). */
-    private final java.util.List<NvidiaRm> gpus = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final org.peerdirect.kernel.pci.BoundDevices<NvidiaRm> gpus = new org.peerdirect.kernel.pci.BoundDevices<>(NvidiaRm::index);
 
     @Activate
     public GpuCommands(@Reference Mm mm) {
@@ -39,7 +39,6 @@ public final class GpuCommands {
             policy = org.osgi.service.component.annotations.ReferencePolicy.DYNAMIC, unbind = "removeGpu")
     void addGpu(NvidiaRm rm) {
         gpus.add(rm);
-        gpus.sort(java.util.Comparator.comparingInt(NvidiaRm::index));
     }
 
     void removeGpu(NvidiaRm rm) {
@@ -52,7 +51,7 @@ public final class GpuCommands {
         if (gpus.isEmpty()) {
             return "No devices were found";
         }
-        for (NvidiaRm rm : gpus) {
+        for (NvidiaRm rm : gpus.all()) {
             NvidiaRm.Smi s = rm.smi();
             sb.append(String.format("GPU %d: %s (%s)%n", rm.index(), s.name(), s.bdf()));
             sb.append(String.format("    FB Memory Usage     : %d MiB used / %d MiB total (%d MiB of host memory committed)%n", s.usedBytes() >> 20,
@@ -81,7 +80,7 @@ public final class GpuCommands {
             @Descriptor("GPU index") String gpu) {
         AddressSpace p = process("gpu:alloc", pid);
         long size = Args.size("gpu:alloc", "the size", bytes, 1, 64L << 30);
-        NvidiaRm rm = NvidiaRm.device(List.copyOf(gpus), (int) Args.integer("gpu:alloc", "the GPU index", gpu, 0, 63));
+        NvidiaRm rm = NvidiaRm.device(gpus.all(), (int) Args.integer("gpu:alloc", "the GPU index", gpu, 0, 63));
         return String.format("0x%x", rm.cuMemAlloc(p, size));
     }
 
@@ -153,7 +152,7 @@ public final class GpuCommands {
         if (gpus.isEmpty()) {
             throw new KernelException(Errno.ENODEV, "no GPU (gpu:smi shows none; configuration org.peerdirect.gpu gpus=0?)");
         }
-        return NvidiaRm.owner(List.copyOf(gpus), p.pid(), va, len, what);
+        return NvidiaRm.owner(gpus.all(), p.pid(), va, len, what);
     }
 
     private AddressSpace process(String cmd, String pid) {

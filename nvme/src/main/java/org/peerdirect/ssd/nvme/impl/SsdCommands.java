@@ -1,9 +1,7 @@
 package org.peerdirect.ssd.nvme.impl;
 
 import java.nio.charset.StandardCharsets;
-import java.util.Comparator;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.apache.felix.service.command.Descriptor;
 import org.osgi.service.component.annotations.Activate;
@@ -13,6 +11,7 @@ import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.pci.BoundDevices;
 import org.peerdirect.kernel.shell.Args;
 import org.peerdirect.ssd.nvme.NvmePmr;
 
@@ -29,7 +28,7 @@ import org.peerdirect.ssd.nvme.NvmePmr;
 public final class SsdCommands {
 
     /** The controllers by index (dynamic: the commands stay while SSDs come and go). */
-    private final List<NvmePmr> ssds = new CopyOnWriteArrayList<>();
+    private final BoundDevices<NvmePmr> ssds = new BoundDevices<>(NvmePmr::index);
 
     @Activate
     public SsdCommands() {
@@ -38,7 +37,6 @@ public final class SsdCommands {
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, unbind = "removeSsd")
     void addSsd(NvmePmr pmr) {
         ssds.add(pmr);
-        ssds.sort(Comparator.comparingInt(NvmePmr::index));
     }
 
     void removeSsd(NvmePmr pmr) {
@@ -46,7 +44,7 @@ public final class SsdCommands {
     }
 
     private NvmePmr ssd(String which) {
-        List<NvmePmr> all = List.copyOf(ssds);
+        List<NvmePmr> all = ssds.all();
         for (NvmePmr p : all) {
             if (p.name().equals(which) || String.valueOf(p.index()).equals(which)) {
                 return p;
@@ -59,7 +57,7 @@ public final class SsdCommands {
     @Descriptor("the SSDs as the driver sees them: persistent memory region, mappings, pins, barriers. Example: ssd:info")
     public String info() {
         StringBuilder sb = new StringBuilder();
-        List<NvmePmr> all = List.copyOf(ssds);
+        List<NvmePmr> all = ssds.all();
         if (all.isEmpty()) {
             return "no SSD (Configuration Admin: org.peerdirect.ssd ssds)\n";
         }
