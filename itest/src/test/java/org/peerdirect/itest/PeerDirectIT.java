@@ -261,9 +261,9 @@ public class PeerDirectIT {
     @Test
     public void hcaLinkPullsAConnectX3CableToo() throws Exception {
         CommandSession s = session();
+        String bdf = String.valueOf(run(s, "kernel:lspci")).lines().filter(l -> l.contains("[ConnectX-3]")).findFirst()
+                .orElseThrow().split(" ")[0];
         try {
-            String bdf = String.valueOf(run(s, "kernel:lspci")).lines().filter(l -> l.contains("[ConnectX-3]")).findFirst()
-                    .orElseThrow().split(" ")[0];
             run(s, "hca:link " + bdf + " down --after 200");
             String down = String.valueOf(run(s, "rdma:asyncwatch -d mlx4_0 -t 10000 -n 1"));
             assertTrue(down, down.contains("IBV_EVENT_PORT_ERR"));
@@ -276,6 +276,7 @@ public class PeerDirectIT {
             assertTrue(none.getMessage(), none.getMessage().contains("no HCA model at '0000:7f:00.0'") && none.getMessage().contains(bdf));
             assertNoFaultAndClean();
         } finally {
+            runQuietly(s, "hca:link " + bdf + " up"); // a failed assertion leaves no cable pulled for the next test
             s.close();
         }
     }

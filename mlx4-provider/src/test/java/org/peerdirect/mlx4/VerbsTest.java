@@ -574,6 +574,26 @@ class VerbsTest {
         assertArrayEquals(d, read(v.buf + 40, 200));
         gah.destroy();
         w.ah = ah;
+        // no GRH into a receive of three SGEs (16 + 24 + 200 bytes): the 40 reserved bytes span
+        // the first two, left untouched, and the payload starts at the third
+        long sg = v.buf + 8192;
+        byte[] before = fill(sg, 40, 98);
+        IbvRecvWr three = new IbvRecvWr();
+        three.sgList = new org.peerdirect.ib.core.verbs.IbvSge[] {new org.peerdirect.ib.core.verbs.IbvSge(), new org.peerdirect.ib.core.verbs.IbvSge(),
+                new org.peerdirect.ib.core.verbs.IbvSge()};
+        three.sgList[0].set(sg, 16, v.mr.lkey());
+        three.sgList[1].set(sg + 16, 24, v.mr.lkey());
+        three.sgList[2].set(sg + 4096, 200, v.mr.lkey());
+        three.numSge = 3;
+        three.wrId = 54;
+        v.qp.postRecv(three);
+        u.qp.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, one(u.cq).status);
+        r = one(v.cq);
+        assertEquals(240, r.byteLen);
+        assertEquals(0, r.wcFlags & IbvWc.WC_GRH);
+        assertArrayEquals(before, read(sg, 40), "the two SGEs of the GRH area are untouched");
+        assertArrayEquals(d, read(sg + 4096, 200), "the payload in the third SGE");
         // wrong Q_Key: dropped silently; too long: local length error
         recv(v, v.buf, 240, 52);
         w.remoteQkey = 0x2222;

@@ -787,6 +787,7 @@ final class Transport {
             w.inlineLen = 0;
             w.length = 0;
             w.remoteQkey = -1;
+            w.grh = false;
             int seg = 1; // in 16-byte units from the WQE's start
             int bbIndex = sqFetched;
             if (st == Qp.ST_XRC) {

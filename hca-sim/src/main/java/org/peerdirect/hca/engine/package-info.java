@@ -30,7 +30,7 @@
  * unreachable (its device removed, its QP not ready) or the PSNs disagree.
  */
 @Export
-@Version("0.6.0")
+@Version("0.7.0")
 package org.peerdirect.hca.engine;
 
 import org.osgi.annotation.bundle.Export;

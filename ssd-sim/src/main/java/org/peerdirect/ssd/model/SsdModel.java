@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 
 import org.osgi.framework.BundleContext;
@@ -50,7 +49,8 @@ public final class SsdModel {
     private record Card(NvmeSsd ssd, PciFunction fn) {
     }
 
-    private final List<Card> cards = new ArrayList<>();
+    /** Written by activate and deactivate only; read by {@code ssd:media} from shell threads. */
+    private final List<Card> cards = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** A temporary media folder this component made and removes, or null. */
     private Path temporary;
 

@@ -59,16 +59,13 @@ public final class ConnectX3Model {
     }
 
     /**
-     * The lab's view (no driver's): each board's engine by bus address, once the driver's
-     * {@code INIT_HCA} brought it up. For {@code hca:link}.
+     * The lab's view (no driver's): each board by bus address; its engine exists once a driver's
+     * {@code INIT_HCA} brought it up ({@link ConnectX3Board#engineIfUp}). For {@code hca:link}.
      */
-    public java.util.Map<String, HcaDevice> engines() {
-        java.util.Map<String, HcaDevice> m = new java.util.TreeMap<>();
+    public java.util.Map<String, ConnectX3Board> boards() {
+        java.util.Map<String, ConnectX3Board> m = new java.util.TreeMap<>();
         for (Board b : boards) {
-            HcaDevice e = b.board.engineIfUp();
-            if (e != null) {
-                m.put(b.fn.bdf(), e);
-            }
+            m.put(b.fn.bdf(), b.board);
         }
         return m;
     }
