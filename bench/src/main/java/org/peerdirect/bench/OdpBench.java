@@ -15,7 +15,9 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
+import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvCq;
+import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvSge;
 import org.peerdirect.ib.core.verbs.IbvQp;
@@ -23,6 +25,7 @@ import org.peerdirect.ib.core.verbs.IbvSendWr;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Vma;
 
 /**
  * On-demand paging on mlx5, against its references in the same run:
@@ -35,6 +38,11 @@ import org.peerdirect.kernel.mm.AddressSpace;
  * 10 µs) lands the write; {@code write4k} the same write with the page present; {@code cpuFault4k}
  * the same drop followed by a CPU write of one byte (a zero-fill page fault). Fault service ≈
  * faultWrite4k − write4k − (cpuFault4k's drop), against cpuFault4k.</li>
+ * <li>the same for a 2 MiB huge page ({@code faultWrite2m}, {@code write2m}, {@code cpuFault2m}):
+ * the responder's ODP MR is registered with {@code IB_ACCESS_HUGETLB} over hugetlb memory, so its
+ * umem works in 2 MiB granules; the drop takes the whole huge page and the 4 KiB write's fault
+ * maps all of it back (one granule, 512 IOMMU pages); the CPU reference zero-fills a 2 MiB
+ * hugetlb page.</li>
  * <li>the fault rate under {@code MADV_DONTNEED} churn ({@code Mode.Throughput}): {@code churn64k}
  * drops the responder's 64 KiB target and writes 64 KiB into it, again and again: every write
  * page-faults (one RDMA fault, the driver maps and prefetches the operation's range);
@@ -85,7 +93,22 @@ public class OdpBench {
         big.rkey = rig.b.mr.rkey();
         big.sendFlags = IbvSendWr.SEND_SIGNALED;
         prefetch = new IbvSge(churnTarget, SIZE, rig.b.mr.lkey());
+        hugePage = rig.proc.mmap(0, HUGE, Vma.PROT_READ | Vma.PROT_WRITE, Vma.Kind.HUGETLB, "[hugetlb]");
+        cpuHugePage = rig.proc.mmap(0, HUGE, Vma.PROT_READ | Vma.PROT_WRITE, Vma.Kind.HUGETLB, "[hugetlb]");
+        hugeMr = rig.b.pd.regMr(hugePage, HUGE, RdmaRig.RW | IbAccess.ON_DEMAND | IbAccess.HUGETLB);
+        hugeWrite.sge(rig.a.buf, 4096, rig.a.mr.lkey());
+        hugeWrite.opcode = IbvWrOpcode.RDMA_WRITE;
+        hugeWrite.remoteAddr = hugePage + (1L << 20);
+        hugeWrite.rkey = hugeMr.rkey();
+        hugeWrite.sendFlags = IbvSendWr.SEND_SIGNALED;
     }
+
+    static final long HUGE = 2L << 20;
+    /** The responder's hugetlb page under an ODP MR with {@code IB_ACCESS_HUGETLB} (2 MiB granules), and a CPU-only one. */
+    private long hugePage;
+    private long cpuHugePage;
+    private IbvMr hugeMr;
+    private final IbvSendWr hugeWrite = new IbvSendWr();
 
     /** The responder's 64 KiB that the churn drops and writes. */
     private long churnTarget;
@@ -114,6 +137,7 @@ public class OdpBench {
     @TearDown(Level.Trial)
     public void tearDown() throws Exception {
         current = null;
+        hugeMr.dereg();
         rig.close();
     }
 
@@ -164,6 +188,27 @@ public class OdpBench {
         rig.proc.madvise(victim, 4096, AddressSpace.Advice.MADV_DONTNEED);
         qp.postSend(small);
         return RdmaRig.pollOne(cq, wc).wrId;
+    }
+
+    @Benchmark
+    public long write2m() {
+        qp.postSend(hugeWrite);
+        return RdmaRig.pollOne(cq, wc).wrId;
+    }
+
+    @Benchmark
+    public long faultWrite2m() {
+        rig.proc.madvise(hugePage, HUGE, AddressSpace.Advice.MADV_DONTNEED);
+        qp.postSend(hugeWrite);
+        return RdmaRig.pollOne(cq, wc).wrId;
+    }
+
+    /** A hugetlb page under no MR: dropped, then one byte written: a 2 MiB zero-fill fault. */
+    @Benchmark
+    public long cpuFault2m() {
+        rig.proc.madvise(cpuHugePage, HUGE, AddressSpace.Advice.MADV_DONTNEED);
+        rig.proc.writeByte(cpuHugePage + (1L << 20), (byte) 1);
+        return cpuHugePage;
     }
 
     /** A page under no MR: its drop notifies nobody, its write is a plain zero-fill fault. */
