@@ -49,7 +49,7 @@ final class Perftest {
                         Options.value("-q", "QPS", "number of QPs" + (latency ? " (1 for latency)" : ", up to 16"), 1),
                         Options.value("-t", "DEPTH", "TX depth: work requests in flight per QP", 128),
                         Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
-                        Options.value("--mem", "MEM", "memory: host, a peer client (peermem:clients), or client:device (nv_mem:1: GPU 1)", "host"),
+                        RdmaTools.memOption(),
                         Options.flag("--dmabuf", "with --mem: dma-buf MRs (ibv_reg_dmabuf_mr), as perftest --use_cuda_dmabuf"),
                         Options.flag("--odp", "register host memory on demand (ODP), as perftest --odp: the devices fault the pages in"),
                         Options.flag("-a", "run all sizes from 2 bytes to 8 MiB")));
@@ -65,7 +65,7 @@ final class Perftest {
                         Options.value("-q", "QPS", "number of QPs, up to 16", 1),
                         Options.value("-t", "DEPTH", "TX depth: work requests in flight per QP", 128),
                         Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
-                        Options.value("--mem", "MEM", "memory: host, a peer client (peermem:clients), or client:device (nv_mem:1: GPU 1)", "host"),
+                        RdmaTools.memOption(),
                         Options.flag("--dmabuf", "with --mem: dma-buf MRs (ibv_reg_dmabuf_mr)"),
                         Options.flag("--odp", "register host memory on demand (ODP): the devices fault the pages in")));
     }

@@ -296,6 +296,11 @@ public final class RdmaTools {
         }
     }
 
+    /** The {@code --mem} option of every tool that moves data: host memory by default (read by {@link #memory}). */
+    static Options.Opt memOption() {
+        return Options.value("--mem", "MEM", "memory: host, a peer client (peermem:clients), or client:device (nv_mem:1: GPU 1)", "host");
+    }
+
     /**
      * {@code --mem host | <client> | <client>:<device>}: the peer client's memory, on device 0 or
      * on the device named (a GPU index, as {@code perftest --use_cuda=<index>}).
@@ -811,7 +816,7 @@ public final class RdmaTools {
                 Options.value("-s", "SIZE", "message size in bytes (K/M suffixes)", 4096),
                 Options.value("-n", "ITERS", "round trips", 1000),
                 Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
-                Options.value("--mem", "MEM", "memory: host, a peer client (peermem:clients), or client:device (nv_mem:1: GPU 1)", "host"),
+                memOption(),
                 Options.flag("-e", "sleep on the completion channel instead of polling"),
                 Options.flag("-o", "register the buffers on demand (ODP): nothing pinned, the devices fault the pages in"),
                 Options.flag("-O", "implicit ODP: one on-demand MR over the whole address space (address 0, length SIZE_MAX); implies -o"),

@@ -3,7 +3,6 @@ package org.peerdirect.kernel.mm;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentSkipListMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -49,7 +48,8 @@ final class MmuNotifierSubscriptions {
     private volatile long longest;
     /** Guarded by lock: notifiers by length → how many. */
     private final java.util.TreeMap<Long, Integer> lengths = new java.util.TreeMap<>();
-    private final AtomicLong ids = new AtomicLong();
+    /** Guarded by lock: the last notifier id given. */
+    private long ids;
 
     /** A notifier's place in {@link #notifiers}: its start, then the order of insertion. */
     record Key(long start, long id) implements Comparable<Key> {
@@ -71,7 +71,7 @@ final class MmuNotifierSubscriptions {
         try {
             // as mmu_interval_notifier_insert: a reader that begins now waits for a running invalidation
             long seq = running.isEmpty() ? invalidateSeq - 1 : invalidateSeq;
-            MmuIntervalNotifier n = new MmuIntervalNotifier(mm, start, end, ops, seq, new Key(start, ids.incrementAndGet()));
+            MmuIntervalNotifier n = new MmuIntervalNotifier(mm, start, end, ops, seq, new Key(start, ++ids));
             notifiers.put(n.key, n);
             lengths.merge(end - start, 1, Integer::sum);
             longest = lengths.lastKey();

@@ -66,10 +66,6 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
         registration.unregister(); // waits until no MR uses the client
     }
 
-    private NvmePmr ssd0() {
-        return ssd(0);
-    }
-
     /** SSD {@code index} (nvme{@code index}); ENODEV naming the SSDs there are. */
     private NvmePmr ssd(int index) {
         List<NvmePmr> all = ssds();
@@ -87,7 +83,7 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
                 return p;
             }
         }
-        return ssd0();
+        return ssd(0);
     }
 
     @Override
@@ -112,7 +108,7 @@ public final class SsdPeerMemComponent implements PeerMemoryAllocator {
 
     @Override
     public long map(int pid, long deviceOffset, long size) {
-        return ssd0().mmap(mm.process(pid), deviceOffset, (size + NvmePmr.PAGE - 1) & -NvmePmr.PAGE);
+        return ssd(0).mmap(mm.process(pid), deviceOffset, (size + NvmePmr.PAGE - 1) & -NvmePmr.PAGE);
     }
 
     @Override

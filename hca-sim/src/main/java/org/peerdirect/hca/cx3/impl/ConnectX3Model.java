@@ -39,7 +39,7 @@ public final class ConnectX3Model {
     private record Board(ConnectX3Board board, PciFunction fn) {
     }
 
-    /** Written by activate and deactivate only; read by the lab commands ({@link #engines}) from any thread. */
+    /** Written by activate and deactivate only; read by the lab commands ({@link #boards}) from any thread. */
     private final List<Board> boards = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     @Activate

@@ -12,6 +12,7 @@ import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.BoundDevices;
 import org.peerdirect.kernel.shell.Args;
 import org.peerdirect.kernel.shell.UsageException;
 
@@ -28,7 +29,7 @@ public final class GpuCommands {
 
     private final Mm mm;
     /** The GPUs by index (dynamic: the commands stay while GPUs come and go). */
-    private final org.peerdirect.kernel.pci.BoundDevices<NvidiaRm> gpus = new org.peerdirect.kernel.pci.BoundDevices<>(NvidiaRm::index);
+    private final BoundDevices<NvidiaRm> gpus = new BoundDevices<>(NvidiaRm::index);
 
     @Activate
     public GpuCommands(@Reference Mm mm) {
