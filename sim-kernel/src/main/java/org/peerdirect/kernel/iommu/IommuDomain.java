@@ -40,6 +40,10 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     private static final long DEV_WRITE = 4;
     /** The entry maps a page of another PCI function's BAR ({@code dma_map_resource}), not a frame. */
     private static final long RESOURCE = 8;
+    /** A 2 MiB entry: the whole 512-page leaf maps one huge page ({@link #supers}). */
+    private static final long SUPER = 16;
+    /** IOVA pages per 2 MiB superpage entry: one table leaf. */
+    private static final int SUPER_PAGES = 512;
     private static final VarHandle LONG_AT = ValueLayout.JAVA_LONG.varHandle();
 
     private final Iommu iommu;
@@ -50,13 +54,25 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     /** Guarded by lock: entries (pfn << 12 | flags) and generations, per 512-page leaf. */
     private final long[][] entries = new long[IOVA_PAGES / 512][];
     private final int[][] gens = new int[IOVA_PAGES / 512][];
+    /**
+     * Guarded by lock: per leaf, a 2 MiB entry (head pfn << 12 | flags | SUPER) or 0, as an
+     * IOMMU's second-level entry with its page-size bit. Invariant: a leaf with a 2 MiB entry has
+     * no 4 KiB leaf ({@code entries[l] == null}), so {@link #entry} still reads one array on the
+     * common path; its generation is the head frame's, kept in {@code gens[l][0]}. A leaf with
+     * neither maps nothing ({@link #fill} makes its 4 KiB leaf again when needed). A 2 MiB entry
+     * holds one DMA reference, on the head frame: a huge page is allocated and freed whole
+     * (hugetlb pages never split), so the head's count and generation speak for its 512 frames.
+     */
+    private final long[] supers = new long[IOVA_PAGES / 512];
+    /** Guarded by lock: leaves mapped by a 2 MiB entry. */
+    private long superpages;
     /** Guarded by lock: for RESOURCE entries, the BAR they map (the entry holds the page within it). */
     private final Resource[][] resources = new Resource[IOVA_PAGES / 512][];
     /** Guarded by lock: IOVA pages allocated, mapped or in a range of {@link #dmaIovaTryAlloc}; {@link #usedPages} counts them. */
     private final BitSet used = new BitSet();
     /** Guarded by lock: the pages of {@link #dmaIovaTryAlloc} ranges (linked or not), and those ranges by first page. */
     private final BitSet linkable = new BitSet();
-    private final java.util.Map<Integer, Integer> iovaRanges = new java.util.HashMap<>();
+    private final java.util.TreeMap<Integer, Integer> iovaRanges = new java.util.TreeMap<>();
     private int hint;
     /** Guarded by lock: pages with an entry (what DMA can reach). */
     private long mapped;
@@ -202,17 +218,51 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         return gen;
     }
 
-    /** Writes the entries of pages first..first+n for frames pfns[0..n) and counts them mapped; caller holds the write lock. */
+    /**
+     * Writes the entries of pages first..first+n for frames pfns[0..n) and counts them mapped;
+     * caller holds the write lock and has checked the pages are unmapped. Where a whole leaf
+     * (512-aligned IOVA pages) receives the 512 frames of one huge page in order, it writes one
+     * 2 MiB entry instead, as {@code iommu_map} picks the largest page size the IOVA and the
+     * physical address are both aligned to ({@code iommu_pgsize}).
+     */
     private void fill(int first, long[] pfns, int[] gen, int n, DmaDirection dir) {
         assert lock.isWriteLocked();
         long flags = VALID | (dir.deviceReads ? DEV_READ : 0) | (dir.deviceWrites ? DEV_WRITE : 0);
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n; ) {
             int page = first + i;
-            entries[page >>> 9][page & 511] = (pfns[i] << PAGE_SHIFT) | flags;
-            gens[page >>> 9][page & 511] = gen[i];
+            int l = page >>> 9;
+            if ((page & (SUPER_PAGES - 1)) == 0 && n - i >= SUPER_PAGES && hugePageAt(pfns, i)) {
+                entries[l] = null;
+                supers[l] = (pfns[i] << PAGE_SHIFT) | flags | SUPER;
+                gens[l][0] = gen[i];
+                phys.dmaRef(pfns[i], 1);
+                superpages++;
+                i += SUPER_PAGES;
+                continue;
+            }
+            if (entries[l] == null) { // a leaf whose 2 MiB entry was unmapped, in a range still reserved
+                entries[l] = new long[512];
+            }
+            entries[l][page & 511] = (pfns[i] << PAGE_SHIFT) | flags;
+            gens[l][page & 511] = gen[i];
             phys.dmaRef(pfns[i], 1);
+            i++;
         }
         mapped += n;
+    }
+
+    /** Whether pfns[i..i+512) are the frames of one huge page (a block of order ≥ 9 from its head), in order. */
+    private boolean hugePageAt(long[] pfns, int i) {
+        long head = pfns[i];
+        if ((head & (SUPER_PAGES - 1)) != 0 || phys.order(head) < PhysicalMemory.HPAGE_ORDER) {
+            return false;
+        }
+        for (int k = 1; k < SUPER_PAGES; k++) {
+            if (pfns[i + k] != head + k) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -267,17 +317,34 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     }
 
     /**
-     * EINVAL naming the first of pages first..first+n that lies outside every IOVA range or is not
-     * linked ({@code linked}) / already linked (otherwise); caller holds the write lock.
+     * EINVAL naming the first of pages first..first+n that lies outside the IOVA range holding the
+     * first one or is not linked ({@code linked}) / already linked (otherwise); caller holds the write lock. Walks the
+     * table a leaf at a time: a leaf with a 2 MiB entry is linked throughout, one with neither
+     * entry nor 4 KiB leaf is linked nowhere, so a 2 MiB granule costs one look, not 512.
      */
     private void checkRangePages(String fn, long iova, int first, int n, boolean linked) {
         assert lock.isWriteLocked();
-        for (int i = 0; i < n; i++) {
-            boolean inRange = linkable.get(first + i);
-            if (!inRange || (entry(first + i) != 0) != linked) {
-                throw new KernelException(Errno.EINVAL, String.format("%s at iova 0x%x of domain %s: page %d of %d is %s", fn, iova, name, i, n,
-                        !inRange ? "not in a range of dma_iova_try_alloc" : linked ? "not linked (double unlink?)" : "already linked"));
+        int end = first + n;
+        // the range holding the first page: pages past its end are outside (a link or unlink stays in one range)
+        java.util.Map.Entry<Integer, Integer> range = iovaRanges.floorEntry(first);
+        int outside = range == null ? first : Math.max(first, Math.min(end, range.getKey() + range.getValue()));
+        for (int page = first; page < end; ) {
+            int l = page >>> 9;
+            int leafEnd = Math.min(end, (l + 1) << 9);
+            int wrong = -1;
+            if (supers[l] != 0 || entries[l] == null) {
+                wrong = (supers[l] != 0) != linked ? page : -1;
+            } else {
+                for (int q = page; q < leafEnd && wrong < 0; q++) {
+                    wrong = (entries[l][q & 511] != 0) != linked ? q : -1;
+                }
             }
+            if (outside < leafEnd || wrong >= 0) {
+                int at = outside < leafEnd && (wrong < 0 || outside < wrong) ? outside : wrong;
+                throw new KernelException(Errno.EINVAL, String.format("%s at iova 0x%x of domain %s: page %d of %d is %s", fn, iova, name, at - first, n,
+                        at == outside ? "not in a range of dma_iova_try_alloc" : linked ? "not linked (double unlink?)" : "already linked"));
+            }
+            page = leafEnd;
         }
     }
 
@@ -287,10 +354,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         try {
             int first = page(iova, npages);
             checkRangePages("dma_iova_unlink", iova, first, npages, true);
-            for (int i = 0; i < npages; i++) {
-                release(first + i);
-            }
-            mapped -= npages;
+            clear(first, npages);
         } finally {
             lock.unlockWrite(stamp);
         }
@@ -311,11 +375,10 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                 throw new KernelException(Errno.EINVAL, String.format("dma_iova_free of iova 0x%x + %d bytes in domain %s: not a range of dma_iova_try_alloc%s",
                         iova, size, name, had == null ? "" : " (that range has " + had + " pages)"));
             }
-            for (int i = 0; i < n; i++) {
-                if (entry(first + i) != 0) {
-                    throw new KernelException(Errno.EBUSY, String.format("dma_iova_free of iova 0x%x in domain %s: page %d of %d is still linked",
-                            iova, name, i, n));
-                }
+            int linkedPage = firstEntry(first, first + n);
+            if (linkedPage >= 0) {
+                throw new KernelException(Errno.EBUSY, String.format("dma_iova_free of iova 0x%x in domain %s: page %d of %d is still linked",
+                        iova, name, linkedPage - first, n));
             }
             iovaRanges.remove(first);
             linkable.clear(first, first + n);
@@ -323,6 +386,27 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         } finally {
             lock.unlockWrite(stamp);
         }
+    }
+
+    /** The first page of [from, to) with an entry, or -1; skips leaves that map nothing. Caller holds the write lock. */
+    private int firstEntry(int from, int to) {
+        assert lock.isWriteLocked();
+        for (int page = from; page < to; ) {
+            int l = page >>> 9;
+            int leafEnd = Math.min(to, (l + 1) << 9);
+            if (supers[l] != 0) {
+                return page;
+            }
+            if (entries[l] != null) {
+                for (int q = page; q < leafEnd; q++) {
+                    if (entries[l][q & 511] != 0) {
+                        return q;
+                    }
+                }
+            }
+            page = leafEnd;
+        }
+        return -1;
     }
 
     private void checkAlive() {
@@ -365,19 +449,30 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         usedPages -= n;
     }
 
+    /**
+     * The first free run of {@code n} IOVA pages from the hint, then from 0; a run of 2 MiB or more
+     * starts on a 2 MiB boundary, as the kernel's IOVA allocator aligns a range to its size
+     * ({@code alloc_iova}'s {@code size_aligned}, capped here at 2 MiB), so a huge page mapped
+     * into it can take a 2 MiB entry. -1 when none is free.
+     */
     private int findRange(int n) {
+        int align = n >= SUPER_PAGES ? SUPER_PAGES : 1;
         for (int pass = 0; pass < 2; pass++) {
             int from = pass == 0 ? hint : 0;
-            int s = used.nextClearBit(from);
+            int s = alignUp(used.nextClearBit(from), align);
             while (s + n <= IOVA_PAGES) {
                 int next = used.nextSetBit(s);
                 if (next < 0 || next >= s + n) {
                     return s;
                 }
-                s = used.nextClearBit(next);
+                s = alignUp(used.nextClearBit(next), align);
             }
         }
         return -1;
+    }
+
+    private static int alignUp(int page, int align) {
+        return (page + align - 1) & -align;
     }
 
     /**
@@ -400,17 +495,64 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                             iova, name, i, npages));
                 }
             }
-            for (int i = 0; i < npages; i++) {
-                release(first + i);
-            }
+            clear(first, npages);
             unreserve(first, npages);
-            mapped -= npages;
         } finally {
             lock.unlockWrite(stamp);
         }
     }
 
-    /** Clears one entry: a frame loses its DMA reference, a BAR page its resource; caller holds the write lock. */
+    /**
+     * Clears the entries of pages first..first+n, each mapped, and counts them unmapped: a 2 MiB
+     * entry the pages cover whole goes in one step, one they cover in part is split into its 512
+     * 4 KiB entries first (as unmapping part of a superpage splits it). Caller holds the write lock.
+     */
+    private void clear(int first, int n) {
+        assert lock.isWriteLocked();
+        int end = first + n;
+        for (int page = first; page < end; ) {
+            int l = page >>> 9;
+            if (supers[l] != 0) {
+                if ((page & (SUPER_PAGES - 1)) == 0 && end - page >= SUPER_PAGES) {
+                    phys.dmaRef(supers[l] >>> PAGE_SHIFT, -1);
+                    supers[l] = 0;
+                    superpages--;
+                    page += SUPER_PAGES;
+                    continue;
+                }
+                split(l);
+            }
+            release(page);
+            page++;
+        }
+        mapped -= n;
+    }
+
+    /**
+     * Replaces leaf {@code l}'s 2 MiB entry by its 512 4 KiB entries, each frame with its own DMA
+     * reference and generation. The generations are the frames' now less the head's advance since
+     * the mapping: equal to what a 4 KiB mapping would have recorded while the huge page was not
+     * freed, stale for every page if it was. Caller holds the write lock.
+     */
+    private void split(int l) {
+        assert lock.isWriteLocked();
+        long s = supers[l];
+        long head = s >>> PAGE_SHIFT;
+        long flags = s & (PAGE_SIZE - 1) & ~SUPER;
+        int advance = phys.generation(head) - gens[l][0];
+        long[] leaf = new long[512];
+        for (int i = 0; i < SUPER_PAGES; i++) {
+            leaf[i] = ((head + i) << PAGE_SHIFT) | flags;
+            gens[l][i] = phys.generation(head + i) - advance;
+            phys.dmaRef(head + i, 1);
+        }
+        phys.dmaRef(head, -1);
+        entries[l] = leaf;
+        supers[l] = 0;
+        superpages--;
+    }
+
+    /** Clears one 4 KiB entry: a frame loses its DMA reference, a BAR page its resource; caller holds the write lock. */
     private void release(int page) {
         long e = entries[page >>> 9][page & 511];
         entries[page >>> 9][page & 511] = 0;
@@ -439,10 +581,29 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         }
     }
 
-    /** The entry of IOVA page {@code p} (0 ≤ p < IOVA_PAGES): 0 where no leaf exists. Caller holds the lock or an optimistic stamp it validates. */
+    /**
+     * The entry of IOVA page {@code p} (0 ≤ p < IOVA_PAGES): 0 where nothing maps it; within a
+     * 2 MiB entry, the page's frame with the entry's flags (SUPER among them). Caller holds the
+     * lock or an optimistic stamp it validates.
+     */
     private long entry(long p) {
-        long[] leaf = entries[(int) (p >>> 9)];
-        return leaf == null ? 0 : leaf[(int) (p & 511)];
+        int l = (int) (p >>> 9);
+        long[] leaf = entries[l];
+        if (leaf != null) {
+            return leaf[(int) (p & 511)];
+        }
+        long s = supers[l];
+        return s == 0 ? 0 : s + ((p & 511) << PAGE_SHIFT);
+    }
+
+    /** 2 MiB entries in this domain now (each also counts 512 pages in {@link #mappedPages}). */
+    public long mappedSuperpages() {
+        long stamp = lock.readLock();
+        try {
+            return superpages;
+        } finally {
+            lock.unlockRead(stamp);
+        }
     }
 
     /** Bit 0 of a translated page slot: the page is a BAR page of a resource mapping, not a frame. */
@@ -511,8 +672,10 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         }
         long pfn = e >>> PAGE_SHIFT;
         // the frame was allocated when mapped and every free advances its generation: an equal
-        // generation means not freed since (one read, no kind check)
-        if (checkGeneration && phys.generation(pfn) != gens[(int) (p >>> 9)][(int) (p & 511)]) {
+        // generation means not freed since (one read, no kind check); a 2 MiB entry keeps its
+        // head's, and the huge page is freed whole
+        boolean superpage = (e & SUPER) != 0;
+        if (checkGeneration && phys.generation(superpage ? pfn & -SUPER_PAGES : pfn) != gens[(int) (p >>> 9)][superpage ? 0 : (int) (p & 511)]) {
             useAfterFree.incrementAndGet();
             throw fault(IommuFault.Kind.USE_AFTER_FREE, iova, "frame " + pfn + " was freed after it was mapped");
         }
@@ -1057,6 +1220,13 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         try {
             destroyed = true;
             long leaked = usedPages;
+            for (int l = 0; l < supers.length; l++) {
+                if (supers[l] != 0) {
+                    phys.dmaRef(supers[l] >>> PAGE_SHIFT, -1);
+                    supers[l] = 0;
+                }
+            }
+            superpages = 0;
             for (int page = used.nextSetBit(0); page >= 0; page = used.nextSetBit(page + 1)) {
                 if (entry(page) != 0) {
                     release(page);

@@ -10,7 +10,7 @@
  * (GPUDirect RDMA); a DMA after the function was removed is a use-after-free.
  */
 @Export
-@Version("0.4.0")
+@Version("0.5.0")
 package org.peerdirect.kernel.iommu;
 
 import org.osgi.annotation.bundle.Export;

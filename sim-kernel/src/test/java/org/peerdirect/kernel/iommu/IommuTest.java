@@ -348,6 +348,113 @@ class IommuTest {
         assertEquals(3, iommu.leakedAtDestroy());
     }
 
+    /**
+     * A huge page mapped whole on a 2 MiB IOVA boundary takes one 2 MiB entry (one DMA reference,
+     * on its head frame), through {@code dma_map_sg} and through an IOVA range alike; DMA crosses
+     * it as 512 pages; unmapping part of it splits it into 4 KiB entries, leaving the rest
+     * mapped; a range of fewer than 512 pages, or frames that are not one huge page, stay 4 KiB.
+     */
+    @Test
+    void aWholeHugePageTakesOne2MiBEntryAndSplitsOnAPartialUnmap() {
+        AddressSpace p = setup();
+        IommuDomain d = iommu.createDomain("mlx5_0");
+        PhysicalMemory phys = PhysicalMemory.of(mm);
+        long h = p.mmap(0, Mm.HPAGE_SIZE, org.peerdirect.kernel.mm.Vma.PROT_READ | org.peerdirect.kernel.mm.Vma.PROT_WRITE,
+                org.peerdirect.kernel.mm.Vma.Kind.HUGETLB, "huge");
+        p.writeLong(h + 7 * PAGE_SIZE + 8, 0x77L);
+        p.writeLong(h + 511 * PAGE_SIZE + 64, 0x511L);
+        PinnedPages pins = p.pinUserPages(h, Mm.HPAGE_SIZE, true);
+        long head = pins.pfn(0);
+        d.dmaMapPage(pins.pfn(3), DmaDirection.TO_DEVICE); // a 4 KiB mapping first: the next range must still start on 2 MiB
+        long iova = d.dmaMapSg(pins.pfns(), DmaDirection.BIDIRECTIONAL);
+        assertEquals(0, (iova - IommuDomain.IOVA_BASE) % Mm.HPAGE_SIZE, "a 2 MiB range starts on a 2 MiB IOVA boundary");
+        assertEquals(1, d.mappedSuperpages());
+        assertEquals(513, d.mappedPages(), "a 2 MiB entry counts its 512 pages");
+        assertEquals(1, phys.dmaRefs(head), "one reference for the huge page, on its head");
+        assertEquals(1, phys.dmaRefs(head + 3), "the 4 KiB mapping's own");
+        assertEquals(0, phys.dmaRefs(head + 7));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(2 * PAGE_SIZE);
+            d.read(iova + 7 * PAGE_SIZE + 8, buf, 0, 8);
+            assertEquals(0x77L, buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0), "a small read inside the 2 MiB entry");
+            buf.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 0x99L);
+            d.write(iova + 510 * PAGE_SIZE + PAGE_SIZE - 4, buf, 0, 8); // across two pages of it
+            assertEquals(0x99L, p.readLong(h + 510 * PAGE_SIZE + PAGE_SIZE - 4));
+            // part of it unmapped: split, the rest still maps, the page gone faults
+            d.dmaUnmap(iova + 7 * PAGE_SIZE, 1);
+            assertEquals(0, d.mappedSuperpages(), "split");
+            assertEquals(512, d.mappedPages());
+            assertEquals(0, phys.dmaRefs(head + 7));
+            assertEquals(1, phys.dmaRefs(head), "the head now holds its own 4 KiB reference");
+            assertEquals(2, phys.dmaRefs(head + 3));
+            assertEquals(IommuFault.Kind.NOT_MAPPED, assertThrows(IommuFault.class, () -> d.read(iova + 7 * PAGE_SIZE, buf, 0, 8)).kind());
+            d.read(iova + 511 * PAGE_SIZE + 64, buf, 0, 8);
+            assertEquals(0x511L, buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+            d.dmaUnmap(iova, 7);
+            d.dmaUnmap(iova + 8 * PAGE_SIZE, 504);
+            // through an IOVA range: linked whole, unlinked whole
+            long base = d.dmaIovaTryAlloc(Mm.HPAGE_SIZE);
+            assertEquals(0, (base - IommuDomain.IOVA_BASE) % Mm.HPAGE_SIZE);
+            d.dmaIovaLink(base, pins.pfns(), 512, DmaDirection.BIDIRECTIONAL);
+            assertEquals(1, d.mappedSuperpages());
+            d.read(base + 7 * PAGE_SIZE + 8, buf, 0, 8);
+            assertEquals(0x77L, buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+            assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class,
+                    () -> d.dmaIovaLink(base + 9 * PAGE_SIZE, pins.pfns(), 1, DmaDirection.BIDIRECTIONAL)).errno(), "inside the 2 MiB entry: linked already");
+            d.dmaIovaUnlink(base, 512);
+            assertEquals(0, d.mappedSuperpages());
+            assertEquals(1, d.mappedPages());
+            assertEquals(IommuFault.Kind.NOT_MAPPED, assertThrows(IommuFault.class, () -> d.read(base, buf, 0, 8)).kind());
+            // the leaf is used page by page again: fewer than 512, or not one huge page in order
+            d.dmaIovaLink(base, pins.pfns(), 511, DmaDirection.BIDIRECTIONAL);
+            assertEquals(0, d.mappedSuperpages(), "511 pages are 4 KiB entries");
+            d.read(base + 7 * PAGE_SIZE + 8, buf, 0, 8);
+            assertEquals(0x77L, buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+            d.dmaIovaUnlink(base, 511);
+            long[] shuffled = pins.pfns().clone();
+            shuffled[100] = shuffled[101];
+            shuffled[101] = pins.pfn(100);
+            d.dmaIovaLink(base, shuffled, 512, DmaDirection.BIDIRECTIONAL);
+            assertEquals(0, d.mappedSuperpages(), "frames out of order are 4 KiB entries");
+            d.dmaIovaUnlink(base, 512);
+            d.dmaIovaFree(base, Mm.HPAGE_SIZE);
+        }
+        d.dmaUnmap(IommuDomain.IOVA_BASE, 1);
+        for (int i = 0; i < 512; i++) {
+            assertEquals(0, phys.dmaRefs(head + i), "frame " + i);
+        }
+        pins.unpin(true);
+        assertEquals(0, iommu.destroyDomain(d));
+    }
+
+    /** A huge page freed under its 2 MiB entry is a use-after-free on every page of it, also once the entry is split. */
+    @Test
+    void aHugePageFreedUnderIts2MiBEntryIsCaughtAsUseAfterFree() {
+        AddressSpace p = setup();
+        expectViolation = true;
+        IommuDomain d = iommu.createDomain("buggy");
+        long h = p.mmap(0, Mm.HPAGE_SIZE, org.peerdirect.kernel.mm.Vma.PROT_READ | org.peerdirect.kernel.mm.Vma.PROT_WRITE,
+                org.peerdirect.kernel.mm.Vma.Kind.HUGETLB, "huge");
+        p.writeLong(h, 1);
+        long[] pfns = new long[512];
+        for (int i = 0; i < 512; i++) {
+            pfns[i] = p.pfnOf(h) + i;
+        }
+        long iova = d.dmaMapSg(pfns, DmaDirection.BIDIRECTIONAL); // no pin: a driver bug
+        assertEquals(1, d.mappedSuperpages());
+        p.munmap(h, Mm.HPAGE_SIZE);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(8);
+            assertEquals(IommuFault.Kind.USE_AFTER_FREE, assertThrows(IommuFault.class, () -> d.read(iova + 300 * PAGE_SIZE, buf, 0, 8)).kind());
+            d.dmaUnmap(iova + 5 * PAGE_SIZE, 1); // split
+            assertEquals(IommuFault.Kind.USE_AFTER_FREE, assertThrows(IommuFault.class, () -> d.read(iova + 300 * PAGE_SIZE, buf, 0, 8)).kind(),
+                    "the split keeps every page stale");
+            assertEquals(IommuFault.Kind.USE_AFTER_FREE, assertThrows(IommuFault.class, () -> d.write(iova, buf, 0, 8)).kind());
+        }
+        assertEquals(1, iommu.audit().freedWhileMapped(), "counted once, on the head the entry references");
+        assertEquals(511, iommu.destroyDomain(d));
+    }
+
     @Test
     void aStaleMappingToAFreedFrameIsCaughtAsUseAfterFree() {
         AddressSpace p = setup();

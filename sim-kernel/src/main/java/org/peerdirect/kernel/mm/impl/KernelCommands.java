@@ -46,9 +46,9 @@ public final class KernelCommands {
     @Descriptor("IOMMU domains with their mappings, faults and DMA counts, and the audit")
     public String iommu() {
         List<String> out = new ArrayList<>();
-        out.add(String.format("%-20s %10s %10s %14s %14s %6s", "domain", "mapped", "faults", "dma_read", "dma_written", "uaf"));
+        out.add(String.format("%-20s %10s %6s %10s %14s %14s %6s", "domain", "mapped", "2M", "faults", "dma_read", "dma_written", "uaf"));
         for (IommuDomain d : iommu.domains()) {
-            out.add(String.format("%-20s %10d %10d %14d %14d %6d", d.name(), d.mappedPages(), d.faultCount(),
+            out.add(String.format("%-20s %10d %6d %10d %14d %14d %6d", d.name(), d.mappedPages(), d.mappedSuperpages(), d.faultCount(),
                     d.bytesRead(), d.bytesWritten(), d.useAfterFreeCount()));
         }
         IommuAudit a = iommu.audit();
