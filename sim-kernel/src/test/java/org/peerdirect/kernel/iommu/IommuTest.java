@@ -455,6 +455,142 @@ class IommuTest {
         assertEquals(511, iommu.destroyDomain(d));
     }
 
+    /**
+     * The ODP pattern over huge pages, under concurrency: the device maps each 2 MiB page whole
+     * (one 2 MiB entry) under its lock with the sequence protocol and DMA-reads 4 KiB pages inside
+     * it; its invalidate callback unmaps one page first and then the rest (so every invalidation
+     * also splits the entry); CPU writers keep a placement checksum in every page while another
+     * thread drops huge pages with MADV_DONTNEED. Zero use-after-free, no frame freed while
+     * mapped, and every DMA read saw data of its own page.
+     */
+    @Test
+    void hugePagesUnder2MiBEntriesAreNeverTouchedAfterTheirInvalidation() throws Exception {
+        AddressSpace p = setup();
+        IommuDomain d = iommu.createDomain("odp-huge");
+        int huge = 4;
+        int pages = huge * 512;
+        long a = p.mmap(0, huge * Mm.HPAGE_SIZE, org.peerdirect.kernel.mm.Vma.PROT_READ | org.peerdirect.kernel.mm.Vma.PROT_WRITE,
+                org.peerdirect.kernel.mm.Vma.Kind.HUGETLB, "huge");
+        Object devLock = new Object();
+        long[] iovaOf = new long[huge]; // guarded by devLock, 0 = not mapped
+        AtomicLong splits = new AtomicLong();
+        MmuIntervalNotifier n = p.insertNotifier(a, huge * Mm.HPAGE_SIZE, (nn, range, seq) -> {
+            synchronized (devLock) {
+                nn.setSeq(seq);
+                for (long va = Math.max(range.start(), a) & -Mm.HPAGE_SIZE; va < Math.min(range.end(), a + huge * Mm.HPAGE_SIZE); va += Mm.HPAGE_SIZE) {
+                    int i = (int) ((va - a) / Mm.HPAGE_SIZE);
+                    if (iovaOf[i] != 0) {
+                        boolean whole = d.mappedSuperpages() > 0;
+                        d.dmaUnmap(iovaOf[i], 1);
+                        if (whole && d.mappedSuperpages() == 0) {
+                            splits.incrementAndGet();
+                        }
+                        d.dmaUnmap(iovaOf[i] + PAGE_SIZE, 511);
+                        iovaOf[i] = 0;
+                    }
+                }
+            }
+            return true;
+        });
+        AtomicBoolean stop = new AtomicBoolean();
+        ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
+        AtomicLong dmaReads = new AtomicLong();
+        AtomicLong superMaps = new AtomicLong();
+        List<Thread> threads = new ArrayList<>();
+        // the CPU: the first long of 4 KiB page k always holds a value whose low 16 bits are k
+        threads.add(new Thread(() -> {
+            long v = 0;
+            while (!stop.get()) {
+                for (int k = 0; k < pages; k += 37) {
+                    p.writeLong(a + k * PAGE_SIZE, (++v << 16) | k);
+                }
+            }
+        }));
+        threads.add(new Thread(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment buf = arena.allocate(8);
+                int k = 0;
+                while (!stop.get()) {
+                    k = (k + 37) % pages;
+                    int i = k / 512;
+                    long va = a + i * Mm.HPAGE_SIZE;
+                    HmmRange r = new HmmRange(n, va, va + Mm.HPAGE_SIZE, HmmRange.HMM_PFN_REQ_FAULT);
+                    for (;;) {
+                        r.notifierSeq = n.readBegin();
+                        try {
+                            p.hmmRangeFault(r);
+                        } catch (KernelException e) {
+                            if (e.errno() == KernelException.Errno.EBUSY) {
+                                continue;
+                            }
+                            throw e;
+                        }
+                        synchronized (devLock) {
+                            if (n.readRetry(r.notifierSeq)) {
+                                continue;
+                            }
+                            if (iovaOf[i] == 0) {
+                                long[] pfns = new long[512];
+                                for (int j = 0; j < 512; j++) {
+                                    pfns[j] = HmmRange.pfn(r.hmmPfns[j]);
+                                }
+                                long before = d.mappedSuperpages();
+                                iovaOf[i] = d.dmaMapSg(pfns, DmaDirection.BIDIRECTIONAL);
+                                if (d.mappedSuperpages() == before + 1) {
+                                    superMaps.incrementAndGet();
+                                }
+                            }
+                            d.read(iovaOf[i] + (k % 512) * PAGE_SIZE, buf, 0, 8);
+                            long got = buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+                            if (got != 0 && (got & 0xffff) != k) {
+                                throw new AssertionError("page " + k + " read " + Long.toHexString(got));
+                            }
+                            dmaReads.incrementAndGet();
+                        }
+                        break;
+                    }
+                }
+            } catch (Throwable t) {
+                errors.add(t);
+            }
+        }));
+        threads.add(new Thread(() -> {
+            int k = 0;
+            while (!stop.get()) {
+                p.madvise(a + (k++ % huge) * Mm.HPAGE_SIZE, Mm.HPAGE_SIZE, AddressSpace.Advice.MADV_DONTNEED);
+            }
+        }));
+        for (Thread t : threads) {
+            t.setUncaughtExceptionHandler((th, e) -> errors.add(e));
+            t.start();
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        while (System.nanoTime() < deadline && errors.isEmpty() && (dmaReads.get() < 5_000 || splits.get() < 20)) {
+            Thread.onSpinWait();
+        }
+        stop.set(true);
+        for (Thread t : threads) {
+            t.join(10_000);
+            assertTrue(!t.isAlive(), "thread finished in bounded time");
+        }
+        assertTrue(errors.isEmpty(), () -> errors.peek().toString());
+        assertTrue(dmaReads.get() > 100, "the device did work: " + dmaReads.get());
+        assertTrue(superMaps.get() > 10 && splits.get() > 5, "huge pages were mapped by 2 MiB entries (" + superMaps + ") and split by invalidations ("
+                + splits + ")");
+        synchronized (devLock) {
+            for (int i = 0; i < huge; i++) {
+                if (iovaOf[i] != 0) {
+                    d.dmaUnmap(iovaOf[i], 512);
+                }
+            }
+        }
+        n.remove();
+        IommuAudit audit = iommu.audit();
+        assertEquals(0, audit.useAfterFree(), audit.toString());
+        assertEquals(0, audit.freedWhileMapped(), audit.toString());
+        assertEquals(0, audit.liveMappings());
+    }
+
     @Test
     void aStaleMappingToAFreedFrameIsCaughtAsUseAfterFree() {
         AddressSpace p = setup();
