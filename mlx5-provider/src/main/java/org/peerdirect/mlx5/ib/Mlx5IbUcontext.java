@@ -167,11 +167,15 @@ final class Mlx5IbUcontext implements IbUcontextOps {
         return new Mlx5Xrcd(dev, dev.allocXrcd());
     }
 
-    /** {@code mlx5_ib_create_qp} of an {@code IB_QPT_XRC_TGT}: {@link Mlx5XrcTgtQp}. */
+    /**
+     * {@code mlx5_ib_create_qp} of an {@code IB_QPT_XRC_TGT}: {@link Mlx5XrcTgtQp}, on the core's
+     * UAR page rather than this context's: the QP is the device's (the kernel creates it, and
+     * {@code ibv_open_qp} handles keep it after this context is gone); it has no send queue to ring.
+     */
     @Override
     public org.peerdirect.ib.core.provider.IbQpOps createXrcTgtQp(org.peerdirect.ib.core.provider.IbXrcdOps xrcd,
             org.peerdirect.ib.core.provider.IbEvents events) {
-        return Mlx5XrcTgtQp.create(dev, (Mlx5Xrcd) xrcd, uar.index, events);
+        return Mlx5XrcTgtQp.create(dev, (Mlx5Xrcd) xrcd, dev.core.uarIndex(), events);
     }
 
     @Override

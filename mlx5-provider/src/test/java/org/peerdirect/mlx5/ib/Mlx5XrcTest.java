@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -21,7 +22,11 @@ import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
+import org.peerdirect.ib.core.verbs.IbvAsyncEvent;
+import org.peerdirect.ib.core.verbs.IbvEventType;
+import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpOpenAttr;
 import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
@@ -397,5 +402,125 @@ class Mlx5XrcTest extends Mlx5Machine {
         t.ctx.close();
         b.close();
         other.exit();
+    }
+
+    /**
+     * {@code ibv_open_qp}: process B opens the XRC receive QP that process A created in their
+     * shared domain; B's handle moves it to RTR (one QP: A's handle sees the state), the first
+     * message's {@code COMM_EST} reaches both contexts, each naming its own handle; A's handle
+     * and A's whole context go and B's SRQ still receives through the QP; B's destroy ends it (the
+     * sender retries out). The refusals: another type, a number the domain does not have, a
+     * domain opened by another context, a context closed.
+     */
+    @Test
+    void anOpenedXrcReceiveQpOutlivesItsCreatorAndHearsItsEvents() throws Exception {
+        AddressSpace other = mm.createProcess("xrc-opener");
+        AutoCloseable file = () -> { };
+        int fdA = proc.installFd(file);
+        int fdB = other.installFd(file);
+        IbvContext a = devs.get(1).open(proc);
+        IbvContext b = devs.get(1).open(other);
+        IbvXrcd xa = a.openXrcd(fdA, IbvXrcd.O_CREAT);
+        IbvXrcd xb = b.openXrcd(fdB, 0);
+        IbvQpInitAttr q = new IbvQpInitAttr();
+        q.qpType = IbvQpType.XRC_RECV;
+        q.xrcd = xa;
+        IbvQp tq = a.createQpEx(q);
+        IbvQpOpenAttr open = new IbvQpOpenAttr();
+        open.xrcd = xb;
+        open.qpNum = tq.qpNum() + 1;
+        KernelException none = assertThrows(KernelException.class, () -> b.openQp(open));
+        assertEquals(KernelException.Errno.EINVAL, none.errno());
+        assertTrue(none.getMessage().contains("no XRC receive QP"), none.getMessage());
+        open.qpNum = tq.qpNum();
+        open.qpType = IbvQpType.RC;
+        assertTrue(assertThrows(KernelException.class, () -> b.openQp(open)).getMessage().contains("only an XRC receive QP"));
+        open.qpType = IbvQpType.XRC_RECV;
+        open.xrcd = xa;
+        assertTrue(assertThrows(KernelException.class, () -> b.openQp(open)).getMessage().contains("another context"));
+        open.xrcd = xb;
+        IbvQp hb = b.openQp(open);
+        assertEquals(tq.qpNum(), hb.qpNum());
+        assertEquals(IbvQpType.XRC_RECV, hb.qpType());
+        // B's receiving side in the same domain
+        IbvPd bpd = b.allocPd();
+        IbvCq bcq = b.createCq(16, null);
+        IbvSrqInitAttrEx s = new IbvSrqInitAttrEx();
+        s.srqType = IbvSrqInitAttrEx.SrqType.XRC;
+        s.pd = bpd;
+        s.xrcd = xb;
+        s.cq = bcq;
+        s.maxWr = 8;
+        IbvSrq bs = b.createSrqEx(s);
+        long bbuf = other.mmap(4 * 4096);
+        other.populate(bbuf, 4 * 4096, true);
+        IbvMr bmr = bpd.regMr(bbuf, 4 * 4096, RW);
+        for (int k = 0; k < 3; k++) {
+            IbvRecvWr br = new IbvRecvWr().sge(bbuf + 4096L * k, 4096, bmr.lkey());
+            br.wrId = 10 + k;
+            bs.postRecv(br);
+        }
+        Initiator i = new Initiator(0, RW);
+        new RcConnect().access(RW).minRnrTimer(1).timeout(8, 1).connect(i.qp, a.queryPort(1).lid(), tq.qpNum());
+        // the target to RTR through B's handle only: an XRC receive QP needs no RTS to receive
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.INIT;
+        x.pkeyIndex = 0;
+        x.portNum = 1;
+        x.qpAccessFlags = RW;
+        int m = IbvQpAttr.STATE;
+        hb.modify(x, m | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT
+                | IbvQpAttr.ACCESS_FLAGS);
+        x.qpState = IbvQpState.RTR;
+        x.pathMtu = 5;
+        x.destQpNum = i.qp.qpNum();
+        x.rqPsn = 0;
+        x.minRnrTimer = 1;
+        x.dlid = i.ctx.queryPort(1).lid();
+        hb.modify(x, m | IbvQpAttr.AV | IbvQpAttr.PATH_MTU
+                | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
+                | IbvQpAttr.MAX_DEST_RD_ATOMIC | IbvQpAttr.MIN_RNR_TIMER);
+        assertEquals(IbvQpState.RTR, tq.query().qpState, "one QP: the creator's handle sees what the opener's did");
+        byte[] first = fill(i.buf, 200, 1);
+        i.qp.postSend(wr(IbvWrOpcode.SEND, i.buf, 200, i.mr.lkey(), 1, bs.srqNum()));
+        assertEquals(IbvWcStatus.SUCCESS, one(i.cq).status);
+        IbvWc got = one(bcq);
+        assertEquals(10, got.wrId);
+        assertEquals(tq.qpNum(), got.qpNum);
+        assertArrayEquals(first, readOf(other, bbuf, 200));
+        for (IbvContext c : List.of(a, b)) {
+            IbvAsyncEvent e = c.getAsyncEvent(5, TimeUnit.SECONDS);
+            assertTrue(e != null && e.type() == IbvEventType.COMM_EST, "COMM_EST to every handle's context: " + e);
+            assertTrue(e.qp() == (c == a ? tq : hb), "each context's event names its own handle");
+        }
+        // the creator's handle, then its whole context, go: the QP stays, B still receives through it
+        tq.destroy();
+        assertThrows(KernelException.class, () -> tq.modify(x, m), "a destroyed handle modifies nothing");
+        xa.close();
+        a.close();
+        assertEquals(IbvQpState.RTR, hb.query().qpState);
+        byte[] second = fill(i.buf + 4096, 300, 2);
+        i.qp.postSend(wr(IbvWrOpcode.SEND, i.buf + 4096, 300, i.mr.lkey(), 2, bs.srqNum()));
+        assertEquals(IbvWcStatus.SUCCESS, one(i.cq).status, "the opened QP outlived its creator");
+        assertEquals(11, one(bcq).wrId);
+        assertArrayEquals(second, readOf(other, bbuf + 4096, 300));
+        // B's handle was the last: the QP goes, a message to it now goes nowhere
+        hb.destroy();
+        open.xrcd = xb;
+        assertTrue(assertThrows(KernelException.class, () -> b.openQp(open)).getMessage().contains("no XRC receive QP"), "gone from the domain");
+        i.qp.postSend(wr(IbvWrOpcode.SEND, i.buf, 100, i.mr.lkey(), 3, bs.srqNum()));
+        assertEquals(IbvWcStatus.RETRY_EXC_ERR, one(i.cq).status, "no receive QP of that number any more");
+        IbvWc[] left = {new IbvWc()};
+        assertEquals(0, bcq.poll(1, left), "nothing more received");
+        b.close();
+        assertThrows(KernelException.class, () -> b.openQp(open), "a closed context opens nothing");
+        i.ctx.close();
+        other.exit();
+    }
+
+    private static byte[] readOf(AddressSpace p, long va, int len) {
+        byte[] out = new byte[len];
+        p.read(va, out, 0, len);
+        return out;
     }
 }

@@ -16,13 +16,13 @@ import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
-import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvSrq;
 import org.peerdirect.ib.core.verbs.IbvSrqInitAttrEx;
 import org.peerdirect.ib.core.verbs.IbvXrcd;
+import org.peerdirect.ib.core.verbs.IbvQpOpenAttr;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -220,17 +220,34 @@ final class UContext implements IbvContext {
         }
         UXrcd x = xrcdOf(a.xrcd, "ibv_create_qp_ex");
         x.domain.use();
-        UQp qp;
+        UXrcd.TgtQp real = new UXrcd.TgtQp(x.domain);
         try {
-            UEvents ev = new UEvents(this, IbvEventType.Element.QP);
-            qp = new UQp(this, null, a, ops.createXrcTgtQp(x.domain.ops, ev), null, null, null, x.domain);
-            ev.bind(qp);
+            real.ops = ops.createXrcTgtQp(x.domain.ops, real);
         } catch (RuntimeException e) {
             x.domain.release();
             throw e;
         }
+        UQp qp = new UQp(this, null, a, real.ops, null, null, null, real);
+        real.created(qp);
         xrcQps.add(qp);
         return qp;
+    }
+
+    /** {@code ib_uverbs_open_qp}: see {@link IbvContext#openQp}. */
+    @Override
+    public IbvQp openQp(IbvQpOpenAttr attr) {
+        alive();
+        if (attr == null || attr.qpType != IbvQpType.XRC_RECV) {
+            throw new KernelException(Errno.EINVAL, "ibv_open_qp: only an XRC receive QP (IBV_QPT_XRC_RECV) is opened, not "
+                    + (attr == null ? "nothing" : attr.qpType));
+        }
+        UXrcd x = xrcdOf(attr.xrcd, "ibv_open_qp");
+        IbvQpInitAttr type = new IbvQpInitAttr();
+        type.qpType = IbvQpType.XRC_RECV;
+        type.xrcd = attr.xrcd;
+        UQp h = x.openQp(attr.qpNum, type);
+        xrcQps.add(h);
+        return h;
     }
 
     /**

@@ -24,8 +24,8 @@ final class UQp implements IbvQp {
     final UContext ctx;
     /** The QP's PD; null for an XRC receive QP, which has none (it lives in {@link #xrcd}). */
     final UPd pd;
-    /** An XRC receive QP's domain (null for other types): released when the QP goes. */
-    private final UXrcd.Domain xrcd;
+    /** For an XRC receive QP, the real QP this is a handle of (null for other types): destroyed, and its domain released, with its last handle. */
+    private final UXrcd.TgtQp shared;
     final IbQpOps ops;
     private final IbvQpType type;
     private final UCq scq;
@@ -36,10 +36,10 @@ final class UQp implements IbvQp {
     /** The port the last successful modify with {@code PORT} chose (1 until then): the port an AV-only modify is checked against. */
     private volatile int port = 1;
 
-    UQp(UContext ctx, UPd pd, IbvQpInitAttr a, IbQpOps ops, UCq scq, UCq rcq, USrq srq, UXrcd.Domain xrcd) {
+    UQp(UContext ctx, UPd pd, IbvQpInitAttr a, IbQpOps ops, UCq scq, UCq rcq, USrq srq, UXrcd.TgtQp shared) {
         this.ctx = ctx;
         this.pd = pd;
-        this.xrcd = xrcd;
+        this.shared = shared;
         this.ops = ops;
         this.type = a.qpType;
         this.scq = scq;
@@ -191,8 +191,11 @@ final class UQp implements IbvQp {
         if (!destroyed.compareAndSet(false, true)) {
             return;
         }
+        boolean last = shared == null || shared.close(this);
         try {
-            ops.destroyQp();
+            if (last) {
+                ops.destroyQp();
+            }
         } finally {
             synchronized (ctx) {
                 if (scq != null) {
@@ -210,8 +213,8 @@ final class UQp implements IbvQp {
                     ctx.xrcQps.remove(this);
                 }
             }
-            if (xrcd != null) {
-                xrcd.release();
+            if (shared != null && last) {
+                shared.domain.release();
             }
         }
     }

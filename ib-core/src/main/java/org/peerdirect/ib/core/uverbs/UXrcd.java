@@ -1,9 +1,17 @@
 package org.peerdirect.ib.core.uverbs;
 
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import org.peerdirect.ib.core.provider.IbEvents;
+import org.peerdirect.ib.core.provider.IbQpOps;
 import org.peerdirect.ib.core.provider.IbXrcdOps;
+import org.peerdirect.ib.core.verbs.IbvAsyncEvent;
 import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvXrcd;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -15,9 +23,10 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * the inode in the kernel).
  *
  * <p>Lock rules: {@link IbDevice#xrcdLock} (the kernel's {@code xrcd_tree_mutex}) guards the
- * device's table and every domain's {@link Domain#opens}, {@link Domain#users} and
- * {@link Domain#dead}; it is taken without other core locks held and around driver calls to
- * {@code alloc_xrcd} / {@code dealloc_xrcd} only.
+ * device's table and every domain's {@link Domain#opens}, {@link Domain#users},
+ * {@link Domain#dead} and {@link Domain#tgtQps} (the kernel's {@code tgt_qps_rwsem}); it is
+ * taken without other core locks held and around driver calls to {@code alloc_xrcd} /
+ * {@code dealloc_xrcd} only.
  */
 final class UXrcd implements IbvXrcd {
 
@@ -33,6 +42,8 @@ final class UXrcd implements IbvXrcd {
         int users;
         /** Deallocated (guarded by {@link IbDevice#xrcdLock}). */
         boolean dead;
+        /** {@code xrcd->tgt_qps}: its XRC receive QPs by number (guarded by {@link IbDevice#xrcdLock}). */
+        final Map<Integer, TgtQp> tgtQps = new HashMap<>();
 
         Domain(IbDevice dev, IbXrcdOps ops, Object file) {
             this.dev = dev;
@@ -88,6 +99,64 @@ final class UXrcd implements IbvXrcd {
         }
     }
 
+    /**
+     * The real XRC receive QP ({@code qp->real_qp} of {@code create_xrc_qp_user}): the driver's
+     * QP, which every user-visible handle ({@link UQp}, the creator's and each
+     * {@code ibv_open_qp}'s, the kernel's {@code open_list}) refers to. It is the driver's
+     * event handler ({@code __ib_shared_qp_event_handler}): an event reaches every handle's
+     * context. It is destroyed with its last handle ({@code __ib_destroy_shared_qp}), and only
+     * then releases its domain. {@link #handles} and membership in {@link Domain#tgtQps} change
+     * under {@link IbDevice#xrcdLock}; events read the handles without it.
+     */
+    static final class TgtQp implements IbEvents {
+        final Domain domain;
+        /** Set once, right after the driver created the QP (before any handle exists). */
+        IbQpOps ops;
+        final List<UQp> handles = new CopyOnWriteArrayList<>();
+
+        TgtQp(Domain domain) {
+            this.domain = domain;
+        }
+
+        @Override
+        public void event(IbvEventType type) {
+            if (type != null && type.element() == IbvEventType.Element.QP) {
+                for (UQp h : handles) {
+                    h.ctx.asyncEvent(IbvAsyncEvent.of(type, h));
+                }
+            }
+        }
+
+        /** The creator's handle: the QP enters its domain's table. */
+        void created(UQp handle) {
+            domain.dev.xrcdLock.lock();
+            try {
+                handles.add(handle);
+                domain.tgtQps.put(ops.qpNum(), this);
+            } finally {
+                domain.dev.xrcdLock.unlock();
+            }
+        }
+
+        /**
+         * Closes {@code handle} ({@code ib_close_qp}); true when it was the last, the QP then
+         * out of its domain's table: the caller destroys it and releases the domain.
+         */
+        boolean close(UQp handle) {
+            domain.dev.xrcdLock.lock();
+            try {
+                handles.remove(handle);
+                if (!handles.isEmpty()) {
+                    return false;
+                }
+                domain.tgtQps.remove(ops.qpNum(), this);
+                return true;
+            } finally {
+                domain.dev.xrcdLock.unlock();
+            }
+        }
+    }
+
     final UContext ctx;
     final Domain domain;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -107,6 +176,27 @@ final class UXrcd implements IbvXrcd {
         ctx.alive();
         if (closed.get()) {
             throw new KernelException(Errno.EINVAL, verb + ": the XRC domain was closed");
+        }
+    }
+
+    /**
+     * {@code ib_open_qp}: a new handle of this opening's context on the domain's XRC receive QP
+     * {@code qpNum}; EINVAL when the domain has none of that number.
+     */
+    UQp openQp(int qpNum, org.peerdirect.ib.core.verbs.IbvQpInitAttr type) {
+        IbDevice dev = ctx.dev;
+        dev.xrcdLock.lock();
+        try {
+            TgtQp real = domain.tgtQps.get(qpNum);
+            if (real == null || domain.dead) {
+                throw new KernelException(Errno.EINVAL, String.format("ibv_open_qp: no XRC receive QP 0x%x in this XRC domain of %s", qpNum,
+                        dev.name()));
+            }
+            UQp h = new UQp(ctx, null, type, real.ops, null, null, null, real);
+            real.handles.add(h);
+            return h;
+        } finally {
+            dev.xrcdLock.unlock();
         }
     }
 

@@ -62,6 +62,19 @@ public interface IbvContext extends AutoCloseable {
     IbvQp createQpEx(IbvQpInitAttr attr);
 
     /**
+     * {@code ibv_open_qp}: a handle of this context on an XRC receive QP that exists in
+     * {@link IbvQpOpenAttr#xrcd} (created by any context, usually another process's, that shares
+     * the domain through a file). The QP is one: every handle modifies and queries it, and its
+     * asynchronous events reach every handle's context; it lives until its last handle is
+     * destroyed ({@link IbvQp#destroy} of a handle closes it), so a receiving process keeps it
+     * when its creator exits. EINVAL for another type than {@link IbvQpType#XRC_RECV}, a domain
+     * not opened by this context, or a number that names no XRC receive QP of the domain.
+     *
+     * @since 0.11
+     */
+    IbvQp openQp(IbvQpOpenAttr attr);
+
+    /**
      * {@code ibv_get_async_event}, bounded: the oldest event of this context not yet returned, or
      * null when none came within {@code timeout}. Events of the context's QPs, CQs and SRQs, of
      * the device's ports, and {@link IbvEventType#DEVICE_FATAL} when the device goes; after that,

@@ -32,6 +32,9 @@ public interface IbvQp {
     /** {@code ibv_post_recv}; EINVAL in RESET, or with an SRQ attached. */
     void postRecv(IbvRecvWr wr);
 
-    /** {@code ibv_destroy_qp}. */
+    /**
+     * {@code ibv_destroy_qp}. For an XRC receive QP this closes the caller's handle (its
+     * creation's or an {@link IbvContext#openQp}'s); the QP itself goes with its last handle.
+     */
     void destroy();
 }
