@@ -550,6 +550,28 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertTrue(e.getMessage().contains("give -o too"), e.getMessage());
     }
 
+    /**
+     * perftest {@code --use_hugepages}: the buffers are whole 2 MiB huge pages; pinned, each one
+     * DMA mapping takes one 2 MiB IOMMU entry; over ODP (the MRs with {@code IB_ACCESS_HUGETLB})
+     * each faulted 2 MiB granule does too; nothing is left mapped after the tool. Peer memory has
+     * no huge pages to offer: refused by name.
+     */
+    @Test
+    void perftestOverHugePagesMapsEachHugePageWithOne2MiBEntry() {
+        org.peerdirect.rdma.tools.RdmaTools t = tools();
+        t.setIommuForTests(iommu);
+        String pinned = t.write_bw("-d", "mlx5_0", "-s", "64K", "-n", "300", "--use_hugepages");
+        assertTrue(pinned.contains("host, 2 MiB huge pages") && pinned.contains("IOMMU: 2 2 MiB entries map the buffers"), pinned);
+        String odp = t.write_bw("-d", "mlx5_0", "-s", "64K", "-n", "300", "--use_hugepages", "--odp");
+        assertTrue(odp.contains("registered on demand (ODP)") && odp.contains("IOMMU: 2 2 MiB entries map the buffers"), odp);
+        assertTrue(ibs.get(0).odpIfStarted().faults.get() >= 1, "the ODP run faulted its huge page in");
+        assertEquals(0, iommu.domains().stream().mapToLong(org.peerdirect.kernel.iommu.IommuDomain::mappedSuperpages).sum(), "nothing left mapped");
+        String plain = t.write_bw("-d", "mlx5_0", "-s", "64K", "-n", "100");
+        assertTrue(!plain.contains("2 MiB entries"), plain);
+        Exception e = assertThrows(Exception.class, () -> t.write_bw("-d", "mlx5_0", "--use_hugepages", "--mem", "nv_mem"));
+        assertTrue(e.getMessage().contains("no peer memory client") || e.getMessage().contains("--use_hugepages backs host memory"), e.getMessage());
+    }
+
     /** ibv_rc_pingpong -o -P: the buffers prefetched (the client's again after each drop), so neither device faults once. */
     @Test
     void pingpongWithPrefetchNeverFaults() throws Exception {

@@ -77,7 +77,12 @@ final class Endpoint implements AutoCloseable {
         this(mm, name, dev, size, nqp, depth, peer, events, odpMode, peerOffset, dmabuf, 0);
     }
 
-    /** With {@code mrExtra}, the buffer's MR also gets these rights (the FLUSH rights of {@code rdma:put --flush}). */
+    /**
+     * With {@code mrExtra}, the buffer's MR also gets these rights (the FLUSH rights of
+     * {@code rdma:put --flush}); with {@link IbAccess#HUGETLB} among them, the host buffer is a
+     * hugetlb mapping rounded up to 2 MiB ({@code MAP_HUGETLB}, perftest {@code --use_hugepages}):
+     * an ODP MR then maps 2 MiB granules, a pinned MR ignores the flag, as the kernel does.
+     */
     Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, Odp odpMode,
             long peerOffset, boolean dmabuf, int mrExtra) {
         this(mm, name, dev, size, nqp, depth, peer, events, odpMode, peerOffset, dmabuf, mrExtra, org.peerdirect.ib.core.verbs.IbvQpType.RC);
@@ -103,6 +108,9 @@ final class Endpoint implements AutoCloseable {
             long peerOffset, boolean dmabuf, int mrExtra, org.peerdirect.ib.core.verbs.IbvQpType qpType) {
         boolean odp = odpMode != Odp.NONE;
         this.proc = mm.createProcess(name);
+        // huge pages: the buffer, and its MR, are whole 2 MiB pages (perftest rounds its buffer so)
+        boolean huge = (mrExtra & IbAccess.HUGETLB) != 0;
+        size = huge ? (size + Mm.HPAGE_SIZE - 1) & -Mm.HPAGE_SIZE : size;
         this.size = size;
         this.peer = peer;
         proc.setMemlockLimit(Math.max(proc.memlockLimit(), 4 * size + (1 << 20)));
@@ -128,10 +136,15 @@ final class Endpoint implements AutoCloseable {
                 throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINVAL,
                         "on-demand paging (-o) works on host memory; peer memory is pinned by its client");
             }
+            if (peer != null && huge) {
+                throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINVAL,
+                        "huge pages (--use_hugepages) back host memory; peer memory is the device's");
+            }
             if (peer != null) {
                 buf = peerOffset >= 0 ? peer.map(proc.pid(), peerOffset, size) : peer.alloc(proc.pid(), size);
             } else {
-                buf = proc.mmap(size);
+                buf = huge ? proc.mmap(0, size, org.peerdirect.kernel.mm.Vma.PROT_READ | org.peerdirect.kernel.mm.Vma.PROT_WRITE,
+                        org.peerdirect.kernel.mm.Vma.Kind.HUGETLB, "[hugetlb]") : proc.mmap(size);
                 if (!odp) {
                     proc.populate(buf, size, true);
                 }

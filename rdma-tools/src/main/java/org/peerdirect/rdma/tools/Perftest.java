@@ -3,6 +3,8 @@ package org.peerdirect.rdma.tools;
 import java.util.Arrays;
 import java.util.List;
 
+import org.peerdirect.ib.core.umem.IbAccess;
+
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
@@ -52,6 +54,8 @@ final class Perftest {
                         RdmaTools.memOption(),
                         Options.flag("--dmabuf", "with --mem: dma-buf MRs (ibv_reg_dmabuf_mr), as perftest --use_cuda_dmabuf"),
                         Options.flag("--odp", "register host memory on demand (ODP), as perftest --odp: the devices fault the pages in"),
+                        Options.flag("--use_hugepages", "host buffers in 2 MiB huge pages (MAP_HUGETLB), as perftest --use_hugepages; "
+                                + "each is one 2 MiB IOMMU entry; with --odp the MRs take IB_ACCESS_HUGETLB (2 MiB ODP granules)"),
                         Options.flag("-a", "run all sizes from 2 bytes to 8 MiB")));
         this.op = atomic ? atomicOp(o) : op;
     }
@@ -103,8 +107,13 @@ final class Perftest {
             throw new org.peerdirect.kernel.shell.UsageException(o.tool() + ": --dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>");
         }
         Endpoint.Odp odp = o.flag("--odp") ? Endpoint.Odp.EXPLICIT : Endpoint.Odp.NONE;
-        try (Endpoint server = new Endpoint(tools.mm(), "perftest-server", devs[1], bufSize, qps, depth, mem, false, odp, -1, dmabuf);
-                Endpoint client = new Endpoint(tools.mm(), "perftest-client", devs[0], bufSize, qps, depth, mem, false, odp, -1, dmabuf)) {
+        boolean huge = !atomic && o.flag("--use_hugepages");
+        if (huge && mem != null) {
+            throw new org.peerdirect.kernel.shell.UsageException(o.tool() + ": --use_hugepages backs host memory; --mem " + mem.name() + " is device memory");
+        }
+        int extra = huge ? IbAccess.HUGETLB : 0;
+        try (Endpoint server = new Endpoint(tools.mm(), "perftest-server", devs[1], bufSize, qps, depth, mem, false, odp, -1, dmabuf, extra);
+                Endpoint client = new Endpoint(tools.mm(), "perftest-client", devs[0], bufSize, qps, depth, mem, false, odp, -1, dmabuf, extra)) {
             for (int q = 0; q < qps; q++) {
                 Endpoint.connect(client, server, q);
                 Endpoint.connect(server, client, q);
@@ -119,6 +128,11 @@ final class Perftest {
             }
             if (atomic && mem == null) {
                 out.append(checkAtomicWord(server, iters, qps)).append('\n');
+            }
+            long superpages = tools.superpages();
+            if (huge && superpages >= 0) {
+                out.append(String.format(" IOMMU: %d 2 MiB entries map the buffers now (one per huge page, where 512 4 KiB entries map ordinary pages)%n",
+                        superpages));
             }
             out.append(LINE);
         }
@@ -141,7 +155,8 @@ final class Perftest {
             out.append(" GID index       : 0\n");
         }
         out.append(" Data ex. method : in-JVM fabric\n");
-        out.append(String.format(" Memory          : %s%n", mem == null ? "host" + (o.flag("--odp") ? ", registered on demand (ODP)" : "")
+        out.append(String.format(" Memory          : %s%n", mem == null ? "host" + (!atomic && o.flag("--use_hugepages") ? ", 2 MiB huge pages" : "")
+                + (o.flag("--odp") ? ", registered on demand (ODP)" : "")
                 : "peer client " + mem.name() + (o.flag("--dmabuf") ? ", dma-buf MRs" : "")));
         if (all) {
             out.append(String.format(" Iterations      : at most %d MiB per size and QP%n", SWEEP_CAP >> 20));

@@ -105,6 +105,12 @@ public final class RdmaTools {
         iommu = i;
     }
 
+    /** 2 MiB entries in every IOMMU domain now, or -1 without an IOMMU. */
+    long superpages() {
+        org.peerdirect.kernel.iommu.Iommu i = iommu;
+        return i == null ? -1 : i.domains().stream().mapToLong(org.peerdirect.kernel.iommu.IommuDomain::mappedSuperpages).sum();
+    }
+
     /** The IOMMU's peer-to-peer byte count now, or -1 without an IOMMU. */
     private long barBytes() {
         org.peerdirect.kernel.iommu.Iommu i = iommu;
