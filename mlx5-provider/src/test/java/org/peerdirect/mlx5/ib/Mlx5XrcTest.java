@@ -371,12 +371,7 @@ class Mlx5XrcTest extends Mlx5Machine {
         IbvQp tq = t.ctx.createQpEx(q);
         IbvPd bpd = b.allocPd();
         IbvCq bcq = b.createCq(16, null);
-        IbvSrqInitAttrEx s = new IbvSrqInitAttrEx();
-        s.srqType = IbvSrqInitAttrEx.SrqType.XRC;
-        s.pd = bpd;
-        s.xrcd = xb;
-        s.cq = bcq;
-        IbvSrq bs = b.createSrqEx(s);
+        IbvSrq bs = xrcSrq(b, bpd, xb, bcq);
         long bbuf = other.mmap(4096);
         other.populate(bbuf, 4096, true);
         IbvMr bmr = bpd.regMr(bbuf, 4096, RW);
@@ -445,13 +440,7 @@ class Mlx5XrcTest extends Mlx5Machine {
         // B's receiving side in the same domain
         IbvPd bpd = b.allocPd();
         IbvCq bcq = b.createCq(16, null);
-        IbvSrqInitAttrEx s = new IbvSrqInitAttrEx();
-        s.srqType = IbvSrqInitAttrEx.SrqType.XRC;
-        s.pd = bpd;
-        s.xrcd = xb;
-        s.cq = bcq;
-        s.maxWr = 8;
-        IbvSrq bs = b.createSrqEx(s);
+        IbvSrq bs = xrcSrq(b, bpd, xb, bcq);
         long bbuf = other.mmap(4 * 4096);
         other.populate(bbuf, 4 * 4096, true);
         IbvMr bmr = bpd.regMr(bbuf, 4 * 4096, RW);
@@ -516,6 +505,17 @@ class Mlx5XrcTest extends Mlx5Machine {
         assertThrows(KernelException.class, () -> b.openQp(open), "a closed context opens nothing");
         i.ctx.close();
         other.exit();
+    }
+
+    /** An XRC SRQ of {@code ctx} in domain {@code xrcd}, completing to {@code cq}, of 8 receives. */
+    private static IbvSrq xrcSrq(IbvContext ctx, IbvPd pd, IbvXrcd xrcd, IbvCq cq) {
+        IbvSrqInitAttrEx s = new IbvSrqInitAttrEx();
+        s.srqType = IbvSrqInitAttrEx.SrqType.XRC;
+        s.pd = pd;
+        s.xrcd = xrcd;
+        s.cq = cq;
+        s.maxWr = 8;
+        return ctx.createSrqEx(s);
     }
 
     private static byte[] readOf(AddressSpace p, long va, int len) {

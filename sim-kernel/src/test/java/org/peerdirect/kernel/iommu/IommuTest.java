@@ -515,40 +515,26 @@ class IommuTest {
                     int i = k / 512;
                     long va = a + i * Mm.HPAGE_SIZE;
                     HmmRange r = new HmmRange(n, va, va + Mm.HPAGE_SIZE, HmmRange.HMM_PFN_REQ_FAULT);
-                    for (;;) {
-                        r.notifierSeq = n.readBegin();
-                        try {
-                            p.hmmRangeFault(r);
-                        } catch (KernelException e) {
-                            if (e.errno() == KernelException.Errno.EBUSY) {
-                                continue;
+                    int page = k;
+                    faultAndLock(p, n, r, devLock, () -> {
+                        if (iovaOf[i] == 0) {
+                            long[] pfns = new long[512];
+                            for (int j = 0; j < 512; j++) {
+                                pfns[j] = HmmRange.pfn(r.hmmPfns[j]);
                             }
-                            throw e;
+                            long before = d.mappedSuperpages();
+                            iovaOf[i] = d.dmaMapSg(pfns, DmaDirection.BIDIRECTIONAL);
+                            if (d.mappedSuperpages() == before + 1) {
+                                superMaps.incrementAndGet();
+                            }
                         }
-                        synchronized (devLock) {
-                            if (n.readRetry(r.notifierSeq)) {
-                                continue;
-                            }
-                            if (iovaOf[i] == 0) {
-                                long[] pfns = new long[512];
-                                for (int j = 0; j < 512; j++) {
-                                    pfns[j] = HmmRange.pfn(r.hmmPfns[j]);
-                                }
-                                long before = d.mappedSuperpages();
-                                iovaOf[i] = d.dmaMapSg(pfns, DmaDirection.BIDIRECTIONAL);
-                                if (d.mappedSuperpages() == before + 1) {
-                                    superMaps.incrementAndGet();
-                                }
-                            }
-                            d.read(iovaOf[i] + (k % 512) * PAGE_SIZE, buf, 0, 8);
-                            long got = buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-                            if (got != 0 && (got & 0xffff) != k) {
-                                throw new AssertionError("page " + k + " read " + Long.toHexString(got));
-                            }
-                            dmaReads.incrementAndGet();
+                        d.read(iovaOf[i] + (page % 512) * PAGE_SIZE, buf, 0, 8);
+                        long got = buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+                        if (got != 0 && (got & 0xffff) != page) {
+                            throw new AssertionError("page " + page + " read " + Long.toHexString(got));
                         }
-                        break;
-                    }
+                        dmaReads.incrementAndGet();
+                    });
                 }
             } catch (Throwable t) {
                 errors.add(t);
@@ -560,20 +546,7 @@ class IommuTest {
                 p.madvise(a + (k++ % huge) * Mm.HPAGE_SIZE, Mm.HPAGE_SIZE, AddressSpace.Advice.MADV_DONTNEED);
             }
         }));
-        for (Thread t : threads) {
-            t.setUncaughtExceptionHandler((th, e) -> errors.add(e));
-            t.start();
-        }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-        while (System.nanoTime() < deadline && errors.isEmpty() && (dmaReads.get() < 5_000 || splits.get() < 20)) {
-            Thread.onSpinWait();
-        }
-        stop.set(true);
-        for (Thread t : threads) {
-            t.join(10_000);
-            assertTrue(!t.isAlive(), "thread finished in bounded time");
-        }
-        assertTrue(errors.isEmpty(), () -> errors.peek().toString());
+        runFor2s(threads, errors, stop, () -> dmaReads.get() >= 5_000 && splits.get() >= 20);
         assertTrue(dmaReads.get() > 100, "the device did work: " + dmaReads.get());
         assertTrue(superMaps.get() > 10 && splits.get() > 5, "huge pages were mapped by 2 MiB entries (" + superMaps + ") and split by invalidations ("
                 + splits + ")");
@@ -585,6 +558,55 @@ class IommuTest {
             }
         }
         n.remove();
+        assertNoDmaAfterFree();
+    }
+
+    /**
+     * The ODP sequence protocol: faults {@code r}'s range in, then runs {@code underLock} under
+     * {@code devLock} unless an invalidation ran since the fault began (then faults again).
+     */
+    private static void faultAndLock(AddressSpace p, MmuIntervalNotifier n, HmmRange r, Object devLock, Runnable underLock) {
+        for (;;) {
+            r.notifierSeq = n.readBegin();
+            try {
+                p.hmmRangeFault(r);
+            } catch (KernelException e) {
+                if (e.errno() == KernelException.Errno.EBUSY) {
+                    continue;
+                }
+                throw e;
+            }
+            synchronized (devLock) {
+                if (n.readRetry(r.notifierSeq)) {
+                    continue;
+                }
+                underLock.run();
+                return;
+            }
+        }
+    }
+
+    /** Starts the threads, lets them run until {@code done} or 2 s or a failure, stops them (bounded joins) and asserts none failed. */
+    private static void runFor2s(List<Thread> threads, ConcurrentLinkedQueue<Throwable> errors, AtomicBoolean stop,
+            java.util.function.BooleanSupplier done) throws InterruptedException {
+        for (Thread t : threads) {
+            t.setUncaughtExceptionHandler((th, e) -> errors.add(e));
+            t.start();
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        while (System.nanoTime() < deadline && errors.isEmpty() && !done.getAsBoolean()) {
+            Thread.onSpinWait();
+        }
+        stop.set(true);
+        for (Thread t : threads) {
+            t.join(10_000);
+            assertTrue(!t.isAlive(), "thread finished in bounded time");
+        }
+        assertTrue(errors.isEmpty(), () -> errors.peek().toString());
+    }
+
+    /** The audit after a stress run: no DMA reached a freed frame, no frame was freed mapped, no mapping left. */
+    private void assertNoDmaAfterFree() {
         IommuAudit audit = iommu.audit();
         assertEquals(0, audit.useAfterFree(), audit.toString());
         assertEquals(0, audit.freedWhileMapped(), audit.toString());
@@ -665,32 +687,18 @@ class IommuTest {
                     i = (i + 7) % pages;
                     long va = a + i * PAGE_SIZE;
                     HmmRange r = new HmmRange(n, va, va + PAGE_SIZE, HmmRange.HMM_PFN_REQ_FAULT);
-                    for (;;) {
-                        r.notifierSeq = n.readBegin();
-                        try {
-                            p.hmmRangeFault(r);
-                        } catch (KernelException e) {
-                            if (e.errno() == KernelException.Errno.EBUSY) {
-                                continue;
-                            }
-                            throw e;
+                    int page = i;
+                    faultAndLock(p, n, r, devLock, () -> {
+                        if (iovaOf[page] == 0) {
+                            iovaOf[page] = d.dmaMapPage(HmmRange.pfn(r.hmmPfns[0]), DmaDirection.BIDIRECTIONAL);
                         }
-                        synchronized (devLock) {
-                            if (n.readRetry(r.notifierSeq)) {
-                                continue;
-                            }
-                            if (iovaOf[i] == 0) {
-                                iovaOf[i] = d.dmaMapPage(HmmRange.pfn(r.hmmPfns[0]), DmaDirection.BIDIRECTIONAL);
-                            }
-                            d.read(iovaOf[i], buf, 0, 8);
-                            long got = buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-                            if (got != 0 && (got & 0xff) != i) {
-                                throw new AssertionError("page " + i + " read " + Long.toHexString(got));
-                            }
-                            dmaReads.incrementAndGet();
+                        d.read(iovaOf[page], buf, 0, 8);
+                        long got = buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+                        if (got != 0 && (got & 0xff) != page) {
+                            throw new AssertionError("page " + page + " read " + Long.toHexString(got));
                         }
-                        break;
-                    }
+                        dmaReads.incrementAndGet();
+                    });
                 }
             } catch (Throwable t) {
                 errors.add(t);
@@ -708,20 +716,7 @@ class IommuTest {
                 }
             }
         }));
-        for (Thread t : threads) {
-            t.setUncaughtExceptionHandler((th, e) -> errors.add(e));
-            t.start();
-        }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-        while (System.nanoTime() < deadline && errors.isEmpty() && dmaReads.get() < 20_000) {
-            Thread.onSpinWait();
-        }
-        stop.set(true);
-        for (Thread t : threads) {
-            t.join(10_000);
-            assertTrue(!t.isAlive(), "thread finished in bounded time");
-        }
-        assertTrue(errors.isEmpty(), () -> errors.peek().toString());
+        runFor2s(threads, errors, stop, () -> dmaReads.get() >= 20_000);
         assertTrue(dmaReads.get() > 100, "the device did work: " + dmaReads.get());
         synchronized (devLock) {
             for (int i = 0; i < pages; i++) {
@@ -731,10 +726,7 @@ class IommuTest {
             }
         }
         n.remove();
-        IommuAudit audit = iommu.audit();
-        assertEquals(0, audit.useAfterFree(), audit.toString());
-        assertEquals(0, audit.freedWhileMapped(), audit.toString());
-        assertEquals(0, audit.liveMappings());
+        assertNoDmaAfterFree();
     }
 
     @Test
