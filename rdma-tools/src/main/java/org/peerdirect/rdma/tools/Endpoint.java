@@ -136,10 +136,6 @@ final class Endpoint implements AutoCloseable {
                 throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINVAL,
                         "on-demand paging (-o) works on host memory; peer memory is pinned by its client");
             }
-            if (peer != null && huge) {
-                throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINVAL,
-                        "huge pages (--use_hugepages) back host memory; peer memory is the device's");
-            }
             if (peer != null) {
                 buf = peerOffset >= 0 ? peer.map(proc.pid(), peerOffset, size) : peer.alloc(proc.pid(), size);
             } else {

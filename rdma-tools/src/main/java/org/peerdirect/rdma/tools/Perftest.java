@@ -98,6 +98,11 @@ final class Perftest {
         int depth = (int) o.number("-t", 1, 8192);
         List<Integer> sizes = all ? RdmaTools.sweep(MAX_SWEEP) : List.of(size);
         int max = sizes.stream().mapToInt(Integer::intValue).max().orElseThrow();
+        boolean huge = !atomic && o.flag("--use_hugepages");
+        if (huge && !o.string("--mem").equals("host")) {
+            throw new org.peerdirect.kernel.shell.UsageException(o.tool() + ": --use_hugepages backs host memory; --mem " + o.string("--mem")
+                    + " is device memory");
+        }
         IbvDevice[] devs = tools.devicesFor(o);
         PeerMemoryAllocator mem = tools.memoryFor(o);
         long bufSize = Math.max(4096, 2L * max);
@@ -107,10 +112,6 @@ final class Perftest {
             throw new org.peerdirect.kernel.shell.UsageException(o.tool() + ": --dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>");
         }
         Endpoint.Odp odp = o.flag("--odp") ? Endpoint.Odp.EXPLICIT : Endpoint.Odp.NONE;
-        boolean huge = !atomic && o.flag("--use_hugepages");
-        if (huge && mem != null) {
-            throw new org.peerdirect.kernel.shell.UsageException(o.tool() + ": --use_hugepages backs host memory; --mem " + mem.name() + " is device memory");
-        }
         int extra = huge ? IbAccess.HUGETLB : 0;
         try (Endpoint server = new Endpoint(tools.mm(), "perftest-server", devs[1], bufSize, qps, depth, mem, false, odp, -1, dmabuf, extra);
                 Endpoint client = new Endpoint(tools.mm(), "perftest-client", devs[0], bufSize, qps, depth, mem, false, odp, -1, dmabuf, extra)) {
@@ -129,8 +130,8 @@ final class Perftest {
             if (atomic && mem == null) {
                 out.append(checkAtomicWord(server, iters, qps)).append('\n');
             }
-            long superpages = tools.superpages();
-            if (huge && superpages >= 0) {
+            long superpages = huge ? tools.superpages() : -1;
+            if (superpages >= 0) {
                 out.append(String.format(" IOMMU: %d 2 MiB entries map the buffers now (one per huge page, where 512 4 KiB entries map ordinary pages)%n",
                         superpages));
             }

@@ -70,8 +70,7 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     private final Resource[][] resources = new Resource[IOVA_PAGES / 512][];
     /** Guarded by lock: IOVA pages allocated, mapped or in a range of {@link #dmaIovaTryAlloc}; {@link #usedPages} counts them. */
     private final BitSet used = new BitSet();
-    /** Guarded by lock: the pages of {@link #dmaIovaTryAlloc} ranges (linked or not), and those ranges by first page. */
-    private final BitSet linkable = new BitSet();
+    /** Guarded by lock: the ranges of {@link #dmaIovaTryAlloc} (linked or not): first page → pages. */
     private final java.util.TreeMap<Integer, Integer> iovaRanges = new java.util.TreeMap<>();
     private int hint;
     /** Guarded by lock: pages with an entry (what DMA can reach). */
@@ -292,7 +291,6 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                 return -1;
             }
             reserveAt(first, n);
-            linkable.set(first, first + n);
             iovaRanges.put(first, n);
             return IOVA_BASE + ((long) first << PAGE_SHIFT);
         } finally {
@@ -381,11 +379,21 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                         iova, name, linkedPage - first, n));
             }
             iovaRanges.remove(first);
-            linkable.clear(first, first + n);
             unreserve(first, n);
         } finally {
             lock.unlockWrite(stamp);
         }
+    }
+
+    /** The first page of [from, to) that lies in a range of {@link #dmaIovaTryAlloc}, or -1. Caller holds the write lock. */
+    private int firstRangePage(int from, int to) {
+        assert lock.isWriteLocked();
+        java.util.Map.Entry<Integer, Integer> r = iovaRanges.floorEntry(from);
+        if (r != null && r.getKey() + r.getValue() > from) {
+            return from;
+        }
+        Integer next = iovaRanges.ceilingKey(from);
+        return next != null && next < to ? next : -1;
     }
 
     /** The first page of [from, to) with an entry, or -1; skips leaves that map nothing. Caller holds the write lock. */
@@ -484,12 +492,13 @@ public final class IommuDomain implements DmaMapper, DmaPort {
         long stamp = lock.writeLock();
         try {
             int first = page(iova, npages);
+            int inRange = firstRangePage(first, first + npages);
             for (int i = 0; i < npages; i++) {
                 if (!used.get(first + i)) {
                     throw new KernelException(Errno.EINVAL, String.format(
                             "dma_unmap of iova 0x%x in domain %s: page %d of %d is not mapped (double unmap?)", iova, name, i, npages));
                 }
-                if (linkable.get(first + i)) {
+                if (first + i == inRange) {
                     throw new KernelException(Errno.EINVAL, String.format(
                             "dma_unmap of iova 0x%x in domain %s: page %d of %d lies in a range of dma_iova_try_alloc (dma_iova_unlink it)",
                             iova, name, i, npages));
@@ -1233,7 +1242,6 @@ public final class IommuDomain implements DmaMapper, DmaPort {
                 }
             }
             used.clear();
-            linkable.clear();
             iovaRanges.clear();
             usedPages = 0;
             mapped = 0;

@@ -241,11 +241,7 @@ final class UContext implements IbvContext {
             throw new KernelException(Errno.EINVAL, "ibv_open_qp: only an XRC receive QP (IBV_QPT_XRC_RECV) is opened, not "
                     + (attr == null ? "nothing" : attr.qpType));
         }
-        UXrcd x = xrcdOf(attr.xrcd, "ibv_open_qp");
-        IbvQpInitAttr type = new IbvQpInitAttr();
-        type.qpType = IbvQpType.XRC_RECV;
-        type.xrcd = attr.xrcd;
-        UQp h = x.openQp(attr.qpNum, type);
+        UQp h = xrcdOf(attr.xrcd, "ibv_open_qp").openQp(attr.qpNum);
         xrcQps.add(h);
         return h;
     }

@@ -183,8 +183,11 @@ final class UXrcd implements IbvXrcd {
      * {@code ib_open_qp}: a new handle of this opening's context on the domain's XRC receive QP
      * {@code qpNum}; EINVAL when the domain has none of that number.
      */
-    UQp openQp(int qpNum, org.peerdirect.ib.core.verbs.IbvQpInitAttr type) {
+    UQp openQp(int qpNum) {
         IbDevice dev = ctx.dev;
+        org.peerdirect.ib.core.verbs.IbvQpInitAttr type = new org.peerdirect.ib.core.verbs.IbvQpInitAttr();
+        type.qpType = org.peerdirect.ib.core.verbs.IbvQpType.XRC_RECV;
+        type.xrcd = this;
         dev.xrcdLock.lock();
         try {
             TgtQp real = domain.tgtQps.get(qpNum);
