@@ -15,6 +15,7 @@ import org.peerdirect.hca.cx4.ifc.Eq;
 import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.hca.cx4.ifc.InitSeg;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.kernel.pci.BarWriteHandler;
 import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
 
@@ -87,7 +88,7 @@ public final class ConnectX4Device implements AutoCloseable {
     /** What the function looks like on the bus: class 0x020000 (Ethernet) or 0x020700 (InfiniBand), BAR0, MSI-X. */
     public PciDeviceSpec spec() {
         return PciDeviceSpec.builder(name).vendorId(VENDOR_MELLANOX).deviceId(deviceId)
-                .classCode(deviceId == DEVICE_CONNECTX6DX ? 0x020000 : 0x020700).bar(0, BAR0_SIZE, this::barWritten)
+                .classCode(deviceId == DEVICE_CONNECTX6DX ? 0x020000 : 0x020700).bar(0, BAR0_SIZE, bar0Writes)
                 .msixVectors(MSIX_VECTORS).powerOn(this::attach).build();
     }
 
@@ -122,7 +123,30 @@ public final class ConnectX4Device implements AutoCloseable {
         return (bar0.get(BE32, InitSeg.CMDQ_ADDR_H) & 0xffff_ffffL) << 32 | bar0.get(BE32, InitSeg.CMDQ_ADDR_L_SZ) & 0xffff_f000L;
     }
 
-    /** The BAR write handler (the driver's thread): keeps the read-only bits, queues doorbells. */
+    /**
+     * BAR0's write handler (the driver's thread): MMIO writes, and write-combined bursts, which
+     * only a UAR page's BlueFlame registers take whole (a send WQE, {@link Transport#sqBlueFlame});
+     * elsewhere a burst is the 64-bit writes it is made of.
+     */
+    private final BarWriteHandler bar0Writes = new BarWriteHandler() {
+        @Override
+        public void written(int bar, long offset, int width, long value) {
+            barWritten(bar, offset, width, value);
+        }
+
+        @Override
+        public void writtenBurst(int bar, long offset, MemorySegment payload) {
+            Firmware f = fw;
+            int uar = bar == 0 && bar0 != null && f != null ? f.uarOf(offset) : -1;
+            if (uar < 0 || (offset & 0xfff) < Qp.UAR_BF_OFFSET) {
+                BarWriteHandler.super.writtenBurst(bar, offset, payload);
+            } else if (!f.transport.sqBlueFlame(uar, payload)) {
+                strayDoorbells.incrementAndGet();
+            }
+        }
+    };
+
+    /** A single MMIO write: keeps the read-only bits, queues command doorbells, rings UAR doorbells. */
     private void barWritten(int bar, long offset, int width, long value) {
         MemorySegment b = bar0;
         if (bar != 0 || b == null) {
@@ -261,6 +285,18 @@ public final class ConnectX4Device implements AutoCloseable {
     public long umrsExecuted() {
         org.peerdirect.hca.engine.HcaDevice e = engine;
         return e == null ? 0 : e.umrsExecuted();
+    }
+
+    /** Send and receive WQEs the device fetched (test and tool view). */
+    public long wqesFetched() {
+        Firmware f = fw;
+        return f == null ? 0 : f.transport.wqesFetched.sum();
+    }
+
+    /** Of those, the send WQEs a BlueFlame write carried whole, which the device did not read by DMA. */
+    public long wqesBlueFlame() {
+        Firmware f = fw;
+        return f == null ? 0 : f.transport.wqesBlueFlame.sum();
     }
 
     /** What the model shows tools: state, pages held per kind, EQs, UARs. */

@@ -9,6 +9,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -89,7 +90,10 @@ final class Transport {
     private final AtomicReferenceArray<MemSrq> srqs = new AtomicReferenceArray<>(HcaDevice.MAX_SRQ);
     /** mkey index → its context slot (firmware thread only). */
     private final Map<Integer, FirmwarePages.Slot> mkeys = new HashMap<>();
-    final AtomicLong wqesFetched = new AtomicLong();
+    /** WQEs fetched from host memory or taken from a BlueFlame write (per-QP threads add: striped). */
+    final LongAdder wqesFetched = new LongAdder();
+    /** Of those, the WQEs a BlueFlame write carried, which the device did not read by DMA. */
+    final LongAdder wqesBlueFlame = new LongAdder();
     final AtomicLong cqesWritten = new AtomicLong();
     final AtomicLong badWqes = new AtomicLong();
     final AtomicLong dmaFaults = new AtomicLong();
@@ -604,14 +608,34 @@ final class Transport {
      * {@code value}). The device takes the QPN from it and fetches what the doorbell record shows.
      */
     boolean sqDoorbell(int uar, long value) {
-        int qpnDs = (int) Long.reverseBytes(value);
-        int qpn = qpnDs >>> 8;
-        MemQp q = qpn > 0 && qpn < qps.length() ? qps.get(qpn) : null;
-        if (q == null || q.uar != uar) {
+        MemQp q = qpOfDoorbell(uar, (int) Long.reverseBytes(value));
+        if (q == null) {
             return false;
         }
-        q.fetchSend();
+        q.fetchSend(null);
         return true;
+    }
+
+    /**
+     * A write-combined burst into a BlueFlame register: a whole send WQE (libmlx5's
+     * {@code mlx5_bf_copy} for a single post). The device takes the WQE from the burst instead of
+     * reading it by DMA, and its WQE index and DS count stand for the doorbell record: it fetches
+     * up to the end of that WQE (the blocks before it, if any, from memory).
+     */
+    boolean sqBlueFlame(int uar, MemorySegment payload) {
+        MemQp q = qpOfDoorbell(uar, payload.get(BE32, Qp.CTRL_QPN_DS));
+        if (q == null) {
+            return false;
+        }
+        q.fetchSend(payload);
+        return true;
+    }
+
+    /** The QP a doorbell's {@code qpn_ds} word names, if it is on UAR page {@code uar}. */
+    private MemQp qpOfDoorbell(int uar, int qpnDs) {
+        int qpn = qpnDs >>> 8;
+        MemQp q = qpn > 0 && qpn < qps.length() ? qps.get(qpn) : null;
+        return q == null || q.uar != uar ? null : q;
     }
 
     /** A QP in host memory: its buffer, doorbell record and the fetch state. */
@@ -644,6 +668,13 @@ final class Transport {
         /** A UMR WQE's basic blocks, copied together (under sqLock). */
         private final MemorySegment umrWqe = MemorySegment.ofArray(new byte[3 * Qp.SEND_WQE_BB]);
         private final MemorySegment word = MemorySegment.ofArray(new byte[4]);
+        /**
+         * Guarded by sqLock, set only while {@link #fetchSend} runs for a BlueFlame write: the
+         * burst, and the basic blocks {@code [bfFirst, bfFirst + bfBbs)} it carries.
+         */
+        private MemorySegment bf;
+        private int bfFirst;
+        private int bfBbs;
         /** A UD WQE's address vector as fetched (under sqLock). */
         private final MemorySegment av = MemorySegment.ofArray(new byte[Qp.AV_SIZE]);
         private final MemorySegment rwqe;
@@ -695,24 +726,47 @@ final class Transport {
             return word.get(BE32, 0);
         }
 
-        /** Reads send basic block {@code n} (modulo the SQ) into {@link #bb}. */
+        /** Send basic block {@code n} (modulo the SQ) into {@link #bb}: from the BlueFlame write that carried it, else by DMA. */
         private void readBb(int n) {
+            int inBurst = n - bfFirst & 0xffff;
+            if (bf != null && inBurst < bfBbs) {
+                MemorySegment.copy(bf, (long) inBurst * Qp.SEND_WQE_BB, bb, 0, Qp.SEND_WQE_BB);
+                return;
+            }
             port.read(addr(sqOffset + (long) (n & sqBbs - 1) * Qp.SEND_WQE_BB), bb, 0, Qp.SEND_WQE_BB);
         }
 
-        /** The doorbell's work: every WQE the send doorbell record shows, into the engine's slots; then the engine runs them. */
-        void fetchSend() {
+        /**
+         * The doorbell's work: every WQE up to the target, into the engine's slots; then the engine
+         * runs them. The target is what the send doorbell record shows, or, for a BlueFlame write
+         * ({@code burst} not null), the end of the WQE it carries, when that WQE lies ahead within
+         * the ring and the burst holds all of it; a burst that does not (stale, torn or short) is
+         * taken as a plain doorbell.
+         */
+        void fetchSend(MemorySegment burst) {
             sqLock.lock();
             try {
                 if (hw.state() == HwQpState.RST || hw.xrcTarget()) { // an XRC target has no send queue to fetch
                     return;
                 }
-                int target;
-                try {
-                    target = readDbr(Qp.DBR_SND) & 0xffff;
-                } catch (IommuFault f) {
-                    dmaFaults.incrementAndGet();
-                    return;
+                int target = -1;
+                if (burst != null) {
+                    int idx = burst.get(BE32, Qp.CTRL_OPMOD_IDX_OPCODE) >>> 8 & 0xffff;
+                    int bbs = ((burst.get(BE32, Qp.CTRL_QPN_DS) & 0x3f) * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
+                    if (bbs > 0 && (long) bbs * Qp.SEND_WQE_BB <= burst.byteSize() && (idx - sqFetched & 0xffff) + bbs <= sqBbs) {
+                        bf = burst;
+                        bfFirst = idx;
+                        bfBbs = bbs;
+                        target = idx + bbs & 0xffff;
+                    }
+                }
+                if (target < 0) {
+                    try {
+                        target = readDbr(Qp.DBR_SND) & 0xffff;
+                    } catch (IommuFault f) {
+                        dmaFaults.incrementAndGet();
+                        return;
+                    }
                 }
                 while ((target - sqFetched & 0xffff) != 0) {
                     if (sqTail - hw.sqConsumerIndex() >= hw.sqSize()) {
@@ -729,13 +783,17 @@ final class Transport {
                         dmaFaults.incrementAndGet();
                         return;
                     }
+                    if (bf != null && (sqFetched - bfFirst & 0xffff) < bfBbs) {
+                        wqesBlueFlame.increment();
+                    }
                     sqCounterOfSlot[(int) sqTail & sqCounterOfSlot.length - 1] = sqFetched & 0xffff;
                     sqFetched = sqFetched + used & 0xffff;
                     sqTail++;
-                    wqesFetched.incrementAndGet();
+                    wqesFetched.increment();
                 }
                 hw.sqDoorbellRecord(sqTail);
             } finally {
+                bf = null; // the burst is the caller's: never kept past the write
                 sqLock.unlock();
             }
             hw.ringSqDoorbell();
@@ -987,7 +1045,7 @@ final class Transport {
                 rqCounterOfSlot[(int) t & rqCounterOfSlot.length - 1] = rqFetched & 0xffff;
                 rqFetched = rqFetched + 1 & 0xffff;
                 t++;
-                wqesFetched.incrementAndGet();
+                wqesFetched.increment();
             }
             return t;
         }
@@ -1215,7 +1273,7 @@ final class Transport {
                 next = wqe.get(BE16, Srq.NEXT_WQE_INDEX) & 0xffff;
                 taken++;
                 t++;
-                wqesFetched.incrementAndGet();
+                wqesFetched.increment();
             }
             return t;
         }
@@ -1374,7 +1432,7 @@ final class Transport {
 
     /** What the model shows tools. */
     String describe() {
-        return String.format("CQs %d, QPs %d, mkeys %d, WQEs fetched %d, CQEs written %d, bad WQEs %d, DMA faults %d, %s", cqCount(), qpCount(),
-                mkeyCount(), wqesFetched.get(), cqesWritten.get(), badWqes.get(), dmaFaults.get(), fw.pageFaults.describe());
+        return String.format("CQs %d, QPs %d, mkeys %d, WQEs fetched %d (by BlueFlame %d), CQEs written %d, bad WQEs %d, DMA faults %d, %s", cqCount(), qpCount(),
+                mkeyCount(), wqesFetched.sum(), wqesBlueFlame.sum(), cqesWritten.get(), badWqes.get(), dmaFaults.get(), fw.pageFaults.describe());
     }
 }

@@ -81,6 +81,12 @@ public final class Mlx5Qp implements IbQpOps {
     private final long[] sqWrid;
     private final int[] sqNext;
     private int bfOffset;
+    /**
+     * BlueFlame staging ({@code mlx5_bf_copy} gathers the WQE's blocks, which may wrap the ring):
+     * {@code bfBurst[n]} is the burst of an n-block WQE; empty when BlueFlame is off
+     * ({@value #SHUT_UP_BF}). Guarded by sqLock.
+     */
+    private final MemorySegment[] bfBurst;
     /** Guarded by rqLock. */
     private int rqHead;
     private volatile int rqTail;
@@ -102,6 +108,11 @@ public final class Mlx5Qp implements IbQpOps {
         this.buf = buf;
         this.uar = uar;
         this.bfSize = bfSize;
+        this.bfBurst = new MemorySegment[shutUpBf() ? 0 : bfSize / Qp.SEND_WQE_BB + 1];
+        MemorySegment stage = MemorySegment.ofArray(new long[bfSize / 8]);
+        for (int n = 1; n < bfBurst.length; n++) {
+            bfBurst[n] = stage.asSlice(0, (long) n * Qp.SEND_WQE_BB);
+        }
         this.control = control;
         this.sqBbs = 1 << logSq;
         this.rqWqes = logRq < 0 ? 0 : 1 << logRq;
@@ -113,6 +124,22 @@ public final class Mlx5Qp implements IbQpOps {
         this.sqWrid = new long[sqBbs];
         this.sqNext = new int[sqBbs];
         this.rqWrid = new long[Math.max(1, rqWqes)];
+    }
+
+    /**
+     * libmlx5's switch: with {@code MLX5_SHUT_UP_BF} set (and not "0") in the environment, or as a
+     * system property of that name, a post only rings the doorbell; by default a single request
+     * that fits the BlueFlame buffer goes whole into the BlueFlame register ({@code
+     * MLX5_POST_SEND_PREFER_BF} defaults to on, so inline or not). Read when a QP is created.
+     */
+    public static final String SHUT_UP_BF = "MLX5_SHUT_UP_BF";
+
+    static boolean shutUpBf() {
+        String v = System.getenv(SHUT_UP_BF);
+        if (v == null) {
+            v = System.getProperty(SHUT_UP_BF);
+        }
+        return v != null && !v.equals("0");
     }
 
     /**
@@ -359,7 +386,7 @@ public final class Mlx5Qp implements IbQpOps {
             }
         } finally {
             if (posted > 0) {
-                ringSend(lastCtrlBb);
+                ringSend(lastCtrlBb, posted);
             }
             sqLock.unlock();
         }
@@ -389,17 +416,33 @@ public final class Mlx5Qp implements IbQpOps {
         }
     }
 
-    /** The doorbell record (release), then the BlueFlame register write of the last WQE's first 8 bytes. */
-    private void ringSend(int ctrlBb) {
+    /**
+     * The doorbell record (release), then the BlueFlame register: the whole WQE when a single
+     * request was posted and it fits the buffer ({@code mlx5_bf_copy}, one write-combined burst,
+     * so the device need not read it), else the last WQE's first 8 bytes (a doorbell).
+     *
+     * @see "_mlx5_post_send() in providers/mlx5/qp.c (post_send_db)"
+     */
+    private void ringSend(int ctrlBb, int posted) {
         assert sqLock.isHeldByCurrentThread();
         VarHandle.releaseFence();
         buf.dbr().set(BE32, Qp.DBR_SND, sqHead & 0xffff);
         // the record and the WQE before the doorbell (libmlx5's udma_to_device_barrier: a store
         // barrier, not a full fence; the BAR write itself is a volatile store)
         VarHandle.releaseFence();
-        long so = segOff(ctrlBb, 0);
-        long first8 = buf.page(so).get(NATIVE64, so & 4095);
-        uar.write64(Qp.UAR_BF_OFFSET + bfOffset, first8);
+        int bbs = sqHead - ctrlBb & 0xffff;
+        if (posted == 1 && bbs < bfBurst.length) {
+            MemorySegment burst = bfBurst[bbs];
+            for (int i = 0; i < bbs; i++) {
+                long so = segOff(ctrlBb, 4 * i);
+                MemorySegment.copy(buf.page(so), so & 4095, burst, (long) i * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
+            }
+            uar.burst(Qp.UAR_BF_OFFSET + bfOffset, burst);
+        } else {
+            long so = segOff(ctrlBb, 0);
+            long first8 = buf.page(so).get(NATIVE64, so & 4095);
+            uar.write64(Qp.UAR_BF_OFFSET + bfOffset, first8);
+        }
         bfOffset ^= bfSize;
     }
 

@@ -1,5 +1,7 @@
 package org.peerdirect.mlx5.lib;
 
+import java.lang.foreign.MemorySegment;
+
 import org.peerdirect.kernel.pci.PciFunction;
 
 /**
@@ -25,5 +27,13 @@ public final class UarPage {
             throw new IllegalArgumentException("UAR offset 0x" + Long.toHexString(off) + " is outside the page or unaligned");
         }
         fn.write64(0, base + off, value);
+    }
+
+    /** A write-combined burst of {@code src}'s bytes at {@code off} of the page (a BlueFlame copy). */
+    void burst(long off, MemorySegment src) {
+        if (off < 0 || off + src.byteSize() > 4096 || (off & 7) != 0) {
+            throw new IllegalArgumentException("UAR offset 0x" + Long.toHexString(off) + ": a " + src.byteSize() + "-byte burst leaves the page or is unaligned");
+        }
+        fn.iowrite64Copy(0, base + off, src);
     }
 }

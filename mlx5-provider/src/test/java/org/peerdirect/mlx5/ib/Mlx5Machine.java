@@ -109,6 +109,13 @@ abstract class Mlx5Machine {
         return leaks;
     }
 
+    /** {@code QUERY_QP} of QP {@code qpn} on device {@code dev}, by command: the output mailbox (the QPC at {@code QUERY_OUT_QPC}). */
+    java.lang.foreign.MemorySegment queryQp(int dev, int qpn) {
+        java.lang.foreign.MemorySegment in = Mlx5CoreDev.input(org.peerdirect.hca.cx4.ifc.Qp.QUERY_QP, 0, 16);
+        org.peerdirect.hca.cx4.ifc.Pages.INDEX24.set(in, 0, qpn);
+        return cores.get(dev).exec(in, org.peerdirect.hca.cx4.ifc.Qp.QUERY_OUT_LEN);
+    }
+
     /** Writes a pattern of {@code n} bytes (seeded) at {@code va} of the process; returns it. */
     byte[] fill(long va, int n, int seed) {
         byte[] b = new byte[n];

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -437,6 +438,128 @@ class Mlx5VerbsTest extends Mlx5Machine {
         assertEquals(5, proc.readLong(a.buf + 128));
         assertEquals(15, proc.readLong(b.buf + 64));
     }
+
+    /**
+     * BlueFlame: a single request that fits the 256-byte buffer goes whole into the BlueFlame
+     * register and the device takes it from there (not by DMA, and not reading the doorbell
+     * record); a list, or a WQE longer than the buffer, rings the doorbell and the device fetches
+     * from memory. A burst naming a WQE the device already has is a plain doorbell; one carrying
+     * a WQE the queue's memory never held is executed as carried. {@code MLX5_SHUT_UP_BF} turns
+     * BlueFlame off for the QPs created after it.
+     */
+    @Test
+    void aSinglePostGoesWholeByBlueFlameAndAListByTheDoorbellRecord() {
+        End a = new End(0, IbvQpType.RC);
+        End b = new End(1, IbvQpType.RC);
+        connect(a, b);
+        connect(b, a);
+        ConnectX4Device dev = models.get(0);
+        long fetched = dev.wqesFetched();
+        long bf = dev.wqesBlueFlame();
+
+        byte[] one = fill(a.buf, 64, 1);
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey(), 1);
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        a.qp.postSend(w);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertArrayEquals(one, read(b.buf, 64));
+        assertEquals(fetched + 1, dev.wqesFetched(), "one WQE");
+        assertEquals(bf + 1, dev.wqesBlueFlame(), "a single post goes by BlueFlame");
+
+        // a list of three: the doorbell, the WQEs read from memory
+        IbvSendWr l1 = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey(), 2);
+        IbvSendWr l2 = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey(), 3);
+        IbvSendWr l3 = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey(), 4);
+        for (IbvSendWr x : List.of(l1, l2, l3)) {
+            x.remoteAddr = b.buf + 4096 * x.wrId;
+            x.rkey = b.mr.rkey();
+        }
+        l1.next = l2;
+        l2.next = l3;
+        a.qp.postSend(l1);
+        for (int i = 2; i <= 4; i++) {
+            assertEquals(i, one(a.cq).wrId);
+            assertArrayEquals(one, read(b.buf + 4096L * i, 64));
+        }
+        assertEquals(fetched + 4, dev.wqesFetched());
+        assertEquals(bf + 1, dev.wqesBlueFlame(), "a list rings the doorbell");
+
+        // inline: 200 bytes make a 4-block SEND (fits), 240 bytes a 5-block WRITE (does not)
+        b.qp.postRecv(new IbvRecvWr().sge(b.buf + 65536, 4096, b.mr.lkey()));
+        byte[] small = fill(a.buf + 8192, 240, 7);
+        IbvSendWr s = wr(IbvWrOpcode.SEND, a.buf + 8192, 200, 0, 5);
+        s.sendFlags |= IbvSendWr.SEND_INLINE;
+        a.qp.postSend(s);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertEquals(200, one(b.cq).byteLen);
+        assertEquals(bf + 2, dev.wqesBlueFlame(), "a 4-block inline SEND goes by BlueFlame");
+        IbvSendWr big = wr(IbvWrOpcode.RDMA_WRITE, a.buf + 8192, 240, 0, 6);
+        big.sendFlags |= IbvSendWr.SEND_INLINE;
+        big.remoteAddr = b.buf + 131072;
+        big.rkey = b.mr.rkey();
+        a.qp.postSend(big);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertArrayEquals(small, read(b.buf + 131072, 240));
+        assertEquals(fetched + 6, dev.wqesFetched());
+        assertEquals(bf + 2, dev.wqesBlueFlame(), "a 5-block WQE does not fit the 256-byte buffer");
+
+        // raw bursts at the QP's BlueFlame register: a WQE the device already fetched is only a doorbell
+        int qpn = a.qp.qpNum();
+        MemorySegment q = queryQp(0, qpn);
+        int uar = org.peerdirect.hca.cx4.ifc.Qp.QPC_UAR_PAGE.get(q, org.peerdirect.hca.cx4.ifc.Qp.QUERY_OUT_QPC);
+        int head = org.peerdirect.hca.cx4.ifc.Qp.QPC_HW_SQ_WQEBB_COUNTER.get(q, org.peerdirect.hca.cx4.ifc.Qp.QUERY_OUT_QPC);
+        long bfReg = ((long) uar << 12) + org.peerdirect.hca.cx4.ifc.Qp.UAR_BF_OFFSET;
+        byte[] fresh = fill(a.buf + 12288, 64, 9);
+        fns.get(0).iowrite64Copy(0, bfReg, writeWqe(head - 1, qpn, a.buf + 12288, a.mr.lkey(), b.buf + 196608, b.mr.rkey()));
+        assertEquals(fetched + 6, dev.wqesFetched(), "a burst behind the device's counter fetches nothing new");
+        IbvWc[] none = {new IbvWc()};
+        assertEquals(0, a.cq.poll(1, none), "no completion from a stale burst");
+        // a WQE only the burst holds (the queue's memory and doorbell record never saw it): executed as carried
+        fns.get(0).iowrite64Copy(0, bfReg, writeWqe(head, qpn, a.buf + 12288, a.mr.lkey(), b.buf + 196608, b.mr.rkey()));
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+        assertArrayEquals(fresh, read(b.buf + 196608, 64), "the burst's WRITE landed");
+        assertEquals(bf + 3, dev.wqesBlueFlame());
+
+        // MLX5_SHUT_UP_BF: a QP created under it rings the doorbell for a single post too
+        System.setProperty(org.peerdirect.mlx5.lib.Mlx5Qp.SHUT_UP_BF, "1");
+        End c;
+        try {
+            c = new End(0, IbvQpType.RC);
+        } finally {
+            System.clearProperty(org.peerdirect.mlx5.lib.Mlx5Qp.SHUT_UP_BF);
+        }
+        End d = new End(1, IbvQpType.RC);
+        connect(c, d);
+        connect(d, c);
+        IbvSendWr cw = wr(IbvWrOpcode.RDMA_WRITE, c.buf, 64, c.mr.lkey(), 7);
+        cw.remoteAddr = d.buf;
+        cw.rkey = d.mr.rkey();
+        byte[] cd = fill(c.buf, 64, 11);
+        fetched = dev.wqesFetched(); // the registrations above ran UMR WQEs on mlx5_ib's own QP
+        c.qp.postSend(cw);
+        assertEquals(IbvWcStatus.SUCCESS, one(c.cq).status);
+        assertArrayEquals(cd, read(d.buf, 64));
+        assertEquals(fetched + 1, dev.wqesFetched());
+        assertEquals(bf + 3, dev.wqesBlueFlame(), "MLX5_SHUT_UP_BF: no BlueFlame");
+    }
+
+    /** A signaled one-block RDMA WRITE WQE at basic block {@code idx}, as libmlx5 lays it out (ctrl, raddr, data). */
+    static MemorySegment writeWqe(int idx, int qpn, long laddr, int lkey, long raddr, int rkey) {
+        MemorySegment m = MemorySegment.ofArray(new byte[64]);
+        m.set(BE32, org.peerdirect.hca.cx4.ifc.Qp.CTRL_OPMOD_IDX_OPCODE, (idx & 0xffff) << 8 | org.peerdirect.hca.engine.Wqe.OP_RDMA_WRITE);
+        m.set(BE32, org.peerdirect.hca.cx4.ifc.Qp.CTRL_QPN_DS, qpn << 8 | 3);
+        m.set(java.lang.foreign.ValueLayout.JAVA_BYTE, org.peerdirect.hca.cx4.ifc.Qp.CTRL_FM_CE_SE, (byte) org.peerdirect.hca.cx4.ifc.Qp.CTRL_CQ_UPDATE);
+        m.set(BE64, 16 + org.peerdirect.hca.cx4.ifc.Qp.RADDR_VA, raddr);
+        m.set(BE32, 16 + org.peerdirect.hca.cx4.ifc.Qp.RADDR_RKEY, rkey);
+        m.set(BE32, 32 + org.peerdirect.hca.cx4.ifc.Qp.DATA_BYTE_COUNT, 64);
+        m.set(BE32, 32 + org.peerdirect.hca.cx4.ifc.Qp.DATA_LKEY, lkey);
+        m.set(BE64, 32 + org.peerdirect.hca.cx4.ifc.Qp.DATA_ADDR, laddr);
+        return m;
+    }
+
+    static final java.lang.foreign.ValueLayout.OfInt BE32 = java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+    static final java.lang.foreign.ValueLayout.OfLong BE64 = java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
 
     @Test
     void aWrongRkeyIsARemoteAccessErrorAndTheQpGoesToError() {

@@ -364,11 +364,6 @@ class WqeFuzzTest extends Mlx5Machine {
     }
 
     /** {@code QUERY_QP} through mlx5_core: the QPC as the device has it. */
-    MemorySegment queryQp(int dev, int qpn) {
-        MemorySegment in = Mlx5CoreDev.input(Qp.QUERY_QP, 0, 16);
-        org.peerdirect.hca.cx4.ifc.Pages.INDEX24.set(in, 0, qpn);
-        return cores.get(dev).exec(in, Qp.QUERY_OUT_LEN);
-    }
 
     // ------------------------------------------------------------------ finding the queue the library allocated
 

@@ -23,4 +23,17 @@ public interface BarWriteHandler {
      *        was stored in ({@code write32be} stores it big-endian)
      */
     void written(int bar, long offset, int width, long value);
+
+    /**
+     * A write-combined burst ({@link PciFunction#iowrite64Copy}): {@code payload} holds the bytes
+     * as the TLP carried them, valid and unchanged only during the call (read it, never keep it);
+     * they are already in {@link PciFunction#barMemory(int)} too, where a later write may replace
+     * them. A device without write-combining support sees the burst as the 64-bit writes it is
+     * made of, in order: the default.
+     */
+    default void writtenBurst(int bar, long offset, java.lang.foreign.MemorySegment payload) {
+        for (long i = 0; i < payload.byteSize(); i += 8) {
+            written(bar, offset + i, 8, payload.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, i));
+        }
+    }
 }

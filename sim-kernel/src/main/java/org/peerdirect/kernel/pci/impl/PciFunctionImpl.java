@@ -363,6 +363,45 @@ final class PciFunctionImpl implements PciFunction {
     }
 
     @Override
+    public void iowrite64Copy(int bar, long offset, MemorySegment src) {
+        long len = src.byteSize();
+        if (len < 8 || len > 4096 || (len & 7) != 0) {
+            throw new IllegalArgumentException(String.format("bar %d offset 0x%x: a write-combined burst of %d bytes (whole 64-bit words, 8..4096) to %s",
+                    bar, offset, len, bdf));
+        }
+        MemorySegment s = checkAccess(bar, offset, 8);
+        if ((offset & 4095) + len > 4096 || offset > barSizes[bar] - len) {
+            throw new IllegalArgumentException(String.format("bar %d offset 0x%x: a write-combined burst of %d bytes crosses a 4 KiB page or leaves the BAR (size 0x%x) of %s",
+                    bar, offset, len, barSizes[bar], bdf));
+        }
+        if (!enter()) {
+            return; // the device is gone: the write goes nowhere, as on PCIe
+        }
+        try {
+            MemorySegment t = target(bar, s, offset);
+            try {
+                if (t == null) {
+                    return; // an aperture page the device has not mapped: the write goes nowhere
+                }
+                MemorySegment.copy(src, 0, t, at(s, offset), len);
+                VarHandle.releaseFence(); // the burst is visible before the device hears of it, as a volatile store is
+            } catch (IllegalStateException freedMeanwhile) {
+                return;
+            }
+            BarWriteHandler h = onWrite[bar];
+            if (h != null) {
+                try {
+                    h.writtenBurst(bar, offset, src);
+                } catch (RuntimeException e) {
+                    warn.accept(String.format("pci %s: BAR write handler failed on a %d-byte burst to bar %d offset 0x%x: %s", bdf, len, bar, offset, e));
+                }
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
     public MemorySegment barMemory(int bar) {
         return bar(bar);
     }
