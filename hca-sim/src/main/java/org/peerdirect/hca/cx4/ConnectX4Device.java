@@ -135,12 +135,12 @@ public final class ConnectX4Device implements AutoCloseable {
         }
 
         @Override
-        public void writtenBurst(int bar, long offset, MemorySegment payload) {
+        public void writtenBurst(int bar, long offset, MemorySegment payload, long payloadOffset, int length) {
             Firmware f = fw;
             int uar = bar == 0 && bar0 != null && f != null ? f.uarOf(offset) : -1;
             if (uar < 0 || (offset & 0xfff) < Qp.UAR_BF_OFFSET) {
-                BarWriteHandler.super.writtenBurst(bar, offset, payload);
-            } else if (!f.transport.sqBlueFlame(uar, payload)) {
+                BarWriteHandler.super.writtenBurst(bar, offset, payload, payloadOffset, length);
+            } else if (!f.transport.sqBlueFlame(uar, payload, payloadOffset, length)) {
                 strayDoorbells.incrementAndGet();
             }
         }

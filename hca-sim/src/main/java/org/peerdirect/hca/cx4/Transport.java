@@ -612,7 +612,7 @@ final class Transport {
         if (q == null) {
             return false;
         }
-        q.fetchSend(null);
+        q.fetchSend(null, 0, 0);
         return true;
     }
 
@@ -622,12 +622,12 @@ final class Transport {
      * reading it by DMA, and its WQE index and DS count stand for the doorbell record: it fetches
      * up to the end of that WQE (the blocks before it, if any, from memory).
      */
-    boolean sqBlueFlame(int uar, MemorySegment payload) {
-        MemQp q = qpOfDoorbell(uar, payload.get(BE32, Qp.CTRL_QPN_DS));
+    boolean sqBlueFlame(int uar, MemorySegment payload, long offset, int length) {
+        MemQp q = qpOfDoorbell(uar, payload.get(BE32, offset + Qp.CTRL_QPN_DS));
         if (q == null) {
             return false;
         }
-        q.fetchSend(payload);
+        q.fetchSend(payload, offset, length);
         return true;
     }
 
@@ -665,14 +665,18 @@ final class Transport {
         int rqFetched;
         final int[] rqCounterOfSlot;
         private final MemorySegment bb = MemorySegment.ofArray(new byte[Qp.SEND_WQE_BB]);
+        /** Guarded by sqLock: the basic block {@link #readBb} made current, {@code cur} from {@code curOff} (a BlueFlame burst, or {@link #bb}). */
+        private MemorySegment cur = bb;
+        private long curOff;
         /** A UMR WQE's basic blocks, copied together (under sqLock). */
         private final MemorySegment umrWqe = MemorySegment.ofArray(new byte[3 * Qp.SEND_WQE_BB]);
         private final MemorySegment word = MemorySegment.ofArray(new byte[4]);
         /**
          * Guarded by sqLock, set only while {@link #fetchSend} runs for a BlueFlame write: the
-         * burst, and the basic blocks {@code [bfFirst, bfFirst + bfBbs)} it carries.
+         * burst (from {@code bfOffset}), and the basic blocks {@code [bfFirst, bfFirst + bfBbs)} it carries.
          */
         private MemorySegment bf;
+        private long bfOffset;
         private int bfFirst;
         private int bfBbs;
         /** A UD WQE's address vector as fetched (under sqLock). */
@@ -726,24 +730,27 @@ final class Transport {
             return word.get(BE32, 0);
         }
 
-        /** Send basic block {@code n} (modulo the SQ) into {@link #bb}: from the BlueFlame write that carried it, else by DMA. */
+        /** Makes send basic block {@code n} (modulo the SQ) current ({@link #cur}): in the BlueFlame write that carried it, else read by DMA into {@link #bb}. */
         private void readBb(int n) {
             int inBurst = n - bfFirst & 0xffff;
             if (bf != null && inBurst < bfBbs) {
-                MemorySegment.copy(bf, (long) inBurst * Qp.SEND_WQE_BB, bb, 0, Qp.SEND_WQE_BB);
+                cur = bf; // read in place: the burst is stable while the write is being handled
+                curOff = bfOffset + (long) inBurst * Qp.SEND_WQE_BB;
                 return;
             }
             port.read(addr(sqOffset + (long) (n & sqBbs - 1) * Qp.SEND_WQE_BB), bb, 0, Qp.SEND_WQE_BB);
+            cur = bb;
+            curOff = 0;
         }
 
         /**
          * The doorbell's work: every WQE up to the target, into the engine's slots; then the engine
          * runs them. The target is what the send doorbell record shows, or, for a BlueFlame write
-         * ({@code burst} not null), the end of the WQE it carries, when that WQE lies ahead within
+         * ({@code burst} not null: {@code burstLength} bytes from {@code burstOffset}), the end of the WQE it carries, when that WQE lies ahead within
          * the ring and the burst holds all of it; a burst that does not (stale, torn or short) is
          * taken as a plain doorbell.
          */
-        void fetchSend(MemorySegment burst) {
+        void fetchSend(MemorySegment burst, long burstOffset, int burstLength) {
             sqLock.lock();
             try {
                 if (hw.state() == HwQpState.RST || hw.xrcTarget()) { // an XRC target has no send queue to fetch
@@ -751,10 +758,11 @@ final class Transport {
                 }
                 int target = -1;
                 if (burst != null) {
-                    int idx = burst.get(BE32, Qp.CTRL_OPMOD_IDX_OPCODE) >>> 8 & 0xffff;
-                    int bbs = ((burst.get(BE32, Qp.CTRL_QPN_DS) & 0x3f) * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
-                    if (bbs > 0 && (long) bbs * Qp.SEND_WQE_BB <= burst.byteSize() && (idx - sqFetched & 0xffff) + bbs <= sqBbs) {
+                    int idx = burst.get(BE32, burstOffset + Qp.CTRL_OPMOD_IDX_OPCODE) >>> 8 & 0xffff;
+                    int bbs = ((burst.get(BE32, burstOffset + Qp.CTRL_QPN_DS) & 0x3f) * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
+                    if (bbs > 0 && bbs * Qp.SEND_WQE_BB <= burstLength && (idx - sqFetched & 0xffff) + bbs <= sqBbs) {
                         bf = burst;
+                        bfOffset = burstOffset;
                         bfFirst = idx;
                         bfBbs = bbs;
                         target = idx + bbs & 0xffff;
@@ -794,6 +802,7 @@ final class Transport {
                 hw.sqDoorbellRecord(sqTail);
             } finally {
                 bf = null; // the burst is the caller's: never kept past the write
+                cur = bb;
                 sqLock.unlock();
             }
             hw.ringSqDoorbell();
@@ -809,7 +818,7 @@ final class Transport {
         private int malformed(SendWqe w) {
             badWqes.incrementAndGet();
             readBb(sqFetched);
-            int ds = bb.get(BE32, Qp.CTRL_QPN_DS) & 0x3f;
+            int ds = cur.get(BE32, curOff + Qp.CTRL_QPN_DS) & 0x3f;
             w.opcode = Wqe.OP_MALFORMED;
             w.ctrl = Wqe.CTRL_CQ_UPDATE;
             w.numSge = 0;
@@ -829,18 +838,18 @@ final class Transport {
                 return decodeUmr(w);
             }
             readBb(sqFetched);
-            int opIdx = bb.get(BE32, Qp.CTRL_OPMOD_IDX_OPCODE);
-            int qpnDs = bb.get(BE32, Qp.CTRL_QPN_DS);
+            int opIdx = cur.get(BE32, curOff + Qp.CTRL_OPMOD_IDX_OPCODE);
+            int qpnDs = cur.get(BE32, curOff + Qp.CTRL_QPN_DS);
             int ds = qpnDs & 0x3f;
             int opcode = opIdx & 0xff;
             if (qpnDs >>> 8 != hw.qpn || ds < 1 || ds > MAX_SEND_DS || !Wqe.valid(opcode)) {
                 return 0;
             }
-            int flags = bb.get(ValueLayout.JAVA_BYTE, Qp.CTRL_FM_CE_SE) & 0xff;
+            int flags = cur.get(ValueLayout.JAVA_BYTE, curOff + Qp.CTRL_FM_CE_SE) & 0xff;
             w.opcode = opcode;
             w.ctrl = ((flags & Qp.CTRL_CQ_UPDATE) != 0 ? Wqe.CTRL_CQ_UPDATE : 0) | ((flags & Qp.CTRL_SOLICITED) != 0 ? Wqe.CTRL_SOLICITED : 0)
                     | ((flags & Qp.CTRL_FENCE) != 0 ? Wqe.CTRL_FENCE : 0);
-            w.imm = bb.get(BE32, Qp.CTRL_IMM);
+            w.imm = cur.get(BE32, curOff + Qp.CTRL_IMM);
             w.numSge = 0;
             w.inlineLen = 0;
             w.length = 0;
@@ -853,7 +862,7 @@ final class Transport {
                 if (ds < seg + 1) {
                     return 0;
                 }
-                w.xrcSrqn = bb.get(BE32, (long) seg * Qp.DS_SIZE + Qp.XRC_SRQN) & 0xff_ffff;
+                w.xrcSrqn = cur.get(BE32, curOff + (long) seg * Qp.DS_SIZE + Qp.XRC_SRQN) & 0xff_ffff;
                 seg++;
             }
             if (st == Qp.ST_UD) {
@@ -863,7 +872,7 @@ final class Transport {
                 // the 48-byte address vector: segments 1..3 of the WQE (may cross into the next BB)
                 for (int i = 0; i < 3; i++) {
                     bbIndex = segAt(seg + i, bbIndex);
-                    MemorySegment.copy(bb, (long) ((seg + i) & 3) * Qp.DS_SIZE, av, (long) i * Qp.DS_SIZE, Qp.DS_SIZE);
+                    MemorySegment.copy(cur, curOff + (long) ((seg + i) & 3) * Qp.DS_SIZE, av, (long) i * Qp.DS_SIZE, Qp.DS_SIZE);
                 }
                 w.remoteQkey = av.get(BE32, Qp.AV_QKEY);
                 w.remoteQpn = av.get(BE32, Qp.AV_DQP) & 0xff_ffff;
@@ -879,9 +888,9 @@ final class Transport {
                 }
                 bbIndex = segAt(seg, bbIndex);
                 long o = (long) (seg & 3) * Qp.DS_SIZE;
-                w.remoteAddr = bb.get(BE64, o + Qp.RADDR_VA);
-                w.rkey = bb.get(BE32, o + Qp.RADDR_RKEY);
-                w.length = bb.get(BE32, o + Qp.RADDR_FLUSH_LEN) & 0xffff_ffffL;
+                w.remoteAddr = cur.get(BE64, curOff + o + Qp.RADDR_VA);
+                w.rkey = cur.get(BE32, curOff + o + Qp.RADDR_RKEY);
+                w.length = cur.get(BE32, curOff + o + Qp.RADDR_FLUSH_LEN) & 0xffff_ffffL;
                 w.flushType = w.imm & Wqe.FLUSH_TYPE_MASK;
                 w.flushLevel = (w.imm & Wqe.FLUSH_LEVEL_MASK) >>> Wqe.FLUSH_LEVEL_SHIFT;
                 seg++;
@@ -891,8 +900,8 @@ final class Transport {
                 }
                 bbIndex = segAt(seg, bbIndex);
                 long o = (long) (seg & 3) * Qp.DS_SIZE;
-                w.remoteAddr = bb.get(BE64, o + Qp.RADDR_VA);
-                w.rkey = bb.get(BE32, o + Qp.RADDR_RKEY);
+                w.remoteAddr = cur.get(BE64, curOff + o + Qp.RADDR_VA);
+                w.rkey = cur.get(BE32, curOff + o + Qp.RADDR_RKEY);
                 seg++;
                 if (Wqe.hasAtomicSegment(opcode)) {
                     if (ds < seg + 1) {
@@ -900,8 +909,8 @@ final class Transport {
                     }
                     bbIndex = segAt(seg, bbIndex);
                     o = (long) (seg & 3) * Qp.DS_SIZE;
-                    long swapAdd = bb.get(BE64, o + Qp.ATOMIC_SWAP_ADD);
-                    long compare = bb.get(BE64, o + Qp.ATOMIC_COMPARE);
+                    long swapAdd = cur.get(BE64, curOff + o + Qp.ATOMIC_SWAP_ADD);
+                    long compare = cur.get(BE64, curOff + o + Qp.ATOMIC_COMPARE);
                     w.compareAdd = opcode == Wqe.OP_ATOMIC_CS ? compare : swapAdd;
                     w.swap = swapAdd;
                     seg++;
@@ -914,7 +923,7 @@ final class Transport {
             while (seg < ds) {
                 bbIndex = segAt(seg, bbIndex);
                 long o = (long) (seg & 3) * Qp.DS_SIZE;
-                int bc = bb.get(BE32, o + Qp.DATA_BYTE_COUNT);
+                int bc = cur.get(BE32, curOff + o + Qp.DATA_BYTE_COUNT);
                 if ((bc & Qp.INLINE_SEG) != 0) {
                     int len = bc & 0x3ff;
                     if (w.numSge != 0 || len > MAX_INLINE || (4 + len + 15) / 16 > ds - seg) {
@@ -926,7 +935,7 @@ final class Transport {
                     while (copied < len) {
                         long room = Qp.SEND_WQE_BB - from;
                         int n = (int) Math.min(room, len - copied);
-                        MemorySegment.copy(bb, from, w.inline, copied, n);
+                        MemorySegment.copy(cur, curOff + from, w.inline, copied, n);
                         copied += n;
                         if (copied < len) {
                             bbIndex++;
@@ -944,8 +953,8 @@ final class Transport {
                     return 0;
                 }
                 w.byteCount[w.numSge] = bc;
-                w.lkey[w.numSge] = bb.get(BE32, o + Qp.DATA_LKEY);
-                w.addr[w.numSge] = bb.get(BE64, o + Qp.DATA_ADDR);
+                w.lkey[w.numSge] = cur.get(BE32, curOff + o + Qp.DATA_LKEY);
+                w.addr[w.numSge] = cur.get(BE64, curOff + o + Qp.DATA_ADDR);
                 w.length += bc & 0xffff_ffffL;
                 w.numSge++;
                 seg++;
@@ -961,14 +970,14 @@ final class Transport {
          */
         private int decodeUmr(SendWqe w) {
             readBb(sqFetched);
-            int ds = bb.get(BE32, Qp.CTRL_QPN_DS) & 0x3f;
+            int ds = cur.get(BE32, curOff + Qp.CTRL_QPN_DS) & 0x3f;
             // only the basic blocks the WQE spans (at most those of a UMR with its data segment)
             int bbs = (Math.min(ds, Umr.DS_WITH_DATA) * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
             for (int b = 0; b < bbs; b++) {
                 if (b > 0) {
                     readBb(sqFetched + b);
                 }
-                MemorySegment.copy(bb, 0, umrWqe, (long) b * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
+                MemorySegment.copy(cur, curOff, umrWqe, (long) b * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
             }
             int opIdx = umrWqe.get(BE32, Qp.CTRL_OPMOD_IDX_OPCODE);
             int qpnDs = umrWqe.get(BE32, Qp.CTRL_QPN_DS);
@@ -1011,7 +1020,7 @@ final class Transport {
             return (ds * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;
         }
 
-        /** Makes {@link #bb} hold the basic block of segment {@code seg} (a WQE's segments run on across basic blocks). */
+        /** Makes the basic block of segment {@code seg} current (a WQE's segments run on across basic blocks). */
         private int segAt(int seg, int bbIndex) {
             int want = sqFetched + seg / 4 & 0xffff;
             if (want != bbIndex) {

@@ -82,11 +82,12 @@ public final class Mlx5Qp implements IbQpOps {
     private final int[] sqNext;
     private int bfOffset;
     /**
-     * BlueFlame staging ({@code mlx5_bf_copy} gathers the WQE's blocks, which may wrap the ring):
-     * {@code bfBurst[n]} is the burst of an n-block WQE; empty when BlueFlame is off
-     * ({@value #SHUT_UP_BF}). Guarded by sqLock.
+     * The largest WQE in basic blocks that goes by BlueFlame ({@code buf_size}), 0 when BlueFlame
+     * is off ({@value #SHUT_UP_BF}).
      */
-    private final MemorySegment[] bfBurst;
+    private final int bfMaxBbs;
+    /** BlueFlame staging for a WQE that wraps the ring or crosses a page ({@code mlx5_bf_copy} gathers its blocks). Guarded by sqLock. */
+    private final MemorySegment bfStage;
     /** Guarded by rqLock. */
     private int rqHead;
     private volatile int rqTail;
@@ -108,11 +109,8 @@ public final class Mlx5Qp implements IbQpOps {
         this.buf = buf;
         this.uar = uar;
         this.bfSize = bfSize;
-        this.bfBurst = new MemorySegment[shutUpBf() ? 0 : bfSize / Qp.SEND_WQE_BB + 1];
-        MemorySegment stage = MemorySegment.ofArray(new long[bfSize / 8]);
-        for (int n = 1; n < bfBurst.length; n++) {
-            bfBurst[n] = stage.asSlice(0, (long) n * Qp.SEND_WQE_BB);
-        }
+        this.bfMaxBbs = shutUpBf() ? 0 : bfSize / Qp.SEND_WQE_BB;
+        this.bfStage = MemorySegment.ofArray(new long[bfSize / 8]);
         this.control = control;
         this.sqBbs = 1 << logSq;
         this.rqWqes = logRq < 0 ? 0 : 1 << logRq;
@@ -431,13 +429,18 @@ public final class Mlx5Qp implements IbQpOps {
         // barrier, not a full fence; the BAR write itself is a volatile store)
         VarHandle.releaseFence();
         int bbs = sqHead - ctrlBb & 0xffff;
-        if (posted == 1 && bbs < bfBurst.length) {
-            MemorySegment burst = bfBurst[bbs];
-            for (int i = 0; i < bbs; i++) {
-                long so = segOff(ctrlBb, 4 * i);
-                MemorySegment.copy(buf.page(so), so & 4095, burst, (long) i * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
+        if (posted == 1 && bbs <= bfMaxBbs) {
+            int len = bbs * Qp.SEND_WQE_BB;
+            long so = segOff(ctrlBb, 0);
+            if ((so & 4095) + len <= 4096 && (ctrlBb & sqBbs - 1) + bbs <= sqBbs) {
+                uar.burst(Qp.UAR_BF_OFFSET + bfOffset, buf.page(so), so & 4095, len); // straight from the queue
+            } else {
+                for (int i = 0; i < bbs; i++) {
+                    long bo = segOff(ctrlBb, 4 * i);
+                    MemorySegment.copy(buf.page(bo), bo & 4095, bfStage, (long) i * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
+                }
+                uar.burst(Qp.UAR_BF_OFFSET + bfOffset, bfStage, 0, len);
             }
-            uar.burst(Qp.UAR_BF_OFFSET + bfOffset, burst);
         } else {
             long so = segOff(ctrlBb, 0);
             long first8 = buf.page(so).get(NATIVE64, so & 4095);

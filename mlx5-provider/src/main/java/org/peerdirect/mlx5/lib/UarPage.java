@@ -29,11 +29,11 @@ public final class UarPage {
         fn.write64(0, base + off, value);
     }
 
-    /** A write-combined burst of {@code src}'s bytes at {@code off} of the page (a BlueFlame copy). */
-    void burst(long off, MemorySegment src) {
-        if (off < 0 || off + src.byteSize() > 4096 || (off & 7) != 0) {
-            throw new IllegalArgumentException("UAR offset 0x" + Long.toHexString(off) + ": a " + src.byteSize() + "-byte burst leaves the page or is unaligned");
+    /** A write-combined burst of {@code length} bytes of {@code src} from {@code srcOffset} at {@code off} of the page (a BlueFlame copy). */
+    void burst(long off, MemorySegment src, long srcOffset, int length) {
+        if (off < 0 || off + length > 4096 || (off & 7) != 0) {
+            throw new IllegalArgumentException("UAR offset 0x" + Long.toHexString(off) + ": a " + length + "-byte burst leaves the page or is unaligned");
         }
-        fn.iowrite64Copy(0, base + off, src);
+        fn.iowrite64Copy(0, base + off, src, srcOffset, length);
     }
 }

@@ -511,12 +511,12 @@ class Mlx5VerbsTest extends Mlx5Machine {
         int head = org.peerdirect.hca.cx4.ifc.Qp.QPC_HW_SQ_WQEBB_COUNTER.get(q, org.peerdirect.hca.cx4.ifc.Qp.QUERY_OUT_QPC);
         long bfReg = ((long) uar << 12) + org.peerdirect.hca.cx4.ifc.Qp.UAR_BF_OFFSET;
         byte[] fresh = fill(a.buf + 12288, 64, 9);
-        fns.get(0).iowrite64Copy(0, bfReg, writeWqe(head - 1, qpn, a.buf + 12288, a.mr.lkey(), b.buf + 196608, b.mr.rkey()));
+        fns.get(0).iowrite64Copy(0, bfReg, writeWqe(head - 1, qpn, a.buf + 12288, a.mr.lkey(), b.buf + 196608, b.mr.rkey()), 0, 64);
         assertEquals(fetched + 6, dev.wqesFetched(), "a burst behind the device's counter fetches nothing new");
         IbvWc[] none = {new IbvWc()};
         assertEquals(0, a.cq.poll(1, none), "no completion from a stale burst");
         // a WQE only the burst holds (the queue's memory and doorbell record never saw it): executed as carried
-        fns.get(0).iowrite64Copy(0, bfReg, writeWqe(head, qpn, a.buf + 12288, a.mr.lkey(), b.buf + 196608, b.mr.rkey()));
+        fns.get(0).iowrite64Copy(0, bfReg, writeWqe(head, qpn, a.buf + 12288, a.mr.lkey(), b.buf + 196608, b.mr.rkey()), 0, 64);
         assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
         assertArrayEquals(fresh, read(b.buf + 196608, 64), "the burst's WRITE landed");
         assertEquals(bf + 3, dev.wqesBlueFlame());

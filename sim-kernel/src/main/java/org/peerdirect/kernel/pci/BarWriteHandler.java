@@ -25,15 +25,16 @@ public interface BarWriteHandler {
     void written(int bar, long offset, int width, long value);
 
     /**
-     * A write-combined burst ({@link PciFunction#iowrite64Copy}): {@code payload} holds the bytes
-     * as the TLP carried them, valid and unchanged only during the call (read it, never keep it);
+     * A write-combined burst ({@link PciFunction#iowrite64Copy}): {@code length} bytes of
+     * {@code payload} from {@code payloadOffset} are the bytes as the TLP carried them, valid and
+     * unchanged only during the call (read them, never keep the segment);
      * they are already in {@link PciFunction#barMemory(int)} too, where a later write may replace
      * them. A device without write-combining support sees the burst as the 64-bit writes it is
      * made of, in order: the default.
      */
-    default void writtenBurst(int bar, long offset, java.lang.foreign.MemorySegment payload) {
-        for (long i = 0; i < payload.byteSize(); i += 8) {
-            written(bar, offset + i, 8, payload.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, i));
+    default void writtenBurst(int bar, long offset, java.lang.foreign.MemorySegment payload, long payloadOffset, int length) {
+        for (int i = 0; i < length; i += 8) {
+            written(bar, offset + i, 8, payload.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, payloadOffset + i));
         }
     }
 }

@@ -101,7 +101,7 @@ public interface PciFunction {
     void write64(int bar, long offset, long value);
 
     /**
-     * A write-combined burst: {@code src}'s bytes (whole 64-bit words, 8 to 4096 bytes, inside one
+     * A write-combined burst: {@code length} bytes of {@code src} from {@code srcOffset} (whole 64-bit words, 8 to 4096 bytes, inside one
      * 4 KiB page of the BAR, 8-byte aligned) stored at {@code offset} as one posted write, the way
      * a CPU's write-combining buffer flushes a BlueFlame WQE ({@code mlx5_bf_copy} then
      * {@code mmio_flush_writes}) into a single PCIe TLP. The device's handler sees it as one write
@@ -111,7 +111,7 @@ public interface PciFunction {
      *         page or leaving the BAR, or an unaligned offset (the message names which)
      * @see "__iowrite64_copy() in lib/iomap_copy.c"
      */
-    void iowrite64Copy(int bar, long offset, java.lang.foreign.MemorySegment src);
+    void iowrite64Copy(int bar, long offset, java.lang.foreign.MemorySegment src, long srcOffset, int length);
 
     /**
      * 32-bit big-endian read (the mlx5 initialization segment is big-endian); all ones after removal.

@@ -363,8 +363,7 @@ final class PciFunctionImpl implements PciFunction {
     }
 
     @Override
-    public void iowrite64Copy(int bar, long offset, MemorySegment src) {
-        long len = src.byteSize();
+    public void iowrite64Copy(int bar, long offset, MemorySegment src, long srcOffset, int len) {
         if (len < 8 || len > 4096 || (len & 7) != 0) {
             throw new IllegalArgumentException(String.format("bar %d offset 0x%x: a write-combined burst of %d bytes (whole 64-bit words, 8..4096) to %s",
                     bar, offset, len, bdf));
@@ -383,7 +382,7 @@ final class PciFunctionImpl implements PciFunction {
                 if (t == null) {
                     return; // an aperture page the device has not mapped: the write goes nowhere
                 }
-                MemorySegment.copy(src, 0, t, at(s, offset), len);
+                MemorySegment.copy(src, srcOffset, t, at(s, offset), len);
                 VarHandle.releaseFence(); // the burst is visible before the device hears of it, as a volatile store is
             } catch (IllegalStateException freedMeanwhile) {
                 return;
@@ -391,7 +390,7 @@ final class PciFunctionImpl implements PciFunction {
             BarWriteHandler h = onWrite[bar];
             if (h != null) {
                 try {
-                    h.writtenBurst(bar, offset, src);
+                    h.writtenBurst(bar, offset, src, srcOffset, len);
                 } catch (RuntimeException e) {
                     warn.accept(String.format("pci %s: BAR write handler failed on a %d-byte burst to bar %d offset 0x%x: %s", bdf, len, bar, offset, e));
                 }

@@ -198,31 +198,34 @@ class PciBusCoreTest {
             }
 
             @Override
-            public void writtenBurst(int bar, long offset, MemorySegment payload) {
-                long last = self.get().barMemory(bar).get(ValueLayout.JAVA_LONG_UNALIGNED, offset + payload.byteSize() - 8);
-                seen.add(String.format("+0x%x burst %d first 0x%x last in BAR 0x%x", offset, payload.byteSize(),
-                        payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 0), last));
+            public void writtenBurst(int bar, long offset, MemorySegment payload, long payloadOffset, int length) {
+                long last = self.get().barMemory(bar).get(ValueLayout.JAVA_LONG_UNALIGNED, offset + length - 8);
+                seen.add(String.format("+0x%x burst %d first 0x%x last in BAR 0x%x", offset, length,
+                        payload.get(ValueLayout.JAVA_LONG_UNALIGNED, payloadOffset), last));
             }
         });
         self.set(f);
         MemorySegment wqe = MemorySegment.ofArray(new long[] {1, 2, 3, 4, 5, 6, 7, 8});
-        f.iowrite64Copy(0, 0x800, wqe);
+        f.iowrite64Copy(0, 0x800, wqe, 0, 64);
         assertEquals(List.of("+0x800 burst 64 first 0x1 last in BAR 0x8"), List.copyOf(seen));
         assertEquals(5, f.read64(0, 0x820));
+        seen.clear();
+        f.iowrite64Copy(0, 0x840, wqe, 16, 16);
+        assertEquals(List.of("+0x840 burst 16 first 0x3 last in BAR 0x4"), List.copyOf(seen), "a burst of part of a buffer");
 
         seen.clear();
         PciFunction g = register((bar, offset, width, value) -> seen.add(String.format("+0x%x w%d 0x%x", offset, width, value)));
-        g.iowrite64Copy(0, 0x900, wqe.asSlice(0, 24));
+        g.iowrite64Copy(0, 0x900, wqe, 0, 24);
         assertEquals(List.of("+0x900 w8 0x1", "+0x908 w8 0x2", "+0x910 w8 0x3"), List.copyOf(seen), "a burst is its words to a plain handler");
 
         seen.clear();
-        refused(() -> f.iowrite64Copy(0, 0x800, wqe.asSlice(0, 12)), "12 bytes", "whole 64-bit words");
-        refused(() -> f.iowrite64Copy(0, 0xfe0, wqe), "crosses a 4 KiB page");
-        refused(() -> f.iowrite64Copy(0, 0x804, wqe), "offset 0x804", "not aligned");
-        refused(() -> f.iowrite64Copy(0, (1 << 20) - 64, MemorySegment.ofArray(new long[16])), "crosses a 4 KiB page or leaves the BAR");
+        refused(() -> f.iowrite64Copy(0, 0x800, wqe, 0, 12), "12 bytes", "whole 64-bit words");
+        refused(() -> f.iowrite64Copy(0, 0xfe0, wqe, 0, 64), "crosses a 4 KiB page");
+        refused(() -> f.iowrite64Copy(0, 0x804, wqe, 0, 64), "offset 0x804", "not aligned");
+        refused(() -> f.iowrite64Copy(0, (1 << 20) - 64, MemorySegment.ofArray(new long[16]), 0, 128), "crosses a 4 KiB page or leaves the BAR");
         assertTrue(seen.isEmpty(), "a refused burst writes nothing: " + seen);
         f.remove();
-        f.iowrite64Copy(0, 0x800, wqe); // dropped, as every write after removal
+        f.iowrite64Copy(0, 0x800, wqe, 0, 64); // dropped, as every write after removal
         assertTrue(seen.isEmpty(), seen::toString);
     }
 
