@@ -38,6 +38,10 @@ import org.peerdirect.kernel.mm.Vma;
  * 10 µs) lands the write; {@code write4k} the same write with the page present; {@code cpuFault4k}
  * the same drop followed by a CPU write of one byte (a zero-fill page fault). Fault service ≈
  * faultWrite4k − write4k − (cpuFault4k's drop), against cpuFault4k.</li>
+ * <li>{@code faultLocal4k}: the requester's own 4 KiB source page dropped instead, then a 4 KiB
+ * WRITE from it into resident memory: a requester WQE page fault (the EQE names the WQE, mlx5_ib
+ * reads it from the user's queue and maps its SGEs, then resumes), with no RNR NAK and no RNR
+ * timer in the way; the fault path alone.</li>
  * <li>the same for a 2 MiB huge page ({@code faultWrite2m}, {@code write2m}, {@code cpuFault2m}):
  * the responder's ODP MR is registered with {@code IB_ACCESS_HUGETLB} over hugetlb memory, so its
  * umem works in 2 MiB granules; the drop takes the whole huge page and the 4 KiB write's fault
@@ -70,6 +74,9 @@ public class OdpBench {
     /** The responder's page {@link #faultWrite4k} drops and writes (past the 64 KiB {@link #write} uses). */
     private long victim;
     private long cpuPage;
+    /** {@link #faultLocal4k}'s WRITE: from the requester's page it drops into resident memory. */
+    private final IbvSendWr localWrite = new IbvSendWr();
+    private long localPage;
 
     @Setup(Level.Trial)
     public void setup() throws Exception {
@@ -86,6 +93,12 @@ public class OdpBench {
         small.remoteAddr = victim;
         small.rkey = rig.b.mr.rkey();
         small.sendFlags = IbvSendWr.SEND_SIGNALED;
+        localPage = rig.a.buf + (512L << 10);
+        localWrite.sge(localPage, 4096, rig.a.mr.lkey());
+        localWrite.opcode = IbvWrOpcode.RDMA_WRITE;
+        localWrite.remoteAddr = rig.b.buf + (768L << 10);
+        localWrite.rkey = rig.b.mr.rkey();
+        localWrite.sendFlags = IbvSendWr.SEND_SIGNALED;
         churnTarget = rig.b.buf + (256L << 10);
         big.sge(rig.a.buf, SIZE, rig.a.mr.lkey());
         big.opcode = IbvWrOpcode.RDMA_WRITE;
@@ -187,6 +200,13 @@ public class OdpBench {
     public long faultWrite4k() {
         rig.proc.madvise(victim, 4096, AddressSpace.Advice.MADV_DONTNEED);
         qp.postSend(small);
+        return RdmaRig.pollOne(cq, wc).wrId;
+    }
+
+    @Benchmark
+    public long faultLocal4k() {
+        rig.proc.madvise(localPage, 4096, AddressSpace.Advice.MADV_DONTNEED);
+        qp.postSend(localWrite);
         return RdmaRig.pollOne(cq, wc).wrId;
     }
 
