@@ -444,7 +444,8 @@ class Mlx5VerbsTest extends Mlx5Machine {
      * register and the device takes it from there (not by DMA, and not reading the doorbell
      * record); a list, or a WQE longer than the buffer, rings the doorbell and the device fetches
      * from memory. A burst naming a WQE the device already has is a plain doorbell; one carrying
-     * a WQE the queue's memory never held is executed as carried. {@code MLX5_SHUT_UP_BF} turns
+     * a WQE the queue's memory never held is executed as carried, a malformed one completes in
+     * error. {@code MLX5_SHUT_UP_BF} turns
      * BlueFlame off for the QPs created after it.
      */
     @Test
@@ -520,6 +521,12 @@ class Mlx5VerbsTest extends Mlx5Machine {
         assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
         assertArrayEquals(fresh, read(b.buf + 196608, 64), "the burst's WRITE landed");
         assertEquals(bf + 3, dev.wqesBlueFlame());
+        // a malformed WQE in a burst (opcode 0xff) completes in error as one fetched from memory does
+        MemorySegment bad = writeWqe(head + 1, qpn, a.buf + 12288, a.mr.lkey(), b.buf + 196608, b.mr.rkey());
+        bad.set(java.lang.foreign.ValueLayout.JAVA_BYTE, org.peerdirect.hca.cx4.ifc.Qp.CTRL_OPMOD_IDX_OPCODE + 3, (byte) 0xff);
+        fns.get(0).iowrite64Copy(0, bfReg + 256, bad, 0, 64);
+        assertEquals(IbvWcStatus.LOC_QP_OP_ERR, one(a.cq).status, "a malformed WQE from a burst");
+        assertEquals(bf + 4, dev.wqesBlueFlame());
 
         // MLX5_SHUT_UP_BF: a QP created under it rings the doorbell for a single post too
         System.setProperty(org.peerdirect.mlx5.lib.Mlx5Qp.SHUT_UP_BF, "1");
@@ -541,7 +548,7 @@ class Mlx5VerbsTest extends Mlx5Machine {
         assertEquals(IbvWcStatus.SUCCESS, one(c.cq).status);
         assertArrayEquals(cd, read(d.buf, 64));
         assertEquals(fetched + 1, dev.wqesFetched());
-        assertEquals(bf + 3, dev.wqesBlueFlame(), "MLX5_SHUT_UP_BF: no BlueFlame");
+        assertEquals(bf + 4, dev.wqesBlueFlame(), "MLX5_SHUT_UP_BF: no BlueFlame");
     }
 
     /** A signaled one-block RDMA WRITE WQE at basic block {@code idx}, as libmlx5 lays it out (ctrl, raddr, data). */
