@@ -330,36 +330,7 @@ final class PciFunctionImpl implements PciFunction {
     }
 
     private void write(int bar, long offset, int width, long value, VarHandle vh) {
-        MemorySegment s = checkAccess(bar, offset, width);
-        if (!enter()) {
-            return; // the device is gone: the write goes nowhere, as on PCIe
-        }
-        try {
-            MemorySegment t = target(bar, s, offset);
-            try {
-                if (t == null) {
-                    return; // an aperture page the device has not mapped: the write goes nowhere
-                }
-                if (width == 4) {
-                    vh.setVolatile(t, at(s, offset), (int) value);
-                } else {
-                    vh.setVolatile(t, at(s, offset), value);
-                }
-            } catch (IllegalStateException freedMeanwhile) {
-                return;
-            }
-            BarWriteHandler h = onWrite[bar];
-            if (h != null) {
-                try {
-                    h.written(bar, offset, width, width == 4 ? value & 0xffff_ffffL : value);
-                } catch (RuntimeException e) {
-                    // a posted write: the driver never hears about what the device made of it
-                    warn.accept(String.format("pci %s: BAR write handler failed on bar %d offset 0x%x: %s", bdf, bar, offset, e));
-                }
-            }
-        } finally {
-            exit();
-        }
+        post(bar, offset, checkAccess(bar, offset, width), width, value, vh, null, 0);
     }
 
     @Override
@@ -373,6 +344,16 @@ final class PciFunctionImpl implements PciFunction {
             throw new IllegalArgumentException(String.format("bar %d offset 0x%x: a write-combined burst of %d bytes crosses a 4 KiB page or leaves the BAR (size 0x%x) of %s",
                     bar, offset, len, barSizes[bar], bdf));
         }
+        post(bar, offset, s, len, 0, null, src, srcOffset);
+    }
+
+    /**
+     * A posted write, already checked: lands the bytes (a volatile store of {@code value} with
+     * {@code vh}, or, when {@code src} is not null, the burst of {@code width} bytes from it), then
+     * tells the device's handler. Dropped once the device is gone or when it hits an aperture page
+     * the device has not mapped; a handler's failure is logged, never thrown at the driver.
+     */
+    private void post(int bar, long offset, MemorySegment s, int width, long value, VarHandle vh, MemorySegment src, long srcOffset) {
         if (!enter()) {
             return; // the device is gone: the write goes nowhere, as on PCIe
         }
@@ -382,17 +363,28 @@ final class PciFunctionImpl implements PciFunction {
                 if (t == null) {
                     return; // an aperture page the device has not mapped: the write goes nowhere
                 }
-                MemorySegment.copy(src, srcOffset, t, at(s, offset), len);
-                VarHandle.releaseFence(); // the burst is visible before the device hears of it, as a volatile store is
+                if (src != null) {
+                    MemorySegment.copy(src, srcOffset, t, at(s, offset), width);
+                    VarHandle.releaseFence(); // the burst is visible before the device hears of it, as a volatile store is
+                } else if (width == 4) {
+                    vh.setVolatile(t, at(s, offset), (int) value);
+                } else {
+                    vh.setVolatile(t, at(s, offset), value);
+                }
             } catch (IllegalStateException freedMeanwhile) {
                 return;
             }
             BarWriteHandler h = onWrite[bar];
             if (h != null) {
                 try {
-                    h.writtenBurst(bar, offset, src, srcOffset, len);
+                    if (src != null) {
+                        h.writtenBurst(bar, offset, src, srcOffset, width);
+                    } else {
+                        h.written(bar, offset, width, width == 4 ? value & 0xffff_ffffL : value);
+                    }
                 } catch (RuntimeException e) {
-                    warn.accept(String.format("pci %s: BAR write handler failed on a %d-byte burst to bar %d offset 0x%x: %s", bdf, len, bar, offset, e));
+                    // a posted write: the driver never hears about what the device made of it
+                    warn.accept(String.format("pci %s: BAR write handler failed on a %d-byte write to bar %d offset 0x%x: %s", bdf, width, bar, offset, e));
                 }
             }
         } finally {
