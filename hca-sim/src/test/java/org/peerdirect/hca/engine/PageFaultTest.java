@@ -401,6 +401,8 @@ class PageFaultTest extends EngineRig {
         byte[] got = new byte[3];
         proc.read(b.va + 5 * 4096, got, 0, 3);
         assertEquals(13, got[2]);
+        // the retry (on the requester's timer thread) writes the receive's CQE first, then its own
+        waitFor(() -> a.cq.producerIndex() == 1, "the send completes");
         assertEquals(Wqe.OP_SEND, a.cqe().opcode);
         b.dev.freeMpt(bk);
     }
