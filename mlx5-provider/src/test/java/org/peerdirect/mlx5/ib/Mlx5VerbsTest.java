@@ -505,6 +505,22 @@ class Mlx5VerbsTest extends Mlx5Machine {
         assertEquals(fetched + 6, dev.wqesFetched());
         assertEquals(bf + 2, dev.wqesBlueFlame(), "a 5-block WQE does not fit the 256-byte buffer");
 
+        // 4-block WQEs around the 512-block ring: some cross a page of the queue, one wraps its end;
+        // those go through the library's staging buffer, the rest straight from the queue
+        for (int i = 0; i < 140; i++) {
+            b.qp.postRecv(new IbvRecvWr().sge(b.buf + 65536, 4096, b.mr.lkey()));
+            byte[] x = fill(a.buf + 8192, 200, 20 + i);
+            IbvSendWr r = wr(IbvWrOpcode.SEND, a.buf + 8192, 200, 0, 100 + i);
+            r.sendFlags |= IbvSendWr.SEND_INLINE;
+            a.qp.postSend(r);
+            assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+            assertEquals(200, one(b.cq).byteLen);
+            assertArrayEquals(x, read(b.buf + 65536, 200), "inline SEND " + i);
+        }
+        assertEquals(bf + 142, dev.wqesBlueFlame(), "every one by BlueFlame");
+        bf += 140;
+        fetched += 140;
+
         // raw bursts at the QP's BlueFlame register: a WQE the device already fetched is only a doorbell
         int qpn = a.qp.qpNum();
         MemorySegment q = queryQp(0, qpn);
