@@ -732,10 +732,9 @@ final class Transport {
 
         /** Makes send basic block {@code n} (modulo the SQ) current ({@link #cur}): in the BlueFlame write that carried it, else read by DMA into {@link #bb}. */
         private void readBb(int n) {
-            int inBurst = n - bfFirst & 0xffff;
-            if (bf != null && inBurst < bfBbs) {
+            if (bf != null && (n - bfFirst & 0xffff) < bfBbs) {
                 cur = bf; // read in place: the burst is stable while the write is being handled
-                curOff = bfOffset + (long) inBurst * Qp.SEND_WQE_BB;
+                curOff = bfOffset + (long) (n - bfFirst & 0xffff) * Qp.SEND_WQE_BB;
                 return;
             }
             port.read(addr(sqOffset + (long) (n & sqBbs - 1) * Qp.SEND_WQE_BB), bb, 0, Qp.SEND_WQE_BB);
@@ -746,9 +745,9 @@ final class Transport {
         /**
          * The doorbell's work: every WQE up to the target, into the engine's slots; then the engine
          * runs them. The target is what the send doorbell record shows, or, for a BlueFlame write
-         * ({@code burst} not null: {@code burstLength} bytes from {@code burstOffset}), the end of the WQE it carries, when that WQE lies ahead within
-         * the ring and the burst holds all of it; a burst that does not (stale, torn or short) is
-         * taken as a plain doorbell.
+         * ({@code burst} not null: {@code burstLength} bytes from {@code burstOffset}), the end of
+         * the WQE it carries, when that WQE lies ahead within the ring and the burst holds all of
+         * it; a burst that does not (stale, torn or short) is taken as a plain doorbell.
          */
         void fetchSend(MemorySegment burst, long burstOffset, int burstLength) {
             sqLock.lock();

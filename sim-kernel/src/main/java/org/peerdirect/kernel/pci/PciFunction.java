@@ -101,8 +101,9 @@ public interface PciFunction {
     void write64(int bar, long offset, long value);
 
     /**
-     * A write-combined burst: {@code length} bytes of {@code src} from {@code srcOffset} (whole 64-bit words, 8 to 4096 bytes, inside one
-     * 4 KiB page of the BAR, 8-byte aligned) stored at {@code offset} as one posted write, the way
+     * A write-combined burst: {@code length} bytes of {@code src} from {@code srcOffset} (whole
+     * 64-bit words, 8 to 4096 bytes, inside one 4 KiB page of the BAR, 8-byte aligned) stored at
+     * {@code offset} as one posted write, the way
      * a CPU's write-combining buffer flushes a BlueFlame WQE ({@code mlx5_bf_copy} then
      * {@code mmio_flush_writes}) into a single PCIe TLP. The device's handler sees it as one write
      * ({@link BarWriteHandler#writtenBurst}); dropped after removal.

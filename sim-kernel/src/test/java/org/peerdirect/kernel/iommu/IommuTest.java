@@ -528,11 +528,7 @@ class IommuTest {
                                 superMaps.incrementAndGet();
                             }
                         }
-                        d.read(iovaOf[i] + (page % 512) * PAGE_SIZE, buf, 0, 8);
-                        long got = buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-                        if (got != 0 && (got & 0xffff) != page) {
-                            throw new AssertionError("page " + page + " read " + Long.toHexString(got));
-                        }
+                        readPlaced(d, iovaOf[i] + (page % 512) * PAGE_SIZE, buf, 0xffff, page);
                         dmaReads.incrementAndGet();
                     });
                 }
@@ -559,6 +555,18 @@ class IommuTest {
         }
         n.remove();
         assertNoDmaAfterFree();
+    }
+
+    /**
+     * A device read of the 8 bytes at {@code iova}: zero (a page faulted in fresh) or the placement
+     * tag of {@code page} ({@code tag & mask}); anything else is another page's data.
+     */
+    private static void readPlaced(IommuDomain d, long iova, MemorySegment buf, long mask, int page) {
+        d.read(iova, buf, 0, 8);
+        long got = buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+        if (got != 0 && (got & mask) != page) {
+            throw new AssertionError("page " + page + " read " + Long.toHexString(got));
+        }
     }
 
     /**
@@ -692,11 +700,7 @@ class IommuTest {
                         if (iovaOf[page] == 0) {
                             iovaOf[page] = d.dmaMapPage(HmmRange.pfn(r.hmmPfns[0]), DmaDirection.BIDIRECTIONAL);
                         }
-                        d.read(iovaOf[page], buf, 0, 8);
-                        long got = buf.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-                        if (got != 0 && (got & 0xff) != page) {
-                            throw new AssertionError("page " + page + " read " + Long.toHexString(got));
-                        }
+                        readPlaced(d, iovaOf[page], buf, 0xff, page);
                         dmaReads.incrementAndGet();
                     });
                 }
