@@ -89,8 +89,7 @@ final class HwEq {
         eqe.set(ValueLayout.JAVA_BYTE, Eq.EQE_OWNER, (byte) (producer >>> logSize & 1));
         long at = entryAddress(producer);
         try {
-            port.write(at, eqe, 0, Eq.EQE_SIZE - 1);
-            port.write(at + Eq.EQE_OWNER, eqe, Eq.EQE_OWNER, 1);
+            port.writeDescriptor(at, eqe, 0, Eq.EQE_SIZE); // the word with the owner byte last
         } catch (IommuFault f) {
             dmaFaults++; // the driver unmapped its ring under a live EQ: the IOMMU stopped it
             return DROPPED;

@@ -386,8 +386,7 @@ final class Transport {
             long off = (index & (1L << logSize) - 1) * Cq.CQE_SIZE;
             long at = pas[(int) (off >>> 12)] + (off & 0xfff);
             try {
-                port.write(at, cqe, 0, Cq.CQE_SIZE - 1);
-                port.write(at + Cq.CQE_OP_OWN, cqe, Cq.CQE_OP_OWN, 1); // the owner byte last
+                port.writeDescriptor(at, cqe, 0, Cq.CQE_SIZE); // the word with the owner byte last
                 cqesWritten.incrementAndGet();
             } catch (IommuFault f) {
                 dmaFaults.incrementAndGet(); // the driver unmapped its ring under a live CQ: the IOMMU stopped it

@@ -102,6 +102,11 @@ class PageFaultTest extends EngineRig {
         public void flush(long iova, long len) {
             port.flush(iova, len);
         }
+
+        @Override
+        public void writeDescriptor(long iova, java.lang.foreign.MemorySegment src, long off, int len) {
+            port.writeDescriptor(iova, src, off, len);
+        }
     }
 
     /**

@@ -52,6 +52,18 @@ public interface DmaPort {
     void atomicWrite(long iova, long value);
 
     /**
+     * A descriptor handed to the driver: {@code len} bytes from {@code src} to {@code iova}, the
+     * last 8-byte word becoming visible after all the others (a release store), so a driver that
+     * sees the ownership bit in that word (a CQE's {@code op_own}, an EQE's owner byte) and then
+     * reads the rest sees the whole descriptor. One translation and one transfer: what the device
+     * does in one TLP that the CPU observes in address order. {@code iova} 8-byte aligned,
+     * {@code len} a multiple of 8 from 8 to the end of {@code iova}'s 4 KiB page.
+     *
+     * @since 1.6
+     */
+    void writeDescriptor(long iova, MemorySegment src, long srcOffset, int len);
+
+    /**
      * A flushing read over [iova, iova+len) (PCIe's zero-length read, one per page): returns once
      * every earlier write of this port to that range is globally visible and, where the memory
      * behind a page is a persistent memory region that promises it on a read's completion (an

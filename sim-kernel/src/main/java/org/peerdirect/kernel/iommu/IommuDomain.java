@@ -1123,6 +1123,50 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     }
 
     /**
+     * Copies all but the last word under the read lock and one translation, then stores the last
+     * word with release semantics: a poller that acquires the owner bit sees every earlier byte.
+     * A descriptor never crosses a page (CQEs and EQEs are 64-byte aligned in their rings), so
+     * one page is translated; all or nothing as {@link #transfer}.
+     */
+    /** Bytes below which {@link #writeDescriptor} moves word by word. */
+    private static final int SMALL_DESCRIPTOR = 128;
+
+    @Override
+    public void writeDescriptor(long iova, MemorySegment src, long srcOffset, int len) {
+        if ((iova & 7) != 0 || (len & 7) != 0 || len < 8 || (iova & (PAGE_SIZE - 1)) + len > PAGE_SIZE) {
+            throw new KernelException(Errno.EINVAL, String.format("descriptor write of %d bytes at iova 0x%x: needs 8-byte alignment, "
+                    + "whole words and one page", len, iova));
+        }
+        if (srcOffset < 0 || srcOffset + len > src.byteSize()) {
+            throw new KernelException(Errno.EINVAL, "device buffer range " + srcOffset + "+" + len + " outside " + src.byteSize() + " bytes");
+        }
+        long stamp = lock.readLock();
+        try {
+            long slot = translatePage(iova, DEV_WRITE);
+            MemorySegment seg = segment(slot, iova);
+            long at = address(slot, iova);
+            int body = len - 8;
+            if (body <= SMALL_DESCRIPTOR) {
+                // word by word: a bulk copy's set-up cost more than the copy for a CQE's 56 bytes
+                for (int i = 0; i < body; i += 8) {
+                    seg.set(ValueLayout.JAVA_LONG_UNALIGNED, at + i, src.get(ValueLayout.JAVA_LONG_UNALIGNED, srcOffset + i));
+                }
+            } else {
+                MemorySegment.copy(src, srcOffset, seg, at, body);
+            }
+            LONG_AT.setRelease(seg, at + body, src.get(ValueLayout.JAVA_LONG_UNALIGNED, srcOffset + body));
+            if ((slot & SLOT_RESOURCE) != 0) {
+                barBytes.add(len);
+            }
+        } catch (IllegalStateException barFreed) {
+            throw barGone(iova);
+        } finally {
+            lock.unlockRead(stamp);
+        }
+        bytesWritten.add(len);
+    }
+
+    /**
      * The flushing read of an RDMA FLUSH: each page translated with the read right (a fault names
      * the first page refused), each run of consecutive pages of one aperture BAR handed to its
      * device as one flush, then a full fence (this port's earlier stores are visible). Runs are

@@ -293,6 +293,53 @@ class IommuTest {
     }
 
     /**
+     * A descriptor write (a CQE, an EQE) lands whole in one page with its last word, and is
+     * refused by name, moving nothing, when misaligned, not whole words, crossing its page, or
+     * aimed at a page without the write right.
+     */
+    @Test
+    void aDescriptorWriteLandsWholeOrIsRefusedMovingNothing() {
+        AddressSpace p = setup();
+        IommuDomain d = iommu.createDomain("mlx5_0");
+        long a = p.mmap(PAGE_SIZE);
+        p.writeLong(a, 0); // present
+        PinnedPages pins = p.pinUserPages(a, PAGE_SIZE, true);
+        long iova = d.dmaMapPage(pins.pfn(0), DmaDirection.BIDIRECTIONAL);
+        long ro = d.dmaMapPage(pins.pfn(0), DmaDirection.TO_DEVICE);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment cqe = arena.allocate(64);
+            for (int i = 0; i < 64; i++) {
+                cqe.set(ValueLayout.JAVA_BYTE, i, (byte) (i + 1));
+            }
+            d.writeDescriptor(iova + PAGE_SIZE - 64, cqe, 0, 64);
+            for (int i = 0; i < 64; i += 8) {
+                assertEquals(cqe.get(ValueLayout.JAVA_LONG_UNALIGNED, i), p.readLong(a + PAGE_SIZE - 64 + i), "word at " + i);
+            }
+            String[] refused = {
+                    msg(() -> d.writeDescriptor(iova + 4, cqe, 0, 64)),
+                    msg(() -> d.writeDescriptor(iova, cqe, 0, 60)),
+                    msg(() -> d.writeDescriptor(iova + PAGE_SIZE - 32, cqe, 0, 64)),
+                    msg(() -> d.writeDescriptor(iova, cqe, 8, 64)),
+            };
+            for (String m : refused) {
+                assertTrue(m.contains("descriptor write") || m.contains("outside"), m);
+            }
+            IommuFault f = assertThrows(IommuFault.class, () -> d.writeDescriptor(ro + 64, cqe, 0, 64));
+            assertEquals(IommuFault.Kind.PERMISSION, f.kind());
+            for (int i = 0; i < 64; i += 8) {
+                assertEquals(0, p.readLong(a + i), "nothing moved at " + i);
+            }
+        }
+        d.dmaUnmap(iova, 1);
+        d.dmaUnmap(ro, 1);
+        pins.unpin(true);
+    }
+
+    private static String msg(org.junit.jupiter.api.function.Executable e) {
+        return assertThrows(KernelException.class, e).getMessage();
+    }
+
+    /**
      * The IOVA-range API ({@code dma_iova_try_alloc}/{@code link}/{@code unlink}/{@code free}):
      * a range maps nothing until linked, its pages are linked and unlinked in runs, a device sees
      * exactly the linked pages, every misuse is refused with the page named and changes nothing,
