@@ -73,7 +73,10 @@ import org.peerdirect.mlx5.lib.Mlx5Qp;
  * the QPN of another QP, inline data longer than 512 bytes or than its DS count, inline after a
  * data segment, more data segments than a WQE may carry, random bytes, bit flips, random fields,
  * or a valid WQE as control) and up to 3 good WRITEs after it; the doorbell record over all of it
- * (or, now and then, only over the good ones) and one BlueFlame doorbell. Then:
+ * (or, now and then, only over the good ones) and one BlueFlame doorbell; or, half of the tries
+ * where the fuzzed WQE ends the list and fits the register, that WQE whole as a BlueFlame burst
+ * (libmlx5's single post), half of those with random bytes left in its queue slot (the device must
+ * run what the burst carried; its {@code wqesBlueFlame} counter says whether it did). Then:
  * <ul>
  * <li>every good WQE before the fuzzed one completes, in order, with SUCCESS (its data at B
  * checked): none is lost (a malformed WQE used to drop the good WQEs fetched before it in the same
@@ -88,7 +91,8 @@ import org.peerdirect.mlx5.lib.Mlx5Qp;
  * validated RDMA WRITE, and the next try's first lap is one on fresh QPs.</li>
  * </ul>
  * A second property puts noise on the same path: doorbell records that jump back, far ahead and past
- * the ring, BlueFlame writes naming the QP, another QP of the same UAR or none, random basic blocks,
+ * the ring, BlueFlame writes naming the QP, another QP of the same UAR or none, BlueFlame bursts of
+ * 1 to 32 random words (a control segment naming one of those QPs or random), random basic blocks,
  * good posts and polls in between; every wait bounded, the firmware answering {@code QUERY_QP}, the
  * QP destroyed, the other QPs good.
  *
@@ -117,6 +121,8 @@ class WqeFuzzTest extends Mlx5Machine {
     /** Each WQE of a try writes from its own 4 KiB of A's buffer to its own 4 KiB of B's. */
     static final int REGION = 4096;
     static final int REGIONS = 64;
+    /** The BlueFlame registers of a UAR page: 0x800 to its end (4 registers of 512 bytes). */
+    static final int BF_AREA = 4096 - (int) Qp.UAR_BF_OFFSET;
     static final Pattern BAD_WQES = Pattern.compile("bad WQEs (\\d+)");
 
     // ------------------------------------------------------------------ what the fuzz reached
@@ -261,6 +267,7 @@ class WqeFuzzTest extends Mlx5Machine {
             check(reached("executed (not malformed)") > 0, "some fuzzed WQEs executed: " + summary());
             check(reached("good succeeded") > 0 && reached("after malformed flushed") > 0, "good WQEs before a bad one succeeded, those after it flushed: " + summary());
             check(reached("same doorbell: good raw before malformed") > 0, "good WQEs before a malformed one in the same doorbell: " + summary());
+            check(reached("by BlueFlame") > 0 && reached("by BlueFlame (queue memory junk)") > 0, "fuzzed WQEs carried by BlueFlame bursts: " + summary());
         }
     }
 
@@ -757,7 +764,23 @@ class WqeFuzzTest extends Mlx5Machine {
         for (int j = 0; j < raw.size(); j++) {
             writeBbs(sq, pos + j, raw.get(j));
         }
-        writeBbs(sq, fuzzedAt, fz);
+        // now and then the fuzzed WQE goes whole as a BlueFlame burst, as libmlx5 sends a single post
+        // that fits the register (≤ 4 blocks): the burst's WQE index and DS count stand for the
+        // doorbell record. Only a burst naming its own slot and ending the list is taken as the WQE
+        // (the raw good ones before it are fetched from memory up to it; a DS count of 0 gives no size,
+        // so such a burst is a plain doorbell, tested by the noise property); half of those leave random
+        // bytes in the slot's memory, so a device that read the queue instead of the burst fails.
+        int fzIdx = fz.s.get(BE32, Qp.CTRL_OPMOD_IDX_OPCODE) >>> 8 & 0xffff;
+        boolean ownQp = fz.s.get(BE32, Qp.CTRL_QPN_DS) >>> 8 == qpn; // a burst naming another QP rings that one, or none (the noise property)
+        boolean byBurst = doorbellCoversIt && after == 0 && ownQp && fzDs > 0 && fzSpan <= 4 && fzIdx == (fuzzedAt & 0xffff) && r.nextBoolean();
+        boolean burstOnly = byBurst && r.nextBoolean();
+        if (burstOnly) {
+            Wqe64 junk = new Wqe64(fzSpan);
+            r.nextBytes(junk.bytes);
+            writeBbs(sq, fuzzedAt, junk);
+        } else {
+            writeBbs(sq, fuzzedAt, fz);
+        }
         int next = fuzzedAt + fzSpan;
         for (int j = 0; j < after; j++) {
             Good g = good(region++, r);
@@ -769,13 +792,23 @@ class WqeFuzzTest extends Mlx5Machine {
         check(end - SQ_WQES <= SQ_WQES, "the raw WQEs fit the ring");
         int target = doorbellCoversIt ? end : fuzzedAt;
         long badBefore = badWqes(0);
-        // the send doorbell record, then the BlueFlame register of the QP's UAR (the first 8 bytes of a control segment)
+        long bfBefore = models.get(0).wqesBlueFlame();
+        // the send doorbell record, then the BlueFlame register of the QP's UAR: the first 8 bytes of a
+        // control segment (a doorbell), or the whole fuzzed WQE (a burst)
         proc.write(dbr + Qp.DBR_SND, be32(target & 0xffff), 0, 4);
-        MemorySegment ctrl = MemorySegment.ofArray(new byte[8]);
-        ctrl.set(BE32, 0, (pos & 0xffff) << 8 | Wqe.OP_RDMA_WRITE);
-        ctrl.set(BE32, 4, qpn << 8 | 3);
-        fns.get(0).write64(0, ((long) uar << 12) + Qp.UAR_BF_OFFSET + (r.nextBoolean() ? 0 : 256), ctrl.get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+        long bfRegister = ((long) uar << 12) + Qp.UAR_BF_OFFSET + (r.nextBoolean() ? 0 : 256);
+        if (byBurst) {
+            fns.get(0).iowrite64Copy(0, bfRegister, fz.s, 0, fzSpan * Qp.SEND_WQE_BB);
+            count(burstOnly ? "by BlueFlame (queue memory junk)" : "by BlueFlame");
+        } else {
+            MemorySegment ctrl = MemorySegment.ofArray(new byte[8]);
+            ctrl.set(BE32, 0, (pos & 0xffff) << 8 | Wqe.OP_RDMA_WRITE);
+            ctrl.set(BE32, 4, qpn << 8 | 3);
+            fns.get(0).write64(0, bfRegister, ctrl.get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+        }
         long bad = badWqes(0) - badBefore;
+        check(models.get(0).wqesBlueFlame() - bfBefore == (byBurst ? 1 : 0), "the device took the fuzzed WQE from the burst iff one carried it: "
+                + (models.get(0).wqesBlueFlame() - bfBefore) + " (" + mutation + ")");
         if (g2 > 0 && bad > 0) {
             count("same doorbell: good raw before malformed");
         }
@@ -854,7 +887,7 @@ class WqeFuzzTest extends Mlx5Machine {
     /**
      * Noise on the send doorbell path of a QP the library also posts on: doorbell records that jump
      * (back, far ahead, past the ring), BlueFlame writes naming the QP, another QP of the same UAR or
-     * no QP, random basic blocks in the ring, good posts and CQ polls in between. Whatever the
+     * no QP, BlueFlame bursts of random words, random basic blocks in the ring, good posts and CQ polls in between. Whatever the
      * device fetches and runs, every wait is bounded, the firmware still answers {@code QUERY_QP},
      * the QP is destroyed, and the device's other QPs stay good.
      */
@@ -900,7 +933,7 @@ class WqeFuzzTest extends Mlx5Machine {
         }
         for (long action : actions) {
             SplittableRandom r = new SplittableRandom(action);
-            int kind = r.nextInt(8);
+            int kind = r.nextInt(9);
             count("noise " + kind);
             switch (kind) {
                 case 0 -> proc.write(dbr + Qp.DBR_SND, be32(r.nextInt(1 << 16)), 0, 4);
@@ -936,6 +969,24 @@ class WqeFuzzTest extends Mlx5Machine {
                     } catch (org.peerdirect.ib.core.verbs.PostException e) {
                         count("post refused by the library"); // its ring accounting is the noise's victim too
                     }
+                }
+                case 8 -> {
+                    // a BlueFlame burst: 1..32 random words at a random 8-byte place of the register, its
+                    // control segment naming this QP, the bystander or any QPN, its WQE index near what
+                    // was posted or anywhere (a burst never crosses the register's 4 KiB page)
+                    int words = 1 + r.nextInt(32);
+                    MemorySegment burst = MemorySegment.ofArray(new byte[words * 8]);
+                    for (int w = 0; w < words; w++) {
+                        burst.set(ValueLayout.JAVA_LONG_UNALIGNED, w * 8L, r.nextLong());
+                    }
+                    if (words >= 2 && r.nextInt(3) != 0) {
+                        int n = r.nextBoolean() ? qpn : r.nextBoolean() ? bystanderA.qpNum() : r.nextInt(1 << 24);
+                        int idx = r.nextBoolean() ? posted + r.nextInt(-4, 40) & 0xffff : r.nextInt(1 << 16);
+                        burst.set(BE32, Qp.CTRL_OPMOD_IDX_OPCODE, idx << 8 | (r.nextBoolean() ? Wqe.OP_RDMA_WRITE : r.nextInt(256)));
+                        burst.set(BE32, Qp.CTRL_QPN_DS, n << 8 | r.nextInt(64));
+                    }
+                    int at = 8 * r.nextInt((BF_AREA - words * 8) / 8 + 1);
+                    fns.get(0).iowrite64Copy(0, ((long) uar << 12) + Qp.UAR_BF_OFFSET + at, burst, 0, words * 8);
                 }
                 default -> {
                     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1 + r.nextInt(3));
