@@ -314,8 +314,8 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
     }
 
     /** {@code cache_ent_find_and_store}; false when the cache is gone or never started (the caller destroys the mkey). */
-    synchronized boolean mkeyCacheStore(int mkey, int ndescs, boolean fromCache) {
-        return mkeyCache != null && !closed && mkeyCache.store(mkey, ndescs, fromCache);
+    synchronized boolean mkeyCacheStore(int mkey, Mlx5MkeyCache.RbKey key, boolean fromCache) {
+        return mkeyCache != null && !closed && mkeyCache.store(mkey, key, fromCache);
     }
 
     /** What {@code mlx5:mkey_cache} shows for this device. */

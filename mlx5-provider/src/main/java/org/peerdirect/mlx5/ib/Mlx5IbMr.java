@@ -23,8 +23,8 @@ final class Mlx5IbMr implements IbMrOps {
     private final Mlx5IbPd pd;
     private final IbUmem umem;
     private final int mkey;
-    /** The cache key's ndescs (the mkey's MTT capacity) when the mkey may go back to the cache; 0 when not (peer). */
-    private final int cacheNdescs;
+    /** The cache key the mkey goes back to at dereg (its ndescs the mkey's MTT capacity); null when it may not (peer). */
+    private final Mlx5MkeyCache.RbKey cacheKey;
     /** Taken from the cache (its entry counts it in use). */
     private final boolean fromCache;
     private volatile boolean invalidated;
@@ -32,11 +32,11 @@ final class Mlx5IbMr implements IbMrOps {
     private boolean destroyed;
     private boolean released;
 
-    Mlx5IbMr(Mlx5IbPd pd, IbUmem umem, int mkey, int cacheNdescs, boolean fromCache) {
+    Mlx5IbMr(Mlx5IbPd pd, IbUmem umem, int mkey, Mlx5MkeyCache.RbKey cacheKey, boolean fromCache) {
         this.pd = pd;
         this.umem = umem;
         this.mkey = mkey;
-        this.cacheNdescs = cacheNdescs;
+        this.cacheKey = cacheKey;
         this.fromCache = fromCache;
     }
 
@@ -83,7 +83,7 @@ final class Mlx5IbMr implements IbMrOps {
         umem.stopInvalidationNotifier();
         boolean stored;
         synchronized (this) {
-            stored = !destroyed && cacheNdescs > 0 && pd.ctx.dev.mkeyCacheStore(mkey, cacheNdescs, fromCache);
+            stored = !destroyed && cacheKey != null && pd.ctx.dev.mkeyCacheStore(mkey, cacheKey, fromCache);
         }
         if (!stored) {
             destroyMkey();

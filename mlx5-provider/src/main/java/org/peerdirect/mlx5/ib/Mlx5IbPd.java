@@ -87,13 +87,14 @@ final class Mlx5IbPd implements IbPdOps {
         int npages = (int) ((addr + length - first + 4095) >>> 12);
         java.util.function.LongUnaryOperator mtt = i -> umem.dmaAddressOf(Math.max(addr, first + 4096L * i)) & ~4095L | Mkey.MTT_READ | Mkey.MTT_WRITE;
         Mlx5IbMr mr;
-        // peer MRs never come from the cache, nor MRs with rights UMR cannot set (the cache keeps only keys of access 0)
-        boolean cacheable = !umem.isPeer() && (access & UMR_UNCHANGEABLE) == 0;
+        // peer MRs never come from the cache; rights UMR cannot set are part of the key (alloc_cacheable_mr)
+        boolean cacheable = !umem.isPeer();
+        int unchangeable = access & UMR_UNCHANGEABLE;
         try {
             if ((access & IbAccess.FLUSH_PERSISTENT) != 0) {
                 checkPersistent(umem, addr, length, npages);
             }
-            Mlx5MkeyCache.Taken t = cacheable ? dev.mkeyCache().alloc(npages) : null;
+            Mlx5MkeyCache.Taken t = cacheable ? dev.mkeyCache().alloc(unchangeable, npages) : null;
             if (t != null) {
                 try {
                     dev.umr().updateAndEnable(t.mkey(), t.mkey() & 0xff, pdn, addr, length, access, npages, mtt);
@@ -101,7 +102,7 @@ final class Mlx5IbPd implements IbPdOps {
                     dev.mkeyCache().abandon(t); // its state is unknown: destroyed, not cached
                     throw e;
                 }
-                mr = new Mlx5IbMr(this, umem, t.mkey(), t.ndescs(), true);
+                mr = new Mlx5IbMr(this, umem, t.mkey(), t.key(), true);
             } else {
                 int octwords = (npages + 1) / 2;
                 int mkey;
@@ -118,7 +119,7 @@ final class Mlx5IbPd implements IbPdOps {
                         throw e;
                     }
                 }
-                mr = new Mlx5IbMr(this, umem, mkey, cacheable ? 2 * octwords : 0, false);
+                mr = new Mlx5IbMr(this, umem, mkey, cacheable ? Mlx5MkeyCache.key(unchangeable, 2 * octwords) : null, false);
             }
         } catch (RuntimeException e) {
             umem.stopInvalidationNotifier();
@@ -187,11 +188,11 @@ final class Mlx5IbPd implements IbPdOps {
             throw new KernelException(Errno.EINVAL, String.format("%s: an ODP MR of %d pages is more than an mkey's MTT holds", dev.name(), pages));
         }
         int npages = (int) pages;
-        boolean cacheable = (access & UMR_UNCHANGEABLE) == 0; // as for pinned MRs: rights UMR cannot set keep the MR off the cache
+        int unchangeable = access & UMR_UNCHANGEABLE; // as for pinned MRs: part of the cache key
         Mlx5MkeyCache.Taken t;
         int mkey;
         try {
-            t = cacheable ? dev.mkeyCache().alloc(npages) : null;
+            t = dev.mkeyCache().alloc(unchangeable, npages);
             mkey = t != null ? t.mkey() : regCreate(addr, length, access, npages, 0, null, true);
         } catch (RuntimeException e) {
             umem.release();
@@ -214,7 +215,7 @@ final class Mlx5IbPd implements IbPdOps {
             umem.release();
             throw e;
         }
-        Mlx5OdpMr mr = new Mlx5OdpMr(this, umem, mkey, t != null ? t.ndescs() : cacheable ? 2 * ((npages + 1) / 2) : 0, t != null, odp);
+        Mlx5OdpMr mr = new Mlx5OdpMr(this, umem, mkey, t != null ? t.key() : Mlx5MkeyCache.key(unchangeable, 2 * ((npages + 1) / 2)), t != null, odp);
         live.set(mr);
         odp.mkeys.put(Mkey.mkeyToIdx(mkey), mr);
         try {
@@ -228,9 +229,9 @@ final class Mlx5IbPd implements IbPdOps {
 
     /**
      * {@code get_unchangeable_access_flags}: the rights no UMR mask bit sets on the model, the
-     * model-only FLUSH rights (set by CREATE_MKEY only). The kernel keys the cache by them; this
-     * cache keeps only keys of access 0, so an MR with one is created by {@code reg_create} and
-     * destroyed at dereg.
+     * model-only FLUSH rights (set by CREATE_MKEY only). The cache is keyed by them, as the
+     * kernel's: no persistent entry has any, so an MR with one is created by {@code reg_create}
+     * and its mkey kept in a temporary entry at dereg, for the next MR with the same rights.
      */
     static final int UMR_UNCHANGEABLE = IbAccess.FLUSH_GLOBAL | IbAccess.FLUSH_PERSISTENT;
 

@@ -196,7 +196,7 @@ final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
             cu.release();
             throw e;
         }
-        Mlx5OdpMr child = new Mlx5OdpMr(pd, cu, cm, 0, false, odp, this);
+        Mlx5OdpMr child = new Mlx5OdpMr(pd, cu, cm, null, false, odp, this);
         child.get();
         live.set(child);
         return child;

@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
 
 /**
@@ -36,8 +37,11 @@ import org.peerdirect.mlx5.core.Mlx5CoreDev;
  * is none; temporary entries are destroyed after 30 s without additions;</li>
  * <li>peer MRs are never taken from the cache (the caller's rule).</li>
  * </ul>
- * All access rights are changeable by UMR on the model ({@code umr_modify_atomic_disabled} is 0),
- * so the key's access flags are 0. Limits start at 0: upstream Linux removed the profile's
+ * The key's access flags are the rights no UMR sets ({@code get_unchangeable_access_flags}): on
+ * the model the FLUSH rights ({@link Mlx5IbPd#UMR_UNCHANGEABLE}; {@code umr_modify_atomic_disabled}
+ * is 0, so atomics are changeable). Persistent entries have none, so an MR with one is created
+ * by command, keyed by them, and its mkey goes to a temporary entry at dereg, as in the kernel;
+ * a cache mkey created for such an entry carries them from its creation. Limits start at 0: upstream Linux removed the profile's
  * pre-filled limits (the MR-cache profile mask is gone), so the cache fills from deregistrations
  * and from limits set through {@code mlx5:mkey_cache -l} (debugfs' {@code mr_cache/N/limit}).
  *
@@ -88,8 +92,13 @@ final class Mlx5MkeyCache {
         }
     }
 
-    /** An mkey the cache gave: its key and the entry's ndescs (its MTT capacity). */
-    record Taken(int mkey, int ndescs) {
+    /** An mkey the cache gave and the key of the entry it came from (its ndescs: the mkey's MTT capacity). */
+    record Taken(int mkey, RbKey key) {
+    }
+
+    /** The key of an MTT mkey with {@code unchangeable} rights (those no UMR sets) and {@code ndescs} descriptors. */
+    static RbKey key(int unchangeable, int ndescs) {
+        return new RbKey(Mkey.ACCESS_MODE_MTT, unchangeable, ndescs);
     }
 
     private final Mlx5IbDev dev;
@@ -130,18 +139,18 @@ final class Mlx5MkeyCache {
     }
 
     /**
-     * {@code _mlx5_mr_cache_alloc}: a free mkey for {@code ndescs} MTT descriptors, from the cache
-     * (hit) or created now (miss); null when no entry serves that many (the caller creates the mkey
-     * by command, {@code reg_create}).
+     * {@code _mlx5_mr_cache_alloc}: a free mkey for {@code ndescs} MTT descriptors with the
+     * {@code unchangeable} rights, from the cache (hit) or created now (miss); null when no entry
+     * serves that key (the caller creates the mkey by command, {@code reg_create}).
      */
-    Taken alloc(int ndescs) {
+    Taken alloc(int unchangeable, int ndescs) {
         Ent ent;
         Integer mkey;
         synchronized (this) {
             if (dead) {
                 return null;
             }
-            ent = lookup(new RbKey(Mkey.ACCESS_MODE_MTT, 0, ndescs));
+            ent = lookup(key(unchangeable, ndescs));
             if (ent == null) {
                 return null;
             }
@@ -156,7 +165,7 @@ final class Mlx5MkeyCache {
         }
         if (mkey == null) {
             try {
-                mkey = createCacheMkey(ent.key.ndescs);
+                mkey = createCacheMkey(ent.key);
             } catch (RuntimeException e) {
                 synchronized (this) {
                     ent.inUse--;
@@ -164,13 +173,13 @@ final class Mlx5MkeyCache {
                 throw e;
             }
         }
-        return new Taken(mkey, ent.key.ndescs);
+        return new Taken(mkey, ent.key);
     }
 
     /** A taken mkey whose enabling UMR failed: no longer in use, destroyed rather than cached (its state is unknown). */
     void abandon(Taken t) {
         synchronized (this) {
-            Ent ent = lookup(new RbKey(Mkey.ACCESS_MODE_MTT, 0, t.ndescs()));
+            Ent ent = ents.get(t.key());
             if (ent != null && ent.inUse > 0) {
                 ent.inUse--;
             }
@@ -179,16 +188,15 @@ final class Mlx5MkeyCache {
     }
 
     /**
-     * {@code cache_ent_find_and_store}: a revoked mkey of {@code ndescs} descriptors goes back to
-     * the entry of its key (a temporary one if there is none). False when the cache is gone (the
-     * caller destroys the mkey).
+     * {@code cache_ent_find_and_store}: a revoked mkey goes back to the entry of its key {@code k}
+     * (a temporary one if there is none). False when the cache is gone (the caller destroys the
+     * mkey).
      */
-    boolean store(int mkey, int ndescs, boolean fromCache) {
+    boolean store(int mkey, RbKey k, boolean fromCache) {
         synchronized (this) {
             if (dead) {
                 return false;
             }
-            RbKey k = new RbKey(Mkey.ACCESS_MODE_MTT, 0, ndescs);
             Ent ent = ents.get(k);
             if (ent == null) {
                 ent = new Ent(k, false);
@@ -211,7 +219,7 @@ final class Mlx5MkeyCache {
     /** debugfs {@code mr_cache/N/limit}: sets an entry's low water; the work refills to twice it. */
     void setLimit(int ndescs, int limit) {
         synchronized (this) {
-            Ent ent = ents.get(new RbKey(Mkey.ACCESS_MODE_MTT, 0, ndescs));
+            Ent ent = ents.get(key(0, ndescs));
             if (ent == null || !ent.persistent) {
                 throw new IllegalArgumentException(dev.name() + ": no persistent mkey cache entry of " + ndescs + " descriptors (they are 4, 8, ... "
                         + (4 << MAX_ORDER) + ")");
@@ -264,7 +272,7 @@ final class Mlx5MkeyCache {
             }
             int mkey;
             try {
-                mkey = createCacheMkey(ent.key.ndescs);
+                mkey = createCacheMkey(ent.key);
             } catch (RuntimeException e) {
                 synchronized (this) {
                     ent.pending--;
@@ -317,14 +325,20 @@ final class Mlx5MkeyCache {
         victims.forEach(this::destroyMkey);
     }
 
-    /** {@code create_cache_mkey}: a free, UMR-enabled MTT mkey of {@code ndescs} entries in the UMR PD. */
-    private int createCacheMkey(int ndescs) {
+    /**
+     * {@code create_cache_mkey}: a free, UMR-enabled MTT mkey of the key's {@code ndescs} entries
+     * in the UMR PD, with the key's unchangeable rights ({@code set_cache_mkc}).
+     */
+    private int createCacheMkey(RbKey k) {
+        int ndescs = k.ndescs();
         MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_MKEY, 0, (int) Mkey.CREATE_IN_MTT);
         long m = Mkey.CREATE_IN_MKC;
         Mkey.MKC_FREE.set(in, m, 1);
         Mkey.MKC_UMR_EN.set(in, m, 1);
         Mkey.MKC_ACCESS_MODE_1_0.set(in, m, Mkey.ACCESS_MODE_MTT);
         Mkey.MKC_LR.set(in, m, 1);
+        Mkey.MKC_FLUSH_GLOBAL.set(in, m, (k.accessFlags() & IbAccess.FLUSH_GLOBAL) != 0 ? 1 : 0);
+        Mkey.MKC_FLUSH_PERSISTENT.set(in, m, (k.accessFlags() & IbAccess.FLUSH_PERSISTENT) != 0 ? 1 : 0);
         Mkey.MKC_QPN.set(in, m, 0xff_ffff);
         int keyByte = dev.mkeyKey.incrementAndGet() & 0xff;
         Mkey.MKC_MKEY_7_0.set(in, m, keyByte);
@@ -384,7 +398,8 @@ final class Mlx5MkeyCache {
             if (!all && e.mkeys.isEmpty() && e.limit == 0 && e.inUse == 0 && e.miss == 0 && e.hit == 0) {
                 continue;
             }
-            lines.add(String.format("  %-4s ndescs %7d %s: cached %d, in use %d, limit %d, hits %d, misses %d%s", "MTT", e.key.ndescs,
+            lines.add(String.format("  %-4s ndescs %7d%s %s: cached %d, in use %d, limit %d, hits %d, misses %d%s", "MTT", e.key.ndescs,
+                    e.key.accessFlags == 0 ? "" : String.format(" access 0x%x", e.key.accessFlags),
                     e.persistent ? "persistent" : "temporary ", e.mkeys.size(), e.inUse, e.limit, e.hit, e.miss,
                     e.pending > 0 ? ", refilling " + e.pending : ""));
         }
@@ -393,7 +408,12 @@ final class Mlx5MkeyCache {
 
     /** Hits and misses of the entry serving {@code ndescs} (for tests and the demo): {hit, miss, cached, inUse}. */
     synchronized long[] counters(int ndescs) {
-        Ent e = lookup(new RbKey(Mkey.ACCESS_MODE_MTT, 0, ndescs));
+        return counters(0, ndescs);
+    }
+
+    /** As {@link #counters(int)} for the entry serving the key with {@code unchangeable} rights; null when none does. */
+    synchronized long[] counters(int unchangeable, int ndescs) {
+        Ent e = lookup(key(unchangeable, ndescs));
         return e == null ? null : new long[] { e.hit, e.miss, e.mkeys.size(), e.inUse };
     }
 }

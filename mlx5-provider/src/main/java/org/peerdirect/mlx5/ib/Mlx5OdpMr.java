@@ -46,8 +46,8 @@ final class Mlx5OdpMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
     private final Mlx5IbPd pd;
     final IbUmemOdp umem;
     final int mkey;
-    /** The MTT capacity and whether it came from the cache (as {@link Mlx5IbMr}). */
-    private final int cacheNdescs;
+    /** The cache key and whether the mkey came from the cache (as {@link Mlx5IbMr}). */
+    private final Mlx5MkeyCache.RbKey cacheKey;
     private final boolean fromCache;
     private final Mlx5Odp odp;
 
@@ -109,15 +109,15 @@ final class Mlx5OdpMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         }
     }
 
-    Mlx5OdpMr(Mlx5IbPd pd, IbUmemOdp umem, int mkey, int cacheNdescs, boolean fromCache, Mlx5Odp odp) {
-        this(pd, umem, mkey, cacheNdescs, fromCache, odp, null);
+    Mlx5OdpMr(Mlx5IbPd pd, IbUmemOdp umem, int mkey, Mlx5MkeyCache.RbKey cacheKey, boolean fromCache, Mlx5Odp odp) {
+        this(pd, umem, mkey, cacheKey, fromCache, odp, null);
     }
 
-    Mlx5OdpMr(Mlx5IbPd pd, IbUmemOdp umem, int mkey, int cacheNdescs, boolean fromCache, Mlx5Odp odp, Mlx5ImplicitMr parent) {
+    Mlx5OdpMr(Mlx5IbPd pd, IbUmemOdp umem, int mkey, Mlx5MkeyCache.RbKey cacheKey, boolean fromCache, Mlx5Odp odp, Mlx5ImplicitMr parent) {
         this.pd = pd;
         this.umem = umem;
         this.mkey = mkey;
-        this.cacheNdescs = cacheNdescs;
+        this.cacheKey = cacheKey;
         this.fromCache = fromCache;
         this.odp = odp;
         this.parent = parent;
@@ -342,7 +342,7 @@ final class Mlx5OdpMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
             destroyMkey(); // the destroy is the revocation: before the umem's IOVAs are unmapped
         }
         umem.release();
-        if (revoked && !(cacheNdescs > 0 && pd.ctx.dev.mkeyCacheStore(mkey, cacheNdescs, fromCache))) {
+        if (revoked && !(cacheKey != null && pd.ctx.dev.mkeyCacheStore(mkey, cacheKey, fromCache))) {
             destroyMkey();
         }
     }

@@ -2,6 +2,9 @@ package org.peerdirect.mlx5.ib;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -851,6 +854,70 @@ class Mlx5VerbsTest extends Mlx5Machine {
         mr.dereg();
         pd.dealloc();
         ctx.close();
+    }
+
+    /**
+     * Temporary entries ({@code cache_ent_find_and_store}): an MR with a right no UMR sets (the
+     * FLUSH right on the model) matches no persistent entry, so its mkey is created by command;
+     * at dereg it is revoked and kept in a temporary entry keyed by that right. The next MR with
+     * the same right takes it (a hit, enabled by UMR, the right still there: an RDMA FLUSH through
+     * it succeeds); an MR without the right never does. The entry goes, its mkey destroyed by
+     * command, once it saw no addition for its timeout (30 s in the kernel, 500 ms here).
+     */
+    @Test
+    void anMrWithARightUmrCannotSetIsKeptInATemporaryEntryThatExpires() throws InterruptedException {
+        ibs.get(1).cacheSettings(new Mlx5MkeyCache.Settings(300_000, 500)); // before End's registration starts the cache
+        End a = new End(0, IbvQpType.RC);
+        End b = new End(1, IbvQpType.RC);
+        connect(a, b);
+        new RcConnect().access(RW | IbAccess.FLUSH_GLOBAL).minRnrTimer(1).timeout(14, 7).connect(b.qp, a.lid, a.qp.qpNum());
+        Mlx5MkeyCache cache = ibs.get(1).mkeyCache();
+        int flushRw = RW | IbAccess.FLUSH_GLOBAL;
+        long mark = lastSeq(1);
+        IbvMr f1 = b.pd.regMr(b.buf, 1 << 16, flushRw);
+        assertEquals(1, commands(1, org.peerdirect.hca.cx4.ifc.Mlx5Cmd.CREATE_MKEY, mark), "no entry holds mkeys with the FLUSH right: by command");
+        assertNull(cache.counters(IbAccess.FLUSH_GLOBAL, 16), "no entry serves the FLUSH key yet");
+        int key1 = f1.rkey();
+        f1.dereg();
+        assertEquals(0, commands(1, org.peerdirect.hca.cx4.ifc.Mlx5Cmd.DESTROY_MKEY, mark), "revoked and kept, not destroyed");
+        assertArrayEquals(new long[] {0, 0, 1, 0}, cache.counters(IbAccess.FLUSH_GLOBAL, 16), "one mkey in the FLUSH key's entry");
+        assertTrue(ibs.get(1).mkeyCacheSummary(false).contains("ndescs      16 access 0x" + Integer.toHexString(IbAccess.FLUSH_GLOBAL) + " temporary"),
+                ibs.get(1).mkeyCacheSummary(false));
+        // without the right: the persistent entry's mkey, never the temporary one
+        IbvMr plain = b.pd.regMr(b.buf, 1 << 16, RW);
+        assertNotEquals(key1, plain.rkey());
+        assertEquals(1, cache.counters(IbAccess.FLUSH_GLOBAL, 16)[2], "the temporary entry kept its mkey");
+        // the same right: a hit on the temporary entry, enabled by UMR, the right kept from the mkey's creation
+        mark = lastSeq(1);
+        IbvMr f2 = b.pd.regMr(b.buf + (1 << 16), 1 << 15, flushRw);
+        assertEquals(key1, f2.rkey(), "the kept mkey, from the temporary entry");
+        assertEquals(0, commands(1, org.peerdirect.hca.cx4.ifc.Mlx5Cmd.CREATE_MKEY, mark), "no CREATE_MKEY");
+        assertArrayEquals(new long[] {1, 0, 0, 1}, cache.counters(IbAccess.FLUSH_GLOBAL, 8), "a hit (8 pages within twice the entry's 16)");
+        assertEquals(IbvWcStatus.SUCCESS, flushGlobal(a, b.buf + (1 << 16), f2.rkey()), "the FLUSH right came with the mkey");
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, flushGlobal(a, b.buf, plain.rkey()), "and a plain MR's mkey has none");
+        plain.dereg();
+        f2.dereg();
+        // expiry: the entry goes with its mkey once idle for its timeout (bounded wait on the cache's work)
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (cache.counters(IbAccess.FLUSH_GLOBAL, 16) != null && System.nanoTime() < deadline) {
+            Thread.sleep(5); // polling a state the cache's work thread changes; the bound is the deadline
+        }
+        assertNull(cache.counters(IbAccess.FLUSH_GLOBAL, 16), "the temporary entry expired: " + ibs.get(1).mkeyCacheSummary(true));
+        assertEquals(1, commands(1, org.peerdirect.hca.cx4.ifc.Mlx5Cmd.DESTROY_MKEY, mark), "its mkey destroyed by command");
+        assertFalse(ibs.get(1).mkeyCacheSummary(true).contains("temporary"), ibs.get(1).mkeyCacheSummary(true));
+    }
+
+    /** An RDMA FLUSH (global placement, range level) of 4 KiB at {@code addr} through {@code rkey}: its status. */
+    static IbvWcStatus flushGlobal(End a, long addr, int rkey) {
+        IbvSendWr f = wr(IbvWrOpcode.FLUSH, 0, 0, 0, 11);
+        f.numSge = 0;
+        f.remoteAddr = addr;
+        f.rkey = rkey;
+        f.flushLength = 4096;
+        f.flushType = IbvSendWr.FLUSH_GLOBAL;
+        f.flushLevel = IbvSendWr.FLUSH_RANGE;
+        a.qp.postSend(f);
+        return one(a.cq).status;
     }
 
     /** debugfs' limit: the background work fills the entry to twice the limit; the teardown destroys every cached mkey (down() checks). */
