@@ -6,6 +6,7 @@ import java.util.List;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.metatype.annotations.AttributeDefinition;
 import org.osgi.service.metatype.annotations.Designate;
@@ -27,7 +28,7 @@ public final class ConnectX4Model {
 
     @ObjectClassDefinition(name = "ConnectX-4+ models",
             description = "How many ConnectX-4 (15b3:1013, InfiniBand) and ConnectX-6 Dx (15b3:101d, Ethernet) functions sit on the PCI bus. "
-                    + "A change re-creates them (a hot-unplug, then a hot-plug).")
+                    + "A change plugs in or removes only the difference; the others keep running.")
     @interface Config {
         @AttributeDefinition(min = "0", max = "8", description = "number of ConnectX-4 devices (0 to 8)")
         int connectx4() default 1;
@@ -39,22 +40,59 @@ public final class ConnectX4Model {
     private record Board(ConnectX4Device dev, PciFunction fn) {
     }
 
+    /** Guarded by this: the functions plugged in, the ConnectX-4s first, then the ConnectX-6 Dx. */
     private final List<Board> boards = new ArrayList<>();
+    private final PciBus bus;
+    private final org.peerdirect.hca.engine.Fabric fabric;
+    /** Guarded by this: how many of each kind are plugged in. */
+    private int connectx4;
+    private int connectx6dx;
 
     @Activate
     public ConnectX4Model(@Reference PciBus bus, @Reference org.peerdirect.hca.engine.Fabric fabric, Config c) {
+        this.bus = bus;
+        this.fabric = fabric;
+        modified(c);
+    }
+
+    /**
+     * A configuration change plugs in or removes only the difference: the functions already on
+     * the bus keep running (their drivers, users and traffic with them). A delivery that changes
+     * nothing (Configuration Admin re-delivers after the guard put back a rejected value) touches
+     * nothing. Removal takes the newest of a kind first.
+     */
+    @Modified
+    synchronized void modified(Config c) {
         if (c.connectx4() < 0 || c.connectx4() > 8 || c.connectx6dx() < 0 || c.connectx6dx() > 8) {
             throw new IllegalArgumentException("org.peerdirect.hca.cx4: connectx4 and connectx6dx must be 0..8, not " + c.connectx4() + "/"
                     + c.connectx6dx());
         }
-        for (int i = 0; i < c.connectx4() + c.connectx6dx(); i++) {
-            boolean cx4 = i < c.connectx4();
-            ConnectX4Device dev = new ConnectX4Device(cx4 ? "ConnectX-4" : "ConnectX-6 Dx",
-                    cx4 ? ConnectX4Device.DEVICE_CONNECTX4 : ConnectX4Device.DEVICE_CONNECTX6DX, fabric);
-            // a driver already active binds during register, on this thread: the firmware is up by then
-            PciFunction fn = bus.register(dev.spec());
-            boards.add(new Board(dev, fn));
+        while (connectx4 > c.connectx4()) {
+            unplug(boards.get(--connectx4));
         }
+        while (connectx6dx > c.connectx6dx()) {
+            unplug(boards.get(connectx4 + --connectx6dx));
+        }
+        while (connectx4 < c.connectx4()) {
+            boards.add(connectx4++, plug(true));
+        }
+        while (connectx6dx < c.connectx6dx()) {
+            boards.add(connectx4 + connectx6dx++, plug(false));
+        }
+    }
+
+    private Board plug(boolean cx4) {
+        ConnectX4Device dev = new ConnectX4Device(cx4 ? "ConnectX-4" : "ConnectX-6 Dx",
+                cx4 ? ConnectX4Device.DEVICE_CONNECTX4 : ConnectX4Device.DEVICE_CONNECTX6DX, fabric);
+        // a driver already active binds during register, on this thread: the firmware is up by then
+        return new Board(dev, bus.register(dev.spec()));
+    }
+
+    private void unplug(Board b) {
+        assert Thread.holdsLock(this);
+        boards.remove(b);
+        b.fn.remove(); // surprise removal: the driver's removal listener runs here
+        b.dev.close();
     }
 
     /** The models plugged in now, with their bus addresses (for the shell's fault injection). */
@@ -68,10 +106,10 @@ public final class ConnectX4Model {
 
     @Deactivate
     synchronized void deactivate() {
-        for (Board b : boards) {
-            b.fn.remove(); // surprise removal: the driver's removal listener runs here
-            b.dev.close();
+        while (!boards.isEmpty()) {
+            unplug(boards.get(boards.size() - 1));
         }
-        boards.clear();
+        connectx4 = 0;
+        connectx6dx = 0;
     }
 }
