@@ -321,6 +321,26 @@ class BadInputIT {
         assertEquals(2, count, "the models run with the last good value");
         assertTrue(run("kernel:meminfo").contains("MemTotal"));
         session.run("$cfg delete");
+
+        // the memory manager: a rejected value put back, and a limit changed, reach it in place (@Modified):
+        // it is not re-created, so a process lives on (before, each delivery ended every process)
+        session.run("survivor = (kernel:spawn survivor)");
+        String memTotal = run("kernel:meminfo").lines().filter(l -> l.startsWith("MemTotal")).findFirst().orElseThrow();
+        session.run("mmcfg = ($cm getConfiguration org.peerdirect.kernel.mm '?')");
+        session.run("mmprops = (new java.util.Hashtable)");
+        session.run("$mmprops put pid.max (new java.lang.Integer 5)");
+        session.run("$mmcfg update $mmprops");
+        deadline = System.nanoTime() + 10_000_000_000L;
+        while (!view.contains("pid.max = 5 rejected") && System.nanoTime() < deadline) {
+            view = run("peerdirect:config");
+        }
+        assertTrue(view.contains("org.peerdirect.kernel.mm: pid.max = 5 rejected"), view);
+        assertTrue(run("peerdirect:config org.peerdirect.kernel.mm memlock 16M").contains("(applied: the component runs with it)"));
+        assertTrue(run("peerdirect:config org.peerdirect.kernel.mm memory.size 2G").contains("applies at the next start"));
+        assertTrue(run("kernel:ps").contains("survivor"), "the process outlived three deliveries: " + run("kernel:ps"));
+        assertTrue(run("kernel:meminfo").contains(memTotal), "the memory size is the boot one until the next start");
+        session.run("kernel:kill $survivor");
+        session.run("$mmcfg delete");
     }
 
     /** Every project command has @Descriptor help (Gogo printed "parameters: Object[]" and nothing else). */

@@ -124,6 +124,9 @@ public final class ConfigCommands {
         java.util.Dictionary<String, Object> props = c.getProperties() == null ? new java.util.Hashtable<>() : c.getProperties();
         props.put(property, typed);
         c.update(props);
+        if (ad.getDescription() != null && ad.getDescription().endsWith(AT_NEXT_START)) {
+            return pid + ": " + property + " = " + typed + " (stored; " + AT_NEXT_START + " of the component: stop and start its bundle)";
+        }
         if (scr == null) {
             return pid + ": " + property + " = " + typed + " (Configuration Admin delivers it to the component now)";
         }
@@ -151,7 +154,8 @@ public final class ConfigCommands {
         if (r != null) {
             java.util.Set<String> names = new java.util.HashSet<>();
             for (org.osgi.service.component.runtime.dto.ComponentDescriptionDTO d : r.getComponentDescriptionDTOs()) {
-                if (d.configurationPid != null && java.util.Arrays.asList(d.configurationPid).contains(pid)) {
+                // a component taking changes in place (@Modified) keeps its services: its users stay bound
+                if (d.configurationPid != null && java.util.Arrays.asList(d.configurationPid).contains(pid) && d.modified == null) {
                     names.add(d.name);
                 }
             }
@@ -238,12 +242,18 @@ public final class ConfigCommands {
                     running = true;
                 }
             }
-            if (!running || (d.serviceInterfaces != null && d.serviceInterfaces.length > 0 && !republished(d.name, property, value, servicesBefore))) {
+            // a component re-created publishes new services with the value; one taking the change in
+            // place (@Modified) gets it on its services once its modified method returned
+            long since = d.modified != null ? 0 : servicesBefore;
+            if (!running || (d.serviceInterfaces != null && d.serviceInterfaces.length > 0 && !republished(d.name, property, value, since))) {
                 return false;
             }
         }
         return any;
     }
+
+    /** Descriptions of properties fixed while their component runs end with this (e.g. the memory size). */
+    public static final String AT_NEXT_START = "applies at the next start";
 
     /** A service of component {@code name} registered after {@code servicesBefore} carries {@code property} = {@code value}. */
     private boolean republished(String name, String property, Object value, long servicesBefore) {
