@@ -49,7 +49,8 @@ final class CmdIf {
     private final String name;
     private final PciFunction fn;
     private final DmaPages dma;
-    private final long timeoutNanos;
+    /** The command timeout; changed in place by {@link #timeout(long)} (Configuration Admin), read once per command. */
+    private volatile long timeoutNanos;
     /** Why commands cannot be sent (the device is dead or gone), or null. */
     private final Supplier<String> unusable;
     private final CmdLog log = new CmdLog(256);
@@ -77,6 +78,11 @@ final class CmdIf {
 
     CmdLog log() {
         return log;
+    }
+
+    /** A new command timeout: commands that start from now on wait this long. */
+    void timeout(long nanos) {
+        timeoutNanos = nanos;
     }
 
     /**
@@ -285,7 +291,8 @@ final class CmdIf {
      * polling the ownership bit otherwise. Returns null when done, else why it gave up.
      */
     private String await(MemorySegment e, int slot, boolean ev, long start) {
-        long deadline = start + timeoutNanos;
+        long timeout = timeoutNanos; // once: a change applies to the next command
+        long deadline = start + timeout;
         int spins = 0;
         while (((byte) BYTE.getVolatile(e, CmdEntry.STATUS_OWN) & CmdEntry.OWNER_HW) != 0) {
             if (!fn.present()) {
@@ -297,7 +304,7 @@ final class CmdIf {
             }
             long now = System.nanoTime();
             if (now > deadline) {
-                return String.format("%d ms", TimeUnit.NANOSECONDS.toMillis(timeoutNanos));
+                return String.format("%d ms", TimeUnit.NANOSECONDS.toMillis(timeout));
             }
             if (ev) {
                 lock.lock();

@@ -105,7 +105,8 @@ public final class Mlx5CoreDev {
 
     private final String name;
     private final PciFunction fn;
-    private final Settings settings;
+    /** Changed in place by {@link #settings(Settings)}; each use reads it once. */
+    private volatile Settings settings;
     private final DmaPages dma;
     private final CmdIf cmd;
     private final PageAlloc pages;
@@ -405,7 +406,60 @@ public final class Mlx5CoreDev {
         lastCounter = -1;
         misses = 0;
         health = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon().name(name + "-health").unstarted(r));
-        health.scheduleWithFixedDelay(this::pollHealth, settings.healthPollMillis(), settings.healthPollMillis(), TimeUnit.MILLISECONDS);
+        long gen;
+        synchronized (healthLock) {
+            gen = ++healthGen;
+        }
+        scheduleHealth(health, gen);
+    }
+
+    /** Guards {@link #nextPoll} and {@link #healthGen}; taken after {@code this} (never the other way). */
+    private final Object healthLock = new Object();
+    private java.util.concurrent.ScheduledFuture<?> nextPoll;
+    /** The poll chain that may go on: a chain of an older generation (a changed interval) ends. */
+    private long healthGen;
+
+    /** Schedules the next poll of chain {@code gen} after the interval set now, unless a newer chain replaced it. */
+    private void scheduleHealth(ScheduledExecutorService h, long gen) {
+        synchronized (healthLock) {
+            if (gen != healthGen) {
+                return;
+            }
+            try {
+                nextPoll = h.schedule(() -> {
+                    pollHealth();
+                    scheduleHealth(h, gen);
+                }, settings.healthPollMillis(), TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException stopped) {
+                // stopHealth shut the poller down
+            }
+        }
+    }
+
+    /**
+     * New timing from Configuration Admin, applied in place (the device stays bound and up):
+     * commands started from now on wait the new timeout, the health poll restarts at the new
+     * interval (the pending poll is cancelled and a new chain scheduled), a teardown gives up
+     * reclaiming pages after the new timeout.
+     */
+    public synchronized void settings(Settings s) {
+        settings = s;
+        cmd.timeout(TimeUnit.MILLISECONDS.toNanos(s.cmdTimeoutMillis()));
+        ScheduledExecutorService h = health;
+        if (h != null) {
+            long gen;
+            synchronized (healthLock) {
+                gen = ++healthGen;
+                if (nextPoll != null) {
+                    nextPoll.cancel(false);
+                }
+            }
+            scheduleHealth(h, gen);
+        }
+    }
+
+    public Settings settings() {
+        return settings;
     }
 
     /** {@code poll_health}: a vanished function, a fatal syndrome or a counter stuck for {@link #MAX_MISSES} polls. */

@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
@@ -32,7 +33,8 @@ import org.peerdirect.kernel.pci.PciFunction;
 @Designate(ocd = Mlx5Driver.Config.class)
 public final class Mlx5Driver {
 
-    @ObjectClassDefinition(name = "mlx5_core", description = "Timing of the mlx5 driver's command interface, health poll and teardown.")
+    @ObjectClassDefinition(name = "mlx5_core", description = "Timing of the mlx5 driver's command interface, health poll and teardown; "
+            + "a change applies in place to every bound device.")
     @interface Config {
         @AttributeDefinition(min = "100", description = "command timeout in milliseconds (Linux: 60000 for most commands)")
         long cmd_timeout_ms() default 10_000;
@@ -50,7 +52,8 @@ public final class Mlx5Driver {
     private final org.osgi.framework.BundleContext ctx;
 
     private final Mm mm;
-    private final Mlx5CoreDev.Settings settings;
+    /** The timing new devices get; changed in place by {@link #modified}. */
+    private volatile Mlx5CoreDev.Settings settings;
     private final Map<PciFunction, Bound> bound = new ConcurrentHashMap<>();
     private final BitSet indices = new BitSet();
     private final System.Logger log = System.getLogger("org.peerdirect.mlx5");
@@ -62,6 +65,19 @@ public final class Mlx5Driver {
         this.settings = new Mlx5CoreDev.Settings(c.cmd_timeout_ms(), c.health_poll_ms(), c.reclaim_timeout_ms());
     }
 
+    /**
+     * New timing, applied in place to every bound device and to those bound later: nothing is
+     * unbound (before, every delivery, even the guard putting back a rejected value, unbound and
+     * re-probed every mlx5 device, ending its users' objects).
+     */
+    @Modified
+    void modified(Config c) {
+        settings = new Mlx5CoreDev.Settings(c.cmd_timeout_ms(), c.health_poll_ms(), c.reclaim_timeout_ms());
+        for (Bound b : bound.values()) {
+            b.dev().settings(settings);
+        }
+    }
+
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
             unbind = "unbindFunction", target = "(&(pci.vendor=5555)(|(pci.device=4115)(pci.device=4125)))")
     void bindFunction(PciFunction fn) {
@@ -70,7 +86,8 @@ public final class Mlx5Driver {
             index = indices.nextClearBit(0);
             indices.set(index);
         }
-        Mlx5CoreDev dev = new Mlx5CoreDev("mlx5_" + index, fn, mm, settings);
+        Mlx5CoreDev.Settings used = settings;
+        Mlx5CoreDev dev = new Mlx5CoreDev("mlx5_" + index, fn, mm, used);
         try {
             dev.load();
         } catch (RuntimeException e) {
@@ -87,6 +104,9 @@ public final class Mlx5Driver {
         props.put("pci.bdf", fn.bdf());
         bound.put(fn, new Bound(dev, onRemoval, ctx.registerService(Mlx5CoreDev.class, dev, props)));
         fn.addRemovalListener(onRemoval); // after recording: a function already gone runs it at once
+        if (settings != used) {
+            dev.settings(settings); // modified ran during the probe, before this device was in `bound`
+        }
     }
 
     void unbindFunction(PciFunction fn) {

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
@@ -219,6 +220,39 @@ class Mlx5CoreTest {
         assertTrue(e.getMessage().startsWith("NOP(0x80d)"), e.getMessage());
         assertNull(dev.deadReason());
         // the teardown gives up on the hung firmware's commands one timeout each and still frees everything
+    }
+
+    /**
+     * Timing changed in place (Configuration Admin's {@code @Modified} on the driver): a device
+     * brought up with a one-minute command timeout and health poll gets 300 ms and 20 ms while up.
+     * A hung firmware is then declared dead by the new poll (a stuck counter for three polls), the
+     * waiting command ends at once; with the old timing both would take a minute.
+     */
+    @Test
+    void newTimingAppliesInPlaceToARunningDevice() {
+        restart(ConnectX4Device.DEVICE_CONNECTX4, new Mlx5CoreDev.Settings(60_000, 60_000, 2_000));
+        dev.load();
+        dev.settings(new Mlx5CoreDev.Settings(60_000, 20, 2_000));
+        assertTrue(dev.healthSummary().contains("poll every 20 ms"), dev.healthSummary());
+        model.hang();
+        Mlx5CmdException e = assertTimeoutPreemptively(java.time.Duration.ofSeconds(20),
+                () -> assertThrows(Mlx5CmdException.class, () -> dev.execIndexed(Mlx5Cmd.NOP, 0, 0)),
+                "the new health poll must find the hang long before the old one-minute poll");
+        assertEquals(Mlx5CmdException.Kind.DEVICE_GONE, e.kind(), e.getMessage());
+        assertTrue(dev.deadReason().contains("miss count"), dev.deadReason());
+    }
+
+    /** The command timeout changed in place: a command to a hung firmware times out after the new 300 ms, not the old minute. */
+    @Test
+    void aNewCommandTimeoutAppliesToTheNextCommand() {
+        restart(ConnectX4Device.DEVICE_CONNECTX4, new Mlx5CoreDev.Settings(60_000, 60_000, 2_000));
+        dev.load();
+        dev.settings(new Mlx5CoreDev.Settings(300, 60_000, 2_000));
+        model.hang();
+        Mlx5CmdException e = assertTimeoutPreemptively(java.time.Duration.ofSeconds(20),
+                () -> assertThrows(Mlx5CmdException.class, () -> dev.execIndexed(Mlx5Cmd.NOP, 0, 0)));
+        assertEquals(Mlx5CmdException.Kind.TIMEOUT, e.kind(), e.getMessage());
+        assertTrue(e.getMessage().contains("300 ms"), e.getMessage());
     }
 
     @Test

@@ -91,7 +91,7 @@ public final class ConfigCommands {
         return String.join("\n", out);
     }
 
-    @Descriptor("sets one property of a peerdirect configuration (checked first; the component is re-created with it). Example: peerdirect:config org.peerdirect.hca.cx3 devices 3")
+    @Descriptor("sets one property of a peerdirect configuration (checked first; returns once the component runs with it: re-created, or changed in place). Example: peerdirect:config org.peerdirect.hca.cx3 devices 3")
     public String config(@Descriptor("configuration PID (peerdirect:config lists them)") String pid,
             @Descriptor("property name") String property, @Descriptor("new value (sizes take K/M/G)") String value)
             throws IOException {
