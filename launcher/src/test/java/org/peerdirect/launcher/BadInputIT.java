@@ -339,8 +339,15 @@ class BadInputIT {
         assertTrue(run("peerdirect:config org.peerdirect.kernel.mm memory.size 2G").contains("applies at the next start"));
         assertTrue(run("kernel:ps").contains("survivor"), "the process outlived three deliveries: " + run("kernel:ps"));
         assertTrue(run("kernel:meminfo").contains(memTotal), "the memory size is the boot one until the next start");
+        // the peer-memory registry: its timings applied in place, a live peer registration stays mapped
+        session.run("pbuf = (example_peer:alloc $survivor 65536)");
+        session.run("pmr = (umemtest:reg $survivor $pbuf 65536)");
+        assertTrue(run("peerdirect:config org.peerdirect.ib.core.peermem close.grace.ms 1000").contains("(applied"));
+        assertTrue(run("umemtest:list").contains("MAPPED"), "the peer registration outlived the change: " + run("umemtest:list"));
+        session.run("umemtest:dereg $pmr");
         session.run("kernel:kill $survivor");
         session.run("$mmcfg delete");
+        session.run("(($cm getConfiguration org.peerdirect.ib.core.peermem '?') delete)");
     }
 
     /** Every project command has @Descriptor help (Gogo printed "parameters: Object[]" and nothing else). */

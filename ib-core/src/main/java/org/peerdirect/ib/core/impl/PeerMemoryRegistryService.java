@@ -10,6 +10,7 @@ import org.osgi.service.metatype.annotations.AttributeDefinition;
 import org.osgi.service.metatype.annotations.Designate;
 import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
@@ -29,7 +30,7 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
  * (see {@link PeerMemoryController#close}).
  *
  * <p>Configuration ({@code org.peerdirect.ib.core.peermem}): {@code unregister.log.interval.ms}
- * (5000) and {@code close.grace.ms} (2000).
+ * (5000) and {@code close.grace.ms} (2000), both applied in place.
  */
 @Component(immediate = true, // holds state: a delayed component would be disposed when unused
         service = {PeerMemoryRegistry.class, PeerMemoryControllerService.class}, configurationPid = "org.peerdirect.ib.core.peermem")
@@ -49,12 +50,24 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry, Peer
     }
 
     private final PeerMemoryController controller;
-    private final Duration grace;
+    /** Changed in place by {@link #modified}. */
+    private volatile Duration grace;
     private final Map<PeerMemoryClient, PeerMemoryRegistration> whiteboard = new ConcurrentHashMap<>();
 
     @Activate
     public PeerMemoryRegistryService(@Reference Sysfs sysfs, Config c) {
         controller = new PeerMemoryController(sysfs, PeerMemoryController.platformMBeanServer());
+        controller.setUnregisterLogInterval(Duration.ofMillis(c.unregister_log_interval_ms()));
+        grace = Duration.ofMillis(c.close_grace_ms());
+    }
+
+    /**
+     * Both values are timings: applied in place. Re-creating the registry for them (what a
+     * component without a modified method gets, even for the guard putting back a rejected value)
+     * revoked every live peer registration.
+     */
+    @Modified
+    void modified(Config c) {
         controller.setUnregisterLogInterval(Duration.ofMillis(c.unregister_log_interval_ms()));
         grace = Duration.ofMillis(c.close_grace_ms());
     }
