@@ -58,17 +58,22 @@ public final class GpuBoard implements GpuEngine {
     private final LongAdder copied = new LongAdder();
     private volatile boolean dead;
 
-    /**
-     * @param vramBytes video memory: a multiple of 2 MiB, 2 MiB to 64 GiB
-     * @param bar1Bytes the BAR1 aperture: a power of two, 64 KiB to 64 GiB (may be smaller than video memory, as on most GPUs)
-     */
-    public GpuBoard(String name, long vramBytes, long bar1Bytes) {
+    /** The sizes a board can have, refused by name otherwise (before anything is made of them). */
+    public static void checkSizes(long vramBytes, long bar1Bytes) {
         if (vramBytes < CHUNK || vramBytes > (64L << 30) || vramBytes % CHUNK != 0) {
             throw new IllegalArgumentException("video memory of " + vramBytes + " bytes: must be a multiple of 2 MiB from 2 MiB to 64 GiB");
         }
         if (bar1Bytes < GPU_PAGE_SIZE || bar1Bytes > (64L << 30) || Long.bitCount(bar1Bytes) != 1) {
             throw new IllegalArgumentException("BAR1 of " + bar1Bytes + " bytes: must be a power of two from 64 KiB to 64 GiB");
         }
+    }
+
+    /**
+     * @param vramBytes video memory: a multiple of 2 MiB, 2 MiB to 64 GiB
+     * @param bar1Bytes the BAR1 aperture: a power of two, 64 KiB to 64 GiB (may be smaller than video memory, as on most GPUs)
+     */
+    public GpuBoard(String name, long vramBytes, long bar1Bytes) {
+        checkSizes(vramBytes, bar1Bytes);
         this.name = name;
         this.vramBytes = vramBytes;
         this.bar1Bytes = bar1Bytes;

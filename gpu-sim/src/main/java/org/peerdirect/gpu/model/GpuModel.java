@@ -6,6 +6,7 @@ import java.util.List;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.metatype.annotations.AttributeDefinition;
 import org.osgi.service.metatype.annotations.Designate;
@@ -39,30 +40,61 @@ public final class GpuModel {
     private record Card(GpuBoard board, PciFunction fn) {
     }
 
+    /** Guarded by this. */
     private final List<Card> cards = new ArrayList<>();
+    private final PciBus bus;
+    /** Guarded by this: the video memory and aperture of every card plugged in. */
+    private long vram;
+    private long bar1;
 
     @Activate
     public GpuModel(@Reference PciBus bus, Config c) {
+        this.bus = bus;
+        modified(c);
+    }
+
+    /**
+     * A configuration change plugs in or removes only the difference in {@code gpus} (the newest
+     * first), the other cards and what processes hold on them stay; a change of the memory sizes
+     * re-creates every card (they are the board's); a delivery that changes nothing (the guard
+     * putting back a rejected value) touches nothing.
+     */
+    @Modified
+    synchronized void modified(Config c) {
         if (c.gpus() < 0 || c.gpus() > 8) {
             throw new IllegalArgumentException(PID + ": gpus must be 0..8, not " + c.gpus());
         }
-        try {
-            for (int i = 0; i < c.gpus(); i++) {
-                GpuBoard b = new GpuBoard("NVIDIA A100-PCIE-40GB", c.vram_size(), c.bar1_size());
-                cards.add(new Card(b, bus.register(b.spec())));
-            }
-        } catch (RuntimeException e) {
+        if (c.vram_size() != vram || c.bar1_size() != bar1) {
+            GpuBoard.checkSizes(c.vram_size(), c.bar1_size()); // a size no board can have leaves the cards as they are
             deactivate();
-            throw e;
+            vram = c.vram_size();
+            bar1 = c.bar1_size();
+        }
+        while (cards.size() > c.gpus()) {
+            unplug(cards.get(cards.size() - 1));
+        }
+        while (cards.size() < c.gpus()) {
+            GpuBoard b = new GpuBoard("NVIDIA A100-PCIE-40GB", vram, bar1);
+            try {
+                cards.add(new Card(b, bus.register(b.spec())));
+            } catch (RuntimeException e) {
+                b.close();
+                throw e;
+            }
         }
     }
 
+    private void unplug(Card c) {
+        assert Thread.holdsLock(this);
+        cards.remove(c);
+        c.fn.remove(); // the driver unbinds here, freeing what processes had
+        c.board.close();
+    }
+
     @Deactivate
-    void deactivate() {
-        for (Card c : cards) {
-            c.fn.remove(); // the driver unbinds here, freeing what processes had
-            c.board.close();
+    synchronized void deactivate() {
+        while (!cards.isEmpty()) {
+            unplug(cards.get(cards.size() - 1));
         }
-        cards.clear();
     }
 }

@@ -10,6 +10,7 @@ import org.osgi.framework.BundleContext;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.metatype.annotations.AttributeDefinition;
 import org.osgi.service.metatype.annotations.Designate;
@@ -49,20 +50,48 @@ public final class SsdModel {
     private record Card(NvmeSsd ssd, PciFunction fn) {
     }
 
-    /** Written by activate and deactivate only; read by {@code ssd:media} from shell threads. */
+    /** Written under this (activate, modified, deactivate); read by {@code ssd:media} from shell threads. */
     private final List<Card> cards = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** A temporary media folder this component made and removes, or null. */
     private Path temporary;
+    private final PciBus bus;
+    private final BundleContext ctx;
+    /** Guarded by this: the PMR size and configured folder of the cards plugged in, and their folder. */
+    private long pmrSize;
+    private String dirSetting;
+    private Path dir;
 
     @Activate
     public SsdModel(@Reference PciBus bus, BundleContext ctx, Config c) {
+        this.bus = bus;
+        this.ctx = ctx;
+        modified(c);
+    }
+
+    /**
+     * A configuration change plugs in or removes only the difference in {@code ssds} (the newest
+     * first; a removed SSD shuts down normally, its media file kept); the other SSDs and what is
+     * registered over them stay. A change of {@code pmr.size} or {@code dir} re-creates them all
+     * (each card's media is its file there). A delivery that changes nothing (the guard putting
+     * back a rejected value) touches nothing.
+     */
+    @Modified
+    synchronized void modified(Config c) {
         if (c.ssds() < 0 || c.ssds() > 4) {
             throw new IllegalArgumentException(PID + ": ssds must be 0..4, not " + c.ssds());
         }
+        if (dir == null || c.pmr_size() != pmrSize || !c.dir().equals(dirSetting)) {
+            deactivate();
+            pmrSize = c.pmr_size();
+            dirSetting = c.dir();
+            dir = mediaDir(ctx, c);
+        }
         try {
-            Path dir = mediaDir(ctx, c);
-            for (int i = 0; i < c.ssds(); i++) {
-                NvmeSsd s = new NvmeSsd("Samsung PM173X NVMe SSD", dir.resolve("nvme" + i + ".pmr"), c.pmr_size());
+            while (cards.size() > c.ssds()) {
+                unplug(cards.get(cards.size() - 1));
+            }
+            while (cards.size() < c.ssds()) {
+                NvmeSsd s = new NvmeSsd("Samsung PM173X NVMe SSD", dir.resolve("nvme" + cards.size() + ".pmr"), pmrSize);
                 try {
                     cards.add(new Card(s, bus.register(s.spec())));
                 } catch (RuntimeException e) {
@@ -74,6 +103,13 @@ public final class SsdModel {
             deactivate();
             throw e;
         }
+    }
+
+    private void unplug(Card k) {
+        assert Thread.holdsLock(this);
+        cards.remove(k);
+        k.fn.remove(); // the driver unbinds here: normal shutdown, posted writes made persistent
+        k.ssd.close();
     }
 
     private Path mediaDir(BundleContext ctx, Config c) {
@@ -102,12 +138,11 @@ public final class SsdModel {
     }
 
     @Deactivate
-    void deactivate() {
-        for (Card k : cards) {
-            k.fn.remove(); // the driver unbinds here: normal shutdown, posted writes made persistent
-            k.ssd.close();
+    synchronized void deactivate() {
+        while (!cards.isEmpty()) {
+            unplug(cards.get(cards.size() - 1));
         }
-        cards.clear();
+        dir = null;
         if (temporary != null) {
             try (var s = Files.list(temporary)) {
                 for (Path p : s.toList()) {
