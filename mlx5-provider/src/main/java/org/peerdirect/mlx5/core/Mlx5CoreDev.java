@@ -458,10 +458,6 @@ public final class Mlx5CoreDev {
         }
     }
 
-    public Settings settings() {
-        return settings;
-    }
-
     /** {@code poll_health}: a vanished function, a fatal syndrome or a counter stuck for {@link #MAX_MISSES} polls. */
     private void pollHealth() {
         if (dead != null) {

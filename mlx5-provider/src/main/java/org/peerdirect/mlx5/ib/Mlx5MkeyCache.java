@@ -41,9 +41,11 @@ import org.peerdirect.mlx5.core.Mlx5CoreDev;
  * the model the FLUSH rights ({@link Mlx5IbPd#UMR_UNCHANGEABLE}; {@code umr_modify_atomic_disabled}
  * is 0, so atomics are changeable). Persistent entries have none, so an MR with one is created
  * by command, keyed by them, and its mkey goes to a temporary entry at dereg, as in the kernel;
- * a cache mkey created for such an entry carries them from its creation. Limits start at 0: upstream Linux removed the profile's
- * pre-filled limits (the MR-cache profile mask is gone), so the cache fills from deregistrations
- * and from limits set through {@code mlx5:mkey_cache -l} (debugfs' {@code mr_cache/N/limit}).
+ * a cache mkey created for such an entry carries them from its creation.
+ *
+ * <p>Limits start at 0: upstream Linux removed the profile's pre-filled limits (the MR-cache
+ * profile mask is gone), so the cache fills from deregistrations and from limits set through
+ * {@code mlx5:mkey_cache -l} (debugfs' {@code mr_cache/N/limit}).
  *
  * <p>Lock rules: {@code this} guards the entries and their queues and counters; mkeys are created
  * and destroyed by command outside it. The background work runs on one thread ({@link #wq}, the
