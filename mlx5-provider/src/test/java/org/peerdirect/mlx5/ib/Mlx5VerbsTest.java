@@ -899,7 +899,9 @@ class Mlx5VerbsTest extends Mlx5Machine {
         f2.dereg();
         // expiry: the entry goes with its mkey once idle for its timeout (bounded wait on the cache's work)
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (cache.counters(IbAccess.FLUSH_GLOBAL, 16) != null && System.nanoTime() < deadline) {
+        // the work drops the entry under the cache's lock, then destroys its mkeys by command outside it: wait for both
+        while ((cache.counters(IbAccess.FLUSH_GLOBAL, 16) != null || commands(1, org.peerdirect.hca.cx4.ifc.Mlx5Cmd.DESTROY_MKEY, mark) == 0)
+                && System.nanoTime() < deadline) {
             Thread.sleep(5); // polling a state the cache's work thread changes; the bound is the deadline
         }
         assertNull(cache.counters(IbAccess.FLUSH_GLOBAL, 16), "the temporary entry expired: " + ibs.get(1).mkeyCacheSummary(true));
