@@ -40,13 +40,11 @@ public final class ConnectX4Model {
     private record Board(ConnectX4Device dev, PciFunction fn) {
     }
 
-    /** Guarded by this: the functions plugged in, the ConnectX-4s first, then the ConnectX-6 Dx. */
-    private final List<Board> boards = new ArrayList<>();
+    /** Guarded by this: the functions plugged in, of each kind in plug order. */
+    private final List<Board> connectx4 = new ArrayList<>();
+    private final List<Board> connectx6dx = new ArrayList<>();
     private final PciBus bus;
     private final org.peerdirect.hca.engine.Fabric fabric;
-    /** Guarded by this: how many of each kind are plugged in. */
-    private int connectx4;
-    private int connectx6dx;
 
     @Activate
     public ConnectX4Model(@Reference PciBus bus, @Reference org.peerdirect.hca.engine.Fabric fabric, Config c) {
@@ -67,49 +65,40 @@ public final class ConnectX4Model {
             throw new IllegalArgumentException("org.peerdirect.hca.cx4: connectx4 and connectx6dx must be 0..8, not " + c.connectx4() + "/"
                     + c.connectx6dx());
         }
-        while (connectx4 > c.connectx4()) {
-            unplug(boards.get(--connectx4));
-        }
-        while (connectx6dx > c.connectx6dx()) {
-            unplug(boards.get(connectx4 + --connectx6dx));
-        }
-        while (connectx4 < c.connectx4()) {
-            boards.add(connectx4++, plug(true));
-        }
-        while (connectx6dx < c.connectx6dx()) {
-            boards.add(connectx4 + connectx6dx++, plug(false));
-        }
+        resize(connectx4, c.connectx4(), true);
+        resize(connectx6dx, c.connectx6dx(), false);
     }
 
-    private Board plug(boolean cx4) {
-        ConnectX4Device dev = new ConnectX4Device(cx4 ? "ConnectX-4" : "ConnectX-6 Dx",
-                cx4 ? ConnectX4Device.DEVICE_CONNECTX4 : ConnectX4Device.DEVICE_CONNECTX6DX, fabric);
-        // a driver already active binds during register, on this thread: the firmware is up by then
-        return new Board(dev, bus.register(dev.spec()));
-    }
-
-    private void unplug(Board b) {
+    /** Unplugs the newest of {@code kind} down to {@code n}, or plugs new ones up to it. */
+    private void resize(List<Board> kind, int n, boolean cx4) {
         assert Thread.holdsLock(this);
-        boards.remove(b);
-        b.fn.remove(); // surprise removal: the driver's removal listener runs here
-        b.dev.close();
+        while (kind.size() > n) {
+            Board b = kind.remove(kind.size() - 1);
+            b.fn.remove(); // surprise removal: the driver's removal listener runs here
+            b.dev.close();
+        }
+        while (kind.size() < n) {
+            ConnectX4Device dev = new ConnectX4Device(cx4 ? "ConnectX-4" : "ConnectX-6 Dx",
+                    cx4 ? ConnectX4Device.DEVICE_CONNECTX4 : ConnectX4Device.DEVICE_CONNECTX6DX, fabric);
+            // a driver already active binds during register, on this thread: the firmware is up by then
+            kind.add(new Board(dev, bus.register(dev.spec())));
+        }
     }
 
     /** The models plugged in now, with their bus addresses (for the shell's fault injection). */
     public synchronized java.util.Map<String, ConnectX4Device> devices() {
         java.util.Map<String, ConnectX4Device> m = new java.util.TreeMap<>();
-        for (Board b : boards) {
-            m.put(b.fn.bdf(), b.dev);
+        for (List<Board> kind : List.of(connectx4, connectx6dx)) {
+            for (Board b : kind) {
+                m.put(b.fn.bdf(), b.dev);
+            }
         }
         return m;
     }
 
     @Deactivate
     synchronized void deactivate() {
-        while (!boards.isEmpty()) {
-            unplug(boards.get(boards.size() - 1));
-        }
-        connectx4 = 0;
-        connectx6dx = 0;
+        resize(connectx6dx, 0, false);
+        resize(connectx4, 0, true);
     }
 }

@@ -1,6 +1,8 @@
 package org.peerdirect.mlx5.ib;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -253,13 +255,7 @@ class Mlx5VerbsTest extends Mlx5Machine {
         a.qp.modify(reset(), IbvQpAttr.STATE);
         connect(a, b.qp.qpNum(), 0, b.gid, 14, 7);
         connect(b, a.qp.qpNum(), 0, a.gid, 14, 7);
-        byte[] data = fill(a.buf, 8192, 3);
-        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 8192, a.mr.lkey(), 1);
-        w.remoteAddr = b.buf;
-        w.rkey = b.mr.rkey();
-        a.qp.postSend(w);
-        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
-        assertArrayEquals(data, read(b.buf, 8192));
+        writeLands(a, b, 8192, 3);
 
         // an InfiniBand QP connected to an Ethernet QP's endpoint (the number behind its GID), so
         // that only the link layers keep the Ethernet QP's writes from landing
@@ -461,13 +457,8 @@ class Mlx5VerbsTest extends Mlx5Machine {
         long fetched = dev.wqesFetched();
         long bf = dev.wqesBlueFlame();
 
-        byte[] one = fill(a.buf, 64, 1);
-        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey(), 1);
-        w.remoteAddr = b.buf;
-        w.rkey = b.mr.rkey();
-        a.qp.postSend(w);
-        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
-        assertArrayEquals(one, read(b.buf, 64));
+        writeLands(a, b, 64, 1);
+        byte[] one = read(a.buf, 64);
         assertEquals(fetched + 1, dev.wqesFetched(), "one WQE");
         assertEquals(bf + 1, dev.wqesBlueFlame(), "a single post goes by BlueFlame");
 
@@ -558,14 +549,8 @@ class Mlx5VerbsTest extends Mlx5Machine {
         End d = new End(1, IbvQpType.RC);
         connect(c, d);
         connect(d, c);
-        IbvSendWr cw = wr(IbvWrOpcode.RDMA_WRITE, c.buf, 64, c.mr.lkey(), 7);
-        cw.remoteAddr = d.buf;
-        cw.rkey = d.mr.rkey();
-        byte[] cd = fill(c.buf, 64, 11);
         fetched = dev.wqesFetched(); // the registrations above ran UMR WQEs on mlx5_ib's own QP
-        c.qp.postSend(cw);
-        assertEquals(IbvWcStatus.SUCCESS, one(c.cq).status);
-        assertArrayEquals(cd, read(d.buf, 64));
+        writeLands(c, d, 64, 11);
         assertEquals(fetched + 1, dev.wqesFetched());
         assertEquals(bf + 4, dev.wqesBlueFlame(), "MLX5_SHUT_UP_BF: no BlueFlame");
     }
@@ -584,8 +569,6 @@ class Mlx5VerbsTest extends Mlx5Machine {
         return m;
     }
 
-    static final java.lang.foreign.ValueLayout.OfInt BE32 = java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
-    static final java.lang.foreign.ValueLayout.OfLong BE64 = java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
 
     @Test
     void aWrongRkeyIsARemoteAccessErrorAndTheQpGoesToError() {
@@ -726,6 +709,12 @@ class Mlx5VerbsTest extends Mlx5Machine {
         w.rkey = rkey;
         a.qp.postSend(w);
         return one(a.cq).status;
+    }
+
+    /** {@link #write} through b's own MR: it succeeds and the {@code n} bytes at a.buf are the ones at b.buf. */
+    void writeLands(End a, End b, int n, int seed) {
+        assertEquals(IbvWcStatus.SUCCESS, write(a, b, b.mr.rkey(), n, seed));
+        assertArrayEquals(read(a.buf, n), read(b.buf, n));
     }
 
     /**
