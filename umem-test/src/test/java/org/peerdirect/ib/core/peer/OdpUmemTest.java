@@ -442,4 +442,47 @@ class OdpUmemTest {
         u.release();
         rig.proc.munmap(va, pages * 4096L);
     }
+
+    /**
+     * An invalidation that reaches a umem's notifier the moment it is inserted, before
+     * {@code ib_umem_odp_get} returns: the callback's {@code mmu_interval_set_seq} must find the
+     * notifier (in the kernel it is embedded in the umem before the insert). One thread registers
+     * and releases umems over a range while another drops its pages; every drop must succeed.
+     * Caught in CI through mlx5's implicit-ODP race test (an NPE in the CLEAR callback, the drop
+     * failing with EIO); bounded by iterations and time, not by sleeps.
+     */
+    @Test
+    void anInvalidationRightAfterTheNotifierIsInsertedFindsItsNotifier() throws Exception {
+        long len = 4 * 4096;
+        long va = rig.proc.mmap(len);
+        rig.proc.populate(va, len, true);
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        AtomicLong drops = new AtomicLong();
+        Thread dropper = Thread.ofPlatform().name("dropper").start(() -> {
+            try {
+                while (!stop.get()) {
+                    rig.proc.madvise(va, len, Advice.MADV_DONTNEED);
+                    drops.incrementAndGet();
+                }
+            } catch (Throwable t) {
+                failed.set(t);
+            }
+        });
+        long deadline = System.nanoTime() + 3_000_000_000L;
+        int registrations = 0;
+        try {
+            while (failed.get() == null && registrations < 200_000 && System.nanoTime() < deadline) {
+                odp(va, len, RW).release();
+                registrations++;
+            }
+        } finally {
+            stop.set(true);
+            dropper.join(10_000);
+        }
+        if (failed.get() != null) {
+            throw new AssertionError("a drop failed after " + registrations + " registrations", failed.get());
+        }
+        assertTrue(drops.get() > 0 && registrations > 0, drops + " drops, " + registrations + " registrations");
+    }
 }
