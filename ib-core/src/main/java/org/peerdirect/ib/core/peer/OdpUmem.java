@@ -54,8 +54,13 @@ final class OdpUmem implements IbUmemOdp {
     private final long start;
     private final long end;
     private final UmemOdpInvalidate ops;
-    /** Null for an implicit umem. */
-    private final MmuIntervalNotifier notifier;
+    /**
+     * Null for an implicit umem. Set by the constructor from the insert, and by the callback from
+     * its own argument before anything else: an invalidation may reach the notifier as soon as it
+     * is inserted, before the insert returns (the kernel embeds the notifier in the umem, so
+     * {@code mmu_interval_set_seq} always finds it).
+     */
+    private volatile MmuIntervalNotifier notifier;
     /**
      * The umem's IOVA range ({@code hmm_dma_map_alloc}'s {@code dma_iova_try_alloc}): granule i
      * maps at {@code iovaBase + (i << pageShift)} once linked, so a run of mapped granules is one
@@ -100,9 +105,13 @@ final class OdpUmem implements IbUmemOdp {
         this.start = s;
         this.end = e & -page;
         this.iovaBase = device.dma().dmaIovaTryAlloc(end - start);
-        // the notifier needs its umem; the umem is complete before the first callback can run
+        // every field the callback uses is set before the insert; the notifier itself the callback
+        // takes from its argument, since it may run before the insert returns
         try {
-            this.notifier = mm.insertNotifier(start, end - start, (n, range, cur) -> ops.invalidate(this, range, cur));
+            this.notifier = mm.insertNotifier(start, end - start, (n, range, cur) -> {
+                notifier = n;
+                return ops.invalidate(this, range, cur);
+            });
         } catch (RuntimeException ex) {
             if (iovaBase >= 0) {
                 device.dma().dmaIovaFree(iovaBase, end - start);
