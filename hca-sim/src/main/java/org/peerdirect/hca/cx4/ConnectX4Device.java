@@ -290,13 +290,13 @@ public final class ConnectX4Device implements AutoCloseable {
     /** Send and receive WQEs the device fetched (test and tool view). */
     public long wqesFetched() {
         Firmware f = fw;
-        return f == null ? 0 : f.transport.wqesFetched.sum();
+        return f == null ? 0 : f.transport.wqesFetched();
     }
 
     /** Of those, the send WQEs a BlueFlame write carried whole, which the device did not read by DMA. */
     public long wqesBlueFlame() {
         Firmware f = fw;
-        return f == null ? 0 : f.transport.wqesBlueFlame.sum();
+        return f == null ? 0 : f.transport.wqesBlueFlame();
     }
 
     /** What the model shows tools: state, pages held per kind, EQs, UARs. */

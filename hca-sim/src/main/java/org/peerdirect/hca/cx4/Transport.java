@@ -9,7 +9,6 @@ import java.lang.foreign.ValueLayout;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -90,11 +89,15 @@ final class Transport {
     private final AtomicReferenceArray<MemSrq> srqs = new AtomicReferenceArray<>(HcaDevice.MAX_SRQ);
     /** mkey index → its context slot (firmware thread only). */
     private final Map<Integer, FirmwarePages.Slot> mkeys = new HashMap<>();
-    /** WQEs fetched from host memory or taken from a BlueFlame write (per-QP threads add: striped). */
-    final LongAdder wqesFetched = new LongAdder();
-    /** Of those, the WQEs a BlueFlame write carried, which the device did not read by DMA. */
-    final LongAdder wqesBlueFlame = new LongAdder();
-    final AtomicLong cqesWritten = new AtomicLong();
+    /**
+     * What destroyed queues counted (WQEs fetched, of those carried by BlueFlame, CQEs written):
+     * each live queue keeps its own {@link Tally}, so the data path of one queue shares no counter
+     * with another's; a queue's counts move here when the queue leaves its table (firmware thread),
+     * just before, so a total read at that instant may count it twice, never lose it.
+     */
+    private final AtomicLong retiredWqes = new AtomicLong();
+    private final AtomicLong retiredBlueFlame = new AtomicLong();
+    private final AtomicLong retiredCqes = new AtomicLong();
     final AtomicLong badWqes = new AtomicLong();
     final AtomicLong dmaFaults = new AtomicLong();
 
@@ -131,6 +134,52 @@ final class Transport {
         return engine.qps().size();
     }
 
+    /** WQEs fetched from host memory or taken from a BlueFlame write, by every queue so far. */
+    long wqesFetched() {
+        long n = retiredWqes.get();
+        for (int i = 0; i < qps.length(); i++) {
+            MemQp q = qps.get(i);
+            n += q == null ? 0 : q.sqWqes.get() + q.rqWqesFetched.get();
+        }
+        for (int i = 0; i < srqs.length(); i++) {
+            MemSrq s = srqs.get(i);
+            n += s == null ? 0 : s.wqesFetched.get();
+        }
+        return n;
+    }
+
+    /** Of those, the send WQEs a BlueFlame write carried, which the device did not read by DMA. */
+    long wqesBlueFlame() {
+        long n = retiredBlueFlame.get();
+        for (int i = 0; i < qps.length(); i++) {
+            MemQp q = qps.get(i);
+            n += q == null ? 0 : q.sqWqesBlueFlame.get();
+        }
+        return n;
+    }
+
+    long cqesWritten() {
+        long n = retiredCqes.get();
+        for (int i = 0; i < cqs.length(); i++) {
+            MemCq c = cqs.get(i);
+            n += c == null ? 0 : c.written.get();
+        }
+        return n;
+    }
+
+    private void retire(MemQp q) {
+        retiredWqes.addAndGet(q.sqWqes.get() + q.rqWqesFetched.get());
+        retiredBlueFlame.addAndGet(q.sqWqesBlueFlame.get());
+    }
+
+    private void retire(MemSrq s) {
+        retiredWqes.addAndGet(s.wqesFetched.get());
+    }
+
+    private void retire(MemCq c) {
+        retiredCqes.addAndGet(c.written.get());
+    }
+
     int mkeyCount() {
         return mkeys.size();
     }
@@ -152,13 +201,25 @@ final class Transport {
     void dropAll() {
         engine.reset();
         for (int i = 0; i < cqs.length(); i++) {
-            cqs.set(i, null);
+            MemCq c = cqs.get(i);
+            if (c != null) {
+                retire(c);
+                cqs.set(i, null);
+            }
         }
         for (int i = 0; i < qps.length(); i++) {
-            qps.set(i, null);
+            MemQp q = qps.get(i);
+            if (q != null) {
+                retire(q);
+                qps.set(i, null);
+            }
         }
         for (int i = 0; i < srqs.length(); i++) {
-            srqs.set(i, null);
+            MemSrq s = srqs.get(i);
+            if (s != null) {
+                retire(s);
+                srqs.set(i, null);
+            }
         }
         mkeys.clear();
     }
@@ -268,6 +329,7 @@ final class Transport {
         } catch (HwCommandException e) {
             throw refused(e);
         }
+        retire(c);
         cqs.set(c.hw.cqn, null);
         fw.pages.free(c.context);
     }
@@ -337,6 +399,8 @@ final class Transport {
         volatile HwCq hw;
         /** The CQE being written (under the engine CQ's lock). */
         private final MemorySegment cqe = MemorySegment.ofArray(new byte[Cq.CQE_SIZE]);
+        /** CQEs written (under the engine CQ's lock). */
+        final Tally written = new Tally();
         private final MemorySegment ci = MemorySegment.ofArray(new byte[4]);
 
         MemCq(int logSize, long[] pas, long dbr, int uar, int eqn, FirmwarePages.Slot context) {
@@ -387,7 +451,7 @@ final class Transport {
             long at = pas[(int) (off >>> 12)] + (off & 0xfff);
             try {
                 port.writeDescriptor(at, cqe, 0, Cq.CQE_SIZE); // the word with the owner byte last
-                cqesWritten.incrementAndGet();
+                written.increment();
             } catch (IommuFault f) {
                 dmaFaults.incrementAndGet(); // the driver unmapped its ring under a live CQ: the IOMMU stopped it
             }
@@ -598,6 +662,7 @@ final class Transport {
     void destroyQp(MemorySegment in) throws Firmware.Refused {
         MemQp q = liveQp(Pages.INDEX24.get(in, 0));
         q.hw.destroy(); // waits until no WQE of it is executing
+        retire(q);
         qps.set(q.hw.qpn, null);
         fw.pages.free(q.context);
     }
@@ -658,6 +723,11 @@ final class Transport {
         int sqFetched;
         /** Guarded by sqLock: the engine's send producer index. */
         long sqTail;
+        /** Send WQEs fetched, and of those the ones a BlueFlame write carried (written under sqLock). */
+        final Tally sqWqes = new Tally();
+        final Tally sqWqesBlueFlame = new Tally();
+        /** Receive WQEs fetched (written under the engine receive queue's consumer lock). */
+        final Tally rqWqesFetched = new Tally();
         /** Engine send slot → the WQE's wqe_index (its first basic block), for the CQE. */
         final int[] sqCounterOfSlot;
         /** Guarded by the engine receive queue's consumer lock: receive WQEs fetched. */
@@ -790,12 +860,12 @@ final class Transport {
                         return;
                     }
                     if (bf != null && (sqFetched - bfFirst & 0xffff) < bfBbs) {
-                        wqesBlueFlame.increment();
+                        sqWqesBlueFlame.increment();
                     }
                     sqCounterOfSlot[(int) sqTail & sqCounterOfSlot.length - 1] = sqFetched & 0xffff;
                     sqFetched = sqFetched + used & 0xffff;
                     sqTail++;
-                    wqesFetched.increment();
+                    sqWqes.increment();
                 }
                 hw.sqDoorbellRecord(sqTail);
             } finally {
@@ -1052,7 +1122,7 @@ final class Transport {
                 rqCounterOfSlot[(int) t & rqCounterOfSlot.length - 1] = rqFetched & 0xffff;
                 rqFetched = rqFetched + 1 & 0xffff;
                 t++;
-                wqesFetched.increment();
+                rqWqesFetched.increment();
             }
             return t;
         }
@@ -1200,6 +1270,7 @@ final class Transport {
         } catch (HwCommandException e) {
             throw refused(e);
         }
+        retire(s);
         srqs.set(srqn, null);
         fw.pages.free(s.context);
     }
@@ -1223,6 +1294,8 @@ final class Transport {
         private final int[] indexOfSlot;
         /** Under the queue's consumer lock: WQEs taken from the list, and the index of the next one. */
         private int taken;
+        /** WQEs fetched (written under the queue's consumer lock). */
+        final Tally wqesFetched = new Tally();
         private int next;
         private final MemorySegment wqe;
         private final MemorySegment word = MemorySegment.ofArray(new byte[4]);
@@ -1280,7 +1353,7 @@ final class Transport {
                 next = wqe.get(BE16, Srq.NEXT_WQE_INDEX) & 0xffff;
                 taken++;
                 t++;
-                wqesFetched.increment();
+                wqesFetched.increment(); // under the queue's consumer lock
             }
             return t;
         }
@@ -1440,6 +1513,6 @@ final class Transport {
     /** What the model shows tools. */
     String describe() {
         return String.format("CQs %d, QPs %d, mkeys %d, WQEs fetched %d (by BlueFlame %d), CQEs written %d, bad WQEs %d, DMA faults %d, %s", cqCount(), qpCount(),
-                mkeyCount(), wqesFetched.sum(), wqesBlueFlame.sum(), cqesWritten.get(), badWqes.get(), dmaFaults.get(), fw.pageFaults.describe());
+                mkeyCount(), wqesFetched(), wqesBlueFlame(), cqesWritten(), badWqes.get(), dmaFaults.get(), fw.pageFaults.describe());
     }
 }

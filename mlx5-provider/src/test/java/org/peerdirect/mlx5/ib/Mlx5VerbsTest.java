@@ -553,6 +553,16 @@ class Mlx5VerbsTest extends Mlx5Machine {
         writeLands(c, d, 64, 11);
         assertEquals(fetched + 1, dev.wqesFetched());
         assertEquals(bf + 4, dev.wqesBlueFlame(), "MLX5_SHUT_UP_BF: no BlueFlame");
+
+        // each queue counts its own WQEs and CQEs; a destroyed one's counts stay in the device's totals
+        long total = dev.wqesFetched();
+        String cqes = dev.describe().replaceAll(".*CQEs written (\\d+).*", "$1");
+        a.qp.destroy();
+        c.qp.destroy();
+        a.cq.destroy();
+        assertEquals(total, dev.wqesFetched(), "a destroyed QP's WQEs still counted");
+        assertEquals(bf + 4, dev.wqesBlueFlame(), "a destroyed QP's BlueFlame WQEs still counted");
+        assertEquals(cqes, dev.describe().replaceAll(".*CQEs written (\\d+).*", "$1"), "a destroyed CQ's CQEs still counted");
     }
 
     /** A signaled one-block RDMA WRITE WQE at basic block {@code idx}, as libmlx5 lays it out (ctrl, raddr, data). */
