@@ -344,10 +344,49 @@ class BadInputIT {
         session.run("pmr = (umemtest:reg $survivor $pbuf 65536)");
         assertTrue(run("peerdirect:config org.peerdirect.ib.core.peermem close.grace.ms 1000").contains("(applied"));
         assertTrue(run("umemtest:list").contains("MAPPED"), "the peer registration outlived the change: " + run("umemtest:list"));
+        // example_peer_mem under that registration: the region size in place, its identity at the
+        // next start; a re-creation would wait in the unregistration for the MR this test holds
+        String client = serviceId("org.peerdirect.example.peermem.ExamplePeerMemComponent");
+        assertTrue(run("peerdirect:config org.peerdirect.example_peer_mem region.size 2097152").contains("(applied"));
+        assertTrue(run("peerdirect:config org.peerdirect.example_peer_mem page.size 65536").contains("applies at the next start"));
+        assertEquals(client, serviceId("org.peerdirect.example.peermem.ExamplePeerMemComponent"), "the client is not re-created");
+        assertTrue(run("umemtest:list").contains("MAPPED"), "the peer registration outlived both: " + run("umemtest:list"));
+        // sysfs: every driver holds a reference to it, so a re-created sysfs restarted them all;
+        // a rejected value through Configuration Admin (the guard puts the last good back) and a
+        // new interval reach it in place, the root at the next start
+        String sysfs = serviceId("org.peerdirect.kernel.sysfs.Sysfs");
+        session.run("sfcfg = ($cm getConfiguration org.peerdirect.kernel.sysfs '?')");
+        session.run("sfprops = (new java.util.Hashtable)");
+        session.run("$sfprops put mirror.interval.ms (new java.lang.Long 1)");
+        session.run("$sfcfg update $sfprops");
+        deadline = System.nanoTime() + 10_000_000_000L;
+        while (!view.contains("mirror.interval.ms = 1 rejected") && System.nanoTime() < deadline) {
+            view = run("peerdirect:config");
+        }
+        assertTrue(view.contains("org.peerdirect.kernel.sysfs: mirror.interval.ms = 1 rejected"), view);
+        assertTrue(run("peerdirect:config org.peerdirect.kernel.sysfs mirror.interval.ms 50").contains("(applied"));
+        assertTrue(run("peerdirect:config org.peerdirect.kernel.sysfs root " + tmp.resolve("elsewhere")).contains("applies at the next start"));
+        assertEquals(sysfs, serviceId("org.peerdirect.kernel.sysfs.Sysfs"), "sysfs is not re-created");
+        assertTrue(run("kernel:ps").contains("survivor"));
+        // nvidia_peermem's parameters are 0 or 1 now; an unchanged delivery re-registers nothing
+        Exception rejected = org.junit.jupiter.api.Assertions.assertThrows(Exception.class, () -> session.run("peerdirect:config org.peerdirect.nvidia_peermem persistent_api_support 7"));
+        assertTrue(rejected.getMessage().contains("persistent_api_support = 7 rejected: greater than maximum"), rejected.getMessage());
+        String gpuClients = serviceId("org.peerdirect.gpu.impl.NvPeerMemComponent");
+        assertTrue(run("peerdirect:config org.peerdirect.nvidia_peermem peerdirect_support 0").contains("(applied"));
+        assertEquals(gpuClients, serviceId("org.peerdirect.gpu.impl.NvPeerMemComponent"), "nvidia_peermem is not re-created");
         session.run("umemtest:dereg $pmr");
         session.run("kernel:kill $survivor");
         session.run("$mmcfg delete");
         session.run("(($cm getConfiguration org.peerdirect.ib.core.peermem '?') delete)");
+        session.run("(($cm getConfiguration org.peerdirect.example_peer_mem '?') delete)");
+        session.run("(($cm getConfiguration org.peerdirect.nvidia_peermem '?') delete)");
+        session.run("$sfcfg delete");
+    }
+
+    /** The id of the service registered under {@code type} (the highest ranked), as Gogo prints it. */
+    private static String serviceId(String type) throws Exception {
+        session.run("sref = (servicereference " + type + ")");
+        return run("$sref getProperty service.id").trim();
     }
 
     /** Every project command has @Descriptor help (Gogo printed "parameters: Object[]" and nothing else). */

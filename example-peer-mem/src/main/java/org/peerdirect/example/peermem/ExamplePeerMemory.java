@@ -345,6 +345,11 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
         return "1.0";
     }
 
+    /** The page size {@code get_page_size} reports for every context. */
+    long pageSize() {
+        return pageSize;
+    }
+
     @Override
     public int flags() {
         return flags;

@@ -6,6 +6,7 @@ import java.util.List;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Deactivate;
+import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
@@ -36,6 +37,11 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
  * </ul>
  * The bundle is the module {@code nvidia_peermem}: every registration holds a reference on it, so
  * {@code kernel:rmmod nvidia_peermem} refuses while MRs use GPU memory.
+ * A new configuration is taken in place ({@code rmmod} and {@code modprobe} with the new
+ * parameters, without re-creating the component or its services): one that names other clients
+ * unregisters the old ones (waiting, as the unload does, until no MR uses them) and registers the
+ * new; an unchanged one (e.g. Configuration Admin's delivery after the guard put back a rejected
+ * value) changes nothing.
  * Also offers the GPU's memory to tools ({@code --mem nv_mem}) as cudaMalloc does for
  * {@code perftest --use_cuda}: allocations on GPU 0, copies by the copy engine. Deactivation
  * unregisters the clients, which waits until no MR uses them (a module in use cannot go).
@@ -50,26 +56,52 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
 
     @ObjectClassDefinition(name = "nvidia-peermem", description = "The module parameters of nvidia-peermem")
     @interface Config {
-        @AttributeDefinition(description = "1 (default): only the persistent client nv_mem; 0: nv_mem with the free callback plus nv_mem_nc")
+        @AttributeDefinition(min = "0", max = "1", description = "1 (default): only the persistent client nv_mem; 0: nv_mem with the free callback plus nv_mem_nc")
         int persistent__api__support() default 1; // "persistent_api_support", the module parameter's name
 
-        @AttributeDefinition(description = "1: the legacy invalidating client (no INVALIDATE_UNMAPS, as for MLNX_OFED 4.9); default 0")
+        @AttributeDefinition(min = "0", max = "1", description = "1: the legacy invalidating client (no INVALIDATE_UNMAPS, as for MLNX_OFED 4.9); default 0")
         int peerdirect__support() default 0; // "peerdirect_support"
     }
 
     private final Mm mm;
+    private final PeerMemoryRegistry registry;
+    private final KernelModule module;
     private final BoundDevices<NvidiaRm> gpus = new BoundDevices<>(NvidiaRm::index);
+    /** Guarded by this: the clients of the parameters in force, their registrations, and those parameters. */
     private final List<NvPeerMem> clients = new ArrayList<>();
     private final List<PeerMemoryRegistration> registrations = new ArrayList<>();
+    private int persistentApiSupport;
+    private int peerdirectSupport;
 
     @Activate
     public NvPeerMemComponent(@Reference PeerMemoryRegistry registry, @Reference Mm mm, @Reference KernelModules modules, Config c) {
         this.mm = mm;
-        KernelModule module = modules.load(MODULE); // THIS_MODULE: both clients are in it
-        if (c.persistent__api__support() != 0) {
+        this.registry = registry;
+        this.module = modules.load(MODULE); // THIS_MODULE: both clients are in it
+        synchronized (this) {
+            register(c);
+        }
+    }
+
+    /** New module parameters: the clients they name, unless they name the ones registered now. */
+    @Modified
+    synchronized void modified(Config c) {
+        if (c.persistent__api__support() == persistentApiSupport && c.peerdirect__support() == peerdirectSupport) {
+            return;
+        }
+        unregisterAll();
+        register(c);
+    }
+
+    /** nvidia_peermem's init: the clients {@code c} names, registered in order (the core tries them in that order). */
+    private void register(Config c) {
+        assert Thread.holdsLock(this);
+        persistentApiSupport = c.persistent__api__support();
+        peerdirectSupport = c.peerdirect__support();
+        if (persistentApiSupport != 0) {
             clients.add(new NvPeerMem("nv_mem", this::gpus, true, false, module));
         } else {
-            clients.add(new NvPeerMem("nv_mem", this::gpus, false, c.peerdirect__support() == 0, module));
+            clients.add(new NvPeerMem("nv_mem", this::gpus, false, peerdirectSupport == 0, module));
             clients.add(new NvPeerMem("nv_mem_nc", this::gpus, true, false, module));
         }
         try {
@@ -77,9 +109,19 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
                 registrations.add(registry.register(client, !client.persistent()));
             }
         } catch (RuntimeException e) {
-            deactivate();
+            unregisterAll();
             throw e;
         }
+    }
+
+    /** nvidia_peermem's exit: unregisters the clients, the last first; each waits until no MR uses it. */
+    private void unregisterAll() {
+        assert Thread.holdsLock(this);
+        for (int i = registrations.size() - 1; i >= 0; i--) {
+            registrations.get(i).unregister(); // waits until no MR uses the client
+        }
+        registrations.clear();
+        clients.clear();
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, unbind = "removeGpu")
@@ -96,16 +138,13 @@ public final class NvPeerMemComponent implements PeerMemoryAllocator {
         return gpus.all();
     }
 
-    public List<NvPeerMem> clients() {
+    public synchronized List<NvPeerMem> clients() {
         return List.copyOf(clients);
     }
 
     @Deactivate
-    void deactivate() {
-        for (int i = registrations.size() - 1; i >= 0; i--) {
-            registrations.get(i).unregister(); // waits until no MR uses the client
-        }
-        registrations.clear();
+    synchronized void deactivate() {
+        unregisterAll();
     }
 
     // ------------------------------------------------------------------ memory for tools
