@@ -300,21 +300,12 @@ class BadInputIT {
     @Test
     void aBadValueThroughConfigurationAdminIsRejectedAndTheLastGoodKept() throws Exception {
         session.run("cm = (service (servicereference org.osgi.service.cm.ConfigurationAdmin))");
-        session.run("cfg = ($cm getConfiguration org.peerdirect.hca.cx3 '?')");
-        session.run("props = (new java.util.Hashtable)");
-        session.run("$props put devices (new java.lang.Integer 100)");
-        session.run("$cfg update $props");
-        // Configuration Admin delivers asynchronously: poll the view, bounded in time
-        String view = "";
-        long deadline = System.nanoTime() + 10_000_000_000L;
-        while (!view.contains("devices = 100 rejected") && System.nanoTime() < deadline) {
-            view = run("peerdirect:config");
-        }
-        assertTrue(view.contains("org.peerdirect.hca.cx3: devices = 100 rejected") && view.contains("keeping 2 (the default)"), view);
+        String view = rejectedThroughCm("cfg", "org.peerdirect.hca.cx3", "devices", "java.lang.Integer", 100);
+        assertTrue(view.contains("keeping 2 (the default)"), view);
         // the guard's delivery reaches the component as an unchanged configuration (@Modified: nothing
         // re-created, ConnectX3ModelTest); the bounded wait only covers Configuration Admin's own thread
         long count = 0;
-        deadline = System.nanoTime() + 10_000_000_000L;
+        long deadline = System.nanoTime() + 10_000_000_000L;
         while ((count = run("rdma:devices").lines().filter(l -> l.contains("mlx4_")).count()) != 2 && System.nanoTime() < deadline) {
             Thread.onSpinWait();
         }
@@ -326,15 +317,7 @@ class BadInputIT {
         // it is not re-created, so a process lives on (before, each delivery ended every process)
         session.run("survivor = (kernel:spawn survivor)");
         String memTotal = run("kernel:meminfo").lines().filter(l -> l.startsWith("MemTotal")).findFirst().orElseThrow();
-        session.run("mmcfg = ($cm getConfiguration org.peerdirect.kernel.mm '?')");
-        session.run("mmprops = (new java.util.Hashtable)");
-        session.run("$mmprops put pid.max (new java.lang.Integer 5)");
-        session.run("$mmcfg update $mmprops");
-        deadline = System.nanoTime() + 10_000_000_000L;
-        while (!view.contains("pid.max = 5 rejected") && System.nanoTime() < deadline) {
-            view = run("peerdirect:config");
-        }
-        assertTrue(view.contains("org.peerdirect.kernel.mm: pid.max = 5 rejected"), view);
+        rejectedThroughCm("mmcfg", "org.peerdirect.kernel.mm", "pid.max", "java.lang.Integer", 5);
         assertTrue(run("peerdirect:config org.peerdirect.kernel.mm memlock 16M").contains("(applied: the component runs with it)"));
         assertTrue(run("peerdirect:config org.peerdirect.kernel.mm memory.size 2G").contains("applies at the next start"));
         assertTrue(run("kernel:ps").contains("survivor"), "the process outlived three deliveries: " + run("kernel:ps"));
@@ -355,15 +338,7 @@ class BadInputIT {
         // a rejected value through Configuration Admin (the guard puts the last good back) and a
         // new interval reach it in place, the root at the next start
         String sysfs = serviceId("org.peerdirect.kernel.sysfs.Sysfs");
-        session.run("sfcfg = ($cm getConfiguration org.peerdirect.kernel.sysfs '?')");
-        session.run("sfprops = (new java.util.Hashtable)");
-        session.run("$sfprops put mirror.interval.ms (new java.lang.Long 1)");
-        session.run("$sfcfg update $sfprops");
-        deadline = System.nanoTime() + 10_000_000_000L;
-        while (!view.contains("mirror.interval.ms = 1 rejected") && System.nanoTime() < deadline) {
-            view = run("peerdirect:config");
-        }
-        assertTrue(view.contains("org.peerdirect.kernel.sysfs: mirror.interval.ms = 1 rejected"), view);
+        rejectedThroughCm("sfcfg", "org.peerdirect.kernel.sysfs", "mirror.interval.ms", "java.lang.Long", 1);
         assertTrue(run("peerdirect:config org.peerdirect.kernel.sysfs mirror.interval.ms 50").contains("(applied"));
         assertTrue(run("peerdirect:config org.peerdirect.kernel.sysfs root " + tmp.resolve("elsewhere")).contains("applies at the next start"));
         assertEquals(sysfs, serviceId("org.peerdirect.kernel.sysfs.Sysfs"), "sysfs is not re-created");
@@ -381,6 +356,27 @@ class BadInputIT {
         session.run("(($cm getConfiguration org.peerdirect.example_peer_mem '?') delete)");
         session.run("(($cm getConfiguration org.peerdirect.nvidia_peermem '?') delete)");
         session.run("$sfcfg delete");
+    }
+
+    /**
+     * Sets {@code property} of {@code pid} to {@code value} through Configuration Admin directly
+     * (as a management agent would; the configuration in Gogo variable {@code var}), then waits,
+     * bounded, until {@code peerdirect:config} lists the guard's rejection (Configuration Admin
+     * delivers asynchronously). Returns that view.
+     */
+    private static String rejectedThroughCm(String var, String pid, String property, String type, long value) throws Exception {
+        session.run(var + " = ($cm getConfiguration " + pid + " '?')");
+        session.run(var + "props = (new java.util.Hashtable)");
+        session.run("$" + var + "props put " + property + " (new " + type + " " + value + ")");
+        session.run("$" + var + " update $" + var + "props");
+        String rejection = pid + ": " + property + " = " + value + " rejected";
+        String view = "";
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!view.contains(rejection) && System.nanoTime() < deadline) {
+            view = run("peerdirect:config");
+        }
+        assertTrue(view.contains(rejection), view);
+        return view;
     }
 
     /** The id of the service registered under {@code type} (the highest ranked), as Gogo prints it. */

@@ -123,48 +123,35 @@ final class Transport {
     }
 
     int cqCount() {
-        int n = 0;
-        for (int i = 0; i < cqs.length(); i++) {
-            n += cqs.get(i) == null ? 0 : 1;
-        }
-        return n;
+        return (int) sum(cqs, c -> 1);
     }
 
     int qpCount() {
         return engine.qps().size();
     }
 
-    /** WQEs fetched from host memory or taken from a BlueFlame write, by every queue so far. */
-    long wqesFetched() {
-        long n = retiredWqes.get();
-        for (int i = 0; i < qps.length(); i++) {
-            MemQp q = qps.get(i);
-            n += q == null ? 0 : q.sqWqes.get() + q.rqWqesFetched.get();
-        }
-        for (int i = 0; i < srqs.length(); i++) {
-            MemSrq s = srqs.get(i);
-            n += s == null ? 0 : s.wqesFetched.get();
+    /** {@code f} summed over the live entries of {@code table}. */
+    private static <T> long sum(AtomicReferenceArray<T> table, java.util.function.ToLongFunction<T> f) {
+        long n = 0;
+        for (int i = 0; i < table.length(); i++) {
+            T t = table.get(i);
+            n += t == null ? 0 : f.applyAsLong(t);
         }
         return n;
+    }
+
+    /** WQEs fetched from host memory or taken from a BlueFlame write, by every queue so far. */
+    long wqesFetched() {
+        return retiredWqes.get() + sum(qps, q -> q.sqWqes.get() + q.rqWqesFetched.get()) + sum(srqs, s -> s.wqesFetched.get());
     }
 
     /** Of those, the send WQEs a BlueFlame write carried, which the device did not read by DMA. */
     long wqesBlueFlame() {
-        long n = retiredBlueFlame.get();
-        for (int i = 0; i < qps.length(); i++) {
-            MemQp q = qps.get(i);
-            n += q == null ? 0 : q.sqWqesBlueFlame.get();
-        }
-        return n;
+        return retiredBlueFlame.get() + sum(qps, q -> q.sqWqesBlueFlame.get());
     }
 
     long cqesWritten() {
-        long n = retiredCqes.get();
-        for (int i = 0; i < cqs.length(); i++) {
-            MemCq c = cqs.get(i);
-            n += c == null ? 0 : c.written.get();
-        }
-        return n;
+        return retiredCqes.get() + sum(cqs, c -> c.written.get());
     }
 
     private void retire(MemQp q) {
@@ -190,11 +177,7 @@ final class Transport {
     }
 
     int srqCount() {
-        int n = 0;
-        for (int i = 0; i < srqs.length(); i++) {
-            n += srqs.get(i) == null ? 0 : 1;
-        }
-        return n;
+        return (int) sum(srqs, s -> 1);
     }
 
     /** Force close: every object dropped (QPs flushed and freed, keys revoked), the contexts' pages freed with the rest. */
