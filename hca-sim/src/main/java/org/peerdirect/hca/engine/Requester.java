@@ -282,6 +282,11 @@ final class Requester {
             return Outcome.LOC_LEN_ERR;
         }
         boolean atomic = Wqe.isAtomic(w.opcode);
+        if ((w.ctrl & Wqe.CTRL_INLINE) != 0 && Wqe.readsResponse(w.opcode)) {
+            // a READ's data or an atomic's original value has nowhere to land: a malformed WQE,
+            // refused before anything is sent (the responder must not execute the atomic)
+            return Outcome.LOC_QP_OP_ERR;
+        }
         Outcome o = gatherLocal(w, Wqe.readsResponse(w.opcode));
         if (o != null) {
             return o;
