@@ -92,7 +92,8 @@ import org.peerdirect.mlx5.lib.Mlx5Qp;
  * </ul>
  * A second property puts noise on the same path: doorbell records that jump back, far ahead and past
  * the ring, BlueFlame writes naming the QP, another QP of the same UAR or none, BlueFlame bursts of
- * 1 to 32 random words (a control segment naming one of those QPs or random), random basic blocks,
+ * 1 to 32 random words (a control segment naming one of those QPs or random; for the other QP of
+ * the same UAR only as a doorbell, since a WQE carried for it is the process writing its own QP), random basic blocks,
  * good posts and polls in between; every wait bounded, the firmware answering {@code QUERY_QP}, the
  * QP destroyed, the other QPs good.
  *
@@ -887,7 +888,8 @@ class WqeFuzzTest extends Mlx5Machine {
     /**
      * Noise on the send doorbell path of a QP the library also posts on: doorbell records that jump
      * (back, far ahead, past the ring), BlueFlame writes naming the QP, another QP of the same UAR or
-     * no QP, BlueFlame bursts of random words, random basic blocks in the ring, good posts and CQ polls in between. Whatever the
+     * no QP, BlueFlame bursts of random words (naming the other QP of the same UAR only as doorbells),
+     * random basic blocks in the ring, good posts and CQ polls in between. Whatever the
      * device fetches and runs, every wait is bounded, the firmware still answers {@code QUERY_QP},
      * the QP is destroyed, and the device's other QPs stay good.
      */
@@ -973,17 +975,22 @@ class WqeFuzzTest extends Mlx5Machine {
                 case 8 -> {
                     // a BlueFlame burst: 1..32 random words at a random 8-byte place of the register, its
                     // control segment naming this QP, the bystander or any QPN, its WQE index near what
-                    // was posted or anywhere (a burst never crosses the register's 4 KiB page)
+                    // was posted or anywhere (a burst never crosses the register's 4 KiB page). One naming
+                    // the bystander has DS 0, so it is only a doorbell for it: a burst carrying a WQE for
+                    // another QP of the same UAR is this process writing into its own QP (the device
+                    // executes it and the library's ring no longer matches the device's counter, as on
+                    // hardware), which no device could keep that QP good through; the long form found it
                     int words = 1 + r.nextInt(32);
                     MemorySegment burst = MemorySegment.ofArray(new byte[words * 8]);
                     for (int w = 0; w < words; w++) {
                         burst.set(ValueLayout.JAVA_LONG_UNALIGNED, w * 8L, r.nextLong());
                     }
                     if (words >= 2 && r.nextInt(3) != 0) {
-                        int n = r.nextBoolean() ? qpn : r.nextBoolean() ? bystanderA.qpNum() : r.nextInt(1 << 24);
+                        boolean bystander = false;
+                        int n = r.nextBoolean() ? qpn : (bystander = r.nextBoolean()) ? bystanderA.qpNum() : r.nextInt(1 << 24);
                         int idx = r.nextBoolean() ? posted + r.nextInt(-4, 40) & 0xffff : r.nextInt(1 << 16);
                         burst.set(BE32, Qp.CTRL_OPMOD_IDX_OPCODE, idx << 8 | (r.nextBoolean() ? Wqe.OP_RDMA_WRITE : r.nextInt(256)));
-                        burst.set(BE32, Qp.CTRL_QPN_DS, n << 8 | r.nextInt(64));
+                        burst.set(BE32, Qp.CTRL_QPN_DS, n << 8 | (bystander ? 0 : r.nextInt(64)));
                     }
                     int at = 8 * r.nextInt((BF_AREA - words * 8) / 8 + 1);
                     fns.get(0).iowrite64Copy(0, ((long) uar << 12) + Qp.UAR_BF_OFFSET + at, burst, 0, words * 8);
