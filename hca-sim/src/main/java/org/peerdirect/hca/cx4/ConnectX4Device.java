@@ -287,6 +287,12 @@ public final class ConnectX4Device implements AutoCloseable {
         return e == null ? 0 : e.umrsExecuted();
     }
 
+    /** The engine's failures on exceptions of its own ({@link org.peerdirect.hca.engine.HcaDevice#engineFailures}; 0 before power-on). */
+    public long engineFailures() {
+        org.peerdirect.hca.engine.HcaDevice e = engine;
+        return e == null ? 0 : e.engineFailures();
+    }
+
     /** Send and receive WQEs the device fetched (test and tool view). */
     public long wqesFetched() {
         Firmware f = fw;

@@ -96,6 +96,8 @@ public final class HcaDevice {
     volatile boolean removed;
     /** Completions whose CQ was full (CQ overrun: the CQ went to error). */
     final AtomicLong cqOverruns = new AtomicLong();
+    /** Requests or drains the engine failed on an exception of its own ({@link #engineFailures}). */
+    final AtomicLong engineFailures = new AtomicLong();
     final AtomicLong rnrNaks = new AtomicLong();
     final AtomicLong retries = new AtomicLong();
 
@@ -730,6 +732,16 @@ public final class HcaDevice {
     /** CQs alive on the device. */
     public synchronized int cqCount() {
         return cqs.size();
+    }
+
+    /**
+     * How often the engine failed on an exception of its own: a model bug, never a driver's or a
+     * user's error (those get syndromes). The requester logs it and completes the request with
+     * LOC_QP_OP_ERR so the queue does not wedge; every test machine's audit requires 0, so such a
+     * bug fails the test that met it instead of hiding in a log.
+     */
+    public long engineFailures() {
+        return engineFailures.get();
     }
 
     public long cqOverruns() {

@@ -90,6 +90,7 @@ final class Requester {
             try {
                 processSq();
             } catch (RuntimeException e) {
+                qp.dev.engineFailures.incrementAndGet();
                 System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": send queue drain failed", e);
             }
             missed = wip.addAndGet(-missed);
@@ -166,7 +167,9 @@ final class Requester {
                     default -> executeUd(w);
                 };
             } catch (RuntimeException e) {
-                // an engine bug must not wedge the queue: the WQE fails, the QP goes to ERR
+                // an engine bug must not wedge the queue: the WQE fails, the QP goes to ERR; counted
+                // for the test machines' audits (HcaDevice.engineFailures)
+                qp.dev.engineFailures.incrementAndGet();
                 System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": WQE " + h + " failed", e);
                 o = Outcome.LOC_QP_OP_ERR;
             }

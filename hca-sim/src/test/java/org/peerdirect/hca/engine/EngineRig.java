@@ -145,7 +145,9 @@ abstract class EngineRig {
 
     @AfterEach
     void audit() {
+        long engineFailures = 0;
         for (HcaDevice d : devs) {
+            engineFailures += d.engineFailures();
             d.remove();
         }
         for (long[] m : mapped) {
@@ -162,6 +164,7 @@ abstract class EngineRig {
         proc.exit();
         assertEquals(mm.totalFrames(), mm.freeFrames(), "every frame free");
         mm.close();
+        assertEquals(0, engineFailures, "the engine failed on an exception of its own (see the log)");
     }
 
 }

@@ -94,6 +94,9 @@ abstract class Mlx5Machine {
             if (!unplugged.contains(i) && models.get(i).pagesHeld() != 0) {
                 leaks.add(c.name() + ": the firmware holds pages: " + models.get(i).describe());
             }
+            if (models.get(i).engineFailures() != 0) {
+                leaks.add(c.name() + ": the engine failed " + models.get(i).engineFailures() + " time(s) on an exception of its own (see the log)");
+            }
         }
         proc.exit();
         core.close();
