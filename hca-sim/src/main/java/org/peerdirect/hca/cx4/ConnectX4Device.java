@@ -312,9 +312,10 @@ public final class ConnectX4Device implements AutoCloseable {
             return name + ": not attached";
         }
         return String.format("%s: state %s, ISSI %d, driver '%s', pages held %d (boot %d, init %d, regular %d), EQs %d (EQEs lost %d), UARs %d, "
-                + "stray doorbells %d, %s%s%s", name, f.state(), f.issi(), f.driverVersion(), f.pages.held(), f.pages.held(FirmwarePages.Kind.BOOT),
-                f.pages.held(FirmwarePages.Kind.INIT), f.pages.held(FirmwarePages.Kind.REGULAR), f.eqCount(), f.eqOverruns(), f.uarsAllocated(),
-                strayDoorbells.get(), f.transport.describe(), hung ? ", HUNG" : "", fatal != 0 ? ", FATAL syndrome " + fatal : "");
+                + "stray doorbells %d, %s, engine failures %d%s%s", name, f.state(), f.issi(), f.driverVersion(), f.pages.held(),
+                f.pages.held(FirmwarePages.Kind.BOOT), f.pages.held(FirmwarePages.Kind.INIT), f.pages.held(FirmwarePages.Kind.REGULAR), f.eqCount(),
+                f.eqOverruns(), f.uarsAllocated(), strayDoorbells.get(), f.transport.describe(), engineFailures(), hung ? ", HUNG" : "",
+                fatal != 0 ? ", FATAL syndrome " + fatal : "");
     }
 
     /**

@@ -93,7 +93,8 @@ final class Transport {
      * What destroyed queues counted (WQEs fetched, of those carried by BlueFlame, CQEs written):
      * each live queue keeps its own {@link Tally}, so the data path of one queue shares no counter
      * with another's; a queue's counts move here when the queue leaves its table (firmware thread),
-     * just before, so a total read at that instant may count it twice, never lose it.
+     * just before, so a total read at that instant may count it twice. A doorbell that races the
+     * destroy of its QP after that (the QP already in ERR, its WQEs flushing) goes uncounted.
      */
     private final AtomicLong retiredWqes = new AtomicLong();
     private final AtomicLong retiredBlueFlame = new AtomicLong();
