@@ -206,6 +206,11 @@ public class BundleRestartIT {
                         failures.add(name + " / " + dev + ": " + out);
                     }
                 }
+                // the ConnectX-4+ models' engines met no exception of their own under that traffic
+                String models = run("hca:cx4");
+                if (!models.contains("engine failures 0") || models.matches("(?s).*engine failures [1-9].*")) {
+                    failures.add(name + " / hca:cx4: " + models);
+                }
             }
         } finally {
             devices.close();
