@@ -25,7 +25,8 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
  * A machine for a plain JUnit 5 test, without OSGi: physical memory and swap, the IOMMU, {@code n}
  * ConnectX-3 models on one fabric with a driver bound to each, and the IB core. {@link #close}
  * takes everything down in order and runs the audit: no IOMMU fault, no violation, no mapping left,
- * no pin, every frame free, no request the engine failed on an exception of its own. A failed audit throws {@link AssertionError} naming what leaked.
+ * no pin, every frame free, no request the engine failed on an exception of its own. A failed
+ * audit throws {@link AssertionError} naming what leaked.
  *
  * <pre>{@code
  * try (Machine m = Machine.builder(tmp).hcas(2, 1, MY_DRIVER).build()) {
