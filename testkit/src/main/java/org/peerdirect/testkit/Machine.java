@@ -90,8 +90,7 @@ public final class Machine implements AutoCloseable {
     private final IbCore core;
     private final List<IommuDomain> domains = new ArrayList<>();
     private final List<ConnectX3Board> boards = new ArrayList<>();
-    /** The bus's warnings (a driver leaving DMA mappings at removal): reported by {@link #close}. */
-    private final List<String> busWarnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** Its warnings (a driver leaving DMA mappings at removal, a BAR write handler that threw) are reported by {@link #close}. */
     private final StandalonePciBus bus;
     private final List<HcaDriver.Probed> probed = new ArrayList<>();
     private final List<IbvDevice> devices = new ArrayList<>();
@@ -103,7 +102,7 @@ public final class Machine implements AutoCloseable {
         iommu = new Iommu(mm);
         core = new IbCore(null);
         removed = new boolean[b.hcas];
-        bus = new StandalonePciBus(iommu, busWarnings::add);
+        bus = new StandalonePciBus(iommu);
         for (int i = 0; i < b.hcas; i++) {
             ConnectX3Board board = ConnectX3Board.onFabric(i, fabric, b.ports);
             boards.add(board);
@@ -228,7 +227,7 @@ public final class Machine implements AutoCloseable {
                 remove(i, true);
             }
             bus.close(); // the functions leave the bus, their IOMMU domains with them
-            leaks.addAll(busWarnings);
+            leaks.addAll(bus.warnings());
             for (IommuDomain d : domains) {
                 long left = iommu.destroyDomain(d);
                 if (left != 0) {

@@ -38,11 +38,6 @@ abstract class Mlx5Machine {
     Mm mm;
     Iommu iommu;
     StandalonePciBus bus;
-    /**
-     * What the bus reported: a device model's BAR write handler that threw (a model bug the driver
-     * never hears of, as a posted write), BAR memory that could not be freed. Part of the audit.
-     */
-    final List<String> busWarnings = new java.util.concurrent.CopyOnWriteArrayList<>();
     IbCore core;
     final List<ConnectX4Device> models = new ArrayList<>();
     final List<PciFunction> fns = new ArrayList<>();
@@ -57,8 +52,7 @@ abstract class Mlx5Machine {
     void startMachine(Path tmp, String procName, int... deviceIds) {
         mm = new Mm(64L << 20, true, tmp.resolve("swap"), 1 << 20);
         iommu = new Iommu(mm);
-        busWarnings.clear();
-        bus = new StandalonePciBus(iommu, busWarnings::add);
+        bus = new StandalonePciBus(iommu);
         core = new IbCore(null);
         Fabric fabric = new Fabric();
         for (int i = 0; i < deviceIds.length; i++) {
@@ -107,7 +101,7 @@ abstract class Mlx5Machine {
         core.close();
         models.forEach(ConnectX4Device::close);
         bus.close();
-        leaks.addAll(busWarnings);
+        leaks.addAll(bus.warnings()); // a model's BAR write handler that threw, BAR memory not freed
         if (!iommu.audit().clean()) {
             leaks.add("IOMMU audit: " + iommu.audit());
         }

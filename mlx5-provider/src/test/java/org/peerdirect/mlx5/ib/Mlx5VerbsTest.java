@@ -444,8 +444,7 @@ class Mlx5VerbsTest extends Mlx5Machine {
      * record); a list, or a WQE longer than the buffer, rings the doorbell and the device fetches
      * from memory. A burst naming a WQE the device already has is a plain doorbell; one carrying
      * a WQE the queue's memory never held is executed as carried, a malformed one completes in
-     * error. {@code MLX5_SHUT_UP_BF} turns
-     * BlueFlame off for the QPs created after it.
+     * error. {@code MLX5_SHUT_UP_BF} turns BlueFlame off for the QPs created after it.
      */
     @Test
     void aSinglePostGoesWholeByBlueFlameAndAListByTheDoorbellRecord() {
