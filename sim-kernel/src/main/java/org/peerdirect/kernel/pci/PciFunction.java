@@ -129,6 +129,22 @@ public interface PciFunction {
     void write32be(int bar, long offset, int value);
 
     /**
+     * The CPU's mapping of memory BAR {@code bar} at [offset, offset+length): what a driver hands
+     * to {@code io_remap_pfn_range} to map device memory behind a BAR (an NVMe PMR, a GPU's
+     * CPU-visible memory BAR) into a process. Loads and stores through it reach the BAR's memory
+     * as MMIO does, without the device's write handler seeing them (a prefetchable BAR the device
+     * does not watch). Valid until the function is removed; then accessing it throws
+     * {@link IllegalStateException}.
+     *
+     * @throws IllegalArgumentException when the function has no such BAR, the BAR is an aperture
+     *         (its pages move: map them page by page through the device), or the range is not
+     *         page-aligned or leaves the BAR (the message names which)
+     * @see "io_remap_pfn_range(), pci_resource_start()"
+     * @since 0.11
+     */
+    MemorySegment ioremap(int bar, long offset, long length);
+
+    /**
      * The model's direct firmware-call interface if it is of {@code type}, else empty. Only
      * models without a simulated command interface have one (the ConnectX-3 model, documented
      * there); a driver of such a model reaches its device's firmware through its function and

@@ -393,6 +393,20 @@ final class PciFunctionImpl implements PciFunction {
     }
 
     @Override
+    public MemorySegment ioremap(int bar, long offset, long length) {
+        MemorySegment s = bar(bar);
+        if ((offset & 4095) != 0 || (length & 4095) != 0 || length <= 0) {
+            throw new IllegalArgumentException(String.format("ioremap of %s bar %d: offset 0x%x and length 0x%x must be whole 4 KiB pages",
+                    bdf, bar, offset, length));
+        }
+        if (offset < 0 || offset + length > s.byteSize()) {
+            throw new IllegalArgumentException(String.format("ioremap of %s bar %d: [0x%x, 0x%x) leaves the BAR of 0x%x bytes",
+                    bdf, bar, offset, offset + length, s.byteSize()));
+        }
+        return s.asSlice(offset, length);
+    }
+
+    @Override
     public MemorySegment barMemory(int bar) {
         return bar(bar);
     }

@@ -131,6 +131,22 @@ class PciBusCoreTest {
     }
 
     @Test
+    void ioremapMapsWholePagesOfAMemoryBarAndNamesWhatIsWrong() {
+        PciFunction f = register(null);
+        MemorySegment cpu = f.ioremap(0, 8192, 4096);
+        assertEquals(4096, cpu.byteSize());
+        cpu.set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 4, 0x5a5a1234);
+        assertEquals(0x5a5a1234, f.read32(0, 8192 + 4), "a CPU store through the mapping is what MMIO reads");
+        f.write32(0, 8192 + 8, 77);
+        assertEquals(77, cpu.get(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 8));
+        refused(() -> f.ioremap(0, 100, 4096), "bar 0", "0x64", "whole 4 KiB pages");
+        refused(() -> f.ioremap(0, (1 << 20) - 4096, 8192), "bar 0", "leaves the BAR");
+        refused(() -> f.ioremap(3, 0, 4096), "bar 3", "not implemented");
+        f.remove();
+        assertThrows(IllegalStateException.class, () -> cpu.get(ValueLayout.JAVA_INT_UNALIGNED, 0), "the mapping dies with the function");
+    }
+
+    @Test
     void littleAndBigEndianAccessesRoundTripAndLandInBarMemoryInTheirByteOrder() {
         PciFunction f = register(null);
         MemorySegment bar = f.barMemory(0);
