@@ -86,8 +86,6 @@ class HouseRulesTest {
                     "the GPU firmware shortcut (issue 41 item 2)"),
             Map.entry("drivers-through-layout|mlx5-provider|org.peerdirect.hca.engine",
                     "WQE opcodes still taken from the engine (issue 41 item 2)"),
-            Map.entry("released-api|peer-mem-api|org.peerdirect.kernel.mm",
-                    "PeerMemoryAllocator's AddressSpace and KernelException (issue 41 item 4)"),
             Map.entry("released-api|sim-kernel|org.peerdirect.kernel.pci",
                     "DmaMapper.dmaMapResource takes a PciFunction (issue 41 item 4)"));
 

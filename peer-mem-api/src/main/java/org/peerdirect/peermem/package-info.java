@@ -21,9 +21,13 @@
  * ({@code org.peerdirect.kernel.dma} 1.x) instead of types of this package, and a client maps
  * with {@code device.dma()} instead of {@code device.iommuDomain()}: this API depends on no 0.x
  * package any more.
+ *
+ * <p>3.0.0: {@code PeerMemoryAllocator} (tools' allocations of device memory, which speak the
+ * unreleased {@code org.peerdirect.kernel.mm}) moved to {@code org.peerdirect.peermem.alloc} 0.x,
+ * so this package references nothing unreleased: the build's house rules check it.
  */
 @Export
-@Version("2.3.0")
+@Version("3.0.0")
 package org.peerdirect.peermem;
 
 import org.osgi.annotation.bundle.Export;

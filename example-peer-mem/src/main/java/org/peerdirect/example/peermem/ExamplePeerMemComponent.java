@@ -10,7 +10,7 @@ import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.kernel.mm.Mm;
-import org.peerdirect.peermem.PeerMemoryAllocator;
+import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
 import org.peerdirect.peermem.PeerMemoryClient;
 
 /**

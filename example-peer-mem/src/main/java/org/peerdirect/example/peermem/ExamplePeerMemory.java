@@ -16,7 +16,7 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.mm.Vma;
 import org.peerdirect.kernel.dma.DmaDevice;
-import org.peerdirect.peermem.PeerMemoryAllocator;
+import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
 import org.peerdirect.peermem.PeerMemoryClient;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;

@@ -20,7 +20,7 @@ import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.module.KernelModule;
 import org.peerdirect.kernel.module.KernelModules;
 import org.peerdirect.kernel.pci.BoundDevices;
-import org.peerdirect.peermem.PeerMemoryAllocator;
+import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
 

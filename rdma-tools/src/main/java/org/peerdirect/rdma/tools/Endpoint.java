@@ -13,7 +13,7 @@ import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.rdma.RcConnect;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
-import org.peerdirect.peermem.PeerMemoryAllocator;
+import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
 
 /**
  * One side of a tool's connection, in its own simulated process: the context, a PD, one CQ, RC

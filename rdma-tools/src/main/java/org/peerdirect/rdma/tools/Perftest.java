@@ -11,7 +11,7 @@ import org.peerdirect.ib.core.verbs.IbvSendWr;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
-import org.peerdirect.peermem.PeerMemoryAllocator;
+import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
 
 /**
  * perftest's {@code ib_write_bw}, {@code ib_read_bw}, {@code ib_send_bw} and

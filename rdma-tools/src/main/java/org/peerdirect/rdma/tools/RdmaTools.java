@@ -37,7 +37,7 @@ import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.shell.UsageException;
-import org.peerdirect.peermem.PeerMemoryAllocator;
+import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
 import org.peerdirect.rdma.RcConnect;
 
 /**

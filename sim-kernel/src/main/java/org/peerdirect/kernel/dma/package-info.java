@@ -4,7 +4,7 @@
  * DMA-mapped scatter table. Released API (1.x): peer-mem-api builds on it.
  */
 @Export
-@Version("1.6.0")
+@Version("1.7.0")
 package org.peerdirect.kernel.dma;
 
 import org.osgi.annotation.bundle.Export;

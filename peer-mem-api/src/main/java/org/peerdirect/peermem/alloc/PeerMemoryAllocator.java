@@ -1,6 +1,10 @@
-package org.peerdirect.peermem;
+package org.peerdirect.peermem.alloc;
 
 import org.osgi.annotation.versioning.ConsumerType;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.peermem.PeerMemoryClient;
 
 /**
  * Optional: a peer device whose memory tools and tests can allocate, as {@code cudaMalloc} is to
@@ -9,7 +13,12 @@ import org.osgi.annotation.versioning.ConsumerType;
  * The memory is mapped into the process as device memory (not pinnable), so registering it takes
  * the peer path.
  *
- * @since 1.1
+ * <p>In its own package since peer-mem-api 3.0.0: it hands out process mappings and kernel errors
+ * ({@code org.peerdirect.kernel.mm}, not released), so it is versioned apart from the released client
+ * contract, which no longer depends on an unreleased package. Its {@code @since} tags are the versions
+ * of {@code org.peerdirect.peermem} in which each call appeared.
+ *
+ * @since 1.1 (of org.peerdirect.peermem)
  */
 @ConsumerType
 public interface PeerMemoryAllocator {
@@ -36,14 +45,14 @@ public interface PeerMemoryAllocator {
      * address alone, which tells the device (unified addresses). The default serves device 0 by
      * {@link #alloc(int, long)}.
      *
-     * @throws org.peerdirect.kernel.mm.KernelException ENODEV for a device the client does not have
+     * @throws KernelException ENODEV for a device the client does not have
      * @since 2.3
      */
     default long alloc(int pid, long size, int device) {
         if (device == 0) {
             return alloc(pid, size);
         }
-        throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.ENODEV,
+        throw new KernelException(Errno.ENODEV,
                 name() + ": no device " + device + " (it has " + devices() + ")");
     }
 
@@ -53,11 +62,11 @@ public interface PeerMemoryAllocator {
      * runs: an SSD's persistent memory region. Undone by {@link #free}. The default refuses:
      * most devices' memory has no fixed offsets.
      *
-     * @throws org.peerdirect.kernel.mm.KernelException EOPNOTSUPP when the device has no fixed offsets
+     * @throws KernelException EOPNOTSUPP when the device has no fixed offsets
      * @since 2.2
      */
     default long map(int pid, long deviceOffset, long size) {
-        throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+        throw new KernelException(Errno.EOPNOTSUPP,
                 name() + ": device memory without fixed offsets (allocate it instead)");
     }
 
@@ -67,11 +76,11 @@ public interface PeerMemoryAllocator {
      * {@code CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD} for a GPU), for {@code ibv_reg_dmabuf_mr}. The
      * default refuses.
      *
-     * @throws org.peerdirect.kernel.mm.KernelException EOPNOTSUPP when the device exports no dma-buf
+     * @throws KernelException EOPNOTSUPP when the device exports no dma-buf
      * @since 2.2
      */
     default int exportDmabuf(int pid, long addr, long size) {
-        throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+        throw new KernelException(Errno.EOPNOTSUPP,
                 name() + ": exports no dma-buf");
     }
 
@@ -86,7 +95,7 @@ public interface PeerMemoryAllocator {
      *
      * @since 2.1
      */
-    default void copyToDevice(org.peerdirect.kernel.mm.AddressSpace proc, long addr, byte[] src, int off, int len) {
+    default void copyToDevice(AddressSpace proc, long addr, byte[] src, int off, int len) {
         proc.write(addr, src, off, len);
     }
 
@@ -96,7 +105,7 @@ public interface PeerMemoryAllocator {
      *
      * @since 2.1
      */
-    default void copyFromDevice(org.peerdirect.kernel.mm.AddressSpace proc, long addr, byte[] dst, int off, int len) {
+    default void copyFromDevice(AddressSpace proc, long addr, byte[] dst, int off, int len) {
         proc.read(addr, dst, off, len);
     }
 }
