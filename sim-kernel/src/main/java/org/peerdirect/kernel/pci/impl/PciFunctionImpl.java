@@ -8,8 +8,6 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 import org.peerdirect.kernel.pci.BarAperture;
 import java.util.concurrent.CountDownLatch;
@@ -28,7 +26,8 @@ import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
 
 /**
- * One function: BAR memory, MMIO, MSI-X vectors with their handler threads, and removal.
+ * One function: BAR memory, MMIO, its MSI-X vectors ({@link MsixVectors}), DMA through its IOMMU
+ * domain, and removal.
  *
  * <h2>Invariants and lock rules</h2>
  * <ul>
@@ -42,13 +41,10 @@ import org.peerdirect.kernel.pci.PciFunction;
  * no crash), and {@code remove()} never waits for a driver. A {@link BarWriteHandler} runs inside
  * the writer's use, so the device model may touch {@link #barMemory} from it, and may even call
  * {@code remove()} from it.</li>
- * <li><b>Vectors.</b> Each vector's fields are guarded by the {@link Vector}'s monitor; no user code
- * (handlers) runs under it. A vector has at most one {@link IrqThread}, the one in
- * {@code vector.thread}; a thread that finds itself no longer there exits, so freeing a vector is
- * "detach under the monitor, then join outside it". {@code requestIrq} checks {@code REMOVED} under
- * the monitor and {@code remove()} sets it before detaching the threads, so no thread is started
- * after removal has swept the vectors; {@code live} holds every started thread until it ends, and
- * removal waits for all of them.</li>
+ * <li><b>Vectors</b> are {@link MsixVectors}' (its comment gives their rules). {@code remove()}
+ * makes {@link #present()} false before it sweeps them, and a vector checks {@code present()}
+ * under its monitor before it starts a thread or counts a raise, so nothing is started or
+ * signalled after the sweep.</li>
  * <li><b>Removal listeners</b> are guarded by {@code listenersLock} and run outside it, exactly
  * once.</li>
  * </ul>
@@ -76,12 +72,7 @@ final class PciFunctionImpl implements PciFunction {
     /** Per BAR index: the model's window resolver for an aperture BAR (which has no memory), else null. */
     private final BarAperture[] apertures = new BarAperture[PciDeviceSpec.MAX_BARS];
     private final long[] barSizes = new long[PciDeviceSpec.MAX_BARS];
-    private final Vector[] vectors;
-    /**
-     * Every started IRQ thread not yet seen dead (including one that freed its own vector and is
-     * finishing its handler): a thread is only dropped from here once {@code isAlive()} is false.
-     */
-    private final Set<IrqThread> live = ConcurrentHashMap.newKeySet();
+    private final MsixVectors msix;
     /** REMOVED bit | accesses in flight. */
     private final AtomicLong state = new AtomicLong();
     /** Counted down when remove() has done everything but (possibly) freeing the BAR memory. */
@@ -118,10 +109,7 @@ final class PciFunctionImpl implements PciFunction {
             arena.close();
             throw e;
         }
-        vectors = new Vector[spec.msixVectors()];
-        for (int i = 0; i < vectors.length; i++) {
-            vectors[i] = new Vector(i);
-        }
+        msix = new MsixVectors(bdf, spec.msixVectors(), this::present, warn);
     }
 
     long number() {
@@ -172,7 +160,7 @@ final class PciFunctionImpl implements PciFunction {
 
     @Override
     public int msixVectors() {
-        return vectors.length;
+        return msix.count();
     }
 
     @Override
@@ -411,117 +399,44 @@ final class PciFunctionImpl implements PciFunction {
         return bar(bar);
     }
 
-    // ---------------------------------------------------------------- MSI-X
-
-    /** One MSI-X table entry plus its PBA bit; every field is guarded by the Vector's monitor. */
-    private static final class Vector {
-        final int index;
-        long raised;
-        long delivered;
-        /** PBA bit: raised while no handler was requested. */
-        boolean pending;
-        /** Sent to the handler thread, not yet picked up (further raises coalesce into it). */
-        boolean signalled;
-        /** The requested handler's thread; null while the vector is free. */
-        IrqThread thread;
-
-        Vector(int index) {
-            this.index = index;
-        }
-    }
-
-    /** The handler thread of one requested vector: {@code irq/<vector>-<bdf>}, like a threaded IRQ's kthread. */
-    private final class IrqThread extends Thread {
-        private final Vector v;
-        private final IrqHandler handler;
-
-        IrqThread(Vector v, IrqHandler handler) {
-            super("irq/" + v.index + "-" + bdf);
-            this.v = v;
-            this.handler = handler;
-            setDaemon(true); // never keeps a JVM alive; freeIrq/remove end it anyway
-        }
-
-        PciFunctionImpl function() {
-            return PciFunctionImpl.this;
-        }
-
-        @Override
-        public void run() {
-            for (;;) {
-                synchronized (v) {
-                    while (v.thread == this && !v.signalled) {
-                        try {
-                            v.wait();
-                        } catch (InterruptedException e) {
-                            // nobody but freeIrq ends this thread, and it does so through v.thread
-                        }
-                    }
-                    if (v.thread != this) {
-                        return; // freed: never call the handler again
-                    }
-                    v.signalled = false;
-                    v.delivered++;
-                }
-                try {
-                    handler.handle(v.index);
-                } catch (RuntimeException | Error e) {
-                    warn.accept("pci " + bdf + ": handler of MSI-X vector " + v.index + " failed: " + e);
-                }
-            }
-        }
-    }
-
-    private Vector vector(int vector) {
-        if (vector < 0 || vector >= vectors.length) {
-            throw new IllegalArgumentException("vector " + vector + ": out of range, " + bdf + " has "
-                    + vectors.length + " MSI-X vectors" + (vectors.length == 0 ? "" : " (0.." + (vectors.length - 1) + ")"));
-        }
-        return vectors[vector];
-    }
+    // ---------------------------------------------------------------- MSI-X (MsixVectors)
 
     @Override
     public void requestIrq(int vector, IrqHandler handler) {
-        Vector v = vector(vector);
-        Objects.requireNonNull(handler, "handler");
-        synchronized (v) {
-            if (!present()) {
-                return; // remove() has swept, or will not see, this vector: starting a thread would leak it
-            }
-            if (v.thread != null) {
-                throw new IllegalStateException("vector " + vector + " of " + bdf + " already has a handler (" + v.thread.getName() + ")");
-            }
-            IrqThread t = new IrqThread(v, handler);
-            v.thread = t;
-            live.removeIf(x -> !x.isAlive()); // forget ended threads; one that is ending is still waited for
-            live.add(t);
-            if (v.pending) {
-                // unmasking a vector with its PBA bit set delivers the interrupt once
-                v.pending = false;
-                v.signalled = true;
-            }
-            t.start();
-        }
+        msix.requestIrq(vector, handler);
     }
 
     @Override
     public void freeIrq(int vector) {
-        Thread t = detach(vector(vector));
-        if (t != null) {
-            awaitEnd(t);
-        }
+        msix.freeIrq(vector);
     }
 
-    /** Frees the vector's handler without waiting; returns the thread to wait for. */
-    private static IrqThread detach(Vector v) {
-        synchronized (v) {
-            IrqThread t = v.thread;
-            v.thread = null;
-            v.signalled = false; // an interrupt not yet picked up is lost, as with a message already sent to a freed vector
-            v.notifyAll();
-            return t;
-        }
+    @Override
+    public boolean irqRequested(int vector) {
+        return msix.irqRequested(vector);
     }
+
+    @Override
+    public long msixRaised(int vector) {
+        return msix.raised(vector);
+    }
+
+    @Override
+    public long msixDelivered(int vector) {
+        return msix.delivered(vector);
+    }
+
+    @Override
+    public boolean msixPending(int vector) {
+        return msix.pending(vector);
+    }
+
+    @Override
+    public void raiseMsix(int vector) {
+        msix.raise(vector);
+    }
+
+    // ---------------------------------------------------------------- DMA
 
     @Override
     public DmaMapper dma() {
@@ -538,78 +453,6 @@ final class PciFunctionImpl implements PciFunction {
             throw new KernelException(Errno.ENODEV, "pci " + bdf + ": the bus has no IOMMU, so the function cannot do DMA");
         }
         return domain;
-    }
-
-    /** Waits for a handler thread to end, reporting a handler that does not return; a thread never waits for itself. */
-    private void awaitEnd(Thread t) {
-        if (t == Thread.currentThread()) {
-            return; // freed from its own handler: the thread ends when the handler returns
-        }
-        boolean interrupted = false;
-        try {
-            while (t.isAlive()) {
-                try {
-                    if (!t.join(java.time.Duration.ofMillis(REPORT_EVERY_MS))) {
-                        warn.accept("pci " + bdf + ": still waiting for the handler on " + t.getName() + " to return");
-                    }
-                } catch (InterruptedException e) {
-                    interrupted = true; // free_irq does not give up: the handler must be done when we return
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    @Override
-    public boolean irqRequested(int vector) {
-        Vector v = vector(vector);
-        synchronized (v) {
-            return v.thread != null;
-        }
-    }
-
-    @Override
-    public long msixRaised(int vector) {
-        Vector v = vector(vector);
-        synchronized (v) {
-            return v.raised;
-        }
-    }
-
-    @Override
-    public long msixDelivered(int vector) {
-        Vector v = vector(vector);
-        synchronized (v) {
-            return v.delivered;
-        }
-    }
-
-    @Override
-    public boolean msixPending(int vector) {
-        Vector v = vector(vector);
-        synchronized (v) {
-            return v.pending;
-        }
-    }
-
-    @Override
-    public void raiseMsix(int vector) {
-        Vector v = vector(vector);
-        synchronized (v) {
-            if (!present()) {
-                return;
-            }
-            v.raised++;
-            if (v.thread != null) {
-                v.signalled = true;
-                v.notifyAll();
-            } else {
-                v.pending = true;
-            }
-        }
     }
 
     // ---------------------------------------------------------------- removal
@@ -660,14 +503,7 @@ final class PciFunctionImpl implements PciFunction {
             }
             toRun.forEach(this::runListener);
             bus.unpublish(this); // drivers bound to the service are deactivated here, on this thread
-            for (Vector v : vectors) {
-                synchronized (v) {
-                    v.pending = false;
-                }
-                detach(v);
-            }
-            // every thread started before the sweep is in live (added under the vector's monitor)
-            List.copyOf(live).forEach(this::awaitEnd);
+            msix.sweep(); // present() is false already: no vector can be requested or raised any more
             bus.detachDomain(this); // after the driver's unbind: its unmaps are done, what is left leaked
         } finally {
             removed.countDown();
@@ -683,7 +519,7 @@ final class PciFunctionImpl implements PciFunction {
      */
     private void awaitRemoval() {
         Thread me = Thread.currentThread();
-        if (me == remover || (me instanceof IrqThread t && t.function() == this)) {
+        if (me == remover || msix.isHandlerThread(me)) {
             return;
         }
         boolean interrupted = false;
