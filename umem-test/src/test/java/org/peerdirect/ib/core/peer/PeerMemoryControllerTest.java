@@ -26,6 +26,7 @@ import org.peerdirect.example.peermem.ExamplePeerMemory;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.ib.core.umem.impl.Umem;
 import org.peerdirect.umemtest.UmemTestDevice;
 import org.peerdirect.umemtest.UmemTestDevice.Mr;
 import org.peerdirect.kernel.mm.AddressSpace;
@@ -130,7 +131,7 @@ class PeerMemoryControllerTest {
         long va = rig.proc.mmap(1 << 20);
         Mr mr = rig.dev.reg(rig.proc, va + 100, 300_000, RW);
         assertFalse(mr.umem().isPeer());
-        assertEquals(AbstractUmem.numPages(va + 100, 300_000), rig.proc.pinnedPages(), "pinned pages charged to memlock");
+        assertEquals(Umem.numPages(va + 100, 300_000), rig.proc.pinnedPages(), "pinned pages charged to memlock");
         dmaRoundTrip(mr, va + 100, 300_000, 1);
         rig.dev.dereg(mr);
         assertEquals(0, rig.proc.pinnedPages());
@@ -199,7 +200,7 @@ class PeerMemoryControllerTest {
         assertEquals("example_peer", u.peerClientName());
         assertEquals(0, u.ticket(), "first ticket of the client");
         assertEquals(List.of("acquire", "getPages", "dmaMap", "getPageSize"), c.calls);
-        assertEquals(AbstractUmem.numPages(va + 10, 50_000), rig.proc.pinnedPages(), "peer umem keeps the memlock charge");
+        assertEquals(Umem.numPages(va + 10, 50_000), rig.proc.pinnedPages(), "peer umem keeps the memlock charge");
         dmaRoundTrip(mr, va + 10, 50_000, 2);
 
         PeerMemoryStatistics s = reg.statistics();

@@ -19,6 +19,7 @@ import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.sysfs.impl.SysfsTree;
+import org.peerdirect.ib.core.umem.impl.UmemCore;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 
 /**
@@ -26,20 +27,20 @@ import org.peerdirect.peermem.PeerMemoryRegistration;
  * the umem service, the test DMA device and one process. {@link #close} checks that the test
  * left nothing behind: no IOMMU fault or violation, no mapping, no pin, no frame, no client.
  */
-final class Rig implements AutoCloseable {
+public final class Rig implements AutoCloseable {
 
-    final Mm mm;
-    final Iommu iommu;
-    final SysfsTree sysfs;
-    final MBeanServer mbeans = MBeanServerFactory.newMBeanServer();
-    final PeerMemoryController controller;
-    final UmemCore umems;
-    final UmemTestDevice dev;
-    final AddressSpace proc;
-    final List<String> warnings = new CopyOnWriteArrayList<>();
+    public final Mm mm;
+    public final Iommu iommu;
+    public final SysfsTree sysfs;
+    public final MBeanServer mbeans = MBeanServerFactory.newMBeanServer();
+    public final PeerMemoryController controller;
+    public final UmemCore umems;
+    public final UmemTestDevice dev;
+    public final AddressSpace proc;
+    public final List<String> warnings = new CopyOnWriteArrayList<>();
     private final List<ExamplePeerMemory> clients = new ArrayList<>();
 
-    Rig(Path tmp, long memory) {
+    public Rig(Path tmp, long memory) {
         mm = new Mm(memory, true, tmp.resolve("swap"), 16 << 20);
         iommu = new Iommu(mm);
         sysfs = new SysfsTree(tmp.resolve("sys"), warnings::add);
@@ -52,12 +53,12 @@ final class Rig implements AutoCloseable {
         proc.setMemlockLimit(1L << 40);
     }
 
-    Rig(Path tmp) {
+    public Rig(Path tmp) {
         this(tmp, 64 << 20);
     }
 
     /** An example client (not registered). */
-    ExamplePeerMemory client(String name, long pageSize, boolean unmaps) {
+    public ExamplePeerMemory client(String name, long pageSize, boolean unmaps) {
         ExamplePeerMemory c = new ExamplePeerMemory(mm, name, pageSize, unmaps);
         clients.add(c);
         return c;
