@@ -23,20 +23,21 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.example.peermem.ExamplePeerMemory;
+import org.peerdirect.ib.core.testing.Rig;
+import org.peerdirect.ib.core.testing.TestDmaDevice.Mr;
+import org.peerdirect.ib.core.testing.TestDmaDevice;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.umem.impl.Umem;
-import org.peerdirect.umemtest.UmemTestDevice;
-import org.peerdirect.umemtest.UmemTestDevice.Mr;
+import org.peerdirect.kernel.dma.SgTable;
 import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.peermem.PeerMemoryClient;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
 import org.peerdirect.peermem.PeerMemoryStatistics;
-import org.peerdirect.kernel.dma.SgTable;
 
 class PeerMemoryControllerTest {
 
@@ -362,7 +363,7 @@ class PeerMemoryControllerTest {
         assertEquals(List.of("dmaUnmap", "putPages"), c.calls, "the core unmaps inside the invalidation");
         assertEquals(1, mr.invalidations());
         assertTrue(mr.umem().invalidated());
-        UmemTestDevice.DmaRefused r = assertThrows(UmemTestDevice.DmaRefused.class, () -> dmaRoundTrip(mr, va, 64, 5));
+        TestDmaDevice.DmaRefused r = assertThrows(TestDmaDevice.DmaRefused.class, () -> dmaRoundTrip(mr, va, 64, 5));
         assertTrue(r.getMessage().contains("revoked"), r.getMessage());
         assertEquals(new PeerMemoryStatistics("2.1", 1, 1, 16, 16, 1 << 16, 1 << 16, 1), reg.statistics());
         rig.dev.dereg(mr); // only the remaining cleanup
@@ -511,7 +512,7 @@ class PeerMemoryControllerTest {
         rig.controller.close(Duration.ofSeconds(5));
         assertNotNull(mr.revokedReason());
         assertTrue(rig.controller.knownClients().isEmpty());
-        assertThrows(UmemTestDevice.DmaRefused.class, () -> dmaRoundTrip(mr, va, 64, 6));
+        assertThrows(TestDmaDevice.DmaRefused.class, () -> dmaRoundTrip(mr, va, 64, 6));
         assertEquals(0, rig.dev.iommuDomain().mappedPages());
         rig.dev.dereg(mr); // the driver's own dereg finds an unmapped umem
         assertThrows(IllegalStateException.class, () -> rig.controller.register(recording("late", 4096, false), true));

@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.peer;
+package org.peerdirect.ib.core.testing;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,19 +13,20 @@ import javax.management.MBeanServer;
 import javax.management.MBeanServerFactory;
 
 import org.peerdirect.example.peermem.ExamplePeerMemory;
-import org.peerdirect.umemtest.UmemTestDevice;
+import org.peerdirect.ib.core.peer.PeerMemoryController;
+import org.peerdirect.ib.core.umem.impl.UmemCore;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.sysfs.impl.SysfsTree;
-import org.peerdirect.ib.core.umem.impl.UmemCore;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 
 /**
- * A simulated machine for controller tests: memory, IOMMU, sysfs, a JMX server, the controller,
- * the umem service, the test DMA device and one process. {@link #close} checks that the test
- * left nothing behind: no IOMMU fault or violation, no mapping, no pin, no frame, no client.
+ * A simulated machine for ib-core's umem and controller tests: memory, IOMMU, sysfs, a JMX
+ * server, the controller, the umem service, the test DMA device ({@link TestDmaDevice}) and one
+ * process. {@link #close} checks that the test left nothing behind: no IOMMU fault or violation,
+ * no mapping, no pin, no frame, no client.
  */
 public final class Rig implements AutoCloseable {
 
@@ -35,7 +36,7 @@ public final class Rig implements AutoCloseable {
     public final MBeanServer mbeans = MBeanServerFactory.newMBeanServer();
     public final PeerMemoryController controller;
     public final UmemCore umems;
-    public final UmemTestDevice dev;
+    public final TestDmaDevice dev;
     public final AddressSpace proc;
     public final List<String> warnings = new CopyOnWriteArrayList<>();
     private final List<ExamplePeerMemory> clients = new ArrayList<>();
@@ -48,7 +49,7 @@ public final class Rig implements AutoCloseable {
         controller.setWarnSink(warnings::add);
         controller.setUnregisterLogInterval(Duration.ofMillis(20));
         umems = new UmemCore(controller);
-        dev = new UmemTestDevice("umem_test0", iommu, umems);
+        dev = new TestDmaDevice("umem_test0", iommu, umems);
         proc = mm.createProcess("app");
         proc.setMemlockLimit(1L << 40);
     }
