@@ -6,7 +6,7 @@ import java.nio.file.Path;
 import java.util.Locale;
 
 import org.peerdirect.ib.core.peer.PeerMemoryController;
-import org.peerdirect.ib.core.peer.UmemCore;
+import org.peerdirect.ib.core.umem.impl.UmemCore;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmemOdp;
 import org.peerdirect.ib.core.umem.UmemOdpInvalidate;

@@ -4,7 +4,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 import org.peerdirect.ib.core.peer.PeerMemoryController;
-import org.peerdirect.ib.core.peer.UmemCore;
+import org.peerdirect.ib.core.umem.impl.UmemCore;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;

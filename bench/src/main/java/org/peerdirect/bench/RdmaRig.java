@@ -8,7 +8,7 @@ import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.cx4.ConnectX4Device;
 import org.peerdirect.hca.engine.Fabric;
 import org.peerdirect.ib.core.peer.PeerMemoryController;
-import org.peerdirect.ib.core.peer.UmemCore;
+import org.peerdirect.ib.core.umem.impl.UmemCore;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvCq;

@@ -3,11 +3,11 @@ package org.peerdirect.ib.core.impl;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
-import org.peerdirect.ib.core.peer.UmemCore;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.IbUmemOdp;
 import org.peerdirect.ib.core.umem.UmemOdpInvalidate;
 import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.ib.core.umem.impl.UmemCore;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.dma.DmaDevice;
 

@@ -169,7 +169,7 @@ final class PeerClient implements PeerMemoryRegistration {
     /** The core's unmap of a mapped umem: {@code dmaUnmap} then {@code putPages}. */
     void unmap(PeerUmem u) {
         try {
-            ops.dmaUnmap(u.sg, u.clientContext, u.device);
+            ops.dmaUnmap(u.sg, u.clientContext, u.device());
         } catch (RuntimeException e) {
             core.warn("peer memory client " + name + ": dma_unmap of " + u + " threw " + e + " (it must not fail)");
         }
@@ -189,7 +189,7 @@ final class PeerClient implements PeerMemoryRegistration {
         try {
             put(u.clientContext);
         } finally {
-            u.mm.unchargePinnedVm(u.npages);
+            u.mm().unchargePinnedVm(u.npages());
         }
     }
 

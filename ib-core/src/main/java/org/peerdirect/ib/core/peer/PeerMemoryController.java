@@ -12,6 +12,7 @@ import java.util.function.Consumer;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
 
+import org.peerdirect.ib.core.umem.impl.PeerUmemGet;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -32,7 +33,7 @@ import org.peerdirect.kernel.dma.SgTable;
  * the list under it is never asked again. Per-umem and per-client locks are described in
  * {@link PeerUmem} and {@link PeerClient}; the mutex is never taken while holding either.
  */
-public final class PeerMemoryController implements PeerMemoryRegistry {
+public final class PeerMemoryController implements PeerMemoryRegistry, PeerUmemGet {
 
     /** The seed's sysfs location ({@code /sys/kernel/infiniband/memory_peers/<name>/}). */
     public static final String SYSFS_DIR = "kernel/infiniband/memory_peers";
@@ -251,6 +252,7 @@ public final class PeerMemoryController implements PeerMemoryRegistry {
      * held (the fence) until the driver activates the notifier or stops/releases the umem. The
      * memlock charge was taken by the caller and is returned by the umem's release.
      */
+    @Override
     public PeerUmem peerUmemGetAndLock(AddressSpace mm, DmaDevice device, long addr, long length, boolean writable,
             int peerMemFlags, KernelException pinError) {
         Claim claim = getPeerClient(mm.pid(), addr, length, peerMemFlags);

@@ -5,6 +5,7 @@ import java.util.concurrent.Semaphore;
 import org.peerdirect.ib.core.peer.MappedState.Event;
 import org.peerdirect.ib.core.peer.MappedState.Step;
 import org.peerdirect.ib.core.umem.UmemInvalidateFunction;
+import org.peerdirect.ib.core.umem.impl.Umem;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -29,7 +30,7 @@ import org.peerdirect.kernel.dma.SgTable;
  * with it held (except for {@code INVALIDATE_UNMAPS} clients at deregistration, as the kernel
  * does). Never take {@link PeerClient}'s xa lock while holding it.
  */
-final class PeerUmem extends AbstractUmem {
+final class PeerUmem extends Umem {
 
     final PeerClient client;
     final Object clientContext;

@@ -7,9 +7,9 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.osgi.annotation.versioning.ProviderType;
 import org.peerdirect.ib.core.peer.PeerMemoryController;
-import org.peerdirect.ib.core.peer.UmemCore;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.ib.core.umem.impl.UmemCore;
 import org.peerdirect.ib.core.uverbs.IbDevice;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.kernel.sysfs.Sysfs;

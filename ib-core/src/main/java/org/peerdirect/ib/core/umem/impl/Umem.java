@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.peer;
+package org.peerdirect.ib.core.umem.impl;
 
 import static org.peerdirect.kernel.dma.SgTable.PAGE_SIZE;
 
@@ -9,21 +9,29 @@ import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.kernel.dma.SgTable;
 
-/** What pinned and peer umems share: the range and the lookup of DMA addresses in the blocks. */
-abstract class AbstractUmem implements IbUmem {
+/**
+ * {@code struct ib_umem} ({@code drivers/infiniband/core/umem.c}): what pinned umems
+ * ({@link UmemPinned}) and peer umems ({@code org.peerdirect.ib.core.peer.PeerUmem},
+ * {@code struct ib_umem_peer} embeds a {@code struct ib_umem}) share: the range, its page count
+ * ({@code ib_umem_num_pages}) and the lookup of DMA addresses in the blocks.
+ *
+ * <p>Public (in this private package) only so that the peer package can extend it; the blocks
+ * are set once by the subclass before the umem reaches a driver and never change afterwards.
+ */
+public abstract class Umem implements IbUmem {
 
-    final AddressSpace mm;
-    final DmaDevice device;
-    final long address;
-    final long length;
-    final boolean writable;
-    final long npages;
+    protected final AddressSpace mm;
+    protected final DmaDevice device;
+    protected final long address;
+    protected final long length;
+    protected final boolean writable;
+    protected final long npages;
     /** Set once the blocks are final (before the umem is handed to the driver). */
     private SgTable blocks;
     /** blockStart[i]: offset of block i from the aligned start; one extra entry for the end. */
     private long[] blockStart;
 
-    AbstractUmem(AddressSpace mm, DmaDevice device, long address, long length, boolean writable) {
+    protected Umem(AddressSpace mm, DmaDevice device, long address, long length, boolean writable) {
         this.mm = mm;
         this.device = device;
         this.address = address;
@@ -33,19 +41,19 @@ abstract class AbstractUmem implements IbUmem {
     }
 
     /** {@code ib_umem_num_pages}. */
-    static long numPages(long address, long length) {
+    public static long numPages(long address, long length) {
         return (alignUp(address + length, PAGE_SIZE) - alignDown(address, PAGE_SIZE)) / PAGE_SIZE;
     }
 
-    static long alignDown(long v, long a) {
+    protected static long alignDown(long v, long a) {
         return v & -a;
     }
 
-    static long alignUp(long v, long a) {
+    protected static long alignUp(long v, long a) {
         return (v + a - 1) & -a;
     }
 
-    final void setBlocks(SgTable t) {
+    protected final void setBlocks(SgTable t) {
         long[] start = new long[t.nents() + 1];
         for (int i = 0; i < t.nents(); i++) {
             start[i + 1] = start[i] + t.length(i);
@@ -114,7 +122,17 @@ abstract class AbstractUmem implements IbUmem {
         return Math.min(blockStart[i + 1] - off, address + length - va);
     }
 
-    String describe() {
+    /** The process that registered the range (its memlock charge goes back to it). */
+    public final AddressSpace mm() {
+        return mm;
+    }
+
+    /** The device the blocks are mapped for. */
+    public final DmaDevice device() {
+        return device;
+    }
+
+    protected String describe() {
         return String.format("pid %d 0x%x+%d on %s", mm.pid(), address, length, device.name());
     }
 }

@@ -21,9 +21,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.example.peermem.ExamplePeerMemory;
+import org.peerdirect.ib.core.testing.Rig;
+import org.peerdirect.ib.core.testing.TestDmaDevice.Mr;
+import org.peerdirect.ib.core.testing.TestDmaDevice;
 import org.peerdirect.ib.core.umem.IbAccess;
-import org.peerdirect.umemtest.UmemTestDevice;
-import org.peerdirect.umemtest.UmemTestDevice.Mr;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryStatistics;
@@ -100,7 +101,7 @@ class PeerMemoryRaceTest {
             try {
                 mr.dmaWrite(va, out, 0, len);
                 mr.dmaRead(va, in, 0, len);
-            } catch (UmemTestDevice.DmaRefused e) {
+            } catch (TestDmaDevice.DmaRefused e) {
                 assertTrue(e.getMessage().contains("revoked"), e.getMessage());
                 return false;
             }

@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.peer;
+package org.peerdirect.ib.core.umem.impl;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -22,6 +22,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.ib.core.testing.Rig;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmemOdp;
 import org.peerdirect.ib.core.umem.UmemOdpInvalidate;
@@ -42,7 +43,7 @@ import org.peerdirect.kernel.mm.Vma;
  * children, and the errors. The "driver" here is {@link #zapper}: the invalidation contract as
  * mlx5 follows it, with a device translation that is the umem's own list.
  */
-class OdpUmemTest {
+class UmemOdpTest {
 
     static final int RW = IbAccess.ON_DEMAND | IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_READ;
     static final long R = IbUmemOdp.ODP_READ_ALLOWED;
@@ -365,7 +366,7 @@ class OdpUmemTest {
     void aDropBetweenTheWalkAndTheMutexMakesTheFaultWalkAgain() {
         long va = rig.proc.mmap(1 << 20);
         rig.proc.writeLong(va, 1);
-        OdpUmem u = (OdpUmem) odp(va, 1 << 20, RW);
+        UmemOdp u = (UmemOdp) odp(va, 1 << 20, RW);
         AtomicLong walks = new AtomicLong();
         u.afterWalk = () -> {
             if (walks.incrementAndGet() == 1) {

@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.peer;
+package org.peerdirect.ib.core.umem.impl;
 
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
@@ -10,16 +10,22 @@ import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.dma.DmaDevice;
 
-/** {@code __ib_umem_get}: the pinned path, then the peer path. */
+/**
+ * The entry points of {@code drivers/infiniband/core/umem.c} ({@code ib_umem_get}, with
+ * {@code __ib_umem_get}'s checks: the pinned path, then the peer path), {@code umem_odp.c}
+ * ({@code ib_umem_odp_get}, {@code ib_umem_odp_alloc_implicit}) and {@code umem_dmabuf.c}
+ * ({@code ib_umem_dmabuf_get}, {@code ib_umem_dmabuf_get_pinned}).
+ */
 public final class UmemCore implements UmemService {
 
     /** The largest registration accepted (the sim's 47-bit user space bounds it anyway). */
     static final long MAX_LENGTH = 1L << 46;
 
-    private final PeerMemoryController controller;
+    private final PeerUmemGet peers;
 
-    public UmemCore(PeerMemoryController controller) {
-        this.controller = controller;
+    /** A umem service whose peer path is {@code peers} (the Peer-Direct controller). */
+    public UmemCore(PeerUmemGet peers) {
+        this.peers = peers;
     }
 
     @Override
@@ -39,17 +45,17 @@ public final class UmemCore implements UmemService {
         }
         boolean writable = IbAccess.writable(access);
         try {
-            return new PinnedUmem(mm, device, addr, length, writable);
+            return new UmemPinned(mm, device, addr, length, writable);
         } catch (KernelException pinError) {
             // the memlock check comes before pinning and fails the call outright, as in the kernel
             if ((peerMemFlags & UmemService.IB_PEER_MEM_ALLOW) == 0 || pinError.errno() == Errno.ENOMEM
                     || pinError.errno() == Errno.EINVAL) {
                 throw pinError;
             }
-            long npages = AbstractUmem.numPages(addr, length);
+            long npages = Umem.numPages(addr, length);
             mm.chargePinnedVm(npages);
             try {
-                return controller.peerUmemGetAndLock(mm, device, addr, length, writable, peerMemFlags, pinError);
+                return peers.peerUmemGetAndLock(mm, device, addr, length, writable, peerMemFlags, pinError);
             } catch (RuntimeException e) {
                 mm.unchargePinnedVm(npages);
                 throw e;
@@ -60,27 +66,27 @@ public final class UmemCore implements UmemService {
     @Override
     public IbUmemOdp umemOdpGet(AddressSpace mm, DmaDevice device, long addr, long length, int access, UmemOdpInvalidate ops) {
         checkArgs(mm, device, "ib_umem_odp_get");
-        return OdpUmem.get(mm, device, addr, length, access, ops);
+        return UmemOdp.get(mm, device, addr, length, access, ops);
     }
 
     @Override
     public IbUmemOdp umemOdpAllocImplicit(AddressSpace mm, DmaDevice device, int access) {
         checkArgs(mm, device, "ib_umem_odp_alloc_implicit");
-        return OdpUmem.allocImplicit(mm, device, access);
+        return UmemOdp.allocImplicit(mm, device, access);
     }
 
     @Override
     public org.peerdirect.ib.core.umem.IbUmemDmabuf umemDmabufGet(AddressSpace mm, DmaDevice device, long offset, long size, int fd, int access,
             java.util.function.Consumer<org.peerdirect.ib.core.umem.IbUmemDmabuf> moveNotify) {
         checkArgs(mm, device, "ib_umem_dmabuf_get");
-        return DmabufUmem.get(mm, device, offset, size, fd, access, false, moveNotify);
+        return UmemDmabuf.get(mm, device, offset, size, fd, access, false, moveNotify);
     }
 
     @Override
     public org.peerdirect.ib.core.umem.IbUmemDmabuf umemDmabufGetPinned(AddressSpace mm, DmaDevice device, long offset, long size, int fd,
             int access, java.util.function.Consumer<org.peerdirect.ib.core.umem.IbUmemDmabuf> revoke) {
         checkArgs(mm, device, "ib_umem_dmabuf_get_pinned");
-        return DmabufUmem.get(mm, device, offset, size, fd, access, true, revoke);
+        return UmemDmabuf.get(mm, device, offset, size, fd, access, true, revoke);
     }
 
     private static void checkArgs(AddressSpace mm, DmaDevice device, String fn) {

@@ -23,19 +23,21 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.example.peermem.ExamplePeerMemory;
+import org.peerdirect.ib.core.testing.Rig;
+import org.peerdirect.ib.core.testing.TestDmaDevice.Mr;
+import org.peerdirect.ib.core.testing.TestDmaDevice;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
-import org.peerdirect.umemtest.UmemTestDevice;
-import org.peerdirect.umemtest.UmemTestDevice.Mr;
+import org.peerdirect.ib.core.umem.impl.Umem;
+import org.peerdirect.kernel.dma.SgTable;
 import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.peermem.PeerMemoryClient;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
 import org.peerdirect.peermem.PeerMemoryStatistics;
-import org.peerdirect.kernel.dma.SgTable;
 
 class PeerMemoryControllerTest {
 
@@ -130,7 +132,7 @@ class PeerMemoryControllerTest {
         long va = rig.proc.mmap(1 << 20);
         Mr mr = rig.dev.reg(rig.proc, va + 100, 300_000, RW);
         assertFalse(mr.umem().isPeer());
-        assertEquals(AbstractUmem.numPages(va + 100, 300_000), rig.proc.pinnedPages(), "pinned pages charged to memlock");
+        assertEquals(Umem.numPages(va + 100, 300_000), rig.proc.pinnedPages(), "pinned pages charged to memlock");
         dmaRoundTrip(mr, va + 100, 300_000, 1);
         rig.dev.dereg(mr);
         assertEquals(0, rig.proc.pinnedPages());
@@ -199,7 +201,7 @@ class PeerMemoryControllerTest {
         assertEquals("example_peer", u.peerClientName());
         assertEquals(0, u.ticket(), "first ticket of the client");
         assertEquals(List.of("acquire", "getPages", "dmaMap", "getPageSize"), c.calls);
-        assertEquals(AbstractUmem.numPages(va + 10, 50_000), rig.proc.pinnedPages(), "peer umem keeps the memlock charge");
+        assertEquals(Umem.numPages(va + 10, 50_000), rig.proc.pinnedPages(), "peer umem keeps the memlock charge");
         dmaRoundTrip(mr, va + 10, 50_000, 2);
 
         PeerMemoryStatistics s = reg.statistics();
@@ -361,7 +363,7 @@ class PeerMemoryControllerTest {
         assertEquals(List.of("dmaUnmap", "putPages"), c.calls, "the core unmaps inside the invalidation");
         assertEquals(1, mr.invalidations());
         assertTrue(mr.umem().invalidated());
-        UmemTestDevice.DmaRefused r = assertThrows(UmemTestDevice.DmaRefused.class, () -> dmaRoundTrip(mr, va, 64, 5));
+        TestDmaDevice.DmaRefused r = assertThrows(TestDmaDevice.DmaRefused.class, () -> dmaRoundTrip(mr, va, 64, 5));
         assertTrue(r.getMessage().contains("revoked"), r.getMessage());
         assertEquals(new PeerMemoryStatistics("2.1", 1, 1, 16, 16, 1 << 16, 1 << 16, 1), reg.statistics());
         rig.dev.dereg(mr); // only the remaining cleanup
@@ -510,7 +512,7 @@ class PeerMemoryControllerTest {
         rig.controller.close(Duration.ofSeconds(5));
         assertNotNull(mr.revokedReason());
         assertTrue(rig.controller.knownClients().isEmpty());
-        assertThrows(UmemTestDevice.DmaRefused.class, () -> dmaRoundTrip(mr, va, 64, 6));
+        assertThrows(TestDmaDevice.DmaRefused.class, () -> dmaRoundTrip(mr, va, 64, 6));
         assertEquals(0, rig.dev.iommuDomain().mappedPages());
         rig.dev.dereg(mr); // the driver's own dereg finds an unmapped umem
         assertThrows(IllegalStateException.class, () -> rig.controller.register(recording("late", 4096, false), true));

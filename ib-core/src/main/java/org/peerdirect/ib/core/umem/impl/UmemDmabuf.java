@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.peer;
+package org.peerdirect.ib.core.umem.impl;
 
 import java.util.function.Consumer;
 
@@ -26,7 +26,7 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * <p>Lock rules: the buffer's reservation lock guards {@link #sgt}, {@link #revoked}; the
  * exporter calls {@code move_notify} holding it.
  */
-final class DmabufUmem implements IbUmemDmabuf {
+final class UmemDmabuf implements IbUmemDmabuf {
 
     private static final long PAGE = 4096;
     /** {@code dma_resv_wait_timeout} is unbounded in the kernel; a fault here gives up after this (ETIMEDOUT). */
@@ -50,7 +50,7 @@ final class DmabufUmem implements IbUmemDmabuf {
     private boolean revoked;
     private boolean released;
 
-    private DmabufUmem(DmaBuf buf, DmaDevice device, long offset, long length, int access, boolean pinned, Consumer<IbUmemDmabuf> driverOps) {
+    private UmemDmabuf(DmaBuf buf, DmaDevice device, long offset, long length, int access, boolean pinned, Consumer<IbUmemDmabuf> driverOps) {
         this.buf = buf;
         this.offset = offset;
         this.length = length;
@@ -70,7 +70,7 @@ final class DmabufUmem implements IbUmemDmabuf {
 
             @Override
             public boolean revocable() {
-                return DmabufUmem.this.pinned && DmabufUmem.this.driverOps != null;
+                return UmemDmabuf.this.pinned && UmemDmabuf.this.driverOps != null;
             }
         }, this);
     }
@@ -80,7 +80,7 @@ final class DmabufUmem implements IbUmemDmabuf {
      *
      * @param driverOps dynamic: {@code move_notify} (required); pinned: the revoke callback, or null (not revocable)
      */
-    static DmabufUmem get(AddressSpace mm, DmaDevice device, long offset, long size, int fd, int access, boolean pinned,
+    static UmemDmabuf get(AddressSpace mm, DmaDevice device, long offset, long size, int fd, int access, boolean pinned,
             Consumer<IbUmemDmabuf> driverOps) {
         String fn = pinned ? "ib_umem_dmabuf_get_pinned" : "ib_umem_dmabuf_get";
         if (size <= 0 || offset < 0 || offset + size < offset) {
@@ -94,7 +94,7 @@ final class DmabufUmem implements IbUmemDmabuf {
             if (buf.size() < offset + size) {
                 throw new KernelException(Errno.EINVAL, String.format("%s: offset %d + size %d is past the end of %s", fn, offset, size, buf));
             }
-            DmabufUmem u = new DmabufUmem(buf, device, offset, size, access, pinned, driverOps);
+            UmemDmabuf u = new UmemDmabuf(buf, device, offset, size, access, pinned, driverOps);
             if (pinned) {
                 u.lock();
                 try {

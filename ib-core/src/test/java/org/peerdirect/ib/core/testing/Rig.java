@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.peer;
+package org.peerdirect.ib.core.testing;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,7 +13,8 @@ import javax.management.MBeanServer;
 import javax.management.MBeanServerFactory;
 
 import org.peerdirect.example.peermem.ExamplePeerMemory;
-import org.peerdirect.umemtest.UmemTestDevice;
+import org.peerdirect.ib.core.peer.PeerMemoryController;
+import org.peerdirect.ib.core.umem.impl.UmemCore;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.mm.AddressSpace;
@@ -22,24 +23,25 @@ import org.peerdirect.kernel.sysfs.impl.SysfsTree;
 import org.peerdirect.peermem.PeerMemoryRegistration;
 
 /**
- * A simulated machine for controller tests: memory, IOMMU, sysfs, a JMX server, the controller,
- * the umem service, the test DMA device and one process. {@link #close} checks that the test
- * left nothing behind: no IOMMU fault or violation, no mapping, no pin, no frame, no client.
+ * A simulated machine for ib-core's umem and controller tests: memory, IOMMU, sysfs, a JMX
+ * server, the controller, the umem service, the test DMA device ({@link TestDmaDevice}) and one
+ * process. {@link #close} checks that the test left nothing behind: no IOMMU fault or violation,
+ * no mapping, no pin, no frame, no client.
  */
-final class Rig implements AutoCloseable {
+public final class Rig implements AutoCloseable {
 
-    final Mm mm;
-    final Iommu iommu;
-    final SysfsTree sysfs;
-    final MBeanServer mbeans = MBeanServerFactory.newMBeanServer();
-    final PeerMemoryController controller;
-    final UmemCore umems;
-    final UmemTestDevice dev;
-    final AddressSpace proc;
-    final List<String> warnings = new CopyOnWriteArrayList<>();
+    public final Mm mm;
+    public final Iommu iommu;
+    public final SysfsTree sysfs;
+    public final MBeanServer mbeans = MBeanServerFactory.newMBeanServer();
+    public final PeerMemoryController controller;
+    public final UmemCore umems;
+    public final TestDmaDevice dev;
+    public final AddressSpace proc;
+    public final List<String> warnings = new CopyOnWriteArrayList<>();
     private final List<ExamplePeerMemory> clients = new ArrayList<>();
 
-    Rig(Path tmp, long memory) {
+    public Rig(Path tmp, long memory) {
         mm = new Mm(memory, true, tmp.resolve("swap"), 16 << 20);
         iommu = new Iommu(mm);
         sysfs = new SysfsTree(tmp.resolve("sys"), warnings::add);
@@ -47,17 +49,17 @@ final class Rig implements AutoCloseable {
         controller.setWarnSink(warnings::add);
         controller.setUnregisterLogInterval(Duration.ofMillis(20));
         umems = new UmemCore(controller);
-        dev = new UmemTestDevice("umem_test0", iommu, umems);
+        dev = new TestDmaDevice("umem_test0", iommu, umems);
         proc = mm.createProcess("app");
         proc.setMemlockLimit(1L << 40);
     }
 
-    Rig(Path tmp) {
+    public Rig(Path tmp) {
         this(tmp, 64 << 20);
     }
 
     /** An example client (not registered). */
-    ExamplePeerMemory client(String name, long pageSize, boolean unmaps) {
+    public ExamplePeerMemory client(String name, long pageSize, boolean unmaps) {
         ExamplePeerMemory c = new ExamplePeerMemory(mm, name, pageSize, unmaps);
         clients.add(c);
         return c;

@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.peer;
+package org.peerdirect.ib.core.umem.impl;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -11,14 +11,14 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
 import org.peerdirect.kernel.dma.SgTable;
 
 /** A umem over pinned host pages, DMA-mapped as one contiguous IOVA range. */
-final class PinnedUmem extends AbstractUmem {
+final class UmemPinned extends Umem {
 
     private final PinnedPages pages;
     private final long iova;
     private final AtomicBoolean released = new AtomicBoolean();
 
     /** Pins and maps; on failure nothing stays pinned or mapped. */
-    PinnedUmem(AddressSpace mm, DmaDevice device, long address, long length, boolean writable) {
+    UmemPinned(AddressSpace mm, DmaDevice device, long address, long length, boolean writable) {
         super(mm, device, address, length, writable);
         this.pages = mm.pinUserPages(address, length, writable);
         try {

@@ -1,4 +1,4 @@
-package org.peerdirect.ib.core.peer;
+package org.peerdirect.ib.core.umem.impl;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -35,7 +35,7 @@ import org.peerdirect.kernel.mm.MmuNotifierRange;
  * the entry under the mutex. So a mapped entry's frame is the frame the process maps at that
  * address now.
  */
-final class OdpUmem implements IbUmemOdp {
+final class UmemOdp implements IbUmemOdp {
 
     /** {@code HMM_RANGE_DEFAULT_TIMEOUT}: how long the fault path retries overtaken walks. */
     static final long HMM_RANGE_DEFAULT_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(1);
@@ -84,7 +84,7 @@ final class OdpUmem implements IbUmemOdp {
     volatile Runnable afterWalk;
 
     /** {@code ib_umem_odp_get} / {@code ib_umem_odp_alloc_child}. */
-    private OdpUmem(AddressSpace mm, DmaDevice device, long addr, long size, int access, UmemOdpInvalidate ops) {
+    private UmemOdp(AddressSpace mm, DmaDevice device, long addr, long size, int access, UmemOdpInvalidate ops) {
         this.mm = mm;
         this.device = device;
         this.address = addr;
@@ -121,7 +121,7 @@ final class OdpUmem implements IbUmemOdp {
     }
 
     /** {@code ib_umem_odp_alloc_implicit}. */
-    private OdpUmem(AddressSpace mm, DmaDevice device, int access) {
+    private UmemOdp(AddressSpace mm, DmaDevice device, int access) {
         this.mm = mm;
         this.device = device;
         this.address = 0;
@@ -136,20 +136,20 @@ final class OdpUmem implements IbUmemOdp {
         this.iovaBase = -1;
     }
 
-    static OdpUmem get(AddressSpace mm, DmaDevice device, long addr, long size, int access, UmemOdpInvalidate ops) {
+    static UmemOdp get(AddressSpace mm, DmaDevice device, long addr, long size, int access, UmemOdpInvalidate ops) {
         checkAccess(access, "ib_umem_odp_get");
         if (ops == null) {
             throw new KernelException(Errno.EINVAL, "ib_umem_odp_get: no invalidation callback");
         }
-        return new OdpUmem(mm, device, addr, size, access, ops);
+        return new UmemOdp(mm, device, addr, size, access, ops);
     }
 
-    static OdpUmem allocImplicit(AddressSpace mm, DmaDevice device, int access) {
+    static UmemOdp allocImplicit(AddressSpace mm, DmaDevice device, int access) {
         checkAccess(access, "ib_umem_odp_alloc_implicit");
         if ((access & IbAccess.HUGETLB) != 0) {
             throw new KernelException(Errno.EINVAL, "ib_umem_odp_alloc_implicit: IB_ACCESS_HUGETLB applies to explicit ODP only");
         }
-        return new OdpUmem(mm, device, access);
+        return new UmemOdp(mm, device, access);
     }
 
     private static void checkAccess(int access, String fn) {
@@ -172,7 +172,7 @@ final class OdpUmem implements IbUmemOdp {
         if (mm.exited()) { // mmget_not_zero
             throw new KernelException(Errno.EFAULT, "ib_umem_odp_alloc_child: process " + mm.pid() + " has exited");
         }
-        return new OdpUmem(mm, device, addr, size, access, ops); // an implicit umem has no HUGETLB
+        return new UmemOdp(mm, device, addr, size, access, ops); // an implicit umem has no HUGETLB
     }
 
     @Override
