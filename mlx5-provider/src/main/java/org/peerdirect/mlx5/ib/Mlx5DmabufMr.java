@@ -91,7 +91,7 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         }
         int mkey;
         try {
-            mkey = pd.regCreate(iova, length, access, (int) pages, 0, null, true);
+            mkey = Mlx5Mr.regCreate(pd, iova, length, access, (int) pages, 0, null, true);
         } catch (RuntimeException e) {
             umem.release();
             throw e;

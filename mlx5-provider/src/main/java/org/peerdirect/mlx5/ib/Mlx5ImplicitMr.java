@@ -78,7 +78,7 @@ final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         IbUmemOdp umem = dev.umems.umemOdpAllocImplicit(pd.ctx.process, dev, access);
         int mkey;
         try {
-            mkey = pd.regCreateKsm(access, KSM_ENTRIES, IMR_MTT_SHIFT);
+            mkey = Mlx5Mr.regCreateKsm(pd, access, KSM_ENTRIES, IMR_MTT_SHIFT);
         } catch (RuntimeException e) {
             umem.release();
             throw e;
@@ -184,7 +184,7 @@ final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         int cm;
         try {
             // a fresh mkey: its MTT has no stale entry, so it is enabled without zapping 2^18 entries
-            cm = pd.regCreate(idx << IMR_MTT_SHIFT, IMR_MTT_SIZE, access, IMR_MTT_ENTRIES, 0, null, true);
+            cm = Mlx5Mr.regCreate(pd, idx << IMR_MTT_SHIFT, IMR_MTT_SIZE, access, IMR_MTT_ENTRIES, 0, null, true);
         } catch (RuntimeException e) {
             cu.release();
             throw e;
