@@ -208,7 +208,7 @@ final class Mlx5Mr {
         }
         Mlx5OdpMr mr = new Mlx5OdpMr(pd, umem, mkey, t != null ? t.key() : Mlx5MkeyCache.key(unchangeable, 2 * ((npages + 1) / 2)), t != null, odp);
         live.set(mr);
-        odp.mkeys.put(Mkey.mkeyToIdx(mkey), mr);
+        odp.storeOdpMkey(mr);
         try {
             mr.snapshot();
         } catch (RuntimeException e) {
