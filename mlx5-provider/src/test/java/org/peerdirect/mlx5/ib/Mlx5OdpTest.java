@@ -305,6 +305,54 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertEquals(op, c.opcode);
     }
 
+    /**
+     * One {@code odp_mkeys} table ({@code dev->odp_mkeys}): an explicit and an implicit ODP MR are
+     * in it, each an {@code MLX5_MKEY_MR}, a pinned MR is not; {@code find_odp_mkey} finds an
+     * entry by its whole key only (another key byte on the same index is EFAULT, and the fault
+     * path fails that segment) and a key of no entry is "skipping non ODP MR" (counted as mapped);
+     * a child type is never stored. Deregistration erases the key first, then waits for the use
+     * count a fault holds ({@code mlx5r_deref_wait_odp_mkey}), and finishes when it drops.
+     */
+    @Test
+    void oneOdpMkeyTableHoldsEveryOdpMrByTypeAndDeregistrationWaitsForItsUseCount() throws Exception {
+        End a = new End(0, ODP);
+        IbvMr implicit = a.pd.regMr(0, -1L, ODP);
+        long pinnedBuf = proc.mmap(8192);
+        IbvMr pinned = a.pd.regMr(pinnedBuf, 8192, IbAccess.LOCAL_WRITE);
+        Mlx5Odp o = ibs.get(0).odpIfStarted();
+        assertEquals(java.util.Set.of(a.mr.lkey(), implicit.lkey()),
+                o.odpMkeys().stream().map(Mlx5Odp.OdpMkey::mkey).collect(java.util.stream.Collectors.toSet()), ibs.get(0).odpStats().toString());
+        assertTrue(o.odpMkeys().stream().allMatch(m -> m.type() == Mlx5Odp.MkeyType.MR), ibs.get(0).odpStats().toString());
+        assertEquals(null, o.findOdpMkey(pinned.lkey()), "a pinned MR is not in odp_mkeys");
+        assertEquals(4096, o.singleDataSegment(pinned.lkey(), pinnedBuf, 4096, 0), "a key of no entry counts as mapped");
+        int stale = a.mr.lkey() ^ 0x5a; // the same index, another key byte
+        assertEquals(KernelException.Errno.EFAULT, assertThrows(KernelException.class, () -> o.findOdpMkey(stale)).errno());
+        assertEquals(-1, o.singleDataSegment(stale, a.buf, 4096, 0), "a stale key fails its segment");
+        Mlx5OdpMr odp = o.odpMkey(a.mr.lkey(), Mlx5OdpMr.class);
+        Mlx5OdpMr fakeChild = new Mlx5OdpMr(odp.pd(), odp.umem, odp.mkey, null, false, o, o.odpMkey(implicit.lkey(), Mlx5ImplicitMr.class));
+        assertEquals(Mlx5Odp.MkeyType.IMPLICIT_CHILD, fakeChild.type());
+        assertThrows(IllegalArgumentException.class, () -> o.storeOdpMkey(fakeChild), "a child faults under its parent's key, never its own");
+
+        Mlx5Odp.OdpMkey held = o.findOdpMkey(a.mr.lkey()); // a fault working on the MR
+        assertTrue(held == odp);
+        Thread dereg = Thread.ofPlatform().name("dereg").start(a.mr::dereg);
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (o.odpMkeys().contains(held) || dereg.getState() != Thread.State.TIMED_WAITING) {
+            assertTrue(System.nanoTime() < deadline, "the key left odp_mkeys and deregistration waits, within 10 s: " + dereg.getState());
+            Thread.onSpinWait();
+        }
+        assertEquals(null, o.findOdpMkey(a.mr.lkey()), "no new fault finds the key");
+        assertTrue(dereg.isAlive(), "deregistration waits while a fault holds the use count");
+        held.put();
+        dereg.join(10_000);
+        assertTrue(!dereg.isAlive(), "the last use dropped: deregistration finished");
+        assertTrue(!odp.get(), "the use count is closed");
+        implicit.dereg();
+        pinned.dereg();
+        proc.munmap(pinnedBuf, 8192);
+        assertTrue(o.odpMkeys().isEmpty(), ibs.get(0).odpStats().toString());
+    }
+
     /** A TiB registered on demand costs the device nothing until touched; one write faults one page in. */
     /**
      * ODP over hugetlb memory ({@code IBV_ACCESS_HUGETLB}): the umem works in 2 MiB granules; an
