@@ -190,6 +190,12 @@ final class CmdIf {
         }
     }
 
+    /**
+     * {@code mlx5_cmd_invoke}: a slot and token ({@link #allocSlot}), the input copied into the
+     * entry and its mailboxes, the doorbell, the wait ({@link #await}), the output copied back
+     * ({@link #copyOut}); every outcome logged. The slot goes back to the free set unless the
+     * firmware may still own it (a timeout or a gone device: lost, as in Linux).
+     */
     private MemorySegment execCounted(MemorySegment in, int outlen, boolean pages) {
         int opcode = in.get(BE32, 0) >>> 16;
         int opMod = in.get(BE32, 4) & 0xffff;
@@ -198,50 +204,16 @@ final class CmdIf {
             log.add(opcode, opMod, events, 0, -1, 0, 0, why);
             throw new Mlx5CmdException(Mlx5CmdException.Kind.DEVICE_GONE, opcode, opMod, 0, 0, why);
         }
-        int reservedSlot = 1 << slots - 1;
-        int eligible = pages ? reservedSlot : ~reservedSlot; // MANAGE_PAGES on the reserved slot, the rest on the others
-        int slot;
-        byte tok;
-        lock.lock();
-        try {
-            long deadline = System.nanoTime() + timeoutNanos;
-            while ((freeSlots & eligible) == 0) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    throw new Mlx5CmdException(Mlx5CmdException.Kind.TIMEOUT, opcode, opMod, 0, 0, "no free command slot");
-                }
-                done.awaitNanos(left);
-            }
-            slot = Integer.numberOfTrailingZeros(freeSlots & eligible);
-            freeSlots &= ~(1 << slot);
-            completed &= ~(1 << slot);
-            token = (byte) (token + 1 == 0 ? 1 : token + 1);
-            tok = token;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new Mlx5CmdException(Mlx5CmdException.Kind.TIMEOUT, opcode, opMod, 0, 0, "interrupted waiting for a slot");
-        } finally {
-            lock.unlock();
-        }
+        int slotTok = allocSlot(pages, opcode, opMod);
+        int slot = slotTok >>> 8;
+        byte tok = (byte) slotTok;
         boolean release = true;
         List<Block> inBoxes = chain((int) in.byteSize(), tok);
         List<Block> outBoxes = chain(outlen, tok);
         boolean ev = events;
         try {
-            for (int i = 0; i < inBoxes.size(); i++) {
-                int off = CmdEntry.INLINE + i * CmdMailbox.DATA_SIZE;
-                MemorySegment.copy(in, off, inBoxes.get(i).mem(), CmdMailbox.DATA, Math.min(CmdMailbox.DATA_SIZE, in.byteSize() - off));
-            }
             MemorySegment e = queue.mem().asSlice((long) slot * CmdEntry.SIZE, CmdEntry.SIZE);
-            e.fill((byte) 0);
-            MemorySegment.copy(in, 0, e, CmdEntry.IN, Math.min(CmdEntry.INLINE, in.byteSize()));
-            e.set(ValueLayout.JAVA_BYTE, CmdEntry.TYPE, (byte) CmdEntry.PCI_CMD_XPORT);
-            e.set(BE32, CmdEntry.INPUT_LENGTH, (int) in.byteSize());
-            e.set(BE64, CmdEntry.IN_PTR, inBoxes.isEmpty() ? 0 : inBoxes.get(0).iova());
-            e.set(BE64, CmdEntry.OUT_PTR, outBoxes.isEmpty() ? 0 : outBoxes.get(0).iova());
-            e.set(BE32, CmdEntry.OUTPUT_LENGTH, outlen);
-            e.set(ValueLayout.JAVA_BYTE, CmdEntry.TOKEN, tok);
-            BYTE.setVolatile(e, CmdEntry.STATUS_OWN, (byte) CmdEntry.OWNER_HW); // the entry is complete before it is handed over
+            copyIn(in, e, inBoxes, outBoxes, outlen, tok);
             long start = System.nanoTime();
             fn.write32be(0, InitSeg.CMD_DBELL, 1 << slot);
             String failure = await(e, slot, ev, start);
@@ -257,12 +229,7 @@ final class CmdIf {
                 log.add(opcode, opMod, ev, delivery, -1, 0, latency, null);
                 throw new Mlx5CmdException(Mlx5CmdException.Kind.DELIVERY, opcode, opMod, delivery, 0, null);
             }
-            MemorySegment out = MemorySegment.ofArray(new byte[outlen]);
-            MemorySegment.copy(e, CmdEntry.OUT, out, 0, Math.min(CmdEntry.INLINE, outlen));
-            for (int i = 0; i < outBoxes.size(); i++) {
-                int off = CmdEntry.INLINE + i * CmdMailbox.DATA_SIZE;
-                MemorySegment.copy(outBoxes.get(i).mem(), CmdMailbox.DATA, out, off, Math.min(CmdMailbox.DATA_SIZE, outlen - off));
-            }
+            MemorySegment out = copyOut(e, outBoxes, outlen);
             int status = out.get(ValueLayout.JAVA_BYTE, 0) & 0xff;
             int syndrome = out.get(BE32, 4);
             log.add(opcode, opMod, ev, delivery, status, syndrome, latency, null);
@@ -283,6 +250,70 @@ final class CmdIf {
                 }
             }
         }
+    }
+
+    /**
+     * {@code cmd_alloc_index} and the token of {@code alloc_token}: a free slot ({@code MANAGE_PAGES}
+     * on the reserved one, the rest on the others), waited for within the command timeout.
+     *
+     * @return the slot in bits 8 and up, the token (never 0) in the low byte
+     */
+    private int allocSlot(boolean pages, int opcode, int opMod) {
+        int reservedSlot = 1 << slots - 1;
+        int eligible = pages ? reservedSlot : ~reservedSlot;
+        lock.lock();
+        try {
+            long deadline = System.nanoTime() + timeoutNanos;
+            while ((freeSlots & eligible) == 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new Mlx5CmdException(Mlx5CmdException.Kind.TIMEOUT, opcode, opMod, 0, 0, "no free command slot");
+                }
+                done.awaitNanos(left);
+            }
+            int slot = Integer.numberOfTrailingZeros(freeSlots & eligible);
+            freeSlots &= ~(1 << slot);
+            completed &= ~(1 << slot);
+            token = (byte) (token + 1 == 0 ? 1 : token + 1);
+            return slot << 8 | token & 0xff;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new Mlx5CmdException(Mlx5CmdException.Kind.TIMEOUT, opcode, opMod, 0, 0, "interrupted waiting for a slot");
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@code mlx5_copy_to_msg} and the entry's fields: the inline input, the rest in the input
+     * mailboxes, the lengths, pointers and token; the ownership bit last (a volatile write), so
+     * the entry is complete before it is handed over.
+     */
+    private static void copyIn(MemorySegment in, MemorySegment e, List<Block> inBoxes, List<Block> outBoxes, int outlen, byte tok) {
+        for (int i = 0; i < inBoxes.size(); i++) {
+            int off = CmdEntry.INLINE + i * CmdMailbox.DATA_SIZE;
+            MemorySegment.copy(in, off, inBoxes.get(i).mem(), CmdMailbox.DATA, Math.min(CmdMailbox.DATA_SIZE, in.byteSize() - off));
+        }
+        e.fill((byte) 0);
+        MemorySegment.copy(in, 0, e, CmdEntry.IN, Math.min(CmdEntry.INLINE, in.byteSize()));
+        e.set(ValueLayout.JAVA_BYTE, CmdEntry.TYPE, (byte) CmdEntry.PCI_CMD_XPORT);
+        e.set(BE32, CmdEntry.INPUT_LENGTH, (int) in.byteSize());
+        e.set(BE64, CmdEntry.IN_PTR, inBoxes.isEmpty() ? 0 : inBoxes.get(0).iova());
+        e.set(BE64, CmdEntry.OUT_PTR, outBoxes.isEmpty() ? 0 : outBoxes.get(0).iova());
+        e.set(BE32, CmdEntry.OUTPUT_LENGTH, outlen);
+        e.set(ValueLayout.JAVA_BYTE, CmdEntry.TOKEN, tok);
+        BYTE.setVolatile(e, CmdEntry.STATUS_OWN, (byte) CmdEntry.OWNER_HW);
+    }
+
+    /** {@code mlx5_copy_from_msg}: the inline output, then the output mailboxes, into a fresh {@code outlen} bytes. */
+    private static MemorySegment copyOut(MemorySegment e, List<Block> outBoxes, int outlen) {
+        MemorySegment out = MemorySegment.ofArray(new byte[outlen]);
+        MemorySegment.copy(e, CmdEntry.OUT, out, 0, Math.min(CmdEntry.INLINE, outlen));
+        for (int i = 0; i < outBoxes.size(); i++) {
+            int off = CmdEntry.INLINE + i * CmdMailbox.DATA_SIZE;
+            MemorySegment.copy(outBoxes.get(i).mem(), CmdMailbox.DATA, out, off, Math.min(CmdMailbox.DATA_SIZE, outlen - off));
+        }
+        return out;
     }
 
     /**

@@ -29,7 +29,7 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * run under it, never the other way round); the use count pairs faults with the deregistration's
  * wait.
  */
-final class Mlx5DmabufMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
+final class Mlx5DmabufMr implements Mlx5MkeyMr, Mlx5Odp.OdpMkey {
 
     private final Mlx5IbPd pd;
     private final IbUmemDmabuf umem;
@@ -91,14 +91,14 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         }
         int mkey;
         try {
-            mkey = pd.regCreate(iova, length, access, (int) pages, 0, null, true);
+            mkey = Mlx5Mr.regCreate(pd, iova, length, access, (int) pages, 0, null, true);
         } catch (RuntimeException e) {
             umem.release();
             throw e;
         }
         Mlx5DmabufMr mr = new Mlx5DmabufMr(pd, umem, mkey, iova, (int) pages, access, odp);
         live.set(mr);
-        odp.dmabufMkeys.put(Mkey.mkeyToIdx(mkey), mr);
+        odp.storeOdpMkey(mr);
         try {
             mr.pagefault(true);
         } catch (RuntimeException e) {
@@ -177,18 +177,14 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         moves.incrementAndGet();
     }
 
-    /** The fault path's entry: held by the use count; -1 when it cannot be mapped (revoked, deregistering). */
-    long fault() {
-        if (!use.get()) {
-            return -1;
-        }
-        try {
-            return pagefault(false);
-        } catch (KernelException e) {
-            return -1;
-        } finally {
-            use.put();
-        }
+    /**
+     * The device's fault ({@code pagefault_single_data_segment} → {@code pagefault_dmabuf_mr}):
+     * the whole buffer whatever the range, counted as a fault (the prefetch ahead of an RDMA
+     * fault too: it is the device's). The caller holds the use count.
+     */
+    @Override
+    public long pagefaultDevice(long va, long len, int flags) {
+        return pagefault(false);
     }
 
     @Override
@@ -196,8 +192,7 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         if (!deregistering.compareAndSet(false, true)) {
             return;
         }
-        odp.dmabufMkeys.remove(Mkey.mkeyToIdx(mkey), this);
-        use.derefWait(mkey);
+        odp.eraseOdpMkey(this);
         umem.lock();
         try {
             released = true;
@@ -227,15 +222,15 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         return mkey;
     }
 
-    /** {@code mlx5r_get_odp_mkey}-like: false once deregistration began. */
+    /** {@code MLX5_MKEY_MR}: faulted by its own key ({@code pagefault_mr} with {@code is_dmabuf}). */
     @Override
-    public boolean get() {
-        return use.get();
+    public Mlx5Odp.MkeyType type() {
+        return Mlx5Odp.MkeyType.MR;
     }
 
     @Override
-    public void put() {
-        use.put();
+    public Mlx5MkeyUse usecount() {
+        return use;
     }
 
     @Override
@@ -255,7 +250,7 @@ final class Mlx5DmabufMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
 
     /**
      * {@code pagefault_mr} for a dma-buf MR (the prefetch path; device faults come through
-     * {@link #fault()}): EFAULT below the MR's iova unless permissive, then
+     * {@link #pagefaultDevice}): EFAULT below the MR's iova unless permissive, then
      * {@code pagefault_dmabuf_mr}, the whole buffer, whatever {@code len}.
      */
     @Override

@@ -296,13 +296,7 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         }
         java.util.List<String> out = new java.util.ArrayList<>();
         out.add(name() + ": " + odp.describe());
-        for (Mlx5OdpMr mr : odp.mkeys.values()) {
-            out.add(name() + ": " + mr);
-        }
-        for (Mlx5ImplicitMr mr : odp.implicitMkeys.values()) {
-            out.add(name() + ": " + mr);
-        }
-        for (Mlx5DmabufMr mr : odp.dmabufMkeys.values()) {
+        for (Mlx5Odp.OdpMkey mr : odp.odpMkeys()) { // each MR kind describes itself
             out.add(name() + ": " + mr);
         }
         return out;

@@ -29,7 +29,7 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  *
  * @see "drivers/infiniband/hw/mlx5/odp.c: mlx5_ib_alloc_implicit_mr, pagefault_implicit_mr"
  */
-final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
+final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMkey {
 
     /** {@code MLX5_IMR_MTT_SHIFT}: each child (and each KSM entry) covers 1 GiB. */
     static final int IMR_MTT_SHIFT = 30;
@@ -78,7 +78,7 @@ final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         IbUmemOdp umem = dev.umems.umemOdpAllocImplicit(pd.ctx.process, dev, access);
         int mkey;
         try {
-            mkey = pd.regCreateKsm(access, KSM_ENTRIES, IMR_MTT_SHIFT);
+            mkey = Mlx5Mr.regCreateKsm(pd, access, KSM_ENTRIES, IMR_MTT_SHIFT);
         } catch (RuntimeException e) {
             umem.release();
             throw e;
@@ -91,7 +91,7 @@ final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
             throw e;
         }
         Mlx5ImplicitMr mr = new Mlx5ImplicitMr(pd, umem, mkey, access, odp);
-        odp.implicitMkeys.put(Mkey.mkeyToIdx(mkey), mr);
+        odp.storeOdpMkey(mr);
         return mr;
     }
 
@@ -184,7 +184,7 @@ final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         int cm;
         try {
             // a fresh mkey: its MTT has no stale entry, so it is enabled without zapping 2^18 entries
-            cm = pd.regCreate(idx << IMR_MTT_SHIFT, IMR_MTT_SIZE, access, IMR_MTT_ENTRIES, 0, null, true);
+            cm = Mlx5Mr.regCreate(pd, idx << IMR_MTT_SHIFT, IMR_MTT_SIZE, access, IMR_MTT_ENTRIES, 0, null, true);
         } catch (RuntimeException e) {
             cu.release();
             throw e;
@@ -253,14 +253,15 @@ final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         }
     }
 
+    /** {@code MLX5_MKEY_MR}: the parent faults by its own key ({@code pagefault_mr} with {@code is_implicit_odp}). */
     @Override
-    public boolean get() {
-        return use.get();
+    public Mlx5Odp.MkeyType type() {
+        return Mlx5Odp.MkeyType.MR;
     }
 
     @Override
-    public void put() {
-        use.put();
+    public Mlx5MkeyUse usecount() {
+        return use;
     }
 
     @Override
@@ -295,8 +296,7 @@ final class Mlx5ImplicitMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
             return;
         }
         released = true;
-        odp.implicitMkeys.remove(Mkey.mkeyToIdx(mkey), this);
-        use.derefWait(mkey);
+        odp.eraseOdpMkey(this);
         Mlx5IbDev dev = pd.ctx.dev;
         umem.lock();
         try {

@@ -38,7 +38,7 @@ import org.peerdirect.mlx5.core.Mlx5CoreDev;
  * <li>peer MRs are never taken from the cache (the caller's rule).</li>
  * </ul>
  * The key's access flags are the rights no UMR sets ({@code get_unchangeable_access_flags}): on
- * the model the FLUSH rights ({@link Mlx5IbPd#UMR_UNCHANGEABLE}; {@code umr_modify_atomic_disabled}
+ * the model the FLUSH rights ({@link Mlx5Mr#UMR_UNCHANGEABLE}; {@code umr_modify_atomic_disabled}
  * is 0, so atomics are changeable). Persistent entries have none, so an MR with one is created
  * by command, keyed by them, and its mkey goes to a temporary entry at dereg, as in the kernel;
  * a cache mkey created for such an entry carries them from its creation.

@@ -5,9 +5,10 @@ import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * An ODP-style mkey's use count ({@code mmkey.usecount}): page faults and prefetches hold the MR
- * while they work on it; deregistration stops new users and waits for the last one. Shared by
- * the ODP MR and the dma-buf MR, which the page-fault path reaches alike.
+ * An ODP-style mkey's use count ({@code mmkey.usecount} with {@code mmkey.wait}): page faults and
+ * prefetches hold the MR while they work on it; deregistration ({@link Mlx5Odp#eraseOdpMkey})
+ * stops new users and waits for the last one. One per {@link Mlx5Odp.OdpMkey}: explicit, implicit
+ * (and each child) and dma-buf MRs alike.
  *
  * <p>Lock: {@link #lock} guards {@link #count}; -1 once deregistration began.
  */

@@ -5,7 +5,8 @@ import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.Collection;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -34,14 +35,20 @@ import org.peerdirect.mlx5.core.Mlx5CoreDev;
  * data segment, {@code mlx5_ib_mr_rdma_pfault_handler} faulting the responder's range) and always
  * ends with {@code PAGE_FAULT_RESUME}, with the error flag when a segment could not be mapped.
  *
- * <p>The ODP mkeys live in {@link #mkeys} ({@code dev->odp_mkeys}): a fault looks its key up there
- * and holds the MR's use count while it works ({@code mlx5r_deref_odp_mkey}); deregistration erases
- * the key first and waits for the count to drop ({@code mlx5r_deref_wait_odp_mkey}), so no fault
- * touches an MR being torn down and no global grace period is needed.
+ * <p>The mkeys whose faults the driver serves live in one table, {@link #odpMkeys}
+ * ({@code dev->odp_mkeys}, keyed by mkey index): explicit and implicit ODP MRs and dynamic dma-buf
+ * MRs alike, each an {@link OdpMkey} with its type and its use count. Each MR kind stores itself
+ * there when it is ready ({@link #storeOdpMkey}) and leaves at deregistration
+ * ({@link #eraseOdpMkey}: the key erased first, then the wait for the count to drop,
+ * {@code mlx5r_deref_wait_odp_mkey}); a fault finds the key and holds the count while it works
+ * ({@link #findOdpMkey}, {@code mlx5r_deref_odp_mkey} after), so no fault touches an MR being torn
+ * down and no global grace period is needed. The fault path switches on the mkey type and leaves
+ * the rest to the MR ({@code pagefault_mr} branching on {@code is_dmabuf} and
+ * {@code is_implicit_odp} is each kind's own {@link OdpMkey#pagefault}).
  *
  * <p>Threads: the EQ handler runs on the core's interrupt thread and only queues; the work runs
  * on one platform thread (the kernel's ordered high-priority work queue). A key not in
- * {@link #mkeys} (a pinned MR, or a key the application got wrong) counts as mapped, as the
+ * {@link #odpMkeys} (a pinned MR, or a key the application got wrong) counts as mapped, as the
  * kernel's handler does: the device then fails the access as a protection error if it was bad.
  */
 final class Mlx5Odp {
@@ -52,27 +59,67 @@ final class Mlx5Odp {
     static final long MAX_PREFETCH_LEN = 4L << 20;
 
     /**
-     * What the fault and prefetch paths need of an ODP key: an explicit ODP MR (or an implicit
-     * MR's child) and an implicit MR alike ({@code pagefault_mr} branching on {@code is_implicit_odp}).
+     * {@code enum mlx5_mkey_type} as far as the fault path meets it. Not built:
+     * {@code MLX5_MKEY_MW} and {@code MLX5_MKEY_INDIRECT_DEVX}, whose faults walk the KLM list
+     * {@code QUERY_MKEY} returns (the model has neither memory windows nor DEVX), and
+     * {@code MLX5_MKEY_NULL} (the memory page-fault scheme's private null mkey).
      */
-    interface OdpMr {
-        /** {@code mlx5r_get_odp_mkey}-like: false once deregistration began. */
-        boolean get();
+    enum MkeyType {
+        /** {@code MLX5_MKEY_MR}: an MR the device faults on by its own key (explicit, implicit, dma-buf). */
+        MR,
+        /**
+         * {@code MLX5_MKEY_IMPLICIT_CHILD}: an implicit MR's child. The device reaches it through
+         * its parent's KSM entry and faults under the parent's key, so the WQE and RDMA fault
+         * scheme never stores it in {@code odp_mkeys} (the kernel does only with
+         * {@code mem_page_fault}, which the model does not report); it still waits for its users.
+         */
+        IMPLICIT_CHILD
+    }
+
+    /**
+     * {@code struct mlx5_ib_mkey} as the fault and prefetch paths see an MR of {@link #odpMkeys}:
+     * its key, its type and its use count ({@code usecount}, with the wait of its destruction), and
+     * {@code pagefault_mr}, which each MR kind answers for itself.
+     */
+    interface OdpMkey {
+        int mkey();
+
+        MkeyType type();
+
+        /** {@code mmkey.usecount} and {@code mmkey.wait}. */
+        Mlx5MkeyUse usecount();
+
+        /** Takes a use ({@code refcount_inc} of a found key): false once deregistration began. */
+        default boolean get() {
+            return usecount().get();
+        }
 
         /** {@code mlx5r_deref_odp_mkey}. */
-        void put();
+        default void put() {
+            usecount().put();
+        }
 
         Mlx5IbPd pd();
 
         boolean writable();
 
-        int mkey();
-
         /** The MR's restrack counters. */
         Mlx5OdpMr.Stats stats();
 
-        /** {@code pagefault_mr}: maps [va, va+len) and writes the device's translation; pages mapped. */
+        /**
+         * {@code pagefault_mr}: maps [va, va+len) and writes the device's translation; pages
+         * mapped. {@code permissive} clips a range running past the MR (a device fault) instead of
+         * refusing it (a prefetch the application asked for).
+         */
         long pagefault(long va, long len, int flags, boolean permissive);
+
+        /**
+         * {@code pagefault_mr} for a device fault ({@code pagefault_single_data_segment}, and the
+         * prefetch ahead of an RDMA fault): permissive.
+         */
+        default long pagefaultDevice(long va, long len, int flags) {
+            return pagefault(va, len, flags, true);
+        }
     }
 
     /** {@code struct mlx5_pagefault} as {@code mlx5_ib_eq_pf_process} parses it. */
@@ -84,12 +131,12 @@ final class Mlx5Odp {
     private final ExecutorService wq;
     /** The background prefetches of {@code ibv_advise_mr} without FLUSH (the kernel's {@code system_unbound_wq}). */
     private final ExecutorService prefetchWq;
-    /** mkey index → the ODP MR ({@code odp_mkeys}). */
-    final ConcurrentHashMap<Integer, Mlx5OdpMr> mkeys = new ConcurrentHashMap<>();
-    /** mkey index → the implicit ODP MR (its children are reached through it, not by their own keys). */
-    final ConcurrentHashMap<Integer, Mlx5ImplicitMr> implicitMkeys = new ConcurrentHashMap<>();
-    /** mkey index → the dynamic dma-buf MR (the kernel keeps them in {@code odp_mkeys} too and branches on {@code is_dmabuf}). */
-    final ConcurrentHashMap<Integer, Mlx5DmabufMr> dmabufMkeys = new ConcurrentHashMap<>();
+    /**
+     * {@code dev->odp_mkeys}: mkey index → the MR whose faults the driver serves, in index order as
+     * the xarray. The map's own atomicity is the {@code xa_lock}; a use count is taken only on an
+     * entry found there, and an entry leaves before its destruction waits for the count.
+     */
+    private final ConcurrentSkipListMap<Integer, OdpMkey> odpMkeys = new ConcurrentSkipListMap<>();
     final AtomicLong faults = new AtomicLong();
     final AtomicLong faultErrors = new AtomicLong();
     final AtomicLong resumeFailures = new AtomicLong();
@@ -273,28 +320,31 @@ final class Mlx5Odp {
     }
 
     /**
-     * {@code pagefault_single_data_segment}: the key's ODP MR under its use count, faulted over
-     * [va, va+len). Pages mapped, or -1 when the range cannot be mapped (outside the MR, not
-     * accessible, the MR gone). A key that names no ODP MR counts as mapped.
+     * {@code pagefault_single_data_segment}: the key's mkey under its use count
+     * ({@link #findOdpMkey}), faulted over [va, va+len) as its type says. Pages mapped, or -1 when
+     * the range cannot be mapped (outside the MR, not accessible, a stale key, the MR gone). A key
+     * that names no mkey of {@code odp_mkeys} counts as mapped ("skipping non ODP MR").
      */
     long singleDataSegment(int key, long va, long len, int flags) {
-        OdpMr mr = odpMr(key);
-        if (mr == null) {
-            Mlx5DmabufMr d = dmabufMkeys.get(Mkey.mkeyToIdx(key));
-            if (d != null) {
-                return d.mkey != key ? -1 : d.fault(); // pagefault_dmabuf_mr: the whole buffer
-            }
-            return len; // not an ODP mkey: the device's own checks decide
-        }
-        if (mr.mkey() != key || !mr.get()) {
+        OdpMkey m;
+        try {
+            m = findOdpMkey(key);
+        } catch (KernelException e) {
             return -1; // a stale key, or the MR is being deregistered
         }
+        if (m == null) {
+            return len; // not an ODP mkey: the device's own checks decide
+        }
         try {
-            return mr.pagefault(va, len, flags, true);
+            return switch (m.type()) {
+                case MR -> m.pagefaultDevice(va, len, flags);
+                // never stored by this fault scheme (see MkeyType): the kernel's "wrong mkey type"
+                case IMPLICIT_CHILD -> -1;
+            };
         } catch (KernelException e) {
             return -1;
         } finally {
-            mr.put();
+            m.put();
         }
     }
 
@@ -308,7 +358,7 @@ final class Mlx5Odp {
     void adviseMr(Mlx5IbPd pd, int advice, int flags, IbvSge[] sgList) {
         int pfFlags = Mlx5OdpMr.PF_FLAGS_PREFETCH | (advice == IbvPd.ADVISE_MR_ADVICE_PREFETCH ? Mlx5OdpMr.PF_FLAGS_DOWNGRADE : 0)
                 | (advice == IbvPd.ADVISE_MR_ADVICE_PREFETCH_NO_FAULT ? Mlx5OdpMr.PF_FLAGS_SNAPSHOT : 0);
-        OdpMr[] mrs = new OdpMr[sgList.length];
+        OdpMkey[] mrs = new OdpMkey[sgList.length];
         int held = 0;
         try {
             for (; held < sgList.length; held++) {
@@ -348,14 +398,14 @@ final class Mlx5Odp {
         }
     }
 
-    private static void prefetch(OdpMr mr, IbvSge sge, int pfFlags) {
+    private static void prefetch(OdpMkey mr, IbvSge sge, int pfFlags) {
         long len = sge.length & 0xffff_ffffL;
         if (len > 0) {
             mr.pagefault(sge.addr, len, pfFlags, false);
         }
     }
 
-    private static void putAll(OdpMr[] mrs, int n) {
+    private static void putAll(OdpMkey[] mrs, int n) {
         for (int i = 0; i < n; i++) {
             mrs[i].put();
         }
@@ -367,19 +417,24 @@ final class Mlx5Odp {
     }
 
     /**
-     * {@code get_prefetchable_mr}: the ODP or dynamic dma-buf MR of {@code lkey} ({@code odp_mkeys}
-     * holds both), held by its use count.
+     * {@code get_prefetchable_mr}: the MR of {@code lkey} in {@code odp_mkeys} (an ODP or dynamic
+     * dma-buf MR), held by its use count.
      *
      * @throws KernelException ENOENT no ODP MR has the key (or it is being deregistered); EPERM
      *         the MR is of another PD, or the advice wants write on an MR without local write
      */
-    private OdpMr prefetchableMr(Mlx5IbPd pd, int advice, int lkey) {
-        // odp_mkeys holds the dynamic dma-buf MRs too: a prefetch maps their whole buffer
-        OdpMr mr = odpMr(lkey);
-        if (mr == null) {
-            mr = dmabufMkeys.get(Mkey.mkeyToIdx(lkey));
+    private OdpMkey prefetchableMr(Mlx5IbPd pd, int advice, int lkey) {
+        OdpMkey mr;
+        try {
+            mr = findOdpMkey(lkey);
+        } catch (KernelException e) {
+            mr = null;
         }
-        if (mr == null || mr.mkey() != lkey || !mr.get()) {
+        if (mr == null) {
+            throw noOdpMr(dev, lkey);
+        }
+        if (mr.type() != MkeyType.MR) {
+            mr.put();
             throw noOdpMr(dev, lkey);
         }
         if (mr.pd() != pd) {
@@ -394,10 +449,57 @@ final class Mlx5Odp {
         return mr;
     }
 
-    /** The explicit or implicit ODP MR whose mkey index {@code key} names ({@code odp_mkeys}), or null. */
-    private OdpMr odpMr(int key) {
-        Mlx5OdpMr mr = mkeys.get(Mkey.mkeyToIdx(key));
-        return mr != null ? mr : implicitMkeys.get(Mkey.mkeyToIdx(key));
+    /**
+     * {@code find_odp_mkey}: the mkey {@code key}'s index holds in {@code odp_mkeys}, its use count
+     * taken; null when the index holds none (not an ODP key: the caller decides what that means).
+     *
+     * @throws KernelException EFAULT when the index holds another key (a stale key byte:
+     *         {@code mkey_is_eq}) or the mkey's deregistration began
+     */
+    OdpMkey findOdpMkey(int key) {
+        OdpMkey m = odpMkeys.get(Mkey.mkeyToIdx(key));
+        if (m == null) {
+            return null;
+        }
+        if (m.mkey() != key || !m.get()) {
+            throw new KernelException(Errno.EFAULT, String.format("%s: mkey 0x%x is not in odp_mkeys (a stale key, or being deregistered)",
+                    dev.name(), key));
+        }
+        return m;
+    }
+
+    /**
+     * {@code mlx5r_store_odp_mkey}: {@code m} (an MR, ready for faults) in {@code odp_mkeys} under
+     * its index. Its use count is the one it was made with.
+     */
+    void storeOdpMkey(OdpMkey m) {
+        if (m.type() != MkeyType.MR) {
+            throw new IllegalArgumentException(String.format("mkey 0x%x of type %s: only MRs fault by their own key here", m.mkey(), m.type()));
+        }
+        odpMkeys.put(Mkey.mkeyToIdx(m.mkey()), m);
+    }
+
+    /**
+     * The start of an ODP mkey's destruction: out of {@code odp_mkeys} ({@code xa_erase}, where
+     * it is stored) so no new fault finds it, then {@code mlx5r_deref_wait_odp_mkey}: the wait for
+     * the faults and prefetches still using it. Called once, by the MR's deregistration.
+     */
+    void eraseOdpMkey(OdpMkey m) {
+        if (m.type() == MkeyType.MR) {
+            odpMkeys.remove(Mkey.mkeyToIdx(m.mkey()), m);
+        }
+        m.usecount().derefWait(m.mkey());
+    }
+
+    /** The mkeys of {@code odp_mkeys} now, in index order (tools: {@code odp_stats}, sysfs). */
+    Collection<OdpMkey> odpMkeys() {
+        return odpMkeys.values();
+    }
+
+    /** The entry of {@code key}'s index if it is this key and of {@code kind}, without a use count (tests and tools), else null. */
+    <T extends OdpMkey> T odpMkey(int key, Class<T> kind) {
+        OdpMkey m = odpMkeys.get(Mkey.mkeyToIdx(key));
+        return m != null && m.mkey() == key && kind.isInstance(m) ? kind.cast(m) : null;
     }
 
     /** Queues {@code work} on the background queue ({@code system_unbound_wq}'s part). */
@@ -444,8 +546,8 @@ final class Mlx5Odp {
     }
 
     String describe() {
-        return String.format("page-fault EQ %d, faults %d (errors %d, resume failures %d), invalidations %d (zap errors %d), prefetched pages %d (background errors %d), ODP MRs %d",
+        return String.format("page-fault EQ %d, faults %d (errors %d, resume failures %d), invalidations %d (zap errors %d), prefetched pages %d (background errors %d), odp_mkeys %d",
                 eq.eqn(), faults.get(), faultErrors.get(), resumeFailures.get(), invalidations.get(), zapErrors.get(), prefetchedPages.get(), prefetchErrors.get(),
-                mkeys.size() + implicitMkeys.size());
+                odpMkeys.size());
     }
 }

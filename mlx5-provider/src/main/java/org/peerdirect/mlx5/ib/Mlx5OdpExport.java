@@ -120,9 +120,7 @@ final class Mlx5OdpExport implements Mlx5OdpStatsMXBean {
             return new String[0];
         }
         java.util.List<String> out = new java.util.ArrayList<>();
-        o.mkeys.values().forEach(m -> out.add(m.toString()));
-        o.implicitMkeys.values().forEach(m -> out.add(m.toString()));
-        o.dmabufMkeys.values().forEach(m -> out.add(m.toString()));
+        o.odpMkeys().forEach(m -> out.add(m.toString()));
         return out.toArray(String[]::new);
     }
 }

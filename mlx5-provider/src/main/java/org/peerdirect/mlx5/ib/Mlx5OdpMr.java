@@ -32,7 +32,7 @@ import org.peerdirect.kernel.mm.MmuNotifierRange;
  * only pairs the use count with the deregistration's wait. UMRs run under the umem mutex, never
  * the other way round.
  */
-final class Mlx5OdpMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
+final class Mlx5OdpMr implements Mlx5MkeyMr, Mlx5Odp.OdpMkey {
 
     /** {@code MLX5_PF_FLAGS_DOWNGRADE}: map read-only even if the umem is writable. */
     static final int PF_FLAGS_DOWNGRADE = 1;
@@ -283,22 +283,21 @@ final class Mlx5OdpMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
         return new long[] { s, e };
     }
 
-    /** {@code mlx5r_get_odp_mkey}-like: false once deregistration began. */
+    /** {@code MLX5_MKEY_MR}, or {@code MLX5_MKEY_IMPLICIT_CHILD} for a child of an implicit MR. */
     @Override
-    public boolean get() {
-        return use.get();
+    public Mlx5Odp.MkeyType type() {
+        return parent == null ? Mlx5Odp.MkeyType.MR : Mlx5Odp.MkeyType.IMPLICIT_CHILD;
+    }
+
+    @Override
+    public Mlx5MkeyUse usecount() {
+        return use;
     }
 
     /** The MR's PD (advise_mr checks it: another PD's MR is EPERM). */
     @Override
     public Mlx5IbPd pd() {
         return pd;
-    }
-
-    /** {@code mlx5r_deref_odp_mkey}. */
-    @Override
-    public void put() {
-        use.put();
     }
 
     @Override
@@ -322,8 +321,7 @@ final class Mlx5OdpMr implements Mlx5MkeyMr, Mlx5Odp.OdpMr {
             return;
         }
         released = true;
-        odp.mkeys.remove(org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(mkey), this);
-        use.derefWait(mkey);
+        odp.eraseOdpMkey(this); // no new fault finds it; the ones using it are done
         // revoked, not zapped (as mlx5_ib_dereg_mr): a free mkey admits no access, so its entries
         // can keep this MR's (soon unmapped) IOVAs; whoever enables the mkey next writes its whole
         // range first (create_user_odp_mr zaps it, a pinned MR writes every entry it can reach)

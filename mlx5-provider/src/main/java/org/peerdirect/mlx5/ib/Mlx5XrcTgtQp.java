@@ -52,7 +52,7 @@ final class Mlx5XrcTgtQp implements IbQpOps {
         int qpn = dev.execIndex(in, 16);
         Mlx5XrcTgtQp qp = new Mlx5XrcTgtQp(dev, qpn);
         dev.core.registerQp(qpn, type -> {
-            IbvEventType t = Mlx5IbPd.qpEvent(type);
+            IbvEventType t = Mlx5IbQp.qpEvent(type);
             if (t != null) {
                 events.event(t);
             }
@@ -73,14 +73,14 @@ final class Mlx5XrcTgtQp implements IbQpOps {
     @Override
     public synchronized void modifyQp(IbvQpAttr a, int mask) {
         IbvQpState to = (mask & IbvQpAttr.STATE) != 0 ? a.qpState : state;
-        Mlx5IbPd.modifyQp(dev, qpn, attr, a, mask, state, to);
+        Mlx5IbQp.modifyQp(dev, qpn, attr, a, mask, state, to);
         Mlx5Qp.remember(attr, a, mask);
         state = to;
     }
 
     @Override
     public synchronized IbvQpAttr queryQp() {
-        state = Mlx5IbPd.queryState(dev, qpn);
+        state = Mlx5IbQp.queryState(dev, qpn);
         IbvQpAttr a = attr.copy();
         a.qpState = state;
         return a;

@@ -254,6 +254,12 @@ public final class Mlx5Qp implements IbQpOps {
         return sqOffset + (long) ((bb + seg / 4) & sqBbs - 1) * Qp.SEND_WQE_BB + (seg & 3) * Qp.DS_SIZE;
     }
 
+    /**
+     * libmlx5's {@code _mlx5_post_send}: each request checked ({@link #checkSendWr}), its WQE
+     * written from the producer's basic block on (control segment, then the XRC, datagram,
+     * remote-address and atomic segments its type and opcode need, then the data), then one
+     * doorbell for the chain, even when a later request is refused.
+     */
     @Override
     public void postSend(IbvSendWr wr) {
         int posted = 0;
@@ -261,40 +267,10 @@ public final class Mlx5Qp implements IbQpOps {
         sqLock.lock();
         try {
             for (IbvSendWr w = wr; w != null; w = w.next) {
-                IbvQpState st = state;
-                if (w.opcode == null) {
-                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: send request %d has no opcode", qpn, w.wrId), w);
-                }
-                if (st == IbvQpState.RESET || st == IbvQpState.INIT || st == IbvQpState.RTR) {
-                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x is in %s: ibv_post_send needs RTS", qpn, st), w);
-                }
-                if (w.numSge < 0 || w.numSge > maxSendSge || w.numSge > w.sgList.length) {
-                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: send request %d has %d SGEs, max_send_sge is %d", qpn,
-                            w.wrId, w.numSge, maxSendSge), w);
-                }
-                if (type == IbvQpType.UD && (w.opcode != IbvWrOpcode.SEND && w.opcode != IbvWrOpcode.SEND_WITH_IMM || w.ah == null)) {
-                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: a UD request must be a SEND with an address handle", qpn), w);
-                }
-                boolean noData = w.opcode == IbvWrOpcode.ATOMIC_WRITE || w.opcode == IbvWrOpcode.FLUSH;
+                checkSendWr(w);
                 boolean xrc = type == IbvQpType.XRC_SEND;
-                if (noData && (type != IbvQpType.RC && !xrc || w.numSge != 0)) {
-                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: %s %s (RC only, no SGE: %s)", qpn, w.opcode,
-                            type != IbvQpType.RC && !xrc ? "on a " + type + " QP" : "with " + w.numSge + " SGEs",
-                            w.opcode == IbvWrOpcode.FLUSH ? "the range is remoteAddr and flushLength" : "the 8 bytes in compareAdd"), w);
-                }
-                if (w.opcode == IbvWrOpcode.FLUSH && ((w.flushType & ~(IbvSendWr.FLUSH_GLOBAL | IbvSendWr.FLUSH_PERSISTENT)) != 0
-                        || w.flushLevel != IbvSendWr.FLUSH_RANGE && w.flushLevel != IbvSendWr.FLUSH_MR || w.flushLength < 0
-                        || w.flushLength > 0x8000_0000L)) {
-                    throw new PostException(Errno.EINVAL, String.format(
-                            "QP 0x%x: FLUSH type 0x%x level %d length %d (type GLOBAL|PERSISTENT, level RANGE or MR, length 0..2^31)", qpn,
-                            w.flushType, w.flushLevel, w.flushLength), w);
-                }
                 boolean inl = (w.sendFlags & IbvSendWr.SEND_INLINE) != 0;
                 long total = w.totalLength();
-                if (inl && (total > maxInline || w.opcode == IbvWrOpcode.RDMA_READ || w.opcode.isAtomic() || noData)) {
-                    throw new PostException(Errno.EINVAL, String.format("QP 0x%x: inline %s of %d bytes (max_inline_data %d)", qpn,
-                            w.opcode, total, maxInline), w);
-                }
                 int op = opcode(w.opcode);
                 int ds = 1 + (type == IbvQpType.UD ? Qp.AV_SIZE / Qp.DS_SIZE : 0) + (xrc ? 1 : 0)
                         + (op == Wqe.OP_SEND || op == Wqe.OP_SEND_IMM ? 0 : 1) + (Wqe.hasAtomicSegment(op) ? 1 : 0)
@@ -304,17 +280,7 @@ public final class Mlx5Qp implements IbQpOps {
                     throw new PostException(Errno.ENOMEM, String.format("QP 0x%x: send queue full (%d basic blocks)", qpn, sqBbs), w);
                 }
                 int bb = sqHead;
-                // control segment
-                MemorySegment p = buf.page(segOff(bb, 0));
-                long o = segOff(bb, 0) & 4095;
-                p.set(BE32, o + Qp.CTRL_OPMOD_IDX_OPCODE, (bb & 0xffff) << 8 | op);
-                p.set(BE32, o + Qp.CTRL_QPN_DS, qpn << 8 | ds);
-                p.set(ValueLayout.JAVA_BYTE, o + Qp.CTRL_SIGNATURE, (byte) 0);
-                p.set(ValueLayout.JAVA_BYTE, o + Qp.CTRL_FM_CE_SE, (byte) (((w.sendFlags & IbvSendWr.SEND_SIGNALED) != 0 ? Qp.CTRL_CQ_UPDATE : 0)
-                        | ((w.sendFlags & IbvSendWr.SEND_SOLICITED) != 0 ? Qp.CTRL_SOLICITED : 0)
-                        | ((w.sendFlags & IbvSendWr.SEND_FENCE) != 0 ? Qp.CTRL_FENCE : 0)));
-                // FLUSH: the FETH word (placement type, selectivity level) where an immediate would go
-                p.set(BE32, o + Qp.CTRL_IMM, op == Wqe.OP_FLUSH ? w.flushLevel << Wqe.FLUSH_LEVEL_SHIFT | w.flushType : w.immData);
+                setCtrlSeg(w, bb, op, ds);
                 int seg = 1;
                 if (xrc) { // _mlx5_post_send: the XRC segment right after the control segment, then as RC
                     long so = segOff(bb, seg);
@@ -325,50 +291,15 @@ public final class Mlx5Qp implements IbQpOps {
                     seg++;
                 }
                 if (type == IbvQpType.UD) {
-                    for (int i = 0; i < 3; i++) { // the address vector: three segments, cleared without a view per post
-                        long so = segOff(bb, seg + i);
-                        buf.page(so).set(BE64, so & 4095, 0);
-                        buf.page(so).set(BE64, (so & 4095) + 8, 0);
-                    }
-                    long so = segOff(bb, seg);
-                    MemorySegment ap = buf.page(so);
-                    long ao = so & 4095; // the first 16 bytes: qkey, reserved, dqp, stat_rate_sl, fl_mlid, rlid
-                    ap.set(BE32, ao + Qp.AV_QKEY, w.remoteQkey);
-                    ap.set(BE32, ao + Qp.AV_DQP, Qp.AV_EXTENDED | w.remoteQpn & 0xff_ffff);
-                    ap.set(org.peerdirect.hca.cx4.ifc.CmdEntry.BE16, ao + Qp.AV_RLID, (short) w.ah.dlid());
-                    if (w.ah.isGlobal()) { // mlx5_wqe_av: hop limit, grh | sgid index, the remote GID (segments 2 and 3)
-                        long gso = segOff(bb, seg + 1);
-                        MemorySegment gp = buf.page(gso);
-                        long go = gso & 4095; // AV bytes 0x10..0x1f
-                        gp.set(ValueLayout.JAVA_BYTE, go + (Qp.AV_HOP_LIMIT - 0x10), (byte) w.ah.hopLimit());
-                        gp.set(BE32, go + (Qp.AV_GRH_GID_FL - 0x10), Qp.AV_GRH | (w.ah.sgidIndex() & 0xff) << 20);
-                        long rso = segOff(bb, seg + 2);
-                        MemorySegment rp = buf.page(rso);
-                        rp.set(BE64, (rso & 4095) + (Qp.AV_RGID - 0x20), w.ah.dgidHigh());
-                        rp.set(BE64, (rso & 4095) + (Qp.AV_RGID - 0x20) + 8, w.ah.dgidLow());
-                    }
+                    setDatagramSeg(w, bb, seg);
                     seg += 3;
                 } else if (op != Wqe.OP_SEND && op != Wqe.OP_SEND_IMM) {
-                    long so = segOff(bb, seg);
-                    MemorySegment sp = buf.page(so);
-                    sp.set(BE64, (so & 4095) + Qp.RADDR_VA, w.remoteAddr);
-                    sp.set(BE32, (so & 4095) + Qp.RADDR_RKEY, w.rkey);
-                    sp.set(BE32, (so & 4095) + Qp.RADDR_FLUSH_LEN, op == Wqe.OP_FLUSH ? (int) w.flushLength : 0);
-                    seg++;
-                    if (Wqe.hasAtomicSegment(op)) {
-                        // ATOMIC WRITE: the value in the first field, as a fetch-and-add's addend
-                        so = segOff(bb, seg);
-                        sp = buf.page(so);
-                        boolean cs = op == Wqe.OP_ATOMIC_CS;
-                        sp.set(BE64, (so & 4095) + Qp.ATOMIC_SWAP_ADD, cs ? w.swap : w.compareAdd);
-                        sp.set(BE64, (so & 4095) + Qp.ATOMIC_COMPARE, cs ? w.compareAdd : 0);
-                        seg++;
-                    }
+                    seg = setRaddrAtomicSegs(w, op, bb, seg);
                 }
                 if (inl) {
                     writeInline(w, bb, seg, (int) total);
                 } else {
-                    for (int i = 0; i < w.numSge; i++, seg++) {
+                    for (int i = 0; i < w.numSge; i++, seg++) { // set_data_ptr_seg
                         long so = segOff(bb, seg);
                         MemorySegment dp = buf.page(so);
                         dp.set(BE32, (so & 4095) + Qp.DATA_BYTE_COUNT, w.sgList[i].length);
@@ -388,6 +319,111 @@ public final class Mlx5Qp implements IbQpOps {
             }
             sqLock.unlock();
         }
+    }
+
+    /**
+     * What {@code _mlx5_post_send} refuses before writing a WQE (EINVAL naming the problem): no
+     * opcode, a QP not yet in RTS, too many SGEs, a UD request that is not a SEND with an address
+     * handle, an ATOMIC WRITE or FLUSH off RC/XRC or with SGEs, a FLUSH with a bad type, level or
+     * length, inline data that is too long or on an opcode that carries none. Caller holds the SQ lock.
+     */
+    private void checkSendWr(IbvSendWr w) {
+        IbvQpState st = state;
+        if (w.opcode == null) {
+            throw new PostException(Errno.EINVAL, String.format("QP 0x%x: send request %d has no opcode", qpn, w.wrId), w);
+        }
+        if (st == IbvQpState.RESET || st == IbvQpState.INIT || st == IbvQpState.RTR) {
+            throw new PostException(Errno.EINVAL, String.format("QP 0x%x is in %s: ibv_post_send needs RTS", qpn, st), w);
+        }
+        if (w.numSge < 0 || w.numSge > maxSendSge || w.numSge > w.sgList.length) {
+            throw new PostException(Errno.EINVAL, String.format("QP 0x%x: send request %d has %d SGEs, max_send_sge is %d", qpn,
+                    w.wrId, w.numSge, maxSendSge), w);
+        }
+        if (type == IbvQpType.UD && (w.opcode != IbvWrOpcode.SEND && w.opcode != IbvWrOpcode.SEND_WITH_IMM || w.ah == null)) {
+            throw new PostException(Errno.EINVAL, String.format("QP 0x%x: a UD request must be a SEND with an address handle", qpn), w);
+        }
+        boolean noData = w.opcode == IbvWrOpcode.ATOMIC_WRITE || w.opcode == IbvWrOpcode.FLUSH;
+        boolean xrc = type == IbvQpType.XRC_SEND;
+        if (noData && (type != IbvQpType.RC && !xrc || w.numSge != 0)) {
+            throw new PostException(Errno.EINVAL, String.format("QP 0x%x: %s %s (RC only, no SGE: %s)", qpn, w.opcode,
+                    type != IbvQpType.RC && !xrc ? "on a " + type + " QP" : "with " + w.numSge + " SGEs",
+                    w.opcode == IbvWrOpcode.FLUSH ? "the range is remoteAddr and flushLength" : "the 8 bytes in compareAdd"), w);
+        }
+        if (w.opcode == IbvWrOpcode.FLUSH && ((w.flushType & ~(IbvSendWr.FLUSH_GLOBAL | IbvSendWr.FLUSH_PERSISTENT)) != 0
+                || w.flushLevel != IbvSendWr.FLUSH_RANGE && w.flushLevel != IbvSendWr.FLUSH_MR || w.flushLength < 0
+                || w.flushLength > 0x8000_0000L)) {
+            throw new PostException(Errno.EINVAL, String.format(
+                    "QP 0x%x: FLUSH type 0x%x level %d length %d (type GLOBAL|PERSISTENT, level RANGE or MR, length 0..2^31)", qpn,
+                    w.flushType, w.flushLevel, w.flushLength), w);
+        }
+        boolean inl = (w.sendFlags & IbvSendWr.SEND_INLINE) != 0;
+        long total = w.totalLength();
+        if (inl && (total > maxInline || w.opcode == IbvWrOpcode.RDMA_READ || w.opcode.isAtomic() || noData)) {
+            throw new PostException(Errno.EINVAL, String.format("QP 0x%x: inline %s of %d bytes (max_inline_data %d)", qpn,
+                    w.opcode, total, maxInline), w);
+        }
+    }
+
+    /** The control segment of the WQE at basic block {@code bb}: index and opcode, QP and size, the flags, the immediate (or FLUSH's FETH word). */
+    private void setCtrlSeg(IbvSendWr w, int bb, int op, int ds) {
+        MemorySegment p = buf.page(segOff(bb, 0));
+        long o = segOff(bb, 0) & 4095;
+        p.set(BE32, o + Qp.CTRL_OPMOD_IDX_OPCODE, (bb & 0xffff) << 8 | op);
+        p.set(BE32, o + Qp.CTRL_QPN_DS, qpn << 8 | ds);
+        p.set(ValueLayout.JAVA_BYTE, o + Qp.CTRL_SIGNATURE, (byte) 0);
+        p.set(ValueLayout.JAVA_BYTE, o + Qp.CTRL_FM_CE_SE, (byte) (((w.sendFlags & IbvSendWr.SEND_SIGNALED) != 0 ? Qp.CTRL_CQ_UPDATE : 0)
+                | ((w.sendFlags & IbvSendWr.SEND_SOLICITED) != 0 ? Qp.CTRL_SOLICITED : 0)
+                | ((w.sendFlags & IbvSendWr.SEND_FENCE) != 0 ? Qp.CTRL_FENCE : 0)));
+        // FLUSH: the FETH word (placement type, selectivity level) where an immediate would go
+        p.set(BE32, o + Qp.CTRL_IMM, op == Wqe.OP_FLUSH ? w.flushLevel << Wqe.FLUSH_LEVEL_SHIFT | w.flushType : w.immData);
+    }
+
+    /** {@code set_datagram_seg}: the address vector, three segments from {@code seg}, cleared then filled from the AH. */
+    private void setDatagramSeg(IbvSendWr w, int bb, int seg) {
+        for (int i = 0; i < 3; i++) { // cleared without a view per post
+            long so = segOff(bb, seg + i);
+            buf.page(so).set(BE64, so & 4095, 0);
+            buf.page(so).set(BE64, (so & 4095) + 8, 0);
+        }
+        long so = segOff(bb, seg);
+        MemorySegment ap = buf.page(so);
+        long ao = so & 4095; // the first 16 bytes: qkey, reserved, dqp, stat_rate_sl, fl_mlid, rlid
+        ap.set(BE32, ao + Qp.AV_QKEY, w.remoteQkey);
+        ap.set(BE32, ao + Qp.AV_DQP, Qp.AV_EXTENDED | w.remoteQpn & 0xff_ffff);
+        ap.set(org.peerdirect.hca.cx4.ifc.CmdEntry.BE16, ao + Qp.AV_RLID, (short) w.ah.dlid());
+        if (w.ah.isGlobal()) { // mlx5_wqe_av: hop limit, grh | sgid index, the remote GID (segments 2 and 3)
+            long gso = segOff(bb, seg + 1);
+            MemorySegment gp = buf.page(gso);
+            long go = gso & 4095; // AV bytes 0x10..0x1f
+            gp.set(ValueLayout.JAVA_BYTE, go + (Qp.AV_HOP_LIMIT - 0x10), (byte) w.ah.hopLimit());
+            gp.set(BE32, go + (Qp.AV_GRH_GID_FL - 0x10), Qp.AV_GRH | (w.ah.sgidIndex() & 0xff) << 20);
+            long rso = segOff(bb, seg + 2);
+            MemorySegment rp = buf.page(rso);
+            rp.set(BE64, (rso & 4095) + (Qp.AV_RGID - 0x20), w.ah.dgidHigh());
+            rp.set(BE64, (rso & 4095) + (Qp.AV_RGID - 0x20) + 8, w.ah.dgidLow());
+        }
+    }
+
+    /**
+     * {@code set_raddr_seg}, then {@code set_atomic_seg} for an opcode with one (ATOMIC WRITE: the
+     * value in the first field, as a fetch-and-add's addend). Returns the next segment.
+     */
+    private int setRaddrAtomicSegs(IbvSendWr w, int op, int bb, int seg) {
+        long so = segOff(bb, seg);
+        MemorySegment sp = buf.page(so);
+        sp.set(BE64, (so & 4095) + Qp.RADDR_VA, w.remoteAddr);
+        sp.set(BE32, (so & 4095) + Qp.RADDR_RKEY, w.rkey);
+        sp.set(BE32, (so & 4095) + Qp.RADDR_FLUSH_LEN, op == Wqe.OP_FLUSH ? (int) w.flushLength : 0);
+        seg++;
+        if (Wqe.hasAtomicSegment(op)) {
+            so = segOff(bb, seg);
+            sp = buf.page(so);
+            boolean cs = op == Wqe.OP_ATOMIC_CS;
+            sp.set(BE64, (so & 4095) + Qp.ATOMIC_SWAP_ADD, cs ? w.swap : w.compareAdd);
+            sp.set(BE64, (so & 4095) + Qp.ATOMIC_COMPARE, cs ? w.compareAdd : 0);
+            seg++;
+        }
+        return seg;
     }
 
     /** Inline data: the 4-byte header, then the bytes, running on across basic blocks (and the ring's end). */

@@ -110,19 +110,17 @@ class Mlx5OdpTest extends Mlx5Machine {
 
         /** The explicit ODP MR of {@link #mr}. */
         Mlx5OdpMr odpMr() {
-            return ibs.get(dev).odpIfStarted().mkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+            return ibs.get(dev).odpIfStarted().odpMkey(mr.lkey(), Mlx5OdpMr.class);
         }
 
         /** The explicit or implicit ODP MR of {@link #mr}. */
-        Mlx5Odp.OdpMr odp() {
-            Mlx5Odp o = ibs.get(dev).odpIfStarted();
-            Mlx5Odp.OdpMr m = o.mkeys.get(Mkey.mkeyToIdx(mr.lkey()));
-            return m != null ? m : o.implicitMkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+        Mlx5Odp.OdpMkey odp() {
+            return ibs.get(dev).odpIfStarted().odpMkey(mr.lkey(), Mlx5Odp.OdpMkey.class);
         }
 
         /** The implicit ODP MR of {@link #mr}. */
         Mlx5ImplicitMr implicitMr() {
-            return ibs.get(dev).odpIfStarted().implicitMkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+            return ibs.get(dev).odpIfStarted().odpMkey(mr.lkey(), Mlx5ImplicitMr.class);
         }
     }
 
@@ -187,7 +185,10 @@ class Mlx5OdpTest extends Mlx5Machine {
             assertTrue(m.childrenCreated.get() >= iterations, "a child per iteration at least: " + m);
         }
         // the children are reached through the parent's key only: none of them is in odp_mkeys
-        assertTrue(ibs.get(0).odpIfStarted().mkeys.isEmpty() && ibs.get(1).odpIfStarted().mkeys.isEmpty());
+        for (int d = 0; d < 2; d++) {
+            assertTrue(ibs.get(d).odpIfStarted().odpMkeys().stream().noneMatch(m -> m instanceof Mlx5OdpMr), "odp_mkeys holds no explicit"
+                    + " MR nor child: " + ibs.get(d).odpStats());
+        }
     }
 
     /** Waits (bounded) until the background work has destroyed every child whose last page went, leaving at most {@code max}. */
@@ -205,7 +206,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         boolean implicit = b.odp() instanceof Mlx5ImplicitMr;
         IbvMr flushMr = implicit ? b.pd.regMr(0, -1L, ODP | IbAccess.FLUSH_GLOBAL) : b.pd.regMr(b.buf, LEN, ODP | IbAccess.FLUSH_GLOBAL);
         Mlx5Odp bOdp = ibs.get(b.dev).odpIfStarted();
-        Mlx5Odp.OdpMr flushOdp = implicit ? bOdp.implicitMkeys.get(Mkey.mkeyToIdx(flushMr.lkey())) : bOdp.mkeys.get(Mkey.mkeyToIdx(flushMr.lkey()));
+        Mlx5Odp.OdpMkey flushOdp = implicit ? bOdp.odpMkey(flushMr.lkey(), Mlx5ImplicitMr.class) : bOdp.odpMkey(flushMr.lkey(), Mlx5OdpMr.class);
         int iterations = Integer.getInteger("peerdirect.odp.iterations", 12);
         for (int i = 0; i < iterations; i++) {
             proc.madvise(a.buf, LEN, AddressSpace.Advice.MADV_DONTNEED);
@@ -287,8 +288,8 @@ class Mlx5OdpTest extends Mlx5Machine {
             assertEquals(faultsBefore, flushOdp.stats().pageFaults.get(), "a FLUSH faults nothing in");
         }
         flushMr.dereg();
-        Mlx5Odp.OdpMr ma = a.odp();
-        Mlx5Odp.OdpMr mb = b.odp();
+        Mlx5Odp.OdpMkey ma = a.odp();
+        Mlx5Odp.OdpMkey mb = b.odp();
         assertTrue(ma.stats().pageFaultsHandled.get() >= 4L * iterations, "a's MR faulted in every iteration: " + ma);
         assertTrue(mb.stats().pageFaultsHandled.get() >= 4L * iterations, "b's MR faulted in every iteration: " + mb);
         assertTrue(ma.stats().pageInvalidationsHandled.get() >= iterations && mb.stats().pageInvalidationsHandled.get() >= iterations,
@@ -304,6 +305,54 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertEquals(op, c.opcode);
     }
 
+    /**
+     * One {@code odp_mkeys} table ({@code dev->odp_mkeys}): an explicit and an implicit ODP MR are
+     * in it, each an {@code MLX5_MKEY_MR}, a pinned MR is not; {@code find_odp_mkey} finds an
+     * entry by its whole key only (another key byte on the same index is EFAULT, and the fault
+     * path fails that segment) and a key of no entry is "skipping non ODP MR" (counted as mapped);
+     * a child type is never stored. Deregistration erases the key first, then waits for the use
+     * count a fault holds ({@code mlx5r_deref_wait_odp_mkey}), and finishes when it drops.
+     */
+    @Test
+    void oneOdpMkeyTableHoldsEveryOdpMrByTypeAndDeregistrationWaitsForItsUseCount() throws Exception {
+        End a = new End(0, ODP);
+        IbvMr implicit = a.pd.regMr(0, -1L, ODP);
+        long pinnedBuf = proc.mmap(8192);
+        IbvMr pinned = a.pd.regMr(pinnedBuf, 8192, IbAccess.LOCAL_WRITE);
+        Mlx5Odp o = ibs.get(0).odpIfStarted();
+        assertEquals(java.util.Set.of(a.mr.lkey(), implicit.lkey()),
+                o.odpMkeys().stream().map(Mlx5Odp.OdpMkey::mkey).collect(java.util.stream.Collectors.toSet()), ibs.get(0).odpStats().toString());
+        assertTrue(o.odpMkeys().stream().allMatch(m -> m.type() == Mlx5Odp.MkeyType.MR), ibs.get(0).odpStats().toString());
+        assertEquals(null, o.findOdpMkey(pinned.lkey()), "a pinned MR is not in odp_mkeys");
+        assertEquals(4096, o.singleDataSegment(pinned.lkey(), pinnedBuf, 4096, 0), "a key of no entry counts as mapped");
+        int stale = a.mr.lkey() ^ 0x5a; // the same index, another key byte
+        assertEquals(KernelException.Errno.EFAULT, assertThrows(KernelException.class, () -> o.findOdpMkey(stale)).errno());
+        assertEquals(-1, o.singleDataSegment(stale, a.buf, 4096, 0), "a stale key fails its segment");
+        Mlx5OdpMr odp = o.odpMkey(a.mr.lkey(), Mlx5OdpMr.class);
+        Mlx5OdpMr fakeChild = new Mlx5OdpMr(odp.pd(), odp.umem, odp.mkey, null, false, o, o.odpMkey(implicit.lkey(), Mlx5ImplicitMr.class));
+        assertEquals(Mlx5Odp.MkeyType.IMPLICIT_CHILD, fakeChild.type());
+        assertThrows(IllegalArgumentException.class, () -> o.storeOdpMkey(fakeChild), "a child faults under its parent's key, never its own");
+
+        Mlx5Odp.OdpMkey held = o.findOdpMkey(a.mr.lkey()); // a fault working on the MR
+        assertTrue(held == odp);
+        Thread dereg = Thread.ofPlatform().name("dereg").start(a.mr::dereg);
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (o.odpMkeys().contains(held) || dereg.getState() != Thread.State.TIMED_WAITING) {
+            assertTrue(System.nanoTime() < deadline, "the key left odp_mkeys and deregistration waits, within 10 s: " + dereg.getState());
+            Thread.onSpinWait();
+        }
+        assertEquals(null, o.findOdpMkey(a.mr.lkey()), "no new fault finds the key");
+        assertTrue(dereg.isAlive(), "deregistration waits while a fault holds the use count");
+        held.put();
+        dereg.join(10_000);
+        assertTrue(!dereg.isAlive(), "the last use dropped: deregistration finished");
+        assertTrue(!odp.get(), "the use count is closed");
+        implicit.dereg();
+        pinned.dereg();
+        proc.munmap(pinnedBuf, 8192);
+        assertTrue(o.odpMkeys().isEmpty(), ibs.get(0).odpStats().toString());
+    }
+
     /** A TiB registered on demand costs the device nothing until touched; one write faults one page in. */
     /**
      * ODP over hugetlb memory ({@code IBV_ACCESS_HUGETLB}): the umem works in 2 MiB granules; an
@@ -317,7 +366,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         connect(a, b);
         long huge = proc.mmap(0, 4L << 20, Vma.PROT_READ | Vma.PROT_WRITE, Vma.Kind.HUGETLB, "[hugetlb]");
         IbvMr mr = b.pd.regMr(huge, 4L << 20, ODP | IbAccess.HUGETLB);
-        Mlx5OdpMr m = ibs.get(1).odpIfStarted().mkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+        Mlx5OdpMr m = ibs.get(1).odpIfStarted().odpMkey(mr.lkey(), Mlx5OdpMr.class);
         assertEquals(21, m.umem.pageShift(), "2 MiB granules");
         long at = huge + (2L << 20) + 4096 - 100;
         for (int i = 0; i < 3; i++) {
@@ -344,7 +393,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         long tib = 1L << 40;
         long big = proc.mmap(tib);
         IbvMr mr = b.pd.regMr(big, tib, ODP);
-        Mlx5OdpMr m = ibs.get(1).odpIfStarted().mkeys.get(Mkey.mkeyToIdx(mr.lkey()));
+        Mlx5OdpMr m = ibs.get(1).odpIfStarted().odpMkey(mr.lkey(), Mlx5OdpMr.class);
         assertEquals(0, m.umem.mappedPages(), "nothing mapped at registration");
         byte[] data = fill(a.buf, 256, 3);
         IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 256, a.mr.lkey(), 1);
@@ -545,7 +594,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         assertTrue(client.faults.get() >= 8 && client.invalidations.get() >= 7, "the client re-faulted after every drop (the first drop found nothing mapped): " + client.describe());
         assertTrue(server.faults.get() >= 1, "the server's pages faulted in (once: it never drops them): " + server.describe());
         assertEquals(0, client.faultErrors.get() + server.faultErrors.get());
-        assertTrue(client.mkeys.isEmpty() && server.mkeys.isEmpty(), "the tool deregistered its ODP MRs");
+        assertTrue(client.odpMkeys().isEmpty() && server.odpMkeys().isEmpty(), "the tool deregistered its ODP MRs");
         Exception e = assertThrows(Exception.class, () -> tools().pingpong("-d", "mlx5_0", "--drop-every", "5"));
         assertTrue(e.getMessage().contains("give -o too"), e.getMessage());
     }
@@ -600,7 +649,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         Mlx5Odp server = ibs.get(1).odpIfStarted();
         assertTrue(client.faults.get() >= 8, "the client faulted after every drop: " + client.describe());
         assertEquals(0, client.faultErrors.get() + server.faultErrors.get());
-        assertTrue(client.implicitMkeys.isEmpty() && server.implicitMkeys.isEmpty(), "the tool deregistered its implicit MRs");
+        assertTrue(client.odpMkeys().isEmpty() && server.odpMkeys().isEmpty(), "the tool deregistered its implicit MRs");
         long before = client.faults.get() + server.faults.get();
         out = tools().pingpong("-d", "mlx5_0", "-s", "8192", "-n", "40", "-c", "-O", "-P", "--drop-every", "5");
         assertTrue(out.contains("validated 40 received buffers") && out.contains("buffers prefetched") && !out.contains("Couldn't prefetch"), out);
@@ -613,7 +662,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         String out = tools().write_bw("-d", "mlx5_0", "-s", "65536", "-n", "200", "--odp");
         assertTrue(out.contains("registered on demand (ODP)") && out.contains("65536"), out);
         assertTrue(ibs.get(1).odpIfStarted().faults.get() >= 1, "the server's buffer faulted in");
-        assertTrue(ibs.get(0).odpIfStarted().mkeys.isEmpty() && ibs.get(1).odpIfStarted().mkeys.isEmpty());
+        assertTrue(ibs.get(0).odpIfStarted().odpMkeys().isEmpty() && ibs.get(1).odpIfStarted().odpMkeys().isEmpty());
     }
 
     /** rdma:atomic_bw checks the remote word after the run: every operation landed once, over ODP and pinned memory; mlx4 refuses ATOMIC_WRITE. */
@@ -1138,7 +1187,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         b.mr.dereg();
         assertTrue(m.children.isEmpty(), "deregistration took the child");
         assertEquals(mptsBefore - 1, models.get(1).mkeysAlive(), "the parent and its child destroyed");
-        assertTrue(ibs.get(1).odpIfStarted().implicitMkeys.isEmpty());
+        assertTrue(ibs.get(1).odpIfStarted().odpMkeys().isEmpty());
         proc.munmap(region, 3L << 30);
     }
 

@@ -272,8 +272,8 @@ class Mlx5XrcTest extends Mlx5Machine {
             assertEquals(IbvWcStatus.SUCCESS, one(i.cq).status, "iteration " + it + ": FETCH_ADD");
             assertEquals(0L, java.nio.ByteBuffer.wrap(read(i.buf + 24576, 8)).getLong(), "the word was dropped: it reads 0 before the add");
         }
-        Mlx5OdpMr tm = ibs.get(1).odpIfStarted().mkeys.get(org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(t.mr.lkey()));
-        Mlx5OdpMr im = ibs.get(0).odpIfStarted().mkeys.get(org.peerdirect.hca.cx4.ifc.Mkey.mkeyToIdx(i.mr.lkey()));
+        Mlx5OdpMr tm = ibs.get(1).odpIfStarted().odpMkey(t.mr.lkey(), Mlx5OdpMr.class);
+        Mlx5OdpMr im = ibs.get(0).odpIfStarted().odpMkey(i.mr.lkey(), Mlx5OdpMr.class);
         assertTrue(tm.stats().pageFaultsHandled.get() >= 3L * iterations, "the target's MR faulted in every iteration: " + tm.counters());
         assertTrue(im.stats().pageFaultsHandled.get() >= 3L * iterations, "the initiator's MR faulted in every iteration: " + im.counters());
         t.ctx.close();
