@@ -19,6 +19,7 @@ import org.osgi.service.metatype.annotations.Designate;
 import org.osgi.service.metatype.annotations.ObjectClassDefinition;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.kernel.pci.PciIds;
 
 /**
  * The {@code mlx5_core} PCI driver: binds to every ConnectX-4 ({@code 15b3:1013}) and ConnectX-6 Dx
@@ -32,6 +33,11 @@ import org.peerdirect.kernel.pci.PciFunction;
 @Component(service = Mlx5Driver.class, immediate = true, configurationPid = "org.peerdirect.mlx5")
 @Designate(ocd = Mlx5Driver.Config.class)
 public final class Mlx5Driver {
+    /** {@code mlx5_core_pci_table}: the functions this driver binds (of {@link PciIds#PCI_VENDOR_ID_MELLANOX}). */
+    static final int PCI_DEVICE_CONNECTX4 = 0x1013;
+    /** ConnectX-6 Dx, {@code mlx5_core_pci_table}. */
+    static final int PCI_DEVICE_CONNECTX6DX = 0x101d;
+
 
     @ObjectClassDefinition(name = "mlx5_core", description = "Timing of the mlx5 driver's command interface, health poll and teardown; "
             + "a change applies in place to every bound device.")
@@ -79,7 +85,8 @@ public final class Mlx5Driver {
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
-            unbind = "unbindFunction", target = "(&(pci.vendor=5555)(|(pci.device=4115)(pci.device=4125)))")
+            unbind = "unbindFunction", target = "(&(" + PciFunction.PCI_VENDOR + "=" + PciIds.PCI_VENDOR_ID_MELLANOX + ")(|("
+                    + PciFunction.PCI_DEVICE + "=" + PCI_DEVICE_CONNECTX4 + ")(" + PciFunction.PCI_DEVICE + "=" + PCI_DEVICE_CONNECTX6DX + ")))")
     void bindFunction(PciFunction fn) {
         int index;
         synchronized (indices) {
