@@ -1,0 +1,81 @@
+package org.peerdirect.rdma.tools;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.peerdirect.ib.core.verbs.IbvDeviceList;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.peermem.PeerMemoryAllocator;
+
+/**
+ * What every tool runs against, as a program finds it on a host: the RDMA devices
+ * ({@code ibv_get_device_list}), the kernel that makes its process, the peer memory clients that
+ * offer memory ({@code --mem}), and the IOMMU whose counters some tools report. One per
+ * {@link RdmaTools} component; the device list and the kernel are fixed, the allocators and the
+ * IOMMU come and go with their bundles (DS binds them dynamically: a copy-on-write list and a
+ * volatile field, read without a lock by the tools' threads).
+ */
+final class ToolEnv {
+
+    private final IbvDeviceList devices;
+    private final Mm mm;
+    private final List<PeerMemoryAllocator> allocators = new CopyOnWriteArrayList<>();
+    private volatile Iommu iommu;
+
+    ToolEnv(IbvDeviceList devices, Mm mm) {
+        this.devices = devices;
+        this.mm = mm;
+    }
+
+    IbvDeviceList devices() {
+        return devices;
+    }
+
+    /** A fresh simulated process for one side of a tool (the tool exits it when done). */
+    AddressSpace process(String name) {
+        return mm.createProcess(name);
+    }
+
+    Mm mm() {
+        return mm;
+    }
+
+    /** The peer clients offering memory now, in the order they came. */
+    List<PeerMemoryAllocator> allocators() {
+        return allocators;
+    }
+
+    void addAllocator(PeerMemoryAllocator a) {
+        allocators.add(a);
+    }
+
+    void removeAllocator(PeerMemoryAllocator a) {
+        allocators.remove(a);
+    }
+
+    void setIommu(Iommu i) {
+        iommu = i;
+    }
+
+    /** Forgets {@code i} only if it is still the one set (DS may bind the next before unbinding the last). */
+    void unsetIommu(Iommu i) {
+        if (iommu == i) {
+            iommu = null;
+        }
+    }
+
+    /** 2 MiB entries in every IOMMU domain now, or -1 without an IOMMU. */
+    long superpages() {
+        Iommu i = iommu;
+        return i == null ? -1 : i.domains().stream().mapToLong(IommuDomain::mappedSuperpages).sum();
+    }
+
+    /** The IOMMU's peer-to-peer byte count now (bytes that crossed PCI BARs), or -1 without an IOMMU. */
+    long barBytes() {
+        Iommu i = iommu;
+        return i == null ? -1 : i.barBytes();
+    }
+}
