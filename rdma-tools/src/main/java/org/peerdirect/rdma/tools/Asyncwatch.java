@@ -6,7 +6,6 @@ import java.util.concurrent.TimeUnit;
 import org.peerdirect.ib.core.verbs.IbvAsyncEvent;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDevice;
-import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 
 /**
@@ -38,15 +37,13 @@ final class Asyncwatch {
         long max = o.number("-n", 1, Integer.MAX_VALUE);
         IbvDevice d = DeviceLookup.one(env, o.string("-d"), "rdma:asyncwatch");
         StringBuilder sb = new StringBuilder();
-        AddressSpace p = env.process("ibv_asyncwatch");
-        try (IbvContext c = d.open(p)) {
+        env.withContext(d, "ibv_asyncwatch", (p, c) -> {
             sb.append(d.name()).append(": watching the async events of a context in pid ").append(p.pid()).append('\n');
             if (watch(sb, d, c, ms, max) == 0) {
                 sb.append("no event within ").append(ms).append(" ms\n");
             }
-        } finally {
-            p.exit();
-        }
+            return null;
+        });
         return sb.toString().stripTrailing();
     }
 

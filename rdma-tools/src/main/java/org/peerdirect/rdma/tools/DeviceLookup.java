@@ -2,10 +2,8 @@ package org.peerdirect.rdma.tools;
 
 import java.util.List;
 
-import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
-import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.shell.UsageException;
 
@@ -72,14 +70,13 @@ final class DeviceLookup {
      * through a short-lived process's context (zeros when the device went).
      */
     private static long[] probe(ToolEnv env, IbvDevice d) {
-        AddressSpace p = env.process("rdma-probe");
-        try (IbvContext c = d.open(p)) {
-            IbvDeviceAttr a = c.queryDeviceEx();
-            return new long[] {c.queryPort(1).linkLayer(), a.deviceCapFlagsEx(), a.deviceCapFlags() & 0xffff_ffffL};
+        try {
+            return env.withContext(d, "rdma-probe", (p, c) -> {
+                IbvDeviceAttr a = c.queryDeviceEx();
+                return new long[] {c.queryPort(1).linkLayer(), a.deviceCapFlagsEx(), a.deviceCapFlags() & 0xffff_ffffL};
+            });
         } catch (RuntimeException gone) {
             return new long[3];
-        } finally {
-            p.exit();
         }
     }
 }

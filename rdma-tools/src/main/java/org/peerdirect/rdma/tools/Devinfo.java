@@ -6,7 +6,6 @@ import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
-import org.peerdirect.kernel.mm.AddressSpace;
 
 /**
  * {@code rdma:devinfo [-v] [-d dev] [-i port]}: the devices' attributes and ports, as
@@ -39,19 +38,13 @@ final class Devinfo {
         }
         StringBuilder sb = new StringBuilder();
         for (IbvDevice d : list) {
-            AddressSpace p = env.process("ibv_devinfo");
-            try (IbvContext c = d.open(p)) {
-                printHcaCap(sb, d, c, verbose);
-                sb.append('\n');
-            } finally {
-                p.exit();
-            }
+            env.withContext(d, "ibv_devinfo", (p, c) -> printHcaCap(sb, d, c, verbose)).append('\n');
         }
         return sb.toString().stripTrailing();
     }
 
     /** {@code print_hca_cap}: the device's attributes, then each port's. */
-    private static void printHcaCap(StringBuilder sb, IbvDevice d, IbvContext c, boolean verbose) {
+    private static StringBuilder printHcaCap(StringBuilder sb, IbvDevice d, IbvContext c, boolean verbose) {
         IbvDeviceAttr a = c.queryDeviceEx();
         sb.append("hca_id:\t").append(d.name()).append('\n');
         sb.append("\ttransport:\t\t\tInfiniBand (0)\n");
@@ -69,6 +62,7 @@ final class Devinfo {
         for (int port = 1; port <= a.physPortCnt(); port++) {
             printPort(sb, c, port, verbose);
         }
+        return sb;
     }
 
     /** The attributes {@code -v} adds. */

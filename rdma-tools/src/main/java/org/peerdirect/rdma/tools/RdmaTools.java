@@ -23,11 +23,13 @@ import org.peerdirect.peermem.PeerMemoryAllocator;
  * {@link Endpoint}, {@link Completions} and perftest's {@link PerftestReport}. Each side of a test
  * is its own simulated process.
  *
- * <p>One component for the thirteen tools, not one each: they need the same services (the device
- * list, the kernel, the peer memory clients, the IOMMU), which this component binds once into the
- * {@link ToolEnv} they share, and Gogo finds a function by its name on the registered object, so
- * the registration carries nothing a tool would own. Thirteen components would bind the same
- * four references thirteen times and could be half there.
+ * <p>One component for the thirteen tools, not one each: the service is the command
+ * registration (Gogo finds a function by its name on the registered object), and what it binds,
+ * the device list, the kernel, the peer memory clients and the IOMMU, every tool needs alike; so
+ * it binds them once into the {@link ToolEnv} the tools share. Thirteen components would repeat
+ * the same four references thirteen times (each list of peer clients kept apart, each updated on
+ * its own as a client bundle comes and goes), and the tools would come and go one by one when
+ * the device list or the kernel does, where now {@code rdma:*} is there or not as a whole.
  */
 @Component(service = RdmaTools.class, property = {"osgi.command.scope=rdma", "osgi.command.function=devices",
         "osgi.command.function=devinfo", "osgi.command.function=pingpong", "osgi.command.function=write_bw",

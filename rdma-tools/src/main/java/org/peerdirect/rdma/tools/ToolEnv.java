@@ -3,6 +3,8 @@ package org.peerdirect.rdma.tools;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuDomain;
@@ -39,8 +41,24 @@ final class ToolEnv {
         return mm.createProcess(name);
     }
 
-    Mm mm() {
-        return mm;
+    /** What a tool does with a device's context in a process of its own. */
+    @FunctionalInterface
+    interface ContextWork<T, X extends Exception> {
+        T apply(AddressSpace process, IbvContext context) throws X;
+    }
+
+    /**
+     * {@code work} on a context of {@code d} opened by a fresh process {@code name}, as a program
+     * that opens the device, asks, and exits: the context is closed and the process gone when
+     * this returns, also when {@code work} fails.
+     */
+    <T, X extends Exception> T withContext(IbvDevice d, String name, ContextWork<T, X> work) throws X {
+        AddressSpace p = process(name);
+        try (IbvContext c = d.open(p)) {
+            return work.apply(p, c);
+        } finally {
+            p.exit();
+        }
     }
 
     /** The peer clients offering memory now, in the order they came. */

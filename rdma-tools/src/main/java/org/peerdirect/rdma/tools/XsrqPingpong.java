@@ -155,15 +155,10 @@ final class XsrqPingpong {
 
     /** The XRC transport's SEND and SRQ_RECV ODP bits (xsrq_pingpong -o's check); EOPNOTSUPP naming the device. */
     private void checkXrcOdp(IbvDevice d) {
-        AddressSpace pr = env.process("rdma-probe");
-        try (IbvContext c = d.open(pr)) {
-            IbvDeviceAttr a = c.queryDeviceEx();
-            int need = IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV;
-            if ((a.odpCaps().xrcOdpCaps() & need) != need) {
-                throw new KernelException(KernelException.Errno.EOPNOTSUPP, d.name() + ": xrc_odp_caps lack SEND and SRQ_RECV (rdma:devinfo -v)");
-            }
-        } finally {
-            pr.exit();
+        int need = IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV;
+        int have = env.withContext(d, "rdma-probe", (p, c) -> c.queryDeviceEx().odpCaps().xrcOdpCaps());
+        if ((have & need) != need) {
+            throw new KernelException(KernelException.Errno.EOPNOTSUPP, d.name() + ": xrc_odp_caps lack SEND and SRQ_RECV (rdma:devinfo -v)");
         }
     }
 

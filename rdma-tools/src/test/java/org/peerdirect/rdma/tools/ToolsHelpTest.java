@@ -103,6 +103,33 @@ class ToolsHelpTest {
         });
     }
 
+    /**
+     * The component description bnd generated lists as {@code osgi.command.function} exactly the
+     * public methods Gogo can call with a description: a function registered without its method,
+     * or a tool method left unregistered, fails here.
+     */
+    @Test
+    void theRegisteredFunctionsAreTheDescribedMethods() throws Exception {
+        String xml;
+        try (java.io.InputStream in = RdmaTools.class.getClassLoader().getResourceAsStream("OSGI-INF/" + RdmaTools.class.getName() + ".xml")) {
+            assertTrue(in != null, "bnd generated the component description");
+            xml = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("name=\"osgi.command.function\" type=\"String\">([^<]*)<").matcher(xml);
+        assertTrue(m.find(), xml);
+        java.util.Set<String> registered = new java.util.TreeSet<>(List.of(m.group(1).trim().split("\\s+")));
+        java.util.Set<String> described = new java.util.TreeSet<>();
+        for (java.lang.reflect.Method meth : RdmaTools.class.getDeclaredMethods()) {
+            if (java.lang.reflect.Modifier.isPublic(meth.getModifiers())
+                    && meth.isAnnotationPresent(org.apache.felix.service.command.Descriptor.class)) {
+                described.add(meth.getName());
+            }
+        }
+        assertEquals(13, registered.size(), registered.toString());
+        assertEquals(registered, described);
+        assertTrue(xml.contains("<property name=\"osgi.command.scope\" type=\"String\" value=\"rdma\"/>"), xml);
+    }
+
     @Test
     void perftestSweepsPowersOfTwoAndCapsEachSize() {
         List<Integer> s = PerftestParameters.sweep(PerftestParameters.MAX_SWEEP);
