@@ -1,23 +1,26 @@
 package org.peerdirect.rdma.tools;
 
 import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvCompChannel;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvCq;
 import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvGid;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.rdma.RcConnect;
 import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
 
 /**
  * One side of a tool's connection, in its own simulated process: the context, a PD, one CQ, RC
- * QPs and a buffer from host memory or from a peer device, registered with every access right.
+ * QPs and a buffer from host memory or from a peer device ({@link Buffers}), registered with every
+ * access right.
  * {@link #close} takes it all down in order.
  */
 final class Endpoint implements AutoCloseable {
@@ -29,7 +32,7 @@ final class Endpoint implements AutoCloseable {
     final IbvPd pd;
     final IbvCq cq;
     /** The completion channel of {@link #cq} when the tool waits for events (-e), else null. */
-    final org.peerdirect.ib.core.verbs.IbvCompChannel channel;
+    final IbvCompChannel channel;
     final IbvQp[] qps;
     final long buf;
     final long size;
@@ -43,49 +46,23 @@ final class Endpoint implements AutoCloseable {
     /** The peer buffer was already freed (by a test of invalidation). */
     boolean peerFreed;
 
-    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer) {
-        this(mm, name, dev, size, nqp, depth, peer, false);
-    }
-
-    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events) {
-        this(mm, name, dev, size, nqp, depth, peer, events, false);
+    /** Host or peer memory, pinned, with every access right: the tools' usual side. */
+    Endpoint(ToolEnv env, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer) {
+        this(env, name, dev, size, nqp, depth, peer, false, Buffers.Odp.NONE, -1, false, 0);
     }
 
     /**
-     * With {@code odp}, host memory registered on demand ({@code IBV_ACCESS_ON_DEMAND}, as
-     * {@code ibv_rc_pingpong -o}): not populated, not pinned; the device faults its pages in.
+     * With {@code events}, the CQ has a completion channel ({@code ibv_rc_pingpong -e}). The buffer
+     * and its MR as {@link Buffers} makes them: with {@code peerOffset} at least 0, the peer buffer
+     * is the device memory at that fixed offset; with {@code dmabuf}, a dma-buf MR; with
+     * {@code mrExtra}, the MR also gets these rights (the FLUSH rights of {@code rdma:put --flush});
+     * with {@link IbAccess#HUGETLB} among them, the host buffer is a hugetlb mapping rounded up to
+     * 2 MiB ({@code MAP_HUGETLB}, perftest {@code --use_hugepages}): an ODP MR then maps 2 MiB
+     * granules, a pinned MR ignores the flag, as the kernel does.
      */
-    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, boolean odp) {
-        this(mm, name, dev, size, nqp, depth, peer, events, odp ? Odp.EXPLICIT : Odp.NONE, -1, false);
-    }
-
-    /** How the host buffer is registered: pinned, on demand over the buffer, or by one implicit ODP MR over the address space. */
-    enum Odp {
-        NONE, EXPLICIT,
-        /** {@code ibv_rc_pingpong -O}: {@code ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND)}; the buffer's addresses are used with its keys. */
-        IMPLICIT
-    }
-
-    /**
-     * With {@code peerOffset} at least 0, the peer buffer is the device memory at that fixed
-     * offset ({@link PeerMemoryAllocator#map}: an SSD's persistent region), not a fresh allocation.
-     * With {@code dmabuf}, the peer buffer is exported as a dma-buf and registered with
-     * {@code ibv_reg_dmabuf_mr} (iova = the buffer's address), as perftest {@code --use_cuda --use_cuda_dmabuf}.
-     */
-    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, Odp odpMode,
-            long peerOffset, boolean dmabuf) {
-        this(mm, name, dev, size, nqp, depth, peer, events, odpMode, peerOffset, dmabuf, 0);
-    }
-
-    /**
-     * With {@code mrExtra}, the buffer's MR also gets these rights (the FLUSH rights of
-     * {@code rdma:put --flush}); with {@link IbAccess#HUGETLB} among them, the host buffer is a
-     * hugetlb mapping rounded up to 2 MiB ({@code MAP_HUGETLB}, perftest {@code --use_hugepages}):
-     * an ODP MR then maps 2 MiB granules, a pinned MR ignores the flag, as the kernel does.
-     */
-    Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, Odp odpMode,
-            long peerOffset, boolean dmabuf, int mrExtra) {
-        this(mm, name, dev, size, nqp, depth, peer, events, odpMode, peerOffset, dmabuf, mrExtra, org.peerdirect.ib.core.verbs.IbvQpType.RC);
+    Endpoint(ToolEnv env, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events,
+            Buffers.Odp odpMode, long peerOffset, boolean dmabuf, int mrExtra) {
+        this(env, name, dev, size, nqp, depth, peer, events, odpMode, peerOffset, dmabuf, mrExtra, IbvQpType.RC);
     }
 
     /**
@@ -93,8 +70,8 @@ final class Endpoint implements AutoCloseable {
      * {@link RcConnect#udToRts}, as {@code ibv_ud_pingpong}): its address handles are the tool's,
      * destroyed before {@link #close}.
      */
-    static Endpoint ud(Mm mm, String name, IbvDevice dev, long size, int depth, int qkey) {
-        Endpoint e = new Endpoint(mm, name, dev, size, 1, depth, null, false, Odp.NONE, -1, false, 0, org.peerdirect.ib.core.verbs.IbvQpType.UD);
+    static Endpoint ud(ToolEnv env, String name, IbvDevice dev, long size, int depth, int qkey) {
+        Endpoint e = new Endpoint(env, name, dev, size, 1, depth, null, false, Buffers.Odp.NONE, -1, false, 0, IbvQpType.UD);
         try {
             RcConnect.udToRts(e.qps[0], 1, qkey);
         } catch (RuntimeException x) {
@@ -104,13 +81,12 @@ final class Endpoint implements AutoCloseable {
         return e;
     }
 
-    private Endpoint(Mm mm, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events, Odp odpMode,
-            long peerOffset, boolean dmabuf, int mrExtra, org.peerdirect.ib.core.verbs.IbvQpType qpType) {
-        boolean odp = odpMode != Odp.NONE;
-        this.proc = mm.createProcess(name);
+    private Endpoint(ToolEnv env, String name, IbvDevice dev, long size, int nqp, int depth, PeerMemoryAllocator peer, boolean events,
+            Buffers.Odp odpMode, long peerOffset, boolean dmabuf, int mrExtra, IbvQpType qpType) {
+        this.proc = env.process(name);
         // huge pages: the buffer, and its MR, are whole 2 MiB pages (perftest rounds its buffer so)
         boolean huge = (mrExtra & IbAccess.HUGETLB) != 0;
-        size = huge ? (size + Mm.HPAGE_SIZE - 1) & -Mm.HPAGE_SIZE : size;
+        size = huge ? Buffers.hugeRound(size) : size;
         this.size = size;
         this.peer = peer;
         proc.setMemlockLimit(Math.max(proc.memlockLimit(), 4 * size + (1 << 20)));
@@ -121,53 +97,12 @@ final class Endpoint implements AutoCloseable {
             this.pd = c.allocPd();
             this.channel = events ? c.createCompChannel() : null;
             this.cq = c.createCq(Math.max(16, nqp * depth * 2 + 16), channel);
-            this.qps = new IbvQp[nqp];
-            for (int i = 0; i < nqp; i++) {
-                IbvQpInitAttr a = new IbvQpInitAttr();
-                a.sendCq = cq;
-                a.recvCq = cq;
-                a.maxSendWr = depth;
-                a.maxRecvWr = depth;
-                a.maxInlineData = 0;
-                a.qpType = qpType;
-                qps[i] = pd.createQp(a);
-            }
-            if (peer != null && odp) {
-                throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINVAL,
-                        "on-demand paging (-o) works on host memory; peer memory is pinned by its client");
-            }
-            if (peer != null) {
-                buf = peerOffset >= 0 ? peer.map(proc.pid(), peerOffset, size) : peer.alloc(proc.pid(), size);
-            } else {
-                buf = huge ? proc.mmap(0, size, org.peerdirect.kernel.mm.Vma.PROT_READ | org.peerdirect.kernel.mm.Vma.PROT_WRITE,
-                        org.peerdirect.kernel.mm.Vma.Kind.HUGETLB, "[hugetlb]") : proc.mmap(size);
-                if (!odp) {
-                    proc.populate(buf, size, true);
-                }
-            }
-            if (dmabuf && peer == null) {
-                throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINVAL,
-                        "--dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>");
-            }
-            if (dmabuf) {
-                int fd = peer.exportDmabuf(proc.pid(), buf, size);
-                try {
-                    this.mr = pd.regDmabufMr(0, size, buf, fd, ACCESS);
-                } finally {
-                    closeQuietly(fd); // the MR's attachment holds the buffer; the descriptor is not needed
-                }
-            } else if (odpMode == Odp.IMPLICIT) {
-                if ((c.queryDeviceEx().odpCaps().generalCaps() & org.peerdirect.ib.core.verbs.IbvDeviceAttr.ODP_SUPPORT_IMPLICIT) == 0) {
-                    throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
-                            dev.name() + ": The device isn't supporting implicit ODP (-O)");
-                }
-                this.mr = pd.regMr(0, -1L, ACCESS | IbAccess.ON_DEMAND);
-            } else {
-                this.mr = pd.regMr(buf, size, ACCESS | mrExtra | (odp ? IbAccess.ON_DEMAND : 0));
-            }
+            this.qps = createQps(pd, cq, nqp, depth, qpType);
+            this.buf = Buffers.alloc(proc, size, peer, peerOffset, huge, odpMode != Buffers.Odp.NONE);
+            this.mr = Buffers.register(proc, c, pd, buf, size, peer, dmabuf, odpMode, ACCESS, mrExtra);
             long caps = c.queryDeviceEx().deviceCapFlagsEx();
-            this.qpFlush = ((caps & org.peerdirect.ib.core.verbs.IbvDeviceAttr.DEVICE_FLUSH_GLOBAL) != 0 ? IbAccess.FLUSH_GLOBAL : 0)
-                    | ((caps & org.peerdirect.ib.core.verbs.IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT) != 0 ? IbAccess.FLUSH_PERSISTENT : 0);
+            this.qpFlush = ((caps & IbvDeviceAttr.DEVICE_FLUSH_GLOBAL) != 0 ? IbAccess.FLUSH_GLOBAL : 0)
+                    | ((caps & IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT) != 0 ? IbAccess.FLUSH_PERSISTENT : 0);
             IbvPortAttr port = c.queryPort(1);
             this.lid = port.lid();
             this.gid = port.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET ? IbvGid.parse(c.queryGid(1, 0)) : null;
@@ -180,12 +115,19 @@ final class Endpoint implements AutoCloseable {
         }
     }
 
-    private void closeQuietly(int fd) {
-        try {
-            proc.close(fd);
-        } catch (Exception alreadyClosed) {
-            // closed by the process's exit
+    private static IbvQp[] createQps(IbvPd pd, IbvCq cq, int nqp, int depth, IbvQpType qpType) {
+        IbvQp[] qps = new IbvQp[nqp];
+        for (int i = 0; i < nqp; i++) {
+            IbvQpInitAttr a = new IbvQpInitAttr();
+            a.sendCq = cq;
+            a.recvCq = cq;
+            a.maxSendWr = depth;
+            a.maxRecvWr = depth;
+            a.maxInlineData = 0;
+            a.qpType = qpType;
+            qps[i] = pd.createQp(a);
         }
+        return qps;
     }
 
     /**

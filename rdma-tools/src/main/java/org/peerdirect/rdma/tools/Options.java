@@ -11,7 +11,10 @@ import org.peerdirect.kernel.shell.UsageException;
  * The tools' option parsing: {@code -s 4096 -n 1000 -c -d mlx4_0 --mem host}. Each tool declares
  * its options once ({@link Opt}: name, argument, description, default); that one table gives the
  * parsing, the defaults, the errors in words and {@code --help}, whose layout is the one
- * gogo.jline's usage completion reads, so Tab completes the options in the shell.
+ * gogo.jline's usage completion reads, so Tab completes the options in the shell. Every tool
+ * parses here and nowhere else: numbers are decimal or {@code 0x} hex, sizes take a K, M, G or T
+ * suffix ({@link Args#size}), and a wrong value is a {@link UsageException} naming the tool, the
+ * option with its description, the range and the value given.
  */
 final class Options {
 

@@ -1,0 +1,99 @@
+package org.peerdirect.rdma.tools;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvDeviceList;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
+
+/**
+ * What every tool runs against, as a program finds it on a host: the RDMA devices
+ * ({@code ibv_get_device_list}), the kernel that makes its process, the peer memory clients that
+ * offer memory ({@code --mem}), and the IOMMU whose counters some tools report. One per
+ * {@link RdmaTools} component; the device list and the kernel are fixed, the allocators and the
+ * IOMMU come and go with their bundles (DS binds them dynamically: a copy-on-write list and a
+ * volatile field, read without a lock by the tools' threads).
+ */
+final class ToolEnv {
+
+    private final IbvDeviceList devices;
+    private final Mm mm;
+    private final List<PeerMemoryAllocator> allocators = new CopyOnWriteArrayList<>();
+    private volatile Iommu iommu;
+
+    ToolEnv(IbvDeviceList devices, Mm mm) {
+        this.devices = devices;
+        this.mm = mm;
+    }
+
+    IbvDeviceList devices() {
+        return devices;
+    }
+
+    /** A fresh simulated process for one side of a tool (the tool exits it when done). */
+    AddressSpace process(String name) {
+        return mm.createProcess(name);
+    }
+
+    /** What a tool does with a device's context in a process of its own. */
+    @FunctionalInterface
+    interface ContextWork<T, X extends Exception> {
+        T apply(AddressSpace process, IbvContext context) throws X;
+    }
+
+    /**
+     * {@code work} on a context of {@code d} opened by a fresh process {@code name}, as a program
+     * that opens the device, asks, and exits: the context is closed and the process gone when
+     * this returns, also when {@code work} fails.
+     */
+    <T, X extends Exception> T withContext(IbvDevice d, String name, ContextWork<T, X> work) throws X {
+        AddressSpace p = process(name);
+        try (IbvContext c = d.open(p)) {
+            return work.apply(p, c);
+        } finally {
+            p.exit();
+        }
+    }
+
+    /** The peer clients offering memory now, in the order they came. */
+    List<PeerMemoryAllocator> allocators() {
+        return allocators;
+    }
+
+    void addAllocator(PeerMemoryAllocator a) {
+        allocators.add(a);
+    }
+
+    void removeAllocator(PeerMemoryAllocator a) {
+        allocators.remove(a);
+    }
+
+    void setIommu(Iommu i) {
+        iommu = i;
+    }
+
+    /** Forgets {@code i} only if it is still the one set (DS may bind the next before unbinding the last). */
+    void unsetIommu(Iommu i) {
+        if (iommu == i) {
+            iommu = null;
+        }
+    }
+
+    /** 2 MiB entries in every IOMMU domain now, or -1 without an IOMMU. */
+    long superpages() {
+        Iommu i = iommu;
+        return i == null ? -1 : i.domains().stream().mapToLong(IommuDomain::mappedSuperpages).sum();
+    }
+
+    /** The IOMMU's peer-to-peer byte count now (bytes that crossed PCI BARs), or -1 without an IOMMU. */
+    long barBytes() {
+        Iommu i = iommu;
+        return i == null ? -1 : i.barBytes();
+    }
+}
