@@ -14,6 +14,7 @@ import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.hca.cx4.ifc.Cq;
 import org.peerdirect.hca.cx4.ifc.Eq;
+import org.peerdirect.hca.cx4.ifc.HcaCap;
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
@@ -73,16 +74,12 @@ final class Transport {
     /** Data segments one send WQE can carry (1 KiB WQEs: {@code max_wqe_sz_sq}). */
     static final int MAX_SEND_DS = 1024 / Qp.DS_SIZE;
 
-    // model syndromes of the data-path commands
-    static final int SYND_BAD_CQ = 0x0bad_0101;
-    static final int SYND_BAD_QP = 0x0bad_0102;
-    static final int SYND_BAD_SRQ = 0x0bad_0105;
-    static final int SYND_BAD_MKEY = 0x0bad_0103;
-    static final int SYND_ENGINE = 0x0bad_0104;
-
     final HcaDevice engine;
     private final DmaPort port;
-    private final Firmware fw;
+    private final Eqs eqs;
+    private final Allocations allocations;
+    private final Caps caps;
+    private final FirmwarePages pages;
     private final AtomicReferenceArray<MemCq> cqs = new AtomicReferenceArray<>(HcaDevice.MAX_CQ);
     private final AtomicReferenceArray<MemQp> qps = new AtomicReferenceArray<>(HcaDevice.MAX_QP);
     /** srqn → the SRQ in host memory (set by the firmware thread, read by the data path). */
@@ -102,10 +99,13 @@ final class Transport {
     final AtomicLong badWqes = new AtomicLong();
     final AtomicLong dmaFaults = new AtomicLong();
 
-    Transport(HcaDevice engine, DmaPort port, Firmware fw) {
+    Transport(HcaDevice engine, DmaPort port, Eqs eqs, Allocations allocations, Caps caps, FirmwarePages pages) {
         this.engine = engine;
         this.port = port;
-        this.fw = fw;
+        this.eqs = eqs;
+        this.allocations = allocations;
+        this.caps = caps;
+        this.pages = pages;
         engine.setEventHandler(this::cqEvent);
         engine.setAsyncEventHandler(new org.peerdirect.hca.engine.AsyncEventHandler() {
             @Override
@@ -118,8 +118,45 @@ final class Transport {
             public void portEvent(int port, int subtype) {
                 MemorySegment d = MemorySegment.ofArray(new byte[28]);
                 d.set(ValueLayout.JAVA_BYTE, Eq.PORT_CHANGE_PORT, (byte) (port << 4));
-                fw.postEvent(Eq.EVENT_PORT_CHANGE, subtype, d);
+                eqs.postEvent(Eq.EVENT_PORT_CHANGE, subtype, d);
             }
+        });
+    }
+
+    /** The data-path commands. */
+    void register(CommandTable t) {
+        t.add(Mlx5Cmd.CREATE_CQ, CommandTable.withList(Cq.CREATE_CQ_IN_PAS, Transport::cqPages), CommandTable.MIN_OUTPUT, false,
+                (opMod, in, out) -> createCq(in, out, caps.cur(HcaCap.LOG_MAX_CQ_SZ)));
+        t.add(Mlx5Cmd.DESTROY_CQ, (opMod, in, out) -> destroyCq(in));
+        t.add(Mlx5Cmd.QUERY_CQ, CommandTable.MIN_INPUT, (int) Cq.CREATE_CQ_IN_PAS, (opMod, in, out) -> queryCq(in, out));
+        t.add(Mlx5Cmd.CREATE_QP, CommandTable.withList(Qp.CREATE_QP_IN_PAS, Transport::qpPages), CommandTable.MIN_OUTPUT, false,
+                (opMod, in, out) -> createQp(in, out, caps.cur(HcaCap.LOG_MAX_QP_SZ)));
+        for (int op : new int[] { Mlx5Cmd.RST2INIT_QP, Mlx5Cmd.INIT2INIT_QP, Mlx5Cmd.INIT2RTR_QP, Mlx5Cmd.RTR2RTS_QP, Mlx5Cmd.RTS2RTS_QP,
+                Mlx5Cmd.SQERR2RTS_QP }) {
+            t.add(op, Qp.MODIFY_IN_LEN, CommandTable.MIN_OUTPUT, (opMod, in, out) -> modifyQp(op, in));
+        }
+        t.add(Mlx5Cmd.QP_2ERR, (opMod, in, out) -> modifyQp(Mlx5Cmd.QP_2ERR, in));
+        t.add(Mlx5Cmd.QP_2RST, (opMod, in, out) -> modifyQp(Mlx5Cmd.QP_2RST, in));
+        t.add(Mlx5Cmd.QUERY_QP, CommandTable.MIN_INPUT, Qp.QUERY_OUT_LEN, (opMod, in, out) -> queryQp(in, out));
+        t.add(Mlx5Cmd.DESTROY_QP, (opMod, in, out) -> destroyQp(in));
+        t.add(Mlx5Cmd.CREATE_SRQ, CommandTable.withList(Srq.CREATE_SRQ_IN_PAS, Transport::srqPages), CommandTable.MIN_OUTPUT, false,
+                (opMod, in, out) -> createSrq(in, out, caps.cur(HcaCap.LOG_MAX_SRQ_SZ)));
+        t.add(Mlx5Cmd.DESTROY_SRQ, (opMod, in, out) -> destroySrq(in, false));
+        t.add(Mlx5Cmd.QUERY_SRQ, CommandTable.MIN_INPUT, Srq.QUERY_SRQ_OUT_LEN, (opMod, in, out) -> querySrq(in, out, false));
+        t.add(Mlx5Cmd.ARM_RQ, in -> CommandTable.MIN_INPUT, CommandTable.MIN_OUTPUT, true, (opMod, in, out) -> armRq(in, false));
+        t.add(Mlx5Cmd.CREATE_XRC_SRQ, CommandTable.withList(Srq.CREATE_SRQ_IN_PAS, Transport::srqPages), CommandTable.MIN_OUTPUT, false,
+                (opMod, in, out) -> createXrcSrq(in, out, caps.cur(HcaCap.LOG_MAX_SRQ_SZ)));
+        t.add(Mlx5Cmd.DESTROY_XRC_SRQ, (opMod, in, out) -> destroySrq(in, true));
+        t.add(Mlx5Cmd.QUERY_XRC_SRQ, CommandTable.MIN_INPUT, Srq.QUERY_SRQ_OUT_LEN, (opMod, in, out) -> querySrq(in, out, true));
+        // no op_mod passes the table's check, and ARM_XRC_SRQ needs op_mod 1: refused either way (as before the table; see armRq)
+        t.add(Mlx5Cmd.ARM_XRC_SRQ, (opMod, in, out) -> armRq(in, true));
+        t.add(Mlx5Cmd.CREATE_MKEY, CommandTable.withList(Mkey.CREATE_IN_MTT, Transport::mttEntries), CommandTable.MIN_OUTPUT, false,
+                (opMod, in, out) -> createMkey(in, out));
+        t.add(Mlx5Cmd.DESTROY_MKEY, (opMod, in, out) -> destroyMkey(in));
+        t.add(Mlx5Cmd.QUERY_SPECIAL_CONTEXTS, CommandTable.MIN_INPUT, Mkey.SPECIAL_CONTEXTS_OUT_LEN, (opMod, in, out) -> {
+            // the reserved lkey (bus addresses) is key 0; no dump-fill mkey is built
+            out.set(BE32, Mkey.SPECIAL_OUT_RESD_LKEY, 0);
+            out.set(BE32, Mkey.SPECIAL_OUT_NULL_MKEY, HcaDevice.NULL_MKEY);
         });
     }
 
@@ -208,36 +245,16 @@ final class Transport {
         mkeys.clear();
     }
 
-    private static Firmware.Refused refused(HwCommandException e) {
-        int st = e.status() == HwCommandException.STAT_BAD_SIZE ? Mlx5Cmd.STAT_BAD_PARAM_ERR : e.status();
-        return new Firmware.Refused(st, SYND_ENGINE, e.getMessage());
+    private FirmwarePages.Slot context(int bytes, MemorySegment src, long off, int len) throws Refused, CommandQueue.Deferred {
+        return pages.store(bytes, src, off, len, "a context");
     }
 
-    private FirmwarePages.Slot context(int bytes, MemorySegment src, long off, int len) throws Firmware.Refused, CommandQueue.Deferred {
-        FirmwarePages.Slot s;
-        try {
-            s = fw.pages.alloc(bytes);
-        } catch (FirmwarePages.Exhausted e) {
-            if (fw.mayDefer) {
-                throw new CommandQueue.Deferred();
-            }
-            throw new Firmware.Refused(Mlx5Cmd.STAT_NO_RES_ERR, Firmware.SYND_NO_PAGES, "no firmware page free for a context and none can be asked for");
-        }
-        try {
-            port.write(s.addr(), src, off, len);
-        } catch (IommuFault f) {
-            fw.pages.free(s);
-            throw new Firmware.Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "a firmware page is no longer mapped for the device");
-        }
-        return s;
-    }
-
-    private static long[] pas(MemorySegment in, long at, int n, String what) throws Firmware.Refused {
+    private static long[] pas(MemorySegment in, long at, int n, String what) throws Refused {
         long[] pas = new long[n];
         for (int i = 0; i < n; i++) {
             pas[i] = in.get(BE64, at + 8L * i);
             if ((pas[i] & 0xfff) != 0) {
-                throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_BAD_PAGE, String.format("%s pas[%d] 0x%x is not 4 KiB aligned", what, i, pas[i]));
+                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_PAGE, String.format("%s pas[%d] 0x%x is not 4 KiB aligned", what, i, pas[i]));
             }
         }
         return pas;
@@ -258,30 +275,29 @@ final class Transport {
         return (int) ((bytes + 4095) / 4096);
     }
 
-    void createCq(MemorySegment in, MemorySegment out, int maxLogCqSize) throws Firmware.Refused, CommandQueue.Deferred {
+    void createCq(MemorySegment in, MemorySegment out, int maxLogCqSize) throws Refused, CommandQueue.Deferred {
         long c = Cq.CREATE_CQ_IN_CQC;
         int logSize = Cq.CQC_LOG_CQ_SIZE.get(in, c);
         int uar = Cq.CQC_UAR_PAGE.get(in, c);
         int eqn = Cq.CQC_C_EQN.get(in, c);
         if (Cq.CQC_CQE_SZ.get(in, c) != Cq.CQE_SZ_64) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "cqe_sz " + Cq.CQC_CQE_SZ.get(in, c) + ": the model writes 64-byte CQEs");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ, "cqe_sz " + Cq.CQC_CQE_SZ.get(in, c) + ": the model writes 64-byte CQEs");
         }
         if (logSize > maxLogCqSize) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "log_cq_size " + logSize + " is above log_max_cq_sz " + maxLogCqSize);
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ, "log_cq_size " + logSize + " is above log_max_cq_sz " + maxLogCqSize);
         }
         if (Cq.CQC_LOG_PAGE_SIZE.get(in, c) != 0 || Cq.CQC_PAGE_OFFSET.get(in, c) != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, "the model takes CQ rings in 4 KiB pages at offset 0");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ, "the model takes CQ rings in 4 KiB pages at offset 0");
         }
-        if (!fw.uarAllocated(uar)) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
+        if (!allocations.uarAllocated(uar)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
         }
-        HwEq eq = fw.eq(eqn);
-        if (eq == null) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "c_eqn " + eqn + " names no EQ");
+        if (eqs.eq(eqn) == null) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "c_eqn " + eqn + " names no EQ");
         }
         long dbr = in.get(BE64, c + Cq.CQC_DBR_ADDR);
         if ((dbr & 7) != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_CQ, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
         }
         long[] pas = pas(in, Cq.CREATE_CQ_IN_PAS, cqPages(in), "CQ");
         FirmwarePages.Slot ctx = context(CQ_CONTEXT_BYTES, in, c, Cq.CQC_SIZE);
@@ -290,35 +306,35 @@ final class Transport {
         try {
             hw = engine.sw2hwCq(1 << logSize, mc);
         } catch (HwCommandException e) {
-            fw.pages.free(ctx);
-            throw refused(e);
+            pages.free(ctx);
+            throw Refused.of(e);
         }
         mc.hw = hw;
         cqs.set(hw.cqn, mc);
         Pages.INDEX24.set(out, 0, hw.cqn);
     }
 
-    private MemCq liveCq(int cqn) throws Firmware.Refused {
+    private MemCq liveCq(int cqn) throws Refused {
         MemCq c = cqn >= 0 && cqn < cqs.length() ? cqs.get(cqn) : null;
         if (c == null) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "CQ " + cqn + " does not exist");
+            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "CQ " + cqn + " does not exist");
         }
         return c;
     }
 
-    void destroyCq(MemorySegment in) throws Firmware.Refused {
+    void destroyCq(MemorySegment in) throws Refused {
         MemCq c = liveCq(Pages.INDEX24.get(in, 0));
         try {
             engine.hw2swCq(c.hw);
         } catch (HwCommandException e) {
-            throw refused(e);
+            throw Refused.of(e);
         }
         retire(c);
         cqs.set(c.hw.cqn, null);
-        fw.pages.free(c.context);
+        pages.free(c.context);
     }
 
-    void queryCq(MemorySegment in, MemorySegment out) throws Firmware.Refused {
+    void queryCq(MemorySegment in, MemorySegment out) throws Refused {
         MemCq c = liveCq(Pages.INDEX24.get(in, 0));
         readContext(c.context, out, Cq.CREATE_CQ_IN_CQC, Cq.CQC_SIZE, "CQ");
         Cq.CQC_PRODUCER_COUNTER.set(out, Cq.CREATE_CQ_IN_CQC, (int) c.hw.producerIndex() & 0xff_ffff);
@@ -335,16 +351,11 @@ final class Transport {
         if (overrun) {
             d.set(BE32, 0, cq.cqn & 0xff_ffff);
             d.set(ValueLayout.JAVA_BYTE, 0x0b, (byte) Cq.CQ_ERROR_OVERRUN);
-            fw.postEvent(Eq.EVENT_CQ_ERROR, 0, d);
+            eqs.postEvent(Eq.EVENT_CQ_ERROR, 0, d);
             return;
         }
-        HwEq eq = fw.eq(c.eqn);
-        if (eq != null) {
-            d.set(BE32, 0x18, cq.cqn & 0xff_ffff);
-            if (eq.post(port, Eq.EVENT_COMP, 0, d)) {
-                eq.raise(fw.function());
-            }
-        }
+        d.set(BE32, 0x18, cq.cqn & 0xff_ffff);
+        eqs.postTo(c.eqn, Eq.EVENT_COMP, d);
     }
 
     /**
@@ -356,7 +367,7 @@ final class Transport {
         boolean srq = type == org.peerdirect.hca.engine.AsyncEventHandler.SRQ_LIMIT;
         d.set(ValueLayout.JAVA_BYTE, Srq.EQE_QP_SRQ_TYPE, (byte) (srq ? Srq.EVENT_QUEUE_TYPE_RQ : Srq.EVENT_QUEUE_TYPE_QP));
         d.set(BE32, Srq.EQE_QP_SRQ_N, number & 0xff_ffff);
-        fw.postEvent(type, 0, d);
+        eqs.postEvent(type, 0, d);
     }
 
     /** The UAR CQ doorbell: {be32(sn << 28 | cmd | ci), be32(cqn)} as one 64-bit write (raw bytes in {@code value}). */
@@ -463,7 +474,7 @@ final class Transport {
         return (int) ((rq + sq + 4095) / 4096);
     }
 
-    void createQp(MemorySegment in, MemorySegment out, int maxLogQpSz) throws Firmware.Refused, CommandQueue.Deferred {
+    void createQp(MemorySegment in, MemorySegment out, int maxLogQpSz) throws Refused, CommandQueue.Deferred {
         long c = Qp.IN_QPC;
         int st = Qp.QPC_ST.get(in, c);
         int engineSt = switch (st) {
@@ -471,28 +482,28 @@ final class Transport {
             case Qp.ST_UD -> HcaDevice.ST_UD;
             case Qp.ST_REG_UMR -> HcaDevice.ST_REG_UMR;
             case Qp.ST_XRC -> HcaDevice.ST_XRC;
-            default -> throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "QP service type 0x" + Integer.toHexString(st)
+            default -> throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "QP service type 0x" + Integer.toHexString(st)
                     + " is not built in the model (RC 0x0, UD 0x2, XRC 0x3 and REG_UMR 0xc are)");
         };
         if (Qp.QPC_PM_STATE.get(in, c) != Qp.PM_MIGRATED) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "pm_state must be MIGRATED (3): the model has no APM");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "pm_state must be MIGRATED (3): the model has no APM");
         }
         int rqType = Qp.QPC_RQ_TYPE.get(in, c);
         if (rqType != Qp.RQ_REGULAR && rqType != Qp.RQ_ZERO_LEN && rqType != Srq.RQ_SRQ) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "rq_type " + rqType + " is not built in the model (regular 0, SRQ 1, "
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "rq_type " + rqType + " is not built in the model (regular 0, SRQ 1, "
                     + "zero-length 3 are)");
         }
         if (st == Qp.ST_REG_UMR && rqType != Qp.RQ_ZERO_LEN) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "a REG_UMR QP only sends: rq_type must be zero-length (3)");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "a REG_UMR QP only sends: rq_type must be zero-length (3)");
         }
         boolean xrc = st == Qp.ST_XRC;
         boolean xrcTarget = xrc && Qp.QPC_NO_SQ.get(in, c) != 0;
         int xrcd = Qp.QPC_XRCD.get(in, c);
-        if (xrc && !fw.xrcdAllocated(xrcd)) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "xrcd " + xrcd + " is not allocated");
+        if (xrc && !allocations.xrcdAllocated(xrcd)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "xrcd " + xrcd + " is not allocated");
         }
         if (xrc && rqType == Qp.RQ_REGULAR) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "an XRC QP has no receive queue of its own (rq_type SRQ 1 or zero-length 3)");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "an XRC QP has no receive queue of its own (rq_type SRQ 1 or zero-length 3)");
         }
         MemSrq srq = null;
         // an XRC QP's srqn (the driver's internal SRQ, mlx5_ib's devr->s0) receives nothing: not read
@@ -500,7 +511,7 @@ final class Transport {
             int srqn = Srq.QPC_SRQN.get(in, c);
             srq = srqn >= 0 && srqn < srqs.length() ? srqs.get(srqn) : null;
             if (srq == null) {
-                throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "srqn 0x" + Integer.toHexString(srqn)
+                throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "srqn 0x" + Integer.toHexString(srqn)
                         + " names no SRQ");
             }
         }
@@ -508,26 +519,26 @@ final class Transport {
         int logRq = Qp.QPC_LOG_RQ_SIZE.get(in, c);
         int rqStride = 16 << Qp.QPC_LOG_RQ_STRIDE.get(in, c);
         if (logSq > maxLogQpSz || logRq > maxLogQpSz || Qp.QPC_NO_SQ.get(in, c) != 0 && !xrcTarget) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "log_sq_size " + logSq + " / log_rq_size " + logRq
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "log_sq_size " + logSq + " / log_rq_size " + logRq
                     + " above log_max_qp_sz " + maxLogQpSz + ", or no_sq on a QP other than an XRC target (not built)");
         }
         if (Qp.QPC_LOG_PAGE_SIZE.get(in, c) != 0 || Qp.QPC_PAGE_OFFSET.get(in, c) != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "the model takes QP buffers in 4 KiB pages at offset 0");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "the model takes QP buffers in 4 KiB pages at offset 0");
         }
         int uar = Qp.QPC_UAR_PAGE.get(in, c);
-        if (!fw.uarAllocated(uar)) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
+        if (!allocations.uarAllocated(uar)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
         }
         int pd = Qp.QPC_PD.get(in, c);
-        if (!xrcTarget && !fw.pdAllocated(pd)) { // an XRC target's PD (mlx5_ib's devr->p0) checks nothing: the SRQ's PD does
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+        if (!xrcTarget && !allocations.pdAllocated(pd)) { // an XRC target's PD (mlx5_ib's devr->p0) checks nothing: the SRQ's PD does
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
         }
         // an XRC initiator completes only sends, a target nothing: their receive CQ (and a target's send CQ) are not read
         MemCq scq = xrcTarget ? null : liveCq(Qp.QPC_CQN_SND.get(in, c));
         MemCq rcq = xrc ? null : liveCq(Qp.QPC_CQN_RCV.get(in, c));
         long dbr = in.get(BE64, c + Qp.QPC_DBR_ADDR);
         if ((dbr & 7) != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
         }
         long[] pas = pas(in, Qp.CREATE_QP_IN_PAS, qpPages(in), "QP");
         FirmwarePages.Slot ctx = context(QP_CONTEXT_BYTES, in, c, Qp.QPC_SIZE);
@@ -538,8 +549,8 @@ final class Transport {
             hw = xrc ? engine.createXrcQp(pd, xrcd, xrcTarget, caps, scq == null ? null : scq.hw)
                     : engine.createQp(pd, engineSt, caps, scq.hw, rcq.hw, srq == null ? null : srq.hw);
         } catch (HwCommandException e) {
-            fw.pages.free(ctx);
-            throw refused(e);
+            pages.free(ctx);
+            throw Refused.of(e);
         }
         MemQp q = new MemQp(hw, st, pas, dbr, uar, logSq, rqWqes, rqStride, ctx, srq);
         if (hw.recvQueue() != null) {
@@ -550,16 +561,16 @@ final class Transport {
         Pages.INDEX24.set(out, 0, hw.qpn);
     }
 
-    private MemQp liveQp(int qpn) throws Firmware.Refused {
+    private MemQp liveQp(int qpn) throws Refused {
         MemQp q = qpn > 0 && qpn < qps.length() ? qps.get(qpn) : null;
         if (q == null) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "QP 0x" + Integer.toHexString(qpn) + " does not exist");
+            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "QP 0x" + Integer.toHexString(qpn) + " does not exist");
         }
         return q;
     }
 
     /** The transition commands: the QPC's fields into the engine's context, then the engine's state machine. */
-    void modifyQp(int opcode, MemorySegment in) throws Firmware.Refused {
+    void modifyQp(int opcode, MemorySegment in) throws Refused {
         MemQp q = liveQp(Pages.INDEX24.get(in, 0));
         QpCommand cmd = switch (opcode) {
             case Qp.RST2INIT_QP -> QpCommand.RST2INIT;
@@ -588,7 +599,7 @@ final class Transport {
                 boolean grh = Qp.QPC_PRI_GRH.get(in, c) != 0;
                 if (engine.ethernet() && !grh && (q.st == Qp.ST_RC || q.st == Qp.ST_XRC)) {
                     // RoCE has no LIDs: a connected QP's path is its peer's GID, or nothing
-                    throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_QP, "the port is Ethernet (RoCE): the primary path needs grh=1 and the remote GID");
+                    throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "the port is Ethernet (RoCE): the primary path needs grh=1 and the remote GID");
                 }
                 // InfiniBand routes by the DLID inside the subnet (a GRH is for routers); RoCE by the GID
                 ctx.dlid = !engine.ethernet() ? Qp.QPC_PRI_RLID.get(in, c) : grh ? Roce.lidOfGid(in, c + Qp.QPC_PRI_RGID) : 0;
@@ -607,7 +618,7 @@ final class Transport {
         try {
             q.hw.modify(cmd, ctx);
         } catch (HwCommandException e) {
-            throw refused(e);
+            throw Refused.of(e);
         }
         q.ctx = ctx;
         if (cmd == QpCommand.TO_RST) {
@@ -615,13 +626,9 @@ final class Transport {
         }
     }
 
-    void queryQp(MemorySegment in, MemorySegment out) throws Firmware.Refused {
+    void queryQp(MemorySegment in, MemorySegment out) throws Refused {
         MemQp q = liveQp(Pages.INDEX24.get(in, 0));
-        try {
-            port.read(q.context.addr(), out, Qp.QUERY_OUT_QPC, Qp.QPC_SIZE);
-        } catch (IommuFault f) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the QP's context page is no longer mapped for the device");
-        }
+        readContext(q.context, out, Qp.QUERY_OUT_QPC, Qp.QPC_SIZE, "QP");
         long c = Qp.QUERY_OUT_QPC;
         QpContext ctx = q.hw.context();
         Qp.QPC_STATE.set(out, c, switch (q.hw.state()) {
@@ -643,12 +650,12 @@ final class Transport {
         Qp.QPC_HW_RQ_COUNTER.set(out, c, q.rqFetched);
     }
 
-    void destroyQp(MemorySegment in) throws Firmware.Refused {
+    void destroyQp(MemorySegment in) throws Refused {
         MemQp q = liveQp(Pages.INDEX24.get(in, 0));
         q.hw.destroy(); // waits until no WQE of it is executing
         retire(q);
         qps.set(q.hw.qpn, null);
-        fw.pages.free(q.context);
+        pages.free(q.context);
     }
 
     /**
@@ -1136,7 +1143,7 @@ final class Transport {
      * {@code CREATE_SRQ}: the context checked (size, stride, PD, page list, doorbell record), kept
      * in a firmware page; the engine's SRQ fetches WQEs from host memory by the linked list.
      */
-    void createSrq(MemorySegment in, MemorySegment out, int maxLogSrqSize) throws Firmware.Refused, CommandQueue.Deferred {
+    void createSrq(MemorySegment in, MemorySegment out, int maxLogSrqSize) throws Refused, CommandQueue.Deferred {
         createSrq(in, out, maxLogSrqSize, false);
     }
 
@@ -1145,44 +1152,44 @@ final class Transport {
      * fields, as the kernel's {@code create_xrc_srq_cmd} relies on) with an allocated
      * {@code xrcd} and the {@code cqn} its receives complete to.
      */
-    void createXrcSrq(MemorySegment in, MemorySegment out, int maxLogSrqSize) throws Firmware.Refused, CommandQueue.Deferred {
+    void createXrcSrq(MemorySegment in, MemorySegment out, int maxLogSrqSize) throws Refused, CommandQueue.Deferred {
         createSrq(in, out, maxLogSrqSize, true);
     }
 
-    private void createSrq(MemorySegment in, MemorySegment out, int maxLogSrqSize, boolean xrc) throws Firmware.Refused, CommandQueue.Deferred {
+    private void createSrq(MemorySegment in, MemorySegment out, int maxLogSrqSize, boolean xrc) throws Refused, CommandQueue.Deferred {
         long c = Srq.CREATE_SRQ_IN_SRQC;
         int logSize = Srq.SRQC_LOG_SRQ_SIZE.get(in, c);
         if (logSize > maxLogSrqSize) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "log_srq_size " + logSize + " is above log_max_srq_sz " + maxLogSrqSize);
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_SRQ, "log_srq_size " + logSize + " is above log_max_srq_sz " + maxLogSrqSize);
         }
         int stride = 16 << Srq.SRQC_LOG_RQ_STRIDE.get(in, c);
         if (stride < Srq.NEXT_SEG_SIZE + Qp.DS_SIZE) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "log_rq_stride " + Srq.SRQC_LOG_RQ_STRIDE.get(in, c)
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_SRQ, "log_rq_stride " + Srq.SRQC_LOG_RQ_STRIDE.get(in, c)
                     + ": a WQE needs its next segment and one data segment (32 bytes)");
         }
         if (Srq.SRQC_WQ_SIGNATURE.get(in, c) != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "wq_signature is not built in the model");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_SRQ, "wq_signature is not built in the model");
         }
         int xrcd = Srq.SRQC_XRCD.get(in, c);
         MemCq xcq = null;
         if (xrc) {
-            if (!fw.xrcdAllocated(xrcd)) {
-                throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "xrcd " + xrcd + " is not allocated");
+            if (!allocations.xrcdAllocated(xrcd)) {
+                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "xrcd " + xrcd + " is not allocated");
             }
             xcq = liveCq(Srq.SRQC_CQN.get(in, c));
         } else if (xrcd != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "xrcd " + xrcd + " in CREATE_SRQ: an XRC SRQ is CREATE_XRC_SRQ's");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_SRQ, "xrcd " + xrcd + " in CREATE_SRQ: an XRC SRQ is CREATE_XRC_SRQ's");
         }
         if (Srq.SRQC_LOG_PAGE_SIZE.get(in, c) != 0 || Srq.SRQC_PAGE_OFFSET.get(in, c) != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, "the model takes SRQ buffers in 4 KiB pages at offset 0");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_SRQ, "the model takes SRQ buffers in 4 KiB pages at offset 0");
         }
         int pd = Srq.SRQC_PD.get(in, c);
-        if (!fw.pdAllocated(pd)) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+        if (!allocations.pdAllocated(pd)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
         }
         long dbr = in.get(BE64, c + Srq.SRQC_DBR_ADDR);
         if ((dbr & 3) != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_SRQ, String.format("dbr_addr 0x%x is not 4-byte aligned", dbr));
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_SRQ, String.format("dbr_addr 0x%x is not 4-byte aligned", dbr));
         }
         int wqes = 1 << logSize;
         long[] pas = pas(in, Srq.CREATE_SRQ_IN_PAS, srqPages(in), "SRQ");
@@ -1192,8 +1199,8 @@ final class Transport {
             int sges = Math.max(1, (stride - Srq.NEXT_SEG_SIZE) / Qp.DS_SIZE);
             hw = xrc ? engine.sw2hwXrcSrq(pd, xrcd, xcq.hw, wqes, sges) : engine.sw2hwSrq(pd, wqes, sges);
         } catch (HwCommandException e) {
-            fw.pages.free(ctx);
-            throw refused(e);
+            pages.free(ctx);
+            throw Refused.of(e);
         }
         MemSrq s = new MemSrq(hw, pas, dbr, wqes, stride, ctx, xrc);
         hw.queue().fetcher(s);
@@ -1205,58 +1212,53 @@ final class Transport {
      * The SRQ a command names, of the kind its opcode is for: the {@code _XRC_SRQ} commands take
      * XRC SRQs only, the {@code _SRQ} / {@code ARM_RQ} ones basic SRQs only.
      */
-    private MemSrq liveSrq(int srqn, boolean xrc) throws Firmware.Refused {
+    private MemSrq liveSrq(int srqn, boolean xrc) throws Refused {
         MemSrq s = srqn >= 0 && srqn < srqs.length() ? srqs.get(srqn) : null;
         if (s == null || s.xrc != xrc) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, (xrc ? "XRC SRQ 0x" : "SRQ 0x")
+            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, (xrc ? "XRC SRQ 0x" : "SRQ 0x")
                     + Integer.toHexString(srqn) + (s == null ? " does not exist" : xrc ? " is a basic SRQ" : " is an XRC SRQ (the _XRC_SRQ commands take it)"));
         }
         return s;
     }
 
-    /** A QUERY command's context: read back by DMA from the firmware page it was kept in. */
-    private void readContext(FirmwarePages.Slot slot, MemorySegment out, long at, int size, String what) throws Firmware.Refused {
-        try {
-            port.read(slot.addr(), out, at, size);
-        } catch (IommuFault f) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_INT_ERR, Firmware.SYND_BAD_PAGE, "the " + what + "'s context page is no longer mapped for the device");
-        }
+    private void readContext(FirmwarePages.Slot slot, MemorySegment out, long at, int size, String what) throws Refused {
+        pages.load(slot, out, at, size, what);
     }
 
     /** {@code QUERY_SRQ}: the context as created, with the armed limit ({@code lwm}, 0 once the event fired). */
-    void querySrq(MemorySegment in, MemorySegment out, boolean xrc) throws Firmware.Refused {
+    void querySrq(MemorySegment in, MemorySegment out, boolean xrc) throws Refused {
         MemSrq s = liveSrq(Pages.INDEX24.get(in, 0), xrc);
         readContext(s.context, out, Srq.QUERY_SRQ_OUT_SRQC, Srq.SRQC_SIZE, "SRQ");
         Srq.SRQC_LWM.set(out, Srq.QUERY_SRQ_OUT_SRQC, s.hw.limit());
     }
 
     /** {@code ARM_RQ} with op_mod SRQ: arms the SRQ's limit event at {@code lwm} (0 disarms). RQ objects are not built. */
-    void armRq(MemorySegment in, boolean xrc) throws Firmware.Refused {
+    void armRq(MemorySegment in, boolean xrc) throws Refused {
         int opMod = in.get(BE32, 4) & 0xffff;
         if (opMod != Srq.ARM_RQ_OP_MOD_SRQ) { // MLX5_ARM_RQ_IN_OP_MOD_SRQ and MLX5_ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ are both 1
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_BAD_OP_MOD, (xrc ? "ARM_XRC_SRQ" : "ARM_RQ") + " op_mod " + opMod
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_OP_MOD, (xrc ? "ARM_XRC_SRQ" : "ARM_RQ") + " op_mod " + opMod
                     + (xrc ? ": op_mod 1 (XRC SRQ) is the only one" : ": only SRQs (op_mod 1) are built, no RQ objects"));
         }
         MemSrq s = liveSrq(Pages.INDEX24.get(in, 0), xrc);
         try {
             s.hw.arm(in.get(BE16, Srq.ARM_RQ_IN_LWM) & 0xffff);
         } catch (HwCommandException e) {
-            throw refused(e);
+            throw Refused.of(e);
         }
     }
 
     /** {@code DESTROY_SRQ}: refused while a QP receives through it. */
-    void destroySrq(MemorySegment in, boolean xrc) throws Firmware.Refused {
+    void destroySrq(MemorySegment in, boolean xrc) throws Refused {
         int srqn = Pages.INDEX24.get(in, 0);
         MemSrq s = liveSrq(srqn, xrc);
         try {
             engine.hw2swSrq(s.hw);
         } catch (HwCommandException e) {
-            throw refused(e);
+            throw Refused.of(e);
         }
         retire(s);
         srqs.set(srqn, null);
-        fw.pages.free(s.context);
+        pages.free(s.context);
     }
 
     /**
@@ -1362,11 +1364,11 @@ final class Transport {
     /** The most MTT entries one UMR-enabled mkey may be created with (2^30, a 4 TiB range of 4 KiB pages; the entries are kept in chunks made when first written, so the size costs 8 bytes per 4096 entries until used). */
     static final int MAX_UMR_MTT = 1 << 30;
 
-    void createMkey(MemorySegment in, MemorySegment out) throws Firmware.Refused, CommandQueue.Deferred {
+    void createMkey(MemorySegment in, MemorySegment out) throws Refused, CommandQueue.Deferred {
         long m = Mkey.CREATE_IN_MKC;
         int mode = Mkey.MKC_ACCESS_MODE_1_0.get(in, m) | Mkey.MKC_ACCESS_MODE_4_2.get(in, m) << 2;
         if (mode != Mkey.ACCESS_MODE_MTT && mode != Mkey.ACCESS_MODE_KSM) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "access mode " + mode + ": the model builds MTT (1) and KSM (3) mkeys; "
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, "access mode " + mode + ": the model builds MTT (1) and KSM (3) mkeys; "
                     + "PA, KLM and the others are not built");
         }
         if (Mkey.MKC_UMR_EN.get(in, m) != 0) {
@@ -1374,35 +1376,35 @@ final class Transport {
             return;
         }
         if (mode == Mkey.ACCESS_MODE_KSM) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a KSM mkey is built with umr_en only (its entries are written by UMR)");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, "a KSM mkey is built with umr_en only (its entries are written by UMR)");
         }
         if (Mkey.MKC_FREE.get(in, m) != 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a free mkey can only be enabled by UMR: it needs umr_en");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, "a free mkey can only be enabled by UMR: it needs umr_en");
         }
         if (Mkey.MKC_LOG_PAGE_SIZE.get(in, m) != 12) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "log_page_size " + Mkey.MKC_LOG_PAGE_SIZE.get(in, m)
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, "log_page_size " + Mkey.MKC_LOG_PAGE_SIZE.get(in, m)
                     + ": the model translates 4 KiB pages");
         }
         int pd = Mkey.MKC_PD.get(in, m);
-        if (!fw.pdAllocated(pd)) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+        if (!allocations.pdAllocated(pd)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
         }
         long start = in.get(BE64, m + Mkey.MKC_START_ADDR);
         long len = in.get(BE64, m + Mkey.MKC_LEN);
         if (len <= 0 || start + len < start) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, String.format("mkey of %d bytes at 0x%x", len, start));
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, String.format("mkey of %d bytes at 0x%x", len, start));
         }
         long pages = ((start & 0xfff) + len + 4095) >>> 12;
         int n = mttEntries(in);
         if (n < pages) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "the MTT has " + n + " entries for " + pages + " pages");
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, "the MTT has " + n + " entries for " + pages + " pages");
         }
         long[] iova = new long[(int) pages];
         long[] length = new long[(int) pages];
         for (int i = 0; i < pages; i++) {
             long e = in.get(BE64, Mkey.CREATE_IN_MTT + 8L * i);
             if ((e & Mkey.MTT_READ) == 0) {
-                throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "MTT entry " + i + " is not present (rd_en clear)");
+                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, "MTT entry " + i + " is not present (rd_en clear)");
             }
             iova[i] = e & ~0xfffL;
             length[i] = 4096;
@@ -1413,8 +1415,8 @@ final class Transport {
         try {
             key = engine.sw2hwMpt(pd, start, len, perm, iova, length, Mkey.MKC_MKEY_7_0.get(in, m));
         } catch (HwCommandException e) {
-            fw.pages.free(ctx);
-            throw refused(e);
+            this.pages.free(ctx);
+            throw Refused.of(e);
         }
         mkeys.put(Mkey.mkeyToIdx(key), ctx);
         Pages.INDEX24.set(out, 0, Mkey.mkeyToIdx(key));
@@ -1425,23 +1427,23 @@ final class Transport {
      * entries, the first {@code translations_octword_actual_size} × 2 given (an entry without
      * {@code rd_en} is not present), created free or in use; UMR work requests change it later.
      */
-    private void createUmrMkey(MemorySegment in, MemorySegment out, boolean ksm) throws Firmware.Refused, CommandQueue.Deferred {
+    private void createUmrMkey(MemorySegment in, MemorySegment out, boolean ksm) throws Refused, CommandQueue.Deferred {
         long m = Mkey.CREATE_IN_MKC;
         // an octoword holds two MTT entries or one KSM entry
         long capacity = (ksm ? 1L : 2L) * (Mkey.MKC_TRANSLATIONS_OCTWORD_SIZE.get(in, m) & 0xffff_ffffL);
         int n = ksm ? mttEntries(in) / 2 : mttEntries(in);
         if (capacity < 1 || capacity > MAX_UMR_MTT || n > capacity) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, String.format(
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, String.format(
                     "translations_octword_size %d (%d %s entries, the model takes 1..%d) with %d entries given", capacity / (ksm ? 1 : 2), capacity,
                     ksm ? "KSM" : "MTT", MAX_UMR_MTT, n));
         }
         if (ksm && n > 0) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_MKEY, "a KSM mkey is created without entries (" + n
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, "a KSM mkey is created without entries (" + n
                     + " given): UMR writes them");
         }
         int pd = Mkey.MKC_PD.get(in, m);
-        if (!fw.pdAllocated(pd)) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Firmware.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+        if (!allocations.pdAllocated(pd)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
         }
         long[] mtt = new long[ksm ? 0 : n];
         for (int i = 0; i < mtt.length; i++) {
@@ -1455,23 +1457,23 @@ final class Transport {
             key = engine.createUmrMpt(pd, in.get(BE64, m + Mkey.MKC_START_ADDR), len, perm(in, m), Mkey.MKC_LOG_PAGE_SIZE.get(in, m), (int) capacity,
                     Mkey.MKC_FREE.get(in, m) != 0, mtt, ksm ? 0 : n, Mkey.MKC_MKEY_7_0.get(in, m), ksm);
         } catch (HwCommandException e) {
-            fw.pages.free(ctx);
-            throw refused(e);
+            pages.free(ctx);
+            throw Refused.of(e);
         }
         mkeys.put(Mkey.mkeyToIdx(key), ctx);
         Pages.INDEX24.set(out, 0, Mkey.mkeyToIdx(key));
     }
 
-    void destroyMkey(MemorySegment in) throws Firmware.Refused {
+    void destroyMkey(MemorySegment in) throws Refused {
         int index = Pages.INDEX24.get(in, 0);
         FirmwarePages.Slot ctx = mkeys.remove(index);
         if (ctx == null) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Firmware.SYND_NO_SUCH_OBJECT, "mkey index 0x" + Integer.toHexString(index) + " does not exist");
+            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "mkey index 0x" + Integer.toHexString(index) + " does not exist");
         }
         int key = engine.mptKeyOfIndex(index);
         engine.hw2swMpt(key); // revoked: returns when no DMA through it is in flight
         engine.freeMpt(key);
-        fw.pages.free(ctx);
+        pages.free(ctx);
     }
 
     /**
@@ -1496,7 +1498,7 @@ final class Transport {
 
     /** What the model shows tools. */
     String describe() {
-        return String.format("CQs %d, QPs %d, mkeys %d, WQEs fetched %d (by BlueFlame %d), CQEs written %d, bad WQEs %d, DMA faults %d, %s", cqCount(), qpCount(),
-                mkeyCount(), wqesFetched(), wqesBlueFlame(), cqesWritten(), badWqes.get(), dmaFaults.get(), fw.pageFaults.describe());
+        return String.format("CQs %d, QPs %d, mkeys %d, WQEs fetched %d (by BlueFlame %d), CQEs written %d, bad WQEs %d, DMA faults %d", cqCount(), qpCount(),
+                mkeyCount(), wqesFetched(), wqesBlueFlame(), cqesWritten(), badWqes.get(), dmaFaults.get());
     }
 }
