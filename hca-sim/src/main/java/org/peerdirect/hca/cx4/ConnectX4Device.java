@@ -140,7 +140,7 @@ public final class ConnectX4Device implements AutoCloseable {
             int uar = bar == 0 && bar0 != null && f != null ? f.allocations.uarOf(offset) : -1;
             if (uar < 0 || (offset & 0xfff) < Qp.UAR_BF_OFFSET) {
                 BarWriteHandler.super.writtenBurst(bar, offset, payload, payloadOffset, length);
-            } else if (!f.transport.sqBlueFlame(uar, payload, payloadOffset, length)) {
+            } else if (!f.transport.qps.sqBlueFlame(uar, payload, payloadOffset, length)) {
                 strayDoorbells.incrementAndGet();
             }
         }
@@ -166,13 +166,13 @@ public final class ConnectX4Device implements AutoCloseable {
     /** A UAR doorbell: the EQ doorbells (be32 {@code eqn << 24 | ci}); a write for an EQ of another UAR is dropped. */
     private void uarWritten(int uar, long off, long value) {
         if (off == Cq.UAR_CQ_DOORBELL) {
-            if (!fw.transport.cqDoorbell(uar, value)) {
+            if (!fw.transport.cqs.doorbell(uar, value)) {
                 strayDoorbells.incrementAndGet();
             }
             return;
         }
         if (off >= Qp.UAR_BF_OFFSET) {
-            if (!fw.transport.sqDoorbell(uar, value)) {
+            if (!fw.transport.qps.sqDoorbell(uar, value)) {
                 strayDoorbells.incrementAndGet();
             }
             return;
