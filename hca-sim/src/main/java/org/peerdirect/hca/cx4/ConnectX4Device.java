@@ -125,7 +125,7 @@ public final class ConnectX4Device implements AutoCloseable {
 
     /**
      * BAR0's write handler (the driver's thread): MMIO writes, and write-combined bursts, which
-     * only a UAR page's BlueFlame registers take whole (a send WQE, {@link Transport#sqBlueFlame});
+     * only a UAR page's BlueFlame registers take whole (a send WQE, {@link Qps#sqBlueFlame});
      * elsewhere a burst is the 64-bit writes it is made of.
      */
     private final BarWriteHandler bar0Writes = new BarWriteHandler() {

@@ -45,7 +45,7 @@ final class Cqs {
     /** The {@code wqe_counter} a CQE reports for a completion (the queue's own count of its WQE). */
     private final ToIntFunction<Cqe> wqeCounter;
     private final AtomicReferenceArray<MemCq> cqs = new AtomicReferenceArray<>(HcaDevice.MAX_CQ);
-    /** CQEs written by destroyed CQs (see {@link Transport}'s counters). */
+    /** CQEs written by destroyed CQs: a CQ's count moves here as it leaves the table, just before (a total read then may count it twice). */
     private final AtomicLong retiredCqes = new AtomicLong();
 
     Cqs(DataPath dp, Eqs eqs, Allocations allocations, Caps caps, FirmwarePages pages, ToIntFunction<Cqe> wqeCounter) {

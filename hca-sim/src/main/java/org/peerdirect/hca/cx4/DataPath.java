@@ -15,7 +15,7 @@ import org.peerdirect.hca.engine.RecvWqe;
 import org.peerdirect.kernel.dma.DmaPort;
 
 /**
- * What the queues in host memory share ({@link Cqs}, {@link Qps}, {@link Srqs}, {@link Mkeys}):
+ * What the data-path objects share (the CQ, QP, SRQ and mkey tables and the queues in memory):
  * the transport engine they stand in front of, the function's DMA port, the counters of WQEs the
  * device could not parse and of DMA the IOMMU stopped, and the byte-level helpers more than one
  * of them uses (page lists, receive data segments).

@@ -42,7 +42,7 @@ final class Qps {
     private final Cqs cqs;
     private final Srqs srqs;
     private final AtomicReferenceArray<MemQp> qps = new AtomicReferenceArray<>(HcaDevice.MAX_QP);
-    /** What destroyed QPs counted: WQEs fetched, of those carried by BlueFlame (see {@link Transport}'s counters). */
+    /** What destroyed QPs counted (WQEs fetched, of those carried by BlueFlame), moved here as a QP leaves the table, just before. */
     private final AtomicLong retiredWqes = new AtomicLong();
     private final AtomicLong retiredBlueFlame = new AtomicLong();
 

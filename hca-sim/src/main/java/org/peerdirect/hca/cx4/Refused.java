@@ -6,7 +6,7 @@ import org.peerdirect.hca.engine.HwCommandException;
 /**
  * A command that failed a check: the status and the model's syndrome ({@link Syndromes}) its
  * output gets, and why (the firmware's log line). Thrown by a command's handler, caught by
- * {@link Firmware#execute}; nothing else reaches the command queue.
+ * the firmware's {@code execute}; nothing else reaches the command queue.
  */
 final class Refused extends Exception {
 
