@@ -125,7 +125,7 @@ public final class ConnectX4Device implements AutoCloseable {
 
     /**
      * BAR0's write handler (the driver's thread): MMIO writes, and write-combined bursts, which
-     * only a UAR page's BlueFlame registers take whole (a send WQE, {@link Transport#sqBlueFlame});
+     * only a UAR page's BlueFlame registers take whole (a send WQE, {@link Qps#sqBlueFlame});
      * elsewhere a burst is the 64-bit writes it is made of.
      */
     private final BarWriteHandler bar0Writes = new BarWriteHandler() {
@@ -137,10 +137,10 @@ public final class ConnectX4Device implements AutoCloseable {
         @Override
         public void writtenBurst(int bar, long offset, MemorySegment payload, long payloadOffset, int length) {
             Firmware f = fw;
-            int uar = bar == 0 && bar0 != null && f != null ? f.uarOf(offset) : -1;
+            int uar = bar == 0 && bar0 != null && f != null ? f.allocations.uarOf(offset) : -1;
             if (uar < 0 || (offset & 0xfff) < Qp.UAR_BF_OFFSET) {
                 BarWriteHandler.super.writtenBurst(bar, offset, payload, payloadOffset, length);
-            } else if (!f.transport.sqBlueFlame(uar, payload, payloadOffset, length)) {
+            } else if (!f.transport.qps.sqBlueFlame(uar, payload, payloadOffset, length)) {
                 strayDoorbells.incrementAndGet();
             }
         }
@@ -158,21 +158,21 @@ public final class ConnectX4Device implements AutoCloseable {
                     | LOG_CMDQ_STRIDE);
         } else if (offset == InitSeg.CMD_DBELL) {
             doorbells.add((int) value);
-        } else if (fw != null && fw.uarOf(offset) >= 0) {
-            uarWritten(fw.uarOf(offset), offset & 0xfff, value);
+        } else if (fw != null && fw.allocations.uarOf(offset) >= 0) {
+            uarWritten(fw.allocations.uarOf(offset), offset & 0xfff, value);
         }
     }
 
     /** A UAR doorbell: the EQ doorbells (be32 {@code eqn << 24 | ci}); a write for an EQ of another UAR is dropped. */
     private void uarWritten(int uar, long off, long value) {
         if (off == Cq.UAR_CQ_DOORBELL) {
-            if (!fw.transport.cqDoorbell(uar, value)) {
+            if (!fw.transport.cqs.doorbell(uar, value)) {
                 strayDoorbells.incrementAndGet();
             }
             return;
         }
         if (off >= Qp.UAR_BF_OFFSET) {
-            if (!fw.transport.sqDoorbell(uar, value)) {
+            if (!fw.transport.qps.sqDoorbell(uar, value)) {
                 strayDoorbells.incrementAndGet();
             }
             return;
@@ -181,7 +181,7 @@ public final class ConnectX4Device implements AutoCloseable {
             strayDoorbells.incrementAndGet();
             return;
         }
-        HwEq eq = fw.eq((int) value >>> 24);
+        HwEq eq = fw.eqs.eq((int) value >>> 24);
         if (eq == null || eq.uarPage != uar) {
             strayDoorbells.incrementAndGet();
             return;
@@ -227,14 +227,14 @@ public final class ConnectX4Device implements AutoCloseable {
      */
     private void run(int slot, List<Integer> parked) {
         Firmware f = fw;
-        f.mayDefer = f.canRequestPages() && !f.pages.refused();
+        f.pages.mayDefer = f.canRequestPages() && !f.pages.refused();
         CommandQueue.Result r = cmdq.execute(slot);
         if (r == CommandQueue.Result.DEFERRED) {
             parked.add(slot);
         } else if (r == CommandQueue.Result.COMPLETED) {
             MemorySegment d = MemorySegment.ofArray(new byte[28]);
             d.set(BE32, 0, 1 << slot); // the completion vector
-            f.postEvent(Eq.EVENT_CMD, 0, d);
+            f.eqs.postEvent(Eq.EVENT_CMD, 0, d);
             if (f.lastOpcode() == Mlx5Cmd.MANAGE_PAGES && !parked.isEmpty()) {
                 List<Integer> again = new ArrayList<>(parked);
                 parked.clear();
@@ -313,16 +313,9 @@ public final class ConnectX4Device implements AutoCloseable {
         }
         return String.format("%s: state %s, ISSI %d, driver '%s', pages held %d (boot %d, init %d, regular %d), EQs %d (EQEs lost %d), UARs %d, "
                 + "stray doorbells %d, %s, engine failures %d%s%s", name, f.state(), f.issi(), f.driverVersion(), f.pages.held(),
-                f.pages.held(FirmwarePages.Kind.BOOT), f.pages.held(FirmwarePages.Kind.INIT), f.pages.held(FirmwarePages.Kind.REGULAR), f.eqCount(),
-                f.eqOverruns(), f.uarsAllocated(), strayDoorbells.get(), f.transport.describe(), engineFailures(), hung ? ", HUNG" : "",
+                f.pages.held(FirmwarePages.Kind.BOOT), f.pages.held(FirmwarePages.Kind.INIT), f.pages.held(FirmwarePages.Kind.REGULAR), f.eqs.count(),
+                f.eqs.overruns(), f.allocations.uarsAllocated(), strayDoorbells.get(), f.transport.describe() + ", " + f.pageFaults.describe(), engineFailures(), hung ? ", HUNG" : "",
                 fatal != 0 ? ", FATAL syndrome " + fatal : "");
-    }
-
-    /**
-     * A page fault waiting for its {@code PAGE_FAULT_RESUME}: the token of its EQE and the
-     * {@code wq_number} and {@code page_fault_type} a resume must name.
-     */
-    public record PendingPageFault(int token, int wqNumber, int type) {
     }
 
     /** Test and tool view: the page faults waiting for their resume. */

@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
 import org.peerdirect.kernel.dma.DmaPort;
 import org.peerdirect.kernel.iommu.IommuFault;
@@ -77,6 +78,46 @@ final class FirmwarePages {
 
     FirmwarePages(DmaPort port) {
         this.port = port;
+    }
+
+    /**
+     * Whether a command short of firmware pages may be parked for a page request (set by the
+     * firmware loop before each command: false when no page request can be delivered or the pages were refused).
+     */
+    boolean mayDefer;
+
+    /**
+     * A context of {@code bytes} in the firmware's pages, written there by DMA from {@code len}
+     * bytes of {@code src} at {@code off}. Short of pages the command is parked for a page request
+     * while one can be answered ({@link #mayDefer}), refused otherwise; {@code what} names the
+     * context in the refusal.
+     */
+    Slot store(int bytes, MemorySegment src, long off, long len, String what) throws Refused, CommandQueue.Deferred {
+        Slot s;
+        try {
+            s = alloc(bytes);
+        } catch (Exhausted e) {
+            if (mayDefer) {
+                throw new CommandQueue.Deferred(); // parked until the driver answers the page request
+            }
+            throw new Refused(Mlx5Cmd.STAT_NO_RES_ERR, Syndromes.SYND_NO_PAGES, "no firmware page free for " + what + " and none can be asked for");
+        }
+        try {
+            port.write(s.addr(), src, off, len);
+        } catch (IommuFault f) {
+            free(s);
+            throw new Refused(Mlx5Cmd.STAT_INT_ERR, Syndromes.SYND_BAD_PAGE, "a firmware page is no longer mapped for the device");
+        }
+        return s;
+    }
+
+    /** A QUERY command's context: read back by DMA from the firmware page it was kept in. */
+    void load(Slot slot, MemorySegment out, long at, long size, String what) throws Refused {
+        try {
+            port.read(slot.addr(), out, at, size);
+        } catch (IommuFault f) {
+            throw new Refused(Mlx5Cmd.STAT_INT_ERR, Syndromes.SYND_BAD_PAGE, "the " + what + "'s context page is no longer mapped for the device");
+        }
     }
 
     int held(Kind k) {

@@ -7,6 +7,7 @@ import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.ToIntFunction;
 
 import org.peerdirect.hca.cx4.ifc.Eq;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
@@ -34,15 +35,14 @@ import org.peerdirect.hca.engine.PageFault;
  */
 final class PageFaults {
 
-    static final int SYND_BAD_RESUME = 0x0bad_0201;
-
     /** What the EQE of a pending fault said: its subtype, its type byte and the WQ number a resume must give. */
     private record Posted(int subtype, int type, int wqNum) {
     }
 
-    private final Firmware fw;
+    private final Eqs eqs;
     private final HcaDevice engine;
-    private final Transport transport;
+    /** The {@code wqe_index} a WQE fault reports (the queue's own count of the faulting WQE). */
+    private final ToIntFunction<PageFault> wqeIndex;
     private final ConcurrentHashMap<Integer, Posted> posted = new ConcurrentHashMap<>();
     final AtomicLong raised = new AtomicLong();
     final AtomicLong resumed = new AtomicLong();
@@ -50,10 +50,14 @@ final class PageFaults {
     /** EQEs that found the EQ full or no EQ: resumed with error by the device. */
     final AtomicLong lost = new AtomicLong();
 
-    PageFaults(Firmware fw, HcaDevice engine, Transport transport) {
-        this.fw = fw;
+    PageFaults(Eqs eqs, HcaDevice engine, ToIntFunction<PageFault> wqeIndex) {
+        this.eqs = eqs;
         this.engine = engine;
-        this.transport = transport;
+        this.wqeIndex = wqeIndex;
+    }
+
+    void register(CommandTable t) {
+        t.add(Mlx5Cmd.PAGE_FAULT_RESUME, (opMod, in, out) -> resume(in));
     }
 
     /**
@@ -61,7 +65,7 @@ final class PageFaults {
      * one goes, every fault still waiting is resumed with the error flag.
      */
     void eqsChanged() {
-        boolean on = fw.eqFor(Eq.EVENT_PAGE_FAULT) != null;
+        boolean on = eqs.eqFor(Eq.EVENT_PAGE_FAULT) != null;
         engine.setPageFaultHandler(on ? this::raise : null);
         if (!on) {
             for (Integer token : posted.keySet()) {
@@ -85,7 +89,7 @@ final class PageFaults {
                 type = (f.flags() & PageFault.FLAG_SRQ) != 0 ? Odp.WQE_PF_TYPE_RMP : Odp.WQE_PF_TYPE_RESP;
             }
             wq = f.wqNum() & 0xff_ffff;
-            d.set(BE16, Odp.EQE_WQE_INDEX, (short) transport.faultWqeIndex(f));
+            d.set(BE16, Odp.EQE_WQE_INDEX, (short) wqeIndex.applyAsInt(f));
             d.set(BE16, Odp.EQE_WQE_PACKET_LENGTH, (short) packet);
             d.set(BE32, Odp.EQE_WQE_TOKEN, f.token());
             d.set(BE32, Odp.EQE_WQE_PFTYPE_WQ, type << 24 | wq);
@@ -100,7 +104,7 @@ final class PageFaults {
         }
         posted.put(f.token(), new Posted(f.subtype(), type, wq));
         raised.incrementAndGet();
-        if (!fw.postEvent(Eq.EVENT_PAGE_FAULT, f.subtype(), d) && posted.remove(f.token()) != null) {
+        if (!eqs.postEvent(Eq.EVENT_PAGE_FAULT, f.subtype(), d) && posted.remove(f.token()) != null) {
             lost.incrementAndGet();
             failByDevice(f.token());
         }
@@ -116,35 +120,35 @@ final class PageFaults {
     }
 
     /** {@code PAGE_FAULT_RESUME} (the firmware thread). */
-    void resume(MemorySegment in) throws Firmware.Refused {
+    void resume(MemorySegment in) throws Refused {
         int token = Odp.RESUME_FAULT_TOKEN.get(in, 0);
         int wq = Odp.RESUME_WQ_NUMBER.get(in, 0);
         int type = Odp.RESUME_PAGE_FAULT_TYPE.get(in, 0);
         boolean error = Odp.RESUME_ERROR.get(in, 0) != 0;
         Posted p = posted.get(token);
         if (p == null) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_RESUME, String.format("no page fault with token 0x%x is pending", token));
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_RESUME, String.format("no page fault with token 0x%x is pending", token));
         }
         if (p.wqNum != wq || (p.type & 7) != type) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_RESUME, String.format(
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_RESUME, String.format(
                     "fault token 0x%x was raised for wq_number 0x%x type %d, the resume names wq_number 0x%x type %d", token, p.wqNum,
                     p.type & 7, wq, type));
         }
         if (posted.remove(token) == null) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_RESUME, String.format("page fault 0x%x was already resumed", token));
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_RESUME, String.format("page fault 0x%x was already resumed", token));
         }
         try {
             engine.pageFaultResume(token, error);
         } catch (HwCommandException e) {
-            throw new Firmware.Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, SYND_BAD_RESUME, e.getMessage());
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_RESUME, e.getMessage());
         }
         (error ? resumedWithError : resumed).incrementAndGet();
     }
 
     /** The faults waiting for their resume, with what a resume must name (token order). */
-    java.util.List<ConnectX4Device.PendingPageFault> waiting() {
+    java.util.List<PendingPageFault> waiting() {
         return posted.entrySet().stream().sorted(java.util.Map.Entry.comparingByKey())
-                .map(e -> new ConnectX4Device.PendingPageFault(e.getKey(), e.getValue().wqNum, e.getValue().type & 7)).toList();
+                .map(e -> new PendingPageFault(e.getKey(), e.getValue().wqNum, e.getValue().type & 7)).toList();
     }
 
     int pending() {

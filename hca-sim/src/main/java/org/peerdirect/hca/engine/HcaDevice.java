@@ -15,7 +15,7 @@ import org.peerdirect.kernel.dma.DmaPort;
  *
  * <p>Lock rules: {@code this} (the device monitor) guards the object tables' writers and the use
  * counts' check-and-act; readers on the data path read the arrays without a lock. That is safe
- * because the objects stored in {@link #qps} and {@link #mpts} publish their identity through
+ * because the objects stored in {@link #qps} and the {@link MptTable} publish their identity through
  * final fields; their mutable state is volatile or guarded by their own locks.
  */
 public final class HcaDevice {
@@ -68,16 +68,14 @@ public final class HcaDevice {
     final boolean ethernet;
     final HcaPort[] ports;
     private final HwQp[] qps = new HwQp[MAX_QP];
-    private final Mpt[] mpts = new Mpt[MAX_MPT];
     private final IndexTable qpns = new IndexTable(RESERVED_QPS, MAX_QP);
-    private final IndexTable mptIndices = new IndexTable(1, MAX_MPT);
+    /** The protection table: entries, indices, UMR execution. */
+    private final MptTable mptTable = new MptTable(this);
     private final IndexTable cqns = new IndexTable(0, MAX_CQ);
     /** From 1: a CQE's SRQ number 0 means "no SRQ" (mlx5's {@code srqn} field). */
     private final IndexTable srqns = new IndexTable(1, MAX_SRQ);
     /** srqn → SRQ: what an XRC target looks a message's SRQ up in (written under the monitor, read by the transport). */
     private final HwSrq[] srqTable = new HwSrq[MAX_SRQ];
-    /** The key byte of each MPT index, advanced at every allocation: a stale key misses the new entry. */
-    private final byte[] keyByte = new byte[MAX_MPT];
     private final List<HwCq> cqs = new ArrayList<>();
     private final List<HwSrq> srqs = new ArrayList<>();
     final Scheduler scheduler;
@@ -85,14 +83,7 @@ public final class HcaDevice {
     volatile AsyncEventHandler asyncHandler;
     volatile PageFaultHandler pageFaultHandler;
     /** Faults raised and not yet resumed: token to the QP that waits (requester) or NAKs (responder). */
-    private final java.util.concurrent.ConcurrentHashMap<Integer, PendingFault> pendingFaults = new java.util.concurrent.ConcurrentHashMap<>();
-    private final java.util.concurrent.atomic.AtomicInteger faultTokens = new java.util.concurrent.atomic.AtomicInteger();
-    final AtomicLong requesterFaults = new AtomicLong();
-    final AtomicLong responderFaults = new AtomicLong();
-
-    /** A fault waiting for its resume: whose, and which side of the transport stopped. */
-    private record PendingFault(HwQp qp, boolean requester, int subtype) {
-    }
+    private final PendingFaults pendingFaults = new PendingFaults();
     volatile boolean removed;
     /** Completions whose CQ was full (CQ overrun: the CQ went to error). */
     final AtomicLong cqOverruns = new AtomicLong();
@@ -210,220 +201,64 @@ public final class HcaDevice {
         return removed;
     }
 
-    // ------------------------------------------------------------------ MPT (memory keys)
+    // ------------------------------------------------------------------ MPT (memory keys): MptTable
 
-    /**
-     * {@code SW2HW_MPT} with its MTT: makes a key valid for [start, start+length) with the
-     * {@code PERM_*} rights, translated by the MTT (IOVA and length of each block, in order,
-     * the first starting at the 4 KiB page of {@code start}). Returns the key
-     * ({@code index << 8 | key byte}, as mlx4 builds lkey/rkey); the key byte rotates per index.
-     */
+    /** {@code SW2HW_MPT} with its MTT: a key valid for [start, start+length) with the {@code PERM_*} rights ({@link MptTable#sw2hwMpt}). */
     public synchronized int sw2hwMpt(int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength) {
         return sw2hwMpt(pdn, start, length, perm, mttIova, mttLength, -1);
     }
 
-    /**
-     * mlx5's {@code CREATE_MKEY} (access mode MTT): as {@link #sw2hwMpt(int, long, long, int, long[], long[])}
-     * with the key byte the driver chose ({@code mkey_7_0}; -1: the device rotates it).
-     */
+    /** mlx5's {@code CREATE_MKEY} (access mode MTT) with the key byte the driver chose, -1: rotated ({@link MptTable#sw2hwMpt}). */
     public synchronized int sw2hwMpt(int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength, int keyByteOrMinus1) {
-        alive();
-        if (mttIova.length != mttLength.length || mttIova.length == 0) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": SW2HW_MPT with an MTT of "
-                    + mttIova.length + " addresses and " + mttLength.length + " lengths");
-        }
-        int index = mptIndices.alloc();
-        if (index < 0) {
-            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": MPT table full (" + (MAX_MPT - 1) + " entries alive)");
-        }
-        int kb = keyByteOrMinus1 < 0 ? ++keyByte[index] & 0xff : keyByteOrMinus1 & 0xff;
-        int key = (index << 8) | kb;
-        mpts[index] = new Mpt(key, pdn, start, length, perm, mttIova, mttLength);
-        return key;
+        return mptTable.sw2hwMpt(pdn, start, length, perm, mttIova, mttLength, keyByteOrMinus1);
     }
 
-    /**
-     * mlx5's {@code CREATE_MKEY} with {@code umr_en} (access mode MTT): an entry with room for
-     * {@code capacity} MTT entries of {@code 2^pageShift}-byte pages, the first {@code n} from
-     * {@code mtt} (IOVA | {@link #MTT_READ} | {@link #MTT_WRITE}, or 0: not present), that UMR
-     * work requests may change later ({@link #umr}). With {@code free} it admits nothing until a
-     * UMR enables it (the mkey cache's entries). {@code keyByte} is the driver's {@code mkey_7_0}.
-     * With {@code indirect} (mlx5's KSM access mode) the entries are blocks of {@code 2^pageShift}
-     * bytes pointing into other entries, all without a target at creation; {@code mtt} must then be empty.
-     */
+    /** mlx5's {@code CREATE_MKEY} with {@code umr_en}, MTT or KSM ({@link MptTable#createUmrMpt}). */
     public synchronized int createUmrMpt(int pdn, long start, long length, int perm, int pageShift, int capacity, boolean free, long[] mtt,
             int n, int keyByte, boolean indirect) {
-        alive();
-        if (pageShift < 12 || pageShift > 30 || length < 0 || start + length < start || n < 0 || n > capacity) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
-                    "%s: UMR-enabled mkey of %d bytes at 0x%x, pages of 2^%d bytes, %d of %d MTT entries given (need no wrap, "
-                            + "12 <= shift <= 30, given <= capacity)", name, length, start, pageShift, n, capacity));
-        }
-        if (indirect && n > 0) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": an indirect (KSM) mkey is created without targets; UMR writes them");
-        }
-        if (!free && !indirect && Mpt.pagesSpanned(start, length, pageShift) > capacity) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
-                    "%s: %d bytes at 0x%x need more than the mkey's %d MTT entries", name, length, start, capacity));
-        }
-        int index = mptIndices.alloc();
-        if (index < 0) {
-            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": MPT table full (" + (MAX_MPT - 1) + " entries alive)");
-        }
-        try {
-            Mpt m = new Mpt((index << 8) | keyByte & 0xff, pdn, start, length, perm, pageShift, capacity, true, indirect);
-            if (n > 0) {
-                m.update(0, mtt, n);
-            }
-            m.state = free ? Mpt.State.FREE : Mpt.State.VALID;
-            mpts[index] = m;
-            return m.key;
-        } catch (HwCommandException e) {
-            mptIndices.free(index);
-            throw e;
-        }
+        return mptTable.createUmrMpt(pdn, start, length, perm, pageShift, capacity, free, mtt, n, keyByte, indirect);
     }
 
-    /**
-     * Executes the UMR work request of a REG_UMR QP's send slot: fetches its translation list by
-     * DMA (the reserved lkey 0: bus addresses of this function's domain), then changes the mkey
-     * ({@link Mpt#umr}). Returns when no DMA admitted before the change is in flight. The outcome:
-     * success; a local protection error for a key that names no UMR-enabled entry, a failed free
-     * check, a list not behind the reserved lkey or not mapped for the device; a local QP
-     * operation error for what the mkey cannot take (translations outside its MTT, a range longer
-     * than its MTT covers, a bad page size or entry); a local length error for a list shorter
-     * than its entries.
-     */
+    /** Executes a REG_UMR QP's UMR work request ({@link MptTable#umr}). */
     Outcome umr(SendWqe w) {
-        UmrWqe u = w.umr;
-        if (w.opcode != Wqe.OP_UMR || u == null) {
-            return Outcome.LOC_QP_OP_ERR;
-        }
-        Mpt m = mpt(u.mkey);
-        if (m == null) {
-            return Outcome.LOC_PROT_ERR;
-        }
-        long[] xlt = NO_XLT;
-        // the list's octowords hold two MTT entries each, or one KSM entry {be32 reserved, be32 key, be64 va}
-        int n = m.indirect ? u.xltEntries / 2 : u.xltEntries;
-        long first = m.indirect ? u.xltOffset / 2 : u.xltOffset;
-        if (n > 0) {
-            if (u.xltLkey != 0) {
-                return Outcome.LOC_PROT_ERR;
-            }
-            if (u.xltByteCount < 8L * u.xltEntries) {
-                return Outcome.LOC_LEN_ERR;
-            }
-            java.lang.foreign.MemorySegment list = java.lang.foreign.MemorySegment.ofArray(new byte[8 * u.xltEntries]);
-            try {
-                domain.read(u.xltIova, list, 0, list.byteSize());
-            } catch (org.peerdirect.kernel.iommu.IommuFault f) {
-                return Outcome.LOC_PROT_ERR;
-            }
-            xlt = new long[u.xltEntries];
-            for (int i = 0; i < n; i++) {
-                if (m.indirect) {
-                    int key = list.get(BE32, 16L * i + 4);
-                    xlt[2 * i] = key == NULL_MKEY ? 0 : key & 0xffff_ffffL; // the null mkey: no target, an access faults
-                    xlt[2 * i + 1] = list.get(BE64, 16L * i + 8);
-                } else {
-                    xlt[i] = list.get(BE64, 8L * i);
-                }
-            }
-        }
-        Outcome o = m.umr(u, xlt, first, n);
-        if (o == Outcome.SUCCESS) {
-            umrs.incrementAndGet();
-        }
-        return o;
+        return mptTable.umr(w);
     }
 
-    private static final long[] NO_XLT = new long[0];
-    private static final java.lang.foreign.ValueLayout.OfInt BE32 = java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED
-            .withOrder(java.nio.ByteOrder.BIG_ENDIAN);
     /**
      * The null mkey ({@code QUERY_SPECIAL_CONTEXTS}' {@code null_mkey}): a KSM entry pointing at it
      * has no target, and an access through it is a page fault on the indirect key. Index 0 never
      * names an MPT entry (the reserved lkey is key 0), so no entry can have this key.
      */
     public static final int NULL_MKEY = 0x0000_00ff;
-    private static final java.lang.foreign.ValueLayout.OfLong BE64 = java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
-            .withOrder(java.nio.ByteOrder.BIG_ENDIAN);
-    private final java.util.concurrent.atomic.AtomicLong umrs = new java.util.concurrent.atomic.AtomicLong();
 
     /** UMR work requests executed successfully. */
     public long umrsExecuted() {
-        return umrs.get();
+        return mptTable.umrsExecuted();
     }
 
     /** The key of the live MPT entry {@code index} ({@code mkey_index} of mlx5's commands), or -1. */
     public synchronized int mptKeyOfIndex(int index) {
-        Mpt m = index > 0 && index < MAX_MPT ? mpts[index] : null;
-        return m == null ? -1 : m.key;
+        return mptTable.mptKeyOfIndex(index);
     }
 
-    /**
-     * mlx5's {@code CREATE_MKEY} for an on-demand MR (access mode MTT, translations written by
-     * UMR): a key valid for [start, start+length) with the {@code PERM_*} rights whose MTT holds
-     * one entry per {@code 2^pageShift}-byte page, all not present. An access to a page not present
-     * (or present without the write bit, for a write) raises a {@link PageFault} instead of failing.
-     */
+    /** mlx5's {@code CREATE_MKEY} for an on-demand MR: every MTT entry not present ({@link MptTable#sw2hwMptOnDemand}). */
     public synchronized int sw2hwMptOnDemand(int pdn, long start, long length, int perm, int pageShift) {
-        alive();
-        if (pageShift < 12 || pageShift > 30 || length < 1 || start + length < start) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format(
-                    "%s: on-demand mkey of %d bytes at 0x%x with pages of 2^%d bytes (need length > 0, no wrap, 12 <= shift <= 30)",
-                    name, length, start, pageShift));
-        }
-        int index = mptIndices.alloc();
-        if (index < 0) {
-            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": MPT table full (" + (MAX_MPT - 1) + " entries alive)");
-        }
-        int key = (index << 8) | (++keyByte[index] & 0xff);
-        try {
-            mpts[index] = new Mpt(key, pdn, start, length, perm, pageShift);
-        } catch (HwCommandException e) {
-            mptIndices.free(index);
-            throw e;
-        }
-        return key;
+        return mptTable.sw2hwMptOnDemand(pdn, start, length, perm, pageShift);
     }
 
-    /**
-     * {@code UMR} writing translations of an on-demand key: its MTT entries
-     * {@code [first, first+n)} become {@code mtt[0..n)}, each a page-aligned IOVA of the device's
-     * domain or-ed with {@link #MTT_READ} and/or {@link #MTT_WRITE}, or 0 (not present).
-     */
+    /** {@code UMR} writing translations of an on-demand key ({@link MptTable#umrUpdate}). */
     public void umrUpdate(int key, int first, long[] mtt, int n) {
-        alive();
-        odpMpt(key).update(first, mtt, n);
+        mptTable.umrUpdate(key, first, mtt, n);
     }
 
-    /**
-     * {@code UMR} with {@code ZAP}: MTT entries {@code [first, first+n)} of an on-demand key become
-     * not present. Returns when no DMA through them is in flight, so the driver may unmap their
-     * IOVAs and let the pages go (what {@code mlx5_ib_invalidate_range} relies on).
-     */
+    /** {@code UMR} with {@code ZAP}: returns when no DMA through the entries is in flight ({@link MptTable#umrZap}). */
     public void umrZap(int key, int first, int n) {
-        Mpt m = mpt(key);
-        if (m == null) {
-            return; // the key is gone: nothing can use its translations
-        }
-        m.zap(first, n);
+        mptTable.umrZap(key, first, n);
     }
 
     /** MTT entries present in an on-demand key (what the driver's counters show). */
     public int mttPresent(int key) {
-        return odpMpt(key).present();
-    }
-
-    private Mpt odpMpt(int key) {
-        Mpt m = mpt(key);
-        if (m == null || !m.onDemand()) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, String.format(
-                    "%s: mkey 0x%x %s", name, key, m == null ? "names no entry" : "is not an on-demand mkey"));
-        }
-        return m;
+        return mptTable.mttPresent(key);
     }
 
     /** MTT entry bits for {@link #umrUpdate}. */
@@ -440,14 +275,7 @@ public final class HcaDevice {
         if (pageFaultHandler == null) {
             return 0;
         }
-        // mlx5's fault_token is 24 bits: tokens wrap there, skipping 0 and any still pending
-        PendingFault pf = new PendingFault(qp, requester, subtype);
-        int t;
-        do {
-            t = faultTokens.incrementAndGet() & 0xFF_FFFF;
-        } while (t == 0 || pendingFaults.putIfAbsent(t, pf) != null);
-        (requester ? requesterFaults : responderFaults).incrementAndGet();
-        return t;
+        return pendingFaults.register(qp, requester, subtype);
     }
 
     /** Delivers a registered fault on the page-fault EQ. */
@@ -467,14 +295,8 @@ public final class HcaDevice {
      */
     public void pageFaultResume(int token, boolean error) {
         alive();
-        PendingFault f = pendingFaults.remove(token);
-        if (f == null) {
+        if (!pendingFaults.resume(token, error)) {
             throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, String.format("%s: PAGE_FAULT_RESUME of token 0x%x: no such fault pending", name, token));
-        }
-        if (f.requester) {
-            f.qp.requester.resumeFault(token, error);
-        } else {
-            f.qp.resumeResponderFault(token, error ? f.subtype == PageFault.SUBTYPE_RDMA ? Outcome.REM_ACCESS_ERR : Outcome.REM_OP_ERR : null);
         }
     }
 
@@ -484,49 +306,31 @@ public final class HcaDevice {
     }
 
     public long requesterPageFaults() {
-        return requesterFaults.get();
+        return pendingFaults.requesterFaults.get();
     }
 
     public long responderPageFaults() {
-        return responderFaults.get();
+        return pendingFaults.responderFaults.get();
     }
 
     /** {@code HW2SW_MPT}: the key stops working; returns when no DMA through it is in flight. */
     public void hw2swMpt(int key) {
-        Mpt m = mpt(key);
-        if (m != null) {
-            m.revoke();
-        }
+        mptTable.hw2swMpt(key);
     }
 
     /** Frees the entry's index (after {@link #hw2swMpt}; revokes it too if not done). */
     public synchronized void freeMpt(int key) {
-        if (mpt(key) != null) {
-            freeMptIndex(key >>> 8);
-        }
+        mptTable.freeMpt(key);
     }
 
-    /** Revokes the entry at {@code index} and frees the index. Caller holds the device monitor. */
-    private void freeMptIndex(int index) {
-        assert Thread.holdsLock(this);
-        mpts[index].revoke();
-        mpts[index] = null;
-        mptIndices.free(index);
-    }
-
-    /** The valid-or-revoked entry for a key, or null when the key names no entry. */
+    /** The valid-or-revoked entry for a key, or null when the key names no entry (the data path, no lock). */
     Mpt mpt(int key) {
-        int index = key >>> 8;
-        if (index <= 0 || index >= MAX_MPT) {
-            return null;
-        }
-        Mpt m = mpts[index];
-        return m != null && m.key == key ? m : null;
+        return mptTable.mpt(key);
     }
 
     /** MPT entries alive. */
     public synchronized int mptCount() {
-        return mptIndices.alive();
+        return mptTable.mptCount();
     }
 
     // ------------------------------------------------------------------ queues
@@ -772,11 +576,7 @@ public final class HcaDevice {
             q.destroy(); // waits until its WQE in flight finished: no key goes from under it
         }
         synchronized (this) {
-            for (int i = 0; i < mpts.length; i++) {
-                if (mpts[i] != null) {
-                    freeMptIndex(i);
-                }
-            }
+            mptTable.freeAll();
             for (HwSrq s : List.copyOf(srqs)) {
                 hw2swSrq(s); // before the CQs: an XRC SRQ holds its CQ
             }
@@ -814,11 +614,7 @@ public final class HcaDevice {
             q.quiesce();
         }
         synchronized (this) {
-            for (Mpt m : mpts) {
-                if (m != null) {
-                    m.revoke();
-                }
-            }
+            mptTable.revokeAll();
             pendingFaults.clear();
         }
         scheduler.shutdown();

@@ -6,7 +6,8 @@ package org.peerdirect.hca.engine;
  * flags and mkey mask, the mkey context segment's new values, and where the translations are
  * (a data segment with the reserved lkey 0 and a bus address, as {@code mlx5r_umr_post_send}
  * builds it). The bit values are the hardware's ({@code MLX5_UMR_*}, {@code MLX5_MKEY_MASK_*} of
- * {@code include/linux/mlx5/qp.h}). One per send slot of a REG_UMR QP, reused.
+ * {@code include/linux/mlx5/qp.h}; the driver-facing copy is {@code org.peerdirect.hca.cx4.ifc.Umr},
+ * checked equal by the model's {@code IfcVocabularyTest}). One per send slot of a REG_UMR QP, reused.
  */
 public final class UmrWqe {
 

@@ -4,7 +4,9 @@ package org.peerdirect.hca.engine;
  * The work-queue vocabulary of the silicon: WQE opcodes and control flags as the ConnectX
  * hardware defines them ({@code MLX4_OPCODE_*} in {@code include/linux/mlx4/qp.h}; the mlx5 values
  * are the same), shared by the send-WQE layout {@link SendWqe} and the receive-WQE layout
- * {@link RecvWqe}.
+ * {@link RecvWqe}. The engine's own copy: drivers and user libraries take the values from their
+ * device's layout package ({@code org.peerdirect.hca.cx4.ifc.Wqe} for the ConnectX-4+), and the
+ * model's {@code IfcVocabularyTest} checks the two agree.
  */
 public final class Wqe {
 

@@ -823,7 +823,7 @@ class CommandFuzzTest {
             }
             if (!KNOWN_SET.contains(opcode) && Mlx5Cmd.name(opcode).startsWith("unknown")) {
                 // no command of the PRM the interface names (a named one the model may build any day: SRQs, ...)
-                check(o.status() == Mlx5Cmd.STAT_BAD_OP_ERR && o.syndrome() == Firmware.SYND_UNKNOWN_OPCODE,
+                check(o.status() == Mlx5Cmd.STAT_BAD_OP_ERR && o.syndrome() == Syndromes.SYND_UNKNOWN_OPCODE,
                         String.format("an unknown opcode 0x%x is BAD_OP with the unknown-opcode syndrome, not 0x%x/0x%x", opcode, o.status(), o.syndrome()));
             }
             if (opcode == Mlx5Cmd.NOP && (in32(s, 4) & 0xffff) == 0 && s.rawEntry == null) {
@@ -1243,7 +1243,7 @@ class CommandFuzzTest {
         rig.stats.noise.increment();
         int n = 1 + r.nextInt(4);
         for (int i = 0; i < n; i++) {
-            int uar = !rig.uars.isEmpty() && r.nextBoolean() ? pick(rig.uars, r) : Firmware.FIRST_UAR + r.nextInt(240);
+            int uar = !rig.uars.isEmpty() && r.nextBoolean() ? pick(rig.uars, r) : Allocations.FIRST_UAR + r.nextInt(240);
             long base = (long) uar << 12;
             switch (r.nextInt(5)) {
                 case 0 -> rig.fn.write32be(0, base + Eq.UAR_EQ_ARM_CI, (r.nextBoolean() && !rig.eqns.isEmpty() ? pick(rig.eqns, r) : r.nextInt(40)) << 24

@@ -265,7 +265,7 @@ class CommandQueueTest {
         assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.ENABLE_HCA));
         Cmd unknown = new Cmd(0, 0x7777, 0, 16, 16).run();
         assertEquals(Mlx5Cmd.STAT_BAD_OP_ERR, unknown.status());
-        assertEquals(Firmware.SYND_UNKNOWN_OPCODE, unknown.syndrome());
+        assertEquals(Syndromes.SYND_UNKNOWN_OPCODE, unknown.syndrome());
         Cmd shortOut = new Cmd(1, Mlx5Cmd.QUERY_ISSI, 0, 16, 16).run();
         assertEquals(Mlx5Cmd.STAT_BAD_OUTP_LEN_ERR, shortOut.status(), "QUERY_ISSI needs 0x70 bytes of output");
         Cmd badIssi = new Cmd(2, Mlx5Cmd.SET_ISSI, 0, 16, 16);

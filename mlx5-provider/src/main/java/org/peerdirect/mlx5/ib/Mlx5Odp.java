@@ -19,7 +19,7 @@ import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Odp;
 import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.hca.cx4.ifc.Srq;
-import org.peerdirect.hca.engine.Wqe;
+import org.peerdirect.hca.cx4.ifc.Wqe;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvSge;
 import org.peerdirect.kernel.mm.KernelException;

@@ -18,8 +18,7 @@ import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
 import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.hca.cx4.ifc.Umr;
-import org.peerdirect.hca.engine.UmrWqe;
-import org.peerdirect.hca.engine.Wqe;
+import org.peerdirect.hca.cx4.ifc.Wqe;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -183,7 +182,7 @@ final class Mlx5Umr {
      * will be completed" when this returns; any access through it then fails with an error CQE.
      */
     void revokeMr(int mkey) {
-        UmrWqeBuilder b = new UmrWqeBuilder(mkey, UmrWqe.MASK_FREE | UmrWqe.MASK_PD);
+        UmrWqeBuilder b = new UmrWqeBuilder(mkey, Umr.MASK_FREE | Umr.MASK_PD);
         b.free = true;
         b.pdn = pdn;
         postSendWait(b, 0, 0, null);
@@ -200,9 +199,9 @@ final class Mlx5Umr {
         do {
             int k = Math.min(XLT_CHUNK, n - done);
             boolean last = done + k == n;
-            UmrWqeBuilder b = new UmrWqeBuilder(mkey, last ? UmrWqe.MASK_LEN | UmrWqe.MASK_PAGE_SIZE | UmrWqe.MASK_START_ADDR | UmrWqe.MASK_PD
-                    | UmrWqe.MASK_KEY | UmrWqe.MASK_FREE | UmrWqe.MASK_LR | UmrWqe.MASK_LW | UmrWqe.MASK_RR | UmrWqe.MASK_RW | UmrWqe.MASK_A : 0);
-            b.flags = UmrWqe.FLAG_CHECK_FREE;
+            UmrWqeBuilder b = new UmrWqeBuilder(mkey, last ? Umr.MASK_LEN | Umr.MASK_PAGE_SIZE | Umr.MASK_START_ADDR | Umr.MASK_PD
+                    | Umr.MASK_KEY | Umr.MASK_FREE | Umr.MASK_LR | Umr.MASK_LW | Umr.MASK_RR | Umr.MASK_RW | Umr.MASK_A : 0);
+            b.flags = Umr.FLAG_CHECK_FREE;
             b.free = false;
             b.pdn = pd;
             b.start = start;
@@ -221,9 +220,9 @@ final class Mlx5Umr {
      * writing entries (implicit ODP's parent, {@code mlx5_ib_alloc_implicit_mr}).
      */
     void enableKsm(int mkey, int pd, int access, int blockShift) {
-        UmrWqeBuilder b = new UmrWqeBuilder(mkey, UmrWqe.MASK_LEN | UmrWqe.MASK_PAGE_SIZE | UmrWqe.MASK_START_ADDR | UmrWqe.MASK_PD
-                | UmrWqe.MASK_KEY | UmrWqe.MASK_FREE | UmrWqe.MASK_LR | UmrWqe.MASK_LW | UmrWqe.MASK_RR | UmrWqe.MASK_RW | UmrWqe.MASK_A);
-        b.flags = UmrWqe.FLAG_CHECK_FREE;
+        UmrWqeBuilder b = new UmrWqeBuilder(mkey, Umr.MASK_LEN | Umr.MASK_PAGE_SIZE | Umr.MASK_START_ADDR | Umr.MASK_PD
+                | Umr.MASK_KEY | Umr.MASK_FREE | Umr.MASK_LR | Umr.MASK_LW | Umr.MASK_RR | Umr.MASK_RW | Umr.MASK_A);
+        b.flags = Umr.FLAG_CHECK_FREE;
         b.pdn = pd;
         b.access = access;
         b.length64 = true;
@@ -334,7 +333,7 @@ final class Mlx5Umr {
                 wqe.set(BE16, u + Umr.XLT_OCTOWORDS, (short) octowords);
                 wqe.set(BE16, u + Umr.XLT_OFFSET, (short) offset);
                 wqe.set(BE32, u + Umr.XLT_OFFSET_47_16, (int) (offset >>> 16));
-                flags |= UmrWqe.FLAG_TRANSLATION_OFFSET_EN;
+                flags |= Umr.FLAG_TRANSLATION_OFFSET_EN;
                 wqe.set(BE32, Umr.DATA_SEG + Qp.DATA_BYTE_COUNT, 16 * octowords);
                 wqe.set(BE32, Umr.DATA_SEG + Qp.DATA_LKEY, 0); // the reserved lkey: bus addresses (ib_dev.local_dma_lkey of mlx5_ib)
                 wqe.set(BE64, Umr.DATA_SEG + Qp.DATA_ADDR, xlt.iova());

@@ -7,7 +7,7 @@ import java.nio.ByteOrder;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.hca.cx4.ifc.Cq;
-import org.peerdirect.hca.engine.Wqe;
+import org.peerdirect.hca.cx4.ifc.Wqe;
 import org.peerdirect.ib.core.provider.IbCqEvents;
 import org.peerdirect.ib.core.provider.IbCqOps;
 import org.peerdirect.ib.core.verbs.IbvWc;

@@ -8,7 +8,7 @@ import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.hca.cx4.ifc.Cq;
 import org.peerdirect.hca.cx4.ifc.Qp;
-import org.peerdirect.hca.engine.Wqe;
+import org.peerdirect.hca.cx4.ifc.Wqe;
 import org.peerdirect.ib.core.provider.IbQpOps;
 import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpState;

@@ -1313,7 +1313,7 @@ class Mlx5OdpTest extends Mlx5Machine {
         connect(a, b);
         byte[] data = fill(a.buf, 4096, 7);
         Mlx5OdpMr m = a.odpMr();
-        org.peerdirect.hca.cx4.ConnectX4Device.PendingPageFault pf;
+        org.peerdirect.hca.cx4.PendingPageFault pf;
         m.umem.lock(); // the fault work blocks in map_dma_and_lock: the fault stays pending
         try {
             IbvSendWr w = Mlx5VerbsTest.wr(IbvWrOpcode.RDMA_WRITE, a.buf, 4096, a.mr.lkey(), 1);

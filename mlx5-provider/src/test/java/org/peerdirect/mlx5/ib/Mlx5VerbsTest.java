@@ -567,7 +567,7 @@ class Mlx5VerbsTest extends Mlx5Machine {
     /** A signaled one-block RDMA WRITE WQE at basic block {@code idx}, as libmlx5 lays it out (ctrl, raddr, data). */
     static MemorySegment writeWqe(int idx, int qpn, long laddr, int lkey, long raddr, int rkey) {
         MemorySegment m = MemorySegment.ofArray(new byte[64]);
-        m.set(BE32, org.peerdirect.hca.cx4.ifc.Qp.CTRL_OPMOD_IDX_OPCODE, (idx & 0xffff) << 8 | org.peerdirect.hca.engine.Wqe.OP_RDMA_WRITE);
+        m.set(BE32, org.peerdirect.hca.cx4.ifc.Qp.CTRL_OPMOD_IDX_OPCODE, (idx & 0xffff) << 8 | org.peerdirect.hca.cx4.ifc.Wqe.OP_RDMA_WRITE);
         m.set(BE32, org.peerdirect.hca.cx4.ifc.Qp.CTRL_QPN_DS, qpn << 8 | 3);
         m.set(java.lang.foreign.ValueLayout.JAVA_BYTE, org.peerdirect.hca.cx4.ifc.Qp.CTRL_FM_CE_SE, (byte) org.peerdirect.hca.cx4.ifc.Qp.CTRL_CQ_UPDATE);
         m.set(BE64, 16 + org.peerdirect.hca.cx4.ifc.Qp.RADDR_VA, raddr);

@@ -34,7 +34,7 @@ import net.jqwik.api.lifecycle.BeforeProperty;
 
 import org.peerdirect.hca.cx4.ConnectX4Device;
 import org.peerdirect.hca.cx4.ifc.Qp;
-import org.peerdirect.hca.engine.Wqe;
+import org.peerdirect.hca.cx4.ifc.Wqe;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvCq;

@@ -1,0 +1,174 @@
+package org.peerdirect.hca.cx4;
+
+import java.lang.foreign.MemorySegment;
+
+import org.peerdirect.hca.cx4.ifc.HcaCap;
+import org.peerdirect.hca.cx4.ifc.IfcField;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.hca.cx4.ifc.Odp;
+
+/**
+ * The capabilities the firmware reports and the driver may set ({@code QUERY_HCA_CAP},
+ * {@code SET_HCA_CAP}; the driver side is {@code mlx5_core}'s {@code fw.c} and
+ * {@code handle_hca_cap}): the general block (type 0) and the ODP block (type 2), each as its
+ * maximum and its current values.
+ *
+ * <p>Lock rules: the firmware thread alone, no locking.
+ */
+final class Caps {
+
+    private final byte[] maxGeneral = new byte[HcaCap.SIZE];
+    private final byte[] curGeneral = new byte[HcaCap.SIZE];
+    /** The ODP capability block (type 2): what the model can fault on, and what the driver enabled. */
+    private final byte[] maxOdp = new byte[HcaCap.SIZE];
+    private final byte[] curOdp = new byte[HcaCap.SIZE];
+
+    /** Fields a driver may change with {@code SET_HCA_CAP}, each at most its maximum; the rest is read-only. */
+    private static final IfcField[] EDITABLE = { HcaCap.PKEY_TABLE_SIZE, HcaCap.LOG_MAX_QP, HcaCap.CMDIF_CHECKSUM, HcaCap.DRAIN_SIGERR,
+            HcaCap.LOG_UAR_PAGE_SZ, HcaCap.CACHE_LINE_128BYTE, HcaCap.UAR_4K, HcaCap.DCT };
+
+    private static final IfcField[] ODP_TRANSPORTS = { Odp.RC_ODP_CAPS, Odp.UC_ODP_CAPS, Odp.UD_ODP_CAPS, Odp.XRC_ODP_CAPS, Odp.DC_ODP_CAPS };
+
+    Caps(boolean ethernet, int uarPages) {
+        MemorySegment m = MemorySegment.ofArray(maxGeneral);
+        // a real ConnectX-4 reports 15; the shared engine's receive queues hold at most 16351 WQEs
+        HcaCap.LOG_MAX_SRQ_SZ.set(m, 0, 13);
+        HcaCap.LOG_MAX_QP_SZ.set(m, 0, 15);
+        HcaCap.LOG_MAX_QP.set(m, 0, 18);
+        HcaCap.LOG_MAX_SRQ.set(m, 0, 16); // the engine's SRQ table (a real ConnectX-4: 23)
+        HcaCap.LOG_MAX_CQ_SZ.set(m, 0, 22);
+        HcaCap.LOG_MAX_CQ.set(m, 0, 24);
+        HcaCap.LOG_MAX_EQ_SZ.set(m, 0, 22);
+        HcaCap.LOG_MAX_MKEY.set(m, 0, 24);
+        HcaCap.LOG_MAX_EQ.set(m, 0, 5);
+        HcaCap.FORCE_TEARDOWN.set(m, 0, 1);
+        HcaCap.LOG_MAX_KLM_LIST_SIZE.set(m, 0, 16);
+        HcaCap.LOG_MAX_RA_REQ_QP.set(m, 0, 4);
+        HcaCap.LOG_MAX_RA_RES_QP.set(m, 0, 4);
+        HcaCap.CACHE_LINE_128BYTE.set(m, 0, 1);
+        HcaCap.PKEY_TABLE_SIZE.set(m, 0, 0); // 128 entries
+        HcaCap.LOCAL_CA_ACK_DELAY.set(m, 0, 16);
+        HcaCap.PORT_TYPE.set(m, 0, ethernet ? HcaCap.PORT_TYPE_ETH : HcaCap.PORT_TYPE_IB);
+        HcaCap.NUM_PORTS.set(m, 0, 1);
+        HcaCap.LOG_MAX_MSG.set(m, 0, 30);
+        HcaCap.CQE_VERSION.set(m, 0, 1);
+        HcaCap.DRAIN_SIGERR.set(m, 0, 1);
+        HcaCap.ROCE.set(m, 0, ethernet ? 1 : 0);
+        HcaCap.ATOMIC.set(m, 0, 1);
+        HcaCap.XRC.set(m, 0, 1);
+        HcaCap.UD.set(m, 0, 1);
+        HcaCap.RC.set(m, 0, 1);
+        HcaCap.UAR_4K.set(m, 0, 1);
+        HcaCap.UAR_SZ.set(m, 0, Integer.numberOfTrailingZeros(uarPages));
+        HcaCap.LOG_PG_SZ.set(m, 0, 12);
+        HcaCap.BF.set(m, 0, 1);
+        HcaCap.DRIVER_VERSION.set(m, 0, 1);
+        HcaCap.LOG_BF_REG_SIZE.set(m, 0, 9);
+        HcaCap.MAX_WQE_SZ_SQ.set(m, 0, 1024);
+        HcaCap.MAX_WQE_SZ_RQ.set(m, 0, 512);
+        HcaCap.LOG_MAX_PD.set(m, 0, 24);
+        HcaCap.LOG_MAX_XRCD.set(m, 0, 24);
+        HcaCap.NUM_OF_UARS_PER_PAGE.set(m, 0, 1);
+        HcaCap.PG.set(m, 0, 1);
+        HcaCap.UMR_EXTENDED_TRANSLATION_OFFSET.set(m, 0, 1);
+        // KSM mkeys of fixed-size entries and the null mkey: what implicit ODP's parent needs
+        HcaCap.FIXED_BUFFER_SIZE.set(m, 0, 1);
+        HcaCap.NULL_MKEY.set(m, 0, 1);
+        HcaCap.ATOMIC_WRITE.set(m, 0, 1);
+        HcaCap.FLUSH_GLOBAL.set(m, 0, 1);
+        HcaCap.FLUSH_PERSISTENT.set(m, 0, 1);
+        System.arraycopy(maxGeneral, 0, curGeneral, 0, HcaCap.SIZE);
+        // the engine faults on every RC and XRC operation and on UD sends and SRQ receives; it carries no UC
+        // or DC QPs, so their caps stay clear. SRQ receives are off until the driver enables them
+        // (handle_hca_cap_odp sets the srq_receive caps to their maximum)
+        MemorySegment o = MemorySegment.ofArray(maxOdp);
+        Odp.RC_ODP_CAPS.set(o, 0, Odp.CAP_SEND | Odp.CAP_RECEIVE | Odp.CAP_WRITE | Odp.CAP_READ | Odp.CAP_ATOMIC | Odp.CAP_SRQ_RECEIVE);
+        Odp.UD_ODP_CAPS.set(o, 0, Odp.CAP_SEND | Odp.CAP_SRQ_RECEIVE);
+        // XRC: the RC operations, receiving only into XRC SRQs (an XRC QP has no receive queue)
+        Odp.XRC_ODP_CAPS.set(o, 0, Odp.CAP_SEND | Odp.CAP_WRITE | Odp.CAP_READ | Odp.CAP_ATOMIC | Odp.CAP_SRQ_RECEIVE);
+        resetOdpCaps();
+    }
+
+    void register(CommandTable t) {
+        t.add(Mlx5Cmd.QUERY_HCA_CAP, in -> CommandTable.MIN_INPUT, HcaCap.QUERY_OUT_LEN, true, (opMod, in, out) -> query(opMod, out));
+        t.add(Mlx5Cmd.SET_HCA_CAP, in -> HcaCap.SET_IN_LEN, CommandTable.MIN_OUTPUT, true, (opMod, in, out) -> set(opMod, in));
+    }
+
+    /** A current general capability. */
+    int cur(IfcField f) {
+        return f.get(MemorySegment.ofArray(curGeneral), 0);
+    }
+
+    /** A general capability's maximum. */
+    int max(IfcField f) {
+        return f.get(MemorySegment.ofArray(maxGeneral), 0);
+    }
+
+    /** {@code DISABLE_HCA}: the current values back to their defaults. */
+    void reset() {
+        System.arraycopy(maxGeneral, 0, curGeneral, 0, HcaCap.SIZE);
+        resetOdpCaps();
+    }
+
+    /** The ODP block's current values: the maximum without the SRQ-receive bits the driver turns on. */
+    private void resetOdpCaps() {
+        System.arraycopy(maxOdp, 0, curOdp, 0, HcaCap.SIZE);
+        MemorySegment c = MemorySegment.ofArray(curOdp);
+        for (IfcField f : ODP_TRANSPORTS) {
+            f.set(c, 0, f.get(c, 0) & ~Odp.CAP_SRQ_RECEIVE);
+        }
+    }
+
+    private void query(int opMod, MemorySegment out) throws Refused {
+        int type = opMod >>> 1;
+        boolean max = (opMod & 1) == HcaCap.MODE_MAX;
+        byte[] block = switch (type) {
+            case HcaCap.TYPE_GENERAL -> max ? maxGeneral : curGeneral;
+            case HcaCap.TYPE_ODP -> max ? maxOdp : curOdp;
+            default -> throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CAP, "capability type " + type + " is not reported by this model");
+        };
+        MemorySegment.copy(MemorySegment.ofArray(block), 0, out, HcaCap.OFFSET, HcaCap.SIZE);
+    }
+
+    private void set(int opMod, MemorySegment in) throws Refused {
+        if ((opMod & 1) == 0 && opMod >>> 1 == HcaCap.TYPE_ODP) {
+            setOdp(in);
+            return;
+        }
+        if ((opMod & 1) != 0 || opMod >>> 1 != HcaCap.TYPE_GENERAL) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CAP, "SET_HCA_CAP op_mod 0x" + Integer.toHexString(opMod)
+                    + ": only the general (type 0) and ODP (type 2) capabilities can be set");
+        }
+        MemorySegment max = MemorySegment.ofArray(maxGeneral);
+        for (IfcField f : EDITABLE) {
+            int v = f.get(in, HcaCap.OFFSET);
+            if (Integer.compareUnsigned(v, f.get(max, 0)) > 0) {
+                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CAP,
+                        String.format("capability at bit 0x%x: %d is above the maximum %d", f.bitOffset(), v, f.get(max, 0)));
+            }
+        }
+        MemorySegment cur = MemorySegment.ofArray(curGeneral);
+        for (IfcField f : EDITABLE) {
+            f.set(cur, 0, f.get(in, HcaCap.OFFSET));
+        }
+    }
+
+    /**
+     * {@code SET_HCA_CAP} of the ODP block ({@code handle_hca_cap_odp}): each transport's bits, none
+     * beyond the maximum (the rest of the block is read-only).
+     */
+    private void setOdp(MemorySegment in) throws Refused {
+        MemorySegment max = MemorySegment.ofArray(maxOdp);
+        for (IfcField f : ODP_TRANSPORTS) {
+            int extra = f.get(in, HcaCap.OFFSET) & ~f.get(max, 0);
+            if (extra != 0) {
+                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CAP, String.format(
+                        "ODP capability at bit 0x%x: bits 0x%x are not supported (maximum 0x%x)", f.bitOffset(), extra, f.get(max, 0)));
+            }
+        }
+        MemorySegment cur = MemorySegment.ofArray(curOdp);
+        for (IfcField f : ODP_TRANSPORTS) {
+            f.set(cur, 0, f.get(in, HcaCap.OFFSET));
+        }
+    }
+}
