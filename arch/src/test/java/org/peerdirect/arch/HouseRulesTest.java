@@ -84,8 +84,6 @@ class HouseRulesTest {
                     "the ConnectX-3 firmware shortcut (issue 41 item 1)"),
             Map.entry("drivers-through-layout|nvidia|org.peerdirect.gpu.engine",
                     "the GPU firmware shortcut (issue 41 item 2)"),
-            Map.entry("drivers-through-layout|mlx5-provider|org.peerdirect.hca.engine",
-                    "WQE opcodes still taken from the engine (issue 41 item 2)"),
             Map.entry("released-api|sim-kernel|org.peerdirect.kernel.pci",
                     "DmaMapper.dmaMapResource takes a PciFunction (issue 41 item 4)"));
 
