@@ -61,8 +61,8 @@ final class Srqs {
                 (opMod, in, out) -> createXrcSrq(in, out, caps.cur(HcaCap.LOG_MAX_SRQ_SZ)));
         t.add(Mlx5Cmd.DESTROY_XRC_SRQ, (opMod, in, out) -> destroySrq(in, true));
         t.add(Mlx5Cmd.QUERY_XRC_SRQ, CommandTable.MIN_INPUT, Srq.QUERY_SRQ_OUT_LEN, (opMod, in, out) -> querySrq(in, out, true));
-        // registered without op_mod, as before the table, while armRq wants op_mod 1: ARM_XRC_SRQ is refused either way
-        t.add(Mlx5Cmd.ARM_XRC_SRQ, (opMod, in, out) -> armRq(in, true));
+        // takes op_mod 1 (MLX5_ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ), as ARM_RQ does; armRq checks its value
+        t.add(Mlx5Cmd.ARM_XRC_SRQ, in -> CommandTable.MIN_INPUT, CommandTable.MIN_OUTPUT, true, (opMod, in, out) -> armRq(in, true));
     }
 
     /** The SRQ with this number, or null (any thread). */

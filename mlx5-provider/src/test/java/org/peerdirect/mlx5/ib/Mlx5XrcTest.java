@@ -32,6 +32,7 @@ import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
 import org.peerdirect.ib.core.verbs.IbvSrq;
+import org.peerdirect.ib.core.verbs.IbvSrqAttr;
 import org.peerdirect.ib.core.verbs.IbvSrqInitAttrEx;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcOpcode;
@@ -285,6 +286,23 @@ class Mlx5XrcTest extends Mlx5Machine {
      * domain is dropped by the target (as the XRC rxe series does: no NAK is defined for it), so
      * the sender ends in a transport retry error; nothing is received anywhere.
      */
+    /**
+     * {@code ibv_modify_srq} of an XRC SRQ's limit: mlx5_ib arms it with {@code ARM_XRC_SRQ} and
+     * op_mod 1 ({@code MLX5_ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ}), as {@code arm_xrc_srq_cmd} does; the
+     * model refused every {@code ARM_XRC_SRQ} (its op_mod check let only {@code ARM_RQ} carry one).
+     */
+    @Test
+    void anXrcSrqIsArmedByArmXrcSrq() {
+        Target t = new Target(1, RW);
+        for (int k = 0; k < 4; k++) {
+            t.postRecv(0, k, k * 64, 64);
+        }
+        assertEquals(0, t.srqs[0].query().srqLimit, "a new XRC SRQ is not armed");
+        t.srqs[0].modify(new IbvSrqAttr(0, 0, 2), IbvSrqAttr.LIMIT);
+        assertEquals(2, t.srqs[0].query().srqLimit, "armed at 2 by ARM_XRC_SRQ");
+        assertEquals(0, t.srqs[1].query().srqLimit, "the other XRC SRQ is not armed");
+    }
+
     @Test
     void aRequestNamingAnSrqOutsideTheTargetsDomainIsDroppedAndTheSenderRetriesOut() {
         Target t = new Target(1, RW);
