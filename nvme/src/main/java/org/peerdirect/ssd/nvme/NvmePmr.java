@@ -568,12 +568,16 @@ public final class NvmePmr {
      * on the admin queue and awaited. A controller that fails under it is reset and the command
      * tried once more; a command the controller refuses comes back with its status.
      *
-     * @throws KernelException EINVAL for a command that is not 64 bytes, ENODEV when the controller
+     * @throws KernelException EINVAL for a command that is not 64 bytes or an Asynchronous Event
+     *         Request (the driver keeps one outstanding itself), ENODEV when the controller
      *         is gone, EIO when it fails again after a reset
      */
     public AdminCompletion adminCommand(MemorySegment command) {
         if (command.byteSize() != org.peerdirect.ssd.regs.NvmeCommand.SQE_SIZE) {
             throw new KernelException(Errno.EINVAL, name() + ": an admin command is 64 bytes, not " + command.byteSize());
+        }
+        if ((command.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) & 0xff) == org.peerdirect.ssd.regs.NvmeCommand.nvme_admin_async_event) {
+            throw new KernelException(Errno.EINVAL, name() + ": Asynchronous Event Requests are the driver's own (they complete only on an event)");
         }
         NvmeDev.AdminResult r = dev.submitSync(c -> c.copyFrom(command));
         return new AdminCompletion(r.status(), r.result());

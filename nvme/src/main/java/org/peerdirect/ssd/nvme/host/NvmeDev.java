@@ -48,8 +48,12 @@ public final class NvmeDev {
 
     /** Admin queue entries ({@code NVME_AQ_DEPTH}). */
     public static final int NVME_AQ_DEPTH = 32;
-    /** How long a synchronous admin command may take before the controller is reset ({@code ADMIN_TIMEOUT} is 60 s; the model answers at once). */
-    static final long ADMIN_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(10);
+    /**
+     * System property: how long a synchronous admin command may take before the controller is
+     * reset, in milliseconds (the kernel's {@code nvme_core.admin_timeout} module parameter, 60 s
+     * there; 10 s here, where the model answers at once). Read at probe.
+     */
+    public static final String ADMIN_TIMEOUT_PROPERTY = "nvme_core.admin_timeout_ms";
     /** {@code shutdown_timeout}: 5 s for CSTS.SHST to say complete. */
     static final long SHUTDOWN_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(5);
     /** The asynchronous events remembered for {@code ssd:info}. */
@@ -75,6 +79,7 @@ public final class NvmeDev {
     private final DmaMapper dma;
     private final long cap;
     private final Runnable afterReset;
+    private final long adminTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(1, Long.getLong(ADMIN_TIMEOUT_PROPERTY, 10_000)));
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition completed = lock.newCondition();
     private final NvmeQueue adminq;
@@ -270,8 +275,12 @@ public final class NvmeDev {
                 if (!running()) {
                     resetLocked("controller not running before an admin command");
                 }
-                if (adminq.full()) {
-                    throw new KernelException(Errno.EBUSY, name + ": admin queue full");
+                if (adminq.full()) { // only one command at a time is waited for: the controller consumes nothing
+                    if (attempt == 1) {
+                        throw new KernelException(Errno.EIO, name + ": admin queue still full after a controller reset");
+                    }
+                    resetLocked("admin queue full: the controller consumed none of it");
+                    attempt++;
                 }
                 int cid = allocCid();
                 cmd.fill((byte) 0);
@@ -310,7 +319,7 @@ public final class NvmeDev {
 
     /** The completion of {@code cid}, or null when the controller failed first (it forgot the command). */
     private Completion await(int cid) {
-        long deadline = System.nanoTime() + ADMIN_TIMEOUT_NANOS;
+        long deadline = System.nanoTime() + adminTimeoutNanos;
         try {
             for (;;) {
                 processCqLocked();
