@@ -1,18 +1,6 @@
 package org.peerdirect.ssd.nvme;
 
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CAP_PMRS;
 import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_CAP;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_PMRCAP;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_PMRCTL;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_PMRSTS;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRCAP_BIR_MASK;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRCAP_BIR_SHIFT;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRCAP_PMRTO_SHIFT;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRCAP_PMRWBM_SHIFT;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRCTL_EN;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRSTS_ERR_MASK;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRSTS_NRDY;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRWBM_READ_PMRSTS;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -20,8 +8,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 
 import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.dma.DmaMapper;
@@ -33,6 +19,7 @@ import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.mm.Vma;
 import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.ssd.nvme.host.NvmeDev;
+import org.peerdirect.ssd.nvme.host.Pmr;
 
 /**
  * The NVMe driver's part for one controller's persistent memory region ({@code drivers/pci/p2pdma.c}
@@ -128,7 +115,8 @@ public final class NvmePmr {
     /** pid → (va → region). */
     private final Map<Integer, TreeMap<Long, Region>> byProcess = new HashMap<>();
     private final Map<Integer, DeviceFile> files = new HashMap<>();
-    private final long pmrTimeoutNanos;
+    /** The region's registers and BAR. */
+    private final Pmr pmr;
     private long barriers;
     private long invalidations;
     private long pins;
@@ -148,55 +136,19 @@ public final class NvmePmr {
         if (cap == -1L) {
             throw new KernelException(Errno.ENODEV, name() + ": controller at " + fn.bdf() + " reads all ones (gone)");
         }
-        if ((cap & NVME_CAP_PMRS) == 0) {
-            throw new KernelException(Errno.EOPNOTSUPP, name() + ": controller at " + fn.bdf() + " has no persistent memory region (CAP.PMRS 0)");
-        }
-        int pmrcap = fn.read32(0, NVME_REG_PMRCAP);
-        this.bar = (pmrcap >>> PMRCAP_BIR_SHIFT) & PMRCAP_BIR_MASK;
-        this.pmrBytes = bar > 5 ? 0 : fn.barSize(bar);
-        if (pmrBytes == 0) {
-            throw new KernelException(Errno.EINVAL, String.format("%s: PMRCAP.BIR names BAR %d, which %s does not implement", name(), bar, fn.bdf()));
-        }
-        if ((((pmrcap >>> PMRCAP_PMRWBM_SHIFT) & 0xf) & PMRWBM_READ_PMRSTS) == 0) {
-            throw new KernelException(Errno.EOPNOTSUPP, name() + ": the PMR has no PMRSTS-read write barrier (PMRCAP.PMRWBM bit 1): writes could not be made persistent");
-        }
-        this.pmrTimeoutNanos = (((pmrcap >>> PMRCAP_PMRTO_SHIFT) & 0xff) + 1) * TimeUnit.MILLISECONDS.toNanos(500);
-        this.dev = new NvmeDev(mm, fn, name(), this::enablePmrAfterReset);
+        this.pmr = new Pmr(fn, name(), cap);
+        this.bar = pmr.bar();
+        this.pmrBytes = pmr.bytes();
+        this.dev = new NvmeDev(mm, fn, name(), () -> {
+            if (!shuttingDown) {
+                pmr.enableIfOff();
+            }
+        });
         try {
-            enablePmr();
+            pmr.enable();
         } catch (RuntimeException e) {
             dev.shutdown();
             throw e;
-        }
-    }
-
-    /** PMRCTL.EN, then PMRSTS.NRDY 0 within PMRCAP.PMRTO (a read of PMRSTS is also a barrier: harmless here). */
-    private void enablePmr() {
-        fn.write32(0, NVME_REG_PMRCTL, PMRCTL_EN);
-        long deadline = System.nanoTime() + pmrTimeoutNanos;
-        for (int spins = 0;; spins++) {
-            int sts = fn.read32(0, NVME_REG_PMRSTS);
-            if (sts == -1) {
-                throw new KernelException(Errno.ENODEV, name() + ": controller gone while enabling the PMR");
-            }
-            if ((sts & PMRSTS_NRDY) == 0) {
-                return;
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new KernelException(Errno.EIO, name() + ": PMR not ready after PMRCTL.EN (PMRSTS.NRDY) within PMRCAP.PMRTO");
-            }
-            if (spins < 100) {
-                Thread.onSpinWait();
-            } else {
-                LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(100));
-            }
-        }
-    }
-
-    /** After a controller reset: the PMR on again if something turned it off (the reset path re-runs the probe's enabling). */
-    private void enablePmrAfterReset() {
-        if (!shuttingDown && (fn.read32(0, NVME_REG_PMRCTL) & PMRCTL_EN) == 0) {
-            fn.write32(0, NVME_REG_PMRCTL, PMRCTL_EN);
         }
     }
 
@@ -265,13 +217,7 @@ public final class NvmePmr {
         if (!fn.present()) {
             throw new KernelException(Errno.ENODEV, name() + ": the controller is gone");
         }
-        MemorySegment cpu;
-        try {
-            cpu = fn.ioremap(bar, offset, length); // io_remap_pfn_range of the PMR BAR's pages
-        } catch (IllegalArgumentException | IllegalStateException e) {
-            throw new KernelException(Errno.EIO, name() + ": cannot map PMR 0x" + Long.toHexString(offset) + ": " + e.getMessage());
-        }
-        long va = proc.mmapDevice(0, cpu, Vma.PROT_READ | Vma.PROT_WRITE, "[" + name() + " pmr]");
+        long va = proc.mmapDevice(0, pmr.ioremap(offset, length), Vma.PROT_READ | Vma.PROT_WRITE, "[" + name() + " pmr]");
         Region r = new Region(proc.pid(), va, offset, length);
         regions.put(offset, r);
         byProcess.computeIfAbsent(proc.pid(), p -> new TreeMap<>()).put(va, r);
@@ -422,7 +368,7 @@ public final class NvmePmr {
     /** Exported dma-bufs not yet released. */
     private final List<PmrDmaBuf> exports = new ArrayList<>();
     /** The controller is going: no new export. */
-    private boolean shuttingDown;
+    private volatile boolean shuttingDown;
 
     /**
      * Exports [va, va+length) of a PMR mapping of {@code proc} as a dma-buf open in the process
@@ -500,39 +446,15 @@ public final class NvmePmr {
      * @throws KernelException EIO when the controller reports a PMR error, ENODEV when it is gone
      */
     public void flush() {
-        int sts = fn.read32(0, NVME_REG_PMRSTS);
         synchronized (this) {
             barriers++;
         }
-        if (sts == -1) {
-            throw new KernelException(Errno.ENODEV, name() + ": controller gone, the barrier did not complete");
-        }
-        if ((sts & PMRSTS_ERR_MASK) != 0) {
-            throw new KernelException(Errno.EIO, String.format("%s: PMR write barrier failed (PMRSTS.ERR 0x%x): the media did not take the writes",
-                    name(), sts & PMRSTS_ERR_MASK));
-        }
-        if ((sts & PMRSTS_NRDY) != 0) {
-            throw new KernelException(Errno.EIO, name() + ": PMR not ready (PMRSTS.NRDY)");
-        }
-    }
-
-    private void checkWindow(long offset, long length) {
-        if (offset < 0 || length < 0 || offset + length > pmrBytes || offset + length < 0) {
-            throw new KernelException(Errno.EINVAL, String.format("%s: PMR offset 0x%x length %d is outside the %d-byte region", name(), offset, length, pmrBytes));
-        }
+        pmr.barrier();
     }
 
     /** Reads PMR bytes through the BAR (MMIO, 32 bits at a time), as the kernel's {@code memcpy_fromio}. */
     public byte[] read(long offset, int length) {
-        checkWindow(offset, length);
-        byte[] out = new byte[length];
-        for (int i = 0; i < length;) {
-            long word = (offset + i) & -4L;
-            int v = fn.read32(bar, word);
-            for (int b = (int) ((offset + i) - word); b < 4 && i < length; b++, i++) {
-                out[i] = (byte) (v >>> (8 * b));
-            }
-        }
+        byte[] out = pmr.read(offset, length);
         synchronized (this) {
             mmioBytes += length;
         }
@@ -541,16 +463,7 @@ public final class NvmePmr {
 
     /** Writes PMR bytes through the BAR (MMIO; partial words read-modify-write), as {@code memcpy_toio}. Posted, not yet persistent. */
     public void write(long offset, byte[] data) {
-        checkWindow(offset, data.length);
-        for (int i = 0; i < data.length;) {
-            long word = (offset + i) & -4L;
-            int first = (int) ((offset + i) - word);
-            int v = first == 0 && data.length - i >= 4 ? 0 : fn.read32(bar, word);
-            for (int b = first; b < 4 && i < data.length; b++, i++) {
-                v = (v & ~(0xff << (8 * b))) | ((data[i] & 0xff) << (8 * b));
-            }
-            fn.write32(bar, word, v);
-        }
+        pmr.write(offset, data);
         synchronized (this) {
             mmioBytes += data.length;
         }
@@ -621,9 +534,7 @@ public final class NvmePmr {
                 left.add(name() + ": " + mapped + " PMR mappings left at shutdown");
             }
         }
-        if (fn.present()) {
-            fn.write32(0, NVME_REG_PMRCTL, 0); // the PMR off (its barrier runs), then the controller's normal shutdown
-        }
+        pmr.disable(); // the PMR off (its barrier runs), then the controller's normal shutdown
         left.addAll(dev.shutdown());
         return left;
     }

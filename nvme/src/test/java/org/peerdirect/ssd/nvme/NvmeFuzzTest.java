@@ -232,15 +232,21 @@ class NvmeFuzzTest {
         assertEquals(0, rig.fn.read32(0, 0x100), "reserved");
     }
 
+    /**
+     * An invalid doorbell (no such queue, a value outside any queue) is never taken: the
+     * controller counts it as an asynchronous event when running, as a write without effect
+     * when not. (Which of the two is not predictable here: the driver's MSI-X thread may post an
+     * Asynchronous Event Request meanwhile, and a fuzzed ASQ can make that fetch fatal.)
+     */
     private void doorbellWrite(Rig rig, SplittableRandom rnd) {
-        long before = rig.ssd.controller().invalidDoorbells();
-        boolean running = (rig.fn.read32(0, NVME_REG_CSTS) & (NVME_CSTS_RDY | NVME_CSTS_CFS)) == NVME_CSTS_RDY;
+        NvmeSsd.ControllerCounters before = rig.ssd.controller();
         int db = rnd.nextInt(3) == 0 ? 2 + rnd.nextInt((int) ((NvmeSsd.BAR0_SIZE - NVME_REG_DBS) / 4) - 2) : rnd.nextInt(2);
         int value = rnd.nextInt(4) == 0 ? rnd.nextInt() : rnd.nextInt(rnd.nextBoolean() ? 32 : 5000);
         rig.fn.write32(0, NVME_REG_DBS + 4L * db, value);
-        long after = rig.ssd.controller().invalidDoorbells();
-        if (running && (db > 1 || value < 0 || value >= 4096)) {
-            assertEquals(before + 1, after, "an invalid doorbell (" + db + ", " + value + ") is an asynchronous event");
+        NvmeSsd.ControllerCounters after = rig.ssd.controller();
+        if (db > 1 || value < 0 || value >= 4096) {
+            assertTrue(after.invalidDoorbells() + after.ignoredWrites() > before.invalidDoorbells() + before.ignoredWrites(),
+                    "an invalid doorbell (" + db + ", " + value + ") is an event or a write without effect");
         }
         count(db > 1 ? "doorbell of no queue" : "doorbell of the admin queue");
     }
