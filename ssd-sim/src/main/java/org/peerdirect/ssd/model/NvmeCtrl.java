@@ -177,6 +177,7 @@ final class NvmeCtrl {
     private void dword(long off, int v) {
         if (off >= NVME_REG_DBS) {
             doorbell(off, v);
+            regs.set(LE32, NVME_REG_CSTS, csts); // a queue the controller could not reach: CSTS.CFS
             return;
         }
         switch ((int) off) {
@@ -435,6 +436,7 @@ final class NvmeCtrl {
                     yield done(NVME_SC_ASYNC_LIMIT | NVME_SC_DNR, 0);
                 }
                 aerCids.add(cid(sqe));
+                deliverEvents(); // an event retained while none was outstanding completes it at once
                 yield DEFERRED;
             }
             case nvme_admin_abort_cmd -> done(0, 1); // DW0 bit 0: the command was not aborted
