@@ -175,6 +175,7 @@ final class NvmeCtrl {
     }
 
     private void dword(long off, int v) {
+        assert lock.isHeldByCurrentThread();
         if (off >= NVME_REG_DBS) {
             doorbell(off, v);
             regs.set(LE32, NVME_REG_CSTS, csts); // a queue the controller could not reach: CSTS.CFS
@@ -229,6 +230,7 @@ final class NvmeCtrl {
     }
 
     private void cc(int v) {
+        assert lock.isHeldByCurrentThread();
         int old = cc;
         cc = v;
         if ((old & NVME_CC_ENABLE) != 0 && (v & NVME_CC_ENABLE) == 0) {
@@ -289,6 +291,7 @@ final class NvmeCtrl {
     }
 
     private void fatal(String why) {
+        assert lock.isHeldByCurrentThread();
         running = false;
         csts |= NVME_CSTS_CFS;
         fatalErrors++;
@@ -321,6 +324,7 @@ final class NvmeCtrl {
     // ------------------------------------------------------------------ doorbells and the admin queue
 
     private void doorbell(long off, int v) {
+        assert lock.isHeldByCurrentThread();
         if (!running) {
             ignoredWrites++; // no queue exists before CSTS.RDY (nor after a fatal error)
             return;
@@ -352,6 +356,7 @@ final class NvmeCtrl {
 
     /** Fetches and runs what the host queued, one pass, while the completion queue has room. */
     private void processSq() {
+        assert lock.isHeldByCurrentThread();
         while (running && sqHead != sqTail && !cqFull()) {
             long at = sqBase + (long) sqHead * SQE_SIZE;
             try {
@@ -371,6 +376,7 @@ final class NvmeCtrl {
     }
 
     private void post(int cid, int status, int result) {
+        assert lock.isHeldByCurrentThread();
         cqe.fill((byte) 0);
         cqe.set(LE32, CQE_RESULT, result);
         cqe.set(LE16, CQE_SQ_HEAD, (short) sqHead);
