@@ -541,11 +541,12 @@ public final class NvmePmr {
 
     /**
      * What {@code ssd:info} shows: Identify Controller's model, serial, firmware and version, the
-     * PMR's use, and the controller's resets and asynchronous events (DW0s, oldest first).
+     * PMR's use, the controller's resets and asynchronous events (DW0s, oldest first), and the DMA
+     * pages the driver holds mapped for it (the admin queue's two).
      */
     public record Info(String name, String bdf, String model, String serial, String firmware, String version, int bar, long pmrBytes,
             long mappedBytes, int mappings, int pinned, long pins, long invalidations, long barriers, long mmioBytes, List<String> ranges,
-            long resets, long asyncEvents, List<Integer> recentEvents) {
+            long resets, long asyncEvents, List<Integer> recentEvents, int dmaPages) {
     }
 
     public synchronized Info info() {
@@ -562,6 +563,6 @@ public final class NvmePmr {
         NvmeDev.Identity id = dev.identity();
         NvmeDev.Stats st = dev.stats();
         return new Info(name(), fn.bdf(), id.model(), id.serial(), id.firmware(), id.versionText(), bar, pmrBytes, mapped, regions.size(), pinned,
-                pins, invalidations, barriers, mmioBytes, ranges, st.resets(), st.aens(), st.events());
+                pins, invalidations, barriers, mmioBytes, ranges, st.resets(), st.aens(), st.events(), st.dmaPages());
     }
 }

@@ -510,14 +510,17 @@ public final class NvmeDev {
 
     // ------------------------------------------------------------------ the driver's view
 
-    /** Controller resets since probe, asynchronous events received, the last events' DW0 (oldest first), the last reset's reason. */
-    public record Stats(long resets, long aens, List<Integer> events, String lastReset) {
+    /**
+     * Controller resets since probe, asynchronous events received, the last events' DW0 (oldest
+     * first), the last reset's reason, the DMA pages the driver holds mapped (the admin queue's).
+     */
+    public record Stats(long resets, long aens, List<Integer> events, String lastReset, int dmaPages) {
     }
 
     public Stats stats() {
         lock.lock();
         try {
-            return new Stats(resets, aens, List.copyOf(events), lastReset);
+            return new Stats(resets, aens, List.copyOf(events), lastReset, adminq.dmaPages());
         } finally {
             lock.unlock();
         }

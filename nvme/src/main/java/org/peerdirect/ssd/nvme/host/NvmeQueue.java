@@ -156,6 +156,12 @@ final class NvmeQueue {
         return found;
     }
 
+    /** DMA pages this queue holds mapped: its two rings until freed. */
+    int dmaPages() {
+        assert lock.isHeldByCurrentThread();
+        return freed ? 0 : 2;
+    }
+
     /** {@code nvme_free_queue}: the rings unmapped and freed; only once the controller forgot them (disabled or gone). */
     void free() {
         assert lock.isHeldByCurrentThread();
