@@ -350,6 +350,9 @@ public final class NvmeDev {
     /** {@code nvme_process_cq} on the admin queue, then the Asynchronous Event Request posted again if one completed. */
     private void processCqLocked() {
         assert lock.isHeldByCurrentThread();
+        if (dead) {
+            return; // the queue's pages are freed (shutdown, surprise removal)
+        }
         for (;;) {
             int n = adminq.processCq(this::complete);
             if (n > 0) {
