@@ -39,7 +39,9 @@ import static org.peerdirect.ssd.regs.NvmeRegs.*;
  * kept where it is asked for, not on every read).
  *
  * <p>An access to a PMR that is not enabled ({@code PMRCTL.EN} 0) goes nowhere: MMIO reads all
- * ones, peer DMA is a use-after-free for the IOMMU audit.
+ * ones, peer DMA is a use-after-free for the IOMMU audit, and {@code ioremap} of the BAR is
+ * refused. (A CPU mapping made while it was on keeps reaching the write buffer: the model does
+ * not take CPU mappings back; the driver turns the PMR off only after unmapping them.)
  *
  * <p>The controller ({@link NvmeCtrl}: registers, admin queue) is the only way in for a driver;
  * the PMR's bytes are reached through BAR2 (MMIO, the CPU's {@code ioremap} of the BAR, a peer's
@@ -175,7 +177,7 @@ public final class NvmeSsd {
         }
     }
 
-    /** The PCI function to plug in; {@link #attach} it to the function the bus returned. */
+    /** The PCI function to plug in: BAR0 the controller (registers, doorbells), BAR2 the PMR, MSI-X vector 0 for the admin queue. */
     public PciDeviceSpec spec() {
         return PciDeviceSpec.builder(name).vendorId(VENDOR_SAMSUNG).deviceId(DEVICE_PM173X).classCode(CLASS_NVME)
                 .bar(0, BAR0_SIZE, (bar, offset, width, value) -> ctrl.written(offset, width, value), this::registerRead)
