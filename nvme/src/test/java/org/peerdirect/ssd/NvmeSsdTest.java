@@ -21,7 +21,10 @@ import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.ssd.model.NvmeSsd;
+import org.peerdirect.ssd.regs.NvmeCommand;
 import org.peerdirect.ssd.regs.NvmeRegs;
+import org.peerdirect.ssd.nvme.host.NvmeDev;
+import java.lang.foreign.MemorySegment;
 import org.peerdirect.ssd.nvme.NvmePmr;
 import org.peerdirect.testkit.Machine;
 
@@ -89,6 +92,70 @@ class NvmeSsdTest {
         assertEquals(PMR, fn.barSize(NvmeSsd.PMR_BAR));
         assertEquals(NvmeRegs.NVME_CSTS_RDY, fn.read32(0, NvmeRegs.NVME_REG_CSTS) & NvmeRegs.NVME_CSTS_RDY, "enabled by the probe");
         assertEquals(0, fn.read32(0, NvmeRegs.NVME_REG_PMRSTS) & NvmeRegs.PMRSTS_NRDY, "PMR ready");
+    }
+
+    @Test
+    void theProbeBringsTheControllerUpOnAnAdminQueueAndIdentifiesIt() {
+        int aqa = fn.read32(0, NvmeRegs.NVME_REG_AQA);
+        assertEquals(NvmeDev.NVME_AQ_DEPTH - 1, aqa & NvmeRegs.NVME_AQA_ASQS_MASK, "AQA.ASQS");
+        assertEquals(NvmeDev.NVME_AQ_DEPTH - 1, aqa >>> NvmeRegs.NVME_AQA_ACQS_SHIFT, "AQA.ACQS");
+        assertTrue(fn.read64(0, NvmeRegs.NVME_REG_ASQ) != 0 && fn.read64(0, NvmeRegs.NVME_REG_ACQ) != 0, "ASQ and ACQ programmed");
+        int cc = fn.read32(0, NvmeRegs.NVME_REG_CC);
+        assertEquals(NvmeRegs.NVME_CC_ENABLE | NvmeRegs.NVME_CC_IOSQES | NvmeRegs.NVME_CC_IOCQES, cc, "CC: NVM, 4 KiB pages, round robin, enabled");
+        NvmePmr.Info i = pmr.info();
+        assertEquals("test-ssd", i.model(), "Identify Controller's MN: the model's name");
+        assertEquals("1.4", i.version());
+        assertTrue(i.serial().startsWith("PD"), i.serial());
+        assertEquals(2, ssd.controller().commands(), "Identify, and the Asynchronous Event Request left outstanding");
+        assertEquals(1, fn.msixVectors());
+        assertTrue(fn.irqRequested(0), "the admin queue's vector");
+    }
+
+    @Test
+    void anInvalidDoorbellReachesTheDriverAsAnAsynchronousEvent() {
+        fn.write32(0, NvmeRegs.doorbell(3, false, 0), 1); // no queue 3
+        MemorySegment abort = MemorySegment.ofArray(new byte[64]);
+        abort.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) NvmeCommand.nvme_admin_abort_cmd);
+        NvmePmr.AdminCompletion c = pmr.adminCommand(abort); // the driver reaps the event's completion with it at the latest
+        assertEquals(NvmeCommand.NVME_SC_SUCCESS, c.status());
+        assertEquals(1, c.result(), "Abort: not aborted");
+        assertEquals(1, pmr.info().asyncEvents());
+        assertEquals(List.of(NvmeCommand.aerResult(NvmeCommand.NVME_AER_ERROR, NvmeCommand.NVME_AER_ERROR_INVALID_DB_REG, NvmeCommand.NVME_LOG_ERROR)),
+                pmr.info().recentEvents());
+        assertEquals(4, ssd.controller().commands(), "the driver posted its request again after the event");
+        MemorySegment aer = MemorySegment.ofArray(new byte[64]);
+        aer.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) NvmeCommand.nvme_admin_async_event);
+        assertEquals(Errno.EINVAL, assertThrows(KernelException.class, () -> pmr.adminCommand(aer)).errno(), "requests are the driver's own");
+        MemorySegment bad = MemorySegment.ofArray(new byte[64]);
+        bad.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) 0x7f);
+        assertEquals(NvmeCommand.NVME_SC_INVALID_OPCODE, pmr.adminCommand(bad).status());
+    }
+
+    @Test
+    void aControllerResetBehindTheDriversBackIsRecoveredAndThePmrStaysReachable() {
+        pmr.write(0x100, text("before"));
+        fn.write32(0, NvmeRegs.NVME_REG_CC, 0); // the controller reset under the driver
+        fn.write32(0, NvmeRegs.NVME_REG_PMRCTL, 0); // and the PMR turned off
+        MemorySegment id = MemorySegment.ofArray(new byte[64]);
+        id.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) NvmeCommand.nvme_admin_abort_cmd);
+        assertEquals(NvmeCommand.NVME_SC_SUCCESS, pmr.adminCommand(id).status(), "the driver resets the controller and runs the command");
+        assertEquals(1, pmr.info().resets());
+        pmr.flush();
+        assertArrayEquals(text("before"), pmr.read(0x100, 6), "the reset put the PMR back on; its bytes stayed");
+    }
+
+    @Test
+    void shutdownIsNormalThroughCcShnAndFreesTheAdminQueue() {
+        long mapped = m.iommu().domains().stream().filter(d -> d.name().equals(fn.bdf())).mapToLong(d -> d.mappedPages()).sum();
+        assertEquals(2, mapped, "the admin SQ and CQ pages");
+        assertEquals(List.of(), pmr.shutdown());
+        assertEquals(0, fn.read32(0, NvmeRegs.NVME_REG_CSTS), "CC.EN 0 after SHST said complete: the controller forgot the queue");
+        assertEquals(0, m.iommu().domains().stream().filter(d -> d.name().equals(fn.bdf())).mapToLong(d -> d.mappedPages()).sum());
+        assertFalse(fn.irqRequested(0));
+        assertEquals(List.of(), pmr.shutdown(), "idempotent");
+        fn.remove();
+        ssd.close();
+        ssd = null;
     }
 
     @Test

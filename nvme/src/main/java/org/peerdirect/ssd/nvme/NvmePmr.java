@@ -1,25 +1,8 @@
 package org.peerdirect.ssd.nvme;
 
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CAP_PMRS;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CC_ENABLE;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CC_SHN_NORMAL;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CSTS_CFS;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CSTS_RDY;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CSTS_SHST_CMPLT;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_CSTS_SHST_MASK;
 import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_CAP;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_CC;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_CSTS;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_PMRCAP;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_PMRCTL;
-import static org.peerdirect.ssd.regs.NvmeRegs.NVME_REG_PMRSTS;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRCAP_BIR_SHIFT;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRCAP_PMRWBM_SHIFT;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRCTL_EN;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRSTS_ERR_MASK;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRSTS_NRDY;
-import static org.peerdirect.ssd.regs.NvmeRegs.PMRWBM_READ_PMRSTS;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -35,13 +18,16 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.mm.Vma;
 import org.peerdirect.kernel.pci.PciFunction;
-import org.peerdirect.ssd.regs.PmrWindow;
+import org.peerdirect.ssd.nvme.host.NvmeDev;
+import org.peerdirect.ssd.nvme.host.Pmr;
 
 /**
- * The NVMe driver's part for one controller's persistent memory region ({@code drivers/nvme/host/pci.c}
- * with {@code drivers/pci/p2pdma.c}): probes and enables the controller and its PMR through the
- * registers, maps PMR ranges into processes ({@code mmap} of the region at a fixed offset, as of a
- * DAX device, or {@code pci_alloc_p2pmem}-style first-fit allocation), pins ranges for a peer
+ * The NVMe driver's part for one controller's persistent memory region ({@code drivers/pci/p2pdma.c}
+ * over the controller {@code drivers/nvme/host/pci.c} brings up, {@link NvmeDev}): enables the PMR
+ * through its registers ({@code PMRCAP}, {@code PMRCTL}, {@code PMRSTS}), maps PMR ranges into
+ * processes ({@code io_remap_pfn_range} of the BAR {@code PMRCAP.BIR} names, through
+ * {@link PciFunction#ioremap}; {@code mmap} of the region at a fixed offset, as of a DAX device,
+ * or {@code pci_alloc_p2pmem}-style first-fit allocation), pins ranges for a peer
  * device and maps them into the peer's IOMMU domain ({@code pci_p2pdma_map}: {@code dma_map_resource}
  * of the PMR BAR), and makes posted writes persistent by the PMR's write barrier (a read of
  * {@code PMRSTS}).
@@ -122,20 +108,25 @@ public final class NvmePmr {
     private final int index;
     private final int bar;
     private final long pmrBytes;
-    private final PmrWindow window;
+    /** The controller: registers and admin queue. */
+    private final NvmeDev dev;
     /** PMR offset → region. */
     private final TreeMap<Long, Region> regions = new TreeMap<>();
     /** pid → (va → region). */
     private final Map<Integer, TreeMap<Long, Region>> byProcess = new HashMap<>();
     private final Map<Integer, DeviceFile> files = new HashMap<>();
+    /** The region's registers and BAR. */
+    private final Pmr pmr;
     private long barriers;
     private long invalidations;
     private long pins;
     private long mmioBytes;
 
     /**
-     * Probe: the controller must announce a PMR ({@code CAP.PMRS}) with the {@code PMRSTS}-read
-     * write barrier; enables the controller ({@code CC.EN}, waits for {@code CSTS.RDY}) and the PMR.
+     * Probe: the controller must announce a PMR ({@code CAP.PMRS}) on a BAR it implements with the
+     * {@code PMRSTS}-read write barrier; the controller is brought up ({@link NvmeDev}: admin
+     * queue, Identify) and the PMR enabled ({@code PMRCTL.EN}, {@code PMRSTS.NRDY} 0 within
+     * {@code PMRCAP.PMRTO}).
      */
     public NvmePmr(Mm mm, PciFunction fn, int index) {
         this.mm = mm;
@@ -145,28 +136,19 @@ public final class NvmePmr {
         if (cap == -1L) {
             throw new KernelException(Errno.ENODEV, name() + ": controller at " + fn.bdf() + " reads all ones (gone)");
         }
-        if ((cap & NVME_CAP_PMRS) == 0) {
-            throw new KernelException(Errno.EOPNOTSUPP, name() + ": controller at " + fn.bdf() + " has no persistent memory region (CAP.PMRS 0)");
-        }
-        int pmrcap = fn.read32(0, NVME_REG_PMRCAP);
-        this.bar = (pmrcap >>> PMRCAP_BIR_SHIFT) & 7;
-        this.pmrBytes = fn.barSize(bar);
-        if (pmrBytes == 0) {
-            throw new KernelException(Errno.EINVAL, String.format("%s: PMRCAP.BIR names BAR %d, which %s does not implement", name(), bar, fn.bdf()));
-        }
-        if ((((pmrcap >>> PMRCAP_PMRWBM_SHIFT) & 0xf) & PMRWBM_READ_PMRSTS) == 0) {
-            throw new KernelException(Errno.EOPNOTSUPP, name() + ": the PMR has no PMRSTS-read write barrier (PMRCAP.PMRWBM bit 1): writes could not be made persistent");
-        }
-        this.window = fn.firmware(PmrWindow.class).orElseThrow(
-                () -> new KernelException(Errno.ENODEV, name() + ": " + fn.bdf() + " offers no PMR mapping"));
-        fn.write32(0, NVME_REG_CC, NVME_CC_ENABLE);
-        if ((fn.read32(0, NVME_REG_CSTS) & NVME_CSTS_RDY) == 0) {
-            throw new KernelException(Errno.EIO, name() + ": controller did not become ready (CSTS.RDY 0 after CC.EN)");
-        }
-        fn.write32(0, NVME_REG_PMRCTL, PMRCTL_EN);
-        if ((fn.read32(0, NVME_REG_PMRSTS) & PMRSTS_NRDY) != 0) {
-            fn.write32(0, NVME_REG_CC, 0);
-            throw new KernelException(Errno.EIO, name() + ": PMR not ready after PMRCTL.EN (PMRSTS.NRDY)");
+        this.pmr = new Pmr(fn, name(), cap);
+        this.bar = pmr.bar();
+        this.pmrBytes = pmr.bytes();
+        this.dev = new NvmeDev(mm, fn, name(), () -> {
+            if (!shuttingDown) {
+                pmr.enableIfOff();
+            }
+        });
+        try {
+            pmr.enable();
+        } catch (RuntimeException e) {
+            dev.shutdown();
+            throw e;
         }
     }
 
@@ -235,7 +217,7 @@ public final class NvmePmr {
         if (!fn.present()) {
             throw new KernelException(Errno.ENODEV, name() + ": the controller is gone");
         }
-        long va = proc.mmapDevice(0, window.cpuWindow(offset, length), Vma.PROT_READ | Vma.PROT_WRITE, "[" + name() + " pmr]");
+        long va = proc.mmapDevice(0, pmr.ioremap(offset, length), Vma.PROT_READ | Vma.PROT_WRITE, "[" + name() + " pmr]");
         Region r = new Region(proc.pid(), va, offset, length);
         regions.put(offset, r);
         byProcess.computeIfAbsent(proc.pid(), p -> new TreeMap<>()).put(va, r);
@@ -383,65 +365,10 @@ public final class NvmePmr {
 
     // ------------------------------------------------------------------ dma-buf export
 
-    /** An exported PMR range: a window of BAR2 mapped for each importer; the PMR never moves it. */
-    private final class PmrDmaBuf implements org.peerdirect.kernel.dmabuf.DmaBufOps {
-        final Region region;
-        final long pmrOffset;
-        final long length;
-        final Map<org.peerdirect.kernel.dmabuf.DmaBufAttachment, Long> maps = new HashMap<>();
-        org.peerdirect.kernel.dmabuf.DmaBuf buf;
-
-        PmrDmaBuf(Region region, long pmrOffset, long length) {
-            this.region = region;
-            this.pmrOffset = pmrOffset;
-            this.length = length;
-        }
-
-        @Override
-        public void attach(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
-            if (!a.importerOps().allowPeer2Peer()) {
-                throw new KernelException(Errno.EOPNOTSUPP, name() + ": the PMR is reachable only peer to peer; " + a.importerName()
-                        + " does not allow peer2peer");
-            }
-        }
-
-        @Override
-        public org.peerdirect.kernel.dma.SgTable map(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, DmaDirection dir) {
-            synchronized (NvmePmr.this) {
-                if (!fn.present()) {
-                    throw new KernelException(Errno.ENODEV, name() + ": the controller is gone");
-                }
-                long iova = a.importer().dmaMapResource(fn, bar, pmrOffset, length, dir);
-                maps.put(a, iova);
-                return org.peerdirect.kernel.dma.SgTable.of(new long[] {iova}, new long[] {length});
-            }
-        }
-
-        @Override
-        public void unmap(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, org.peerdirect.kernel.dma.SgTable sg, DmaDirection dir) {
-            synchronized (NvmePmr.this) {
-                Long iova = maps.remove(a);
-                if (iova != null) {
-                    a.importer().dmaUnmap(iova, (int) (length / PAGE));
-                }
-            }
-        }
-
-        @Override
-        public void release(org.peerdirect.kernel.dmabuf.DmaBuf b) {
-            synchronized (NvmePmr.this) {
-                exports.remove(this);
-                if (--region.exports == 0 && region.freed) {
-                    regions.remove(region.offset, region); // the range is free for new mappings now
-                }
-            }
-        }
-    }
-
     /** Exported dma-bufs not yet released. */
     private final List<PmrDmaBuf> exports = new ArrayList<>();
     /** The controller is going: no new export. */
-    private boolean shuttingDown;
+    private volatile boolean shuttingDown;
 
     /**
      * Exports [va, va+length) of a PMR mapping of {@code proc} as a dma-buf open in the process
@@ -462,12 +389,29 @@ public final class NvmePmr {
                         name(), va, length, proc.pid()));
             }
             r.exports++;
-            d = new PmrDmaBuf(r, r.offset + (va - r.va), length);
+            d = new PmrDmaBuf(this, r, r.offset + (va - r.va), length);
             d.buf = org.peerdirect.kernel.dmabuf.DmaBuf.export(name() + " pmr", length, d); // takes no lock
             exports.add(d); // with its buffer: a shutdown sees it whole or not at all
         }
         // a descriptor that cannot be installed drops the only reference: the buffer is released then, once
         return d.buf.fd(proc);
+    }
+
+    /** A buffer's last reference went (PmrDmaBuf.release): the range it kept reserved is free again if unmapped. */
+    synchronized void released(PmrDmaBuf d) {
+        exports.remove(d);
+        Region region = d.region;
+        if (--region.exports == 0 && region.freed) {
+            regions.remove(region.offset, region); // the range is free for new mappings now
+        }
+    }
+
+    PciFunction function() {
+        return fn;
+    }
+
+    int bar() {
+        return bar;
     }
 
     /** The controller goes: every exported buffer revoked; returns what pinned, non-revocable importers keep. */
@@ -502,39 +446,15 @@ public final class NvmePmr {
      * @throws KernelException EIO when the controller reports a PMR error, ENODEV when it is gone
      */
     public void flush() {
-        int sts = fn.read32(0, NVME_REG_PMRSTS);
         synchronized (this) {
             barriers++;
         }
-        if (sts == -1) {
-            throw new KernelException(Errno.ENODEV, name() + ": controller gone, the barrier did not complete");
-        }
-        if ((sts & PMRSTS_ERR_MASK) != 0) {
-            throw new KernelException(Errno.EIO, String.format("%s: PMR write barrier failed (PMRSTS.ERR 0x%x): the media did not take the writes",
-                    name(), sts & PMRSTS_ERR_MASK));
-        }
-        if ((sts & PMRSTS_NRDY) != 0) {
-            throw new KernelException(Errno.EIO, name() + ": PMR not ready (PMRSTS.NRDY)");
-        }
-    }
-
-    private void checkWindow(long offset, long length) {
-        if (offset < 0 || length < 0 || offset + length > pmrBytes || offset + length < 0) {
-            throw new KernelException(Errno.EINVAL, String.format("%s: PMR offset 0x%x length %d is outside the %d-byte region", name(), offset, length, pmrBytes));
-        }
+        pmr.barrier();
     }
 
     /** Reads PMR bytes through the BAR (MMIO, 32 bits at a time), as the kernel's {@code memcpy_fromio}. */
     public byte[] read(long offset, int length) {
-        checkWindow(offset, length);
-        byte[] out = new byte[length];
-        for (int i = 0; i < length;) {
-            long word = (offset + i) & -4L;
-            int v = fn.read32(bar, word);
-            for (int b = (int) ((offset + i) - word); b < 4 && i < length; b++, i++) {
-                out[i] = (byte) (v >>> (8 * b));
-            }
-        }
+        byte[] out = pmr.read(offset, length);
         synchronized (this) {
             mmioBytes += length;
         }
@@ -543,27 +463,55 @@ public final class NvmePmr {
 
     /** Writes PMR bytes through the BAR (MMIO; partial words read-modify-write), as {@code memcpy_toio}. Posted, not yet persistent. */
     public void write(long offset, byte[] data) {
-        checkWindow(offset, data.length);
-        for (int i = 0; i < data.length;) {
-            long word = (offset + i) & -4L;
-            int first = (int) ((offset + i) - word);
-            int v = first == 0 && data.length - i >= 4 ? 0 : fn.read32(bar, word);
-            for (int b = first; b < 4 && i < data.length; b++, i++) {
-                v = (v & ~(0xff << (8 * b))) | ((data[i] & 0xff) << (8 * b));
-            }
-            fn.write32(bar, word, v);
-        }
+        pmr.write(offset, data);
         synchronized (this) {
             mmioBytes += data.length;
         }
+    }
+
+    // ------------------------------------------------------------------ admin passthrough, reset
+
+    /** An admin command's completion: status ({@code NVME_SC_*} with its type, {@code 0} success) and DW0. */
+    public record AdminCompletion(int status, int result) {
+    }
+
+    /**
+     * {@code NVME_IOCTL_ADMIN_CMD} ({@code nvme_user_cmd}) without the buffer mapping: the 64-byte
+     * command as given (the driver sets only the command id), data pointers included, submitted
+     * on the admin queue and awaited. A controller that fails under it is reset and the command
+     * tried once more; a command the controller refuses comes back with its status.
+     *
+     * @throws KernelException EINVAL for a command that is not 64 bytes or an Asynchronous Event
+     *         Request (the driver keeps one outstanding itself), ENODEV when the controller
+     *         is gone, EIO when it fails again after a reset
+     */
+    public AdminCompletion adminCommand(MemorySegment command) {
+        if (command.byteSize() != org.peerdirect.ssd.regs.NvmeCommand.SQE_SIZE) {
+            throw new KernelException(Errno.EINVAL, name() + ": an admin command is 64 bytes, not " + command.byteSize());
+        }
+        if ((command.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) & 0xff) == org.peerdirect.ssd.regs.NvmeCommand.nvme_admin_async_event) {
+            throw new KernelException(Errno.EINVAL, name() + ": Asynchronous Event Requests are the driver's own (they complete only on an event)");
+        }
+        NvmeDev.AdminResult r = dev.submitSync(c -> c.copyFrom(command));
+        return new AdminCompletion(r.status(), r.result());
+    }
+
+    /**
+     * {@code nvme_reset_ctrl} ({@code echo 1 > /sys/class/nvme/nvme0/reset_controller}): the
+     * controller disabled and brought up again on the admin queue, the PMR enabled again if it
+     * was turned off. Mappings and pins stay (the PMR's bytes do not move).
+     */
+    public void reset() {
+        dev.reset();
     }
 
     // ------------------------------------------------------------------ teardown, view
 
     /**
      * The controller goes (driver unbind): every mapping is unmapped (pins invalidated first), the
-     * PMR disabled and the controller shut down normally ({@code CC.SHN}), which makes what was
-     * posted persistent. Returns what could not be cleaned.
+     * PMR disabled and the controller shut down normally ({@code CC.SHN}, {@link NvmeDev#shutdown}),
+     * which makes what was posted persistent, and its admin queue freed. Returns what could not be
+     * cleaned.
      */
     public List<String> shutdown() {
         List<String> stuck = revokeExports(); // importers let go first
@@ -586,21 +534,19 @@ public final class NvmePmr {
                 left.add(name() + ": " + mapped + " PMR mappings left at shutdown");
             }
         }
-        if (fn.present()) {
-            fn.write32(0, NVME_REG_PMRCTL, 0);
-            fn.write32(0, NVME_REG_CC, NVME_CC_ENABLE | NVME_CC_SHN_NORMAL);
-            int csts = fn.read32(0, NVME_REG_CSTS);
-            if ((csts & NVME_CSTS_SHST_MASK) != NVME_CSTS_SHST_CMPLT || (csts & NVME_CSTS_CFS) != 0) {
-                left.add(String.format("%s: shutdown not complete (CSTS 0x%x): posted PMR writes may be lost", name(), csts));
-            }
-            fn.write32(0, NVME_REG_CC, 0);
-        }
+        pmr.disable(); // the PMR off (its barrier runs), then the controller's normal shutdown
+        left.addAll(dev.shutdown());
         return left;
     }
 
-    /** What {@code ssd:info} shows. */
-    public record Info(String name, String bdf, int bar, long pmrBytes, long mappedBytes, int mappings, int pinned, long pins,
-            long invalidations, long barriers, long mmioBytes, List<String> ranges) {
+    /**
+     * What {@code ssd:info} shows: Identify Controller's model, serial, firmware and version, the
+     * PMR's use, the controller's resets and asynchronous events (DW0s, oldest first), and the DMA
+     * pages the driver holds mapped for it (the admin queue's two).
+     */
+    public record Info(String name, String bdf, String model, String serial, String firmware, String version, int bar, long pmrBytes,
+            long mappedBytes, int mappings, int pinned, long pins, long invalidations, long barriers, long mmioBytes, List<String> ranges,
+            long resets, long asyncEvents, List<Integer> recentEvents, int dmaPages) {
     }
 
     public synchronized Info info() {
@@ -614,6 +560,9 @@ public final class NvmePmr {
             ranges.add(String.format("PMR 0x%08x-0x%08x pid %d at 0x%x%s", r.offset, r.offset + r.length, r.pid, r.va,
                     live == 0 ? "" : ", pinned by " + live + " peer registration(s)"));
         }
-        return new Info(name(), fn.bdf(), bar, pmrBytes, mapped, regions.size(), pinned, pins, invalidations, barriers, mmioBytes, ranges);
+        NvmeDev.Identity id = dev.identity();
+        NvmeDev.Stats st = dev.stats();
+        return new Info(name(), fn.bdf(), id.model(), id.serial(), id.firmware(), id.versionText(), bar, pmrBytes, mapped, regions.size(), pinned,
+                pins, invalidations, barriers, mmioBytes, ranges, st.resets(), st.aens(), st.events(), st.dmaPages());
     }
 }

@@ -136,9 +136,15 @@ public interface PciFunction {
      * does not watch). Valid until the function is removed; then accessing it throws
      * {@link IllegalStateException}.
      *
+     * <p>An aperture BAR ({@link BarAperture}) maps only where the device keeps the whole range
+     * behind one contiguous window of its memory ({@link BarAperture#page} of the first page
+     * covers it: an NVMe PMR, which never moves); the mapping is then the device's memory and
+     * lives as long as the device keeps it. A GPU's BAR1, whose pages come and go, is refused.
+     *
      * @throws IllegalArgumentException when the function has no such BAR, the BAR is an aperture
-     *         (its pages move: map them page by page through the device), or the range is not
-     *         page-aligned or leaves the BAR (the message names which)
+     *         that does not keep the range behind one window (nothing mapped, or its pages move:
+     *         map them page by page through the device), or the range is not page-aligned or
+     *         leaves the BAR (the message names which)
      * @see "io_remap_pfn_range(), pci_resource_start()"
      * @since 0.11
      */

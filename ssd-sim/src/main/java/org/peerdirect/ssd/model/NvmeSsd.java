@@ -11,11 +11,9 @@ import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
-import org.peerdirect.ssd.regs.PmrWindow;
 
 import static org.peerdirect.ssd.regs.NvmeRegs.*;
 
@@ -41,13 +39,20 @@ import static org.peerdirect.ssd.regs.NvmeRegs.*;
  * kept where it is asked for, not on every read).
  *
  * <p>An access to a PMR that is not enabled ({@code PMRCTL.EN} 0) goes nowhere: MMIO reads all
- * ones, peer DMA is a use-after-free for the IOMMU audit.
+ * ones, peer DMA is a use-after-free for the IOMMU audit, and {@code ioremap} of the BAR is
+ * refused. (A CPU mapping made while it was on keeps reaching the write buffer: the model does
+ * not take CPU mappings back; the driver turns the PMR off only after unmapping them.)
+ *
+ * <p>The controller ({@link NvmeCtrl}: registers, admin queue) is the only way in for a driver;
+ * the PMR's bytes are reached through BAR2 (MMIO, the CPU's {@code ioremap} of the BAR, a peer's
+ * IOMMU mapping of it).
  *
  * <p>Thread safety: the write buffer is written by peers and CPUs without a lock (the driver owns
  * the ranges it hands out); a barrier serialises with other barriers on {@code this}; register
- * writes arrive on the driver's thread.
+ * writes arrive on the driver's thread and serialise on the controller's lock, which is taken
+ * before {@code this}, never after.
  */
-public final class NvmeSsd implements PmrWindow {
+public final class NvmeSsd {
 
     public static final int VENDOR_SAMSUNG = 0x144d;
     /** {@code 144d:a824}, "NVMe SSD Controller PM173X". */
@@ -70,7 +75,7 @@ public final class NvmeSsd implements PmrWindow {
     private final MemorySegment mediaMap;
     /** The controller's volatile write buffer: what the window shows now. */
     private final MemorySegment buffer;
-    private final AtomicReference<PciFunction> function = new AtomicReference<>();
+    private final NvmeCtrl ctrl;
     /**
      * The window was reached since power-on (a peer's DMA, or handed to a CPU mapping): until
      * then the write buffer is the media and a barrier has nothing to write (the probe's PMRSTS
@@ -123,6 +128,22 @@ public final class NvmeSsd implements PmrWindow {
             this.mediaMap = ch.map(FileChannel.MapMode.READ_WRITE, 0, pmrBytes, arena);
             this.buffer = org.peerdirect.kernel.mm.Mm.deviceMemory(pmrBytes, arena);
             load();
+            int pmrcap = PMRCAP_RDS | PMRCAP_WDS | (PMR_BAR << PMRCAP_BIR_SHIFT)
+                    | ((PMRWBM_READ_PMR | PMRWBM_READ_PMRSTS) << PMRCAP_PMRWBM_SHIFT) | (10 << PMRCAP_PMRTO_SHIFT);
+            // PMREBS: the elasticity buffer is the whole PMR, in MiB (PMRSZU 2), read bypass 0
+            int pmrebs = (int) (Math.min(pmrBytes >> 20, 0xffffff) << PMREBS_PMRWBZ_SHIFT) | PMREBS_PMRSZU_MIB;
+            this.ctrl = new NvmeCtrl(name, String.format("PD%08X", media.toAbsolutePath().toString().hashCode()), pmrcap, pmrebs,
+                    new NvmeCtrl.Media() {
+                        @Override
+                        public boolean barrier() {
+                            return NvmeSsd.this.barrier();
+                        }
+
+                        @Override
+                        public void pmrEnabled(boolean en) {
+                            pmrEnabled = en;
+                        }
+                    });
         } catch (IOException e) {
             close(ch);
             arena.close();
@@ -156,78 +177,25 @@ public final class NvmeSsd implements PmrWindow {
         }
     }
 
-    /** The PCI function to plug in; {@link #attach} it to the function the bus returned. */
+    /** The PCI function to plug in: BAR0 the controller (registers, doorbells), BAR2 the PMR, MSI-X vector 0 for the admin queue. */
     public PciDeviceSpec spec() {
         return PciDeviceSpec.builder(name).vendorId(VENDOR_SAMSUNG).deviceId(DEVICE_PM173X).classCode(CLASS_NVME)
-                .bar(0, BAR0_SIZE, this::registerWritten, this::registerRead)
+                .bar(0, BAR0_SIZE, (bar, offset, width, value) -> ctrl.written(offset, width, value), this::registerRead)
                 .aperture(PMR_BAR, pmrBytes, new Pmr())
-                .firmware(this)
+                .msixVectors(1)
                 .powerOn(this::reset)
                 .build();
     }
 
-    /** Controller reset: the registers as the spec gives them at power-on. */
+    /** Power-on: the registers as the spec gives them, the PMR off. */
     private void reset(PciFunction fn) {
-        function.set(fn);
-        MemorySegment r = fn.barMemory(0);
-        r.fill((byte) 0);
-        // MQES 1023, CQR, TO 10 s (20 x 500 ms), CSS NVM, PMRS
-        set64(r, NVME_REG_CAP, 0x3ffL | (1L << 16) | (20L << 24) | (1L << 37) | NVME_CAP_PMRS);
-        set32(r, NVME_REG_VS, 0x00010400); // 1.4.0
-        set32(r, NVME_REG_PMRCAP, PMRCAP_RDS | PMRCAP_WDS | (PMR_BAR << PMRCAP_BIR_SHIFT) | ((PMRWBM_READ_PMR | PMRWBM_READ_PMRSTS) << PMRCAP_PMRWBM_SHIFT)
-                | (10 << PMRCAP_PMRTO_SHIFT));
-        set32(r, NVME_REG_PMRSTS, PMRSTS_NRDY);
-        // PMREBS: elasticity buffer size in MiB units (PMRSZU 1 = 1 MiB... kept at the PMR's size), read-bypass behaviour 0
-        set32(r, NVME_REG_PMREBS, (int) (Math.min(pmrBytes >> 20, 0xffffff) << 8) | 2);
         pmrEnabled = false;
-    }
-
-    private static void set32(MemorySegment r, long off, int v) {
-        r.set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), off, v);
-    }
-
-    private static int get32(MemorySegment r, long off) {
-        return r.get(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), off);
-    }
-
-    private static void set64(MemorySegment r, long off, long v) {
-        r.set(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), off, v);
-    }
-
-    private void registerWritten(int bar, long offset, int width, long value) {
-        PciFunction fn = function.get();
-        if (fn == null || dead) {
-            return;
-        }
-        MemorySegment r = fn.barMemory(0);
-        if (offset == NVME_REG_CC) {
-            int cc = (int) value;
-            int csts = get32(r, NVME_REG_CSTS);
-            if ((cc & NVME_CC_SHN_MASK) != 0 && (csts & NVME_CSTS_SHST_MASK) != NVME_CSTS_SHST_CMPLT) {
-                // shutdown notification: the write buffer goes to the media before SHST says complete
-                boolean ok = barrier();
-                csts = (csts & ~NVME_CSTS_SHST_MASK) | NVME_CSTS_SHST_CMPLT | (ok ? 0 : NVME_CSTS_CFS);
-            }
-            csts = (cc & NVME_CC_ENABLE) != 0 ? csts | NVME_CSTS_RDY : csts & ~NVME_CSTS_RDY & ~NVME_CSTS_SHST_MASK;
-            set32(r, NVME_REG_CSTS, csts);
-        } else if (offset == NVME_REG_PMRCTL) {
-            boolean en = (value & PMRCTL_EN) != 0;
-            if (!en && pmrEnabled) {
-                barrier(); // disabling the PMR does not lose what was posted to it
-            }
-            pmrEnabled = en;
-            set32(r, NVME_REG_PMRSTS, (get32(r, NVME_REG_PMRSTS) & ~PMRSTS_NRDY) | (en ? 0 : PMRSTS_NRDY));
-        }
+        ctrl.powerOn(fn);
     }
 
     private void registerRead(int bar, long offset, int width) {
         if (offset == NVME_REG_PMRSTS && pmrEnabled && !dead) {
-            boolean ok = barrier();
-            PciFunction fn = function.get();
-            if (fn != null) {
-                MemorySegment r = fn.barMemory(0);
-                set32(r, NVME_REG_PMRSTS, (get32(r, NVME_REG_PMRSTS) & ~PMRSTS_ERR_MASK) | (ok ? 0 : 1));
-            }
+            ctrl.pmrstsRead();
         }
     }
 
@@ -303,16 +271,6 @@ public final class NvmeSsd implements PmrWindow {
         return !mediaError;
     }
 
-    /** The window as the CPU maps it ({@code mmap} of the PMR): the write buffer, for {@code mmapDevice}. */
-    @Override
-    public MemorySegment cpuWindow(long offset, long length) {
-        if (offset < 0 || length <= 0 || offset % PAGE != 0 || length % PAGE != 0 || offset + length > pmrBytes) {
-            throw new IllegalArgumentException(String.format("%s: window 0x%x+0x%x is not page-aligned inside the %d-byte PMR", name, offset, length, pmrBytes));
-        }
-        reached = true;
-        return buffer.asSlice(offset, length);
-    }
-
     public String name() {
         return name;
     }
@@ -323,6 +281,20 @@ public final class NvmeSsd implements PmrWindow {
 
     public long pmrBytes() {
         return pmrBytes;
+    }
+
+    /**
+     * What the controller counted since power-on, the lab's view: admin commands fetched, register
+     * writes without effect (read-only, reserved, doorbells before ready), invalid doorbell writes
+     * (each an asynchronous event), events dropped because eight were retained already, fatal
+     * errors ({@code CSTS.CFS}) and the last one's reason.
+     */
+    public record ControllerCounters(long commands, long ignoredWrites, long invalidDoorbells, long droppedEvents, long fatalErrors,
+            String lastFatal) {
+    }
+
+    public ControllerCounters controller() {
+        return ctrl.counters();
     }
 
     /** Write barriers that ran since power-on (a PMRSTS read, a flushing read of the window, a shutdown). */
@@ -348,7 +320,12 @@ public final class NvmeSsd implements PmrWindow {
      * Power off: the card is pulled (its function removed first). What was posted and not made
      * persistent is lost, as on a real power loss; the media file stays, unlocked.
      */
-    public synchronized void close() {
+    public void close() {
+        ctrl.powerOff(); // outside this object's lock: the controller's lock comes first
+        closeMedia();
+    }
+
+    private synchronized void closeMedia() {
         if (dead) {
             return;
         }

@@ -21,7 +21,7 @@ public final class SsdMediaCommands {
         this.models = models;
     }
 
-    @Descriptor("the SSD models' media: file, pages posted and not yet persistent (a power loss loses them), barriers run. Example: ssd:media")
+    @Descriptor("the SSD models' media: file, pages posted and not yet persistent (a power loss loses them), barriers run, the controller's counters. Example: ssd:media")
     public String media() {
         var all = models.media();
         if (all.isEmpty()) {
@@ -33,6 +33,9 @@ public final class SsdMediaCommands {
             sb.append(String.format("SSD %d  %s  PMR %d MiB  media %s%n", i, m.bdf(), m.pmrBytes() >> 20, m.file()));
             sb.append(String.format("  posted         %d page(s) written and not yet persistent (ssd:flush, rdma:put --flush)%n", m.postedPages()));
             sb.append(String.format("  barriers       %d since power-on%n", m.barriers()));
+            NvmeSsd.ControllerCounters c = m.controller();
+            sb.append(String.format("  controller     %d admin command(s), %d register write(s) without effect, %d invalid doorbell(s), %d fatal error(s)%s%n",
+                    c.commands(), c.ignoredWrites(), c.invalidDoorbells(), c.fatalErrors(), c.fatalErrors() == 0 ? "" : " (last: " + c.lastFatal() + ")"));
         }
         return sb.toString();
     }

@@ -127,14 +127,16 @@ public final class SsdModel {
 
     /**
      * What the model alone knows of one SSD (no driver can see it): its media file, the pages
-     * posted to its PMR and not yet on the media (lost on power loss), the barriers run.
+     * posted to its PMR and not yet on the media (lost on power loss), the barriers run, and what
+     * its controller counted (admin commands, writes without effect, invalid doorbells, fatal errors).
      */
-    public record Media(String bdf, Path file, long pmrBytes, long postedPages, long barriers) {
+    public record Media(String bdf, Path file, long pmrBytes, long postedPages, long barriers, NvmeSsd.ControllerCounters controller) {
     }
 
     /** The SSDs' media, in plug order (nvme{@code i} is SSD {@code i} once the driver probed them all). */
     public List<Media> media() {
-        return cards.stream().map(k -> new Media(k.fn.bdf(), k.ssd.media(), k.ssd.pmrBytes(), k.ssd.unpersistedPages(), k.ssd.barriers())).toList();
+        return cards.stream().map(k -> new Media(k.fn.bdf(), k.ssd.media(), k.ssd.pmrBytes(), k.ssd.unpersistedPages(), k.ssd.barriers(),
+                k.ssd.controller())).toList();
     }
 
     @Deactivate

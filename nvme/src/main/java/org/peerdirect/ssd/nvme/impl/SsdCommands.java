@@ -63,7 +63,10 @@ public final class SsdCommands {
         }
         for (NvmePmr p : all) {
             NvmePmr.Info i = p.info();
-            sb.append(String.format("%s  %s  Samsung PM173X NVMe SSD (144d:a824), NVMe 1.4%n", i.name(), i.bdf()));
+            sb.append(String.format("%s  %s  %s (144d:a824), NVMe %s%n", i.name(), i.bdf(), i.model(), i.version()));
+            sb.append(String.format("  controller     serial %s, firmware %s, resets %d, async events %d%s, DMA pages live %d (admin queue)%n", i.serial(),
+                    i.firmware(), i.resets(), i.asyncEvents(), i.recentEvents().isEmpty() ? "" : " (last result " + String.format("%08x",
+                            i.recentEvents().getLast()) + ")", i.dmaPages()));
             sb.append(String.format("  PMR            BAR%d, %d MiB, persistent (write barriers: a read of PMRSTS, a flushing read of a range by a peer: RDMA FLUSH)%n", i.bar(), i.pmrBytes() >> 20));
             sb.append(String.format("  mapped         %d KiB in %d mapping(s), %d pinned by peers%n", i.mappedBytes() >> 10, i.mappings(), i.pinned()));
             sb.append(String.format("  counters       pins %d, invalidations %d, barriers %d, MMIO bytes %d%n", i.pins(), i.invalidations(),

@@ -382,16 +382,28 @@ final class PciFunctionImpl implements PciFunction {
 
     @Override
     public MemorySegment ioremap(int bar, long offset, long length) {
-        MemorySegment s = bar(bar);
+        checkBarIndex(bar);
+        BarAperture a = apertures[bar];
+        long size = a != null ? barSizes[bar] : bar(bar).byteSize();
         if ((offset & 4095) != 0 || (length & 4095) != 0 || length <= 0) {
             throw new IllegalArgumentException(String.format("ioremap of %s bar %d: offset 0x%x and length 0x%x must be whole 4 KiB pages",
                     bdf, bar, offset, length));
         }
-        if (offset < 0 || offset + length > s.byteSize()) {
+        if (offset < 0 || offset + length > size) {
             throw new IllegalArgumentException(String.format("ioremap of %s bar %d: [0x%x, 0x%x) leaves the BAR of 0x%x bytes",
-                    bdf, bar, offset, offset + length, s.byteSize()));
+                    bdf, bar, offset, offset + length, size));
         }
-        return s.asSlice(offset, length);
+        if (a == null) {
+            return bars[bar].asSlice(offset, length);
+        }
+        // an aperture: mappable only where the device keeps the range behind one window that does not move (an NVMe PMR)
+        MemorySegment m = present() ? a.page(offset) : null;
+        if (m == null || !m.scope().isAlive() || m.byteSize() < length) {
+            throw new IllegalArgumentException(String.format("ioremap of %s bar %d: [0x%x, 0x%x) of the aperture is not one window the device keeps "
+                    + "mapped (%s)", bdf, bar, offset, offset + length, m == null ? "nothing mapped at its first page"
+                            : "its pages move: map them page by page through the device"));
+        }
+        return m.asSlice(0, length);
     }
 
     @Override

@@ -147,6 +147,26 @@ class PciBusCoreTest {
     }
 
     @Test
+    void ioremapOfAnApertureMapsOnlyAWindowTheDeviceKeepsWhole() {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            MemorySegment window = arena.allocate(1 << 16, 4096);
+            boolean[] mapped = {true};
+            // a PMR: the whole BAR behind one window, from the page asked to its end; a BAR1 page: one page only
+            PciFunction f = core.register(cx4().aperture(2, 1 << 16, off -> mapped[0] ? window.asSlice(off) : null)
+                    .aperture(4, 1 << 16, off -> window.asSlice(off, 4096)).build());
+            MemorySegment cpu = f.ioremap(2, 8192, 16384);
+            cpu.set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 12, 0x1234abcd);
+            assertEquals(0x1234abcd, f.read32(2, 8192 + 12), "a CPU store through the mapping is what MMIO reads");
+            refused(() -> f.ioremap(4, 0, 8192), "bar 4", "pages move");
+            assertEquals(4096, f.ioremap(4, 4096, 4096).byteSize(), "one page of a moving aperture is one window");
+            refused(() -> f.ioremap(2, 1 << 16, 4096), "bar 2", "leaves the BAR");
+            mapped[0] = false;
+            refused(() -> f.ioremap(2, 0, 4096), "bar 2", "nothing mapped");
+            f.remove();
+        }
+    }
+
+    @Test
     void littleAndBigEndianAccessesRoundTripAndLandInBarMemoryInTheirByteOrder() {
         PciFunction f = register(null);
         MemorySegment bar = f.barMemory(0);
