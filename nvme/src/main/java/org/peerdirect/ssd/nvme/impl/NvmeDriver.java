@@ -11,6 +11,7 @@ import org.osgi.service.component.annotations.ReferencePolicyOption;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.pci.PciDriverBindings;
 import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.kernel.pci.PciIds;
 import org.peerdirect.ssd.nvme.NvmePmr;
 
 /**
@@ -21,6 +22,11 @@ import org.peerdirect.ssd.nvme.NvmePmr;
  */
 @Component(immediate = true)
 public final class NvmeDriver {
+    /**
+     * The Samsung PM173X ({@code nvme_id_table}'s {@code PCI_DEVICE(0x144d, 0xa824)}), of
+     * {@link PciIds#PCI_VENDOR_ID_SAMSUNG}: the one controller model with a PMR this driver binds.
+     */
+    static final int PCI_DEVICE_PM173X = 0xa824;
 
     private final PciDriverBindings<NvmePmr> bindings;
 
@@ -31,7 +37,8 @@ public final class NvmeDriver {
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
-            unbind = "unbindFunction", target = "(&(pci.vendor=5197)(pci.device=43044))")
+            unbind = "unbindFunction", target = "(&(" + PciFunction.PCI_VENDOR + "=" + PciIds.PCI_VENDOR_ID_SAMSUNG + ")("
+                    + PciFunction.PCI_DEVICE + "=" + PCI_DEVICE_PM173X + "))")
     void bindFunction(PciFunction fn) {
         bindings.bind(fn);
     }
