@@ -4,7 +4,6 @@ import static org.peerdirect.kernel.iommu.DmaTranslation.SLOT_APERTURE;
 import static org.peerdirect.kernel.iommu.DmaTranslation.SLOT_RESOURCE;
 import static org.peerdirect.kernel.iommu.DmaTranslation.address;
 import static org.peerdirect.kernel.iommu.DmaTranslation.pages;
-import static org.peerdirect.kernel.iommu.DmaTranslation.slots;
 import static org.peerdirect.kernel.iommu.IoPageTable.DEV_READ;
 import static org.peerdirect.kernel.iommu.IoPageTable.DEV_WRITE;
 import static org.peerdirect.kernel.iommu.IoPageTable.RESOURCE;
@@ -18,6 +17,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.StampedLock;
+import java.util.function.IntConsumer;
 
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
@@ -29,13 +29,21 @@ import org.peerdirect.kernel.pci.BarAperture;
  * peer-to-peer copies, atomics, descriptor writes and flushing reads, each through the page walk
  * ({@link DmaTranslation}) and recorded in the {@link DomainAudit}.
  *
+ * <p>Translate once, then copy: a transfer is translated in one pass into this thread's
+ * {@link DmaRuns} (segment, offset, length; pages whose memory follows on merged), every page
+ * checked before the first byte moves (all or nothing), and then copied run by run without
+ * looking at the table again.
+ *
  * <p>The invariant the system proves: once an unmap returns, no DMA through that mapping is in
- * flight or will ever happen. Every access holds the domain's read lock from its first
- * translation to its last byte (map and unmap hold the write lock), so a translation is never
- * used after the unmap it raced returned; a peer copy holds both domains' read locks, taken in
- * creation order. The one exception, {@link #readOptimistic}, lets no byte it read take effect
- * unless an optimistic stamp validates afterwards, which proves no unmap ran during the read.
- * Every transfer is all or nothing: all pages are translated and checked before any byte moves.
+ * flight or will ever happen. A transfer takes the domain's read lock before it translates and
+ * releases it after its last byte has moved through the runs (a peer copy holds both domains'
+ * read locks, taken in creation order); map and unmap hold the write lock, so an unmap that
+ * races a transfer either completes before the translation (which then faults) or waits until
+ * the copy is done. The runs are therefore never used after the unmap of a mapping they name
+ * returned, and never outlive the lock hold they were made under (each transfer resets them).
+ * The one exception to holding the lock, {@link #readOptimistic}, lets no byte it read take
+ * effect unless an optimistic stamp validates afterwards, which proves no map or unmap ran
+ * during the read.
  */
 final class DmaEngine {
 
@@ -53,6 +61,13 @@ final class DmaEngine {
     private final DomainAudit audit;
     private final PhysicalMemory phys;
     private final MemorySegment memory;
+    /**
+     * A test's probe, run under the read lock(s) after the translation and before copy number
+     * {@code k} of a transfer: the interleaving tests start an unmap there and check it cannot
+     * return before the transfer has moved its last byte. Null outside those tests (one read of
+     * a plain field per copy); set and cleared by the thread that then runs the transfers.
+     */
+    IntConsumer probe;
 
     DmaEngine(IommuDomain domain, StampedLock lock, IoPageTable table, DomainAudit audit, PhysicalMemory phys) {
         this.domain = domain;
@@ -131,6 +146,11 @@ final class DmaEngine {
         audit.bytesWritten.add(len);
     }
 
+    /**
+     * A read ({@code toMemory} false) or write of {@code len} bytes at {@code iova}: translated
+     * once into this thread's runs, then copied run by run, all under the read lock (see the
+     * class comment: the copy is ordered before any unmap that raced it).
+     */
     private void transfer(long iova, MemorySegment buf, long off, long len, boolean toMemory) {
         if (len < 0 || off < 0 || off + len > buf.byteSize()) {
             throw new KernelException(Errno.EINVAL, "device buffer range " + off + "+" + len + " outside " + buf.byteSize() + " bytes");
@@ -138,31 +158,23 @@ final class DmaEngine {
         if (len == 0) {
             return;
         }
+        DmaRuns runs = DmaRuns.mine()[0];
         long stamp = lock.readLock();
         try {
-            long[] slots = slots(pages(iova, len));
-            int last = walk.translateAll(iova, len, toMemory ? DEV_WRITE : DEV_READ, slots, 0) - 1;
-            long base = iova & -PAGE_SIZE;
-            long done = 0;
-            long bar = 0;
-            while (done < len) {
-                long cur = iova + done;
-                int i = (int) ((cur - base) >>> PAGE_SHIFT);
-                MemorySegment seg = walk.segmentAt(slots, i, cur);
-                long n = walk.runAt(seg, slots, i, last, cur, len - done);
-                n = Math.min(n, len - done);
+            walk.translate(iova, len, toMemory ? DEV_WRITE : DEV_READ, runs);
+            long done = off;
+            for (int k = 0; k < runs.count; k++) {
+                probe(k);
+                long n = runs.len[k];
                 if (toMemory) {
-                    MemorySegment.copy(buf, off + done, seg, address(slots[i], cur), n);
+                    MemorySegment.copy(buf, done, runs.seg[k], runs.off[k], n);
                 } else {
-                    MemorySegment.copy(seg, address(slots[i], cur), buf, off + done, n);
-                }
-                if ((slots[i] & SLOT_RESOURCE) != 0) {
-                    bar += n;
+                    MemorySegment.copy(runs.seg[k], runs.off[k], buf, done, n);
                 }
                 done += n;
             }
-            if (bar != 0) {
-                audit.barBytes.add(bar); // once per transfer: the counter is shared by every DMA of the domain
+            if (runs.barBytes != 0) {
+                audit.barBytes.add(runs.barBytes); // once per transfer: the counter is shared by every DMA of the domain
             }
         } catch (IllegalStateException barFreed) {
             throw audit.barGone(iova);
@@ -203,43 +215,51 @@ final class DmaEngine {
         }
     }
 
-    /** {@link #copyTo} with both domains' read locks held. */
+    /**
+     * {@link #copyTo} with both domains' read locks held: both ranges translated once (the source
+     * first: a fault names the source page when both would fault, as before), then the two run
+     * lists walked side by side, one copy per stretch where both stay contiguous.
+     */
     private void copyLocked(long srcIova, DmaEngine d, long dstIova, long len) {
-        int sn = pages(srcIova, len);
-        long[] slots = slots(sn + pages(dstIova, len));
-        walk.translateAll(srcIova, len, DEV_READ, slots, 0);
-        int dn = d.walk.translateAll(dstIova, len, DEV_WRITE, slots, sn);
-        long sBase = srcIova & -PAGE_SIZE;
-        long dBase = dstIova & -PAGE_SIZE;
-        long done = 0;
-        long srcBar = 0;
-        long dstBar = 0;
-        while (done < len) {
-            long s = srcIova + done;
-            long t = dstIova + done;
-            int si = (int) ((s - sBase) >>> PAGE_SHIFT);
-            int di = sn + (int) ((t - dBase) >>> PAGE_SHIFT);
-            long want = len - done;
-            MemorySegment from = walk.segmentAt(slots, si, s);
-            MemorySegment to = d.walk.segmentAt(slots, di, t);
-            long n = Math.min(want, Math.min(walk.runAt(from, slots, si, sn - 1, s, want), d.walk.runAt(to, slots, di, sn + dn - 1, t, want)));
-            MemorySegment.copy(from, address(slots[si], s), to, address(slots[di], t), n);
-            if ((slots[si] & SLOT_RESOURCE) != 0) {
-                srcBar += n;
+        DmaRuns[] mine = DmaRuns.mine();
+        DmaRuns a = mine[0];
+        DmaRuns b = mine[1];
+        walk.translate(srcIova, len, DEV_READ, a);
+        d.walk.translate(dstIova, len, DEV_WRITE, b);
+        int i = 0;
+        int j = 0;
+        long ai = 0; // bytes of run a[i] done
+        long bj = 0;
+        for (int k = 0; i < a.count; k++) {
+            probe(k);
+            long n = Math.min(a.len[i] - ai, b.len[j] - bj);
+            MemorySegment.copy(a.seg[i], a.off[i] + ai, b.seg[j], b.off[j] + bj, n);
+            ai += n;
+            bj += n;
+            if (ai == a.len[i]) {
+                i++;
+                ai = 0;
             }
-            if ((slots[di] & SLOT_RESOURCE) != 0) {
-                dstBar += n;
+            if (bj == b.len[j]) {
+                j++;
+                bj = 0;
             }
-            done += n;
         }
-        if (srcBar != 0) {
-            audit.barBytes.add(srcBar);
+        if (a.barBytes != 0) {
+            audit.barBytes.add(a.barBytes);
         }
-        if (dstBar != 0) {
-            d.audit.barBytes.add(dstBar);
+        if (b.barBytes != 0) {
+            d.audit.barBytes.add(b.barBytes);
         }
         audit.bytesRead.add(len);
         d.audit.bytesWritten.add(len);
+    }
+
+    private void probe(int k) {
+        IntConsumer p = probe;
+        if (p != null) {
+            p.accept(k);
+        }
     }
 
     /** 8-byte atomic fetch-and-add at an 8-byte aligned IOVA (IB atomics). */

@@ -11,7 +11,6 @@ import static org.peerdirect.kernel.mm.Mm.PAGE_SHIFT;
 import static org.peerdirect.kernel.mm.Mm.PAGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 import java.util.concurrent.locks.StampedLock;
 
 import org.peerdirect.kernel.mm.internal.PhysicalMemory;
@@ -21,7 +20,9 @@ import org.peerdirect.kernel.mm.internal.PhysicalMemory;
  * {@code iommu_iova_to_phys}): an I/O virtual address and the rights an access needs → where the
  * bytes are (physical memory, a BAR, the page an aperture BAR maps now), or a fault recorded in
  * the {@link DomainAudit}. A transfer translates every page of its range once, into a per-thread
- * slot array, before any byte moves (all or nothing); {@link DmaEngine} then copies run by run.
+ * array of runs ({@link DmaRuns}: segment, offset, length, contiguous pages merged) before any
+ * byte moves (all or nothing); {@link DmaEngine} then copies run by run without looking at the
+ * table again.
  *
  * <p>Locks: every method needs the domain's read lock (or the write lock), held from the first
  * translation to the last byte moved, so a translation cannot go stale while it is used: an unmap
@@ -38,15 +39,6 @@ final class DmaTranslation {
      */
     static final long SLOT_APERTURE = 2;
 
-    /** Per-thread translated pages of the transfer in progress: the data path allocates nothing. */
-    private static final ThreadLocal<long[]> SLOTS = ThreadLocal.withInitial(() -> new long[64]);
-    /**
-     * Beside {@link #SLOTS}: for an aperture slot whose page translateAll resolved, the memory the
-     * device returned for it (null otherwise), so the copy does not ask the device again. Valid for
-     * one transfer under the read lock.
-     */
-    private static final ThreadLocal<MemorySegment[]> SEGS = ThreadLocal.withInitial(() -> new MemorySegment[64]);
-
     private final IoPageTable table;
     private final DomainAudit audit;
     private final PhysicalMemory phys;
@@ -61,208 +53,153 @@ final class DmaTranslation {
         this.lock = lock;
     }
 
-    private static MemorySegment[] segs(int n) {
-        MemorySegment[] s = SEGS.get();
-        if (s.length < n) {
-            s = Arrays.copyOf(s, Integer.highestOneBit(n) << 1); // keeps what a peer copy's source side resolved
-            SEGS.set(s);
-        }
-        return s;
-    }
-
-    static long[] slots(int n) {
-        long[] s = SLOTS.get();
-        if (s.length < n) {
-            s = new long[Integer.highestOneBit(n) << 1];
-            SLOTS.set(s);
-        }
-        return s;
-    }
-
     /** Pages touched by [iova, iova+len), len > 0. */
     static int pages(long iova, long len) {
         return (int) (((iova & (PAGE_SIZE - 1)) + len + PAGE_SIZE - 1) >>> PAGE_SHIFT);
     }
 
     /**
-     * Translates the page holding {@code iova} for an access needing {@code need} (DEV_READ and/or
-     * DEV_WRITE): its page-aligned address in physical memory, or in its BAR with
-     * {@link #SLOT_RESOURCE} set. Faults name {@code iova}. Read lock.
+     * Translates [iova, iova+len) once, for an access needing {@code need} (DEV_READ and/or
+     * DEV_WRITE), into {@code runs} (reset first): every page checked, the first refused one
+     * throws (recorded in the audit) before any byte moved, so the transfer is all or nothing.
+     * Read lock, held until the last byte has moved through the runs. Faults name the refused
+     * page's first byte.
+     *
+     * <p>The common page (a frame mapped with the rights needed, while no mapped frame was ever
+     * freed, {@link PhysicalMemory#freedWhileDmaMapped}) is one table read inline; everything else
+     * goes the full way ({@link #translateSlow}), which also checks the frame's generation once a
+     * mapped frame was freed (before that, every mapped frame is still the one mapped: it cannot be
+     * freed without being counted there).
      */
-    long translatePage(long iova, long need) {
+    void translate(long iova, long len, long need, DmaRuns runs) {
         assert lock.isReadLocked() || lock.isWriteLocked();
-        return translatePage(iova, need, phys.freedWhileDmaMapped() != 0, null, 0);
+        runs.reset();
+        if (len > (long) IOVA_PAGES << PAGE_SHIFT) { // more pages than the space holds (and than an int counts)
+            throw audit.fault(IommuFault.Kind.NOT_MAPPED, iova, "a transfer of " + len + " bytes is larger than the IOVA space");
+        }
+        int n = pages(iova, len);
+        long base = iova & -PAGE_SIZE;
+        long first = (base - IOVA_BASE) >> PAGE_SHIFT;
+        boolean checkGeneration = phys.freedWhileDmaMapped() != 0;
+        boolean inline = !checkGeneration && first >= 0 && first + n <= IOVA_PAGES;
+        long want = VALID | need;
+        long mask = want | RESOURCE;
+        long from = iova & (PAGE_SIZE - 1);
+        long left = len;
+        for (int i = 0; i < n; i++) {
+            long bytes = Math.min(left, PAGE_SIZE - from);
+            long e = inline ? table.entry(first + i) : 0;
+            if (inline && (e & mask) == want) {
+                runs.add(memory, (e & -PAGE_SIZE) | from, bytes, false);
+            } else {
+                translateSlow(base + ((long) i << PAGE_SHIFT), need, checkGeneration, from, bytes, runs);
+            }
+            left -= bytes;
+            from = 0;
+        }
     }
 
     /**
-     * {@link #translatePage(long, long)} with the frame-generation check only when
-     * {@code checkGeneration} (a transfer reads once whether any mapped frame was ever freed,
-     * {@link PhysicalMemory#freedWhileDmaMapped}; while none was, every mapped frame is still the
-     * one mapped, and the per-page check is skipped), keeping in {@code resolved[at]} when
-     * {@code resolved} is not null the memory an aperture page was checked against (null for any
-     * other page): the device is asked once per page, not once to check and again to copy.
+     * One page of {@link #translate} the full way: checked (mapping, rights, the frame's
+     * generation when {@code checkGeneration}, the BAR's function, the aperture page), then
+     * {@code bytes} from in-page offset {@code from} appended to {@code runs}. An aperture page's
+     * memory may cover the following BAR pages of the same mapping (a GPU's 64 KiB page): those
+     * are mapped and unmapped with it ({@code BarAperture}'s contract), so the one resolution
+     * serves them all ({@code runs.covered}) and the device is asked once, not per 4 KiB page.
      */
-    private long translatePage(long iova, long need, boolean checkGeneration, MemorySegment[] resolved, int at) {
-        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
-        long e = p < 0 || p >= IOVA_PAGES ? 0 : table.entry(p);
-        if ((e & VALID) == 0) {
-            throw audit.fault(IommuFault.Kind.NOT_MAPPED, iova, "no mapping");
+    private void translateSlow(long va, long need, boolean checkGeneration, long from, long bytes, DmaRuns runs) {
+        long p = (va - IOVA_BASE) >> PAGE_SHIFT;
+        long e = checkedEntry(va, p, need);
+        long at = e & -PAGE_SIZE;
+        if ((e & RESOURCE) == 0) {
+            if (checkGeneration) {
+                checkFrame(va, p, e);
+            }
+            runs.add(memory, at | from, bytes, false);
+            return;
         }
-        if ((e & need) != need) {
-            throw audit.fault(IommuFault.Kind.PERMISSION, iova, "mapping does not allow the device to "
-                    + ((need & ~e & DEV_WRITE) != 0 ? "write" : "read"));
+        BarResource r = table.resource(p);
+        if (runs.covered == r && at >= runs.coverFrom && at < runs.coverTo) {
+            runs.add(runs.coverSeg, at - runs.coverFrom + from, bytes, true);
+            return;
         }
-        if ((e & RESOURCE) != 0) {
-            return translateResource(iova, p, e, resolved, at);
+        MemorySegment page = resolve(va, e, r);
+        if (page == null) {
+            runs.add(r.memory(), at | from, bytes, true);
+            return;
         }
-        long pfn = e >>> PAGE_SHIFT;
-        // the frame was allocated when mapped and every free advances its generation: an equal
-        // generation means not freed since (one read, no kind check); a 2 MiB entry keeps its
-        // head's, and the huge page is freed whole
-        boolean superpage = (e & SUPER) != 0;
-        if (checkGeneration && phys.generation(superpage ? pfn & -SUPER_PAGES : pfn) != table.generation(p, superpage)) {
-            throw audit.fault(IommuFault.Kind.USE_AFTER_FREE, iova, "frame " + pfn + " was freed after it was mapped");
-        }
-        return pfn << PAGE_SHIFT;
+        runs.covered = r;
+        runs.coverFrom = at;
+        runs.coverTo = at + page.byteSize();
+        runs.coverSeg = page;
+        runs.add(page, from, bytes, true);
     }
 
-    /** The slot of BAR entry {@code e} of page {@code p}; a use-after-free when its function or aperture page is gone. */
-    private long translateResource(long iova, long p, long e, MemorySegment[] resolved, int at) {
-        BarResource r = table.resource(p);
+    /** The entry of page {@code p} (holding {@code va}) if it is mapped with the rights {@code need}; else a fault. */
+    private long checkedEntry(long va, long p, long need) {
+        long e = p < 0 || p >= IOVA_PAGES ? 0 : table.entry(p);
+        if ((e & VALID) == 0) {
+            throw audit.fault(IommuFault.Kind.NOT_MAPPED, va, "no mapping");
+        }
+        if ((e & need) != need) {
+            throw audit.fault(IommuFault.Kind.PERMISSION, va, "mapping does not allow the device to "
+                    + ((need & ~e & DEV_WRITE) != 0 ? "write" : "read"));
+        }
+        return e;
+    }
+
+    /**
+     * A use-after-free fault unless frame entry {@code e} of page {@code p} still maps the frame it
+     * was made for: the frame was allocated when mapped and every free advances its generation, so
+     * an equal generation means not freed since (one read, no kind check); a 2 MiB entry keeps its
+     * head's, and the huge page is freed whole.
+     */
+    private void checkFrame(long va, long p, long e) {
+        long pfn = e >>> PAGE_SHIFT;
+        boolean superpage = (e & SUPER) != 0;
+        if (phys.generation(superpage ? pfn & -SUPER_PAGES : pfn) != table.generation(p, superpage)) {
+            throw audit.fault(IommuFault.Kind.USE_AFTER_FREE, va, "frame " + pfn + " was freed after it was mapped");
+        }
+    }
+
+    /**
+     * Checks BAR entry {@code e} (resource {@code r}): a use-after-free when the function was
+     * removed, or when the aperture page is no longer mapped by its device. Returns the memory
+     * the device maps at an aperture page now (starting at that page), null for a memory BAR.
+     */
+    private MemorySegment resolve(long va, long e, BarResource r) {
         if (!r.fn().present()) {
-            throw audit.fault(IommuFault.Kind.USE_AFTER_FREE, iova, "BAR " + r.bar() + " of " + r.fn().bdf() + " was removed after it was mapped");
+            throw audit.fault(IommuFault.Kind.USE_AFTER_FREE, va, "BAR " + r.bar() + " of " + r.fn().bdf() + " was removed after it was mapped");
         }
         if (r.aperture() == null) {
-            return (e & -PAGE_SIZE) | SLOT_RESOURCE;
+            return null;
         }
         MemorySegment page = r.aperture().page(e & -PAGE_SIZE);
         if (page == null || !page.scope().isAlive()) {
-            throw audit.fault(IommuFault.Kind.USE_AFTER_FREE, iova, String.format(
+            throw audit.fault(IommuFault.Kind.USE_AFTER_FREE, va, String.format(
                     "BAR %d page 0x%x of %s is no longer mapped by its device (its memory was taken back under this mapping)",
                     r.bar(), e & -PAGE_SIZE, r.fn().bdf()));
         }
-        if (resolved != null) {
-            resolved[at] = page;
-        }
-        return (e & -PAGE_SIZE) | SLOT_RESOURCE | SLOT_APERTURE;
+        return page;
     }
 
     /**
-     * Checks and translates every page of [iova, iova+len) into {@code slots[at..]}; the first
-     * refused page throws, before any byte moved. Read lock. Returns the page count.
-     * (Over 80 lines with its comments: the common case is inline on purpose, it is every DMA's loop.)
+     * Translates the one page holding {@code iova} for an access needing {@code need} (an atomic,
+     * a descriptor, a flushing read): its page-aligned address in physical memory, or its offset
+     * in its BAR with {@link #SLOT_RESOURCE} (and {@link #SLOT_APERTURE}) set; {@link #segment}
+     * and {@link #address} locate the bytes. Faults name {@code iova}. Read lock.
      */
-    int translateAll(long iova, long len, long need, long[] slots, int at) {
+    long translatePage(long iova, long need) {
         assert lock.isReadLocked() || lock.isWriteLocked();
-        int n = pages(iova, len);
-        long base = iova & -PAGE_SIZE;
-        boolean checkGeneration = phys.freedWhileDmaMapped() != 0;
-        long first = (base - IOVA_BASE) >> PAGE_SHIFT;
-        if (checkGeneration || first < 0 || first + n > IOVA_PAGES) {
-            MemorySegment[] segs = segs(at + n);
-            Arrays.fill(segs, at, at + n, null);
-            for (int i = 0; i < n; i++) {
-                slots[at + i] = translatePage(base + ((long) i << PAGE_SHIFT), need, checkGeneration, segs, at + i);
+        long p = (iova - IOVA_BASE) >> PAGE_SHIFT;
+        long e = checkedEntry(iova, p, need);
+        if ((e & RESOURCE) == 0) {
+            if (phys.freedWhileDmaMapped() != 0) {
+                checkFrame(iova, p, e);
             }
-            return n;
+            return e & -PAGE_SIZE;
         }
-        // the common case inline: a frame page with the rights needed is its address; anything
-        // else (not mapped, no right, a BAR page) goes the full way, which also names the fault
-        long want = VALID | need;
-        long mask = want | RESOURCE;
-        // an aperture page's memory may cover the following BAR pages of the same mapping (a GPU's
-        // 64 KiB page): those are mapped and unmapped with it, so one resolution serves them all
-        BarResource covered = null;
-        long coverFrom = 0;
-        long coverTo = 0;
-        MemorySegment[] segs = null; // made on the first aperture page: a transfer without one pays nothing
-        for (int i = 0; i < n; i++) {
-            long p = first + i;
-            long e = table.entry(p);
-            if ((e & mask) == want) {
-                slots[at + i] = e & -PAGE_SIZE;
-                continue;
-            }
-            if (covered != null && (e & mask) == (want | RESOURCE)) {
-                long off = e & -PAGE_SIZE;
-                if (off >= coverFrom && off < coverTo && table.resource(p) == covered) {
-                    slots[at + i] = off | SLOT_RESOURCE | SLOT_APERTURE; // segs[at + i] stays null: resolved again if a copy starts here
-                    continue;
-                }
-            }
-            if (segs == null && (e & mask) == (want | RESOURCE)) {
-                segs = segs(at + n);
-                Arrays.fill(segs, at, at + n, null);
-            }
-            long slot = translatePage(base + ((long) i << PAGE_SHIFT), need, false, segs, at + i);
-            slots[at + i] = slot;
-            covered = null;
-            if ((slot & SLOT_APERTURE) != 0) {
-                MemorySegment page = segs[at + i];
-                if (page.byteSize() > PAGE_SIZE) {
-                    covered = table.resource(p);
-                    coverFrom = slot & -PAGE_SIZE;
-                    coverTo = coverFrom + page.byteSize();
-                }
-            }
-        }
-        return n;
-    }
-
-    /**
-     * Bytes from {@code iova} (in slot {@code i}) that lie consecutively in one segment, up to
-     * {@code want}: through the following pages while their frames follow on.
-     */
-    private static long run(long[] slots, int i, int last, long iova, long want) {
-        long r = PAGE_SIZE - (iova & (PAGE_SIZE - 1));
-        if ((slots[i] & SLOT_RESOURCE) != 0) {
-            return r;
-        }
-        while (r < want && i < last && slots[i + 1] == slots[i] + PAGE_SIZE) {
-            r += PAGE_SIZE;
-            i++;
-        }
-        return r;
-    }
-
-    /**
-     * {@link #segment} of {@code slots[i]}, taking the memory translateAll already resolved for an
-     * aperture slot (same thread, same transfer, read lock held).
-     */
-    MemorySegment segmentAt(long[] slots, int i, long iova) {
-        if ((slots[i] & SLOT_APERTURE) != 0) {
-            MemorySegment[] segs = SEGS.get();
-            MemorySegment known = i < segs.length ? segs[i] : null;
-            if (known != null && known.scope().isAlive()) {
-                return known;
-            }
-        }
-        return segment(slots[i], iova);
-    }
-
-    /** Bytes one copy may move from {@code iova} (slot {@code i}, lying in {@code seg}): {@link #apertureRun} or {@link #run}. */
-    long runAt(MemorySegment seg, long[] slots, int i, int last, long iova, long want) {
-        return (slots[i] & SLOT_APERTURE) != 0 ? apertureRun(seg, slots, i, last, iova, want) : run(slots, i, last, iova, want);
-    }
-
-    /**
-     * Bytes from {@code iova} (in aperture slot {@code i}, whose page the device maps onto
-     * {@code seg}) that one copy may move: through the following IOVA pages while translateAll
-     * found them covered by the same resolution (consecutive BAR offsets, no resolution of their
-     * own), as far as {@code seg} reaches (a device returns memory beyond the page only where it
-     * is contiguous behind the following BAR pages, e.g. the rest of a GPU's 64 KiB page). Same
-     * thread and transfer as the translateAll, read lock held.
-     */
-    private static long apertureRun(MemorySegment seg, long[] slots, int i, int last, long iova, long want) {
-        long in = iova & (PAGE_SIZE - 1);
-        long max = seg.byteSize() - in;
-        long r = PAGE_SIZE - in;
-        MemorySegment[] segs = SEGS.get();
-        while (r < want && r < max && i < last && slots[i + 1] == slots[i] + PAGE_SIZE && segs[i + 1] == null) {
-            r += PAGE_SIZE;
-            i++;
-        }
-        return Math.min(r, max);
+        return (e & -PAGE_SIZE) | SLOT_RESOURCE | (resolve(iova, e, table.resource(p)) != null ? SLOT_APERTURE : 0);
     }
 
     /**
