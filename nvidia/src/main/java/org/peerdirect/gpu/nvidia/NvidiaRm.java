@@ -7,7 +7,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-import org.peerdirect.gpu.engine.GpuEngine;
+import org.peerdirect.gpu.ifc.GpuRegs;
+import org.peerdirect.gpu.ifc.GpuRpc;
 import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.mm.AddressSpace;
@@ -53,6 +54,12 @@ import org.peerdirect.kernel.pci.PciFunction;
  * slots back from dynamic importers ({@code move_notify}: the next access re-maps); the GPU going
  * revokes every exported buffer.
  *
+ * <h2>The GPU</h2>
+ * The RM reaches its GPU only through the PCI function ({@link GpuFw}): the model's queues in
+ * kernel memory set up through BAR0, commands for video-memory pages, BAR1 slots and the copy
+ * engine (host bytes go through a staging buffer the GPU reaches by DMA), answers woken by MSI-X;
+ * {@code cuMemAlloc}'s device mapping comes from the model's CPU window (BAR2).
+ *
  * <h2>Cost model</h2>
  * Pinning GPU memory in the BAR is "an expensive operation, taking up to milliseconds" (GPUDirect
  * RDMA documentation): each pin is charged {@value #PIN_BASE_NS} ns plus {@value #PIN_PAGE_NS} ns
@@ -68,7 +75,7 @@ import org.peerdirect.kernel.pci.PciFunction;
 public final class NvidiaRm {
 
     /** {@code nvidia_p2p_page_table.page_size}: {@code NVIDIA_P2P_PAGE_SIZE_64KB}. */
-    public static final long P2P_PAGE_SIZE = GpuEngine.GPU_PAGE_SIZE;
+    public static final long P2P_PAGE_SIZE = GpuRpc.PAGE_SIZE;
     public static final long PIN_BASE_NS = 20_000;
     public static final long PIN_PAGE_NS = 2_000;
     /** Where unified addresses of device memory start in a process (CUDA reserves a range like it). */
@@ -166,7 +173,9 @@ public final class NvidiaRm {
 
     private final Mm mm;
     private final PciFunction fn;
-    private final GpuEngine gpu;
+    /** The GPU's firmware, reached through BAR0, the queues in memory and MSI-X. */
+    private final GpuFw gpu;
+    private final String name;
     private final int index;
     /** Video-memory pages in use: allocations and orphans of persistent pins. */
     private final BitSet usedPages = new BitSet();
@@ -188,9 +197,10 @@ public final class NvidiaRm {
     public NvidiaRm(Mm mm, PciFunction fn, int index) {
         this.mm = mm;
         this.fn = fn;
-        this.gpu = fn.firmware(GpuEngine.class).orElseThrow(() -> new IllegalArgumentException(fn.bdf() + " is not a GPU of this model"));
+        this.name = fn.name();
+        this.gpu = new GpuFw(name, mm, fn);
         this.index = index;
-        this.pageRefs = new int[gpu.vramPages()];
+        this.pageRefs = new int[gpu.vramPages];
     }
 
     public int index() {
@@ -198,7 +208,7 @@ public final class NvidiaRm {
     }
 
     public String name() {
-        return gpu.name();
+        return name;
     }
 
     public PciFunction function() {
@@ -215,7 +225,7 @@ public final class NvidiaRm {
      * @throws KernelException EINVAL for a size that is not positive, ENOMEM when video memory is short
      */
     public synchronized long cuMemAlloc(AddressSpace proc, long bytes) {
-        if (bytes <= 0 || bytes > (long) gpu.vramPages() * P2P_PAGE_SIZE) {
+        if (bytes <= 0 || bytes > (long) gpu.vramPages * P2P_PAGE_SIZE) {
             throw new KernelException(bytes <= 0 ? Errno.EINVAL : Errno.ENOMEM,
                     String.format("cuMemAlloc of %d bytes on %s: CUDA_ERROR_%s", bytes, name(), bytes <= 0 ? "INVALID_VALUE" : "OUT_OF_MEMORY"));
         }
@@ -237,7 +247,7 @@ public final class NvidiaRm {
     /** First-fit, contiguous where possible (a run of consecutive pages is one VMA). */
     private int[] allocPages(int n) {
         assert Thread.holdsLock(this);
-        int free = gpu.vramPages() - usedPages.cardinality();
+        int free = gpu.vramPages - usedPages.cardinality();
         if (n > free) {
             throw new KernelException(Errno.ENOMEM, String.format("cuMemAlloc on %s: CUDA_ERROR_OUT_OF_MEMORY (%d pages of 64 KiB asked, %d free)",
                     name(), n, free));
@@ -247,6 +257,7 @@ public final class NvidiaRm {
         for (int p = usedPages.nextClearBit(0); at < n; p = usedPages.nextClearBit(p + 1)) {
             pages[at++] = p;
         }
+        gpu.vramAlloc(pages);
         for (int p : pages) {
             usedPages.set(p);
             pageRefs[p] = 1;
@@ -260,20 +271,31 @@ public final class NvidiaRm {
             pageRefs[p] = 0;
             usedPages.clear(p);
         }
+        gpu.vramFree(pages);
     }
 
     /** Drops one reference of each page; a page whose last reference goes is free again. */
     private void unref(int[] pages) {
         assert Thread.holdsLock(this);
+        int[] gone = new int[pages.length];
+        int n = 0;
         for (int p : pages) {
             if (--pageRefs[p] == 0) {
                 usedPages.clear(p);
+                gone[n++] = p;
             }
         }
+        gpu.vramFree(java.util.Arrays.copyOf(gone, n));
     }
 
-    /** Maps the pages at the process's next 2 MiB-aligned unified address, PROT_NONE. */
+    /**
+     * Maps the pages at the process's next 2 MiB-aligned unified address, PROT_NONE: each run of
+     * consecutive pages as the GPU's CPU window (BAR2, the model's own) shows it, resolved as
+     * the CPU's access to those BAR pages would be (the window never moves its pages). A PCIe
+     * CPU cannot reach the memory; the mapping only makes the range a device mapping.
+     */
     private long mapUva(AddressSpace proc, long size, int[] pages) {
+        org.peerdirect.kernel.pci.BarAperture window = fn.barAperture(GpuRegs.CPU_WINDOW_BAR);
         List<java.lang.foreign.MemorySegment> pieces = new ArrayList<>();
         int i = 0;
         while (i < pages.length) {
@@ -281,7 +303,12 @@ public final class NvidiaRm {
             while (j < pages.length && pages[j] == pages[j - 1] + 1) {
                 j++;
             }
-            pieces.add(gpu.cpuView(pages[i], j - i));
+            java.lang.foreign.MemorySegment run = window == null ? null : window.page(pages[i] * P2P_PAGE_SIZE);
+            if (run == null || run.byteSize() < (j - i) * P2P_PAGE_SIZE) {
+                throw new KernelException(Errno.ENODEV, String.format("cuMemAlloc on %s: its CPU window does not show pages %d+%d (the GPU is gone?)",
+                        name(), pages[i], j - i));
+            }
+            pieces.add(run.asSlice(0, (j - i) * P2P_PAGE_SIZE));
             i = j;
         }
         long cursor = uvaCursor.getOrDefault(proc.pid(), UVA_BASE);
@@ -355,8 +382,8 @@ public final class NvidiaRm {
                 unmapRuns(m);
             }
         }
+        gpu.bar1Unmap(t.slots);
         for (int s : t.slots) {
-            gpu.bar1Unmap(s);
             usedSlots.clear(s);
         }
         t.alloc.tables.remove(t);
@@ -372,43 +399,65 @@ public final class NvidiaRm {
 
     /** {@code cuMemcpyHtoD}: host bytes into device memory at {@code dst} of the process. */
     public void cuMemcpyHtoD(AddressSpace proc, long dst, byte[] src, int off, int len) {
-        walk(proc, dst, len, (page, pageOff, done, n) -> gpu.write(page, pageOff, src, off + (int) done, (int) n));
+        java.util.Objects.checkFromIndexSize(off, len, src.length);
+        gpu.copy(pieces(proc, dst, len), src, off, true);
     }
 
     /** {@code cuMemcpyDtoH}: device memory at {@code src} of the process into host bytes. */
     public void cuMemcpyDtoH(AddressSpace proc, byte[] dst, int off, long src, int len) {
-        walk(proc, src, len, (page, pageOff, done, n) -> gpu.read(page, pageOff, dst, off + (int) done, (int) n));
+        java.util.Objects.checkFromIndexSize(off, len, dst.length);
+        gpu.copy(pieces(proc, src, len), dst, off, false);
     }
 
     /** {@code cuMemcpyDtoD}: within the GPU, between two allocations (or one) of the process, through the copy engine. */
     public void cuMemcpyDtoD(AddressSpace proc, long dst, long src, long len) {
-        byte[] bounce = new byte[(int) Math.min(Math.max(len, 0), P2P_PAGE_SIZE)];
-        for (long done = 0; done < len; done += bounce.length) {
-            int n = (int) Math.min(bounce.length, len - done);
-            cuMemcpyDtoH(proc, bounce, 0, src + done, n);
-            cuMemcpyHtoD(proc, dst + done, bounce, 0, n);
+        if (len <= 0) {
+            return; // nothing to copy, as cudaMemcpy of 0 bytes
         }
+        List<GpuFw.Piece> from = pieces(proc, src, len);
+        List<GpuFw.Piece> to = pieces(proc, dst, len);
+        // split both at every page boundary of either side: each pair lies within one page on each side
+        List<GpuFw.Piece[]> pairs = new ArrayList<>();
+        int i = 0;
+        int j = 0;
+        int si = 0;
+        int sj = 0;
+        while (i < from.size()) {
+            GpuFw.Piece a = from.get(i);
+            GpuFw.Piece b = to.get(j);
+            int n = Math.min(a.len() - si, b.len() - sj);
+            pairs.add(new GpuFw.Piece[] {new GpuFw.Piece(a.page(), a.off() + si, n), new GpuFw.Piece(b.page(), b.off() + sj, n)});
+            si += n;
+            sj += n;
+            if (si == a.len()) {
+                i++;
+                si = 0;
+            }
+            if (sj == b.len()) {
+                j++;
+                sj = 0;
+            }
+        }
+        gpu.copyDevice(pairs);
     }
 
-    private interface PageRun {
-        void run(int page, long pageOff, long done, long n);
-    }
-
-    /** Calls {@code r} for each piece of [va, va+len) within one 64 KiB page; the range must be one live allocation's. */
-    private void walk(AddressSpace proc, long va, long len, PageRun r) {
+    /** The pieces of [va, va+len) within one 64 KiB page each; the range must be one live allocation's. */
+    private List<GpuFw.Piece> pieces(AddressSpace proc, long va, long len) {
         Allocation a;
         synchronized (this) {
             a = containing(proc.pid(), va, len, "cuMemcpy");
         }
+        List<GpuFw.Piece> out = new ArrayList<>();
         long done = 0;
         while (done < len) {
             long at = va + done - a.va;
             int page = a.pages[(int) (at / P2P_PAGE_SIZE)];
-            long pageOff = at % P2P_PAGE_SIZE;
-            long n = Math.min(len - done, P2P_PAGE_SIZE - pageOff);
-            r.run(page, pageOff, done, n);
+            int pageOff = (int) (at % P2P_PAGE_SIZE);
+            int n = (int) Math.min(len - done, P2P_PAGE_SIZE - pageOff);
+            out.add(new GpuFw.Piece(page, pageOff, n));
             done += n;
         }
+        return out;
     }
 
     private Allocation allocation(int pid, long dptr) {
@@ -462,17 +511,24 @@ public final class NvidiaRm {
         }
         Allocation a = containing(pid, va, length, "nvidia_p2p_get_pages");
         int n = (int) (length / P2P_PAGE_SIZE);
-        int freeSlots = gpu.bar1Slots() - usedSlots.cardinality();
+        int freeSlots = gpu.bar1Slots - usedSlots.cardinality();
         if (n > freeSlots) {
             throw new KernelException(Errno.ENOMEM, String.format(
                     "nvidia_p2p_get_pages: %d KiB do not fit in the BAR1 aperture of %s (%d of %d slots of 64 KiB free)",
-                    length >> 10, name(), freeSlots, gpu.bar1Slots()));
+                    length >> 10, name(), freeSlots, gpu.bar1Slots));
         }
         int first = (int) ((va - a.va) / P2P_PAGE_SIZE);
         int[] pages = java.util.Arrays.copyOfRange(a.pages, first, first + n);
         int[] slots = allocSlots(n);
+        try {
+            gpu.bar1Map(slots, pages);
+        } catch (RuntimeException e) {
+            for (int sl : slots) {
+                usedSlots.clear(sl);
+            }
+            throw e;
+        }
         for (int i = 0; i < n; i++) {
-            gpu.bar1Map(slots[i], pages[i]);
             pageRefs[pages[i]]++;
         }
         long cost = PIN_BASE_NS + n * PIN_PAGE_NS;
@@ -485,7 +541,7 @@ public final class NvidiaRm {
 
     /** n free slots, contiguous from the cyclic hint if possible, else wherever they are. */
     private int[] allocSlots(int n) {
-        int total = gpu.bar1Slots();
+        int total = gpu.bar1Slots;
         int[] slots = new int[n];
         int start = -1;
         for (int pass = 0; pass < 2 && start < 0; pass++) {
@@ -569,7 +625,7 @@ public final class NvidiaRm {
                     j++;
                 }
                 long bytes = (j - i) * P2P_PAGE_SIZE;
-                long iova = peer.dmaMapResource(fn, 1, t.slots[i] * P2P_PAGE_SIZE, bytes, DmaDirection.BIDIRECTIONAL);
+                long iova = peer.dmaMapResource(fn, GpuRegs.BAR1, t.slots[i] * P2P_PAGE_SIZE, bytes, DmaDirection.BIDIRECTIONAL);
                 runs.add(new long[] {iova, bytes / 4096});
                 for (int k = i; k < j; k++) {
                     addrs[k] = iova + (k - i) * P2P_PAGE_SIZE;
@@ -687,28 +743,28 @@ public final class NvidiaRm {
         public org.peerdirect.kernel.dma.SgTable map(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, DmaDirection dir) {
             synchronized (NvidiaRm.this) {
                 int n = pages.length;
-                int freeSlots = gpu.bar1Slots() - usedSlots.cardinality();
+                int freeSlots = gpu.bar1Slots - usedSlots.cardinality();
                 if (n > freeSlots) {
                     throw new KernelException(Errno.ENOMEM, String.format("%s: the dma-buf's %d pages do not fit in BAR1 (%d of %d slots free)",
-                            name(), n, freeSlots, gpu.bar1Slots()));
+                            name(), n, freeSlots, gpu.bar1Slots));
                 }
                 int[] slots = allocSlots(n);
                 long[] iovas = new long[n];
-                int barMapped = 0;
+                boolean barMapped = false;
                 int dmaMapped = 0;
                 try {
+                    gpu.bar1Map(slots, pages);
+                    barMapped = true;
                     for (int i = 0; i < n; i++) {
-                        gpu.bar1Map(slots[i], pages[i]);
-                        barMapped++;
-                        iovas[i] = a.importer().dmaMapResource(fn, 1, slots[i] * P2P_PAGE_SIZE, P2P_PAGE_SIZE, dir);
+                        iovas[i] = a.importer().dmaMapResource(fn, GpuRegs.BAR1, slots[i] * P2P_PAGE_SIZE, P2P_PAGE_SIZE, dir);
                         dmaMapped++;
                     }
                 } catch (RuntimeException e) { // undo what was done, in reverse
                     for (int i = 0; i < dmaMapped; i++) {
                         a.importer().dmaUnmap(iovas[i], (int) (P2P_PAGE_SIZE / 4096));
                     }
-                    for (int i = 0; i < barMapped; i++) {
-                        gpu.bar1Unmap(slots[i]);
+                    if (barMapped) {
+                        gpu.bar1Unmap(slots);
                     }
                     for (int sl : slots) {
                         usedSlots.clear(sl);
@@ -737,11 +793,13 @@ public final class NvidiaRm {
                 if (m == null) {
                     return;
                 }
+                int[] slots = new int[m[1].length];
                 for (int i = 0; i < m[0].length; i++) {
                     a.importer().dmaUnmap(m[0][i], (int) (P2P_PAGE_SIZE / 4096)); // no DMA through it after this
-                    gpu.bar1Unmap((int) m[1][i]);
-                    usedSlots.clear((int) m[1][i]);
+                    slots[i] = (int) m[1][i];
+                    usedSlots.clear(slots[i]);
                 }
+                gpu.bar1Unmap(slots);
             }
         }
 
@@ -907,10 +965,12 @@ public final class NvidiaRm {
                 left.add(String.format("%s: %d pages of video memory still referenced at shutdown (persistent pins not put)", name(),
                         held.cardinality()));
             }
-            if (gpu.bar1Mapped() > 0) {
-                left.add(String.format("%s: %d BAR1 slots still mapped at shutdown", name(), gpu.bar1Mapped()));
+            GpuFw.Stats st = gpu.stats();
+            if (st != null && st.bar1Mapped() > 0) {
+                left.add(String.format("%s: %d BAR1 slots still mapped at shutdown", name(), st.bar1Mapped()));
             }
         }
+        gpu.close(); // the queues off, their memory unmapped and freed; what is put later is only the RM's tables
         return left;
     }
 
@@ -940,10 +1000,16 @@ public final class NvidiaRm {
                 }
             }
         }
-        return new Smi(name(), fn.bdf(), (long) gpu.vramPages() * P2P_PAGE_SIZE, (long) usedPages.cardinality() * P2P_PAGE_SIZE,
-                (long) gpu.bar1Slots() * P2P_PAGE_SIZE, (long) usedSlots.cardinality() * P2P_PAGE_SIZE, gpu.committedBytes(), allocs, tables,
+        return new Smi(name(), fn.bdf(), (long) gpu.vramPages * P2P_PAGE_SIZE, (long) usedPages.cardinality() * P2P_PAGE_SIZE,
+                (long) gpu.bar1Slots * P2P_PAGE_SIZE, (long) usedSlots.cardinality() * P2P_PAGE_SIZE, committed(), allocs, tables,
                 pins, modelledPinNanos, freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned, exports.size(),
                 exports.stream().mapToInt(g -> g.maps.size()).sum());
+    }
+
+    /** What the GPU committed of the host's memory; 0 once it is gone. */
+    private long committed() {
+        GpuFw.Stats st = gpu.stats();
+        return st == null ? 0 : st.committedBytes();
     }
 
     /** Modelled time spent pinning BAR1 pages so far (never slept). */
