@@ -203,8 +203,8 @@ final class VideoMemory {
     /** Host memory at bus address {@code host} into page {@code p} ({@code toDevice}), or the other way. */
     long copyHost(DmaPort dma, int p, int off, int len, long host, boolean toDevice) {
         long r = checkPage(p, off, len);
-        if (r != RESULT_OK) {
-            return r;
+        if (r != RESULT_OK || len == 0) {
+            return r; // nothing to move: no DMA
         }
         try {
             if (toDevice) {
