@@ -175,21 +175,14 @@ public final class NvidiaRm {
     private final PciFunction fn;
     /** The GPU's firmware, reached through BAR0, the queues in memory and MSI-X. */
     private final GpuFw gpu;
+    /** The books of video-memory pages and BAR1 slots. */
+    private final GpuMemory mem;
+    private final NvDmaBuf dmabufs;
     private final String name;
     private final int index;
-    /** Video-memory pages in use: allocations and orphans of persistent pins. */
-    private final BitSet usedPages = new BitSet();
-    /** References per page: 1 for its allocation, +1 per page table pinning it. */
-    private final int[] pageRefs;
-    private final BitSet usedSlots = new BitSet();
-    private int slotHint;
     private final Map<Integer, TreeMap<Long, Allocation>> allocations = new HashMap<>();
     private final Map<Integer, DeviceFile> files = new HashMap<>();
     private final Map<Integer, Long> uvaCursor = new HashMap<>();
-    /** Exported dma-bufs not yet released. */
-    private final List<GpuDmaBuf> exports = new ArrayList<>();
-    /** The GPU is going: no new export. */
-    private boolean shuttingDown;
     private long modelledPinNanos;
     private long pins;
     private long freeCallbacks;
@@ -200,7 +193,8 @@ public final class NvidiaRm {
         this.name = fn.name();
         this.gpu = new GpuFw(name, mm, fn);
         this.index = index;
-        this.pageRefs = new int[gpu.vramPages];
+        this.mem = new GpuMemory(this, name, gpu);
+        this.dmabufs = new NvDmaBuf(this, name, fn, mem);
     }
 
     public int index() {
@@ -231,7 +225,7 @@ public final class NvidiaRm {
         }
         long size = (bytes + P2P_PAGE_SIZE - 1) & -P2P_PAGE_SIZE;
         int n = (int) (size / P2P_PAGE_SIZE);
-        int[] pages = allocPages(n);
+        int[] pages = mem.allocPages(n);
         try {
             deviceFile(proc);
             long va = mapUva(proc, size, pages);
@@ -239,53 +233,9 @@ public final class NvidiaRm {
             allocations.computeIfAbsent(proc.pid(), k -> new TreeMap<>()).put(va, a);
             return va;
         } catch (RuntimeException e) {
-            freePages(pages);
+            mem.freePages(pages);
             throw e;
         }
-    }
-
-    /** First-fit, contiguous where possible (a run of consecutive pages is one VMA). */
-    private int[] allocPages(int n) {
-        assert Thread.holdsLock(this);
-        int free = gpu.vramPages - usedPages.cardinality();
-        if (n > free) {
-            throw new KernelException(Errno.ENOMEM, String.format("cuMemAlloc on %s: CUDA_ERROR_OUT_OF_MEMORY (%d pages of 64 KiB asked, %d free)",
-                    name(), n, free));
-        }
-        int[] pages = new int[n];
-        int at = 0;
-        for (int p = usedPages.nextClearBit(0); at < n; p = usedPages.nextClearBit(p + 1)) {
-            pages[at++] = p;
-        }
-        gpu.vramAlloc(pages);
-        for (int p : pages) {
-            usedPages.set(p);
-            pageRefs[p] = 1;
-        }
-        return pages;
-    }
-
-    private void freePages(int[] pages) {
-        assert Thread.holdsLock(this);
-        for (int p : pages) {
-            pageRefs[p] = 0;
-            usedPages.clear(p);
-        }
-        gpu.vramFree(pages);
-    }
-
-    /** Drops one reference of each page; a page whose last reference goes is free again. */
-    private void unref(int[] pages) {
-        assert Thread.holdsLock(this);
-        int[] gone = new int[pages.length];
-        int n = 0;
-        for (int p : pages) {
-            if (--pageRefs[p] == 0) {
-                usedPages.clear(p);
-                gone[n++] = p;
-            }
-        }
-        gpu.vramFree(java.util.Arrays.copyOf(gone, n));
     }
 
     /**
@@ -370,7 +320,7 @@ public final class NvidiaRm {
             if (as != null && !as.exited()) {
                 as.munmap(a.va, a.size);
             }
-            unref(a.pages); // a page a persistent pin holds stays, an orphan, until its put_pages
+            mem.unref(a.pages); // a page a persistent pin holds stays, an orphan, until its put_pages
         }
     }
 
@@ -382,12 +332,9 @@ public final class NvidiaRm {
                 unmapRuns(m);
             }
         }
-        gpu.bar1Unmap(t.slots);
-        for (int s : t.slots) {
-            usedSlots.clear(s);
-        }
+        mem.unmapSlots(t.slots);
         t.alloc.tables.remove(t);
-        unref(t.pages);
+        mem.unref(t.pages);
     }
 
     private static void unmapRuns(DmaMapping m) {
@@ -511,7 +458,7 @@ public final class NvidiaRm {
         }
         Allocation a = containing(pid, va, length, "nvidia_p2p_get_pages");
         int n = (int) (length / P2P_PAGE_SIZE);
-        int freeSlots = gpu.bar1Slots - usedSlots.cardinality();
+        int freeSlots = mem.freeSlots();
         if (n > freeSlots) {
             throw new KernelException(Errno.ENOMEM, String.format(
                     "nvidia_p2p_get_pages: %d KiB do not fit in the BAR1 aperture of %s (%d of %d slots of 64 KiB free)",
@@ -519,57 +466,14 @@ public final class NvidiaRm {
         }
         int first = (int) ((va - a.va) / P2P_PAGE_SIZE);
         int[] pages = java.util.Arrays.copyOfRange(a.pages, first, first + n);
-        int[] slots = allocSlots(n);
-        try {
-            gpu.bar1Map(slots, pages);
-        } catch (RuntimeException e) {
-            for (int sl : slots) {
-                usedSlots.clear(sl);
-            }
-            throw e;
-        }
-        for (int i = 0; i < n; i++) {
-            pageRefs[pages[i]]++;
-        }
+        int[] slots = mem.mapSlots(pages);
+        mem.ref(pages);
         long cost = PIN_BASE_NS + n * PIN_PAGE_NS;
         modelledPinNanos += cost;
         pins++;
         PageTable t = new PageTable(a, va, length, pages, slots, callback, cost);
         a.tables.add(t);
         return t;
-    }
-
-    /** n free slots, contiguous from the cyclic hint if possible, else wherever they are. */
-    private int[] allocSlots(int n) {
-        int total = gpu.bar1Slots;
-        int[] slots = new int[n];
-        int start = -1;
-        for (int pass = 0; pass < 2 && start < 0; pass++) {
-            int s = usedSlots.nextClearBit(pass == 0 ? slotHint : 0);
-            while (s + n <= total) {
-                int next = usedSlots.nextSetBit(s);
-                if (next < 0 || next >= s + n) {
-                    start = s;
-                    break;
-                }
-                s = usedSlots.nextClearBit(next);
-            }
-        }
-        if (start >= 0) {
-            for (int i = 0; i < n; i++) {
-                slots[i] = start + i;
-            }
-        } else { // fragmented: any free slots
-            int at = 0;
-            for (int s = usedSlots.nextClearBit(0); at < n; s = usedSlots.nextClearBit(s + 1)) {
-                slots[at++] = s;
-            }
-        }
-        for (int s : slots) {
-            usedSlots.set(s);
-        }
-        slotHint = (slots[n - 1] + 1) % total;
-        return slots;
     }
 
     /**
@@ -697,120 +601,7 @@ public final class NvidiaRm {
         }
     }
 
-    // ------------------------------------------------------------------ dma-buf export
-
-    /** One exported range: its pages (referenced) and, per mapped attachment, its BAR1 slots and IOMMU runs. */
-    private final class GpuDmaBuf implements org.peerdirect.kernel.dmabuf.DmaBufOps {
-        final long va;
-        final long firstOffset;
-        final long length;
-        final int[] pages;
-        final Map<org.peerdirect.kernel.dmabuf.DmaBufAttachment, long[][]> maps = new HashMap<>();
-        org.peerdirect.kernel.dmabuf.DmaBuf buf;
-        int pins;
-
-        GpuDmaBuf(long va, long firstOffset, long length, int[] pages) {
-            this.va = va;
-            this.firstOffset = firstOffset;
-            this.length = length;
-            this.pages = pages;
-        }
-
-        @Override
-        public void attach(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
-            if (!a.importerOps().allowPeer2Peer()) {
-                throw new KernelException(Errno.EOPNOTSUPP, name() + ": video memory is reachable only peer to peer; "
-                        + a.importerName() + " does not allow peer2peer");
-            }
-        }
-
-        @Override
-        public void pin(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
-            synchronized (NvidiaRm.this) {
-                pins++;
-            }
-        }
-
-        @Override
-        public void unpin(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
-            synchronized (NvidiaRm.this) {
-                pins--;
-            }
-        }
-
-        /** BAR1 slots for the pages (ENOMEM when the aperture is full), mapped into the importer's domain. */
-        @Override
-        public org.peerdirect.kernel.dma.SgTable map(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, DmaDirection dir) {
-            synchronized (NvidiaRm.this) {
-                int n = pages.length;
-                int freeSlots = gpu.bar1Slots - usedSlots.cardinality();
-                if (n > freeSlots) {
-                    throw new KernelException(Errno.ENOMEM, String.format("%s: the dma-buf's %d pages do not fit in BAR1 (%d of %d slots free)",
-                            name(), n, freeSlots, gpu.bar1Slots));
-                }
-                int[] slots = allocSlots(n);
-                long[] iovas = new long[n];
-                boolean barMapped = false;
-                int dmaMapped = 0;
-                try {
-                    gpu.bar1Map(slots, pages);
-                    barMapped = true;
-                    for (int i = 0; i < n; i++) {
-                        iovas[i] = a.importer().dmaMapResource(fn, GpuRegs.BAR1, slots[i] * P2P_PAGE_SIZE, P2P_PAGE_SIZE, dir);
-                        dmaMapped++;
-                    }
-                } catch (RuntimeException e) { // undo what was done, in reverse
-                    for (int i = 0; i < dmaMapped; i++) {
-                        a.importer().dmaUnmap(iovas[i], (int) (P2P_PAGE_SIZE / 4096));
-                    }
-                    if (barMapped) {
-                        gpu.bar1Unmap(slots);
-                    }
-                    for (int sl : slots) {
-                        usedSlots.clear(sl);
-                    }
-                    throw e;
-                }
-                maps.put(a, new long[][] {iovas, java.util.Arrays.stream(slots).asLongStream().toArray()});
-                // the exported range within the pages: the first page from firstOffset, the last trimmed
-                long[] addr = new long[n];
-                long[] len = new long[n];
-                long left = length;
-                for (int i = 0; i < n; i++) {
-                    long off = i == 0 ? firstOffset : 0;
-                    addr[i] = iovas[i] + off;
-                    len[i] = Math.min(P2P_PAGE_SIZE - off, left);
-                    left -= len[i];
-                }
-                return org.peerdirect.kernel.dma.SgTable.of(addr, len);
-            }
-        }
-
-        @Override
-        public void unmap(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, org.peerdirect.kernel.dma.SgTable sg, DmaDirection dir) {
-            synchronized (NvidiaRm.this) {
-                long[][] m = maps.remove(a);
-                if (m == null) {
-                    return;
-                }
-                int[] slots = new int[m[1].length];
-                for (int i = 0; i < m[0].length; i++) {
-                    a.importer().dmaUnmap(m[0][i], (int) (P2P_PAGE_SIZE / 4096)); // no DMA through it after this
-                    slots[i] = (int) m[1][i];
-                    usedSlots.clear(slots[i]);
-                }
-                gpu.bar1Unmap(slots);
-            }
-        }
-
-        @Override
-        public void release(org.peerdirect.kernel.dmabuf.DmaBuf b) {
-            synchronized (NvidiaRm.this) {
-                exports.remove(this);
-                unref(pages);
-            }
-        }
-    }
+    // ------------------------------------------------------------------ dma-buf export ({@link NvDmaBuf})
 
     /**
      * {@code cuMemGetHandleForAddressRange(&fd, dptr, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)}:
@@ -820,11 +611,9 @@ public final class NvidiaRm {
      * @throws KernelException EINVAL for an unaligned range or one outside a live allocation
      */
     public int cuMemGetHandleForAddressRange(AddressSpace proc, long dptr, long size) {
-        GpuDmaBuf g;
+        org.peerdirect.kernel.dmabuf.DmaBuf buf;
         synchronized (this) {
-            if (shuttingDown) {
-                throw new KernelException(Errno.ENODEV, "cuMemGetHandleForAddressRange: " + name() + " is going away (CUDA_ERROR_NO_DEVICE)");
-            }
+            dmabufs.checkOpen();
             if ((dptr & 4095) != 0 || (size & 4095) != 0 || size <= 0) {
                 throw new KernelException(Errno.EINVAL, String.format(
                         "cuMemGetHandleForAddressRange(0x%x, %d): CUDA_ERROR_INVALID_VALUE (not aligned to the host page size)", dptr, size));
@@ -833,16 +622,11 @@ public final class NvidiaRm {
             int first = (int) ((dptr - a.va) / P2P_PAGE_SIZE);
             int last = (int) ((dptr + size - 1 - a.va) / P2P_PAGE_SIZE);
             int[] pages = java.util.Arrays.copyOfRange(a.pages, first, last + 1);
-            for (int p : pages) {
-                pageRefs[p]++; // the buffer keeps them past a free of the allocation
-            }
-            g = new GpuDmaBuf(dptr, (dptr - a.va) % P2P_PAGE_SIZE, size, pages);
-            g.buf = org.peerdirect.kernel.dmabuf.DmaBuf.export("nvidia " + name(), size, g); // takes no lock
-            exports.add(g); // with its buffer: a shutdown sees it whole or not at all
+            buf = dmabufs.export(pages, (dptr - a.va) % P2P_PAGE_SIZE, size);
         }
         // a descriptor that cannot be installed (the process is exiting) drops the only reference:
         // the buffer is released then, once
-        return g.buf.fd(proc);
+        return buf.fd(proc);
     }
 
     /**
@@ -854,54 +638,7 @@ public final class NvidiaRm {
      * @throws IllegalStateException when an importer pinned the buffer (it cannot move)
      */
     public int dmaBufEvictBar1(AddressSpace proc, int fd) {
-        org.peerdirect.kernel.dmabuf.DmaBuf b = org.peerdirect.kernel.dmabuf.DmaBuf.get(proc, fd);
-        try {
-            GpuDmaBuf g;
-            synchronized (this) {
-                g = exports.stream().filter(x -> x.buf == b).findFirst().orElse(null);
-            }
-            if (g == null) {
-                throw new KernelException(Errno.EINVAL, String.format("fd %d is %s, not a dma-buf %s exported", fd, b, name()));
-            }
-            int before = usedSlots();
-            b.lockResv();
-            try {
-                synchronized (this) {
-                    if (g.pins > 0) {
-                        throw new KernelException(Errno.EBUSY, b + " is pinned by an importer: its BAR1 pages cannot be taken back");
-                    }
-                }
-                b.moveNotify();
-            } finally {
-                b.unlockResv();
-            }
-            return before - usedSlots();
-        } finally {
-            b.put();
-        }
-    }
-
-    /** Revokes every exported dma-buf (the GPU goes); returns what non-revocable pinned importers still hold. */
-    private List<String> revokeExports() {
-        List<GpuDmaBuf> all;
-        synchronized (this) {
-            shuttingDown = true; // no export from now on
-            all = new ArrayList<>(exports);
-        }
-        List<String> stuck = new ArrayList<>();
-        for (GpuDmaBuf g : all) {
-            g.buf.lockResv();
-            try {
-                for (var a : g.buf.revoke()) {
-                    stuck.add(name() + ": " + a.importerName() + " keeps a pinned, non-revocable mapping of " + g.buf);
-                }
-            } catch (RuntimeException e) { // an importer failed: the others and the rest of the shutdown go on
-                stuck.add(name() + ": revoking " + g.buf + " failed: " + e);
-            } finally {
-                g.buf.unlockResv();
-            }
-        }
-        return stuck;
+        return dmabufs.evictBar1(proc, fd);
     }
 
     // ------------------------------------------------------------------ process lifetime
@@ -938,7 +675,7 @@ public final class NvidiaRm {
      * first); persistent pins still held are reported, since their pages cannot outlive the card.
      */
     public List<String> shutdown() {
-        List<String> stuck = revokeExports(); // importers let go before the memory does
+        List<String> stuck = dmabufs.revokeAll(); // importers let go before the memory does
         Map<Integer, DeviceFile> open;
         synchronized (this) {
             open = new HashMap<>(files);
@@ -953,14 +690,8 @@ public final class NvidiaRm {
         List<String> left = new ArrayList<>(stuck);
         synchronized (this) {
             // pages only revoked dma-bufs still open hold are not leaks: their descriptors keep them until closed
-            BitSet byExports = new BitSet();
-            for (GpuDmaBuf g : exports) {
-                for (int p : g.pages) {
-                    byExports.set(p);
-                }
-            }
-            BitSet held = (BitSet) usedPages.clone();
-            held.andNot(byExports);
+            BitSet held = mem.usedPages();
+            held.andNot(dmabufs.pages());
             if (held.cardinality() > 0) {
                 left.add(String.format("%s: %d pages of video memory still referenced at shutdown (persistent pins not put)", name(),
                         held.cardinality()));
@@ -986,7 +717,7 @@ public final class NvidiaRm {
         int allocs = 0;
         int tables = 0;
         List<String> pinned = new ArrayList<>();
-        BitSet orphans = (BitSet) usedPages.clone(); // pages in use that no live allocation holds: kept by persistent pins
+        BitSet orphans = mem.usedPages(); // pages in use that no live allocation holds: kept by persistent pins
         for (TreeMap<Long, Allocation> m : allocations.values()) {
             for (Allocation a : m.values()) {
                 allocs++;
@@ -1000,10 +731,10 @@ public final class NvidiaRm {
                 }
             }
         }
-        return new Smi(name(), fn.bdf(), (long) gpu.vramPages * P2P_PAGE_SIZE, (long) usedPages.cardinality() * P2P_PAGE_SIZE,
-                (long) gpu.bar1Slots * P2P_PAGE_SIZE, (long) usedSlots.cardinality() * P2P_PAGE_SIZE, committed(), allocs, tables,
-                pins, modelledPinNanos, freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned, exports.size(),
-                exports.stream().mapToInt(g -> g.maps.size()).sum());
+        return new Smi(name(), fn.bdf(), (long) gpu.vramPages * P2P_PAGE_SIZE, (long) mem.usedPageCount() * P2P_PAGE_SIZE,
+                (long) gpu.bar1Slots * P2P_PAGE_SIZE, (long) mem.usedSlotCount() * P2P_PAGE_SIZE, committed(), allocs, tables,
+                pins, modelledPinNanos, freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned, dmabufs.count(),
+                dmabufs.mappings());
     }
 
     /** What the GPU committed of the host's memory; 0 once it is gone. */
@@ -1018,10 +749,10 @@ public final class NvidiaRm {
     }
 
     public synchronized int usedPages() {
-        return usedPages.cardinality();
+        return mem.usedPageCount();
     }
 
     public synchronized int usedSlots() {
-        return usedSlots.cardinality();
+        return mem.usedSlotCount();
     }
 }
