@@ -191,6 +191,11 @@ final class GpuFw {
         })).toList(), false);
     }
 
+    /** Pages of the driver's own mapped for the GPU (queues, staging buffer). */
+    int dmaPages() {
+        return q.dmaPages();
+    }
+
     /** Switches the queues off and frees their memory; the calls above fail (or, teardown, do nothing) from now on. */
     void close() {
         q.close();

@@ -158,6 +158,16 @@ final class GspMsgQueue {
         return r;
     }
 
+    /** Pages of the driver's own mapped for the GPU's DMA: both queue stores and the staging buffer; 0 once closed. */
+    int dmaPages() {
+        lock.lock();
+        try {
+            return closed ? 0 : 2 << STORE_ORDER | 1 << STAGING_ORDER;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The bus address of the staging buffer's byte {@code off}. */
     long stagingAddress(int off) {
         return stagingIova + off;

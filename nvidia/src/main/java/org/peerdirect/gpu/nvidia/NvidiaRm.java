@@ -710,7 +710,7 @@ public final class NvidiaRm {
     /** What {@code gpu:smi} shows of this GPU. */
     public record Smi(String name, String bdf, long vramBytes, long usedBytes, long bar1Bytes, long bar1UsedBytes, long committedBytes,
             int allocations, int pinnedTables, long pins, long modelledPinNanos, long freeCallbacks, long orphanBytes, List<String> pinned,
-            int dmabufs, int dmabufMappings) {
+            int dmabufs, int dmabufMappings, int dmaPages) {
     }
 
     public synchronized Smi smi() {
@@ -734,7 +734,7 @@ public final class NvidiaRm {
         return new Smi(name(), fn.bdf(), (long) gpu.vramPages * P2P_PAGE_SIZE, (long) mem.usedPageCount() * P2P_PAGE_SIZE,
                 (long) gpu.bar1Slots * P2P_PAGE_SIZE, (long) mem.usedSlotCount() * P2P_PAGE_SIZE, committed(), allocs, tables,
                 pins, modelledPinNanos, freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned, dmabufs.count(),
-                dmabufs.mappings());
+                dmabufs.mappings(), gpu.dmaPages());
     }
 
     /** What the GPU committed of the host's memory; 0 once it is gone. */
