@@ -137,17 +137,25 @@ final class GspMsgQueue {
         cmdStore = mm.pageAddress(cmdPfn, STORE_ORDER);
         msgStore = mm.pageAddress(msgPfn, STORE_ORDER);
         staging = mm.pageAddress(stagingPfn, STAGING_ORDER);
-        fn.requestIrq(MSIX_MSGQ, v -> wake());
-        lock.lock();
         try {
-            start();
-            submit(List.of(new Rpc(GpuRpc.NOP, 0, p -> { })), false);
+            fn.requestIrq(MSIX_MSGQ, v -> wake());
+        } catch (RuntimeException e) { // the vector is someone else's: leave it to them
+            closed = true;
+            release();
+            throw e;
+        }
+        try {
+            lock.lock();
+            try {
+                start();
+            } finally {
+                lock.unlock();
+            }
+            submit(List.of(new Rpc(GpuRpc.NOP, 0, p -> { })), false); // the queues answer
         } catch (RuntimeException e) {
-            lock.unlock();
             close();
             throw e;
         }
-        lock.unlock();
     }
 
     private static long[] run(long pfn, int n) {
@@ -352,6 +360,11 @@ final class GspMsgQueue {
             lock.unlock();
         }
         fn.freeIrq(MSIX_MSGQ);
+        release();
+    }
+
+    /** Unmaps and frees the queues and the staging buffer (the GPU no longer uses them). */
+    private void release() {
         dma.dmaUnmap(cmdIova, 1 << STORE_ORDER);
         dma.dmaUnmap(msgIova, 1 << STORE_ORDER);
         dma.dmaUnmap(stagingIova, 1 << STAGING_ORDER);
