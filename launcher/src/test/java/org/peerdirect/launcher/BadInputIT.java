@@ -286,14 +286,17 @@ class BadInputIT {
         session.run("kernel:kill $pid");
         assertTrue(run("rdma:pingpong -n 200 -c").contains("no mismatch"));
         String iommu = run("kernel:iommu");
-        // the only live mappings are the drivers' own DMA pages: mlx5's (command queue, mailboxes, EQs, firmware pages), nvme's admin queue
+        // the only live mappings are the drivers' own DMA pages: mlx5's (command queue, mailboxes, EQs, firmware pages),
+        // nvme's admin queue and nvidia's (the GPU's command and message queues, the copy staging buffer)
         long mlx5Pages = java.util.regex.Pattern.compile("DMA pages live (\\d+)").matcher(run("mlx5:pages")).results()
+                .mapToLong(m -> Long.parseLong(m.group(1))).sum();
+        long gpuPages = java.util.regex.Pattern.compile("DMA pages live (\\d+)").matcher(run("gpu:smi")).results()
                 .mapToLong(m -> Long.parseLong(m.group(1))).sum();
         assertTrue(mlx5Pages > 0, run("mlx5:pages"));
         long nvmePages = java.util.regex.Pattern.compile("DMA pages live (\\d+)").matcher(run("ssd:info")).results()
                 .mapToLong(m -> Long.parseLong(m.group(1))).sum();
-        assertTrue(iommu.contains("-> OK") && iommu.contains("live_mappings=" + (mlx5Pages + nvmePages) + " "),
-                mlx5Pages + " mlx5 pages, " + nvmePages + " nvme pages\n" + iommu);
+        assertTrue(iommu.contains("-> OK") && iommu.contains("live_mappings=" + (mlx5Pages + nvmePages + gpuPages) + " "),
+                mlx5Pages + " mlx5 pages, " + nvmePages + " nvme pages, " + gpuPages + " GPU driver pages\n" + iommu);
         assertTrue(run("kernel:ps").lines().count() == 1, "no process left: " + run("kernel:ps"));
         assertTrue(run("umemtest:list").contains("no MRs"));
         assertEquals(2, run("rdma:devices").lines().filter(l -> l.contains("mlx4_")).count(), "both devices still there");

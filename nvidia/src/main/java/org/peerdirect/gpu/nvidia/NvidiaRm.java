@@ -7,7 +7,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-import org.peerdirect.gpu.engine.GpuEngine;
+import org.peerdirect.gpu.ifc.GpuRegs;
+import org.peerdirect.gpu.ifc.GpuRpc;
 import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.mm.AddressSpace;
@@ -53,6 +54,12 @@ import org.peerdirect.kernel.pci.PciFunction;
  * slots back from dynamic importers ({@code move_notify}: the next access re-maps); the GPU going
  * revokes every exported buffer.
  *
+ * <h2>The GPU</h2>
+ * The RM reaches its GPU only through the PCI function ({@link GpuFw}): the model's queues in
+ * kernel memory set up through BAR0, commands for video-memory pages, BAR1 slots and the copy
+ * engine (host bytes go through a staging buffer the GPU reaches by DMA), answers woken by MSI-X;
+ * {@code cuMemAlloc}'s device mapping comes from the model's CPU window (BAR2).
+ *
  * <h2>Cost model</h2>
  * Pinning GPU memory in the BAR is "an expensive operation, taking up to milliseconds" (GPUDirect
  * RDMA documentation): each pin is charged {@value #PIN_BASE_NS} ns plus {@value #PIN_PAGE_NS} ns
@@ -68,7 +75,7 @@ import org.peerdirect.kernel.pci.PciFunction;
 public final class NvidiaRm {
 
     /** {@code nvidia_p2p_page_table.page_size}: {@code NVIDIA_P2P_PAGE_SIZE_64KB}. */
-    public static final long P2P_PAGE_SIZE = GpuEngine.GPU_PAGE_SIZE;
+    public static final long P2P_PAGE_SIZE = GpuRpc.PAGE_SIZE;
     public static final long PIN_BASE_NS = 20_000;
     public static final long PIN_PAGE_NS = 2_000;
     /** Where unified addresses of device memory start in a process (CUDA reserves a range like it). */
@@ -166,21 +173,16 @@ public final class NvidiaRm {
 
     private final Mm mm;
     private final PciFunction fn;
-    private final GpuEngine gpu;
+    /** The GPU's firmware, reached through BAR0, the queues in memory and MSI-X. */
+    private final GpuFw gpu;
+    /** The books of video-memory pages and BAR1 slots. */
+    private final GpuMemory mem;
+    private final NvDmaBuf dmabufs;
+    private final String name;
     private final int index;
-    /** Video-memory pages in use: allocations and orphans of persistent pins. */
-    private final BitSet usedPages = new BitSet();
-    /** References per page: 1 for its allocation, +1 per page table pinning it. */
-    private final int[] pageRefs;
-    private final BitSet usedSlots = new BitSet();
-    private int slotHint;
     private final Map<Integer, TreeMap<Long, Allocation>> allocations = new HashMap<>();
     private final Map<Integer, DeviceFile> files = new HashMap<>();
     private final Map<Integer, Long> uvaCursor = new HashMap<>();
-    /** Exported dma-bufs not yet released. */
-    private final List<GpuDmaBuf> exports = new ArrayList<>();
-    /** The GPU is going: no new export. */
-    private boolean shuttingDown;
     private long modelledPinNanos;
     private long pins;
     private long freeCallbacks;
@@ -188,9 +190,11 @@ public final class NvidiaRm {
     public NvidiaRm(Mm mm, PciFunction fn, int index) {
         this.mm = mm;
         this.fn = fn;
-        this.gpu = fn.firmware(GpuEngine.class).orElseThrow(() -> new IllegalArgumentException(fn.bdf() + " is not a GPU of this model"));
+        this.name = fn.name();
+        this.gpu = new GpuFw(name, mm, fn);
         this.index = index;
-        this.pageRefs = new int[gpu.vramPages()];
+        this.mem = new GpuMemory(this, name, gpu);
+        this.dmabufs = new NvDmaBuf(this, name, fn, mem);
     }
 
     public int index() {
@@ -198,7 +202,7 @@ public final class NvidiaRm {
     }
 
     public String name() {
-        return gpu.name();
+        return name;
     }
 
     public PciFunction function() {
@@ -215,13 +219,13 @@ public final class NvidiaRm {
      * @throws KernelException EINVAL for a size that is not positive, ENOMEM when video memory is short
      */
     public synchronized long cuMemAlloc(AddressSpace proc, long bytes) {
-        if (bytes <= 0 || bytes > (long) gpu.vramPages() * P2P_PAGE_SIZE) {
+        if (bytes <= 0 || bytes > (long) gpu.vramPages * P2P_PAGE_SIZE) {
             throw new KernelException(bytes <= 0 ? Errno.EINVAL : Errno.ENOMEM,
                     String.format("cuMemAlloc of %d bytes on %s: CUDA_ERROR_%s", bytes, name(), bytes <= 0 ? "INVALID_VALUE" : "OUT_OF_MEMORY"));
         }
         long size = (bytes + P2P_PAGE_SIZE - 1) & -P2P_PAGE_SIZE;
         int n = (int) (size / P2P_PAGE_SIZE);
-        int[] pages = allocPages(n);
+        int[] pages = mem.allocPages(n);
         try {
             deviceFile(proc);
             long va = mapUva(proc, size, pages);
@@ -229,50 +233,17 @@ public final class NvidiaRm {
             allocations.computeIfAbsent(proc.pid(), k -> new TreeMap<>()).put(va, a);
             return va;
         } catch (RuntimeException e) {
-            freePages(pages);
+            mem.freePages(pages);
             throw e;
         }
     }
 
-    /** First-fit, contiguous where possible (a run of consecutive pages is one VMA). */
-    private int[] allocPages(int n) {
-        assert Thread.holdsLock(this);
-        int free = gpu.vramPages() - usedPages.cardinality();
-        if (n > free) {
-            throw new KernelException(Errno.ENOMEM, String.format("cuMemAlloc on %s: CUDA_ERROR_OUT_OF_MEMORY (%d pages of 64 KiB asked, %d free)",
-                    name(), n, free));
-        }
-        int[] pages = new int[n];
-        int at = 0;
-        for (int p = usedPages.nextClearBit(0); at < n; p = usedPages.nextClearBit(p + 1)) {
-            pages[at++] = p;
-        }
-        for (int p : pages) {
-            usedPages.set(p);
-            pageRefs[p] = 1;
-        }
-        return pages;
-    }
-
-    private void freePages(int[] pages) {
-        assert Thread.holdsLock(this);
-        for (int p : pages) {
-            pageRefs[p] = 0;
-            usedPages.clear(p);
-        }
-    }
-
-    /** Drops one reference of each page; a page whose last reference goes is free again. */
-    private void unref(int[] pages) {
-        assert Thread.holdsLock(this);
-        for (int p : pages) {
-            if (--pageRefs[p] == 0) {
-                usedPages.clear(p);
-            }
-        }
-    }
-
-    /** Maps the pages at the process's next 2 MiB-aligned unified address, PROT_NONE. */
+    /**
+     * Maps the pages at the process's next 2 MiB-aligned unified address, PROT_NONE: each run of
+     * consecutive pages as the GPU's CPU window (BAR2, the model's own) shows it, mapped with
+     * {@code ioremap} of those BAR pages (the window never moves its pages). A PCIe
+     * CPU cannot reach the memory; the mapping only makes the range a device mapping.
+     */
     private long mapUva(AddressSpace proc, long size, int[] pages) {
         List<java.lang.foreign.MemorySegment> pieces = new ArrayList<>();
         int i = 0;
@@ -281,7 +252,13 @@ public final class NvidiaRm {
             while (j < pages.length && pages[j] == pages[j - 1] + 1) {
                 j++;
             }
-            pieces.add(gpu.cpuView(pages[i], j - i));
+            try {
+                // io_remap_pfn_range of the window's BAR pages: the window never moves them, so ioremap takes the run
+                pieces.add(fn.ioremap(GpuRegs.CPU_WINDOW_BAR, pages[i] * P2P_PAGE_SIZE, (j - i) * P2P_PAGE_SIZE));
+            } catch (IllegalArgumentException | IllegalStateException e) {
+                throw new KernelException(Errno.ENODEV, String.format("cuMemAlloc on %s: its CPU window does not show pages %d+%d (the GPU is gone?): %s",
+                        name(), pages[i], j - i, e.getMessage()));
+            }
             i = j;
         }
         long cursor = uvaCursor.getOrDefault(proc.pid(), UVA_BASE);
@@ -343,7 +320,7 @@ public final class NvidiaRm {
             if (as != null && !as.exited()) {
                 as.munmap(a.va, a.size);
             }
-            unref(a.pages); // a page a persistent pin holds stays, an orphan, until its put_pages
+            mem.unref(a.pages); // a page a persistent pin holds stays, an orphan, until its put_pages
         }
     }
 
@@ -355,12 +332,9 @@ public final class NvidiaRm {
                 unmapRuns(m);
             }
         }
-        for (int s : t.slots) {
-            gpu.bar1Unmap(s);
-            usedSlots.clear(s);
-        }
+        mem.unmapSlots(t.slots);
         t.alloc.tables.remove(t);
-        unref(t.pages);
+        mem.unref(t.pages);
     }
 
     private static void unmapRuns(DmaMapping m) {
@@ -372,43 +346,65 @@ public final class NvidiaRm {
 
     /** {@code cuMemcpyHtoD}: host bytes into device memory at {@code dst} of the process. */
     public void cuMemcpyHtoD(AddressSpace proc, long dst, byte[] src, int off, int len) {
-        walk(proc, dst, len, (page, pageOff, done, n) -> gpu.write(page, pageOff, src, off + (int) done, (int) n));
+        java.util.Objects.checkFromIndexSize(off, len, src.length);
+        gpu.copy(pieces(proc, dst, len), src, off, true);
     }
 
     /** {@code cuMemcpyDtoH}: device memory at {@code src} of the process into host bytes. */
     public void cuMemcpyDtoH(AddressSpace proc, byte[] dst, int off, long src, int len) {
-        walk(proc, src, len, (page, pageOff, done, n) -> gpu.read(page, pageOff, dst, off + (int) done, (int) n));
+        java.util.Objects.checkFromIndexSize(off, len, dst.length);
+        gpu.copy(pieces(proc, src, len), dst, off, false);
     }
 
     /** {@code cuMemcpyDtoD}: within the GPU, between two allocations (or one) of the process, through the copy engine. */
     public void cuMemcpyDtoD(AddressSpace proc, long dst, long src, long len) {
-        byte[] bounce = new byte[(int) Math.min(Math.max(len, 0), P2P_PAGE_SIZE)];
-        for (long done = 0; done < len; done += bounce.length) {
-            int n = (int) Math.min(bounce.length, len - done);
-            cuMemcpyDtoH(proc, bounce, 0, src + done, n);
-            cuMemcpyHtoD(proc, dst + done, bounce, 0, n);
+        if (len <= 0) {
+            return; // nothing to copy, as cudaMemcpy of 0 bytes
         }
+        List<GpuFw.Piece> from = pieces(proc, src, len);
+        List<GpuFw.Piece> to = pieces(proc, dst, len);
+        // split both at every page boundary of either side: each pair lies within one page on each side
+        List<GpuFw.Piece[]> pairs = new ArrayList<>();
+        int i = 0;
+        int j = 0;
+        int si = 0;
+        int sj = 0;
+        while (i < from.size()) {
+            GpuFw.Piece a = from.get(i);
+            GpuFw.Piece b = to.get(j);
+            int n = Math.min(a.len() - si, b.len() - sj);
+            pairs.add(new GpuFw.Piece[] {new GpuFw.Piece(a.page(), a.off() + si, n), new GpuFw.Piece(b.page(), b.off() + sj, n)});
+            si += n;
+            sj += n;
+            if (si == a.len()) {
+                i++;
+                si = 0;
+            }
+            if (sj == b.len()) {
+                j++;
+                sj = 0;
+            }
+        }
+        gpu.copyDevice(pairs);
     }
 
-    private interface PageRun {
-        void run(int page, long pageOff, long done, long n);
-    }
-
-    /** Calls {@code r} for each piece of [va, va+len) within one 64 KiB page; the range must be one live allocation's. */
-    private void walk(AddressSpace proc, long va, long len, PageRun r) {
+    /** The pieces of [va, va+len) within one 64 KiB page each; the range must be one live allocation's. */
+    private List<GpuFw.Piece> pieces(AddressSpace proc, long va, long len) {
         Allocation a;
         synchronized (this) {
             a = containing(proc.pid(), va, len, "cuMemcpy");
         }
+        List<GpuFw.Piece> out = new ArrayList<>();
         long done = 0;
         while (done < len) {
             long at = va + done - a.va;
             int page = a.pages[(int) (at / P2P_PAGE_SIZE)];
-            long pageOff = at % P2P_PAGE_SIZE;
-            long n = Math.min(len - done, P2P_PAGE_SIZE - pageOff);
-            r.run(page, pageOff, done, n);
+            int pageOff = (int) (at % P2P_PAGE_SIZE);
+            int n = (int) Math.min(len - done, P2P_PAGE_SIZE - pageOff);
+            out.add(new GpuFw.Piece(page, pageOff, n));
             done += n;
         }
+        return out;
     }
 
     private Allocation allocation(int pid, long dptr) {
@@ -462,58 +458,22 @@ public final class NvidiaRm {
         }
         Allocation a = containing(pid, va, length, "nvidia_p2p_get_pages");
         int n = (int) (length / P2P_PAGE_SIZE);
-        int freeSlots = gpu.bar1Slots() - usedSlots.cardinality();
+        int freeSlots = mem.freeSlots();
         if (n > freeSlots) {
             throw new KernelException(Errno.ENOMEM, String.format(
                     "nvidia_p2p_get_pages: %d KiB do not fit in the BAR1 aperture of %s (%d of %d slots of 64 KiB free)",
-                    length >> 10, name(), freeSlots, gpu.bar1Slots()));
+                    length >> 10, name(), freeSlots, gpu.bar1Slots));
         }
         int first = (int) ((va - a.va) / P2P_PAGE_SIZE);
         int[] pages = java.util.Arrays.copyOfRange(a.pages, first, first + n);
-        int[] slots = allocSlots(n);
-        for (int i = 0; i < n; i++) {
-            gpu.bar1Map(slots[i], pages[i]);
-            pageRefs[pages[i]]++;
-        }
+        int[] slots = mem.mapSlots(pages);
+        mem.ref(pages);
         long cost = PIN_BASE_NS + n * PIN_PAGE_NS;
         modelledPinNanos += cost;
         pins++;
         PageTable t = new PageTable(a, va, length, pages, slots, callback, cost);
         a.tables.add(t);
         return t;
-    }
-
-    /** n free slots, contiguous from the cyclic hint if possible, else wherever they are. */
-    private int[] allocSlots(int n) {
-        int total = gpu.bar1Slots();
-        int[] slots = new int[n];
-        int start = -1;
-        for (int pass = 0; pass < 2 && start < 0; pass++) {
-            int s = usedSlots.nextClearBit(pass == 0 ? slotHint : 0);
-            while (s + n <= total) {
-                int next = usedSlots.nextSetBit(s);
-                if (next < 0 || next >= s + n) {
-                    start = s;
-                    break;
-                }
-                s = usedSlots.nextClearBit(next);
-            }
-        }
-        if (start >= 0) {
-            for (int i = 0; i < n; i++) {
-                slots[i] = start + i;
-            }
-        } else { // fragmented: any free slots
-            int at = 0;
-            for (int s = usedSlots.nextClearBit(0); at < n; s = usedSlots.nextClearBit(s + 1)) {
-                slots[at++] = s;
-            }
-        }
-        for (int s : slots) {
-            usedSlots.set(s);
-        }
-        slotHint = (slots[n - 1] + 1) % total;
-        return slots;
     }
 
     /**
@@ -569,7 +529,7 @@ public final class NvidiaRm {
                     j++;
                 }
                 long bytes = (j - i) * P2P_PAGE_SIZE;
-                long iova = peer.dmaMapResource(fn, 1, t.slots[i] * P2P_PAGE_SIZE, bytes, DmaDirection.BIDIRECTIONAL);
+                long iova = peer.dmaMapResource(fn, GpuRegs.BAR1, t.slots[i] * P2P_PAGE_SIZE, bytes, DmaDirection.BIDIRECTIONAL);
                 runs.add(new long[] {iova, bytes / 4096});
                 for (int k = i; k < j; k++) {
                     addrs[k] = iova + (k - i) * P2P_PAGE_SIZE;
@@ -641,118 +601,7 @@ public final class NvidiaRm {
         }
     }
 
-    // ------------------------------------------------------------------ dma-buf export
-
-    /** One exported range: its pages (referenced) and, per mapped attachment, its BAR1 slots and IOMMU runs. */
-    private final class GpuDmaBuf implements org.peerdirect.kernel.dmabuf.DmaBufOps {
-        final long va;
-        final long firstOffset;
-        final long length;
-        final int[] pages;
-        final Map<org.peerdirect.kernel.dmabuf.DmaBufAttachment, long[][]> maps = new HashMap<>();
-        org.peerdirect.kernel.dmabuf.DmaBuf buf;
-        int pins;
-
-        GpuDmaBuf(long va, long firstOffset, long length, int[] pages) {
-            this.va = va;
-            this.firstOffset = firstOffset;
-            this.length = length;
-            this.pages = pages;
-        }
-
-        @Override
-        public void attach(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
-            if (!a.importerOps().allowPeer2Peer()) {
-                throw new KernelException(Errno.EOPNOTSUPP, name() + ": video memory is reachable only peer to peer; "
-                        + a.importerName() + " does not allow peer2peer");
-            }
-        }
-
-        @Override
-        public void pin(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
-            synchronized (NvidiaRm.this) {
-                pins++;
-            }
-        }
-
-        @Override
-        public void unpin(org.peerdirect.kernel.dmabuf.DmaBufAttachment a) {
-            synchronized (NvidiaRm.this) {
-                pins--;
-            }
-        }
-
-        /** BAR1 slots for the pages (ENOMEM when the aperture is full), mapped into the importer's domain. */
-        @Override
-        public org.peerdirect.kernel.dma.SgTable map(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, DmaDirection dir) {
-            synchronized (NvidiaRm.this) {
-                int n = pages.length;
-                int freeSlots = gpu.bar1Slots() - usedSlots.cardinality();
-                if (n > freeSlots) {
-                    throw new KernelException(Errno.ENOMEM, String.format("%s: the dma-buf's %d pages do not fit in BAR1 (%d of %d slots free)",
-                            name(), n, freeSlots, gpu.bar1Slots()));
-                }
-                int[] slots = allocSlots(n);
-                long[] iovas = new long[n];
-                int barMapped = 0;
-                int dmaMapped = 0;
-                try {
-                    for (int i = 0; i < n; i++) {
-                        gpu.bar1Map(slots[i], pages[i]);
-                        barMapped++;
-                        iovas[i] = a.importer().dmaMapResource(fn, 1, slots[i] * P2P_PAGE_SIZE, P2P_PAGE_SIZE, dir);
-                        dmaMapped++;
-                    }
-                } catch (RuntimeException e) { // undo what was done, in reverse
-                    for (int i = 0; i < dmaMapped; i++) {
-                        a.importer().dmaUnmap(iovas[i], (int) (P2P_PAGE_SIZE / 4096));
-                    }
-                    for (int i = 0; i < barMapped; i++) {
-                        gpu.bar1Unmap(slots[i]);
-                    }
-                    for (int sl : slots) {
-                        usedSlots.clear(sl);
-                    }
-                    throw e;
-                }
-                maps.put(a, new long[][] {iovas, java.util.Arrays.stream(slots).asLongStream().toArray()});
-                // the exported range within the pages: the first page from firstOffset, the last trimmed
-                long[] addr = new long[n];
-                long[] len = new long[n];
-                long left = length;
-                for (int i = 0; i < n; i++) {
-                    long off = i == 0 ? firstOffset : 0;
-                    addr[i] = iovas[i] + off;
-                    len[i] = Math.min(P2P_PAGE_SIZE - off, left);
-                    left -= len[i];
-                }
-                return org.peerdirect.kernel.dma.SgTable.of(addr, len);
-            }
-        }
-
-        @Override
-        public void unmap(org.peerdirect.kernel.dmabuf.DmaBufAttachment a, org.peerdirect.kernel.dma.SgTable sg, DmaDirection dir) {
-            synchronized (NvidiaRm.this) {
-                long[][] m = maps.remove(a);
-                if (m == null) {
-                    return;
-                }
-                for (int i = 0; i < m[0].length; i++) {
-                    a.importer().dmaUnmap(m[0][i], (int) (P2P_PAGE_SIZE / 4096)); // no DMA through it after this
-                    gpu.bar1Unmap((int) m[1][i]);
-                    usedSlots.clear((int) m[1][i]);
-                }
-            }
-        }
-
-        @Override
-        public void release(org.peerdirect.kernel.dmabuf.DmaBuf b) {
-            synchronized (NvidiaRm.this) {
-                exports.remove(this);
-                unref(pages);
-            }
-        }
-    }
+    // ------------------------------------------------------------------ dma-buf export ({@link NvDmaBuf})
 
     /**
      * {@code cuMemGetHandleForAddressRange(&fd, dptr, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)}:
@@ -762,11 +611,9 @@ public final class NvidiaRm {
      * @throws KernelException EINVAL for an unaligned range or one outside a live allocation
      */
     public int cuMemGetHandleForAddressRange(AddressSpace proc, long dptr, long size) {
-        GpuDmaBuf g;
+        org.peerdirect.kernel.dmabuf.DmaBuf buf;
         synchronized (this) {
-            if (shuttingDown) {
-                throw new KernelException(Errno.ENODEV, "cuMemGetHandleForAddressRange: " + name() + " is going away (CUDA_ERROR_NO_DEVICE)");
-            }
+            dmabufs.checkOpen();
             if ((dptr & 4095) != 0 || (size & 4095) != 0 || size <= 0) {
                 throw new KernelException(Errno.EINVAL, String.format(
                         "cuMemGetHandleForAddressRange(0x%x, %d): CUDA_ERROR_INVALID_VALUE (not aligned to the host page size)", dptr, size));
@@ -775,16 +622,11 @@ public final class NvidiaRm {
             int first = (int) ((dptr - a.va) / P2P_PAGE_SIZE);
             int last = (int) ((dptr + size - 1 - a.va) / P2P_PAGE_SIZE);
             int[] pages = java.util.Arrays.copyOfRange(a.pages, first, last + 1);
-            for (int p : pages) {
-                pageRefs[p]++; // the buffer keeps them past a free of the allocation
-            }
-            g = new GpuDmaBuf(dptr, (dptr - a.va) % P2P_PAGE_SIZE, size, pages);
-            g.buf = org.peerdirect.kernel.dmabuf.DmaBuf.export("nvidia " + name(), size, g); // takes no lock
-            exports.add(g); // with its buffer: a shutdown sees it whole or not at all
+            buf = dmabufs.export(pages, (dptr - a.va) % P2P_PAGE_SIZE, size);
         }
         // a descriptor that cannot be installed (the process is exiting) drops the only reference:
         // the buffer is released then, once
-        return g.buf.fd(proc);
+        return buf.fd(proc);
     }
 
     /**
@@ -796,54 +638,7 @@ public final class NvidiaRm {
      * @throws IllegalStateException when an importer pinned the buffer (it cannot move)
      */
     public int dmaBufEvictBar1(AddressSpace proc, int fd) {
-        org.peerdirect.kernel.dmabuf.DmaBuf b = org.peerdirect.kernel.dmabuf.DmaBuf.get(proc, fd);
-        try {
-            GpuDmaBuf g;
-            synchronized (this) {
-                g = exports.stream().filter(x -> x.buf == b).findFirst().orElse(null);
-            }
-            if (g == null) {
-                throw new KernelException(Errno.EINVAL, String.format("fd %d is %s, not a dma-buf %s exported", fd, b, name()));
-            }
-            int before = usedSlots();
-            b.lockResv();
-            try {
-                synchronized (this) {
-                    if (g.pins > 0) {
-                        throw new KernelException(Errno.EBUSY, b + " is pinned by an importer: its BAR1 pages cannot be taken back");
-                    }
-                }
-                b.moveNotify();
-            } finally {
-                b.unlockResv();
-            }
-            return before - usedSlots();
-        } finally {
-            b.put();
-        }
-    }
-
-    /** Revokes every exported dma-buf (the GPU goes); returns what non-revocable pinned importers still hold. */
-    private List<String> revokeExports() {
-        List<GpuDmaBuf> all;
-        synchronized (this) {
-            shuttingDown = true; // no export from now on
-            all = new ArrayList<>(exports);
-        }
-        List<String> stuck = new ArrayList<>();
-        for (GpuDmaBuf g : all) {
-            g.buf.lockResv();
-            try {
-                for (var a : g.buf.revoke()) {
-                    stuck.add(name() + ": " + a.importerName() + " keeps a pinned, non-revocable mapping of " + g.buf);
-                }
-            } catch (RuntimeException e) { // an importer failed: the others and the rest of the shutdown go on
-                stuck.add(name() + ": revoking " + g.buf + " failed: " + e);
-            } finally {
-                g.buf.unlockResv();
-            }
-        }
-        return stuck;
+        return dmabufs.evictBar1(proc, fd);
     }
 
     // ------------------------------------------------------------------ process lifetime
@@ -880,7 +675,7 @@ public final class NvidiaRm {
      * first); persistent pins still held are reported, since their pages cannot outlive the card.
      */
     public List<String> shutdown() {
-        List<String> stuck = revokeExports(); // importers let go before the memory does
+        List<String> stuck = dmabufs.revokeAll(); // importers let go before the memory does
         Map<Integer, DeviceFile> open;
         synchronized (this) {
             open = new HashMap<>(files);
@@ -895,22 +690,18 @@ public final class NvidiaRm {
         List<String> left = new ArrayList<>(stuck);
         synchronized (this) {
             // pages only revoked dma-bufs still open hold are not leaks: their descriptors keep them until closed
-            BitSet byExports = new BitSet();
-            for (GpuDmaBuf g : exports) {
-                for (int p : g.pages) {
-                    byExports.set(p);
-                }
-            }
-            BitSet held = (BitSet) usedPages.clone();
-            held.andNot(byExports);
+            BitSet held = mem.usedPages();
+            held.andNot(dmabufs.pages());
             if (held.cardinality() > 0) {
                 left.add(String.format("%s: %d pages of video memory still referenced at shutdown (persistent pins not put)", name(),
                         held.cardinality()));
             }
-            if (gpu.bar1Mapped() > 0) {
-                left.add(String.format("%s: %d BAR1 slots still mapped at shutdown", name(), gpu.bar1Mapped()));
+            GpuFw.Stats st = gpu.stats();
+            if (st != null && st.bar1Mapped() > 0) {
+                left.add(String.format("%s: %d BAR1 slots still mapped at shutdown", name(), st.bar1Mapped()));
             }
         }
+        gpu.close(); // the queues off, their memory unmapped and freed; what is put later is only the RM's tables
         return left;
     }
 
@@ -919,14 +710,14 @@ public final class NvidiaRm {
     /** What {@code gpu:smi} shows of this GPU. */
     public record Smi(String name, String bdf, long vramBytes, long usedBytes, long bar1Bytes, long bar1UsedBytes, long committedBytes,
             int allocations, int pinnedTables, long pins, long modelledPinNanos, long freeCallbacks, long orphanBytes, List<String> pinned,
-            int dmabufs, int dmabufMappings) {
+            int dmabufs, int dmabufMappings, int dmaPages) {
     }
 
     public synchronized Smi smi() {
         int allocs = 0;
         int tables = 0;
         List<String> pinned = new ArrayList<>();
-        BitSet orphans = (BitSet) usedPages.clone(); // pages in use that no live allocation holds: kept by persistent pins
+        BitSet orphans = mem.usedPages(); // pages in use that no live allocation holds: kept by persistent pins
         for (TreeMap<Long, Allocation> m : allocations.values()) {
             for (Allocation a : m.values()) {
                 allocs++;
@@ -940,10 +731,16 @@ public final class NvidiaRm {
                 }
             }
         }
-        return new Smi(name(), fn.bdf(), (long) gpu.vramPages() * P2P_PAGE_SIZE, (long) usedPages.cardinality() * P2P_PAGE_SIZE,
-                (long) gpu.bar1Slots() * P2P_PAGE_SIZE, (long) usedSlots.cardinality() * P2P_PAGE_SIZE, gpu.committedBytes(), allocs, tables,
-                pins, modelledPinNanos, freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned, exports.size(),
-                exports.stream().mapToInt(g -> g.maps.size()).sum());
+        return new Smi(name(), fn.bdf(), (long) gpu.vramPages * P2P_PAGE_SIZE, (long) mem.usedPageCount() * P2P_PAGE_SIZE,
+                (long) gpu.bar1Slots * P2P_PAGE_SIZE, (long) mem.usedSlotCount() * P2P_PAGE_SIZE, committed(), allocs, tables,
+                pins, modelledPinNanos, freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned, dmabufs.count(),
+                dmabufs.mappings(), gpu.dmaPages());
+    }
+
+    /** What the GPU committed of the host's memory; 0 once it is gone. */
+    private long committed() {
+        GpuFw.Stats st = gpu.stats();
+        return st == null ? 0 : st.committedBytes();
     }
 
     /** Modelled time spent pinning BAR1 pages so far (never slept). */
@@ -952,10 +749,10 @@ public final class NvidiaRm {
     }
 
     public synchronized int usedPages() {
-        return usedPages.cardinality();
+        return mem.usedPageCount();
     }
 
     public synchronized int usedSlots() {
-        return usedSlots.cardinality();
+        return mem.usedSlotCount();
     }
 }

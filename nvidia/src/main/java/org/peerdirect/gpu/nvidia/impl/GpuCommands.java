@@ -64,6 +64,7 @@ public final class GpuCommands {
             sb.append(String.format("    P2P pins            : %d, modelled pin time %.3f ms (not slept), free callbacks %d%n", s.pins(),
                     s.modelledPinNanos() / 1e6, s.freeCallbacks()));
             sb.append(String.format("    dma-buf exports     : %d, mapped by %d importer attachment(s)%n", s.dmabufs(), s.dmabufMappings()));
+            sb.append(String.format("    Driver memory       : DMA pages live %d (command and message queues, copy staging)%n", s.dmaPages()));
             for (String p : s.pinned()) {
                 sb.append("      ").append(p).append('\n');
             }

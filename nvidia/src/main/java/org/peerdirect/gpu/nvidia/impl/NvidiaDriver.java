@@ -22,6 +22,11 @@ import org.peerdirect.kernel.pci.PciFunction;
 @Component(immediate = true)
 public final class NvidiaDriver {
 
+    /** {@code PCI_VENDOR_ID_NVIDIA} of {@code include/linux/pci_ids.h}. */
+    static final int PCI_VENDOR_ID_NVIDIA = 0x10de;
+    /** GA100 [A100 PCIe 40GB], the one entry of this driver's {@code nv_pci_table}. */
+    static final int PCI_DEVICE_ID_A100_PCIE_40GB = 0x20f1;
+
     private final PciDriverBindings<NvidiaRm> bindings;
 
     @Activate
@@ -31,7 +36,7 @@ public final class NvidiaDriver {
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
-            unbind = "unbindFunction", target = "(&(pci.vendor=4318)(pci.device=8433))")
+            unbind = "unbindFunction", target = "(&(pci.vendor=" + PCI_VENDOR_ID_NVIDIA + ")(pci.device=" + PCI_DEVICE_ID_A100_PCIE_40GB + "))")
     void bindFunction(PciFunction fn) {
         bindings.bind(fn);
     }
