@@ -106,7 +106,7 @@ final class Mlx4Pd implements IbPdOps {
 
     @Override
     public IbAhOps createAh(org.peerdirect.ib.core.verbs.IbvAhAttr a) {
-        ctx.dev.cmd(() -> ctx.dev.engine.port(a.portNum));
+        ctx.dev.checkPort(a.portNum);
         return IbAhOps.addressVector(a); // InfiniBand ports: the LID routes; a GRH is carried in the AV, not needed inside the subnet
     }
 

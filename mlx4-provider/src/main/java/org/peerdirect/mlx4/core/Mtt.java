@@ -1,0 +1,108 @@
+package org.peerdirect.mlx4.core;
+
+import static org.peerdirect.hca.cx3.ifc.Be.BE64;
+
+import java.util.BitSet;
+
+import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+
+/**
+ * MTT ranges ({@code mr.c}: {@code mlx4_mtt_init}, {@code mlx4_write_mtt}, {@code mlx4_mtt_cleanup}):
+ * contiguous runs of MTT entries from the table's allocator, their ICM mapped on demand, filled by
+ * {@code WRITE_MTT}. A context names a range by {@link Range#addr()}.
+ *
+ * <p>Lock rules: {@code this} guards the allocator.
+ */
+public final class Mtt {
+
+    /** {@code struct mlx4_mtt}: first entry and count. */
+    public record Range(long offset, int n) {
+        /** {@code mlx4_mtt_addr}: the byte address of the first entry in the MTT table. */
+        public long addr() {
+            return offset * org.peerdirect.hca.cx3.ifc.Mtt.ENTRY_SIZE;
+        }
+    }
+
+    private final String name;
+    private final Cmd cmd;
+    private final DmaPages dma;
+    private final Icm icm;
+    private final BitSet used = new BitSet();
+    private final int reserved;
+    private final int total;
+
+    public Mtt(String name, Cmd cmd, DmaPages dma, Icm icm, int reserved, int total) {
+        this.name = name;
+        this.cmd = cmd;
+        this.dma = dma;
+        this.icm = icm;
+        this.reserved = reserved;
+        this.total = total;
+    }
+
+    /** {@code mlx4_mtt_init}: {@code n} entries, their ICM mapped. */
+    public Range alloc(int n) {
+        int at;
+        synchronized (this) {
+            at = reserved;
+            for (;;) {
+                at = used.nextClearBit(at);
+                int end = used.nextSetBit(at);
+                if (end < 0 || end - at >= n) {
+                    break;
+                }
+                at = end;
+            }
+            if (n < 1 || at + n > total) {
+                throw new KernelException(Errno.ENOMEM, name + ": no run of " + n + " free MTT entries (" + total + " in the table)");
+            }
+            used.set(at, at + n);
+        }
+        Range r = new Range(at, n);
+        try {
+            icm.get(at, at + n - 1);
+        } catch (RuntimeException e) {
+            synchronized (this) {
+                used.clear(at, at + n);
+            }
+            throw e;
+        }
+        return r;
+    }
+
+    /** {@code mlx4_write_mtt}: entries from {@code start} of the range, each a page's bus address, present. */
+    public void write(Range r, int start, long[] pages) {
+        if (start < 0 || start + pages.length > r.n()) {
+            throw new KernelException(Errno.EINVAL, name + ": " + pages.length + " MTT entries from " + start + " overflow a range of " + r.n());
+        }
+        DmaPages.Page box = dma.alloc();
+        try {
+            int i = 0;
+            while (i < pages.length) {
+                int k = Math.min(org.peerdirect.hca.cx3.ifc.Mtt.MAX_WRITE, pages.length - i);
+                box.mem().set(BE64, org.peerdirect.hca.cx3.ifc.Mtt.WRITE_START, r.offset() + start + i);
+                box.mem().set(BE64, 8, 0);
+                for (int j = 0; j < k; j++) {
+                    box.mem().set(BE64, org.peerdirect.hca.cx3.ifc.Mtt.WRITE_ENTRIES + 8L * j, pages[i + j] | org.peerdirect.hca.cx3.ifc.Mtt.PRESENT);
+                }
+                cmd.box(box.iova(), 0, k, 0, Mlx4Cmd.WRITE_MTT);
+                i += k;
+            }
+        } finally {
+            dma.free(box);
+        }
+    }
+
+    /** {@code mlx4_mtt_cleanup}. */
+    public void free(Range r) {
+        if (r == null) {
+            return;
+        }
+        icm.put(r.offset(), r.offset() + r.n() - 1);
+        synchronized (this) {
+            used.clear((int) r.offset(), (int) r.offset() + r.n());
+        }
+    }
+}
