@@ -17,6 +17,8 @@ import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.kernel.dma.SgTable;
+import org.peerdirect.hca.cx3.ifc.MptEntry;
+import org.peerdirect.mlx4.core.Mr;
 
 /** {@code struct mlx4_ib_pd}: a PD number and the objects created in it. */
 final class Mlx4Pd implements IbPdOps {
@@ -31,18 +33,18 @@ final class Mlx4Pd implements IbPdOps {
 
     /** IB access flags to the MPT entry's {@code mlx4_perm} bits (local read always, as mlx4_ib_convert_access). */
     static int perm(int access) {
-        int p = HcaDevice.PERM_LOCAL_READ;
+        int p = MptEntry.PERM_LOCAL_READ;
         if ((access & IbAccess.LOCAL_WRITE) != 0) {
-            p |= HcaDevice.PERM_LOCAL_WRITE;
+            p |= MptEntry.PERM_LOCAL_WRITE;
         }
         if ((access & IbAccess.REMOTE_READ) != 0) {
-            p |= HcaDevice.PERM_REMOTE_READ;
+            p |= MptEntry.PERM_REMOTE_READ;
         }
         if ((access & IbAccess.REMOTE_WRITE) != 0) {
-            p |= HcaDevice.PERM_REMOTE_WRITE;
+            p |= MptEntry.PERM_REMOTE_WRITE;
         }
         if ((access & IbAccess.REMOTE_ATOMIC) != 0) {
-            p |= HcaDevice.PERM_ATOMIC;
+            p |= MptEntry.PERM_ATOMIC;
         }
         return p;
     }
@@ -57,31 +59,39 @@ final class Mlx4Pd implements IbPdOps {
         Mlx4Device dev = ctx.dev;
         IbUmem umem = dev.umems.umemGet(ctx.process, dev, addr, length, access,
                 UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP);
-        int key;
+        Mr.Region region;
         try {
-            SgTable b = umem.dmaBlocks();
-            long[] iova = new long[b.nents()];
-            long[] len = new long[b.nents()];
-            for (int i = 0; i < iova.length; i++) {
-                iova[i] = b.dmaAddress(i);
-                len[i] = b.length(i);
-            }
-            key = dev.cmd(() -> dev.engine.sw2hwMpt(pdn, addr, length, perm(access), iova, len));
+            region = dev.core.mr.enable(pdn, addr, length, perm(access), pages(umem.dmaBlocks()));
         } catch (RuntimeException e) {
             umem.stopInvalidationNotifier();
             umem.release();
             throw e;
         }
-        Mlx4Mr mr = new Mlx4Mr(this, umem, key);
+        Mlx4Mr mr = new Mlx4Mr(this, umem, region);
         try {
             umem.activateInvalidationNotifier(u -> mr.revokeOnInvalidate());
         } catch (RuntimeException e) {
             // the IB core revoked the umem meanwhile (it is stopping): undo the key and the umem
-            dev.engine.freeMpt(key);
-            umem.release();
+            mr.deregMr();
             throw e;
         }
         return mr;
+    }
+
+    /** The umem's DMA blocks as 4 KiB pages, the MTT's entries ({@code mlx4_ib_umem_write_mtt}). */
+    static long[] pages(SgTable b) {
+        long n = 0;
+        for (int i = 0; i < b.nents(); i++) {
+            n += (b.length(i) + 4095) >>> 12;
+        }
+        long[] pages = new long[(int) n];
+        int k = 0;
+        for (int i = 0; i < b.nents(); i++) {
+            for (long off = 0; off < b.length(i); off += 4096) {
+                pages[k++] = b.dmaAddress(i) + off;
+            }
+        }
+        return pages;
     }
 
     @Override

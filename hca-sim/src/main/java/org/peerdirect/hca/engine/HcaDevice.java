@@ -223,6 +223,29 @@ public final class HcaDevice {
     }
 
     /**
+     * mlx4's {@code SW2HW_MPT} at the index the driver allocated ({@code mlx4_mpt_reserve}) with
+     * the key byte it chose: the key is {@code index << 8 | keyByte}.
+     *
+     * @throws HwCommandException BAD_INDEX outside the table, BAD_RES_STATE when the index is in use
+     */
+    public synchronized int sw2hwMptAt(int index, int keyByte, int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength) {
+        alive();
+        if (mttIova.length != mttLength.length || mttIova.length == 0) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": SW2HW_MPT with an MTT of "
+                    + mttIova.length + " addresses and " + mttLength.length + " lengths");
+        }
+        if (index <= 0 || index >= MAX_MPT) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_INDEX, name + ": MPT index " + index + " (1.." + (MAX_MPT - 1) + ")");
+        }
+        if (!mptIndices.claim(index)) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, name + ": MPT " + index + " is already in hardware ownership");
+        }
+        int key = index << 8 | keyByte & 0xff;
+        mpts[index] = new Mpt(key, pdn, start, length, perm, mttIova, mttLength);
+        return key;
+    }
+
+    /**
      * mlx5's {@code CREATE_MKEY} (access mode MTT): as {@link #sw2hwMpt(int, long, long, int, long[], long[])}
      * with the key byte the driver chose ({@code mkey_7_0}; -1: the device rotates it).
      */

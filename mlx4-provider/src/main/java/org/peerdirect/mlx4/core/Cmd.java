@@ -178,16 +178,24 @@ public final class Cmd {
         }
     }
 
-    /** {@code mlx4_cmd_wait}: a context and its token, the post with the event bit, then sleep until {@link #event}. */
+    /**
+     * {@code mlx4_cmd_wait}: a context and its token, the post with the event bit, then sleep until
+     * {@link #event}. Not interruptible (as {@code wait_for_completion_timeout}): a command the
+     * device may run must not be forgotten by the driver; an interrupt is kept for the caller.
+     */
     private long[] wait(long inParam, long outParam, int inMod, int opMod, int op) {
+        boolean interrupted = false;
         Semaphore s = slots;
-        try {
-            if (!s.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS)) {
-                throw new KernelException(Errno.EIO, name + ": no command context free within the timeout");
+        long deadline = System.nanoTime() + timeoutNanos;
+        for (;;) {
+            try {
+                if (!s.tryAcquire(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    throw new KernelException(Errno.EIO, name + ": no command context free within the timeout");
+                }
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new KernelException(Errno.EINTR, name + ": interrupted waiting for a command context");
         }
         Context c;
         synchronized (free) {
@@ -201,7 +209,7 @@ public final class Cmd {
                 token = c.token;
             }
             post(inParam, outParam, inMod, opMod, op, token, true);
-            long deadline = System.nanoTime() + timeoutNanos;
+            deadline = System.nanoTime() + timeoutNanos;
             synchronized (c) {
                 while (!c.done) {
                     long left = deadline - System.nanoTime();
@@ -209,18 +217,22 @@ public final class Cmd {
                         throw new KernelException(Errno.EIO, name + ": " + org.peerdirect.hca.cx3.ifc.Mlx4Cmd.name(op)
                                 + (gone ? ": the device is gone" : " timed out after " + timeoutNanos / 1_000_000 + " ms (no completion event)"));
                     }
-                    c.wait(left / 1_000_000, (int) (left % 1_000_000));
+                    try {
+                        c.wait(left / 1_000_000, (int) (left % 1_000_000));
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
                 }
                 return new long[] {c.status, c.out};
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new KernelException(Errno.EINTR, name + ": interrupted waiting for a command");
         } finally {
             synchronized (free) {
                 free.push(c);
             }
             s.release();
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

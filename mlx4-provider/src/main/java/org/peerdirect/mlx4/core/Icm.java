@@ -122,6 +122,19 @@ public final class Icm {
         ch.pages.forEach(dma::free);
     }
 
+    /**
+     * {@code mlx4_table_find}: the driver's view of entry {@code index}'s bytes in its ICM page
+     * (the entry must be backed: between {@link #get} and {@link #put}).
+     */
+    public synchronized java.lang.foreign.MemorySegment find(long index) {
+        Chunk ch = chunks.get(index / perChunk());
+        if (ch == null) {
+            throw new IllegalStateException("ICM entry " + index + " is not mapped");
+        }
+        long off = index % perChunk() * objSize;
+        return ch.pages.get((int) (off / IcmMap.ICM_PAGE_SIZE)).mem().asSlice(off % IcmMap.ICM_PAGE_SIZE, objSize);
+    }
+
     /** Chunks mapped now (tools). */
     public synchronized int chunksMapped() {
         return chunks.size();

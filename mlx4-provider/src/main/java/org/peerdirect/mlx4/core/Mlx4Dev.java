@@ -53,6 +53,7 @@ public final class Mlx4Dev {
     public final Fw fw;
     public final Icm icm;
     public Mtt mtt;
+    public Mr mr;
     private Fw.FwInfo fwInfo;
     private Fw.DevCap caps;
     private String boardId = "";
@@ -131,7 +132,8 @@ public final class Mlx4Dev {
                 log2(caps.maxEqs()), dmpt, log2(caps.maxMpts()), mttBase));
         hcaUp = true;
         icm.table(mttBase, caps.mttEntrySz());
-        mtt = new Mtt(name, cmd, dma, icm, caps.reservedMtts(), 1 << LOG_NUM_MTTS);
+        mtt = new Mtt(name, icm, caps.reservedMtts(), 1 << LOG_NUM_MTTS);
+        mr = new Mr(this, caps.reservedMrws(), caps.maxMpts());
     }
 
     private static long align(long v) {

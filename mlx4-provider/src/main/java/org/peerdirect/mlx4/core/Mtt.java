@@ -4,7 +4,6 @@ import static org.peerdirect.hca.cx3.ifc.Be.BE64;
 
 import java.util.BitSet;
 
-import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 
@@ -26,17 +25,13 @@ public final class Mtt {
     }
 
     private final String name;
-    private final Cmd cmd;
-    private final DmaPages dma;
     private final Icm icm;
     private final BitSet used = new BitSet();
     private final int reserved;
     private final int total;
 
-    public Mtt(String name, Cmd cmd, DmaPages dma, Icm icm, int reserved, int total) {
+    public Mtt(String name, Icm icm, int reserved, int total) {
         this.name = name;
-        this.cmd = cmd;
-        this.dma = dma;
         this.icm = icm;
         this.reserved = reserved;
         this.total = total;
@@ -72,27 +67,20 @@ public final class Mtt {
         return r;
     }
 
-    /** {@code mlx4_write_mtt}: entries from {@code start} of the range, each a page's bus address, present. */
+    /**
+     * {@code mlx4_write_mtt} as a function that owns its ICM does it ({@code mlx4_write_mtt_chunk}):
+     * the entries from {@code start} of the range, each a page's bus address | present, stored
+     * by the CPU into the ICM pages the device reads them from. ({@code WRITE_MTT} is the
+     * multi-function path; the device takes it too.)
+     */
     public void write(Range r, int start, long[] pages) {
         if (start < 0 || start + pages.length > r.n()) {
             throw new KernelException(Errno.EINVAL, name + ": " + pages.length + " MTT entries from " + start + " overflow a range of " + r.n());
         }
-        DmaPages.Page box = dma.alloc();
-        try {
-            int i = 0;
-            while (i < pages.length) {
-                int k = Math.min(org.peerdirect.hca.cx3.ifc.Mtt.MAX_WRITE, pages.length - i);
-                box.mem().set(BE64, org.peerdirect.hca.cx3.ifc.Mtt.WRITE_START, r.offset() + start + i);
-                box.mem().set(BE64, 8, 0);
-                for (int j = 0; j < k; j++) {
-                    box.mem().set(BE64, org.peerdirect.hca.cx3.ifc.Mtt.WRITE_ENTRIES + 8L * j, pages[i + j] | org.peerdirect.hca.cx3.ifc.Mtt.PRESENT);
-                }
-                cmd.box(box.iova(), 0, k, 0, Mlx4Cmd.WRITE_MTT);
-                i += k;
-            }
-        } finally {
-            dma.free(box);
+        for (int i = 0; i < pages.length; i++) {
+            icm.find(r.offset() + start + i).set(BE64, 0, pages[i] | org.peerdirect.hca.cx3.ifc.Mtt.PRESENT);
         }
+        java.lang.invoke.VarHandle.releaseFence(); // dma_sync_single_for_device: visible before the command naming them
     }
 
     /** {@code mlx4_mtt_cleanup}. */

@@ -73,6 +73,7 @@ final class Firmware {
     final int nports;
     final Icm icm;
     final Eqs eqs;
+    final Tpt tpt;
     private final Supplier<HcaDevice> bringUp;
     private final Map<Integer, Handler> table = new HashMap<>();
     private volatile State state = State.RESET;
@@ -92,6 +93,7 @@ final class Firmware {
         this.bringUp = bringUp;
         this.icm = new Icm(port);
         this.eqs = new Eqs(this);
+        this.tpt = new Tpt(this);
         this.portUp = new boolean[nports + 1];
         table.put(Mlx4Cmd.QUERY_FW, this::queryFw);
         table.put(Mlx4Cmd.MAP_FA, c -> mapFa(c));
@@ -112,6 +114,7 @@ final class Firmware {
         table.put(Mlx4Cmd.NOP, c -> 0);
         table.put(Mlx4Cmd.WRITE_MTT, this::writeMtt);
         eqs.register(table);
+        tpt.register(table);
     }
 
     /** The result of one command: its status and immediate output. */
@@ -400,6 +403,7 @@ final class Firmware {
         if (e != null && !e.removed()) {
             e.reset();
         }
+        tpt.clear();
         state = State.RUNNING;
         return 0;
     }
@@ -465,6 +469,7 @@ final class Firmware {
      */
     void reset() {
         eqs.killAll();
+        tpt.clear();
         HcaDevice e = engine;
         if (e != null) {
             e.remove();

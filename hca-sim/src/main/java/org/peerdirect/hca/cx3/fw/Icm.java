@@ -34,7 +34,6 @@ final class Icm {
     private final List<Chunk> aux = new ArrayList<>();
     /** ICM virtual address → chunk. */
     private final TreeMap<Long, Chunk> icm = new TreeMap<>();
-    private final MemorySegment word = MemorySegment.ofArray(new byte[8]);
     /** Set by SET_ICM_SIZE: the ICM's size in bytes. */
     long icmSize;
     /** The MTT table's ICM address (INIT_HCA) and its entries. */
@@ -157,22 +156,32 @@ final class Icm {
         }
     }
 
-    /** {@code n} MTT entries from byte address {@code mttAddr} of the table: the pages' bus addresses, each present. */
+    /**
+     * {@code n} MTT entries from byte address {@code mttAddr} of the table: the pages' bus
+     * addresses, each present. Read by DMA a page of ICM at a time.
+     */
     long[] readMtt(long mttAddr, int n) throws Refused {
-        if ((mttAddr & (Mtt.ENTRY_SIZE - 1)) != 0) {
-            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, String.format("MTT address 0x%x is not entry-aligned", mttAddr));
+        if ((mttAddr & (Mtt.ENTRY_SIZE - 1)) != 0 || n < 1) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, String.format("MTT of %d entries at 0x%x (entry-aligned, at least one)", n, mttAddr));
         }
         long first = mttAddr / Mtt.ENTRY_SIZE;
         mttAddress(first + n - 1);
         long[] out = new long[n];
-        for (int i = 0; i < n; i++) {
+        MemorySegment run = MemorySegment.ofArray(new byte[IcmMap.ICM_PAGE_SIZE]);
+        int i = 0;
+        while (i < n) {
+            long virt = mttBase + (first + i) * Mtt.ENTRY_SIZE;
+            int k = (int) Math.min(n - i, (IcmMap.ICM_PAGE_SIZE - (virt & (IcmMap.ICM_PAGE_SIZE - 1))) / Mtt.ENTRY_SIZE);
             long at = mttAddress(first + i);
-            dma(() -> port.read(at, word, 0, 8));
-            long e = word.get(BE64, 0);
-            if ((e & Mtt.PRESENT) == 0) {
-                throw new Refused(Mlx4Cmd.STAT_BAD_RESOURCE, "MTT entry " + (first + i) + " is not present (WRITE_MTT it first)");
+            dma(() -> port.read(at, run, 0, (long) k * Mtt.ENTRY_SIZE));
+            for (int j = 0; j < k; j++) {
+                long e = run.get(BE64, (long) j * Mtt.ENTRY_SIZE);
+                if ((e & Mtt.PRESENT) == 0) {
+                    throw new Refused(Mlx4Cmd.STAT_BAD_RESOURCE, "MTT entry " + (first + i + j) + " is not present (write it first)");
+                }
+                out[i + j] = e & ~0xfffL;
             }
-            out[i] = e & ~0xfffL;
+            i += k;
         }
         return out;
     }
