@@ -28,7 +28,7 @@ import org.peerdirect.kernel.pci.PciFunction;
  * (which disassociates its users: EIO, MRs deregistered, QPs to error), then the hardware is
  * torn down (surprise removal) or reset for the next driver (unbind).
  */
-@Component(immediate = true)
+@Component(service = Mlx4Driver.class, immediate = true)
 public final class Mlx4Driver {
 
     private record Bound(Mlx4Device dev, ServiceRegistration<IbDeviceOps> reg, Runnable onRemoval) {

@@ -28,14 +28,21 @@ public final class CmdLog {
 
     private final Entry[] ring;
     private long next;
+    /** The bring-up's commands ({@code mlx4_load_one}), kept whole; closed once the device is up. */
+    private final List<Entry> bringUp = new ArrayList<>();
+    private boolean bringUpDone;
 
     public CmdLog(int capacity) {
         ring = new Entry[capacity];
     }
 
     synchronized void add(int opcode, int opMod, int inMod, boolean events, int status, long latencyNanos, String error) {
-        ring[(int) (next % ring.length)] = new Entry(next, opcode, opMod, inMod, events, status, latencyNanos, error);
+        Entry e = new Entry(next, opcode, opMod, inMod, events, status, latencyNanos, error);
+        ring[(int) (next % ring.length)] = e;
         next++;
+        if (!bringUpDone) {
+            bringUp.add(e);
+        }
     }
 
     /** The recorded commands, oldest first. */
@@ -45,6 +52,16 @@ public final class CmdLog {
             out.add(ring[(int) (s % ring.length)]);
         }
         return out;
+    }
+
+    /** The bring-up is over: later commands go to the ring only. */
+    synchronized void endBringUp() {
+        bringUpDone = true;
+    }
+
+    /** The bring-up's commands, from QUERY_FW on. */
+    public synchronized List<Entry> bringUp() {
+        return List.copyOf(bringUp);
     }
 
     /** Commands ever logged. */

@@ -106,8 +106,10 @@ public final class Mlx4Dev {
             for (int p = 1; p <= caps.numPorts(); p++) {
                 cmd.cmd(0, p, 0, Mlx4Cmd.INIT_PORT);
             }
+            cmd.log.endBringUp();
             loaded = true;
         } catch (RuntimeException e) {
+            cmd.log.endBringUp();
             teardown(true);
             throw e;
         }
