@@ -741,6 +741,11 @@ public final class HcaDevice {
         return qpn > 0 && qpn < MAX_QP ? qps[qpn] : null;
     }
 
+    /** The QP numbered {@code qpn}, or null (a personality's transition commands name QPs by number). */
+    public HwQp qpByNumber(int qpn) {
+        return qp(qpn);
+    }
+
     /** Every QP alive. */
     public synchronized List<HwQp> qps() {
         List<HwQp> out = new ArrayList<>();

@@ -12,7 +12,7 @@ import org.peerdirect.kernel.pci.PciFunction;
 
 /**
  * {@code struct mlx4_dev} with {@code main.c}'s bring-up and teardown of one ConnectX-3, reached
- * through its PCI function only: {@link #load} is {@code mlx4_load_one} (QUERY_FW, MAP_FA,
+ * through its PCI function only: {@link #load} is {@code mlx4_load_one} (the chip reset, QUERY_FW, MAP_FA,
  * RUN_FW, QUERY_DEV_CAP, SET_ICM_SIZE, MAP_ICM_AUX, INIT_HCA, QUERY_ADAPTER, the EQs and MAP_EQ,
  * the switch to event mode, a NOP through it, INIT_PORT), {@link #unload} is
  * {@code mlx4_unload_one} in the reverse order, and {@link #enterErrorState} is what a surprise
@@ -95,6 +95,9 @@ public final class Mlx4Dev {
     /** {@code mlx4_load_one}; on failure everything done so far is undone and the error thrown. */
     public void load() {
         try {
+            // mlx4_reset: whatever a driver before this one left (lent memory, EQs, the HCR's
+            // toggle) is gone; the HCR's toggle reads 0, the one this driver's first post flips
+            fn.write32be(0, Hcr.RESET, Hcr.RESET_VALUE);
             fwInfo = fw.queryFw();
             icm.mapFaAndRun(fwInfo.fwPages());
             caps = fw.queryDevCap();

@@ -74,6 +74,7 @@ final class Firmware {
     final Icm icm;
     final Eqs eqs;
     final Tpt tpt;
+    final Qps qps;
     private final Supplier<HcaDevice> bringUp;
     private final Map<Integer, Handler> table = new HashMap<>();
     private volatile State state = State.RESET;
@@ -94,6 +95,7 @@ final class Firmware {
         this.icm = new Icm(port);
         this.eqs = new Eqs(this);
         this.tpt = new Tpt(this);
+        this.qps = new Qps(this);
         this.portUp = new boolean[nports + 1];
         table.put(Mlx4Cmd.QUERY_FW, this::queryFw);
         table.put(Mlx4Cmd.MAP_FA, c -> mapFa(c));
@@ -115,6 +117,7 @@ final class Firmware {
         table.put(Mlx4Cmd.WRITE_MTT, this::writeMtt);
         eqs.register(table);
         tpt.register(table);
+        qps.register(table);
     }
 
     /** The result of one command: its status and immediate output. */
