@@ -187,8 +187,14 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
     public void cqCompletion(int cqn) {
         Mlx4Cq c = cqn < cqTable.length ? cqTable[cqn] : null;
         if (c != null) {
+            c.eventSeen();
             c.events.completion();
         }
+    }
+
+    /** The UAR page of the driver's own doorbells (the first not reserved, {@code priv->driver_uar}). */
+    int uarPage() {
+        return core.caps().reservedUars();
     }
 
     /** {@code mlx4_cq_event} of a CQ error (an overrun). */

@@ -741,6 +741,21 @@ public final class HcaDevice {
         return qpn > 0 && qpn < MAX_QP ? qps[qpn] : null;
     }
 
+    /** The live CQ numbered {@code cqn}, or null (a personality's doorbells name CQs by number). */
+    public synchronized HwCq cqByNumber(int cqn) {
+        for (HwCq cq : cqs) {
+            if (cq.cqn == cqn) {
+                return cq;
+            }
+        }
+        return null;
+    }
+
+    /** The SRQ numbered {@code srqn}, or null (a personality's commands name SRQs by number). */
+    public HwSrq srqByNumber(int srqn) {
+        return srq(srqn);
+    }
+
     /** The QP numbered {@code qpn}, or null (a personality's transition commands name QPs by number). */
     public HwQp qpByNumber(int qpn) {
         return qp(qpn);

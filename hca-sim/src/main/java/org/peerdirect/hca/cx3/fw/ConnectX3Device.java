@@ -13,13 +13,14 @@ import java.util.function.Function;
 import org.peerdirect.hca.cx3.ifc.Hcr;
 import org.peerdirect.hca.cx3.ifc.Uar;
 import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.hca.engine.HwCq;
 import org.peerdirect.kernel.pci.BarWriteHandler;
 import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
 
 /**
  * A ConnectX-3 function (PCI {@code 15b3:1003}) as its driver sees it: BAR0 with the HCR and the
- * reset register, BAR2 with the UAR pages (EQ doorbells), MSI-X, and a firmware thread that
+ * reset register, BAR2 with the UAR pages (EQ and CQ doorbells), MSI-X, and a firmware thread that
  * executes each command the driver posts by setting the HCR's go bit, reading and writing
  * mailboxes by DMA through the function's IOMMU domain ({@link Firmware}).
  *
@@ -104,8 +105,26 @@ public final class ConnectX3Device {
         long in = offset & (Uar.PAGE_SIZE - 1);
         if (in >= Uar.EQ_DOORBELL && in < Uar.EQ_DOORBELL + 32 && (in & 7) == 0) {
             f.eqs.doorbell((int) (offset / Uar.PAGE_SIZE), (int) (in - Uar.EQ_DOORBELL) / 8, b.get(BE32, offset));
+        } else if (in == Uar.CQ_DOORBELL && width == 8) {
+            cqDoorbell(f, b.get(BE32, offset));
         }
     };
+
+    /**
+     * The CQ doorbell ({@code mlx4_cq_arm}'s 64-bit write: be32 {@code sn << 28 | cmd | cqn}, then
+     * the consumer index): {@code REQ_NOT} arms the CQ for the next completion, {@code REQ_NOT_SOL}
+     * for the next solicited one; a doorbell for no live CQ is counted and dropped.
+     */
+    private void cqDoorbell(Firmware f, int word) {
+        HcaDevice e = f.engine();
+        HwCq cq = e == null ? null : e.cqByNumber(word & 0xff_ffff);
+        int cmd = word & 3 << 24;
+        if (cq == null || cmd != Uar.CQ_DB_REQ_NOT && cmd != Uar.CQ_DB_REQ_NOT_SOL) {
+            f.eqs.strayDoorbells.incrementAndGet();
+            return;
+        }
+        cq.arm(cmd == Uar.CQ_DB_REQ_NOT_SOL);
+    }
 
     /** {@code mlx4_reset}: everything the firmware was given is forgotten, the engine goes, the HCR is idle. */
     private void chipReset() {

@@ -9,9 +9,11 @@ import java.util.Map;
 
 import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.hca.cx3.ifc.QpContext;
+import org.peerdirect.hca.cx3.ifc.SrqContext;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.hca.engine.HwCommandException;
 import org.peerdirect.hca.engine.HwQp;
+import org.peerdirect.hca.engine.HwSrq;
 import org.peerdirect.hca.engine.QpCommand;
 
 /**
@@ -19,7 +21,7 @@ import org.peerdirect.hca.engine.QpCommand;
  * {@code INIT2INIT_QP}, {@code INIT2RTR_QP}, {@code RTR2RTS_QP}, {@code RTS2RTS_QP},
  * {@code SQERR2RTS_QP}, {@code RTS2SQD_QP}, {@code SQD2SQD_QP}, {@code SQD2RTS_QP},
  * {@code 2ERR_QP}, {@code 2RST_QP} with the QP context in the input mailbox (none for 2ERR and
- * 2RST), and {@code QUERY_QP}. The engine's QP, by number, executes the transition; a command in
+ * 2RST), and {@code QUERY_QP}; the SRQs' {@code ARM_SRQ} and {@code QUERY_SRQ}. The engine's QP, by number, executes the transition; a command in
  * the wrong state is {@code BAD_QP_STATE}, a bad field {@code BAD_PARAM}.
  *
  * <p>Lock rules: the firmware thread alone (commands, under the device's firmware lock).
@@ -37,6 +39,43 @@ final class Qps {
             table.put(q.opcode, c -> modify(q, c));
         }
         table.put(Mlx4Cmd.QUERY_QP, this::query);
+        table.put(Mlx4Cmd.ARM_SRQ, this::armSrq);
+        table.put(Mlx4Cmd.QUERY_SRQ, this::querySrq);
+    }
+
+    private HwSrq srq(Firmware.Cmd c) throws Refused {
+        HcaDevice e = fw.engine();
+        HwSrq s = (c.inMod() & 0xff00_0000) == 0 && e != null ? e.srqByNumber(c.inMod()) : null;
+        if (s == null) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_RESOURCE, String.format("SRQ 0x%x is not in hardware ownership", c.inMod()));
+        }
+        return s;
+    }
+
+    /** {@code ARM_SRQ}: the limit event fires when the SRQ's WQEs drop below the watermark (16 bits, at most the SRQ's size). */
+    private long armSrq(Firmware.Cmd c) throws Refused {
+        fw.needUp(c);
+        HwSrq s = srq(c);
+        long lwm = c.inParam();
+        if (lwm < 0 || lwm > s.queue().size()) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, "limit watermark " + lwm + " above the SRQ's " + s.queue().size() + " WQEs");
+        }
+        try {
+            s.arm((int) lwm);
+        } catch (HwCommandException e) {
+            throw Tpt.refused(e);
+        }
+        return 0;
+    }
+
+    private long querySrq(Firmware.Cmd c) throws Refused {
+        fw.needUp(c);
+        HwSrq s = srq(c);
+        MemorySegment o = MemorySegment.ofArray(new byte[SrqContext.SIZE]);
+        o.set(BE32, SrqContext.STATE_LOGSIZE_SRQN, Integer.numberOfTrailingZeros(s.queue().size()) << 24 | s.srqn);
+        o.set(BE16, SrqContext.LIMIT_WATERMARK, (short) s.limit());
+        fw.outbox(c, o);
+        return 0;
     }
 
     private HwQp qp(Firmware.Cmd c) throws Refused {
