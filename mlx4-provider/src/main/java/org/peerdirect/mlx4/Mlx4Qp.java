@@ -57,6 +57,9 @@ final class Mlx4Qp implements IbQpOps {
     private final QpContext ctx = new QpContext();
     private final IbvQpAttr attr = new IbvQpAttr();
 
+    /** BAR2 offset of the send doorbell on the driver's UAR page. */
+    private final long sendDoorbell;
+
     /** The core's handler of this QP's asynchronous events. */
     final IbEvents events;
 
@@ -68,6 +71,7 @@ final class Mlx4Qp implements IbQpOps {
         this.type = type;
         this.srq = srq;
         this.owner = pd.ctx.process;
+        this.sendDoorbell = pd.ctx.dev.uarPage() * (long) org.peerdirect.hca.cx3.ifc.Uar.PAGE_SIZE + org.peerdirect.hca.cx3.ifc.Uar.SEND_DOORBELL;
         this.sqWrid = new long[hw.sqSize()];
         this.sqMask = sqWrid.length - 1;
         RecvQueue q = hw.recvQueue();
@@ -332,7 +336,8 @@ final class Mlx4Qp implements IbQpOps {
             }
             sqLock.unlock();
             if (queued > 0) {
-                hw.ringSqDoorbell();
+                // the UAR's send doorbell (libmlx4's doorbell_qpn, be32 qpn << 8), after the post lock
+                pd.ctx.dev.core.fn.write32be(2, sendDoorbell, qpn << 8);
             }
         }
     }

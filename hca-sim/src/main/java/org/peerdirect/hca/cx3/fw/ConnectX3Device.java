@@ -20,7 +20,7 @@ import org.peerdirect.kernel.pci.PciFunction;
 
 /**
  * A ConnectX-3 function (PCI {@code 15b3:1003}) as its driver sees it: BAR0 with the HCR and the
- * reset register, BAR2 with the UAR pages (EQ and CQ doorbells), MSI-X, and a firmware thread that
+ * reset register, BAR2 with the UAR pages (EQ, CQ and send doorbells), MSI-X, and a firmware thread that
  * executes each command the driver posts by setting the HCR's go bit, reading and writing
  * mailboxes by DMA through the function's IOMMU domain ({@link Firmware}).
  *
@@ -107,6 +107,8 @@ public final class ConnectX3Device {
             f.eqs.doorbell((int) (offset / Uar.PAGE_SIZE), (int) (in - Uar.EQ_DOORBELL) / 8, b.get(BE32, offset));
         } else if (in == Uar.CQ_DOORBELL && width == 8) {
             cqDoorbell(f, b.get(BE32, offset));
+        } else if (in == Uar.SEND_DOORBELL && width == 4) {
+            sendDoorbell(f, b.get(BE32, offset) >>> 8);
         }
     };
 
@@ -124,6 +126,17 @@ public final class ConnectX3Device {
             return;
         }
         cq.arm(cmd == Uar.CQ_DB_REQ_NOT_SOL);
+    }
+
+    /** The send doorbell (be32 {@code qpn << 8}): the QP's send queue is drained up to its doorbell record. */
+    private void sendDoorbell(Firmware f, int qpn) {
+        HcaDevice e = f.engine();
+        org.peerdirect.hca.engine.HwQp qp = e == null ? null : e.qpByNumber(qpn);
+        if (qp == null) {
+            f.eqs.strayDoorbells.incrementAndGet();
+            return;
+        }
+        qp.ringSqDoorbell();
     }
 
     /** {@code mlx4_reset}: everything the firmware was given is forgotten, the engine goes, the HCR is idle. */
