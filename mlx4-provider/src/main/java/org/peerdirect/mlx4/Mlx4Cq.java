@@ -2,6 +2,7 @@ package org.peerdirect.mlx4;
 
 import java.util.concurrent.locks.ReentrantLock;
 
+import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.hca.cx3.ifc.Uar;
 import org.peerdirect.hca.engine.Cqe;
 import org.peerdirect.hca.engine.HwCq;
@@ -117,9 +118,10 @@ final class Mlx4Cq implements IbCqOps {
 
     @Override
     public void destroyCq() {
-        dev.cmd(() -> dev.engine.hw2swCq(hw));
+        dev.hw2sw(0, hw.cqn, Mlx4Cmd.HW2SW_CQ); // mlx4_cq_free; refused (EBUSY) while a QP uses it
         if (dev.cqTable[hw.cqn] == this) {
             dev.cqTable[hw.cqn] = null;
         }
+        dev.cqns.free(hw.cqn);
     }
 }

@@ -64,6 +64,11 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
     private final BitSet pdns = new BitSet();
     private final IbvDeviceAttr attr;
     private final long nodeGuid;
+    /** The function's remaining side channel: the engine's QPs, CQs and SRQs by number. */
+    final ConnectX3 hw;
+    /** CQ and SRQ numbers ({@code mlx4_bitmap}s of {@code cq_table} and {@code srq_table}). */
+    final Numbers cqns;
+    final Numbers srqns;
 
     /**
      * {@code mlx4_init_one} + {@code mlx4_ib_add}: the device behind {@code fn}, brought up through
@@ -84,8 +89,11 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
         this.core = new Mlx4Dev(name, fn, mm, CMD_TIMEOUT_NANOS);
         core.load();
         try {
-            this.engine = fn.firmware(ConnectX3.class).orElseThrow(
-                    () -> new IllegalArgumentException(fn.bdf() + " has no ConnectX-3 firmware interface")).engine();
+            this.hw = fn.firmware(ConnectX3.class).orElseThrow(
+                    () -> new IllegalArgumentException(fn.bdf() + " has no ConnectX-3 firmware interface"));
+            this.engine = hw.engine();
+            this.cqns = new Numbers(name + " CQ", core.caps().reservedCqs(), core.caps().maxCqs());
+            this.srqns = new Numbers(name + " SRQ", core.caps().reservedSrqs(), core.caps().maxSrqs());
             MemorySegment ni = Mlx4Mad.get(core, 1, Mad.ATTR_NODE_INFO);
             this.nodeGuid = ni.get(BE64, Mad.NI_NODE_GUID);
             var c = core.caps();
@@ -192,6 +200,25 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
         }
     }
 
+    /**
+     * A command that gives an object back to software ({@code HW2SW_*}), as {@code mlx4_cq_free}
+     * and its kind run it: a busy object is refused (EBUSY: a QP still uses it); on a device that
+     * is gone, reset or unloaded the object is gone with it, so the failure is only logged.
+     */
+    void hw2sw(long inParam, int inMod, int op) {
+        try {
+            core.cmd.cmd(inParam, inMod, 1, op);
+        } catch (org.peerdirect.mlx4.core.Mlx4CmdException e) {
+            if (e.status() == Mlx4Cmd.STAT_RESOURCE_BUSY || core.loaded() && !core.cmd.gone()) {
+                throw e;
+            }
+        } catch (KernelException e) {
+            if (core.loaded() && !core.cmd.gone()) {
+                throw e;
+            }
+        }
+    }
+
     /** The UAR page of the driver's own doorbells (the first not reserved, {@code priv->driver_uar}). */
     int uarPage() {
         return core.caps().reservedUars();
@@ -284,5 +311,41 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
     @Override
     public String toString() {
         return name + " (" + fn.bdf() + ")";
+    }
+
+    /**
+     * {@code mlx4_bitmap}: numbers from {@code reserved} below {@code max}, round-robin from after
+     * the last one (a late event of a destroyed object does not meet its successor at once). Thread-safe.
+     */
+    static final class Numbers {
+        private final String what;
+        private final BitSet used = new BitSet();
+        private final int reserved;
+        private final int max;
+
+        Numbers(String what, int reserved, int max) {
+            this.what = what;
+            this.reserved = reserved;
+            this.max = max;
+        }
+
+        private int next;
+
+        synchronized int alloc() {
+            int n = used.nextClearBit(Math.max(reserved, next));
+            if (n >= max) {
+                n = used.nextClearBit(reserved);
+            }
+            if (n >= max) {
+                throw new KernelException(Errno.ENOMEM, what + " numbers exhausted (" + (max - reserved) + " in use)");
+            }
+            used.set(n);
+            next = n + 1;
+            return n;
+        }
+
+        synchronized void free(int n) {
+            used.clear(n);
+        }
     }
 }

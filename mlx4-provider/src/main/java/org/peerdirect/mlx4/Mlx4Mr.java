@@ -38,8 +38,8 @@ final class Mlx4Mr implements IbMrOps {
             inHardware = false;
             pd.ctx.dev.core.mr.disable(region);
         } catch (RuntimeException e) {
-            if (!pd.ctx.dev.core.cmd.gone()) {
-                throw e;
+            if (pd.ctx.dev.core.loaded() && !pd.ctx.dev.core.cmd.gone()) {
+                throw e; // a device gone, reset or unloaded holds no key any more
             }
         } finally {
             hwLock.unlock();

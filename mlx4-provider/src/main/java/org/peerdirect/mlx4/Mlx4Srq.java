@@ -27,7 +27,7 @@ final class Mlx4Srq implements IbSrqOps {
         this.hw = hw;
         this.maxSge = maxSge;
         this.events = events;
-        this.ring = new Mlx4RecvRing(hw.queue(), hw::doorbell, dev.name + " SRQ " + hw.srqn);
+        this.ring = new Mlx4RecvRing(hw.queue(), maxSge, hw::doorbell, dev.name + " SRQ " + hw.srqn);
     }
 
     @Override
@@ -74,9 +74,10 @@ final class Mlx4Srq implements IbSrqOps {
 
     @Override
     public void destroySrq() {
-        dev.cmd(() -> dev.engine.hw2swSrq(hw));
+        dev.hw2sw(0, hw.srqn, Mlx4Cmd.HW2SW_SRQ); // mlx4_srq_free
         if (dev.srqTable[hw.srqn] == this) {
             dev.srqTable[hw.srqn] = null;
         }
+        dev.srqns.free(hw.srqn);
     }
 }

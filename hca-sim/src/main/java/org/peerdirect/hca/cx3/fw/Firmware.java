@@ -75,6 +75,7 @@ final class Firmware {
     final Eqs eqs;
     final Tpt tpt;
     final Qps qps;
+    final Cqs cqs;
     private final Supplier<HcaDevice> bringUp;
     private final Map<Integer, Handler> table = new HashMap<>();
     private volatile State state = State.RESET;
@@ -96,6 +97,7 @@ final class Firmware {
         this.eqs = new Eqs(this);
         this.tpt = new Tpt(this);
         this.qps = new Qps(this);
+        this.cqs = new Cqs(this);
         this.portUp = new boolean[nports + 1];
         table.put(Mlx4Cmd.QUERY_FW, this::queryFw);
         table.put(Mlx4Cmd.MAP_FA, c -> mapFa(c));
@@ -118,6 +120,7 @@ final class Firmware {
         eqs.register(table);
         tpt.register(table);
         qps.register(table);
+        cqs.register(table);
     }
 
     /** The result of one command: its status and immediate output. */

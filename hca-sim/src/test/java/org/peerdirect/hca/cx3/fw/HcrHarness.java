@@ -1,7 +1,6 @@
 package org.peerdirect.hca.cx3.fw;
 
 import static org.peerdirect.hca.cx3.ifc.Be.BE16;
-import static org.peerdirect.hca.cx3.ifc.Be.BE32;
 import static org.peerdirect.hca.cx3.ifc.Be.BE64;
 import static org.peerdirect.hca.cx3.ifc.Be.U8;
 
@@ -202,14 +201,5 @@ final class HcrHarness implements AutoCloseable {
         if (!ok) {
             throw new AssertionError(what);
         }
-    }
-
-    /** Unused by the harness itself: the EQ context and ring offsets a test may read. */
-    static int eqeOwner(Page ring, int index) {
-        return ring.mem().get(U8, (long) (index & 127) * 32 + 31) & 0xff;
-    }
-
-    static int be32(Page p, long off) {
-        return p.mem().get(BE32, off);
     }
 }
