@@ -286,11 +286,16 @@ class BadInputIT {
         session.run("kernel:kill $pid");
         assertTrue(run("rdma:pingpong -n 200 -c").contains("no mismatch"));
         String iommu = run("kernel:iommu");
-        // the only live mappings are the mlx5 drivers' own DMA pages (command queue, mailboxes, EQs, firmware pages)
+        // the only live mappings are the mlx5 and mlx4 drivers' own DMA pages (command queue or mailboxes, EQs, firmware pages or
+        // the firmware area and ICM)
         long mlx5Pages = java.util.regex.Pattern.compile("DMA pages live (\\d+)").matcher(run("mlx5:pages")).results()
                 .mapToLong(m -> Long.parseLong(m.group(1))).sum();
+        long mlx4Pages = java.util.regex.Pattern.compile("DMA pages live (\\d+)").matcher(run("mlx4:pages")).results()
+                .mapToLong(m -> Long.parseLong(m.group(1))).sum();
         assertTrue(mlx5Pages > 0, run("mlx5:pages"));
-        assertTrue(iommu.contains("-> OK") && iommu.contains("live_mappings=" + mlx5Pages + " "), mlx5Pages + " mlx5 pages\n" + iommu);
+        assertTrue(mlx4Pages > 0, run("mlx4:pages"));
+        assertTrue(iommu.contains("-> OK") && iommu.contains("live_mappings=" + (mlx5Pages + mlx4Pages) + " "),
+                mlx5Pages + " mlx5 pages, " + mlx4Pages + " mlx4 pages\n" + iommu);
         assertTrue(run("kernel:ps").lines().count() == 1, "no process left: " + run("kernel:ps"));
         assertTrue(run("umemtest:list").contains("no MRs"));
         assertEquals(2, run("rdma:devices").lines().filter(l -> l.contains("mlx4_")).count(), "both devices still there");

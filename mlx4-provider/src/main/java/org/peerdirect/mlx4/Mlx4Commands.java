@@ -16,9 +16,12 @@ import org.peerdirect.mlx4.core.Mlx4Dev;
 /**
  * The {@code mlx4:} shell commands: {@code mlx4:cmdlog}, the commands each ConnectX-3's driver
  * ran through the HCR (opcode name, op_mod, input modifier, polled or by event, latency, status),
- * the last ones or, with {@code -b}, the bring-up from QUERY_FW on.
+ * the last ones or, with {@code -b}, the bring-up from QUERY_FW on; {@code mlx4:pages}, the DMA
+ * pages each driver holds for its device (mailboxes, EQ rings, the firmware area, auxiliary ICM
+ * and the ICM chunks backing the MTT).
  */
-@Component(service = Mlx4Commands.class, property = { "osgi.command.scope=mlx4", "osgi.command.function=cmdlog" })
+@Component(service = Mlx4Commands.class, property = { "osgi.command.scope=mlx4", "osgi.command.function=cmdlog",
+        "osgi.command.function=pages" })
 public final class Mlx4Commands {
 
     private final Mlx4Driver driver;
@@ -26,6 +29,20 @@ public final class Mlx4Commands {
     @Activate
     public Mlx4Commands(@Reference Mlx4Driver driver) {
         this.driver = driver;
+    }
+
+    @Descriptor("the DMA pages each mlx4 driver holds mapped for its device: firmware area, auxiliary ICM, ICM chunks of the MTT, EQ "
+            + "rings, mailboxes in use. Example: mlx4:pages")
+    public String pages() {
+        List<Mlx4Device> devs = new ArrayList<>(driver.devices());
+        devs.sort(Comparator.comparing(Mlx4Device::name));
+        List<String> lines = new ArrayList<>();
+        for (Mlx4Device d : devs) {
+            Mlx4Dev core = d.core();
+            lines.add(String.format("%s (%s): ICM chunks of %d pages mapped %d; DMA pages live %d", d.name(), core.fn.bdf(),
+                    org.peerdirect.mlx4.core.Icm.CHUNK_PAGES, core.icm.chunksMapped(), core.dma.live()));
+        }
+        return lines.isEmpty() ? "no mlx4 device" : String.join("\n", lines);
     }
 
     @Descriptor("the firmware commands each mlx4 device ran through its HCR: opcode, op_mod, in_mod, polled or by event, latency and "
