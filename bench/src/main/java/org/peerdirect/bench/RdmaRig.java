@@ -161,7 +161,7 @@ final class RdmaRig implements AutoCloseable {
         bus = new StandalonePciBus(iommu, busWarnings::add);
         for (int i = 0; i < 2; i++) {
             if (driver.equals("mlx4")) {
-                devs[i] = new Mlx4Device("mlx4_" + i, bus.register(ConnectX3Board.onFabric(i, fabric, 1).spec()), umems);
+                devs[i] = new Mlx4Device("mlx4_" + i, bus.register(ConnectX3Board.onFabric(i, fabric, 1).spec()), mm, umems);
                 ib[i] = new IbDevice(devs[i]);
             } else {
                 cx4[i] = new ConnectX4Device("ConnectX-4", ConnectX4Device.DEVICE_CONNECTX4, fabric);

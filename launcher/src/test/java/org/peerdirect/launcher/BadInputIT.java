@@ -286,17 +286,16 @@ class BadInputIT {
         session.run("kernel:kill $pid");
         assertTrue(run("rdma:pingpong -n 200 -c").contains("no mismatch"));
         String iommu = run("kernel:iommu");
-        // the only live mappings are the drivers' own DMA pages: mlx5's (command queue, mailboxes, EQs, firmware pages),
-        // nvme's admin queue and nvidia's (the GPU's command and message queues, the copy staging buffer)
-        long mlx5Pages = java.util.regex.Pattern.compile("DMA pages live (\\d+)").matcher(run("mlx5:pages")).results()
-                .mapToLong(m -> Long.parseLong(m.group(1))).sum();
-        long gpuPages = java.util.regex.Pattern.compile("DMA pages live (\\d+)").matcher(run("gpu:smi")).results()
-                .mapToLong(m -> Long.parseLong(m.group(1))).sum();
+        // the only live mappings are the drivers' own DMA pages: mlx5's (command queue, mailboxes, EQs, firmware pages), mlx4's
+        // (mailboxes, EQs, the firmware area and ICM), nvme's admin queue and nvidia's (its queues and the copy staging buffer)
+        long mlx5Pages = driverDmaPages("mlx5:pages");
+        long mlx4Pages = driverDmaPages("mlx4:pages");
+        long nvmePages = driverDmaPages("ssd:info");
+        long gpuPages = driverDmaPages("gpu:smi");
         assertTrue(mlx5Pages > 0, run("mlx5:pages"));
-        long nvmePages = java.util.regex.Pattern.compile("DMA pages live (\\d+)").matcher(run("ssd:info")).results()
-                .mapToLong(m -> Long.parseLong(m.group(1))).sum();
-        assertTrue(iommu.contains("-> OK") && iommu.contains("live_mappings=" + (mlx5Pages + nvmePages + gpuPages) + " "),
-                mlx5Pages + " mlx5 pages, " + nvmePages + " nvme pages, " + gpuPages + " GPU driver pages\n" + iommu);
+        assertTrue(mlx4Pages > 0, run("mlx4:pages"));
+        assertTrue(iommu.contains("-> OK") && iommu.contains("live_mappings=" + (mlx5Pages + mlx4Pages + nvmePages + gpuPages) + " "),
+                mlx5Pages + " mlx5 pages, " + mlx4Pages + " mlx4 pages, " + nvmePages + " nvme pages, " + gpuPages + " GPU driver pages\n" + iommu);
         assertTrue(run("kernel:ps").lines().count() == 1, "no process left: " + run("kernel:ps"));
         assertTrue(run("umemtest:list").contains("no MRs"));
         assertEquals(2, run("rdma:devices").lines().filter(l -> l.contains("mlx4_")).count(), "both devices still there");
@@ -491,5 +490,11 @@ class BadInputIT {
         try (var left = Files.newDirectoryStream(Path.of(System.getProperty("java.io.tmpdir")), "peerdirect-swap-" + p.pid() + "-*")) {
             assertTrue(!left.iterator().hasNext(), "no swap file left behind");
         }
+    }
+
+    /** The sum of the "DMA pages live N" lines a driver's status command prints. */
+    private static long driverDmaPages(String command) throws Exception {
+        return java.util.regex.Pattern.compile("DMA pages live (\\d+)").matcher(run(command)).results()
+                .mapToLong(m -> Long.parseLong(m.group(1))).sum();
     }
 }

@@ -2,6 +2,8 @@ package org.peerdirect.mlx4;
 
 import java.util.concurrent.locks.ReentrantLock;
 
+import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
+import org.peerdirect.hca.cx3.ifc.Uar;
 import org.peerdirect.hca.engine.Cqe;
 import org.peerdirect.hca.engine.HwCq;
 import org.peerdirect.hca.engine.Wqe;
@@ -23,7 +25,10 @@ final class Mlx4Cq implements IbCqOps {
     final HwCq hw;
     final IbCqEvents events;
     private final ReentrantLock pollLock = new ReentrantLock();
-    private long ci;
+    /** Guarded by pollLock; read unlocked by the doorbell (a stale value only delays nothing: the model arms by command). */
+    private volatile long ci;
+    /** The arm sequence number ({@code cq->arm_sn}), moved by each completion event. */
+    private volatile int armSn;
     /** The QP of the last CQE (libmlx4's {@code cur_qp}); guarded by pollLock. */
     private Mlx4Qp cur;
 
@@ -88,9 +93,22 @@ final class Mlx4Cq implements IbCqOps {
         }
     }
 
+    /**
+     * {@code mlx4_cq_arm}: the UAR's CQ doorbell, one 64-bit write of be32
+     * {@code sn << 28 | cmd | cqn} and be32 consumer index.
+     */
     @Override
     public void reqNotify(boolean solicitedOnly) {
-        hw.arm(solicitedOnly);
+        int cmd = solicitedOnly ? Uar.CQ_DB_REQ_NOT_SOL : Uar.CQ_DB_REQ_NOT;
+        int word = (armSn & 3) << 28 | cmd | hw.cqn & 0xff_ffff;
+        long ciNow = ci;
+        dev.core.fn.write64(2, dev.uarPage() * (long) Uar.PAGE_SIZE + Uar.CQ_DOORBELL,
+                Long.reverseBytes((long) word << 32 | ciNow & 0xff_ffffL));
+    }
+
+    /** {@code mlx4_cq_event}'s arm sequence: the next arm is a new request. */
+    void eventSeen() {
+        armSn++;
     }
 
     @Override
@@ -100,9 +118,10 @@ final class Mlx4Cq implements IbCqOps {
 
     @Override
     public void destroyCq() {
-        dev.cmd(() -> dev.engine.hw2swCq(hw));
+        dev.hw2sw(0, hw.cqn, Mlx4Cmd.HW2SW_CQ); // mlx4_cq_free; refused (EBUSY) while a QP uses it
         if (dev.cqTable[hw.cqn] == this) {
             dev.cqTable[hw.cqn] = null;
         }
+        dev.cqns.free(hw.cqn);
     }
 }

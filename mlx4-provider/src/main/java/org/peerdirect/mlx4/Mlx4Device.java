@@ -1,14 +1,18 @@
 package org.peerdirect.mlx4;
 
+import static org.peerdirect.hca.cx3.ifc.Be.BE16;
+import static org.peerdirect.hca.cx3.ifc.Be.BE64;
+import static org.peerdirect.hca.cx3.ifc.Be.U8;
+
+import java.lang.foreign.MemorySegment;
 import java.util.BitSet;
 import java.util.function.Supplier;
 
 import org.peerdirect.hca.cx3.ConnectX3;
-import org.peerdirect.hca.engine.AsyncEventHandler;
+import org.peerdirect.hca.cx3.ifc.Mad;
+import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.hca.engine.HcaDevice;
-import org.peerdirect.hca.engine.HcaPort;
 import org.peerdirect.hca.engine.HwCommandException;
-import org.peerdirect.hca.engine.HwCq;
 import org.peerdirect.ib.core.provider.IbDeviceEvents;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.provider.IbUcontextOps;
@@ -16,22 +20,35 @@ import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
+import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.kernel.dma.DmaMapper;
-import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
-import org.peerdirect.kernel.dma.DmaDevice;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.mlx4.core.Mlx4Dev;
 
 /**
  * {@code struct mlx4_ib_dev}: the device the driver registers with the IB core for one ConnectX-3
- * function. It is also the DMA device its umems are mapped for. It keeps the QP and CQ tables the
- * CQE and event paths index by number ({@code mlx4_find_qp}, {@code mlx4_cq_completion}).
+ * function, on top of {@code mlx4_core}'s {@link Mlx4Dev} (bring-up through the HCR, EQs). It is
+ * also the DMA device its umems are mapped for. It keeps the QP, CQ and SRQ tables the EQ
+ * handlers index by number ({@code mlx4_cq_completion}, {@code mlx4_qp_event}). The verbs
+ * objects are still created on the engine the function's firmware interface gives
+ * ({@link ConnectX3#engine}), the part of the side channel this step keeps.
  */
-public final class Mlx4Device implements IbDeviceOps, DmaDevice {
+public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events {
+
+    /** {@code MLX4_IB_SQ_MAX_SPARE}: WQEs of a send queue kept back from max_qp_wr. */
+    static final int SQ_MAX_SPARE = 33;
+    /** The inline data libmlx4 puts in one send WQE. */
+    static final int MAX_INLINE = 912;
+    /** Command timeout ({@code MLX4_CMD_TIME_CLASS_A} is 60 s; a model answers at once). */
+    static final long CMD_TIMEOUT_NANOS = 10_000_000_000L;
 
     final String name;
-    final ConnectX3 hw;
+    final Mlx4Dev core;
+    private final PciFunction fn;
     /** The function's DMA mapping calls ({@code &pdev->dev}). */
     private final DmaMapper dma;
     final HcaDevice engine;
@@ -46,41 +63,50 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
     /** PD numbers in use ({@code mlx4_pd_alloc}'s bitmap); guarded by itself. */
     private final BitSet pdns = new BitSet();
     private final IbvDeviceAttr attr;
+    private final long nodeGuid;
+    /** The function's remaining side channel: the engine's QPs, CQs and SRQs by number. */
+    final ConnectX3 hw;
+    /** CQ and SRQ numbers ({@code mlx4_bitmap}s of {@code cq_table} and {@code srq_table}). */
+    final Numbers cqns;
+    final Numbers srqns;
 
     /**
-     * {@code mlx4_init_one}: the device behind {@code fn}, found through the function only: its
-     * firmware interface ({@code INIT_HCA} brings the engine up) and its DMA mapping calls.
+     * {@code mlx4_init_one} + {@code mlx4_ib_add}: the device behind {@code fn}, brought up through
+     * its HCR ({@link Mlx4Dev#load}), its node GUID from the subnet agent (NodeInfo), its limits
+     * from QUERY_DEV_CAP.
      *
-     * @throws IllegalArgumentException when the function has no ConnectX-3 firmware interface
+     * @throws IllegalArgumentException when the function is not a ConnectX-3
+     * @throws KernelException when the bring-up fails (the device is left as it was found)
      */
-    public Mlx4Device(String name, PciFunction fn, UmemService umems) {
+    public Mlx4Device(String name, PciFunction fn, Mm mm, UmemService umems) {
+        if (fn.vendorId() != ConnectX3.VENDOR_ID || fn.deviceId() != ConnectX3.DEVICE_ID) {
+            throw new IllegalArgumentException(String.format("%s is %04x:%04x, not a ConnectX-3 (15b3:1003)", fn.bdf(), fn.vendorId(), fn.deviceId()));
+        }
         this.name = name;
-        this.hw = fn.firmware(ConnectX3.class).orElseThrow(
-                () -> new IllegalArgumentException(fn.bdf() + " has no ConnectX-3 firmware interface (not a ConnectX-3 function)"));
-        this.engine = hw.initHca(fn);
+        this.fn = fn;
         this.dma = fn.dma();
         this.umems = umems;
-        this.attr = new IbvDeviceAttr(hw.firmwareVersion(), hw.nodeGuid(), hw.nodeGuid(), 0xFFFF_FFFF_FFFF_FFFFL, 0xFFFF_FE00L,
-                0x02c9, ConnectX3.DEVICE_ID, 0, HcaDevice.MAX_QP - HcaDevice.RESERVED_QPS, HcaDevice.MAX_QP_WR, 0, HcaDevice.MAX_SGE,
-                HcaDevice.MAX_CQ, HcaDevice.MAX_CQE, HcaDevice.MAX_MPT - 1, 1 << 24, 16, 128, IbvDeviceAttr.ATOMIC_HCA,
-                HcaDevice.MAX_SRQ, HcaDevice.MAX_QP_WR, HcaDevice.MAX_SGE, HcaDevice.MAX_INLINE, engine.portCount(),
-                IbvDeviceAttr.OdpCaps.NONE);
-        engine.setEventHandler(this::cqEvent);
-        engine.setAsyncEventHandler(new AsyncEventHandler() {
-            @Override
-            public void event(int type, int number) {
-                asyncEvent(type, number);
-            }
-
-            /** {@code mlx4_ib_event}: MLX4_DEV_EVENT_PORT_UP / _DOWN as PORT_ACTIVE / PORT_ERR. */
-            @Override
-            public void portEvent(int port, int subtype) {
-                IbDeviceEvents h = events;
-                if (h != null) {
-                    h.portEvent(port, subtype == AsyncEventHandler.PORT_ACTIVE ? IbvEventType.PORT_ACTIVE : IbvEventType.PORT_ERR);
-                }
-            }
-        });
+        this.core = new Mlx4Dev(name, fn, mm, CMD_TIMEOUT_NANOS);
+        core.load();
+        try {
+            this.hw = fn.firmware(ConnectX3.class).orElseThrow(
+                    () -> new IllegalArgumentException(fn.bdf() + " has no ConnectX-3 firmware interface"));
+            this.engine = hw.engine();
+            this.cqns = new Numbers(name + " CQ", core.caps().reservedCqs(), core.caps().maxCqs());
+            this.srqns = new Numbers(name + " SRQ", core.caps().reservedSrqs(), core.caps().maxSrqs());
+            MemorySegment ni = Mlx4Mad.get(core, 1, Mad.ATTR_NODE_INFO);
+            this.nodeGuid = ni.get(BE64, Mad.NI_NODE_GUID);
+            var c = core.caps();
+            int maxQpWr = c.maxQpSz() - SQ_MAX_SPARE;
+            this.attr = new IbvDeviceAttr(core.fwInfo().version(), nodeGuid, ni.get(BE64, Mad.NI_SYS_IMAGE_GUID), 0xFFFF_FFFF_FFFF_FFFFL,
+                    0xFFFF_FE00L, 0x02c9, ni.get(BE16, Mad.NI_DEVICE_ID) & 0xffff, 0, c.maxQps() - HcaDevice.RESERVED_QPS, maxQpWr, 0,
+                    c.maxSqSg(), c.maxCqs(), c.maxCqSz() - 1, c.maxMpts() - 1, c.maxPds(), c.maxReqQp(), c.maxResQp(),
+                    IbvDeviceAttr.ATOMIC_HCA, c.maxSrqs(), maxQpWr, c.maxRqSg(), MAX_INLINE, c.numPorts(), IbvDeviceAttr.OdpCaps.NONE);
+        } catch (RuntimeException e) {
+            core.unload();
+            throw e;
+        }
+        core.setEvents(this);
     }
 
     @Override
@@ -90,7 +116,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
 
     @Override
     public long nodeGuid() {
-        return hw.nodeGuid();
+        return nodeGuid;
     }
 
     @Override
@@ -103,8 +129,9 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
         return dma;
     }
 
-    public HcaDevice engine() {
-        return engine;
+    /** {@code mlx4_core}'s device (the command log, the firmware's answers). */
+    public Mlx4Dev core() {
+        return core;
     }
 
     /** mlx4's attributes (a ConnectX-3 with firmware 2.42): no ODP. */
@@ -113,11 +140,21 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
         return attr;
     }
 
+    /** {@code mlx4_ib_query_port}: PortInfo through MAD_IFC (LID, state), the rest as a ConnectX-3 FDR port has it. */
     @Override
     public IbvPortAttr queryPort(int port) {
-        HcaPort p = cmd(() -> engine.port(port));
-        return new IbvPortAttr(p.active() ? IbvPortAttr.PORT_ACTIVE : IbvPortAttr.PORT_DOWN, 5, 5, 128, 0x02514868, 0x40000000L,
-                128, p.lid(), 1, 0, 8, 0, 2, 16, p.active() ? 5 : 3, IbvPortAttr.LINK_LAYER_INFINIBAND);
+        checkPort(port);
+        MemorySegment pi = Mlx4Mad.get(core, port, Mad.ATTR_PORT_INFO);
+        boolean active = (pi.get(U8, Mad.PI_STATE) & 0xf) == Mad.PORT_STATE_ACTIVE;
+        int lid = pi.get(BE16, Mad.PI_LID) & 0xffff;
+        return new IbvPortAttr(active ? IbvPortAttr.PORT_ACTIVE : IbvPortAttr.PORT_DOWN, 5, 5, 128, 0x02514868, 0x40000000L,
+                128, lid, 1, 0, 8, 0, 2, 16, active ? 5 : 3, IbvPortAttr.LINK_LAYER_INFINIBAND);
+    }
+
+    void checkPort(int port) {
+        if (port < 1 || port > core.caps().numPorts()) {
+            throw new KernelException(Errno.EINVAL, name + ": no port " + port + " (ports 1.." + core.caps().numPorts() + ")");
+        }
     }
 
     @Override
@@ -125,7 +162,8 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
         if (index != 0) {
             throw new KernelException(Errno.EINVAL, name + ": GID index " + index + " is not populated");
         }
-        long g = hw.nodeGuid() + port;
+        checkPort(port);
+        long g = nodeGuid + port;
         return String.format("fe80:0000:0000:0000:%04x:%04x:%04x:%04x", (g >>> 48) & 0xffff, (g >>> 32) & 0xffff, (g >>> 16) & 0xffff,
                 g & 0xffff);
     }
@@ -152,38 +190,77 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
         }
     }
 
-    /** The EQ's CQ events ({@code mlx4_cq_completion}, {@code mlx4_cq_event}) to the core's handlers. */
-    private void cqEvent(HwCq cq, boolean error) {
-        Mlx4Cq c = cqTable[cq.cqn];
-        if (c != null && c.hw == cq) {
-            if (error) {
-                c.events.error();
-            } else {
-                c.events.completion();
-            }
+    /** {@code mlx4_cq_completion}: the CQ by its number to the core's handler. */
+    @Override
+    public void cqCompletion(int cqn) {
+        Mlx4Cq c = cqn < cqTable.length ? cqTable[cqn] : null;
+        if (c != null) {
+            c.eventSeen();
+            c.events.completion();
         }
     }
 
     /**
-     * The EQ's affiliated events ({@code mlx4_qp_event} → {@code mlx4_ib_qp_event},
-     * {@code mlx4_srq_event} → {@code mlx4_ib_srq_event}): the object by its number, the type
-     * mapped to its IB event for the core's handler.
+     * A command that gives an object back to software ({@code HW2SW_*}), as {@code mlx4_cq_free}
+     * and its kind run it: a busy object is refused (EBUSY: a QP still uses it); on a device that
+     * is gone, reset or unloaded the object is gone with it, so the failure is only logged.
      */
-    private void asyncEvent(int type, int number) {
-        if (type == AsyncEventHandler.SRQ_LIMIT) {
-            Mlx4Srq s = number >= 0 && number < srqTable.length ? srqTable[number] : null;
-            if (s != null) {
-                s.events.event(IbvEventType.SRQ_LIMIT_REACHED);
+    void hw2sw(long inParam, int inMod, int op) {
+        try {
+            core.cmd.cmd(inParam, inMod, 1, op);
+        } catch (org.peerdirect.mlx4.core.Mlx4CmdException e) {
+            if (e.status() == Mlx4Cmd.STAT_RESOURCE_BUSY || core.loaded() && !core.cmd.gone()) {
+                throw e;
             }
-            return;
+        } catch (KernelException e) {
+            if (core.loaded() && !core.cmd.gone()) {
+                throw e;
+            }
         }
-        Mlx4Qp q = number >= 0 && number < qpTable.length ? qpTable[number] : null;
+    }
+
+    /** The UAR page of the driver's own doorbells (the first not reserved, {@code priv->driver_uar}). */
+    int uarPage() {
+        return core.caps().reservedUars();
+    }
+
+    /** {@code mlx4_cq_event} of a CQ error (an overrun). */
+    @Override
+    public void cqError(int cqn) {
+        Mlx4Cq c = cqn < cqTable.length ? cqTable[cqn] : null;
+        if (c != null) {
+            c.events.error();
+        }
+    }
+
+    /** {@code mlx4_ib_event}: MLX4_DEV_EVENT_PORT_UP / _DOWN as PORT_ACTIVE / PORT_ERR. */
+    @Override
+    public void portChange(int port, boolean active) {
+        IbDeviceEvents h = events;
+        if (h != null) {
+            h.portEvent(port, active ? IbvEventType.PORT_ACTIVE : IbvEventType.PORT_ERR);
+        }
+    }
+
+    /** {@code mlx4_srq_event} → {@code mlx4_ib_srq_event}. */
+    @Override
+    public void srqEvent(int srqn, int type) {
+        Mlx4Srq s = srqn >= 0 && srqn < srqTable.length ? srqTable[srqn] : null;
+        if (s != null && type == Mlx4Cmd.EVENT_SRQ_LIMIT) {
+            s.events.event(IbvEventType.SRQ_LIMIT_REACHED);
+        }
+    }
+
+    /** {@code mlx4_qp_event} → {@code mlx4_ib_qp_event}: the QP by its number, the type as its IB event. */
+    @Override
+    public void qpEvent(int qpn, int type) {
+        Mlx4Qp q = qpn >= 0 && qpn < qpTable.length ? qpTable[qpn] : null;
         IbvEventType t = switch (type) {
-            case AsyncEventHandler.COMM_EST -> IbvEventType.COMM_EST;
-            case AsyncEventHandler.SRQ_LAST_WQE -> IbvEventType.QP_LAST_WQE_REACHED;
-            case AsyncEventHandler.WQ_CATAS_ERROR -> IbvEventType.QP_FATAL;
-            case AsyncEventHandler.WQ_INVAL_REQ_ERROR -> IbvEventType.QP_REQ_ERR;
-            case AsyncEventHandler.WQ_ACCESS_ERROR -> IbvEventType.QP_ACCESS_ERR;
+            case Mlx4Cmd.EVENT_COMM_EST -> IbvEventType.COMM_EST;
+            case Mlx4Cmd.EVENT_SRQ_QP_LAST_WQE -> IbvEventType.QP_LAST_WQE_REACHED;
+            case Mlx4Cmd.EVENT_WQ_CATAS_ERROR -> IbvEventType.QP_FATAL;
+            case Mlx4Cmd.EVENT_WQ_INVAL_REQ_ERROR -> IbvEventType.QP_REQ_ERR;
+            case Mlx4Cmd.EVENT_WQ_ACCESS_ERROR -> IbvEventType.QP_ACCESS_ERR;
             default -> null;
         };
         if (q != null && t != null) {
@@ -215,19 +292,60 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice {
 
     /**
      * The hardware half of {@code mlx4_remove_one}, after the device was unregistered from the core:
-     * a surprise removal kills the hardware (QPs flushed, keys revoked); a driver unbind resets it
-     * for the next driver (objects freed). Idempotent.
+     * a surprise removal is {@code mlx4_enter_error_state} (the chip reset: QPs flushed, keys
+     * revoked, the port off the fabric; the driver's memory back); a driver unbind is
+     * {@code mlx4_unload_one} through the HCR (objects freed, the device ready for the next driver).
+     * Idempotent.
      */
-    public void removeHardware(boolean surprise) {
+    public synchronized void removeHardware(boolean surprise) {
+        if (!core.loaded()) {
+            return;
+        }
         if (surprise) {
-            engine.remove();
+            core.enterErrorState();
         } else {
-            engine.reset();
+            core.unload();
         }
     }
 
     @Override
     public String toString() {
-        return name + " (" + hw.bdf() + ")";
+        return name + " (" + fn.bdf() + ")";
+    }
+
+    /**
+     * {@code mlx4_bitmap}: numbers from {@code reserved} below {@code max}, round-robin from after
+     * the last one (a late event of a destroyed object does not meet its successor at once). Thread-safe.
+     */
+    static final class Numbers {
+        private final String what;
+        private final BitSet used = new BitSet();
+        private final int reserved;
+        private final int max;
+
+        Numbers(String what, int reserved, int max) {
+            this.what = what;
+            this.reserved = reserved;
+            this.max = max;
+        }
+
+        private int next;
+
+        synchronized int alloc() {
+            int n = used.nextClearBit(Math.max(reserved, next));
+            if (n >= max) {
+                n = used.nextClearBit(reserved);
+            }
+            if (n >= max) {
+                throw new KernelException(Errno.ENOMEM, what + " numbers exhausted (" + (max - reserved) + " in use)");
+            }
+            used.set(n);
+            next = n + 1;
+            return n;
+        }
+
+        synchronized void free(int n) {
+            used.clear(n);
+        }
     }
 }

@@ -17,37 +17,46 @@ import org.osgi.service.component.annotations.ReferencePolicy;
 import org.osgi.service.component.annotations.ReferencePolicyOption;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.umem.UmemService;
+import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.kernel.pci.PciIds;
 
 /**
  * The mlx4 driver ({@code mlx4_core} + {@code mlx4_ib}): binds to every ConnectX-3 PCI function
- * ({@code 15b3:1003}), reaches its firmware through the function, and registers {@code mlx4_<n>}
+ * ({@code 15b3:1003}), brings it up through the function's HCR, and registers {@code mlx4_<n>}
  * with the IB core by publishing its {@link IbDeviceOps}. A function's removal (hot-unplug) or
  * this bundle stopping is {@code mlx4_remove_one}: the device is unregistered from the core first
  * (which disassociates its users: EIO, MRs deregistered, QPs to error), then the hardware is
  * torn down (surprise removal) or reset for the next driver (unbind).
  */
-@Component(immediate = true)
+@Component(service = Mlx4Driver.class, immediate = true)
 public final class Mlx4Driver {
+    /** ConnectX-3 ({@code mlx4_pci_table}'s {@code PCI_VDEVICE(MELLANOX, 0x1003)}), of {@link PciIds#PCI_VENDOR_ID_MELLANOX}. */
+    static final int PCI_DEVICE_CONNECTX3 = 0x1003;
+
 
     private record Bound(Mlx4Device dev, ServiceRegistration<IbDeviceOps> reg, Runnable onRemoval) {
     }
 
     private final BundleContext ctx;
     private final UmemService umems;
+    /** The kernel's page allocator: the driver's DMA pages (mailboxes, EQs, ICM) come from it. */
+    private final Mm mm;
     private final Map<PciFunction, Bound> bound = new ConcurrentHashMap<>();
     /** Device indices in use: a new device takes the lowest free one, as the core's alloc_name does. */
     private final java.util.BitSet indices = new java.util.BitSet();
 
     @Activate
-    public Mlx4Driver(BundleContext ctx, @Reference UmemService umems) {
+    public Mlx4Driver(BundleContext ctx, @Reference UmemService umems, @Reference Mm mm) {
         this.ctx = ctx;
         this.umems = umems;
+        this.mm = mm;
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
             policyOption = ReferencePolicyOption.GREEDY, unbind = "unbindFunction",
-            target = "(&(pci.vendor=5555)(pci.device=4099))")
+            target = "(&(" + PciFunction.PCI_VENDOR + "=" + PciIds.PCI_VENDOR_ID_MELLANOX + ")("
+                    + PciFunction.PCI_DEVICE + "=" + PCI_DEVICE_CONNECTX3 + "))")
     void bindFunction(PciFunction fn) {
         int index;
         synchronized (indices) {
@@ -56,8 +65,8 @@ public final class Mlx4Driver {
         }
         Mlx4Device dev;
         try {
-            dev = new Mlx4Device("mlx4_" + index, fn, umems); // INIT_HCA brings the engine up
-        } catch (RuntimeException e) { // no ConnectX-3 firmware, no DMA (a bus without IOMMU): not probed
+            dev = new Mlx4Device("mlx4_" + index, fn, mm, umems); // mlx4_load_one through the HCR
+        } catch (RuntimeException e) { // the bring-up failed, no DMA (a bus without IOMMU): not probed
             synchronized (indices) {
                 indices.clear(index);
             }

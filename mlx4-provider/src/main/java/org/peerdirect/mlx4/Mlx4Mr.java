@@ -2,23 +2,48 @@ package org.peerdirect.mlx4;
 
 import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.mlx4.core.Mr;
 
 /**
- * {@code struct mlx4_ib_mr}. Lock rules: {@code this} guards {@link #released}; the engine's MPT
- * lock fences DMA against revocation.
+ * {@code struct mlx4_ib_mr}: an MPT entry in hardware ownership over the umem's pages. Lock rules:
+ * {@link #hwLock} guards {@link #inHardware} and is held across the HW2SW_MPT, so whoever comes
+ * second (deregistration or invalidation) returns only after the key is dead; {@code this}
+ * guards {@link #released} and is never held by the invalidation callback (deregistration waits
+ * for a running callback in {@code stopInvalidationNotifier} while holding it). The device's
+ * HW2SW_MPT fences DMA (it completes when no access through the key is in flight).
  */
 final class Mlx4Mr implements IbMrOps {
 
     private final Mlx4Pd pd;
     private final IbUmem umem;
-    private final int key;
+    private final Mr.Region region;
     private volatile boolean invalidated;
+    private final java.util.concurrent.locks.ReentrantLock hwLock = new java.util.concurrent.locks.ReentrantLock();
+    private boolean inHardware = true;
     private boolean released;
 
-    Mlx4Mr(Mlx4Pd pd, IbUmem umem, int key) {
+    Mlx4Mr(Mlx4Pd pd, IbUmem umem, Mr.Region region) {
         this.pd = pd;
         this.umem = umem;
-        this.key = key;
+        this.region = region;
+    }
+
+    /** {@code HW2SW_MPT} once; a device gone or reset has no key left to take back. */
+    private void toSoftware() {
+        hwLock.lock();
+        try {
+            if (!inHardware) {
+                return;
+            }
+            inHardware = false;
+            pd.ctx.dev.core.mr.disable(region);
+        } catch (RuntimeException e) {
+            if (pd.ctx.dev.core.loaded() && !pd.ctx.dev.core.cmd.gone()) {
+                throw e; // a device gone, reset or unloaded holds no key any more
+            }
+        } finally {
+            hwLock.unlock();
+        }
     }
 
     /**
@@ -27,7 +52,7 @@ final class Mlx4Mr implements IbMrOps {
      * or access error and none touches the memory.
      */
     void revokeOnInvalidate() {
-        pd.ctx.dev.engine.hw2swMpt(key);
+        toSoftware();
         invalidated = true;
     }
 
@@ -38,20 +63,23 @@ final class Mlx4Mr implements IbMrOps {
             return;
         }
         released = true;
-        pd.ctx.dev.engine.hw2swMpt(key);
-        umem.stopInvalidationNotifier();
-        pd.ctx.dev.engine.freeMpt(key);
-        umem.release();
+        try {
+            toSoftware();
+        } finally {
+            umem.stopInvalidationNotifier();
+            pd.ctx.dev.core.mr.free(region);
+            umem.release();
+        }
     }
 
     @Override
     public int lkey() {
-        return key;
+        return region.key();
     }
 
     @Override
     public int rkey() {
-        return key;
+        return region.key();
     }
 
     @Override
@@ -66,6 +94,6 @@ final class Mlx4Mr implements IbMrOps {
 
     @Override
     public String toString() {
-        return String.format("MR lkey 0x%x %s%s", key, umem, invalidated ? " INVALIDATED" : "");
+        return String.format("MR lkey 0x%x %s%s", region.key(), umem, invalidated ? " INVALIDATED" : "");
     }
 }

@@ -17,6 +17,18 @@ import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.kernel.dma.SgTable;
+import static org.peerdirect.hca.cx3.ifc.Be.BE32;
+import static org.peerdirect.hca.cx3.ifc.Be.U8;
+
+import java.lang.foreign.MemorySegment;
+
+import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
+import org.peerdirect.hca.cx3.ifc.MptEntry;
+import org.peerdirect.hca.cx3.ifc.SrqContext;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.mlx4.core.DmaPages;
+import org.peerdirect.mlx4.core.Mr;
 
 /** {@code struct mlx4_ib_pd}: a PD number and the objects created in it. */
 final class Mlx4Pd implements IbPdOps {
@@ -31,18 +43,18 @@ final class Mlx4Pd implements IbPdOps {
 
     /** IB access flags to the MPT entry's {@code mlx4_perm} bits (local read always, as mlx4_ib_convert_access). */
     static int perm(int access) {
-        int p = HcaDevice.PERM_LOCAL_READ;
+        int p = MptEntry.PERM_LOCAL_READ;
         if ((access & IbAccess.LOCAL_WRITE) != 0) {
-            p |= HcaDevice.PERM_LOCAL_WRITE;
+            p |= MptEntry.PERM_LOCAL_WRITE;
         }
         if ((access & IbAccess.REMOTE_READ) != 0) {
-            p |= HcaDevice.PERM_REMOTE_READ;
+            p |= MptEntry.PERM_REMOTE_READ;
         }
         if ((access & IbAccess.REMOTE_WRITE) != 0) {
-            p |= HcaDevice.PERM_REMOTE_WRITE;
+            p |= MptEntry.PERM_REMOTE_WRITE;
         }
         if ((access & IbAccess.REMOTE_ATOMIC) != 0) {
-            p |= HcaDevice.PERM_ATOMIC;
+            p |= MptEntry.PERM_ATOMIC;
         }
         return p;
     }
@@ -57,31 +69,39 @@ final class Mlx4Pd implements IbPdOps {
         Mlx4Device dev = ctx.dev;
         IbUmem umem = dev.umems.umemGet(ctx.process, dev, addr, length, access,
                 UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP);
-        int key;
+        Mr.Region region;
         try {
-            SgTable b = umem.dmaBlocks();
-            long[] iova = new long[b.nents()];
-            long[] len = new long[b.nents()];
-            for (int i = 0; i < iova.length; i++) {
-                iova[i] = b.dmaAddress(i);
-                len[i] = b.length(i);
-            }
-            key = dev.cmd(() -> dev.engine.sw2hwMpt(pdn, addr, length, perm(access), iova, len));
+            region = dev.core.mr.enable(pdn, addr, length, perm(access), pages(umem.dmaBlocks()));
         } catch (RuntimeException e) {
             umem.stopInvalidationNotifier();
             umem.release();
             throw e;
         }
-        Mlx4Mr mr = new Mlx4Mr(this, umem, key);
+        Mlx4Mr mr = new Mlx4Mr(this, umem, region);
         try {
             umem.activateInvalidationNotifier(u -> mr.revokeOnInvalidate());
         } catch (RuntimeException e) {
             // the IB core revoked the umem meanwhile (it is stopping): undo the key and the umem
-            dev.engine.freeMpt(key);
-            umem.release();
+            mr.deregMr();
             throw e;
         }
         return mr;
+    }
+
+    /** The umem's DMA blocks as 4 KiB pages, the MTT's entries ({@code mlx4_ib_umem_write_mtt}). */
+    static long[] pages(SgTable b) {
+        long n = 0;
+        for (int i = 0; i < b.nents(); i++) {
+            n += (b.length(i) + 4095) >>> 12;
+        }
+        long[] pages = new long[(int) n];
+        int k = 0;
+        for (int i = 0; i < b.nents(); i++) {
+            for (long off = 0; off < b.length(i); off += 4096) {
+                pages[k++] = b.dmaAddress(i) + off;
+            }
+        }
+        return pages;
     }
 
     @Override
@@ -98,15 +118,37 @@ final class Mlx4Pd implements IbPdOps {
 
     @Override
     public IbSrqOps createSrq(int maxWr, int maxSge, IbEvents events) {
-        HwSrq hw = ctx.dev.cmd(() -> ctx.dev.engine.sw2hwSrq(pdn, maxWr, maxSge));
-        Mlx4Srq s = new Mlx4Srq(ctx.dev, hw, maxSge, events);
-        ctx.dev.srqTable[hw.srqn] = s;
+        Mlx4Device dev = ctx.dev;
+        if (maxWr < 1 || maxWr > dev.queryDevice().maxSrqWr() || maxSge < 1 || maxSge > dev.queryDevice().maxSrqSge()) {
+            throw new KernelException(Errno.ENOMEM, String.format("%s: SRQ of %d requests of %d SGEs exceeds the device (%d x %d)", dev.name,
+                    maxWr, maxSge, dev.queryDevice().maxSrqWr(), dev.queryDevice().maxSrqSge()));
+        }
+        // mlx4_ib_create_srq: 2^n WQEs, each a next segment and maxSge data segments, the stride a power of two
+        int log = 32 - Integer.numberOfLeadingZeros(maxWr - 1);
+        int stride = Integer.highestOneBit(16 * (1 + maxSge) - 1) << 1;
+        int srqn = dev.srqns.alloc();
+        DmaPages.Page box = dev.core.dma.alloc();
+        try {
+            MemorySegment c = box.mem();
+            c.set(BE32, SrqContext.STATE_LOGSIZE_SRQN, log << 24 | srqn);
+            c.set(U8, SrqContext.LOGSTRIDE, (byte) (Integer.numberOfTrailingZeros(stride) - 4));
+            c.set(BE32, SrqContext.PD, pdn);
+            dev.core.cmd.box(box.iova(), 0, srqn, 0, Mlx4Cmd.SW2HW_SRQ);
+        } catch (RuntimeException e) {
+            dev.srqns.free(srqn);
+            throw e;
+        } finally {
+            dev.core.dma.free(box);
+        }
+        HwSrq hw = dev.hw.srq(srqn);
+        Mlx4Srq s = new Mlx4Srq(dev, hw, maxSge, events);
+        dev.srqTable[srqn] = s;
         return s;
     }
 
     @Override
     public IbAhOps createAh(org.peerdirect.ib.core.verbs.IbvAhAttr a) {
-        ctx.dev.cmd(() -> ctx.dev.engine.port(a.portNum));
+        ctx.dev.checkPort(a.portNum);
         return IbAhOps.addressVector(a); // InfiniBand ports: the LID routes; a GRH is carried in the AV, not needed inside the subnet
     }
 

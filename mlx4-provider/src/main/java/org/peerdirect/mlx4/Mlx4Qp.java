@@ -1,5 +1,10 @@
 package org.peerdirect.mlx4;
 
+import static org.peerdirect.hca.cx3.ifc.Be.BE16;
+import static org.peerdirect.hca.cx3.ifc.Be.BE32;
+import static org.peerdirect.hca.cx3.ifc.Be.U8;
+
+import java.lang.foreign.MemorySegment;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.hca.engine.HwQp;
@@ -21,6 +26,7 @@ import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 import org.peerdirect.ib.core.verbs.PostException;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.mlx4.core.Qp;
 
 /**
  * {@code struct mlx4_ib_qp} with libmlx4's data path: {@code mlx4_post_send} builds send WQEs in
@@ -51,6 +57,9 @@ final class Mlx4Qp implements IbQpOps {
     private final QpContext ctx = new QpContext();
     private final IbvQpAttr attr = new IbvQpAttr();
 
+    /** BAR2 offset of the send doorbell on the driver's UAR page. */
+    private final long sendDoorbell;
+
     /** The core's handler of this QP's asynchronous events. */
     final IbEvents events;
 
@@ -62,6 +71,7 @@ final class Mlx4Qp implements IbQpOps {
         this.type = type;
         this.srq = srq;
         this.owner = pd.ctx.process;
+        this.sendDoorbell = pd.ctx.dev.uarPage() * (long) org.peerdirect.hca.cx3.ifc.Uar.PAGE_SIZE + org.peerdirect.hca.cx3.ifc.Uar.SEND_DOORBELL;
         this.sqWrid = new long[hw.sqSize()];
         this.sqMask = sqWrid.length - 1;
         RecvQueue q = hw.recvQueue();
@@ -96,6 +106,7 @@ final class Mlx4Qp implements IbQpOps {
         }
         QpContext c = ctx.copy();
         if ((mask & IbvQpAttr.PORT) != 0) {
+            pd.ctx.dev.checkPort(a.portNum); // mlx4_ib_modify_qp's port check
             c.port = a.portNum;
         }
         if ((mask & IbvQpAttr.PATH_MTU) != 0) {
@@ -142,9 +153,47 @@ final class Mlx4Qp implements IbQpOps {
         if ((mask & IbvQpAttr.RNR_RETRY) != 0) {
             c.rnrRetry = a.rnrRetry;
         }
-        pd.ctx.dev.cmd(() -> hw.modify(cmd, c));
+        Qp.modify(pd.ctx.dev.core, qpn, cmd.opcode, mask, x -> context(x, c, next));
         // the command took it: remember what the user set
         copyMasked(a, mask, c);
+    }
+
+    /** {@code __mlx4_ib_modify_qp}'s context: the whole of it from what the QP has and the user set. */
+    private void context(MemorySegment x, QpContext c, HwQpState to) {
+        long p = org.peerdirect.hca.cx3.ifc.QpContext.PRI_PATH;
+        x.set(BE32, org.peerdirect.hca.cx3.ifc.QpContext.FLAGS, mlx4State(to) << 28 | (type == IbvQpType.UD ? org.peerdirect.hca.cx3.ifc.QpContext.ST_UD : org.peerdirect.hca.cx3.ifc.QpContext.ST_RC) << 16);
+        x.set(BE32, org.peerdirect.hca.cx3.ifc.QpContext.PD, pd.pdn);
+        x.set(U8, org.peerdirect.hca.cx3.ifc.QpContext.MTU_MSGMAX, (byte) (c.mtu << 5 | 31));
+        x.set(BE32, org.peerdirect.hca.cx3.ifc.QpContext.LOCAL_QPN, qpn);
+        x.set(BE32, org.peerdirect.hca.cx3.ifc.QpContext.REMOTE_QPN, c.remoteQpn);
+        x.set(U8, p + org.peerdirect.hca.cx3.ifc.QpContext.PATH_SCHED_QUEUE, (byte) org.peerdirect.hca.cx3.ifc.QpContext.schedQueue(c.port));
+        x.set(U8, p + org.peerdirect.hca.cx3.ifc.QpContext.PATH_PKEY_INDEX, (byte) c.pkeyIndex);
+        x.set(BE16, p + org.peerdirect.hca.cx3.ifc.QpContext.PATH_RLID, (short) c.dlid);
+        x.set(U8, p + org.peerdirect.hca.cx3.ifc.QpContext.PATH_ACKTO, (byte) (c.ackTimeout << 3));
+        x.set(BE32, org.peerdirect.hca.cx3.ifc.QpContext.PARAMS1, fls(c.sraMax - 1) << 21 | (c.retryCount & 7) << 16 | (c.rnrRetry & 7) << 13);
+        x.set(BE32, org.peerdirect.hca.cx3.ifc.QpContext.PARAMS2, fls(c.rraMax - 1) << 21 | c.remoteAccess & (org.peerdirect.hca.cx3.ifc.QpContext.PARAMS2_RRE | org.peerdirect.hca.cx3.ifc.QpContext.PARAMS2_RWE
+                | org.peerdirect.hca.cx3.ifc.QpContext.PARAMS2_RAE));
+        x.set(BE32, org.peerdirect.hca.cx3.ifc.QpContext.RNR_NEXTRECVPSN, (c.minRnrTimer & 0x1f) << 24 | c.rqPsn & 0xff_ffff);
+        x.set(BE32, org.peerdirect.hca.cx3.ifc.QpContext.NEXT_SEND_PSN, c.sqPsn & 0xff_ffff);
+        x.set(BE32, org.peerdirect.hca.cx3.ifc.QpContext.QKEY, c.qkey);
+    }
+
+    /** {@code to_mlx4_state}. */
+    private static int mlx4State(HwQpState s) {
+        return switch (s) {
+            case RST -> org.peerdirect.hca.cx3.ifc.QpContext.STATE_RST;
+            case INIT -> org.peerdirect.hca.cx3.ifc.QpContext.STATE_INIT;
+            case RTR -> org.peerdirect.hca.cx3.ifc.QpContext.STATE_RTR;
+            case RTS -> org.peerdirect.hca.cx3.ifc.QpContext.STATE_RTS;
+            case SQER -> org.peerdirect.hca.cx3.ifc.QpContext.STATE_SQER;
+            case SQD -> org.peerdirect.hca.cx3.ifc.QpContext.STATE_SQD;
+            case ERR -> org.peerdirect.hca.cx3.ifc.QpContext.STATE_ERR;
+        };
+    }
+
+    /** {@code fls}: the position of the highest set bit (0 for 0). */
+    private static int fls(int v) {
+        return v <= 0 ? 0 : Math.min(7, 32 - Integer.numberOfLeadingZeros(v));
     }
 
     private void copyMasked(IbvQpAttr a, int mask, QpContext n) {
@@ -168,10 +217,20 @@ final class Mlx4Qp implements IbQpOps {
         attr.rnrRetry = n.rnrRetry;
     }
 
+    /** {@code mlx4_ib_query_qp}: the attributes the user set, the state as QUERY_QP reads it from the device. */
     @Override
     public synchronized IbvQpAttr queryQp() {
         IbvQpAttr a = attr.copy();
-        a.qpState = state();
+        int st = Qp.query(pd.ctx.dev.core, qpn).get(BE32, org.peerdirect.hca.cx3.ifc.QpContext.FLAGS) >>> 28;
+        a.qpState = switch (st) {
+            case org.peerdirect.hca.cx3.ifc.QpContext.STATE_RST -> IbvQpState.RESET;
+            case org.peerdirect.hca.cx3.ifc.QpContext.STATE_INIT -> IbvQpState.INIT;
+            case org.peerdirect.hca.cx3.ifc.QpContext.STATE_RTR -> IbvQpState.RTR;
+            case org.peerdirect.hca.cx3.ifc.QpContext.STATE_RTS -> IbvQpState.RTS;
+            case org.peerdirect.hca.cx3.ifc.QpContext.STATE_SQER -> IbvQpState.SQE;
+            case org.peerdirect.hca.cx3.ifc.QpContext.STATE_SQD -> IbvQpState.SQD;
+            default -> IbvQpState.ERR;
+        };
         return a;
     }
 
@@ -277,7 +336,8 @@ final class Mlx4Qp implements IbQpOps {
             }
             sqLock.unlock();
             if (queued > 0) {
-                hw.ringSqDoorbell();
+                // the UAR's send doorbell (libmlx4's doorbell_qpn, be32 qpn << 8), after the post lock
+                pd.ctx.dev.core.fn.write32be(2, sendDoorbell, qpn << 8);
             }
         }
     }

@@ -18,6 +18,7 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
 final class Mlx4RecvRing {
 
     private final RecvQueue rq;
+    private final int maxSge;
     private final long[] wrid;
     private final int mask;
     private final LongConsumer doorbell;
@@ -26,6 +27,12 @@ final class Mlx4RecvRing {
     private long tail;
 
     Mlx4RecvRing(RecvQueue rq, LongConsumer doorbell, String who) {
+        this(rq, rq.maxSge(), doorbell, who);
+    }
+
+    /** A ring whose requests may carry at most {@code maxSge} entries (what the user asked for, below the WQE's room). */
+    Mlx4RecvRing(RecvQueue rq, int maxSge, LongConsumer doorbell, String who) {
+        this.maxSge = maxSge;
         this.rq = rq;
         this.wrid = new long[rq.size()];
         this.mask = wrid.length - 1; // the hardware's ring sizes are powers of two
@@ -42,9 +49,9 @@ final class Mlx4RecvRing {
         long first = tail;
         try {
             for (IbvRecvWr w = wr; w != null; w = w.next) {
-                if (w.numSge < 0 || w.numSge > rq.maxSge() || w.numSge > w.sgList.length) {
+                if (w.numSge < 0 || w.numSge > maxSge || w.numSge > w.sgList.length) {
                     throw new PostException(Errno.EINVAL, who + ": receive request " + w.wrId + " has " + w.numSge + " SGEs, max "
-                            + rq.maxSge(), w);
+                            + maxSge, w);
                 }
                 if (tail - rq.consumerIndex() == rq.size()) {
                     throw new PostException(Errno.ENOMEM, who + ": receive queue full (" + rq.size() + " requests)", w);

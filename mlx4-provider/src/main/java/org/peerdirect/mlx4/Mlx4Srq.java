@@ -1,6 +1,11 @@
 package org.peerdirect.mlx4;
 
+import static org.peerdirect.hca.cx3.ifc.Be.BE16;
+
+import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
+import org.peerdirect.hca.cx3.ifc.SrqContext;
 import org.peerdirect.hca.engine.HwSrq;
+import org.peerdirect.mlx4.core.DmaPages;
 import org.peerdirect.ib.core.provider.IbEvents;
 import org.peerdirect.ib.core.provider.IbSrqOps;
 import org.peerdirect.ib.core.verbs.IbvSrqAttr;
@@ -22,7 +27,7 @@ final class Mlx4Srq implements IbSrqOps {
         this.hw = hw;
         this.maxSge = maxSge;
         this.events = events;
-        this.ring = new Mlx4RecvRing(hw.queue(), hw::doorbell, dev.name + " SRQ " + hw.srqn);
+        this.ring = new Mlx4RecvRing(hw.queue(), maxSge, hw::doorbell, dev.name + " SRQ " + hw.srqn);
     }
 
     @Override
@@ -46,14 +51,20 @@ final class Mlx4Srq implements IbSrqOps {
                 throw new KernelException(Errno.EINVAL, String.format("%s: ibv_modify_srq: srq_limit %d is above the SRQ's %d WQEs", dev.name,
                         attr.srqLimit & 0xffff_ffffL, max));
             }
-            dev.cmd(() -> hw.arm(attr.srqLimit));
+            dev.core.cmd.cmd(attr.srqLimit & 0xffff_ffffL, hw.srqn, 0, Mlx4Cmd.ARM_SRQ); // mlx4_ARM_SRQ
         }
     }
 
     /** {@code mlx4_ib_query_srq}: {@code QUERY_SRQ}'s limit watermark; max_wr the WQEs the ring holds. */
     @Override
     public IbvSrqAttr querySrq() {
-        return new IbvSrqAttr(hw.queue().size(), maxSge, dev.cmd(hw::limit));
+        DmaPages.Page box = dev.core.dma.alloc();
+        try {
+            dev.core.cmd.box(0, box.iova(), hw.srqn, 0, Mlx4Cmd.QUERY_SRQ);
+            return new IbvSrqAttr(hw.queue().size(), maxSge, box.mem().get(BE16, SrqContext.LIMIT_WATERMARK) & 0xffff);
+        } finally {
+            dev.core.dma.free(box);
+        }
     }
 
     @Override
@@ -63,9 +74,10 @@ final class Mlx4Srq implements IbSrqOps {
 
     @Override
     public void destroySrq() {
-        dev.cmd(() -> dev.engine.hw2swSrq(hw));
+        dev.hw2sw(0, hw.srqn, Mlx4Cmd.HW2SW_SRQ); // mlx4_srq_free
         if (dev.srqTable[hw.srqn] == this) {
             dev.srqTable[hw.srqn] = null;
         }
+        dev.srqns.free(hw.srqn);
     }
 }

@@ -177,11 +177,11 @@ class CoreChecksTest {
         for (int i = 0; i < 70_000; i++) {
             a.pd.createQp(qpAttr(a.cq, null)).destroy(); // more than the 65 536-entry QP table
         }
-        assertEquals(1, lab.devs.get(0).engine().qps().size(), "only a's QP is alive");
+        assertEquals(1, lab.machine.engine(0).qps().size(), "only a's QP is alive");
         for (int i = 0; i < 2_000; i++) {
             a.pd.regMr(a.buf, 4096, Lab.RW).dereg();
         }
-        assertEquals(1, lab.devs.get(0).engine().mptCount(), "only a's MR is alive");
+        assertEquals(1, lab.machine.engine(0).mptCount(), "only a's MR is alive");
         assertEquals(IbvQpType.RC, a.pd.createQp(qpAttr(a.cq, null)).qpType(), "a QP can still be created");
     }
 }

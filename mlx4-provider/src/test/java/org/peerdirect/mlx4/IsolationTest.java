@@ -130,7 +130,7 @@ class IsolationTest {
 
     /** MPT entries alive on the victim's HCA (device 1). */
     int victimKeys() {
-        return lab.devs.get(1).engine().mptCount();
+        return lab.machine.engine(1).mptCount();
     }
 
     @Test

@@ -43,8 +43,8 @@ final class Lab implements AutoCloseable {
     final List<IbvContext> contexts = new ArrayList<>();
 
     Lab(Path tmp, int devices) {
-        machine = Machine.builder(tmp).hcas(devices, 1, (i, fn, umems) -> {
-            Mlx4Device d = new Mlx4Device("mlx4_" + i, fn, umems);
+        machine = Machine.builder(tmp).hcas(devices, 1, (i, fn, umems, kmm) -> {
+            Mlx4Device d = new Mlx4Device("mlx4_" + i, fn, kmm, umems);
             devs.add(d);
             return new HcaDriver.Probed(d, d::removeHardware);
         }).build();
@@ -72,7 +72,7 @@ final class Lab implements AutoCloseable {
 
     /** The hardware QP behind a user's QP. */
     HwQp hwQp(int dev, IbvQp qp) {
-        return devs.get(dev).engine().qps().stream().filter(q -> q.qpn() == qp.qpNum()).findFirst().orElseThrow();
+        return machine.engine(dev).qps().stream().filter(q -> q.qpn() == qp.qpNum()).findFirst().orElseThrow();
     }
 
     /** One side of a connection: context, PD, CQ, QP and a registered buffer. */

@@ -42,7 +42,7 @@ class Mlx4AsyncEventTest extends AsyncEventContract {
 
     @Override
     protected void setLink(int dev, boolean up) {
-        lab.devs.get(dev).engine().setPortActive(1, up);
+        lab.machine.engine(dev).setPortActive(1, up);
     }
 
     @Override

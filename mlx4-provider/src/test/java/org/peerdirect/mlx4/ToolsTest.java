@@ -75,8 +75,8 @@ class ToolsTest {
     @Test
     void pingpongPrintsIbvRcPingpongLines() throws Exception {
         String out = tools.pingpong("-s", "4096", "-n", "1000", "-c");
-        System.out.println(out + "\nrnr=" + lab.devs.get(0).engine().rnrNaks() + "/" + lab.devs.get(1).engine().rnrNaks()
-                + " retries=" + lab.devs.get(0).engine().transportRetries() + "/" + lab.devs.get(1).engine().transportRetries());
+        System.out.println(out + "\nrnr=" + lab.machine.engine(0).rnrNaks() + "/" + lab.machine.engine(1).rnrNaks()
+                + " retries=" + lab.machine.engine(0).transportRetries() + "/" + lab.machine.engine(1).transportRetries());
         assertTrue(out.matches("(?s).*8192000 bytes in \\d+\\.\\d\\d seconds = \\d+\\.\\d\\d Mbit/sec.*"), out);
         assertTrue(out.matches("(?s).*1000 iters in \\d+\\.\\d\\d seconds = \\d+\\.\\d\\d usec/iter.*"), out);
         assertTrue(out.contains("local address:  LID 0x0001"), out);

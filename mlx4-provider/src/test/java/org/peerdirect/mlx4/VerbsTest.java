@@ -322,18 +322,18 @@ class VerbsTest {
         x.qpState = IbvQpState.RTS;
         x.rnrRetry = 2;
         a.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.RNR_RETRY);
-        long naks = lab.devs.get(0).engine().rnrNaks();
+        long naks = lab.machine.engine(0).rnrNaks();
         a.qp.postSend(wr(IbvWrOpcode.SEND, a.buf, 64, a.mr.lkey()));
         IbvWc c = one(a.cq);
         assertEquals(IbvWcStatus.RNR_RETRY_EXC_ERR, c.status);
-        assertEquals(3, lab.devs.get(0).engine().rnrNaks() - naks, "the first try and two retries");
+        assertEquals(3, lab.machine.engine(0).rnrNaks() - naks, "the first try and two retries");
     }
 
     @Test
     void rnrRetryForeverDeliversOnceAReceiveIsPosted() throws Exception {
         a.qp.postSend(wr(IbvWrOpcode.SEND, a.buf, 64, a.mr.lkey()));
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (lab.devs.get(0).engine().rnrNaks() < 3) {
+        while (lab.machine.engine(0).rnrNaks() < 3) {
             assertTrue(System.nanoTime() < deadline, "RNR NAKs while no receive is posted");
             Thread.onSpinWait();
         }
@@ -368,7 +368,7 @@ class VerbsTest {
             q.postSend(w);
         }
         assertEquals(-1, small.poll(4, new IbvWc[] {new IbvWc()}), "poll reports the CQ error");
-        assertEquals(1, lab.devs.get(0).engine().cqOverruns());
+        assertEquals(1, lab.machine.engine(0).cqOverruns());
         assertEquals(IbvQpState.ERR, q.state());
         q.destroy();
         small.destroy();
@@ -496,15 +496,15 @@ class VerbsTest {
 
     @Test
     void closingAContextDestroysWhatItsUserLeft() {
-        int before = lab.devs.get(0).engine().cqCount();
+        int before = lab.machine.engine(0).cqCount();
         org.peerdirect.ib.core.verbs.IbvContext c = lab.ib.get(0).open(lab.proc);
         IbvCq cq = c.createCq(8, c.createCompChannel());
         IbvPd pd = c.allocPd();
         pd.createQp(qpAttr(cq, null));
         pd.regMr(a.buf, 4096, Lab.RW);
-        assertEquals(before + 1, lab.devs.get(0).engine().cqCount());
+        assertEquals(before + 1, lab.machine.engine(0).cqCount());
         c.close();
-        assertEquals(before, lab.devs.get(0).engine().cqCount(), "the CQ went with the context");
+        assertEquals(before, lab.machine.engine(0).cqCount(), "the CQ went with the context");
     }
 
     @Test

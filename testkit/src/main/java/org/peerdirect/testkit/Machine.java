@@ -107,7 +107,7 @@ public final class Machine implements AutoCloseable {
             ConnectX3Board board = ConnectX3Board.onFabric(i, fabric, b.ports);
             boards.add(board);
             PciFunction fn = bus.register(board.spec()); // 0000:03:00.0, 0000:04:00.0, ...
-            HcaDriver.Probed p = b.driver.probe(i, fn, core.umems());
+            HcaDriver.Probed p = b.driver.probe(i, fn, core.umems(), mm);
             probed.add(p);
             devices.add(core.register(p.device()));
         }

@@ -4,14 +4,11 @@ import org.osgi.annotation.versioning.ProviderType;
 import org.peerdirect.hca.engine.HcaDevice;
 
 /**
- * The firmware interface of one ConnectX-3 model, reached by the bound driver through its PCI
- * function only: {@code fn.firmware(ConnectX3.class)}.
- *
- * <p>The documented shortcut of this personality: the mlx4 command interface (HCR, mailboxes,
- * {@code mlx4_cmd}) and its doorbell registers are not simulated; the driver calls the firmware
- * commands ({@code SW2HW_MPT}, {@code SW2HW_CQ}, QP transitions, ...) on {@link #engine()}
- * directly, in hardware types (MPT entries, QP contexts, CQEs, WQE slots). The ConnectX-4+ model
- * has the real command queue.
+ * What is left of the ConnectX-3's side channel while the driver moves onto its PCI function:
+ * the bring-up, the firmware queries, the EQs and their events go through the HCR command
+ * interface ({@link org.peerdirect.hca.cx3.ifc}), and so do the MPTs, CQs, SRQs and QP transitions;
+ * the QPs are still created on the engine {@link #engine()} returns and the queues' work items
+ * are the engine's slots, reached through {@code fn.firmware(ConnectX3.class)}.
  */
 @ProviderType
 public interface ConnectX3 {
@@ -19,21 +16,20 @@ public interface ConnectX3 {
     int VENDOR_ID = 0x15b3;
     int DEVICE_ID = 0x1003;
 
-    String bdf();
-
     /**
-     * {@code INIT_HCA}: brings the device up for the driver bound to {@code fn} (its engine, named
-     * by the function's bus address, its ports on the fabric) and returns the engine. Idempotent.
+     * The device's engine once the driver's {@code INIT_HCA} brought it up.
+     *
+     * @throws IllegalStateException before that
      */
-    HcaDevice initHca(org.peerdirect.kernel.pci.PciFunction fn);
-
-    /** The device's engine once {@link #initHca} ran. */
     HcaDevice engine();
 
-    long nodeGuid();
+    /** The engine's CQ a driver's {@code SW2HW_CQ} created, by number, or null. */
+    default org.peerdirect.hca.engine.HwCq cq(int cqn) {
+        return engine().cqByNumber(cqn);
+    }
 
-    String firmwareVersion();
-
-    /** PSID / board id, as ibv_devinfo prints it. */
-    String boardId();
+    /** The engine's SRQ a driver's {@code SW2HW_SRQ} created, by number, or null. */
+    default org.peerdirect.hca.engine.HwSrq srq(int srqn) {
+        return engine().srqByNumber(srqn);
+    }
 }

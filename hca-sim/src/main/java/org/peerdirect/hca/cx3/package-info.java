@@ -1,10 +1,10 @@
 /**
- * The ConnectX-3 personality: PCI functions {@code 15b3:1003} on the simulated PCI bus, each with
- * a transport engine, and the firmware interface a driver ({@code mlx4-provider}) reaches through
- * its function: {@code fn.firmware(ConnectX3.class)}.
+ * The ConnectX-3 personality: boards whose PCI functions ({@code 15b3:1003}) carry the HCR
+ * command interface, UAR pages and MSI-X; the byte layouts a driver writes are in
+ * {@link org.peerdirect.hca.cx3.ifc}.
  */
 @Export
-@Version("0.2.0")
+@Version("0.3.0")
 package org.peerdirect.hca.cx3;
 
 import org.osgi.annotation.bundle.Export;

@@ -208,6 +208,14 @@ public final class HcaDevice {
         return sw2hwMpt(pdn, start, length, perm, mttIova, mttLength, -1);
     }
 
+    /**
+     * mlx4's {@code SW2HW_MPT} at the index the driver allocated ({@code mlx4_mpt_reserve}) with
+     * the key byte it chose ({@link MptTable#sw2hwMptAt}).
+     */
+    public synchronized int sw2hwMptAt(int index, int keyByte, int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength) {
+        return mptTable.sw2hwMptAt(index, keyByte, pdn, start, length, perm, mttIova, mttLength);
+    }
+
     /** mlx5's {@code CREATE_MKEY} (access mode MTT) with the key byte the driver chose, -1: rotated ({@link MptTable#sw2hwMpt}). */
     public synchronized int sw2hwMpt(int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength, int keyByteOrMinus1) {
         return mptTable.sw2hwMpt(pdn, start, length, perm, mttIova, mttLength, keyByteOrMinus1);
@@ -335,6 +343,46 @@ public final class HcaDevice {
 
     // ------------------------------------------------------------------ queues
 
+    /**
+     * Guarded by this: the number the next CQ or SRQ takes (mlx4's driver-chosen CQN or SRQN, set
+     * by the {@code ...At} methods for the one call they make), -1: the table allocates.
+     */
+    private int wanted = -1;
+
+    /** The wanted number, claimed, or the table's next. Caller holds this. */
+    private int take(IndexTable t) {
+        assert Thread.holdsLock(this);
+        int w = wanted;
+        wanted = -1;
+        if (w < 0) {
+            return t.alloc();
+        }
+        if (!t.claim(w)) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, name + ": number " + w + " is in use or outside the table");
+        }
+        return w;
+    }
+
+    /** mlx4's {@code SW2HW_CQ} at the CQN the driver allocated. */
+    public synchronized HwCq sw2hwCqAt(int cqn, int cqe) {
+        wanted = cqn;
+        try {
+            return sw2hwCq(cqe, null);
+        } finally {
+            wanted = -1;
+        }
+    }
+
+    /** mlx4's {@code SW2HW_SRQ} at the SRQN the driver allocated. */
+    public synchronized HwSrq sw2hwSrqAt(int srqn, int pdn, int maxWr, int maxSge) {
+        wanted = srqn;
+        try {
+            return newSrq(pdn, -1, null, maxWr, maxSge);
+        } finally {
+            wanted = -1;
+        }
+    }
+
     /** {@code SW2HW_CQ}. */
     public HwCq sw2hwCq(int cqe) {
         return sw2hwCq(cqe, null);
@@ -349,7 +397,7 @@ public final class HcaDevice {
         if (cqe < 1 || cqe > MAX_CQE) {
             throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, name + ": CQ size " + cqe + " is not 1.." + MAX_CQE);
         }
-        int cqn = cqns.alloc();
+        int cqn = take(cqns);
         if (cqn < 0) {
             throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of CQs (" + MAX_CQ + " alive)");
         }
@@ -393,7 +441,7 @@ public final class HcaDevice {
             throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, name + ": SRQ of " + maxWr + " requests of " + maxSge
                     + " SGEs exceeds the device (" + MAX_QP_WR + " x " + MAX_SGE + ")");
         }
-        int srqn = srqns.alloc();
+        int srqn = take(srqns);
         if (srqn < 0) {
             throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of SRQs (" + (MAX_SRQ - 1) + " alive)");
         }
@@ -520,6 +568,26 @@ public final class HcaDevice {
 
     HwQp qp(int qpn) {
         return qpn > 0 && qpn < MAX_QP ? qps[qpn] : null;
+    }
+
+    /** The live CQ numbered {@code cqn}, or null (a personality's doorbells name CQs by number). */
+    public synchronized HwCq cqByNumber(int cqn) {
+        for (HwCq cq : cqs) {
+            if (cq.cqn == cqn) {
+                return cq;
+            }
+        }
+        return null;
+    }
+
+    /** The SRQ numbered {@code srqn}, or null (a personality's commands name SRQs by number). */
+    public HwSrq srqByNumber(int srqn) {
+        return srq(srqn);
+    }
+
+    /** The QP numbered {@code qpn}, or null (a personality's transition commands name QPs by number). */
+    public HwQp qpByNumber(int qpn) {
+        return qp(qpn);
     }
 
     /** Every QP alive. */

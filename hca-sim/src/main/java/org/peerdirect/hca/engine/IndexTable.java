@@ -36,6 +36,16 @@ final class IndexTable {
         return i;
     }
 
+    /** Takes index {@code i} (a driver-chosen number, as mlx4's bitmaps choose them); false when it is outside or alive. */
+    boolean claim(int i) {
+        if (i < min || i >= max || used.get(i)) {
+            return false;
+        }
+        used.set(i);
+        alive++;
+        return true;
+    }
+
     void free(int i) {
         if (i >= min && i < max && used.get(i)) {
             used.clear(i);

@@ -51,6 +51,30 @@ final class MptTable {
     }
 
     /**
+     * mlx4's {@code SW2HW_MPT} at the index the driver allocated ({@code mlx4_mpt_reserve}) with
+     * the key byte it chose: the key is {@code index << 8 | keyByte}.
+     *
+     * @throws HwCommandException BAD_INDEX outside the table, BAD_RES_STATE when the index is in use
+     */
+    int sw2hwMptAt(int index, int keyByte, int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength) {
+        assert Thread.holdsLock(dev);
+        dev.alive();
+        if (mttIova.length != mttLength.length || mttIova.length == 0) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, dev.name + ": SW2HW_MPT with an MTT of "
+                    + mttIova.length + " addresses and " + mttLength.length + " lengths");
+        }
+        if (index <= 0 || index >= HcaDevice.MAX_MPT) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_INDEX, dev.name + ": MPT index " + index + " (1.." + (HcaDevice.MAX_MPT - 1) + ")");
+        }
+        if (!mptIndices.claim(index)) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, dev.name + ": MPT " + index + " is already in hardware ownership");
+        }
+        int key = index << 8 | keyByte & 0xff;
+        mpts[index] = new Mpt(key, pdn, start, length, perm, mttIova, mttLength);
+        return key;
+    }
+
+    /**
      * mlx5's {@code CREATE_MKEY} with {@code umr_en} (access mode MTT): an entry with room for
      * {@code capacity} MTT entries of {@code 2^pageShift}-byte pages, the first {@code n} from
      * {@code mtt} (IOVA | {@link HcaDevice#MTT_READ} | {@link HcaDevice#MTT_WRITE}, or 0: not present), that UMR
