@@ -86,9 +86,7 @@ class HouseRulesTest {
             Map.entry("drivers-through-layout|mlx4-provider|org.peerdirect.hca.engine",
                     "the ConnectX-3 personality is not yet silicon (issue 41 item 1)"),
             Map.entry("drivers-through-layout|mlx4-provider|org.peerdirect.hca.cx3",
-                    "the ConnectX-3 firmware shortcut (issue 41 item 1)"),
-            Map.entry("released-api|sim-kernel|org.peerdirect.kernel.pci",
-                    "DmaMapper.dmaMapResource takes a PciFunction (issue 41 item 4)"));
+                    "the ConnectX-3 firmware shortcut (issue 41 item 1)"));
 
     /** Tests known to sit in another module's package while issue 41 lands, with why. */
     static final Map<String, String> KNOWN_TEST_PLACES = Map.of();

@@ -101,7 +101,7 @@ final class NvDmaBuf {
                 int dmaMapped = 0;
                 try {
                     for (int i = 0; i < n; i++) {
-                        iovas[i] = a.importer().dmaMapResource(fn, GpuRegs.BAR1, slots[i] * P2P_PAGE_SIZE, P2P_PAGE_SIZE, dir);
+                        iovas[i] = a.importer().dmaMapResource(fn.resource(GpuRegs.BAR1), slots[i] * P2P_PAGE_SIZE, P2P_PAGE_SIZE, dir);
                         dmaMapped++;
                     }
                 } catch (RuntimeException e) { // undo what was done, in reverse

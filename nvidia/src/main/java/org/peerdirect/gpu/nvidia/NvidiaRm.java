@@ -529,7 +529,7 @@ public final class NvidiaRm {
                     j++;
                 }
                 long bytes = (j - i) * P2P_PAGE_SIZE;
-                long iova = peer.dmaMapResource(fn, GpuRegs.BAR1, t.slots[i] * P2P_PAGE_SIZE, bytes, DmaDirection.BIDIRECTIONAL);
+                long iova = peer.dmaMapResource(fn.resource(GpuRegs.BAR1), t.slots[i] * P2P_PAGE_SIZE, bytes, DmaDirection.BIDIRECTIONAL);
                 runs.add(new long[] {iova, bytes / 4096});
                 for (int k = i; k < j; k++) {
                     addrs[k] = iova + (k - i) * P2P_PAGE_SIZE;

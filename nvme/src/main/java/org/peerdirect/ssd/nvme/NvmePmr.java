@@ -335,7 +335,7 @@ public final class NvmePmr {
         if (p.put || p.region.freed) {
             throw new KernelException(Errno.EINVAL, String.format("%s: the pin of PMR 0x%x+0x%x is no longer held", name(), p.offset, p.length));
         }
-        Mapping m = new Mapping(p, peer, peer.dmaMapResource(fn, bar, p.offset, p.length, DmaDirection.BIDIRECTIONAL));
+        Mapping m = new Mapping(p, peer, peer.dmaMapResource(fn.resource(bar), p.offset, p.length, DmaDirection.BIDIRECTIONAL));
         p.mappings.add(m);
         return m;
     }

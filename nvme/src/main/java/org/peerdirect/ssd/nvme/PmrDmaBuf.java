@@ -48,7 +48,7 @@ final class PmrDmaBuf implements DmaBufOps {
             if (!pmr.function().present()) {
                 throw new KernelException(Errno.ENODEV, pmr.name() + ": the controller is gone");
             }
-            long iova = a.importer().dmaMapResource(pmr.function(), pmr.bar(), pmrOffset, length, dir);
+            long iova = a.importer().dmaMapResource(pmr.function().resource(pmr.bar()), pmrOffset, length, dir);
             maps.put(a, iova);
             return SgTable.of(new long[] {iova}, new long[] {length});
         }

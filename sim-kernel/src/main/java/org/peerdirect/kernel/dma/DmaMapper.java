@@ -21,13 +21,14 @@ public interface DmaMapper {
     void dmaUnmap(long iova, int npages);
 
     /**
-     * {@code dma_map_resource}: maps [offset, offset+length) of BAR {@code bar} of another PCI
-     * function (a GPU's BAR1, an SSD's memory window) for this device's peer-to-peer DMA; its
-     * IOVA. Page-aligned; undone by {@link #dmaUnmap}.
+     * {@code dma_map_resource}: maps [offset, offset+length) of another device's BAR (a GPU's
+     * BAR1, an SSD's memory window; {@link DmaResource}, from its PCI function) for this
+     * device's peer-to-peer DMA; its IOVA. Page-aligned; undone by {@link #dmaUnmap}.
      *
-     * @since 1.2
+     * @since 2.0 (1.2 to 1.7 took the PCI function and the BAR index: this package no longer
+     *        depends on the unreleased PCI package)
      */
-    long dmaMapResource(org.peerdirect.kernel.pci.PciFunction fn, int bar, long offset, long length, DmaDirection dir);
+    long dmaMapResource(DmaResource resource, long offset, long length, DmaDirection dir);
 
     /** Pages mapped now. */
     long mappedPages();

@@ -8,12 +8,14 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.StampedLock;
 
 import org.peerdirect.kernel.dma.DmaDirection;
+import org.peerdirect.kernel.dma.DmaResource;
 import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.dma.DmaPort;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.internal.PhysicalMemory;
 import org.peerdirect.kernel.pci.BarAperture;
+import org.peerdirect.kernel.pci.PciBarResource;
 import org.peerdirect.kernel.pci.PciFunction;
 
 /**
@@ -73,18 +75,24 @@ public final class IommuDomain implements DmaMapper, DmaPort {
     // ------------------------------------------------------------------ the driver's side (DmaMapper)
 
     /**
-     * {@code dma_map_resource} / {@code pci_p2pdma_map}: maps [offset, offset+length) of BAR
-     * {@code bar} of function {@code fn} (another device, e.g. a GPU's BAR1 or an SSD's memory
-     * window) into this domain, so this device's DMA reaches that device's memory peer to peer.
+     * {@code dma_map_resource} / {@code pci_p2pdma_map}: maps [offset, offset+length) of a BAR of
+     * another function ({@link PciFunction#resource}: a GPU's BAR1, an SSD's memory window) into
+     * this domain, so this device's DMA reaches that device's memory peer to peer.
      * Audited like frames: a DMA after {@link #dmaUnmap} is a fault; a DMA after the function was
      * removed, or to an aperture page its device has unmapped since, is a use-after-free. Offset
      * and length are page-aligned.
      *
-     * @throws KernelException EINVAL for a bad range or BAR, ENODEV when the function is gone,
+     * @throws KernelException EINVAL for a bad range or BAR or a resource that is not a PCI BAR,
+     *                         ENODEV when the function is gone,
      *                         ENOMEM when the IOVA space is full
      */
     @Override
-    public long dmaMapResource(PciFunction fn, int bar, long offset, long length, DmaDirection dir) {
+    public long dmaMapResource(DmaResource resource, long offset, long length, DmaDirection dir) {
+        if (!(resource instanceof PciBarResource pciBar)) {
+            throw new KernelException(Errno.EINVAL, "dma_map_resource: " + resource + " is not a PCI BAR (take it from PciFunction.resource)");
+        }
+        PciFunction fn = pciBar.function();
+        int bar = pciBar.bar();
         if (!fn.present()) {
             throw new KernelException(Errno.ENODEV, "dma_map_resource: function " + fn.bdf() + " was removed");
         }

@@ -151,6 +151,18 @@ public interface PciFunction {
     MemorySegment ioremap(int bar, long offset, long length);
 
     /**
+     * BAR {@code bar} as a DMA resource for another device's {@code dma_map_resource} (a GPU's
+     * BAR1 for an HCA's peer-to-peer DMA): {@code pci_resource_start(pdev, bar)}. Checked when
+     * mapped, not here.
+     *
+     * @see "pci_resource_start(), dma_map_resource()"
+     * @since 0.12
+     */
+    default org.peerdirect.kernel.dma.DmaResource resource(int bar) {
+        return new PciBarResource(this, bar);
+    }
+
+    /**
      * The model's direct firmware-call interface if it is of {@code type}, else empty. Only
      * models without a simulated command interface have one (the ConnectX-3 model, documented
      * there); a driver of such a model reaches its device's firmware through its function and

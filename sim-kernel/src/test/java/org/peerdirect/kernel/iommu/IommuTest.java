@@ -796,13 +796,25 @@ class IommuTest {
             IommuDomain hca = iommu.createDomain("mlx4_0");
             // refused: unaligned, outside the BAR, no such BAR
             assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class,
-                    () -> hca.dmaMapResource(gpu, 1, 100, 4096, DmaDirection.BIDIRECTIONAL)).errno());
+                    () -> hca.dmaMapResource(gpu.resource(1), 100, 4096, DmaDirection.BIDIRECTIONAL)).errno());
             assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class,
-                    () -> hca.dmaMapResource(gpu, 1, 0, 2 << 20, DmaDirection.BIDIRECTIONAL)).errno());
+                    () -> hca.dmaMapResource(gpu.resource(1), 0, 2 << 20, DmaDirection.BIDIRECTIONAL)).errno());
             assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class,
-                    () -> hca.dmaMapResource(gpu, 0, 0, 4096, DmaDirection.BIDIRECTIONAL)).errno());
+                    () -> hca.dmaMapResource(gpu.resource(0), 0, 4096, DmaDirection.BIDIRECTIONAL)).errno());
+            // a resource that is not a PCI BAR (some other implementation of the DMA API's type) names itself
+            org.peerdirect.kernel.dma.DmaResource alien = new org.peerdirect.kernel.dma.DmaResource() {
+                public String owner() { return "alien"; }
+                public int bar() { return 0; }
+                public long size() { return 4096; }
+                @Override public String toString() { return "alien BAR"; }
+            };
+            KernelException notPci = assertThrows(KernelException.class, () -> hca.dmaMapResource(alien, 0, 4096, DmaDirection.BIDIRECTIONAL));
+            assertEquals(KernelException.Errno.EINVAL, notPci.errno());
+            assertTrue(notPci.getMessage().contains("alien BAR is not a PCI BAR"), notPci.getMessage());
+            assertEquals("0000:" + gpu.bdf().substring(5), gpu.resource(1).owner());
+            assertEquals(1 << 20, gpu.resource(1).size());
 
-            long iova = hca.dmaMapResource(gpu, 1, 64 << 10, 128 << 10, DmaDirection.BIDIRECTIONAL);
+            long iova = hca.dmaMapResource(gpu.resource(1), 64 << 10, 128 << 10, DmaDirection.BIDIRECTIONAL);
             assertEquals(32, hca.mappedPages());
             // an RDMA WRITE from host frames into the GPU's BAR: peer-to-peer through the IOMMU
             long va = p.mmap(8192);
@@ -822,14 +834,14 @@ class IommuTest {
             assertThrows(IommuFault.class, () -> hca.fetchAdd(iova, 1), "no DMA after the unmap");
             assertEquals(0, iommu.audit().useAfterFree(), "an unmapped range is a fault, not a violation");
 
-            long again = hca.dmaMapResource(gpu, 1, 0, 4096, DmaDirection.BIDIRECTIONAL);
+            long again = hca.dmaMapResource(gpu.resource(1), 0, 4096, DmaDirection.BIDIRECTIONAL);
             gpu.remove(); // the GPU is unplugged while its BAR is still mapped
             IommuFault f = assertThrows(IommuFault.class, () -> hca.fetchAdd(again, 1));
             assertEquals(IommuFault.Kind.USE_AFTER_FREE, f.kind());
             assertEquals(1, iommu.audit().useAfterFree(), "a DMA to a removed function's BAR is a violation");
             expectViolation = true;
             assertEquals(KernelException.Errno.ENODEV, assertThrows(KernelException.class,
-                    () -> hca.dmaMapResource(gpu, 1, 0, 4096, DmaDirection.BIDIRECTIONAL)).errno());
+                    () -> hca.dmaMapResource(gpu.resource(1), 0, 4096, DmaDirection.BIDIRECTIONAL)).errno());
             hca.dmaUnmap(again, 1);
             host.dmaUnmap(src, pin.npages());
             pin.unpin(false);
@@ -865,7 +877,7 @@ class IommuTest {
             assertEquals(0xffffffff, gpu.read32(1, 0), "nothing mapped behind BAR page 0: all ones");
 
             IommuDomain hca = iommu.createDomain("mlx5_0");
-            long iova = hca.dmaMapResource(gpu, 1, 2 * 4096, 2 * 4096, DmaDirection.BIDIRECTIONAL);
+            long iova = hca.dmaMapResource(gpu.resource(1), 2 * 4096, 2 * 4096, DmaDirection.BIDIRECTIONAL);
             long va = p.mmap(4096);
             p.populate(va, 4096, true);
             p.write(va, new byte[] {9, 8, 7}, 0, 3);
@@ -934,8 +946,8 @@ class IommuTest {
             org.peerdirect.kernel.pci.PciFunction gpu = bus.register(org.peerdirect.kernel.pci.PciDeviceSpec.builder("GPU")
                     .vendorId(0x10de).deviceId(0x20f1).classCode(0x030200).aperture(1, 16 * 4096, off -> pmr.asSlice(off, 4096)).build());
             IommuDomain hca = iommu.createDomain("mlx5_0");
-            long a = hca.dmaMapResource(ssd, 2, 4 * 4096, 4 * 4096, DmaDirection.BIDIRECTIONAL);
-            long g = hca.dmaMapResource(gpu, 1, 0, 2 * 4096, DmaDirection.BIDIRECTIONAL);
+            long a = hca.dmaMapResource(ssd.resource(2), 4 * 4096, 4 * 4096, DmaDirection.BIDIRECTIONAL);
+            long g = hca.dmaMapResource(gpu.resource(1), 0, 2 * 4096, DmaDirection.BIDIRECTIONAL);
             long va = p.mmap(2 * 4096);
             p.populate(va, 2 * 4096, true);
             PinnedPages pin = p.pinUserPages(va, 2 * 4096, true);
