@@ -102,13 +102,18 @@ public final class ConnectX3Device {
         if (b == null || f == null) {
             return;
         }
+        // Each doorbell acts on the value its write carried, never on the register's bytes read
+        // back: every QP and CQ of a UAR page rings the same register, so another thread's
+        // doorbell may have replaced them before this handler looks (a lost send doorbell hung
+        // its work request: UarDoorbellRaceTest).
         long in = offset & (Uar.PAGE_SIZE - 1);
-        if (in >= Uar.EQ_DOORBELL && in < Uar.EQ_DOORBELL + 32 && (in & 7) == 0) {
-            f.eqs.doorbell((int) (offset / Uar.PAGE_SIZE), (int) (in - Uar.EQ_DOORBELL) / 8, b.get(BE32, offset));
+        if (in >= Uar.EQ_DOORBELL && in < Uar.EQ_DOORBELL + 32 && (in & 7) == 0 && width == 4) {
+            f.eqs.doorbell((int) (offset / Uar.PAGE_SIZE), (int) (in - Uar.EQ_DOORBELL) / 8, (int) value); // write32be: the be32 as written
         } else if (in == Uar.CQ_DOORBELL && width == 8) {
-            cqDoorbell(f, b.get(BE32, offset));
+            // mlx4_write64: two be32 words in memory order; a 64-bit store is little-endian, so the first word is the value's low bytes reversed
+            cqDoorbell(f, (int) (Long.reverseBytes(value) >>> 32));
         } else if (in == Uar.SEND_DOORBELL && width == 4) {
-            sendDoorbell(f, b.get(BE32, offset) >>> 8);
+            sendDoorbell(f, (int) value >>> 8); // write32be of qpn << 8
         }
     };
 
