@@ -229,6 +229,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
     public void cqError(int cqn) {
         Mlx4Cq c = cqn < cqTable.length ? cqTable[cqn] : null;
         if (c != null) {
+            c.overrun();
             c.events.error();
         }
     }
