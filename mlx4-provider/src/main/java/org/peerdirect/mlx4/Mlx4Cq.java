@@ -56,6 +56,8 @@ final class Mlx4Cq implements IbCqOps {
     final int nent;
     final IbCqEvents events;
     private final List<DmaPages.Page> buf;
+    /** The ring's pages as the CPU sees them (buf's, in ring order): a CQE is read in place, no slice per CQE. */
+    private final MemorySegment[] ring;
     private final Mtt.Range mtt;
     /** The doorbell record's page ({@code mlx4_db_alloc} of one record). */
     private final DmaPages.Page db;
@@ -75,6 +77,7 @@ final class Mlx4Cq implements IbCqOps {
         this.nent = nent;
         this.events = events;
         this.buf = buf;
+        this.ring = buf.stream().map(DmaPages.Page::mem).toArray(MemorySegment[]::new);
         this.mtt = mtt;
         this.db = db;
     }
@@ -125,15 +128,18 @@ final class Mlx4Cq implements IbCqOps {
         }
     }
 
-    /** The CQE of index {@code i} ({@code get_cqe}). */
-    private MemorySegment entry(long i) {
-        long off = (i & nent - 1) * Cqe.SIZE;
-        return buf.get((int) (off >>> 12)).mem().asSlice(off & 4095, Cqe.SIZE);
+    /** The page holding CQE {@code i} ({@code get_cqe}); {@link #at} is its offset there. */
+    private MemorySegment page(long i) {
+        return ring[(int) ((i & nent - 1) * Cqe.SIZE >>> 12)];
+    }
+
+    private long at(long i) {
+        return (i & nent - 1) * Cqe.SIZE & 4095;
     }
 
     /** Whether software owns CQE {@code i}: its owner bit is the bit of {@code i}'s pass ({@code get_sw_cqe}); acquire on the owner byte. */
-    private boolean softwareOwns(MemorySegment e, long i) {
-        boolean owner = ((byte) BYTE.getAcquire(e, (long) Cqe.OWNER_SR_OPCODE) & Cqe.OWNER_MASK) != 0;
+    private boolean softwareOwns(long i) {
+        boolean owner = ((byte) BYTE.getAcquire(page(i), at(i) + Cqe.OWNER_SR_OPCODE) & Cqe.OWNER_MASK) != 0;
         return owner == ((i & nent) != 0);
     }
 
@@ -141,17 +147,16 @@ final class Mlx4Cq implements IbCqOps {
     public int poll(int n, IbvWc[] wc) {
         pollLock.lock();
         try {
-            if (error || ringFull() && overflowed()) {
+            int max = Math.min(n, wc.length);
+            if (error || max > 0 && ringFull() && overflowed()) {
                 return -1;
             }
             int k = 0;
-            int max = Math.min(n, wc.length);
             while (k < max) {
-                MemorySegment e = entry(ci);
-                if (!softwareOwns(e, ci)) {
+                if (!softwareOwns(ci)) {
                     break;
                 }
-                toWc(e, wc[k]);
+                toWc(page(ci), at(ci), wc[k]);
                 ci++;
                 k++;
             }
@@ -168,8 +173,7 @@ final class Mlx4Cq implements IbCqOps {
     /** Under pollLock: every slot holds a CQE not yet consumed (the last one before the consumer's is software's). */
     private boolean ringFull() {
         assert pollLock.isHeldByCurrentThread();
-        long last = ci + nent - 1;
-        return softwareOwns(entry(last), last);
+        return softwareOwns(ci + nent - 1);
     }
 
     /** {@code QUERY_CQ}: whether the device found the full ring with a completion to write (the CQ's overflow status). */
@@ -191,24 +195,24 @@ final class Mlx4Cq implements IbCqOps {
         }
     }
 
-    /** {@code mlx4_poll_one}'s translation of one CQE. */
-    private void toWc(MemorySegment e, IbvWc w) {
-        int qpn = e.get(BE32, Cqe.VLAN_MY_QPN) & Cqe.QPN_MASK;
+    /** {@code mlx4_poll_one}'s translation of the CQE at {@code e + o}. */
+    private void toWc(MemorySegment e, long o, IbvWc w) {
+        int qpn = e.get(BE32, o + Cqe.VLAN_MY_QPN) & Cqe.QPN_MASK;
         Mlx4Qp qp = cur;
         if (qp == null || qp.qpn != qpn) {
             qp = dev.qpTable[qpn];
             cur = qp;
         }
-        int own = e.get(U8, Cqe.OWNER_SR_OPCODE);
+        int own = e.get(U8, o + Cqe.OWNER_SR_OPCODE);
         boolean isSend = (own & Cqe.IS_SEND_MASK) != 0;
         int op = own & Cqe.OPCODE_MASK;
-        int wqeIndex = e.get(BE16, Cqe.WQE_INDEX) & 0xffff;
+        int wqeIndex = e.get(BE16, o + Cqe.WQE_INDEX) & 0xffff;
         w.qpNum = qpn;
         w.wrId = qp == null ? 0 : isSend ? qp.sqWrid[wqeIndex & qp.sqMask] : qp.recvWrid(wqeIndex);
         if (op == Cqe.OPCODE_ERROR) {
             // mlx4_handle_error_cqe: an ibv_wc's other fields are undefined with an error status
-            w.status = Mlx4Status.status(e.get(U8, Cqe.SYNDROME) & 0xff);
-            w.vendorErr = e.get(U8, Cqe.VENDOR_ERR_SYNDROME) & 0xff;
+            w.status = Mlx4Status.status(e.get(U8, o + Cqe.SYNDROME) & 0xff);
+            w.vendorErr = e.get(U8, o + Cqe.VENDOR_ERR_SYNDROME) & 0xff;
             w.opcode = isSend ? IbvWcOpcode.SEND : IbvWcOpcode.RECV;
             w.byteLen = 0;
             w.immData = 0;
@@ -219,7 +223,7 @@ final class Mlx4Cq implements IbCqOps {
         }
         w.status = IbvWcStatus.SUCCESS;
         w.vendorErr = 0;
-        w.byteLen = e.get(BE32, Cqe.BYTE_CNT);
+        w.byteLen = e.get(BE32, o + Cqe.BYTE_CNT);
         if (isSend) {
             w.opcode = switch (op) {
                 case Cqe.SEND_RDMA_WRITE, Cqe.SEND_RDMA_WRITE_IMM -> IbvWcOpcode.RDMA_WRITE;
@@ -235,11 +239,11 @@ final class Mlx4Cq implements IbCqOps {
             return;
         }
         boolean imm = op == Cqe.RECV_RDMA_WRITE_IMM || op == Cqe.RECV_SEND_IMM;
-        int g = e.get(BE32, Cqe.G_MLPATH_RQPN);
+        int g = e.get(BE32, o + Cqe.G_MLPATH_RQPN);
         w.opcode = op == Cqe.RECV_RDMA_WRITE_IMM ? IbvWcOpcode.RECV_RDMA_WITH_IMM : IbvWcOpcode.RECV;
-        w.immData = imm ? e.get(BE32, Cqe.IMMED_RSS_INVALID) : 0;
+        w.immData = imm ? e.get(BE32, o + Cqe.IMMED_RSS_INVALID) : 0;
         w.srcQp = g & Cqe.QPN_MASK;
-        w.slid = e.get(BE16, Cqe.RLID) & 0xffff;
+        w.slid = e.get(BE16, o + Cqe.RLID) & 0xffff;
         w.wcFlags = ((g & Cqe.G_BIT) != 0 ? IbvWc.WC_GRH : 0) | (imm ? IbvWc.WC_WITH_IMM : 0);
     }
 
@@ -297,7 +301,7 @@ final class Mlx4Cq implements IbCqOps {
 
     /** The ring's bytes for CQE {@code i}, a copy (the tools' and tests' view of what the device wrote). */
     MemorySegment cqeBytes(long i) {
-        return MemorySegment.ofArray(entry(i).toArray(ValueLayout.JAVA_BYTE));
+        return MemorySegment.ofArray(page(i).asSlice(at(i), Cqe.SIZE).toArray(ValueLayout.JAVA_BYTE));
     }
 
     /** The doorbell record's {@code set_ci} as the device reads it. */
