@@ -5,6 +5,8 @@ import static org.peerdirect.hca.cx3.ifc.Be.BE32;
 import static org.peerdirect.hca.cx3.ifc.Be.U8;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 
 import org.peerdirect.hca.cx3.ifc.Cqe;
 import org.peerdirect.hca.engine.CqeSink;
@@ -32,14 +34,17 @@ final class CqRing implements CqeSink {
     volatile HwCq hw;
     private final MemorySegment cqe = MemorySegment.ofArray(new byte[Cqe.SIZE]);
     private final MemorySegment ci = MemorySegment.ofArray(new byte[4]);
-    /** DMA writes or reads the IOMMU refused (the driver unmapped its ring or record under a live CQ). */
-    volatile long dmaFaults;
+    /** CQEs written, and DMA writes or reads the IOMMU refused (the driver unmapped its ring or record under a live CQ): the device's counts over all CQs. */
+    private final LongAdder written;
+    private final AtomicLong dmaFaults;
 
-    CqRing(int logSize, long[] pages, long dbRec, DmaPort port) {
+    CqRing(int logSize, long[] pages, long dbRec, DmaPort port, LongAdder written, AtomicLong dmaFaults) {
         this.logSize = logSize;
         this.pages = pages;
         this.dbRec = dbRec;
         this.port = port;
+        this.written = written;
+        this.dmaFaults = dmaFaults;
     }
 
     @Override
@@ -67,8 +72,9 @@ final class CqRing implements CqeSink {
         long off = (index & (1L << logSize) - 1) * Cqe.SIZE;
         try {
             port.writeDescriptor(pages[(int) (off >>> 12)] + (off & 0xfff), cqe, 0, Cqe.SIZE); // the owner byte last
+            written.increment();
         } catch (IommuFault f) {
-            dmaFaults++;
+            dmaFaults.incrementAndGet();
         }
     }
 
@@ -77,7 +83,7 @@ final class CqRing implements CqeSink {
         try {
             port.read(dbRec + Cqe.DB_SET_CI, ci, 0, 4);
         } catch (IommuFault f) {
-            dmaFaults++;
+            dmaFaults.incrementAndGet();
             return hw.producerIndex() - (1L << logSize); // unreadable: the ring counts as full
         }
         return ci.get(BE32, 0) & 0xff_ffff;

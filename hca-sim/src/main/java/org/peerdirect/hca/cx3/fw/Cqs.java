@@ -6,7 +6,9 @@ import static org.peerdirect.hca.cx3.ifc.Be.U8;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.atomic.LongAdder;
 
 import org.peerdirect.hca.cx3.ifc.CqContext;
 import org.peerdirect.hca.cx3.ifc.Cqe;
@@ -31,6 +33,9 @@ final class Cqs {
     private final Firmware fw;
     /** cqn → its ring (written by the firmware thread). */
     private final AtomicReferenceArray<CqRing> rings = new AtomicReferenceArray<>(HcaDevice.MAX_CQ);
+    /** CQEs written into the drivers' rings, and the ring or record accesses the IOMMU refused. */
+    final LongAdder cqesWritten = new LongAdder();
+    final AtomicLong cqDmaFaults = new AtomicLong();
 
     Cqs(Firmware fw) {
         this.fw = fw;
@@ -49,6 +54,15 @@ final class Cqs {
         for (int i = 0; i < rings.length(); i++) {
             rings.set(i, null);
         }
+    }
+
+    /** CQs the device writes now. */
+    int count() {
+        int n = 0;
+        for (int i = 0; i < rings.length(); i++) {
+            n += rings.get(i) == null ? 0 : 1;
+        }
+        return n;
     }
 
     private static int number(Firmware.Cmd c, int max, String what) throws Refused {
@@ -84,7 +98,7 @@ final class Cqs {
         }
         long mtt = (long) (ctx.get(U8, CqContext.MTT_BASE_ADDR_H) & 0xff) << 32 | ctx.get(BE32, CqContext.MTT_BASE_ADDR_L) & 0xffff_ffffL;
         int npages = (int) Math.max(1, ((long) Cqe.SIZE << log) / 4096);
-        CqRing ring = new CqRing(log, fw.icm.readMtt(mtt, npages), dbRec, fw.port);
+        CqRing ring = new CqRing(log, fw.icm.readMtt(mtt, npages), dbRec, fw.port, cqesWritten, cqDmaFaults);
         try {
             ring.hw = fw.engine().sw2hwCqAt(cqn, 1 << log, ring);
         } catch (HwCommandException e) {
