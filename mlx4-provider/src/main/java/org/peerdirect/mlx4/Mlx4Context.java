@@ -1,16 +1,7 @@
 package org.peerdirect.mlx4;
 
-import static org.peerdirect.hca.cx3.ifc.Be.BE32;
-import static org.peerdirect.hca.cx3.ifc.Be.U8;
-
-import java.lang.foreign.MemorySegment;
-
-import org.peerdirect.hca.cx3.ifc.CqContext;
-import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
-import org.peerdirect.hca.engine.HwCq;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
-import org.peerdirect.mlx4.core.DmaPages;
 import org.peerdirect.ib.core.provider.IbCqEvents;
 import org.peerdirect.ib.core.provider.IbCqOps;
 import org.peerdirect.ib.core.provider.IbPdOps;
@@ -34,8 +25,10 @@ final class Mlx4Context implements IbUcontextOps {
     }
 
     /**
-     * {@code mlx4_ib_create_cq} + {@code mlx4_cq_alloc}: a CQN from the table, its context (size,
-     * the driver's UAR, the completion EQ) to the device by {@code SW2HW_CQ}.
+     * {@code mlx4_ib_create_cq}: a CQN from the table ({@code mlx4_cq_alloc}), the ring and its
+     * context to the device ({@link Mlx4Cq#create}). The ring is the driver's DMA memory, as a
+     * kernel CQ's ({@code mlx4_ib_alloc_cq_buf}); libmlx4 would allocate it in the process and
+     * register it, which changes where the pages come from, not what the device writes.
      */
     @Override
     public IbCqOps createCq(int cqe, IbCqEvents events) {
@@ -45,20 +38,13 @@ final class Mlx4Context implements IbUcontextOps {
         }
         int log = 32 - Integer.numberOfLeadingZeros(cqe - 1);
         int cqn = dev.cqns.alloc();
-        DmaPages.Page box = dev.core.dma.alloc();
+        Mlx4Cq cq;
         try {
-            MemorySegment c = box.mem();
-            c.set(BE32, CqContext.LOGSIZE_USRPAGE, log << 24 | dev.uarPage());
-            c.set(U8, CqContext.COMP_EQN, (byte) dev.core.compEqn());
-            dev.core.cmd.box(box.iova(), 0, cqn, 0, Mlx4Cmd.SW2HW_CQ);
+            cq = Mlx4Cq.create(dev, cqn, log, events);
         } catch (RuntimeException e) {
             dev.cqns.free(cqn);
             throw e;
-        } finally {
-            dev.core.dma.free(box);
         }
-        HwCq hw = dev.hw.cq(cqn);
-        Mlx4Cq cq = new Mlx4Cq(dev, hw, events);
         dev.cqTable[cqn] = cq;
         return cq;
     }

@@ -33,9 +33,10 @@ import org.peerdirect.mlx4.core.Mlx4Dev;
  * {@code struct mlx4_ib_dev}: the device the driver registers with the IB core for one ConnectX-3
  * function, on top of {@code mlx4_core}'s {@link Mlx4Dev} (bring-up through the HCR, EQs). It is
  * also the DMA device its umems are mapped for. It keeps the QP, CQ and SRQ tables the EQ
- * handlers index by number ({@code mlx4_cq_completion}, {@code mlx4_qp_event}). The verbs
- * objects are still created on the engine the function's firmware interface gives
- * ({@link ConnectX3#engine}), the part of the side channel this step keeps.
+ * handlers index by number ({@code mlx4_cq_completion}, {@code mlx4_qp_event}). CQs are the
+ * driver's rings of CQE bytes ({@link Mlx4Cq}); QPs are still created on the engine the
+ * function's firmware interface gives ({@link ConnectX3#engine}), and their WQEs and the SRQs'
+ * are still the engine's slots: the part of the side channel this step keeps.
  */
 public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events {
 
@@ -56,7 +57,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
     /** qpn → driver QP, for CQEs; written on create/destroy, read by pollers (plain array of final-field objects). */
     final Mlx4Qp[] qpTable = new Mlx4Qp[HcaDevice.MAX_QP];
     /** cqn → driver CQ, for events. */
-    final Mlx4Cq[] cqTable = new Mlx4Cq[HcaDevice.MAX_CQ];
+    final Mlx4Cq[] cqTable;
     final Mlx4Srq[] srqTable = new Mlx4Srq[HcaDevice.MAX_SRQ];
     /** The core's port-event dispatcher while registered. */
     private volatile IbDeviceEvents events;
@@ -92,6 +93,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
             this.hw = fn.firmware(ConnectX3.class).orElseThrow(
                     () -> new IllegalArgumentException(fn.bdf() + " has no ConnectX-3 firmware interface"));
             this.engine = hw.engine();
+            this.cqTable = new Mlx4Cq[core.caps().maxCqs()];
             this.cqns = new Numbers(name + " CQ", core.caps().reservedCqs(), core.caps().maxCqs());
             this.srqns = new Numbers(name + " SRQ", core.caps().reservedSrqs(), core.caps().maxSrqs());
             MemorySegment ni = Mlx4Mad.get(core, 1, Mad.ATTR_NODE_INFO);
@@ -229,6 +231,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
     public void cqError(int cqn) {
         Mlx4Cq c = cqn < cqTable.length ? cqTable[cqn] : null;
         if (c != null) {
+            c.overrun();
             c.events.error();
         }
     }

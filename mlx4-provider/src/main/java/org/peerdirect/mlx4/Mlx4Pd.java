@@ -110,7 +110,7 @@ final class Mlx4Pd implements IbPdOps {
         Mlx4Srq s = (Mlx4Srq) srq;
         QpCaps caps = new QpCaps(a.maxSendWr, a.maxRecvWr, a.maxSendSge, a.maxRecvSge, a.maxInlineData, a.sqSigAll);
         HwQp hw = dev.cmd(() -> dev.engine.createQp(pdn, a.qpType == IbvQpType.UD ? HcaDevice.ST_UD : HcaDevice.ST_RC, caps,
-                ((Mlx4Cq) sendCq).hw, ((Mlx4Cq) recvCq).hw, s == null ? null : s.hw));
+                dev.engine.cqByNumber(((Mlx4Cq) sendCq).cqn), dev.engine.cqByNumber(((Mlx4Cq) recvCq).cqn), s == null ? null : s.hw));
         Mlx4Qp qp = new Mlx4Qp(this, hw, a.qpType, s, events);
         dev.qpTable[hw.qpn] = qp;
         return qp;

@@ -1,6 +1,6 @@
 package org.peerdirect.mlx4;
 
-import org.peerdirect.hca.engine.Cqe;
+import org.peerdirect.hca.cx3.ifc.Cqe;
 import org.peerdirect.hca.engine.HwCommandException;
 import org.peerdirect.hca.engine.HwQpState;
 import org.peerdirect.ib.core.verbs.IbvQpState;

@@ -7,8 +7,9 @@ import org.peerdirect.hca.engine.HcaDevice;
  * What is left of the ConnectX-3's side channel while the driver moves onto its PCI function:
  * the bring-up, the firmware queries, the EQs and their events go through the HCR command
  * interface ({@link org.peerdirect.hca.cx3.ifc}), and so do the MPTs, CQs, SRQs and QP transitions;
- * the QPs are still created on the engine {@link #engine()} returns and the queues' work items
- * are the engine's slots, reached through {@code fn.firmware(ConnectX3.class)}.
+ * CQEs are bytes in the driver's CQ rings; the QPs are still created on the engine
+ * {@link #engine()} returns and the queues' WQEs are the engine's slots, reached through
+ * {@code fn.firmware(ConnectX3.class)}.
  */
 @ProviderType
 public interface ConnectX3 {
@@ -22,11 +23,6 @@ public interface ConnectX3 {
      * @throws IllegalStateException before that
      */
     HcaDevice engine();
-
-    /** The engine's CQ a driver's {@code SW2HW_CQ} created, by number, or null. */
-    default org.peerdirect.hca.engine.HwCq cq(int cqn) {
-        return engine().cqByNumber(cqn);
-    }
 
     /** The engine's SRQ a driver's {@code SW2HW_SRQ} created, by number, or null. */
     default org.peerdirect.hca.engine.HwSrq srq(int srqn) {

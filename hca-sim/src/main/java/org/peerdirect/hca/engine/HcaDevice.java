@@ -365,9 +365,14 @@ public final class HcaDevice {
 
     /** mlx4's {@code SW2HW_CQ} at the CQN the driver allocated. */
     public synchronized HwCq sw2hwCqAt(int cqn, int cqe) {
+        return sw2hwCqAt(cqn, cqe, null);
+    }
+
+    /** mlx4's {@code SW2HW_CQ} at the CQN the driver allocated, its CQEs handed to {@code sink} (null: the slot ring). */
+    public synchronized HwCq sw2hwCqAt(int cqn, int cqe, CqeSink sink) {
         wanted = cqn;
         try {
-            return sw2hwCq(cqe, null);
+            return sw2hwCq(cqe, sink);
         } finally {
             wanted = -1;
         }

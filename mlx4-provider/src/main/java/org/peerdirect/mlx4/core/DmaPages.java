@@ -25,10 +25,24 @@ public final class DmaPages {
     private final Mm mm;
     private final DmaMapper dma;
     private final Set<Page> live = ConcurrentHashMap.newKeySet();
+    /** Pages of {@link #allocHeld}: their frames are freed by {@link #free} only. */
+    private final Set<Page> held = ConcurrentHashMap.newKeySet();
 
     public DmaPages(Mm mm, DmaMapper dma) {
         this.mm = mm;
         this.dma = dma;
+    }
+
+    /**
+     * A zeroed page mapped for the device whose frame stays its owner's after the driver is gone:
+     * {@link #freeAll} unmaps it (the device reaches it no more) but only the owner's
+     * {@link #free} gives the frame back. For memory a user still reads after a removal, as a
+     * CQ's ring (libmlx4's buffer is the process's memory, not the device's).
+     */
+    public Page allocHeld() {
+        Page p = alloc();
+        held.add(p);
+        return p;
     }
 
     /** A zeroed page mapped for the device. */
@@ -48,20 +62,33 @@ public final class DmaPages {
         return p;
     }
 
+    /** Unmaps (if still mapped) and frees the page. */
     public void free(Page p) {
-        if (p != null && live.remove(p)) {
+        if (p == null) {
+            return;
+        }
+        if (live.remove(p)) {
             try {
                 dma.dmaUnmap(p.iova(), 1);
             } finally {
+                held.remove(p);
                 mm.freePages(p.pfn(), 0);
             }
+        } else if (held.remove(p)) {
+            mm.freePages(p.pfn(), 0); // freeAll unmapped it
         }
     }
 
-    /** Unmaps and frees every page still live (the driver's last act). */
+    /** Unmaps every page still live (the driver's last act) and frees it, unless its owner holds the frame ({@link #allocHeld}). */
     public void freeAll() {
         for (Page p : live.toArray(Page[]::new)) {
-            free(p);
+            if (held.contains(p)) {
+                if (live.remove(p)) {
+                    dma.dmaUnmap(p.iova(), 1);
+                }
+            } else {
+                free(p);
+            }
         }
     }
 

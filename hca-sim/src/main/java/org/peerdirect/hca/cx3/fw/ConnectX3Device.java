@@ -224,15 +224,16 @@ public final class ConnectX3Device {
         return f == null ? 0 : f.refused.get();
     }
 
-    /** What the model shows tools: state, lent memory, EQs. */
+    /** What the model shows tools: state, lent memory, EQs, CQs and the CQEs written. */
     public String describe() {
         Firmware f = fw;
         if (f == null) {
             return name + ": not attached";
         }
         return String.format("%s: %s, FA %d pages, aux %d pages, ICM %d pages mapped, commands %d (refused %d), EQs %d%s, events lost %d, "
-                + "stray doorbells %d", name, f.state(), f.icm.faPages(), f.icm.auxPages(), f.icmMappedPages(), f.executed.get(), f.refused.get(),
-                f.eqs.count(), f.eqs.describe(), f.eqs.lost.get(), f.eqs.strayDoorbells.get());
+                + "stray doorbells %d, CQs %d (CQEs written %d, ring DMA faults %d)", name, f.state(), f.icm.faPages(), f.icm.auxPages(),
+                f.icmMappedPages(), f.executed.get(), f.refused.get(), f.eqs.count(), f.eqs.describe(), f.eqs.lost.get(),
+                f.eqs.strayDoorbells.get(), f.cqs.count(), f.cqs.cqesWritten.sum(), f.cqs.cqDmaFaults.get());
     }
 
     /** Powers the firmware down (the function's removal): the EQs and the engine stop, then the thread. Idempotent. */

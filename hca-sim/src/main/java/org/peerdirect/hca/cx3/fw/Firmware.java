@@ -410,6 +410,7 @@ final class Firmware {
             e.reset();
         }
         tpt.clear();
+        cqs.dropAll();
         state = State.RUNNING;
         return 0;
     }
@@ -476,6 +477,7 @@ final class Firmware {
     void reset() {
         eqs.killAll();
         tpt.clear();
+        cqs.dropAll();
         HcaDevice e = engine;
         if (e != null) {
             e.remove();
