@@ -1,5 +1,6 @@
 package org.peerdirect.mlx4;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx3.ifc.Be.BE16;
 import static org.peerdirect.hca.cx3.ifc.Be.BE32;
 import static org.peerdirect.hca.cx3.ifc.Be.BE64;
@@ -21,7 +22,6 @@ import org.peerdirect.ib.core.provider.IbCqOps;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcOpcode;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
-import org.peerdirect.mlx4.core.DmaPages;
 import org.peerdirect.mlx4.core.Mtt;
 
 /**
@@ -39,7 +39,7 @@ import org.peerdirect.mlx4.core.Mtt;
  * ({@code QUERY_CQ}'s status) and reports the error at once (-1) rather than after the event;
  * the event sets the same flag.
  *
- * <p>The ring and the record are held pages ({@link DmaPages#allocHeld}): a removal unmaps them
+ * <p>The ring and the record are held pages ({@link DmaCoherentPages#allocHeld}): a removal unmaps them
  * but the CQ keeps reading what the device wrote before it went (the flushes of its QPs), as
  * libmlx4 reads its own memory; {@link #destroyCq} frees them.
  *
@@ -55,12 +55,12 @@ final class Mlx4Cq implements IbCqOps {
     /** CQEs in the ring (a power of two). */
     final int nent;
     final IbCqEvents events;
-    private final List<DmaPages.Page> buf;
+    private final List<DmaCoherentPages.Page> buf;
     /** The ring's pages as the CPU sees them (buf's, in ring order): a CQE is read in place, no slice per CQE. */
     private final MemorySegment[] ring;
     private final Mtt.Range mtt;
     /** The doorbell record's page ({@code mlx4_db_alloc} of one record). */
-    private final DmaPages.Page db;
+    private final DmaCoherentPages.Page db;
     private final ReentrantLock pollLock = new ReentrantLock();
     /** Guarded by pollLock; read unlocked by the arm doorbell (a stale value only names an older index). */
     private volatile long ci;
@@ -71,13 +71,13 @@ final class Mlx4Cq implements IbCqOps {
     /** The QP of the last CQE (libmlx4's {@code cur_qp}); guarded by pollLock. */
     private Mlx4Qp cur;
 
-    private Mlx4Cq(Mlx4Device dev, int cqn, int nent, IbCqEvents events, List<DmaPages.Page> buf, Mtt.Range mtt, DmaPages.Page db) {
+    private Mlx4Cq(Mlx4Device dev, int cqn, int nent, IbCqEvents events, List<DmaCoherentPages.Page> buf, Mtt.Range mtt, DmaCoherentPages.Page db) {
         this.dev = dev;
         this.cqn = cqn;
         this.nent = nent;
         this.events = events;
         this.buf = buf;
-        this.ring = buf.stream().map(DmaPages.Page::mem).toArray(MemorySegment[]::new);
+        this.ring = buf.stream().map(DmaCoherentPages.Page::mem).toArray(MemorySegment[]::new);
         this.mtt = mtt;
         this.db = db;
     }
@@ -90,14 +90,14 @@ final class Mlx4Cq implements IbCqOps {
      */
     static Mlx4Cq create(Mlx4Device dev, int cqn, int log, IbCqEvents events) {
         int npages = (int) Math.max(1, ((long) Cqe.SIZE << log) / 4096);
-        List<DmaPages.Page> buf = new ArrayList<>(npages);
+        List<DmaCoherentPages.Page> buf = new ArrayList<>(npages);
         Mtt.Range mtt = null;
-        DmaPages.Page db = null;
-        DmaPages.Page box = null;
+        DmaCoherentPages.Page db = null;
+        DmaCoherentPages.Page box = null;
         try {
             long[] iova = new long[npages];
             for (int i = 0; i < npages; i++) {
-                DmaPages.Page p = dev.core.dma.allocHeld();
+                DmaCoherentPages.Page p = dev.core.dma.allocHeld();
                 buf.add(p);
                 iova[i] = p.iova();
                 for (long off = Cqe.OWNER_SR_OPCODE; off < 4096; off += Cqe.SIZE) {
@@ -181,7 +181,7 @@ final class Mlx4Cq implements IbCqOps {
         if (!dev.core.loaded()) {
             return false; // a removed device wrote what it wrote: the ring is read to its end
         }
-        DmaPages.Page box = null;
+        DmaCoherentPages.Page box = null;
         try {
             box = dev.core.dma.alloc();
             dev.core.cmd.box(0, box.iova(), cqn, 0, Mlx4Cmd.QUERY_CQ);

@@ -1,5 +1,6 @@
 package org.peerdirect.mlx4;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx3.ifc.Be.BE16;
 import static org.peerdirect.hca.cx3.ifc.Be.U8;
 
@@ -10,7 +11,6 @@ import org.peerdirect.hca.cx3.ifc.Mad;
 import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
-import org.peerdirect.mlx4.core.DmaPages;
 import org.peerdirect.mlx4.core.Mlx4Dev;
 
 /**
@@ -28,8 +28,8 @@ final class Mlx4Mad {
 
     /** The attribute's data (a copy of the 64 bytes after the SMP header). */
     static MemorySegment get(Mlx4Dev dev, int port, int attrId) {
-        DmaPages.Page in = dev.dma.alloc();
-        DmaPages.Page out = null;
+        DmaCoherentPages.Page in = dev.dma.alloc();
+        DmaCoherentPages.Page out = null;
         try {
             out = dev.dma.alloc();
             MemorySegment m = in.mem();

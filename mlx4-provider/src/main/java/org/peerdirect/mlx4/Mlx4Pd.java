@@ -1,5 +1,6 @@
 package org.peerdirect.mlx4;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.hca.engine.HwQp;
 import org.peerdirect.hca.engine.HwSrq;
@@ -27,7 +28,6 @@ import org.peerdirect.hca.cx3.ifc.MptEntry;
 import org.peerdirect.hca.cx3.ifc.SrqContext;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
-import org.peerdirect.mlx4.core.DmaPages;
 import org.peerdirect.mlx4.core.Mr;
 
 /** {@code struct mlx4_ib_pd}: a PD number and the objects created in it. */
@@ -127,7 +127,7 @@ final class Mlx4Pd implements IbPdOps {
         int log = 32 - Integer.numberOfLeadingZeros(maxWr - 1);
         int stride = Integer.highestOneBit(16 * (1 + maxSge) - 1) << 1;
         int srqn = dev.srqns.alloc();
-        DmaPages.Page box = dev.core.dma.alloc();
+        DmaCoherentPages.Page box = dev.core.dma.alloc();
         try {
             MemorySegment c = box.mem();
             c.set(BE32, SrqContext.STATE_LOGSIZE_SRQN, log << 24 | srqn);

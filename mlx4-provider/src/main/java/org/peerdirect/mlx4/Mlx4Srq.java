@@ -1,11 +1,11 @@
 package org.peerdirect.mlx4;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx3.ifc.Be.BE16;
 
 import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.hca.cx3.ifc.SrqContext;
 import org.peerdirect.hca.engine.HwSrq;
-import org.peerdirect.mlx4.core.DmaPages;
 import org.peerdirect.ib.core.provider.IbEvents;
 import org.peerdirect.ib.core.provider.IbSrqOps;
 import org.peerdirect.ib.core.verbs.IbvSrqAttr;
@@ -58,7 +58,7 @@ final class Mlx4Srq implements IbSrqOps {
     /** {@code mlx4_ib_query_srq}: {@code QUERY_SRQ}'s limit watermark; max_wr the WQEs the ring holds. */
     @Override
     public IbvSrqAttr querySrq() {
-        DmaPages.Page box = dev.core.dma.alloc();
+        DmaCoherentPages.Page box = dev.core.dma.alloc();
         try {
             dev.core.cmd.box(0, box.iova(), hw.srqn, 0, Mlx4Cmd.QUERY_SRQ);
             return new IbvSrqAttr(hw.queue().size(), maxSge, box.mem().get(BE16, SrqContext.LIMIT_WATERMARK) & 0xffff);

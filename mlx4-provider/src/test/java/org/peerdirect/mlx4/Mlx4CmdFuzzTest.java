@@ -1,5 +1,6 @@
 package org.peerdirect.mlx4;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -19,7 +20,6 @@ import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
 import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 import org.peerdirect.mlx4.core.CmdLog;
-import org.peerdirect.mlx4.core.DmaPages;
 import org.peerdirect.mlx4.core.Mlx4CmdException;
 import org.peerdirect.mlx4.core.Mlx4Dev;
 
@@ -55,8 +55,8 @@ class Mlx4CmdFuzzTest {
             Lab.connect(a, b, 1, 7, 14, 7);
             Mlx4Dev dev = lab.devs.get(0).core();
             List<CmdLog.Entry> bringUp = dev.cmd.log().bringUp();
-            DmaPages.Page box = dev.dma.alloc();
-            DmaPages.Page out = dev.dma.alloc();
+            DmaCoherentPages.Page box = dev.dma.alloc();
+            DmaCoherentPages.Page out = dev.dma.alloc();
             try {
                 for (int i = 0; i < n; i++) {
                     String what = one(dev, rnd, box, out);
@@ -106,7 +106,7 @@ class Mlx4CmdFuzzTest {
     }
 
     /** One command with random fields; returns "opcode/status". */
-    private static String one(Mlx4Dev dev, SplittableRandom rnd, DmaPages.Page box, DmaPages.Page out) {
+    private static String one(Mlx4Dev dev, SplittableRandom rnd, DmaCoherentPages.Page box, DmaCoherentPages.Page out) {
         int op = rnd.nextInt(10) == 0 ? 0x100 + rnd.nextInt(0xe00) : OPS[rnd.nextInt(OPS.length)];
         int opMod = rnd.nextInt(4) == 0 ? rnd.nextInt(256) : 0;
         // modifiers away from what the driver uses: high MPT indices, EQs past its two, ports past its one

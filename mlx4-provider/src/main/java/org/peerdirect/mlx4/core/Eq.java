@@ -1,5 +1,6 @@
 package org.peerdirect.mlx4.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx3.ifc.Be.BE16;
 import static org.peerdirect.hca.cx3.ifc.Be.BE32;
 import static org.peerdirect.hca.cx3.ifc.Be.BE64;
@@ -35,13 +36,13 @@ public final class Eq {
     final int eqn;
     final int nent;
     final int vector;
-    private final List<DmaPages.Page> pages;
+    private final List<DmaCoherentPages.Page> pages;
     private final Mtt.Range mtt;
     private final PciFunction fn;
     private volatile int ci;
     final AtomicLong events = new AtomicLong();
 
-    private Eq(int eqn, int nent, int vector, List<DmaPages.Page> pages, Mtt.Range mtt, PciFunction fn) {
+    private Eq(int eqn, int nent, int vector, List<DmaCoherentPages.Page> pages, Mtt.Range mtt, PciFunction fn) {
         this.eqn = eqn;
         this.nent = nent;
         this.vector = vector;
@@ -53,13 +54,13 @@ public final class Eq {
     /** {@code mlx4_create_eq}: {@code nent} (a power of two) entries on {@code vector}; not armed yet. */
     static Eq create(Mlx4Dev dev, int eqn, int nent, int vector) {
         int npages = Math.max(1, nent * Eqe.SIZE / 4096);
-        List<DmaPages.Page> pages = new ArrayList<>(npages);
+        List<DmaCoherentPages.Page> pages = new ArrayList<>(npages);
         Mtt.Range mtt = null;
-        DmaPages.Page box = null;
+        DmaCoherentPages.Page box = null;
         try {
             long[] iova = new long[npages];
             for (int i = 0; i < npages; i++) {
-                DmaPages.Page p = dev.dma.alloc();
+                DmaCoherentPages.Page p = dev.dma.alloc();
                 pages.add(p);
                 iova[i] = p.iova();
                 for (long off = Eqe.OWNER; off < 4096; off += Eqe.SIZE) {

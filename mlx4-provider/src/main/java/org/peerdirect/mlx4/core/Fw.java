@@ -1,5 +1,6 @@
 package org.peerdirect.mlx4.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx3.ifc.Be.BE16;
 import static org.peerdirect.hca.cx3.ifc.Be.BE32;
 import static org.peerdirect.hca.cx3.ifc.Be.BE64;
@@ -43,16 +44,16 @@ public final class Fw {
     }
 
     private final Cmd cmd;
-    private final DmaPages dma;
+    private final DmaCoherentPages dma;
 
-    public Fw(Cmd cmd, DmaPages dma) {
+    public Fw(Cmd cmd, DmaCoherentPages dma) {
         this.cmd = cmd;
         this.dma = dma;
     }
 
     /** Runs {@code op} with an output mailbox and hands its bytes to {@code parse}. */
     private <T> T query(int op, int inMod, java.util.function.Function<MemorySegment, T> parse) {
-        DmaPages.Page box = dma.alloc();
+        DmaCoherentPages.Page box = dma.alloc();
         try {
             cmd.box(0, box.iova(), inMod, 0, op);
             return parse.apply(box.mem());
@@ -120,8 +121,8 @@ public final class Fw {
      * pages, at ICM address {@code virt} onwards (-1: no address, the firmware area and aux),
      * as many mailboxes as needed.
      */
-    public void mapCmd(int op, List<DmaPages.Page> pages, long virt) {
-        DmaPages.Page box = dma.alloc();
+    public void mapCmd(int op, List<DmaCoherentPages.Page> pages, long virt) {
+        DmaCoherentPages.Page box = dma.alloc();
         try {
             int n = 0;
             for (int i = 0; i < pages.size(); i++) {
@@ -145,7 +146,7 @@ public final class Fw {
 
     /** {@code mlx4_INIT_HCA}. */
     public void initHca(InitHcaParam p) {
-        DmaPages.Page box = dma.alloc();
+        DmaCoherentPages.Page box = dma.alloc();
         try {
             MemorySegment in = box.mem();
             in.set(U8, InitHca.VERSION, (byte) InitHca.VERSION_2);

@@ -1,5 +1,6 @@
 package org.peerdirect.mlx4.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -24,26 +25,26 @@ public final class Icm {
     /** {@code MLX4_TABLE_CHUNK_SIZE} of this driver: 64 KiB, 16 pages. */
     public static final int CHUNK_PAGES = 16;
 
-    private record Chunk(List<DmaPages.Page> pages, int[] refs) {
+    private record Chunk(List<DmaCoherentPages.Page> pages, int[] refs) {
     }
 
     private final Cmd cmd;
     private final Fw fw;
-    private final DmaPages dma;
-    private final List<DmaPages.Page> fa = new ArrayList<>();
-    private final List<DmaPages.Page> aux = new ArrayList<>();
+    private final DmaCoherentPages dma;
+    private final List<DmaCoherentPages.Page> fa = new ArrayList<>();
+    private final List<DmaCoherentPages.Page> aux = new ArrayList<>();
     /** Chunk index (from the table base) → its pages and use count. */
     private final Map<Long, Chunk> chunks = new HashMap<>();
     private long tableBase;
     private int objSize;
 
-    public Icm(Cmd cmd, Fw fw, DmaPages dma) {
+    public Icm(Cmd cmd, Fw fw, DmaCoherentPages dma) {
         this.cmd = cmd;
         this.fw = fw;
         this.dma = dma;
     }
 
-    private static List<DmaPages.Page> alloc(DmaPages dma, int n, List<DmaPages.Page> into) {
+    private static List<DmaCoherentPages.Page> alloc(DmaCoherentPages dma, int n, List<DmaCoherentPages.Page> into) {
         for (int i = 0; i < n; i++) {
             into.add(dma.alloc());
         }
@@ -80,7 +81,7 @@ public final class Icm {
             for (long c = first / perChunk(); c <= last / perChunk(); c++) {
                 Chunk ch = chunks.get(c);
                 if (ch == null) {
-                    List<DmaPages.Page> pages = new ArrayList<>(CHUNK_PAGES);
+                    List<DmaCoherentPages.Page> pages = new ArrayList<>(CHUNK_PAGES);
                     try {
                         alloc(dma, CHUNK_PAGES, pages);
                         fw.mapCmd(Mlx4Cmd.MAP_ICM, pages, tableBase + c * CHUNK_PAGES * IcmMap.ICM_PAGE_SIZE);

@@ -1,5 +1,6 @@
 package org.peerdirect.mlx4.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx3.ifc.Be.BE32;
 
 import java.lang.foreign.MemorySegment;
@@ -48,7 +49,7 @@ public final class Mlx4Dev {
 
     public final String name;
     public final PciFunction fn;
-    public final DmaPages dma;
+    public final DmaCoherentPages dma;
     public final Cmd cmd;
     public final Fw fw;
     public final Icm icm;
@@ -66,7 +67,7 @@ public final class Mlx4Dev {
     public Mlx4Dev(String name, PciFunction fn, Mm mm, long cmdTimeoutNanos) {
         this.name = name;
         this.fn = fn;
-        this.dma = new DmaPages(mm, fn.dma());
+        this.dma = new DmaCoherentPages(mm, fn.dma());
         this.cmd = new Cmd(name, fn, cmdTimeoutNanos);
         this.fw = new Fw(cmd, dma);
         this.icm = new Icm(cmd, fw, dma);

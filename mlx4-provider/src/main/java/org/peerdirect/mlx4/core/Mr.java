@@ -1,5 +1,6 @@
 package org.peerdirect.mlx4.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx3.ifc.Be.BE32;
 import static org.peerdirect.hca.cx3.ifc.Be.BE64;
 
@@ -61,7 +62,7 @@ public final class Mr {
     public Region enable(int pdn, long start, long length, int perm, long[] pages) {
         int[] ik = reserve();
         Mtt.Range mtt = null;
-        DmaPages.Page box = null;
+        DmaCoherentPages.Page box = null;
         try {
             mtt = dev.mtt.alloc(pages.length);
             dev.mtt.write(mtt, 0, pages);

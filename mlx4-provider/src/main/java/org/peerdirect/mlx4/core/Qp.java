@@ -1,5 +1,6 @@
 package org.peerdirect.mlx4.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import java.lang.foreign.MemorySegment;
 import java.util.function.Consumer;
 
@@ -21,7 +22,7 @@ public final class Qp {
             dev.cmd.cmd(0, qpn, 0, op);
             return;
         }
-        DmaPages.Page box = dev.dma.alloc();
+        DmaCoherentPages.Page box = dev.dma.alloc();
         try {
             box.mem().set(org.peerdirect.hca.cx3.ifc.Be.BE32, QpContext.OPTPARAM, optparam);
             fill.accept(box.mem().asSlice(QpContext.CONTEXT));
@@ -33,7 +34,7 @@ public final class Qp {
 
     /** {@code mlx4_qp_query}: the context as the device keeps it (a copy, from {@link QpContext#CONTEXT}). */
     public static MemorySegment query(Mlx4Dev dev, int qpn) {
-        DmaPages.Page box = dev.dma.alloc();
+        DmaCoherentPages.Page box = dev.dma.alloc();
         try {
             dev.cmd.box(0, box.iova(), qpn, 0, Mlx4Cmd.QUERY_QP);
             return MemorySegment.ofArray(box.mem().asSlice(QpContext.CONTEXT, QpContext.MAILBOX_SIZE - QpContext.CONTEXT)

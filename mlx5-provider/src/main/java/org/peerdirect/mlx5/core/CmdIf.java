@@ -1,5 +1,6 @@
 package org.peerdirect.mlx5.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
@@ -48,7 +49,7 @@ final class CmdIf {
 
     private final String name;
     private final PciFunction fn;
-    private final DmaPages dma;
+    private final DmaCoherentPages dma;
     /** The command timeout; changed in place by {@link #timeout(long)} (Configuration Admin), read once per command. */
     private volatile long timeoutNanos;
     /** Why commands cannot be sent (the device is dead or gone), or null. */
@@ -57,7 +58,7 @@ final class CmdIf {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition done = lock.newCondition();
     private final ConcurrentLinkedDeque<Block> blocks = new ConcurrentLinkedDeque<>();
-    private DmaPages.Page queue;
+    private DmaCoherentPages.Page queue;
     private int slots;
     // guarded by lock
     /** One bit per free slot, the reserved last one included. */
@@ -68,7 +69,7 @@ final class CmdIf {
     /** Commands between their first check and their end; {@link #drain} waits for none. */
     private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
 
-    CmdIf(String name, PciFunction fn, DmaPages dma, long timeoutNanos, Supplier<String> unusable) {
+    CmdIf(String name, PciFunction fn, DmaCoherentPages dma, long timeoutNanos, Supplier<String> unusable) {
         this.name = name;
         this.fn = fn;
         this.dma = dma;
@@ -381,7 +382,7 @@ final class CmdIf {
         if (b != null) {
             return b;
         }
-        DmaPages.Page p = dma.alloc(); // freed with every other DMA page at teardown (DmaPages.freeAll)
+        DmaCoherentPages.Page p = dma.alloc(); // freed with every other DMA page at teardown (DmaCoherentPages.freeAll)
         for (int i = 1; i < BLOCKS_PER_PAGE; i++) {
             blocks.add(new Block(p.iova() + i * CmdMailbox.ALIGN, p.mem().asSlice(i * CmdMailbox.ALIGN, CmdMailbox.SIZE)));
         }

@@ -1,5 +1,6 @@
 package org.peerdirect.mlx5.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 
 import java.lang.foreign.MemorySegment;
@@ -87,7 +88,7 @@ public final class Mlx5CoreDev {
     private final PciFunction fn;
     /** Changed in place by {@link #settings(Settings)}; each use reads it once. */
     private volatile Settings settings;
-    private final DmaPages dma;
+    private final DmaCoherentPages dma;
     private final CmdIf cmd;
     private final PageAlloc pages;
     private final List<String> teardownProblems = new CopyOnWriteArrayList<>();
@@ -110,7 +111,7 @@ public final class Mlx5CoreDev {
         this.fn = fn;
         this.settings = settings;
         this.mm = mm;
-        this.dma = new DmaPages(mm, fn.dma());
+        this.dma = new DmaCoherentPages(mm, fn.dma());
         this.cmd = new CmdIf(name, fn, dma, TimeUnit.MILLISECONDS.toNanos(settings.cmdTimeoutMillis()), this::unusable);
         this.pages = new PageAlloc(name, cmd, dma);
         this.fw = new Mlx5Fw(cmd);
@@ -315,12 +316,12 @@ public final class Mlx5CoreDev {
      * driver's own queues (the UMR QP); freed by {@link #freeCoherent}, or at the latest by unload.
      */
     public DmaPage allocCoherent() {
-        DmaPages.Page p = dma.alloc();
+        DmaCoherentPages.Page p = dma.alloc();
         return new DmaPage(p.iova(), p.mem(), p);
     }
 
     public void freeCoherent(DmaPage p) {
-        dma.free((DmaPages.Page) p.handle());
+        dma.free((DmaCoherentPages.Page) p.handle());
     }
 
     /** One coherent page: its bus address and the kernel's view of its bytes. */

@@ -1,5 +1,6 @@
 package org.peerdirect.mlx5.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
@@ -40,14 +41,14 @@ final class Mlx5Eq {
     final int logSize;
     final long mask;
     final int vector;
-    private final List<DmaPages.Page> pages;
+    private final List<DmaCoherentPages.Page> pages;
     private final PciFunction fn;
     private final long doorbell;
     private final AtomicLongArray byType = new AtomicLongArray(64);
     /** Written by the polling (interrupt) thread only; volatile for the tools' reads. */
     private volatile int ci;
 
-    private Mlx5Eq(String kind, int eqn, int logSize, long mask, int vector, List<DmaPages.Page> pages, PciFunction fn, long doorbell) {
+    private Mlx5Eq(String kind, int eqn, int logSize, long mask, int vector, List<DmaCoherentPages.Page> pages, PciFunction fn, long doorbell) {
         this.kind = kind;
         this.eqn = eqn;
         this.logSize = logSize;
@@ -62,14 +63,14 @@ final class Mlx5Eq {
      * {@code create_map_eq}: a ring of at least {@code nent + NUM_SPARE_EQE} entries (a power of
      * two), owners set to 1, created on {@code uar} and {@code vector}; not armed yet.
      */
-    static Mlx5Eq create(CmdIf cmd, DmaPages dma, PciFunction fn, String kind, int nent, long mask, int uar, int vector) {
+    static Mlx5Eq create(CmdIf cmd, DmaCoherentPages dma, PciFunction fn, String kind, int nent, long mask, int uar, int vector) {
         int logSize = 32 - Integer.numberOfLeadingZeros(nent + NUM_SPARE_EQE - 1);
         int bytes = Eq.EQE_SIZE << logSize;
         int npages = (bytes + 4095) / 4096;
-        List<DmaPages.Page> pages = new ArrayList<>(npages);
+        List<DmaCoherentPages.Page> pages = new ArrayList<>(npages);
         try {
             for (int i = 0; i < npages; i++) {
-                DmaPages.Page p = dma.alloc();
+                DmaCoherentPages.Page p = dma.alloc();
                 pages.add(p);
                 for (long off = Eq.EQE_OWNER; off < 4096; off += Eq.EQE_SIZE) {
                     p.mem().set(ValueLayout.JAVA_BYTE, off, (byte) Eq.EQE_OWNER_INIT_VAL);
@@ -135,7 +136,7 @@ final class Mlx5Eq {
     }
 
     /** Frees the ring: only once the EQ is destroyed (or the device gone) and no handler can still poll it. */
-    void freeRing(DmaPages dma) {
+    void freeRing(DmaCoherentPages dma) {
         pages.forEach(dma::free);
     }
 

@@ -1,5 +1,6 @@
 package org.peerdirect.mlx5.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -45,7 +46,7 @@ final class Mlx5EqTable {
 
     private final String name;
     private final CmdIf cmd;
-    private final DmaPages dma;
+    private final DmaCoherentPages dma;
     private final PciFunction fn;
     private final Mlx5Events events;
     private final Step step;
@@ -64,7 +65,7 @@ final class Mlx5EqTable {
     /** Read by the completion interrupt thread. */
     private volatile Mlx5Eq compEq;
 
-    Mlx5EqTable(String name, CmdIf cmd, DmaPages dma, PciFunction fn, Mlx5Events events, Step step) {
+    Mlx5EqTable(String name, CmdIf cmd, DmaCoherentPages dma, PciFunction fn, Mlx5Events events, Step step) {
         this.name = name;
         this.cmd = cmd;
         this.dma = dma;

@@ -1,5 +1,6 @@
 package org.peerdirect.mlx5.core;
 
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
@@ -20,7 +21,7 @@ import org.peerdirect.kernel.mm.KernelException;
  * {@code MANAGE_PAGES GIVE} for boot and init pages at bring-up, the page-request work (a
  * dedicated thread, Linux's {@code mlx5_page_allocator} workqueue) that gives or takes what the
  * firmware asks for, and {@code mlx5_reclaim_startup_pages} at teardown. Every page given is a
- * {@link DmaPages} page, mapped for the device until the firmware hands it back.
+ * {@link DmaCoherentPages} page, mapped for the device until the firmware hands it back.
  *
  * <p>Lock rules: {@code given} is concurrent; the counters are atomics; the work thread and the
  * bring-up thread may both run page commands, which the command interface serialises on its
@@ -39,8 +40,8 @@ final class PageAlloc {
 
     private final String name;
     private final CmdIf cmd;
-    private final DmaPages dma;
-    private final Map<Long, DmaPages.Page> given = new ConcurrentHashMap<>();
+    private final DmaCoherentPages dma;
+    private final Map<Long, DmaCoherentPages.Page> given = new ConcurrentHashMap<>();
     private final AtomicLong[] givenBy = { new AtomicLong(), new AtomicLong(), new AtomicLong() };
     private final AtomicLong taken = new AtomicLong();
     private final AtomicLong requests = new AtomicLong();
@@ -48,7 +49,7 @@ final class PageAlloc {
     private final AtomicLong reclaimedLocally = new AtomicLong();
     private final ExecutorService work;
 
-    PageAlloc(String name, CmdIf cmd, DmaPages dma) {
+    PageAlloc(String name, CmdIf cmd, DmaCoherentPages dma) {
         this.name = name;
         this.cmd = cmd;
         this.dma = dma;
@@ -68,13 +69,13 @@ final class PageAlloc {
     void give(int n, Kind kind) {
         while (n > 0) {
             int k = Math.min(n, MAX_PER_COMMAND);
-            DmaPages.Page[] ps = new DmaPages.Page[k];
+            DmaCoherentPages.Page[] ps = new DmaCoherentPages.Page[k];
             try {
                 for (int i = 0; i < k; i++) {
                     ps[i] = dma.alloc();
                 }
             } catch (KernelException noMemory) {
-                for (DmaPages.Page p : ps) {
+                for (DmaCoherentPages.Page p : ps) {
                     if (p != null) {
                         dma.free(p);
                     }
@@ -90,17 +91,17 @@ final class PageAlloc {
                 cmd.execPages(in, 16);
             } catch (Mlx5CmdException e) {
                 if (e.kind() == Mlx5CmdException.Kind.STATUS || e.kind() == Mlx5CmdException.Kind.DELIVERY) {
-                    for (DmaPages.Page p : ps) {
+                    for (DmaCoherentPages.Page p : ps) {
                         dma.free(p); // refused: the firmware holds none of them
                     }
                 } else {
-                    for (DmaPages.Page p : ps) {
+                    for (DmaCoherentPages.Page p : ps) {
                         given.put(p.iova(), p); // unknown: kept as given, taken back locally at teardown
                     }
                 }
                 throw e;
             }
-            for (DmaPages.Page p : ps) {
+            for (DmaCoherentPages.Page p : ps) {
                 given.put(p.iova(), p);
             }
             givenBy[kind.ordinal()].addAndGet(k);
@@ -126,7 +127,7 @@ final class PageAlloc {
         }
         for (int i = 0; i < got; i++) {
             long iova = out.get(BE64, Pages.MANAGE_OUT_PAS + 8L * i);
-            DmaPages.Page p = given.remove(iova);
+            DmaCoherentPages.Page p = given.remove(iova);
             if (p == null) {
                 throw new IllegalStateException(String.format("%s: firmware returned page 0x%x that the driver never gave", name, iova));
             }
@@ -180,7 +181,7 @@ final class PageAlloc {
                 break;
             }
         }
-        for (DmaPages.Page p : given.values().toArray(DmaPages.Page[]::new)) {
+        for (DmaCoherentPages.Page p : given.values().toArray(DmaCoherentPages.Page[]::new)) {
             given.remove(p.iova());
             dma.free(p);
             reclaimedLocally.incrementAndGet();

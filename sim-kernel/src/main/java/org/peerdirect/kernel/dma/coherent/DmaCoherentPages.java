@@ -1,4 +1,4 @@
-package org.peerdirect.mlx4.core;
+package org.peerdirect.kernel.dma.coherent;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
@@ -9,14 +9,17 @@ import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.mm.Mm;
 
 /**
- * The driver's DMA-coherent 4 KiB pages ({@code dma_alloc_coherent} of one page): a kernel page
- * mapped through the function's IOMMU domain. Mailboxes, EQ rings, the firmware area and ICM come
- * from here; {@link #freeAll} gives back whatever is left when the driver goes, so the audit finds
- * nothing mapped.
+ * A driver's DMA-coherent 4 KiB pages ({@code dma_alloc_coherent} of one page, managed as
+ * {@code dmam_alloc_coherent}'s are): a kernel page mapped through the function's IOMMU domain.
+ * Command queues, mailboxes, EQ rings, firmware pages, the firmware area and ICM come from here;
+ * {@link #freeAll} gives back whatever is left when the driver goes, so the audit finds nothing
+ * mapped. One class for every driver (mlx4 and mlx5 each kept a copy before).
+ *
+ * @see "dma_alloc_coherent() in kernel/dma/mapping.c, dmam_alloc_coherent()"
  *
  * <p>Thread-safe: the live set is concurrent; a page is freed by one owner.
  */
-public final class DmaPages {
+public final class DmaCoherentPages {
 
     /** One mapped page: its frame, its bus address and the kernel's view of its bytes. */
     public record Page(long pfn, long iova, MemorySegment mem) {
@@ -28,7 +31,7 @@ public final class DmaPages {
     /** Pages of {@link #allocHeld}: their frames are freed by {@link #free} only. */
     private final Set<Page> held = ConcurrentHashMap.newKeySet();
 
-    public DmaPages(Mm mm, DmaMapper dma) {
+    public DmaCoherentPages(Mm mm, DmaMapper dma) {
         this.mm = mm;
         this.dma = dma;
     }
@@ -92,6 +95,7 @@ public final class DmaPages {
         }
     }
 
+    /** Pages mapped now. */
     public int live() {
         return live.size();
     }
