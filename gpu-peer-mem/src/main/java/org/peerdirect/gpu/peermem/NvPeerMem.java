@@ -4,6 +4,8 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
+import org.peerdirect.gpu.nvidia.NvidiaP2pDmaMapping;
+import org.peerdirect.gpu.nvidia.NvidiaP2pPageTable;
 import org.peerdirect.gpu.nvidia.NvidiaRm;
 import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.kernel.dma.SgTable;
@@ -53,8 +55,8 @@ public final class NvPeerMem implements PeerMemoryClient {
         final long start;
         final long length;
         long coreContext;
-        NvidiaRm.PageTable pageTable;
-        NvidiaRm.DmaMapping mapping;
+        NvidiaP2pPageTable pageTable;
+        NvidiaP2pDmaMapping mapping;
         /** {@code callback_task}: the thread inside the free callback, whose unmap calls are no-ops. */
         volatile Thread callbackTask;
 
@@ -134,7 +136,7 @@ public final class NvPeerMem implements PeerMemoryClient {
         }
         for (NvidiaRm rm : gpus.get()) {
             try {
-                NvidiaRm.PageTable probe = persistent ? rm.getPagesPersistent(pid, start, end - start)
+                NvidiaP2pPageTable probe = persistent ? rm.getPagesPersistent(pid, start, end - start)
                         : rm.getPages(pid, start, end - start, () -> {
                             // nv_mem_dummy_callback: the probe is put right away
                         });
@@ -169,7 +171,7 @@ public final class NvPeerMem implements PeerMemoryClient {
         if (c.pageTable.pageSize() != GPU_PAGE_SIZE) {
             throw new KernelException(Errno.EINVAL, name + ": assumption of 64KB pages failed");
         }
-        NvidiaRm.DmaMapping m = c.rm.dmaMapPages(device.dma(), c.pageTable);
+        NvidiaP2pDmaMapping m = c.rm.dmaMapPages(device.dma(), c.pageTable);
         long[] addrs = new long[m.entries()];
         long[] lens = new long[m.entries()];
         for (int i = 0; i < addrs.length; i++) {

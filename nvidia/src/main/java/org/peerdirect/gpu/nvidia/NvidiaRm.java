@@ -83,94 +83,6 @@ public final class NvidiaRm {
     /** Device allocations are aligned to 2 MiB in the unified address space, as CUDA does. */
     static final long UVA_ALIGN = 2L << 20;
 
-    /** {@code nvidia_p2p_get_pages}' free callback: called when the pages go before they were put. */
-    @FunctionalInterface
-    public interface FreeCallback {
-        void free();
-    }
-
-    /** One {@code cuMemAlloc}: pages of video memory at [va, va+size) of a process. */
-    private static final class Allocation {
-        final int pid;
-        final long va;
-        final long size;
-        final int[] pages;
-        /** cuMemFree or exit has begun: no new pin. */
-        boolean freed;
-        final List<PageTable> tables = new ArrayList<>();
-
-        Allocation(int pid, long va, long size, int[] pages) {
-            this.pid = pid;
-            this.va = va;
-            this.size = size;
-            this.pages = pages;
-        }
-    }
-
-    /** {@code struct nvidia_p2p_page_table}: a pin of [va, va+length). */
-    public static final class PageTable {
-        final Allocation alloc;
-        public final long va;
-        public final long length;
-        final int[] pages;
-        final int[] slots;
-        final FreeCallback callback;
-        final List<DmaMapping> mappings = new ArrayList<>();
-        /** The RM tore it down after a free callback ("unlinked"): put_pages is a no-op. */
-        boolean unlinked;
-        boolean put;
-        public final long pinNanos;
-
-        PageTable(Allocation alloc, long va, long length, int[] pages, int[] slots, FreeCallback callback, long pinNanos) {
-            this.alloc = alloc;
-            this.va = va;
-            this.length = length;
-            this.pages = pages;
-            this.slots = slots;
-            this.callback = callback;
-            this.pinNanos = pinNanos;
-        }
-
-        /** {@code page_size}: always 64 KiB here. */
-        public long pageSize() {
-            return P2P_PAGE_SIZE;
-        }
-
-        public int entries() {
-            return pages.length;
-        }
-
-        public boolean persistent() {
-            return callback == null;
-        }
-    }
-
-    /** {@code struct nvidia_p2p_dma_mapping}: one page table mapped for one peer device. */
-    public static final class DmaMapping {
-        final PageTable table;
-        final DmaMapper peer;
-        /** The bus address of each 64 KiB page as the peer sees it. */
-        private final long[] dmaAddresses;
-        /** {iova, 4 KiB pages} per IOMMU mapping made. */
-        final List<long[]> runs;
-        boolean unmapped;
-
-        DmaMapping(PageTable table, DmaMapper peer, long[] dmaAddresses, List<long[]> runs) {
-            this.table = table;
-            this.peer = peer;
-            this.dmaAddresses = dmaAddresses;
-            this.runs = runs;
-        }
-
-        public int entries() {
-            return dmaAddresses.length;
-        }
-
-        public long dmaAddress(int i) {
-            return dmaAddresses[i];
-        }
-    }
-
     private final Mm mm;
     private final PciFunction fn;
     /** The GPU's firmware, reached through BAR0, the queues in memory and MSI-X. */
@@ -180,7 +92,7 @@ public final class NvidiaRm {
     private final NvDmaBuf dmabufs;
     private final String name;
     private final int index;
-    private final Map<Integer, TreeMap<Long, Allocation>> allocations = new HashMap<>();
+    private final Map<Integer, TreeMap<Long, NvAllocation>> allocations = new HashMap<>();
     private final Map<Integer, DeviceFile> files = new HashMap<>();
     private final Map<Integer, Long> uvaCursor = new HashMap<>();
     private long modelledPinNanos;
@@ -229,7 +141,7 @@ public final class NvidiaRm {
         try {
             deviceFile(proc);
             long va = mapUva(proc, size, pages);
-            Allocation a = new Allocation(proc.pid(), va, size, pages);
+            NvAllocation a = new NvAllocation(proc.pid(), va, size, pages);
             allocations.computeIfAbsent(proc.pid(), k -> new TreeMap<>()).put(va, a);
             return va;
         } catch (RuntimeException e) {
@@ -290,8 +202,8 @@ public final class NvidiaRm {
     }
 
     private void free(int pid, long dptr) {
-        Allocation a;
-        List<PageTable> callbacks;
+        NvAllocation a;
+        List<NvidiaP2pPageTable> callbacks;
         synchronized (this) {
             a = allocation(pid, dptr);
             if (a.freed) {
@@ -300,18 +212,18 @@ public final class NvidiaRm {
             a.freed = true; // no pin may start on it from now on
             callbacks = a.tables.stream().filter(t -> !t.persistent() && !t.put && !t.unlinked).toList();
         }
-        for (PageTable t : callbacks) {
+        for (NvidiaP2pPageTable t : callbacks) {
             t.callback.free(); // the client invalidates; when this returns no peer accesses the pages
         }
         synchronized (this) {
             freeCallbacks += callbacks.size();
-            for (PageTable t : callbacks) {
+            for (NvidiaP2pPageTable t : callbacks) {
                 if (!t.put && !t.unlinked) {
                     tearDown(t);
                     t.unlinked = true;
                 }
             }
-            TreeMap<Long, Allocation> m = allocations.get(a.pid);
+            TreeMap<Long, NvAllocation> m = allocations.get(a.pid);
             m.remove(a.va);
             if (m.isEmpty()) {
                 allocations.remove(a.pid);
@@ -325,9 +237,9 @@ public final class NvidiaRm {
     }
 
     /** Unmaps a page table's DMA mappings and BAR1 slots and drops its page references. */
-    private void tearDown(PageTable t) {
+    private void tearDown(NvidiaP2pPageTable t) {
         assert Thread.holdsLock(this);
-        for (DmaMapping m : t.mappings) {
+        for (NvidiaP2pDmaMapping m : t.mappings) {
             if (!m.unmapped) {
                 unmapRuns(m);
             }
@@ -337,7 +249,7 @@ public final class NvidiaRm {
         mem.unref(t.pages);
     }
 
-    private static void unmapRuns(DmaMapping m) {
+    private static void unmapRuns(NvidiaP2pDmaMapping m) {
         for (long[] r : m.runs) {
             m.peer.dmaUnmap(r[0], (int) r[1]);
         }
@@ -390,7 +302,7 @@ public final class NvidiaRm {
 
     /** The pieces of [va, va+len) within one 64 KiB page each; the range must be one live allocation's. */
     private List<GpuFw.Piece> pieces(AddressSpace proc, long va, long len) {
-        Allocation a;
+        NvAllocation a;
         synchronized (this) {
             a = containing(proc.pid(), va, len, "cuMemcpy");
         }
@@ -407,10 +319,10 @@ public final class NvidiaRm {
         return out;
     }
 
-    private Allocation allocation(int pid, long dptr) {
+    private NvAllocation allocation(int pid, long dptr) {
         assert Thread.holdsLock(this);
-        TreeMap<Long, Allocation> m = allocations.get(pid);
-        Allocation a = m == null ? null : m.get(dptr);
+        TreeMap<Long, NvAllocation> m = allocations.get(pid);
+        NvAllocation a = m == null ? null : m.get(dptr);
         if (a == null) {
             throw new KernelException(Errno.EINVAL, String.format("0x%x is not a device allocation of process %d on %s: CUDA_ERROR_INVALID_VALUE",
                     dptr, pid, name()));
@@ -419,11 +331,11 @@ public final class NvidiaRm {
     }
 
     /** The live allocation holding all of [va, va+len), else EINVAL naming the range. */
-    private Allocation containing(int pid, long va, long len, String what) {
+    private NvAllocation containing(int pid, long va, long len, String what) {
         assert Thread.holdsLock(this);
-        TreeMap<Long, Allocation> m = allocations.get(pid);
-        Map.Entry<Long, Allocation> e = m == null ? null : m.floorEntry(va);
-        Allocation a = e == null ? null : e.getValue();
+        TreeMap<Long, NvAllocation> m = allocations.get(pid);
+        Map.Entry<Long, NvAllocation> e = m == null ? null : m.floorEntry(va);
+        NvAllocation a = e == null ? null : e.getValue();
         if (a == null || a.freed || len <= 0 || va + len > a.va + a.size || va + len < va) {
             throw new KernelException(Errno.EINVAL, String.format("%s: 0x%x+0x%x is not inside one device allocation of process %d on %s",
                     what, va, len, pid, name()));
@@ -440,7 +352,7 @@ public final class NvidiaRm {
      *                         a range outside one live allocation or a null callback (CUDA 12.2+);
      *                         ENOMEM when the BAR1 aperture has too few free slots
      */
-    public PageTable getPages(int pid, long va, long length, FreeCallback callback) {
+    public NvidiaP2pPageTable getPages(int pid, long va, long length, NvidiaP2pFreeCallback callback) {
         if (callback == null) {
             throw new KernelException(Errno.EINVAL, "nvidia_p2p_get_pages: a free callback is required (use the persistent API without one)");
         }
@@ -448,15 +360,15 @@ public final class NvidiaRm {
     }
 
     /** {@code nvidia_p2p_get_pages_persistent(va, length, &page_table, 0)}: no callback, kept until put. */
-    public PageTable getPagesPersistent(int pid, long va, long length) {
+    public NvidiaP2pPageTable getPagesPersistent(int pid, long va, long length) {
         return pin(pid, va, length, null);
     }
 
-    private synchronized PageTable pin(int pid, long va, long length, FreeCallback callback) {
+    private synchronized NvidiaP2pPageTable pin(int pid, long va, long length, NvidiaP2pFreeCallback callback) {
         if ((va & (P2P_PAGE_SIZE - 1)) != 0 || (length & (P2P_PAGE_SIZE - 1)) != 0 || length <= 0) {
             throw new KernelException(Errno.EINVAL, String.format("nvidia_p2p_get_pages: address 0x%x or length 0x%x are not aligned to 64 KiB", va, length));
         }
-        Allocation a = containing(pid, va, length, "nvidia_p2p_get_pages");
+        NvAllocation a = containing(pid, va, length, "nvidia_p2p_get_pages");
         int n = (int) (length / P2P_PAGE_SIZE);
         int freeSlots = mem.freeSlots();
         if (n > freeSlots) {
@@ -471,7 +383,7 @@ public final class NvidiaRm {
         long cost = PIN_BASE_NS + n * PIN_PAGE_NS;
         modelledPinNanos += cost;
         pins++;
-        PageTable t = new PageTable(a, va, length, pages, slots, callback, cost);
+        NvidiaP2pPageTable t = new NvidiaP2pPageTable(a, va, length, pages, slots, callback, cost);
         a.tables.add(t);
         return t;
     }
@@ -482,16 +394,16 @@ public final class NvidiaRm {
      *
      * @throws KernelException EINVAL for a persistent table or a second put, EBUSY while it is still DMA-mapped
      */
-    public void putPages(PageTable t) {
+    public void putPages(NvidiaP2pPageTable t) {
         put(t, false);
     }
 
     /** {@code nvidia_p2p_put_pages_persistent}: unpins a persistent table; its orphaned pages (freed meanwhile) are freed now. */
-    public void putPagesPersistent(PageTable t) {
+    public void putPagesPersistent(NvidiaP2pPageTable t) {
         put(t, true);
     }
 
-    private synchronized void put(PageTable t, boolean persistent) {
+    private synchronized void put(NvidiaP2pPageTable t, boolean persistent) {
         if (t.persistent() != persistent) {
             throw new KernelException(Errno.EINVAL, "nvidia_p2p_put_pages" + (persistent ? "_persistent" : "") + " of a "
                     + (t.persistent() ? "persistent" : "non-persistent") + " page table");
@@ -502,7 +414,7 @@ public final class NvidiaRm {
         if (t.put) {
             throw new KernelException(Errno.EINVAL, String.format("nvidia_p2p_put_pages: the page table of 0x%x was put already", t.va));
         }
-        for (DmaMapping m : t.mappings) {
+        for (NvidiaP2pDmaMapping m : t.mappings) {
             if (!m.unmapped) {
                 throw new KernelException(Errno.EBUSY, String.format("nvidia_p2p_put_pages: the page table of 0x%x is still DMA-mapped", t.va));
             }
@@ -515,7 +427,7 @@ public final class NvidiaRm {
      * {@code nvidia_p2p_dma_map_pages(peer, page_table, &mapping)}: the pinned pages' BAR1 slots
      * mapped into the peer device's IOMMU domain; one bus address per 64 KiB page.
      */
-    public synchronized DmaMapping dmaMapPages(DmaMapper peer, PageTable t) {
+    public synchronized NvidiaP2pDmaMapping dmaMapPages(DmaMapper peer, NvidiaP2pPageTable t) {
         if (t.put || t.unlinked) {
             throw new KernelException(Errno.EINVAL, String.format("nvidia_p2p_dma_map_pages: the page table of 0x%x is no longer pinned", t.va));
         }
@@ -542,13 +454,13 @@ public final class NvidiaRm {
             }
             throw e;
         }
-        DmaMapping m = new DmaMapping(t, peer, addrs, runs);
+        NvidiaP2pDmaMapping m = new NvidiaP2pDmaMapping(t, peer, addrs, runs);
         t.mappings.add(m);
         return m;
     }
 
     /** {@code nvidia_p2p_dma_unmap_pages}: a mapping the RM already tore down (after a free callback) returns quietly. */
-    public synchronized void dmaUnmapPages(DmaMapping m) {
+    public synchronized void dmaUnmapPages(NvidiaP2pDmaMapping m) {
         if (m.unmapped) {
             return;
         }
@@ -618,7 +530,7 @@ public final class NvidiaRm {
                 throw new KernelException(Errno.EINVAL, String.format(
                         "cuMemGetHandleForAddressRange(0x%x, %d): CUDA_ERROR_INVALID_VALUE (not aligned to the host page size)", dptr, size));
             }
-            Allocation a = containing(proc.pid(), dptr, size, "cuMemGetHandleForAddressRange");
+            NvAllocation a = containing(proc.pid(), dptr, size, "cuMemGetHandleForAddressRange");
             int first = (int) ((dptr - a.va) / P2P_PAGE_SIZE);
             int last = (int) ((dptr + size - 1 - a.va) / P2P_PAGE_SIZE);
             int[] pages = java.util.Arrays.copyOfRange(a.pages, first, last + 1);
@@ -658,7 +570,7 @@ public final class NvidiaRm {
         synchronized (this) {
             files.remove(pid);
             uvaCursor.remove(pid);
-            TreeMap<Long, Allocation> m = allocations.get(pid);
+            TreeMap<Long, NvAllocation> m = allocations.get(pid);
             vas = m == null ? List.of() : new ArrayList<>(m.keySet());
         }
         for (long va : vas) {
@@ -718,13 +630,13 @@ public final class NvidiaRm {
         int tables = 0;
         List<String> pinned = new ArrayList<>();
         BitSet orphans = mem.usedPages(); // pages in use that no live allocation holds: kept by persistent pins
-        for (TreeMap<Long, Allocation> m : allocations.values()) {
-            for (Allocation a : m.values()) {
+        for (TreeMap<Long, NvAllocation> m : allocations.values()) {
+            for (NvAllocation a : m.values()) {
                 allocs++;
                 for (int p : a.pages) {
                     orphans.clear(p);
                 }
-                for (PageTable t : a.tables) {
+                for (NvidiaP2pPageTable t : a.tables) {
                     tables++;
                     pinned.add(String.format("pid %d 0x%x-0x%x %s%s", a.pid, t.va, t.va + t.length, t.persistent() ? "persistent" : "callback",
                             t.mappings.isEmpty() ? "" : ", DMA-mapped for " + t.mappings.size() + " peer(s)"));

@@ -6,7 +6,7 @@
  * nvidia-peermem builds on.
  */
 @Export
-@Version("0.2.0")
+@Version("0.3.0")
 package org.peerdirect.gpu.nvidia;
 
 import org.osgi.annotation.bundle.Export;

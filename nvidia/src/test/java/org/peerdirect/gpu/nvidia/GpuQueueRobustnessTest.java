@@ -63,7 +63,7 @@ class GpuQueueRobustnessTest {
         byte[] in = new byte[size - 100];
         rnd.nextBytes(in);
         rm.cuMemcpyHtoD(proc, d + 100, in, 0, in.length);
-        NvidiaRm.PageTable t = rm.getPagesPersistent(proc.pid(), d, size);
+        NvidiaP2pPageTable t = rm.getPagesPersistent(proc.pid(), d, size);
         rm.cuMemcpyDtoD(proc, d, d + 100, 4096);
         byte[] out = new byte[in.length];
         rm.cuMemcpyDtoH(proc, out, 0, d + 100, out.length);
@@ -132,7 +132,7 @@ class GpuQueueRobustnessTest {
         assertEquals(GpuRegs.ERR_BAD_QUEUE_ADDRESS, fn.read32(GpuRegs.BAR0, GpuRegs.ERR_CODE));
         assertEquals(0, fn.read32(GpuRegs.BAR0, GpuRegs.STATUS));
         assertThrows(KernelException.class, () -> rm.cuMemcpyDtoH(proc, out, 0, d, 4096));
-        NvidiaRm.PageTable t = rm.getPagesPersistent(proc.pid(), d, 128 << 10);
+        NvidiaP2pPageTable t = rm.getPagesPersistent(proc.pid(), d, 128 << 10);
         assertEquals(2, rm.usedSlots());
         rm.putPagesPersistent(t);
         rm.cuMemFree(proc, d);
