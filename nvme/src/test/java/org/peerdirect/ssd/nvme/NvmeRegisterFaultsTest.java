@@ -68,6 +68,8 @@ class NvmeRegisterFaultsTest {
     @AfterEach
     void audit() {
         assertEquals(List.of(), pmr.shutdown(), "a clean shutdown");
+        assertEquals(0, pmr.info().dmaPages(), "the driver's admin queue freed");
+        assertEquals(1, fn.dma().mappedPages(), "only the test's page is left mapped");
         fn.dma().dmaUnmap(pageIova, 1);
         mm.freePages(pagePfn, 0);
         fn.remove();
@@ -79,6 +81,17 @@ class NvmeRegisterFaultsTest {
         assertEquals(mm.totalFrames(), mm.freeFrames(), "every frame free");
         assertEquals(List.of(), bus.warnings(), "no BAR handler failed");
         mm.close();
+    }
+
+    @Test
+    void theAdminQueueIsTwoCoherentPagesAtTheAddressesTheControllerWasGiven() {
+        assertEquals(2, pmr.info().dmaPages(), "the SQ and the CQ, a page each");
+        assertEquals(3, fn.dma().mappedPages(), "the driver's two pages and the test's one");
+        long asq = fn.read64(0, NVME_REG_ASQ);
+        long acq = fn.read64(0, NVME_REG_ACQ);
+        assertTrue(asq != 0 && acq != 0 && asq != acq && asq != pageIova && acq != pageIova, "two pages of the driver's own");
+        identify();
+        assertEquals(3, fn.dma().mappedPages(), "Identify's buffer is the caller's: nothing mapped per command");
     }
 
     @Test
