@@ -13,8 +13,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 import org.peerdirect.gpu.ifc.GpuRpc;
-import org.peerdirect.kernel.dma.DmaDirection;
-import org.peerdirect.kernel.dma.DmaMapper;
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
@@ -23,7 +22,8 @@ import org.peerdirect.kernel.pci.PciFunction;
 /**
  * The driver's side of the GPU's command and message queues ({@code message_queue_cpu.c} of
  * open-gpu-kernel-modules; nouveau's {@code r535_gsp_cmdq_push}/{@code r535_gsp_msgq_recv}): two
- * backing stores in kernel pages mapped for the GPU's DMA, the model's BAR0 block told where they
+ * backing stores in coherent DMA memory ({@link DmaCoherentPages}; nouveau's {@code nvkm_gsp_mem_ctor}
+ * is a {@code dma_alloc_coherent} too), the model's BAR0 block told where they
  * are ({@link org.peerdirect.gpu.ifc.GpuRegs}), RPCs written as elements with a checksum, the
  * doorbell, and the answers read back in order, woken by MSI-X. Plus the staging buffer the copy
  * engine reaches host memory through (CUDA copies pageable memory through a pinned staging buffer
@@ -68,14 +68,11 @@ final class GspMsgQueue {
 
     private final String name;
     private final PciFunction fn;
-    private final Mm mm;
-    private final DmaMapper dma;
-    private final long cmdPfn;
-    private final long msgPfn;
-    private final long stagingPfn;
-    private final long cmdIova;
-    private final long msgIova;
-    private final long stagingIova;
+    /** The queues' and the staging buffer's memory, and only theirs: {@link #release} frees it all. */
+    private final DmaCoherentPages coherent;
+    private final DmaCoherentPages.Page cmd;
+    private final DmaCoherentPages.Page msg;
+    private final DmaCoherentPages.Page stagingBuf;
     private final MemorySegment cmdStore;
     private final MemorySegment msgStore;
     /** The kernel's view of the staging buffer. */
@@ -100,43 +97,23 @@ final class GspMsgQueue {
     GspMsgQueue(String name, Mm mm, PciFunction fn) {
         this.name = name;
         this.fn = fn;
-        this.mm = mm;
-        this.dma = fn.dma();
         int rev = fn.read32(BAR0, IF_REV);
         if (rev != IF_REV_1) {
             throw new KernelException(Errno.ENODEV, String.format("%s (%s): queue interface revision %d, this driver speaks %d", name, fn.bdf(), rev,
                     IF_REV_1));
         }
-        long[] pfns = new long[3];
-        long[] iovas = new long[3];
-        int done = 0;
+        this.coherent = new DmaCoherentPages(mm, fn.dma());
         try {
-            int[] orders = {STORE_ORDER, STORE_ORDER, STAGING_ORDER};
-            for (; done < 3; done++) {
-                pfns[done] = mm.allocPages(orders[done]);
-                try {
-                    iovas[done] = dma.dmaMapSg(run(pfns[done], 1 << orders[done]), DmaDirection.BIDIRECTIONAL);
-                } catch (RuntimeException e) {
-                    mm.freePages(pfns[done], orders[done]);
-                    throw e;
-                }
-            }
+            cmd = coherent.alloc(STORE_ORDER);
+            msg = coherent.alloc(STORE_ORDER);
+            stagingBuf = coherent.alloc(STAGING_ORDER);
         } catch (RuntimeException e) {
-            for (int i = 0; i < done; i++) {
-                dma.dmaUnmap(iovas[i], 1 << (i < 2 ? STORE_ORDER : STAGING_ORDER));
-                mm.freePages(pfns[i], i < 2 ? STORE_ORDER : STAGING_ORDER);
-            }
+            coherent.freeAll();
             throw e;
         }
-        cmdPfn = pfns[0];
-        msgPfn = pfns[1];
-        stagingPfn = pfns[2];
-        cmdIova = iovas[0];
-        msgIova = iovas[1];
-        stagingIova = iovas[2];
-        cmdStore = mm.pageAddress(cmdPfn, STORE_ORDER);
-        msgStore = mm.pageAddress(msgPfn, STORE_ORDER);
-        staging = mm.pageAddress(stagingPfn, STAGING_ORDER);
+        cmdStore = cmd.mem();
+        msgStore = msg.mem();
+        staging = stagingBuf.mem();
         try {
             fn.requestIrq(MSIX_MSGQ, v -> wake());
         } catch (RuntimeException e) { // the vector is someone else's: leave it to them
@@ -158,19 +135,11 @@ final class GspMsgQueue {
         }
     }
 
-    private static long[] run(long pfn, int n) {
-        long[] r = new long[n];
-        for (int i = 0; i < n; i++) {
-            r[i] = pfn + i;
-        }
-        return r;
-    }
-
     /** Pages of the driver's own mapped for the GPU's DMA: both queue stores and the staging buffer; 0 once closed. */
     int dmaPages() {
         lock.lock();
         try {
-            return closed ? 0 : 2 << STORE_ORDER | 1 << STAGING_ORDER;
+            return closed ? 0 : coherent.live();
         } finally {
             lock.unlock();
         }
@@ -178,7 +147,7 @@ final class GspMsgQueue {
 
     /** The bus address of the staging buffer's byte {@code off}. */
     long stagingAddress(int off) {
-        return stagingIova + off;
+        return stagingBuf.iova() + off;
     }
 
     /** The MSI-X handler: answers arrived. */
@@ -210,10 +179,10 @@ final class GspMsgQueue {
         cmdWrite = 0;
         msgRead = 0;
         fn.write32(BAR0, CTRL, CTRL_RESET);
-        fn.write32(BAR0, CMDQ_BASE_LO, (int) cmdIova);
-        fn.write32(BAR0, CMDQ_BASE_HI, (int) (cmdIova >>> 32));
-        fn.write32(BAR0, MSGQ_BASE_LO, (int) msgIova);
-        fn.write32(BAR0, MSGQ_BASE_HI, (int) (msgIova >>> 32));
+        fn.write32(BAR0, CMDQ_BASE_LO, (int) cmd.iova());
+        fn.write32(BAR0, CMDQ_BASE_HI, (int) (cmd.iova() >>> 32));
+        fn.write32(BAR0, MSGQ_BASE_LO, (int) msg.iova());
+        fn.write32(BAR0, MSGQ_BASE_HI, (int) (msg.iova() >>> 32));
         fn.write32(BAR0, CTRL, CTRL_ENABLE);
         int status = fn.read32(BAR0, STATUS);
         if (status == -1 || !fn.present()) {
@@ -365,11 +334,6 @@ final class GspMsgQueue {
 
     /** Unmaps and frees the queues and the staging buffer (the GPU no longer uses them). */
     private void release() {
-        dma.dmaUnmap(cmdIova, 1 << STORE_ORDER);
-        dma.dmaUnmap(msgIova, 1 << STORE_ORDER);
-        dma.dmaUnmap(stagingIova, 1 << STAGING_ORDER);
-        mm.freePages(cmdPfn, STORE_ORDER);
-        mm.freePages(msgPfn, STORE_ORDER);
-        mm.freePages(stagingPfn, STAGING_ORDER);
+        coherent.freeAll();
     }
 }

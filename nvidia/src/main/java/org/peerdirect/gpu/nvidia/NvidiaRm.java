@@ -9,7 +9,6 @@ import java.util.TreeMap;
 
 import org.peerdirect.gpu.ifc.GpuRegs;
 import org.peerdirect.gpu.ifc.GpuRpc;
-import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.DeviceFile;
@@ -27,7 +26,7 @@ import org.peerdirect.kernel.pci.PciFunction;
  * {@code nvidia_p2p_put_pages[_persistent]}, {@code nvidia_p2p_dma_map_pages},
  * {@code nvidia_p2p_dma_unmap_pages}).
  *
- * <h2>Peer-to-peer pinning</h2>
+ * <h2>Peer-to-peer pinning ({@link NvP2p}, {@code nv-p2p.c})</h2>
  * {@code get_pages} maps the range's 64 KiB pages into free BAR1 slots (the aperture is limited:
  * a pin that does not fit fails with ENOMEM and changes nothing) and references the pages;
  * {@code dma_map_pages} maps those BAR1 slots into the peer device's IOMMU domain
@@ -95,8 +94,8 @@ public final class NvidiaRm {
     private final Map<Integer, TreeMap<Long, NvAllocation>> allocations = new HashMap<>();
     private final Map<Integer, DeviceFile> files = new HashMap<>();
     private final Map<Integer, Long> uvaCursor = new HashMap<>();
-    private long modelledPinNanos;
-    private long pins;
+    /** nv-p2p.c's part: pins, their DMA mappings and puts. */
+    private final NvP2p p2p;
     private long freeCallbacks;
 
     public NvidiaRm(Mm mm, PciFunction fn, int index) {
@@ -107,6 +106,7 @@ public final class NvidiaRm {
         this.index = index;
         this.mem = new GpuMemory(this, name, gpu);
         this.dmabufs = new NvDmaBuf(this, name, fn, mem);
+        this.p2p = new NvP2p(this, fn, mem, gpu);
     }
 
     public int index() {
@@ -219,7 +219,7 @@ public final class NvidiaRm {
             freeCallbacks += callbacks.size();
             for (NvidiaP2pPageTable t : callbacks) {
                 if (!t.put && !t.unlinked) {
-                    tearDown(t);
+                    p2p.tearDown(t);
                     t.unlinked = true;
                 }
             }
@@ -234,26 +234,6 @@ public final class NvidiaRm {
             }
             mem.unref(a.pages); // a page a persistent pin holds stays, an orphan, until its put_pages
         }
-    }
-
-    /** Unmaps a page table's DMA mappings and BAR1 slots and drops its page references. */
-    private void tearDown(NvidiaP2pPageTable t) {
-        assert Thread.holdsLock(this);
-        for (NvidiaP2pDmaMapping m : t.mappings) {
-            if (!m.unmapped) {
-                unmapRuns(m);
-            }
-        }
-        mem.unmapSlots(t.slots);
-        t.alloc.tables.remove(t);
-        mem.unref(t.pages);
-    }
-
-    private static void unmapRuns(NvidiaP2pDmaMapping m) {
-        for (long[] r : m.runs) {
-            m.peer.dmaUnmap(r[0], (int) r[1]);
-        }
-        m.unmapped = true;
     }
 
     /** {@code cuMemcpyHtoD}: host bytes into device memory at {@code dst} of the process. */
@@ -331,7 +311,7 @@ public final class NvidiaRm {
     }
 
     /** The live allocation holding all of [va, va+len), else EINVAL naming the range. */
-    private NvAllocation containing(int pid, long va, long len, String what) {
+    NvAllocation containing(int pid, long va, long len, String what) {
         assert Thread.holdsLock(this);
         TreeMap<Long, NvAllocation> m = allocations.get(pid);
         Map.Entry<Long, NvAllocation> e = m == null ? null : m.floorEntry(va);
@@ -343,7 +323,7 @@ public final class NvidiaRm {
         return a;
     }
 
-    // ------------------------------------------------------------------ nv-p2p.h
+    // ------------------------------------------------------------------ nv-p2p.h ({@link NvP2p}, nv-p2p.c)
 
     /**
      * {@code nvidia_p2p_get_pages(0, 0, va, length, &page_table, free_callback, data)}.
@@ -356,36 +336,12 @@ public final class NvidiaRm {
         if (callback == null) {
             throw new KernelException(Errno.EINVAL, "nvidia_p2p_get_pages: a free callback is required (use the persistent API without one)");
         }
-        return pin(pid, va, length, callback);
+        return p2p.pin(pid, va, length, callback);
     }
 
     /** {@code nvidia_p2p_get_pages_persistent(va, length, &page_table, 0)}: no callback, kept until put. */
     public NvidiaP2pPageTable getPagesPersistent(int pid, long va, long length) {
-        return pin(pid, va, length, null);
-    }
-
-    private synchronized NvidiaP2pPageTable pin(int pid, long va, long length, NvidiaP2pFreeCallback callback) {
-        if ((va & (P2P_PAGE_SIZE - 1)) != 0 || (length & (P2P_PAGE_SIZE - 1)) != 0 || length <= 0) {
-            throw new KernelException(Errno.EINVAL, String.format("nvidia_p2p_get_pages: address 0x%x or length 0x%x are not aligned to 64 KiB", va, length));
-        }
-        NvAllocation a = containing(pid, va, length, "nvidia_p2p_get_pages");
-        int n = (int) (length / P2P_PAGE_SIZE);
-        int freeSlots = mem.freeSlots();
-        if (n > freeSlots) {
-            throw new KernelException(Errno.ENOMEM, String.format(
-                    "nvidia_p2p_get_pages: %d KiB do not fit in the BAR1 aperture of %s (%d of %d slots of 64 KiB free)",
-                    length >> 10, name(), freeSlots, gpu.bar1Slots));
-        }
-        int first = (int) ((va - a.va) / P2P_PAGE_SIZE);
-        int[] pages = java.util.Arrays.copyOfRange(a.pages, first, first + n);
-        int[] slots = mem.mapSlots(pages);
-        mem.ref(pages);
-        long cost = PIN_BASE_NS + n * PIN_PAGE_NS;
-        modelledPinNanos += cost;
-        pins++;
-        NvidiaP2pPageTable t = new NvidiaP2pPageTable(a, va, length, pages, slots, callback, cost);
-        a.tables.add(t);
-        return t;
+        return p2p.pin(pid, va, length, null);
     }
 
     /**
@@ -395,77 +351,25 @@ public final class NvidiaRm {
      * @throws KernelException EINVAL for a persistent table or a second put, EBUSY while it is still DMA-mapped
      */
     public void putPages(NvidiaP2pPageTable t) {
-        put(t, false);
+        p2p.put(t, false);
     }
 
     /** {@code nvidia_p2p_put_pages_persistent}: unpins a persistent table; its orphaned pages (freed meanwhile) are freed now. */
     public void putPagesPersistent(NvidiaP2pPageTable t) {
-        put(t, true);
-    }
-
-    private synchronized void put(NvidiaP2pPageTable t, boolean persistent) {
-        if (t.persistent() != persistent) {
-            throw new KernelException(Errno.EINVAL, "nvidia_p2p_put_pages" + (persistent ? "_persistent" : "") + " of a "
-                    + (t.persistent() ? "persistent" : "non-persistent") + " page table");
-        }
-        if (t.unlinked) {
-            return;
-        }
-        if (t.put) {
-            throw new KernelException(Errno.EINVAL, String.format("nvidia_p2p_put_pages: the page table of 0x%x was put already", t.va));
-        }
-        for (NvidiaP2pDmaMapping m : t.mappings) {
-            if (!m.unmapped) {
-                throw new KernelException(Errno.EBUSY, String.format("nvidia_p2p_put_pages: the page table of 0x%x is still DMA-mapped", t.va));
-            }
-        }
-        tearDown(t);
-        t.put = true;
+        p2p.put(t, true);
     }
 
     /**
      * {@code nvidia_p2p_dma_map_pages(peer, page_table, &mapping)}: the pinned pages' BAR1 slots
      * mapped into the peer device's IOMMU domain; one bus address per 64 KiB page.
      */
-    public synchronized NvidiaP2pDmaMapping dmaMapPages(DmaMapper peer, NvidiaP2pPageTable t) {
-        if (t.put || t.unlinked) {
-            throw new KernelException(Errno.EINVAL, String.format("nvidia_p2p_dma_map_pages: the page table of 0x%x is no longer pinned", t.va));
-        }
-        long[] addrs = new long[t.slots.length];
-        List<long[]> runs = new ArrayList<>();
-        try {
-            int i = 0;
-            while (i < t.slots.length) {
-                int j = i + 1;
-                while (j < t.slots.length && t.slots[j] == t.slots[j - 1] + 1) {
-                    j++;
-                }
-                long bytes = (j - i) * P2P_PAGE_SIZE;
-                long iova = peer.dmaMapResource(fn.resource(GpuRegs.BAR1), t.slots[i] * P2P_PAGE_SIZE, bytes, DmaDirection.BIDIRECTIONAL);
-                runs.add(new long[] {iova, bytes / 4096});
-                for (int k = i; k < j; k++) {
-                    addrs[k] = iova + (k - i) * P2P_PAGE_SIZE;
-                }
-                i = j;
-            }
-        } catch (RuntimeException e) {
-            for (long[] r : runs) {
-                peer.dmaUnmap(r[0], (int) r[1]);
-            }
-            throw e;
-        }
-        NvidiaP2pDmaMapping m = new NvidiaP2pDmaMapping(t, peer, addrs, runs);
-        t.mappings.add(m);
-        return m;
+    public NvidiaP2pDmaMapping dmaMapPages(DmaMapper peer, NvidiaP2pPageTable t) {
+        return p2p.dmaMapPages(peer, t);
     }
 
     /** {@code nvidia_p2p_dma_unmap_pages}: a mapping the RM already tore down (after a free callback) returns quietly. */
-    public synchronized void dmaUnmapPages(NvidiaP2pDmaMapping m) {
-        if (m.unmapped) {
-            return;
-        }
-        unmapRuns(m);
-        m.table.mappings.remove(m);
+    public void dmaUnmapPages(NvidiaP2pDmaMapping m) {
+        p2p.dmaUnmapPages(m);
     }
 
     /**
@@ -645,7 +549,7 @@ public final class NvidiaRm {
         }
         return new Smi(name(), fn.bdf(), (long) gpu.vramPages * P2P_PAGE_SIZE, (long) mem.usedPageCount() * P2P_PAGE_SIZE,
                 (long) gpu.bar1Slots * P2P_PAGE_SIZE, (long) mem.usedSlotCount() * P2P_PAGE_SIZE, committed(), allocs, tables,
-                pins, modelledPinNanos, freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned, dmabufs.count(),
+                p2p.pins(), p2p.modelledPinNanos(), freeCallbacks, orphans.cardinality() * P2P_PAGE_SIZE, pinned, dmabufs.count(),
                 dmabufs.mappings(), gpu.dmaPages());
     }
 
@@ -657,7 +561,7 @@ public final class NvidiaRm {
 
     /** Modelled time spent pinning BAR1 pages so far (never slept). */
     public synchronized long modelledPinNanos() {
-        return modelledPinNanos;
+        return p2p.modelledPinNanos();
     }
 
     public synchronized int usedPages() {

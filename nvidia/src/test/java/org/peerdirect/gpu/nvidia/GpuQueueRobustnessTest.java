@@ -138,4 +138,20 @@ class GpuQueueRobustnessTest {
         rm.cuMemFree(proc, d);
         assertEquals(0, rm.usedPages());
     }
+
+    @Test
+    void theQueuesAndTheStagingBufferAreTheDriversOnlyDmaMemoryAndGoWithIt() {
+        // two stores of two pages (header page + 16 elements of 256 bytes) and the 64 KiB staging buffer, as dma_alloc_coherent blocks
+        int expected = 2 * 2 + 16;
+        assertEquals(expected, rm.smi().dmaPages(), "what the driver holds mapped");
+        assertEquals(expected, fn.dma().mappedPages(), "and all the GPU's domain maps: nothing else, nothing twice");
+        long cmdq = (fn.read32(GpuRegs.BAR0, GpuRegs.CMDQ_BASE_HI) & 0xffff_ffffL) << 32 | fn.read32(GpuRegs.BAR0, GpuRegs.CMDQ_BASE_LO) & 0xffff_ffffL;
+        long msgq = (fn.read32(GpuRegs.BAR0, GpuRegs.MSGQ_BASE_HI) & 0xffff_ffffL) << 32 | fn.read32(GpuRegs.BAR0, GpuRegs.MSGQ_BASE_LO) & 0xffff_ffffL;
+        assertTrue(cmdq != 0 && msgq != 0 && cmdq != msgq && (cmdq & 0xfff) == 0 && (msgq & 0xfff) == 0, "page-aligned bus addresses of two stores");
+        work(new SplittableRandom(5)); // copies go through the staging buffer: no mapping of their own
+        assertEquals(expected, fn.dma().mappedPages(), "nothing mapped per copy");
+        assertEquals(List.of(), rm.shutdown());
+        assertEquals(0, rm.smi().dmaPages());
+        assertEquals(0, fn.dma().mappedPages(), "unmapped when the driver let go");
+    }
 }

@@ -21,6 +21,7 @@ import java.util.function.Consumer;
 
 import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.dma.DmaMapper;
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.mm.Mm;
@@ -119,7 +120,7 @@ public final class NvmeDev {
         this.dma = fn.dma();
         lock.lock();
         try {
-            this.adminq = new NvmeQueue(lock, mm, fn, dma, 0, NVME_AQ_DEPTH, capStride(cap));
+            this.adminq = new NvmeQueue(lock, new DmaCoherentPages(mm, dma), fn, 0, NVME_AQ_DEPTH, capStride(cap));
         } finally {
             lock.unlock();
         }

@@ -15,17 +15,16 @@ import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
-import org.peerdirect.kernel.dma.DmaDirection;
-import org.peerdirect.kernel.dma.DmaMapper;
-import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
 import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.ssd.regs.NvmeRegs;
 
 /**
  * One queue pair in host memory ({@code struct nvme_queue} of {@code drivers/nvme/host/pci.c}):
- * the submission queue and the completion queue each in a DMA-coherent page the driver allocated
- * and mapped through the function's IOMMU domain, the SQ tail and CQ head the driver writes to the
- * doorbells, and the phase tag that tells a new completion from an old one.
+ * the submission queue and the completion queue each in a DMA-coherent page
+ * ({@code dma_alloc_coherent}, {@link DmaCoherentPages}: mapped through the function's IOMMU
+ * domain), the SQ tail and CQ head the driver writes to the doorbells, and the phase tag that
+ * tells a new completion from an old one.
  *
  * <p>Lock: every method but {@link #free} runs under the owner's admin lock ({@link NvmeDev}),
  * asserted; {@link #free} too, and the queue is never touched after it.
@@ -40,14 +39,13 @@ final class NvmeQueue {
 
     private final ReentrantLock lock;
     private final PciFunction fn;
-    private final Mm mm;
-    private final DmaMapper dma;
+    private final DmaCoherentPages coherent;
     final int qid;
     final int depth;
     private final long sqDb;
     private final long cqDb;
-    private final long sqPfn;
-    private final long cqPfn;
+    private final DmaCoherentPages.Page sq;
+    private final DmaCoherentPages.Page cq;
     /** The bus addresses the controller is given (ASQ, ACQ). */
     final long sqDmaAddr;
     final long cqDmaAddr;
@@ -60,44 +58,29 @@ final class NvmeQueue {
     private boolean cqPhase;
     private boolean freed;
 
-    /** {@code nvme_alloc_queue}: both rings in one page each, mapped for the device. */
-    NvmeQueue(ReentrantLock lock, Mm mm, PciFunction fn, DmaMapper dma, int qid, int depth, int dstrd) {
+    /** {@code nvme_alloc_queue}: both rings in one coherent page each ({@code dma_alloc_coherent}, as pci.c). */
+    NvmeQueue(ReentrantLock lock, DmaCoherentPages coherent, PciFunction fn, int qid, int depth, int dstrd) {
         if (depth < 2 || depth * SQE_SIZE > 4096) {
             throw new IllegalArgumentException("queue depth " + depth + ": 2 to 64 entries (one page of commands)");
         }
         this.lock = lock;
         this.fn = fn;
-        this.mm = mm;
-        this.dma = dma;
+        this.coherent = coherent;
         this.qid = qid;
         this.depth = depth;
         this.sqDb = NvmeRegs.doorbell(qid, false, dstrd);
         this.cqDb = NvmeRegs.doorbell(qid, true, dstrd);
-        long sq = -1;
-        long sqAddr = -1;
-        long cq = -1;
+        this.sq = coherent.alloc();
         try {
-            sq = mm.allocPages(0);
-            sqAddr = dma.dmaMapPage(sq, DmaDirection.TO_DEVICE);
-            cq = mm.allocPages(0);
-            this.cqDmaAddr = dma.dmaMapPage(cq, DmaDirection.FROM_DEVICE);
+            this.cq = coherent.alloc();
         } catch (RuntimeException e) {
-            if (sqAddr != -1) {
-                dma.dmaUnmap(sqAddr, 1);
-            }
-            if (sq != -1) {
-                mm.freePages(sq, 0);
-            }
-            if (cq != -1) {
-                mm.freePages(cq, 0);
-            }
+            coherent.free(sq);
             throw e;
         }
-        this.sqPfn = sq;
-        this.cqPfn = cq;
-        this.sqDmaAddr = sqAddr;
-        this.sqCmds = mm.pageAddress(sq, 0);
-        this.cqes = mm.pageAddress(cq, 0);
+        this.sqDmaAddr = sq.iova();
+        this.cqDmaAddr = cq.iova();
+        this.sqCmds = sq.mem();
+        this.cqes = cq.mem();
     }
 
     /** {@code nvme_init_queue}: empty rings, phase 1, before the controller is told of them. */
@@ -159,7 +142,7 @@ final class NvmeQueue {
     /** DMA pages this queue holds mapped: its two rings until freed. */
     int dmaPages() {
         assert lock.isHeldByCurrentThread();
-        return freed ? 0 : 2;
+        return freed ? 0 : sq.pages() + cq.pages();
     }
 
     /** {@code nvme_free_queue}: the rings unmapped and freed; only once the controller forgot them (disabled or gone). */
@@ -170,11 +153,9 @@ final class NvmeQueue {
         }
         freed = true;
         try {
-            dma.dmaUnmap(sqDmaAddr, 1);
-            dma.dmaUnmap(cqDmaAddr, 1);
+            coherent.free(sq);
         } finally {
-            mm.freePages(sqPfn, 0);
-            mm.freePages(cqPfn, 0);
+            coherent.free(cq);
         }
     }
 }

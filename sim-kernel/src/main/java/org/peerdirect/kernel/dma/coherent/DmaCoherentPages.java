@@ -9,11 +9,15 @@ import org.peerdirect.kernel.dma.DmaMapper;
 import org.peerdirect.kernel.mm.Mm;
 
 /**
- * A driver's DMA-coherent 4 KiB pages ({@code dma_alloc_coherent} of one page, managed as
- * {@code dmam_alloc_coherent}'s are): a kernel page mapped through the function's IOMMU domain.
- * Command queues, mailboxes, EQ rings, firmware pages, the firmware area and ICM come from here;
- * {@link #freeAll} gives back whatever is left when the driver goes, so the audit finds nothing
- * mapped. One class for every driver (mlx4 and mlx5 each kept a copy before).
+ * A driver's DMA-coherent memory ({@code dma_alloc_coherent}, managed as
+ * {@code dmam_alloc_coherent}'s is): a zeroed block of physically contiguous kernel pages (one
+ * 4 KiB page, or {@code 2^order} of them) mapped through the function's IOMMU domain as one
+ * contiguous bus-address range, read and written by the device and the CPU alike
+ * (bidirectional). Command queues, mailboxes, EQ rings, firmware pages, the firmware area and ICM
+ * of mlx4 and mlx5, NVMe's submission and completion queues, the GPU's message queues and staging
+ * buffer come from here; {@link #freeAll} gives back whatever is left when the driver goes, so
+ * the audit finds nothing mapped. One class for every driver (mlx4 and mlx5 each kept a copy
+ * before; nvme and nvidia mapped their own).
  *
  * @see "dma_alloc_coherent() in kernel/dma/mapping.c, dmam_alloc_coherent()"
  *
@@ -21,8 +25,21 @@ import org.peerdirect.kernel.mm.Mm;
  */
 public final class DmaCoherentPages {
 
-    /** One mapped page: its frame, its bus address and the kernel's view of its bytes. */
+    /**
+     * One mapped block: its first frame, its bus address and the kernel's view of its bytes
+     * ({@code 4 KiB << order} of them).
+     */
     public record Page(long pfn, long iova, MemorySegment mem) {
+
+        /** The 4 KiB pages of the block. */
+        public int pages() {
+            return (int) (mem.byteSize() >>> 12);
+        }
+
+        /** The block's order ({@code 2^order} pages). */
+        int order() {
+            return Integer.numberOfTrailingZeros(pages());
+        }
     }
 
     private final Mm mm;
@@ -50,19 +67,43 @@ public final class DmaCoherentPages {
 
     /** A zeroed page mapped for the device. */
     public Page alloc() {
-        long pfn = mm.allocPages(0);
+        return alloc(0);
+    }
+
+    /**
+     * A zeroed block of {@code 2^order} physically contiguous pages mapped for the device as one
+     * contiguous bus-address range ({@code dma_alloc_coherent} of {@code 4 KiB << order} bytes:
+     * the kernel allocates coherent memory by order too). Nothing stays allocated or mapped when
+     * it fails.
+     *
+     * @throws IllegalArgumentException for an order outside 0..10 (4 KiB to 4 MiB, the buddy allocator's {@code MAX_ORDER})
+     * @since 0.2
+     */
+    public Page alloc(int order) {
+        if (order < 0 || order > 10) {
+            throw new IllegalArgumentException("dma_alloc_coherent of order " + order + ": 0 to 10 (4 KiB to 4 MiB)");
+        }
+        long pfn = mm.allocPages(order);
         long iova;
         try {
-            iova = dma.dmaMapPage(pfn, DmaDirection.BIDIRECTIONAL);
+            iova = order == 0 ? dma.dmaMapPage(pfn, DmaDirection.BIDIRECTIONAL) : dma.dmaMapSg(frames(pfn, 1 << order), DmaDirection.BIDIRECTIONAL);
         } catch (RuntimeException e) {
-            mm.freePages(pfn, 0);
+            mm.freePages(pfn, order);
             throw e;
         }
-        MemorySegment mem = mm.pageAddress(pfn, 0);
+        MemorySegment mem = mm.pageAddress(pfn, order);
         mem.fill((byte) 0);
         Page p = new Page(pfn, iova, mem);
         live.add(p);
         return p;
+    }
+
+    private static long[] frames(long pfn, int n) {
+        long[] r = new long[n];
+        for (int i = 0; i < n; i++) {
+            r[i] = pfn + i;
+        }
+        return r;
     }
 
     /** Unmaps (if still mapped) and frees the page. */
@@ -72,13 +113,13 @@ public final class DmaCoherentPages {
         }
         if (live.remove(p)) {
             try {
-                dma.dmaUnmap(p.iova(), 1);
+                dma.dmaUnmap(p.iova(), p.pages());
             } finally {
                 held.remove(p);
-                mm.freePages(p.pfn(), 0);
+                mm.freePages(p.pfn(), p.order());
             }
         } else if (held.remove(p)) {
-            mm.freePages(p.pfn(), 0); // freeAll unmapped it
+            mm.freePages(p.pfn(), p.order()); // freeAll unmapped it
         }
     }
 
@@ -87,7 +128,7 @@ public final class DmaCoherentPages {
         for (Page p : live.toArray(Page[]::new)) {
             if (held.contains(p)) {
                 if (live.remove(p)) {
-                    dma.dmaUnmap(p.iova(), 1);
+                    dma.dmaUnmap(p.iova(), p.pages());
                 }
             } else {
                 free(p);
@@ -95,8 +136,8 @@ public final class DmaCoherentPages {
         }
     }
 
-    /** Pages mapped now. */
+    /** 4 KiB pages mapped now (a block of order n counts 2^n). */
     public int live() {
-        return live.size();
+        return live.stream().mapToInt(Page::pages).sum();
     }
 }

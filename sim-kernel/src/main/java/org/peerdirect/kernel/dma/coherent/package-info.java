@@ -4,7 +4,7 @@
  * {@code Mm}, 0.x), so apart from the released DMA API {@code org.peerdirect.kernel.dma}.
  */
 @Export
-@Version("0.1.0")
+@Version("0.2.0")
 package org.peerdirect.kernel.dma.coherent;
 
 import org.osgi.annotation.bundle.Export;
