@@ -29,6 +29,14 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
  * registrations are deregistered. When ib-core stops, live registrations are revoked instead
  * (see {@link PeerMemoryController#close}).
  *
+ * <p>A change of a client's {@value PeerMemoryClient#INVALIDATION_PROPERTY} property while it is
+ * registered (a component's {@code @Modified} taking a new configuration in place) changes its
+ * flavour the only way the kernel can: the client is unregistered (leaving brokering at once, the
+ * change waiting, as {@code rmmod} does, until its MRs are deregistered, logging them) and
+ * registered again, last in brokering order, with the new flavour. Keeping the old registration
+ * would be a silent wrong answer either way: a client turned invalidating would free memory under
+ * MRs of callers that cannot be invalidated; one turned non-invalidating would keep invalidating.
+ *
  * <p>Configuration ({@code org.peerdirect.ib.core.peermem}): {@code unregister.log.interval.ms}
  * (5000) and {@code close.grace.ms} (2000), both applied in place.
  */
@@ -56,7 +64,12 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry, Peer
 
     @Activate
     public PeerMemoryRegistryService(@Reference Sysfs sysfs, Config c) {
-        controller = new PeerMemoryController(sysfs, PeerMemoryController.platformMBeanServer());
+        this(new PeerMemoryController(sysfs, PeerMemoryController.platformMBeanServer()), c);
+    }
+
+    /** Over a given controller (tests: a private MBean server and a warning sink). */
+    PeerMemoryRegistryService(PeerMemoryController controller, Config c) {
+        this.controller = controller;
         controller.setUnregisterLogInterval(Duration.ofMillis(c.unregister_log_interval_ms()));
         grace = Duration.ofMillis(c.close_grace_ms());
     }
@@ -83,15 +96,49 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry, Peer
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
-            policyOption = ReferencePolicyOption.GREEDY, unbind = "removeClient")
+            policyOption = ReferencePolicyOption.GREEDY, unbind = "removeClient", updated = "updatedClient")
     void addClient(PeerMemoryClient client, Map<String, Object> props) {
-        boolean invalidation = Boolean.TRUE.equals(props.get(PeerMemoryClient.INVALIDATION_PROPERTY))
-                || "true".equals(props.get(PeerMemoryClient.INVALIDATION_PROPERTY));
         try {
-            whiteboard.put(client, controller.register(client, invalidation));
+            whiteboard.put(client, controller.register(client, invalidation(props)));
         } catch (RuntimeException e) {
             controller.warn("peer memory client service " + props.get("service.id") + " refused: " + e.getMessage());
         }
+    }
+
+    /**
+     * The client's service properties changed. Same flavour: nothing to do. Another flavour:
+     * unregister (blocking until its MRs are deregistered; the wait is logged with their names)
+     * and register again. A client refused at arrival is tried again with its new properties.
+     * The framework delivers one service's events in order; a departure during the wait finds
+     * the old registration draining and the re-registration is undone (see the end).
+     */
+    void updatedClient(PeerMemoryClient client, Map<String, Object> props) {
+        boolean invalidation = invalidation(props);
+        PeerMemoryRegistration old = whiteboard.get(client);
+        if (old == null) {
+            addClient(client, props);
+            return;
+        }
+        if (old.invalidationRequired() == invalidation) {
+            return;
+        }
+        controller.warn("peer memory client " + old.name() + ": " + PeerMemoryClient.INVALIDATION_PROPERTY + " changed to "
+                + invalidation + ": unregistering it (waiting for its MRs) and registering it again "
+                + (invalidation ? "with" : "without") + " invalidation");
+        old.unregister(); // blocks until the client's registrations are deregistered, as rmmod does
+        PeerMemoryRegistration now;
+        try {
+            now = controller.register(client, invalidation);
+        } catch (RuntimeException e) {
+            whiteboard.remove(client, old);
+            controller.warn("peer memory client service " + props.get("service.id") + " refused at its re-registration: " + e.getMessage());
+            return;
+        }
+        if (!whiteboard.replace(client, old, now)) {
+            now.unregister(); // the service left while we waited: nothing uses the fresh registration yet
+            return;
+        }
+        controller.warn("peer memory client " + now.name() + " registered again " + (invalidation ? "with" : "without") + " invalidation");
     }
 
     void removeClient(PeerMemoryClient client) {
@@ -99,6 +146,12 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry, Peer
         if (r != null) {
             r.unregister(); // blocks until the client's registrations are deregistered
         }
+    }
+
+    /** {@value PeerMemoryClient#INVALIDATION_PROPERTY}: {@code Boolean.TRUE} or the string "true"; absent is false. */
+    private static boolean invalidation(Map<String, Object> props) {
+        Object v = props.get(PeerMemoryClient.INVALIDATION_PROPERTY);
+        return Boolean.TRUE.equals(v) || "true".equals(v);
     }
 
     @Deactivate
