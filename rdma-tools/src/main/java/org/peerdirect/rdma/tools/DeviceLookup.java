@@ -100,7 +100,7 @@ final class DeviceLookup {
      * support are left to the verbs, whose errors name the device and the missing capability.
      */
     static Pair pair(ToolEnv env, Options o, Needs needs) {
-        IbvDevice client = one(env, o.string("-d"), o.tool());
+        IbvDevice client = env.devices().device(o.string("-d")); // null: the first
         List<IbvDevice> all = env.devices().devices();
         Caps cc = probe(env, client, needs.dmabuf());
         if ((cc.attr().deviceCapFlagsEx() & needs.capsEx()) != needs.capsEx()
@@ -114,7 +114,7 @@ final class DeviceLookup {
             IbvDevice server = env.devices().device(named);
             Caps sc = probe(env, server, false);
             if (sc.linkLayer() != cc.linkLayer()) {
-                throw new UsageException(String.format("%s: --server-dev %s has a %s port and %s an %s one: no path between them",
+                throw new UsageException(String.format("%s: --server-dev %s is on %s and %s on %s: no path between them",
                         o.tool(), named, linkLayer(sc.linkLayer()), client.name(), linkLayer(cc.linkLayer())));
             }
             return new Pair(client, server);

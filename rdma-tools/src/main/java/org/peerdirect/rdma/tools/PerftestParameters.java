@@ -119,9 +119,9 @@ final class PerftestParameters {
 
     /** Reads the values; usage errors naming the option and the value. */
     void parse() {
-        o.conflict("-s", "-a", "-a runs every size from 2 bytes to 8 MiB; give one of them");
         all = !atomic && o.flag("-a");
         size = atomic ? 8 : (int) o.number("-s", 1, MAX_SWEEP);
+        o.conflict("-s", "-a", "-a runs every size from 2 bytes to 8 MiB; give one of them"); // after -s's own check
         iters = (int) o.number("-n", 5, 100_000_000);
         qps = (int) o.number("-q", 1, latency ? 1 : 16);
         depth = latency ? LAT_QUEUE : (int) o.number("-t", 1, 8192);
@@ -132,10 +132,6 @@ final class PerftestParameters {
         }
         dmabuf = o.flag("--dmabuf");
         odp = o.flag("--odp");
-        if (odp && !o.string("--mem").equals("host")) {
-            throw new UsageException(o.tool() + ": --odp registers host memory on demand; --mem " + o.string("--mem")
-                    + " is device memory its client pins");
-        }
     }
 
     /** The largest message size of the run. */
