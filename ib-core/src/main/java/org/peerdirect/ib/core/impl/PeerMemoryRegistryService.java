@@ -1,8 +1,11 @@
 package org.peerdirect.ib.core.impl;
 
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
@@ -31,11 +34,16 @@ import org.peerdirect.peermem.PeerMemoryRegistry;
  *
  * <p>A change of a client's {@value PeerMemoryClient#INVALIDATION_PROPERTY} property while it is
  * registered (a component's {@code @Modified} taking a new configuration in place) changes its
- * flavour the only way the kernel can: the client is unregistered (leaving brokering at once, the
- * change waiting, as {@code rmmod} does, until its MRs are deregistered, logging them) and
- * registered again, last in brokering order, with the new flavour. Keeping the old registration
- * would be a silent wrong answer either way: a client turned invalidating would free memory under
- * MRs of callers that cannot be invalidated; one turned non-invalidating would keep invalidating.
+ * flavour the only way the kernel can: the client is unregistered (leaving brokering at once; on
+ * the registry's own thread the re-registration waits, as {@code rmmod} does, until its MRs are
+ * deregistered, logging them) and registered again, last in brokering order, with the new
+ * flavour. Keeping the old registration would be a silent wrong answer either way: a client
+ * turned invalidating would free memory under MRs of callers that cannot be invalidated; one
+ * turned non-invalidating would keep invalidating. (Refusing the change in place would leave
+ * every other whiteboard client, whose properties the registry does not control, with the gap.)
+ *
+ * <p>Lock rules: {@code whiteboardLock} guards the whiteboard maps and is never held while
+ * waiting for MRs; re-registrations run one at a time on the registry's thread.
  *
  * <p>Configuration ({@code org.peerdirect.ib.core.peermem}): {@code unregister.log.interval.ms}
  * (5000) and {@code close.grace.ms} (2000), both applied in place.
@@ -60,7 +68,15 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry, Peer
     private final PeerMemoryController controller;
     /** Changed in place by {@link #modified}. */
     private volatile Duration grace;
-    private final Map<PeerMemoryClient, PeerMemoryRegistration> whiteboard = new ConcurrentHashMap<>();
+    /** Guards {@link #whiteboard} and {@link #wanted}; never held while waiting for MRs. */
+    private final Object whiteboardLock = new Object();
+    /** Each whiteboard client's registration now (draining while a re-registration waits). */
+    private final Map<PeerMemoryClient, PeerMemoryRegistration> whiteboard = new HashMap<>();
+    /** The flavour each whiteboard client's service properties ask for now. */
+    private final Map<PeerMemoryClient, Boolean> wanted = new HashMap<>();
+    /** Re-registrations after a flavour change: one at a time, off the thread delivering the change. */
+    private final ExecutorService reRegistrations = Executors.newSingleThreadExecutor(
+            r -> Thread.ofPlatform().daemon().name("peer-memory-whiteboard").unstarted(r));
 
     @Activate
     public PeerMemoryRegistryService(@Reference Sysfs sysfs, Config c) {
@@ -98,51 +114,77 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry, Peer
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
             policyOption = ReferencePolicyOption.GREEDY, unbind = "removeClient", updated = "updatedClient")
     void addClient(PeerMemoryClient client, Map<String, Object> props) {
-        try {
-            whiteboard.put(client, controller.register(client, invalidation(props)));
-        } catch (RuntimeException e) {
-            controller.warn("peer memory client service " + props.get("service.id") + " refused: " + e.getMessage());
+        synchronized (whiteboardLock) {
+            wanted.put(client, invalidation(props));
+            try {
+                whiteboard.put(client, controller.register(client, invalidation(props)));
+            } catch (RuntimeException e) {
+                controller.warn("peer memory client service " + props.get("service.id") + " refused: " + e.getMessage());
+            }
         }
     }
 
     /**
-     * The client's service properties changed. Same flavour: nothing to do. Another flavour:
-     * unregister (blocking until its MRs are deregistered; the wait is logged with their names)
-     * and register again. A client refused at arrival is tried again with its new properties.
-     * The framework delivers one service's events in order; a departure during the wait finds
-     * the old registration draining and the re-registration is undone (see the end).
+     * The client's service properties changed. Same flavour: nothing to do. Another flavour: the
+     * client leaves brokering now (no new MR gets the old flavour) and {@link #reRegister} waits on
+     * the registry's thread for its MRs, then registers it again with the newest flavour asked
+     * for. Waiting here instead would hold the thread delivering the change (Configuration
+     * Admin's: every other configuration would wait for those MRs too). A client refused at
+     * arrival is tried again with its new properties.
      */
     void updatedClient(PeerMemoryClient client, Map<String, Object> props) {
         boolean invalidation = invalidation(props);
-        PeerMemoryRegistration old = whiteboard.get(client);
+        PeerMemoryRegistration old;
+        synchronized (whiteboardLock) {
+            wanted.put(client, invalidation);
+            old = whiteboard.get(client);
+            if (old != null && old.invalidationRequired() == invalidation) {
+                return; // unchanged, or changed back while a re-registration waits (it reads wanted)
+            }
+        }
         if (old == null) {
             addClient(client, props);
             return;
         }
-        if (old.invalidationRequired() == invalidation) {
-            return;
-        }
         controller.warn("peer memory client " + old.name() + ": " + PeerMemoryClient.INVALIDATION_PROPERTY + " changed to "
-                + invalidation + ": unregistering it (waiting for its MRs) and registering it again "
-                + (invalidation ? "with" : "without") + " invalidation");
-        old.unregister(); // blocks until the client's registrations are deregistered, as rmmod does
-        PeerMemoryRegistration now;
+                + invalidation + ": it leaves brokering now and registers again " + (invalidation ? "with" : "without")
+                + " invalidation once its MRs are deregistered, as rmmod waits for them");
         try {
-            now = controller.register(client, invalidation);
-        } catch (RuntimeException e) {
-            whiteboard.remove(client, old);
-            controller.warn("peer memory client service " + props.get("service.id") + " refused at its re-registration: " + e.getMessage());
-            return;
+            old.unregister(Duration.ZERO); // list_del now; the wait is reRegister's
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // a zero wait does not block; keep the flag for the caller
         }
-        if (!whiteboard.replace(client, old, now)) {
-            now.unregister(); // the service left while we waited: nothing uses the fresh registration yet
-            return;
+        reRegistrations.execute(() -> reRegister(client, old));
+    }
+
+    /**
+     * On the registry's thread: waits until {@code old}'s MRs are deregistered (logging them), then
+     * registers {@code client} with the flavour its properties ask for now, unless its service
+     * left meanwhile (then {@link #removeClient} took the entry, and nothing is registered again).
+     */
+    private void reRegister(PeerMemoryClient client, PeerMemoryRegistration old) {
+        old.unregister(); // as ib_unregister_peer_memory_client: returns when no umem uses the client
+        synchronized (whiteboardLock) {
+            if (whiteboard.get(client) != old) {
+                return; // the service left, or an earlier task already registered it again
+            }
+            boolean invalidation = wanted.getOrDefault(client, old.invalidationRequired());
+            try {
+                whiteboard.put(client, controller.register(client, invalidation));
+                controller.warn("peer memory client " + old.name() + " registered again " + (invalidation ? "with" : "without") + " invalidation");
+            } catch (RuntimeException e) {
+                whiteboard.remove(client);
+                controller.warn("peer memory client " + old.name() + " refused at its re-registration: " + e.getMessage());
+            }
         }
-        controller.warn("peer memory client " + now.name() + " registered again " + (invalidation ? "with" : "without") + " invalidation");
     }
 
     void removeClient(PeerMemoryClient client) {
-        PeerMemoryRegistration r = whiteboard.remove(client);
+        PeerMemoryRegistration r;
+        synchronized (whiteboardLock) {
+            r = whiteboard.remove(client);
+            wanted.remove(client);
+        }
         if (r != null) {
             r.unregister(); // blocks until the client's registrations are deregistered
         }
@@ -154,8 +196,20 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry, Peer
         return Boolean.TRUE.equals(v) || "true".equals(v);
     }
 
+    /**
+     * The controller revokes every registration (a re-registration waiting for MRs then finds
+     * the core closed and gives up), then the registry's thread ends.
+     */
     @Deactivate
     void deactivate() {
+        reRegistrations.shutdown();
         controller.close(grace);
+        try {
+            if (!reRegistrations.awaitTermination(grace.toMillis() + 5_000, TimeUnit.MILLISECONDS)) {
+                controller.warn("IB core stopping: a peer-memory client re-registration did not end");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }

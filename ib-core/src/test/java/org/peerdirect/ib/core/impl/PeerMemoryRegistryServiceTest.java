@@ -63,7 +63,18 @@ class PeerMemoryRegistryServiceTest {
 
     @AfterEach
     void down() {
+        registry.deactivate(); // ends the registry's thread
         rig.close();
+    }
+
+    /** Waits (bounded) until the client named {@code name} is brokered with flavour {@code invalidation}. */
+    private void awaitRegistered(String name, boolean invalidation) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (rig.controller.clients().stream().noneMatch(r -> r.name().equals(name) && r.invalidationRequired() == invalidation)) {
+            assertTrue(System.nanoTime() < deadline, name + " registered " + (invalidation ? "with" : "without") + " invalidation: "
+                    + rig.controller.knownClients() + " " + rig.warnings);
+            Thread.onSpinWait();
+        }
     }
 
     private PeerMemoryRegistration registered(String name) {
@@ -81,18 +92,21 @@ class PeerMemoryRegistryServiceTest {
         long va = mem.alloc(pid, 1 << 16);
         Mr live = rig.dev.reg(rig.proc, va, 8192, RW);
 
-        Thread change = Thread.ofPlatform().start(() -> registry.updatedClient(mem, Map.of(INV, false)));
+        // the thread delivering the change (Configuration Admin's) is not held by the live MR
+        org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(10),
+                () -> registry.updatedClient(mem, Map.of(INV, false)));
+        assertTrue(rig.controller.clients().isEmpty(), "the client left brokering at once");
+        KernelException gone = assertThrows(KernelException.class, () -> rig.dev.reg(rig.proc, va + 8192, 4096, RW),
+                "no new MR gets the old flavour while the change waits");
+        assertEquals(Errno.EFAULT, gone.errno(), gone.getMessage());
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (rig.warnings.stream().noneMatch(w -> w.contains("flavour: unregister waits for 1 registration") && w.contains("ticket 0"))) {
             assertTrue(System.nanoTime() < deadline, "the wait names the MR holding the client: " + rig.warnings);
             Thread.onSpinWait();
         }
-        assertTrue(change.isAlive(), "the change waits for the live MR, as rmmod does");
-        assertTrue(rig.controller.clients().isEmpty(), "the client left brokering at once");
+        assertTrue(rig.controller.clients().isEmpty(), "not registered again while the MR lives");
         rig.dev.dereg(live);
-        change.join(10_000);
-        assertFalse(change.isAlive());
-        assertFalse(registered("flavour").invalidationRequired(), "registered again without invalidation");
+        awaitRegistered("flavour", false);
         assertTrue(rig.warnings.stream().anyMatch(w -> w.contains("flavour registered again without invalidation")), rig.warnings.toString());
 
         // without invalidation, freeing registered memory is refused instead of invalidating the MR
@@ -104,7 +118,7 @@ class PeerMemoryRegistryServiceTest {
 
         // and back: no MR, so at once; freeing now invalidates
         registry.updatedClient(mem, Map.of(INV, "true"));
-        assertTrue(registered("flavour").invalidationRequired());
+        awaitRegistered("flavour", true);
         Mr inv = rig.dev.reg(rig.proc, va, 8192, RW);
         mem.free(pid, va);
         assertEquals(1, inv.invalidations(), "the free invalidated the MR");
@@ -125,6 +139,41 @@ class PeerMemoryRegistryServiceTest {
         rig.dev.dereg(live);
         mem.free(rig.proc.pid(), va);
         registry.removeClient(mem);
+    }
+
+    /**
+     * Flavour flipped twice while the first change waits for an MR: the client comes back once,
+     * with the flavour asked for last; a service leaving during the wait is not registered again.
+     */
+    @Test
+    void theLastFlavourAskedWinsAndADepartureDuringTheWaitRegistersNothing() throws Exception {
+        ExamplePeerMemory mem = rig.client("flip", 4096, false);
+        registry.addClient(mem, Map.of(INV, true));
+        long va = mem.alloc(rig.proc.pid(), 1 << 16);
+        Mr live = rig.dev.reg(rig.proc, va, 8192, RW);
+        registry.updatedClient(mem, Map.of(INV, false));
+        registry.updatedClient(mem, Map.of(INV, true)); // back, while the first change waits
+        assertTrue(rig.controller.clients().isEmpty());
+        rig.dev.dereg(live);
+        awaitRegistered("flip", true);
+        assertEquals(1, rig.controller.knownClients().size(), "registered once: " + rig.controller.knownClients());
+
+        Mr held = rig.dev.reg(rig.proc, va, 8192, RW);
+        registry.updatedClient(mem, Map.of(INV, false));
+        Thread leaving = Thread.ofPlatform().start(() -> registry.removeClient(mem)); // the bundle stops: waits for the MR too
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (leaving.getState() != Thread.State.WAITING && leaving.getState() != Thread.State.TIMED_WAITING) {
+            assertTrue(System.nanoTime() < deadline && leaving.isAlive(), "removeClient waits for the MR");
+            Thread.onSpinWait();
+        }
+        rig.dev.dereg(held);
+        leaving.join(10_000);
+        assertFalse(leaving.isAlive());
+        registry.deactivate(); // drains the registry's thread: the re-registration found the service gone
+        assertTrue(rig.warnings.stream().noneMatch(w -> w.contains("flip registered again without invalidation")),
+                "nothing registered after the service left: " + rig.warnings);
+        assertTrue(rig.controller.knownClients().isEmpty(), rig.controller.knownClients().toString());
+        mem.free(rig.proc.pid(), va);
     }
 
     @Test
