@@ -411,11 +411,12 @@ public class PeerDirectIT {
     }
 
     /**
-     * Issue 45 items 5 and 8 in the shell: on the one InfiniBand device with ODP ({@code mlx5_0};
-     * {@code mlx4_*} have none, {@code mlx5_1} is Ethernet) {@code rdma:pingpong -o} runs both
-     * ends on it, through its port, as {@code ibv_rc_pingpong -d mlx5_0} on a one-NIC host;
-     * {@code --server-dev} picks the server's device (mlx4_0 then refuses ODP by name; the
-     * Ethernet device has no path); a latency test refuses {@code -t}, naming it.
+     * Issue 45 items 5 and 8 in the shell: on the one InfiniBand device with ODP and dma-buf MRs
+     * ({@code mlx5_0}; {@code mlx4_*} have neither, {@code mlx5_1} is Ethernet) {@code rdma:pingpong
+     * -o} (and {@code -O}, {@code --dmabuf}) runs both ends on it, through its port, as
+     * {@code ibv_rc_pingpong -d mlx5_0} on a one-NIC host; {@code --server-dev} picks the server's
+     * device (mlx4_0 then refuses ODP by name; the Ethernet device has no path); a latency test
+     * refuses {@code -t}, naming it.
      */
     @Test
     public void toolsLoopBackOnTheOneDeviceThatCanServeAndRefuseWhatTheyIgnore() throws Exception {
@@ -427,6 +428,8 @@ public class PeerDirectIT {
             assertTrue(pp, pp.contains("validated 50 received buffers"));
             String implicit = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -O -c -n 20"));
             assertTrue(implicit, implicit.contains("validated 20 received buffers"));
+            String db = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -c -n 20 --mem nv_mem --dmabuf")); // mlx4 has no dma-buf MRs
+            assertTrue(db, db.contains("validated 20 received buffers") && db.contains("registered as dma-buf MRs"));
             String bw = String.valueOf(run(s, "rdma:write_bw -d mlx5_0 --odp -n 200"));
             assertTrue(bw, bw.contains("Device         : mlx5_0") && bw.contains("registered on demand (ODP)"));
             Exception noOdp = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "rdma:pingpong -d mlx5_0 -o -n 5 --server-dev mlx4_0"));
