@@ -102,7 +102,7 @@ final class DeviceLookup {
     static Pair pair(ToolEnv env, Options o, Needs needs) {
         IbvDevice client = env.devices().device(o.string("-d")); // null: the first
         List<IbvDevice> all = env.devices().devices();
-        Caps cc = probe(env, client, needs.dmabuf());
+        Caps cc = probe(env, client, false); // its dma-buf support is the verbs' to report, naming it
         if ((cc.attr().deviceCapFlagsEx() & needs.capsEx()) != needs.capsEx()
                 || (cc.attr().deviceCapFlags() & 0xffff_ffffL & needs.capFlags()) != needs.capFlags()) {
             throw new KernelException(KernelException.Errno.EOPNOTSUPP, String.format(

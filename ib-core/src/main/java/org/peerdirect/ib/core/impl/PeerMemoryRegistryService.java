@@ -126,11 +126,11 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry, Peer
 
     /**
      * The client's service properties changed. Same flavour: nothing to do. Another flavour: the
-     * client leaves brokering now (no new MR gets the old flavour) and {@link #reRegister} waits on
-     * the registry's thread for its MRs, then registers it again with the newest flavour asked
-     * for. Waiting here instead would hold the thread delivering the change (Configuration
-     * Admin's: every other configuration would wait for those MRs too). A client refused at
-     * arrival is tried again with its new properties.
+     * client leaves brokering now (no new MR gets the old flavour) and, at once when no MR uses
+     * it, else on the registry's thread once its MRs are deregistered, {@link #reRegister}
+     * registers it again with the newest flavour asked for. Waiting here instead would hold the
+     * thread delivering the change (Configuration Admin's: every other configuration would wait
+     * for those MRs too). A client refused at arrival is tried again with its new properties.
      */
     void updatedClient(PeerMemoryClient client, Map<String, Object> props) {
         boolean invalidation = invalidation(props);
@@ -149,12 +149,18 @@ public final class PeerMemoryRegistryService implements PeerMemoryRegistry, Peer
         controller.warn("peer memory client " + old.name() + ": " + PeerMemoryClient.INVALIDATION_PROPERTY + " changed to "
                 + invalidation + ": it leaves brokering now and registers again " + (invalidation ? "with" : "without")
                 + " invalidation once its MRs are deregistered, as rmmod waits for them");
+        boolean unused;
         try {
-            old.unregister(Duration.ZERO); // list_del now; the wait is reRegister's
+            unused = old.unregister(Duration.ZERO); // list_del now; true when no MR held it
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // a zero wait does not block; keep the flag for the caller
+            unused = false;
         }
-        reRegistrations.execute(() -> reRegister(client, old));
+        if (unused) {
+            reRegister(client, old); // nothing to wait for: the new flavour is in force when the delivery returns
+        } else {
+            reRegistrations.execute(() -> reRegister(client, old));
+        }
     }
 
     /**
