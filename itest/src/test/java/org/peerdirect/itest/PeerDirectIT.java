@@ -358,6 +358,94 @@ public class PeerDirectIT {
         assertFalse(what + " is on the second:\n" + listing, listing.substring(at).contains(none));
     }
 
+    /** The example client's line of {@code peermem:clients} (empty while it is not known to the core). */
+    private String exampleLine(CommandSession s) {
+        return String.valueOf(runQuietly(s, "peermem:clients")).lines().filter(l -> l.contains("example_peer")).findFirst().orElse("");
+    }
+
+    /**
+     * Issue 45 item 4: {@code example_peer_mem}'s {@code peermem.invalidation} changed in place (its
+     * {@code @Modified} keeps the component, DS changes its service property) is followed by the
+     * core's whiteboard: the client leaves brokering, the change waits for the live MR as rmmod
+     * would, and the client comes back with the new flavour, so freeing its memory is refused
+     * (EBUSY) instead of invalidating MRs; and back again.
+     */
+    @Test
+    public void aPeerClientsFlavourChangedInPlaceIsFollowedByTheCore() throws Exception {
+        String pidCfg = "org.peerdirect.example_peer_mem";
+        CommandSession s = session();
+        CommandSession cfg = session();
+        try {
+            waitFor("example_peer brokered with invalidation", () -> exampleLine(s).matches("\\d+\\s+example_peer\\s.*registered\\s+invalidation\\s+0"));
+            int pid = ((Number) run(s, "kernel:spawn flavour-app")).intValue();
+            String buf = (String) run(s, "example_peer:alloc " + pid + " 1048576");
+            int mr = registerAndDma(s, pid, buf);
+            AtomicReference<Object> answer = new AtomicReference<>();
+            Thread change = Thread.ofPlatform().start(() -> answer.set(runQuietly(cfg, "peerdirect:config " + pidCfg + " peermem.invalidation false")));
+            waitFor("the client leaves brokering and waits for its MR", () -> exampleLine(s).matches("-\\s+example_peer\\s.*unregistering\\s+invalidation\\s+1"));
+            run(s, "umemtest:dereg " + mr);
+            waitFor("registered again without invalidation", () -> exampleLine(s).matches("\\d+\\s+example_peer\\s.*registered\\s+no invalidation\\s+0"));
+            change.join(WAIT_MS);
+            assertFalse(change.isAlive());
+            assertTrue(String.valueOf(answer.get()), String.valueOf(answer.get()).contains("peermem.invalidation = false"));
+
+            int kept = registerAndDma(s, pid, buf);
+            Exception busy = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "example_peer:free " + pid + " " + buf));
+            assertTrue(busy.getMessage(), busy.getMessage().contains("EBUSY") && busy.getMessage().contains("cannot invalidate"));
+            assertTrue("the MR still works", String.valueOf(run(s, "umemtest:dma " + kept)).startsWith("DMA ok"));
+            run(s, "umemtest:dereg " + kept);
+
+            run(s, "peerdirect:config " + pidCfg + " peermem.invalidation true"); // no MR: at once
+            waitFor("registered again with invalidation", () -> exampleLine(s).matches("\\d+\\s+example_peer\\s.*registered\\s+invalidation\\s+0"));
+            int inv = registerAndDma(s, pid, buf);
+            assertEquals("invalidated 1 registration(s) of " + buf, run(s, "example_peer:invalidate " + pid + " " + buf));
+            assertTrue(String.valueOf(run(s, "umemtest:dma " + inv)).contains("revoked"));
+            run(s, "umemtest:dereg " + inv);
+            run(s, "example_peer:free " + pid + " " + buf);
+            run(s, "kernel:kill " + pid);
+            assertNoFaultAndClean();
+        } finally {
+            cfg.close();
+            s.close();
+        }
+    }
+
+    /**
+     * Issue 45 items 5 and 8 in the shell: on the one InfiniBand device with ODP and dma-buf MRs
+     * ({@code mlx5_0}; {@code mlx4_*} have neither, {@code mlx5_1} is Ethernet) {@code rdma:pingpong
+     * -o} (and {@code -O}, {@code --dmabuf}) runs both ends on it, through its port, as
+     * {@code ibv_rc_pingpong -d mlx5_0} on a one-NIC host; {@code --server-dev} picks the server's
+     * device (mlx4_0 then refuses ODP by name; the Ethernet device has no path); a latency test
+     * refuses {@code -t}, naming it.
+     */
+    @Test
+    public void toolsLoopBackOnTheOneDeviceThatCanServeAndRefuseWhatTheyIgnore() throws Exception {
+        CommandSession s = session();
+        try {
+            waitFor("mlx5_0, mlx5_1 and mlx4_0", () -> String.valueOf(runQuietly(s, "rdma:devices")).contains("mlx5_0")
+                    && String.valueOf(runQuietly(s, "rdma:devices")).contains("mlx5_1") && String.valueOf(runQuietly(s, "rdma:devices")).contains("mlx4_0"));
+            String pp = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -o -c -n 50"));
+            assertTrue(pp, pp.contains("validated 50 received buffers"));
+            String implicit = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -O -c -n 20"));
+            assertTrue(implicit, implicit.contains("validated 20 received buffers"));
+            String db = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -c -n 20 --mem nv_mem --dmabuf")); // mlx4 has no dma-buf MRs
+            assertTrue(db, db.contains("validated 20 received buffers") && db.contains("registered as dma-buf MRs"));
+            String bw = String.valueOf(run(s, "rdma:write_bw -d mlx5_0 --odp -n 200"));
+            assertTrue(bw, bw.contains("Device         : mlx5_0") && bw.contains("registered on demand (ODP)"));
+            Exception noOdp = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "rdma:pingpong -d mlx5_0 -o -n 5 --server-dev mlx4_0"));
+            assertTrue(noOdp.getMessage(), noOdp.getMessage().contains("mlx4_0 has no on-demand paging"));
+            Exception noPath = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "rdma:pingpong -d mlx5_0 -n 5 --server-dev mlx5_1"));
+            assertTrue(noPath.getMessage(), noPath.getMessage().contains("--server-dev mlx5_1 is on Ethernet and mlx5_0 on InfiniBand: no path between them"));
+            String explicit = String.valueOf(run(s, "rdma:pingpong -d mlx5_0 -c -n 20 --server-dev mlx4_0"));
+            assertTrue(explicit, explicit.contains("validated 20 received buffers"));
+            Exception t = org.junit.Assert.assertThrows(Exception.class, () -> run(s, "rdma:write_lat -t 5"));
+            assertTrue(t.getMessage(), t.getMessage().contains("rdma:write_lat: option -t (TX depth) is not supported"));
+            assertNoFaultAndClean();
+        } finally {
+            s.close();
+        }
+    }
+
     /** {@code umemtest:reg} of 64 KiB at {@code buf}, then a DMA through it that must succeed; the MR. */
     private int registerAndDma(CommandSession s, int pid, String buf) throws Exception {
         int mr = ((Number) run(s, "umemtest:reg " + pid + " " + buf + " 65536")).intValue();

@@ -24,7 +24,10 @@ import org.peerdirect.peermem.PeerMemoryClient;
  * {@code invalidate.unmaps} (the INVALIDATE_UNMAPS flavour). As {@code example_peer_mem.ko}'s
  * module parameters are read at load, {@code name}, {@code page.size} and {@code invalidate.unmaps}
  * are the client's identity and apply at the next start of the bundle; {@code region.size} applies
- * at once. A delivery never re-creates the client (it used to, even for an unchanged
+ * at once. {@code peermem.invalidation} is a service property the IB core's whiteboard reads: a
+ * change takes effect in place there (the core unregisters the client, waiting for its MRs, and
+ * registers it again with the new flavour; the client learns it through
+ * {@link #registered}), so the example keeps no copy of it. A delivery never re-creates the client (it used to, even for an unchanged
  * configuration such as the one Configuration Admin makes when the guard puts back a rejected
  * value: the unregistration then waited for every MR over the client's memory).
  *
@@ -53,6 +56,11 @@ public final class ExamplePeerMemComponent extends ExamplePeerMemory {
 
         @AttributeDefinition(min = "4096", max = "1099511627776", description = "default allocation size in bytes (4 KiB to 1 TiB)")
         long region_size() default 1 << 20;
+
+        // a service property (the configuration's keys are the component's): read by the IB core's whiteboard
+        @AttributeDefinition(description = "register with an invalidation callback (freeing memory invalidates its MRs); "
+                + "applies in place: the IB core unregisters the client, waiting for its MRs, and registers it again")
+        boolean peermem_invalidation() default true;
 
         @AttributeDefinition(description = "the INVALIDATE_UNMAPS flavour: the client unmaps right after an invalidation; applies at the next start")
         boolean invalidate_unmaps() default false;

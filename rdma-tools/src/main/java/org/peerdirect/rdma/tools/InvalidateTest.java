@@ -31,7 +31,8 @@ final class InvalidateTest {
         Options o = new Options("rdma:invalidate_test", "RDMA WRITEs into peer memory freed half-way (the peer client invalidates)", args, List.of(
                 Options.value("-n", "ITERS", "writes", 2000),
                 Options.value("-s", "SIZE", "bytes per write", 4096),
-                Options.value("-d", "DEVICE", "client device (rdma:devices)", null),
+                Options.value("-d", "DEVICE", DeviceLookup.CLIENT_DEV, null),
+                DeviceLookup.serverOption(),
                 Options.value("--mem", "MEM", "a peer client's name (default: the first offering memory)", null)));
         if (o.help()) {
             return o.printUsage();

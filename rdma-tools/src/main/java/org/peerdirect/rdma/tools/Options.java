@@ -15,19 +15,33 @@ import org.peerdirect.kernel.shell.UsageException;
  * parses here and nowhere else: numbers are decimal or {@code 0x} hex, sizes take a K, M, G or T
  * suffix ({@link Args#size}), and a wrong value is a {@link UsageException} naming the tool, the
  * option with its description, the range and the value given.
+ *
+ * <p>An option perftest or rdma-core has but this tool does not honour is declared
+ * {@link #notHonoured}: giving it is refused naming the option and why, as perftest refuses an
+ * option that does not apply to the test, instead of being accepted and ignored (issue 45: a
+ * latency test's {@code -t}). {@link #conflict} refuses two options given together of which
+ * the tool would silently honour only one.
  */
 final class Options {
 
-    /** One option: {@code arg} null for a flag. */
-    record Opt(String name, String arg, String description, String dflt) {
+    /**
+     * One option: {@code arg} null for a flag; {@code refusal} non-null for an option the tool
+     * does not honour (not listed by {@code --help}; giving it is a usage error saying this).
+     */
+    record Opt(String name, String arg, String description, String dflt, String refusal) {
     }
 
     static Opt value(String name, String arg, String description, Object dflt) {
-        return new Opt(name, arg, description, dflt == null ? null : String.valueOf(dflt));
+        return new Opt(name, arg, description, dflt == null ? null : String.valueOf(dflt), null);
     }
 
     static Opt flag(String name, String description) {
-        return new Opt(name, null, description, null);
+        return new Opt(name, null, description, null, null);
+    }
+
+    /** An option this tool does not honour: {@code why} says so in words (it ends the error). */
+    static Opt notHonoured(String name, String description, String why) {
+        return new Opt(name, null, description, null, why);
     }
 
     private final Map<String, String> values = new LinkedHashMap<>();
@@ -52,6 +66,9 @@ final class Options {
             Opt o = opts.get(a);
             if (o == null) {
                 throw new UsageException(tool + ": unknown option '" + a + "' (" + tool + " --help lists its options)");
+            }
+            if (o.refusal() != null) {
+                throw new UsageException(tool + ": option " + a + " (" + o.description() + ") is not supported: " + o.refusal());
             }
             if (o.arg() != null) {
                 if (i + 1 >= args.length) {
@@ -84,11 +101,24 @@ final class Options {
     String usage() {
         StringBuilder sb = new StringBuilder("usage: ").append(tool).append(" [OPTIONS]\n  ").append(summary).append('\n');
         for (Opt o : opts.values()) {
+            if (o.refusal() != null) {
+                continue;
+            }
             String left = o.name() + (o.arg() == null ? "" : " " + o.arg());
             sb.append(String.format("  %-16s %s%s%n", left, o.description(), o.dflt() == null ? "" : " (default=" + o.dflt() + ")"));
         }
         sb.append(String.format("  %-16s %s%n", "-? --help", "show this help"));
         return sb.toString();
+    }
+
+    /**
+     * Refuses {@code a} and {@code b} given together when the tool would honour only {@code b}:
+     * a usage error naming both and {@code why}.
+     */
+    void conflict(String a, String b, String why) {
+        if (values.containsKey(a) && values.containsKey(b)) {
+            throw new UsageException(tool + ": options " + a + " and " + b + " cannot be used together: " + why);
+        }
     }
 
     boolean flag(String f) {

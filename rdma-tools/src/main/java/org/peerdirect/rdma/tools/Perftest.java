@@ -1,6 +1,9 @@
 package org.peerdirect.rdma.tools;
 
 import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr.OdpCaps;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 import org.peerdirect.kernel.shell.UsageException;
 import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
 
@@ -21,18 +24,40 @@ final class Perftest {
         this.p = p;
     }
 
+    /**
+     * What the server's device must offer: ATOMIC_WRITE for {@code -A ATOMIC_WRITE}; with
+     * {@code --odp} the RC ODP bits rdma-core's {@code test_odp.py} asks for the operation (SEND for
+     * the requester's buffer, and the operation's own bit); dma-buf MRs with {@code --dmabuf}.
+     */
+    static DeviceLookup.Needs needs(PerftestParameters p) {
+        DeviceLookup.Needs n = DeviceLookup.Needs.NONE.dmabuf(p.dmabuf);
+        if (p.op == IbvWrOpcode.ATOMIC_WRITE) {
+            n = n.caps(IbvDeviceAttr.DEVICE_ATOMIC_WRITE, 0);
+        }
+        if (p.odp) {
+            n = n.rcOdp(false, OdpCaps.SUPPORT_SEND | switch (p.op) {
+                case RDMA_WRITE -> OdpCaps.SUPPORT_WRITE;
+                case RDMA_READ -> OdpCaps.SUPPORT_READ;
+                case ATOMIC_WRITE -> OdpCaps.SUPPORT_ATOMIC_WRITE;
+                case ATOMIC_FETCH_AND_ADD, ATOMIC_CMP_AND_SWP -> OdpCaps.SUPPORT_ATOMIC;
+                default -> OdpCaps.SUPPORT_RECV;
+            });
+        }
+        return n;
+    }
+
     String run() {
         Options o = p.o;
         if (o.help()) {
             return o.printUsage();
         }
         p.parse();
-        DeviceLookup.Pair devs = DeviceLookup.pair(env, o);
         PeerMemoryAllocator mem = PeerMemory.resolve(env, o);
         long bufSize = Math.max(4096, 2L * p.maxSize());
         if (p.dmabuf && mem == null) {
             throw new UsageException(o.tool() + ": --dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>");
         }
+        DeviceLookup.Pair devs = DeviceLookup.pair(env, o, needs(p));
         Buffers.Odp odp = p.odp ? Buffers.Odp.EXPLICIT : Buffers.Odp.NONE;
         int extra = p.huge ? IbAccess.HUGETLB : 0;
         StringBuilder out = new StringBuilder();

@@ -18,6 +18,9 @@ final class PerftestParameters {
     /** To keep a sweep short, each size moves at most 512 MiB (perftest would move {@code -n × size}), which the banner states. */
     static final long SWEEP_CAP = 512L << 20;
 
+    /** A latency test's queue sizes (it has no -t; the queues were always this deep). */
+    static final int LAT_QUEUE = 128;
+
     /** The banner's title ({@code RDMA_Write BW Test}). */
     final String title;
     /** The operation; for ib_atomic_bw the one {@code -A} names. */
@@ -69,8 +72,12 @@ final class PerftestParameters {
                         Options.value("-s", "SIZE", "message size in bytes (K/M suffixes)", latency ? 2 : 65536),
                         Options.value("-n", "ITERS", "iterations per QP", latency ? 1000 : 5000),
                         Options.value("-q", "QPS", "number of QPs" + (latency ? " (1 for latency)" : ", up to 16"), 1),
-                        Options.value("-t", "DEPTH", "TX depth: work requests in flight per QP", 128),
-                        Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
+                        // perftest lists -t for its bandwidth tests only: a latency test has one message in flight
+                        latency ? Options.notHonoured("-t", "TX depth", "a latency test has one write in flight at a time "
+                                + "(perftest's latency tests have no -t)")
+                                : Options.value("-t", "DEPTH", "TX depth: work requests in flight per QP", 128),
+                        Options.value("-d", "DEVICE", DeviceLookup.CLIENT_DEV, null),
+                        DeviceLookup.serverOption(),
                         PeerMemory.option(),
                         Options.flag("--dmabuf", "with --mem: dma-buf MRs (ibv_reg_dmabuf_mr), as perftest --use_cuda_dmabuf"),
                         Options.flag("--odp", "register host memory on demand (ODP), as perftest --odp: the devices fault the pages in"),
@@ -87,10 +94,14 @@ final class PerftestParameters {
                         Options.value("-n", "ITERS", "iterations per QP", 5000),
                         Options.value("-q", "QPS", "number of QPs, up to 16", 1),
                         Options.value("-t", "DEPTH", "TX depth: work requests in flight per QP", 128),
-                        Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
+                        Options.value("-d", "DEVICE", DeviceLookup.CLIENT_DEV, null),
+                        DeviceLookup.serverOption(),
                         PeerMemory.option(),
                         Options.flag("--dmabuf", "with --mem: dma-buf MRs (ibv_reg_dmabuf_mr)"),
-                        Options.flag("--odp", "register host memory on demand (ODP): the devices fault the pages in")));
+                        Options.flag("--odp", "register host memory on demand (ODP): the devices fault the pages in"),
+                        // perftest's ib_atomic_bw has no -s or -a: an atomic moves 8 bytes
+                        Options.notHonoured("-s", "message size", "an atomic operation moves 8 bytes (ib_atomic_bw has no -s)"),
+                        Options.notHonoured("-a", "all sizes", "an atomic operation moves 8 bytes (ib_atomic_bw has no -a)")));
     }
 
     private static IbvWrOpcode atomicOp(Options o) {
@@ -110,9 +121,10 @@ final class PerftestParameters {
     void parse() {
         all = !atomic && o.flag("-a");
         size = atomic ? 8 : (int) o.number("-s", 1, MAX_SWEEP);
+        o.conflict("-s", "-a", "-a runs every size from 2 bytes to 8 MiB; give one of them"); // after -s's own check
         iters = (int) o.number("-n", 5, 100_000_000);
         qps = (int) o.number("-q", 1, latency ? 1 : 16);
-        depth = (int) o.number("-t", 1, 8192);
+        depth = latency ? LAT_QUEUE : (int) o.number("-t", 1, 8192);
         sizes = all ? sweep(MAX_SWEEP) : List.of(size);
         huge = !atomic && o.flag("--use_hugepages");
         if (huge && !o.string("--mem").equals("host")) {

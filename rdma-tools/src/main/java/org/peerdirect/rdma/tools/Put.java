@@ -36,7 +36,8 @@ final class Put {
                 Options.value("--offset", "OFF", "device offset, page-aligned", 0),
                 Options.value("--text", "TEXT", "the bytes to write (UTF-8)", null),
                 Options.flag("--flush", "after the write, an RDMA FLUSH (persistent placement) of the written range"),
-                Options.value("-d", "DEVICE", "client device (rdma:devices)", null)));
+                Options.value("-d", "DEVICE", DeviceLookup.CLIENT_DEV, null),
+                DeviceLookup.serverOption()));
         if (o.help()) {
             return o.printUsage();
         }
@@ -54,7 +55,7 @@ final class Put {
         }
         long size = (text.length + 4095L) & -4096L;
         boolean flush = o.flag("--flush");
-        DeviceLookup.Pair p = DeviceLookup.pair(env, o, flush ? IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT : 0, 0);
+        DeviceLookup.Pair p = DeviceLookup.pair(env, o, DeviceLookup.Needs.NONE.caps(flush ? IbvDeviceAttr.DEVICE_FLUSH_PERSISTENT : 0, 0));
         long bar0 = env.barBytes();
         int flushRights = flush ? IbAccess.FLUSH_GLOBAL | IbAccess.FLUSH_PERSISTENT : 0;
         try (Endpoint target = new Endpoint(env, "put-target", p.server(), size, 1, 4, mem, false, Buffers.Odp.NONE, offset, false, flushRights);

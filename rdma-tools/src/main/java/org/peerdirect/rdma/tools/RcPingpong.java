@@ -4,6 +4,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvRecvWr;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
@@ -46,7 +47,8 @@ final class RcPingpong {
         return new Options("rdma:pingpong", "SEND/RECV ping-pong on an RC QP pair, as ibv_rc_pingpong", args, List.of(
                 Options.value("-s", "SIZE", "message size in bytes (K/M suffixes)", 4096),
                 Options.value("-n", "ITERS", "round trips", 1000),
-                Options.value("-d", "DEVICE", "client device, the server takes the next (rdma:devices)", null),
+                Options.value("-d", "DEVICE", DeviceLookup.CLIENT_DEV, null),
+                DeviceLookup.serverOption(),
                 PeerMemory.option(),
                 Options.flag("-e", "sleep on the completion channel instead of polling"),
                 Options.flag("-o", "register the buffers on demand (ODP): nothing pinned, the devices fault the pages in"),
@@ -84,11 +86,15 @@ final class RcPingpong {
             return o.printUsage();
         }
         Params pp = params(o);
-        DeviceLookup.Pair p = DeviceLookup.pair(env, o);
         PeerMemoryAllocator mem = PeerMemory.resolve(env, o);
         if (pp.dmabuf() && (mem == null || pp.odp())) {
             throw new UsageException("rdma:pingpong: --dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>, without -o");
         }
+        DeviceLookup.Needs needs = DeviceLookup.Needs.NONE.dmabuf(pp.dmabuf());
+        if (pp.odp()) { // both ends send and receive into their ODP buffers
+            needs = needs.rcOdp(pp.implicit(), IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_RECV);
+        }
+        DeviceLookup.Pair p = DeviceLookup.pair(env, o, needs);
         try (Endpoint server = new Endpoint(env, "rc_pingpong-server", p.server(), pp.size(), 1, 16, mem, pp.events(), pp.mode(), -1, pp.dmabuf(), 0);
                 Endpoint client = new Endpoint(env, "rc_pingpong-client", p.client(), pp.size(), 1, 16, mem, pp.events(), pp.mode(), -1,
                         pp.dmabuf(), 0)) {

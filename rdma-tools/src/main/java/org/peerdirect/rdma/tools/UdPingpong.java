@@ -36,7 +36,8 @@ final class UdPingpong {
         Options o = new Options("rdma:ud_pingpong", "SEND/RECV ping-pong on UD QPs, as ibv_ud_pingpong", args, List.of(
                 Options.value("-s", "SIZE", "message size in bytes, at most the path MTU (4096)", 1024),
                 Options.value("-n", "ITERS", "round trips", 1000),
-                Options.value("-d", "DEVICE", "client device, the server takes the next of its link layer (rdma:devices)", null),
+                Options.value("-d", "DEVICE", DeviceLookup.CLIENT_DEV, null),
+                DeviceLookup.serverOption(),
                 Options.value("-g", "GIDIDX", "local port GID index: address the peer by GID (a GRH on every datagram; needed on RoCE); -1: by LID", -1),
                 Options.flag("-c", "validate every received buffer")));
         if (o.help()) {

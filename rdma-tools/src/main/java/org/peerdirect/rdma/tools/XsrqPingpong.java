@@ -107,12 +107,16 @@ final class XsrqPingpong {
         }
     }
 
+    /** The XRC ODP bits both ends need: SEND from their buffers, receives into XRC SRQs. */
+    private static final int XRC_ODP = IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV;
+
     String run(Object[] args) {
         Options o = new Options("rdma:xsrq_pingpong", "SEND/RECV ping-pong over XRC, as ibv_xsrq_pingpong", args, List.of(
                 Options.value("-s", "SIZE", "message size in bytes", 4096),
                 Options.value("-n", "ITERS", "round trips per client", 5),
                 Options.value("-c", "CLIENTS", "client processes, each with its own XRC domain and SRQ", 2),
-                Options.value("-d", "DEVICE", "client device, the server takes the next of its link layer (rdma:devices)", null),
+                Options.value("-d", "DEVICE", DeviceLookup.CLIENT_DEV, null),
+                DeviceLookup.serverOption(),
                 Options.flag("-o", "use on-demand paging (ODP) for both sides' buffers (needs XRC SEND and SRQ_RECV ODP)")));
         if (o.help()) {
             return o.printUsage();
@@ -121,7 +125,8 @@ final class XsrqPingpong {
         int iters = (int) o.number("-n", 1, 10_000_000);
         int clients = (int) o.number("-c", 1, 64);
         boolean odp = o.flag("-o");
-        DeviceLookup.Pair p = DeviceLookup.pair(env, o, 0, IbvDeviceAttr.DEVICE_XRC);
+        DeviceLookup.Needs needs = DeviceLookup.Needs.NONE.caps(0, IbvDeviceAttr.DEVICE_XRC);
+        DeviceLookup.Pair p = DeviceLookup.pair(env, o, odp ? needs.xrcOdp(XRC_ODP) : needs);
         int access = IbAccess.LOCAL_WRITE | (odp ? IbAccess.ON_DEMAND : 0);
         if (odp) {
             for (IbvDevice d : List.of(p.client(), p.server())) {
@@ -155,7 +160,7 @@ final class XsrqPingpong {
 
     /** The XRC transport's SEND and SRQ_RECV ODP bits (xsrq_pingpong -o's check); EOPNOTSUPP naming the device. */
     private void checkXrcOdp(IbvDevice d) {
-        int need = IbvDeviceAttr.OdpCaps.SUPPORT_SEND | IbvDeviceAttr.OdpCaps.SUPPORT_SRQ_RECV;
+        int need = XRC_ODP;
         int have = env.withContext(d, "rdma-probe", (p, c) -> c.queryDeviceEx().odpCaps().xrcOdpCaps());
         if ((have & need) != need) {
             throw new KernelException(KernelException.Errno.EOPNOTSUPP, d.name() + ": xrc_odp_caps lack SEND and SRQ_RECV (rdma:devinfo -v)");

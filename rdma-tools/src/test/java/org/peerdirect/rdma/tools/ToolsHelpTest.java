@@ -95,12 +95,48 @@ class ToolsHelpTest {
         cases.put(List.of("atomic_bw", "-A", "SWAP"), "rdma:atomic_bw: -A SWAP is not an atomic operation (FETCH_AND_ADD, CMP_AND_SWAP, ATOMIC_WRITE)");
         cases.put(List.of("write_bw", "--use_hugepages", "--mem", "nv_mem"), "rdma:write_bw: --use_hugepages backs host memory; --mem nv_mem is device memory");
         cases.put(List.of("read_bw", "-z"), "rdma:read_bw: unknown option '-z' (rdma:read_bw --help lists its options)");
+        cases.put(List.of("devinfo", "--server-dev", "mlx4_0"), "rdma:devinfo: unknown option '--server-dev' (rdma:devinfo --help lists its options)");
+        cases.putAll(optionsNotHonoured());
         Map<String, Call> f = functions();
         cases.forEach((call, message) -> {
             Object[] args = call.subList(1, call.size()).toArray();
             UsageException e = assertThrows(UsageException.class, () -> f.get((String) call.get(0)).run(tools, args), call.toString());
             assertEquals(message, e.getMessage(), call.toString());
         });
+    }
+
+    /**
+     * Issue 45 item 8: an option a tool would accept and ignore is refused naming it, as perftest
+     * refuses what does not apply to the test (its latency tests have no {@code -t}, its atomic
+     * test no {@code -s}/{@code -a}), and so are two options of which only one would count.
+     */
+    private static Map<List<Object>, String> optionsNotHonoured() {
+        Map<List<Object>, String> cases = new LinkedHashMap<>();
+        cases.put(List.of("write_lat", "-t", "5"), "rdma:write_lat: option -t (TX depth) is not supported: a latency test has one write "
+                + "in flight at a time (perftest's latency tests have no -t)");
+        cases.put(List.of("atomic_bw", "-s", "64"), "rdma:atomic_bw: option -s (message size) is not supported: an atomic operation moves "
+                + "8 bytes (ib_atomic_bw has no -s)");
+        cases.put(List.of("atomic_bw", "-a"), "rdma:atomic_bw: option -a (all sizes) is not supported: an atomic operation moves 8 bytes "
+                + "(ib_atomic_bw has no -a)");
+        cases.put(List.of("write_bw", "-s", "64K", "-a"), "rdma:write_bw: options -s and -a cannot be used together: -a runs every size "
+                + "from 2 bytes to 8 MiB; give one of them");
+        cases.put(List.of("write_lat", "-a", "-s", "8"), "rdma:write_lat: options -s and -a cannot be used together: -a runs every size "
+                + "from 2 bytes to 8 MiB; give one of them");
+        return cases;
+    }
+
+    @Test
+    void optionsNotHonouredAreNotOffered() throws Exception {
+        String lat = printed(RdmaTools::write_lat, "--help");
+        assertTrue(!lat.contains("-t ") && !lat.contains("TX depth"), lat);
+        assertTrue(printed(RdmaTools::write_bw, "--help").contains("-t DEPTH         TX depth: work requests in flight per QP (default=128)"));
+        String atomic = printed(RdmaTools::atomic_bw, "--help");
+        assertTrue(!atomic.contains("-s ") && !atomic.contains("\n  -a "), atomic);
+        for (String twoEnds : List.of("pingpong", "ud_pingpong", "xsrq_pingpong", "write_bw", "read_bw", "send_bw", "write_lat", "atomic_bw",
+                "invalidate_test", "put")) {
+            assertTrue(printed(functions().get(twoEnds), "--help").contains("--server-dev DEVICE server device (default: the next device of "
+                    + "DEVICE's link layer that can serve the run, else DEVICE itself: loopback)"), twoEnds);
+        }
     }
 
     /**

@@ -252,6 +252,41 @@ class MmTest {
         assertEquals(0, PhysicalMemory.of(m).hugePagesInUse());
     }
 
+    /**
+     * Issue 45 item 10: a hugetlb fault finding no free huge page ends the access with SIGBUS at
+     * once ({@code hugetlb_no_page}'s VM_FAULT_SIGBUS), as {@code kernel:mmap $pid 1G huge;
+     * kernel:touch $pid $a 1G} must on a machine with fewer huge pages. It used to retry after
+     * reclaim: for minutes while reclaim found 4 KiB pages to free (they need not make a 2 MiB
+     * block), and here, once nothing was reclaimable, ending in ENOMEM instead of SIGBUS. The
+     * pages faulted before stay mapped until the process goes; then every frame is free.
+     */
+    @Test
+    void aHugetlbFaultWithNoHugePageLeftIsSigbusAtOnce() {
+        Mm m = mm(64 << 20, 16 << 20);
+        AddressSpace p = m.createProcess("t");
+        long small = p.mmap(8 << 20); // 4 KiB pages in use: fewer 2 MiB blocks are free
+        p.populate(small, 8 << 20, true);
+        long a = p.mmap(0, 1L << 30, Vma.PROT_READ | Vma.PROT_WRITE, Vma.Kind.HUGETLB, "huge");
+        long before = p.faultCount();
+        SegmentationFault e = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(20),
+                () -> assertThrows(SegmentationFault.class, () -> {
+                    for (long off = 0; off < 1L << 30; off += PAGE_SIZE) {
+                        p.writeLong(a + off, off);
+                    }
+                }), "the touch ends at the first huge page that cannot be had, not after minutes of retries");
+        long huge = PhysicalMemory.of(m).hugePagesInUse();
+        assertTrue(huge > 0 && huge < 32, "some huge pages were had: " + huge);
+        assertTrue(e.getMessage().contains(String.format("SIGBUS at 0x%x: no free 2 MiB huge page for huge", a + huge * HPAGE_SIZE)),
+                e.getMessage());
+        assertTrue(e.getMessage().contains("VM_FAULT_SIGBUS"), e.getMessage());
+        assertEquals(Errno.EFAULT, e.errno());
+        assertEquals(huge + 1, p.faultCount() - before, "one fault per huge page had, and the one that failed");
+        assertEquals(huge * 512 + 2048, p.rssPages(), "what was faulted stays mapped");
+        p.exit();
+        assertEquals(0, PhysicalMemory.of(m).hugePagesInUse(), "the process's huge pages went with it");
+        assertEquals(PhysicalMemory.of(m).nrFrames(), PhysicalMemory.of(m).freeFrames(), "nothing leaked");
+    }
+
     @Test
     void notifiersRunBeforeEntriesChangeAndSeeTheEvent() {
         Mm m = mm(64 << 20, 16 << 20);
