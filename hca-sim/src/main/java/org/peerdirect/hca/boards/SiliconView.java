@@ -13,7 +13,15 @@ import org.osgi.annotation.versioning.ProviderType;
 @ProviderType
 public interface SiliconView {
 
-    /** A QP context as the silicon holds it ({@code QUERY_QP}'s view), taken when it was asked for. */
+    /**
+     * A QP context as the silicon holds it ({@code QUERY_QP}'s view), taken when it was asked for.
+     *
+     * @param qpn the QP number
+     * @param serviceType the context's service type ({@code MLX4_QP_ST_*}: 0 RC, 3 UD, 6 XRC; 0xc mlx5's REG_UMR)
+     * @param state the transport's state code ({@code MLX4_QP_STATE_*}: 0 RST, 1 INIT, 2 RTR,
+     *        3 RTS, 4 SQER, 5 SQD, 6 ERR; a ConnectX-4+ QPC says SQD as 7, the rest alike)
+     * @param outstandingSends send WQEs posted (doorbell record) and not yet consumed
+     */
     record Qp(int qpn, int serviceType, int state, long outstandingSends) {
     }
 
