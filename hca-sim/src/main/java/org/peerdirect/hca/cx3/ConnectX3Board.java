@@ -25,7 +25,7 @@ public final class ConnectX3Board implements ConnectX3 {
      * {@code INIT_HCA} (again after a chip reset), from the function (its bus address names the
      * engine, its DMA port is the engine's only way to memory).
      */
-    public ConnectX3Board(long nodeGuid, int ports, Function<PciFunction, HcaDevice> bringUp) {
+    private ConnectX3Board(long nodeGuid, int ports, Function<PciFunction, HcaDevice> bringUp) {
         this.nodeGuid = nodeGuid;
         this.device = new ConnectX3Device("Mellanox Technologies MT27500 Family [ConnectX-3]", nodeGuid, ports, bringUp);
     }
