@@ -74,7 +74,11 @@ public final class ConnectX3Board implements ConnectX3 {
      * @throws IllegalStateException before that
      */
     public SiliconView silicon() {
-        return engine().view();
+        SiliconView v = siliconIfUp();
+        if (v == null) {
+            throw new IllegalStateException("ConnectX-3 board " + Long.toHexString(nodeGuid) + ": INIT_HCA was not run");
+        }
+        return v;
     }
 
     /** The lab's view of the silicon if a driver's {@code INIT_HCA} brought it up, else null. */
