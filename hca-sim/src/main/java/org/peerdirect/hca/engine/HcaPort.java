@@ -16,8 +16,9 @@ public final class HcaPort implements Fabric.Port {
 
     /**
      * The QP {@code qpn} behind endpoint {@code lid} as a port of {@code from} sees it, or null
-     * when unreachable (no such endpoint, or one on the other link layer: InfiniBand and
-     * Ethernet ports share the endpoint numbering but not the wire).
+     * when unreachable (no such endpoint, a port on the fabric that is no engine's, or one on the
+     * other link layer: InfiniBand and Ethernet ports share the endpoint numbering but not the
+     * wire). The data path's one lookup: an array read and a type test.
      */
     static HwQp resolve(HcaDevice from, int lid, int qpn) {
         return from.fabric.port(lid) instanceof HcaPort p && p.device.ethernet == from.ethernet ? p.device.qp(qpn) : null;
