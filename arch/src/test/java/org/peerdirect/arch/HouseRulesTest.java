@@ -50,7 +50,10 @@ import com.tngtech.archunit.core.importer.Location;
  * <li>released API (a package exported at 1.0 or later) depends on no 0.x package and no private
  *     package: a consumer of a released API must not be tied to an unreleased one;</li>
  * <li>no test of one module sits in a package of another module's main code (a test reaching into
- *     another bundle's private package tests what no user can reach).</li>
+ *     another bundle's private package tests what no user can reach);</li>
+ * <li>the HCA transport engine ({@code org.peerdirect.hca.engine}) is {@code hca-sim}'s own: labs
+ *     and tests see a board through {@code org.peerdirect.hca.boards} (the fabric, the silicon's
+ *     diagnostic view), drivers through the layout packages.</li>
  * </ol>
  */
 class HouseRulesTest {
@@ -86,7 +89,9 @@ class HouseRulesTest {
             Map.entry("drivers-through-layout|mlx4-provider|org.peerdirect.hca.engine",
                     "the ConnectX-3 personality is not yet silicon (issue 41 item 1)"),
             Map.entry("drivers-through-layout|mlx4-provider|org.peerdirect.hca.cx3",
-                    "the ConnectX-3 firmware shortcut (issue 41 item 1)"));
+                    "the ConnectX-3 firmware shortcut (issue 41 item 1)"),
+            Map.entry("engine-private|mlx4-provider|org.peerdirect.hca.engine",
+                    "mlx4's verbs still create QPs on the engine and post to its WQE slots (issue 41 item 1)"));
 
     /** Tests known to sit in another module's package while issue 41 lands, with why. */
     static final Map<String, String> KNOWN_TEST_PLACES = Map.of();
@@ -142,6 +147,46 @@ class HouseRulesTest {
             return DRIVERS.contains(from.module()) && to != null && SILICON.contains(to.module())
                     && !LAYOUT_PACKAGES.contains(d.getTargetClass().getPackageName());
         });
+    }
+
+    /** What {@code hca-sim} keeps to itself: the transport engine behind its personalities. */
+    static final String HCA_ENGINE = "org.peerdirect.hca.engine";
+
+    @Test
+    void nothingOutsideHcaSimUsesTheEngine() {
+        check("engine-private", (from, d) -> !from.module().equals("hca-sim") && inPackage(d.getTargetClass().getPackageName(), HCA_ENGINE));
+    }
+
+    /**
+     * The same for what is no bundle (the rule above sees the bundles' main classes): no test of
+     * another module and no benchmark names the engine; they see a board through
+     * {@code org.peerdirect.hca.boards}, as a user's lab would.
+     */
+    @Test
+    void noTestOrBenchmarkOutsideHcaSimNamesTheEngine() {
+        Path root = Path.of(System.getProperty("user.dir")).getParent();
+        List<String> wrong = new ArrayList<>();
+        try (Stream<Path> modules = Files.list(root)) {
+            // hca-sim owns the engine; this module names it to check it
+            for (Path m : modules.filter(p -> !Set.of("hca-sim", "arch").contains(p.getFileName().toString())).sorted().toList()) {
+                for (Path src : List.of(m.resolve("src/test/java"), m.resolve("src/main/java"))) {
+                    boolean bundleMain = src.endsWith("src/main/java") && MODULES.contains(m.getFileName().toString());
+                    if (bundleMain || !Files.isDirectory(src)) {
+                        continue; // a bundle's main classes are the rule above's
+                    }
+                    try (Stream<Path> files = Files.walk(src)) {
+                        for (Path f : files.filter(p -> p.toString().endsWith(".java")).sorted().toList()) {
+                            if (Files.readString(f).contains(HCA_ENGINE + ".")) {
+                                wrong.add(root.relativize(f).toString());
+                            }
+                        }
+                    }
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        assertTrue(wrong.isEmpty(), "tests and benchmarks naming " + HCA_ENGINE + " outside hca-sim:\n  " + String.join("\n  ", wrong));
     }
 
     /** The device side of a PCI function: what a model uses, never its driver (the back doors issue 41 closed). */

@@ -20,7 +20,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.peerdirect.hca.cx4.ConnectX4Device;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
-import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.hca.boards.Fabric;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.mm.Mm;
 import org.peerdirect.kernel.pci.PciFunction;

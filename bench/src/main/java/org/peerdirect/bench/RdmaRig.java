@@ -6,7 +6,7 @@ import java.time.Duration;
 
 import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.cx4.ConnectX4Device;
-import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.hca.boards.Fabric;
 import org.peerdirect.ib.core.peer.PeerMemoryController;
 import org.peerdirect.ib.core.umem.impl.UmemCore;
 import org.peerdirect.ib.core.umem.IbAccess;

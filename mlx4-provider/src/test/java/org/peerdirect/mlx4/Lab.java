@@ -6,7 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import org.peerdirect.hca.engine.HwQp;
+import org.peerdirect.hca.boards.SiliconView;
 import org.peerdirect.ib.core.standalone.IbCore;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvContext;
@@ -70,8 +70,8 @@ final class Lab implements AutoCloseable {
         machine.remove(dev, surprise);
     }
 
-    /** The hardware QP behind a user's QP. */
-    HwQp hwQp(int dev, IbvQp qp) {
+    /** The QP context behind a user's QP, as the silicon holds it. */
+    SiliconView.Qp hwQp(int dev, IbvQp qp) {
         return machine.engine(dev).qps().stream().filter(q -> q.qpn() == qp.qpNum()).findFirst().orElseThrow();
     }
 

@@ -5,9 +5,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.peerdirect.hca.boards.Fabric;
+import org.peerdirect.hca.boards.SiliconView;
 import org.peerdirect.hca.cx3.ConnectX3Board;
-import org.peerdirect.hca.engine.Fabric;
-import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.standalone.IbCore;
 import org.peerdirect.ib.core.umem.UmemService;
@@ -154,9 +154,13 @@ public final class Machine implements AutoCloseable {
         return probed.get(i).device();
     }
 
-    /** The silicon of HCA {@code i} (counters, tables). */
-    public HcaDevice engine(int i) {
-        return boards.get(i).engine();
+    /**
+     * What a lab sees of the silicon of HCA {@code i}: its counters and tables, its ports' cables.
+     *
+     * @throws IllegalStateException before the driver's {@code INIT_HCA} brought it up
+     */
+    public SiliconView engine(int i) {
+        return boards.get(i).silicon();
     }
 
     public int hcaCount() {
@@ -220,7 +224,7 @@ public final class Machine implements AutoCloseable {
                 p.exit(); // closes the processes' contexts first (uverbs release)
             }
             for (int i = 0; i < boards.size(); i++) {
-                HcaDevice e = boards.get(i).engineIfUp();
+                SiliconView e = boards.get(i).siliconIfUp();
                 if (e != null && e.engineFailures() != 0) {
                     leaks.add(e.name() + ": the engine failed " + e.engineFailures() + " time(s) on an exception of its own (see the log)");
                 }

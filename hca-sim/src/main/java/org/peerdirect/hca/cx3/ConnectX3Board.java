@@ -3,7 +3,8 @@ package org.peerdirect.hca.cx3;
 import java.util.function.Function;
 
 import org.peerdirect.hca.cx3.fw.ConnectX3Device;
-import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.hca.boards.Fabric;
+import org.peerdirect.hca.boards.SiliconView;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
@@ -12,7 +13,7 @@ import org.peerdirect.kernel.pci.PciFunction;
  * A ConnectX-3 board: its node GUID and the device on its PCI function (the HCR command
  * interface, UAR pages, MSI-X, the firmware that starts the engine at {@code INIT_HCA}). The model,
  * the test kit and the benchmarks build boards with {@link #onFabric}; the lab's and the tests'
- * views ({@link #engineIfUp}, {@link #describe}) are the silicon's, not a driver's.
+ * views ({@link #silicon}, {@link #siliconIfUp}, {@link #describe}) are the silicon's, not a driver's.
  */
 public final class ConnectX3Board implements ConnectX3 {
 
@@ -24,7 +25,7 @@ public final class ConnectX3Board implements ConnectX3 {
      * {@code INIT_HCA} (again after a chip reset), from the function (its bus address names the
      * engine, its DMA port is the engine's only way to memory).
      */
-    public ConnectX3Board(long nodeGuid, int ports, Function<PciFunction, HcaDevice> bringUp) {
+    private ConnectX3Board(long nodeGuid, int ports, Function<PciFunction, HcaDevice> bringUp) {
         this.nodeGuid = nodeGuid;
         this.device = new ConnectX3Device("Mellanox Technologies MT27500 Family [ConnectX-3]", nodeGuid, ports, bringUp);
     }
@@ -61,9 +62,29 @@ public final class ConnectX3Board implements ConnectX3 {
         return e;
     }
 
-    /** The engine if a driver's INIT_HCA brought it up, else null (the model's teardown, the lab). */
+    /** The engine if a driver's INIT_HCA brought it up, else null (the model's teardown). */
     public HcaDevice engineIfUp() {
         return device.engineIfUp();
+    }
+
+    /**
+     * What a lab sees of the silicon a driver's {@code INIT_HCA} brought up (after a chip reset,
+     * the new one's).
+     *
+     * @throws IllegalStateException before that
+     */
+    public SiliconView silicon() {
+        SiliconView v = siliconIfUp();
+        if (v == null) {
+            throw new IllegalStateException("ConnectX-3 board " + Long.toHexString(nodeGuid) + ": INIT_HCA was not run");
+        }
+        return v;
+    }
+
+    /** The lab's view of the silicon if a driver's {@code INIT_HCA} brought it up, else null. */
+    public SiliconView siliconIfUp() {
+        HcaDevice e = device.engineIfUp();
+        return e == null ? null : e.view();
     }
 
     public long nodeGuid() {

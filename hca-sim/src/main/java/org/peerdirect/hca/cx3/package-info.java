@@ -4,7 +4,7 @@
  * {@link org.peerdirect.hca.cx3.ifc}.
  */
 @Export
-@Version("0.4.0")
+@Version("0.5.0")
 package org.peerdirect.hca.cx3;
 
 import org.osgi.annotation.bundle.Export;

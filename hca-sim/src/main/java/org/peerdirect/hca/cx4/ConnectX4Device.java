@@ -71,11 +71,11 @@ public final class ConnectX4Device implements AutoCloseable {
     private volatile int fatal;
     private final AtomicLong strayDoorbells = new AtomicLong();
 
-    private final org.peerdirect.hca.engine.Fabric fabric;
+    private final org.peerdirect.hca.boards.Fabric fabric;
     /** The transport engine, powered with the device (its port joins the fabric at power-on). */
     private volatile org.peerdirect.hca.engine.HcaDevice engine;
 
-    public ConnectX4Device(String name, int deviceId, org.peerdirect.hca.engine.Fabric fabric) {
+    public ConnectX4Device(String name, int deviceId, org.peerdirect.hca.boards.Fabric fabric) {
         this.fabric = fabric;
         if (deviceId != DEVICE_CONNECTX4 && deviceId != DEVICE_CONNECTX6DX) {
             throw new IllegalArgumentException(String.format("%s: device id 0x%x is neither ConnectX-4 (0x1013) nor ConnectX-6 Dx (0x101d)", name,

@@ -44,10 +44,10 @@ public final class ConnectX4Model {
     private final List<Board> connectx4 = new ArrayList<>();
     private final List<Board> connectx6dx = new ArrayList<>();
     private final PciBus bus;
-    private final org.peerdirect.hca.engine.Fabric fabric;
+    private final org.peerdirect.hca.boards.Fabric fabric;
 
     @Activate
-    public ConnectX4Model(@Reference PciBus bus, @Reference org.peerdirect.hca.engine.Fabric fabric, Config c) {
+    public ConnectX4Model(@Reference PciBus bus, @Reference org.peerdirect.hca.boards.Fabric fabric, Config c) {
         this.bus = bus;
         this.fabric = fabric;
         modified(c);

@@ -4,6 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
+import org.peerdirect.hca.boards.Fabric;
+import org.peerdirect.hca.boards.SiliconView;
 import org.peerdirect.kernel.dma.DmaPort;
 
 /**
@@ -123,6 +125,11 @@ public final class HcaDevice {
 
     public String name() {
         return name;
+    }
+
+    /** What a lab sees of this silicon: counters, tables, a port's cable. */
+    public SiliconView view() {
+        return new HcaView(this);
     }
 
     /** The port {@code portNum} (1-based). */

@@ -1,7 +1,9 @@
 package org.peerdirect.hca.engine;
 
+import org.peerdirect.hca.boards.Fabric;
+
 /** One port of a device on the {@link Fabric}. */
-public final class HcaPort {
+public final class HcaPort implements Fabric.Port {
     final HcaDevice device;
     final int portNum;
     volatile int lid;
@@ -12,6 +14,17 @@ public final class HcaPort {
         this.portNum = portNum;
     }
 
+    /**
+     * The QP {@code qpn} behind endpoint {@code lid} as a port of {@code from} sees it, or null
+     * when unreachable (no such endpoint, a port on the fabric that is no engine's, or one on the
+     * other link layer: InfiniBand and Ethernet ports share the endpoint numbering but not the
+     * wire). The data path's one lookup: an array read and a type test.
+     */
+    static HwQp resolve(HcaDevice from, int lid, int qpn) {
+        return from.fabric.port(lid) instanceof HcaPort p && p.device.ethernet == from.ethernet ? p.device.qp(qpn) : null;
+    }
+
+    @Override
     public int lid() {
         return lid;
     }

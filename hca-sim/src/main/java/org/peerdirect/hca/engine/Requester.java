@@ -224,7 +224,7 @@ final class Requester {
     }
 
     private int rnrTimerOfPeer() {
-        HwQp r = qp.dev.fabric.resolve(qp.dev, qp.dlid, qp.destQpn);
+        HwQp r = HcaPort.resolve(qp.dev, qp.dlid, qp.destQpn);
         return r == null ? 12 : r.minRnrTimer;
     }
 
@@ -303,7 +303,7 @@ final class Requester {
         if (w.opcode == Wqe.OP_FLUSH && (local.n != 0 || (w.ctrl & Wqe.CTRL_INLINE) != 0)) {
             return Outcome.LOC_LEN_ERR; // FLUSH carries no data (oA19-2)
         }
-        HwQp r = qp.dev.fabric.resolve(qp.dev, qp.dlid, qp.destQpn);
+        HwQp r = HcaPort.resolve(qp.dev, qp.dlid, qp.destQpn);
         HcaPort me = qp.dev.ports[qp.portNum - 1];
         // RC answers RC; an XRC initiator is answered by an XRC target (nothing else answers either)
         boolean peerType = qp.serviceType == HcaDevice.ST_RC ? r != null && r.serviceType == HcaDevice.ST_RC
@@ -361,7 +361,7 @@ final class Requester {
         if (o != null) {
             return o;
         }
-        HwQp r = qp.dev.fabric.resolve(qp.dev, w.dlid, w.remoteQpn);
+        HwQp r = HcaPort.resolve(qp.dev, w.dlid, w.remoteQpn);
         if (r == null || r.serviceType != HcaDevice.ST_UD || !qp.dev.ports[qp.portNum - 1].active || !r.dev.ports[r.portNum - 1].active
                 || !r.state.receives()) {
             return Outcome.SUCCESS; // unreliable: the datagram is lost, the send still completes

@@ -9,8 +9,10 @@
  * machine, {@code rxe_qp.c}), {@code Requester} ({@code rxe_req.c} with the completer of
  * {@code rxe_comp.c}), {@code Responder} ({@code rxe_resp.c}), {@code DmaMover} ({@code copy_data}),
  * {@link org.peerdirect.hca.engine.HwCq} (the CQ writer, {@code rxe_cq.c}), {@code Scheduler} (the
- * retransmit and RNR timers), {@link org.peerdirect.hca.engine.Fabric} (the subnet linking ports of
- * devices in one JVM). Every byte moves through the devices' IOMMU domains.
+ * retransmit and RNR timers); {@link org.peerdirect.hca.engine.HcaPort} routes over the
+ * {@link org.peerdirect.hca.boards.Fabric} (the subnet linking ports of devices in one JVM), and
+ * {@link org.peerdirect.hca.engine.HcaView} is what a lab sees of the silicon. Every byte moves
+ * through the devices' IOMMU domains.
  *
  * <p>Simplifications, stated: WQEs and CQEs are preallocated slots with the hardware fields rather
  * than bytes in host memory read and written by DMA, doorbells are method calls rather than BAR
@@ -30,7 +32,7 @@
  * unreachable (its device removed, its QP not ready) or the PSNs disagree.
  */
 @Export
-@Version("0.7.0")
+@Version("0.8.0")
 package org.peerdirect.hca.engine;
 
 import org.osgi.annotation.bundle.Export;

@@ -12,7 +12,7 @@ import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.hca.cx3.impl.ConnectX3Model;
 import org.peerdirect.hca.cx4.ConnectX4Model;
-import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.hca.boards.SiliconView;
 import org.peerdirect.kernel.shell.Args;
 import org.peerdirect.kernel.shell.UsageException;
 
@@ -41,7 +41,7 @@ public final class HcaLinkCommands {
         Map<String, Consumer<Boolean>> m = new TreeMap<>();
         cx4.devices().forEach((bdf, d) -> m.put(bdf, up -> d.setLink(1, up)));
         cx3.boards().forEach((bdf, b) -> m.put(bdf, up -> {
-            HcaDevice e = b.engineIfUp();
+            SiliconView e = b.siliconIfUp();
             if (e == null) {
                 throw new UsageException("hca:link: the ConnectX-3 at " + bdf + " has no engine yet (no driver ran INIT_HCA on it: is mlx4-provider started?)");
             }

@@ -348,7 +348,7 @@ class CommandFuzzTest {
             mm = new Mm(16L << 20, true, swap, 1 << 20);
             iommu = new Iommu(mm);
             bus = new StandalonePciBus(iommu);
-            dev = new ConnectX4Device("mlx5-fuzz", ConnectX4Device.DEVICE_CONNECTX4, new org.peerdirect.hca.engine.Fabric());
+            dev = new ConnectX4Device("mlx5-fuzz", ConnectX4Device.DEVICE_CONNECTX4, new org.peerdirect.hca.boards.Fabric());
             fn = bus.register(dev.spec());
             firmware = firmwareThread("fw-" + fn.bdf());
             firmware.setUncaughtExceptionHandler((t, e) -> died.add(e));

@@ -68,7 +68,7 @@ class CommandQueueTest {
         mm = new Mm(16L << 20, true, tmp.resolve("swap"), 1 << 20);
         iommu = new Iommu(mm);
         bus = new StandalonePciBus(iommu);
-        dev = new ConnectX4Device("mlx5-test", ConnectX4Device.DEVICE_CONNECTX4, new org.peerdirect.hca.engine.Fabric());
+        dev = new ConnectX4Device("mlx5-test", ConnectX4Device.DEVICE_CONNECTX4, new org.peerdirect.hca.boards.Fabric());
         fn = bus.register(dev.spec()); // powers the device on
     }
 

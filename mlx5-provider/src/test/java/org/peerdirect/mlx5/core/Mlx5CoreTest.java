@@ -46,7 +46,7 @@ class Mlx5CoreTest {
         mm = new Mm(32L << 20, true, tmp.resolve("swap"), 1 << 20);
         iommu = new Iommu(mm);
         bus = new StandalonePciBus(iommu);
-        model = new ConnectX4Device("ConnectX", deviceId, new org.peerdirect.hca.engine.Fabric());
+        model = new ConnectX4Device("ConnectX", deviceId, new org.peerdirect.hca.boards.Fabric());
         fn = bus.register(model.spec());
         dev = new Mlx5CoreDev("mlx5_0", fn, mm, settings);
     }

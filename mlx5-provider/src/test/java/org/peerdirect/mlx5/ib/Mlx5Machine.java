@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Set;
 
 import org.peerdirect.hca.cx4.ConnectX4Device;
-import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.hca.boards.Fabric;
 import org.peerdirect.ib.core.standalone.IbCore;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvContext;

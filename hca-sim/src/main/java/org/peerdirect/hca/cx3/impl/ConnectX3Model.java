@@ -11,7 +11,7 @@ import org.osgi.service.component.annotations.Deactivate;
 import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.hca.cx3.ConnectX3Board;
-import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.hca.boards.Fabric;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.kernel.pci.PciBus;
 import org.peerdirect.kernel.pci.PciFunction;

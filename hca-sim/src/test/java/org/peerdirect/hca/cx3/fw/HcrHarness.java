@@ -18,7 +18,7 @@ import org.peerdirect.hca.cx3.ifc.InitHca;
 import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.hca.cx3.ifc.Mtt;
 import org.peerdirect.hca.cx3.ifc.QueryFw;
-import org.peerdirect.hca.engine.Fabric;
+import org.peerdirect.hca.boards.Fabric;
 import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
