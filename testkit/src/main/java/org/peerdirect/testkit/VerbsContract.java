@@ -42,7 +42,9 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * SGEs than {@code max_send_sge} are refused at post with ENOMEM (libmlx4/libmlx5's
  * {@code max gs exceeded}), a gather and a scatter of several SGEs move the bytes in order; a bad
  * rkey is {@code REM_ACCESS_ERR}, a bad lkey {@code LOC_PROT_ERR}, a receive too short
- * {@code LOC_LEN_ERR} at the responder and {@code REM_INV_REQ_ERR} at the requester; after an
+ * {@code LOC_LEN_ERR} at the responder and {@code REM_INV_REQ_ERR} at the requester, a READ
+ * without the remote read right {@code REM_ACCESS_ERR}, a misaligned atomic
+ * {@code REM_INV_REQ_ERR}; an immediate and an SRQ's receives arrive as sent; after an
  * error the later requests and the receive queue flush ({@code WR_FLUSH_ERR}) in posting order
  * and new ones flush too; RNR with no retries is {@code RNR_RETRY_EXC_ERR}, with retries the
  * late receive gets the message; a UD receive starts with the 40-byte GRH space, flagged
@@ -236,6 +238,81 @@ public abstract class VerbsContract extends VerbsMrExContract {
         q[0].postSend(wr(IbvWrOpcode.SEND, a, 0, 64, 1));
         status(await1(b.cq), 30, IbvWcStatus.LOC_LEN_ERR);
         status(await1(a.cq), 1, IbvWcStatus.REM_INV_REQ_ERR);
+    }
+
+    @Test
+    void aReadWithoutTheRemoteReadRightIsRemAccessErr() {
+        IbvQp qa = a.qp(IbvQpType.RC, null);
+        IbvQp qb = b.qp(IbvQpType.RC, null);
+        connect(qa, qb, RNR_FOREVER, org.peerdirect.ib.core.umem.IbAccess.LOCAL_WRITE | org.peerdirect.ib.core.umem.IbAccess.REMOTE_WRITE);
+        qa.postSend(rdma(IbvWrOpcode.RDMA_WRITE, a, 0, 64, b, 0, 1));
+        ok(await1(a.cq), 1, IbvWcOpcode.RDMA_WRITE);
+        qa.postSend(rdma(IbvWrOpcode.RDMA_READ, a, 0, 64, b, 0, 2));
+        status(await1(a.cq), 2, IbvWcStatus.REM_ACCESS_ERR);
+    }
+
+    @Test
+    void aMisalignedAtomicIsRemInvReqErr() {
+        Assumptions.assumeTrue(a.attr().atomicCap() != 0 && b.attr().atomicCap() != 0, "the device has no atomics");
+        IbvQp[] q = rcPair(RNR_FOREVER, null);
+        b.putLong(4096, 10);
+        IbvSendWr fa = rdma(IbvWrOpcode.ATOMIC_FETCH_AND_ADD, a, 0, 8, b, 4096 + 4, 1);
+        fa.compareAdd = 5;
+        q[0].postSend(fa);
+        status(await1(a.cq), 1, IbvWcStatus.REM_INV_REQ_ERR);
+        assertEquals(10, b.getLong(4096), "nothing added");
+    }
+
+    @Test
+    void sendWithImmediateCarriesItAndTheData() {
+        IbvQp[] q = rcPair(RNR_FOREVER, null);
+        byte[] data = pattern(200, 4);
+        a.write(0, data);
+        q[1].postRecv(recv(b, 0, 256, 80));
+        IbvSendWr w = wr(IbvWrOpcode.SEND_WITH_IMM, a, 0, 200, 1);
+        w.immData = 0x5eed;
+        q[0].postSend(w);
+        ok(await1(a.cq), 1, IbvWcOpcode.SEND);
+        IbvWc c = await1(b.cq);
+        ok(c, 80, IbvWcOpcode.RECV);
+        assertEquals(200, c.byteLen);
+        assertTrue((c.wcFlags & IbvWc.WC_WITH_IMM) != 0, c.toString());
+        assertEquals(0x5eed, c.immData);
+        assertEquals(q[1].qpNum(), c.qpNum);
+        assertArrayEquals(data, b.read(0, 200));
+    }
+
+    @Test
+    void anSrqFeedsEveryQpOnItInPostingOrder() {
+        org.peerdirect.ib.core.verbs.IbvSrq srq = b.pd.createSrq(16, 1);
+        IbvQp a1 = a.qp(IbvQpType.RC, null);
+        IbvQp a2 = a.qp(IbvQpType.RC, null);
+        IbvQp b1 = b.qp(IbvQpType.RC, x -> {
+            x.srq = srq;
+            x.maxRecvWr = 0;
+        });
+        IbvQp b2 = b.qp(IbvQpType.RC, x -> {
+            x.srq = srq;
+            x.maxRecvWr = 0;
+        });
+        connect(a1, b1, RNR_FOREVER);
+        connect(a2, b2, RNR_FOREVER);
+        srq.postRecv(recv(b, 0, 64, 90));
+        srq.postRecv(recv(b, 64, 64, 91));
+        a.write(0, pattern(64, 1));
+        a1.postSend(wr(IbvWrOpcode.SEND, a, 0, 64, 1));
+        ok(await1(a.cq), 1, IbvWcOpcode.SEND);
+        IbvWc c1 = await1(b.cq);
+        ok(c1, 90, IbvWcOpcode.RECV);
+        assertEquals(b1.qpNum(), c1.qpNum, "the first receive of the SRQ, on the QP the message came to");
+        a.write(64, pattern(64, 2));
+        a2.postSend(wr(IbvWrOpcode.SEND, a, 64, 64, 2));
+        ok(await1(a.cq), 2, IbvWcOpcode.SEND);
+        IbvWc c2 = await1(b.cq);
+        ok(c2, 91, IbvWcOpcode.RECV);
+        assertEquals(b2.qpNum(), c2.qpNum);
+        assertArrayEquals(pattern(64, 1), b.read(0, 64));
+        assertArrayEquals(pattern(64, 2), b.read(64, 64));
     }
 
     // ------------------------------------------------------------------ RNR
