@@ -23,6 +23,9 @@ class Mlx4VerbsContractTest extends VerbsContract {
             "Mlx4Qp.postSend refuses inline data over max_inline_data with EINVAL; libmlx4's mlx4_post_send returns ENOMEM",
             "moreSgesThanMaxSendSgeIsEnomemAndSeveralSgesGatherAndScatterInOrder",
             "Mlx4Qp.postSend refuses num_sge > max_send_sge with EINVAL; libmlx4's mlx4_post_send returns ENOMEM",
+            "regMrExAtAnotherIovaIsReachedThroughIt",
+            "Mlx4Device keeps the provider SPI's default regUserMr(addr, length, iova, access) (EOPNOTSUPP); mlx4_ib_reg_user_mr "
+                    + "writes virt_addr into the MPT's start address",
             "theUdGrhCarriesTheSendersAndTheReceiversGids",
             "silicon (hca-sim engine, both providers): Responder.writeGrh writes fe80::<LID> for both GIDs; the engine knows no port "
                     + "GID and the datagram segment's DGID is not carried to the responder");

@@ -76,6 +76,10 @@ public abstract class VerbsMrExContract extends VerbsLifecycleContract {
         refused(Errno.EINVAL, () -> a.pd.regMrEx(implicitAt), "implicit ODP (length SIZE_MAX) at an address");
         refused(Errno.EINVAL, () -> a.pd.regMrEx(IbvMrInitAttr.addr(va, 1 << 16, IbAccess.REMOTE_WRITE)),
                 "ib_check_mr_access: remote write without local write");
+        IbvMrInitAttr atDmah = IbvMrInitAttr.addr(va, 1 << 16, RW);
+        atDmah.compMask |= IbvMrInitAttr.REG_MR_MASK_IOVA;
+        atDmah.iova = -4096L + (va & 4095);
+        refused(Errno.EINVAL, () -> a.pd.regMrEx(atDmah), "an iova range that overflows");
         IbvMrInitAttr same = IbvMrInitAttr.addr(va, 1 << 16, RW);
         same.compMask |= IbvMrInitAttr.REG_MR_MASK_IOVA;
         same.iova = va; // the iova ibv_reg_mr uses
@@ -83,6 +87,33 @@ public abstract class VerbsMrExContract extends VerbsLifecycleContract {
         assertEquals(va, mr.addr());
         assertEquals(1 << 16, mr.length());
         assertEquals(RW, mr.access());
+        mr.dereg();
+    }
+
+    /**
+     * {@code ibv_reg_mr_iova} through {@code ibv_reg_mr_ex}: a pinned MR seen through its keys at
+     * another address with the same page offset; an RDMA WRITE to the iova lands at the address.
+     */
+    @Test
+    void regMrExAtAnotherIovaIsReachedThroughIt() {
+        long va = process().mmap(1 << 16);
+        process().populate(va, 1 << 16, true);
+        long iova = 0x5_0000_0000L + (va & 4095);
+        IbvMrInitAttr x = IbvMrInitAttr.addr(va, 1 << 16, RW);
+        x.compMask |= IbvMrInitAttr.REG_MR_MASK_IOVA;
+        x.iova = iova;
+        IbvMr mr = a.pd.regMrEx(x);
+        assertEquals(va, mr.addr(), "ibv_mr.addr is the address; the keys see the iova");
+        writeAndReadBack(mr, iova + 300, 6000, 21);
+        byte[] got = new byte[6000];
+        process().read(va + 300, got, 0, 6000);
+        assertArrayEquals(pattern(6000, 21), got, "the bytes at the address");
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, b, 0, 64, 3);
+        w.remoteAddr = va + 300; // the address itself is outside [iova, iova+length)
+        w.rkey = mr.rkey();
+        IbvQp[] q = rcPair(7, null);
+        q[1].postSend(w);
+        assertEquals(IbvWcStatus.REM_ACCESS_ERR, await1(b.cq).status, "the process's address is not a key address");
         mr.dereg();
     }
 

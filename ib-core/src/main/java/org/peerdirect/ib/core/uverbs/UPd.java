@@ -3,6 +3,7 @@ package org.peerdirect.ib.core.uverbs;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.provider.IbPdOps;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvAh;
@@ -60,6 +61,11 @@ final class UPd implements IbvPd {
      */
     @Override
     public IbvMr regMr(long addr, long length, int access) {
+        return regUserMr(addr, length, addr, access);
+    }
+
+    /** {@link #regMr} with the MR seen through its keys at {@code iova} (the same as {@code addr} but for {@code ibv_reg_mr_iova}). */
+    private IbvMr regUserMr(long addr, long length, long iova, int access) {
         alive();
         if ((access & ~IbAccess.SUPPORTED) != 0) {
             throw new KernelException(Errno.EINVAL, "ibv_reg_mr: unknown access flags 0x" + Integer.toHexString(access & ~IbAccess.SUPPORTED));
@@ -77,7 +83,11 @@ final class UPd implements IbvPd {
         if (!implicit && (length <= 0 || Long.compareUnsigned(length, ctx.dev.attr.maxMrSize()) > 0)) {
             throw new KernelException(Errno.EINVAL, "ibv_reg_mr: length " + length + " is not 1.." + Long.toUnsignedString(ctx.dev.attr.maxMrSize()));
         }
-        UMr mr = new UMr(this, ops.regUserMr(addr, length, access), addr, length, access);
+        if (iova != addr && Long.compareUnsigned(iova + length, iova) < 0) {
+            throw new KernelException(Errno.EINVAL, String.format("ibv_reg_mr_iova: iova 0x%x + length %d overflows", iova, length));
+        }
+        IbMrOps driverMr = iova == addr ? ops.regUserMr(addr, length, access) : ops.regUserMr(addr, length, iova, access);
+        UMr mr = new UMr(this, driverMr, addr, length, access);
         mrs.add(mr);
         if (ctx.dev.removed) {
             mr.release(); // removed while registering: the disassociation did not see this MR
@@ -148,8 +158,9 @@ final class UPd implements IbvPd {
      * {@code ibv_reg_mr_ex}: libibverbs' {@code ibv_cmd_reg_mr_ex} (which fields go together; a
      * dma-buf needs its iova; implicit ODP needs address 0), then {@code UVERBS_METHOD_REG_MR}
      * (an fd needs the driver's {@code reg_user_mr_dmabuf}, else EOPNOTSUPP; the address and the
-     * iova share their page offset), then the registration of {@link #regMr} or
-     * {@link #regDmabufMr} with its own checks (access flags, lengths, ODP support).
+     * iova share their page offset), then the registration of {@link #regMr} (through the
+     * driver's {@code reg_user_mr} with the iova when it is not the address) or
+     * {@link #regDmabufMr}, with their own checks (access flags, lengths, ODP support).
      *
      * @see "ibv_cmd_reg_mr_ex() in libibverbs/cmd_mr.c, UVERBS_HANDLER(UVERBS_METHOD_REG_MR) in uverbs_std_types_mr.c"
      */
@@ -191,11 +202,7 @@ final class UPd implements IbvPd {
         if ((a.addr & 4095) != (iova & 4095)) {
             throw new KernelException(Errno.EINVAL, String.format("%s: address 0x%x and iova 0x%x have different page offsets", verb, a.addr, iova));
         }
-        if (iova != a.addr) {
-            throw new KernelException(Errno.EOPNOTSUPP, String.format("%s: Operation not supported: iova 0x%x for address 0x%x "
-                    + "(ibv_reg_mr_iova): the drivers here map an address-based MR at its own address", verb, iova, a.addr));
-        }
-        return regMr(a.addr, a.length, a.access);
+        return regUserMr(a.addr, a.length, iova, a.access);
     }
 
     /**

@@ -44,15 +44,16 @@ public interface IbvPd {
      * dma-buf ({@code FD}) needs {@code FD_OFFSET} and {@code IOVA} and no {@code ADDR}, then is
      * {@link #regDmabufMr}; an address needs {@code ADDR} and no {@code FD_OFFSET}, its iova
      * (default the address) with the address's page offset, then is {@link #regMr} (ODP and
-     * implicit ODP included; implicit needs address 0). The MR's {@link IbvMr#addr()} is the
-     * address, or for a dma-buf the iova (as {@link #regDmabufMr}).
+     * implicit ODP included; implicit needs address 0), seen through its keys at the iova
+     * ({@code ibv_reg_mr_iova}). The MR's {@link IbvMr#addr()} is the address, or for a dma-buf
+     * the iova (as {@link #regDmabufMr}).
      *
      * @throws org.peerdirect.kernel.mm.KernelException EINVAL for a null attr, unknown
      *         {@code comp_mask} bits, a combination of fields that do not go together or a
      *         missing one, page offsets that differ, and whatever {@link #regMr} or
      *         {@link #regDmabufMr} refuse; EOPNOTSUPP for a DMA handle (none here), an iova other
-     *         than the address ({@code ibv_reg_mr_iova}: the drivers here map an address-based MR
-     *         at its address only), a dma-buf on a driver without {@code reg_user_mr_dmabuf}
+     *         than the address on a driver that maps an MR at its address only (mlx4 here; mlx5
+     *         for on-demand MRs), a dma-buf on a driver without {@code reg_user_mr_dmabuf}
      * @since 0.12
      */
     IbvMr regMrEx(IbvMrInitAttr attr);
