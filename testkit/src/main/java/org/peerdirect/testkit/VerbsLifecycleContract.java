@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
-import java.util.function.Supplier;
 
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -221,7 +220,6 @@ public abstract class VerbsLifecycleContract extends VerbsContractSupport {
         assertSame(cq, ch.getCqEvent(Duration.ofMillis(WAIT_MS)), "the flush completion raised the CQ event");
         assertEquals(Errno.EBUSY, assertThrows(KernelException.class, ch::destroy).errno(), "unacknowledged: the channel's own destroy is EBUSY");
         c.close();
-        Supplier<String> none = () -> "nothing left to destroy";
         mr.dereg();
         qp.destroy();
         srq.destroy();
@@ -234,6 +232,6 @@ public abstract class VerbsLifecycleContract extends VerbsContractSupport {
             xrcd.close();
         }
         c.close();
-        assertEquals(pinned, process().pinnedPages(), none.get() + ": what the context pinned is unpinned, once");
+        assertEquals(pinned, process().pinnedPages(), "nothing left to destroy: what the context pinned is unpinned, once");
     }
 }
