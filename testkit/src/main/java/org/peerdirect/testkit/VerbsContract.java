@@ -40,7 +40,9 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * inline data up to the QP's {@code max_inline_data} is copied at post time (its lkey not
  * checked) and one byte more is refused at post with ENOMEM ({@code set_data_inl_seg}); more
  * SGEs than {@code max_send_sge} are refused at post with ENOMEM (libmlx4/libmlx5's
- * {@code max gs exceeded}), a gather and a scatter of several SGEs move the bytes in order; a bad
+ * {@code max gs exceeded}), a gather and a scatter of several SGEs move the bytes in order; a
+ * full send or receive queue is ENOMEM at post, naming the first request that did not fit; a READ
+ * into memory without local write is {@code LOC_PROT_ERR}; a bad
  * rkey is {@code REM_ACCESS_ERR}, a bad lkey {@code LOC_PROT_ERR}, a receive too short
  * {@code LOC_LEN_ERR} at the responder and {@code REM_INV_REQ_ERR} at the requester, a READ
  * without the remote read right {@code REM_ACCESS_ERR}, a misaligned atomic
@@ -177,6 +179,51 @@ public abstract class VerbsContract extends VerbsMrExContract {
         System.arraycopy(two, 0, sent, 100, 60);
         assertArrayEquals(Arrays.copyOfRange(sent, 0, 30), b.read(4096, 30), "the first scatter entry");
         assertArrayEquals(Arrays.copyOfRange(sent, 30, 160), b.read(12288, 130), "the second, from where the first ended");
+    }
+
+    /**
+     * A full queue refuses at post with ENOMEM naming the first request not posted
+     * ({@code mlx5_wq_overflow}/{@code wq_overflow}); unsignaled requests hold their slots until
+     * a later completion, so posting only unsignaled ones fills the send queue whatever the timing.
+     */
+    @Test
+    void aFullQueueIsEnomemAtPost() {
+        IbvQp[] q = rcPair(RNR_FOREVER, x -> {
+            x.maxSendWr = 16;
+            x.maxRecvWr = 16;
+        });
+        int limit = 16 * 64; // far past any rounding of the 16 asked for
+        IbvSendWr[] ws = new IbvSendWr[limit];
+        for (int i = 0; i < limit; i++) {
+            ws[i] = unsignaled(rdma(IbvWrOpcode.RDMA_WRITE, a, 0, 8, b, 0, i));
+        }
+        PostException e = assertThrows(PostException.class, () -> q[0].postSend(chain(ws)), "a send queue of 16 takes " + limit);
+        assertEquals(Errno.ENOMEM, e.errno(), e.getMessage());
+        int at = Arrays.asList(ws).indexOf(e.badWr());
+        assertTrue(at >= 16 && at < limit, "bad_wr is the first request that did not fit: index " + at);
+        IbvRecvWr[] rs = new IbvRecvWr[limit];
+        for (int i = 0; i < limit; i++) {
+            rs[i] = recv(b, 0, 8, 1000 + i);
+            if (i > 0) {
+                rs[i - 1].next = rs[i];
+            }
+        }
+        PostException r = assertThrows(PostException.class, () -> q[1].postRecv(rs[0]));
+        assertEquals(Errno.ENOMEM, r.errno(), r.getMessage());
+        int rat = Arrays.asList(rs).indexOf(r.badWr());
+        assertTrue(rat >= 16 && rat < limit, "bad_wr is the first receive that did not fit: index " + rat);
+    }
+
+    @Test
+    void aReadIntoMemoryWithoutLocalWriteIsLocProtErr() {
+        IbvQp[] q = rcPair(RNR_FOREVER, null);
+        long va = process().mmap(1 << 16);
+        process().populate(va, 1 << 16, true);
+        org.peerdirect.ib.core.verbs.IbvMr ro = a.pd.regMr(va, 1 << 16, org.peerdirect.ib.core.umem.IbAccess.REMOTE_READ);
+        IbvSendWr w = rdma(IbvWrOpcode.RDMA_READ, a, 0, 64, b, 0, 1);
+        w.sgList[0].set(va, 64, ro.lkey());
+        q[0].postSend(w);
+        status(await1(a.cq), 1, IbvWcStatus.LOC_PROT_ERR);
     }
 
     // ------------------------------------------------------------------ error completions and flush
