@@ -6,6 +6,13 @@
  * IOMMU fault or violation, no mapping, no pin, every frame free) and fails the test otherwise.</li>
  * <li>{@link org.peerdirect.testkit.PeerMemoryClientContract}: the peer-memory client contract
  * kit, an abstract JUnit 5 class a client writer extends with a factory for their client.</li>
+ * <li>{@link org.peerdirect.testkit.AsyncEventContract} and
+ * {@link org.peerdirect.testkit.VerbsContract} (with its destroy half,
+ * {@link org.peerdirect.testkit.VerbsLifecycleContract}): the provider contract kits, abstract
+ * JUnit 5 classes a verbs provider's writer extends with hooks that start two devices of the
+ * driver; {@link org.peerdirect.testkit.KnownDifferences} lists what a provider still fails, each
+ * with its cause, and checks each still fails. {@link org.peerdirect.testkit.HostDmaBuf}: a
+ * dma-buf over host frames (udmabuf's role) for importers' tests.</li>
  * </ul>
  */
 @Export

@@ -63,6 +63,11 @@ public final class UmemTestDevice implements DmaDevice, AutoCloseable {
             return id;
         }
 
+        /** The device it is registered on. */
+        UmemTestDevice device() {
+            return UmemTestDevice.this;
+        }
+
         public IbUmem umem() {
             return umem;
         }
@@ -145,6 +150,7 @@ public final class UmemTestDevice implements DmaDevice, AutoCloseable {
     private final UmemService umems;
     private final ConcurrentHashMap<Integer, Mr> mrs = new ConcurrentHashMap<>();
     private final AtomicInteger nextId = new AtomicInteger(1);
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
     public UmemTestDevice(String name, Iommu iommu, UmemService umems) {
         this.name = name;
@@ -191,19 +197,20 @@ public final class UmemTestDevice implements DmaDevice, AutoCloseable {
     }
 
     private void deregIfRegistered(Mr mr) {
-        if (mrs.containsKey(mr.id)) {
-            try {
-                dereg(mr);
-            } catch (IllegalArgumentException raced) {
-                // deregistered by its owner meanwhile
-            }
-        }
+        dereg(mr); // the process's exit: nothing when its owner deregistered it first
     }
 
-    /** Deregisters: revoke, stop the notifier, release (the mlx5 dereg order). */
+    /**
+     * Deregisters: revoke, stop the notifier, release (the mlx5 dereg order). Idempotent, as
+     * {@code ibv_dereg_mr} is here: an MR deregistered before (by its owner, the process's exit or
+     * the device's close) is left alone. An MR of another device is refused by name.
+     */
     public void dereg(Mr mr) {
-        if (mrs.remove(mr.id) == null) {
-            throw new IllegalArgumentException("mr " + mr.id + " is not registered on " + name);
+        if (mr.device() != this) {
+            throw new IllegalArgumentException("mr " + mr.id + " belongs to " + mr.device().name + ", not " + name);
+        }
+        if (!mrs.remove(mr.id, mr)) {
+            return; // deregistered before: the one who removed it released it
         }
         mr.revoke("deregistered");
         mr.umem.stopInvalidationNotifier();
@@ -223,9 +230,12 @@ public final class UmemTestDevice implements DmaDevice, AutoCloseable {
         return mrs.values().stream().sorted((a, b) -> Integer.compare(a.id, b.id)).toList();
     }
 
-    /** Deregisters every MR and destroys the IOMMU domain. */
+    /** Deregisters every MR and destroys the IOMMU domain; idempotent (Java's {@code close} convention). */
     @Override
     public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
         for (Mr mr : mrs()) {
             dereg(mr);
         }

@@ -114,11 +114,16 @@ class UmemTestDeviceTest {
             assertTrue(e.getMessage().contains("outside the MR"), e.getMessage());
             IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> dev.mr(ro.id() + 1));
             assertTrue(none.getMessage().contains("umemtest:list"), none.getMessage());
+            UmemTestDevice other = new UmemTestDevice("umem_test1", m.iommu(), m.umems());
+            IllegalArgumentException foreign = assertThrows(IllegalArgumentException.class, () -> other.dereg(ro));
+            assertTrue(foreign.getMessage().contains("belongs to umem_test0, not umem_test1"), foreign.getMessage());
+            other.close();
             dev.dereg(ro);
-            IllegalArgumentException twice = assertThrows(IllegalArgumentException.class, () -> dev.dereg(ro));
-            assertTrue(twice.getMessage().contains("is not registered on umem_test0"), twice.getMessage());
+            assertEquals(0, app.pinnedPages());
+            dev.dereg(ro); // idempotent, as ibv_dereg_mr: nothing more to release
             assertEquals(0, app.pinnedPages());
             dev.close();
+            dev.close(); // idempotent, as AutoCloseable asks
         }
     }
 }

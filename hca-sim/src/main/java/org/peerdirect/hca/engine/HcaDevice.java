@@ -34,6 +34,12 @@ public final class HcaDevice {
     public static final int MAX_CQE = 4194303;
     public static final int MAX_INLINE = 912;
     public static final int MTU = 4096;
+    /**
+     * The longest message (bytes) a request may carry: what both personalities report
+     * ({@code max_msg_sz} 0x40000000 on the ConnectX-3, {@code log_max_msg} 30 on the ConnectX-4);
+     * a longer one completes with a local length error before anything moves.
+     */
+    public static final long MAX_MSG_SZ = 1L << 30;
     /** QP service types ({@code MLX4_QP_ST_*}). */
     public static final int ST_RC = 0x0;
     public static final int ST_UD = 0x3;

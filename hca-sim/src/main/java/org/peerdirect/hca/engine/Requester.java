@@ -281,7 +281,8 @@ final class Requester {
 
     private Outcome executeRc(SendWqe w) {
         long len = w.length;
-        if (len > 0x8000_0000L) {
+        // longer than the device's max_msg_sz; a FLUSH's length names a remote range (up to 2^31), it carries no data
+        if (len > (w.opcode == Wqe.OP_FLUSH ? 0x8000_0000L : HcaDevice.MAX_MSG_SZ)) {
             return Outcome.LOC_LEN_ERR;
         }
         boolean atomic = Wqe.isAtomic(w.opcode);

@@ -44,6 +44,12 @@ final class Mlx5IbPd implements IbPdOps {
         return Mlx5Mr.regUserMr(this, addr, length, access);
     }
 
+    /** {@link Mlx5Mr#regUserMr(Mlx5IbPd, long, long, long, int)}: {@code ibv_reg_mr_iova}. */
+    @Override
+    public IbMrOps regUserMr(long addr, long length, long iova, int access) {
+        return Mlx5Mr.regUserMr(this, addr, length, iova, access);
+    }
+
     /** {@link Mlx5Mr#regUserMrDmabuf}. */
     @Override
     public IbMrOps regUserMrDmabuf(long offset, long length, long iova, int fd, int access) {

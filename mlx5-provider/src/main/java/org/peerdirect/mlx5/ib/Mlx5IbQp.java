@@ -79,7 +79,7 @@ final class Mlx5IbQp implements Mlx5Qp.Control {
         }
         int bfSize = 1 << Math.max(0, dev.core.cap(HcaCap.LOG_BF_REG_SIZE) - 1);
         Mlx5Qp qp = new Mlx5Qp(qpn, a.qpType, p.buf(), pd.ctx.uar, bfSize, logSq, logRq, rqStride, a.maxSendSge, a.maxRecvSge, maxInline,
-                (Mlx5Cq) sendCq, xrc ? null : (Mlx5Cq) recvCq, (Mlx5Srq) srq, new Mlx5IbQp(dev, p));
+                a.sqSigAll, (Mlx5Cq) sendCq, xrc ? null : (Mlx5Cq) recvCq, (Mlx5Srq) srq, new Mlx5IbQp(dev, p));
         dev.core.registerQp(qpn, type -> {
             IbvEventType t = qpEvent(type);
             if (t != null) {

@@ -76,7 +76,21 @@ final class Mlx5Mr {
      * returns.
      */
     static IbMrOps regUserMr(Mlx5IbPd pd, long addr, long length, int access) {
+        return regUserMr(pd, addr, length, addr, access);
+    }
+
+    /**
+     * {@code mlx5_ib_reg_user_mr} with {@code iova} ({@code virt_addr}) other than {@code addr}:
+     * the mkey starts at the iova, its translation is the umem's pages in order (the core checked
+     * that both share their page offset). An on-demand MR at another iova is EOPNOTSUPP here: the
+     * page-fault path translates device addresses as the process's.
+     */
+    static IbMrOps regUserMr(Mlx5IbPd pd, long addr, long length, long iova, int access) {
         if ((access & IbAccess.ON_DEMAND) != 0) {
+            if (iova != addr) {
+                throw new KernelException(Errno.EOPNOTSUPP, String.format("%s: an on-demand MR at iova 0x%x for address 0x%x is not "
+                        + "supported (the ODP page-fault path maps device addresses as the process's)", pd.ctx.dev.name(), iova, addr));
+            }
             return createUserOdpMr(pd, addr, length, access);
         }
         Mlx5IbDev dev = pd.ctx.dev;
@@ -84,7 +98,7 @@ final class Mlx5Mr {
                 UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP);
         Mlx5IbMr mr;
         try {
-            mr = createRealMr(pd, umem, addr, length, access);
+            mr = createRealMr(pd, umem, addr, length, iova, access);
         } catch (RuntimeException e) {
             umem.stopInvalidationNotifier();
             umem.release();
@@ -103,9 +117,10 @@ final class Mlx5Mr {
      * {@code create_real_mr}: for a pinned umem an mkey from the cache ({@code alloc_cacheable_mr}),
      * enabled by UMR with one MTT entry per 4 KiB page ({@code MLX5_IB_MTT_PRESENT}); for a peer
      * umem, or more pages than any cache entry holds, an mkey by {@code CREATE_MKEY}
-     * ({@code reg_create}, UMR-enabled so it can be revoked). The caller releases the umem on failure.
+     * ({@code reg_create}, UMR-enabled so it can be revoked). The mkey starts at {@code iova} (the
+     * address but for {@code ibv_reg_mr_iova}). The caller releases the umem on failure.
      */
-    private static Mlx5IbMr createRealMr(Mlx5IbPd pd, IbUmem umem, long addr, long length, int access) {
+    private static Mlx5IbMr createRealMr(Mlx5IbPd pd, IbUmem umem, long addr, long length, long iova, int access) {
         Mlx5IbDev dev = pd.ctx.dev;
         long first = addr & ~4095L;
         int npages = (int) ((addr + length - first + 4095) >>> 12);
@@ -119,7 +134,7 @@ final class Mlx5Mr {
         Mlx5MkeyCache.Taken t = cacheable ? dev.mkeyCache().alloc(unchangeable, npages) : null;
         if (t != null) {
             try {
-                dev.umr().updateAndEnable(t.mkey(), t.mkey() & 0xff, pd.pdn, addr, length, access, npages, mtt);
+                dev.umr().updateAndEnable(t.mkey(), t.mkey() & 0xff, pd.pdn, iova, length, access, npages, mtt);
             } catch (RuntimeException e) {
                 dev.mkeyCache().abandon(t); // its state is unknown: destroyed, not cached
                 throw e;
@@ -129,13 +144,13 @@ final class Mlx5Mr {
         int octwords = (npages + 1) / 2;
         int mkey;
         if (npages <= MAX_CREATE_MTT) {
-            mkey = regCreate(pd, addr, length, access, npages, npages, mtt, false);
+            mkey = regCreate(pd, iova, length, access, npages, npages, mtt, false);
         } else {
             // more translation than one CREATE_MKEY carries (a 1 GiB peer MR has 262 144
             // entries): created empty (free), then loaded and enabled by UMR in chunks
-            mkey = regCreate(pd, addr, length, access, npages, 0, null, true);
+            mkey = regCreate(pd, iova, length, access, npages, 0, null, true);
             try {
-                dev.umr().updateAndEnable(mkey, mkey & 0xff, pd.pdn, addr, length, access, npages, mtt);
+                dev.umr().updateAndEnable(mkey, mkey & 0xff, pd.pdn, iova, length, access, npages, mtt);
             } catch (RuntimeException e) {
                 dev.destroyQuietly(Mlx5Cmd.DESTROY_MKEY, Mkey.mkeyToIdx(mkey));
                 throw e;
@@ -221,7 +236,7 @@ final class Mlx5Mr {
     /** {@code create_user_odp_mr}'s implicit case: refused unless the device reports {@code IB_ODP_SUPPORT_IMPLICIT}. */
     private static IbMrOps createImplicitMr(Mlx5IbPd pd, int access) {
         Mlx5IbDev dev = pd.ctx.dev;
-        // (the kernel also wants iova 0; this SPI's regUserMr has no iova: the MR's iova is its address)
+        // (the kernel also wants iova 0: an implicit MR's iova is its address, 0; another iova is refused before this)
         if ((dev.queryDevice().odpCaps().generalCaps() & IbvDeviceAttr.ODP_SUPPORT_IMPLICIT) == 0) {
             throw new KernelException(Errno.EINVAL, dev.name() + ": implicit ODP (address 0, length SIZE_MAX) needs IB_ODP_SUPPORT_IMPLICIT,"
                     + " which this device does not report");

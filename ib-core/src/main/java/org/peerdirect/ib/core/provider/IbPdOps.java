@@ -17,6 +17,19 @@ public interface IbPdOps {
     IbMrOps regUserMr(long addr, long length, int access);
 
     /**
+     * {@code reg_user_mr} with {@code virt_addr} other than {@code start}
+     * ({@code ibv_reg_mr_iova}, {@code ibv_reg_mr_ex} with an iova): [addr, addr+length) of the
+     * process seen through the keys at {@code iova} (the core checked that both have the same page
+     * offset and the access flags). A driver without it keeps this default, EOPNOTSUPP.
+     *
+     * @since 0.7
+     */
+    default IbMrOps regUserMr(long addr, long length, long iova, int access) {
+        throw new KernelException(Errno.EOPNOTSUPP, String.format("ibv_reg_mr_iova: Operation not supported: the driver maps an MR at "
+                + "its address only (iova 0x%x for address 0x%x)", iova, addr));
+    }
+
+    /**
      * {@code reg_user_mr_dmabuf}: the core checked the access flags, the page offsets of
      * {@code offset} and {@code iova} and the range. A driver without it keeps this default, and
      * the verb is EOPNOTSUPP, as {@code UVERBS_METHOD_REG_DMABUF_MR} answers for such a driver.

@@ -40,6 +40,18 @@ final class UCompChannel implements IbvCompChannel {
         }
     }
 
+    /** The context's close: the channel is destroyed with it (unacknowledged events or not); waiters read EIO. */
+    void destroyedByClose() {
+        lock.lock();
+        try {
+            dead = true;
+            destroyed = true;
+            ready.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     void wakeAll() {
         lock.lock();
         try {
@@ -87,10 +99,17 @@ final class UCompChannel implements IbvCompChannel {
         }
     }
 
+    /**
+     * {@code ibv_destroy_comp_channel}: EBUSY while CQ events are not acknowledged; idempotent,
+     * and nothing once the context's close destroyed the channel ({@link #destroyedByClose}).
+     */
     @Override
     public void destroy() {
         lock.lock();
         try {
+            if (destroyed) {
+                return;
+            }
             if (delivered != acked) {
                 throw new KernelException(Errno.EBUSY, "ibv_destroy_comp_channel: " + (delivered - acked)
                         + " CQ events are not acknowledged (ibv_ack_cq_events)");

@@ -344,7 +344,7 @@ final class UContext implements IbvContext {
             }
             cqs.clear();
             for (UCompChannel ch : channels) {
-                ch.wakeAll();
+                ch.destroyedByClose();
             }
             channels.clear();
             eventLock.lock();

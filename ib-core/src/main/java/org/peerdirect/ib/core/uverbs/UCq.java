@@ -72,15 +72,17 @@ final class UCq implements IbvCq, IbCqEvents {
         return destroyed.get();
     }
 
+    /** {@code ibv_destroy_cq}: EBUSY while a QP uses it; idempotent. */
     @Override
     public void destroy() {
         synchronized (ctx) {
+            if (destroyed.get()) {
+                return; // idempotent: destroyed before (by the user or the context's close)
+            }
             if (usecnt.get() > 0) {
                 throw new KernelException(Errno.EBUSY, "ibv_destroy_cq: CQ is still used by " + usecnt.get() + " QP(s): destroy them first");
             }
-            if (!destroyed.compareAndSet(false, true)) {
-                return;
-            }
+            destroyed.set(true);
         }
         ops.destroyCq();
         ctx.cqs.remove(this);

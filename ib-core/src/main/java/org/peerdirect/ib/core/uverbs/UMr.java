@@ -3,8 +3,6 @@ package org.peerdirect.ib.core.uverbs;
 import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.verbs.IbvMr;
 import org.peerdirect.ib.core.verbs.IbvPd;
-import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.kernel.mm.KernelException.Errno;
 
 /**
  * {@code struct ib_mr}: the driver's MR. Deregistered once, by whoever comes first: the user, the
@@ -77,11 +75,16 @@ final class UMr implements IbvMr {
         }
     }
 
+    /**
+     * {@code ibv_dereg_mr}; idempotent, as pyverbs' {@code close()} and Java's {@code close}
+     * convention are: a second call (or one after the context's close or the device's removal
+     * released the MR) does nothing.
+     */
     @Override
     public void dereg() {
         synchronized (this) {
             if (deregistered) {
-                throw new KernelException(Errno.EINVAL, "ibv_dereg_mr: MR with lkey 0x" + Integer.toHexString(lkey()) + " is already deregistered");
+                return;
             }
             deregistered = true;
         }

@@ -3,6 +3,7 @@ package org.peerdirect.ib.core.uverbs;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import org.peerdirect.ib.core.provider.IbMrOps;
 import org.peerdirect.ib.core.provider.IbPdOps;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvAh;
@@ -11,6 +12,7 @@ import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvEventType;
 import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.ib.core.verbs.IbvMrInitAttr;
 import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
@@ -59,6 +61,11 @@ final class UPd implements IbvPd {
      */
     @Override
     public IbvMr regMr(long addr, long length, int access) {
+        return regUserMr(addr, length, addr, access);
+    }
+
+    /** {@link #regMr} with the MR seen through its keys at {@code iova} (the same as {@code addr} but for {@code ibv_reg_mr_iova}). */
+    private IbvMr regUserMr(long addr, long length, long iova, int access) {
         alive();
         if ((access & ~IbAccess.SUPPORTED) != 0) {
             throw new KernelException(Errno.EINVAL, "ibv_reg_mr: unknown access flags 0x" + Integer.toHexString(access & ~IbAccess.SUPPORTED));
@@ -76,7 +83,11 @@ final class UPd implements IbvPd {
         if (!implicit && (length <= 0 || Long.compareUnsigned(length, ctx.dev.attr.maxMrSize()) > 0)) {
             throw new KernelException(Errno.EINVAL, "ibv_reg_mr: length " + length + " is not 1.." + Long.toUnsignedString(ctx.dev.attr.maxMrSize()));
         }
-        UMr mr = new UMr(this, ops.regUserMr(addr, length, access), addr, length, access);
+        if (iova != addr && Long.compareUnsigned(iova + length, iova) < 0) {
+            throw new KernelException(Errno.EINVAL, String.format("ibv_reg_mr_iova: iova 0x%x + length %d overflows", iova, length));
+        }
+        IbMrOps driverMr = iova == addr ? ops.regUserMr(addr, length, access) : ops.regUserMr(addr, length, iova, access);
+        UMr mr = new UMr(this, driverMr, addr, length, access);
         mrs.add(mr);
         if (ctx.dev.removed) {
             mr.release(); // removed while registering: the disassociation did not see this MR
@@ -137,6 +148,61 @@ final class UPd implements IbvPd {
             mr.release();
         }
         return mr;
+    }
+
+    /** The {@code comp_mask} bits {@link #regMrEx} knows. */
+    private static final long MR_INIT_ATTR_KNOWN = IbvMrInitAttr.REG_MR_MASK_IOVA | IbvMrInitAttr.REG_MR_MASK_ADDR
+            | IbvMrInitAttr.REG_MR_MASK_FD | IbvMrInitAttr.REG_MR_MASK_FD_OFFSET | IbvMrInitAttr.REG_MR_MASK_DMAH;
+
+    /**
+     * {@code ibv_reg_mr_ex}: libibverbs' {@code ibv_cmd_reg_mr_ex} (which fields go together; a
+     * dma-buf needs its iova; implicit ODP needs address 0), then {@code UVERBS_METHOD_REG_MR}
+     * (an fd needs the driver's {@code reg_user_mr_dmabuf}, else EOPNOTSUPP; the address and the
+     * iova share their page offset), then the registration of {@link #regMr} (through the
+     * driver's {@code reg_user_mr} with the iova when it is not the address) or
+     * {@link #regDmabufMr}, with their own checks (access flags, lengths, ODP support).
+     *
+     * @see "ibv_cmd_reg_mr_ex() in libibverbs/cmd_mr.c, UVERBS_HANDLER(UVERBS_METHOD_REG_MR) in uverbs_std_types_mr.c"
+     */
+    @Override
+    public IbvMr regMrEx(IbvMrInitAttr a) {
+        alive();
+        String verb = "ibv_reg_mr_ex";
+        if (a == null) {
+            throw new KernelException(Errno.EINVAL, verb + ": no mr_init_attr");
+        }
+        long m = a.compMask;
+        if ((m & ~MR_INIT_ATTR_KNOWN) != 0) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: unknown comp_mask bits 0x%x (IOVA 0x1, ADDR 0x2, FD 0x4, FD_OFFSET 0x8, "
+                    + "DMAH 0x10 are known)", verb, m & ~MR_INIT_ATTR_KNOWN));
+        }
+        if ((m & IbvMrInitAttr.REG_MR_MASK_DMAH) != 0) {
+            throw new KernelException(Errno.EOPNOTSUPP, verb + ": Operation not supported: IBV_REG_MR_MASK_DMAH names a DMA handle, "
+                    + "and this stack has none (no ibv_alloc_dmah)");
+        }
+        boolean hasIova = (m & IbvMrInitAttr.REG_MR_MASK_IOVA) != 0;
+        boolean hasAddr = (m & IbvMrInitAttr.REG_MR_MASK_ADDR) != 0;
+        boolean hasOffset = (m & IbvMrInitAttr.REG_MR_MASK_FD_OFFSET) != 0;
+        if ((m & IbvMrInitAttr.REG_MR_MASK_FD) != 0) {
+            if (!hasOffset || hasAddr || !hasIova) {
+                throw new KernelException(Errno.EINVAL, verb + ": a dma-buf (IBV_REG_MR_MASK_FD) needs FD_OFFSET and IOVA and cannot come "
+                        + "with ADDR (comp_mask 0x" + Long.toHexString(m) + ")");
+            }
+            return regDmabufMr(a.fdOffset, a.length, a.iova, a.fd, a.access);
+        }
+        if (!hasAddr || hasOffset) {
+            throw new KernelException(Errno.EINVAL, verb + ": " + (hasAddr ? "FD_OFFSET without FD" : "neither ADDR nor FD")
+                    + " (comp_mask 0x" + Long.toHexString(m) + "): one of an address and a dma-buf is required");
+        }
+        boolean implicitLength = a.length == -1L && (a.access & IbAccess.ON_DEMAND) != 0;
+        if (implicitLength && a.addr != 0) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: implicit ODP (length SIZE_MAX) needs address 0, not 0x%x", verb, a.addr));
+        }
+        long iova = hasIova ? a.iova : a.addr;
+        if ((a.addr & 4095) != (iova & 4095)) {
+            throw new KernelException(Errno.EINVAL, String.format("%s: address 0x%x and iova 0x%x have different page offsets", verb, a.addr, iova));
+        }
+        return regUserMr(a.addr, a.length, iova, a.access);
     }
 
     /**
@@ -311,12 +377,12 @@ final class UPd implements IbvPd {
     @Override
     public void dealloc() {
         synchronized (ctx) {
+            if (deallocated) {
+                return; // idempotent: deallocated before (by the user or the context's close)
+            }
             if (!mrs.isEmpty() || !qps.isEmpty() || !srqs.isEmpty() || !ahs.isEmpty()) {
                 throw new KernelException(Errno.EBUSY, String.format("ibv_dealloc_pd: PD still has %d MRs, %d QPs, %d SRQs, %d AHs",
                         mrs.size(), qps.size(), srqs.size(), ahs.size()));
-            }
-            if (deallocated) {
-                return;
             }
             deallocated = true;
         }

@@ -72,12 +72,13 @@ final class USrq implements IbvSrq {
     @Override
     public void destroy() {
         synchronized (pd.ctx) {
+            if (destroyed.get()) {
+                return; // idempotent: destroyed before (by the user or the context's close)
+            }
             if (usecnt.get() > 0) {
                 throw new KernelException(Errno.EBUSY, "ibv_destroy_srq: SRQ is still used by " + usecnt.get() + " QP(s)");
             }
-            if (!destroyed.compareAndSet(false, true)) {
-                return;
-            }
+            destroyed.set(true);
         }
         try {
             ops.destroySrq();

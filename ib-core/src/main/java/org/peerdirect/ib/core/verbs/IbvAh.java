@@ -24,5 +24,6 @@ public interface IbvAh {
     /** {@code grh.hop_limit}. @since 0.8 */
     int hopLimit();
 
+    /** {@code ibv_destroy_ah}; idempotent. */
     void destroy();
 }

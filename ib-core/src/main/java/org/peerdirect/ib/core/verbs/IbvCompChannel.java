@@ -17,5 +17,9 @@ public interface IbvCompChannel {
     /** {@code ibv_ack_cq_events}. */
     void ackCqEvents(IbvCq cq, int n);
 
+    /**
+     * {@code ibv_destroy_comp_channel}: EBUSY while CQ events are not acknowledged; idempotent, and
+     * nothing after the context's close destroyed it.
+     */
     void destroy();
 }

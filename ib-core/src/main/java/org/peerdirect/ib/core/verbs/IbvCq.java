@@ -20,6 +20,6 @@ public interface IbvCq {
     /** The number of entries. */
     int cqe();
 
-    /** {@code ibv_destroy_cq}: EBUSY while a QP uses it. */
+    /** {@code ibv_destroy_cq}: EBUSY while a QP uses it; idempotent (once destroyed, by the user or the context's close, nothing). */
     void destroy();
 }

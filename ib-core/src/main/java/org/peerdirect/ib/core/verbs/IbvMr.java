@@ -23,6 +23,6 @@ public interface IbvMr {
     /** True when the peer client invalidated it: every access through its keys now fails. */
     boolean invalidated();
 
-    /** {@code ibv_dereg_mr}. */
+    /** {@code ibv_dereg_mr}; idempotent: a second call (or one after the context closed) does nothing. */
     void dereg();
 }

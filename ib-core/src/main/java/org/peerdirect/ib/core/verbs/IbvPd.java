@@ -39,6 +39,26 @@ public interface IbvPd {
     IbvMr regDmabufMr(long offset, long length, long iova, int fd, int access);
 
     /**
+     * {@code ibv_reg_mr_ex}: the registration {@code attr} describes, with the checks of
+     * libibverbs' {@code ibv_cmd_reg_mr_ex} and the kernel's {@code UVERBS_METHOD_REG_MR}. A
+     * dma-buf ({@code FD}) needs {@code FD_OFFSET} and {@code IOVA} and no {@code ADDR}, then is
+     * {@link #regDmabufMr}; an address needs {@code ADDR} and no {@code FD_OFFSET}, its iova
+     * (default the address) with the address's page offset, then is {@link #regMr} (ODP and
+     * implicit ODP included; implicit needs address 0), seen through its keys at the iova
+     * ({@code ibv_reg_mr_iova}). The MR's {@link IbvMr#addr()} is the address, or for a dma-buf
+     * the iova (as {@link #regDmabufMr}).
+     *
+     * @throws org.peerdirect.kernel.mm.KernelException EINVAL for a null attr, unknown
+     *         {@code comp_mask} bits, a combination of fields that do not go together or a
+     *         missing one, page offsets that differ, and whatever {@link #regMr} or
+     *         {@link #regDmabufMr} refuse; EOPNOTSUPP for a DMA handle (none here), an iova other
+     *         than the address on a driver that maps an MR at its address only (mlx4 here; mlx5
+     *         for on-demand MRs), a dma-buf on a driver without {@code reg_user_mr_dmabuf}
+     * @since 0.12
+     */
+    IbvMr regMrEx(IbvMrInitAttr attr);
+
+    /**
      * {@code ibv_advise_mr}: prefetch the ranges of {@code sgList} (each an ODP MR's lkey and a range
      * in it) into the device's translation. With {@link #ADVISE_MR_FLAG_FLUSH} the work is done
      * before the call returns and its errors are thrown (EFAULT for a range outside its MR or not
@@ -72,6 +92,6 @@ public interface IbvPd {
      */
     IbvAh createAh(IbvAhAttr attr);
 
-    /** {@code ibv_dealloc_pd}: EBUSY while objects use it. */
+    /** {@code ibv_dealloc_pd}: EBUSY while objects use it; idempotent. */
     void dealloc();
 }

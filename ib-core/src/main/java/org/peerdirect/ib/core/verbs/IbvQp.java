@@ -34,7 +34,7 @@ public interface IbvQp {
 
     /**
      * {@code ibv_destroy_qp}. For an XRC receive QP this closes the caller's handle (its
-     * creation's or an {@link IbvContext#openQp}'s); the QP itself goes with its last handle.
+     * creation's or an {@link IbvContext#openQp}'s); the QP itself goes with its last handle. Idempotent.
      */
     void destroy();
 }

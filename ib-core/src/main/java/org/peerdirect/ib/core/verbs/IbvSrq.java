@@ -19,6 +19,7 @@ public interface IbvSrq {
     /** {@code ibv_query_srq}: the size and the armed limit (0 once the event fired). */
     IbvSrqAttr query();
 
+    /** {@code ibv_destroy_srq}: EBUSY while a QP uses it; idempotent. */
     void destroy();
 
     /**

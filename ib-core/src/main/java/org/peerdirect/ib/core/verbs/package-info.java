@@ -10,7 +10,7 @@
  * <tr><td>{@code ibv_get_device_list}</td><td>{@link org.peerdirect.ib.core.verbs.IbvDeviceList#devices()}</td></tr>
  * <tr><td>{@code ibv_open_device}</td><td>{@link org.peerdirect.ib.core.verbs.IbvDevice#open}</td></tr>
  * <tr><td>{@code ibv_query_device(_ex)}, {@code ibv_query_port}</td><td>{@link org.peerdirect.ib.core.verbs.IbvContext}</td></tr>
- * <tr><td>{@code ibv_alloc_pd}, {@code ibv_reg_mr}, {@code ibv_create_qp}, {@code ibv_create_srq}, {@code ibv_create_ah}</td><td>{@link org.peerdirect.ib.core.verbs.IbvPd}</td></tr>
+ * <tr><td>{@code ibv_alloc_pd}, {@code ibv_reg_mr}, {@code ibv_reg_mr_ex} ({@link org.peerdirect.ib.core.verbs.IbvMrInitAttr}), {@code ibv_create_qp}, {@code ibv_create_srq}, {@code ibv_create_ah}</td><td>{@link org.peerdirect.ib.core.verbs.IbvPd}</td></tr>
  * <tr><td>{@code ibv_create_cq}, {@code ibv_poll_cq}, {@code ibv_req_notify_cq}</td><td>{@link org.peerdirect.ib.core.verbs.IbvCq}</td></tr>
  * <tr><td>{@code ibv_get_cq_event}, {@code ibv_ack_cq_events}</td><td>{@link org.peerdirect.ib.core.verbs.IbvCompChannel}</td></tr>
  * <tr><td>{@code ibv_modify_qp}, {@code ibv_post_send}, {@code ibv_post_recv}</td><td>{@link org.peerdirect.ib.core.verbs.IbvQp}</td></tr>
@@ -26,7 +26,7 @@
  * objects meant to be reused: the post and poll paths allocate nothing.
  */
 @Export
-@Version("0.11.0")
+@Version("0.12.0")
 package org.peerdirect.ib.core.verbs;
 
 import org.osgi.annotation.bundle.Export;
