@@ -109,6 +109,18 @@ public final class HwQp {
     final Requester requester;
     final Counters stats = new Counters();
     private final AtomicBoolean destroyedOnce = new AtomicBoolean();
+    /** A poll of the receive doorbell record in ERR is scheduled ({@link #pollRqInError}). */
+    private final AtomicBoolean errRqPoll = new AtomicBoolean();
+
+    /**
+     * How often a QP in ERR whose receive queue is in host memory reads its doorbell record for
+     * WQEs posted after the move to ERR. Such a queue has no doorbell register: the hardware learns
+     * of new receive WQEs only when it reads the record, which in RTR/RTS it does when a message
+     * needs one; in ERR no message comes, yet {@code ib_drain_rq} posts a receive to an errored QP
+     * and waits for its flush completion. 200 µs: a drain ends within a fraction of a millisecond,
+     * and an errored QP left alone costs one 4-byte DMA read per period.
+     */
+    static final long ERR_RQ_POLL_NANOS = 200_000;
 
     /** Counters a tool or test can read. */
     public static final class Counters {
@@ -283,11 +295,38 @@ public final class HwQp {
             long before = rq.consumerIndex();
             rq.flush(rcq, qpn);
             stats.flushed.addAndGet(rq.consumerIndex() - before);
+            if (rq.inHostMemory() && errRqPoll.compareAndSet(false, true) && !dev.scheduler.schedule(this::pollRqInError, ERR_RQ_POLL_NANOS)) {
+                errRqPoll.set(false); // the device is going away
+            }
         }
         requester.unstall();
         requester.doorbell();
         if (was != HwQpState.ERR && srq != null) {
             dev.asyncEvent(AsyncEventHandler.SRQ_LAST_WQE, qpn); // once per move to ERR: the SRQ feeds it no more
+        }
+    }
+
+    /**
+     * The scheduler's poll of a host-memory receive queue in ERR: WQEs the driver posted since
+     * (its doorbell record) complete with WR_FLUSH_ERR; again after {@link #ERR_RQ_POLL_NANOS}
+     * while the QP stays in ERR. Ends when it leaves ERR (RST), is destroyed, or the device goes.
+     * The re-check after clearing {@link #errRqPoll} closes the race with a concurrent
+     * {@link #toError} that saw the poll still scheduled and did not schedule one.
+     */
+    private void pollRqInError() {
+        if (state == HwQpState.ERR && !destroyedOnce.get()) {
+            long before = rq.consumerIndex();
+            rq.flush(rcq, qpn);
+            stats.flushed.addAndGet(rq.consumerIndex() - before);
+            if (dev.scheduler.schedule(this::pollRqInError, ERR_RQ_POLL_NANOS)) {
+                return; // still armed: the next run polls again
+            }
+            // rejected: the device is going away
+        }
+        errRqPoll.set(false);
+        if (state == HwQpState.ERR && !destroyedOnce.get() && errRqPoll.compareAndSet(false, true)
+                && !dev.scheduler.schedule(this::pollRqInError, ERR_RQ_POLL_NANOS)) {
+            errRqPoll.set(false);
         }
     }
 

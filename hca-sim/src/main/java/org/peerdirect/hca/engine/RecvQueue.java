@@ -59,6 +59,11 @@ public final class RecvQueue {
         fetcher = f;
     }
 
+    /** The queue is in host memory: its WQEs are known only by reading the doorbell record ({@link #fetcher}). */
+    boolean inHostMemory() {
+        return fetcher != null;
+    }
+
     /** Under consumerLock: the tail, after asking the fetcher when the queue looks empty at {@code h}. */
     private long tailAt(long h) {
         assert consumerLock.isHeldByCurrentThread();
