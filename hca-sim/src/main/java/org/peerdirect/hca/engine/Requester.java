@@ -159,60 +159,75 @@ final class Requester {
                 fail(w, h, Outcome.LOC_QP_OP_ERR);
                 continue;
             }
-            Outcome o;
-            try {
-                o = switch (qp.serviceType) {
-                    case HcaDevice.ST_RC, HcaDevice.ST_XRC -> executeRc(w);
-                    case HcaDevice.ST_REG_UMR -> qp.dev.umr(w);
-                    default -> executeUd(w);
-                };
-            } catch (RuntimeException e) {
-                // an engine bug must not wedge the queue: the WQE fails, the QP goes to ERR; counted
-                // for the test machines' audits (HcaDevice.engineFailures)
-                qp.dev.engineFailures.incrementAndGet();
-                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": WQE " + h + " failed", e);
-                o = Outcome.LOC_QP_OP_ERR;
-            }
-            if (o == Outcome.RNR_NAK) {
-                qp.dev.rnrNaks.incrementAndGet();
-                if (qp.rnrRetry != 7 && rnrLeft-- == 0) {
-                    fail(w, h, Outcome.RNR_RETRY_EXC_ERR);
-                    continue;
-                }
-                stall(QpContext.rnrTimerNanos(rnrTimerOfPeer()));
+            if (!retire(w, h, execute(w, h))) {
                 return;
             }
-            if (o == Outcome.PAGE_FAULT) {
-                if (!raiseFault(h)) {
-                    fail(w, h, Outcome.LOC_PROT_ERR); // no one serves faults
-                    continue;
-                }
-                return;
-            }
-            if (o == Outcome.NO_ACK) {
-                qp.dev.retries.incrementAndGet();
-                if (retryLeft-- == 0) {
-                    fail(w, h, Outcome.RETRY_EXC_ERR);
-                    continue;
-                }
-                stall(QpContext.ackTimeoutNanos(qp.ackTimeout));
-                return;
-            }
-            rnrLeft = -1;
-            if (o != Outcome.SUCCESS) {
-                fail(w, h, o);
-                continue;
-            }
-            qp.stats.completed.incrementAndGet();
-            if ((w.ctrl & Wqe.CTRL_CQ_UPDATE) != 0 || qp.sqSigAll) {
-                if (!complete(w, h, Outcome.SUCCESS, (int) w.length)) {
-                    qp.sqHead(h + 1);
-                    qp.toError();
-                    continue;
-                }
-            }
-            qp.sqHead(h + 1);
         }
+    }
+
+    /** Executes WQE {@code h} by the QP's service type; an engine bug fails the WQE, not the queue. */
+    private Outcome execute(SendWqe w, long h) {
+        try {
+            return switch (qp.serviceType) {
+                case HcaDevice.ST_RC, HcaDevice.ST_XRC -> executeRc(w);
+                case HcaDevice.ST_REG_UMR -> qp.dev.umr(w);
+                default -> executeUd(w);
+            };
+        } catch (RuntimeException e) {
+            // an engine bug must not wedge the queue: the WQE fails, the QP goes to ERR; counted
+            // for the test machines' audits (HcaDevice.engineFailures)
+            qp.dev.engineFailures.incrementAndGet();
+            System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, qp + ": WQE " + h + " failed", e);
+            return Outcome.LOC_QP_OP_ERR;
+        }
+    }
+
+    /**
+     * What WQE {@code h}'s outcome means for the drain ({@code rxe_completer}'s retry and
+     * completion rules): true to go on with the next WQE (completed, failed, or the QP in ERR),
+     * false to stop here (an RNR back-off or ACK timeout is stalling it, or a page fault waits).
+     */
+    private boolean retire(SendWqe w, long h, Outcome o) {
+        if (o == Outcome.RNR_NAK) {
+            qp.dev.rnrNaks.incrementAndGet();
+            if (qp.rnrRetry != 7 && rnrLeft-- == 0) {
+                fail(w, h, Outcome.RNR_RETRY_EXC_ERR);
+                return true;
+            }
+            stall(QpContext.rnrTimerNanos(rnrTimerOfPeer()));
+            return false;
+        }
+        if (o == Outcome.PAGE_FAULT) {
+            if (!raiseFault(h)) {
+                fail(w, h, Outcome.LOC_PROT_ERR); // no one serves faults
+                return true;
+            }
+            return false;
+        }
+        if (o == Outcome.NO_ACK) {
+            qp.dev.retries.incrementAndGet();
+            if (retryLeft-- == 0) {
+                fail(w, h, Outcome.RETRY_EXC_ERR);
+                return true;
+            }
+            stall(QpContext.ackTimeoutNanos(qp.ackTimeout));
+            return false;
+        }
+        rnrLeft = -1;
+        if (o != Outcome.SUCCESS) {
+            fail(w, h, o);
+            return true;
+        }
+        qp.stats.completed.incrementAndGet();
+        if ((w.ctrl & Wqe.CTRL_CQ_UPDATE) != 0 || qp.sqSigAll) {
+            if (!complete(w, h, Outcome.SUCCESS, (int) w.length)) {
+                qp.sqHead(h + 1);
+                qp.toError();
+                return true;
+            }
+        }
+        qp.sqHead(h + 1);
+        return true;
     }
 
     private void fail(SendWqe w, long h, Outcome o) {
