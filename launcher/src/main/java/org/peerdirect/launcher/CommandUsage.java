@@ -113,7 +113,10 @@ final class CommandUsage {
         return new Form(placeholders, min, open ? Integer.MAX_VALUE : min);
     }
 
-    /** {@code <process id>} from "process id (kernel:ps lists them)"; option syntax ("[-d mlx5_N]") stays as written. */
+    /**
+     * {@code <process id>} from "process id (kernel:ps lists them)"; option syntax ("[-d mlx5_N]")
+     * stays as written, a quoted literal ("'huge' for a hugetlb mapping") is the word itself.
+     */
     static String placeholder(String descriptor, Class<?> type) {
         if (descriptor == null || descriptor.isBlank()) {
             return "<" + type.getSimpleName().toLowerCase(Locale.ROOT) + ">";
@@ -121,6 +124,9 @@ final class CommandUsage {
         String d = descriptor.strip();
         if (d.startsWith("[") || d.startsWith("-")) {
             return d.startsWith("[") ? d : "[" + d + "]";
+        }
+        if (d.startsWith("'") && d.indexOf('\'', 1) > 1) {
+            return d.substring(1, d.indexOf('\'', 1)); // a literal word: "'huge' for a hugetlb mapping"
         }
         int cut = d.length();
         for (String stop : new String[] {" (", ",", ";"}) {

@@ -225,7 +225,7 @@ class BadInputIT {
         {"start 'Bundle ID: 999'", "start: no bundle with id 999"},
         // issue 45 item 6: a wrong argument count gives the command's usage, for every command (NoArityLeftUnwordedIT sweeps them)
         {"kernel:spawn a b c", "kernel:spawn: expected 1 argument, got 3 (a b c); usage: kernel:spawn <process name>; see help kernel:spawn"},
-        {"kernel:mmap", "kernel:mmap: expected 2 or 3 arguments, got none; usage: kernel:mmap <process id> <length in bytes> [<"},
+        {"kernel:mmap", "kernel:mmap: expected 2 or 3 arguments, got none; usage: kernel:mmap <process id> <length in bytes> [huge]; see help kernel:mmap"},
         {"example_peer:alloc 1 2 3", "example_peer:alloc: expected 1 or 2 arguments, got 3 (1 2 3); usage: example_peer:alloc <process id> [<bytes>]"},
         {"refresh x", "refresh: expected no arguments, got 1 (x)"},
         {"sleep", "sleep: expected the seconds"},
