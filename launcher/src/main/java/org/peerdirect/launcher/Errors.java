@@ -17,6 +17,26 @@ final class Errors {
     private Errors() {
     }
 
+    /**
+     * A project command's failure in the words {@link #message} gives it, its {@code toString()}
+     * the message alone: the interactive prompt prints a failed statement with {@code toString()},
+     * which put the exception's class before every message
+     * ("org.peerdirect.kernel.shell.UsageException: kernel:maps: no process 99999"). The
+     * command's own exception is the cause.
+     */
+    static final class Worded extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        Worded(String message, Throwable cause) {
+            super(message, cause);
+        }
+
+        @Override
+        public String toString() {
+            return getMessage();
+        }
+    }
+
     static String message(Throwable e) {
         Throwable t = unwrap(e);
         String m = t.getMessage();

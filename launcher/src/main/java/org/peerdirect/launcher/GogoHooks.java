@@ -32,6 +32,8 @@ import org.osgi.util.tracker.ServiceTrackerCustomizer;
  * ("session" is null) while the container stops: the shell's profile session is garbage once
  * the non-interactive profile ran. A session that ran a statement stays strongly held here, so
  * none is cleared while the processor lives.</li>
+ * <li><b>Failures in words</b>: whatever else a project command throws reaches the shell as
+ * {@link Errors.Worded}, the message {@code -c} runs print, so the prompt shows the same line.</li>
  * </ul>
  * The Gogo types live in the runtime bundle, not on the launcher's class path: they are loaded
  * from it and implemented with proxies, as {@link GogoSession} does.
@@ -213,6 +215,9 @@ final class GogoHooks {
                     if (CommandUsage.isGogoCoercion(cause, function)) {
                         throw new CommandUsage.WrongArguments(CommandUsage.wrongArguments(shown,
                                 CommandUsage.forms(WordingProxy.targetType(self), function), args, !shown.equals(function)), cause);
+                    }
+                    if (cause instanceof Exception ex && !(cause instanceof CommandUsage.WrongArguments) && !(cause instanceof Errors.Worded)) {
+                        throw new Errors.Worded(Errors.message(ex), ex); // the prompt shows the words, not the class
                     }
                     throw cause;
                 }
