@@ -100,6 +100,7 @@ public final class BundleCommands {
                     + args.length + " arguments (usage: update [--no-refresh] <bundle> [<location>])");
         }
         Bundle bundle = find("update", rest.get(0));
+        String name = bundle.getSymbolicName();
         if (rest.size() == 1) {
             act("update", bundle, () -> bundle.update());
         } else {
@@ -112,7 +113,8 @@ public final class BundleCommands {
                 }
             });
         }
-        String updated = "update: bundle " + bundle.getBundleId() + " (" + bundle.getSymbolicName() + ") updated";
+        String updated = "update: bundle " + bundle.getBundleId() + " (" + name + ") updated"
+                + (name != null && name.equals(bundle.getSymbolicName()) ? "" : " to " + bundle.getSymbolicName());
         FrameworkWiring fw = ctx.getBundle(0).adapt(FrameworkWiring.class);
         Collection<Bundle> closure = fw.getDependencyClosure(List.of(bundle));
         List<String> users = closure.stream().filter(b -> b != bundle).map(Bundle::getSymbolicName).sorted().toList();
@@ -121,7 +123,15 @@ public final class BundleCommands {
                     : updated + "; " + users.size() + " bundle(s) still use its old revision until a refresh: "
                             + String.join(", ", users) + " (run refresh)";
         }
+        List<Bundle> active = closure.stream().filter(b -> b.getState() == Bundle.ACTIVE).toList();
         refreshAndWait("update", fw, List.of(bundle));
+        // a refresh stops and starts again what was active: say so if one did not come back
+        List<String> down = active.stream().filter(b -> b.getState() != Bundle.ACTIVE)
+                .map(b -> b.getSymbolicName() + " is " + Container.state(b.getState())).sorted().toList();
+        if (!down.isEmpty()) {
+            throw new IllegalStateException(updated + " and refreshed, but these bundles did not start again: "
+                    + String.join(", ", down) + " (lb lists them; start them after fixing the cause)");
+        }
         return updated + (users.isEmpty() ? "" : "; refreshed with the " + users.size()
                 + " bundle(s) wired to it, which restarted on the new revision: " + String.join(", ", users));
     }

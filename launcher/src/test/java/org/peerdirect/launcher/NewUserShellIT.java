@@ -174,15 +174,7 @@ class NewUserShellIT {
     /** Item 9: the Felix idiom b = install <jar>; start $b, and the Bundle objects the shell hands on. */
     @Test
     void bundleCommandsTakeWhatTheShellHandsThem() throws Exception {
-        Path jar = tmp.resolve("tiny.jar");
-        Manifest mf = new Manifest();
-        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        mf.getMainAttributes().putValue("Bundle-ManifestVersion", "2");
-        mf.getMainAttributes().putValue("Bundle-SymbolicName", "test.tiny");
-        mf.getMainAttributes().putValue("Bundle-Version", "1.0.0");
-        try (OutputStream os = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(os, mf)) {
-            j.flush();
-        }
+        Path jar = tinyJar();
         run("b = install " + jar.toUri());
         run("start $b");
         Bundle tiny = find("test.tiny");
@@ -193,6 +185,20 @@ class NewUserShellIT {
         run("uninstall $b");
         assertEquals(Bundle.UNINSTALLED, tiny.getState());
         assertTrue(failure("start $tb").contains("is uninstalled"));
+    }
+
+    /** A bundle with a manifest and nothing else: test.tiny 1.0.0. */
+    private static Path tinyJar() throws IOException {
+        Path jar = tmp.resolve("tiny.jar");
+        Manifest mf = new Manifest();
+        mf.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
+        mf.getMainAttributes().putValue("Bundle-ManifestVersion", "2");
+        mf.getMainAttributes().putValue("Bundle-SymbolicName", "test.tiny");
+        mf.getMainAttributes().putValue("Bundle-Version", "1.0.0");
+        try (OutputStream os = Files.newOutputStream(jar); JarOutputStream j = new JarOutputStream(os, mf)) {
+            j.flush();
+        }
+        return jar;
     }
 
     private static Bundle find(String bsn) {
@@ -242,6 +248,13 @@ class NewUserShellIT {
         c = child(List.of("-c", "update org.peerdirect.ib-core " + random.toUri() + "; echo never"), "");
         assertEquals(Main.COMMAND_FAILED, c.exit, c.out);
         assertTrue(c.out.contains("update: bundle") && c.out.contains("(org.peerdirect.ib-core): not a valid bundle"), c.out);
+        assertEquals(2, c.out.strip().lines().count(), c.out);
+
+        // item 9: an update whose refresh leaves bundles down says which, rather than "restarted"
+        c = child(List.of("-c", "update org.peerdirect.peer-mem-api " + tinyJar().toUri()), "");
+        assertEquals(Main.COMMAND_FAILED, c.exit, c.out);
+        assertTrue(c.out.contains("(org.peerdirect.peer-mem-api) updated to test.tiny and refreshed, but these bundles did not start again: ")
+                && c.out.contains("org.peerdirect.ib-core is INSTALLED (unresolved)"), c.out);
         assertEquals(2, c.out.strip().lines().count(), c.out);
 
         c = child(List.of("-c", "stop org.apache.felix.gogo.runtime"), "");
