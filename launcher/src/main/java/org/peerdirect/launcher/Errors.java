@@ -41,8 +41,7 @@ final class Errors {
         Throwable t = unwrap(e);
         String m = t.getMessage();
         if (t.getClass().getSimpleName().equals("CommandNotFoundException")) {
-            return "unknown command '" + m.replaceFirst("^Command not found: ", "")
-                    + "' (help lists the commands; Tab completes them)";
+            return unknownCommand(m.replaceFirst("^Command not found: ", ""));
         }
         if (m != null) {
             Matcher c = COERCE.matcher(m);
@@ -62,6 +61,10 @@ final class Errors {
             return m;
         }
         return t.getClass().getSimpleName() + ": " + m;
+    }
+
+    static String unknownCommand(String name) {
+        return "unknown command '" + name + "' (help lists the commands; Tab completes them)";
     }
 
     private static int countArgs(String list) {

@@ -218,7 +218,7 @@ class NewUserShellIT {
     void thePromptAnswersInUsageLines() throws Exception {
         Child c = child(List.of(), "kernel:spawn\nkernel:spawn a b c\nkernel:meminfo x\nkernel:mmap\npeermem:clients x\n"
                 + "example_peer:alloc 1 2 3\nrdma:devices x\nrefresh x\ntry { kernel:spawn } { echo caught: $exception }\n"
-                + "kernel:maps 99999\nstart 999\nshutdown\n");
+                + "kernel:maps 99999\nstart 999\nfrobnicate\nshutdown\n");
         assertEquals(0, c.exit, c.out);
         for (String expected : List.of("kernel:spawn: expected 1 argument, got none; usage: kernel:spawn <process name>; see help kernel:spawn",
                 "kernel:spawn: expected 1 argument, got 3 (a b c)", "kernel:meminfo: expected no arguments, got 1 (x)",
@@ -226,7 +226,8 @@ class NewUserShellIT {
                 "example_peer:alloc: expected 1 or 2 arguments, got 3 (1 2 3)", "rdma:devices: expected no arguments, got 1 (x)",
                 "refresh: expected no arguments, got 1 (x)", "caught: kernel:spawn: expected 1 argument",
                 // any failure of a project command: its words, without the exception's class in front
-                "peerdirect> kernel:maps: no process 99999", "peerdirect> start: no bundle with id 999")) {
+                "peerdirect> kernel:maps: no process 99999", "peerdirect> start: no bundle with id 999",
+                "peerdirect> unknown command 'frobnicate' (help lists the commands; Tab completes them)")) {
             assertTrue(c.out.contains("peerdirect> " + expected) || c.out.contains(expected), expected + " in\n" + c.out);
         }
         assertFalse(c.out.contains("Cannot coerce") || c.out.contains("Exception") || c.out.contains("\tat "), c.out);
