@@ -166,6 +166,43 @@ class NewUserShellIT {
         assertTrue(run("rdma:pingpong -n 20 -c").contains("no mismatch"));
     }
 
+    /**
+     * Item 9, swept: updating each project bundle in turn leaves every project bundle Active, no
+     * more components unsatisfied than before, the devices listed and traffic validated.
+     */
+    @Test
+    void updateOfEachProjectBundleBringsEverythingBack() throws Exception {
+        List<String> devices = deviceNames();
+        long unsatisfied = unsatisfied();
+        List<String> wrong = new ArrayList<>();
+        List<String> names = new ArrayList<>();
+        for (Bundle b : container.framework().getBundleContext().getBundles()) {
+            if (b.getSymbolicName() != null && b.getSymbolicName().startsWith("org.peerdirect.")) {
+                names.add(b.getSymbolicName());
+            }
+        }
+        for (String name : names) {
+            String out = run("update " + name);
+            List<String> down = new ArrayList<>();
+            for (Bundle b : container.framework().getBundleContext().getBundles()) {
+                if (b.getSymbolicName() != null && b.getSymbolicName().startsWith("org.peerdirect.") && b.getState() != Bundle.ACTIVE) {
+                    down.add(b.getSymbolicName());
+                }
+            }
+            if (!out.contains("(" + name + ") updated") || !down.isEmpty() || unsatisfied() > unsatisfied || !devices.equals(deviceNames())) {
+                wrong.add("update " + name + ": " + out.strip() + "\n    not active: " + down + ", unsatisfied components: "
+                        + unsatisfied() + " (before " + unsatisfied + "), devices " + deviceNames());
+            }
+        }
+        assertTrue(wrong.isEmpty(), String.join("\n  ", wrong));
+        assertTrue(names.size() >= 15, names.toString());
+        assertTrue(run("rdma:pingpong -n 20 -c").contains("no mismatch"));
+    }
+
+    private static long unsatisfied() throws Exception {
+        return run("scr:list").lines().filter(l -> l.contains("UNSATISFIED")).count();
+    }
+
     private static List<String> deviceNames() throws Exception {
         return run("rdma:devices").lines().map(String::strip).filter(l -> l.matches("mlx\\d_\\d+\\s.*"))
                 .map(l -> l.split("\\s+")[0]).toList();
@@ -257,6 +294,12 @@ class NewUserShellIT {
         assertTrue(c.out.contains("(org.peerdirect.peer-mem-api) updated to test.tiny and refreshed, but these bundles did not start again: ")
                 && c.out.contains("org.peerdirect.ib-core is INSTALLED (unresolved)"), c.out);
         assertEquals(2, c.out.strip().lines().count(), c.out);
+
+        // item 6: a wrong argument count fails a -c run (exit 1) with the usage
+        c = child(List.of("-c", "kernel:spawn; echo never"), "");
+        assertEquals(Main.COMMAND_FAILED, c.exit, c.out);
+        assertEquals("peerdirect: command failed: kernel:spawn\n  kernel:spawn: expected 1 argument, got none; "
+                + "usage: kernel:spawn <process name>; see help kernel:spawn", c.out.strip());
 
         c = child(List.of("-c", "stop org.apache.felix.gogo.runtime"), "");
         assertTrue(c.out.contains("is the shell's own runtime and cannot be stopped from inside it"), c.out);
