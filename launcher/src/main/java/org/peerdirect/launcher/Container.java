@@ -44,6 +44,10 @@ final class Container {
             "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "ib-core", "mlx4-provider", "mlx5-provider", "rdma-tools", "umem-test");
     private static final String SHELL = "org.apache.felix.gogo.jline";
     private static final String JLINE = "org.jline";
+    /** slf4j-simple's level for pax-url-aether (read when its first logger is made, after this is set). */
+    private static final String PAX_URL_LOG = "org.slf4j.simpleLogger.log.org.ops4j.pax.url";
+    /** How long a non-interactive run waits for gogo.jline to run etc/gosh_profile. */
+    private static final long PROFILE_TIMEOUT_MS = 30_000;
 
     private final Framework framework;
 
@@ -53,7 +57,7 @@ final class Container {
 
     static Container launch(Path dist, Path home, Path bundleDir, boolean keepCache, boolean interactive)
             throws Exception {
-        Map<String, String> config = new HashMap<>();
+        Map<String, Object> config = new HashMap<>();
         config.put(Constants.FRAMEWORK_STORAGE, home.resolve("cache").toString());
         if (!keepCache) {
             config.put(Constants.FRAMEWORK_STORAGE_CLEAN, Constants.FRAMEWORK_STORAGE_CLEAN_ONFIRSTINIT);
@@ -62,12 +66,17 @@ final class Container {
         config.put("peerdirect.sysfs.root", home.resolve("sys").toString());
         // state devices keep across runs (an SSD's media file); survives restarts and kill -9
         config.put("peerdirect.state.dir", home.resolve("state").toString());
-        // Felix's own logger: errors only, the Log service carries the rest
+        // Felix's own logger: errors only, the Log service carries the rest; one line each (trace with -v)
         config.put("felix.log.level", "1");
+        config.put("felix.log.logger", new FelixLogger());
         // gogo.jline: our profile (prompt, scope) from <home>/etc/gosh_profile; in non-interactive
         // runs its shell thread only reads the profile and must not stop the framework afterwards
         config.put("gosh.home", dist.toString());
         config.put("gosh.args", interactive ? "" : "--nointeractive --noshutdown");
+        // pax-url logs a failed resolution with its whole trace at WARN; the install command says it in one line
+        if (!Errors.verbose()) {
+            System.setProperty(PAX_URL_LOG, System.getProperty(PAX_URL_LOG, "error"));
+        }
         // install mvn:group/artifact/version through pax-url-aether from the local repository first
         config.put("org.ops4j.pax.url.mvn.localRepository",
                 Path.of(System.getProperty("user.home"), ".m2", "repository").toString());
@@ -77,23 +86,28 @@ final class Container {
         FrameworkFactory factory = ServiceLoader.load(FrameworkFactory.class).findFirst().orElseThrow(
                 () -> new IllegalStateException("no OSGi framework on the class path (expected "
                         + "org.apache.felix.framework.jar in the lib folder)"));
-        Framework framework = factory.newFramework(config);
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        Framework framework = factory.newFramework((Map) config); // Felix takes its logger as an object
         framework.init();
         Container c = new Container(framework);
         int top = c.install(bundleDir);
         framework.start();
+        // before the runtime bundle starts: every processor it registers is hooked from its first session
+        GogoHooks.install(framework.getBundleContext());
         c.registerBundleCommands();
         c.raiseStartLevel(top);
-        c.startShell();
+        c.startShell(interactive);
         return c;
     }
 
-    /** The bundle commands a script can trust ({@link BundleCommands}), before any shell exists. */
+    /** The bundle commands a script can trust ({@link BundleCommands}, {@link ShellCommands}), before any shell exists. */
     private void registerBundleCommands() {
         java.util.Dictionary<String, Object> props = new java.util.Hashtable<>();
         props.put("osgi.command.scope", "peerdirect");
         props.put("osgi.command.function", BundleCommands.FUNCTIONS);
         framework.getBundleContext().registerService(Object.class, new BundleCommands(framework.getBundleContext()), props);
+        props.put("osgi.command.function", ShellCommands.FUNCTIONS);
+        framework.getBundleContext().registerService(Object.class, new ShellCommands(), props);
     }
 
     /** Installs every jar of the folder, each at its own start level; returns the highest level. */
@@ -150,8 +164,12 @@ final class Container {
      * Starts gogo.jline last, with the jline bundle's class loader as context class loader: jline
      * 3.30 finds its terminal providers through it, and without them the shell gets a "dumb"
      * terminal with no line editing. The activator builds the terminal during this start call.
+     *
+     * <p>Without a prompt ({@code -c}, demo) the shell's thread only runs the profile: it is waited
+     * for, so a short run does not stop the framework under the profile (the stop unregisters
+     * gogo.jline's commands first, and the profile died with "Command not found: if" and a trace).
      */
-    private void startShell() throws BundleException {
+    private void startShell(boolean interactive) throws BundleException, InterruptedException {
         var ctx = framework.getBundleContext();
         Bundle shell = null;
         ClassLoader jline = null;
@@ -168,10 +186,19 @@ final class Container {
         Thread t = Thread.currentThread();
         ClassLoader saved = t.getContextClassLoader();
         t.setContextClassLoader(jline != null ? jline : saved);
+        java.util.Set<Thread> before = Thread.getAllStackTraces().keySet();
         try {
             shell.start(Bundle.START_ACTIVATION_POLICY);
         } finally {
             t.setContextClassLoader(saved);
+        }
+        if (!interactive) {
+            for (Thread profile : Thread.getAllStackTraces().keySet()) {
+                // gogo.jline's activator names its thread so; it ends once the profile ran (--nointeractive)
+                if (!before.contains(profile) && "Gogo shell".equals(profile.getName())) {
+                    profile.join(PROFILE_TIMEOUT_MS);
+                }
+            }
         }
     }
 

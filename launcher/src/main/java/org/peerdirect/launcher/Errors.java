@@ -17,12 +17,31 @@ final class Errors {
     private Errors() {
     }
 
+    /**
+     * A project command's failure in the words {@link #message} gives it, its {@code toString()}
+     * the message alone: the interactive prompt prints a failed statement with {@code toString()},
+     * which put the exception's class before every message
+     * ("org.peerdirect.kernel.shell.UsageException: kernel:maps: no process 99999"). The
+     * command's own exception is the cause.
+     */
+    static final class Worded extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        Worded(String message, Throwable cause) {
+            super(message, cause);
+        }
+
+        @Override
+        public String toString() {
+            return getMessage();
+        }
+    }
+
     static String message(Throwable e) {
         Throwable t = unwrap(e);
         String m = t.getMessage();
         if (t.getClass().getSimpleName().equals("CommandNotFoundException")) {
-            return "unknown command '" + m.replaceFirst("^Command not found: ", "")
-                    + "' (help lists the commands; Tab completes them)";
+            return unknownCommand(m.replaceFirst("^Command not found: ", ""));
         }
         if (m != null) {
             Matcher c = COERCE.matcher(m);
@@ -42,6 +61,10 @@ final class Errors {
             return m;
         }
         return t.getClass().getSimpleName() + ": " + m;
+    }
+
+    static String unknownCommand(String name) {
+        return "unknown command '" + name + "' (help lists the commands; Tab completes them)";
     }
 
     private static int countArgs(String list) {

@@ -41,12 +41,13 @@ final class GogoSession implements AutoCloseable {
     final PrintStream out;
     final PrintStream err;
 
-    /** Jobs that went to the background ({@code cmd &}) and are not done, by id. */
-    private final java.util.Set<Integer> background = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    /** Jobs running in the foreground, by id. */
-    private final java.util.Set<Integer> foreground = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    /** Jobs done, by id (guarded by jobLock). */
-    private final java.util.Set<Integer> done = new java.util.HashSet<>();
+    /**
+     * Jobs that went to the background ({@code cmd &}) and are not done, by identity (guarded by
+     * jobLock). Not by id: Gogo numbers a closure's jobs among the session's top-level jobs only,
+     * so the jobs of nested closures ({@code try { while { } { } } { }}) share one id, and a
+     * caught failure inside them was taken for a failed background job.
+     */
+    private final java.util.Set<Object> background = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
     /** Messages of background jobs that ended with an exception. */
     private final java.util.List<String> failedJobs = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final Object jobLock = new Object();
@@ -91,39 +92,34 @@ final class GogoSession implements AutoCloseable {
     /**
      * Gogo reports a background job's end only as "Done"; its exception went nowhere. A job that
      * went to the background is remembered; when it is done its result is checked and a failure
-     * printed and kept, so the run's exit code says so.
+     * printed and kept, so the run's exit code says so. A job run in the foreground (every
+     * statement and every closure inside one) throws its failure to whoever ran it, which may
+     * catch it: it is none of this listener's business. Gogo calls the listener with "Background"
+     * before it submits the job, so a job's "Done" always comes after it.
      */
     private void jobChanged(Object job, String status) {
         try {
-            int id = (int) jobId.invoke(job);
             switch (status) {
-                // a statement run in the foreground throws its failure from execute() itself
-                case "Foreground" -> foreground.add(id);
                 case "Background" -> {
                     synchronized (jobLock) {
-                        if (!done.contains(id)) { // a fast job may be done before it is reported as background
-                            background.add(id);
-                        }
+                        background.add(job);
                     }
                 }
                 case "Done" -> {
                     Object result = jobResult.invoke(job);
                     Object ex = result == null ? null : resultException.invoke(result);
-                    boolean wasForeground = foreground.remove(id);
-                    if (ex instanceof Exception e && !wasForeground) {
-                        String command = String.valueOf(jobCommand.invoke(job)).trim();
-                        String msg = "background job [" + id + "] '" + command + "' failed: " + Errors.message(e);
-                        failedJobs.add(msg); // before the waiter is woken below
-                        err.println("peerdirect: " + msg);
-                    }
                     synchronized (jobLock) {
-                        done.add(id);
-                        background.remove(id);
+                        if (background.remove(job) && ex instanceof Exception e) {
+                            String command = String.valueOf(jobCommand.invoke(job)).trim();
+                            String msg = "background job [" + jobId.invoke(job) + "] '" + command + "' failed: " + Errors.message(e);
+                            failedJobs.add(msg); // before the waiter is woken below
+                            err.println("peerdirect: " + msg);
+                        }
                         jobLock.notifyAll();
                     }
                 }
                 default -> {
-                    // Created, Suspended: nothing to track
+                    // Created, Foreground, Suspended: nothing to track
                 }
             }
         } catch (ReflectiveOperationException e) {
