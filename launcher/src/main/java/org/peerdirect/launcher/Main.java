@@ -60,13 +60,7 @@ public final class Main {
         Path home = cl.home() != null ? Path.of(cl.home()).toAbsolutePath().normalize() : dist;
         Path bundles = cl.bundles() != null ? Path.of(cl.bundles()) : dist.resolve("bundle");
         long t0 = System.nanoTime();
-        // quiet by default: slf4j-simple (pax-url) at WARN; jline's "dumb terminal" notice only
-        // matters in the interactive shell
-        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel",
-                System.getProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn"));
-        if (!cl.interactive()) {
-            JLINE_LOG.setLevel(java.util.logging.Level.SEVERE);
-        }
+        quietLogs(cl.interactive());
         if (cl.interactive()) {
             System.out.println(banner());
         }
@@ -102,31 +96,9 @@ public final class Main {
                 }
             }
         };
-        // Ctrl-C in -c and demo runs: the running statement is interrupted (the tools check for
-        // it), the container stops cleanly and the exit code is the shell's for SIGINT (130). A
-        // statement that ignores the interrupt gets STOP_GRACE_MS before the stop goes ahead anyway.
-        // At the interactive prompt the shell's own handler interrupts the foreground job instead.
+        // Ctrl-C: at the interactive prompt the shell's own handler interrupts the foreground job
         if (!cl.interactive()) {
-            Thread statements = Thread.currentThread();
-            Signal.handle(new Signal("INT"), sig -> {
-                interrupted = true;
-                statements.interrupt();
-                Thread watchdog = new Thread(() -> {
-                    try {
-                        statements.join(STOP_GRACE_MS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                    if (statements.isAlive()) {
-                        System.err.println("peerdirect: interrupted; the running command did not stop within "
-                                + STOP_GRACE_MS / 1000 + " s, stopping the container under it");
-                        shutdown.run();
-                        Runtime.getRuntime().halt(INTERRUPTED);
-                    }
-                }, "peerdirect-sigint");
-                watchdog.setDaemon(true);
-                watchdog.start();
-            });
+            handleSigint(Thread.currentThread(), shutdown);
         }
         // SIGTERM and System.exit: still stop the bundles in order
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -145,6 +117,50 @@ public final class Main {
         if (Boolean.getBoolean("peerdirect.timing")) {
             System.err.printf("peerdirect: container up in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
         }
+        return serve(cl, container, shutdown);
+    }
+
+    /**
+     * Quiet by default: slf4j-simple (pax-url) at WARN; jline's "dumb terminal" notice only
+     * matters in the interactive shell.
+     */
+    private static void quietLogs(boolean interactive) {
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel",
+                System.getProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn"));
+        if (!interactive) {
+            JLINE_LOG.setLevel(java.util.logging.Level.SEVERE);
+        }
+    }
+
+    /**
+     * Ctrl-C in -c and demo runs: the running statement is interrupted (the tools check for it),
+     * the container stops cleanly and the exit code is the shell's for SIGINT (130). A statement
+     * that ignores the interrupt gets STOP_GRACE_MS before the stop goes ahead anyway.
+     */
+    private static void handleSigint(Thread statements, Runnable shutdown) {
+        Signal.handle(new Signal("INT"), sig -> {
+            interrupted = true;
+            statements.interrupt();
+            Thread watchdog = new Thread(() -> {
+                try {
+                    statements.join(STOP_GRACE_MS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                if (statements.isAlive()) {
+                    System.err.println("peerdirect: interrupted; the running command did not stop within "
+                            + STOP_GRACE_MS / 1000 + " s, stopping the container under it");
+                    shutdown.run();
+                    Runtime.getRuntime().halt(INTERRUPTED);
+                }
+            }, "peerdirect-sigint");
+            watchdog.setDaemon(true);
+            watchdog.start();
+        });
+    }
+
+    /** The container's life after its start: the interactive shell until it stops, or the statements; stopped at the end in any case. */
+    private static int serve(CommandLine cl, Container container, Runnable shutdown) {
         try {
             if (cl.interactive()) {
                 // gogo.jline's shell owns the terminal; end of input, 'shutdown' or Ctrl-C stop the framework
