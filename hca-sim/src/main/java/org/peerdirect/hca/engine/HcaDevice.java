@@ -344,7 +344,7 @@ public final class HcaDevice {
     // ------------------------------------------------------------------ queues
 
     /**
-     * Guarded by this: the number the next CQ or SRQ takes (mlx4's driver-chosen CQN or SRQN, set
+     * Guarded by this: the number the next CQ, SRQ or QP takes (mlx4's driver-chosen CQN, SRQN or QPN, set
      * by the {@code ...At} methods for the one call they make), -1: the table allocates.
      */
     private int wanted = -1;
@@ -480,6 +480,19 @@ public final class HcaDevice {
     }
 
     /**
+     * mlx4's QP at the QPN the driver allocated (its {@code RST2INIT_QP} brings the QP to life
+     * from the context); as {@link #createQp} otherwise.
+     */
+    public synchronized HwQp createQpAt(int qpn, int pdn, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
+        wanted = qpn;
+        try {
+            return createQp(pdn, serviceType, caps, scq, rcq, srq);
+        } finally {
+            wanted = -1;
+        }
+    }
+
+    /**
      * Creates a QP in RST with its queues: service type {@link #ST_RC} or {@link #ST_UD}, the
      * send/receive CQs, an optional SRQ (then no own receive queue).
      */
@@ -503,7 +516,7 @@ public final class HcaDevice {
         if (scq.isDestroyed() || rcq.isDestroyed() || srq != null && srq.destroyed) {
             throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, name + ": a CQ or the SRQ of the new QP is destroyed");
         }
-        int qpn = qpns.alloc();
+        int qpn = take(qpns);
         if (qpn < 0) {
             throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of QP numbers (" + (MAX_QP - RESERVED_QPS)
                     + " QPs alive)");

@@ -17,6 +17,7 @@ public final class QpContext {
     public static final int PD = 0x04;
     /** u8: path MTU (bits 7..5), log2 max message (bits 4..0). */
     public static final int MTU_MSGMAX = 0x08;
+    /** u8 each: log2 WQEs (bits 6..3), log2 stride minus 4 (bits 2..0); an RQ of 0 with an SRQ. */
     public static final int RQ_SIZE_STRIDE = 0x09;
     public static final int SQ_SIZE_STRIDE = 0x0a;
     public static final int USR_PAGE = 0x0c;
@@ -40,6 +41,13 @@ public final class QpContext {
     public static final int SRQN = 0xb0;
     public static final int RQ_WQE_COUNTER = 0xb8;
     public static final int SQ_WQE_COUNTER = 0xba;
+    /** u8: log2 of the buffer's page size minus 12 ({@code mtt.page_shift - MLX4_ICM_PAGE_SHIFT}). */
+    public static final int LOG_PAGE_SIZE = 0xc8;
+    /** u8 + be32: the byte address of the buffer's first MTT entry ({@code mlx4_mtt_addr}). */
+    public static final int MTT_BASE_ADDR_H = 0xcb;
+    public static final int MTT_BASE_ADDR_L = 0xcc;
+    /** {@link #SRQN}'s bit 24: the QP receives from the SRQ in bits 23..0. */
+    public static final int SRQN_USE_SRQ = 1 << 24;
 
     // struct mlx4_qp_path, from the path's start
     public static final int PATH_PKEY_INDEX = 0x03;
