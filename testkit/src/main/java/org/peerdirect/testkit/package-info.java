@@ -9,7 +9,7 @@
  * </ul>
  */
 @Export
-@Version("0.5.0")
+@Version("0.6.0")
 package org.peerdirect.testkit;
 
 import org.osgi.annotation.bundle.Export;

@@ -445,9 +445,19 @@ public final class Mlx4Qp {
         return buf.bytes(off, 1 << sqShift);
     }
 
-    /** Send WQEs in the ring and the spare ones (tools and tests). */
+    /** Send WQEs in the ring (tools and tests). */
     public int sqWqes() {
         return sqWqes;
+    }
+
+    /** The send WQE's stride in bytes (tools and tests). */
+    public int sqStride() {
+        return 1 << sqShift;
+    }
+
+    /** Where send WQE {@code index} lies in the process (what a program scribbling over its queue would write to). */
+    public long sendWqeVa(int index) {
+        return buf.va + wqeOff(index);
     }
 
     @Override
