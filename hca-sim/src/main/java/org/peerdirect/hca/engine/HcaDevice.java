@@ -363,11 +363,6 @@ public final class HcaDevice {
         return w;
     }
 
-    /** mlx4's {@code SW2HW_CQ} at the CQN the driver allocated. */
-    public synchronized HwCq sw2hwCqAt(int cqn, int cqe) {
-        return sw2hwCqAt(cqn, cqe, null);
-    }
-
     /** mlx4's {@code SW2HW_CQ} at the CQN the driver allocated, its CQEs handed to {@code sink} (null: the slot ring). */
     public synchronized HwCq sw2hwCqAt(int cqn, int cqe, CqeSink sink) {
         wanted = cqn;
@@ -596,16 +591,6 @@ public final class HcaDevice {
             }
         }
         return null;
-    }
-
-    /** The SRQ numbered {@code srqn}, or null (a personality's commands name SRQs by number). */
-    public HwSrq srqByNumber(int srqn) {
-        return srq(srqn);
-    }
-
-    /** The QP numbered {@code qpn}, or null (a personality's transition commands name QPs by number). */
-    public HwQp qpByNumber(int qpn) {
-        return qp(qpn);
     }
 
     /** Every QP alive. */
