@@ -132,7 +132,7 @@ final class Mlx4IbQp implements IbQpOps {
             p.release();
             throw e;
         }
-        Mlx4Qp lib = new Mlx4Qp(qpn, type, p.buf(), pd.ctx.uar, g, a.maxSendSge, maxRecvSge, a.maxInlineData);
+        Mlx4Qp lib = new Mlx4Qp(qpn, type, p.buf(), pd.ctx.uar, g, a.maxSendSge, maxRecvSge, a.maxInlineData, a.sqSigAll);
         Mlx4IbQp qp = new Mlx4IbQp(pd, qpn, type, srq, sendCq, recvCq, lib, p, g, events);
         dev.qpTable[qpn] = qp;
         return qp;

@@ -110,6 +110,29 @@ class Mlx4WqeTest {
     }
 
     @Test
+    void receiveWqesAreScatterListsEndedByTheInvalidLkeyAndTheRecordCountsThem() {
+        Mlx4Qp q = lib(b.qp, 1); // max_recv_sge 4: 64-byte receive WQEs
+        b.qp.postRecv(new IbvRecvWr().sge(b.buf, 100, b.mr.lkey()));
+        IbvRecvWr two = new IbvRecvWr().sge(b.buf + 4096, 10, b.mr.lkey());
+        two.next = new IbvRecvWr().sge(b.buf + 8192, 20, b.mr.lkey());
+        b.qp.postRecv(two);
+        assertEquals(3, q.rqDoorbellRecord(), "rq.head & 0xffff");
+        MemorySegment w = MemorySegment.ofArray(q.recvWqeBytes(2));
+        assertEquals(20, w.get(BE32, Wqe.DATA_BYTE_COUNT));
+        assertEquals(b.mr.lkey(), w.get(BE32, Wqe.DATA_LKEY));
+        assertEquals(b.buf + 8192, w.get(BE64, Wqe.DATA_ADDR));
+        assertEquals(Wqe.INVALID_LKEY, w.get(BE32, Wqe.DATA_SIZE + Wqe.DATA_LKEY), "the list ends after one entry");
+        IbvSendWr s = new IbvSendWr().sge(a.buf, 100, a.mr.lkey());
+        s.opcode = IbvWrOpcode.SEND;
+        s.sendFlags = IbvSendWr.SEND_SIGNALED;
+        a.qp.postSend(s);
+        IbvWc r = Lab.await(b.cq, 1).get(0);
+        assertEquals(IbvWcStatus.SUCCESS, r.status);
+        assertEquals(100, r.byteLen);
+        assertEquals(3, counter(1, "receive WQEs fetched"), "the device read all three once it needed one");
+    }
+
+    @Test
     void blueFlameCarriesASingleInlineSendWhole() {
         byte[] msg = new byte[100];
         for (int i = 0; i < msg.length; i++) {
@@ -148,6 +171,28 @@ class Mlx4WqeTest {
         assertEquals(IbvWcStatus.SUCCESS, Lab.await(a.cq, 1).get(0).status);
         assertEquals(bf + 1, counter(0, "by BlueFlame"), "a chain, and a send that is not inline, ring the doorbell");
         assertEquals(fetched + 4, counter(0, "send WQEs fetched"));
+    }
+
+    @Test
+    void sqSigAllAsksForACompletionInEveryWqe() {
+        org.peerdirect.ib.core.verbs.IbvQpInitAttr ia = new org.peerdirect.ib.core.verbs.IbvQpInitAttr();
+        ia.sendCq = a.cq;
+        ia.recvCq = a.cq;
+        ia.sqSigAll = true;
+        Lab.End a2 = lab.new End(lab, a, a.pd.createQp(ia), a.cq);
+        ia.sendCq = b.cq;
+        ia.recvCq = b.cq;
+        ia.sqSigAll = false;
+        Lab.End b2 = lab.new End(lab, b, b.pd.createQp(ia), b.cq);
+        Lab.connect(a2, b2, 1, 7, 14, 7);
+        IbvSendWr w = write(a2, b2, 16, 5);
+        w.sendFlags = 0;
+        a2.qp.postSend(w);
+        assertEquals(Wqe.CTRL_CQ_UPDATE, MemorySegment.ofArray(lib(a2.qp, 0).sendWqeBytes(0)).get(BE32, Wqe.CTRL_SRCRB_FLAGS));
+        IbvWc c = Lab.await(a.cq, 1).get(0);
+        assertEquals(5, c.wrId, "an unsignaled request of a QP created with sq_sig_all completes");
+        a2.qp.destroy();
+        b2.qp.destroy();
     }
 
     @Test

@@ -59,6 +59,8 @@ public final class Mlx4Qp {
     private final int maxSendSge;
     private final int maxRecvSge;
     private final int maxInline;
+    /** {@code sq_signal_bits}: every WQE asks for a completion ({@code sq_sig_all}), or only the signaled ones. */
+    private final int signalBits;
     private final ReentrantLock sqLock = new ReentrantLock();
     private final ReentrantLock rqLock = new ReentrantLock();
     /** Guarded by sqLock: the index of the next send WQE (unbounded; its bit {@code sqWqes} is the owner bit). */
@@ -72,8 +74,10 @@ public final class Mlx4Qp {
     private volatile int rqTail;
     private final long[] rqWrid;
 
-    public Mlx4Qp(int qpn, IbvQpType type, Mlx4Buf buf, Mlx4Uar uar, Geometry g, int maxSendSge, int maxRecvSge, int maxInline) {
+    public Mlx4Qp(int qpn, IbvQpType type, Mlx4Buf buf, Mlx4Uar uar, Geometry g, int maxSendSge, int maxRecvSge, int maxInline,
+            boolean sqSigAll) {
         this.qpn = qpn;
+        this.signalBits = sqSigAll ? Wqe.CTRL_CQ_UPDATE : 0;
         this.ud = type == IbvQpType.UD;
         this.buf = buf;
         this.uar = uar;
@@ -163,6 +167,7 @@ public final class Mlx4Qp {
 
     /** {@code stamp_send_wqe}: the first word of each 64-byte chunk of WQE {@code n} after the first, within its size. */
     private void stamp(int n) {
+        assert sqLock.isHeldByCurrentThread();
         long off = wqeOff(n);
         MemorySegment p = buf.page(off);
         long o = off & 4095;
@@ -237,7 +242,7 @@ public final class Mlx4Qp {
                 int op = opcode(w.opcode);
                 int size = segments(w, op, p, o, inl) / 16;
                 p.set(BE32, o + Wqe.CTRL_SRCRB_FLAGS, ((w.sendFlags & IbvSendWr.SEND_SIGNALED) != 0 ? Wqe.CTRL_CQ_UPDATE : 0)
-                        | ((w.sendFlags & IbvSendWr.SEND_SOLICITED) != 0 ? Wqe.CTRL_SOLICITED : 0));
+                        | ((w.sendFlags & IbvSendWr.SEND_SOLICITED) != 0 ? Wqe.CTRL_SOLICITED : 0) | signalBits);
                 p.set(BE32, o + Wqe.CTRL_IMM, w.opcode == IbvWrOpcode.SEND_WITH_IMM || w.opcode == IbvWrOpcode.RDMA_WRITE_WITH_IMM ? w.immData : 0);
                 p.set(BE32, o + Wqe.CTRL_BF_QPN, ((w.sendFlags & IbvSendWr.SEND_FENCE) != 0 ? Wqe.FENCE : 0) | size);
                 // the WQE before its first word: the hardware may fetch it as soon as the owner bit is right
@@ -443,6 +448,16 @@ public final class Mlx4Qp {
     public byte[] sendWqeBytes(int index) {
         long off = wqeOff(index);
         return buf.bytes(off, 1 << sqShift);
+    }
+
+    /** The bytes of receive WQE {@code index} as they are in the process's memory (tools and tests). */
+    public byte[] recvWqeBytes(int index) {
+        return buf.bytes(rqOffset + ((long) (index & rqWqes - 1) << rqShift), 1 << rqShift);
+    }
+
+    /** The receive doorbell record as the device reads it (tools and tests). */
+    public int rqDoorbellRecord() {
+        return buf.db().get(BE32, Wqe.DB_RECORD);
     }
 
     /** Send WQEs in the ring (tools and tests). */

@@ -152,6 +152,7 @@ final class MemQp {
      * which libmlx4 wrote before the first word.
      */
     private boolean readOwned() {
+        assert sqLock.isHeldByCurrentThread();
         long at = addr(sqOffset + (long) (sqFetched & sqWqes - 1) * sqStride);
         qps.port.read(at, wqe, 0, Wqe.CTRL_SIZE);
         boolean owner = (wqe.get(BE32, Wqe.CTRL_OWNER_OPCODE) & Wqe.OWNER_BIT) != 0;
@@ -172,6 +173,7 @@ final class MemQp {
      * descriptor it cannot execute with an error CQE carrying its index.
      */
     private void malformed(SendWqe w) {
+        assert sqLock.isHeldByCurrentThread();
         qps.badWqes.incrementAndGet();
         w.opcode = org.peerdirect.hca.engine.Wqe.OP_MALFORMED;
         w.ctrl = org.peerdirect.hca.engine.Wqe.CTRL_CQ_UPDATE;
