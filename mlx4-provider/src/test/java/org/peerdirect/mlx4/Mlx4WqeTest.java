@@ -133,6 +133,43 @@ class Mlx4WqeTest {
     }
 
     @Test
+    void anSrqIsAFreeListOfWqesInTheProcessTheDeviceWalks() {
+        org.peerdirect.ib.core.verbs.IbvSrq srq = b.pd.createSrq(3, 1); // 4 WQEs: the list keeps one back
+        org.peerdirect.ib.core.verbs.IbvQpInitAttr ia = new org.peerdirect.ib.core.verbs.IbvQpInitAttr();
+        ia.sendCq = b.cq;
+        ia.recvCq = b.cq;
+        ia.srq = srq;
+        Lab.End bs = lab.new End(lab, b, b.pd.createQp(ia), b.cq);
+        Lab.End c = lab.new End(0, 1 << 16, IbvQpType.RC, Lab.RW);
+        Lab.connect(c, bs, 1, 7, 14, 7);
+        org.peerdirect.mlx4.lib.Mlx4Srq lib = lab.devs.get(1).srqTable[srq.srqNum()].lib;
+        assertEquals(1, lib.nextOf(0), "WQE i links to i + 1");
+        for (int i = 0; i < 3; i++) {
+            IbvRecvWr r = new IbvRecvWr().sge(b.buf + 256L * i, 256, b.mr.lkey());
+            r.wrId = 40 + i;
+            srq.postRecv(r);
+        }
+        assertEquals(3, lib.dbRecord(), "the counter of WQEs posted");
+        org.peerdirect.ib.core.verbs.PostException full = assertThrows(org.peerdirect.ib.core.verbs.PostException.class,
+                () -> srq.postRecv(new IbvRecvWr().sge(b.buf, 8, b.mr.lkey())));
+        assertEquals(Errno.ENOMEM, full.errno(), "the list's last WQE is kept back");
+        IbvSendWr s = new IbvSendWr().sge(c.buf, 64, c.mr.lkey());
+        s.opcode = IbvWrOpcode.SEND;
+        s.sendFlags = IbvSendWr.SEND_SIGNALED;
+        c.qp.postSend(s);
+        assertEquals(IbvWcStatus.SUCCESS, Lab.await(c.cq, 1).get(0).status);
+        IbvWc r = Lab.await(b.cq, 1).get(0);
+        assertEquals(40, r.wrId, "the device took WQE 0, the list's head");
+        assertEquals(0, lib.nextOf(3), "the completed WQE went back behind the tail (3)");
+        IbvRecvWr again = new IbvRecvWr().sge(b.buf, 256, b.mr.lkey());
+        again.wrId = 50;
+        srq.postRecv(again);
+        assertEquals(4, lib.dbRecord());
+        bs.qp.destroy();
+        srq.destroy();
+    }
+
+    @Test
     void blueFlameCarriesASingleInlineSendWhole() {
         byte[] msg = new byte[100];
         for (int i = 0; i < msg.length; i++) {

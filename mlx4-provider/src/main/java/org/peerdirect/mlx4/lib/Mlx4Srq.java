@@ -97,6 +97,17 @@ public final class Mlx4Srq {
         }
     }
 
+    /** The doorbell record as the device reads it: the 16-bit counter of WQEs posted (tools and tests). */
+    public int dbRecord() {
+        return buf.db().get(BE32, Wqe.DB_RECORD);
+    }
+
+    /** The next WQE of WQE {@code index} on the free list, as its next segment in the process's memory says (tools and tests). */
+    public int nextOf(int index) {
+        long off = (long) (index & wqes - 1) << shift;
+        return buf.page(off).get(BE16, (off & 4095) + Wqe.SRQ_NEXT_WQE_INDEX) & 0xffff;
+    }
+
     /** A receive CQE named WQE {@code index}: its work-request id; the WQE goes back on the list ({@code mlx4_free_srq_wqe}). */
     public long completed(int index) {
         lock.lock();
