@@ -104,9 +104,10 @@ final class Qps {
 
     private int qpn(Firmware.Cmd c) throws Refused {
         int qpn = c.inMod() & 0xff_ffff;
-        if ((c.inMod() & 0xff00_0000) != 0 || qpn < HcaDevice.RESERVED_QPS || qpn >= HcaDevice.MAX_QP) {
+        // below 1 << LOG_RSVD_QP: the reserved QPs QUERY_DEV_CAP reports (special QPs, firmware's)
+        if ((c.inMod() & 0xff00_0000) != 0 || qpn < 1 << Firmware.LOG_RSVD_QP || qpn >= HcaDevice.MAX_QP) {
             throw new Refused(Mlx4Cmd.STAT_BAD_RESOURCE, String.format("QP 0x%x is not a QP number of the device (0x%x..0x%x)", c.inMod(),
-                    HcaDevice.RESERVED_QPS, HcaDevice.MAX_QP - 1));
+                    1 << Firmware.LOG_RSVD_QP, HcaDevice.MAX_QP - 1));
         }
         return qpn;
     }
