@@ -56,7 +56,7 @@ final class MemQp {
     private int rqFetched;
     /** Scratch, under sqLock: the WQE fetched. */
     private final MemorySegment wqe;
-    /** Scratch, under the receive queue's consumer lock. */
+    /** Scratch, under the receive queue's consumer lock: a page of the ring (or the whole of a smaller one). */
     private final MemorySegment rwqe;
     private final MemorySegment word = MemorySegment.ofArray(new byte[4]);
     /** Under sqLock while a BlueFlame write is handled: the WQE it carries, for WQE index {@link #bfIndex}. */
@@ -80,7 +80,7 @@ final class MemQp {
         this.rqStride = rqStride;
         this.rqOffset = rqOffset;
         this.wqe = MemorySegment.ofArray(new byte[sqStride]);
-        this.rwqe = MemorySegment.ofArray(new byte[Math.max(Wqe.DATA_SIZE, rqStride)]);
+        this.rwqe = MemorySegment.ofArray(new byte[logRq < 0 ? Wqe.DATA_SIZE : (int) Math.min(4096, (long) rqStride << logRq)]);
     }
 
     private long addr(long bufOffset) {
@@ -286,8 +286,10 @@ final class MemQp {
 
     /**
      * The receive fetch ({@link org.peerdirect.hca.engine.RecvFetcher}): the doorbell record's
-     * 16-bit producer count, then each new WQE's data segments (up to an {@code INVALID_LKEY}
-     * segment, the stride's end or the slot's room) into the engine's slots from {@code tail}.
+     * 16-bit producer count, then the new WQEs' data segments (each up to an {@code INVALID_LKEY}
+     * segment, the stride's end or the slot's room) into the engine's slots from {@code tail}; the
+     * WQEs that lie together in one page of the ring are read in one DMA, as the hardware's
+     * prefetcher takes them.
      */
     long fetchRecv(RecvQueue q, long head, long tail) {
         int target;
@@ -299,17 +301,25 @@ final class MemQp {
             return tail;
         }
         long t = tail;
-        while ((target - rqFetched & 0xffff) != 0 && t - head < q.size()) {
+        int want = (int) Math.min(target - rqFetched & 0xffff, q.size() - (tail - head));
+        while (want > 0) {
+            int idx = rqFetched & rqWqes - 1;
+            long off = rqOffset + (long) idx * rqStride;
+            // the ring's WQEs are stride-aligned and a stride divides the page: a run ends at the page's or the ring's end
+            int run = Math.min(want, Math.min(rqWqes - idx, (int) ((4096 - (off & 4095)) / rqStride)));
             try {
-                qps.port.read(addr(rqOffset + (long) (rqFetched & rqWqes - 1) * rqStride), rwqe, 0, rqStride);
+                qps.port.read(addr(off), rwqe, 0, (long) run * rqStride);
             } catch (IommuFault f) {
                 qps.dmaFaults.incrementAndGet();
                 break;
             }
-            Qps.scatter(rwqe, 0, rqStride, q.slot(t));
-            rqFetched++;
-            t++;
-            qps.recvWqes.increment();
+            for (int k = 0; k < run; k++) {
+                Qps.scatter(rwqe, k * rqStride, (k + 1) * rqStride, q.slot(t));
+                rqFetched++;
+                t++;
+            }
+            qps.recvWqes.add(run);
+            want -= run;
         }
         return t;
     }
