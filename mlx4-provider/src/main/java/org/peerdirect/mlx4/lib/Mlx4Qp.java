@@ -68,6 +68,8 @@ public final class Mlx4Qp {
     /** The poller's: send WQEs completed. */
     private volatile int sqTail;
     private final long[] sqWrid;
+    /** Guarded by sqLock: a request's inline bytes as read from the process, before they are split into the WQE's segments. */
+    private final MemorySegment inlineStage;
     /** Guarded by sqLock: the BlueFlame half the next copy goes to ({@code bf_offset}). */
     private int bfOffset;
     private int rqHead;
@@ -92,6 +94,7 @@ public final class Mlx4Qp {
         this.maxRecvSge = maxRecvSge;
         this.maxInline = maxInline;
         this.sqWrid = new long[sqWqes];
+        this.inlineStage = MemorySegment.ofArray(new byte[Math.max(1, maxInline)]);
         this.rqWrid = new long[Math.max(1, rqWqes)];
     }
 
@@ -346,18 +349,19 @@ public final class Mlx4Qp {
         int segs = 0;
         long total = 0;
         for (int i = 0; i < w.numSge; i++) {
-            long va = w.sgList[i].addr;
             int left = w.sgList[i].length;
+            try { // one copy from the process per SGE (a page walk each), then split at the 64-byte chunks
+                buf.process.copyOut(w.sgList[i].addr, inlineStage, 0, left);
+            } catch (RuntimeException e) {
+                throw new PostException(Errno.EFAULT, String.format("QP 0x%x: inline data at 0x%x: %s", qpn, w.sgList[i].addr, e.getMessage()), w);
+            }
             total += left;
+            int from = 0;
             while (left > 0) {
                 int room = (int) (Wqe.INLINE_ALIGN - (pos - o & Wqe.INLINE_ALIGN - 1));
                 int n = Math.min(left, room);
-                try {
-                    buf.process.copyOut(va, p, pos, n);
-                } catch (RuntimeException e) {
-                    throw new PostException(Errno.EFAULT, String.format("QP 0x%x: inline data at 0x%x: %s", qpn, va, e.getMessage()), w);
-                }
-                va += n;
+                MemorySegment.copy(inlineStage, from, p, pos, n);
+                from += n;
                 left -= n;
                 pos += n;
                 segLen += n;
