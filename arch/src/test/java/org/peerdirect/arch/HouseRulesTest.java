@@ -83,15 +83,7 @@ class HouseRulesTest {
      * with why it is still there. A listed entry that no longer occurs fails the test too: the list
      * only shrinks.
      */
-    static final Map<String, String> KNOWN = Map.ofEntries(
-            Map.entry("device-side|mlx4-provider|firmware",
-                    "the ConnectX-3 firmware shortcut (issue 41 item 1)"),
-            Map.entry("drivers-through-layout|mlx4-provider|org.peerdirect.hca.engine",
-                    "the ConnectX-3 personality is not yet silicon (issue 41 item 1)"),
-            Map.entry("drivers-through-layout|mlx4-provider|org.peerdirect.hca.cx3",
-                    "the ConnectX-3 firmware shortcut (issue 41 item 1)"),
-            Map.entry("engine-private|mlx4-provider|org.peerdirect.hca.engine",
-                    "mlx4's verbs still create QPs on the engine and post to its WQE slots (issue 41 item 1)"));
+    static final Map<String, String> KNOWN = Map.of();
 
     /** Tests known to sit in another module's package while issue 41 lands, with why. */
     static final Map<String, String> KNOWN_TEST_PLACES = Map.of();

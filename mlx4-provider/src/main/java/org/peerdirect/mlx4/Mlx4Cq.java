@@ -69,7 +69,7 @@ final class Mlx4Cq implements IbCqOps {
     /** The CQ overran (the CQ error event, or QUERY_CQ at a poll on a full ring). */
     private volatile boolean error;
     /** The QP of the last CQE (libmlx4's {@code cur_qp}); guarded by pollLock. */
-    private Mlx4Qp cur;
+    private Mlx4IbQp cur;
 
     private Mlx4Cq(Mlx4Device dev, int cqn, int nent, IbCqEvents events, List<DmaCoherentPages.Page> buf, Mtt.Range mtt, DmaCoherentPages.Page db) {
         this.dev = dev;
@@ -198,7 +198,7 @@ final class Mlx4Cq implements IbCqOps {
     /** {@code mlx4_poll_one}'s translation of the CQE at {@code e + o}. */
     private void toWc(MemorySegment e, long o, IbvWc w) {
         int qpn = e.get(BE32, o + Cqe.VLAN_MY_QPN) & Cqe.QPN_MASK;
-        Mlx4Qp qp = cur;
+        Mlx4IbQp qp = cur;
         if (qp == null || qp.qpn != qpn) {
             qp = dev.qpTable[qpn];
             cur = qp;
@@ -208,8 +208,11 @@ final class Mlx4Cq implements IbCqOps {
         int op = own & Cqe.OPCODE_MASK;
         int wqeIndex = e.get(BE16, o + Cqe.WQE_INDEX) & 0xffff;
         w.qpNum = qpn;
-        w.wrId = qp == null ? 0 : isSend ? qp.sqWrid[wqeIndex & qp.sqMask] : qp.recvWrid(wqeIndex);
+        w.wrId = qp == null ? 0 : isSend ? qp.lib.sendCompleted(wqeIndex) : qp.recvWrid(wqeIndex);
         if (op == Cqe.OPCODE_ERROR) {
+            if (qp != null) {
+                qp.sawError();
+            }
             // mlx4_handle_error_cqe: an ibv_wc's other fields are undefined with an error status
             w.status = Mlx4Status.status(e.get(U8, o + Cqe.SYNDROME) & 0xff);
             w.vendorErr = e.get(U8, o + Cqe.VENDOR_ERR_SYNDROME) & 0xff;

@@ -6,13 +6,10 @@ import static org.peerdirect.hca.cx3.ifc.Be.U8;
 
 import java.lang.foreign.MemorySegment;
 import java.util.BitSet;
-import java.util.function.Supplier;
 
-import org.peerdirect.hca.cx3.ConnectX3;
 import org.peerdirect.hca.cx3.ifc.Mad;
 import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
-import org.peerdirect.hca.engine.HcaDevice;
-import org.peerdirect.hca.engine.HwCommandException;
+import org.peerdirect.hca.cx3.ifc.Uar;
 import org.peerdirect.ib.core.provider.IbDeviceEvents;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.provider.IbUcontextOps;
@@ -33,10 +30,12 @@ import org.peerdirect.mlx4.core.Mlx4Dev;
  * {@code struct mlx4_ib_dev}: the device the driver registers with the IB core for one ConnectX-3
  * function, on top of {@code mlx4_core}'s {@link Mlx4Dev} (bring-up through the HCR, EQs). It is
  * also the DMA device its umems are mapped for. It keeps the QP, CQ and SRQ tables the EQ
- * handlers index by number ({@code mlx4_cq_completion}, {@code mlx4_qp_event}). CQs are the
- * driver's rings of CQE bytes ({@link Mlx4Cq}); QPs are still created on the engine the
- * function's firmware interface gives ({@link ConnectX3#engine}), and their WQEs and the SRQs'
- * are still the engine's slots: the part of the side channel this step keeps.
+ * handlers index by number ({@code mlx4_cq_completion}, {@code mlx4_qp_event}). It reaches the
+ * device only through its PCI function: commands through the HCR ({@link Mlx4Dev}), doorbells
+ * and BlueFlame through the UAR pages (the library's, {@link org.peerdirect.mlx4.lib}), and
+ * descriptors in memory: CQs are the driver's rings of CQE bytes ({@link Mlx4Cq}); QPs and SRQs
+ * are the library's buffers of WQE bytes in the user's process ({@link Mlx4IbQp},
+ * {@link Mlx4IbSrq}).
  */
 public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events {
 
@@ -52,24 +51,25 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
     private final PciFunction fn;
     /** The function's DMA mapping calls ({@code &pdev->dev}). */
     private final DmaMapper dma;
-    final HcaDevice engine;
     final UmemService umems;
     /** qpn → driver QP, for CQEs; written on create/destroy, read by pollers (plain array of final-field objects). */
-    final Mlx4Qp[] qpTable = new Mlx4Qp[HcaDevice.MAX_QP];
+    final Mlx4IbQp[] qpTable;
     /** cqn → driver CQ, for events. */
     final Mlx4Cq[] cqTable;
-    final Mlx4Srq[] srqTable = new Mlx4Srq[HcaDevice.MAX_SRQ];
+    final Mlx4IbSrq[] srqTable;
+    /** The library's queue buffers pinned for this device and not released yet (a removal releases them). */
+    final java.util.Set<Mlx4Context.Pinned> pins = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** The core's port-event dispatcher while registered. */
     private volatile IbDeviceEvents events;
     /** PD numbers in use ({@code mlx4_pd_alloc}'s bitmap); guarded by itself. */
     private final BitSet pdns = new BitSet();
     private final IbvDeviceAttr attr;
     private final long nodeGuid;
-    /** The function's remaining side channel: the engine's QPs, CQs and SRQs by number. */
-    final ConnectX3 hw;
-    /** CQ and SRQ numbers ({@code mlx4_bitmap}s of {@code cq_table} and {@code srq_table}). */
+    /** QP, CQ, SRQ and UAR numbers ({@code mlx4_bitmap}s of {@code qp_table}, {@code cq_table}, {@code srq_table}, {@code uar_table}). */
+    final Numbers qpns;
     final Numbers cqns;
     final Numbers srqns;
+    final Numbers uars;
 
     /**
      * {@code mlx4_init_one} + {@code mlx4_ib_add}: the device behind {@code fn}, brought up through
@@ -80,7 +80,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
      * @throws KernelException when the bring-up fails (the device is left as it was found)
      */
     public Mlx4Device(String name, PciFunction fn, Mm mm, UmemService umems) {
-        if (fn.vendorId() != ConnectX3.VENDOR_ID || fn.deviceId() != ConnectX3.DEVICE_ID) {
+        if (fn.vendorId() != org.peerdirect.kernel.pci.PciIds.PCI_VENDOR_ID_MELLANOX || fn.deviceId() != Mlx4Driver.PCI_DEVICE_CONNECTX3) {
             throw new IllegalArgumentException(String.format("%s is %04x:%04x, not a ConnectX-3 (15b3:1003)", fn.bdf(), fn.vendorId(), fn.deviceId()));
         }
         this.name = name;
@@ -90,10 +90,12 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
         this.core = new Mlx4Dev(name, fn, mm, CMD_TIMEOUT_NANOS);
         core.load();
         try {
-            this.hw = fn.firmware(ConnectX3.class).orElseThrow(
-                    () -> new IllegalArgumentException(fn.bdf() + " has no ConnectX-3 firmware interface"));
-            this.engine = hw.engine();
+            this.qpTable = new Mlx4IbQp[core.caps().maxQps()];
+            this.srqTable = new Mlx4IbSrq[core.caps().maxSrqs()];
             this.cqTable = new Mlx4Cq[core.caps().maxCqs()];
+            this.qpns = new Numbers(name + " QP", core.caps().reservedQps(), core.caps().maxQps());
+            // the driver's own UAR page first (uarPage()), then one per opened context, below the BlueFlame pages
+            this.uars = new Numbers(name + " UAR", core.caps().reservedUars() + 1, (int) (Uar.BF_BASE / Uar.PAGE_SIZE));
             this.cqns = new Numbers(name + " CQ", core.caps().reservedCqs(), core.caps().maxCqs());
             this.srqns = new Numbers(name + " SRQ", core.caps().reservedSrqs(), core.caps().maxSrqs());
             MemorySegment ni = Mlx4Mad.get(core, 1, Mad.ATTR_NODE_INFO);
@@ -101,7 +103,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
             var c = core.caps();
             int maxQpWr = c.maxQpSz() - SQ_MAX_SPARE;
             this.attr = new IbvDeviceAttr(core.fwInfo().version(), nodeGuid, ni.get(BE64, Mad.NI_SYS_IMAGE_GUID), 0xFFFF_FFFF_FFFF_FFFFL,
-                    0xFFFF_FE00L, 0x02c9, ni.get(BE16, Mad.NI_DEVICE_ID) & 0xffff, 0, c.maxQps() - HcaDevice.RESERVED_QPS, maxQpWr, 0,
+                    0xFFFF_FE00L, 0x02c9, ni.get(BE16, Mad.NI_DEVICE_ID) & 0xffff, 0, c.maxQps() - c.reservedQps(), maxQpWr, 0,
                     c.maxSqSg(), c.maxCqs(), c.maxCqSz() - 1, c.maxMpts() - 1, c.maxPds(), c.maxReqQp(), c.maxResQp(),
                     IbvDeviceAttr.ATOMIC_HCA, c.maxSrqs(), maxQpWr, c.maxRqSg(), MAX_INLINE, c.numPorts(), IbvDeviceAttr.OdpCaps.NONE);
         } catch (RuntimeException e) {
@@ -192,6 +194,11 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
         }
     }
 
+    /** The QPNs, for tests: numbers in use ({@code qp_table}'s bitmap). */
+    int qpnsInUse() {
+        return qpns.inUse();
+    }
+
     /** {@code mlx4_cq_completion}: the CQ by its number to the core's handler. */
     @Override
     public void cqCompletion(int cqn) {
@@ -248,7 +255,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
     /** {@code mlx4_srq_event} → {@code mlx4_ib_srq_event}. */
     @Override
     public void srqEvent(int srqn, int type) {
-        Mlx4Srq s = srqn >= 0 && srqn < srqTable.length ? srqTable[srqn] : null;
+        Mlx4IbSrq s = srqn >= 0 && srqn < srqTable.length ? srqTable[srqn] : null;
         if (s != null && type == Mlx4Cmd.EVENT_SRQ_LIMIT) {
             s.events.event(IbvEventType.SRQ_LIMIT_REACHED);
         }
@@ -257,7 +264,7 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
     /** {@code mlx4_qp_event} → {@code mlx4_ib_qp_event}: the QP by its number, the type as its IB event. */
     @Override
     public void qpEvent(int qpn, int type) {
-        Mlx4Qp q = qpn >= 0 && qpn < qpTable.length ? qpTable[qpn] : null;
+        Mlx4IbQp q = qpn >= 0 && qpn < qpTable.length ? qpTable[qpn] : null;
         IbvEventType t = switch (type) {
             case Mlx4Cmd.EVENT_COMM_EST -> IbvEventType.COMM_EST;
             case Mlx4Cmd.EVENT_SRQ_QP_LAST_WQE -> IbvEventType.QP_LAST_WQE_REACHED;
@@ -276,23 +283,6 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
         events = h;
     }
 
-    /** Runs a firmware command; a refused one becomes the errno {@code mlx4_status_to_errno} gives. */
-    <T> T cmd(Supplier<T> command) {
-        try {
-            return command.get();
-        } catch (HwCommandException e) {
-            throw Mlx4Status.errno(name, e);
-        }
-    }
-
-    void cmd(Runnable command) {
-        try {
-            command.run();
-        } catch (HwCommandException e) {
-            throw Mlx4Status.errno(name, e);
-        }
-    }
-
     /**
      * The hardware half of {@code mlx4_remove_one}, after the device was unregistered from the core:
      * a surprise removal is {@code mlx4_enter_error_state} (the chip reset: QPs flushed, keys
@@ -308,6 +298,10 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
             core.enterErrorState();
         } else {
             core.unload();
+        }
+        // the device flushed what the queues held (it read their WQEs): now their mappings go, while the domain exists
+        for (Mlx4Context.Pinned p : java.util.List.copyOf(pins)) {
+            p.releaseDma();
         }
     }
 
@@ -349,6 +343,10 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
 
         synchronized void free(int n) {
             used.clear(n);
+        }
+
+        synchronized int inUse() {
+            return used.cardinality();
         }
     }
 }

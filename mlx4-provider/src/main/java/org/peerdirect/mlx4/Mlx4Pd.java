@@ -1,10 +1,5 @@
 package org.peerdirect.mlx4;
 
-import org.peerdirect.kernel.dma.coherent.DmaCoherentPages;
-import org.peerdirect.hca.engine.HcaDevice;
-import org.peerdirect.hca.engine.HwQp;
-import org.peerdirect.hca.engine.HwSrq;
-import org.peerdirect.hca.engine.QpCaps;
 import org.peerdirect.ib.core.provider.IbAhOps;
 import org.peerdirect.ib.core.provider.IbCqOps;
 import org.peerdirect.ib.core.provider.IbEvents;
@@ -16,18 +11,9 @@ import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.umem.IbUmem;
 import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
-import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.kernel.dma.SgTable;
-import static org.peerdirect.hca.cx3.ifc.Be.BE32;
-import static org.peerdirect.hca.cx3.ifc.Be.U8;
 
-import java.lang.foreign.MemorySegment;
-
-import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.hca.cx3.ifc.MptEntry;
-import org.peerdirect.hca.cx3.ifc.SrqContext;
-import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.mlx4.core.Mr;
 
 /** {@code struct mlx4_ib_pd}: a PD number and the objects created in it. */
@@ -104,46 +90,16 @@ final class Mlx4Pd implements IbPdOps {
         return pages;
     }
 
+    /** {@code mlx4_ib_create_qp} ({@link Mlx4IbQp#create}). */
     @Override
     public IbQpOps createQp(IbvQpInitAttr a, IbCqOps sendCq, IbCqOps recvCq, IbSrqOps srq, IbEvents events) {
-        Mlx4Device dev = ctx.dev;
-        Mlx4Srq s = (Mlx4Srq) srq;
-        QpCaps caps = new QpCaps(a.maxSendWr, a.maxRecvWr, a.maxSendSge, a.maxRecvSge, a.maxInlineData, a.sqSigAll);
-        HwQp hw = dev.cmd(() -> dev.engine.createQp(pdn, a.qpType == IbvQpType.UD ? HcaDevice.ST_UD : HcaDevice.ST_RC, caps,
-                dev.engine.cqByNumber(((Mlx4Cq) sendCq).cqn), dev.engine.cqByNumber(((Mlx4Cq) recvCq).cqn), s == null ? null : s.hw));
-        Mlx4Qp qp = new Mlx4Qp(this, hw, a.qpType, s, events);
-        dev.qpTable[hw.qpn] = qp;
-        return qp;
+        return Mlx4IbQp.create(this, a, (Mlx4Cq) sendCq, (Mlx4Cq) recvCq, (Mlx4IbSrq) srq, events);
     }
 
+    /** {@code mlx4_ib_create_srq} ({@link Mlx4IbSrq#create}). */
     @Override
     public IbSrqOps createSrq(int maxWr, int maxSge, IbEvents events) {
-        Mlx4Device dev = ctx.dev;
-        if (maxWr < 1 || maxWr > dev.queryDevice().maxSrqWr() || maxSge < 1 || maxSge > dev.queryDevice().maxSrqSge()) {
-            throw new KernelException(Errno.ENOMEM, String.format("%s: SRQ of %d requests of %d SGEs exceeds the device (%d x %d)", dev.name,
-                    maxWr, maxSge, dev.queryDevice().maxSrqWr(), dev.queryDevice().maxSrqSge()));
-        }
-        // mlx4_ib_create_srq: 2^n WQEs, each a next segment and maxSge data segments, the stride a power of two
-        int log = 32 - Integer.numberOfLeadingZeros(maxWr - 1);
-        int stride = Integer.highestOneBit(16 * (1 + maxSge) - 1) << 1;
-        int srqn = dev.srqns.alloc();
-        DmaCoherentPages.Page box = dev.core.dma.alloc();
-        try {
-            MemorySegment c = box.mem();
-            c.set(BE32, SrqContext.STATE_LOGSIZE_SRQN, log << 24 | srqn);
-            c.set(U8, SrqContext.LOGSTRIDE, (byte) (Integer.numberOfTrailingZeros(stride) - 4));
-            c.set(BE32, SrqContext.PD, pdn);
-            dev.core.cmd.box(box.iova(), 0, srqn, 0, Mlx4Cmd.SW2HW_SRQ);
-        } catch (RuntimeException e) {
-            dev.srqns.free(srqn);
-            throw e;
-        } finally {
-            dev.core.dma.free(box);
-        }
-        HwSrq hw = dev.hw.srq(srqn);
-        Mlx4Srq s = new Mlx4Srq(dev, hw, maxSge, events);
-        dev.srqTable[srqn] = s;
-        return s;
+        return Mlx4IbSrq.create(this, maxWr, maxSge, events);
     }
 
     @Override

@@ -1,33 +1,19 @@
 package org.peerdirect.mlx4;
 
 import org.peerdirect.hca.cx3.ifc.Cqe;
-import org.peerdirect.hca.engine.HwCommandException;
-import org.peerdirect.hca.engine.HwQpState;
+import org.peerdirect.hca.cx3.ifc.QpContext;
 import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
-import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.kernel.mm.KernelException.Errno;
 
 /**
- * The driver's translations between hardware and verbs vocabulary: command status to errno
- * ({@code mlx4_status_to_errno}), CQE syndrome to {@code ibv_wc_status}
- * ({@code mlx4_handle_error_cqe} of libmlx4), QP states.
+ * The driver's translations between hardware and verbs vocabulary: CQE syndrome to
+ * {@code ibv_wc_status} ({@code mlx4_handle_error_cqe} of libmlx4), QP states
+ * ({@code to_mlx4_state}, {@code from_mlx4_state}). Command statuses become errnos in
+ * {@link org.peerdirect.mlx4.core.Cmd} ({@code mlx4_status_to_errno}).
  */
 final class Mlx4Status {
 
     private Mlx4Status() {
-    }
-
-    /** A refused firmware command as the errno the kernel returns, naming the command's complaint. */
-    static KernelException errno(String device, HwCommandException e) {
-        Errno errno = switch (e.status()) {
-            case HwCommandException.STAT_INTERNAL_ERR -> Errno.EIO;
-            case HwCommandException.STAT_BAD_OP -> Errno.EPERM;
-            case HwCommandException.STAT_RESOURCE_BUSY -> Errno.EBUSY;
-            case HwCommandException.STAT_EXCEED_LIM, HwCommandException.STAT_BAD_SIZE -> Errno.ENOMEM;
-            default -> Errno.EINVAL; // BAD_PARAM, BAD_QP_STATE, BAD_RESOURCE, BAD_RES_STATE, BAD_INDEX
-        };
-        return new KernelException(errno, device + ": firmware command failed with " + e.getMessage());
     }
 
     /** {@code mlx4_handle_error_cqe}. */
@@ -50,27 +36,29 @@ final class Mlx4Status {
         };
     }
 
-    static IbvQpState state(HwQpState s) {
-        return switch (s) {
-            case RST -> IbvQpState.RESET;
-            case INIT -> IbvQpState.INIT;
-            case RTR -> IbvQpState.RTR;
-            case RTS -> IbvQpState.RTS;
-            case SQD -> IbvQpState.SQD;
-            case SQER -> IbvQpState.SQE;
-            case ERR -> IbvQpState.ERR;
+    /** {@code from_mlx4_state}: a QP context's state. */
+    static IbvQpState state(int mlx4State) {
+        return switch (mlx4State) {
+            case QpContext.STATE_RST -> IbvQpState.RESET;
+            case QpContext.STATE_INIT -> IbvQpState.INIT;
+            case QpContext.STATE_RTR -> IbvQpState.RTR;
+            case QpContext.STATE_RTS -> IbvQpState.RTS;
+            case QpContext.STATE_SQER -> IbvQpState.SQE;
+            case QpContext.STATE_SQD -> IbvQpState.SQD;
+            default -> IbvQpState.ERR;
         };
     }
 
-    static HwQpState hw(IbvQpState s) {
+    /** {@code to_mlx4_state}. */
+    static int mlx4State(IbvQpState s) {
         return switch (s) {
-            case RESET -> HwQpState.RST;
-            case INIT -> HwQpState.INIT;
-            case RTR -> HwQpState.RTR;
-            case RTS -> HwQpState.RTS;
-            case SQD -> HwQpState.SQD;
-            case SQE -> HwQpState.SQER;
-            case ERR -> HwQpState.ERR;
+            case RESET -> QpContext.STATE_RST;
+            case INIT -> QpContext.STATE_INIT;
+            case RTR -> QpContext.STATE_RTR;
+            case RTS -> QpContext.STATE_RTS;
+            case SQE -> QpContext.STATE_SQER;
+            case SQD -> QpContext.STATE_SQD;
+            case ERR -> QpContext.STATE_ERR;
         };
     }
 }

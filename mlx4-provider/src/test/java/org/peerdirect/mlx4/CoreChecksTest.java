@@ -17,6 +17,7 @@ import org.peerdirect.ib.core.verbs.IbvPd;
 import org.peerdirect.ib.core.verbs.IbvQp;
 import org.peerdirect.ib.core.verbs.IbvQpAttr;
 import org.peerdirect.ib.core.verbs.IbvQpInitAttr;
+import org.peerdirect.ib.core.verbs.IbvQpState;
 import org.peerdirect.ib.core.verbs.IbvQpType;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
 import org.peerdirect.ib.core.verbs.IbvSrq;
@@ -177,7 +178,11 @@ class CoreChecksTest {
         for (int i = 0; i < 70_000; i++) {
             a.pd.createQp(qpAttr(a.cq, null)).destroy(); // more than the 65 536-entry QP table
         }
-        assertEquals(1, lab.machine.engine(0).qps().size(), "only a's QP is alive");
+        // a QP the driver created and destroyed in RESET never reached the device (mlx4_qp_alloc issues no
+        // command): the driver's QPN bitmap counts them, QUERY_QP reads what the device holds
+        assertEquals(1, lab.devs.get(0).qpnsInUse(), "only a's QP is alive");
+        assertEquals(0, lab.machine.engine(0).qps().size(), "and the device holds no QP: a's is in RESET");
+        assertEquals(IbvQpState.RESET, a.qp.query().qpState, "QUERY_QP of a's QP");
         for (int i = 0; i < 2_000; i++) {
             a.pd.regMr(a.buf, 4096, Lab.RW).dereg();
         }

@@ -461,7 +461,9 @@ class VerbsTest {
         x.qpState = IbvQpState.RESET;
         a.qp.modify(x, IbvQpAttr.STATE);
         b.qp.modify(x, IbvQpAttr.STATE);
-        assertEquals(0, lab.hwQp(0, a.qp).outstandingSends(), "the reset discarded the stalled request");
+        // 2RST_QP gives the QP back to the driver: the device keeps no QP (and so no request) of it
+        assertTrue(lab.machine.engine(0).qps().stream().noneMatch(q -> q.qpn() == a.qp.qpNum()), "the reset discarded the stalled request");
+        assertEquals(IbvQpState.RESET, a.qp.query().qpState, "QUERY_QP: the QP is in RESET");
         Lab.connect(a, b, 1, 7, 4, 3);
         w.wrId = 2;
         a.qp.postSend(w);

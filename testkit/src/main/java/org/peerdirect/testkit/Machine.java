@@ -163,6 +163,16 @@ public final class Machine implements AutoCloseable {
         return boards.get(i).silicon();
     }
 
+    /**
+     * The ConnectX-3 board of HCA {@code i}: the silicon's own view for tests (the model's
+     * counters and tables, {@link ConnectX3Board#describe}), no driver's.
+     *
+     * @since 0.6
+     */
+    public ConnectX3Board board(int i) {
+        return boards.get(i);
+    }
+
     public int hcaCount() {
         return boards.size();
     }

@@ -142,7 +142,11 @@ public class ExamplePeerMemory implements PeerMemoryClient, PeerMemoryAllocator 
                 at += 1 << order;
             }
             deviceFile(as);
-            long addr = as.mmapDevice(0, pieces, Vma.PROT_READ | Vma.PROT_WRITE, "[" + name + "]");
+            // at an address aligned to the client's page size, as a GPU driver's VA allocator places it
+            // (dmaMap's pages are pageSize-aligned addresses): a free range found, then mapped fixed inside it
+            long probe = as.mmap(bytes + pageSize);
+            as.munmap(probe, bytes + pageSize);
+            long addr = as.mmapDevice((probe + pageSize - 1) & -pageSize, pieces, Vma.PROT_READ | Vma.PROT_WRITE, "[" + name + "]");
             Region r = new Region(pid, addr, bytes, pfns);
             r.blocks.addAll(blocks);
             regions.computeIfAbsent(pid, k -> new TreeMap<>()).put(addr, r);

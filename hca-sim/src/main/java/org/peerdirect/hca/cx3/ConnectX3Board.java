@@ -15,7 +15,11 @@ import org.peerdirect.kernel.pci.PciFunction;
  * the test kit and the benchmarks build boards with {@link #onFabric}; the lab's and the tests'
  * views ({@link #silicon}, {@link #siliconIfUp}, {@link #describe}) are the silicon's, not a driver's.
  */
-public final class ConnectX3Board implements ConnectX3 {
+public final class ConnectX3Board {
+
+    /** The ConnectX-3's PCI ids ({@code 15b3:1003}). */
+    public static final int VENDOR_ID = 0x15b3;
+    public static final int DEVICE_ID = 0x1003;
 
     private final long nodeGuid;
     private final ConnectX3Device device;
@@ -45,7 +49,7 @@ public final class ConnectX3Board implements ConnectX3 {
      * 8 MSI-X vectors.
      */
     public PciDeviceSpec spec() {
-        return device.spec().firmware(this).build();
+        return device.spec().build();
     }
 
     /** The node GUID of board {@code index} (Mellanox OUI 00:02:c9). */
@@ -53,7 +57,12 @@ public final class ConnectX3Board implements ConnectX3 {
         return 0x0002_c903_0000_1000L + index * 0x10L;
     }
 
-    @Override
+    /**
+     * The device's engine once a driver's {@code INIT_HCA} brought it up: the silicon's counters and
+     * tables for the lab and the tests (no driver reaches it).
+     *
+     * @throws IllegalStateException before that
+     */
     public HcaDevice engine() {
         HcaDevice e = device.engineIfUp();
         if (e == null) {

@@ -1,7 +1,8 @@
 /**
  * The ConnectX-3 personality: boards whose PCI functions ({@code 15b3:1003}) carry the HCR
- * command interface, UAR pages and MSI-X; the byte layouts a driver writes are in
- * {@link org.peerdirect.hca.cx3.ifc}.
+ * command interface, UAR and BlueFlame pages and MSI-X; the byte layouts a driver and libmlx4
+ * write are in {@link org.peerdirect.hca.cx3.ifc}. A driver reaches the device only through its
+ * PCI function.
  */
 @Export
 @Version("0.5.0")

@@ -357,7 +357,7 @@ public final class HcaDevice {
     // ------------------------------------------------------------------ queues
 
     /**
-     * Guarded by this: the number the next CQ or SRQ takes (mlx4's driver-chosen CQN or SRQN, set
+     * Guarded by this: the number the next CQ, SRQ or QP takes (mlx4's driver-chosen CQN, SRQN or QPN, set
      * by the {@code ...At} methods for the one call they make), -1: the table allocates.
      */
     private int wanted = -1;
@@ -374,11 +374,6 @@ public final class HcaDevice {
             throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, name + ": number " + w + " is in use or outside the table");
         }
         return w;
-    }
-
-    /** mlx4's {@code SW2HW_CQ} at the CQN the driver allocated. */
-    public synchronized HwCq sw2hwCqAt(int cqn, int cqe) {
-        return sw2hwCqAt(cqn, cqe, null);
     }
 
     /** mlx4's {@code SW2HW_CQ} at the CQN the driver allocated, its CQEs handed to {@code sink} (null: the slot ring). */
@@ -493,6 +488,19 @@ public final class HcaDevice {
     }
 
     /**
+     * mlx4's QP at the QPN the driver allocated (its {@code RST2INIT_QP} brings the QP to life
+     * from the context); as {@link #createQp} otherwise.
+     */
+    public synchronized HwQp createQpAt(int qpn, int pdn, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
+        wanted = qpn;
+        try {
+            return createQp(pdn, serviceType, caps, scq, rcq, srq);
+        } finally {
+            wanted = -1;
+        }
+    }
+
+    /**
      * Creates a QP in RST with its queues: service type {@link #ST_RC} or {@link #ST_UD}, the
      * send/receive CQs, an optional SRQ (then no own receive queue).
      */
@@ -516,7 +524,7 @@ public final class HcaDevice {
         if (scq.isDestroyed() || rcq.isDestroyed() || srq != null && srq.destroyed) {
             throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, name + ": a CQ or the SRQ of the new QP is destroyed");
         }
-        int qpn = qpns.alloc();
+        int qpn = take(qpns);
         if (qpn < 0) {
             throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of QP numbers (" + (MAX_QP - RESERVED_QPS)
                     + " QPs alive)");
@@ -596,16 +604,6 @@ public final class HcaDevice {
             }
         }
         return null;
-    }
-
-    /** The SRQ numbered {@code srqn}, or null (a personality's commands name SRQs by number). */
-    public HwSrq srqByNumber(int srqn) {
-        return srq(srqn);
-    }
-
-    /** The QP numbered {@code qpn}, or null (a personality's transition commands name QPs by number). */
-    public HwQp qpByNumber(int qpn) {
-        return qp(qpn);
     }
 
     /** Every QP alive. */

@@ -61,9 +61,4 @@ public final class HwSrq {
     public RecvQueue queue() {
         return rq;
     }
-
-    /** The SRQ's doorbell record: the driver's new producer index. */
-    public void doorbell(long producerIndex) {
-        rq.doorbell(producerIndex);
-    }
 }

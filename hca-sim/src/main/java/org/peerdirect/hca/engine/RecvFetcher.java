@@ -1,7 +1,7 @@
 package org.peerdirect.hca.engine;
 
 /**
- * How a receive queue in host memory (the ConnectX-4+ personality) learns of new WQEs: the
+ * How a receive queue in host memory (both personalities) learns of new WQEs: the
  * hardware reads the queue's doorbell record and the WQEs below it when it needs a receive WQE
  * and has none, rather than being told by a doorbell register. Called under the queue's consumer
  * lock with the engine's view [{@code head}, {@code tail}) empty; fills slots from {@code tail}

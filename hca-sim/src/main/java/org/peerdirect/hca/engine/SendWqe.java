@@ -9,9 +9,9 @@ import java.lang.foreign.MemorySegment;
  * hardware's consumer index and the queue size ahead of it), then rings the doorbell with the new
  * producer index.
  *
- * <p>Simplification, stated: the ConnectX-3 model keeps WQEs as fields of preallocated slots the
- * device hands out, not as bytes in host memory read by DMA (the BlueFlame-style shortcut of this
- * personality). The fields are exactly those of the hardware segments.
+ * <p>The slots are the engine's decoded view: both personalities fetch the WQEs the driver or the
+ * user library wrote as bytes in host memory (or carried in a BlueFlame write) and decode each
+ * into the next slot; the fields are exactly those of the hardware segments.
  */
 public final class SendWqe {
     public int opcode;

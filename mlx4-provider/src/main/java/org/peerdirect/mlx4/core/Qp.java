@@ -9,7 +9,8 @@ import org.peerdirect.hca.cx3.ifc.QpContext;
 
 /**
  * {@code qp.c}'s {@code mlx4_qp_modify}: a transition command with the QP context in a mailbox
- * ({@code 2ERR_QP} and {@code 2RST_QP} take none), and {@code mlx4_qp_query}.
+ * ({@code 2RST_QP} takes none; {@code 2ERR_QP} carries it, which is how a QP still in RESET
+ * reaches ERR with its SRQ known), and {@code mlx4_qp_query}.
  */
 public final class Qp {
 
@@ -18,8 +19,8 @@ public final class Qp {
 
     /** Runs transition {@code op} on {@code qpn}; {@code fill} writes the context (from {@link QpContext#CONTEXT}). */
     public static void modify(Mlx4Dev dev, int qpn, int op, int optparam, Consumer<MemorySegment> fill) {
-        if (op == Mlx4Cmd.TWO_ERR_QP || op == Mlx4Cmd.TWO_RST_QP) {
-            dev.cmd.cmd(0, qpn, 0, op);
+        if (op == Mlx4Cmd.TWO_RST_QP) {
+            dev.cmd.cmd(0, qpn, 2, op);
             return;
         }
         DmaCoherentPages.Page box = dev.dma.alloc();

@@ -33,6 +33,7 @@ public final class ConnectX3Device {
     public static final int VENDOR_MELLANOX = 0x15b3;
     public static final int DEVICE_CONNECTX3 = 0x1003;
     public static final long BAR0_SIZE = 1L << 20;
+    /** UAR pages (4 MiB, QUERY_DEV_CAP's uar_sz), then as many BlueFlame pages ({@link Uar#BF_BASE}). */
     public static final long BAR2_SIZE = 8L << 20;
     public static final int MSIX_VECTORS = 8;
 
@@ -62,7 +63,7 @@ public final class ConnectX3Device {
 
     /**
      * What the function looks like on the bus: class 0x020700 (InfiniBand), BAR0 (1 MiB: HCR,
-     * reset), BAR2 (8 MiB: UAR pages), 8 MSI-X vectors; powered on before it is published.
+     * reset), BAR2 (8 MiB: UAR pages, then BlueFlame pages), 8 MSI-X vectors; powered on before it is published.
      */
     public PciDeviceSpec.Builder spec() {
         return PciDeviceSpec.builder(name).vendorId(VENDOR_MELLANOX).deviceId(DEVICE_CONNECTX3).classCode(0x020700)
@@ -96,10 +97,36 @@ public final class ConnectX3Device {
         }
     };
 
-    private final BarWriteHandler bar2Writes = (bar, offset, width, value) -> {
+    /**
+     * BAR2: the UAR pages' doorbells (MMIO writes), and from {@link Uar#BF_BASE} on the BlueFlame
+     * pages, which take a write-combined burst whole (a send WQE,
+     * {@link MemQp#fetchSend}); elsewhere a burst is the 64-bit writes it is made of.
+     */
+    private final BarWriteHandler bar2Writes = new BarWriteHandler() {
+        @Override
+        public void written(int bar, long offset, int width, long value) {
+            uarWrite(offset, width, value);
+        }
+
+        @Override
+        public void writtenBurst(int bar, long offset, MemorySegment payload, long payloadOffset, int length) {
+            Firmware f = fw;
+            if (f == null || offset < Uar.BF_BASE) {
+                BarWriteHandler.super.writtenBurst(bar, offset, payload, payloadOffset, length);
+                return;
+            }
+            blueFlame(f, (int) ((offset - Uar.BF_BASE) / Uar.PAGE_SIZE), offset & (Uar.PAGE_SIZE - 1), payload, payloadOffset, length);
+        }
+    };
+
+    private void uarWrite(long offset, int width, long value) {
         MemorySegment b = bar2;
         Firmware f = fw;
         if (b == null || f == null) {
+            return;
+        }
+        if (offset >= Uar.BF_BASE) {
+            f.eqs.strayDoorbells.incrementAndGet(); // a BlueFlame register takes bursts only
             return;
         }
         // Each doorbell acts on the value its write carried, never on the register's bytes read
@@ -107,15 +134,16 @@ public final class ConnectX3Device {
         // doorbell may have replaced them before this handler looks (a lost send doorbell hung
         // its work request: UarDoorbellRaceTest).
         long in = offset & (Uar.PAGE_SIZE - 1);
+        int page = (int) (offset / Uar.PAGE_SIZE);
         if (in >= Uar.EQ_DOORBELL && in < Uar.EQ_DOORBELL + 32 && (in & 7) == 0 && width == 4) {
-            f.eqs.doorbell((int) (offset / Uar.PAGE_SIZE), (int) (in - Uar.EQ_DOORBELL) / 8, (int) value); // write32be: the be32 as written
+            f.eqs.doorbell(page, (int) (in - Uar.EQ_DOORBELL) / 8, (int) value); // write32be: the be32 as written
         } else if (in == Uar.CQ_DOORBELL && width == 8) {
             // mlx4_write64: two be32 words in memory order; a 64-bit store is little-endian, so the first word is the value's low bytes reversed
             cqDoorbell(f, (int) (Long.reverseBytes(value) >>> 32));
         } else if (in == Uar.SEND_DOORBELL && width == 4) {
-            sendDoorbell(f, (int) value >>> 8); // write32be of qpn << 8
+            sendDoorbell(f, page, (int) value >>> 8); // write32be of qpn << 8
         }
-    };
+    }
 
     /**
      * The CQ doorbell ({@code mlx4_cq_arm}'s 64-bit write: be32 {@code sn << 28 | cmd | cqn}, then
@@ -133,15 +161,33 @@ public final class ConnectX3Device {
         cq.arm(cmd == Uar.CQ_DB_REQ_NOT_SOL);
     }
 
-    /** The send doorbell (be32 {@code qpn << 8}): the QP's send queue is drained up to its doorbell record. */
-    private void sendDoorbell(Firmware f, int qpn) {
-        HcaDevice e = f.engine();
-        org.peerdirect.hca.engine.HwQp qp = e == null ? null : e.qpByNumber(qpn);
-        if (qp == null) {
+    /**
+     * The send doorbell (be32 {@code qpn << 8}) on UAR page {@code page}: the QP's send queue is
+     * fetched from memory while its WQEs are the hardware's. A doorbell for no QP in hardware
+     * ownership, or on another UAR page than the QP's, is counted and dropped.
+     */
+    private void sendDoorbell(Firmware f, int page, int qpn) {
+        MemQp q = f.qps.qp(qpn);
+        if (q == null || q.uar != page) {
             f.eqs.strayDoorbells.incrementAndGet();
             return;
         }
-        qp.ringSqDoorbell();
+        q.fetchSend(null, 0, 0);
+    }
+
+    /**
+     * A burst into BlueFlame page {@code page} at {@code in}: a send WQE whose {@code bf_qpn}
+     * names the QP (its UAR page must be this page's), within one BlueFlame register. Anything
+     * else is a stray write.
+     */
+    private void blueFlame(Firmware f, int page, long in, MemorySegment payload, long payloadOffset, int length) {
+        MemQp q = in + length <= Uar.BF_REG_SIZE && length >= org.peerdirect.hca.cx3.ifc.Wqe.CTRL_SIZE
+                ? f.qps.qp(payload.get(BE32, payloadOffset + org.peerdirect.hca.cx3.ifc.Wqe.CTRL_BF_QPN) >>> 8) : null;
+        if (q == null || q.uar != page) {
+            f.eqs.strayDoorbells.incrementAndGet();
+            return;
+        }
+        q.fetchSend(payload, payloadOffset, length);
     }
 
     /** {@code mlx4_reset}: everything the firmware was given is forgotten, the engine goes, the HCR is idle. */
@@ -224,16 +270,18 @@ public final class ConnectX3Device {
         return f == null ? 0 : f.refused.get();
     }
 
-    /** What the model shows tools: state, lent memory, EQs, CQs and the CQEs written. */
+    /** What the model shows tools: state, lent memory, EQs, CQs and the CQEs written, QPs and the WQEs fetched. */
     public String describe() {
         Firmware f = fw;
         if (f == null) {
             return name + ": not attached";
         }
         return String.format("%s: %s, FA %d pages, aux %d pages, ICM %d pages mapped, commands %d (refused %d), EQs %d%s, events lost %d, "
-                + "stray doorbells %d, CQs %d (CQEs written %d, ring DMA faults %d)", name, f.state(), f.icm.faPages(), f.icm.auxPages(),
+                + "stray doorbells %d, CQs %d (CQEs written %d, ring DMA faults %d), QPs %d (send WQEs fetched %d, by BlueFlame %d, malformed %d; "
+                + "receive WQEs fetched %d; WQE DMA faults %d)", name, f.state(), f.icm.faPages(), f.icm.auxPages(),
                 f.icmMappedPages(), f.executed.get(), f.refused.get(), f.eqs.count(), f.eqs.describe(), f.eqs.lost.get(),
-                f.eqs.strayDoorbells.get(), f.cqs.count(), f.cqs.cqesWritten.sum(), f.cqs.cqDmaFaults.get());
+                f.eqs.strayDoorbells.get(), f.cqs.count(), f.cqs.cqesWritten.sum(), f.cqs.cqDmaFaults.get(), f.qps.count(),
+                f.qps.sendWqes.sum(), f.qps.bfWqes.sum(), f.qps.badWqes.get(), f.qps.recvWqes.sum(), f.qps.dmaFaults.get());
     }
 
     /** Powers the firmware down (the function's removal): the EQs and the engine stop, then the thread. Idempotent. */

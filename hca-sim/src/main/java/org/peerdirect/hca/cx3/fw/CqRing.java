@@ -30,6 +30,8 @@ final class CqRing implements CqeSink {
     private final long[] pages;
     private final long dbRec;
     private final DmaPort port;
+    /** A completion's {@code wqe_index} as the driver counts it (an SRQ's buffer index for a receive from one). */
+    private final java.util.function.ToIntFunction<org.peerdirect.hca.engine.Cqe> wqeIndex;
     /** The engine's CQ, set once SW2HW_CQ created it (read for the producer index when the record is unreadable). */
     volatile HwCq hw;
     private final MemorySegment cqe = MemorySegment.ofArray(new byte[Cqe.SIZE]);
@@ -38,8 +40,10 @@ final class CqRing implements CqeSink {
     private final LongAdder written;
     private final AtomicLong dmaFaults;
 
-    CqRing(int logSize, long[] pages, long dbRec, DmaPort port, LongAdder written, AtomicLong dmaFaults) {
+    CqRing(int logSize, long[] pages, long dbRec, DmaPort port, java.util.function.ToIntFunction<org.peerdirect.hca.engine.Cqe> wqeIndex,
+            LongAdder written, AtomicLong dmaFaults) {
         this.logSize = logSize;
+        this.wqeIndex = wqeIndex;
         this.pages = pages;
         this.dbRec = dbRec;
         this.port = port;
@@ -51,7 +55,7 @@ final class CqRing implements CqeSink {
     public void write(long index, org.peerdirect.hca.engine.Cqe c) {
         cqe.fill((byte) 0);
         int opcode;
-        cqe.set(BE16, Cqe.WQE_INDEX, (short) c.wqeIndex);
+        cqe.set(BE16, Cqe.WQE_INDEX, (short) wqeIndex.applyAsInt(c));
         cqe.set(BE32, Cqe.VLAN_MY_QPN, c.qpn & Cqe.QPN_MASK);
         if (c.opcode == org.peerdirect.hca.engine.Cqe.OPCODE_ERROR) {
             opcode = Cqe.OPCODE_ERROR; // the engine's syndromes are mlx4's (MLX4_CQE_SYNDROME_*)

@@ -13,18 +13,14 @@ import java.util.concurrent.atomic.LongAdder;
 import org.peerdirect.hca.cx3.ifc.CqContext;
 import org.peerdirect.hca.cx3.ifc.Cqe;
 import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
-import org.peerdirect.hca.cx3.ifc.SrqContext;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.hca.engine.HwCommandException;
 import org.peerdirect.hca.engine.HwCq;
-import org.peerdirect.hca.engine.HwSrq;
 
 /**
- * CQs and SRQs handed to the device ({@code cq.c}, {@code srq.c} from the device's side):
- * {@code SW2HW_CQ} with the CQ context (size, completion EQ) at the CQN the driver chose,
- * {@code HW2SW_CQ} (refused while a QP uses it), {@code QUERY_CQ}, {@code SW2HW_SRQ} (size, WQE
- * stride, PD) and {@code HW2SW_SRQ}. A CQ's CQEs are bytes in the driver's ring ({@link CqRing});
- * the SRQs' WQEs are still the engine's slots, so an SRQ's MTT and doorbell record are not read.
+ * CQs handed to the device ({@code cq.c} from the device's side): {@code SW2HW_CQ} with the CQ
+ * context (size, completion EQ) at the CQN the driver chose, {@code HW2SW_CQ} (refused while a QP
+ * uses it), {@code QUERY_CQ}. A CQ's CQEs are bytes in the driver's ring ({@link CqRing}).
  *
  * <p>Lock rules: the firmware thread alone (commands, under the device's firmware lock).
  */
@@ -45,8 +41,6 @@ final class Cqs {
         table.put(Mlx4Cmd.SW2HW_CQ, this::sw2hwCq);
         table.put(Mlx4Cmd.HW2SW_CQ, this::hw2swCq);
         table.put(Mlx4Cmd.QUERY_CQ, this::queryCq);
-        table.put(Mlx4Cmd.SW2HW_SRQ, this::sw2hwSrq);
-        table.put(Mlx4Cmd.HW2SW_SRQ, this::hw2swSrq);
     }
 
     /** CLOSE_HCA, reset: the rings are forgotten (the engine's CQs went with the engine's reset). */
@@ -98,7 +92,7 @@ final class Cqs {
         }
         long mtt = (long) (ctx.get(U8, CqContext.MTT_BASE_ADDR_H) & 0xff) << 32 | ctx.get(BE32, CqContext.MTT_BASE_ADDR_L) & 0xffff_ffffL;
         int npages = (int) Math.max(1, ((long) Cqe.SIZE << log) / 4096);
-        CqRing ring = new CqRing(log, fw.icm.readMtt(mtt, npages), dbRec, fw.port, cqesWritten, cqDmaFaults);
+        CqRing ring = new CqRing(log, fw.icm.readMtt(mtt, npages), dbRec, fw.port, fw.qps::cqeWqeIndex, cqesWritten, cqDmaFaults);
         try {
             ring.hw = fw.engine().sw2hwCqAt(cqn, 1 << log, ring);
         } catch (HwCommandException e) {
@@ -144,41 +138,6 @@ final class Cqs {
         o.set(BE32, CqContext.LOGSIZE_USRPAGE, ring.logSize << 24);
         o.set(BE32, CqContext.PRODUCER_INDEX, (int) cq.producerIndex() & 0xff_ffff);
         fw.outbox(c, o);
-        return 0;
-    }
-
-    /** {@code SW2HW_SRQ}: 2^log WQEs (the engine's limit kept), scatter entries from the WQE stride (a next segment, then 16-byte data segments). */
-    private long sw2hwSrq(Firmware.Cmd c) throws Refused {
-        fw.needUp(c);
-        int srqn = number(c, HcaDevice.MAX_SRQ, "SRQ");
-        MemorySegment ctx = fw.inbox(c, SrqContext.SIZE);
-        int word = ctx.get(BE32, SrqContext.STATE_LOGSIZE_SRQN);
-        int log = word >>> 24 & 0xf;
-        int stride = 16 << (ctx.get(U8, SrqContext.LOGSTRIDE) & 0x7);
-        if ((word & 0xff_ffff) != srqn) {
-            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, "the SRQ context names SRQ " + (word & 0xff_ffff) + ", the modifier " + srqn);
-        }
-        try {
-            fw.engine().sw2hwSrqAt(srqn, ctx.get(BE32, SrqContext.PD) & 0xff_ffff, Math.min(1 << log, HcaDevice.MAX_QP_WR),
-                    Math.min(stride / 16 - 1, HcaDevice.MAX_SGE));
-        } catch (HwCommandException e) {
-            throw Tpt.refused(e);
-        }
-        return 0;
-    }
-
-    private long hw2swSrq(Firmware.Cmd c) throws Refused {
-        fw.needUp(c);
-        int srqn = number(c, HcaDevice.MAX_SRQ, "SRQ");
-        HwSrq s = fw.engine().srqByNumber(srqn);
-        if (s == null) {
-            throw new Refused(Mlx4Cmd.STAT_BAD_RES_STATE, "SRQ " + srqn + " is not in hardware ownership");
-        }
-        try {
-            fw.engine().hw2swSrq(s);
-        } catch (HwCommandException e) {
-            throw Tpt.refused(e);
-        }
         return 0;
     }
 }

@@ -63,6 +63,12 @@ final class Firmware {
     static final int LOG_MAX_EQ = 5;
     static final int LOG_RSVD_QP = 7;
     static final int RSVD_UARS = 1;
+    /** PDs below this are reserved (QUERY_DEV_CAP's rsvd_pd). */
+    static final int RSVD_PDS = 1;
+    /** log2 WQEs of a QP's queue or an SRQ, and the largest send and receive WQE (QUERY_DEV_CAP). */
+    static final int LOG_MAX_WQES = 14;
+    static final int MAX_DESC_SZ_SQ = 1008;
+    static final int MAX_DESC_SZ_RQ = 512;
     /** ICM bytes one auxiliary page covers. */
     static final long AUX_COVERS = 64L << 20;
 
@@ -75,6 +81,7 @@ final class Firmware {
     final Eqs eqs;
     final Tpt tpt;
     final Qps qps;
+    final Srqs srqs;
     final Cqs cqs;
     private final Supplier<HcaDevice> bringUp;
     private final Map<Integer, Handler> table = new HashMap<>();
@@ -97,6 +104,7 @@ final class Firmware {
         this.eqs = new Eqs(this);
         this.tpt = new Tpt(this);
         this.qps = new Qps(this);
+        this.srqs = new Srqs(this);
         this.cqs = new Cqs(this);
         this.portUp = new boolean[nports + 1];
         table.put(Mlx4Cmd.QUERY_FW, this::queryFw);
@@ -120,6 +128,7 @@ final class Firmware {
         eqs.register(table);
         tpt.register(table);
         qps.register(table);
+        srqs.register(table);
         cqs.register(table);
     }
 
@@ -293,8 +302,8 @@ final class Firmware {
             throw new Refused(Mlx4Cmd.STAT_BAD_SYS_STATE, "QUERY_DEV_CAP before RUN_FW");
         }
         MemorySegment o = MemorySegment.ofArray(new byte[QueryDevCap.OUT_SIZE]);
-        o.set(U8, QueryDevCap.MAX_SRQ_SZ, (byte) 14);
-        o.set(U8, QueryDevCap.MAX_QP_SZ, (byte) 14);
+        o.set(U8, QueryDevCap.MAX_SRQ_SZ, (byte) LOG_MAX_WQES);
+        o.set(U8, QueryDevCap.MAX_QP_SZ, (byte) LOG_MAX_WQES);
         o.set(U8, QueryDevCap.RSVD_QP, (byte) LOG_RSVD_QP);
         o.set(U8, QueryDevCap.MAX_QP, (byte) log2(HcaDevice.MAX_QP));
         o.set(U8, QueryDevCap.RSVD_SRQ, (byte) 0);
@@ -307,21 +316,22 @@ final class Firmware {
         o.set(U8, QueryDevCap.MAX_EQ, (byte) LOG_MAX_EQ);
         o.set(U8, QueryDevCap.RSVD_MTT, (byte) 0);
         o.set(U8, QueryDevCap.MAX_MRW_SZ, (byte) 40);
-        o.set(U8, QueryDevCap.RSVD_MRW, (byte) 0);
+        // two reserved MPTs: index 1 with key byte 0 would be key 0x100, MLX4_INVALID_LKEY, which ends a receive WQE's scatter list
+        o.set(U8, QueryDevCap.RSVD_MRW, (byte) 1);
         o.set(U8, QueryDevCap.MAX_REQ_QP, (byte) 4);
         o.set(U8, QueryDevCap.MAX_RES_QP, (byte) 7);
         o.set(U8, QueryDevCap.VL_PORT, (byte) nports);
         o.set(U8, QueryDevCap.RSVD_UAR, (byte) (RSVD_UARS << 4));
-        o.set(U8, QueryDevCap.UAR_SZ, (byte) 3);
+        o.set(U8, QueryDevCap.UAR_SZ, (byte) 2); // 4 MiB of UAR pages; the BlueFlame pages follow in BAR2 (Uar.BF_BASE)
         o.set(U8, QueryDevCap.PAGE_SZ, (byte) 12);
         o.set(U8, QueryDevCap.BF, (byte) 0x80);
         o.set(U8, QueryDevCap.LOG_BF_REG_SZ, (byte) 9);
         o.set(U8, QueryDevCap.LOG_MAX_BF_REGS_PER_PAGE, (byte) 3);
         o.set(U8, QueryDevCap.MAX_SG_SQ, (byte) HcaDevice.MAX_SGE);
-        o.set(BE16, QueryDevCap.MAX_DESC_SZ_SQ, (short) 1008);
+        o.set(BE16, QueryDevCap.MAX_DESC_SZ_SQ, (short) MAX_DESC_SZ_SQ);
         o.set(U8, QueryDevCap.MAX_SG_RQ, (byte) HcaDevice.MAX_SGE);
-        o.set(BE16, QueryDevCap.MAX_DESC_SZ_RQ, (short) 512);
-        o.set(U8, QueryDevCap.RSVD_PD, (byte) (1 << 4));
+        o.set(BE16, QueryDevCap.MAX_DESC_SZ_RQ, (short) MAX_DESC_SZ_RQ);
+        o.set(U8, QueryDevCap.RSVD_PD, (byte) (RSVD_PDS << 4));
         o.set(U8, QueryDevCap.MAX_PD, (byte) 24);
         o.set(BE16, QueryDevCap.QPC_ENTRY_SZ, (short) 256);
         o.set(BE16, QueryDevCap.EQC_ENTRY_SZ, (short) 64);
@@ -410,6 +420,8 @@ final class Firmware {
             e.reset();
         }
         tpt.clear();
+        qps.dropAll();
+        srqs.dropAll();
         cqs.dropAll();
         state = State.RUNNING;
         return 0;
@@ -480,8 +492,10 @@ final class Firmware {
         cqs.dropAll();
         HcaDevice e = engine;
         if (e != null) {
-            e.remove();
+            e.remove(); // QPs flush: the receive queues' WQEs still fetched from memory, CQEs written
         }
+        qps.dropAll();
+        srqs.dropAll();
         icm.clear();
         auxNeeded = 0;
         state = State.RESET;

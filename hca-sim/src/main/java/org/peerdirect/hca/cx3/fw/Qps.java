@@ -2,36 +2,63 @@ package org.peerdirect.hca.cx3.fw;
 
 import static org.peerdirect.hca.cx3.ifc.Be.BE16;
 import static org.peerdirect.hca.cx3.ifc.Be.BE32;
+import static org.peerdirect.hca.cx3.ifc.Be.BE64;
 import static org.peerdirect.hca.cx3.ifc.Be.U8;
 
 import java.lang.foreign.MemorySegment;
+import java.util.BitSet;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.atomic.LongAdder;
 
 import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.hca.cx3.ifc.QpContext;
-import org.peerdirect.hca.cx3.ifc.SrqContext;
+import org.peerdirect.hca.cx3.ifc.Uar;
+import org.peerdirect.hca.cx3.ifc.Wqe;
+import org.peerdirect.hca.engine.Cqe;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.hca.engine.HwCommandException;
+import org.peerdirect.hca.engine.HwCq;
 import org.peerdirect.hca.engine.HwQp;
-import org.peerdirect.hca.engine.HwSrq;
+import org.peerdirect.hca.engine.QpCaps;
 import org.peerdirect.hca.engine.QpCommand;
+import org.peerdirect.hca.engine.RecvWqe;
+import org.peerdirect.kernel.dma.DmaPort;
 
 /**
- * The QP state-transition commands ({@code qp.c} from the device's side): {@code RST2INIT_QP},
- * {@code INIT2INIT_QP}, {@code INIT2RTR_QP}, {@code RTR2RTS_QP}, {@code RTS2RTS_QP},
- * {@code SQERR2RTS_QP}, {@code RTS2SQD_QP}, {@code SQD2SQD_QP}, {@code SQD2RTS_QP},
- * {@code 2ERR_QP}, {@code 2RST_QP} with the QP context in the input mailbox (none for 2ERR and
- * 2RST), and {@code QUERY_QP}; the SRQs' {@code ARM_SRQ} and {@code QUERY_SRQ}. The engine's QP, by number, executes the transition; a command in
- * the wrong state is {@code BAD_QP_STATE}, a bad field {@code BAD_PARAM}.
+ * The QP commands ({@code qp.c} from the device's side). A QP number names a QP context in ICM
+ * the driver owns ({@code mlx4_qp_alloc} issues no command); the device's QP comes to life at
+ * {@code RST2INIT_QP} from the context in the mailbox (service type, PD, CQs, SRQ, the queues'
+ * sizes and strides, their MTT, the doorbell record, the UAR page) as a {@link MemQp} over an
+ * engine QP, and goes at {@code 2RST_QP} (the driver's destroy, {@code mlx4_qp_free}, is
+ * {@code 2RST_QP} then no command). The other transitions ({@code INIT2INIT_QP} ...
+ * {@code 2ERR_QP}) and {@code QUERY_QP} act on it. A command in the wrong state is
+ * {@code BAD_QP_STATE}, an unknown CQ or SRQ {@code BAD_RESOURCE}, a size beyond QUERY_DEV_CAP
+ * {@code BAD_SIZE}, another bad field {@code BAD_PARAM}.
  *
- * <p>Lock rules: the firmware thread alone (commands, under the device's firmware lock).
+ * <p>Lock rules: commands on the firmware thread alone; {@link #qps} is read by the data path
+ * (doorbells, CQE writers).
  */
 final class Qps {
 
     private final Firmware fw;
+    final DmaPort port;
+    /** qpn → the QP in host memory, from RST2INIT to 2RST. */
+    private final AtomicReferenceArray<MemQp> qps = new AtomicReferenceArray<>(HcaDevice.MAX_QP);
+    /** Firmware thread: QPs moved to ERR from RST (no context given: nothing to fetch). */
+    private final BitSet errWithoutContext = new BitSet();
+    /** Send WQEs fetched, of them the ones a BlueFlame write carried, receive WQEs fetched (QPs' and SRQs'). */
+    final LongAdder sendWqes = new LongAdder();
+    final LongAdder bfWqes = new LongAdder();
+    final LongAdder recvWqes = new LongAdder();
+    /** Send WQEs the device could not parse (completed in error), and WQE or record reads the IOMMU refused. */
+    final AtomicLong badWqes = new AtomicLong();
+    final AtomicLong dmaFaults = new AtomicLong();
 
     Qps(Firmware fw) {
         this.fw = fw;
+        this.port = fw.port;
     }
 
     void register(Map<Integer, Firmware.Handler> table) {
@@ -39,72 +66,203 @@ final class Qps {
             table.put(q.opcode, c -> modify(q, c));
         }
         table.put(Mlx4Cmd.QUERY_QP, this::query);
-        table.put(Mlx4Cmd.ARM_SRQ, this::armSrq);
-        table.put(Mlx4Cmd.QUERY_SRQ, this::querySrq);
     }
 
-    private HwSrq srq(Firmware.Cmd c) throws Refused {
-        HcaDevice e = fw.engine();
-        HwSrq s = (c.inMod() & 0xff00_0000) == 0 && e != null ? e.srqByNumber(c.inMod()) : null;
-        if (s == null) {
-            throw new Refused(Mlx4Cmd.STAT_BAD_RESOURCE, String.format("SRQ 0x%x is not in hardware ownership", c.inMod()));
+    /** The QP numbered {@code qpn} in hardware ownership, or null (any thread). */
+    MemQp qp(int qpn) {
+        return qpn >= 0 && qpn < qps.length() ? qps.get(qpn) : null;
+    }
+
+    /** QPs with a context in hardware ownership. */
+    int count() {
+        int n = 0;
+        for (int i = 0; i < qps.length(); i++) {
+            n += qps.get(i) == null ? 0 : 1;
         }
-        return s;
+        return n;
     }
 
-    /** {@code ARM_SRQ}: the limit event fires when the SRQ's WQEs drop below the watermark (16 bits, at most the SRQ's size). */
-    private long armSrq(Firmware.Cmd c) throws Refused {
-        fw.needUp(c);
-        HwSrq s = srq(c);
-        long lwm = c.inParam();
-        if (lwm < 0 || lwm > s.queue().size()) {
-            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, "limit watermark " + lwm + " above the SRQ's " + s.queue().size() + " WQEs");
+    /** CLOSE_HCA, reset: forgotten (the engine's QPs went with the engine). */
+    void dropAll() {
+        for (int i = 0; i < qps.length(); i++) {
+            qps.set(i, null);
         }
-        try {
-            s.arm((int) lwm);
-        } catch (HwCommandException e) {
-            throw Tpt.refused(e);
+        errWithoutContext.clear();
+    }
+
+    /**
+     * A CQE's {@code wqe_index}: a receive from an SRQ reports the SRQ WQE's buffer index; a QP's
+     * send or receive its index in its queue, which is the engine's slot index.
+     */
+    int cqeWqeIndex(Cqe c) {
+        if (!c.isSend && c.srqn != 0) {
+            Srqs.MemSrq s = fw.srqs.srq(c.srqn);
+            return s == null ? (int) c.wqeIndex : s.wqeIndex(c.wqeIndex);
         }
-        return 0;
+        return (int) c.wqeIndex;
     }
 
-    private long querySrq(Firmware.Cmd c) throws Refused {
-        fw.needUp(c);
-        HwSrq s = srq(c);
-        MemorySegment o = MemorySegment.ofArray(new byte[SrqContext.SIZE]);
-        o.set(BE32, SrqContext.STATE_LOGSIZE_SRQN, Integer.numberOfTrailingZeros(s.queue().size()) << 24 | s.srqn);
-        o.set(BE16, SrqContext.LIMIT_WATERMARK, (short) s.limit());
-        fw.outbox(c, o);
-        return 0;
-    }
-
-    private HwQp qp(Firmware.Cmd c) throws Refused {
+    private int qpn(Firmware.Cmd c) throws Refused {
         int qpn = c.inMod() & 0xff_ffff;
-        HcaDevice e = fw.engine();
-        HwQp q = (c.inMod() & 0xff00_0000) == 0 && e != null ? e.qpByNumber(qpn) : null;
-        if (q == null) {
-            throw new Refused(Mlx4Cmd.STAT_BAD_RESOURCE, String.format("QP 0x%x is not allocated", c.inMod()));
+        // below 1 << LOG_RSVD_QP: the reserved QPs QUERY_DEV_CAP reports (special QPs, firmware's)
+        if ((c.inMod() & 0xff00_0000) != 0 || qpn < 1 << Firmware.LOG_RSVD_QP || qpn >= HcaDevice.MAX_QP) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_RESOURCE, String.format("QP 0x%x is not a QP number of the device (0x%x..0x%x)", c.inMod(),
+                    1 << Firmware.LOG_RSVD_QP, HcaDevice.MAX_QP - 1));
         }
-        return q;
+        return qpn;
     }
 
     private long modify(QpCommand cmd, Firmware.Cmd c) throws Refused {
         fw.needUp(c);
-        HwQp q = qp(c);
-        org.peerdirect.hca.engine.QpContext ctx = q.context();
+        int qpn = qpn(c);
+        MemQp q = qps.get(qpn);
+        if (q == null) {
+            return withoutContext(cmd, c, qpn);
+        }
+        if (cmd == QpCommand.RST2INIT) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_QP_STATE, String.format("QP 0x%x: RST2INIT_QP in state %s", qpn, q.hw.state()));
+        }
+        org.peerdirect.hca.engine.QpContext ctx = q.hw.context();
         if (cmd != QpCommand.TO_ERR && cmd != QpCommand.TO_RST) {
-            MemorySegment m = fw.inbox(c, QpContext.MAILBOX_SIZE);
-            read(m.asSlice(QpContext.CONTEXT), ctx);
+            read(fw.inbox(c, QpContext.MAILBOX_SIZE).asSlice(QpContext.CONTEXT), ctx);
         }
         try {
-            q.modify(cmd, ctx);
+            q.hw.modify(cmd, ctx);
         } catch (HwCommandException e) {
             throw Tpt.refused(e);
+        }
+        if (cmd == QpCommand.TO_RST) {
+            give(q);
         }
         return 0;
     }
 
-    /** The context's fields into the engine's QP context. */
+    /** 2RST: the QP is the driver's again; the engine's QP goes (it waits until no WQE of it executes). */
+    private void give(MemQp q) {
+        qps.set(q.qpn, null);
+        q.hw.destroy();
+    }
+
+    /**
+     * A transition of a QP in RST (no context yet): RST2INIT creates it from the context, and so
+     * does 2ERR with a mailbox ({@code mlx4_qp_modify} sends the context with every command but
+     * 2RST): a QP on an SRQ reaches ERR known as one. 2RST, and 2ERR without a mailbox, only
+     * change its state.
+     */
+    private long withoutContext(QpCommand cmd, Firmware.Cmd c, int qpn) throws Refused {
+        if (cmd == QpCommand.TO_RST) {
+            errWithoutContext.clear(qpn);
+            return 0;
+        }
+        if (cmd == QpCommand.TO_ERR && (c.inParam() == 0 || errWithoutContext.get(qpn))) {
+            errWithoutContext.set(qpn);
+            return 0;
+        }
+        if (cmd != QpCommand.RST2INIT && cmd != QpCommand.TO_ERR || errWithoutContext.get(qpn)) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_QP_STATE, String.format("QP 0x%x: %s_QP in state %s", qpn, cmd,
+                    errWithoutContext.get(qpn) ? "ERR" : "RST"));
+        }
+        MemorySegment x = fw.inbox(c, QpContext.MAILBOX_SIZE).asSlice(QpContext.CONTEXT);
+        MemQp q = create(qpn, x);
+        org.peerdirect.hca.engine.QpContext ctx = q.hw.context();
+        read(x, ctx);
+        try {
+            q.hw.modify(cmd, ctx);
+        } catch (HwCommandException e) {
+            q.hw.destroy();
+            throw Tpt.refused(e);
+        }
+        qps.set(qpn, q);
+        return 0;
+    }
+
+    /**
+     * The device's QP from the context RST2INIT carries: checked field by field (nothing is
+     * created when one is bad), then the engine's QP at {@code qpn} and its queues in memory.
+     */
+    private MemQp create(int qpn, MemorySegment x) throws Refused {
+        int st = x.get(BE32, QpContext.FLAGS) >>> 16 & 0xff;
+        if (st != QpContext.ST_RC && st != QpContext.ST_UD) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, String.format("QP 0x%x: service type 0x%x (RC 0x0 and UD 0x3 are built)", qpn, st));
+        }
+        if ((x.get(BE32, QpContext.LOCAL_QPN) & 0xff_ffff) != qpn) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, String.format("QP 0x%x: the context names QP 0x%x", qpn, x.get(BE32, QpContext.LOCAL_QPN)));
+        }
+        int pd = x.get(BE32, QpContext.PD) & 0xff_ffff;
+        if (pd < Firmware.RSVD_PDS) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, String.format("QP 0x%x: PD %d is reserved", qpn, pd));
+        }
+        int uar = x.get(BE32, QpContext.USR_PAGE) & 0xff_ffff;
+        if (uar < Firmware.RSVD_UARS || uar >= Uar.BF_BASE / Uar.PAGE_SIZE) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, String.format("QP 0x%x: UAR page %d (%d..%d)", qpn, uar, Firmware.RSVD_UARS,
+                    Uar.BF_BASE / Uar.PAGE_SIZE - 1));
+        }
+        int srqWord = x.get(BE32, QpContext.SRQN);
+        Srqs.MemSrq srq = null;
+        if ((srqWord & QpContext.SRQN_USE_SRQ) != 0) {
+            srq = fw.srqs.srq(srqWord & 0xff_ffff);
+            if (srq == null) {
+                throw new Refused(Mlx4Cmd.STAT_BAD_RESOURCE, String.format("QP 0x%x: SRQ %d is not in hardware ownership", qpn, srqWord & 0xff_ffff));
+            }
+        }
+        HwCq scq = cq(qpn, x.get(BE32, QpContext.CQN_SEND) & 0xff_ffff);
+        HwCq rcq = cq(qpn, x.get(BE32, QpContext.CQN_RECV) & 0xff_ffff);
+        int sq = x.get(U8, QpContext.SQ_SIZE_STRIDE) & 0xff;
+        int rq = x.get(U8, QpContext.RQ_SIZE_STRIDE) & 0xff;
+        int logSq = sq >>> 3 & 0xf;
+        int sqStride = 16 << (sq & 7);
+        int logRq = srq != null ? -1 : rq >>> 3 & 0xf;
+        int rqStride = 16 << (rq & 7);
+        if (srq != null && rq != 0) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, String.format("QP 0x%x: a receive queue (0x%x) and an SRQ", qpn, rq));
+        }
+        if (logSq > Firmware.LOG_MAX_WQES || logRq > Firmware.LOG_MAX_WQES || sqStride < 64 || sqStride > Integer.highestOneBit(
+                Firmware.MAX_DESC_SZ_SQ - 1) << 1 || rqStride > Firmware.MAX_DESC_SZ_RQ) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_SIZE, String.format("QP 0x%x: SQ of 2^%d WQEs of %d bytes, RQ of 2^%d of %d (QUERY_DEV_CAP: 2^%d "
+                    + "WQEs, SQ WQEs of 64..%d bytes, RQ WQEs up to %d)", qpn, logSq, sqStride, logRq, rqStride, Firmware.LOG_MAX_WQES,
+                    Firmware.MAX_DESC_SZ_SQ, Firmware.MAX_DESC_SZ_RQ));
+        }
+        if (x.get(U8, QpContext.LOG_PAGE_SIZE) != 0) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, String.format("QP 0x%x: buffer pages must be 4 KiB (log_page_size 0)", qpn));
+        }
+        long db = x.get(BE64, QpContext.DB_REC_ADDR);
+        if (srq == null && (db & 3) != 0) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_PARAM, String.format("QP 0x%x: doorbell record at 0x%x is not 4-byte aligned", qpn, db));
+        }
+        long sqBytes = (long) sqStride << logSq;
+        long rqBytes = logRq < 0 ? 0 : (long) rqStride << logRq;
+        // libmlx4's mlx4_alloc_qp_buf (and mlx4_ib's user QP): the queue of the larger stride first
+        boolean rqFirst = rqBytes > 0 && rqStride > sqStride;
+        long mtt = (long) (x.get(U8, QpContext.MTT_BASE_ADDR_H) & 0xff) << 32 | x.get(BE32, QpContext.MTT_BASE_ADDR_L) & 0xffff_ffffL;
+        long[] pages = fw.icm.readMtt(mtt, (int) ((sqBytes + rqBytes + 4095) / 4096));
+        QpCaps caps = new QpCaps(Math.min(1 << logSq, HcaDevice.MAX_QP_WR), logRq < 0 ? 0 : Math.min(1 << logRq, HcaDevice.MAX_QP_WR),
+                Math.max(1, Math.min(HcaDevice.MAX_SGE, (sqStride - Wqe.CTRL_SIZE) / Wqe.DATA_SIZE)),
+                logRq < 0 ? 0 : Math.min(HcaDevice.MAX_SGE, rqStride / Wqe.DATA_SIZE),
+                Math.min(HcaDevice.MAX_INLINE, sqStride - Wqe.CTRL_SIZE), false);
+        HwQp hw;
+        try {
+            hw = fw.engine().createQpAt(qpn, pd, st == QpContext.ST_UD ? HcaDevice.ST_UD : HcaDevice.ST_RC, caps, scq, rcq,
+                    srq == null ? null : srq.hw);
+        } catch (HwCommandException e) {
+            throw Tpt.refused(e);
+        }
+        MemQp q = new MemQp(this, hw, st == QpContext.ST_UD, uar, pages, db, logSq, sqStride, rqFirst ? rqBytes : 0, logRq, rqStride,
+                rqFirst ? 0 : sqBytes);
+        if (hw.recvQueue() != null) {
+            hw.recvQueue().fetcher(q::fetchRecv);
+        }
+        return q;
+    }
+
+    private HwCq cq(int qpn, int cqn) throws Refused {
+        HwCq cq = cqn < HcaDevice.MAX_CQ ? fw.engine().cqByNumber(cqn) : null;
+        if (cq == null) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_RESOURCE, String.format("QP 0x%x: CQ %d is not in hardware ownership", qpn, cqn));
+        }
+        return cq;
+    }
+
+    /** The context's path and transport fields into the engine's QP context. */
     private static void read(MemorySegment x, org.peerdirect.hca.engine.QpContext ctx) {
         long p = QpContext.PRI_PATH;
         ctx.port = QpContext.port(x.get(U8, p + QpContext.PATH_SCHED_QUEUE) & 0xff);
@@ -127,14 +285,21 @@ final class Qps {
         ctx.sqPsn = x.get(BE32, QpContext.NEXT_SEND_PSN) & 0xff_ffff;
     }
 
-    /** {@code QUERY_QP}: the state and the context as the device keeps it. */
+    /** {@code QUERY_QP}: the state and the context as the device keeps it (RST, or ERR, and nothing else without one). */
     private long query(Firmware.Cmd c) throws Refused {
         fw.needUp(c);
-        HwQp q = qp(c);
-        org.peerdirect.hca.engine.QpContext ctx = q.context();
+        int qpn = qpn(c);
+        MemQp q = qps.get(qpn);
         MemorySegment o = MemorySegment.ofArray(new byte[QpContext.MAILBOX_SIZE]);
         MemorySegment x = o.asSlice(QpContext.CONTEXT);
-        int st = switch (q.state()) {
+        if (q == null) {
+            x.set(BE32, QpContext.FLAGS, (errWithoutContext.get(qpn) ? QpContext.STATE_ERR : QpContext.STATE_RST) << 28);
+            x.set(BE32, QpContext.LOCAL_QPN, qpn);
+            fw.outbox(c, o);
+            return 0;
+        }
+        org.peerdirect.hca.engine.QpContext ctx = q.hw.context();
+        int st = switch (q.hw.state()) {
             case RST -> QpContext.STATE_RST;
             case INIT -> QpContext.STATE_INIT;
             case RTR -> QpContext.STATE_RTR;
@@ -144,10 +309,11 @@ final class Qps {
             case ERR -> QpContext.STATE_ERR;
         };
         long p = QpContext.PRI_PATH;
-        x.set(BE32, QpContext.FLAGS, st << 28 | (q.serviceType() & 0xff) << 16);
-        x.set(BE32, QpContext.PD, q.pdn());
+        x.set(BE32, QpContext.FLAGS, st << 28 | (q.hw.serviceType() & 0xff) << 16);
+        x.set(BE32, QpContext.PD, q.hw.pdn());
         x.set(U8, QpContext.MTU_MSGMAX, (byte) (ctx.mtu << 5 | 31));
-        x.set(BE32, QpContext.LOCAL_QPN, q.qpn());
+        x.set(BE32, QpContext.USR_PAGE, q.uar);
+        x.set(BE32, QpContext.LOCAL_QPN, q.qpn);
         x.set(BE32, QpContext.REMOTE_QPN, ctx.remoteQpn);
         x.set(U8, p + QpContext.PATH_SCHED_QUEUE, (byte) QpContext.schedQueue(ctx.port));
         x.set(U8, p + QpContext.PATH_PKEY_INDEX, (byte) ctx.pkeyIndex);
@@ -164,5 +330,23 @@ final class Qps {
 
     private static int log2(int n) {
         return n <= 1 ? 0 : Math.min(7, 32 - Integer.numberOfLeadingZeros(n - 1)); // fls(n - 1), as the kernel encodes it
+    }
+
+    /**
+     * A receive WQE's data segments from byte {@code from} to {@code end} of {@code wqe} into the
+     * engine's slot, up to the first {@code INVALID_LKEY} (the list's end) or the slot's room.
+     */
+    static void scatter(MemorySegment wqe, int from, int end, RecvWqe w) {
+        w.numSge = 0;
+        for (int o = from; o + Wqe.DATA_SIZE <= end && w.numSge < w.addr.length; o += Wqe.DATA_SIZE) {
+            int lkey = wqe.get(BE32, o + Wqe.DATA_LKEY);
+            if (lkey == Wqe.INVALID_LKEY) {
+                break;
+            }
+            w.byteCount[w.numSge] = wqe.get(BE32, o + Wqe.DATA_BYTE_COUNT);
+            w.lkey[w.numSge] = lkey;
+            w.addr[w.numSge] = wqe.get(BE64, o + Wqe.DATA_ADDR);
+            w.numSge++;
+        }
     }
 }

@@ -8,7 +8,7 @@
  * constants, big-endian as the hardware keeps them; no behaviour.
  */
 @Export
-@Version("0.1.0")
+@Version("0.2.0")
 package org.peerdirect.hca.cx3.ifc;
 
 import org.osgi.annotation.bundle.Export;
