@@ -58,22 +58,14 @@ public final class ConnectX3Board {
     }
 
     /**
-     * The device's engine once a driver's {@code INIT_HCA} brought it up: the silicon's counters and
-     * tables for the lab and the tests (no driver reaches it).
-     *
-     * @throws IllegalStateException before that
+     * A surprise hot-unplug's first half: the silicon a driver's {@code INIT_HCA} brought up stops
+     * (no DMA, no completion after this returns); the function leaves the bus after it. Idempotent.
      */
-    public HcaDevice engine() {
+    public void stopSilicon() {
         HcaDevice e = device.engineIfUp();
-        if (e == null) {
-            throw new IllegalStateException("ConnectX-3 board " + Long.toHexString(nodeGuid) + ": INIT_HCA was not run");
+        if (e != null) {
+            e.remove();
         }
-        return e;
-    }
-
-    /** The engine if a driver's INIT_HCA brought it up, else null (the model's teardown). */
-    public HcaDevice engineIfUp() {
-        return device.engineIfUp();
     }
 
     /**

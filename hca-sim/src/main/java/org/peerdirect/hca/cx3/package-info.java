@@ -5,7 +5,7 @@
  * PCI function.
  */
 @Export
-@Version("0.5.0")
+@Version("0.6.0")
 package org.peerdirect.hca.cx3;
 
 import org.osgi.annotation.bundle.Export;

@@ -1,8 +1,10 @@
 /**
  * The HCA transport engine: what the silicon of an RDMA NIC does, shared by the ConnectX-3 and
- * (later) ConnectX-4+ personalities. It speaks hardware only: MPT entries (keys, PD numbers,
+ * ConnectX-4+ personalities, and private to {@code hca-sim}: drivers see only the layout packages
+ * ({@code cx3.ifc}, {@code cx4.ifc}), labs and tests {@link org.peerdirect.hca.boards}. It speaks hardware only: MPT entries (keys, PD numbers,
  * {@code mlx4_perm} access bits, MTT translations to IOVAs), QP contexts with their state codes and
- * transition commands, WQE slots with hardware opcodes, CQEs with syndromes, command statuses.
+ * transition commands, WQE slots with hardware opcodes (filled by each personality's decoder from
+ * the WQE bytes it fetched by DMA), CQEs with syndromes, command statuses.
  * It imports nothing of the IB core or the peer-memory API.
  *
  * <p>Split as rxe splits its files: {@link org.peerdirect.hca.engine.HwQp} (QP context and state
@@ -14,12 +16,10 @@
  * {@link org.peerdirect.hca.engine.HcaView} is what a lab sees of the silicon. Every byte moves
  * through the devices' IOMMU domains.
  *
- * <p>Simplifications, stated: WQEs and CQEs are preallocated slots with the hardware fields rather
- * than bytes in host memory read and written by DMA, doorbells are method calls rather than BAR
- * writes, and CQ events reach the driver through a {@link org.peerdirect.hca.engine.CqEventHandler}
- * rather than an EQ and MSI-X (the ConnectX-3 personality's documented firmware shortcut); the
- * ConnectX-4+ personality will put the same engine behind descriptors in memory, BAR doorbells and
- * MSI-X.
+ * <p>Both personalities put the engine behind what the silicon shows its driver: commands in BAR0
+ * (the ConnectX-3's HCR, the ConnectX-4's command queue), WQEs, CQEs and EQEs as bytes in host
+ * memory read and written by DMA, doorbells as BAR writes (UAR, BlueFlame), events as EQEs and
+ * MSI-X. The engine's own slots and method calls are the inside of the chip.
  *
  * <p>On-demand paging, the ConnectX-4+ seam: an on-demand mkey ({@code sw2hwMptOnDemand}) starts
  * with no translation; the driver writes and zaps its MTT entries by UMR ({@code umrUpdate},
@@ -31,9 +31,4 @@
  * not executed twice. The fabric is lossless, so transport retries happen only when the destination is
  * unreachable (its device removed, its QP not ready) or the PSNs disagree.
  */
-@Export
-@Version("0.8.0")
 package org.peerdirect.hca.engine;
-
-import org.osgi.annotation.bundle.Export;
-import org.osgi.annotation.versioning.Version;

@@ -26,26 +26,17 @@ import java.util.function.Consumer;
  * @param classCode 24-bit class code: base class, sub-class, programming interface (InfiniBand: 0x020700)
  * @param bars at most {@value #MAX_BARS} BARs with distinct indices, sorted by index
  * @param msixVectors MSI-X table size, 0..{@value #MAX_MSIX_VECTORS}
- * @param firmware the model's direct firmware-call interface, or null: a documented shortcut for
- *        models whose command interface is not simulated through MMIO (the ConnectX-3's), reached
- *        by the bound driver through {@link PciFunction#firmware(Class)}. It is part of the spec so
- *        it exists before the function appears on the bus: a driver never sees a function without it.
  * @param powerOn the device's power-on reset, or null: called once with the new function after
  *        its BARs exist and before it is published on the bus, so the registers a driver reads
  *        first (an initialization segment, a "firmware initializing" bit) already hold their reset
  *        values when any driver can bind
  */
 public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors,
-        Object firmware, Consumer<PciFunction> powerOn) {
-
-    /** A function without a firmware shortcut. */
-    public PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors) {
-        this(name, vendorId, deviceId, classCode, bars, msixVectors, null, null);
-    }
+        Consumer<PciFunction> powerOn) {
 
     /** A function without a power-on reset. */
-    public PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors, Object firmware) {
-        this(name, vendorId, deviceId, classCode, bars, msixVectors, firmware, null);
+    public PciDeviceSpec(String name, int vendorId, int deviceId, int classCode, List<Bar> bars, int msixVectors) {
+        this(name, vendorId, deviceId, classCode, bars, msixVectors, null);
     }
 
     /** A function has six BAR registers. */
@@ -153,7 +144,6 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
         private int classCode;
         private final List<Bar> bars = new ArrayList<>();
         private int msixVectors;
-        private Object firmware;
         private Consumer<PciFunction> powerOn;
 
         private Builder(String name) {
@@ -211,12 +201,6 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
             return this;
         }
 
-        /** The model's direct firmware-call interface (see {@link PciDeviceSpec#firmware()}). */
-        public Builder firmware(Object firmware) {
-            this.firmware = firmware;
-            return this;
-        }
-
         /** The device's power-on reset (see {@link PciDeviceSpec#powerOn()}). */
         public Builder powerOn(Consumer<PciFunction> powerOn) {
             this.powerOn = powerOn;
@@ -224,7 +208,7 @@ public record PciDeviceSpec(String name, int vendorId, int deviceId, int classCo
         }
 
         public PciDeviceSpec build() {
-            return new PciDeviceSpec(name, vendorId, deviceId, classCode, bars, msixVectors, firmware, powerOn);
+            return new PciDeviceSpec(name, vendorId, deviceId, classCode, bars, msixVectors, powerOn);
         }
     }
 }

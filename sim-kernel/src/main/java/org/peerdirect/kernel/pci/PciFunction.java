@@ -162,14 +162,6 @@ public interface PciFunction {
         return new PciBarResource(this, bar);
     }
 
-    /**
-     * The model's direct firmware-call interface if it is of {@code type}, else empty. Only
-     * models without a simulated command interface have one (the ConnectX-3 model, documented
-     * there); a driver of such a model reaches its device's firmware through its function and
-     * nothing else. Present from the moment the function is on the bus.
-     */
-    <T> java.util.Optional<T> firmware(Class<T> type);
-
     // ---- driver side: DMA ----
     /**
      * The DMA mapping calls for this function ({@code dma_map_sg(&pdev->dev, ...)}): the IOMMU

@@ -5,7 +5,7 @@
  * that its driver detects the real way, by reading all ones.
  */
 @Export
-@Version("0.12.0")
+@Version("0.13.0")
 package org.peerdirect.kernel.pci;
 
 import org.osgi.annotation.bundle.Export;

@@ -12,7 +12,6 @@ import org.osgi.service.component.annotations.Modified;
 import org.osgi.service.component.annotations.Reference;
 import org.peerdirect.hca.cx3.ConnectX3Board;
 import org.peerdirect.hca.boards.Fabric;
-import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.kernel.pci.PciBus;
 import org.peerdirect.kernel.pci.PciFunction;
 
@@ -86,16 +85,13 @@ public final class ConnectX3Model {
     private void unplug(Board b) {
         assert Thread.holdsLock(this);
         boards.remove(b);
-        HcaDevice engine = b.board.engineIfUp();
-        if (engine != null) {
-            engine.remove();
-        }
+        b.board.stopSilicon();
         b.fn.remove(); // the driver's removal listener and unbind run here, on this thread
     }
 
     /**
      * The lab's view (no driver's): each board by bus address; its engine exists once a driver's
-     * {@code INIT_HCA} brought it up ({@link ConnectX3Board#engineIfUp}). For {@code hca:link}.
+     * {@code INIT_HCA} brought it up ({@link ConnectX3Board#siliconIfUp}). For {@code hca:link}.
      */
     public java.util.Map<String, ConnectX3Board> boards() {
         java.util.Map<String, ConnectX3Board> m = new java.util.TreeMap<>();

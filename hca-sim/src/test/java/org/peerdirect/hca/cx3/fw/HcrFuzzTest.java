@@ -25,7 +25,6 @@ import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.hca.cx3.ifc.MptEntry;
 import org.peerdirect.hca.cx3.ifc.Mtt;
 import org.peerdirect.hca.cx3.ifc.Uar;
-import org.peerdirect.hca.engine.HcaDevice;
 
 /**
  * Fuzzes the ConnectX-3 HCR from the driver's side only ({@link HcrHarness}): the device is
@@ -103,7 +102,7 @@ class HcrFuzzTest {
                 }
                 assertEquals(0, h.run(Mlx4Cmd.NOP, 0, 0, 0, 0, Hcr.POLL_TOKEN, false), "a NOP after the round: " + h.board.lastRefusal());
             }
-            HcaDevice e = h.board.engineIfUp();
+            org.peerdirect.hca.boards.SiliconView e = h.board.siliconIfUp();
             assertEquals(0, e == null ? 0 : e.engineFailures(), "the engine failed on nothing of its own");
             return done;
         }

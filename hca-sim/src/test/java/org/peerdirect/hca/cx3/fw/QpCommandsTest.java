@@ -111,15 +111,15 @@ class QpCommandsTest {
             h.ok(Mlx4Cmd.RST2INIT_QP, 0, context(h, db.iova(), x -> { }).iova(), QPN, 0);
             assertEquals(QpContext.STATE_INIT, state(h, out));
             assertEquals(1, out.mem().get(BE32, QpContext.CONTEXT + QpContext.PD));
-            assertEquals(1, h.board.engine().qps().size(), "the device's QP, at the driver's number");
-            assertEquals(QPN, h.board.engine().qps().get(0).qpn());
+            assertEquals(1, h.board.silicon().qps().size(), "the device's QP, at the driver's number");
+            assertEquals(QPN, h.board.silicon().qps().get(0).qpn());
             assertTrue(h.board.describe().contains("QPs 1"), h.board.describe());
             assertEquals(Mlx4Cmd.STAT_BAD_QP_STATE, run(h, Mlx4Cmd.RST2INIT_QP, context(h, db.iova(), x -> { }).iova(), QPN, 0));
             assertEquals(Mlx4Cmd.STAT_RESOURCE_BUSY, run(h, Mlx4Cmd.HW2SW_CQ, 0, CQN, 0), "the QP uses the CQ");
 
             h.ok(Mlx4Cmd.TWO_RST_QP, 2, 0, QPN, 0);
             assertEquals(QpContext.STATE_RST, state(h, out), "2RST_QP gave the QP back");
-            assertEquals(0, h.board.engine().qps().size());
+            assertEquals(0, h.board.silicon().qps().size());
             h.ok(Mlx4Cmd.HW2SW_CQ, 0, 0, CQN, 0);
             assertEquals(Mlx4Cmd.STAT_BAD_RESOURCE, run(h, Mlx4Cmd.QUERY_QP, 0, 5, out.iova()), "a reserved QP number");
         }

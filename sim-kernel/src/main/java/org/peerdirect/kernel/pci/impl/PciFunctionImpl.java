@@ -132,11 +132,6 @@ final class PciFunctionImpl implements PciFunction {
     }
 
     @Override
-    public <T> java.util.Optional<T> firmware(Class<T> type) {
-        return type.isInstance(spec.firmware()) ? java.util.Optional.of(type.cast(spec.firmware())) : java.util.Optional.empty();
-    }
-
-    @Override
     public int classCode() {
         return spec.classCode();
     }
