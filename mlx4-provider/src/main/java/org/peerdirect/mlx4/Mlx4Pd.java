@@ -52,12 +52,22 @@ final class Mlx4Pd implements IbPdOps {
      */
     @Override
     public IbMrOps regUserMr(long addr, long length, int access) {
+        return regUserMr(addr, length, addr, access);
+    }
+
+    /**
+     * {@code mlx4_ib_reg_user_mr} with its {@code virt_addr}: the umem over [addr, addr+length)
+     * of the process, the MPT's start address {@code iova} (the core checked the page offsets
+     * agree), so the keys reach the memory through the iova.
+     */
+    @Override
+    public IbMrOps regUserMr(long addr, long length, long iova, int access) {
         Mlx4Device dev = ctx.dev;
         IbUmem umem = dev.umems.umemGet(ctx.process, dev, addr, length, access,
                 UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP);
         Mr.Region region;
         try {
-            region = dev.core.mr.enable(pdn, addr, length, perm(access), pages(umem.dmaBlocks()));
+            region = dev.core.mr.enable(pdn, iova, length, perm(access), pages(umem.dmaBlocks()));
         } catch (RuntimeException e) {
             umem.stopInvalidationNotifier();
             umem.release();

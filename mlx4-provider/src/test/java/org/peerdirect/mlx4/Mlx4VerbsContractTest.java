@@ -17,18 +17,8 @@ import org.peerdirect.testkit.VerbsContract;
  */
 class Mlx4VerbsContractTest extends VerbsContract {
 
-    /** Contract test to the cause found in mlx4 (its main code is being rewritten: fixed there, not here). */
-    static final Map<String, String> KNOWN = Map.of(
-            "inlineDataUpToMaxInlineDataIsCopiedAtPostAndOneByteMoreIsEnomem",
-            "Mlx4Qp.postSend refuses inline data over max_inline_data with EINVAL; libmlx4's mlx4_post_send returns ENOMEM",
-            "moreSgesThanMaxSendSgeIsEnomemAndSeveralSgesGatherAndScatterInOrder",
-            "Mlx4Qp.postSend refuses num_sge > max_send_sge with EINVAL; libmlx4's mlx4_post_send returns ENOMEM",
-            "regMrExAtAnotherIovaIsReachedThroughIt",
-            "Mlx4Device keeps the provider SPI's default regUserMr(addr, length, iova, access) (EOPNOTSUPP); mlx4_ib_reg_user_mr "
-                    + "writes virt_addr into the MPT's start address",
-            "theUdGrhCarriesTheSendersAndTheReceiversGids",
-            "silicon (hca-sim engine, both providers): Responder.writeGrh writes fe80::<LID> for both GIDs; the engine knows no port "
-                    + "GID and the datagram segment's DGID is not carried to the responder");
+    /** Contract test to the cause found in mlx4 (none left: the errnos, the MR at an iova and the GRH were fixed). */
+    static final Map<String, String> KNOWN = Map.of();
 
     @RegisterExtension
     static final KnownDifferences DIFFERENCES = new KnownDifferences(KNOWN);

@@ -1,5 +1,7 @@
 package org.peerdirect.hca.cx3;
 
+import static org.peerdirect.hca.cx3.ifc.Be.BE64;
+
 import java.util.function.Function;
 
 import org.peerdirect.hca.cx3.fw.ConnectX3Device;
@@ -40,7 +42,15 @@ public final class ConnectX3Board {
      * function's DMA port.
      */
     public static ConnectX3Board onFabric(int index, Fabric fabric, int ports) {
-        return new ConnectX3Board(guid(index), ports, fn -> new HcaDevice(fn.bdf(), fn.dmaPort(), fabric, ports));
+        return new ConnectX3Board(guid(index), ports, fn -> {
+            HcaDevice e = new HcaDevice(fn.bdf(), fn.dmaPort(), fabric, ports);
+            long guid = guid(index);
+            e.setPortGid((p, to, off) -> { // the subnet's link-local prefix and the port GUID (node GUID + port), as GuidInfo says
+                to.set(BE64, off, 0xfe80_0000_0000_0000L);
+                to.set(BE64, off + 8, guid + p.portNum());
+            });
+            return e;
+        });
     }
 
     /**

@@ -29,6 +29,7 @@ final class Vports {
     }
 
     void register(CommandTable t) {
+        engine.setPortGid((p, to, off) -> portGid(p, to, off)); // the GRH the engine writes names the port as this table does
         t.add(Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT, CommandTable.MIN_INPUT, Vport.CONTEXT_OUT_LEN, (opMod, in, out) -> context(in, out));
         t.add(Mlx5Cmd.QUERY_HCA_VPORT_GID, CommandTable.MIN_INPUT, Vport.GID_OUT_LEN, (opMod, in, out) -> gid(in, out));
     }
@@ -61,11 +62,16 @@ final class Vports {
         if (index != 0) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_LIMIT, "GID index " + index + ": the table has one entry");
         }
+        portGid(p, out, Vport.OUT_GID);
+    }
+
+    /** GID 0 of port {@code p} into 16 bytes at {@code off}. */
+    private void portGid(HcaPort p, MemorySegment out, long off) {
         if (ethernet) { // RoCE v2: the port's IPv4 address, IPv4-mapped
-            MemorySegment.copy(Roce.gidOf(p.lid()), 0, out, ValueLayout.JAVA_BYTE, Vport.OUT_GID, 16);
+            MemorySegment.copy(Roce.gidOf(p.lid()), 0, out, ValueLayout.JAVA_BYTE, off, 16);
         } else { // the link-local prefix and the port GUID
-            out.set(BE64, Vport.OUT_GID, 0xfe80_0000_0000_0000L);
-            out.set(BE64, Vport.OUT_GID + 8, nodeGuid() + 1);
+            out.set(BE64, off, 0xfe80_0000_0000_0000L);
+            out.set(BE64, off + 8, nodeGuid() + 1);
         }
     }
 

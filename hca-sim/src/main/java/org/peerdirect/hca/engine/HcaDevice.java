@@ -125,6 +125,31 @@ public final class HcaDevice {
     }
 
     /** True when the ports are Ethernet (RoCE), false for InfiniBand. */
+    /**
+     * How the personality names a port's GID 0 (the first entry of its GID table, as its query
+     * command reports it): 16 bytes written at {@code off}. The responder writes the sender's into
+     * a UD receive's GRH as the SGID.
+     */
+    @FunctionalInterface
+    public interface PortGid {
+        void write(HcaPort port, java.lang.foreign.MemorySegment to, long off);
+    }
+
+    /** Until the personality sets its own: the link-local prefix and the port's LID. */
+    private volatile PortGid portGid = (p, to, off) -> {
+        to.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), off, 0xfe80_0000_0000_0000L);
+        to.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), off + 8, p.lid());
+    };
+
+    /** Set by the personality at bring-up, before any traffic. */
+    public void setPortGid(PortGid g) {
+        portGid = g;
+    }
+
+    void writePortGid(HcaPort p, java.lang.foreign.MemorySegment to, long off) {
+        portGid.write(p, to, off);
+    }
+
     public boolean ethernet() {
         return ethernet;
     }

@@ -395,7 +395,7 @@ final class Responder {
         }
         int slid = sender.dev.ports[sender.portNum - 1].lid;
         if (recvStatus == null && grh) {
-            writeGrh(req.scratch, slid, r.dev.ports[r.portNum - 1].lid, len);
+            writeGrh(req.scratch, sender, w, len);
             Outcome o = DmaMover.move(req.grhSrc.reset(sender.dev).inline(req.scratch, 0, 40), dst, 40, Outcome.LOC_PROT_ERR,
                     Outcome.REM_OP_ERR);
             if (o != null) {
@@ -440,13 +440,15 @@ final class Responder {
         }
     }
 
-    /** A GRH (IPv6-like, 40 bytes): version 6, payload length, next header 0x1B, hop limit, GIDs. */
-    private static void writeGrh(MemorySegment g, int slid, int dlid, long len) {
+    /**
+     * A GRH (IPv6-like, 40 bytes): version 6, payload length, next header 0x1B, hop limit; the
+     * SGID is the sending port's GID 0 as its device names it, the DGID the one the sender's
+     * address vector carried.
+     */
+    private static void writeGrh(MemorySegment g, HwQp sender, SendWqe w, long len) {
         g.set(BE_INT, 0, 0x6000_0000);
         g.set(BE_INT, 4, (int) ((len & 0xFFFF) << 16) | 0x1B << 8 | 64);
-        g.set(BE_LONG, 8, 0xfe80_0000_0000_0000L);
-        g.set(BE_LONG, 16, slid);
-        g.set(BE_LONG, 24, 0xfe80_0000_0000_0000L);
-        g.set(BE_LONG, 32, dlid);
+        sender.dev.writePortGid(sender.dev.ports[sender.portNum - 1], g, 8);
+        MemorySegment.copy(w.dgid, 0, g, ValueLayout.JAVA_BYTE, 24, 16);
     }
 }

@@ -36,6 +36,8 @@ public final class SendWqe {
      * responder leaves the receive buffer's first 40 bytes alone and reports no GRH.
      */
     public boolean grh;
+    /** Datagram segment with a GRH: the address vector's destination GID (the GRH's DGID). */
+    public final byte[] dgid = new byte[16];
     /** XRC segment: the XRC SRQ at the target that receives this message (XRCETH); read on XRC send QPs only. */
     public int xrcSrqn;
     public int numSge;

@@ -200,8 +200,12 @@ public final class Mlx4Qp {
         if (w.opcode == null) {
             throw new PostException(Errno.EINVAL, String.format("QP 0x%x: send request %d has no opcode", qpn, w.wrId), w);
         }
-        if (w.numSge < 0 || w.numSge > maxSendSge || w.numSge > w.sgList.length) {
-            throw new PostException(Errno.EINVAL, String.format("QP 0x%x: send request %d has %d SGEs, max_send_sge is %d", qpn, w.wrId,
+        if (w.numSge < 0 || w.numSge > w.sgList.length) {
+            throw new PostException(Errno.EINVAL, String.format("QP 0x%x: send request %d has num_sge %d for a list of %d", qpn, w.wrId,
+                    w.numSge, w.sgList.length), w);
+        }
+        if (w.numSge > maxSendSge) { // mlx4_post_send: more than sq.max_gs is ENOMEM
+            throw new PostException(Errno.ENOMEM, String.format("QP 0x%x: send request %d has %d SGEs, max_send_sge is %d", qpn, w.wrId,
                     w.numSge, maxSendSge), w);
         }
         if (ud && w.opcode != IbvWrOpcode.SEND && w.opcode != IbvWrOpcode.SEND_WITH_IMM) {
@@ -213,9 +217,11 @@ public final class Mlx4Qp {
         if (opcode(w.opcode) < 0) {
             throw new PostException(Errno.EINVAL, String.format("QP 0x%x: mlx4 has no %s (the device does not report it)", qpn, w.opcode), w);
         }
-        if ((w.sendFlags & IbvSendWr.SEND_INLINE) != 0
-                && (w.totalLength() > maxInline || w.opcode == IbvWrOpcode.RDMA_READ || w.opcode.isAtomic())) {
-            throw new PostException(Errno.EINVAL, String.format("QP 0x%x: inline %s of %d bytes (max_inline_data %d)", qpn, w.opcode,
+        if ((w.sendFlags & IbvSendWr.SEND_INLINE) != 0 && (w.opcode == IbvWrOpcode.RDMA_READ || w.opcode.isAtomic())) {
+            throw new PostException(Errno.EINVAL, String.format("QP 0x%x: %s cannot carry inline data", qpn, w.opcode), w);
+        }
+        if ((w.sendFlags & IbvSendWr.SEND_INLINE) != 0 && w.totalLength() > maxInline) { // mlx4_post_send: ENOMEM past max_inline_data
+            throw new PostException(Errno.ENOMEM, String.format("QP 0x%x: inline %s of %d bytes (max_inline_data %d)", qpn, w.opcode,
                     w.totalLength(), maxInline), w);
         }
         if (sqHead - sqTail + 1 > sqWqes - spare) {
@@ -307,6 +313,12 @@ public final class Mlx4Qp {
             p.set(BE32, at + Wqe.AV_PORT_PD, w.ah.portNum() << 24);
             p.set(U8, at + Wqe.AV_G_SLID, (byte) (w.ah.isGlobal() ? Wqe.AV_G : 0));
             p.set(BE16, at + Wqe.AV_DLID, (short) w.ah.dlid());
+            if (w.ah.isGlobal()) { // mlx4_av's GRH part: the source GID index, hop limit and the destination GID
+                p.set(U8, at + Wqe.AV_GID_INDEX, (byte) w.ah.sgidIndex());
+                p.set(U8, at + Wqe.AV_HOP_LIMIT, (byte) w.ah.hopLimit());
+                p.set(BE64, at + Wqe.AV_DGID, w.ah.dgidHigh());
+                p.set(BE64, at + Wqe.AV_DGID + 8, w.ah.dgidLow());
+            }
             p.set(BE32, at + Wqe.DATAGRAM_DQPN, w.remoteQpn);
             p.set(BE32, at + Wqe.DATAGRAM_QKEY, w.remoteQkey);
             at += Wqe.DATAGRAM_SIZE;
