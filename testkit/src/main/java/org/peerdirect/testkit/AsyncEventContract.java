@@ -157,23 +157,9 @@ public abstract class AsyncEventContract {
         assertNull(e, what + ": no event, got " + e);
     }
 
+    /** The next {@code n} completions of {@code cq}, bounded ({@link VerbsContractSupport#await}). */
     private static List<IbvWc> await(IbvCq cq, int n) {
-        List<IbvWc> out = new ArrayList<>();
-        IbvWc[] wc = { new IbvWc() };
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(EVENT_WAIT_MS);
-        while (out.size() < n) {
-            int k = cq.poll(1, wc);
-            assertTrue(k >= 0, "CQ in error after " + out);
-            if (k == 1) {
-                IbvWc c = new IbvWc();
-                c.copyFrom(wc[0]);
-                out.add(c);
-            } else {
-                assertTrue(System.nanoTime() < deadline, "only " + out.size() + " of " + n + " completions: " + out);
-                Thread.onSpinWait();
-            }
-        }
-        return out;
+        return VerbsContractSupport.await(cq, n);
     }
 
     private static IbvSendWr wr(IbvWrOpcode op, Side s, int len) {
