@@ -170,6 +170,48 @@ final class Mlx4Cq implements IbCqOps {
         }
     }
 
+    /**
+     * {@code mlx4_cq_clean} (libmlx4, at a QP's move to RESET): the CQEs of QP {@code qpn} still
+     * in the ring go, each receive one of an SRQ giving its WQE back ({@code mlx4_free_srq_wqe});
+     * the others move up over them, keeping the owner bit of the slot they land in, and the
+     * consumer index passes the freed slots. Without it a CQE the device wrote before the reset
+     * would be polled after it and named by the reset QP's new work-request ids.
+     */
+    void clean(int qpn, Mlx4IbSrq srq) {
+        pollLock.lock();
+        try {
+            long prod = ci;
+            while (softwareOwns(prod) && prod != ci + nent) {
+                prod++;
+            }
+            int freed = 0;
+            while (--prod - ci >= 0) {
+                MemorySegment p = page(prod);
+                long o = at(prod);
+                int own = p.get(U8, o + Cqe.OWNER_SR_OPCODE);
+                if ((p.get(BE32, o + Cqe.VLAN_MY_QPN) & Cqe.QPN_MASK) == qpn) {
+                    if (srq != null && (own & Cqe.IS_SEND_MASK) == 0) {
+                        srq.lib.completed(p.get(BE16, o + Cqe.WQE_INDEX) & 0xffff);
+                    }
+                    freed++;
+                } else if (freed > 0) {
+                    MemorySegment d = page(prod + freed);
+                    long dOff = at(prod + freed);
+                    int ownerBit = d.get(U8, dOff + Cqe.OWNER_SR_OPCODE) & Cqe.OWNER_MASK;
+                    MemorySegment.copy(p, o, d, dOff, Cqe.SIZE);
+                    d.set(U8, dOff + Cqe.OWNER_SR_OPCODE, (byte) (ownerBit | own & ~Cqe.OWNER_MASK));
+                }
+            }
+            if (freed > 0) {
+                ci += freed;
+                VarHandle.releaseFence(); // the moved CQEs before the record frees their old slots
+                db.mem().set(BE32, Cqe.DB_SET_CI, (int) ci & 0xff_ffff);
+            }
+        } finally {
+            pollLock.unlock();
+        }
+    }
+
     /** Under pollLock: every slot holds a CQE not yet consumed (the last one before the consumer's is software's). */
     private boolean ringFull() {
         assert pollLock.isHeldByCurrentThread();

@@ -263,6 +263,13 @@ final class Mlx4IbQp implements IbQpOps {
         }
         Qp.modify(pd.ctx.dev.core, qpn, op, mask, x -> context(x, c, next));
         // the command took it: remember what the user set
+        if (next == IbvQpState.RESET && cur != IbvQpState.RESET) {
+            // libmlx4's mlx4_modify_qp to RESET: no CQE of the old life may be polled as the new one's
+            recvCq.clean(qpn, srq);
+            if (sendCq != recvCq) {
+                sendCq.clean(qpn, null);
+            }
+        }
         if (next == IbvQpState.RESET) {
             lib.resetIndices();
         }

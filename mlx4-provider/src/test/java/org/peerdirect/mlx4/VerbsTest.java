@@ -472,6 +472,38 @@ class VerbsTest {
         assertEquals(IbvWcStatus.SUCCESS, c.get(0).status);
     }
 
+    /**
+     * libmlx4's {@code mlx4_cq_clean} at the move to RESET: a completion the device wrote before
+     * the reset (here a request's RETRY_EXC_ERR, not polled yet) is taken out of the CQ, so it is
+     * not polled after the reset under the work-request id the new life put at the same WQE index.
+     */
+    @Test
+    void aResetCleansItsCompletionsOutOfTheCq() {
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.ERR;
+        b.qp.modify(x, IbvQpAttr.STATE); // nothing answers: a's request ends in RETRY_EXC_ERR after its retries
+        IbvSendWr w = wr(IbvWrOpcode.RDMA_WRITE, a.buf, 64, a.mr.lkey());
+        w.remoteAddr = b.buf;
+        w.rkey = b.mr.rkey();
+        w.wrId = 1;
+        a.qp.postSend(w);
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (lab.hwQp(0, a.qp).outstandingSends() != 0) { // the device consumed it: its error CQE is in a's ring, unpolled
+            assertTrue(System.nanoTime() < deadline, "the request did not end within 20 s");
+            Thread.onSpinWait();
+        }
+        x.qpState = IbvQpState.RESET;
+        a.qp.modify(x, IbvQpAttr.STATE);
+        b.qp.modify(x, IbvQpAttr.STATE);
+        Lab.connect(a, b, 1, 7, 4, 3);
+        w.wrId = 2;
+        a.qp.postSend(w); // WQE index 0 again
+        List<IbvWc> c = Lab.await(a.cq, 1);
+        assertEquals(2, c.get(0).wrId, c.toString());
+        assertEquals(IbvWcStatus.SUCCESS, c.get(0).status, "the old life's RETRY_EXC_ERR was cleaned out: " + c);
+        assertEquals(0, a.cq.poll(1, new IbvWc[] {new IbvWc()}), "nothing else in the CQ");
+    }
+
     @Test
     void aDriverUnbindWakesChannelWaitersWithEio() throws Exception {
         IbvCompChannel ch = b.ctx.createCompChannel();
