@@ -301,7 +301,9 @@ final class MemQp {
         boolean avGrh = (av.get(BE32, Qp.AV_GRH_GID_FL) & Qp.AV_GRH) != 0;
         w.dlid = !dp.engine.ethernet() ? av.get(BE16, Qp.AV_RLID) & 0xffff : avGrh ? Roce.lidOfGid(av, Qp.AV_RGID) : 0;
         w.grh = avGrh || dp.engine.ethernet();
-        MemorySegment.copy(av, ValueLayout.JAVA_BYTE, Qp.AV_RGID, w.dgid, 0, 16);
+        if (w.grh) { // the DGID only matters to a GRH
+            MemorySegment.copy(av, ValueLayout.JAVA_BYTE, Qp.AV_RGID, w.dgid, 0, 16);
+        }
         return seg + 3;
     }
 

@@ -124,22 +124,8 @@ public final class HcaDevice {
         scheduler = new Scheduler(name);
     }
 
-    /** True when the ports are Ethernet (RoCE), false for InfiniBand. */
-    /**
-     * How the personality names a port's GID 0 (the first entry of its GID table, as its query
-     * command reports it): 16 bytes written at {@code off}. The responder writes the sender's into
-     * a UD receive's GRH as the SGID.
-     */
-    @FunctionalInterface
-    public interface PortGid {
-        void write(HcaPort port, java.lang.foreign.MemorySegment to, long off);
-    }
-
-    /** Until the personality sets its own: the link-local prefix and the port's LID. */
-    private volatile PortGid portGid = (p, to, off) -> {
-        to.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), off, 0xfe80_0000_0000_0000L);
-        to.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), off + 8, p.lid());
-    };
+    /** The ports' GID 0 as the personality names it ({@link #setPortGid}); the link-local LID form until then. */
+    private volatile PortGid portGid = PortGid.LINK_LOCAL_OF_LID;
 
     /** Set by the personality at bring-up, before any traffic. */
     public void setPortGid(PortGid g) {
@@ -150,6 +136,7 @@ public final class HcaDevice {
         portGid.write(p, to, off);
     }
 
+    /** True when the ports are Ethernet (RoCE), false for InfiniBand. */
     public boolean ethernet() {
         return ethernet;
     }
@@ -531,24 +518,7 @@ public final class HcaDevice {
      */
     public synchronized HwQp createQp(int pdn, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
         alive();
-        if (serviceType != ST_RC && serviceType != ST_UD && serviceType != ST_REG_UMR) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": QP service type " + serviceType
-                    + " is not RC, UD or REG_UMR (XRC QPs: createXrcQp)");
-        }
-        if (scq == null || rcq == null || scq.dev != this || rcq.dev != this || srq != null && srq.dev != this) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, name + ": a QP's CQs and SRQ must be of this device");
-        }
-        if (caps.maxSendWr() < 1 || caps.maxSendWr() > MAX_QP_WR || caps.maxRecvWr() < 0 || caps.maxRecvWr() > MAX_QP_WR
-                || caps.maxSendSge() < 1 || caps.maxSendSge() > MAX_SGE || caps.maxRecvSge() < 0 || caps.maxRecvSge() > MAX_SGE
-                || caps.maxInlineData() < 0 || caps.maxInlineData() > MAX_INLINE) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, String.format(
-                    "%s: QP caps (%d/%d WRs, %d/%d SGEs, %d inline) exceed the device (%d WRs, %d SGEs, %d inline)",
-                    name, caps.maxSendWr(), caps.maxRecvWr(), caps.maxSendSge(), caps.maxRecvSge(), caps.maxInlineData(), MAX_QP_WR,
-                    MAX_SGE, MAX_INLINE));
-        }
-        if (scq.isDestroyed() || rcq.isDestroyed() || srq != null && srq.destroyed) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, name + ": a CQ or the SRQ of the new QP is destroyed");
-        }
+        HwQp.checkInit(this, serviceType, caps, scq, rcq, srq);
         int qpn = take(qpns);
         if (qpn < 0) {
             throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of QP numbers (" + (MAX_QP - RESERVED_QPS)
@@ -577,14 +547,7 @@ public final class HcaDevice {
         }
         QpCaps c = target ? new QpCaps(1, 0, 1, 0, 0, false) : caps;
         if (!target) {
-            if (scq == null || scq.dev != this || scq.isDestroyed()) {
-                throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, name + ": an XRC send QP needs a live send CQ of this device");
-            }
-            if (c.maxSendWr() < 1 || c.maxSendWr() > MAX_QP_WR || c.maxSendSge() < 1 || c.maxSendSge() > MAX_SGE || c.maxInlineData() < 0
-                    || c.maxInlineData() > MAX_INLINE) {
-                throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, String.format("%s: XRC QP caps (%d WRs, %d SGEs, %d inline) exceed the device",
-                        name, c.maxSendWr(), c.maxSendSge(), c.maxInlineData()));
-            }
+            HwQp.checkXrcInit(this, c, scq);
         }
         int qpn = qpns.alloc();
         if (qpn < 0) {

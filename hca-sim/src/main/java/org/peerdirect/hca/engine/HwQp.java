@@ -129,6 +129,43 @@ public final class HwQp {
         public final AtomicLong flushed = new AtomicLong();
     }
 
+    /**
+     * {@code rxe_qp_chk_init}: a QP of service type RC, UD or REG_UMR, its CQs and SRQ live and of
+     * device {@code dev}, its caps within the device's.
+     */
+    static void checkInit(HcaDevice dev, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
+        if (serviceType != HcaDevice.ST_RC && serviceType != HcaDevice.ST_UD && serviceType != HcaDevice.ST_REG_UMR) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, dev.name + ": QP service type " + serviceType
+                    + " is not RC, UD or REG_UMR (XRC QPs: createXrcQp)");
+        }
+        if (scq == null || rcq == null || scq.dev != dev || rcq.dev != dev || srq != null && srq.dev != dev) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, dev.name + ": a QP's CQs and SRQ must be of this device");
+        }
+        if (caps.maxSendWr() < 1 || caps.maxSendWr() > HcaDevice.MAX_QP_WR || caps.maxRecvWr() < 0 || caps.maxRecvWr() > HcaDevice.MAX_QP_WR
+                || caps.maxSendSge() < 1 || caps.maxSendSge() > HcaDevice.MAX_SGE || caps.maxRecvSge() < 0
+                || caps.maxRecvSge() > HcaDevice.MAX_SGE || caps.maxInlineData() < 0 || caps.maxInlineData() > HcaDevice.MAX_INLINE) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, String.format(
+                    "%s: QP caps (%d/%d WRs, %d/%d SGEs, %d inline) exceed the device (%d WRs, %d SGEs, %d inline)",
+                    dev.name, caps.maxSendWr(), caps.maxRecvWr(), caps.maxSendSge(), caps.maxRecvSge(), caps.maxInlineData(),
+                    HcaDevice.MAX_QP_WR, HcaDevice.MAX_SGE, HcaDevice.MAX_INLINE));
+        }
+        if (scq.isDestroyed() || rcq.isDestroyed() || srq != null && srq.destroyed) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, dev.name + ": a CQ or the SRQ of the new QP is destroyed");
+        }
+    }
+
+    /** {@code rxe_qp_chk_init} for an XRC initiator: a live send CQ of {@code dev}, send caps within the device's. */
+    static void checkXrcInit(HcaDevice dev, QpCaps c, HwCq scq) {
+        if (scq == null || scq.dev != dev || scq.isDestroyed()) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, dev.name + ": an XRC send QP needs a live send CQ of this device");
+        }
+        if (c.maxSendWr() < 1 || c.maxSendWr() > HcaDevice.MAX_QP_WR || c.maxSendSge() < 1 || c.maxSendSge() > HcaDevice.MAX_SGE
+                || c.maxInlineData() < 0 || c.maxInlineData() > HcaDevice.MAX_INLINE) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, String.format("%s: XRC QP caps (%d WRs, %d SGEs, %d inline) exceed the device",
+                    dev.name, c.maxSendWr(), c.maxSendSge(), c.maxInlineData()));
+        }
+    }
+
     HwQp(HcaDevice dev, int qpn, int pdn, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
         this(dev, qpn, pdn, serviceType, -1, false, caps, scq, rcq, srq);
     }

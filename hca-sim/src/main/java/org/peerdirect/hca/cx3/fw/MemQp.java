@@ -217,7 +217,9 @@ final class MemQp {
             long d = o + at;
             w.dlid = s.get(BE16, d + Wqe.AV_DLID) & 0xffff;
             w.grh = (s.get(U8, d + Wqe.AV_G_SLID) & Wqe.AV_G) != 0;
-            MemorySegment.copy(s, java.lang.foreign.ValueLayout.JAVA_BYTE, d + Wqe.AV_DGID, w.dgid, 0, 16);
+            if (w.grh) { // the DGID only matters to a GRH
+                MemorySegment.copy(s, java.lang.foreign.ValueLayout.JAVA_BYTE, d + Wqe.AV_DGID, w.dgid, 0, 16);
+            }
             w.remoteQpn = s.get(BE32, d + Wqe.DATAGRAM_DQPN) & 0xff_ffff;
             w.remoteQkey = s.get(BE32, d + Wqe.DATAGRAM_QKEY);
             at += Wqe.DATAGRAM_SIZE;
