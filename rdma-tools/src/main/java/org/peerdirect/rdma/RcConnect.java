@@ -6,8 +6,9 @@ import org.peerdirect.ib.core.verbs.IbvQpState;
 
 /**
  * The RESET → INIT → RTR → RTS sequence of an RC queue pair, as {@code pp_connect_ctx} of
- * ibv_rc_pingpong and perftest perform it after exchanging LIDs and QP numbers. PSNs start at 0,
- * the path MTU is 4096, one outstanding RDMA READ/atomic each way unless set otherwise.
+ * ibv_rc_pingpong and perftest perform it after exchanging LIDs and QP numbers. PSNs start at 0
+ * and the path MTU is 4096 unless {@link #psn} and {@link #pathMtu} say otherwise; one outstanding
+ * RDMA READ/atomic each way unless {@link #rdAtomic} says otherwise.
  *
  * <pre>{@code
  * new RcConnect().access(IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE).minRnrTimer(1)
@@ -24,6 +25,10 @@ public final class RcConnect {
     private int retryCnt = 7;
     private int rdAtomic = 1;
     private byte[] dgid;
+    private int sgidIndex;
+    private int pathMtu = 5;
+    private int sqPsn;
+    private int rqPsn;
 
     /** The local port (default 1). */
     public RcConnect port(int p) {
@@ -71,6 +76,45 @@ public final class RcConnect {
         return this;
     }
 
+    /**
+     * Addresses the peer by its GID from local GID index {@code sgidIdx}, as
+     * {@code ibv_rc_pingpong -g <sgidIdx>} does across hosts.
+     *
+     * @since 0.3
+     */
+    public RcConnect gid(byte[] peerGid, int sgidIdx) {
+        gid(peerGid);
+        sgidIndex = sgidIdx;
+        return this;
+    }
+
+    /**
+     * The path MTU as {@code enum ibv_mtu} (1 = 256 … 5 = 4096; default 5): ibv_rc_pingpong
+     * {@code -m} (default 1024), perftest the smaller of both ports' active MTUs.
+     *
+     * @since 0.3
+     */
+    public RcConnect pathMtu(int ibvMtu) {
+        if (ibvMtu < 1 || ibvMtu > 5) {
+            throw new IllegalArgumentException("path MTU " + ibvMtu + ": an enum ibv_mtu is 1 (256) to 5 (4096)");
+        }
+        pathMtu = ibvMtu;
+        return this;
+    }
+
+    /**
+     * The first PSN this QP sends ({@code sq_psn}: its own, told to the peer) and the first it
+     * expects ({@code rq_psn}: the peer's); default 0 both. The tools across hosts start from a
+     * random PSN, as ibv_rc_pingpong and perftest ({@code lrand48() & 0xffffff}).
+     *
+     * @since 0.3
+     */
+    public RcConnect psn(int sq, int rq) {
+        sqPsn = sq & 0xffffff;
+        rqPsn = rq & 0xffffff;
+        return this;
+    }
+
     /** Moves {@code qp} from RESET to RTS, connected to QP {@code destQpn} behind LID {@code dlid}. */
     public void connect(IbvQp qp, int dlid, int destQpn) {
         IbvQpAttr x = new IbvQpAttr();
@@ -80,16 +124,16 @@ public final class RcConnect {
         x.qpAccessFlags = access;
         qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.PKEY_INDEX | IbvQpAttr.PORT | IbvQpAttr.ACCESS_FLAGS);
         x.qpState = IbvQpState.RTR;
-        x.pathMtu = 5;
+        x.pathMtu = pathMtu;
         x.destQpNum = destQpn;
-        x.rqPsn = 0;
+        x.rqPsn = rqPsn;
         x.maxDestRdAtomic = rdAtomic;
         x.minRnrTimer = minRnrTimer;
         x.dlid = dlid;
         if (dgid != null) {
             x.isGlobal = true;
             x.dgid = dgid;
-            x.sgidIndex = 0;
+            x.sgidIndex = sgidIndex;
             x.hopLimit = 1;
         }
         qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.AV | IbvQpAttr.PATH_MTU | IbvQpAttr.DEST_QPN | IbvQpAttr.RQ_PSN
@@ -98,7 +142,7 @@ public final class RcConnect {
         x.timeout = timeout;
         x.retryCnt = retryCnt;
         x.rnrRetry = rnrRetry;
-        x.sqPsn = 0;
+        x.sqPsn = sqPsn;
         x.maxRdAtomic = rdAtomic;
         qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
                 | IbvQpAttr.MAX_QP_RD_ATOMIC);
@@ -112,6 +156,16 @@ public final class RcConnect {
      * @since 0.2
      */
     public static void udToRts(IbvQp qp, int portNum, int qkey) {
+        udToRts(qp, portNum, qkey, 0);
+    }
+
+    /**
+     * {@link #udToRts(IbvQp, int, int)} with the send PSN {@code sqPsn}, the one ibv_ud_pingpong
+     * tells its peer.
+     *
+     * @since 0.3
+     */
+    public static void udToRts(IbvQp qp, int portNum, int qkey, int sqPsn) {
         IbvQpAttr x = new IbvQpAttr();
         x.qpState = IbvQpState.INIT;
         x.pkeyIndex = 0;
@@ -121,7 +175,7 @@ public final class RcConnect {
         x.qpState = IbvQpState.RTR;
         qp.modify(x, IbvQpAttr.STATE);
         x.qpState = IbvQpState.RTS;
-        x.sqPsn = 0;
+        x.sqPsn = sqPsn & 0xffffff;
         qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.SQ_PSN);
     }
 }

@@ -3,7 +3,7 @@
  * org.peerdirect.rdma.RcConnect}, the RESET → INIT → RTR → RTS sequence of {@code pp_connect_ctx}.
  */
 @Export
-@Version("0.2.0")
+@Version("0.3.0")
 package org.peerdirect.rdma;
 
 import org.osgi.annotation.bundle.Export;

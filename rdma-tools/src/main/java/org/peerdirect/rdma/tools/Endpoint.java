@@ -71,9 +71,14 @@ final class Endpoint implements AutoCloseable {
      * destroyed before {@link #close}.
      */
     static Endpoint ud(ToolEnv env, String name, IbvDevice dev, long size, int depth, int qkey) {
+        return ud(env, name, dev, size, depth, qkey, 0);
+    }
+
+    /** {@link #ud(ToolEnv, String, IbvDevice, long, int, int)} sending from PSN {@code sqPsn} (the one told to a peer across hosts). */
+    static Endpoint ud(ToolEnv env, String name, IbvDevice dev, long size, int depth, int qkey, int sqPsn) {
         Endpoint e = new Endpoint(env, name, dev, size, 1, depth, null, false, Buffers.Odp.NONE, -1, false, 0, IbvQpType.UD);
         try {
-            RcConnect.udToRts(e.qps[0], 1, qkey);
+            RcConnect.udToRts(e.qps[0], 1, qkey, sqPsn);
         } catch (RuntimeException x) {
             e.close();
             throw x;

@@ -50,6 +50,11 @@ final class Options {
     private final String summary;
     private final boolean help;
 
+    /** A tool's own options and those a helper declares for it ({@link Remote#options}), in that order. */
+    Options(String tool, String summary, Object[] args, List<Opt> declared, List<Opt> more) {
+        this(tool, summary, args, java.util.stream.Stream.concat(declared.stream(), more.stream()).toList());
+    }
+
     Options(String tool, String summary, Object[] args, List<Opt> declared) {
         this.tool = tool;
         this.summary = summary;
@@ -119,6 +124,11 @@ final class Options {
         if (values.containsKey(a) && values.containsKey(b)) {
             throw new UsageException(tool + ": options " + a + " and " + b + " cannot be used together: " + why);
         }
+    }
+
+    /** Whether option {@code o} (a flag or a value) was given on the command line. */
+    boolean given(String o) {
+        return values.containsKey(o);
     }
 
     boolean flag(String f) {

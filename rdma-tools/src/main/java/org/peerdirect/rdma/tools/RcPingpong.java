@@ -57,8 +57,11 @@ final class RcPingpong {
                 Options.value("--drop-every", "N", "with -o: the client drops its buffer (madvise DONTNEED) before every N-th message, so both "
                         + "devices fault it in again (0: never; a peerdirect addition)", 0),
                 Options.flag("--dmabuf", "with --mem: register the peer buffers as dma-buf MRs (ibv_reg_dmabuf_mr), not through the peer client"),
-                Options.flag("-c", "validate every received buffer")));
+                Options.flag("-c", "validate every received buffer")), Remote.options("-g"));
     }
+
+    /** What a run across hosts cannot honour: the second local device and the options of its buffer's lifecycle. */
+    private static final List<String> LOCAL_ONLY = List.of("--server-dev", "--drop-every", "-P", "--dmabuf");
 
     /** The options' values; usage errors for combinations ibv_rc_pingpong refuses. */
     private static Params params(Options o) {
@@ -87,6 +90,10 @@ final class RcPingpong {
         }
         Params pp = params(o);
         PeerMemoryAllocator mem = PeerMemory.resolve(env, o);
+        Remote remote = Remote.of(o, "-g", true, LOCAL_ONLY);
+        if (remote != null) { // one side here, the other elsewhere: ibv_rc_pingpong's out-of-band exchange
+            return new RcPingpongRemote(env).run(o, remote, pp.size(), pp.iters(), pp.events(), pp.validate(), pp.mode(), mem);
+        }
         if (pp.dmabuf() && (mem == null || pp.odp())) {
             throw new UsageException("rdma:pingpong: --dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>, without -o");
         }

@@ -39,7 +39,7 @@ final class UdPingpong {
                 Options.value("-d", "DEVICE", DeviceLookup.CLIENT_DEV, null),
                 DeviceLookup.serverOption(),
                 Options.value("-g", "GIDIDX", "local port GID index: address the peer by GID (a GRH on every datagram; needed on RoCE); -1: by LID", -1),
-                Options.flag("-c", "validate every received buffer")));
+                Options.flag("-c", "validate every received buffer")), Remote.options(null));
         if (o.help()) {
             return o.printUsage();
         }
@@ -47,6 +47,10 @@ final class UdPingpong {
         int iters = (int) o.number("-n", 1, 100_000_000);
         int gidx = (int) o.number("-g", -1, 255);
         boolean validate = o.flag("-c");
+        Remote remote = Remote.of(o, "-g", false, List.of("--server-dev"));
+        if (remote != null) { // one side here, the other elsewhere: ibv_ud_pingpong's out-of-band exchange
+            return new UdPingpongRemote(env).run(o, remote, size, iters, validate);
+        }
         DeviceLookup.Pair p = DeviceLookup.pair(env, o);
         long len = (size + GRH + 4095L) & -4096L; // the payload after the 40 bytes a GRH takes
         try (Endpoint server = Endpoint.ud(env, "ud_pingpong-server", p.server(), len, 16, UD_QKEY);
