@@ -67,6 +67,7 @@ class OobAcrossHostsTest {
         String p = port();
         String[] out = TwoHosts.both(() -> hosts.tools.pingpong("--server", "-p", p, "-d", "mlx4_0", "-s", "10000", "-n", "50", "-c"),
                 () -> hosts.tools.pingpong("--client", "127.0.0.1", "-p", p, "-d", "mlx4_1", "-s", "10000", "-n", "50", "-c"));
+        System.out.println("pingpong --server:\n" + out[0] + "\npingpong --client:\n" + out[1]);
         crossed(out);
         for (String o : out) {
             assertTrue(o.contains("1000000 bytes in "), o);
@@ -96,6 +97,28 @@ class OobAcrossHostsTest {
         String[] g = TwoHosts.both(() -> hosts.tools.ud_pingpong("--server", "-p", p, "-d", "mlx4_0", "-g", "0", "-n", "5"),
                 () -> hosts.tools.ud_pingpong("--client", "127.0.0.1", "-p", p, "-d", "mlx4_1", "-g", "0", "-n", "5"));
         crossed(g);
+    }
+
+    /** The row perftest prints for {@code size} and {@code iters}: the client's measurement, which the server prints from the report exchange. */
+    private static String row(String out, int size, int iters) {
+        Matcher m = Pattern.compile("(?m)^ " + size + " +" + iters + " +([0-9.]+) +([0-9.]+) +([0-9.]+)$").matcher(out);
+        assertTrue(m.find(), "no row for " + size + " B x " + iters + ":\n" + out);
+        assertTrue(Double.parseDouble(m.group(2)) > 0, "a bandwidth: " + m.group());
+        return m.group();
+    }
+
+    @Test
+    void writeBwAndReadBwAcrossLoopbackTheServerPrintsTheClientsFigures() throws Exception {
+        String p = port();
+        String[] w = TwoHosts.both(() -> hosts.tools.write_bw("--server", "-p", p, "-d", "mlx4_0", "-s", "65536", "-n", "300"),
+                () -> hosts.tools.write_bw("--client", "127.0.0.1", "-p", p, "-d", "mlx4_1", "-s", "65536", "-n", "300"));
+        System.out.println("write_bw --server:\n" + w[0] + "\nwrite_bw --client:\n" + w[1]);
+        assertEquals(row(w[1], 65536, 300), row(w[0], 65536, 300), "the server prints the figures the client sent (xchg_bw_reports)");
+        assertTrue(w[0].contains(" remote address: LID ") && w[1].contains(" local address: LID "), w[1]);
+        String[] r = TwoHosts.both(() -> hosts.tools.read_bw("--server", "-p", p, "-d", "mlx4_0", "-s", "4096", "-n", "200", "-q", "2", "-x", "0"),
+                () -> hosts.tools.read_bw("--client", "127.0.0.1", "-p", p, "-d", "mlx4_1", "-s", "4096", "-n", "200", "-q", "2", "-x", "0"));
+        assertEquals(row(r[1], 4096, 200), row(r[0], 4096, 200));
+        assertTrue(r[1].contains(" GID: fe:80:"), "-x 0: the records carry GID 0 (108-byte format): " + r[1]);
     }
 
     @Test

@@ -1,5 +1,7 @@
 package org.peerdirect.rdma.tools;
 
+import java.util.List;
+
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr.OdpCaps;
@@ -56,6 +58,11 @@ final class Perftest {
         long bufSize = Math.max(4096, 2L * p.maxSize());
         if (p.dmabuf && mem == null) {
             throw new UsageException(o.tool() + ": --dmabuf registers peer memory exported as a dma-buf: give --mem <peer client>");
+        }
+        Remote remote = PerftestParameters.acrossHosts(o.tool().substring("rdma:".length()), p.latency) && !p.atomic
+                ? Remote.of(o, "-x", true, List.of("--server-dev")) : null;
+        if (remote != null) { // one side here, the other elsewhere: perftest's out-of-band exchange
+            return new PerftestRemote(env, p).run(remote, mem);
         }
         DeviceLookup.Pair devs = DeviceLookup.pair(env, o, needs(p));
         Buffers.Odp odp = p.odp ? Buffers.Odp.EXPLICIT : Buffers.Odp.NONE;

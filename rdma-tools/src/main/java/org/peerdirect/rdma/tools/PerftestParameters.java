@@ -83,7 +83,16 @@ final class PerftestParameters {
                         Options.flag("--odp", "register host memory on demand (ODP), as perftest --odp: the devices fault the pages in"),
                         Options.flag("--use_hugepages", "host buffers in 2 MiB huge pages (MAP_HUGETLB), as perftest --use_hugepages; "
                                 + "each is one 2 MiB IOMMU entry; with --odp the MRs take IB_ACCESS_HUGETLB (2 MiB ODP granules)"),
-                        Options.flag("-a", "run all sizes from 2 bytes to 8 MiB")));
+                        Options.flag("-a", "run all sizes from 2 bytes to 8 MiB")), acrossHostsOptions(name, latency));
+    }
+
+    /** ib_write_bw and ib_read_bw run across hosts ({@link PerftestRemote}); the other tests not yet. */
+    static boolean acrossHosts(String name, boolean latency) {
+        return !latency && (name.equals("write_bw") || name.equals("read_bw"));
+    }
+
+    private static List<Options.Opt> acrossHostsOptions(String name, boolean latency) {
+        return acrossHosts(name, latency) ? Remote.options("-x") : List.of();
     }
 
     private static Options atomicOptions(Object[] args) {
