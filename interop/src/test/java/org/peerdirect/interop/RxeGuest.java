@@ -65,7 +65,8 @@ final class RxeGuest implements AutoCloseable {
     /** The guest's GID index of its IPv4-mapped (RoCE v2) GID, the tools' {@code -g}/{@code -x}. */
     int gidIndex = -1;
     private int seq;
-    private int consumed;
+    private int consumed; // guarded by lines
+    private final java.util.Map<Integer, Integer> begun = new java.util.HashMap<>(); // guarded by lines: a command's first output line
 
     private RxeGuest(String name, Process qemu, PrintWriter log, int hostWirePort, int guestWirePort, int oobPort) {
         this.name = name;
@@ -161,8 +162,12 @@ final class RxeGuest implements AutoCloseable {
      * a free port ({@link #guestWirePort}). Returns once rxe0 is up (the console's "GUEST-UP").
      */
     static RxeGuest boot(String name, String role, int hostWirePort) throws IOException {
+        return boot(name, role, hostWirePort, freePort(true));
+    }
+
+    /** {@link #boot(String, String, int)} with the guest's NIC on 127.0.0.1:{@code guestWire} (a peer that must know it first). */
+    static RxeGuest boot(String name, String role, int hostWirePort, int guestWire) throws IOException {
         Artifacts a = artifacts();
-        int guestWire = freePort(true);
         int oob = freePort(false);
         Path logDir = Path.of("target", "interop");
         Files.createDirectories(logDir);
@@ -265,20 +270,26 @@ final class RxeGuest implements AutoCloseable {
      * is split in it ({@code PD""END}) so that only the shell's output matches.
      */
     Result run(String command, Duration limit) {
+        return end(begin(command), limit);
+    }
+
+    /** Starts {@code command} in the guest's shell; {@link #end} waits for it. Returns its number. */
+    int begin(String command) {
         int n = ++seq;
-        String begin = "PDBEGIN-" + n;
         type("echo PD\"\"BEGIN-" + n + "; " + command + "; echo PD\"\"END-" + n + "=$?");
-        await(begin, Duration.ofSeconds(60), "the start of '" + command + "'");
-        int from;
+        await("PDBEGIN-" + n, Duration.ofSeconds(60), "the start of '" + command + "'");
         synchronized (lines) {
-            from = consumed;
+            begun.put(n, consumed);
         }
-        Matcher m = await(Pattern.compile("PDEND-" + n + "=(\\d+)"), limit, "the end of '" + command + "'");
-        List<String> out;
+        return n;
+    }
+
+    /** Waits at most {@code limit} for command {@code n} ({@link #begin}) to end: its status and output. */
+    Result end(int n, Duration limit) {
+        Matcher m = await(Pattern.compile("PDEND-" + n + "=(\\d+)"), limit, "the end of command " + n);
         synchronized (lines) {
-            out = List.copyOf(lines.subList(from, consumed - 1));
+            return new Result(Integer.parseInt(m.group(1)), List.copyOf(lines.subList(begun.remove(n), consumed - 1)));
         }
-        return new Result(Integer.parseInt(m.group(1)), out);
     }
 
     /** Starts {@code command} in the guest's shell without waiting; {@link #await} its output. */
