@@ -24,6 +24,7 @@ public final class RcConnect {
     private int timeout = 14;
     private int retryCnt = 7;
     private int rdAtomic = 1;
+    private int rdAtomicOut = 1;
     private byte[] dgid;
     private int sgidIndex;
     private int pathMtu = 5;
@@ -64,6 +65,20 @@ public final class RcConnect {
     /** Outstanding RDMA READ / atomic requests each way (default 1). */
     public RcConnect rdAtomic(int n) {
         rdAtomic = n;
+        rdAtomicOut = n;
+        return this;
+    }
+
+    /**
+     * The RDMA READs / atomics this QP takes from its peer ({@code max_dest_rd_atomic}: what it
+     * told the peer, perftest's own OUT_READS) and those it sends ({@code max_rd_atomic}: what the
+     * peer told it), as perftest's {@code ctx_connect} sets them.
+     *
+     * @since 0.3
+     */
+    public RcConnect rdAtomic(int dest, int out) {
+        rdAtomic = dest;
+        rdAtomicOut = out;
         return this;
     }
 
@@ -143,7 +158,7 @@ public final class RcConnect {
         x.retryCnt = retryCnt;
         x.rnrRetry = rnrRetry;
         x.sqPsn = sqPsn;
-        x.maxRdAtomic = rdAtomic;
+        x.maxRdAtomic = rdAtomicOut;
         qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.TIMEOUT | IbvQpAttr.RETRY_CNT | IbvQpAttr.RNR_RETRY | IbvQpAttr.SQ_PSN
                 | IbvQpAttr.MAX_QP_RD_ATOMIC);
     }

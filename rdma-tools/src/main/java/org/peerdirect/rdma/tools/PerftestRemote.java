@@ -64,7 +64,7 @@ final class PerftestRemote {
             }
             for (int q = 0; q < p.qps; q++) {
                 RcConnect c = new RcConnect().access(Endpoint.ACCESS).minRnrTimer(12).timeout(14, 7).rnrRetry(7).pathMtu(mtu)
-                        .rdAtomic(Math.min(OUT_READS, Math.max(1, rem[q].outReads()))).psn(my[q].psn(), rem[q].psn());
+                        .rdAtomic(OUT_READS, Math.min(OUT_READS, Math.max(1, rem[q].outReads()))).psn(my[q].psn(), rem[q].psn());
                 if (gidx >= 0) {
                     c.gid(rem[q].gid(), gidx);
                 }
