@@ -284,6 +284,25 @@ final class RxeGuest implements AutoCloseable {
         return n;
     }
 
+    /**
+     * Starts a server {@code command} in the background of the guest's shell and returns, with its
+     * number for {@link #end}, once a socket listens on TCP {@code port} in the guest: a C client
+     * does not retry, and QEMU's port forward accepts the host's connection before the guest has
+     * a listener (then drops it).
+     */
+    int beginServer(String command, int port) {
+        int n = ++seq;
+        String listening = String.format(":%04X [0-9A-F]*:0000 0A", port); // /proc/net/tcp{,6}: local port, state LISTEN
+        type("echo PD\"\"BEGIN-" + n + "; ( " + command + "; echo PD\"\"END-" + n + "=$? ) & while ! cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q '"
+                + listening + "'; do usleep 50000; done; echo PD\"\"LISTEN-" + n);
+        await("PDBEGIN-" + n, Duration.ofSeconds(60), "the start of '" + command + "'");
+        synchronized (lines) {
+            begun.put(n, consumed);
+        }
+        await("PDLISTEN-" + n, Duration.ofSeconds(60), "a listener on the guest's port " + port + " for '" + command + "'");
+        return n;
+    }
+
     /** Waits at most {@code limit} for command {@code n} ({@link #begin}) to end: its status and output. */
     Result end(int n, Duration limit) {
         Matcher m = await(Pattern.compile("PDEND-" + n + "=(\\d+)"), limit, "the end of command " + n);
