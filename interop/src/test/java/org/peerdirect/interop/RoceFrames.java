@@ -114,6 +114,25 @@ final class RoceFrames {
         return r.array();
     }
 
+    /** The frames of a classic pcap (QEMU's filter-dump writes one); a record cut short at the end is left out. */
+    static List<byte[]> readPcap(Path file) throws IOException {
+        byte[] d = Files.readAllBytes(file);
+        List<byte[]> out = new java.util.ArrayList<>();
+        if (d.length < 24) {
+            return out;
+        }
+        ByteOrder o = ByteBuffer.wrap(d, 0, 4).order(ByteOrder.LITTLE_ENDIAN).getInt() == 0xa1b2c3d4 ? ByteOrder.LITTLE_ENDIAN : ByteOrder.BIG_ENDIAN;
+        for (int at = 24; at + 16 <= d.length;) {
+            int len = ByteBuffer.wrap(d, at + 8, 4).order(o).getInt();
+            if (len < 0 || at + 16 + len > d.length) {
+                break;
+            }
+            out.add(java.util.Arrays.copyOfRange(d, at + 16, at + 16 + len));
+            at += 16 + len;
+        }
+        return out;
+    }
+
     /** Writes {@code frames} as a classic pcap (Ethernet link type), the format tshark and QEMU's filter-dump share. */
     static void writePcap(Path file, List<byte[]> frames) throws IOException {
         try (OutputStream o = Files.newOutputStream(file)) {

@@ -167,16 +167,24 @@ final class RxeGuest implements AutoCloseable {
 
     /** {@link #boot(String, String, int)} with the guest's NIC on 127.0.0.1:{@code guestWire} (a peer that must know it first). */
     static RxeGuest boot(String name, String role, int hostWirePort, int guestWire) throws IOException {
+        return boot(name, role, hostWirePort, guestWire, null);
+    }
+
+    /** {@link #boot(String, String, int, int)} with QEMU's capture of the wire NIC ({@code filter-dump}, classic pcap) into {@code pcap}. */
+    static RxeGuest boot(String name, String role, int hostWirePort, int guestWire, Path pcap) throws IOException {
         Artifacts a = artifacts();
         int oob = freePort(false);
         Path logDir = Path.of("target", "interop");
         Files.createDirectories(logDir);
-        List<String> cmd = List.of("qemu-system-x86_64", "-accel", "tcg,tb-size=128", "-cpu", "max", "-smp", "1", "-m", "256", "-display", "none",
+        List<String> cmd = new ArrayList<>(List.of("qemu-system-x86_64", "-accel", "tcg,tb-size=128", "-cpu", "max", "-smp", "1", "-m", "256", "-display", "none",
                 "-monitor", "none", "-no-reboot", "-kernel", a.kernel().toString(), "-initrd", a.initrd().toString(), "-serial", "stdio",
                 "-append", "console=ttyS0 loglevel=4 panic=-1 ip=" + GUEST_IP + " mgmt=10.0.2.15 role=" + role,
                 "-netdev", "socket,id=n0,udp=127.0.0.1:" + hostWirePort + ",localaddr=127.0.0.1:" + guestWire,
                 "-device", "virtio-net-pci,netdev=n0,mac=" + GUEST_MAC,
-                "-netdev", "user,id=m0,hostfwd=tcp:127.0.0.1:" + oob + "-:18515", "-device", "virtio-net-pci,netdev=m0,mac=52:54:00:00:00:99");
+                "-netdev", "user,id=m0,hostfwd=tcp:127.0.0.1:" + oob + "-:18515", "-device", "virtio-net-pci,netdev=m0,mac=52:54:00:00:00:99"));
+        if (pcap != null) {
+            cmd.addAll(List.of("-object", "filter-dump,id=d0,netdev=n0,file=" + pcap.toAbsolutePath()));
+        }
         PrintWriter log = new PrintWriter(Files.newBufferedWriter(logDir.resolve(name + ".log")), true);
         log.println("# " + String.join(" ", cmd));
         long t0 = System.nanoTime();

@@ -42,6 +42,7 @@ class RxeInteropTest {
 
     private int local;
     private int guestWire;
+    private final java.util.List<Path> captures = new java.util.ArrayList<>();
 
     /**
      * The host with its port on the wire, and the guest, made by the first test that runs; a
@@ -60,18 +61,44 @@ class RxeInteropTest {
             WireGlue.attach(host.model, 1, local, guestWire, HOST_IP);
         }
         if (guest == null) {
-            guest = RxeGuest.boot("interop", "shell", local, guestWire);
+            Path pcap = Path.of("target", "interop", "interop-" + (captures.size() + 1) + ".pcap");
+            java.nio.file.Files.createDirectories(pcap.getParent());
+            captures.add(pcap);
+            guest = RxeGuest.boot("interop", "shell", local, guestWire, pcap);
             System.out.printf("rxe interop: host and guest up in %.1f s%n", (System.nanoTime() - t0) / 1e9);
         }
     }
 
+    /**
+     * The guest goes, the host's audit runs, then every capture of the guest's NIC (QEMU's
+     * filter-dump: both directions) must pass this project's ICRC check frame by frame and, where
+     * tshark is installed, decode with no malformed packet.
+     */
     @AfterAll
-    void down() {
-        if (guest != null) {
-            guest.close();
+    void down() throws Exception {
+        try {
+            if (guest != null) {
+                guest.close();
+            }
+        } finally {
+            if (host != null) {
+                host.close(); // the audit
+            }
         }
-        if (host != null) {
-            host.close(); // the audit
+        for (Path pcap : captures) {
+            java.util.List<byte[]> frames = RoceFrames.readPcap(pcap);
+            long roce = 0;
+            for (byte[] f : frames) {
+                RoceFrames.Roce r = RoceFrames.decode(f);
+                if (r != null) {
+                    roce++;
+                    assertTrue(r.icrcOk(), pcap + ": a frame with a wrong ICRC: " + r);
+                    assertTrue(r.ipChecksumOk(), pcap + ": a frame with a wrong IPv4 checksum: " + r);
+                }
+            }
+            System.out.printf("rxe interop: %s: %d frames, %d RoCEv2, every ICRC right%n", pcap, frames.size(), roce);
+            assertTrue(roce > 0, pcap + " holds no RoCEv2 frame");
+            RxeGuestTest.tsharkDecodes(frames, pcap.getFileName().toString());
         }
     }
 
