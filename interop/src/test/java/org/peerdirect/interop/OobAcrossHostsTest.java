@@ -122,6 +122,23 @@ class OobAcrossHostsTest {
     }
 
     @Test
+    void sendBwAndWriteLatAcrossLoopback() throws Exception {
+        String p = port();
+        String[] s = TwoHosts.both(() -> hosts.tools.send_bw("--server", "-p", p, "-d", "mlx4_0", "-s", "8192", "-n", "500", "-q", "2"),
+                () -> hosts.tools.send_bw("--client", "127.0.0.1", "-p", p, "-d", "mlx4_1", "-s", "8192", "-n", "500", "-q", "2"));
+        row(s[0], 8192, 500); // each side prints its own figures (send_bw exchanges no report)
+        row(s[1], 8192, 500);
+        String[] l = TwoHosts.both(() -> hosts.tools.write_lat("--server", "-p", p, "-d", "mlx4_0", "-s", "64", "-n", "300"),
+                () -> hosts.tools.write_lat("--client", "127.0.0.1", "-p", p, "-d", "mlx4_1", "-s", "64", "-n", "300"));
+        System.out.println("write_lat --server:\n" + l[0] + "\nwrite_lat --client:\n" + l[1]);
+        for (String o : l) {
+            assertTrue(Pattern.compile("(?m)^ 64 +299 +[0-9.]+ ").matcher(o).find(), "a latency row of 299 round trips: " + o);
+        }
+        UsageException a = assertThrows(UsageException.class, () -> hosts.tools.send_bw("--server", "-a"));
+        assertTrue(a.getMessage().startsWith("rdma:send_bw: -a is not supported with --server/--client yet"), a.getMessage());
+    }
+
+    @Test
     void aClientWithNoServerFailsNamingThePortWithinTheDeadline() {
         Thread t = Thread.currentThread();
         // bounded: the client retries a refused connection for 60 s; interrupting it (Ctrl-C) ends it at once

@@ -61,6 +61,10 @@ final class Perftest {
         }
         Remote remote = PerftestParameters.acrossHosts(o.tool().substring("rdma:".length()), p.latency) && !p.atomic
                 ? Remote.of(o, "-x", true, List.of("--server-dev")) : null;
+        if (remote != null && p.all && (p.op == IbvWrOpcode.SEND || p.latency)) {
+            throw new UsageException(o.tool() + ": -a is not supported with --server/--client yet: perftest's send and latency tests "
+                    + "synchronise both sides between sizes; give one size with -s");
+        }
         if (remote != null) { // one side here, the other elsewhere: perftest's out-of-band exchange
             return new PerftestRemote(env, p).run(remote, mem);
         }

@@ -86,9 +86,9 @@ final class PerftestParameters {
                         Options.flag("-a", "run all sizes from 2 bytes to 8 MiB")), acrossHostsOptions(name, latency));
     }
 
-    /** ib_write_bw and ib_read_bw run across hosts ({@link PerftestRemote}); the other tests not yet. */
+    /** ib_write_bw, ib_read_bw, ib_send_bw and ib_write_lat run across hosts ({@link PerftestRemote}); ib_atomic_bw not yet. */
     static boolean acrossHosts(String name, boolean latency) {
-        return !latency && (name.equals("write_bw") || name.equals("read_bw"));
+        return name.equals("write_bw") || name.equals("read_bw") || name.equals("send_bw") || name.equals("write_lat");
     }
 
     private static List<Options.Opt> acrossHostsOptions(String name, boolean latency) {

@@ -5,9 +5,11 @@ import java.util.concurrent.ThreadLocalRandom;
 import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
+import org.peerdirect.ib.core.verbs.IbvRecvWr;
 import org.peerdirect.ib.core.verbs.IbvSendWr;
 import org.peerdirect.ib.core.verbs.IbvWc;
 import org.peerdirect.ib.core.verbs.IbvWcStatus;
+import org.peerdirect.ib.core.verbs.IbvWrOpcode;
 import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
 import org.peerdirect.rdma.RcConnect;
 
@@ -27,6 +29,8 @@ final class PerftestRemote {
     /** The RDMA READs a QP takes in flight each way (perftest's OUT_READS on rxe and mlx5: 16 at most). */
     private static final int OUT_READS = 16;
     private static final String BW_HEADER = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+    private static final String LAT_HEADER = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   "
+            + "99% percentile[usec]   99.9% percentile[usec] ";
 
     private final ToolEnv env;
     private final PerftestParameters p;
@@ -36,15 +40,26 @@ final class PerftestRemote {
         this.p = p;
     }
 
+    /** The three shapes of perftest's exchange and run: write_bw/read_bw, send_bw, write_lat. */
+    private enum Kind {
+        BW, SEND, LAT
+    }
+
+    private Kind kind() {
+        return p.latency ? Kind.LAT : p.op == IbvWrOpcode.SEND ? Kind.SEND : Kind.BW;
+    }
+
     String run(Remote r, PeerMemoryAllocator mem) {
         String tool = p.o.tool();
+        Kind kind = kind();
         IbvDevice dev = DeviceLookup.one(env, p.o.string("-d"), tool);
-        // one region per QP, each as large as perftest's (twice the message or the cycle buffer)
+        // one region per QP, each as large as perftest's (twice the message or the cycle buffer); write_lat's peer writes into a second one
         long per = 2L * Math.max(p.maxSize(), PerftestComm.CYCLE_BUFFER);
+        long regions = kind == Kind.LAT ? 2L * p.qps : p.qps;
         Buffers.Odp odp = p.odp ? Buffers.Odp.EXPLICIT : Buffers.Odp.NONE;
         StringBuilder out = new StringBuilder();
         try (PerftestComm comm = PerftestComm.establish(tool, r);
-                Endpoint e = new Endpoint(env, "perftest-" + r.side(), dev, per * p.qps, p.qps, p.depth, mem, false, odp, -1, p.dmabuf,
+                Endpoint e = new Endpoint(env, "perftest-" + r.side(), dev, per * regions, p.qps, p.depth, mem, false, odp, -1, p.dmabuf,
                         p.huge ? IbAccess.HUGETLB : 0)) {
             comm.exchangeVersions();
             comm.checkSysData();
@@ -52,23 +67,16 @@ final class PerftestRemote {
             int mtu = comm.checkMtu(port.activeMtu());
             int gidx = r.gidIndex(e.ctx, port);
             PerftestComm.Dest[] my = new PerftestComm.Dest[p.qps];
-            PerftestComm.Dest[] rem = new PerftestComm.Dest[p.qps];
             for (int q = 0; q < p.qps; q++) {
                 my[q] = new PerftestComm.Dest(port.lid(), OUT_READS, e.qps[q].qpNum(), ThreadLocalRandom.current().nextInt() & 0xffffff, e.mr.rkey(),
-                        e.buf + q * per, gidx >= 0 ? Remote.gid(e.ctx, gidx) : null, 0);
-                rem[q] = comm.handShake(my[q]);
+                        e.buf + (kind == Kind.LAT ? p.qps + q : q) * per, gidx >= 0 ? Remote.gid(e.ctx, gidx) : null, 0);
             }
-            if (gidx >= 0 && Remote.v4Mapped(my[0].gid()) != Remote.v4Mapped(rem[0].gid())) {
-                throw new IllegalStateException(tool + ": Found Incompatibility issue with GID types (one side IPv4-mapped, the other not): "
-                        + "Please Try to use a different IP version (-x)");
+            if (kind == Kind.LAT) {
+                comm.handShake(my[0]); // write_lat.c shakes hands once before the per-QP records
             }
-            for (int q = 0; q < p.qps; q++) {
-                RcConnect c = new RcConnect().access(Endpoint.ACCESS).minRnrTimer(12).timeout(14, 7).rnrRetry(7).pathMtu(mtu)
-                        .rdAtomic(OUT_READS, Math.min(OUT_READS, Math.max(1, rem[q].outReads()))).psn(my[q].psn(), rem[q].psn());
-                if (gidx >= 0) {
-                    c.gid(rem[q].gid(), gidx);
-                }
-                c.connect(e.qps[q], rem[q].lid(), rem[q].qpn());
+            PerftestComm.Dest[] rem = connect(comm, e, my, mtu, gidx, tool);
+            if (kind == Kind.SEND) {
+                comm.handShake(my[0]); // send_bw.c: once after ctx_connect
             }
             banner(out, dev, r, port, mtu, gidx, mem);
             for (int q = 0; q < p.qps; q++) {
@@ -78,25 +86,76 @@ final class PerftestRemote {
                 rem[q] = comm.handShake(my[q]);
                 out.append(rem[q].describe("remote"));
             }
-            comm.handShake(my[0]); // "an additional handshake is required after moving qp to RTR"
-            out.append(PerftestReport.LINE).append('\n').append(BW_HEADER).append('\n');
-            if (r.server()) {
-                comm.handShake(my[0]); // the server waits for the client's end
-                PerftestComm.BwReport c = comm.xchgBwReports(new PerftestComm.BwReport(0, 0, 0, 0, 0));
-                out.append(PerftestReport.bwRow((int) c.size(), (int) c.iters(), c.bwPeak(), c.bwAvg(), c.msgRate())).append('\n');
-            } else {
-                PerftestComm.BwReport last = null;
-                for (int s : p.sizes) {
-                    last = runIterBw(e, rem, per, s, p.itersFor(s));
-                    out.append(PerftestReport.bwRow(s, (int) last.iters(), last.bwPeak(), last.bwAvg(), last.msgRate())).append('\n');
+            out.append(PerftestReport.LINE).append('\n').append(kind == Kind.LAT ? LAT_HEADER : BW_HEADER).append('\n');
+            switch (kind) {
+                case BW -> bw(comm, r, e, my, rem, per, out);
+                case SEND -> send(comm, r, e, my, rem, per, out);
+                case LAT -> {
+                    comm.handShake(my[0]); // "an additional handshake is required after moving qp to RTR"
+                    out.append(runIterLatWrite(e, r.server(), per, rem[0])).append('\n'); // write_lat closes no connection: the socket just goes
                 }
-                comm.handShake(my[0]);
-                comm.xchgBwReports(last);
             }
-            comm.close(my[0]);
             out.append(PerftestReport.LINE);
         }
         return out.toString();
+    }
+
+    /** The first per-QP records, then {@code ctx_connect}: each QP RESET → RTS towards the peer's. */
+    private PerftestComm.Dest[] connect(PerftestComm comm, Endpoint e, PerftestComm.Dest[] my, int mtu, int gidx, String tool) {
+        PerftestComm.Dest[] rem = new PerftestComm.Dest[p.qps];
+        for (int q = 0; q < p.qps; q++) {
+            rem[q] = comm.handShake(my[q]);
+        }
+        if (gidx >= 0 && Remote.v4Mapped(my[0].gid()) != Remote.v4Mapped(rem[0].gid())) {
+            throw new IllegalStateException(tool + ": Found Incompatibility issue with GID types (one side IPv4-mapped, the other not): "
+                    + "Please Try to use a different IP version (-x)");
+        }
+        for (int q = 0; q < p.qps; q++) {
+            RcConnect c = new RcConnect().access(Endpoint.ACCESS).minRnrTimer(12).timeout(14, 7).rnrRetry(7).pathMtu(mtu)
+                    .rdAtomic(OUT_READS, Math.min(OUT_READS, Math.max(1, rem[q].outReads()))).psn(my[q].psn(), rem[q].psn());
+            if (gidx >= 0) {
+                c.gid(rem[q].gid(), gidx);
+            }
+            c.connect(e.qps[q], rem[q].lid(), rem[q].qpn());
+        }
+        return rem;
+    }
+
+    /**
+     * write_bw/read_bw after the records: the server waits for the client's end and prints the
+     * figures it sends ({@code xchg_bw_reports}); the client runs each size, then sends them.
+     */
+    private void bw(PerftestComm comm, Remote r, Endpoint e, PerftestComm.Dest[] my, PerftestComm.Dest[] rem, long per, StringBuilder out) {
+        comm.handShake(my[0]); // "an additional handshake is required after moving qp to RTR"
+        if (r.server()) {
+            comm.handShake(my[0]); // the server waits for the client's end
+            PerftestComm.BwReport c = comm.xchgBwReports(new PerftestComm.BwReport(0, 0, 0, 0, 0));
+            out.append(PerftestReport.bwRow((int) c.size(), (int) c.iters(), c.bwPeak(), c.bwAvg(), c.msgRate())).append('\n');
+        } else {
+            PerftestComm.BwReport last = null;
+            for (int s : p.sizes) {
+                last = runIterBw(e, rem, per, s, p.itersFor(s));
+                out.append(PerftestReport.bwRow(s, (int) last.iters(), last.bwPeak(), last.bwAvg(), last.msgRate())).append('\n');
+            }
+            comm.handShake(my[0]);
+            comm.xchgBwReports(last);
+        }
+        comm.close(my[0]);
+    }
+
+    /**
+     * send_bw after the records: the server posts its receives ({@code ctx_set_recv_wqes}), a hand
+     * shake starts the run, the client sends ({@code run_iter_bw}), the server receives
+     * ({@code run_iter_bw_server}); each prints its own figures (no report exchange).
+     */
+    private void send(PerftestComm comm, Remote r, Endpoint e, PerftestComm.Dest[] my, PerftestComm.Dest[] rem, long per, StringBuilder out) {
+        int size = p.sizes.get(0);
+        int iters = p.itersFor(size);
+        ServerRecvs recvs = r.server() ? new ServerRecvs(e, per, size, iters) : null;
+        comm.handShake(my[0]);
+        PerftestComm.BwReport b = r.server() ? recvs.run() : runIterBw(e, rem, per, size, iters);
+        out.append(PerftestReport.bwRow(size, iters, b.bwPeak(), b.bwAvg(), b.msgRate())).append('\n');
+        comm.close(my[0]);
     }
 
     private void banner(StringBuilder out, IbvDevice dev, Remote r, IbvPortAttr port, int mtu, int gidx, PeerMemoryAllocator mem) {
@@ -184,6 +243,117 @@ final class PerftestRemote {
         double secs = Math.max(1e-9, (System.nanoTime() - t0) / 1e9);
         double avg = total * (double) size / secs / (1 << 20);
         return new PerftestComm.BwReport(size, iters, Math.max(peak, avg), avg, total / secs / 1e6);
+    }
+
+    /**
+     * {@code run_iter_bw_server}: {@code -t} receives posted on each QP before the run starts, one
+     * more for each that completes until {@code iters} were posted; the run ends when every QP
+     * received {@code iters} messages.
+     */
+    private final class ServerRecvs {
+        private final Endpoint e;
+        private final int size;
+        private final int iters;
+        private final IbvRecvWr[] wr;
+        private final long[] posted;
+
+        ServerRecvs(Endpoint e, long per, int size, int iters) {
+            this.e = e;
+            this.size = size;
+            this.iters = iters;
+            this.wr = new IbvRecvWr[p.qps];
+            this.posted = new long[p.qps];
+            for (int q = 0; q < p.qps; q++) {
+                wr[q] = new IbvRecvWr().sge(e.buf + q * per, size, e.mr.lkey());
+                for (; posted[q] < Math.min(p.depth, iters); posted[q]++) {
+                    e.qps[q].postRecv(wr[q]);
+                }
+            }
+        }
+
+        PerftestComm.BwReport run() {
+            IbvWc[] wc = {new IbvWc(), new IbvWc(), new IbvWc(), new IbvWc(), new IbvWc(), new IbvWc(), new IbvWc(), new IbvWc()};
+            long total = (long) iters * p.qps;
+            long got = 0;
+            long t0 = 0;
+            long deadline = System.nanoTime() + Completions.TIMEOUT_NS;
+            while (got < total) {
+                Completions.checkInterrupted(p.o.tool());
+                int n = e.cq.poll(wc.length, wc);
+                if (n < 0) {
+                    throw new IllegalStateException(p.o.tool() + ": the CQ is in error");
+                }
+                for (int i = 0; i < n; i++) {
+                    if (wc[i].status != IbvWcStatus.SUCCESS) {
+                        throw new IllegalStateException(String.format("%s: Completion with error at server: %s (%d)", p.o.tool(), wc[i].status.str(),
+                                wc[i].status.ordinal()));
+                    }
+                    if (got++ == 0) {
+                        t0 = System.nanoTime(); // the server's clock starts with the first message: it cannot see the client's start
+                    }
+                    int q = qpIndex(e, wc[i].qpNum);
+                    if (posted[q] < iters) {
+                        e.qps[q].postRecv(wr[q]);
+                        posted[q]++;
+                    }
+                }
+                if (n == 0 && System.nanoTime() - deadline > 0) {
+                    throw new IllegalStateException(p.o.tool() + ": no message within 60 s (" + got + " of " + total + " received)");
+                }
+            }
+            double secs = Math.max(1e-9, (System.nanoTime() - t0) / 1e9);
+            double avg = total * (double) size / secs / (1 << 20);
+            return new PerftestComm.BwReport(size, iters, avg, avg, total / secs / 1e6);
+        }
+    }
+
+    /**
+     * {@code run_iter_lat_write}: each side writes its counter in the last byte of its message into
+     * the peer's region and waits for the peer's in its own; the server writes first. The latency
+     * of an iteration is half the time between two of this side's writes.
+     */
+    private String runIterLatWrite(Endpoint e, boolean server, long per, PerftestComm.Dest rem) {
+        int size = p.sizes.get(0);
+        int iters = p.itersFor(size);
+        IbvSendWr w = new IbvSendWr().sge(e.buf, size, e.mr.lkey());
+        w.opcode = IbvWrOpcode.RDMA_WRITE;
+        w.sendFlags = IbvSendWr.SEND_SIGNALED;
+        w.remoteAddr = rem.vaddr();
+        w.rkey = rem.rkey();
+        long postVa = e.buf + size - 1;
+        long pollVa = e.buf + p.qps * per + size - 1; // where the peer's write of its last byte lands (the vaddr this side sent)
+        long[] posted = new long[iters];
+        IbvWc[] wc = {new IbvWc()};
+        int scnt = 0;
+        int rcnt = 0;
+        while (scnt < iters || rcnt < iters) { // the server ends waiting for the client's last write
+            if (rcnt < iters && !(scnt < 1 && server)) {
+                rcnt++;
+                spin(e, pollVa, (byte) rcnt);
+            }
+            if (scnt < iters) {
+                posted[scnt] = System.nanoTime();
+                e.writeByte(postVa, (byte) ++scnt);
+                e.qps[0].postSend(w);
+                Completions.waitOk(e.cq, wc, p.o.tool() + " write");
+            }
+        }
+        double[] lat = new double[Math.max(1, iters - 1)];
+        for (int i = 0; i + 1 < iters; i++) {
+            lat[i] = (posted[i + 1] - posted[i]) / 2e3;
+        }
+        java.util.Arrays.sort(lat);
+        return PerftestReport.latRow(size, lat);
+    }
+
+    private void spin(Endpoint e, long va, byte want) {
+        long deadline = System.nanoTime() + Completions.TIMEOUT_NS;
+        for (int spins = 0; e.readByte(va) != want; spins++) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException(p.o.tool() + ": the peer's write did not arrive within 60 s");
+            }
+            Completions.relax(spins);
+        }
     }
 
     private static int qpIndex(Endpoint e, int qpn) {
