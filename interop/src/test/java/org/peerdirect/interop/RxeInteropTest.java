@@ -19,7 +19,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * peerdirect against the Linux kernel's rxe (issue 44 item 4): the guest's {@code ibv_rc_pingpong},
- * {@code ibv_ud_pingpong}, {@code ib_write_bw} and {@code ib_read_bw} against the rdma:* tools on a
+ * {@code ibv_ud_pingpong}, {@code ib_write_bw}, {@code ib_read_bw}, {@code ib_send_bw} and
+ * {@code ib_write_lat} against the rdma:* tools on a
  * ConnectX-6 Dx whose port 1 is on a UDP tunnel to the guest's NIC (10.99.0.1 here, 10.99.0.2
  * there; each side addresses the other by its IPv4-mapped GID: the guest's {@code -g}/{@code -x}
  * from its console, peerdirect's tools pick theirs), each direction with peerdirect as server and as client, the
@@ -230,5 +231,38 @@ class RxeInteropTest {
                 "ib_read_bw -d rxe0 -p " + p + " -x " + guest.gidIndex + " -s 65536 -n 100 " + RxeGuest.HOST_FROM_GUEST);
         perftestRow(o[0], 65536);
         perftestRow(o[1], 65536);
+    }
+    @Test
+    void sendBwGuestServerPeerdirectClient() throws Exception {
+        String[] o = guestServes("ib_send_bw -d rxe0 -x " + guest.gidIndex + " -s 4096 -n 200",
+                () -> host.tools.send_bw("--client", "127.0.0.1", "-p", String.valueOf(guest.oobPort), "-s", "4096", "-n", "200"));
+        perftestRow(o[0], 4096);
+        perftestRow(o[1], 4096);
+    }
+
+    @Test
+    void sendBwPeerdirectServerGuestClient() throws Exception {
+        int p = RxeGuest.freePort(false);
+        String[] o = guestConnects(p, () -> host.tools.send_bw("--server", "-p", String.valueOf(p), "-s", "4096", "-n", "200"),
+                "ib_send_bw -d rxe0 -p " + p + " -x " + guest.gidIndex + " -s 4096 -n 200 " + RxeGuest.HOST_FROM_GUEST);
+        perftestRow(o[0], 4096);
+        perftestRow(o[1], 4096);
+    }
+
+    @Test
+    void writeLatGuestServerPeerdirectClient() throws Exception {
+        String[] o = guestServes("ib_write_lat -d rxe0 -x " + guest.gidIndex + " -s 64 -n 100",
+                () -> host.tools.write_lat("--client", "127.0.0.1", "-p", String.valueOf(guest.oobPort), "-s", "64", "-n", "100"));
+        perftestRow(o[0], 64);
+        perftestRow(o[1], 64);
+    }
+
+    @Test
+    void writeLatPeerdirectServerGuestClient() throws Exception {
+        int p = RxeGuest.freePort(false);
+        String[] o = guestConnects(p, () -> host.tools.write_lat("--server", "-p", String.valueOf(p), "-s", "64", "-n", "100"),
+                "ib_write_lat -d rxe0 -p " + p + " -x " + guest.gidIndex + " -s 64 -n 100 " + RxeGuest.HOST_FROM_GUEST);
+        perftestRow(o[0], 64);
+        perftestRow(o[1], 64);
     }
 }
