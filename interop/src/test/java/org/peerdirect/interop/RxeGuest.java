@@ -51,6 +51,8 @@ final class RxeGuest implements AutoCloseable {
     }
 
     private final Process qemu;
+    /** Kills QEMU at JVM exit if the test did not close the guest (a JVM ended by a timeout, a crash). */
+    private final Thread reaper;
     private final List<String> lines = new ArrayList<>(); // guarded by itself
     private final PrintWriter log;
     private final OutputStream stdin;
@@ -76,6 +78,7 @@ final class RxeGuest implements AutoCloseable {
         this.hostWirePort = hostWirePort;
         this.guestWirePort = guestWirePort;
         this.oobPort = oobPort;
+        this.reaper = new Thread(qemu::destroyForcibly, "rxe-guest-reaper-" + name);
     }
 
     /** The repository's top folder (the one with {@code interop/guest/build-guest.sh}), from the test's working directory up. */
@@ -190,6 +193,7 @@ final class RxeGuest implements AutoCloseable {
         long t0 = System.nanoTime();
         Process q = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         RxeGuest g = new RxeGuest(name, q, log, hostWirePort, guestWire, oob);
+        Runtime.getRuntime().addShutdownHook(g.reaper); // a test JVM that exits early leaves no QEMU behind
         Thread.ofPlatform().daemon().name("rxe-guest-console-" + name).start(g::readConsole);
         try {
             g.await("RXE: rxe0 on eth0", BOOT, "rxe0 added on eth0 (rdma link add)");
@@ -358,6 +362,15 @@ final class RxeGuest implements AutoCloseable {
             Thread.currentThread().interrupt();
         } finally {
             log.close();
+            removeReaper();
+        }
+    }
+
+    private void removeReaper() {
+        try {
+            Runtime.getRuntime().removeShutdownHook(reaper);
+        } catch (IllegalStateException shuttingDown) {
+            // the JVM is exiting: the hook runs anyway, and QEMU is gone already
         }
     }
 
@@ -368,6 +381,9 @@ final class RxeGuest implements AutoCloseable {
             qemu.waitFor(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        } finally {
+            log.close();
+            removeReaper();
         }
     }
 }
