@@ -53,6 +53,7 @@ final class Cx6Host implements AutoCloseable {
     @Override
     public void close() {
         try {
+            WireGlue.detach(model, 1); // the tunnel's socket closes before the device goes
             machine.core().unregister(ib);
             ib.close();
             core.unload();
@@ -60,6 +61,8 @@ final class Cx6Host implements AutoCloseable {
                 throw new AssertionError("mlx5_0: " + core.dmaPagesLive() + " DMA pages of the driver live");
             }
             model.close();
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError("detaching the port's wire", e);
         } finally {
             machine.close();
         }

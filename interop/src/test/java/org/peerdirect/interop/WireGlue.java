@@ -61,4 +61,13 @@ final class WireGlue {
         Assumptions.assumeTrue(link != null, "the port has no wire link yet: UdpTunnelLink has no (String, InetSocketAddress, InetSocketAddress) constructor");
         attachWire().invoke(model, port, link, ip, 0x0200_0000_0000L | (ip & 0xFFFF_FFFFL), 1500);
     }
+
+    /** The port back on the in-JVM fabric, its tunnel's socket closed ({@code ConnectX4Device.detachWire}); nothing where there is none. */
+    static void detach(ConnectX4Device model, int port) throws ReflectiveOperationException {
+        for (Method m : ConnectX4Device.class.getMethods()) {
+            if (m.getName().equals("detachWire") && m.getParameterCount() == 1) {
+                m.invoke(model, port);
+            }
+        }
+    }
 }
