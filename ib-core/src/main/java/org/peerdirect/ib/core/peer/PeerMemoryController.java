@@ -23,6 +23,7 @@ import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
 import org.peerdirect.peermem.PeerMemoryStatistics;
 import org.peerdirect.kernel.dma.SgTable;
+import org.peerdirect.ib.core.jfr.TracedPeerClient;
 
 /**
  * The peer-direct controller ({@code drivers/infiniband/core/peer_mem.c}, OFED 5.1+ design):
@@ -98,7 +99,8 @@ public final class PeerMemoryController implements PeerMemoryRegistry, PeerUmemG
         String name = client.name();
         String version = client.version();
         checkClient(client, name, version);
-        PeerClient pc = new PeerClient(this, client, name, version, invalidation);
+        // the core calls the client through TracedPeerClient: each callback is a JFR event when recorded
+        PeerClient pc = new PeerClient(this, TracedPeerClient.of(client, name), name, version, invalidation);
         peerMemoryMutex.lock();
         try {
             if (closed) {
