@@ -55,6 +55,9 @@ final class Container {
         this.framework = framework;
     }
 
+    /** The JDK package JFR-instrumented event classes call into (see {@link #launch}). */
+    static final String JFR_BOOT_DELEGATION = "jdk.jfr.internal.event";
+
     static Container launch(Path dist, Path home, Path bundleDir, boolean keepCache, boolean interactive)
             throws Exception {
         Map<String, Object> config = new HashMap<>();
@@ -67,6 +70,10 @@ final class Container {
         // state devices keep across runs (an SSD's media file); survives restarts and kill -9
         config.put("peerdirect.state.dir", home.resolve("state").toString());
         // Felix's own logger: errors only, the Log service carries the rest; one line each (trace with -v)
+        // JFR's instrumentation of the bundles' event classes (org.peerdirect.* events) makes their
+        // commit() call the JDK's jdk.jfr.internal.event.EventWriter, which no bundle imports: the
+        // class loaders must delegate that package to the JDK, or a recorded commit fails
+        config.put(Constants.FRAMEWORK_BOOTDELEGATION, JFR_BOOT_DELEGATION);
         config.put("felix.log.level", "1");
         config.put("felix.log.logger", new FelixLogger());
         // gogo.jline: our profile (prompt, scope) from <home>/etc/gosh_profile; in non-interactive

@@ -59,6 +59,13 @@ public final class Main {
         Path dist = Path.of(System.getProperty("peerdirect.home", ".")).toAbsolutePath().normalize();
         Path home = cl.home() != null ? Path.of(cl.home()).toAbsolutePath().normalize() : dist;
         Path bundles = cl.bundles() != null ? Path.of(cl.bundles()) : dist.resolve("bundle");
+        JfrRecording jfr;
+        try {
+            jfr = cl.jfr() == null ? null : JfrRecording.start(cl.jfr());
+        } catch (CommandLine.UsageException e) {
+            System.err.println("peerdirect: " + e.getMessage());
+            return USAGE;
+        }
         long t0 = System.nanoTime();
         quietLogs(cl.interactive());
         if (cl.interactive()) {
@@ -70,9 +77,11 @@ public final class Main {
             lock = RunLock.acquire(home);
         } catch (RunLock.HeldException e) {
             System.err.println("peerdirect: " + e.getMessage());
+            closeRecording(jfr);
             return BROKEN;
         } catch (IOException e) {
             System.err.println("peerdirect: cannot lock " + home + ": " + e.getMessage());
+            closeRecording(jfr);
             return BROKEN;
         }
         Container container;
@@ -81,6 +90,7 @@ public final class Main {
         } catch (Exception e) {
             System.err.println("peerdirect: the container did not start: " + e.getMessage());
             lock.close();
+            closeRecording(jfr);
             return BROKEN;
         }
         AtomicBoolean stopping = new AtomicBoolean();
@@ -93,6 +103,7 @@ public final class Main {
                     System.err.println("peerdirect: " + e.getMessage());
                 } finally {
                     lock.close();
+                    closeRecording(jfr); // after the stop: the bundles' teardown is in the recording
                 }
             }
         };
@@ -118,6 +129,12 @@ public final class Main {
             System.err.printf("peerdirect: container up in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
         }
         return serve(cl, container, shutdown);
+    }
+
+    private static void closeRecording(JfrRecording jfr) {
+        if (jfr != null) {
+            jfr.close();
+        }
     }
 
     /**

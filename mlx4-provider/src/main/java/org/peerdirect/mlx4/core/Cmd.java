@@ -53,12 +53,13 @@ public final class Cmd {
     /** Free contexts; guarded by itself. */
     private final ArrayDeque<Context> free = new ArrayDeque<>();
     private int tokenMask;
-    final CmdLog log = new CmdLog(256);
+    final CmdLog log;
     /** Completion events whose token named no outstanding command (stale or wrong). */
     final AtomicLong strayEvents = new AtomicLong();
 
     public Cmd(String name, PciFunction fn, long timeoutNanos) {
         this.name = name;
+        this.log = new CmdLog(256, name);
         this.fn = fn;
         this.timeoutNanos = timeoutNanos;
     }

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
+import org.peerdirect.mlx4.jfr.Mlx4JfrEvents;
 
 /**
  * The recent commands of one device ({@code mlx4:cmdlog}): a bounded ring, oldest dropped first.
@@ -32,16 +33,25 @@ public final class CmdLog {
     private final List<Entry> bringUp = new ArrayList<>();
     private boolean bringUpDone;
 
-    public CmdLog(int capacity) {
+    /** The device's name, for the JFR event each command also is. */
+    private final String device;
+
+    public CmdLog(int capacity, String device) {
         ring = new Entry[capacity];
+        this.device = device;
     }
 
-    synchronized void add(int opcode, int opMod, int inMod, boolean events, int status, long latencyNanos, String error) {
-        Entry e = new Entry(next, opcode, opMod, inMod, events, status, latencyNanos, error);
-        ring[(int) (next % ring.length)] = e;
-        next++;
-        if (!bringUpDone) {
-            bringUp.add(e);
+    void add(int opcode, int opMod, int inMod, boolean events, int status, long latencyNanos, String error) {
+        if (Mlx4JfrEvents.Command.on()) { // outside the monitor: the recorder may take its time
+            Mlx4JfrEvents.Command.commit(device, Mlx4Cmd.name(opcode), opMod, inMod, events, status, latencyNanos, error);
+        }
+        synchronized (this) {
+            Entry e = new Entry(next, opcode, opMod, inMod, events, status, latencyNanos, error);
+            ring[(int) (next % ring.length)] = e;
+            next++;
+            if (!bringUpDone) {
+                bringUp.add(e);
+            }
         }
     }
 

@@ -54,7 +54,7 @@ final class CmdIf {
     private volatile long timeoutNanos;
     /** Why commands cannot be sent (the device is dead or gone), or null. */
     private final Supplier<String> unusable;
-    private final CmdLog log = new CmdLog(256);
+    private final CmdLog log;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition done = lock.newCondition();
     private final ConcurrentLinkedDeque<Block> blocks = new ConcurrentLinkedDeque<>();
@@ -71,6 +71,7 @@ final class CmdIf {
 
     CmdIf(String name, PciFunction fn, DmaCoherentPages dma, long timeoutNanos, Supplier<String> unusable) {
         this.name = name;
+        this.log = new CmdLog(256, name);
         this.fn = fn;
         this.dma = dma;
         this.timeoutNanos = timeoutNanos;

@@ -5,6 +5,7 @@ import java.util.List;
 
 import org.peerdirect.hca.cx4.ifc.CmdEntry;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.mlx5.jfr.Mlx5JfrEvents;
 
 /**
  * The recent commands of one device ({@code mlx5:cmdlog}): a bounded ring, oldest dropped first.
@@ -38,13 +39,22 @@ public final class CmdLog {
     private final Entry[] ring;
     private long next;
 
-    CmdLog(int capacity) {
+    /** The device's name, for the JFR event each command also is. */
+    private final String device;
+
+    CmdLog(int capacity, String device) {
         ring = new Entry[capacity];
+        this.device = device;
     }
 
-    synchronized void add(int opcode, int opMod, boolean events, int delivery, int status, int syndrome, long latencyNanos, String error) {
-        ring[(int) (next % ring.length)] = new Entry(next, opcode, opMod, events, delivery, status, syndrome, latencyNanos, error);
-        next++;
+    void add(int opcode, int opMod, boolean events, int delivery, int status, int syndrome, long latencyNanos, String error) {
+        if (Mlx5JfrEvents.Command.on()) { // outside the monitor: the recorder may take its time
+            Mlx5JfrEvents.Command.commit(device, Mlx5Cmd.name(opcode), opMod, events, delivery, status, syndrome, latencyNanos, error);
+        }
+        synchronized (this) {
+            ring[(int) (next % ring.length)] = new Entry(next, opcode, opMod, events, delivery, status, syndrome, latencyNanos, error);
+            next++;
+        }
     }
 
     /** The recorded commands, oldest first. */

@@ -25,6 +25,7 @@ import org.peerdirect.ib.core.verbs.IbvSge;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
+import org.peerdirect.mlx5.jfr.Mlx5JfrEvents;
 
 /**
  * mlx5_ib's on-demand paging ({@code drivers/infiniband/hw/mlx5/odp.c}) for one device: the
@@ -193,6 +194,7 @@ final class Mlx5Odp {
     /** {@code mlx5_ib_pfault}: the work. Every fault ends in exactly one resume. */
     void pageFault(Pagefault pf) {
         faults.incrementAndGet();
+        Mlx5JfrEvents.PageFault jfr = Mlx5JfrEvents.PageFault.start();
         boolean ok;
         long prefetchVa = 0;
         long prefetchLen = 0;
@@ -218,6 +220,8 @@ final class Mlx5Odp {
             faultErrors.incrementAndGet();
         }
         resume(pf, !ok);
+        Mlx5JfrEvents.PageFault.done(jfr, dev.name(), pf.subtype == Odp.SUBTYPE_WQE, pf.type, pf.wqNum, pf.wqeIndex, pf.rkey, pf.va, pf.opLen,
+                ok);
         if (ok && prefetchLen > 0) {
             try {
                 singleDataSegment(prefetchKey, prefetchVa, prefetchLen, Mlx5OdpMr.PF_FLAGS_PREFETCH);

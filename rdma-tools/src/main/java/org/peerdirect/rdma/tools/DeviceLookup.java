@@ -144,7 +144,7 @@ final class DeviceLookup {
      * EOPNOTSUPP before it looks at any argument when the driver lacks it; with it, the invalid fd
      * given here is refused otherwise). Nothing served when the device went.
      */
-    private static Caps probe(ToolEnv env, IbvDevice d, boolean dmabuf) {
+    static Caps probe(ToolEnv env, IbvDevice d, boolean dmabuf) {
         try {
             return env.withContext(d, "rdma-probe", (p, c) -> {
                 boolean db = false;

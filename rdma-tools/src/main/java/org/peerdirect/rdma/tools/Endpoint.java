@@ -25,6 +25,8 @@ import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
  */
 final class Endpoint implements AutoCloseable {
 
+    /** RDMA READs and atomics each QP keeps outstanding (max_rd_atomic; perftest's "Outstand_reads"). */
+    static final int RD_ATOMIC = 16;
     static final int ACCESS = IbAccess.LOCAL_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_ATOMIC;
 
     final AddressSpace proc;
@@ -186,7 +188,7 @@ final class Endpoint implements AutoCloseable {
 
     /** RESET → INIT → RTR → RTS of {@code me.qps[i]} towards {@code peer.qps[i]}, as ibv_rc_pingpong does. */
     static void connect(Endpoint me, Endpoint peer, int i) {
-        new RcConnect().access(ACCESS | me.qpFlush).minRnrTimer(1).rdAtomic(16).gid(peer.gid).connect(me.qps[i], peer.lid, peer.qps[i].qpNum());
+        new RcConnect().access(ACCESS | me.qpFlush).minRnrTimer(1).rdAtomic(RD_ATOMIC).gid(peer.gid).connect(me.qps[i], peer.lid, peer.qps[i].qpNum());
     }
 
     @Override

@@ -10,7 +10,8 @@ import org.peerdirect.kernel.shell.UsageException;
 /**
  * The tools' option parsing: {@code -s 4096 -n 1000 -c -d mlx4_0 --mem host}. Each tool declares
  * its options once ({@link Opt}: name, argument, description, default); that one table gives the
- * parsing, the defaults, the errors in words and {@code --help}, whose layout is the one
+ * parsing (a long option's value also as {@code --name=value}, as getopt_long takes it), the
+ * defaults, the errors in words and {@code --help}, whose layout is the one
  * gogo.jline's usage completion reads, so Tab completes the options in the shell. Every tool
  * parses here and nowhere else: numbers are decimal or {@code 0x} hex, sizes take a K, M, G or T
  * suffix ({@link Args#size}), and a wrong value is a {@link UsageException} naming the tool, the
@@ -68,6 +69,12 @@ final class Options {
                 h = true;
                 continue;
             }
+            String inline = null; // getopt_long's --name=value
+            int eq = a.indexOf('=');
+            if (a.startsWith("--") && eq > 2 && opts.containsKey(a.substring(0, eq))) {
+                inline = a.substring(eq + 1);
+                a = a.substring(0, eq);
+            }
             Opt o = opts.get(a);
             if (o == null) {
                 throw new UsageException(tool + ": unknown option '" + a + "' (" + tool + " --help lists its options)");
@@ -75,7 +82,11 @@ final class Options {
             if (o.refusal() != null) {
                 throw new UsageException(tool + ": option " + a + " (" + o.description() + ") is not supported: " + o.refusal());
             }
-            if (o.arg() != null) {
+            if (o.arg() != null && inline != null) {
+                values.put(a, inline);
+            } else if (inline != null) {
+                throw new UsageException(tool + ": option " + a + " (" + o.description() + ") takes no value, got '" + inline + "'");
+            } else if (o.arg() != null) {
                 if (i + 1 >= args.length) {
                     throw new UsageException(tool + ": option " + a + " needs a value (" + o.arg() + ": " + o.description() + ")");
                 }

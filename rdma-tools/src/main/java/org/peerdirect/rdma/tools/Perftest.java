@@ -82,8 +82,12 @@ final class Perftest {
             PerftestReport.banner(out, p, devs.client(), client.gid != null, mem);
             for (int s : p.sizes) {
                 int n = p.itersFor(s);
-                out.append(p.latency ? PerftestResources.runIterLatWrite(client, server, s, n)
-                        : PerftestResources.runIterBw(p.op, p.title, client, server, s, n, p.qps, p.depth)).append('\n');
+                PerftestResult r = p.latency ? PerftestResources.runIterLatWrite(client, server, s, n)
+                        : PerftestResources.runIterBw(p.op, p.title, client, server, s, n, p.qps, p.depth);
+                out.append(r.row()).append('\n');
+                if (p.jsonFile != null) {
+                    PerftestJson.write(p.jsonFile, p, devs.client().name(), client.gid != null, r);
+                }
             }
             if (p.atomic && mem == null) {
                 out.append(PerftestResources.checkAtomicWord(p.op, server, p.iters, p.qps)).append('\n');

@@ -1,5 +1,6 @@
 package org.peerdirect.rdma.tools;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -42,6 +43,8 @@ final class PerftestParameters {
     boolean huge;
     boolean dmabuf;
     boolean odp;
+    /** {@code --out_json}: the JSON report's file, or null. */
+    Path jsonFile;
 
     private PerftestParameters(String title, IbvWrOpcode op, boolean latency, Options o) {
         this.title = title;
@@ -83,7 +86,8 @@ final class PerftestParameters {
                         Options.flag("--odp", "register host memory on demand (ODP), as perftest --odp: the devices fault the pages in"),
                         Options.flag("--use_hugepages", "host buffers in 2 MiB huge pages (MAP_HUGETLB), as perftest --use_hugepages; "
                                 + "each is one 2 MiB IOMMU entry; with --odp the MRs take IB_ACCESS_HUGETLB (2 MiB ODP granules)"),
-                        Options.flag("-a", "run all sizes from 2 bytes to 8 MiB")), acrossHostsOptions(name, latency));
+                        Options.flag("-a", "run all sizes from 2 bytes to 8 MiB"),
+                        jsonFlag(), jsonFile()), acrossHostsOptions(name, latency));
     }
 
     /** ib_write_bw, ib_read_bw, ib_send_bw and ib_write_lat run across hosts ({@link PerftestRemote}); ib_atomic_bw not yet. */
@@ -110,7 +114,17 @@ final class PerftestParameters {
                         Options.flag("--odp", "register host memory on demand (ODP): the devices fault the pages in"),
                         // perftest's ib_atomic_bw has no -s or -a: an atomic moves 8 bytes
                         Options.notHonoured("-s", "message size", "an atomic operation moves 8 bytes (ib_atomic_bw has no -s)"),
-                        Options.notHonoured("-a", "all sizes", "an atomic operation moves 8 bytes (ib_atomic_bw has no -a)")));
+                        Options.notHonoured("-a", "all sizes", "an atomic operation moves 8 bytes (ib_atomic_bw has no -a)"),
+                        jsonFlag(), jsonFile()));
+    }
+
+    private static Options.Opt jsonFlag() {
+        return Options.flag("--out_json", "also write the report as perftest's JSON (test_info, results) to --out_json_file");
+    }
+
+    private static Options.Opt jsonFile() {
+        return Options.value("--out_json_file", "FILE", "the JSON report's file (implies --out_json; written after each size)",
+                PerftestJson.DEFAULT_FILE);
     }
 
     private static IbvWrOpcode atomicOp(Options o) {
@@ -141,6 +155,7 @@ final class PerftestParameters {
         }
         dmabuf = o.flag("--dmabuf");
         odp = o.flag("--odp");
+        jsonFile = PerftestJson.file(o);
     }
 
     /** The largest message size of the run. */

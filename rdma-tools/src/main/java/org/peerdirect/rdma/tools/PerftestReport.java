@@ -4,11 +4,15 @@ import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
 
 /**
- * perftest's output, in one place: the banner ({@code ctx_print_test_info}), the column headers
- * and the result rows ({@code print_report_bw}, {@code print_report_lat}), column for column as
- * perftest prints them so that scripts reading perftest's output read these.
+ * perftest's output, in one place: the banner ({@code ctx_print_test_info}) and the column headers
+ * of the result rows ({@link PerftestResult}: {@code print_report_bw}, {@code print_report_lat}),
+ * column for column as perftest prints them so that scripts reading perftest's output read these;
+ * {@link PerftestJson} writes the same run as perftest's {@code --out_json} file.
  */
 final class PerftestReport {
+
+    /** How the two sides exchange their QP numbers and keys (perftest: "Ethernet" for its TCP socket, or "rdma_cm"). */
+    static final String DATA_EX_METHOD = "in-JVM fabric";
 
     static final String LINE = "---------------------------------------------------------------------------------------";
 
@@ -35,7 +39,7 @@ final class PerftestReport {
         if (ethernet) { // perftest prints the GID index it addresses by on RoCE
             out.append(" GID index       : 0\n");
         }
-        out.append(" Data ex. method : in-JVM fabric\n");
+        out.append(" Data ex. method : ").append(DATA_EX_METHOD).append('\n');
         out.append(String.format(" Memory          : %s%n", mem == null ? "host" + (p.huge ? ", 2 MiB huge pages" : "")
                 + (p.odp ? ", registered on demand (ODP)" : "")
                 : "peer client " + mem.name() + (p.dmabuf ? ", dma-buf MRs" : "")));
@@ -44,28 +48,6 @@ final class PerftestReport {
         }
         out.append(LINE).append('\n');
         out.append(p.latency ? LAT_HEADER : BW_HEADER);
-    }
-
-    /** {@code print_report_bw}'s row: peak and average in MiB/s, the message rate in millions per second. */
-    static String bwRow(int size, int iters, double peak, double avg, double mpps) {
-        return String.format(" %-10d %-14d %-18.2f %-20.2f %.6f", size, iters, peak, avg, mpps);
-    }
-
-    /** {@code print_report_lat}'s row from the sorted one-way latencies in microseconds. */
-    static String latRow(int size, double[] sorted) {
-        int iters = sorted.length;
-        double sum = 0;
-        for (double v : sorted) {
-            sum += v;
-        }
-        double avg = sum / iters;
-        double var = 0;
-        for (double v : sorted) {
-            var += (v - avg) * (v - avg);
-        }
-        return String.format(" %-6d %-13d %-14.2f %-12.2f %-18.2f %-16.2f %-15.2f %-22.2f %-10.2f", size, iters, sorted[0], sorted[iters - 1],
-                sorted[iters / 2], avg, Math.sqrt(var / iters), sorted[(int) Math.min(iters - 1, Math.ceil(iters * 0.99) - 1)],
-                sorted[(int) Math.min(iters - 1, Math.ceil(iters * 0.999) - 1)]);
     }
 
     /** With {@code --use_hugepages}: how many 2 MiB IOMMU entries map the buffers. */

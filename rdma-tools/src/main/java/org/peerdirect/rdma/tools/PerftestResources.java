@@ -19,7 +19,7 @@ final class PerftestResources {
     }
 
     /** One bandwidth row: {@code iters} operations of {@code size} bytes on each QP of {@code c} towards {@code s}. */
-    static String runIterBw(IbvWrOpcode op, String title, Endpoint c, Endpoint s, int size, int iters, int qps, int depth) {
+    static PerftestResult runIterBw(IbvWrOpcode op, String title, Endpoint c, Endpoint s, int size, int iters, int qps, int depth) {
         return new BwRun(op, title, c, s, size, iters, qps, depth).run();
     }
 
@@ -73,7 +73,7 @@ final class PerftestResources {
             }
         }
 
-        String run() {
+        PerftestResult run() {
             for (int q = 0; q < qps; q++) {
                 prepare(q);
             }
@@ -104,7 +104,7 @@ final class PerftestResources {
             }
             double secs = Math.max(1e-9, (System.nanoTime() - t0) / 1e9);
             double avg = total * (double) size / secs / (1 << 20);
-            return PerftestReport.bwRow(size, iters, Math.max(peak, avg), avg, total / secs / 1e6);
+            return new PerftestResult.Bw(size, iters, Math.max(peak, avg), avg, total / secs / 1e6);
         }
 
         /** QP {@code q}'s work request, and for SEND the server's first {@code depth} receives. */
@@ -199,7 +199,7 @@ final class PerftestResources {
      * the last byte change (polling its memory), writes back; the client sees its last byte
      * change. Latency = round trip / 2.
      */
-    static String runIterLatWrite(Endpoint c, Endpoint s, int size, int iters) {
+    static PerftestResult runIterLatWrite(Endpoint c, Endpoint s, int size, int iters) {
         long half = c.size / 2;
         IbvSendWr cw = new IbvSendWr().sge(c.buf, size, c.mr.lkey());
         cw.opcode = IbvWrOpcode.RDMA_WRITE;
@@ -227,7 +227,7 @@ final class PerftestResources {
             lat[i] = (System.nanoTime() - t0) / 2e3;
         }
         Arrays.sort(lat);
-        return PerftestReport.latRow(size, lat);
+        return PerftestResult.Lat.of(size, lat);
     }
 
     private static void spin(Endpoint e, long va, byte stamp) {

@@ -7,6 +7,7 @@ import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
 import org.osgi.service.component.annotations.ReferencePolicyOption;
+import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.mm.Mm;
@@ -18,16 +19,16 @@ import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
  * the tool's own class, which is the program ({@link DeviceList} ibv_devices, {@link Devinfo}
  * ibv_devinfo, {@link RcPingpong} ibv_rc_pingpong, {@link UdPingpong}, {@link XsrqPingpong},
  * {@link Asyncwatch}, perftest's {@link WriteBw}, {@link ReadBw}, {@link SendBw},
- * {@link WriteLat}, {@link AtomicBw}, and this project's {@link InvalidateTest} and {@link Put});
+ * {@link WriteLat}, {@link AtomicBw}, and this project's {@link InvalidateTest}, {@link Put} and {@link Doctor});
  * the tools share {@link Options}, {@link DeviceLookup}, {@link PeerMemory}, {@link Buffers},
  * {@link Endpoint}, {@link Completions} and perftest's {@link PerftestReport}. Each side of a test
  * is its own simulated process.
  *
- * <p>One component for the thirteen tools, not one each: the service is the command
+ * <p>One component for the fourteen tools, not one each: the service is the command
  * registration (Gogo finds a function by its name on the registered object), and what it binds,
  * the device list, the kernel, the peer memory clients and the IOMMU, every tool needs alike; so
- * it binds them once into the {@link ToolEnv} the tools share. Thirteen components would repeat
- * the same four references thirteen times (each list of peer clients kept apart, each updated on
+ * it binds them once into the {@link ToolEnv} the tools share. Fourteen components would repeat
+ * the same references fourteen times (each list of peer clients kept apart, each updated on
  * its own as a client bundle comes and goes), and the tools would come and go one by one when
  * the device list or the kernel does, where now {@code rdma:*} is there or not as a whole.
  */
@@ -35,7 +36,7 @@ import org.peerdirect.peermem.alloc.PeerMemoryAllocator;
         "osgi.command.function=devinfo", "osgi.command.function=pingpong", "osgi.command.function=write_bw",
         "osgi.command.function=read_bw", "osgi.command.function=send_bw", "osgi.command.function=write_lat", "osgi.command.function=atomic_bw",
         "osgi.command.function=invalidate_test", "osgi.command.function=put", "osgi.command.function=ud_pingpong", "osgi.command.function=xsrq_pingpong",
-        "osgi.command.function=asyncwatch"})
+        "osgi.command.function=asyncwatch", "osgi.command.function=doctor"})
 public final class RdmaTools {
 
     private static final String ARGS = "options; --help lists them";
@@ -71,6 +72,22 @@ public final class RdmaTools {
 
     void unsetIommu(Iommu i) {
         env.unsetIommu(i);
+    }
+
+    /** The IB core's umem service: rdma:doctor asks it which peer clients would claim a range. */
+    @Reference(cardinality = ReferenceCardinality.OPTIONAL, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
+            unbind = "unsetUmems")
+    void setUmems(UmemService u) {
+        env.setUmems(u);
+    }
+
+    void unsetUmems(UmemService u) {
+        env.unsetUmems(u);
+    }
+
+    /** Outside OSGi (tests): the umem service rdma:doctor asks about peer clients. */
+    public void setUmemForTests(UmemService u) {
+        env.setUmems(u);
     }
 
     /** Outside OSGi (tests): the IOMMU whose peer-to-peer counters the tools report. */
@@ -131,6 +148,11 @@ public final class RdmaTools {
     @Descriptor(WriteLat.DESCRIPTION)
     public String write_lat(@Descriptor(ARGS) Object... args) {
         return new WriteLat(env).run(args);
+    }
+
+    @Descriptor(Doctor.DESCRIPTION)
+    public String doctor(@Descriptor("[-d DEV] PID ADDR LEN [--access FLAGS]; --help explains") Object... args) {
+        return new Doctor(env).run(args);
     }
 
     @Descriptor(InvalidateTest.DESCRIPTION)

@@ -3,6 +3,8 @@ package org.peerdirect.rdma.tools;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import org.peerdirect.ib.core.umem.PeerClaim;
+import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
@@ -26,6 +28,8 @@ final class ToolEnv {
     private final Mm mm;
     private final List<PeerMemoryAllocator> allocators = new CopyOnWriteArrayList<>();
     private volatile Iommu iommu;
+    /** The IB core's umem service, when bound: {@link Doctor} asks it which peer clients would claim a range. */
+    private volatile UmemService umems;
 
     ToolEnv(IbvDeviceList devices, Mm mm) {
         this.devices = devices;
@@ -39,6 +43,32 @@ final class ToolEnv {
     /** A fresh simulated process for one side of a tool (the tool exits it when done). */
     AddressSpace process(String name) {
         return mm.createProcess(name);
+    }
+
+    /** The live process {@code pid}, or null ({@link Doctor} looks at an existing process, not its own). */
+    AddressSpace findProcess(int pid) {
+        return mm.findProcess(pid);
+    }
+
+    void setUmems(UmemService u) {
+        umems = u;
+    }
+
+    /** Forgets {@code u} only if it is still the one set. */
+    void unsetUmems(UmemService u) {
+        if (umems == u) {
+            umems = null;
+        }
+    }
+
+    /**
+     * Each peer client's answer for the range as a driver that supports invalidation asks it
+     * (mlx4 and mlx5 both do: {@code IB_PEER_MEM_ALLOW | IB_PEER_MEM_INVAL_SUPP}), or null
+     * without the umem service.
+     */
+    List<PeerClaim> peerClaims(AddressSpace p, long addr, long length) {
+        UmemService u = umems;
+        return u == null ? null : u.peerClaims(p, addr, length, UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP);
     }
 
     /** What a tool does with a device's context in a process of its own. */

@@ -43,6 +43,7 @@ class ToolsHelpTest {
         f.put("atomic_bw", RdmaTools::atomic_bw);
         f.put("invalidate_test", RdmaTools::invalidate_test);
         f.put("put", RdmaTools::put);
+        f.put("doctor", RdmaTools::doctor);
         return f;
     }
 
@@ -96,6 +97,12 @@ class ToolsHelpTest {
         cases.put(List.of("write_bw", "--use_hugepages", "--mem", "nv_mem"), "rdma:write_bw: --use_hugepages backs host memory; --mem nv_mem is device memory");
         cases.put(List.of("read_bw", "-z"), "rdma:read_bw: unknown option '-z' (rdma:read_bw --help lists its options)");
         cases.put(List.of("devinfo", "--server-dev", "mlx4_0"), "rdma:devinfo: unknown option '--server-dev' (rdma:devinfo --help lists its options)");
+        cases.put(List.of("doctor", "7", "0x1000"), "rdma:doctor: give PID ADDR LEN (got 2 of them: [7, 0x1000]); for example rdma:doctor 7 0x10000000 1M");
+        cases.put(List.of("doctor", "7", "0x1000", "4K", "--access", "ON_DEMAND"), "rdma:doctor: --access ON_DEMAND: leave it out, the doctor "
+                + "tries on-demand paging itself (the ODP explicit and implicit paths)");
+        cases.put(List.of("doctor", "7", "0x1000", "4K", "--access", "LOCAL_WRITE|REMOTE_WRIT"), "rdma:doctor: --access: unknown access flag "
+                + "'REMOTE_WRIT' (LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC, MW_BIND, ZERO_BASED, HUGETLB, FLUSH_GLOBAL, "
+                + "FLUSH_PERSISTENT, RELAXED_ORDERING)");
         cases.putAll(optionsNotHonoured());
         Map<String, Call> f = functions();
         cases.forEach((call, message) -> {
@@ -161,7 +168,7 @@ class ToolsHelpTest {
                 described.add(meth.getName());
             }
         }
-        assertEquals(13, registered.size(), registered.toString());
+        assertEquals(14, registered.size(), registered.toString());
         assertEquals(registered, described);
         assertTrue(xml.contains("<property name=\"osgi.command.scope\" type=\"String\" value=\"rdma\"/>"), xml);
     }

@@ -3,6 +3,8 @@ package org.peerdirect.kernel.iommu;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
+import org.peerdirect.kernel.jfr.KernelEvents;
+
 /**
  * One domain's record of what its device did and was refused ({@code report_iommu_fault} of
  * {@code drivers/iommu/iommu.c}, and the DMA debugging of {@code kernel/dma/debug.c}): faults,
@@ -36,6 +38,7 @@ final class DomainAudit {
         }
         faults.incrementAndGet();
         iommu.faulted();
+        KernelEvents.IommuFault.commit(domain, kind.name(), iova, msg);
         return new IommuFault(kind, domain, iova, msg);
     }
 

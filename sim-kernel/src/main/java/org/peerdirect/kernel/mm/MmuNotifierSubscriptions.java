@@ -7,6 +7,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
+import org.peerdirect.kernel.jfr.KernelEvents;
+
 /**
  * {@code struct mmu_notifier_subscriptions} of one address space: the interval notifiers and the
  * global invalidate sequence. The sequence is even while no invalidation runs and odd while one
@@ -161,6 +163,7 @@ final class MmuNotifierSubscriptions {
         KernelException failed = null;
         for (MmuIntervalNotifier n : candidates(range.start(), range.end())) {
             if (!n.removed && n.start() < range.end() && range.start() < n.end()) {
+                KernelEvents.MmuNotifierInvalidate jfr = KernelEvents.MmuNotifierInvalidate.start();
                 try {
                     n.ops().invalidate(n, range, cur);
                 } catch (RuntimeException | AssertionError e) {
@@ -171,6 +174,8 @@ final class MmuNotifierSubscriptions {
                     } else {
                         failed.addSuppressed(k);
                     }
+                } finally {
+                    KernelEvents.MmuNotifierInvalidate.done(jfr, range, n, cur);
                 }
             }
         }

@@ -49,4 +49,9 @@ public final class UmemServiceComponent implements UmemService {
             int access, java.util.function.Consumer<org.peerdirect.ib.core.umem.IbUmemDmabuf> revoke) {
         return core.umemDmabufGetPinned(mm, device, offset, size, fd, access, revoke);
     }
+
+    @Override
+    public java.util.List<org.peerdirect.ib.core.umem.PeerClaim> peerClaims(AddressSpace mm, long addr, long length, int peerMemFlags) {
+        return core.peerClaims(mm, addr, length, peerMemFlags);
+    }
 }

@@ -23,6 +23,8 @@ import org.peerdirect.peermem.PeerMemoryRegistration;
 import org.peerdirect.peermem.PeerMemoryRegistry;
 import org.peerdirect.peermem.PeerMemoryStatistics;
 import org.peerdirect.kernel.dma.SgTable;
+import org.peerdirect.ib.core.jfr.TracedPeerClient;
+import org.peerdirect.ib.core.umem.PeerClaim;
 
 /**
  * The peer-direct controller ({@code drivers/infiniband/core/peer_mem.c}, OFED 5.1+ design):
@@ -98,7 +100,8 @@ public final class PeerMemoryController implements PeerMemoryRegistry, PeerUmemG
         String name = client.name();
         String version = client.version();
         checkClient(client, name, version);
-        PeerClient pc = new PeerClient(this, client, name, version, invalidation);
+        // the core calls the client through TracedPeerClient: each callback is a JFR event when recorded
+        PeerClient pc = new PeerClient(this, TracedPeerClient.of(client, name), name, version, invalidation);
         peerMemoryMutex.lock();
         try {
             if (closed) {
@@ -241,6 +244,47 @@ public final class PeerMemoryController implements PeerMemoryRegistry, PeerUmemG
                 }
             }
             return null;
+        } finally {
+            peerMemoryMutex.unlock();
+        }
+    }
+
+    /**
+     * {@link org.peerdirect.ib.core.umem.UmemService#peerClaims}: {@link #getPeerClient}'s loop
+     * asking every client. Under the peer memory mutex, as the registration asks: no client
+     * unregisters between its {@code acquire} and the {@code release} that follows a claim, so
+     * no use count is taken.
+     */
+    @Override
+    public List<PeerClaim> peerClaims(int pid, long addr, long size, int peerMemFlags) {
+        List<PeerClaim> out = new java.util.ArrayList<>();
+        peerMemoryMutex.lock();
+        try {
+            for (PeerClient pc : clients) {
+                if (pc.invalidationRequired && (peerMemFlags & org.peerdirect.ib.core.umem.UmemService.IB_PEER_MEM_INVAL_SUPP) == 0) {
+                    out.add(new PeerClaim(pc.name(), PeerClaim.Answer.SKIPPED,
+                            "requires invalidation, and the caller does not support it (no IB_PEER_MEM_INVAL_SUPP)"));
+                    continue;
+                }
+                Object ctx;
+                try {
+                    ctx = pc.ops.acquire(pid, addr, size);
+                } catch (RuntimeException e) {
+                    out.add(new PeerClaim(pc.name(), PeerClaim.Answer.FAILED, String.valueOf(e.getMessage() != null ? e.getMessage() : e)));
+                    continue;
+                }
+                if (ctx == null) {
+                    out.add(new PeerClaim(pc.name(), PeerClaim.Answer.NOT_MINE, ""));
+                    continue;
+                }
+                try {
+                    pc.ops.release(ctx);
+                } catch (RuntimeException e) {
+                    warn("peer memory client " + pc.name() + ": release threw " + e);
+                }
+                out.add(new PeerClaim(pc.name(), PeerClaim.Answer.CLAIMED, ""));
+            }
+            return out;
         } finally {
             peerMemoryMutex.unlock();
         }

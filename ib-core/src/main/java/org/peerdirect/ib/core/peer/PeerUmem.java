@@ -12,6 +12,7 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.kernel.dma.DmaDevice;
 import org.peerdirect.peermem.PeerMemoryRegistry;
 import org.peerdirect.kernel.dma.SgTable;
+import org.peerdirect.ib.core.jfr.IbCoreEvents;
 
 /**
  * {@code struct ib_umem_peer}: a umem whose pages a peer client supplies.
@@ -135,10 +136,13 @@ final class PeerUmem extends Umem {
 
     /** {@code ib_invalidate_peer_memory} for this umem, after the xa lookup. */
     void invalidate() {
+        IbCoreEvents.PeerInvalidate jfr = IbCoreEvents.PeerInvalidate.start();
+        boolean called = false;
         mappingLock.acquireUninterruptibly();
         try {
             Step s = state.on(Event.INVALIDATE, client.unmapsOnInvalidate);
             if (s.callDriver() && func != null) {
+                called = true;
                 try {
                     func.invalidate(this);
                 } catch (RuntimeException ex) {
@@ -148,6 +152,7 @@ final class PeerUmem extends Umem {
             apply(Event.INVALIDATE, true);
         } finally {
             mappingLock.release();
+            IbCoreEvents.PeerInvalidate.done(jfr, client.name(), xaId, address, length, called);
         }
     }
 

@@ -74,4 +74,16 @@ public interface UmemService {
      */
     IbUmemDmabuf umemDmabufGetPinned(AddressSpace mm, DmaDevice device, long offset, long size, int fd, int access,
             java.util.function.Consumer<IbUmemDmabuf> revoke);
+
+    /**
+     * The peer path's question without the registration ({@code ib_get_peer_client} asking every
+     * client, not stopping at the first): each registered client in registration order, with its
+     * answer to {@code acquire} for [addr, addr+length) of {@code mm}; a client that claims is
+     * released at once. A client that requires invalidation is {@link PeerClaim.Answer#SKIPPED}
+     * unless {@code peerMemFlags} has {@link #IB_PEER_MEM_INVAL_SUPP}. Nothing is pinned, mapped,
+     * charged or counted in the clients' statistics: a diagnosis ({@code rdma:doctor}) asks this.
+     *
+     * @since 0.6
+     */
+    java.util.List<PeerClaim> peerClaims(AddressSpace mm, long addr, long length, int peerMemFlags);
 }

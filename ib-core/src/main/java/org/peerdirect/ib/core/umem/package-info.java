@@ -8,7 +8,7 @@
  * releases the umem.
  */
 @Export
-@Version("0.5.0")
+@Version("0.6.0")
 package org.peerdirect.ib.core.umem;
 
 import org.osgi.annotation.bundle.Export;

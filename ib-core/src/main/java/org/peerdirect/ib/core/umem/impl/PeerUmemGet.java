@@ -12,7 +12,6 @@ import org.peerdirect.kernel.mm.KernelException;
  * An interface so that the umem implementation does not depend on the peer package, which
  * builds on it ({@code struct ib_umem_peer} embeds a {@link Umem}).
  */
-@FunctionalInterface
 public interface PeerUmemGet {
 
     /**
@@ -22,4 +21,7 @@ public interface PeerUmemGet {
      */
     IbUmem peerUmemGetAndLock(AddressSpace mm, DmaDevice device, long addr, long length, boolean writable,
             int peerMemFlags, KernelException pinError);
+
+    /** Each client's answer to {@code acquire} for the range, released at once (see {@code UmemService#peerClaims}). */
+    java.util.List<org.peerdirect.ib.core.umem.PeerClaim> peerClaims(int pid, long addr, long length, int peerMemFlags);
 }

@@ -94,4 +94,15 @@ public final class UmemCore implements UmemService {
             throw new KernelException(Errno.EINVAL, fn + ": " + (mm == null ? "no process" : "no DMA device"));
         }
     }
+
+    @Override
+    public java.util.List<org.peerdirect.ib.core.umem.PeerClaim> peerClaims(AddressSpace mm, long addr, long length, int peerMemFlags) {
+        if (mm == null) {
+            throw new KernelException(Errno.EINVAL, "peer claims: no process");
+        }
+        if (length <= 0 || addr < 0 || addr + length < addr) {
+            throw new KernelException(Errno.EINVAL, String.format("peer claims: bad range 0x%x + %d", addr, length));
+        }
+        return peers.peerClaims(mm.pid(), addr, length, peerMemFlags);
+    }
 }

@@ -13,6 +13,7 @@ import org.peerdirect.kernel.dmabuf.DmaBufImporterOps;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.ib.core.jfr.IbCoreEvents;
 
 /**
  * {@code drivers/infiniband/core/umem_dmabuf.c}: a registered range of a dma-buf.
@@ -119,6 +120,15 @@ final class UmemDmabuf implements IbUmemDmabuf {
     /** The exporter's {@code move_notify} (reservation lock held). */
     private void moved() {
         assert buf.resvHeldByCurrentThread();
+        IbCoreEvents.DmabufMoveNotify jfr = IbCoreEvents.DmabufMoveNotify.start();
+        try {
+            movedLocked();
+        } finally {
+            IbCoreEvents.DmabufMoveNotify.done(jfr, buf, offset, length(), pinned);
+        }
+    }
+
+    private void movedLocked() {
         if (!pinned) {
             driverOps.accept(this); // the driver zaps its translation, then unmaps
             unmapPages();
