@@ -130,12 +130,12 @@ final class PerftestRemote {
         if (r.server()) {
             comm.handShake(my[0]); // the server waits for the client's end
             PerftestComm.BwReport c = comm.xchgBwReports(new PerftestComm.BwReport(0, 0, 0, 0, 0));
-            out.append(PerftestReport.bwRow((int) c.size(), (int) c.iters(), c.bwPeak(), c.bwAvg(), c.msgRate())).append('\n');
+            out.append(new PerftestResult.Bw((int) c.size(), (int) c.iters(), c.bwPeak(), c.bwAvg(), c.msgRate()).row()).append('\n');
         } else {
             PerftestComm.BwReport last = null;
             for (int s : p.sizes) {
                 last = runIterBw(e, rem, per, s, p.itersFor(s));
-                out.append(PerftestReport.bwRow(s, (int) last.iters(), last.bwPeak(), last.bwAvg(), last.msgRate())).append('\n');
+                out.append(new PerftestResult.Bw(s, (int) last.iters(), last.bwPeak(), last.bwAvg(), last.msgRate()).row()).append('\n');
             }
             comm.handShake(my[0]);
             comm.xchgBwReports(last);
@@ -154,7 +154,7 @@ final class PerftestRemote {
         ServerRecvs recvs = r.server() ? new ServerRecvs(e, per, size, iters) : null;
         comm.handShake(my[0]);
         PerftestComm.BwReport b = r.server() ? recvs.run() : runIterBw(e, rem, per, size, iters);
-        out.append(PerftestReport.bwRow(size, iters, b.bwPeak(), b.bwAvg(), b.msgRate())).append('\n');
+        out.append(new PerftestResult.Bw(size, iters, b.bwPeak(), b.bwAvg(), b.msgRate()).row()).append('\n');
         comm.close(my[0]);
     }
 
@@ -343,7 +343,7 @@ final class PerftestRemote {
             lat[i] = (posted[i + 1] - posted[i]) / 2e3;
         }
         java.util.Arrays.sort(lat);
-        return PerftestReport.latRow(size, lat);
+        return PerftestResult.Lat.of(size, lat).row();
     }
 
     private void spin(Endpoint e, long va, byte want) {
