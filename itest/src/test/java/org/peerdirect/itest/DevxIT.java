@@ -98,12 +98,12 @@ public class DevxIT {
         in.set(BE64, c + Cq.CQC_DBR_ADDR, 4096); // the doorbell record: the second page
         Mlx5dv.DevxObj cq = Mlx5dv.devxObjCreate(ctx, in, 16);
         int cqn = Pages.INDEX24.get(cq.out(), 0);
-        assertTrue("a CQ number: " + cqn, cqn > 0);
         MemorySegment q = MemorySegment.ofArray(new byte[16]);
         q.set(BE32, 0, Mlx5Cmd.QUERY_CQ << 16);
         Pages.INDEX24.set(q, 0, cqn);
         MemorySegment ctxOut = Mlx5dv.devxObjQuery(cq, q, (int) Cq.CREATE_CQ_IN_PAS);
-        assertEquals(uar.page(), Cq.CQC_UAR_PAGE.get(ctxOut, Cq.CREATE_CQ_IN_CQC));
+        assertEquals("the CQ's context: on the process's UAR", uar.page(), Cq.CQC_UAR_PAGE.get(ctxOut, Cq.CREATE_CQ_IN_CQC));
+        assertEquals(6, Cq.CQC_LOG_CQ_SIZE.get(ctxOut, Cq.CREATE_CQ_IN_CQC));
         long during = iommu.audit().liveMappings();
         assertTrue("the umem's pages are mapped for the device", during >= mappingsBefore + 2);
         // the CQ uses the umem: its deregistration is refused, the umem stays

@@ -353,7 +353,9 @@ public final class ConnectX4Device implements AutoCloseable {
         return String.format("%s: state %s, ISSI %d, driver '%s', pages held %d (boot %d, init %d, regular %d), EQs %d (EQEs lost %d), UARs %d, "
                 + "stray doorbells %d, %s, engine failures %d%s%s", name, f.state(), f.issi(), f.driverVersion(), f.pages.held(),
                 f.pages.held(FirmwarePages.Kind.BOOT), f.pages.held(FirmwarePages.Kind.INIT), f.pages.held(FirmwarePages.Kind.REGULAR), f.eqs.count(),
-                f.eqs.overruns(), f.allocations.uarsAllocated(), strayDoorbells.get(), f.transport.describe() + ", " + f.pageFaults.describe(), engineFailures(), hung ? ", HUNG" : "",
+                f.eqs.overruns(), f.allocations.uarsAllocated(), strayDoorbells.get(), f.transport.describe() + ", " + f.pageFaults.describe()
+                        + (f.caps.devx() ? String.format(", DevX: user contexts %d, umems %d, general objects %d", f.uctxs.live(), f.umems.count(),
+                                f.generalObjects.count()) : ""), engineFailures(), hung ? ", HUNG" : "",
                 fatal != 0 ? ", FATAL syndrome " + fatal : "");
     }
 

@@ -286,6 +286,104 @@ class DevxCommandsTest {
         rig.ok(destroyUctx(a));
     }
 
+    /** A modify-QP command of uid {@code uid} on {@code qpn}: the context fields follow at {@link Qp#IN_QPC}. */
+    Spec modifyQp(int opcode, int uid, int qpn) {
+        Spec s = cmd(opcode, 0, uid, Qp.MODIFY_IN_LEN, 16);
+        Pages.INDEX24.set(s.inSeg(), 0, qpn);
+        return s;
+    }
+
+    /**
+     * The data path through a umem: an RC QP whose work queue and doorbell record are in the umem,
+     * completing to a CQ whose ring and record are in it too, writes by RDMA WRITE looped back
+     * (RoCE, to its own GID) from one half of a page of the umem to the other, both through an mkey
+     * over that page of the umem; the CQE lands in the umem's ring.
+     */
+    @Test
+    void aQpAndACqInAUmemCarryAnRdmaWriteThroughAnMkeyInIt() {
+        rig(ConnectX4Device.DEVICE_BLUEFIELD3);
+        int a = createUctx();
+        int uar = index(cmd(Mlx5Cmd.ALLOC_UAR, 0, a, 16, 16));
+        int pd = index(cmd(Mlx5Cmd.ALLOC_PD, 0, a, 16, 16));
+        Page[] p = {rig.page(), rig.page(), rig.page(), rig.page()};
+        int umem = index(createUmem(a, 0, p[0].iova(), p[1].iova(), p[2].iova(), p[3].iova()));
+        for (int i = 0; i < 64; i++) { // libmlx5's ring: every CQE invalid, hardware-owned
+            p[0].mem().set(java.lang.foreign.ValueLayout.JAVA_BYTE, i * 64L + Cq.CQE_OP_OWN, (byte) (Cq.CQE_INVALID << 4 | 1));
+        }
+        int cqn = index(umemCq(a, uar, 6, umem, 0, 8192)); // ring: umem page 0; record: page 2
+        Spec qp = rig.createQp(SLOT, Qp.ST_RC, 2, 2, 2, uar, pd, cqn, cqn, new long[0]);
+        qp.onOk = null;
+        qp.inlen = (int) Qp.CREATE_QP_IN_PAS;
+        Devx.UID.set(qp.inSeg(), 0, a);
+        Devx.QP_WQ_UMEM_VALID.set(qp.inSeg(), 0, 1);
+        qp.inSeg().set(BE32, Devx.QP_WQ_UMEM_ID, umem);
+        qp.inSeg().set(BE64, Devx.QP_WQ_UMEM_OFFSET, 4096); // page 1: 4 receive WQEs of 64 bytes, then the send queue
+        Devx.QPC_DBR_UMEM_VALID.set(qp.inSeg(), Qp.IN_QPC, 1);
+        Devx.QPC_DBR_UMEM_ID.set(qp.inSeg(), Qp.IN_QPC, umem);
+        qp.inSeg().set(BE64, Qp.IN_QPC + Qp.QPC_DBR_ADDR, 8192 + 64);
+        int qpn = index(qp);
+        Spec mk = rig.createMkey(SLOT, pd, 0x30000, 4096, new long[0], true);
+        mk.onOk = null;
+        Devx.UID.set(mk.inSeg(), 0, a);
+        Devx.MKEY_UMEM_VALID.set(mk.inSeg(), 0, 1);
+        mk.inSeg().set(BE32, Devx.MKEY_UMEM_ID, umem);
+        mk.inSeg().set(BE64, Devx.MKEY_UMEM_OFFSET, 3 * 4096); // page 3 is VA 0x30000
+        int key = index(mk) << 8; // mkey_7_0 is 0
+        // the port's GID, then RESET -> INIT -> RTR (to itself, by GID) -> RTS
+        Spec gidCmd = cmd(Mlx5Cmd.QUERY_HCA_VPORT_GID, 0, 0, 16, org.peerdirect.hca.cx4.ifc.Vport.GID_OUT_LEN);
+        org.peerdirect.hca.cx4.ifc.Vport.IN_PORT_NUM.set(gidCmd.inSeg(), 0, 1);
+        rig.ok(gidCmd);
+        MemorySegment gid = output(org.peerdirect.hca.cx4.ifc.Vport.GID_OUT_LEN).asSlice(org.peerdirect.hca.cx4.ifc.Vport.OUT_GID, 16);
+        Spec init = modifyQp(Qp.RST2INIT_QP, a, qpn);
+        Qp.QPC_PRI_VHCA_PORT_NUM.set(init.inSeg(), Qp.IN_QPC, 1);
+        Qp.QPC_RWE.set(init.inSeg(), Qp.IN_QPC, 1);
+        rig.ok(init);
+        Spec rtr = modifyQp(Qp.INIT2RTR_QP, a, qpn);
+        Qp.QPC_RWE.set(rtr.inSeg(), Qp.IN_QPC, 1);
+        Qp.QPC_MTU.set(rtr.inSeg(), Qp.IN_QPC, 3);
+        Qp.QPC_REMOTE_QPN.set(rtr.inSeg(), Qp.IN_QPC, qpn);
+        Qp.QPC_PRI_GRH.set(rtr.inSeg(), Qp.IN_QPC, 1);
+        Qp.QPC_PRI_HOP_LIMIT.set(rtr.inSeg(), Qp.IN_QPC, 64);
+        MemorySegment.copy(gid, 0, rtr.inSeg(), Qp.IN_QPC + Qp.QPC_PRI_RGID, 16);
+        rig.ok(rtr);
+        Spec rts = modifyQp(Qp.RTR2RTS_QP, a, qpn);
+        Qp.QPC_RWE.set(rts.inSeg(), Qp.IN_QPC, 1);
+        Qp.QPC_RETRY_COUNT.set(rts.inSeg(), Qp.IN_QPC, 3);
+        Qp.QPC_PRI_ACK_TIMEOUT.set(rts.inSeg(), Qp.IN_QPC, 14);
+        rig.ok(rts);
+        // the data: 64 bytes at VA 0x30000, written to VA 0x30800
+        MemorySegment data = p[3].mem();
+        for (int i = 0; i < 64; i++) {
+            data.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
+        }
+        // one RDMA WRITE WQE at send-queue index 0 (page 1 after the 256 bytes of receive queue): ctrl, raddr, data segments
+        MemorySegment wqe = p[1].mem().asSlice(256, Qp.SEND_WQE_BB);
+        wqe.set(BE32, Qp.CTRL_OPMOD_IDX_OPCODE, org.peerdirect.hca.cx4.ifc.Wqe.OP_RDMA_WRITE);
+        wqe.set(BE32, Qp.CTRL_QPN_DS, qpn << 8 | 3);
+        wqe.set(java.lang.foreign.ValueLayout.JAVA_BYTE, Qp.CTRL_FM_CE_SE, (byte) Qp.CTRL_CQ_UPDATE);
+        wqe.set(BE64, 16 + Qp.RADDR_VA, 0x30800);
+        wqe.set(BE32, 16 + Qp.RADDR_RKEY, key);
+        wqe.set(BE32, 32 + Qp.DATA_BYTE_COUNT, 64);
+        wqe.set(BE32, 32 + Qp.DATA_LKEY, key);
+        wqe.set(BE64, 32 + Qp.DATA_ADDR, 0x30000);
+        p[2].mem().set(BE32, 64 + Qp.DBR_SND, 1); // the send counter in the umem's doorbell record
+        rig.fn.write64(0, ((long) uar << 12) + Qp.UAR_BF_OFFSET, Long.reverseBytes(wqe.get(BE64, 0)));
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        int opOwn;
+        while (((opOwn = p[0].mem().get(java.lang.foreign.ValueLayout.JAVA_BYTE, Cq.CQE_OP_OWN) & 0xff) >>> 4) == Cq.CQE_INVALID) {
+            assertTrue(System.nanoTime() < deadline, "a CQE in the umem's ring within 10 s: " + rig.dev.describe());
+            Thread.onSpinWait();
+        }
+        assertEquals(Cq.CQE_REQ, opOwn >>> 4, String.format("a requester CQE, not op_own 0x%x: %s", opOwn, rig.dev.describe()));
+        for (int i = 0; i < 64; i++) {
+            assertEquals((byte) (i * 7 + 1), data.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0x800 + i), "byte " + i + " written through the mkey in the umem");
+        }
+        rig.ok(destroy(Mlx5Cmd.DESTROY_QP, a, qpn));
+        rig.ok(destroy(Mlx5Cmd.DESTROY_MKEY, a, key >>> 8));
+        rig.ok(destroy(Mlx5Cmd.DESTROY_CQ, a, cqn));
+        rig.ok(destroy(Mlx5Cmd.DESTROY_UMEM, a, umem));
+    }
+
     /** A general object type of this test: an object holds one 32-bit word; 0xdead marks it in use (destroy refused). */
     static final class Word implements GeneralObjectType {
         static final int TYPE = 0x4242;
