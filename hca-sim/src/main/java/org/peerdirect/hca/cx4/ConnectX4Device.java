@@ -110,6 +110,16 @@ public final class ConnectX4Device implements AutoCloseable {
         f.generalObjects.add(t);
     }
 
+    /**
+     * Test hook and the DPA's path to the host: general object {@code objId} of {@code objType}
+     * changed ({@code OBJECT_CHANGE} EQE, {@link GeneralObjects#objectChanged}). False when the
+     * object does not exist, the device has no DevX, or no EQ took the event.
+     */
+    public boolean objectChanged(int objType, int objId) {
+        Firmware f = fw;
+        return f != null && f.caps.devx() && f.generalObjects.objectChanged(objType, objId);
+    }
+
     /** Whether the port is Ethernet (RoCE v2): the ConnectX-6 Dx and the BlueField-3; the ConnectX-4 is InfiniBand. */
     private boolean ethernet() {
         return deviceId != DEVICE_CONNECTX4;

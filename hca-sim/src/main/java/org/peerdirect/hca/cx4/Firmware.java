@@ -63,9 +63,9 @@ final class Firmware implements CommandQueue.Executor {
         this.caps = new Caps(ethernet, bluefield3, uarPages);
         this.uctxs = new Uctxs(caps);
         this.umems = new Umems(port, caps, uctxs);
-        this.generalObjects = new GeneralObjects(caps, uctxs);
         this.allocations = new Allocations(uarPages, caps, uctxs);
         this.eqs = new Eqs(fn, port, caps, allocations, pages);
+        this.generalObjects = new GeneralObjects(caps, uctxs, eqs);
         this.transport = new Transport(engine, port, eqs, allocations, caps, pages, umems);
         this.pageFaults = new PageFaults(eqs, engine, transport::faultWqeIndex);
         eqs.onPageFaultEqsChanged(pageFaults::eqsChanged);

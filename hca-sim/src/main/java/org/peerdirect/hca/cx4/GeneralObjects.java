@@ -1,7 +1,6 @@
 package org.peerdirect.hca.cx4;
 
 import java.lang.foreign.MemorySegment;
-import java.util.HashMap;
 import java.util.Map;
 
 import org.peerdirect.hca.cx4.ifc.Devx;
@@ -23,14 +22,32 @@ final class GeneralObjects {
 
     private final Caps caps;
     private final Uctxs uctxs;
+    private final Eqs eqs;
     /** Types by {@code obj_type}: added by the device's builders, read by the firmware thread. */
     private final Map<Integer, GeneralObjectType> types = new java.util.concurrent.ConcurrentHashMap<>();
-    /** (obj_type, obj_id) → owner uid of every live object. */
-    private final Map<Long, Integer> owners = new HashMap<>();
+    /** (obj_type, obj_id) → owner uid of every live object; written by the firmware thread, read by {@link #objectChanged}'s. */
+    private final Map<Long, Integer> owners = new java.util.concurrent.ConcurrentHashMap<>();
 
-    GeneralObjects(Caps caps, Uctxs uctxs) {
+    GeneralObjects(Caps caps, Uctxs uctxs, Eqs eqs) {
         this.caps = caps;
         this.uctxs = uctxs;
+        this.eqs = eqs;
+    }
+
+    /**
+     * A live object changed (the model's DPA process error, the types' own reasons): an
+     * {@code OBJECT_CHANGE} EQE ({@code mlx5_eqe_obj_change}: {@code obj_type}, {@code obj_id})
+     * on the EQ that asked for the type, which DevX hands to the channels subscribed to the object.
+     * Any thread (the EQs guard themselves); false when the object does not exist or no EQ took it.
+     */
+    boolean objectChanged(int objType, int objId) {
+        if (!owners.containsKey(key(objType, objId))) {
+            return false;
+        }
+        MemorySegment d = MemorySegment.ofArray(new byte[28]);
+        d.set(org.peerdirect.hca.cx4.ifc.CmdEntry.BE16, org.peerdirect.hca.cx4.ifc.Eq.OBJ_CHANGE_TYPE, (short) objType);
+        d.set(org.peerdirect.hca.cx4.ifc.CmdEntry.BE32, org.peerdirect.hca.cx4.ifc.Eq.OBJ_CHANGE_ID, objId);
+        return eqs.postEvent(org.peerdirect.hca.cx4.ifc.Eq.EVENT_OBJECT_CHANGE, 0, d);
     }
 
     /** Adds a type (any thread; before the driver may use it); one per {@code obj_type}. */

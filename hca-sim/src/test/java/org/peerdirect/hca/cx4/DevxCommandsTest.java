@@ -293,6 +293,31 @@ class DevxCommandsTest {
         return s;
     }
 
+    /** RESET -> INIT -> RTR -> RTS of RC QP {@code qpn} of uid {@code uid}, its path to itself by the port's GID (RoCE). */
+    void connectToItself(int a, int qpn) {
+        Spec gidCmd = cmd(Mlx5Cmd.QUERY_HCA_VPORT_GID, 0, 0, 16, org.peerdirect.hca.cx4.ifc.Vport.GID_OUT_LEN);
+        org.peerdirect.hca.cx4.ifc.Vport.IN_PORT_NUM.set(gidCmd.inSeg(), 0, 1);
+        rig.ok(gidCmd);
+        MemorySegment gid = output(org.peerdirect.hca.cx4.ifc.Vport.GID_OUT_LEN).asSlice(org.peerdirect.hca.cx4.ifc.Vport.OUT_GID, 16);
+        Spec init = modifyQp(Qp.RST2INIT_QP, a, qpn);
+        Qp.QPC_PRI_VHCA_PORT_NUM.set(init.inSeg(), Qp.IN_QPC, 1);
+        Qp.QPC_RWE.set(init.inSeg(), Qp.IN_QPC, 1);
+        rig.ok(init);
+        Spec rtr = modifyQp(Qp.INIT2RTR_QP, a, qpn);
+        Qp.QPC_RWE.set(rtr.inSeg(), Qp.IN_QPC, 1);
+        Qp.QPC_MTU.set(rtr.inSeg(), Qp.IN_QPC, 3);
+        Qp.QPC_REMOTE_QPN.set(rtr.inSeg(), Qp.IN_QPC, qpn);
+        Qp.QPC_PRI_GRH.set(rtr.inSeg(), Qp.IN_QPC, 1);
+        Qp.QPC_PRI_HOP_LIMIT.set(rtr.inSeg(), Qp.IN_QPC, 64);
+        MemorySegment.copy(gid, 0, rtr.inSeg(), Qp.IN_QPC + Qp.QPC_PRI_RGID, 16);
+        rig.ok(rtr);
+        Spec rts = modifyQp(Qp.RTR2RTS_QP, a, qpn);
+        Qp.QPC_RWE.set(rts.inSeg(), Qp.IN_QPC, 1);
+        Qp.QPC_RETRY_COUNT.set(rts.inSeg(), Qp.IN_QPC, 3);
+        Qp.QPC_PRI_ACK_TIMEOUT.set(rts.inSeg(), Qp.IN_QPC, 14);
+        rig.ok(rts);
+    }
+
     /**
      * The data path through a umem: an RC QP whose work queue and doorbell record are in the umem,
      * completing to a CQ whose ring and record are in it too, writes by RDMA WRITE looped back
@@ -329,28 +354,7 @@ class DevxCommandsTest {
         mk.inSeg().set(BE32, Devx.MKEY_UMEM_ID, umem);
         mk.inSeg().set(BE64, Devx.MKEY_UMEM_OFFSET, 3 * 4096); // page 3 is VA 0x30000
         int key = index(mk) << 8; // mkey_7_0 is 0
-        // the port's GID, then RESET -> INIT -> RTR (to itself, by GID) -> RTS
-        Spec gidCmd = cmd(Mlx5Cmd.QUERY_HCA_VPORT_GID, 0, 0, 16, org.peerdirect.hca.cx4.ifc.Vport.GID_OUT_LEN);
-        org.peerdirect.hca.cx4.ifc.Vport.IN_PORT_NUM.set(gidCmd.inSeg(), 0, 1);
-        rig.ok(gidCmd);
-        MemorySegment gid = output(org.peerdirect.hca.cx4.ifc.Vport.GID_OUT_LEN).asSlice(org.peerdirect.hca.cx4.ifc.Vport.OUT_GID, 16);
-        Spec init = modifyQp(Qp.RST2INIT_QP, a, qpn);
-        Qp.QPC_PRI_VHCA_PORT_NUM.set(init.inSeg(), Qp.IN_QPC, 1);
-        Qp.QPC_RWE.set(init.inSeg(), Qp.IN_QPC, 1);
-        rig.ok(init);
-        Spec rtr = modifyQp(Qp.INIT2RTR_QP, a, qpn);
-        Qp.QPC_RWE.set(rtr.inSeg(), Qp.IN_QPC, 1);
-        Qp.QPC_MTU.set(rtr.inSeg(), Qp.IN_QPC, 3);
-        Qp.QPC_REMOTE_QPN.set(rtr.inSeg(), Qp.IN_QPC, qpn);
-        Qp.QPC_PRI_GRH.set(rtr.inSeg(), Qp.IN_QPC, 1);
-        Qp.QPC_PRI_HOP_LIMIT.set(rtr.inSeg(), Qp.IN_QPC, 64);
-        MemorySegment.copy(gid, 0, rtr.inSeg(), Qp.IN_QPC + Qp.QPC_PRI_RGID, 16);
-        rig.ok(rtr);
-        Spec rts = modifyQp(Qp.RTR2RTS_QP, a, qpn);
-        Qp.QPC_RWE.set(rts.inSeg(), Qp.IN_QPC, 1);
-        Qp.QPC_RETRY_COUNT.set(rts.inSeg(), Qp.IN_QPC, 3);
-        Qp.QPC_PRI_ACK_TIMEOUT.set(rts.inSeg(), Qp.IN_QPC, 14);
-        rig.ok(rts);
+        connectToItself(a, qpn);
         // the data: 64 bytes at VA 0x30000, written to VA 0x30800
         MemorySegment data = p[3].mem();
         for (int i = 0; i < 64; i++) {
@@ -446,6 +450,23 @@ class DevxCommandsTest {
         refused(general(Mlx5Cmd.MODIFY_GENERAL_OBJECT, Word.TYPE, b, id, 5), Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_WRONG_UID);
         refused(general(Mlx5Cmd.DESTROY_GENERAL_OBJECT, Word.TYPE, b, id, 0), Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_WRONG_UID);
         assertEquals(41, type.words.get(id), "b changed nothing");
+        // a change of the object: an OBJECT_CHANGE EQE naming it, on the EQ that asked for the type
+        assertTrue(!rig.dev.objectChanged(Word.TYPE, id), "no EQ takes OBJECT_CHANGE yet");
+        assertTrue(!rig.dev.objectChanged(Word.TYPE, id + 1), "no such object");
+        Page ring = rig.page();
+        Spec eq = new Spec(SLOT, Mlx5Cmd.CREATE_EQ, 0, (int) org.peerdirect.hca.cx4.ifc.Eq.CREATE_EQ_IN_PAS + 8, 16);
+        org.peerdirect.hca.cx4.ifc.Eq.EQC_LOG_EQ_SIZE.set(eq.inSeg(), org.peerdirect.hca.cx4.ifc.Eq.CREATE_EQ_IN_EQC, 6);
+        org.peerdirect.hca.cx4.ifc.Eq.EQC_UAR_PAGE.set(eq.inSeg(), org.peerdirect.hca.cx4.ifc.Eq.CREATE_EQ_IN_EQC, rig.uars.get(0));
+        eq.inSeg().set(BE64, org.peerdirect.hca.cx4.ifc.Eq.CREATE_EQ_IN_EVENT_BITMASK, 1L << org.peerdirect.hca.cx4.ifc.Eq.EVENT_OBJECT_CHANGE);
+        eq.inSeg().set(BE64, org.peerdirect.hca.cx4.ifc.Eq.CREATE_EQ_IN_PAS, ring.iova());
+        rig.ok(eq);
+        assertTrue(rig.dev.objectChanged(Word.TYPE, id), "posted");
+        MemorySegment eqe = ring.mem();
+        assertEquals(org.peerdirect.hca.cx4.ifc.Eq.EVENT_OBJECT_CHANGE, eqe.get(java.lang.foreign.ValueLayout.JAVA_BYTE,
+                org.peerdirect.hca.cx4.ifc.Eq.EQE_TYPE) & 0xff);
+        long d = org.peerdirect.hca.cx4.ifc.Eq.EQE_DATA;
+        assertEquals(Word.TYPE, eqe.get(org.peerdirect.hca.cx4.ifc.CmdEntry.BE16, d + org.peerdirect.hca.cx4.ifc.Eq.OBJ_CHANGE_TYPE) & 0xffff);
+        assertEquals(id, eqe.get(BE32, d + org.peerdirect.hca.cx4.ifc.Eq.OBJ_CHANGE_ID));
         rig.ok(general(Mlx5Cmd.MODIFY_GENERAL_OBJECT, Word.TYPE, a, id, 0xdead));
         rig.ok(general(Mlx5Cmd.QUERY_GENERAL_OBJECT, Word.TYPE, a, id, 0));
         assertEquals(0xdead, output(32).get(BE32, 16), "QUERY wrote the context after the output header");
