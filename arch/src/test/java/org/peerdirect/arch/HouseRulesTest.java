@@ -73,6 +73,7 @@ class HouseRulesTest {
     /** User libraries (in the user's process) and the driver packages they must not import. */
     static final Map<String, List<String>> USER_LIBRARIES = Map.of(
             "org.peerdirect.mlx5.lib", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib"),
+            "org.peerdirect.mlx5.dv", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib", "org.peerdirect.mlx5.lib"),
             "org.peerdirect.mlx4.lib", List.of("org.peerdirect.mlx4.core", "org.peerdirect.mlx4.ib"));
 
     /** What silicon may use outside the project: the JDK, OSGi, and Gogo for its lab commands. */

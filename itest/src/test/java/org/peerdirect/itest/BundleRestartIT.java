@@ -197,10 +197,10 @@ public class BundleRestartIT {
                 assertEquals(name + " stopped", Bundle.RESOLVED, b.getState());
                 b.start();
                 assertEquals(name + " active again", Bundle.ACTIVE, b.getState());
-                devices.await(4, "RDMA devices (2 mlx4, 2 mlx5) after restarting " + name);
+                devices.await(5, "RDMA devices (2 mlx4, 3 mlx5: ConnectX-4, ConnectX-6 Dx, BlueField-3) after restarting " + name);
                 tools.await(1, "rdma:* commands after restarting " + name);
                 for (IbvDevice dev : devices.getServices(new IbvDevice[0])) {
-                    // mlx4_N pair with each other, mlx5_0 (InfiniBand) with an mlx4, mlx5_1 (RoCE) with itself
+                    // mlx4_N pair with each other, mlx5_0 (InfiniBand) with an mlx4, mlx5_1 and mlx5_2 (RoCE) with themselves
                     String out = run("rdma:pingpong -s 4096 -n 50 -c -d " + dev.name());
                     if (!out.contains("no mismatch")) {
                         failures.add(name + " / " + dev + ": " + out);

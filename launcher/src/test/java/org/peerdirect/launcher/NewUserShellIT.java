@@ -152,7 +152,7 @@ class NewUserShellIT {
     @Test
     void updateLeavesNothingOnTheOldRevision() throws Exception {
         List<String> devices = deviceNames();
-        assertEquals(4, devices.size(), devices.toString());
+        assertEquals(5, devices.size(), "2 mlx4, 3 mlx5 (ConnectX-4, ConnectX-6 Dx, BlueField-3): " + devices);
         String out = run("update org.peerdirect.sim-kernel");
         assertTrue(out.contains("(org.peerdirect.sim-kernel) updated; refreshed with the") && out.contains("org.peerdirect.rdma-tools"), out);
         // by name: the re-created ConnectX-4 models get new node GUIDs (hca-sim counts them per JVM)

@@ -683,6 +683,33 @@ class VerbsTest {
         ch.destroy();
     }
 
+    /**
+     * {@code mlx4_cq_arm} writes the consumer index with the arm: a CQE that landed after the
+     * last poll and before the arm is an event at once (the device compares the index with its
+     * producer counter), never a wake-up lost until the next completion.
+     */
+    @Test
+    void aCqeThatLandedBeforeTheArmIsAnEventAtOnce() throws Exception {
+        IbvCompChannel ch = b.ctx.createCompChannel();
+        IbvCq cq = b.ctx.createCq(16, ch);
+        IbvQp q = b.pd.createQp(qpAttr(cq, null));
+        Lab.End c = lab.new End(0, 1 << 16, IbvQpType.RC, Lab.RW);
+        Lab.End bq = lab.new End(lab, b, q, cq);
+        Lab.connect(c, bq, 1, 7, 4, 3);
+        q.postRecv(new IbvRecvWr().sge(b.buf, 64, b.mr.lkey()));
+        c.qp.postSend(wr(IbvWrOpcode.SEND, c.buf, 64, c.mr.lkey()));
+        assertEquals(1, Lab.await(c.cq, 1).size(), "sent: the receive CQE is written before the send's ACK");
+        cq.reqNotify(false); // nothing polled since: the receive CQE is past the consumer index
+        assertSame(cq, ch.getCqEvent(Duration.ofSeconds(10)), "the waiting CQE fired the arm");
+        ch.ackCqEvents(cq, 1);
+        assertEquals(1, Lab.await(cq, 1).size());
+        cq.reqNotify(false);
+        assertNull(ch.getCqEvent(Duration.ofMillis(20)), "everything polled: no event");
+        q.destroy();
+        cq.destroy();
+        ch.destroy();
+    }
+
     // ------------------------------------------------------------------ peer memory and removal
 
     @Test

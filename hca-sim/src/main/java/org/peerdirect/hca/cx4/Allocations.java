@@ -10,7 +10,8 @@ import org.peerdirect.hca.cx4.ifc.Pages;
 /**
  * What {@code ALLOC_UAR}, {@code ALLOC_PD} and {@code ALLOC_XRCD} hand out (the driver side is
  * {@code mlx5_core}'s {@code uar.c}, {@code pd.c} and {@code mlx5_cmd_xrcd_alloc}): numbers only,
- * the objects that name them check them here.
+ * the objects that name them check them here ({@link #usePd} and the like: allocated, and the
+ * command's uid's, {@link Uctxs}).
  *
  * <p>Lock rules: the firmware thread alone, except {@link #uarOf} (pure arithmetic).
  */
@@ -21,14 +22,17 @@ final class Allocations {
 
     private final int uarPages;
     private final Caps caps;
+    /** The uids and their objects (every table checks ownership there). */
+    final Uctxs uctxs;
     private final BitSet uars = new BitSet();
     private final BitSet pds = new BitSet();
     /** XRC domains allocated ({@code ALLOC_XRCD}), from 1. */
     private final BitSet xrcds = new BitSet();
 
-    Allocations(int uarPages, Caps caps) {
+    Allocations(int uarPages, Caps caps, Uctxs uctxs) {
         this.uarPages = uarPages;
         this.caps = caps;
+        this.uctxs = uctxs;
     }
 
     /**
@@ -42,6 +46,30 @@ final class Allocations {
         t.add(Mlx5Cmd.DEALLOC_PD, (opMod, in, out) -> deallocPd(Pages.INDEX24.get(in, 0)));
         t.add(Mlx5Cmd.ALLOC_XRCD, (opMod, in, out) -> Pages.INDEX24.set(out, 0, allocXrcd()));
         t.add(Mlx5Cmd.DEALLOC_XRCD, (opMod, in, out) -> deallocXrcd(Pages.INDEX24.get(in, 0)));
+    }
+
+    /** Refused unless UAR page {@code uar} is allocated to the command's uid (or the command is the kernel's). */
+    void useUar(int uar) throws Refused {
+        if (!uarAllocated(uar)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
+        }
+        uctxs.checkUse(Uctxs.Kind.UAR, uar, "uar_page " + uar);
+    }
+
+    /** Refused unless {@code pd} is allocated to the command's uid (or the command is the kernel's). */
+    void usePd(int pd) throws Refused {
+        if (!pdAllocated(pd)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+        }
+        uctxs.checkUse(Uctxs.Kind.PD, pd, "pd " + pd);
+    }
+
+    /** Refused unless XRC domain {@code xrcd} is allocated to the command's uid (or the command is the kernel's). */
+    void useXrcd(int xrcd) throws Refused {
+        if (!xrcdAllocated(xrcd)) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "xrcd " + xrcd + " is not allocated");
+        }
+        uctxs.checkUse(Uctxs.Kind.XRCD, xrcd, "xrcd " + xrcd);
     }
 
     boolean uarAllocated(int uar) {
@@ -88,6 +116,7 @@ final class Allocations {
             throw new Refused(Mlx5Cmd.STAT_LIM_ERR, Syndromes.SYND_LIMIT, "all " + (uarPages - FIRST_UAR) + " UAR pages are allocated");
         }
         uars.set(u);
+        uctxs.own(Uctxs.Kind.UAR, u);
         return u;
     }
 
@@ -95,11 +124,13 @@ final class Allocations {
         if (u < FIRST_UAR || !uars.get(u)) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "UAR " + u + " is not allocated");
         }
+        uctxs.check(Uctxs.Kind.UAR, u, "UAR " + u);
         int eqn = eqOfUar.applyAsInt(u);
         if (eqn >= 0) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_STATE_ERR, Syndromes.SYND_OBJECTS_LIVE, "UAR " + u + " rings EQ " + eqn);
         }
         uars.clear(u);
+        uctxs.release(Uctxs.Kind.UAR, u);
     }
 
     private int allocPd() throws Refused {
@@ -108,6 +139,7 @@ final class Allocations {
             throw new Refused(Mlx5Cmd.STAT_LIM_ERR, Syndromes.SYND_LIMIT, "PD limit reached");
         }
         pds.set(pd);
+        uctxs.own(Uctxs.Kind.PD, pd);
         return pd;
     }
 
@@ -115,7 +147,9 @@ final class Allocations {
         if (pd == 0 || !pds.get(pd)) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "PD " + pd + " is not allocated");
         }
+        uctxs.check(Uctxs.Kind.PD, pd, "PD " + pd);
         pds.clear(pd);
+        uctxs.release(Uctxs.Kind.PD, pd);
     }
 
     private int allocXrcd() throws Refused {
@@ -124,6 +158,7 @@ final class Allocations {
             throw new Refused(Mlx5Cmd.STAT_LIM_ERR, Syndromes.SYND_LIMIT, "XRC domain limit reached");
         }
         xrcds.set(x);
+        uctxs.own(Uctxs.Kind.XRCD, x);
         return x;
     }
 
@@ -131,6 +166,8 @@ final class Allocations {
         if (!xrcdAllocated(x)) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "XRC domain " + x + " is not allocated");
         }
+        uctxs.check(Uctxs.Kind.XRCD, x, "XRC domain " + x);
         xrcds.clear(x);
+        uctxs.release(Uctxs.Kind.XRCD, x);
     }
 }

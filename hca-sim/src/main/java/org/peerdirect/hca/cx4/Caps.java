@@ -2,6 +2,8 @@ package org.peerdirect.hca.cx4;
 
 import java.lang.foreign.MemorySegment;
 
+import org.peerdirect.hca.cx4.ifc.CmdEntry;
+import org.peerdirect.hca.cx4.ifc.DpaCap;
 import org.peerdirect.hca.cx4.ifc.HcaCap;
 import org.peerdirect.hca.cx4.ifc.IfcField;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
@@ -11,7 +13,9 @@ import org.peerdirect.hca.cx4.ifc.Odp;
  * The capabilities the firmware reports and the driver may set ({@code QUERY_HCA_CAP},
  * {@code SET_HCA_CAP}; the driver side is {@code mlx5_core}'s {@code fw.c} and
  * {@code handle_hca_cap}): the general block (type 0) and the ODP block (type 2), each as its
- * maximum and its current values.
+ * maximum and its current values; on the BlueField-3 also DevX ({@code log_max_uctx},
+ * {@code log_max_umem}, the DPA's {@code general_obj_types}) and the read-only DPA block
+ * ({@link DpaCap}, peerdirect PRM extension v1).
  *
  * <p>Lock rules: the firmware thread alone, no locking.
  */
@@ -22,6 +26,8 @@ final class Caps {
     /** The ODP capability block (type 2): what the model can fault on, and what the driver enabled. */
     private final byte[] maxOdp = new byte[HcaCap.SIZE];
     private final byte[] curOdp = new byte[HcaCap.SIZE];
+    /** The DPA block (read-only: maximum and current alike), or null on a device without a DPA. */
+    private final byte[] dpa;
 
     /** Fields a driver may change with {@code SET_HCA_CAP}, each at most its maximum; the rest is read-only. */
     private static final IfcField[] EDITABLE = { HcaCap.PKEY_TABLE_SIZE, HcaCap.LOG_MAX_QP, HcaCap.CMDIF_CHECKSUM, HcaCap.DRAIN_SIGERR,
@@ -30,6 +36,11 @@ final class Caps {
     private static final IfcField[] ODP_TRANSPORTS = { Odp.RC_ODP_CAPS, Odp.UC_ODP_CAPS, Odp.UD_ODP_CAPS, Odp.XRC_ODP_CAPS, Odp.DC_ODP_CAPS };
 
     Caps(boolean ethernet, int uarPages) {
+        this(ethernet, false, uarPages);
+    }
+
+    /** {@code bluefield3}: DevX and the DPA are reported. */
+    Caps(boolean ethernet, boolean bluefield3, int uarPages) {
         MemorySegment m = MemorySegment.ofArray(maxGeneral);
         // a real ConnectX-4 reports 15; the shared engine's receive queues hold at most 16351 WQEs
         HcaCap.LOG_MAX_SRQ_SZ.set(m, 0, 13);
@@ -77,6 +88,7 @@ final class Caps {
         HcaCap.ATOMIC_WRITE.set(m, 0, 1);
         HcaCap.FLUSH_GLOBAL.set(m, 0, 1);
         HcaCap.FLUSH_PERSISTENT.set(m, 0, 1);
+        dpa = bluefield3 ? devxAndDpa(m) : null;
         System.arraycopy(maxGeneral, 0, curGeneral, 0, HcaCap.SIZE);
         // the engine faults on every RC and XRC operation and on UD sends and SRQ receives; it carries no UC
         // or DC QPs, so their caps stay clear. SRQ receives are off until the driver enables them
@@ -87,6 +99,47 @@ final class Caps {
         // XRC: the RC operations, receiving only into XRC SRQs (an XRC QP has no receive queue)
         Odp.XRC_ODP_CAPS.set(o, 0, Odp.CAP_SEND | Odp.CAP_WRITE | Odp.CAP_READ | Odp.CAP_ATOMIC | Odp.CAP_SRQ_RECEIVE);
         resetOdpCaps();
+    }
+
+    /**
+     * DevX in the general block of {@code m} (uids, umems, the DPA's general objects) and the DPA
+     * block. The sizes are the model's: what a BlueField-3 reports is not public.
+     */
+    private static byte[] devxAndDpa(MemorySegment m) {
+        HcaCap.LOG_MAX_UCTX.set(m, 0, 10);
+        HcaCap.LOG_MAX_UMEM.set(m, 0, 16);
+        HcaCap.UMEM_UID_0.set(m, 0, 1);
+        long types = 1L << DpaCap.OBJ_DPA_MEM | 1L << DpaCap.OBJ_DPA_PROCESS | 1L << DpaCap.OBJ_DPA_THREAD | 1L << DpaCap.OBJ_DPA_OUTBOX
+                | 1L << DpaCap.OBJ_DPA_WINDOW;
+        m.set(CmdEntry.BE64, HcaCap.GENERAL_OBJ_TYPES, types);
+        byte[] b = new byte[HcaCap.SIZE];
+        MemorySegment d = MemorySegment.ofArray(b);
+        DpaCap.THREAD_AFFINITY_SINGLE_HART.set(d, 0, 1);
+        DpaCap.THREAD_AFFINITY_HART_GROUP.set(d, 0, 1);
+        DpaCap.LOG_MAX_NUM_DPA_MEM_BLOCKS.set(d, 0, 16);
+        DpaCap.PROCESS_WIN_PRIMARY.set(d, 0, 1);
+        DpaCap.LOG_MAX_DPA_MEM.set(d, 0, 28); // 256 MiB, what the nvqual sample allocates
+        DpaCap.LOG_MAX_DPA_THREADS_PER_PROCESS.set(d, 0, 8);
+        DpaCap.LOG_MAX_DPA_PROCESS.set(d, 0, 6);
+        DpaCap.LOG_MAX_DPA_THREADS.set(d, 0, 12);
+        DpaCap.LOG_MAX_DPA_OUTBOX.set(d, 0, 8);
+        DpaCap.DPA_MEM_BLOCK_SIZE.set(d, 0, 4096);
+        DpaCap.MAX_NUM_DPA_THREAD_PER_GROUP.set(d, 0, 16);
+        DpaCap.LOG_MAX_DPA_WINDOW.set(d, 0, 8);
+        DpaCap.LOG_MAX_DPA_PARTITIONS.set(d, 0, 0);
+        DpaCap.LOG_MAX_HARTS_PER_PARTITION.set(d, 0, 8); // 16 cores × 16 EUs (EUS_LIMIT)
+        DpaCap.LOG_MAX_VHCA_PER_PARTITION.set(d, 0, 0);
+        return b;
+    }
+
+    /** Whether the device reports DevX ({@code log_max_uctx} non-zero). */
+    boolean devx() {
+        return max(HcaCap.LOG_MAX_UCTX) != 0;
+    }
+
+    /** Whether {@code general_obj_types} has {@code objType}'s bit. */
+    boolean generalObjType(int objType) {
+        return objType < 64 && (MemorySegment.ofArray(maxGeneral).get(CmdEntry.BE64, HcaCap.GENERAL_OBJ_TYPES) & 1L << objType) != 0;
     }
 
     void register(CommandTable t) {
@@ -125,6 +178,13 @@ final class Caps {
         byte[] block = switch (type) {
             case HcaCap.TYPE_GENERAL -> max ? maxGeneral : curGeneral;
             case HcaCap.TYPE_ODP -> max ? maxOdp : curOdp;
+            case HcaCap.TYPE_DPA -> {
+                if (dpa == null) {
+                    throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CAP, "capability type 0x" + Integer.toHexString(type)
+                            + " (DPA, peerdirect PRM extension v1): this device has no DPA");
+                }
+                yield dpa;
+            }
             default -> throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CAP, "capability type " + type + " is not reported by this model");
         };
         MemorySegment.copy(MemorySegment.ofArray(block), 0, out, HcaCap.OFFSET, HcaCap.SIZE);

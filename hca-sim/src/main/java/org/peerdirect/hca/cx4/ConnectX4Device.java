@@ -20,7 +20,8 @@ import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
 
 /**
- * A ConnectX-4+ function (PCI {@code 15b3:1013} ConnectX-4, {@code 15b3:101d} ConnectX-6 Dx) as
+ * A ConnectX-4+ function (PCI {@code 15b3:1013} ConnectX-4, {@code 15b3:101d} ConnectX-6 Dx,
+ * {@code 15b3:a2dc} BlueField-3 integrated ConnectX-7, the one that reports DevX and a DPA) as
  * its driver sees it: BAR0 with the big-endian initialization segment, the command queue the
  * driver places in its memory, a firmware thread executing commands read by DMA through the
  * function's IOMMU domain. No direct firmware calls: the driver reaches it only by MMIO, DMA and
@@ -43,13 +44,15 @@ public final class ConnectX4Device implements AutoCloseable {
     public static final int VENDOR_MELLANOX = 0x15b3;
     public static final int DEVICE_CONNECTX4 = 0x1013;
     public static final int DEVICE_CONNECTX6DX = 0x101d;
+    /** "BlueField-3 integrated ConnectX-7 network controller" ({@code mlx5_core_pci_table}). */
+    public static final int DEVICE_BLUEFIELD3 = 0xa2dc;
     /** BAR0: the initialization segment, then UAR pages. */
     public static final long BAR0_SIZE = 1L << 20;
     public static final int MSIX_VECTORS = 64;
     /** The queue: 2^5 entries of 2^6 bytes, one 4 KiB page. */
     public static final int LOG_CMDQ_SIZE = 5;
     public static final int LOG_CMDQ_STRIDE = 6;
-    /** Firmware revision the model reports: 16.35.1012 (ConnectX-4), 22.35.1012 (ConnectX-6 Dx). */
+    /** Firmware revision the model reports: 16.35.1012 (ConnectX-4), 22.35.1012 (ConnectX-6 Dx), 32.35.1012 (BlueField-3). */
     static final int FW_MINOR = 35;
     static final int FW_SUBMINOR = 1012;
 
@@ -77,18 +80,64 @@ public final class ConnectX4Device implements AutoCloseable {
 
     public ConnectX4Device(String name, int deviceId, org.peerdirect.hca.boards.Fabric fabric) {
         this.fabric = fabric;
-        if (deviceId != DEVICE_CONNECTX4 && deviceId != DEVICE_CONNECTX6DX) {
-            throw new IllegalArgumentException(String.format("%s: device id 0x%x is neither ConnectX-4 (0x1013) nor ConnectX-6 Dx (0x101d)", name,
-                    deviceId));
+        if (deviceId != DEVICE_CONNECTX4 && deviceId != DEVICE_CONNECTX6DX && deviceId != DEVICE_BLUEFIELD3) {
+            throw new IllegalArgumentException(String.format(
+                    "%s: device id 0x%x is none of ConnectX-4 (0x1013), ConnectX-6 Dx (0x101d), BlueField-3 (0xa2dc)", name, deviceId));
         }
         this.name = name;
         this.deviceId = deviceId;
     }
 
+    /** The model's name of a device id: "ConnectX-4", "ConnectX-6 Dx" or "BlueField-3". */
+    public static String modelName(int deviceId) {
+        return switch (deviceId) {
+            case DEVICE_CONNECTX4 -> "ConnectX-4";
+            case DEVICE_CONNECTX6DX -> "ConnectX-6 Dx";
+            case DEVICE_BLUEFIELD3 -> "BlueField-3";
+            default -> throw new IllegalArgumentException(String.format("device id 0x%x is no ConnectX-4+ model", deviceId));
+        };
+    }
+
+    /**
+     * Adds a general-object type to the firmware's dispatcher (the DPA's objects; tests), before
+     * a driver uses it. Refused on a function without DevX or before power-on.
+     */
+    void addGeneralObjectType(GeneralObjectType t) {
+        Firmware f = fw;
+        if (f == null || !f.caps.devx()) {
+            throw new IllegalStateException(name + ": general objects need a powered BlueField-3 (DevX)");
+        }
+        f.generalObjects.add(t);
+    }
+
+    /**
+     * Test hook and the DPA's path to the host: general object {@code objId} of {@code objType}
+     * changed ({@code OBJECT_CHANGE} EQE, {@link GeneralObjects#objectChanged}). False when the
+     * object does not exist, the device has no DevX, or no EQ took the event.
+     */
+    public boolean objectChanged(int objType, int objId) {
+        Firmware f = fw;
+        return f != null && f.caps.devx() && f.generalObjects.objectChanged(objType, objId);
+    }
+
+    /** Whether the port is Ethernet (RoCE v2): the ConnectX-6 Dx and the BlueField-3; the ConnectX-4 is InfiniBand. */
+    private boolean ethernet() {
+        return deviceId != DEVICE_CONNECTX4;
+    }
+
+    /** The firmware's major number: the device generation's ({@code fw_rev_maj}). */
+    private int fwMajor() {
+        return switch (deviceId) {
+            case DEVICE_CONNECTX6DX -> 22;
+            case DEVICE_BLUEFIELD3 -> 32;
+            default -> 16;
+        };
+    }
+
     /** What the function looks like on the bus: class 0x020000 (Ethernet) or 0x020700 (InfiniBand), BAR0, MSI-X. */
     public PciDeviceSpec spec() {
         return PciDeviceSpec.builder(name).vendorId(VENDOR_MELLANOX).deviceId(deviceId)
-                .classCode(deviceId == DEVICE_CONNECTX6DX ? 0x020000 : 0x020700).bar(0, BAR0_SIZE, bar0Writes)
+                .classCode(ethernet() ? 0x020000 : 0x020700).bar(0, BAR0_SIZE, bar0Writes)
                 .msixVectors(MSIX_VECTORS).powerOn(this::attach).build();
     }
 
@@ -103,14 +152,14 @@ public final class ConnectX4Device implements AutoCloseable {
         }
         fn = function;
         bar0 = function.barMemory(0);
-        int major = deviceId == DEVICE_CONNECTX6DX ? 22 : 16;
+        int major = fwMajor();
         bar0.set(BE32, InitSeg.FW_REV, FW_MINOR << 16 | major);
         bar0.set(BE32, InitSeg.CMDIF_REV_FW_SUB, InitSeg.CMD_IF_REV << 16 | FW_SUBMINOR);
         bar0.set(BE32, InitSeg.CMDQ_ADDR_L_SZ, InitSeg.NIC_IFC_FULL << 8 | LOG_CMDQ_SIZE << 4 | LOG_CMDQ_STRIDE);
         bar0.set(BE32, InitSeg.HEALTH_FW_VER, major << 24 | FW_MINOR << 16 | FW_SUBMINOR);
         bar0.set(BE32, InitSeg.INITIALIZING, InitSeg.INITIALIZING_BIT);
-        engine = new org.peerdirect.hca.engine.HcaDevice(function.bdf(), function.dmaPort(), fabric, 1, deviceId == DEVICE_CONNECTX6DX);
-        fw = new Firmware(function, function.dmaPort(), deviceId == DEVICE_CONNECTX6DX, (int) (BAR0_SIZE >>> 12), engine);
+        engine = new org.peerdirect.hca.engine.HcaDevice(function.bdf(), function.dmaPort(), fabric, 1, ethernet());
+        fw = new Firmware(function, function.dmaPort(), ethernet(), deviceId == DEVICE_BLUEFIELD3, (int) (BAR0_SIZE >>> 12), engine);
         cmdq = new CommandQueue(function.dmaPort(), this::queueAddress, fw);
         firmware = Thread.ofPlatform().daemon().name("fw-" + function.bdf()).start(this::firmwareLoop);
         // Removal frees the BAR memory once the last MMIO access ends: whoever removes the function
@@ -314,7 +363,9 @@ public final class ConnectX4Device implements AutoCloseable {
         return String.format("%s: state %s, ISSI %d, driver '%s', pages held %d (boot %d, init %d, regular %d), EQs %d (EQEs lost %d), UARs %d, "
                 + "stray doorbells %d, %s, engine failures %d%s%s", name, f.state(), f.issi(), f.driverVersion(), f.pages.held(),
                 f.pages.held(FirmwarePages.Kind.BOOT), f.pages.held(FirmwarePages.Kind.INIT), f.pages.held(FirmwarePages.Kind.REGULAR), f.eqs.count(),
-                f.eqs.overruns(), f.allocations.uarsAllocated(), strayDoorbells.get(), f.transport.describe() + ", " + f.pageFaults.describe(), engineFailures(), hung ? ", HUNG" : "",
+                f.eqs.overruns(), f.allocations.uarsAllocated(), strayDoorbells.get(), f.transport.describe() + ", " + f.pageFaults.describe()
+                        + (f.caps.devx() ? String.format(", DevX: user contexts %d, umems %d, general objects %d", f.uctxs.live(), f.umems.count(),
+                                f.generalObjects.count()) : ""), engineFailures(), hung ? ", HUNG" : "",
                 fatal != 0 ? ", FATAL syndrome " + fatal : "");
     }
 
@@ -343,6 +394,22 @@ public final class ConnectX4Device implements AutoCloseable {
     }
 
     /** The reason of the last refused command (a log line the firmware would keep). */
+    /**
+     * The DevX state the firmware holds (tools, tests): user contexts, umems, general objects and
+     * CQs live; {@code null} before power-on.
+     */
+    public String devxDescribe() {
+        Firmware f = fw;
+        return f == null ? null : String.format("user contexts %d, umems %d, general objects %d, CQs %d", f.uctxs.live(), f.umems.count(),
+                f.generalObjects.count(), f.transport.cqCount());
+    }
+
+    /** User contexts, umems and general objects live (0 before power-on). */
+    public int devxLive() {
+        Firmware f = fw;
+        return f == null ? 0 : f.uctxs.live() + f.umems.count() + f.generalObjects.count();
+    }
+
     public String lastRefusal() {
         Firmware f = fw;
         return f == null ? "" : f.lastRefusal();

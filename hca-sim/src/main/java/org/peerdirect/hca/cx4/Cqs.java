@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.ToIntFunction;
 
 import org.peerdirect.hca.cx4.ifc.Cq;
+import org.peerdirect.hca.cx4.ifc.Devx;
 import org.peerdirect.hca.cx4.ifc.Eq;
 import org.peerdirect.hca.cx4.ifc.HcaCap;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
@@ -25,7 +26,8 @@ import org.peerdirect.kernel.iommu.IommuFault;
 /**
  * Completion queues ({@code CREATE_CQ}, {@code DESTROY_CQ}, {@code QUERY_CQ}, the CQ doorbell;
  * the driver side is {@code mlx5_ib}'s {@code cq.c} and {@code mlx5_core}'s {@code cq.c}): a CQ is
- * a ring of 64-byte CQEs in the driver's pages ({@code pas}); the engine's CQ writer hands each
+ * a ring of 64-byte CQEs in the driver's pages ({@code pas}) or in a DevX umem
+ * ({@code cq_umem_valid}; its doorbell record too with {@code dbr_umem_valid}); the engine's CQ writer hands each
  * completion to {@link MemCq#write}, which writes the CQE by DMA, the owner byte last. The
  * overrun check reads the consumer counter from the CQ's doorbell record. A CQ's context (256 B)
  * lives in the firmware's pages.
@@ -42,13 +44,15 @@ final class Cqs {
     private final Allocations allocations;
     private final Caps caps;
     private final FirmwarePages pages;
+    private final Umems umems;
     /** The {@code wqe_counter} a CQE reports for a completion (the queue's own count of its WQE). */
     private final ToIntFunction<Cqe> wqeCounter;
     private final AtomicReferenceArray<MemCq> cqs = new AtomicReferenceArray<>(HcaDevice.MAX_CQ);
     /** CQEs written by destroyed CQs: a CQ's count moves here as it leaves the table, just before (a total read then may count it twice). */
     private final AtomicLong retiredCqes = new AtomicLong();
 
-    Cqs(DataPath dp, Eqs eqs, Allocations allocations, Caps caps, FirmwarePages pages, ToIntFunction<Cqe> wqeCounter) {
+    Cqs(DataPath dp, Eqs eqs, Allocations allocations, Caps caps, FirmwarePages pages, Umems umems, ToIntFunction<Cqe> wqeCounter) {
+        this.umems = umems;
         this.dp = dp;
         this.eqs = eqs;
         this.allocations = allocations;
@@ -58,7 +62,8 @@ final class Cqs {
     }
 
     void register(CommandTable t) {
-        t.add(Mlx5Cmd.CREATE_CQ, CommandTable.withList(Cq.CREATE_CQ_IN_PAS, Cqs::cqPages), CommandTable.MIN_OUTPUT, false,
+        t.add(Mlx5Cmd.CREATE_CQ, CommandTable.withList(Cq.CREATE_CQ_IN_PAS, in -> in.byteSize() >= Cq.CREATE_CQ_IN_PAS
+                && Devx.CQ_UMEM_VALID.get(in, 0) != 0 ? 0 : cqPages(in)), CommandTable.MIN_OUTPUT, false,
                 (opMod, in, out) -> createCq(in, out, caps.cur(HcaCap.LOG_MAX_CQ_SZ)));
         t.add(Mlx5Cmd.DESTROY_CQ, (opMod, in, out) -> destroyCq(in));
         t.add(Mlx5Cmd.QUERY_CQ, CommandTable.MIN_INPUT, (int) Cq.CREATE_CQ_IN_PAS, (opMod, in, out) -> queryCq(in, out));
@@ -107,9 +112,7 @@ final class Cqs {
         if (Cq.CQC_LOG_PAGE_SIZE.get(in, c) != 0 || Cq.CQC_PAGE_OFFSET.get(in, c) != 0) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ, "the model takes CQ rings in 4 KiB pages at offset 0");
         }
-        if (!allocations.uarAllocated(uar)) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
-        }
+        allocations.useUar(uar);
         if (eqs.eq(eqn) == null) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "c_eqn " + eqn + " names no EQ");
         }
@@ -117,26 +120,65 @@ final class Cqs {
         if ((dbr & 7) != 0) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
         }
-        long[] pas = DataPath.pas(in, Cq.CREATE_CQ_IN_PAS, cqPages(in), "CQ");
-        FirmwarePages.Slot ctx = pages.store(CQ_CONTEXT_BYTES, in, c, Cq.CQC_SIZE, "a context");
-        MemCq mc = new MemCq(logSize, pas, dbr, uar, eqn, ctx);
+        QueueMemory ring = ring(in, logSize);
+        QueueMemory dbrMem;
+        FirmwarePages.Slot ctx;
+        try {
+            dbrMem = Devx.CQC_DBR_UMEM_VALID.get(in, c) == 0 ? QueueMemory.at(dp.port, dbr, 8)
+                    : umems.umem(Devx.CQC_DBR_UMEM_ID.get(in, c), "CREATE_CQ's doorbell record").region(dbr, 8, "the CQ's doorbell record");
+        } catch (Refused r) {
+            ring.release();
+            throw r;
+        }
+        try {
+            ctx = pages.store(CQ_CONTEXT_BYTES, in, c, Cq.CQC_SIZE, "a context");
+        } catch (Refused | CommandQueue.Deferred e) {
+            ring.release();
+            dbrMem.release();
+            throw e;
+        }
+        MemCq mc = new MemCq(logSize, ring, dbrMem, uar, eqn, ctx);
         HwCq hw;
         try {
             hw = dp.engine.sw2hwCq(1 << logSize, mc);
         } catch (HwCommandException e) {
             pages.free(ctx);
+            ring.release();
+            dbrMem.release();
             throw Refused.of(e);
         }
         mc.hw = hw;
         cqs.set(hw.cqn, mc);
+        allocations.uctxs.own(Uctxs.Kind.CQ, hw.cqn);
         Pages.INDEX24.set(out, 0, hw.cqn);
     }
 
+    /** The CQ's ring: its {@code pas} list, or {@code cq_umem_id} from {@code cq_umem_offset} ({@code cq_umem_valid}). */
+    private QueueMemory ring(MemorySegment in, int logSize) throws Refused {
+        if (Devx.CQ_UMEM_VALID.get(in, 0) == 0) {
+            return QueueMemory.pas(dp.port, DataPath.pas(in, Cq.CREATE_CQ_IN_PAS, cqPages(in), "CQ"));
+        }
+        return umems.umem(in.get(BE32, Devx.CQ_UMEM_ID), "CREATE_CQ's ring").region(in.get(BE64, Devx.CQ_UMEM_OFFSET),
+                (long) Cq.CQE_SIZE << logSize, "the CQ's ring of " + (1 << logSize) + " CQEs");
+    }
+
+    /** CQ {@code cqn} for a new QP or SRQ of the command's uid (the kernel's CQs too). */
+    MemCq useCq(int cqn) throws Refused {
+        MemCq c = cqn >= 0 && cqn < cqs.length() ? cqs.get(cqn) : null;
+        if (c == null) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "CQ " + cqn + " does not exist");
+        }
+        allocations.uctxs.checkUse(Uctxs.Kind.CQ, cqn, "CQ " + cqn);
+        return c;
+    }
+
+    /** CQ {@code cqn} for a command on it (query, destroy): the command's uid's, or the command is the kernel's. */
     MemCq liveCq(int cqn) throws Refused {
         MemCq c = cqn >= 0 && cqn < cqs.length() ? cqs.get(cqn) : null;
         if (c == null) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "CQ " + cqn + " does not exist");
         }
+        allocations.uctxs.check(Uctxs.Kind.CQ, cqn, "CQ " + cqn);
         return c;
     }
 
@@ -149,6 +191,9 @@ final class Cqs {
         }
         retire(c);
         cqs.set(c.hw.cqn, null);
+        allocations.uctxs.release(Uctxs.Kind.CQ, c.hw.cqn);
+        c.ring.release();
+        c.dbr.release();
         pages.free(c.context);
     }
 
@@ -176,7 +221,10 @@ final class Cqs {
         eqs.postTo(c.eqn, Eq.EVENT_COMP, d);
     }
 
-    /** The UAR CQ doorbell: {be32(sn << 28 | cmd | ci), be32(cqn)} as one 64-bit write (raw bytes in {@code value}). */
+    /**
+     * The UAR CQ doorbell: {be32(sn << 28 | cmd | ci), be32(cqn)} as one 64-bit write (raw bytes in
+     * {@code value}); a CQE already waiting at or past {@code ci} fires the arm at once.
+     */
     boolean doorbell(int uar, long value) {
         long be = Long.reverseBytes(value);
         int word = (int) (be >>> 32);
@@ -185,15 +233,15 @@ final class Cqs {
         if (c == null || c.uar != uar) {
             return false;
         }
-        c.hw.arm((word & Cq.DB_REQ_NOT_SOL) != 0);
+        c.hw.arm((word & Cq.DB_REQ_NOT_SOL) != 0, word & 0xff_ffff); // the ci rides in the arm word (mlx5_arm_cq)
         return true;
     }
 
     /** A CQ in host memory: the engine's {@link CqeSink}. */
     final class MemCq implements CqeSink {
         final int logSize;
-        final long[] pas;
-        final long dbr;
+        final QueueMemory ring;
+        final QueueMemory dbr;
         final int uar;
         final int eqn;
         final FirmwarePages.Slot context;
@@ -204,9 +252,9 @@ final class Cqs {
         final Tally written = new Tally();
         private final MemorySegment ci = MemorySegment.ofArray(new byte[4]);
 
-        MemCq(int logSize, long[] pas, long dbr, int uar, int eqn, FirmwarePages.Slot context) {
+        MemCq(int logSize, QueueMemory ring, QueueMemory dbr, int uar, int eqn, FirmwarePages.Slot context) {
             this.logSize = logSize;
-            this.pas = pas;
+            this.ring = ring;
             this.dbr = dbr;
             this.uar = uar;
             this.eqn = eqn;
@@ -245,9 +293,8 @@ final class Cqs {
             cqe.set(BE16, Cq.CQE_WQE_COUNTER, (short) counter);
             cqe.set(ValueLayout.JAVA_BYTE, Cq.CQE_OP_OWN, (byte) (opcode << 4 | (int) (index >>> logSize & 1)));
             long off = (index & (1L << logSize) - 1) * Cq.CQE_SIZE;
-            long at = pas[(int) (off >>> 12)] + (off & 0xfff);
             try {
-                dp.port.writeDescriptor(at, cqe, 0, Cq.CQE_SIZE); // the word with the owner byte last
+                ring.port().writeDescriptor(ring.address(off), cqe, 0, Cq.CQE_SIZE); // the word with the owner byte last
                 written.increment();
             } catch (IommuFault f) {
                 dp.dmaFaults.incrementAndGet(); // the driver unmapped its ring under a live CQ: the IOMMU stopped it
@@ -257,7 +304,7 @@ final class Cqs {
         @Override
         public long consumerIndex() {
             try {
-                dp.port.read(dbr + Cq.DBR_SET_CI, ci, 0, 4);
+                dbr.port().read(dbr.address(Cq.DBR_SET_CI), ci, 0, 4);
             } catch (IommuFault f) {
                 dp.dmaFaults.incrementAndGet();
                 return hw.producerIndex() - (1L << logSize); // unreadable: treat the ring as full

@@ -41,6 +41,10 @@ final class Firmware implements CommandQueue.Executor {
     final Transport transport;
     /** Page-fault EQEs and PAGE_FAULT_RESUME. */
     final PageFaults pageFaults;
+    /** DevX (BlueField-3): user contexts with the uid of each command and object, umems, the general-object dispatcher. */
+    final Uctxs uctxs;
+    final Umems umems;
+    final GeneralObjects generalObjects;
     private final CommandTable table = new CommandTable();
     private HcaState state = HcaState.DISABLED;
     private int issi;
@@ -50,11 +54,19 @@ final class Firmware implements CommandQueue.Executor {
     private int lastOpcode = -1;
 
     Firmware(PciFunction fn, DmaPort port, boolean ethernet, int uarPages, HcaDevice engine) {
+        this(fn, port, ethernet, false, uarPages, engine);
+    }
+
+    /** {@code bluefield3}: the function reports DevX and the DPA. */
+    Firmware(PciFunction fn, DmaPort port, boolean ethernet, boolean bluefield3, int uarPages, HcaDevice engine) {
         this.pages = new FirmwarePages(port);
-        this.caps = new Caps(ethernet, uarPages);
-        this.allocations = new Allocations(uarPages, caps);
+        this.caps = new Caps(ethernet, bluefield3, uarPages);
+        this.uctxs = new Uctxs(caps);
+        this.umems = new Umems(port, caps, uctxs);
+        this.allocations = new Allocations(uarPages, caps, uctxs);
         this.eqs = new Eqs(fn, port, caps, allocations, pages);
-        this.transport = new Transport(engine, port, eqs, allocations, caps, pages);
+        this.generalObjects = new GeneralObjects(caps, uctxs, eqs);
+        this.transport = new Transport(engine, port, eqs, allocations, caps, pages, umems);
         this.pageFaults = new PageFaults(eqs, engine, transport::faultWqeIndex);
         eqs.onPageFaultEqsChanged(pageFaults::eqsChanged);
         register(table);
@@ -64,6 +76,9 @@ final class Firmware implements CommandQueue.Executor {
         new Vports(engine, ethernet).register(table);
         transport.register(table);
         pageFaults.register(table);
+        uctxs.register(table, generalObjects::owned);
+        umems.register(table);
+        generalObjects.register(table);
     }
 
     /** The function-level commands. */
@@ -136,7 +151,12 @@ final class Firmware implements CommandQueue.Executor {
             if (!e.takesOpMod() && opMod != 0) {
                 throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_OP_MOD, Mlx5Cmd.name(opcode) + " has no op_mod " + opMod);
             }
-            e.handler().run(opMod, in, out);
+            uctxs.begin(opcode, in);
+            try {
+                e.handler().run(opMod, in, out);
+            } finally {
+                uctxs.end();
+            }
             state = next;
             CommandQueue.status(out, Mlx5Cmd.STAT_OK, 0);
         } catch (Refused r) {
@@ -233,14 +253,17 @@ final class Firmware implements CommandQueue.Executor {
         if (profile != Pages.TEARDOWN_GRACEFUL && profile != Pages.TEARDOWN_FORCE_CLOSE) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_OP_MOD, "TEARDOWN_HCA profile " + profile + " is not supported");
         }
-        int live = eqs.count() + allocations.live() + transport.live();
+        int live = eqs.count() + allocations.live() + transport.live() + uctxs.live() + umems.count() + generalObjects.count();
         if (live > 0 && profile == Pages.TEARDOWN_GRACEFUL) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_STATE_ERR, Syndromes.SYND_OBJECTS_LIVE, String.format(
-                    "TEARDOWN_HCA with %d EQs, %d UARs, %d PDs, %d CQs, %d QPs, %d SRQs and %d mkeys live: destroy them first", eqs.count(),
-                    allocations.uarsAllocated(), allocations.pdsAllocated(), transport.cqCount(), transport.qpCount(), transport.srqCount(),
-                    transport.mkeyCount()));
+                    "TEARDOWN_HCA with %d EQs, %d UARs, %d PDs, %d CQs, %d QPs, %d SRQs, %d mkeys, %d user contexts, %d umems and %d general objects "
+                            + "live: destroy them first", eqs.count(), allocations.uarsAllocated(), allocations.pdsAllocated(), transport.cqCount(),
+                    transport.qpCount(), transport.srqCount(), transport.mkeyCount(), uctxs.live(), umems.count(), generalObjects.count()));
         }
         transport.dropAll();
+        generalObjects.clear();
+        umems.clear();
+        uctxs.clear();
         eqs.clear();
         allocations.clear();
         pages.freeAll();

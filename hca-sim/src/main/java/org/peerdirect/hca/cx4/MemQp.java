@@ -43,8 +43,10 @@ final class MemQp {
     final Srqs.MemSrq srq;
     final HwQp hw;
     final int st;
-    final long[] pas;
-    final long dbr;
+    /** The work queue's buffer (RQ then SQ): a {@code pas} list or a umem range. */
+    final QueueMemory wq;
+    /** The doorbell record (receive counter, then send counter). */
+    final QueueMemory dbr;
     final int uar;
     final int sqBbs;
     final int rqWqes;
@@ -89,13 +91,13 @@ final class MemQp {
     private final MemorySegment av = MemorySegment.ofArray(new byte[Qp.AV_SIZE]);
     private final MemorySegment rwqe;
 
-    MemQp(DataPath dp, HwQp hw, int st, long[] pas, long dbr, int uar, int logSq, int rqWqes, int rqStride, FirmwarePages.Slot context,
+    MemQp(DataPath dp, HwQp hw, int st, QueueMemory wq, QueueMemory dbr, int uar, int logSq, int rqWqes, int rqStride, FirmwarePages.Slot context,
             Srqs.MemSrq srq) {
         this.dp = dp;
         this.srq = srq;
         this.hw = hw;
         this.st = st;
-        this.pas = pas;
+        this.wq = wq;
         this.dbr = dbr;
         this.uar = uar;
         this.sqBbs = 1 << logSq;
@@ -130,11 +132,11 @@ final class MemQp {
     }
 
     private long addr(long bufOffset) {
-        return pas[(int) (bufOffset >>> 12)] + (bufOffset & 0xfff);
+        return wq.address(bufOffset);
     }
 
     private int readDbr(long off) {
-        dp.port.read(dbr + off, word, 0, 4);
+        dbr.port().read(dbr.address(off), word, 0, 4);
         return word.get(BE32, 0);
     }
 
@@ -145,7 +147,7 @@ final class MemQp {
             curOff = bfOffset + (long) (n - bfFirst & 0xffff) * Qp.SEND_WQE_BB;
             return;
         }
-        dp.port.read(addr(sqOffset + (long) (n & sqBbs - 1) * Qp.SEND_WQE_BB), bb, 0, Qp.SEND_WQE_BB);
+        wq.port().read(addr(sqOffset + (long) (n & sqBbs - 1) * Qp.SEND_WQE_BB), bb, 0, Qp.SEND_WQE_BB);
         cur = bb;
         curOff = 0;
     }
@@ -483,7 +485,7 @@ final class MemQp {
         long t = tail;
         while ((target - rqFetched & 0xffff) != 0 && t - head < q.size()) {
             try {
-                dp.port.read(addr((long) (rqFetched & rqWqes - 1) * rqStride), rwqe, 0, rqStride);
+                wq.port().read(addr((long) (rqFetched & rqWqes - 1) * rqStride), rwqe, 0, rqStride);
             } catch (IommuFault f) {
                 dp.dmaFaults.incrementAndGet();
                 break;

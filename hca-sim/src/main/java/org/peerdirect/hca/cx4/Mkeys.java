@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.HashMap;
 import java.util.Map;
 
+import org.peerdirect.hca.cx4.ifc.Devx;
 import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
@@ -16,8 +17,8 @@ import org.peerdirect.hca.engine.HwCommandException;
 /**
  * Memory keys ({@code CREATE_MKEY}, {@code DESTROY_MKEY}, {@code QUERY_SPECIAL_CONTEXTS}; the
  * driver side is {@code mlx5_ib}'s {@code mr.c} and {@code mlx5_core}'s {@code mr.c}): MTT mkeys
- * with their translations given, and UMR-enabled MTT or KSM mkeys whose entries UMR work requests
- * write later. The engine keeps the translations (its MPT); the context (64 B) lives in the
+ * with their translations given (or taken from a DevX umem, {@code mkey_umem_valid}), and
+ * UMR-enabled MTT or KSM mkeys whose entries UMR work requests write later. The engine keeps the translations (its MPT); the context (64 B) lives in the
  * firmware's pages.
  *
  * <p>Lock rules: the firmware thread alone.
@@ -29,13 +30,20 @@ final class Mkeys {
     private final DataPath dp;
     private final Allocations allocations;
     private final FirmwarePages pages;
-    /** mkey index → its context slot (firmware thread only). */
-    private final Map<Integer, FirmwarePages.Slot> mkeys = new HashMap<>();
+    private final Umems umems;
 
-    Mkeys(DataPath dp, Allocations allocations, FirmwarePages pages) {
+    /** An mkey's context slot, and the umem range its pages are in (null: its MTT was given). */
+    private record Live(FirmwarePages.Slot context, QueueMemory umem) {
+    }
+
+    /** mkey index → its context (firmware thread only). */
+    private final Map<Integer, Live> mkeys = new HashMap<>();
+
+    Mkeys(DataPath dp, Allocations allocations, FirmwarePages pages, Umems umems) {
         this.dp = dp;
         this.allocations = allocations;
         this.pages = pages;
+        this.umems = umems;
     }
 
     void register(CommandTable t) {
@@ -60,6 +68,9 @@ final class Mkeys {
 
     /** The MTT entries a CREATE_MKEY carries: translations_octword_actual_size × 2. */
     static int mttEntries(MemorySegment in) {
+        if (in.byteSize() >= Mkey.CREATE_IN_MTT && Devx.MKEY_UMEM_VALID.get(in, 0) != 0) {
+            return 0; // the pages are the umem's
+        }
         return (int) Math.min(1 << 20, 2L * (in.get(BE32, Mkey.CREATE_IN_OCTWORD_ACTUAL_SIZE) & 0xffff_ffffL));
     }
 
@@ -97,40 +108,79 @@ final class Mkeys {
                     + ": the model translates 4 KiB pages");
         }
         int pd = Mkey.MKC_PD.get(in, m);
-        if (!allocations.pdAllocated(pd)) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
-        }
+        allocations.usePd(pd);
         long start = in.get(BE64, m + Mkey.MKC_START_ADDR);
         long len = in.get(BE64, m + Mkey.MKC_LEN);
         if (len <= 0 || start + len < start) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, String.format("mkey of %d bytes at 0x%x", len, start));
         }
         long pages = ((start & 0xfff) + len + 4095) >>> 12;
-        int n = mttEntries(in);
-        if (n < pages) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, "the MTT has " + n + " entries for " + pages + " pages");
+        if (pages > Integer.MAX_VALUE / 2) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, String.format("an mkey of %d bytes: too many pages", len));
         }
         long[] iova = new long[(int) pages];
         long[] length = new long[(int) pages];
-        for (int i = 0; i < pages; i++) {
+        java.util.Arrays.fill(length, 4096);
+        QueueMemory umem = Devx.MKEY_UMEM_VALID.get(in, 0) != 0 ? umemPages(in, start, len, iova) : null;
+        if (umem == null) {
+            mttPages(in, iova);
+        }
+        int perm = perm(in, m);
+        FirmwarePages.Slot ctx;
+        int key;
+        try {
+            ctx = this.pages.store(MKEY_CONTEXT_BYTES, in, m, 64, "a context");
+            try {
+                key = dp.engine.sw2hwMpt(pd, start, len, perm, iova, length, Mkey.MKC_MKEY_7_0.get(in, m));
+            } catch (HwCommandException e) {
+                this.pages.free(ctx);
+                throw Refused.of(e);
+            }
+        } catch (Refused | CommandQueue.Deferred e) {
+            if (umem != null) {
+                umem.release();
+            }
+            throw e;
+        }
+        mkeys.put(Mkey.mkeyToIdx(key), new Live(ctx, umem));
+        allocations.uctxs.own(Uctxs.Kind.MKEY, Mkey.mkeyToIdx(key));
+        Pages.INDEX24.set(out, 0, Mkey.mkeyToIdx(key));
+    }
+
+    /** The pages of an MTT mkey from its translation list, one present entry per page. */
+    private static void mttPages(MemorySegment in, long[] iova) throws Refused {
+        int n = mttEntries(in);
+        if (n < iova.length) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, "the MTT has " + n + " entries for " + iova.length + " pages");
+        }
+        for (int i = 0; i < iova.length; i++) {
             long e = in.get(BE64, Mkey.CREATE_IN_MTT + 8L * i);
             if ((e & Mkey.MTT_READ) == 0) {
                 throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_MKEY, "MTT entry " + i + " is not present (rd_en clear)");
             }
             iova[i] = e & ~0xfffL;
-            length[i] = 4096;
         }
-        int perm = perm(in, m);
-        FirmwarePages.Slot ctx = this.pages.store(MKEY_CONTEXT_BYTES, in, m, 64, "a context");
-        int key;
-        try {
-            key = dp.engine.sw2hwMpt(pd, start, len, perm, iova, length, Mkey.MKC_MKEY_7_0.get(in, m));
-        } catch (HwCommandException e) {
-            this.pages.free(ctx);
-            throw Refused.of(e);
+    }
+
+    /**
+     * The pages of an mkey over {@code mkey_umem_id} from {@code mkey_umem_offset}
+     * ({@code flexio_device_mkey_create}, {@code mlx5dv_devx_umem} MRs): the umem byte at the
+     * offset is the mkey's byte at {@code start}, so both have the same place in their page.
+     * The range is held until the mkey goes.
+     */
+    private QueueMemory umemPages(MemorySegment in, long start, long len, long[] iova) throws Refused {
+        Umems.Umem u = umems.umem(in.get(BE32, Devx.MKEY_UMEM_ID), "CREATE_MKEY");
+        long offset = in.get(BE64, Devx.MKEY_UMEM_OFFSET);
+        if (offset < 0 || ((u.pageOffset + offset - start) & 0xfff) != 0) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_UMEM, String.format(
+                    "mkey_umem_offset 0x%x of umem %d is not at start_addr 0x%x's place in its page", offset, u.id, start));
         }
-        mkeys.put(Mkey.mkeyToIdx(key), ctx);
-        Pages.INDEX24.set(out, 0, Mkey.mkeyToIdx(key));
+        QueueMemory r = u.region(offset, len, "the mkey of " + len + " bytes");
+        long first = offset - (start & 0xfff); // the umem byte at the mkey's first page
+        for (int i = 0; i < iova.length; i++) {
+            iova[i] = u.address(first + 4096L * i) & ~0xfffL; // page_offset + first is a page boundary, at least 0
+        }
+        return r;
     }
 
     /**
@@ -153,9 +203,7 @@ final class Mkeys {
                     + " given): UMR writes them");
         }
         int pd = Mkey.MKC_PD.get(in, m);
-        if (!allocations.pdAllocated(pd)) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
-        }
+        allocations.usePd(pd);
         long[] mtt = new long[ksm ? 0 : n];
         for (int i = 0; i < mtt.length; i++) {
             long e = in.get(BE64, Mkey.CREATE_IN_MTT + 8L * i);
@@ -171,19 +219,26 @@ final class Mkeys {
             pages.free(ctx);
             throw Refused.of(e);
         }
-        mkeys.put(Mkey.mkeyToIdx(key), ctx);
+        mkeys.put(Mkey.mkeyToIdx(key), new Live(ctx, null));
+        allocations.uctxs.own(Uctxs.Kind.MKEY, Mkey.mkeyToIdx(key));
         Pages.INDEX24.set(out, 0, Mkey.mkeyToIdx(key));
     }
 
     void destroyMkey(MemorySegment in) throws Refused {
         int index = Pages.INDEX24.get(in, 0);
-        FirmwarePages.Slot ctx = mkeys.remove(index);
-        if (ctx == null) {
+        Live live = mkeys.get(index);
+        if (live == null) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "mkey index 0x" + Integer.toHexString(index) + " does not exist");
         }
+        allocations.uctxs.check(Uctxs.Kind.MKEY, index, "mkey index 0x" + Integer.toHexString(index));
+        mkeys.remove(index);
+        allocations.uctxs.release(Uctxs.Kind.MKEY, index);
         int key = dp.engine.mptKeyOfIndex(index);
         dp.engine.hw2swMpt(key); // revoked: returns when no DMA through it is in flight
         dp.engine.freeMpt(key);
-        pages.free(ctx);
+        pages.free(live.context());
+        if (live.umem() != null) {
+            live.umem().release(); // after the revoke: no DMA reaches the umem through it any more
+        }
     }
 }

@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
+import org.peerdirect.hca.cx4.ifc.Devx;
 import org.peerdirect.hca.cx4.ifc.HcaCap;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
@@ -39,6 +40,7 @@ final class Qps {
     private final Allocations allocations;
     private final Caps caps;
     private final FirmwarePages pages;
+    private final Umems umems;
     private final Cqs cqs;
     private final Srqs srqs;
     private final AtomicReferenceArray<MemQp> qps = new AtomicReferenceArray<>(HcaDevice.MAX_QP);
@@ -46,7 +48,8 @@ final class Qps {
     private final AtomicLong retiredWqes = new AtomicLong();
     private final AtomicLong retiredBlueFlame = new AtomicLong();
 
-    Qps(DataPath dp, Allocations allocations, Caps caps, FirmwarePages pages, Cqs cqs, Srqs srqs) {
+    Qps(DataPath dp, Allocations allocations, Caps caps, FirmwarePages pages, Umems umems, Cqs cqs, Srqs srqs) {
+        this.umems = umems;
         this.dp = dp;
         this.allocations = allocations;
         this.caps = caps;
@@ -56,7 +59,9 @@ final class Qps {
     }
 
     void register(CommandTable t) {
-        t.add(Mlx5Cmd.CREATE_QP, CommandTable.withList(Qp.CREATE_QP_IN_PAS, Qps::qpPages), CommandTable.MIN_OUTPUT, false,
+        // a QP in a umem (wq_umem_valid) carries no pas list
+        t.add(Mlx5Cmd.CREATE_QP, CommandTable.withList(Qp.CREATE_QP_IN_PAS, in -> in.byteSize() >= Qp.CREATE_QP_IN_PAS
+                && Devx.QP_WQ_UMEM_VALID.get(in, 0) != 0 ? 0 : qpPages(in)), CommandTable.MIN_OUTPUT, false,
                 (opMod, in, out) -> createQp(in, out, caps.cur(HcaCap.LOG_MAX_QP_SZ)));
         for (int op : new int[] { Mlx5Cmd.RST2INIT_QP, Mlx5Cmd.INIT2INIT_QP, Mlx5Cmd.INIT2RTR_QP, Mlx5Cmd.RTR2RTS_QP, Mlx5Cmd.RTS2RTS_QP,
                 Mlx5Cmd.SQERR2RTS_QP }) {
@@ -149,8 +154,8 @@ final class Qps {
         boolean xrc = st == Qp.ST_XRC;
         boolean xrcTarget = xrc && Qp.QPC_NO_SQ.get(in, c) != 0;
         int xrcd = Qp.QPC_XRCD.get(in, c);
-        if (xrc && !allocations.xrcdAllocated(xrcd)) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "xrcd " + xrcd + " is not allocated");
+        if (xrc) {
+            allocations.useXrcd(xrcd);
         }
         if (xrc && rqType == Qp.RQ_REGULAR) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "an XRC QP has no receive queue of its own (rq_type SRQ 1 or zero-length 3)");
@@ -164,6 +169,7 @@ final class Qps {
                 throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "srqn 0x" + Integer.toHexString(srqn)
                         + " names no SRQ");
             }
+            allocations.uctxs.checkUse(Uctxs.Kind.SRQ, srqn, "srqn 0x" + Integer.toHexString(srqn));
         }
         int logSq = Qp.QPC_LOG_SQ_SIZE.get(in, c);
         int logRq = Qp.QPC_LOG_RQ_SIZE.get(in, c);
@@ -176,22 +182,27 @@ final class Qps {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "the model takes QP buffers in 4 KiB pages at offset 0");
         }
         int uar = Qp.QPC_UAR_PAGE.get(in, c);
-        if (!allocations.uarAllocated(uar)) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "uar_page " + uar + " is not allocated");
-        }
+        allocations.useUar(uar);
         int pd = Qp.QPC_PD.get(in, c);
-        if (!xrcTarget && !allocations.pdAllocated(pd)) { // an XRC target's PD (mlx5_ib's devr->p0) checks nothing: the SRQ's PD does
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
+        if (!xrcTarget) { // an XRC target's PD (mlx5_ib's devr->p0) checks nothing: the SRQ's PD does
+            allocations.usePd(pd);
         }
         // an XRC initiator completes only sends, a target nothing: their receive CQ (and a target's send CQ) are not read
-        Cqs.MemCq scq = xrcTarget ? null : cqs.liveCq(Qp.QPC_CQN_SND.get(in, c));
-        Cqs.MemCq rcq = xrc ? null : cqs.liveCq(Qp.QPC_CQN_RCV.get(in, c));
-        long dbr = in.get(BE64, c + Qp.QPC_DBR_ADDR);
-        if ((dbr & 7) != 0) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, String.format("dbr_addr 0x%x is not 8-byte aligned", dbr));
+        Cqs.MemCq scq = xrcTarget ? null : cqs.useCq(Qp.QPC_CQN_SND.get(in, c));
+        Cqs.MemCq rcq = xrc ? null : cqs.useCq(Qp.QPC_CQN_RCV.get(in, c));
+        long dbrAddr = in.get(BE64, c + Qp.QPC_DBR_ADDR);
+        if ((dbrAddr & 7) != 0) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, String.format("dbr_addr 0x%x is not 8-byte aligned", dbrAddr));
         }
-        long[] pas = DataPath.pas(in, Qp.CREATE_QP_IN_PAS, qpPages(in), "QP");
-        FirmwarePages.Slot ctx = pages.store(QP_CONTEXT_BYTES, in, c, Qp.QPC_SIZE, "a context");
+        QueueMemory[] mem = queueMemory(in, dbrAddr);
+        FirmwarePages.Slot ctx;
+        try {
+            ctx = pages.store(QP_CONTEXT_BYTES, in, c, Qp.QPC_SIZE, "a context");
+        } catch (Refused | CommandQueue.Deferred e) {
+            mem[0].release();
+            mem[1].release();
+            throw e;
+        }
         int rqWqes = rqType == Qp.RQ_REGULAR ? 1 << logRq : 0;
         HwQp hw;
         try {
@@ -200,15 +211,45 @@ final class Qps {
                     : dp.engine.createQp(pd, engineSt, qpCaps, scq.hw, rcq.hw, srq == null ? null : srq.hw);
         } catch (HwCommandException e) {
             pages.free(ctx);
+            mem[0].release();
+            mem[1].release();
             throw Refused.of(e);
         }
-        MemQp q = new MemQp(dp, hw, st, pas, dbr, uar, logSq, rqWqes, rqStride, ctx, srq);
+        MemQp q = new MemQp(dp, hw, st, mem[0], mem[1], uar, logSq, rqWqes, rqStride, ctx, srq);
         if (hw.recvQueue() != null) {
             hw.recvQueue().fetcher(q::fetchRecv);
         }
         q.ctx.port = Math.max(1, Qp.QPC_PRI_VHCA_PORT_NUM.get(in, c));
         qps.set(hw.qpn, q);
+        allocations.uctxs.own(Uctxs.Kind.QP, hw.qpn);
         Pages.INDEX24.set(out, 0, hw.qpn);
+    }
+
+    /**
+     * The QP's work queue and doorbell record: in the {@code pas} list and at {@code dbr_addr}, or
+     * in umems ({@code wq_umem_valid}: {@code wq_umem_id} from {@code wq_umem_offset};
+     * {@code dbr_umem_valid}: {@code dbr_umem_id} with {@code dbr_addr} the offset in it).
+     */
+    private QueueMemory[] queueMemory(MemorySegment in, long dbrAddr) throws Refused {
+        long c = Qp.IN_QPC;
+        long bytes = 4096L * qpPages(in);
+        QueueMemory wq;
+        if (Devx.QP_WQ_UMEM_VALID.get(in, 0) != 0) {
+            wq = umems.umem(in.get(BE32, Devx.QP_WQ_UMEM_ID), "CREATE_QP's work queue").region(in.get(BE64, Devx.QP_WQ_UMEM_OFFSET), bytes,
+                    "the QP's work queue");
+        } else {
+            wq = QueueMemory.pas(dp.port, DataPath.pas(in, Qp.CREATE_QP_IN_PAS, qpPages(in), "QP"));
+        }
+        if (Devx.QPC_DBR_UMEM_VALID.get(in, c) == 0) {
+            return new QueueMemory[] {wq, QueueMemory.at(dp.port, dbrAddr, 8)};
+        }
+        try {
+            return new QueueMemory[] {wq, umems.umem(Devx.QPC_DBR_UMEM_ID.get(in, c), "CREATE_QP's doorbell record").region(dbrAddr, 8,
+                    "the QP's doorbell record")};
+        } catch (Refused r) {
+            wq.release();
+            throw r;
+        }
     }
 
     private MemQp liveQp(int qpn) throws Refused {
@@ -216,6 +257,7 @@ final class Qps {
         if (q == null) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "QP 0x" + Integer.toHexString(qpn) + " does not exist");
         }
+        allocations.uctxs.check(Uctxs.Kind.QP, qpn, "QP 0x" + Integer.toHexString(qpn));
         return q;
     }
 
@@ -305,6 +347,9 @@ final class Qps {
         q.hw.destroy(); // waits until no WQE of it is executing
         retire(q);
         qps.set(q.hw.qpn, null);
+        allocations.uctxs.release(Uctxs.Kind.QP, q.hw.qpn);
+        q.wq.release();
+        q.dbr.release();
         pages.free(q.context);
     }
 

@@ -134,10 +134,8 @@ final class Srqs {
         int xrcd = Srq.SRQC_XRCD.get(in, c);
         Cqs.MemCq xcq = null;
         if (xrc) {
-            if (!allocations.xrcdAllocated(xrcd)) {
-                throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "xrcd " + xrcd + " is not allocated");
-            }
-            xcq = cqs.liveCq(Srq.SRQC_CQN.get(in, c));
+            allocations.useXrcd(xrcd);
+            xcq = cqs.useCq(Srq.SRQC_CQN.get(in, c));
         } else if (xrcd != 0) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_SRQ, "xrcd " + xrcd + " in CREATE_SRQ: an XRC SRQ is CREATE_XRC_SRQ's");
         }
@@ -145,9 +143,7 @@ final class Srqs {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_SRQ, "the model takes SRQ buffers in 4 KiB pages at offset 0");
         }
         int pd = Srq.SRQC_PD.get(in, c);
-        if (!allocations.pdAllocated(pd)) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "pd " + pd + " is not allocated");
-        }
+        allocations.usePd(pd);
         long dbr = in.get(BE64, c + Srq.SRQC_DBR_ADDR);
         if ((dbr & 3) != 0) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_SRQ, String.format("dbr_addr 0x%x is not 4-byte aligned", dbr));
@@ -166,6 +162,7 @@ final class Srqs {
         MemSrq s = new MemSrq(hw, pas, dbr, wqes, stride, ctx, xrc);
         hw.queue().fetcher(s);
         srqs.set(hw.srqn, s);
+        allocations.uctxs.own(Uctxs.Kind.SRQ, hw.srqn);
         Pages.INDEX24.set(out, 0, hw.srqn);
     }
 
@@ -179,6 +176,7 @@ final class Srqs {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, (xrc ? "XRC SRQ 0x" : "SRQ 0x")
                     + Integer.toHexString(srqn) + (s == null ? " does not exist" : xrc ? " is a basic SRQ" : " is an XRC SRQ (the _XRC_SRQ commands take it)"));
         }
+        allocations.uctxs.check(Uctxs.Kind.SRQ, srqn, "SRQ 0x" + Integer.toHexString(srqn));
         return s;
     }
 
@@ -215,6 +213,7 @@ final class Srqs {
         }
         retire(s);
         srqs.set(srqn, null);
+        allocations.uctxs.release(Uctxs.Kind.SRQ, srqn);
         pages.free(s.context);
     }
 

@@ -26,6 +26,12 @@ final class Syndromes {
     static final int SYND_LIMIT = 0x0bad_000e;
     static final int SYND_BAD_EQ = 0x0bad_000f;
     static final int SYND_NO_PAGES = 0x0bad_0010;
+    /** The header's uid names no user context, or the command takes none (DevX). */
+    static final int SYND_BAD_UID = 0x0bad_0011;
+    /** The command names an object of another uid (DevX ownership). */
+    static final int SYND_WRONG_UID = 0x0bad_0012;
+    /** {@code obj_type} names no general object type this device creates. */
+    static final int SYND_BAD_OBJ_TYPE = 0x0bad_0013;
 
     // the data-path commands
     static final int SYND_BAD_CQ = 0x0bad_0101;
@@ -34,6 +40,8 @@ final class Syndromes {
     /** The transport engine refused the object ({@link Refused#of}). */
     static final int SYND_ENGINE = 0x0bad_0104;
     static final int SYND_BAD_SRQ = 0x0bad_0105;
+    /** A umem, or a queue's or mkey's place in one: too small, misaligned, not writable. */
+    static final int SYND_BAD_UMEM = 0x0bad_0106;
 
     /** {@code PAGE_FAULT_RESUME} names no pending fault, or another one. */
     static final int SYND_BAD_RESUME = 0x0bad_0201;

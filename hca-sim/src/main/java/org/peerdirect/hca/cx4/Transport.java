@@ -15,7 +15,8 @@ import org.peerdirect.kernel.dma.DmaPort;
 
 /**
  * The ConnectX-4+ data path: CQs ({@link Cqs}), QPs ({@link Qps}, their queues in memory
- * {@link MemQp}), SRQs ({@link Srqs}) and mkeys ({@link Mkeys}) created by commands, with the
+ * {@link MemQp}, a {@code pas} list or a DevX umem: {@link QueueMemory}), SRQs ({@link Srqs}) and
+ * mkeys ({@link Mkeys}) created by commands, with the
  * shared transport engine ({@link HcaDevice}) behind descriptors in host memory, and the engine's
  * events as EQEs. The firmware side (commands) runs on the firmware thread; the doorbell side on
  * the thread that wrote the UAR, as the hardware's doorbell processing starts with the PCIe write.
@@ -39,14 +40,14 @@ final class Transport {
     final Mkeys mkeys;
     private final Eqs eqs;
 
-    Transport(HcaDevice engine, DmaPort port, Eqs eqs, Allocations allocations, Caps caps, FirmwarePages pages) {
+    Transport(HcaDevice engine, DmaPort port, Eqs eqs, Allocations allocations, Caps caps, FirmwarePages pages, Umems umems) {
         this.dp = new DataPath(engine, port);
         this.eqs = eqs;
         // a CQE's wqe_counter is the QP's or SRQ's count of the WQE: asked of the QPs, built after the CQs they complete to
-        this.cqs = new Cqs(dp, eqs, allocations, caps, pages, this::cqeWqeCounter);
+        this.cqs = new Cqs(dp, eqs, allocations, caps, pages, umems, this::cqeWqeCounter);
         this.srqs = new Srqs(dp, allocations, caps, pages, cqs);
-        this.qps = new Qps(dp, allocations, caps, pages, cqs, srqs);
-        this.mkeys = new Mkeys(dp, allocations, pages);
+        this.qps = new Qps(dp, allocations, caps, pages, umems, cqs, srqs);
+        this.mkeys = new Mkeys(dp, allocations, pages, umems);
         engine.setEventHandler(cqs::event);
         engine.setAsyncEventHandler(new AsyncEventHandler() {
             @Override

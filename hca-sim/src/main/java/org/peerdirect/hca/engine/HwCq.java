@@ -48,6 +48,8 @@ public final class HwCq {
     }
     private boolean armed;
     private boolean solicitedOnly;
+    /** Producer counter after the last solicited or error CQE (0: none); under lock. */
+    private long solicitedPi;
     private volatile boolean error;
     /** Guarded by lock: a destroyed CQ swallows late completions of destroyed QPs. */
     private boolean destroyed;
@@ -119,6 +121,9 @@ public final class HwCq {
                     sink.write(p, c);
                 }
                 PI.setRelease(this, p + 1);
+                if (solicited || o != Outcome.SUCCESS) {
+                    solicitedPi = p + 1;
+                }
                 notify = armed && (!solicitedOnly || solicited || o != Outcome.SUCCESS);
                 if (notify) {
                     armed = false;
@@ -165,17 +170,47 @@ public final class HwCq {
     }
 
     /**
-     * Arms the CQ ({@code MLX4_CQ_DB_REQ_NOT} / {@code _SOL}): the next completion (solicited or
-     * error only, if asked) raises a completion event. Completions already waiting are not events.
+     * Arms the CQ ({@code MLX4_CQ_DB_REQ_NOT} / {@code _SOL}, {@code MLX5_CQ_DB_REQ_NOT} / {@code _SOL})
+     * with the consumer index {@code ci} the doorbell carries (its low 24 bits count): the next
+     * completion (solicited or error only, if asked) raises a completion event, and so does one
+     * already waiting at or past {@code ci}, at once. The driver has not seen such a CQE, and
+     * drivers arm after their last poll without polling again ({@code mlx5e_napi_poll}, the
+     * FlexIO drain–arm–reschedule handler): without this rule a CQE landing between the poll
+     * and the arm would wait for the next completion to be noticed. One event per arm.
+     *
+     * @see <a href="https://github.com/linux-rdma/rdma-core/blob/master/providers/mlx5/cq.c">mlx5_arm_cq</a>
      */
-    public void arm(boolean solicitedOnlyEvents) {
+    public void arm(boolean solicitedOnlyEvents, long ci) {
+        boolean notify;
         lock.lock();
         try {
-            armed = true;
+            if (destroyed || error) {
+                return;
+            }
+            long p = pi;
+            notify = waiting(solicitedOnlyEvents ? solicitedPi : p, p, ci);
+            armed = !notify;
             solicitedOnly = solicitedOnlyEvents;
         } finally {
             lock.unlock();
         }
+        if (notify) {
+            CqEventHandler h = dev.eventHandler;
+            if (h != null) {
+                h.cqEvent(this, false);
+            }
+        }
+    }
+
+    /**
+     * Under lock: whether the CQE below counter {@code upTo} is at or past the 24-bit consumer
+     * index {@code ci} and not yet overwritten by producer counter {@code p} (a stale index or a
+     * CQE older than the ring are not waiting).
+     */
+    private boolean waiting(long upTo, long p, long ci) {
+        assert lock.isHeldByCurrentThread();
+        long ahead = (upTo - ci) & 0xff_ffff; // CQEs from ci up to upTo
+        return upTo > 0 && ahead > 0 && ahead <= size && p - upTo < size;
     }
 
     /** True when the CQ overran. */

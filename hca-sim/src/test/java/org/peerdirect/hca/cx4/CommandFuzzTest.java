@@ -135,7 +135,10 @@ class CommandFuzzTest {
             Mlx5Cmd.ALLOC_UAR, Mlx5Cmd.DEALLOC_UAR, Mlx5Cmd.ALLOC_PD, Mlx5Cmd.DEALLOC_PD, Mlx5Cmd.CREATE_EQ, Mlx5Cmd.DESTROY_EQ, Mlx5Cmd.QUERY_EQ,
             Mlx5Cmd.GEN_EQE, Mlx5Cmd.NOP, Mlx5Cmd.CREATE_CQ, Mlx5Cmd.DESTROY_CQ, Mlx5Cmd.QUERY_CQ, Mlx5Cmd.CREATE_QP, Mlx5Cmd.DESTROY_QP,
             Qp.RST2INIT_QP, Qp.INIT2INIT_QP, Qp.INIT2RTR_QP, Qp.RTR2RTS_QP, Qp.RTS2RTS_QP, Qp.SQERR2RTS_QP, Qp.QP_2ERR, Qp.QP_2RST,
-            Qp.QUERY_QP, Mlx5Cmd.CREATE_MKEY, Mlx5Cmd.DESTROY_MKEY, Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT, Mlx5Cmd.QUERY_HCA_VPORT_GID };
+            Qp.QUERY_QP, Mlx5Cmd.CREATE_MKEY, Mlx5Cmd.DESTROY_MKEY, Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT, Mlx5Cmd.QUERY_HCA_VPORT_GID,
+            // DevX: executed by the BlueField-3 (half of the tries), BAD_OP on the ConnectX-4
+            Mlx5Cmd.CREATE_UCTX, Mlx5Cmd.DESTROY_UCTX, Mlx5Cmd.CREATE_UMEM, Mlx5Cmd.DESTROY_UMEM, Mlx5Cmd.CREATE_GENERAL_OBJECT,
+            Mlx5Cmd.MODIFY_GENERAL_OBJECT, Mlx5Cmd.QUERY_GENERAL_OBJECT, Mlx5Cmd.DESTROY_GENERAL_OBJECT };
     static final Set<Integer> KNOWN_SET = java.util.Arrays.stream(KNOWN).boxed().collect(Collectors.toUnmodifiableSet());
     /** Opcodes of the PRM the model did not build when this was written (any status), and some that are no command at all (BAD_OP). */
     static final int[] UNBUILT = { Mlx5Cmd.QUERY_ADAPTER, Mlx5Cmd.PAGE_FAULT_RESUME, Mlx5Cmd.CREATE_SRQ, Mlx5Cmd.DESTROY_SRQ,
@@ -326,6 +329,9 @@ class CommandFuzzTest {
         final List<Integer> cqns = new ArrayList<>();
         final List<Integer> qpns = new ArrayList<>();
         final List<Integer> mkeys = new ArrayList<>();
+        /** DevX: user contexts and umems handed out. */
+        final List<Integer> uids = new ArrayList<>();
+        final List<Integer> umems = new ArrayList<>();
         final List<Long> given = new ArrayList<>();
         final Map<Integer, FuzzQp> qps = new HashMap<>();
         final List<String> log = new ArrayList<>();
@@ -342,13 +348,18 @@ class CommandFuzzTest {
         boolean giveWhenParked = true;
 
         Rig(Stats stats, Path swap, byte token) {
+            this(stats, swap, token, ConnectX4Device.DEVICE_CONNECTX4);
+        }
+
+        /** A rig around a device of {@code deviceId} (a BlueField-3 for DevX). */
+        Rig(Stats stats, Path swap, byte token, int deviceId) {
             long t0 = System.nanoTime();
             this.stats = stats;
             this.token = token;
             mm = new Mm(16L << 20, true, swap, 1 << 20);
             iommu = new Iommu(mm);
             bus = new StandalonePciBus(iommu);
-            dev = new ConnectX4Device("mlx5-fuzz", ConnectX4Device.DEVICE_CONNECTX4, new org.peerdirect.hca.boards.Fabric());
+            dev = new ConnectX4Device("mlx5-fuzz", deviceId, new org.peerdirect.hca.boards.Fabric());
             fn = bus.register(dev.spec());
             firmware = firmwareThread("fw-" + fn.bdf());
             firmware.setUncaughtExceptionHandler((t, e) -> died.add(e));
@@ -1131,7 +1142,9 @@ class CommandFuzzTest {
         Stats st = stats(property);
         long t0 = System.nanoTime();
         st.tries.increment();
-        Rig rig = new Rig(st, dir.resolve("swap-" + Thread.currentThread().threadId() + "-" + System.nanoTime()), (byte) 0x5a);
+        // every other try on a BlueField-3: DevX commands and uids executed, not BAD_OP
+        int deviceId = (level + steps.size()) % 2 == 0 ? ConnectX4Device.DEVICE_CONNECTX4 : ConnectX4Device.DEVICE_BLUEFIELD3;
+        Rig rig = new Rig(st, dir.resolve("swap-" + Thread.currentThread().threadId() + "-" + System.nanoTime()), (byte) 0x5a, deviceId);
         try {
             onRig(rig, () -> {
                 rig.bringUp(level);
@@ -1481,6 +1494,8 @@ class CommandFuzzTest {
                     rig.qpns.clear();
                     rig.mkeys.clear();
                     rig.qps.clear();
+                    rig.uids.clear();
+                    rig.umems.clear();
                 };
             }
             case Mlx5Cmd.SET_DRIVER_VERSION -> {
@@ -1546,6 +1561,8 @@ class CommandFuzzTest {
                 }
             }
             case Mlx5Cmd.CREATE_CQ -> s = createCq(rig, slot, r);
+            case Mlx5Cmd.CREATE_UCTX, Mlx5Cmd.DESTROY_UCTX, Mlx5Cmd.CREATE_UMEM, Mlx5Cmd.DESTROY_UMEM, Mlx5Cmd.CREATE_GENERAL_OBJECT,
+                    Mlx5Cmd.MODIFY_GENERAL_OBJECT, Mlx5Cmd.QUERY_GENERAL_OBJECT, Mlx5Cmd.DESTROY_GENERAL_OBJECT -> s = devx(rig, slot, opcode, r);
             case Mlx5Cmd.CREATE_QP -> {
                 int logSq = r.nextInt(6) == 0 ? r.nextInt(16) : r.nextInt(5);
                 int logRq = r.nextInt(6) == 0 ? r.nextInt(16) : r.nextInt(5);
@@ -1658,9 +1675,68 @@ class CommandFuzzTest {
             }
             default -> s = new Spec(slot, opcode, opMod, 16, 16); // NOP
         }
+        if (!rig.uids.isEmpty() && r.nextInt(8) == 0 && s.in.length >= 4) {
+            // a uid in the header: a live user context's mostly, any number sometimes (the firmware checks it, and ownership)
+            org.peerdirect.hca.cx4.ifc.Devx.UID.set(s.inSeg(), 0, r.nextInt(4) == 0 ? r.nextInt(1 << 16) : rig.uids.get(r.nextInt(rig.uids.size())));
+            s.onOk = null; // what it made belongs to that uid: the harness's lists keep the kernel's objects
+        }
         if (s.what.isEmpty()) {
             s.what = opName(opcode);
         }
+        return s;
+    }
+
+    /**
+     * A DevX command (BlueField-3): user contexts, umems over the rig's pages (sometimes too few,
+     * unmapped, not present), general objects of random types and ids (the dispatcher refuses every
+     * type no one registered).
+     */
+    static Spec devx(Rig rig, int slot, int opcode, SplittableRandom r) {
+        org.peerdirect.hca.cx4.ifc.IfcField uidField = org.peerdirect.hca.cx4.ifc.Devx.UID;
+        Spec s;
+        switch (opcode) {
+            case Mlx5Cmd.CREATE_UCTX -> {
+                s = new Spec(slot, opcode, 0, r.nextInt(8) == 0 ? 16 : org.peerdirect.hca.cx4.ifc.Devx.CREATE_UCTX_IN_LEN, 16);
+                s.onOk = () -> rig.uids.add(org.peerdirect.hca.cx4.ifc.Devx.CREATE_UCTX_OUT_UID.get(rig.entryOut(slot), 0));
+            }
+            case Mlx5Cmd.DESTROY_UCTX -> {
+                s = new Spec(slot, opcode, 0, 16, 16);
+                int uid = ref(rig.uids, r, 16);
+                org.peerdirect.hca.cx4.ifc.Devx.DESTROY_UCTX_IN_UID.set(s.inSeg(), 0, uid);
+                s.onOk = () -> rig.uids.remove(Integer.valueOf(uid));
+            }
+            case Mlx5Cmd.CREATE_UMEM -> {
+                int n = 1 + r.nextInt(4);
+                s = new Spec(slot, opcode, 0, (int) org.peerdirect.hca.cx4.ifc.Devx.UMEM_MTT + 8 * n, 16);
+                MemorySegment in = s.inSeg();
+                in.set(BE64, org.peerdirect.hca.cx4.ifc.Devx.UMEM_NUM_OF_MTT, r.nextInt(10) == 0 ? r.nextLong() : n);
+                in.set(BE32, org.peerdirect.hca.cx4.ifc.Devx.UMEM_PAGE_OFFSET, r.nextInt(4) == 0 ? r.nextInt(8192) : 0);
+                org.peerdirect.hca.cx4.ifc.Devx.UMEM_LOG_PAGE_SIZE.set(in, 0, r.nextInt(10) == 0 ? r.nextInt(32) : 0);
+                for (int i = 0; i < n; i++) {
+                    long page = r.nextInt(8) == 0 ? UNMAPPED + 4096L * i : rig.page().iova();
+                    in.set(BE64, org.peerdirect.hca.cx4.ifc.Devx.UMEM_MTT + 8L * i, page | (r.nextInt(8) == 0 ? 0 : Mkey.MTT_READ | Mkey.MTT_WRITE));
+                }
+                s.onOk = () -> rig.umems.add(org.peerdirect.hca.cx4.ifc.Devx.UMEM_ID.get(rig.entryOut(slot), 0));
+            }
+            case Mlx5Cmd.DESTROY_UMEM -> {
+                s = new Spec(slot, opcode, 0, 16, 16);
+                int id = ref(rig.umems, r, 24);
+                org.peerdirect.hca.cx4.ifc.Devx.UMEM_ID.set(s.inSeg(), 0, id);
+                s.onOk = () -> rig.umems.remove(Integer.valueOf(id));
+            }
+            default -> { // the general-object commands: obj_type where op_mod is
+                int type = r.nextInt(3) == 0 ? r.nextInt(1 << 16) : 0x28 + r.nextInt(0x12);
+                s = new Spec(slot, opcode, type, 16 + r.nextInt(64), 16 + r.nextInt(64));
+                s.inSeg().set(BE32, org.peerdirect.hca.cx4.ifc.Devx.OBJ_ID, r.nextInt(4) == 0 ? r.nextInt() : r.nextInt(8));
+                byte[] junk = new byte[s.in.length - 16];
+                r.nextBytes(junk);
+                MemorySegment.copy(junk, 0, s.inSeg(), ValueLayout.JAVA_BYTE, 16, junk.length);
+            }
+        }
+        if (!rig.uids.isEmpty() && r.nextInt(3) == 0) {
+            uidField.set(s.inSeg(), 0, rig.uids.get(r.nextInt(rig.uids.size())));
+        }
+        s.what = opName(opcode);
         return s;
     }
 

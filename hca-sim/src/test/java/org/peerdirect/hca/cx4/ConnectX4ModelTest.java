@@ -45,7 +45,16 @@ class ConnectX4ModelTest {
     }
 
     static ConnectX4Model.Config config(int cx4, int cx6dx) {
+        return config(cx4, cx6dx, 0);
+    }
+
+    static ConnectX4Model.Config config(int cx4, int cx6dx, int bf3) {
         return new ConnectX4Model.Config() {
+            @Override
+            public int bluefield3() {
+                return bf3;
+            }
+
             @Override
             public int connectx4() {
                 return cx4;
@@ -106,6 +115,17 @@ class ConnectX4ModelTest {
         IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> model.modified(config(9, 0)));
         assertTrue(bad.getMessage().contains("0..8"), bad.getMessage());
         assertEquals(List.of(cx4.get(0)), of(ConnectX4Device.DEVICE_CONNECTX4), "a refused value changes nothing");
+
+        model.modified(config(1, 0, 2));
+        List<PciFunction> bf3 = of(ConnectX4Device.DEVICE_BLUEFIELD3);
+        assertEquals(2, bf3.size(), "two BlueField-3 plugged in beside the ConnectX-4");
+        assertEquals(0x020000, bf3.get(0).classCode(), "an Ethernet controller");
+        assertEquals(List.of(cx4.get(0)), of(ConnectX4Device.DEVICE_CONNECTX4), "the ConnectX-4 stayed");
+        bad = assertThrows(IllegalArgumentException.class, () -> model.modified(config(1, 0, 9)));
+        assertTrue(bad.getMessage().contains("bluefield3"), bad.getMessage());
+        model.modified(config(1, 0, 1));
+        assertEquals(List.of(bf3.get(0)), of(ConnectX4Device.DEVICE_BLUEFIELD3), "the newest BlueField-3 removed");
+        assertFalse(bf3.get(1).present());
 
         model.deactivate();
         assertFalse(cx4.get(0).present(), "unplugged at deactivate");

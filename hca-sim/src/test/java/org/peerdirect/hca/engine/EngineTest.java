@@ -120,6 +120,45 @@ class EngineTest extends EngineRig {
     }
 
     /**
+     * The arm carries the consumer index (mlx5 PRM, {@code mlx5_arm_cq}; {@code mlx4_cq_arm}): a CQ
+     * armed while a CQE at or past that index waits fires at once, since the driver has not seen
+     * it ({@code mlx5e_napi_poll} arms after its last poll and never polls again). A CQE that
+     * lands between the last poll and the arm would otherwise wait for the next completion.
+     * Armed with every CQE consumed, nothing fires until the next one; a solicited-only arm fires
+     * at once only for a waiting solicited or error CQE.
+     */
+    @Test
+    void anArmBehindAWaitingCqeFiresAtOnce() {
+        Side a = new Side(0);
+        List<HwCq> events = new ArrayList<>();
+        a.dev.setEventHandler((cq, error) -> events.add(cq));
+        HwCq cq = a.dev.sw2hwCq(8);
+        assertTrue(cq.push(a.qp.qpn, true, 0, Wqe.OP_SEND, Outcome.SUCCESS, 0, 0, 0, 0, 0, false));
+        // the driver polled nothing: its consumer index is 0, CQE 0 waits
+        cq.arm(false, 0);
+        assertEquals(List.of(cq), events, "the waiting CQE is an event at once");
+        cq.consumerIndex(1);
+        cq.arm(false, 1);
+        assertEquals(1, events.size(), "everything consumed: no event until the next CQE");
+        assertTrue(cq.push(a.qp.qpn, true, 1, Wqe.OP_SEND, Outcome.SUCCESS, 0, 0, 0, 0, 0, false));
+        assertEquals(2, events.size(), "the next CQE fires the arm");
+        assertTrue(cq.push(a.qp.qpn, true, 2, Wqe.OP_SEND, Outcome.SUCCESS, 0, 0, 0, 0, 0, false));
+        assertEquals(2, events.size(), "one event per arm");
+        cq.arm(true, 1);
+        assertEquals(2, events.size(), "solicited only: the two waiting CQEs are unsolicited successes");
+        cq.arm(true, 1);
+        assertTrue(cq.push(a.qp.qpn, false, 0, Wqe.OP_SEND, Outcome.SUCCESS, 0, 0, 0, 0, 0, true));
+        assertEquals(3, events.size(), "a solicited CQE fires a solicited arm");
+        cq.arm(true, 1);
+        assertEquals(4, events.size(), "the solicited CQE (index 3) still waits: a solicited arm at 1 fires at once");
+        cq.consumerIndex(4);
+        cq.arm(true, 4);
+        cq.arm(false, 4);
+        assertEquals(4, events.size(), "consumed: nothing waits");
+        a.dev.hw2swCq(cq);
+    }
+
+    /**
      * A request whose response lands in the local buffer (RDMA READ, compare-and-swap,
      * fetch-and-add) cannot take its local side inline: there is no buffer to land in. The device
      * answers it as a malformed WQE (LOCAL_QP_OP_ERR, the QP to ERR) and nothing lands at the

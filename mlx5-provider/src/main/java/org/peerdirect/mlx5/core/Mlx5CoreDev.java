@@ -77,6 +77,16 @@ public final class Mlx5CoreDev {
         events.setPortEvents(h);
     }
 
+    /** DevX's listener of general objects' changes ({@code devx_event_notifier}). */
+    public interface ObjectEvents {
+        void objectChange(int objType, int objId);
+    }
+
+    /** Sets (or with null, takes back) the listener of {@code OBJECT_CHANGE} EQEs. */
+    public void setObjectEvents(ObjectEvents h) {
+        events.setObjectEvents(h);
+    }
+
     /** What a CQ's owner gets from the EQs ({@code mlx5_core_cq.comp} and {@code .event}). */
     public interface CqEvents {
         void completion();

@@ -22,8 +22,8 @@ import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.kernel.pci.PciIds;
 
 /**
- * The {@code mlx5_core} PCI driver: binds to every ConnectX-4 ({@code 15b3:1013}) and ConnectX-6 Dx
- * ({@code 15b3:101d}) function and brings it up ({@code probe_one} → {@link Mlx5CoreDev#load});
+ * The {@code mlx5_core} PCI driver: binds to every ConnectX-4 ({@code 15b3:1013}), ConnectX-6 Dx
+ * ({@code 15b3:101d}) and BlueField-3 integrated ConnectX-7 ({@code 15b3:a2dc}) function and brings it up ({@code probe_one} → {@link Mlx5CoreDev#load});
  * names them {@code mlx5_<n>} with the lowest free index. A function's removal or this bundle
  * stopping is {@code remove_one}: the device is torn down ({@link Mlx5CoreDev#unload}), through
  * commands while the function is there, locally when it is gone. Configuration Admin PID
@@ -37,6 +37,8 @@ public final class Mlx5Driver {
     static final int PCI_DEVICE_CONNECTX4 = 0x1013;
     /** ConnectX-6 Dx, {@code mlx5_core_pci_table}. */
     static final int PCI_DEVICE_CONNECTX6DX = 0x101d;
+    /** "BlueField-3 integrated ConnectX-7 network controller", {@code mlx5_core_pci_table}. */
+    static final int PCI_DEVICE_BLUEFIELD3 = 0xa2dc;
 
 
     @ObjectClassDefinition(name = "mlx5_core", description = "Timing of the mlx5 driver's command interface, health poll and teardown; "
@@ -86,7 +88,8 @@ public final class Mlx5Driver {
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
             unbind = "unbindFunction", target = "(&(" + PciFunction.PCI_VENDOR + "=" + PciIds.PCI_VENDOR_ID_MELLANOX + ")(|("
-                    + PciFunction.PCI_DEVICE + "=" + PCI_DEVICE_CONNECTX4 + ")(" + PciFunction.PCI_DEVICE + "=" + PCI_DEVICE_CONNECTX6DX + ")))")
+                    + PciFunction.PCI_DEVICE + "=" + PCI_DEVICE_CONNECTX4 + ")(" + PciFunction.PCI_DEVICE + "=" + PCI_DEVICE_CONNECTX6DX + ")("
+                    + PciFunction.PCI_DEVICE + "=" + PCI_DEVICE_BLUEFIELD3 + ")))")
     void bindFunction(PciFunction fn) {
         int index;
         synchronized (indices) {

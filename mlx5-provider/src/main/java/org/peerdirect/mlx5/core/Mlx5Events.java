@@ -38,11 +38,14 @@ final class Mlx5Events {
      * {@code gather_async_events_mask}: the async EQ's events, the affiliated events of QPs and
      * SRQs, the CQ error, port changes and internal errors.
      */
-    static final long ASYNC_EVENTS = 1L << Eq.EVENT_CQ_ERROR | 1L << Eq.EVENT_INTERNAL_ERROR | 1L << Eq.EVENT_PORT_CHANGE | QP_SRQ_EVENTS;
+    static final long ASYNC_EVENTS = 1L << Eq.EVENT_CQ_ERROR | 1L << Eq.EVENT_INTERNAL_ERROR | 1L << Eq.EVENT_PORT_CHANGE | QP_SRQ_EVENTS
+            | 1L << Eq.EVENT_OBJECT_CHANGE;
 
     private final CmdIf cmd;
     private final PageAlloc pages;
     private volatile PortEvents portEvents;
+    /** DevX's listener of general objects' changes ({@code MLX5_EVENT_TYPE_OBJECT_CHANGE}), or null. */
+    private volatile Mlx5CoreDev.ObjectEvents objectEvents;
     /** cqn → its owner's handlers ({@code mlx5_cq_table}); read by the EQ threads. */
     private final ConcurrentHashMap<Integer, CqEvents> cqTable = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Integer, ResourceEvents> qpEvents = new ConcurrentHashMap<>();
@@ -55,6 +58,10 @@ final class Mlx5Events {
 
     void setPortEvents(PortEvents h) {
         portEvents = h;
+    }
+
+    void setObjectEvents(Mlx5CoreDev.ObjectEvents h) {
+        objectEvents = h;
     }
 
     void registerCq(int cqn, CqEvents h) {
@@ -105,6 +112,12 @@ final class Mlx5Events {
                 CqEvents h = cqTable.get(data.get(BE32, 0) & 0xff_ffff);
                 if (h != null) {
                     h.error();
+                }
+            }
+            case Eq.EVENT_OBJECT_CHANGE -> {
+                Mlx5CoreDev.ObjectEvents h = objectEvents;
+                if (h != null) {
+                    h.objectChange(data.get(org.peerdirect.hca.cx4.ifc.CmdEntry.BE16, Eq.OBJ_CHANGE_TYPE) & 0xffff, data.get(BE32, Eq.OBJ_CHANGE_ID));
                 }
             }
             case Eq.EVENT_PORT_CHANGE -> {

@@ -79,6 +79,7 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         this.umems = umems;
         this.ethernet = core.cap(HcaCap.PORT_TYPE) == HcaCap.PORT_TYPE_ETH;
         core.setPortEvents(this::portChange);
+        core.setObjectEvents(this::objectChange);
         this.qpTable = new Mlx5Qp[1 << Math.min(18, core.cap(HcaCap.LOG_MAX_QP))];
         this.srqTable = new org.peerdirect.mlx5.lib.Mlx5Srq[1 << Math.min(18, core.cap(HcaCap.LOG_MAX_SRQ))];
         int fw = core.function().read32be(0, InitSeg.FW_REV);
@@ -194,8 +195,32 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
 
     @Override
     public IbUcontextOps allocUcontext(AddressSpace process) {
-        int uar = Pages.INDEX24.get(cmd(() -> core.exec(Mlx5CoreDev.input(Mlx5Cmd.ALLOC_UAR, 0, 16), 16)), 0);
-        return new Mlx5IbUcontext(this, process, uar);
+        // mlx5_ib_alloc_ucontext: the DevX uid first (when the device has DevX), then the context's UAR of that uid
+        int uid = Mlx5Devx.createUid(this);
+        int uar;
+        try {
+            MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.ALLOC_UAR, 0, 16);
+            org.peerdirect.hca.cx4.ifc.Devx.UID.set(in, 0, uid);
+            uar = Pages.INDEX24.get(cmd(() -> core.exec(in, 16)), 0);
+        } catch (RuntimeException e) {
+            Mlx5Devx.destroyUid(this, uid);
+            throw e;
+        }
+        Mlx5IbUcontext c = new Mlx5IbUcontext(this, process, uar, uid);
+        if (c.devx != null) {
+            devxContexts.add(c.devx);
+        }
+        return c;
+    }
+
+    /** The DevX parts of the open contexts, for object events ({@code devx_event_notifier}). */
+    final java.util.Set<Mlx5Devx> devxContexts = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /** {@code OBJECT_CHANGE}: to the channels subscribed to the object, in every context (a uid's objects are its own). */
+    void objectChange(int objType, int objId) {
+        for (Mlx5Devx d : devxContexts) {
+            d.events.deliver(org.peerdirect.hca.cx4.ifc.Eq.EVENT_OBJECT_CHANGE, objType, objId);
+        }
     }
 
     /** A command that gives back an index at output byte 0x09 ({@code ALLOC_PD}, {@code CREATE_CQ}, ...). */
@@ -374,6 +399,7 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
 
     public void close() {
         core.setPortEvents(null);
+        core.setObjectEvents(null);
         int xrcdn;
         synchronized (this) {
             xrcdn = xrcdnInitiators;

@@ -20,25 +20,101 @@ import org.peerdirect.mlx5.lib.UserBuf;
 /**
  * {@code struct mlx5_ib_ucontext}: the device opened by one process, with its own UAR page
  * ({@code ALLOC_UAR} at open, {@code DEALLOC_UAR} at close) that the library rings its CQ and QP
- * doorbells on.
+ * doorbells on; on a device with DevX its uid ({@code devx_uid}), which its PDs, CQs and UAR carry,
+ * and its DevX methods ({@link Mlx5Devx}, reached through {@link #driverMethod}).
  */
 final class Mlx5IbUcontext implements IbUcontextOps {
 
     final Mlx5IbDev dev;
     final AddressSpace process;
     final UarPage uar;
+    /** The DevX uid (0: the device has no DevX) and the DevX objects (null then). */
+    final int uid;
+    final Mlx5Devx devx;
     private boolean closed;
 
-    Mlx5IbUcontext(Mlx5IbDev dev, AddressSpace process, int uar) {
+    Mlx5IbUcontext(Mlx5IbDev dev, AddressSpace process, int uar, int uid) {
         this.dev = dev;
         this.process = process;
         this.uar = new UarPage(dev.core.function(), uar);
+        this.uid = uid;
+        this.devx = uid == 0 ? null : Mlx5Devx.of(dev, this, uid);
+    }
+
+    /** A command input of this context: its uid in the header ({@code MLX5_SET(..., uid, context->devx_uid)}). */
+    MemorySegment input(int opcode, int len) {
+        MemorySegment in = Mlx5CoreDev.input(opcode, 0, len);
+        org.peerdirect.hca.cx4.ifc.Devx.UID.set(in, 0, uid);
+        return in;
     }
 
     @Override
     public IbPdOps allocPd() {
-        int pdn = dev.execIndex(Mlx5CoreDev.input(Mlx5Cmd.ALLOC_PD, 0, 16), 16);
+        int pdn = dev.execIndex(input(Mlx5Cmd.ALLOC_PD, 16), 16);
         return new Mlx5IbPd(this, pdn);
+    }
+
+    /**
+     * The DevX methods ({@code MLX5_IB_METHOD_DEVX_*}) the user library calls
+     * ({@link org.peerdirect.mlx5.dv.Mlx5dv}); EOPNOTSUPP on a device without DevX.
+     */
+    @Override
+    public Object driverMethod(String method, Object... a) {
+        if (devx == null) {
+            throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+                    dev.name() + ": " + method + ": the device has no DevX");
+        }
+        try {
+            return switch (method) {
+                case "DEVX_OBJ_CREATE" -> devx.objCreate((byte[]) a[0], (Integer) a[1]);
+                case "DEVX_OBJ_QUERY" -> devx.objCommand((Integer) a[0], (byte[]) a[1], (Integer) a[2], false);
+                case "DEVX_OBJ_MODIFY" -> devx.objCommand((Integer) a[0], (byte[]) a[1], (Integer) a[2], true);
+                case "DEVX_OBJ_DESTROY" -> {
+                    devx.destroy((Integer) a[0], Mlx5Devx.Kind.OBJ);
+                    yield null;
+                }
+                case "DEVX_UMEM_REG" -> devx.umemReg((Long) a[0], (Long) a[1], (Integer) a[2]);
+                case "DEVX_UMEM_DEREG" -> {
+                    devx.destroy((Integer) a[0], Mlx5Devx.Kind.UMEM);
+                    yield null;
+                }
+                case "DEVX_UAR_ALLOC" -> devx.uarAlloc();
+                case "DEVX_QUERY_EQN" -> dev.core.compEqn(); // mlx5_ib_devx_query_eqn: the completion EQ (one vector)
+                case "DEVX_UAR_FREE" -> {
+                    devx.destroy((Integer) a[0], Mlx5Devx.Kind.UAR);
+                    yield null;
+                }
+                case "DEVX_ASYNC_EVENT_FD_ALLOC" -> devx.events.createChannel();
+                case "DEVX_SUBSCRIBE_EVENT" -> {
+                    devx.events.subscribe((Integer) a[0], (Integer) a[1], (int[]) a[2], (Long) a[3]);
+                    yield null;
+                }
+                case "DEVX_EVENT_READ" -> {
+                    Mlx5DevxEvents.Event e = devx.events.read((Integer) a[0], (Long) a[1]);
+                    yield e == null ? null : new long[] {e.cookie(), e.eventType(), e.objType(), e.objId() & 0xffff_ffffL};
+                }
+                case "DEVX_ASYNC_EVENT_FD_CLOSE" -> {
+                    devx.events.destroyChannel((Integer) a[0]);
+                    yield null;
+                }
+                default -> throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+                        dev.name() + ": no driver method " + method);
+            };
+        } catch (ClassCastException | ArrayIndexOutOfBoundsException e) {
+            throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINVAL,
+                    dev.name() + ": " + method + ": bad attributes (" + e.getMessage() + ")");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINTR, method + " interrupted");
+        }
+    }
+
+    /** Close or exit, before the core's objects: the DevX objects by rank, umems, UARs ({@link Mlx5Devx#destroyAll}). */
+    @Override
+    public void destroyDriverObjects() {
+        if (devx != null) {
+            devx.destroyAll();
+        }
     }
 
     /**
@@ -125,7 +201,7 @@ final class Mlx5IbUcontext implements IbUcontextOps {
         Pinned p = pin((long) Cq.CQE_SIZE << logSize);
         Mlx5Cq.initRing(p.buf(), logSize);
         int npages = (int) (p.buf().queueBytes / 4096);
-        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_CQ, 0, (int) Cq.CREATE_CQ_IN_PAS + 8 * npages);
+        MemorySegment in = input(Mlx5Cmd.CREATE_CQ, (int) Cq.CREATE_CQ_IN_PAS + 8 * npages);
         long c = Cq.CREATE_CQ_IN_CQC;
         Cq.CQC_LOG_CQ_SIZE.set(in, c, logSize);
         Cq.CQC_UAR_PAGE.set(in, c, uar.index);
@@ -182,7 +258,12 @@ final class Mlx5IbUcontext implements IbUcontextOps {
     public synchronized void deallocUcontext() {
         if (!closed) {
             closed = true;
+            if (devx != null) {
+                devx.destroyAll(); // already done at the core's close; again for a driver-side teardown
+                dev.devxContexts.remove(devx);
+            }
             dev.destroyQuietly(Mlx5Cmd.DEALLOC_UAR, uar.index);
+            Mlx5Devx.destroyUid(dev, uid); // after the core destroyed the uid's PDs and CQs
         }
     }
 }

@@ -48,7 +48,7 @@ abstract class Mlx5Machine {
     final Set<Integer> unplugged = new HashSet<>();
     AddressSpace proc;
 
-    /** One model per PCI device id ({@link ConnectX4Device#DEVICE_CONNECTX4} or {@code _CONNECTX6DX}), each bound and registered. */
+    /** One model per PCI device id ({@link ConnectX4Device#DEVICE_CONNECTX4}, {@code _CONNECTX6DX} or {@code _BLUEFIELD3}), each bound and registered. */
     void startMachine(Path tmp, String procName, int... deviceIds) {
         mm = new Mm(64L << 20, true, tmp.resolve("swap"), 1 << 20);
         iommu = new Iommu(mm);
@@ -56,8 +56,7 @@ abstract class Mlx5Machine {
         core = new IbCore(null);
         Fabric fabric = new Fabric();
         for (int i = 0; i < deviceIds.length; i++) {
-            ConnectX4Device m = deviceIds[i] == ConnectX4Device.DEVICE_CONNECTX4 ? new ConnectX4Device("ConnectX-4", deviceIds[i], fabric)
-                    : new ConnectX4Device("ConnectX-6 Dx", deviceIds[i], fabric);
+            ConnectX4Device m = new ConnectX4Device(ConnectX4Device.modelName(deviceIds[i]), deviceIds[i], fabric);
             PciFunction fn = bus.register(m.spec());
             Mlx5CoreDev c = new Mlx5CoreDev("mlx5_" + i, fn, mm, new Mlx5CoreDev.Settings(10_000, 200, 2_000));
             c.load();

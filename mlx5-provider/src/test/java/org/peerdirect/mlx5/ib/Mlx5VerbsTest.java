@@ -79,10 +79,18 @@ class Mlx5VerbsTest extends Mlx5Machine {
         /** Port 1's GID (what a RoCE peer addresses). */
         final byte[] gid;
 
+        /** The context's completion channel of {@link #cq}, or null. */
+        final org.peerdirect.ib.core.verbs.IbvCompChannel channel;
+
         End(int dev, IbvQpType type) {
+            this(dev, type, false);
+        }
+
+        End(int dev, IbvQpType type, boolean withChannel) {
             ctx = devs.get(dev).open(proc);
             pd = ctx.allocPd();
-            cq = ctx.createCq(256, null);
+            channel = withChannel ? ctx.createCompChannel() : null;
+            cq = ctx.createCq(256, channel);
             IbvQpInitAttr a = new IbvQpInitAttr();
             a.sendCq = cq;
             a.recvCq = cq;
@@ -136,6 +144,34 @@ class Mlx5VerbsTest extends Mlx5Machine {
         return w;
     }
 
+
+    /**
+     * {@code mlx5_arm_cq} carries the consumer index: a CQE that lands between the last poll and
+     * the arm is an event at once (what {@code mlx5e_napi_poll}'s arm-and-leave relies on); with
+     * every CQE polled, the arm waits for the next one.
+     */
+    @Test
+    void aCqeThatLandedBeforeTheArmIsAnEventAtOnce() throws Exception {
+        End a = new End(0, IbvQpType.RC);
+        End b = new End(1, IbvQpType.RC, true);
+        connect(a, b);
+        connect(b, a);
+        b.qp.postRecv(new IbvRecvWr().sge(b.buf, 64, b.mr.lkey()));
+        a.qp.postSend(wr(IbvWrOpcode.SEND, a.buf, 64, a.mr.lkey(), 1));
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status, "acknowledged: the receive CQE is written");
+        b.cq.reqNotify(false); // nothing polled since the CQE landed
+        assertEquals(b.cq, b.channel.getCqEvent(java.time.Duration.ofSeconds(10)), "the waiting CQE fired the arm");
+        b.channel.ackCqEvents(b.cq, 1);
+        assertEquals(IbvWcStatus.SUCCESS, one(b.cq).status);
+        b.cq.reqNotify(false);
+        assertNull(b.channel.getCqEvent(java.time.Duration.ofMillis(20)), "everything polled: no event");
+        b.qp.postRecv(new IbvRecvWr().sge(b.buf, 64, b.mr.lkey()));
+        a.qp.postSend(wr(IbvWrOpcode.SEND, a.buf, 64, a.mr.lkey(), 2));
+        assertEquals(b.cq, b.channel.getCqEvent(java.time.Duration.ofSeconds(10)), "the next CQE fires the arm");
+        b.channel.ackCqEvents(b.cq, 1);
+        assertEquals(IbvWcStatus.SUCCESS, one(b.cq).status);
+        assertEquals(IbvWcStatus.SUCCESS, one(a.cq).status);
+    }
 
     @Test
     void pingpongValidatesOnMlx5() throws Exception {

@@ -139,7 +139,8 @@ public final class ConnectX3Device {
             f.eqs.doorbell(page, (int) (in - Uar.EQ_DOORBELL) / 8, (int) value); // write32be: the be32 as written
         } else if (in == Uar.CQ_DOORBELL && width == 8) {
             // mlx4_write64: two be32 words in memory order; a 64-bit store is little-endian, so the first word is the value's low bytes reversed
-            cqDoorbell(f, (int) (Long.reverseBytes(value) >>> 32));
+            long be = Long.reverseBytes(value);
+            cqDoorbell(f, (int) (be >>> 32), (int) be & 0xff_ffff);
         } else if (in == Uar.SEND_DOORBELL && width == 4) {
             sendDoorbell(f, page, (int) value >>> 8); // write32be of qpn << 8
         }
@@ -148,9 +149,10 @@ public final class ConnectX3Device {
     /**
      * The CQ doorbell ({@code mlx4_cq_arm}'s 64-bit write: be32 {@code sn << 28 | cmd | cqn}, then
      * the consumer index): {@code REQ_NOT} arms the CQ for the next completion, {@code REQ_NOT_SOL}
-     * for the next solicited one; a doorbell for no live CQ is counted and dropped.
+     * for the next solicited one, and a CQE already waiting at or past the consumer index fires
+     * at once ({@link HwCq#arm(boolean, long)}); a doorbell for no live CQ is counted and dropped.
      */
-    private void cqDoorbell(Firmware f, int word) {
+    private void cqDoorbell(Firmware f, int word, int ci) {
         HcaDevice e = f.engine();
         HwCq cq = e == null ? null : e.cqByNumber(word & 0xff_ffff);
         int cmd = word & 3 << 24;
@@ -158,7 +160,7 @@ public final class ConnectX3Device {
             f.eqs.strayDoorbells.incrementAndGet();
             return;
         }
-        cq.arm(cmd == Uar.CQ_DB_REQ_NOT_SOL);
+        cq.arm(cmd == Uar.CQ_DB_REQ_NOT_SOL, ci);
     }
 
     /**

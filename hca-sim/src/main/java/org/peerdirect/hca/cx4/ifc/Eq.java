@@ -30,6 +30,13 @@ public final class Eq {
     public static final int EVENT_WQ_CATAS_ERROR = 0x05;
     public static final int EVENT_INTERNAL_ERROR = 0x08;
     public static final int EVENT_PORT_CHANGE = 0x09;
+    /**
+     * {@code MLX5_EVENT_TYPE_OBJECT_CHANGE}: a general object changed (the model's DPA process
+     * error); {@code mlx5_eqe_obj_change}: {@code obj_type} be16 at data byte 2, {@code obj_id} be32 at 4.
+     */
+    public static final int EVENT_OBJECT_CHANGE = 0x27;
+    public static final long OBJ_CHANGE_TYPE = 2;
+    public static final long OBJ_CHANGE_ID = 4;
     public static final int EVENT_CMD = 0x0a;
     public static final int EVENT_PAGE_REQUEST = 0x0b;
     public static final int EVENT_PAGE_FAULT = 0x0c;

@@ -17,6 +17,8 @@ public final class HcaCap {
     public static final int TYPE_ODP = 2;
     public static final int TYPE_ATOMIC = 3;
     public static final int TYPE_ROCE = 4;
+    /** The DPA capability block ({@link DpaCap}); its type is not public: peerdirect PRM extension v1. */
+    public static final int TYPE_DPA = DpaCap.TYPE;
     /** {@code HCA_CAP_OPMOD_GET_MAX} / {@code _CUR}. */
     public static final int MODE_MAX = 0;
     public static final int MODE_CUR = 1;
@@ -90,6 +92,18 @@ public final class HcaCap {
     public static final IfcField MAX_WQE_SZ_RQ = new IfcField(0x2b0, 16);
     public static final IfcField LOG_MAX_PD = new IfcField(0x32b, 5);
     public static final IfcField LOG_MAX_XRCD = new IfcField(0x33b, 5);
+    /**
+     * The general objects the device creates ({@code general_obj_types}, 64 bits big-endian at byte
+     * 0x80): bit {@code t} set when {@code obj_type t} is supported ({@code 1ULL << type}); read
+     * with {@link #GENERAL_OBJ_TYPES} as a 64-bit word.
+     */
+    public static final long GENERAL_OBJ_TYPES = 0x80;
+    /** DevX user contexts: {@code CREATE_UCTX} gives up to 2^n uids (0: no DevX). */
+    public static final IfcField LOG_MAX_UCTX = new IfcField(0x463, 5);
+    /** DevX umems: up to 2^n ({@code CREATE_UMEM}). */
+    public static final IfcField LOG_MAX_UMEM = new IfcField(0x46b, 5);
+    /** A umem may be created with uid 0 (the kernel's own). */
+    public static final IfcField UMEM_UID_0 = new IfcField(0x252, 1);
     public static final IfcField MAX_NUM_EQS = new IfcField(0x470, 16);
     public static final IfcField LOG_UAR_PAGE_SZ = new IfcField(0x490, 16);
     public static final IfcField NUM_OF_UARS_PER_PAGE = new IfcField(0x520, 32);

@@ -27,6 +27,15 @@ public final class Mlx5Cmd {
     public static final int QUERY_SPECIAL_CONTEXTS = 0x203;
     public static final int PAGE_FAULT_RESUME = 0x204;
     public static final int CREATE_EQ = 0x301;
+    /** DevX ({@code devx.c}): general objects, user contexts (uids) and umems. */
+    public static final int CREATE_GENERAL_OBJECT = 0xa00;
+    public static final int MODIFY_GENERAL_OBJECT = 0xa01;
+    public static final int QUERY_GENERAL_OBJECT = 0xa02;
+    public static final int DESTROY_GENERAL_OBJECT = 0xa03;
+    public static final int CREATE_UCTX = 0xa04;
+    public static final int DESTROY_UCTX = 0xa06;
+    public static final int CREATE_UMEM = 0xa08;
+    public static final int DESTROY_UMEM = 0xa0a;
     public static final int DESTROY_EQ = 0x302;
     public static final int QUERY_EQ = 0x303;
     public static final int GEN_EQE = 0x304;
@@ -167,6 +176,14 @@ public final class Mlx5Cmd {
             case DEALLOC_UAR -> "DEALLOC_UAR";
             case ACCESS_REG -> "ACCESS_REG";
             case NOP -> "NOP";
+            case CREATE_GENERAL_OBJECT -> "CREATE_GENERAL_OBJECT";
+            case MODIFY_GENERAL_OBJECT -> "MODIFY_GENERAL_OBJECT";
+            case QUERY_GENERAL_OBJECT -> "QUERY_GENERAL_OBJECT";
+            case DESTROY_GENERAL_OBJECT -> "DESTROY_GENERAL_OBJECT";
+            case CREATE_UCTX -> "CREATE_UCTX";
+            case DESTROY_UCTX -> "DESTROY_UCTX";
+            case CREATE_UMEM -> "CREATE_UMEM";
+            case DESTROY_UMEM -> "DESTROY_UMEM";
             default -> String.format("unknown command opcode 0x%x", opcode);
         };
     }

@@ -19,6 +19,29 @@ public interface IbUcontextOps {
     void deallocUcontext();
 
     /**
+     * A driver-specific method of the context (uverbs' driver methods, {@code UVERBS_METHOD} of a
+     * driver's object tree, e.g. {@code mlx5_ib}'s {@code MLX5_IB_METHOD_DEVX_OBJ_CREATE}): the
+     * method's name and its attributes are the driver's, so is the result. The core has checked
+     * that the context is alive. A driver without such methods keeps this default (EOPNOTSUPP).
+     *
+     * @since 0.8
+     */
+    default Object driverMethod(String method, Object... attrs) {
+        throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+                "driver method " + method + ": Operation not supported by this driver");
+    }
+
+    /**
+     * The first step of the context's close (the user's, or the process's exit): the driver
+     * destroys what its own methods made ({@link #driverMethod}: DevX objects, umems, UARs), which
+     * may refer to the core's objects (a DPA window to an MR), before the core destroys those.
+     *
+     * @since 0.8
+     */
+    default void destroyDriverObjects() {
+    }
+
+    /**
      * {@code alloc_xrcd}: a new XRC domain. The domain is the device's, not this context's: a
      * domain shared through a file outlives the context that allocated it, and the driver's
      * {@link #deallocUcontext} must leave it. A driver without XRC keeps this default (the core

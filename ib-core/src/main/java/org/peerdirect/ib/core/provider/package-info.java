@@ -47,7 +47,7 @@
  * which must then succeed quietly.
  */
 @Export
-@Version("0.7.0")
+@Version("0.8.0")
 package org.peerdirect.ib.core.provider;
 
 import org.osgi.annotation.bundle.Export;

@@ -110,6 +110,12 @@ final class UContext implements IbvContext {
     }
 
     @Override
+    public Object driverMethod(String method, Object... attrs) {
+        alive();
+        return ops.driverMethod(method, attrs);
+    }
+
+    @Override
     public IbvPd allocPd() {
         alive();
         UPd pd = new UPd(this, ops.allocPd());
@@ -316,7 +322,8 @@ final class UContext implements IbvContext {
     }
 
     /**
-     * {@code ibv_close_device} and the process's exit: destroys every object left, QPs first (a CQ
+     * {@code ibv_close_device} and the process's exit: destroys every object left, the driver's own
+     * first ({@link IbUcontextOps#destroyDriverObjects}), then QPs (a CQ
      * in use cannot go; XRC receive QPs first of all), then SRQs, MRs, AHs, PDs, XRC domains, CQs, channels; then the driver's context.
      * Idempotent.
      */
@@ -329,6 +336,7 @@ final class UContext implements IbvContext {
             closed = true;
         }
         try {
+            ops.destroyDriverObjects(); // they may refer to the objects below (DevX: a window to an MR)
             for (UQp qp : xrcQps) {
                 qp.destroy(); // they use no PD or CQ, only their domain
             }

@@ -44,6 +44,20 @@ public interface IbvContext extends AutoCloseable {
     IbvXrcd openXrcd(int fd, int oflags);
 
     /**
+     * A driver-specific method ({@code ioctl} on the uverbs file with a driver's method id, what
+     * rdma-core's provider libraries use for their direct-verbs calls, e.g. libmlx5's
+     * {@code mlx5dv_devx_obj_create}): the method's name and attributes are the driver's. A
+     * provider's user library calls it, not applications. EOPNOTSUPP when the driver has no such
+     * method; EINVAL on a closed context, EIO once the device is gone.
+     *
+     * @since 0.13
+     */
+    default Object driverMethod(String method, Object... attrs) {
+        throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
+                "driver method " + method + ": Operation not supported");
+    }
+
+    /**
      * {@code ibv_create_srq_ex}: a basic SRQ (as {@link IbvPd#createSrq}) or, with
      * {@link IbvSrqInitAttrEx.SrqType#XRC}, an XRC SRQ of {@code xrcd} whose receives complete to
      * {@code cq}; the PD is the one the messages it receives are checked against.

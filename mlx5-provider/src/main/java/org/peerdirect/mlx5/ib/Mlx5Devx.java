@@ -1,0 +1,327 @@
+package org.peerdirect.mlx5.ib;
+
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.peerdirect.hca.cx4.ifc.Devx;
+import org.peerdirect.hca.cx4.ifc.DpaCap;
+import org.peerdirect.hca.cx4.ifc.HcaCap;
+import org.peerdirect.hca.cx4.ifc.Mkey;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.hca.cx4.ifc.Pages;
+import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.mlx5.core.Mlx5CoreDev;
+
+/**
+ * DevX of one user context ({@code drivers/infiniband/hw/mlx5/devx.c}): the context's uid
+ * ({@code CREATE_UCTX} at open, {@link #create}; {@code DESTROY_UCTX} at close), and the methods
+ * the user library calls through the core ({@code MLX5_IB_METHOD_DEVX_*}): objects made by
+ * commands the user builds ({@code devx_obj_create}: general objects, CQs, QPs, mkeys, PDs; the
+ * uid of every command is the driver's, whatever the user wrote there, and the command must be one
+ * DevX allows), their query, modify and destroy (the command must name the handle's object:
+ * {@code devx_is_valid_obj_id}), umems over pinned process memory ({@code devx_umem_reg}), UARs,
+ * and event channels ({@link Mlx5DevxEvents}).
+ *
+ * <p>Cleanup ({@link #destroyAll}, at close and at the process's exit, before the core destroys
+ * its objects): objects by dependency rank ({@link #rank}: DPA threads, then queues, then windows
+ * and outboxes, then DPA processes, then DPA memory; in reverse creation order within a rank), then
+ * umems, then UARs; the uid goes last ({@link #destroyUid}, after the core's PDs and CQs of the
+ * uid). So no window DMA can follow the MRs' deregistration.
+ *
+ * <p>Lock rules: {@link #objects} is a concurrent map; a method runs on the calling process's
+ * thread, commands serialise in the core's command interface.
+ *
+ * @see <a href="https://elixir.bootlin.com/linux/latest/source/drivers/infiniband/hw/mlx5/devx.c">devx.c</a>
+ */
+final class Mlx5Devx {
+
+    /** What a handle names: an object made by a command, a umem, a UAR. */
+    enum Kind {
+        OBJ, UMEM, UAR
+    }
+
+    /**
+     * A DevX handle ({@code struct devx_obj}, {@code struct devx_umem}, a DevX UAR): the command
+     * that destroys it ({@code dinbox}), its {@code obj_type} and id for the validity and event
+     * checks, its dependency rank.
+     */
+    record Handle(int id, Kind kind, int opcode, int objType, int objId, MemorySegment destroy, int rank, IbUmem umem) {
+    }
+
+    private final Mlx5IbDev dev;
+    final int uid;
+    private final Mlx5IbUcontext uctx;
+    private final Map<Integer, Handle> objects = new ConcurrentHashMap<>();
+    private final AtomicInteger nextHandle = new AtomicInteger(1);
+    final Mlx5DevxEvents events;
+
+    private Mlx5Devx(Mlx5IbDev dev, Mlx5IbUcontext uctx, int uid) {
+        this.dev = dev;
+        this.uctx = uctx;
+        this.uid = uid;
+        this.events = new Mlx5DevxEvents(this);
+    }
+
+    /** Whether the device reports DevX ({@code MLX5_CAP_GEN(dev, log_max_uctx)}). */
+    static boolean supported(Mlx5IbDev dev) {
+        return dev.core.cap(HcaCap.LOG_MAX_UCTX) != 0;
+    }
+
+    /** {@code mlx5_ib_devx_create}: a uid for a user context (0 on a device without DevX). */
+    static int createUid(Mlx5IbDev dev) {
+        if (!supported(dev)) {
+            return 0;
+        }
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_UCTX, 0, Devx.CREATE_UCTX_IN_LEN);
+        return Devx.CREATE_UCTX_OUT_UID.get(dev.cmd(() -> dev.core.exec(in, 16)), 0);
+    }
+
+    /** {@code mlx5_ib_devx_destroy}: refused by the firmware while the uid owns anything. */
+    static void destroyUid(Mlx5IbDev dev, int uid) {
+        if (uid == 0) {
+            return;
+        }
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.DESTROY_UCTX, 0, 16);
+        Devx.DESTROY_UCTX_IN_UID.set(in, 0, uid);
+        try {
+            dev.cmd(() -> dev.core.exec(in, 16));
+        } catch (KernelException e) {
+            if (dev.core.isUp()) {
+                throw e;
+            }
+        }
+    }
+
+    static Mlx5Devx of(Mlx5IbDev dev, Mlx5IbUcontext uctx, int uid) {
+        return new Mlx5Devx(dev, uctx, uid);
+    }
+
+    /** The command with the driver's uid in its header: the user's value there is never trusted. */
+    private MemorySegment stamped(byte[] cmd) {
+        if (cmd.length < 16) {
+            throw new KernelException(Errno.EINVAL, "DevX: a command has at least 16 bytes, not " + cmd.length);
+        }
+        MemorySegment in = MemorySegment.ofArray(cmd.clone());
+        Devx.UID.set(in, 0, uid);
+        return in;
+    }
+
+    private static int opcode(MemorySegment in) {
+        return in.get(BE32, 0) >>> 16;
+    }
+
+    private static void checkOutLen(int outLen) {
+        if (outLen < 16 || outLen > 1 << 20) {
+            throw new KernelException(Errno.EINVAL, "DevX: an output of " + outLen + " bytes (16 to 1 MiB)");
+        }
+    }
+
+    private Handle handle(int id, Kind kind) {
+        Handle h = objects.get(id);
+        if (h == null || h.kind() != kind) {
+            throw new KernelException(Errno.EINVAL, "DevX: handle " + id + " is no " + kind.name().toLowerCase() + " of this context");
+        }
+        return h;
+    }
+
+    private Handle add(Kind kind, int opcode, int objType, int objId, MemorySegment destroy, int rank, IbUmem umem) {
+        Handle h = new Handle(nextHandle.getAndIncrement(), kind, opcode, objType, objId, destroy, rank, umem);
+        objects.put(h.id(), h);
+        return h;
+    }
+
+    /**
+     * {@code devx_obj_create}: the command (one DevX creates objects with), the uid stamped, run;
+     * returns the handle and the output. The destroy command is built from the output now
+     * ({@code devx_obj_build_destroy_cmd}), so cleanup needs nothing of the user.
+     */
+    Object[] objCreate(byte[] cmd, int outLen) {
+        checkOutLen(outLen);
+        MemorySegment in = stamped(cmd);
+        int op = opcode(in);
+        int objType = op == Mlx5Cmd.CREATE_GENERAL_OBJECT ? Devx.OBJ_TYPE.get(in, 0) : 0;
+        int destroyOp = switch (op) {
+            case Mlx5Cmd.CREATE_GENERAL_OBJECT -> Mlx5Cmd.DESTROY_GENERAL_OBJECT;
+            case Mlx5Cmd.CREATE_CQ -> Mlx5Cmd.DESTROY_CQ;
+            case Mlx5Cmd.CREATE_QP -> Mlx5Cmd.DESTROY_QP;
+            case Mlx5Cmd.CREATE_MKEY -> Mlx5Cmd.DESTROY_MKEY;
+            case Mlx5Cmd.ALLOC_PD -> Mlx5Cmd.DEALLOC_PD;
+            default -> throw new KernelException(Errno.EINVAL, "DevX obj_create: " + Mlx5Cmd.name(op) + " creates no object DevX allows");
+        };
+        MemorySegment out = dev.cmd(() -> dev.core.exec(in, outLen));
+        int objId = op == Mlx5Cmd.CREATE_GENERAL_OBJECT ? out.get(BE32, Devx.OBJ_ID) : Pages.INDEX24.get(out, 0);
+        MemorySegment destroy = Mlx5CoreDev.input(destroyOp, op == Mlx5Cmd.CREATE_GENERAL_OBJECT ? objType : 0, 16);
+        Devx.UID.set(destroy, 0, uid);
+        if (op == Mlx5Cmd.CREATE_GENERAL_OBJECT) {
+            destroy.set(BE32, Devx.OBJ_ID, objId);
+        } else {
+            Pages.INDEX24.set(destroy, 0, objId);
+        }
+        Handle h = add(Kind.OBJ, op, objType, objId, destroy, rank(op, objType), null);
+        byte[] o = new byte[outLen];
+        MemorySegment.copy(out, 0, MemorySegment.ofArray(o), 0, Math.min(outLen, out.byteSize()));
+        return new Object[] {h.id(), o};
+    }
+
+    /**
+     * The cleanup rank of an object ({@code devx_obj} destroy order at close): what refers to
+     * others goes first. DPA threads (their CQs name them), queues, windows and outboxes, DPA
+     * processes, DPA memory, then PDs.
+     */
+    static int rank(int opcode, int objType) {
+        return switch (opcode) {
+            case Mlx5Cmd.CREATE_GENERAL_OBJECT -> switch (objType) {
+                case DpaCap.OBJ_DPA_THREAD -> 0;
+                case DpaCap.OBJ_DPA_WINDOW, DpaCap.OBJ_DPA_OUTBOX -> 2;
+                case DpaCap.OBJ_DPA_PROCESS -> 3;
+                case DpaCap.OBJ_DPA_MEM -> 4;
+                default -> 2;
+            };
+            case Mlx5Cmd.CREATE_QP -> 1;
+            case Mlx5Cmd.CREATE_CQ -> 1; // after the QPs of the same rank: reverse creation order
+            case Mlx5Cmd.CREATE_MKEY -> 5;
+            default -> 6; // PDs
+        };
+    }
+
+    /**
+     * {@code devx_obj_query} / {@code devx_obj_modify}: the command must act on the handle's object
+     * ({@code devx_is_valid_obj_id}) and be a query or a modify of its kind.
+     */
+    byte[] objCommand(int handle, byte[] cmd, int outLen, boolean modify) {
+        checkOutLen(outLen);
+        Handle h = handle(handle, Kind.OBJ);
+        MemorySegment in = stamped(cmd);
+        int op = opcode(in);
+        boolean ok = switch (h.opcode()) {
+            case Mlx5Cmd.CREATE_GENERAL_OBJECT -> op == (modify ? Mlx5Cmd.MODIFY_GENERAL_OBJECT : Mlx5Cmd.QUERY_GENERAL_OBJECT)
+                    && Devx.OBJ_TYPE.get(in, 0) == h.objType() && in.get(BE32, Devx.OBJ_ID) == h.objId();
+            case Mlx5Cmd.CREATE_CQ -> !modify && op == Mlx5Cmd.QUERY_CQ && Pages.INDEX24.get(in, 0) == h.objId();
+            case Mlx5Cmd.CREATE_QP -> (modify ? isQpTransition(op) : op == Mlx5Cmd.QUERY_QP) && Pages.INDEX24.get(in, 0) == h.objId();
+            default -> false;
+        };
+        if (!ok) {
+            throw new KernelException(Errno.EINVAL, String.format("DevX obj_%s: %s does not act on handle %d's object (0x%x)",
+                    modify ? "modify" : "query", Mlx5Cmd.name(op), handle, h.objId()));
+        }
+        MemorySegment out = dev.cmd(() -> dev.core.exec(in, outLen));
+        byte[] o = new byte[outLen];
+        MemorySegment.copy(out, 0, MemorySegment.ofArray(o), 0, Math.min(outLen, out.byteSize()));
+        return o;
+    }
+
+    private static boolean isQpTransition(int op) {
+        return op == Mlx5Cmd.RST2INIT_QP || op == Mlx5Cmd.INIT2RTR_QP || op == Mlx5Cmd.RTR2RTS_QP || op == Mlx5Cmd.RTS2RTS_QP
+                || op == Mlx5Cmd.QP_2ERR || op == Mlx5Cmd.QP_2RST || op == Mlx5Cmd.INIT2INIT_QP || op == Mlx5Cmd.SQERR2RTS_QP;
+    }
+
+    /** {@code devx_obj_destroy} / {@code devx_umem_dereg} / UAR free: the handle's destroy command; a refusal (in use) keeps it. */
+    void destroy(int handle, Kind kind) {
+        Handle h = handle(handle, kind);
+        run(h);
+        objects.remove(handle);
+        events.forget(h);
+        if (h.umem() != null) {
+            h.umem().release();
+        }
+    }
+
+    private void run(Handle h) {
+        try {
+            dev.cmd(() -> dev.core.exec(h.destroy(), 16));
+        } catch (KernelException e) {
+            if (dev.core.isUp()) {
+                throw e;
+            }
+        }
+    }
+
+    /**
+     * {@code devx_umem_reg}: {@code length} bytes of the process at {@code addr} pinned and mapped
+     * ({@code ib_umem_get}), a {@code CREATE_UMEM} of their 4 KiB pages; returns the handle and the
+     * umem id.
+     */
+    Object[] umemReg(long addr, long length, int access) {
+        if (length <= 0 || addr + length < addr) {
+            throw new KernelException(Errno.EINVAL, String.format("DevX umem_reg: %d bytes at 0x%x", length, addr));
+        }
+        IbUmem umem = dev.umems.umemGet(uctx.process, dev, addr, length, access, 0);
+        try {
+            long first = addr & ~0xfffL;
+            int n = (int) (((addr & 0xfff) + length + 4095) >>> 12);
+            MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_UMEM, 0, (int) Devx.UMEM_MTT + 8 * n);
+            Devx.UID.set(in, 0, uid);
+            in.set(BE32, Devx.UMEM_PAGE_OFFSET, (int) (addr & 0xfff));
+            in.set(BE64, Devx.UMEM_NUM_OF_MTT, n);
+            long flags = Mkey.MTT_READ | (umem.writable() ? Mkey.MTT_WRITE : 0);
+            for (int i = 0; i < n; i++) {
+                in.set(BE64, Devx.UMEM_MTT + 8L * i, umem.dmaAddressOf(Math.max(addr, first + 4096L * i)) & ~0xfffL | flags);
+            }
+            int id = Devx.UMEM_ID.get(dev.cmd(() -> dev.core.exec(in, 16)), 0);
+            MemorySegment destroy = Mlx5CoreDev.input(Mlx5Cmd.DESTROY_UMEM, 0, 16);
+            Devx.UID.set(destroy, 0, uid);
+            Devx.UMEM_ID.set(destroy, 0, id);
+            Handle h = add(Kind.UMEM, Mlx5Cmd.CREATE_UMEM, 0, id, destroy, 7, umem);
+            return new Object[] {h.id(), id};
+        } catch (RuntimeException e) {
+            umem.release();
+            throw e;
+        }
+    }
+
+    /** {@code MLX5_IB_METHOD_DEVX_UAR_ALLOC} ({@code mlx5dv_devx_alloc_uar}): an {@code ALLOC_UAR} of the uid; returns the handle and the page. */
+    Object[] uarAlloc() {
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.ALLOC_UAR, 0, 16);
+        Devx.UID.set(in, 0, uid);
+        int page = Pages.INDEX24.get(dev.cmd(() -> dev.core.exec(in, 16)), 0);
+        MemorySegment destroy = Mlx5CoreDev.input(Mlx5Cmd.DEALLOC_UAR, 0, 16);
+        Devx.UID.set(destroy, 0, uid);
+        Pages.INDEX24.set(destroy, 0, page);
+        Handle h = add(Kind.UAR, Mlx5Cmd.ALLOC_UAR, 0, page, destroy, 8, null);
+        return new Object[] {h.id(), page};
+    }
+
+    /** The objects of this context, in the order {@link #destroyAll} takes them. */
+    List<Handle> cleanupOrder() {
+        List<Handle> all = new ArrayList<>(objects.values());
+        all.sort(Comparator.comparingInt(Handle::rank).thenComparing(Comparator.comparingInt(Handle::id).reversed()));
+        return all;
+    }
+
+    /** Close or exit: every object, umem and UAR, by rank; what the firmware refuses is logged and left (its uid's destroy will say so). */
+    void destroyAll() {
+        events.close();
+        for (Handle h : cleanupOrder()) {
+            try {
+                run(h);
+            } catch (KernelException e) {
+                System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.WARNING,
+                        dev.name() + ": DevX cleanup of uid " + uid + ": " + Mlx5Cmd.name(h.destroy().get(BE32, 0) >>> 16) + " refused: " + e.getMessage());
+            }
+            objects.remove(h.id());
+            if (h.umem() != null) {
+                h.umem().release();
+            }
+        }
+    }
+
+    /** The live handles (tests, tools). */
+    int live() {
+        return objects.size();
+    }
+
+    /** The object a handle names, for an event subscription: its obj_type (0 for a queue) and id. */
+    Handle object(int handle) {
+        return handle(handle, Kind.OBJ);
+    }
+}
