@@ -1,0 +1,39 @@
+package org.peerdirect.hca.wire;
+
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The port's neighbour table for IPv4 ({@code neigh} of the kernel, what rxe's
+ * {@code rxe_prepare} finds through the route): IP to MAC, learnt from every ARP packet naming
+ * a sender and from ARP replies. A lookup that misses sends an ARP request; the packet that
+ * needed it is lost, and the transport's retransmission finds the entry (as a real NIC's
+ * first packet to a new peer waits in the neighbour queue, or, when nobody answers, the QP ends
+ * in RETRY_EXC_ERR after its retries).
+ */
+public final class Neighbours {
+
+    private final ConcurrentHashMap<Integer, Long> byIp = new ConcurrentHashMap<>();
+
+    /** The MAC for {@code ip}, or -1 when unknown. */
+    public long lookup(int ip) {
+        Long m = byIp.get(ip);
+        return m == null ? -1 : m;
+    }
+
+    public void learn(int ip, long mac) {
+        if (ip != 0 && mac != RxeNet.BROADCAST && mac != 0) {
+            byIp.put(ip, mac);
+        }
+    }
+
+    public int size() {
+        return byIp.size();
+    }
+
+    /** {@code ip lladdr mac} lines, as {@code ip neigh} prints them. */
+    public String describe() {
+        StringBuilder b = new StringBuilder();
+        byIp.forEach((ip, mac) -> b.append(RxeNet.ipString(ip)).append(" lladdr ").append(RxeNet.macString(mac)).append('\n'));
+        return b.toString();
+    }
+}
