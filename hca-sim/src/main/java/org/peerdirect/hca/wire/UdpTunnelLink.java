@@ -41,6 +41,32 @@ public final class UdpTunnelLink implements Link {
         }
     }
 
+    private UdpTunnelLink(String name, DatagramChannel ch, InetSocketAddress remote) throws IOException {
+        this.name = name;
+        this.ch = ch;
+        this.local = (InetSocketAddress) ch.getLocalAddress();
+        this.remote = remote;
+    }
+
+    /**
+     * Two tunnel ends on the loopback, each sending to the other (ports chosen by the system): a
+     * cable between two ports of this JVM, or of a test.
+     */
+    public static UdpTunnelLink[] pair(String nameA, String nameB) {
+        try {
+            DatagramChannel a = DatagramChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
+            DatagramChannel b = DatagramChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
+            for (DatagramChannel c : new DatagramChannel[] {a, b}) {
+                c.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);
+                c.setOption(StandardSocketOptions.SO_SNDBUF, 4 << 20);
+            }
+            return new UdpTunnelLink[] {new UdpTunnelLink(nameA, a, (InetSocketAddress) b.getLocalAddress()),
+                    new UdpTunnelLink(nameB, b, (InetSocketAddress) a.getLocalAddress())};
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot open a UDP tunnel pair on 127.0.0.1: " + e.getMessage(), e);
+        }
+    }
+
     /** Parses {@code host:port}; a clear error naming the value otherwise. */
     public static InetSocketAddress address(String what, String hostPort) {
         int c = hostPort == null ? -1 : hostPort.lastIndexOf(':');
