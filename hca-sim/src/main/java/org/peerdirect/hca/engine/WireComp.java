@@ -39,7 +39,7 @@ final class WireComp {
             return;
         }
         if (p.opcode == RxeOpcode.RC_ACKNOWLEDGE) {
-            ack(port, qp, wr, f, p, idx, reads);
+            ack(port, qp, wr, h, f, p, idx, reads);
             return;
         }
         if (p.opcode == RxeOpcode.RC_ATOMIC_ACKNOWLEDGE) {
@@ -49,12 +49,12 @@ final class WireComp {
             }
             int syn = RxeHdr.aethSyndrome(f.seg, p.hdr(RxeOpcode.AETH));
             if ((syn & RxeHdr.AETH_TYPE_MASK) != RxeHdr.AETH_ACK) {
-                post(qp, wr, Outcome.REM_OP_ERR); // an atomic ACK carries an ACK syndrome: a bad response
+                post(qp, wr, h, Outcome.REM_OP_ERR); // an atomic ACK carries an ACK syndrome: a bad response
                 return;
             }
             long orig = RxeHdr.atmAckOrig(f.seg, p.hdr(RxeOpcode.ATMACK));
             req(qp).scratchForComp.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0, orig);
-            post(qp, wr, place(qp, wr, req(qp).scratchForComp, 0, 8, true));
+            post(qp, wr, h, place(qp, wr, h, req(qp).scratchForComp, 0, 8, true));
             return;
         }
         // a READ response
@@ -76,17 +76,17 @@ final class WireComp {
         SendWqe w = qp.sqSlot(h);
         long expect = last ? w.length - (long) idx * mtu : mtu;
         if (p.payloadLen != expect || last != (idx == n - 1)) {
-            post(qp, wr, Outcome.REM_OP_ERR); // a response of the wrong size: a bad response (rxe's COMPST_ERROR)
+            post(qp, wr, h, Outcome.REM_OP_ERR); // a response of the wrong size: a bad response (rxe's COMPST_ERROR)
             return;
         }
-        Outcome o = place(qp, wr, f.seg, p.payload, p.payloadLen, idx == 0);
+        Outcome o = place(qp, wr, h, f.seg, p.payload, p.payloadLen, idx == 0);
         if (o != Outcome.SUCCESS) {
-            post(qp, wr, o);
+            post(qp, wr, h, o);
             return;
         }
         wr.compNext = idx + 1;
         if (last) {
-            post(qp, wr, Outcome.SUCCESS);
+            post(qp, wr, h, Outcome.SUCCESS);
         }
     }
 
@@ -95,31 +95,31 @@ final class WireComp {
     }
 
     /** An ACKNOWLEDGE: its AETH's syndrome says ACK, RNR NAK or NAK ({@code check_ack}). */
-    private static void ack(WirePort port, HwQp qp, WireReq wr, Frame f, RxePkt p, int idx, boolean reads) {
+    private static void ack(WirePort port, HwQp qp, WireReq wr, long h, Frame f, RxePkt p, int idx, boolean reads) {
         int syn = RxeHdr.aethSyndrome(f.seg, p.hdr(RxeOpcode.AETH));
         switch (syn & RxeHdr.AETH_TYPE_MASK) {
             case RxeHdr.AETH_ACK -> {
                 // a READ or atomic completes with its data; an ACK of its PSN before that is coalesced progress
                 if (!reads && idx == wr.npkts - 1) {
-                    post(qp, wr, Outcome.SUCCESS);
+                    post(qp, wr, h, Outcome.SUCCESS);
                 }
             }
             case RxeHdr.AETH_RNR_NAK -> {
                 port.counters.inc(RxeCounters.RCV_RNR);
                 wr.rnrTimer = syn & 0x1F;
-                wr.resendFrom = idx;
-                post(qp, wr, Outcome.RNR_NAK);
+                wr.postResend(h, idx);
+                post(qp, wr, h, Outcome.RNR_NAK);
             }
             case RxeHdr.AETH_NAK -> {
                 switch (syn) {
                     case RxeHdr.AETH_NAK_PSN_SEQ_ERROR -> {
                         port.counters.inc(RxeCounters.RCV_SEQ_ERR);
-                        wr.resendFrom = idx;
+                        wr.postResend(h, idx);
                         wake(qp);
                     }
-                    case RxeHdr.AETH_NAK_INVALID_REQ, RxeHdr.AETH_NAK_INV_RD_REQ -> post(qp, wr, Outcome.REM_INV_REQ_ERR);
-                    case RxeHdr.AETH_NAK_REM_ACC_ERR -> post(qp, wr, Outcome.REM_ACCESS_ERR);
-                    default -> post(qp, wr, Outcome.REM_OP_ERR);
+                    case RxeHdr.AETH_NAK_INVALID_REQ, RxeHdr.AETH_NAK_INV_RD_REQ -> post(qp, wr, h, Outcome.REM_INV_REQ_ERR);
+                    case RxeHdr.AETH_NAK_REM_ACC_ERR -> post(qp, wr, h, Outcome.REM_ACCESS_ERR);
+                    default -> post(qp, wr, h, Outcome.REM_OP_ERR);
                 }
             }
             default -> port.counters.inc(RxeCounters.RCVD_BAD_HDR); // reserved syndrome type
@@ -130,9 +130,9 @@ final class WireComp {
      * Places {@code len} bytes of {@code src} at {@code off} into the WQE's local segments, the
      * cursor admitted at the first piece and advancing across calls.
      */
-    private static Outcome place(HwQp qp, WireReq wr, java.lang.foreign.MemorySegment src, long off, long len, boolean first) {
+    private static Outcome place(HwQp qp, WireReq wr, long h, java.lang.foreign.MemorySegment src, long off, long len, boolean first) {
         Segs dst = wr.compLocal;
-        SendWqe w = qp.sqSlot(wr.inflight);
+        SendWqe w = qp.sqSlot(h);
         if (first) {
             dst.reset(qp.dev);
             for (int i = 0; i < w.numSge; i++) {
@@ -157,8 +157,8 @@ final class WireComp {
         return o == null ? Outcome.SUCCESS : o == Outcome.PAGE_FAULT ? Outcome.LOC_PROT_ERR : o;
     }
 
-    private static void post(HwQp qp, WireReq wr, Outcome o) {
-        wr.result = o;
+    private static void post(HwQp qp, WireReq wr, long h, Outcome o) {
+        wr.post(h, o);
         wake(qp);
     }
 

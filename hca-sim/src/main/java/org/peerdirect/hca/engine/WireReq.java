@@ -23,7 +23,7 @@ import org.peerdirect.hca.wire.RxeOpcode;
  * <p>Threads: the drain loop of the QP's {@link Requester} (the wip holder) runs {@link #execute}
  * and owns the in-flight fields; the link's receive thread runs the completer, which reads the
  * published WQE ({@link #inflight}, {@link #firstPsn}, {@link #npkts}, volatile) and posts its
- * verdict ({@link #result}, {@link #resendFrom}) before ringing the doorbell.
+ * verdict ({@link #post}, {@link #postResend}, tagged with the WQE) before ringing the doorbell.
  */
 final class WireReq {
 
@@ -38,10 +38,15 @@ final class WireReq {
     private long deadline;
     /** The packet to (re)send from on the next execute; -1: all sent, waiting. */
     private int sendFrom;
-    /** Posted by the completer: the WQE's outcome (SUCCESS, RNR_NAK, an error). */
-    volatile Outcome result;
-    /** Posted by the completer: a NAK (sequence error) or RNR NAK asks to resend from this packet; -1 none. */
-    volatile int resendFrom = -1;
+    /**
+     * Posted by the completer: the verdict on WQE {@code h} as {@code h << 8 | outcome ordinal}
+     * (SUCCESS, RNR_NAK, an error), -1 none. Tagged with the WQE so a verdict on a WQE that is no
+     * longer in flight (a late duplicate ACK racing the next WQE) is never taken for the next one.
+     */
+    private final java.util.concurrent.atomic.AtomicLong verdict = new java.util.concurrent.atomic.AtomicLong(-1);
+    /** Posted by the completer: resend WQE {@code h} from packet {@code k} (a PSN sequence NAK), as {@code h << 24 | k}; -1 none. */
+    private final java.util.concurrent.atomic.AtomicLong resend = new java.util.concurrent.atomic.AtomicLong(-1);
+    private static final Outcome[] OUTCOMES = Outcome.values();
     /** The RNR NAK's timer (encoded), for the requester's back-off. */
     volatile int rnrTimer = -1;
     // the completer's placement of READ responses and atomic results (receive thread)
@@ -56,7 +61,29 @@ final class WireReq {
 
     /** True when the completer posted something the drain has not taken yet. */
     boolean news() {
-        return result != null || resendFrom >= 0;
+        return verdict.get() >= 0 || resend.get() >= 0;
+    }
+
+    /** The completer's verdict on WQE {@code h} ({@link WireComp}; the receive thread). */
+    void post(long h, Outcome o) {
+        verdict.set(h << 8 | o.ordinal());
+    }
+
+    /** The completer asks WQE {@code h} to be resent from packet {@code k}. */
+    void postResend(long h, int k) {
+        resend.set(h << 24 | k);
+    }
+
+    /** Takes the verdict on {@code h}, or null (none, or one on another WQE: dropped). */
+    private Outcome takeVerdict(long h) {
+        long v = verdict.getAndSet(-1);
+        return v >= 0 && v >>> 8 == h ? OUTCOMES[(int) (v & 0xFF)] : null;
+    }
+
+    /** Takes the resend request for {@code h}: its packet, or -1. */
+    private int takeResend(long h) {
+        long v = resend.getAndSet(-1);
+        return v >= 0 && v >>> 24 == h ? (int) (v & 0xFFFFFF) : -1;
     }
 
     /** Nanoseconds until the local ACK timeout of the WQE in flight (at least 1). */
@@ -67,8 +94,8 @@ final class WireReq {
     /** A reset or flush: nothing is in flight any more. */
     void forget() {
         inflight = -1;
-        result = null;
-        resendFrom = -1;
+        verdict.set(-1);
+        resend.set(-1);
         rnrTimer = -1;
     }
 
@@ -90,13 +117,10 @@ final class WireReq {
             sendFrom = 0;
             inflight = h; // published last: the completer matches packets against the fields above
         }
-        Outcome r = result;
+        Outcome r = takeVerdict(h);
         if (r != null) {
-            result = null;
             if (r == Outcome.RNR_NAK) {
-                int k = resendFrom;
-                resendFrom = -1;
-                sendFrom = Math.max(0, k);
+                sendFrom = Math.max(0, takeResend(h));
                 return r; // the drain backs off by the NAK's timer, then comes back here to resend
             }
             inflight = -1;
@@ -105,10 +129,9 @@ final class WireReq {
             }
             return r;
         }
-        int k = resendFrom;
+        int k = takeResend(h);
         if (k >= 0) {
             // a PSN sequence NAK: go back to the packet it names (a retry, as rxe's COMPST_ERROR_RETRY)
-            resendFrom = -1;
             Outcome o = retry(port);
             if (o != null) {
                 return o;
