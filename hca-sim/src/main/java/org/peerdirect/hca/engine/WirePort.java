@@ -158,12 +158,26 @@ public final class WirePort implements Link.Receiver {
         link.send(f);
     }
 
-    /** Sends an ARP request for {@code dstIp} now (a QP moving to RTR resolves its peer, as rxe's AH creation does). */
+    /** How long a QP's move to RTR waits for its peer's ARP reply. */
+    static final long RESOLVE_WAIT_NANOS = 100_000_000L;
+
+    /**
+     * Resolves {@code dstIp} now, waiting (bounded) for the reply: a QP moving to RTR resolves its
+     * peer's MAC, as rxe's modify_qp does through {@code ib_resolve_eth_dmac}. A peer that does
+     * not answer delays nothing further: the QP's packets go out once it does, or the QP ends in
+     * RETRY_EXC_ERR.
+     */
     public void resolve(int dstIp) {
         if (neighbours.lookup(dstIp) < 0) {
             Frame f = new Frame();
             arpRequest(f, dstIp);
+            neighbours.await(dstIp, RESOLVE_WAIT_NANOS);
         }
+    }
+
+    /** As {@link #headers} to a MAC already known (the requester's, from the request being answered). */
+    void headersTo(Frame f, int dstIp, long dstMac, int sport, int l4) {
+        RxeNet.roceHeaders(f, dstMac, mac, ip, dstIp, ipId.getAndIncrement() & 0xFFFF, sport, l4);
     }
 
     /**

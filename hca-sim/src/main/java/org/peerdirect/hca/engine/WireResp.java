@@ -254,9 +254,7 @@ final class WireResp {
             int payload = (int) Math.min(mtu, len - (long) i * mtu);
             int pad = -payload & 3;
             int hdrs = RxeOpcode.length(op);
-            if (!port.headers(tx, p.srcIp, sport, hdrs + payload + pad)) {
-                return; // the requester's neighbour unknown: its retry asks again
-            }
+            port.headersTo(tx, p.srcIp, p.srcMac, sport, hdrs + payload + pad); // back where the request came from
             RxeHdr.bth(tx.seg, RxeNet.BTH, op, false, pad, RxeHdr.DEFAULT_PKEY, qp.destQpn, false, psn + i);
             int aeth = RxeOpcode.offset(op, RxeOpcode.AETH);
             if (aeth > 0) {
@@ -375,9 +373,7 @@ final class WireResp {
     /** An ACKNOWLEDGE to the requester with {@code syndrome} and {@code msn} at {@code psn}. */
     static void ack(WirePort port, HwQp qp, RxePkt p, int syndrome, int msn, int psn) {
         Frame tx = port.rxTx;
-        if (!port.headers(tx, p.srcIp, RxeNet.udpSport(qp.qpn, qp.destQpn), RxeHdr.BTH_BYTES + RxeHdr.AETH_BYTES)) {
-            return;
-        }
+        port.headersTo(tx, p.srcIp, p.srcMac, RxeNet.udpSport(qp.qpn, qp.destQpn), RxeHdr.BTH_BYTES + RxeHdr.AETH_BYTES);
         RxeHdr.bth(tx.seg, RxeNet.BTH, RxeOpcode.RC_ACKNOWLEDGE, false, 0, RxeHdr.DEFAULT_PKEY, qp.destQpn, false, psn);
         RxeHdr.aeth(tx.seg, RxeNet.BTH + RxeHdr.BTH_BYTES, syndrome, msn);
         port.send(tx);
@@ -386,9 +382,7 @@ final class WireResp {
     private static void atomicAck(WirePort port, HwQp qp, RxePkt p, int msn, long orig) {
         Frame tx = port.rxTx;
         int l4 = RxeHdr.BTH_BYTES + RxeHdr.AETH_BYTES + RxeHdr.ATMACK_BYTES;
-        if (!port.headers(tx, p.srcIp, RxeNet.udpSport(qp.qpn, qp.destQpn), l4)) {
-            return;
-        }
+        port.headersTo(tx, p.srcIp, p.srcMac, RxeNet.udpSport(qp.qpn, qp.destQpn), l4);
         RxeHdr.bth(tx.seg, RxeNet.BTH, RxeOpcode.RC_ATOMIC_ACKNOWLEDGE, false, 0, RxeHdr.DEFAULT_PKEY, qp.destQpn, false, p.psn);
         RxeHdr.aeth(tx.seg, RxeNet.BTH + RxeHdr.BTH_BYTES, RxeHdr.AETH_ACK_UNLIMITED, msn);
         RxeHdr.atomicAckEth(tx.seg, RxeNet.BTH + RxeHdr.BTH_BYTES + RxeHdr.AETH_BYTES, orig);

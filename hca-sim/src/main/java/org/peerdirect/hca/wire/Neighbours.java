@@ -22,7 +22,36 @@ public final class Neighbours {
 
     public void learn(int ip, long mac) {
         if (ip != 0 && mac != RxeNet.BROADCAST && mac != 0) {
-            byIp.put(ip, mac);
+            Long was = byIp.put(ip, mac);
+            if (was == null) {
+                synchronized (this) {
+                    notifyAll();
+                }
+            }
+        }
+    }
+
+    /**
+     * The MAC for {@code ip}, waiting at most {@code nanos} for an ARP reply to bring it (as a QP
+     * moving to RTR waits for its path's resolution); -1 when none came.
+     */
+    public long await(int ip, long nanos) {
+        long deadline = System.nanoTime() + nanos;
+        synchronized (this) {
+            long m;
+            while ((m = lookup(ip)) < 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return -1;
+                }
+                try {
+                    wait(Math.max(1, left / 1_000_000), 0);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return -1;
+                }
+            }
+            return m;
         }
     }
 
