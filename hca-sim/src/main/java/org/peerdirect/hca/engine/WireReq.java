@@ -126,6 +126,9 @@ final class WireReq {
             inflight = -1;
             if (r == Outcome.SUCCESS) {
                 qp.sqPsn = (firstPsn + npkts) & RxeHdr.PSN_MASK;
+                if (w.opcode == Wqe.OP_SEND || w.opcode == Wqe.OP_SEND_IMM) {
+                    port.counters.inc(RxeCounters.RDMA_SEND); // as rxe's do_complete
+                }
             }
             return r;
         }
@@ -297,6 +300,8 @@ final class WireReq {
         if (dip == 0) {
             return Outcome.SUCCESS;
         }
+        // the address handle's MAC: resolved (bounded) before the first datagram, as rxe's AH creation does
+        port.resolve(dip);
         boolean imm = Wqe.hasImm(w.opcode);
         int op = imm ? RxeOpcode.UD_SEND_ONLY_WITH_IMMEDIATE : RxeOpcode.UD_SEND_ONLY;
         int payload = (int) w.length;
@@ -320,6 +325,7 @@ final class WireReq {
             f.asSlice(RxeNet.BTH + hdrs + payload, pad).fill((byte) 0);
         }
         port.send(tx);
+        port.counters.inc(RxeCounters.RDMA_SEND);
         return Outcome.SUCCESS;
     }
 }

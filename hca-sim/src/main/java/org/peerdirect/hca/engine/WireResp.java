@@ -345,8 +345,6 @@ final class WireResp {
         qp.ePsn = (p.psn + 1) & RxeHdr.PSN_MASK;
         if (p.ackReq) {
             ack(port, qp, p, RxeHdr.AETH_ACK_UNLIMITED, s.msn, p.psn);
-        } else {
-            port.counters.inc(RxeCounters.ACK_DEFERRED);
         }
     }
 

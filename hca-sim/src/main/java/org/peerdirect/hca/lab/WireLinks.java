@@ -26,7 +26,7 @@ import org.peerdirect.kernel.sysfs.Sysfs;
  * {@code bus/pci/devices/<bdf>/roce/ports/<port>/} ({@code hw_counters/<name>}, {@code gids/0},
  * {@code link}). A deleted configuration puts the port back on the fabric.
  */
-@Component(service = WireLinks.class, configurationPid = WireLinks.PID, configurationPolicy = ConfigurationPolicy.REQUIRE)
+@Component(service = WireLinks.class, immediate = true, configurationPid = WireLinks.PID, configurationPolicy = ConfigurationPolicy.REQUIRE)
 @Designate(ocd = WireLinks.Config.class, factory = true)
 public final class WireLinks {
 
