@@ -62,14 +62,16 @@ final class WireComp {
             port.counters.inc(RxeCounters.RCVD_GHOST); // READ response data nobody asked for
             return;
         }
-        if (idx != wr.compNext) {
-            // out of order: rxe's completer retries the READ from the first missing response
-            if (idx > wr.compNext) {
+        int next = wr.compNext;
+        if (idx != next) {
+            if (idx > next && wr.readRetryFrom != next) {
+                // a response missing: rxe's completer retries the READ from it at once (COMPST_ERROR_RETRY), once per gap
                 port.counters.inc(RxeCounters.RCV_SEQ_ERR);
-            } else {
-                port.counters.inc(RxeCounters.DUP_REQ);
+                wr.readRetryFrom = next;
+                wr.postResend(h, next);
+                wake(qp);
             }
-            return;
+            return; // later responses of the gap, or a duplicate: dropped
         }
         int mtu = Math.min(qp.mtu, port.activeMtu);
         boolean last = p.has(RxeOpcode.END);

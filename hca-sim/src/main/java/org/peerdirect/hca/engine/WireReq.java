@@ -53,6 +53,8 @@ final class WireReq {
     final Segs compLocal = new Segs(HcaDevice.MAX_SGE);
     /** READ responses placed so far (the next one expected); written by the completer. */
     volatile int compNext;
+    /** The response a READ retry was last asked from (the completer's, one retry per gap); -1 none. */
+    volatile int readRetryFrom = -1; // reset by the drain per WQE; a race only costs one fast retry (the timeout covers)
 
     WireReq(HwQp qp, Requester req) {
         this.qp = qp;
@@ -114,6 +116,7 @@ final class WireReq {
             npkts = n;
             opcode = w.opcode;
             compNext = 0;
+            readRetryFrom = -1;
             sendFrom = 0;
             inflight = h; // published last: the completer matches packets against the fields above
         }
