@@ -190,6 +190,16 @@ public final class WirePort implements Link.Receiver {
         if (dev.removed || !port.active) {
             return; // a port that is down hears nothing
         }
+        try {
+            receive(f);
+        } catch (RuntimeException e) {
+            // an engine bug must not take the link down: the frame is lost, the failure counted for the audits
+            dev.engineFailures.incrementAndGet();
+            System.getLogger("org.peerdirect.hca").log(System.Logger.Level.ERROR, dev.name + ": a received frame failed", e);
+        }
+    }
+
+    private void receive(Frame f) {
         RxePkt p = rxPkt;
         int r = RxeNet.parse(f, p, mac, ip);
         switch (r) {

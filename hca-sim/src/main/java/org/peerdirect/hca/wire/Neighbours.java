@@ -14,15 +14,33 @@ public final class Neighbours {
 
     private final ConcurrentHashMap<Integer, Long> byIp = new ConcurrentHashMap<>();
 
+    /** The entry found last: a port talks to few peers, so the packet path finds it here without boxing. */
+    private record Entry(int ip, long mac) {
+    }
+
+    private volatile Entry last;
+
     /** The MAC for {@code ip}, or -1 when unknown. */
     public long lookup(int ip) {
+        Entry e = last;
+        if (e != null && e.ip == ip) {
+            return e.mac;
+        }
         Long m = byIp.get(ip);
-        return m == null ? -1 : m;
+        if (m == null) {
+            return -1;
+        }
+        last = new Entry(ip, m);
+        return m;
     }
 
     public void learn(int ip, long mac) {
         if (ip != 0 && mac != RxeNet.BROADCAST && mac != 0) {
             Long was = byIp.put(ip, mac);
+            Entry e = last;
+            if (e != null && e.ip == ip && e.mac != mac) {
+                last = null; // moved to another MAC
+            }
             if (was == null) {
                 synchronized (this) {
                     notifyAll();
