@@ -64,17 +64,38 @@ final class Requester extends Exchange {
         doorbell();
     }
 
-    /** The WQE's packets are out: wait for the completer's verdict or the local ACK timeout. */
+    /**
+     * The WQE's packets are out: wait for the completer's verdict or the local ACK timeout. One
+     * timer per QP at a time: an armed one fires at or before the new deadline (deadlines only
+     * grow), and the execute it causes re-arms for what is left; so steady traffic, ACKed long
+     * before the timeout, schedules one timer per timeout period, not one per WQE.
+     */
     private void awaitAck(WireReq wr) {
         if (qp.dev.removed) {
             return;
         }
         stalled = true;
-        if (!qp.dev.scheduler.schedule(resume, wr.remainingNanos()) || wr.news()) {
-            stalled = false; // the device is going, or the verdict came meanwhile: the loop runs again
+        if (!ackTimerArmed) {
+            ackTimerArmed = true;
+            if (!qp.dev.scheduler.schedule(ackTimer, wr.remainingNanos())) {
+                ackTimerArmed = false;
+                stalled = false; // the device is going: the next doorbell flushes
+                return;
+            }
+        }
+        if (wr.news()) {
+            stalled = false; // the verdict came meanwhile: the loop runs again
             doorbell();
         }
     }
+
+    /** An ACK timer of {@link #awaitAck} is pending. */
+    private volatile boolean ackTimerArmed;
+    private final Runnable ackTimer = () -> {
+        ackTimerArmed = false;
+        stalled = false;
+        doorbell();
+    };
 
     /** A move to ERR or a destroy: no stall of either kind holds the queue any more (a later resume of its fault finds nothing). */
     void unstall() {
