@@ -133,6 +133,12 @@ final class WireResp {
     private static void send(WirePort port, HwQp qp, State s, Frame f, RxePkt p) {
         if (p.has(RxeOpcode.START)) {
             s.staged = 0;
+            if (!p.has(RxeOpcode.END) && !receiveReady(port, qp)) {
+                // as rxe's get_req/check_resource: a message's FIRST finds no receive WQE: RNR NAK at its PSN
+                port.counters.inc(RxeCounters.SND_RNR);
+                ack(port, qp, p, RxeHdr.AETH_RNR_NAK | qp.minRnrTimer & 0x1F, s.msn, p.psn);
+                return;
+            }
         }
         if ((long) s.staged + p.payloadLen > MAX_STAGED) {
             fatal(port, qp, s, p, Outcome.REM_INV_REQ_ERR);
@@ -171,6 +177,23 @@ final class WireResp {
         }
         port.counters.inc(RxeCounters.RDMA_RECV);
         advance(port, qp, s, p, true);
+    }
+
+    /** A receive WQE is there for a new SEND (the QP's queue or its SRQ), and no responder page fault is being served. */
+    private static boolean receiveReady(WirePort port, HwQp qp) {
+        if (qp.responderFault != 0) {
+            return false;
+        }
+        RecvQueue q = qp.srq != null ? qp.srq.rq : qp.rq;
+        if (q == null) {
+            return false;
+        }
+        long idx = q.peekAndLock(port.exchange.recvCopy);
+        if (idx < 0) {
+            return false;
+        }
+        q.unlock(); // only looked: the LAST consumes it
+        return true;
     }
 
     private static void write(WirePort port, HwQp qp, State s, Frame f, RxePkt p) {

@@ -176,6 +176,13 @@ class WireConformanceTest extends EngineRig {
         assertNotNull(f);
         assertEquals(0x21, aeth(f, p) >>> 24, "RNR NAK with the QP's min_rnr_timer 1");
         assertEquals(PSN, p.psn);
+        // a multi-packet SEND is NAKed at its FIRST, as rxe checks the receive queue there
+        send(a, RxeOpcode.RC_SEND_FIRST, PSN, false, NONE, new byte[1024]);
+        f = next(p, 5000);
+        assertNotNull(f);
+        assertEquals(0x21, aeth(f, p) >>> 24, "RNR NAK at the FIRST");
+        assertEquals(PSN, p.psn);
+        assertEquals(2, a.dev.port(1).wire().counters().get(RxeCounters.SND_RNR));
         send(a, RxeOpcode.RC_RDMA_WRITE_ONLY, PSN, true, reth(a.va, a.key + 1, 16), new byte[16]);
         f = next(p, 5000);
         assertNotNull(f);
