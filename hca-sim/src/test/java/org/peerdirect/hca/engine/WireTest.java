@@ -198,6 +198,74 @@ class WireTest extends EngineRig {
         assertTrue(retries > 0, "the faults cost retransmissions: " + w[0].counters().snapshot());
     }
 
+    /** A UD QP on side s with Q_Key 0x11111111 (ibv_ud_pingpong's), in RTS. */
+    static HwQp udQp(Side s) {
+        HwQp q = s.dev.createQp(1, HcaDevice.ST_UD, new QpCaps(8, 8, 2, 2, 64, false), s.cq, s.cq, null);
+        QpContext c = new QpContext();
+        c.qkey = 0x11111111;
+        q.modify(QpCommand.RST2INIT, c);
+        q.modify(QpCommand.INIT2RTR, c);
+        q.modify(QpCommand.RTR2RTS, c);
+        return q;
+    }
+
+    /** UD datagrams a to b: delivered after the 40-byte GRH room, the sender's QPN reported; a wrong Q_Key dropped. */
+    List<String> ud(Side a, Side b, int peerIp) {
+        HwQp qa = udQp(a);
+        HwQp qb = udQp(b);
+        List<String> out = new ArrayList<>();
+        proc.write(a.va, new byte[] {9, 8, 7, 6, 5}, 0, 5);
+        for (int k = 0; k < 2; k++) {
+            RecvWqe r = qb.recvQueue().slot(k);
+            r.numSge = 1;
+            r.addr[0] = b.va + 8192 * k;
+            r.byteCount[0] = 2048;
+            r.lkey[0] = b.key;
+            qb.rqDoorbell(k + 1);
+        }
+        for (int k = 0; k < 3; k++) {
+            SendWqe w = qa.sqSlot(k);
+            w.opcode = k == 1 ? Wqe.OP_SEND_IMM : Wqe.OP_SEND;
+            w.imm = 0x77;
+            w.ctrl = Wqe.CTRL_CQ_UPDATE;
+            w.numSge = 1;
+            w.addr[0] = a.va;
+            w.byteCount[0] = 1000;
+            w.lkey[0] = a.key;
+            w.length = 1000;
+            w.remoteQpn = qb.qpn;
+            w.remoteQkey = k == 2 ? 0x222 : -1; // the third with a wrong Q_Key: dropped at the receiver
+            w.dlid = peerIp == 0 ? b.lid() : 0;
+            w.grh = true;
+            WirePort.mappedGid(w.dgid, peerIp == 0 ? 0x0a000000 | b.lid() : peerIp);
+            qa.sqDoorbellRecord(k + 1);
+            qa.ringSqDoorbell();
+            out.add(show(await(a)));
+        }
+        for (int k = 0; k < 2; k++) {
+            Cqe c = await(b);
+            out.add(show(c) + " src=" + (c.srcQp == qa.qpn));
+        }
+        return out;
+    }
+
+    @Test
+    void udGivesTheSameOnTheFabricAndOnTheWire() {
+        Side a1 = new Side(0, true);
+        Side b1 = new Side(1, true);
+        List<String> direct = ud(a1, b1, 0);
+        Side a2 = new Side(2, true);
+        Side b2 = new Side(3, true);
+        WirePort[] w = wire(a2, b2, l -> l);
+        List<String> wire = ud(a2, b2, IP_B);
+        assertEquals(direct, wire);
+        byte[] got = new byte[5];
+        proc.read(b2.va + 40, got, 0, 5);
+        assertArrayEquals(new byte[] {9, 8, 7, 6, 5}, got, "the payload after the GRH room");
+        assertEquals(1, w[1].counters().get(RxeCounters.RCVD_BAD_HDR), "the wrong Q_Key was dropped and counted");
+        assertEquals(b1.cq.producerIndex(), b2.cq.producerIndex(), "no third receive either way");
+    }
+
     @Test
     void aPeerThatDoesNotAnswerEndsInRetryExceeded() {
         Side a = new Side(0, true);
