@@ -136,44 +136,14 @@ public final class HcaDevice {
         portGid.write(p, to, off);
     }
 
-    /**
-     * Puts Ethernet port {@code portNum} on a wire: from now on its connected QPs exchange RoCEv2
-     * packets over {@code link} ({@link WirePort}) with address {@code ip}, MAC {@code mac} and
-     * Ethernet MTU {@code mtu}, instead of the in-JVM fabric. The link starts delivering frames.
-     * Configure it before the QPs that use it move to RTR.
-     */
+    /** Puts Ethernet port {@code portNum} on a wire ({@link WirePort#attach}): its connected QPs talk RoCEv2 over {@code link}. */
     public WirePort attachWire(int portNum, org.peerdirect.hca.wire.Link link, int ip, long mac, int mtu) {
-        HcaPort p = port(portNum);
-        if (!ethernet) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": port " + portNum
-                    + " is InfiniBand: only an Ethernet (RoCE) port goes on a RoCEv2 wire");
-        }
-        if (mtu < 576 || mtu > 9000) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": Ethernet MTU " + mtu + " is not 576..9000");
-        }
-        WirePort w = new WirePort(this, p, link, ip, mac, mtu);
-        synchronized (p) {
-            if (p.wire != null) {
-                throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, name + ": port " + portNum + " already has a wire ("
-                        + p.wire.describe() + ")");
-            }
-            p.wire = w;
-        }
-        link.start(w);
-        return w;
+        return WirePort.attach(this, port(portNum), link, ip, mac, mtu);
     }
 
-    /** Takes port {@code portNum} off its wire (the link closes); its QPs' packets are lost from now on until it is on one again. */
+    /** Takes port {@code portNum} off its wire ({@link WirePort#detach}). */
     public void detachWire(int portNum) {
-        HcaPort p = port(portNum);
-        WirePort w;
-        synchronized (p) {
-            w = p.wire;
-            p.wire = null;
-        }
-        if (w != null) {
-            w.close();
-        }
+        WirePort.detach(port(portNum));
     }
 
     /** True when the ports are Ethernet (RoCE), false for InfiniBand. */

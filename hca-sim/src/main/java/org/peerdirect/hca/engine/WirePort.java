@@ -52,6 +52,44 @@ public final class WirePort implements Link.Receiver {
         this.activeMtu = ibMtu(ethMtu);
     }
 
+    /**
+     * Puts Ethernet port {@code p} of {@code dev} on a wire: from now on its connected QPs exchange
+     * RoCEv2 packets over {@code link} with address {@code ip}, MAC {@code mac} and Ethernet MTU
+     * {@code mtu}, instead of the in-JVM fabric. The link starts delivering frames. Configure it
+     * before the QPs that use it move to RTR.
+     */
+    static WirePort attach(HcaDevice dev, HcaPort p, Link link, int ip, long mac, int mtu) {
+        if (!dev.ethernet) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, dev.name + ": port " + p.portNum
+                    + " is InfiniBand: only an Ethernet (RoCE) port goes on a RoCEv2 wire");
+        }
+        if (mtu < 576 || mtu > 9000) {
+            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, dev.name + ": Ethernet MTU " + mtu + " is not 576..9000");
+        }
+        WirePort w = new WirePort(dev, p, link, ip, mac, mtu);
+        synchronized (p) {
+            if (p.wire != null) {
+                throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, dev.name + ": port " + p.portNum
+                        + " already has a wire (" + p.wire.describe() + ")");
+            }
+            p.wire = w;
+        }
+        link.start(w);
+        return w;
+    }
+
+    /** Takes port {@code p} off its wire (the link closes); its QPs' packets are lost until it is on one again. */
+    static void detach(HcaPort p) {
+        WirePort w;
+        synchronized (p) {
+            w = p.wire;
+            p.wire = null;
+        }
+        if (w != null) {
+            w.close();
+        }
+    }
+
     /** The largest IB MTU (256..4096) whose packets fit the Ethernet MTU with IPv4, UDP, BTH, extension headers and ICRC. */
     static int ibMtu(int ethMtu) {
         int room = ethMtu - RxeNet.IP_BYTES - RxeNet.UDP_BYTES - 12 - 28 - 4;

@@ -298,6 +298,9 @@ final class WireReq {
      * not known yet (an ARP request goes out for the next datagram).
      */
     Outcome sendUd(SendWqe w, WirePort port) {
+        if (w.length > port.activeMtu) {
+            return Outcome.LOC_LEN_ERR; // a datagram is one packet: no larger than the port's MTU
+        }
         byte[] g = w.dgid;
         int dip = WirePort.ipOfGid(g);
         if (dip == 0) {

@@ -79,7 +79,7 @@ class WireConformanceTest extends EngineRig {
         c.retryCount = retry;
         c.rnrRetry = rnrRetry;
         c.minRnrTimer = 1;
-        c.ackTimeout = 12;
+        c.ackTimeout = 20; // about 4 s: the hand-driven peer answers first, also on a loaded machine
         a.qp.modify(QpCommand.RST2INIT, c);
         WirePort.mappedGid(c.rgid, IP_PEER);
         c.remoteQpn = PEER_QPN;
