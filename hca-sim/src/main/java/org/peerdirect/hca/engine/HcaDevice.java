@@ -195,6 +195,10 @@ public final class HcaDevice {
                 return;
             }
             p.active = up;
+            WirePort w = p.wire;
+            if (w != null && !up) {
+                w.counters.inc(org.peerdirect.hca.wire.RxeCounters.LINK_DOWNED);
+            }
         }
         toAsyncHandler(h -> h.portEvent(portNum, up ? AsyncEventHandler.PORT_ACTIVE : AsyncEventHandler.PORT_DOWN),
                 () -> "port event of port " + portNum);

@@ -281,6 +281,9 @@ class WireTest extends EngineRig {
         assertEquals(HwQpState.ERR, a.qp.state());
         assertEquals(2, wa.counters().get(RxeCounters.COMP_RETRY), "two retries (retry_cnt 2), then the error");
         assertEquals(1, wa.counters().get(RxeCounters.RETRY_EXCEEDED));
+        a.dev.setPortActive(1, false);
+        a.dev.setPortActive(1, true);
+        assertEquals(1, wa.counters().get(RxeCounters.LINK_DOWNED), "the port's link went down once");
         assertTrue(wa.counters().get(RxeCounters.ARP_REQUESTS) >= 3, "each try asked ARP: " + wa.counters().snapshot());
     }
 }
