@@ -138,20 +138,28 @@ final class RdmaRig implements AutoCloseable {
 
     /** Both sides' buffers registered on demand (populated first, so the registration's snapshot maps them all). */
     final boolean odp;
+    /** Two Ethernet (RoCE v2) devices connected by GID: "mlx5-roce" and "mlx5-wire". */
+    final boolean roce;
 
     /** @param driver "mlx4" (ConnectX-3 models), "mlx5" (ConnectX-4 models) or "mlx5-odp" (mlx5 with ODP MRs) */
     RdmaRig(String driver, long memory, long bufSize, int nconns, int queueSize) throws Exception {
         if (!driver.equals("mlx4") && !driver.equals("mlx5") && !driver.equals("mlx5-odp") && !driver.equals("mlx5-gpu")
-                && !driver.equals("mlx5-gpu-inval") && !driver.equals("mlx5-gpu-dmabuf")) {
-            throw new IllegalArgumentException("driver is mlx4, mlx5, mlx5-odp, mlx5-gpu, mlx5-gpu-inval or mlx5-gpu-dmabuf, not " + driver);
+                && !driver.equals("mlx5-gpu-inval") && !driver.equals("mlx5-gpu-dmabuf") && !driver.equals("mlx5-roce")
+                && !driver.equals("mlx5-wire")) {
+            throw new IllegalArgumentException("driver is mlx4, mlx5, mlx5-odp, mlx5-gpu, mlx5-gpu-inval, mlx5-gpu-dmabuf, mlx5-roce or "
+                    + "mlx5-wire, not " + driver);
         }
+        // mlx5-roce: two ConnectX-6 Dx (Ethernet) on the in-JVM fabric, connected by GID; mlx5-wire: the same two with
+        // their ports joined by a UDP tunnel on the loopback (RoCEv2 frames, ICRC, ACKs)
+        this.roce = driver.equals("mlx5-roce") || driver.equals("mlx5-wire");
+        boolean wire = driver.equals("mlx5-wire");
         this.odp = driver.equals("mlx5-odp");
         // mlx5-gpu-inval: nv_mem is the invalidating client (persistent_api_support=0): a cudaFree revokes the MRs
         boolean gpuInval = driver.equals("mlx5-gpu-inval");
         // mlx5-gpu-dmabuf: b's GPU buffer registered as a dma-buf MR (ibv_reg_dmabuf_mr), not through nv_mem
         boolean gpuDmabuf = driver.equals("mlx5-gpu-dmabuf");
         boolean gpu = driver.equals("mlx5-gpu") || gpuInval || gpuDmabuf;
-        driver = odp || gpu ? "mlx5" : driver;
+        driver = odp || gpu || roce ? "mlx5" : driver;
         this.driver = driver;
         swap = Files.createTempFile("pd-bench-swap", "");
         mm = new Mm(memory, false, swap, 16L << 20);
@@ -164,11 +172,18 @@ final class RdmaRig implements AutoCloseable {
                 devs[i] = new Mlx4Device("mlx4_" + i, bus.register(ConnectX3Board.onFabric(i, fabric, 1).spec()), mm, umems);
                 ib[i] = new IbDevice(devs[i]);
             } else {
-                cx4[i] = new ConnectX4Device("ConnectX-4", ConnectX4Device.DEVICE_CONNECTX4, fabric);
+                cx4[i] = roce ? new ConnectX4Device("ConnectX-6 Dx", ConnectX4Device.DEVICE_CONNECTX6DX, fabric)
+                        : new ConnectX4Device("ConnectX-4", ConnectX4Device.DEVICE_CONNECTX4, fabric);
                 mlx5[i] = new Mlx5CoreDev("mlx5_" + i, bus.register(cx4[i].spec()), mm, new Mlx5CoreDev.Settings(10_000, 2_000, 2_000));
                 mlx5[i].load();
                 mlx5ib[i] = new Mlx5IbDev(mlx5[i], umems);
                 ib[i] = new IbDevice(mlx5ib[i]);
+            }
+        }
+        if (wire) {
+            org.peerdirect.hca.wire.UdpTunnelLink[] l = org.peerdirect.hca.wire.UdpTunnelLink.pair("bench-a", "bench-b");
+            for (int i = 0; i < 2; i++) {
+                cx4[i].attachWire(1, l[i], 10 << 24 | 99 << 16 | i + 1, 0x0200_0a63_0000L | i + 1, 9000);
             }
         }
         proc = mm.createProcess("rdma-bench");
@@ -189,8 +204,15 @@ final class RdmaRig implements AutoCloseable {
             IbvCq bcq = b.ctx.createCq(queueSize, null);
             IbvQp bqp = b.pd.createQp(initAttr(bcq, queueSize));
             conns[i] = new Conn(acq, aqp, bcq, bqp);
-            connectOne(aqp, a.lid, bqp.qpNum(), b.lid);
-            connectOne(bqp, b.lid, aqp.qpNum(), a.lid);
+            if (roce) {
+                byte[] ga = org.peerdirect.ib.core.verbs.IbvGid.parse(a.ctx.queryGid(1, 0));
+                byte[] gb = org.peerdirect.ib.core.verbs.IbvGid.parse(b.ctx.queryGid(1, 0));
+                new RcConnect().access(RW).minRnrTimer(1).timeout(12, 7).gid(gb).connect(aqp, 0, bqp.qpNum());
+                new RcConnect().access(RW).minRnrTimer(1).timeout(12, 7).gid(ga).connect(bqp, 0, aqp.qpNum());
+            } else {
+                connectOne(aqp, a.lid, bqp.qpNum(), b.lid);
+                connectOne(bqp, b.lid, aqp.qpNum(), a.lid);
+            }
         }
     }
 

@@ -49,9 +49,11 @@ public class RdmaWriteBench {
      * mlx4 (ConnectX-3: queues as objects), mlx5 (ConnectX-4: WQEs and CQEs by DMA through memory),
      * mlx5-odp (the same with ODP MRs, every page resident and mapped: the ODP issue's ratio to mlx5),
      * mlx5-gpu (the target buffer in a GPU's memory through nv_mem, every byte through BAR1: the
-     * GPU issue's ratio to mlx5).
+     * GPU issue's ratio to mlx5), mlx5-roce (two ConnectX-6 Dx on the in-JVM fabric, by GID) and
+     * mlx5-wire (the same two joined by a UDP tunnel on the loopback: RoCEv2 frames, the wire's
+     * ratio to mlx5-roce).
      */
-    @Param({"mlx4", "mlx5", "mlx5-odp", "mlx5-gpu", "mlx5-gpu-dmabuf"})
+    @Param({"mlx4", "mlx5", "mlx5-odp", "mlx5-gpu", "mlx5-gpu-dmabuf", "mlx5-roce", "mlx5-wire"})
     public String driver;
 
     private RdmaRig rig;

@@ -312,6 +312,33 @@ public final class ConnectX4Device implements AutoCloseable {
         e.setPortActive(port, up);
     }
 
+    /**
+     * The port's cable becomes a real wire ({@code org.peerdirect.hca.wire.link} configurations):
+     * its RoCE traffic goes as RoCEv2 frames over {@code link} with the given addresses
+     * ({@link org.peerdirect.hca.engine.HcaDevice#attachWire}). Only the Ethernet kind (ConnectX-6 Dx) has one.
+     */
+    public org.peerdirect.hca.engine.WirePort attachWire(int port, org.peerdirect.hca.wire.Link link, int ip, long mac, int mtu) {
+        org.peerdirect.hca.engine.HcaDevice e = engine;
+        if (e == null) {
+            throw new IllegalStateException(name + ": the device is not attached to a PCI function");
+        }
+        return e.attachWire(port, link, ip, mac, mtu);
+    }
+
+    /** The port back on the in-JVM fabric (its wire's link closes); nothing when it has none or the device is gone. */
+    public void detachWire(int port) {
+        org.peerdirect.hca.engine.HcaDevice e = engine;
+        if (e != null) {
+            e.detachWire(port);
+        }
+    }
+
+    /** The port's wire, or null (on the in-JVM fabric, or no engine). */
+    public org.peerdirect.hca.engine.WirePort wire(int port) {
+        org.peerdirect.hca.engine.HcaDevice e = engine;
+        return e == null || port < 1 || port > e.portCount() ? null : e.port(port).wire();
+    }
+
     /** Test hook: the firmware reports a fatal error in its health buffer and stops executing commands. */
     public void fatal(int syndrome) {
         if (syndrome <= 0 || syndrome > 0xff) {

@@ -295,6 +295,9 @@ final class Qps {
                 }
                 // InfiniBand routes by the DLID inside the subnet (a GRH is for routers); RoCE by the GID
                 ctx.dlid = !dp.engine.ethernet() ? Qp.QPC_PRI_RLID.get(in, c) : grh ? Roce.lidOfGid(in, c + Qp.QPC_PRI_RGID) : 0;
+                if (grh) { // the path's GID: what a port on a wire sends to
+                    MemorySegment.copy(in, java.lang.foreign.ValueLayout.JAVA_BYTE, c + Qp.QPC_PRI_RGID, ctx.rgid, 0, 16);
+                }
                 ctx.rqPsn = Qp.QPC_NEXT_RCV_PSN.get(in, c);
                 ctx.minRnrTimer = Qp.QPC_MIN_RNR_NAK.get(in, c);
                 ctx.rraMax = 1 << Qp.QPC_LOG_RRA_MAX.get(in, c);

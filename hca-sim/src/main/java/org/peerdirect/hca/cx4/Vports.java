@@ -67,7 +67,10 @@ final class Vports {
 
     /** GID 0 of port {@code p} into 16 bytes at {@code off}. */
     private void portGid(HcaPort p, MemorySegment out, long off) {
-        if (ethernet) { // RoCE v2: the port's IPv4 address, IPv4-mapped
+        org.peerdirect.hca.engine.WirePort w = p.wire();
+        if (w != null) { // on a wire: the configured IPv4 address, IPv4-mapped (rxe's RoCE v2 GID)
+            MemorySegment.copy(w.gid(1), 0, out, ValueLayout.JAVA_BYTE, off, 16);
+        } else if (ethernet) { // RoCE v2: the port's IPv4 address, IPv4-mapped
             MemorySegment.copy(Roce.gidOf(p.lid()), 0, out, ValueLayout.JAVA_BYTE, off, 16);
         } else { // the link-local prefix and the port GUID
             out.set(BE64, off, 0xfe80_0000_0000_0000L);

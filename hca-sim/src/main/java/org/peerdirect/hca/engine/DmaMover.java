@@ -176,4 +176,66 @@ final class DmaMover {
             first.lock.unlockRead(s1);
         }
     }
+
+    /**
+     * Gathers {@code len} bytes from the cursor {@code src} into {@code to} at {@code toOff}: what a
+     * NIC's DMA engine does to fill a packet ({@code rxe}'s {@code copy_data} in the
+     * {@code RXE_FROM_MR_OBJ} direction). Each chunk under the read lock of the entry that
+     * translates it (an indirect entry's first, as in {@link #move}). Null, {@code srcErr} (a key
+     * revoked or changed since admission, a DMA fault), or {@link Outcome#PAGE_FAULT} with the
+     * miss recorded on {@code src}.
+     */
+    static Outcome gather(Segs src, java.lang.foreign.MemorySegment to, long toOff, long len, Outcome srcErr) {
+        while (len > 0) {
+            long a = src.left();
+            if (a == 0) {
+                return srcErr;
+            }
+            long n = Math.min(len, a);
+            if (src.inline != null) {
+                java.lang.foreign.MemorySegment.copy(src.inline, src.inlineOff + src.done, to, toOff, n);
+            } else {
+                Mpt m = src.mpt[src.cur];
+                long va = src.va[src.cur] + src.done;
+                Mpt ind = m.indirect ? m : null;
+                long is = ind == null ? 0 : ind.lock.readLock();
+                try {
+                    Mpt t = m;
+                    long tva = va;
+                    if (ind != null) {
+                        Outcome o = resolve(src, ind, va, n, srcErr, false);
+                        if (o != null) {
+                            return o;
+                        }
+                        t = src.tgt;
+                        tva = src.tgtVa;
+                        n = src.chunk;
+                    }
+                    long s = t.lock.readLock();
+                    try {
+                        if (t.state != Mpt.State.VALID || (t == m ? t.gen != src.gen[src.cur] : !t.contains(tva, n))) {
+                            return srcErr;
+                        }
+                        if (!t.mapped(tva, Mpt.MTT_READ)) {
+                            return src.fault(m, va, false);
+                        }
+                        n = Math.min(n, t.onDemand() ? t.mappedRun(tva, n, Mpt.MTT_READ) : t.contiguous(tva));
+                        src.dev.domain.read(t.iova(tva), to, toOff, n);
+                    } finally {
+                        t.lock.unlockRead(s);
+                    }
+                } catch (IommuFault f) {
+                    return srcErr;
+                } finally {
+                    if (ind != null) {
+                        ind.lock.unlockRead(is);
+                    }
+                }
+            }
+            src.advance(n);
+            toOff += n;
+            len -= n;
+        }
+        return null;
+    }
 }

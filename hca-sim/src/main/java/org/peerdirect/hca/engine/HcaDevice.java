@@ -136,6 +136,16 @@ public final class HcaDevice {
         portGid.write(p, to, off);
     }
 
+    /** Puts Ethernet port {@code portNum} on a wire ({@link WirePort#attach}): its connected QPs talk RoCEv2 over {@code link}. */
+    public WirePort attachWire(int portNum, org.peerdirect.hca.wire.Link link, int ip, long mac, int mtu) {
+        return WirePort.attach(this, port(portNum), link, ip, mac, mtu);
+    }
+
+    /** Takes port {@code portNum} off its wire ({@link WirePort#detach}). */
+    public void detachWire(int portNum) {
+        WirePort.detach(port(portNum));
+    }
+
     /** True when the ports are Ethernet (RoCE), false for InfiniBand. */
     public boolean ethernet() {
         return ethernet;
@@ -185,6 +195,10 @@ public final class HcaDevice {
                 return;
             }
             p.active = up;
+            WirePort w = p.wire;
+            if (w != null && !up) {
+                w.counters.inc(org.peerdirect.hca.wire.RxeCounters.LINK_DOWNED);
+            }
         }
         toAsyncHandler(h -> h.portEvent(portNum, up ? AsyncEventHandler.PORT_ACTIVE : AsyncEventHandler.PORT_DOWN),
                 () -> "port event of port " + portNum);
@@ -688,6 +702,9 @@ public final class HcaDevice {
         synchronized (this) {
             mptTable.revokeAll();
             pendingFaults.clear();
+        }
+        for (HcaPort p : ports) {
+            detachWire(p.portNum);
         }
         scheduler.shutdown();
     }

@@ -8,6 +8,8 @@ public final class HcaPort implements Fabric.Port {
     final int portNum;
     volatile int lid;
     volatile boolean active;
+    /** The port's MAC/IP layer when its link is a wire ({@link HcaDevice#attachWire}); null: the in-JVM fabric. */
+    volatile WirePort wire;
 
     HcaPort(HcaDevice device, int portNum) {
         this.device = device;
@@ -35,5 +37,10 @@ public final class HcaPort implements Fabric.Port {
 
     public boolean active() {
         return active;
+    }
+
+    /** The port's wire (addresses, counters, neighbours), or null when it is on the in-JVM fabric. */
+    public WirePort wire() {
+        return wire;
     }
 }

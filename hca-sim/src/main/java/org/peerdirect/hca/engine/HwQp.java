@@ -73,6 +73,10 @@ public final class HwQp {
 
     // data-path copies of the context, written by transition commands
     volatile int dlid;
+    /** On a wire: the peer's IPv4 address from the path's GID (0: none, the GID is not IPv4-mapped). */
+    volatile int wireDip;
+    /** On a wire: the responder's state ({@link WireResp}; the link's receive thread), dropped by a reset. */
+    private volatile WireResp.State wireResp;
     volatile int destQpn;
     volatile int portNum = 1;
     volatile int remoteAccess;
@@ -270,6 +274,7 @@ public final class HwQp {
             remoteAccess = ctx.remoteAccess;
             qkey = ctx.qkey;
             dlid = ctx.dlid;
+            wireDip = WirePort.ipOfGid(ctx.rgid);
             destQpn = ctx.remoteQpn;
             minRnrTimer = ctx.minRnrTimer;
             ackTimeout = ctx.ackTimeout;
@@ -290,6 +295,12 @@ public final class HwQp {
                     // the transport moved the QP to ERR meanwhile: that wins
                     throw new HwCommandException(HwCommandException.STAT_BAD_QP_STATE, String.format("QP 0x%x: moved to %s meanwhile",
                             qpn, state));
+                }
+                if (cmd == QpCommand.INIT2RTR) {
+                    WirePort w = dev.ports[portNum - 1].wire;
+                    if (w != null && wireDip != 0) {
+                        w.resolve(wireDip); // as rxe resolves the peer's MAC when the QP gets its path
+                    }
                 }
                 if (cmd.to == HwQpState.RTS) {
                     requester.doorbell();
@@ -314,6 +325,7 @@ public final class HwQp {
     /** To RST: both queues emptied without completions, as the hardware does. */
     private void reset() {
         state = HwQpState.RST;
+        wireResp = null;
         commEst = false;
         responderFault = 0;
         responderFaultError = null;
@@ -365,6 +377,16 @@ public final class HwQp {
                 && !dev.scheduler.schedule(this::pollRqInError, ERR_RQ_POLL_NANOS)) {
             errRqPoll.set(false);
         }
+    }
+
+    /** The responder's wire state, made on the receive thread's first request (its only user). */
+    WireResp.State wireResp() {
+        WireResp.State s = wireResp;
+        if (s == null) {
+            s = new WireResp.State();
+            wireResp = s;
+        }
+        return s;
     }
 
     /** The responder's first packet in RTR ({@code COMM_EST}), once per trip through RTR. */

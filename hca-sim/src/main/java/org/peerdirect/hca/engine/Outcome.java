@@ -17,6 +17,11 @@ enum Outcome {
      * a responder-side miss answers with an RNR NAK.
      */
     PAGE_FAULT(0),
+    /**
+     * On a wire ({@link WireReq}): the WQE's packets are sent, its acknowledgement not yet come;
+     * the send queue waits for the completer or the local ACK timeout.
+     */
+    AWAIT_ACK(0),
     LOC_LEN_ERR(Cqe.SYNDROME_LOCAL_LENGTH_ERR),
     LOC_QP_OP_ERR(Cqe.SYNDROME_LOCAL_QP_OP_ERR),
     LOC_PROT_ERR(Cqe.SYNDROME_LOCAL_PROT_ERR),

@@ -25,6 +25,8 @@ public final class QpContext {
     public int pkeyIndex;
     public int qkey;
     public int dlid;
+    /** The primary path's remote GID (RoCE: the peer's IPv4-mapped address; what a port on a wire sends to). */
+    public final byte[] rgid = new byte[16];
     public int remoteQpn;
     public int rqPsn;
     public int sqPsn;
@@ -54,6 +56,7 @@ public final class QpContext {
         pkeyIndex = o.pkeyIndex;
         qkey = o.qkey;
         dlid = o.dlid;
+        System.arraycopy(o.rgid, 0, rgid, 0, 16);
         remoteQpn = o.remoteQpn;
         rqPsn = o.rqPsn;
         sqPsn = o.sqPsn;

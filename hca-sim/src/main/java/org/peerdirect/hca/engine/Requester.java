@@ -1,7 +1,6 @@
 package org.peerdirect.hca.engine;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -20,7 +19,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link #faultToken} (a fault stall) are set by the drain thread and cleared by the timer, the
  * resume command or a move to ERR/RST, each of which then rings the doorbell.
  */
-final class Requester {
+final class Requester extends Exchange {
 
     private final HwQp qp;
     /**
@@ -35,33 +34,68 @@ final class Requester {
     /** Set by a resume with the error flag: the head WQE fails with a local protection error. */
     private volatile boolean faultError;
     private int rnrLeft = -1;
-    private int retryLeft = -1;
+    /** Retries left of the WQE at the head ({@code retry_cnt}); the drain's, also {@link WireReq}'s (it runs in the drain). */
+    int retryLeft = -1;
+    /** The packet path of a QP whose port is on a wire, made by the drain when it first needs it. */
+    volatile WireReq wire;
+    /** The completer's scratch on the link's receive thread ({@link WireComp}): its inline source and the atomic's original value. */
+    final Segs compSrc = new Segs(1);
+    final java.lang.foreign.MemorySegment scratchForComp;
     private final Runnable resume = () -> {
         stalled = false;
         doorbell();
     };
 
-    // scratch of the executing requester (owned by the wip holder); the responder fills remote
-    final Segs local;
-    final Segs remote;
-    final Segs grhSrc = new Segs(1);
-    final MemorySegment scratch;
-    final RecvWqe recvCopy = new RecvWqe(HcaDevice.MAX_SGE);
-    /** Drain-loop state: the responder reported the current request's error in a receive completion (so no affiliated event). */
-    boolean errorInReceiveCqe;
-    /**
-     * Drain-loop state for the request being answered: the XRC SRQ its XRCETH names (null when
-     * the responder is not an XRC target); see {@link Responder#keyPdn}.
-     */
-    HwSrq xrcSrq;
+    // the Exchange's scratch belongs to the executing requester (the wip holder); the responder fills remote
 
     Requester(HwQp qp, Arena arena) {
+        super(arena, Math.max(qp.maxSendSge(), HcaDevice.MAX_SGE));
         this.qp = qp;
-        this.scratch = arena.allocate(64, 8);
-        int segs = Math.max(qp.maxSendSge(), HcaDevice.MAX_SGE);
-        this.local = new Segs(segs);
-        this.remote = new Segs(segs);
+        this.scratchForComp = arena.allocate(8, 8);
     }
+
+    /**
+     * The completer posted a verdict ({@link WireComp}): the send queue runs again. The verdict is
+     * written (volatile) before this clears the stall and rings: with {@link #awaitAck}, which sets
+     * the stall before it reads the verdict, one of the two always sees the other.
+     */
+    void wake() {
+        stalled = false;
+        doorbell();
+    }
+
+    /**
+     * The WQE's packets are out: wait for the completer's verdict or the local ACK timeout. One
+     * timer per QP at a time: an armed one fires at or before the new deadline (deadlines only
+     * grow), and the execute it causes re-arms for what is left; so steady traffic, ACKed long
+     * before the timeout, schedules one timer per timeout period, not one per WQE.
+     */
+    private void awaitAck(WireReq wr) {
+        if (qp.dev.removed) {
+            return;
+        }
+        stalled = true;
+        if (!ackTimerArmed) {
+            ackTimerArmed = true;
+            if (!qp.dev.scheduler.schedule(ackTimer, wr.remainingNanos())) {
+                ackTimerArmed = false;
+                stalled = false; // the device is going: the next doorbell flushes
+                return;
+            }
+        }
+        if (wr.news()) {
+            stalled = false; // the verdict came meanwhile: the loop runs again
+            doorbell();
+        }
+    }
+
+    /** An ACK timer of {@link #awaitAck} is pending. */
+    private volatile boolean ackTimerArmed;
+    private final Runnable ackTimer = () -> {
+        ackTimerArmed = false;
+        stalled = false;
+        doorbell();
+    };
 
     /** A move to ERR or a destroy: no stall of either kind holds the queue any more (a later resume of its fault finds nothing). */
     void unstall() {
@@ -169,7 +203,7 @@ final class Requester {
     private Outcome execute(SendWqe w, long h) {
         try {
             return switch (qp.serviceType) {
-                case HcaDevice.ST_RC, HcaDevice.ST_XRC -> executeRc(w);
+                case HcaDevice.ST_RC, HcaDevice.ST_XRC -> executeRc(w, h);
                 case HcaDevice.ST_REG_UMR -> qp.dev.umr(w);
                 default -> executeUd(w);
             };
@@ -188,6 +222,10 @@ final class Requester {
      * false to stop here (an RNR back-off or ACK timeout is stalling it, or a page fault waits).
      */
     private boolean retire(SendWqe w, long h, Outcome o) {
+        if (o == Outcome.AWAIT_ACK) {
+            awaitAck(wire);
+            return false;
+        }
         if (o == Outcome.RNR_NAK) {
             qp.dev.rnrNaks.incrementAndGet();
             if (qp.rnrRetry != 7 && rnrLeft-- == 0) {
@@ -239,6 +277,10 @@ final class Requester {
     }
 
     private int rnrTimerOfPeer() {
+        WireReq wr = wire;
+        if (wr != null && wr.rnrTimer >= 0) {
+            return wr.rnrTimer; // on a wire: the timer the RNR NAK carried
+        }
         HwQp r = HcaPort.resolve(qp.dev, qp.dlid, qp.destQpn);
         return r == null ? 12 : r.minRnrTimer;
     }
@@ -294,7 +336,17 @@ final class Requester {
         return null;
     }
 
-    private Outcome executeRc(SendWqe w) {
+    /** This QP's packet path, made on first use (the drain's thread: one writer). */
+    private WireReq wire() {
+        WireReq wr = wire;
+        if (wr == null) {
+            wr = new WireReq(qp, this);
+            wire = wr;
+        }
+        return wr;
+    }
+
+    private Outcome executeRc(SendWqe w, long h) {
         long len = w.length;
         // longer than the device's max_msg_sz; a FLUSH's length names a remote range (up to 2^31), it carries no data
         if (len > (w.opcode == Wqe.OP_FLUSH ? 0x8000_0000L : HcaDevice.MAX_MSG_SZ)) {
@@ -319,8 +371,16 @@ final class Requester {
         if (w.opcode == Wqe.OP_FLUSH && (local.n != 0 || (w.ctrl & Wqe.CTRL_INLINE) != 0)) {
             return Outcome.LOC_LEN_ERR; // FLUSH carries no data (oA19-2)
         }
-        HwQp r = HcaPort.resolve(qp.dev, qp.dlid, qp.destQpn);
         HcaPort me = qp.dev.ports[qp.portNum - 1];
+        WirePort wp = me.wire;
+        if (wp != null) {
+            // the port is on a wire: packets, acknowledgements, retransmission (the seam of the two paths)
+            if (!me.active || qp.serviceType != HcaDevice.ST_RC || w.opcode == Wqe.OP_FLUSH) {
+                return me.active ? Outcome.LOC_QP_OP_ERR : Outcome.NO_ACK; // XRC and FLUSH do not travel on the wire yet
+            }
+            return wire().execute(w, h, wp);
+        }
+        HwQp r = HcaPort.resolve(qp.dev, qp.dlid, qp.destQpn);
         // RC answers RC; an XRC initiator is answered by an XRC target (nothing else answers either)
         boolean peerType = qp.serviceType == HcaDevice.ST_RC ? r != null && r.serviceType == HcaDevice.ST_RC
                 : r != null && r.serviceType == HcaDevice.ST_XRC && r.xrcTarget;
@@ -351,7 +411,8 @@ final class Requester {
         }
         r.receivedInRtr();
         errorInReceiveCqe = false;
-        o = duplicate ? Responder.replayAtomic(r, this) : Responder.respondRc(r, this, qp, w, len);
+        from(qp);
+        o = duplicate ? Responder.replayAtomic(r, this) : Responder.respondRc(r, this, w, len);
         if (o.responderFatal()) {
             r.toError(); // as rxe's do_class_ac_error
             if (!errorInReceiveCqe) {
@@ -377,6 +438,11 @@ final class Requester {
         if (o != null) {
             return o;
         }
+        HcaPort me = qp.dev.ports[qp.portNum - 1];
+        WirePort wp = me.wire;
+        if (wp != null) {
+            return me.active ? wire().sendUd(w, wp) : Outcome.SUCCESS;
+        }
         HwQp r = HcaPort.resolve(qp.dev, w.dlid, w.remoteQpn);
         if (r == null || r.serviceType != HcaDevice.ST_UD || !qp.dev.ports[qp.portNum - 1].active || !r.dev.ports[r.portNum - 1].active
                 || !r.state.receives()) {
@@ -386,6 +452,7 @@ final class Requester {
         if (useQkey != r.qkey) {
             return Outcome.SUCCESS; // Q_Key mismatch: silently dropped at the receiver
         }
-        return Responder.deliverUd(r, this, qp, w, len);
+        from(qp);
+        return Responder.deliverUd(r, this, w, len);
     }
 }

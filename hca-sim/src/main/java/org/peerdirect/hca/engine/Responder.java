@@ -9,7 +9,9 @@ import org.peerdirect.kernel.iommu.IommuFault;
 /**
  * The responder ({@code rxe_resp.c}): checks an incoming request against the responder QP's
  * remote-access bits and the rkey's MPT entry, consumes receive WQEs, places the data and writes
- * the receive CQE. It runs in the requester's thread and works in the requester's scratch cursors.
+ * the receive CQE. In one JVM it runs in the requester's thread and works in the requester's
+ * scratch cursors; for a port on a wire ({@link WireResp}) in the link's receive thread with the
+ * port's. The {@link Exchange} names the sender (QPN, LID, GID, PSN) either way.
  */
 final class Responder {
 
@@ -24,7 +26,7 @@ final class Responder {
      * page on the requester's side was missing ({@code req.local} says where); a page missing on
      * this side raised this side's fault and answers {@link Outcome#RNR_NAK}.
      */
-    static Outcome respondRc(HwQp r, Requester req, HwQp rq, SendWqe w, long len) {
+    static Outcome respondRc(HwQp r, Exchange req, SendWqe w, long len) {
         Outcome pending = r.responderFaultOutcome();
         if (pending != null) {
             return pending;
@@ -52,18 +54,19 @@ final class Responder {
                         // the receive was consumed: it completes with the error (rxe's class C handling)
                         req.errorInReceiveCqe = true;
                         recvComplete(r, req, idx, o == Outcome.REM_ACCESS_ERR ? Outcome.REM_ACCESS_ERR : Outcome.WR_FLUSH_ERR,
-                                Cqe.RECV_RDMA_WRITE_IMM, 0, 0, 0, rq.qpn, 0, w);
+                                Cqe.RECV_RDMA_WRITE_IMM, 0, 0, 0, req.srcQpn, 0, w);
                         return o;
                     }
-                    recvComplete(r, req, idx, Outcome.SUCCESS, Cqe.RECV_RDMA_WRITE_IMM, (int) len, w.imm, Cqe.FLAG_IMM, rq.qpn,
-                            rq.dev.ports[rq.portNum - 1].lid, w);
+                    recvComplete(r, req, idx, Outcome.SUCCESS, Cqe.RECV_RDMA_WRITE_IMM, (int) (req.msgLen >= 0 ? req.msgLen : len), w.imm,
+                            Cqe.FLAG_IMM, req.srcQpn,
+                            req.slid, w);
                     return Outcome.SUCCESS;
                 }
                 o = DmaMover.move(req.local, dst, len, Outcome.LOC_PROT_ERR, Outcome.REM_ACCESS_ERR);
                 return o == Outcome.PAGE_FAULT ? miss(r, req, PageFault.SUBTYPE_RDMA, -1, Outcome.REM_ACCESS_ERR) : orOk(o);
             }
             case Wqe.OP_SEND, Wqe.OP_SEND_IMM -> {
-                return deliver(r, req, rq, w, len, false);
+                return deliver(r, req, w, len, false);
             }
             case Wqe.OP_RDMA_READ -> {
                 Outcome o = remoteRange(r, req, dst, w.rkey, w.remoteAddr, len, QpContext.BIT_RRE, HcaDevice.PERM_REMOTE_READ);
@@ -74,7 +77,7 @@ final class Responder {
                 return o == Outcome.PAGE_FAULT ? miss(r, req, PageFault.SUBTYPE_RDMA, -1, Outcome.REM_ACCESS_ERR) : orOk(o);
             }
             case Wqe.OP_ATOMIC_CS, Wqe.OP_ATOMIC_FA, Wqe.OP_ATOMIC_WRITE -> {
-                return atomic(r, req, rq, w);
+                return atomic(r, req, w);
             }
             case Wqe.OP_FLUSH -> {
                 return flush(r, req, w, len);
@@ -90,11 +93,11 @@ final class Responder {
      * or a page of the receive buffer missing: that raises the responder's fault, the datagram is
      * lost as UD allows). {@link Outcome#PAGE_FAULT} when the sender's own page was missing.
      */
-    static Outcome deliverUd(HwQp r, Requester req, HwQp sender, SendWqe w, long len) {
+    static Outcome deliverUd(HwQp r, Exchange req, SendWqe w, long len) {
         if (r.responderFaultOutcome() != null) {
             return Outcome.SUCCESS; // dropped while the responder's fault is served, or after it failed
         }
-        Outcome o = deliver(r, req, sender, w, len, true);
+        Outcome o = deliver(r, req, w, len, true);
         return o == Outcome.PAGE_FAULT ? o : Outcome.SUCCESS;
     }
 
@@ -104,7 +107,7 @@ final class Responder {
      * {@code unserved} when no one serves faults; otherwise it is the requester's page and the
      * requester raises its own.
      */
-    private static Outcome miss(HwQp r, Requester req, int subtype, long wqeIndex, Outcome unserved) {
+    private static Outcome miss(HwQp r, Exchange req, int subtype, long wqeIndex, Outcome unserved) {
         Segs d = req.remote;
         if (d.faultMpt == null) {
             return Outcome.PAGE_FAULT;
@@ -121,7 +124,7 @@ final class Responder {
     }
 
     /** Checks the QP's remote-access bit and the rkey's entry; fills the cursor. Null when allowed. */
-    private static Outcome remoteRange(HwQp r, Requester req, Segs dst, int rkey, long va, long len, int qpBit, int perm) {
+    private static Outcome remoteRange(HwQp r, Exchange req, Segs dst, int rkey, long va, long len, int qpBit, int perm) {
         if ((r.remoteAccess & qpBit) == 0) {
             return Outcome.REM_ACCESS_ERR;
         }
@@ -144,7 +147,7 @@ final class Responder {
      * and right; only an acknowledgement goes back). Misaligned: invalid request
      * ({@code RESPST_ERR_MISALIGNED_ATOMIC}).
      */
-    private static Outcome atomic(HwQp r, Requester req, HwQp rq, SendWqe w) {
+    private static Outcome atomic(HwQp r, Exchange req, SendWqe w) {
         if ((w.remoteAddr & 7) != 0) {
             return Outcome.REM_INV_REQ_ERR;
         }
@@ -188,7 +191,7 @@ final class Responder {
             // executed, but the response cannot be placed: the responder keeps the result for the
             // duplicate the requester sends after its fault is served, and has moved past the PSN
             r.atomicReplayValue = req.scratch.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-            r.atomicReplayPsn = rq.sqPsn;
+            r.atomicReplayPsn = req.srcPsn;
             r.ePsn = (r.ePsn + 1) & 0xFFFFFF;
         }
         return o;
@@ -199,7 +202,7 @@ final class Responder {
      * entry {@code m}, or an indirect key's target): null when executed (the original value in the
      * requester's scratch), {@link Outcome#PAGE_FAULT} on a miss (recorded on {@code m}), else the error.
      */
-    private static Outcome atomicAt(HwQp r, Requester req, SendWqe w, boolean store, Mpt m, Mpt t, long tva) {
+    private static Outcome atomicAt(HwQp r, Exchange req, SendWqe w, boolean store, Mpt m, Mpt t, long tva) {
         long st = t.lock.readLock();
         try {
             if (t.state != Mpt.State.VALID || (t == m ? t.gen != req.remote.gen[0] : !t.contains(tva, 8))) {
@@ -240,7 +243,7 @@ final class Responder {
      * visible (rxe faults them in; stated in the model's notes). Acknowledged like a zero-length
      * RDMA READ: nothing is placed at the requester.
      */
-    private static Outcome flush(HwQp r, Requester req, SendWqe w, long len) {
+    private static Outcome flush(HwQp r, Exchange req, SendWqe w, long len) {
         int type = w.flushType;
         int qpNeed = ((type & Wqe.FLUSH_GLOBAL) != 0 ? QpContext.BIT_FLUSH_GLOBAL : 0)
                 | ((type & Wqe.FLUSH_PERSISTENT) != 0 ? QpContext.BIT_FLUSH_PERSISTENT : 0);
@@ -315,7 +318,7 @@ final class Responder {
      * {@link HwQp#atomicReplayPsn} saved): the saved original value is the response, nothing
      * executes again.
      */
-    static Outcome replayAtomic(HwQp r, Requester req) {
+    static Outcome replayAtomic(HwQp r, Exchange req) {
         req.scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, r.atomicReplayValue);
         Outcome o = placeAtomicResponse(req);
         if (o == Outcome.SUCCESS) {
@@ -325,7 +328,10 @@ final class Responder {
     }
 
     /** Writes the atomic's original value (in the requester's scratch) into the local buffer. */
-    private static Outcome placeAtomicResponse(Requester req) {
+    private static Outcome placeAtomicResponse(Exchange req) {
+        if (req.senderQp == null) {
+            return Outcome.SUCCESS; // the requester is across a wire: the value travels in the atomic ACK ({@link WireResp})
+        }
         Segs src = req.grhSrc.reset(req.local.dev).inline(req.scratch, 0, 8);
         return orOk(DmaMover.move(src, req.local, 8, Outcome.LOC_PROT_ERR, Outcome.LOC_PROT_ERR));
     }
@@ -338,7 +344,7 @@ final class Responder {
      * The PD a request's rkeys are checked against: the responder QP's, or at an XRC target the
      * named XRC SRQ's (the target QP's own PD checks nothing).
      */
-    private static int keyPdn(HwQp r, Requester req) {
+    private static int keyPdn(HwQp r, Exchange req) {
         return req.xrcSrq != null ? req.xrcSrq.pdn : r.pdn;
     }
 
@@ -346,7 +352,7 @@ final class Responder {
      * The SRQ a request's receive comes from: the XRC SRQ its XRCETH named at an XRC target, the
      * QP's SRQ, or null (the QP's own receive queue).
      */
-    private static HwSrq srqOf(HwQp r, Requester req) {
+    private static HwSrq srqOf(HwQp r, Exchange req) {
         return req.xrcSrq != null ? req.xrcSrq : r.srq;
     }
 
@@ -360,7 +366,7 @@ final class Responder {
      * WQE is not consumed; the responder raised its fault), {@link Outcome#PAGE_FAULT} when the
      * sender's page is missing (the WQE is not consumed either).
      */
-    private static Outcome deliver(HwQp r, Requester req, HwQp sender, SendWqe w, long len, boolean ud) {
+    private static Outcome deliver(HwQp r, Exchange req, SendWqe w, long len, boolean ud) {
         boolean grh = ud && w.grh;
         RecvQueue q = srqOf(r, req) != null ? srqOf(r, req).rq : r.rq;
         RecvWqe rw = req.recvCopy;
@@ -393,10 +399,10 @@ final class Responder {
             recvStatus = Outcome.LOC_LEN_ERR;
             result = Outcome.REM_INV_REQ_ERR;
         }
-        int slid = sender.dev.ports[sender.portNum - 1].lid;
+        int slid = req.slid;
         if (recvStatus == null && grh) {
-            writeGrh(req.scratch, sender, w, len);
-            Outcome o = DmaMover.move(req.grhSrc.reset(sender.dev).inline(req.scratch, 0, 40), dst, 40, Outcome.LOC_PROT_ERR,
+            writeGrh(req, w, len);
+            Outcome o = DmaMover.move(req.grhSrc.reset(r.dev).inline(req.scratch, 0, 40), dst, 40, Outcome.LOC_PROT_ERR,
                     Outcome.REM_OP_ERR);
             if (o != null) {
                 recvStatus = Outcome.LOC_PROT_ERR;
@@ -420,17 +426,17 @@ final class Responder {
         if (recvStatus != null) {
             // an RC responder's class A/C errors move it to ERR in the requester (executeRc)
             req.errorInReceiveCqe = true;
-            recvComplete(r, req, idx, recvStatus, Cqe.RECV_SEND, 0, 0, 0, sender.qpn, 0, w);
+            recvComplete(r, req, idx, recvStatus, Cqe.RECV_SEND, 0, 0, 0, req.srcQpn, 0, w);
             return result;
         }
         boolean imm = Wqe.hasImm(w.opcode);
         recvComplete(r, req, idx, Outcome.SUCCESS, imm ? Cqe.RECV_SEND_IMM : Cqe.RECV_SEND, (int) need, imm ? w.imm : 0,
-                (imm ? Cqe.FLAG_IMM : 0) | (grh ? Cqe.FLAG_GRH : 0), sender.qpn, slid, w);
+                (imm ? Cqe.FLAG_IMM : 0) | (grh ? Cqe.FLAG_GRH : 0), req.srcQpn, slid, w);
         return Outcome.SUCCESS;
     }
 
     /** The receive CQE: to the XRC SRQ's CQ at an XRC target, else the QP's receive CQ; with the SRQ's number when one fed it. */
-    private static void recvComplete(HwQp r, Requester req, long idx, Outcome o, int opcode, int byteLen, int imm, int flags, int srcQp,
+    private static void recvComplete(HwQp r, Exchange req, long idx, Outcome o, int opcode, int byteLen, int imm, int flags, int srcQp,
             int slid, SendWqe w) {
         boolean solicited = (w.ctrl & Wqe.CTRL_SOLICITED) != 0;
         HwSrq s = srqOf(r, req);
@@ -445,10 +451,11 @@ final class Responder {
      * SGID is the sending port's GID 0 as its device names it, the DGID the one the sender's
      * address vector carried.
      */
-    private static void writeGrh(MemorySegment g, HwQp sender, SendWqe w, long len) {
+    private static void writeGrh(Exchange req, SendWqe w, long len) {
+        MemorySegment g = req.scratch;
         g.set(BE_INT, 0, 0x6000_0000);
         g.set(BE_INT, 4, (int) ((len & 0xFFFF) << 16) | 0x1B << 8 | 64);
-        sender.dev.writePortGid(sender.dev.ports[sender.portNum - 1], g, 8);
+        req.writeSgid(g, 8);
         MemorySegment.copy(w.dgid, 0, g, ValueLayout.JAVA_BYTE, 24, 16);
     }
 }

@@ -59,9 +59,18 @@ abstract class EngineRig {
 
         /** A side whose device reaches memory through {@code port} applied to its domain (a test's wrapper). */
         Side(int i, java.util.function.UnaryOperator<org.peerdirect.kernel.dma.DmaPort> port) {
+            this(i, port, false);
+        }
+
+        /** A side on an Ethernet (RoCE) device: its port may go on a wire. */
+        Side(int i, boolean ethernet) {
+            this(i, java.util.function.UnaryOperator.identity(), ethernet);
+        }
+
+        Side(int i, java.util.function.UnaryOperator<org.peerdirect.kernel.dma.DmaPort> port, boolean ethernet) {
             domain = iommu.createDomain("0000:0" + (i + 3) + ":00.0");
             domains.add(domain);
-            dev = new HcaDevice(domain.name(), port.apply(domain), fabric, 1);
+            dev = new HcaDevice(domain.name(), port.apply(domain), fabric, 1, ethernet);
             devs.add(dev);
             cq = dev.sw2hwCq(16);
             qp = dev.createQp(1, HcaDevice.ST_RC, new QpCaps(8, 8, 2, 2, 64, false), cq, cq, null);

@@ -1,0 +1,33 @@
+package org.peerdirect.hca.wire;
+
+/**
+ * What carries a port's Ethernet frames (a netdev's role for rxe): sends one frame, and hands
+ * every frame it receives to the port's {@link Receiver} on the link's own receive thread.
+ */
+public interface Link extends AutoCloseable {
+
+    /** The port's side of the link: called for each frame received, on the link's receive thread, never concurrently. */
+    @FunctionalInterface
+    interface Receiver {
+        void frame(Frame f);
+    }
+
+    /** Starts delivering received frames to {@code r}. */
+    void start(Receiver r);
+
+    /**
+     * Sends the frame's bytes (the frame is the caller's again when this returns). A send that
+     * fails (the socket closed, the host unreachable) is a frame lost on the wire: counted, not thrown.
+     */
+    void send(Frame f);
+
+    /** How the link shows itself (rdma:devinfo): its kind and addresses. */
+    String describe();
+
+    /** Frames the link lost sending (socket errors) or dropped as configured. */
+    long lost();
+
+    /** Stops the receive thread and releases the socket; idempotent. */
+    @Override
+    void close();
+}
