@@ -7,10 +7,10 @@ import java.util.List;
  * The launcher's own arguments. Unknown options are a usage error that names the option.
  *
  * <pre>
- * peerdirect [--keep-cache] [--home DIR] [--bundles DIR] [-c "cmd; cmd"]... [demo]
+ * peerdirect [--keep-cache] [--home DIR] [--bundles DIR] [--web [[HOST:]PORT]] [-c "cmd; cmd"]... [demo]
  * </pre>
  */
-record CommandLine(List<String> commands, boolean demo, boolean keepCache, String home, String bundles) {
+record CommandLine(List<String> commands, boolean demo, boolean keepCache, String home, String bundles, WebOption web) {
 
     static final String USAGE = """
             usage: peerdirect [options] [demo | test | bench [jmh options]]
@@ -21,6 +21,10 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
               --keep-cache     reuse the framework cache of the previous run instead of starting fresh
               --home DIR       keep this run's state (framework cache, sysfs mirror) in DIR: one container
                                per folder, so a second container at the same time needs its own
+              --web [[HOST:]PORT]  serve the web console (Felix Web Console with peerdirect's pages, live plots)
+                               and /metrics on http://127.0.0.1:8765 or the port given; another address
+                               needs the Web Console's credentials (-Dfelix.webconsole.username/password
+                               in PEERDIRECT_JAVA_OPTS)
               -v               show the full Maven output when building, and stack traces of failed commands
             exit codes: 0 ok, 1 a command failed, 2 a wrong command line, 3 the container did not start
                         (or another one runs from the same folder), 130 Ctrl-C in a -c or demo run
@@ -32,6 +36,7 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
         boolean keep = false;
         String home = null;
         String bundles = null;
+        WebOption web = null;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -50,6 +55,7 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
                 case "--keep-cache" -> keep = true;
                 case "--home" -> home = value(args, ++i, a);
                 case "--bundles" -> bundles = value(args, ++i, a);
+                case "--web" -> web = WebOption.parse(i + 1 < args.length && WebOption.isValue(args[i + 1]) ? args[++i] : null);
                 case "-h", "--help" -> throw new UsageException(null);
                 default -> throw new UsageException("unknown argument '" + a + "'");
             }
@@ -57,7 +63,10 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
         if (demo && !commands.isEmpty()) {
             throw new UsageException("'demo' and -c cannot be combined: run them one after the other");
         }
-        return new CommandLine(List.copyOf(commands), demo, keep, home, bundles);
+        if (web != null) {
+            web.checkCredentials();
+        }
+        return new CommandLine(List.copyOf(commands), demo, keep, home, bundles, web);
     }
 
     private static String value(String[] args, int i, String option) {

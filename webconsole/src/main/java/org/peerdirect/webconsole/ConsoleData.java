@@ -1,0 +1,180 @@
+package org.peerdirect.webconsole;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.osgi.service.component.annotations.Activate;
+import org.osgi.service.component.annotations.Component;
+import org.osgi.service.component.annotations.Reference;
+import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvDeviceList;
+import org.peerdirect.ib.core.verbs.IbvPortAttr;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuAudit;
+import org.peerdirect.kernel.iommu.IommuDomain;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.sysfs.Sysfs;
+
+/**
+ * What the console shows, read from the services the Gogo commands use: the device list
+ * ({@code rdma:devices}), the kernel's processes ({@code kernel:ps}), the IOMMU
+ * ({@code kernel:iommu}) and the sysfs tree (peer clients' statistics as {@code peermem:stats}
+ * shows them, {@code class/infiniband/<dev>/odp}). Read-only: nothing here registers, maps or
+ * moves data. Every method is safe from any thread (each service is).
+ *
+ * <p>A device or process that goes away between the listing and the read makes the read throw
+ * {@link Gone}; the pages answer it with 404.
+ */
+@Component(service = ConsoleData.class)
+public final class ConsoleData {
+
+    /** Where the peer clients' statistics are ({@code PeerMemoryController.SYSFS_DIR}). */
+    static final String MEMORY_PEERS = "kernel/infiniband/memory_peers";
+    static final String CLASS_INFINIBAND = "class/infiniband";
+
+    private final IbvDeviceList devices;
+    private final Mm mm;
+    private final Iommu iommu;
+    private final Sysfs sysfs;
+
+    @Activate
+    public ConsoleData(@Reference IbvDeviceList devices, @Reference Mm mm, @Reference Iommu iommu, @Reference Sysfs sysfs) {
+        this.devices = devices;
+        this.mm = mm;
+        this.iommu = iommu;
+        this.sysfs = sysfs;
+    }
+
+    /** A thing asked for by name that does not exist (any more). */
+    static final class Gone extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Gone(String what) {
+            super(what);
+        }
+    }
+
+    /** One port as {@code ibv_devinfo} prints it. */
+    record Port(int port, int stateId, String state, String linkLayer, int activeMtu, int lid) {
+    }
+
+    /** A device with its ports (the ports read through a context of a short-lived process). */
+    record Device(String name, String driver, long nodeGuid, String fwVer, int vendorPartId, List<Port> ports) {
+    }
+
+    List<String> deviceNames() {
+        return devices.devices().stream().filter(d -> !d.removed()).map(IbvDevice::name).toList();
+    }
+
+    /**
+     * The device {@code name} as {@code ibv_devinfo} reads it: a process of the console opens a
+     * context, queries the device and its ports, and exits ({@code rdma:devinfo} does the same).
+     */
+    Device device(String name) {
+        IbvDevice d = devices.devices().stream().filter(x -> x.name().equals(name) && !x.removed()).findFirst()
+                .orElseThrow(() -> new Gone("no RDMA device " + name));
+        AddressSpace p = mm.createProcess("webconsole");
+        try (IbvContext c = d.open(p)) {
+            IbvDeviceAttr a = c.queryDeviceEx();
+            List<Port> ports = new ArrayList<>();
+            for (int i = 1; i <= a.physPortCnt(); i++) {
+                IbvPortAttr pa = c.queryPort(i);
+                ports.add(new Port(i, pa.state(), IbvPortAttr.stateName(pa.state()),
+                        pa.linkLayer() == IbvPortAttr.LINK_LAYER_INFINIBAND ? "InfiniBand" : "Ethernet", 128 << pa.activeMtu(), pa.lid()));
+            }
+            return new Device(d.name(), d.driver(), d.nodeGuid(), a.fwVer(), a.vendorPartId(), ports);
+        } catch (KernelException | IllegalStateException e) {
+            // the device went away under the open or the query (ENODEV from a disassociated context)
+            throw new Gone("RDMA device " + name + " went away: " + e.getMessage());
+        } finally {
+            p.exit();
+        }
+    }
+
+    List<AddressSpace> processes() {
+        return mm.processes();
+    }
+
+    AddressSpace process(int pid) {
+        try {
+            return mm.process(pid);
+        } catch (KernelException e) {
+            throw new Gone(e.getMessage());
+        }
+    }
+
+    List<IommuDomain> domains() {
+        return iommu.domains();
+    }
+
+    IommuAudit audit() {
+        return iommu.audit();
+    }
+
+    /** The audit line of {@code kernel:iommu}. */
+    String auditLine() {
+        IommuAudit a = iommu.audit();
+        return String.format("audit: faults=%d use_after_free=%d freed_while_mapped=%d live_mappings=%d leaked_at_destroy=%d -> %s",
+                a.faults(), a.useAfterFree(), a.freedWhileMapped(), a.liveMappings(), iommu.leakedAtDestroy(),
+                a.violationFree() ? "OK" : "VIOLATION");
+    }
+
+    List<String> peerClients() {
+        return sysfs.isDirectory(MEMORY_PEERS) ? sysfs.list(MEMORY_PEERS) : List.of();
+    }
+
+    /** A peer client's statistics, as {@code /sys/kernel/infiniband/memory_peers/<name>/}. */
+    Map<String, String> peerClient(String name) {
+        return attributes(MEMORY_PEERS + "/" + name, "peer memory client " + name);
+    }
+
+    /** The devices with ODP counters ({@code class/infiniband/<dev>/odp}). */
+    List<String> odpDevices() {
+        if (!sysfs.isDirectory(CLASS_INFINIBAND)) {
+            return List.of();
+        }
+        return sysfs.list(CLASS_INFINIBAND).stream().filter(d -> sysfs.isDirectory(CLASS_INFINIBAND + "/" + d + "/odp")).toList();
+    }
+
+    Map<String, String> odp(String device) {
+        return attributes(CLASS_INFINIBAND + "/" + device + "/odp", "ODP counters of " + device);
+    }
+
+    /** The attributes of one sysfs directory, name to value (trimmed); {@link Gone} when it is not there (any more). */
+    private Map<String, String> attributes(String dir, String what) {
+        Map<String, String> out = new LinkedHashMap<>();
+        try {
+            if (!sysfs.isDirectory(dir)) {
+                throw new Gone("no " + what);
+            }
+            for (String n : sysfs.list(dir)) {
+                String path = dir + "/" + n;
+                if (!sysfs.isDirectory(path)) {
+                    out.put(n, sysfs.read(path).strip());
+                }
+            }
+        } catch (RuntimeException e) {
+            if (e instanceof Gone) {
+                throw e;
+            }
+            // removed between list and read (the client unloaded, the device went away)
+            throw new Gone("no " + what + " (" + e.getMessage() + ")");
+        }
+        return out;
+    }
+
+    /** A counter of a sysfs attribute, 0 when it is absent or not a number. */
+    long counter(String path) {
+        try {
+            return sysfs.exists(path) ? Long.parseLong(sysfs.read(path).strip()) : 0;
+        } catch (RuntimeException e) {
+            return 0;
+        }
+    }
+}
