@@ -169,6 +169,29 @@ public final class ConsoleData {
         return out;
     }
 
+    /** The devices with attributes under {@code class/infiniband} (ib-core's sysfs: fw_ver, ports/N/...). */
+    List<String> sysfsDevices() {
+        if (!sysfs.isDirectory(CLASS_INFINIBAND)) {
+            return List.of();
+        }
+        return sysfs.list(CLASS_INFINIBAND).stream().filter(d -> sysfs.exists(CLASS_INFINIBAND + "/" + d + "/fw_ver")).toList();
+    }
+
+    /** The port numbers under {@code class/infiniband/<dev>/ports}. */
+    List<String> sysfsPorts(String device) {
+        String d = CLASS_INFINIBAND + "/" + device + "/ports";
+        return sysfs.isDirectory(d) ? sysfs.list(d) : List.of();
+    }
+
+    /** An attribute's value, trimmed; "" when it is absent (gone since the listing). */
+    String attribute(String path) {
+        try {
+            return sysfs.exists(path) ? sysfs.read(path).strip() : "";
+        } catch (RuntimeException e) {
+            return "";
+        }
+    }
+
     /** A counter of a sysfs attribute, 0 when it is absent or not a number. */
     long counter(String path) {
         try {

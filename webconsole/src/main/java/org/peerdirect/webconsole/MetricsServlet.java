@@ -47,24 +47,60 @@ public final class MetricsServlet extends HttpServlet {
                 .callback(cb -> cb.call(sampler.dropped())).register(registry);
     }
 
+    /**
+     * What node_exporter's infiniband collector reports, under its names, read from the same
+     * files it reads ({@code class/infiniband/<dev>/fw_ver, board_id, hca_type},
+     * {@code ports/<n>/state, phys_state, rate}): the two agree on every port.
+     */
     private void registerDevices(ConsoleData data) {
+        String ib = ConsoleData.CLASS_INFINIBAND + "/";
         // an info metric: the client's builders refuse the _info suffix on a gauge; its InfoSnapshot adds it
         registry.register(() -> {
             InfoSnapshot.Builder info = InfoSnapshot.builder().name("node_infiniband").help("Non-numeric data from /sys/class/infiniband/<device>, value is always 1.");
-            for (ConsoleData.Device d : devices(data)) {
-                info.dataPoint(InfoSnapshot.InfoDataPointSnapshot.builder().labels(Labels.of("device", d.name(), "board_id", "",
-                        "firmware_version", d.fwVer(), "hca_type", Integer.toString(d.vendorPartId()))).build());
+            for (String d : data.sysfsDevices()) {
+                info.dataPoint(InfoSnapshot.InfoDataPointSnapshot.builder().labels(Labels.of("device", d, "board_id", data.attribute(ib + d + "/board_id"),
+                        "firmware_version", data.attribute(ib + d + "/fw_ver"), "hca_type", data.attribute(ib + d + "/hca_type"))).build());
             }
             return info.build();
         });
-        GaugeWithCallback.builder().name("node_infiniband_state_id").help("State of the InfiniBand port (0: no change, 1: down, 2: init, 3: armed, 4: active, 5: act defer)")
+        portGauge(data, "node_infiniband_state_id", "State of the InfiniBand port (0: no change, 1: down, 2: init, 3: armed, 4: active, 5: act defer)",
+                "state");
+        portGauge(data, "node_infiniband_physical_state_id", "Physical state of the InfiniBand port (0: no change, 1: sleep, 2: polling, 3: disable, 4: shift, 5: link up, 6: link error recover, 7: phytest)",
+                "phys_state");
+        portGauge(data, "node_infiniband_rate_bytes_per_second", "Maximum signal transfer rate", "rate");
+    }
+
+    /** A gauge per port from {@code ports/<n>/<file>}: "4: ACTIVE" gives 4; "100 Gb/sec (4X EDR)" gives bytes per second. */
+    private void portGauge(ConsoleData data, String name, String help, String file) {
+        GaugeWithCallback.builder().name(name).help(help)
                 .labelNames("device", "port").callback(cb -> {
-                    for (ConsoleData.Device d : devices(data)) {
-                        for (ConsoleData.Port p : d.ports()) {
-                            cb.call(p.stateId(), d.name(), Integer.toString(p.port()));
+                    for (String d : data.sysfsDevices()) {
+                        for (String p : data.sysfsPorts(d)) {
+                            String v = data.attribute(ConsoleData.CLASS_INFINIBAND + "/" + d + "/ports/" + p + "/" + file);
+                            Double x = parse(v);
+                            if (x != null) {
+                                cb.call(x, d, p);
+                            }
                         }
                     }
                 }).register(registry);
+    }
+
+    /** "4: ACTIVE" -> 4; "100 Gb/sec (4X EDR)" -> 1.25e10 bytes/s (as node_exporter's parseRate); null when neither. */
+    static Double parse(String v) {
+        try {
+            int colon = v.indexOf(':');
+            if (colon > 0) {
+                return Double.valueOf(v.substring(0, colon).strip());
+            }
+            int sp = v.indexOf(' ');
+            if (sp > 0 && v.contains("Gb/sec")) {
+                return Double.parseDouble(v.substring(0, sp)) * 125_000_000;
+            }
+        } catch (NumberFormatException e) {
+            // not a state or a rate: no sample
+        }
+        return null;
     }
 
     private void registerIommu(ConsoleData data) {
@@ -99,17 +135,6 @@ public final class MetricsServlet extends HttpServlet {
                     .labelNames("client").callback(cb -> data.peerClients().forEach(n ->
                             cb.call(data.counter(ConsoleData.MEMORY_PEERS + "/" + n + "/num_" + c + "_bytes"), n))).register(registry);
         }
-    }
-
-    /** The devices now; one that goes away during the scrape is left out. */
-    private static List<ConsoleData.Device> devices(ConsoleData data) {
-        return data.deviceNames().stream().<ConsoleData.Device>mapMulti((n, sink) -> {
-            try {
-                sink.accept(data.device(n));
-            } catch (ConsoleData.Gone e) {
-                // removed since the listing
-            }
-        }).toList();
     }
 
     @Override

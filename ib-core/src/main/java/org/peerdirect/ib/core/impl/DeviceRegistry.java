@@ -22,6 +22,7 @@ import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.sysfs.Sysfs;
 
 /**
  * The device registry ({@code ib_register_device} / {@code ib_unregister_device} /
@@ -38,10 +39,14 @@ public final class DeviceRegistry implements IbvDeviceList {
     /** The devices, listed before their service is published: a user who sees the service finds the device. */
     private final Map<IbDeviceOps, IbDevice> devices = new ConcurrentHashMap<>();
     private final Map<IbDeviceOps, ServiceRegistration<IbvDevice>> registrations = new ConcurrentHashMap<>();
+    /** Each device's {@code /sys/class/infiniband/<dev>} attributes. */
+    private final Map<IbDeviceOps, IbSysfs> sysfsDirs = new ConcurrentHashMap<>();
+    private final Sysfs sysfs;
 
     @Activate
-    public DeviceRegistry(BundleContext ctx) {
+    public DeviceRegistry(BundleContext ctx, @Reference Sysfs sysfs) {
         this.ctx = ctx;
+        this.sysfs = sysfs;
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
@@ -52,6 +57,9 @@ public final class DeviceRegistry implements IbvDeviceList {
         props.put(IbvDevice.NAME_PROPERTY, ops.name());
         props.put("ib.device.driver", ops.driver());
         devices.put(ops, dev);
+        IbSysfs dir = new IbSysfs(sysfs, ops, ops.queryDevice());
+        sysfsDirs.put(ops, dir);
+        dev.setPortListener(dir::portEvent);
         registrations.put(ops, ctx.registerService(IbvDevice.class, dev, props));
     }
 
@@ -66,7 +74,12 @@ public final class DeviceRegistry implements IbvDeviceList {
         }
         IbDevice dev = devices.remove(ops);
         if (dev != null) {
+            dev.setPortListener(null);
             dev.disassociate();
+        }
+        IbSysfs dir = sysfsDirs.remove(ops);
+        if (dir != null) {
+            dir.remove();
         }
     }
 
