@@ -69,6 +69,8 @@ class WebConsoleIT {
     static String shell;
     static final StringBuilder OUT = new StringBuilder();
     static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    /** Selenium warns at each start that it has no DevTools binding for this Chromium: not used here. Held: JUL keeps weak references. */
+    static final java.util.logging.Logger SELENIUM_LOG = java.util.logging.Logger.getLogger("org.openqa.selenium");
 
     @BeforeAll
     static void start() throws Exception {
@@ -164,6 +166,7 @@ class WebConsoleIT {
     }
 
     static ChromeDriver chromium() {
+        SELENIUM_LOG.setLevel(java.util.logging.Level.SEVERE);
         assumeTrue(Files.isExecutable(CHROMIUM), "no " + CHROMIUM + ": install Debian's package 'chromium' to run the browser test");
         assumeTrue(Files.isExecutable(CHROMEDRIVER), "no " + CHROMEDRIVER + ": install Debian's package 'chromium-driver' to run the browser test");
         ChromeOptions o = new ChromeOptions();
