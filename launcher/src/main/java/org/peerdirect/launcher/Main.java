@@ -75,6 +75,15 @@ public final class Main {
             System.err.println("peerdirect: cannot lock " + home + ": " + e.getMessage());
             return BROKEN;
         }
+        if (cl.web() != null) {
+            try {
+                cl.web().checkPortFree();
+            } catch (IllegalStateException e) {
+                System.err.println("peerdirect: " + e.getMessage());
+                lock.close();
+                return BROKEN;
+            }
+        }
         Container container;
         try {
             List<Path> dirs = cl.web() == null ? List.of(bundles) : List.of(bundles, WebOption.bundles(dist));

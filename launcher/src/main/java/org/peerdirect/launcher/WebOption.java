@@ -77,6 +77,21 @@ record WebOption(String host, int port) {
         }
     }
 
+    /**
+     * Fails when the port cannot be had (another server on it, a port below 1024 without the
+     * right): Jetty would only log that, and the console would silently not be there. Checked
+     * once at start, so a server that takes the port in the next instant still wins.
+     */
+    void checkPortFree() {
+        try (java.net.ServerSocket s = new java.net.ServerSocket()) {
+            s.setReuseAddress(true);
+            s.bind(new java.net.InetSocketAddress(InetAddress.getByName(host), port));
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("--web cannot listen on " + host + ":" + port + " (" + e.getMessage()
+                    + "): another server has it? Give another port: --web " + (port == 65535 ? 8765 : port + 1));
+        }
+    }
+
     /** The framework properties Felix HTTP and the Web Console read. */
     Map<String, Object> frameworkConfig() {
         SPIFLY_LOG.setLevel(java.util.logging.Level.WARNING);

@@ -8,11 +8,9 @@ import java.util.Map;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
-import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.ib.core.objects.UverbsObjects;
 import org.peerdirect.ib.core.verbs.IbvDevice;
-import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.ib.core.verbs.IbvPortAttr;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.iommu.IommuDomain;
@@ -42,9 +40,12 @@ public final class ConsoleData {
     private final Mm mm;
     private final Iommu iommu;
     private final Sysfs sysfs;
+    private final UverbsObjects objects;
 
     @Activate
-    public ConsoleData(@Reference IbvDeviceList devices, @Reference Mm mm, @Reference Iommu iommu, @Reference Sysfs sysfs) {
+    public ConsoleData(@Reference IbvDeviceList devices, @Reference Mm mm, @Reference Iommu iommu, @Reference Sysfs sysfs,
+            @Reference UverbsObjects objects) {
+        this.objects = objects;
         this.devices = devices;
         this.mm = mm;
         this.iommu = iommu;
@@ -60,12 +61,12 @@ public final class ConsoleData {
         }
     }
 
-    /** One port as {@code ibv_devinfo} prints it. */
-    record Port(int port, int stateId, String state, String linkLayer, int activeMtu, int lid) {
+    /** One port as {@code /sys/class/infiniband/<dev>/ports/<n>} shows it ({@code state} "4: ACTIVE"). */
+    record Port(int port, String state, String physState, String rate, String linkLayer, String lid) {
     }
 
-    /** A device with its ports (the ports read through a context of a short-lived process). */
-    record Device(String name, String driver, long nodeGuid, String fwVer, int vendorPartId, List<Port> ports) {
+    /** A device with its ports, from the device list and ib-core's sysfs attributes. */
+    record Device(String name, String driver, long nodeGuid, String fwVer, String hcaType, List<Port> ports) {
     }
 
     List<String> deviceNames() {
@@ -73,28 +74,24 @@ public final class ConsoleData {
     }
 
     /**
-     * The device {@code name} as {@code ibv_devinfo} reads it: a process of the console opens a
-     * context, queries the device and its ports, and exits ({@code rdma:devinfo} does the same).
+     * The device {@code name} with its ports, as {@code /sys/class/infiniband/<name>} shows them
+     * (ib-core keeps each port's state from the driver's port events): reading it costs the device
+     * nothing, no firmware command, no context.
      */
     Device device(String name) {
         IbvDevice d = devices.devices().stream().filter(x -> x.name().equals(name) && !x.removed()).findFirst()
                 .orElseThrow(() -> new Gone("no RDMA device " + name));
-        AddressSpace p = mm.createProcess("webconsole");
-        try (IbvContext c = d.open(p)) {
-            IbvDeviceAttr a = c.queryDeviceEx();
-            List<Port> ports = new ArrayList<>();
-            for (int i = 1; i <= a.physPortCnt(); i++) {
-                IbvPortAttr pa = c.queryPort(i);
-                ports.add(new Port(i, pa.state(), IbvPortAttr.stateName(pa.state()),
-                        pa.linkLayer() == IbvPortAttr.LINK_LAYER_INFINIBAND ? "InfiniBand" : "Ethernet", 128 << pa.activeMtu(), pa.lid()));
-            }
-            return new Device(d.name(), d.driver(), d.nodeGuid(), a.fwVer(), a.vendorPartId(), ports);
-        } catch (KernelException | IllegalStateException e) {
-            // the device went away under the open or the query (ENODEV from a disassociated context)
-            throw new Gone("RDMA device " + name + " went away: " + e.getMessage());
-        } finally {
-            p.exit();
+        String dir = CLASS_INFINIBAND + "/" + name;
+        List<Port> ports = new ArrayList<>();
+        for (String p : sysfsPorts(name)) {
+            String pd = dir + "/ports/" + p;
+            ports.add(new Port(Integer.parseInt(p), attribute(pd + "/state"), attribute(pd + "/phys_state"), attribute(pd + "/rate"),
+                    attribute(pd + "/link_layer"), attribute(pd + "/lid")));
         }
+        if (d.removed()) {
+            throw new Gone("RDMA device " + name + " went away");
+        }
+        return new Device(d.name(), d.driver(), d.nodeGuid(), attribute(dir + "/fw_ver"), attribute(dir + "/hca_type"), ports);
     }
 
     List<AddressSpace> processes() {
@@ -107,6 +104,16 @@ public final class ConsoleData {
         } catch (KernelException e) {
             throw new Gone(e.getMessage());
         }
+    }
+
+    /** The verbs contexts of process {@code pid} (none for a process without one). */
+    List<UverbsObjects.Context> contexts(int pid) {
+        return objects.contexts().stream().filter(c -> c.pid() == pid).toList();
+    }
+
+    /** Every open context ({@code rdma resource show}). */
+    List<UverbsObjects.Context> contexts() {
+        return objects.contexts();
     }
 
     List<IommuDomain> domains() {
@@ -180,7 +187,7 @@ public final class ConsoleData {
     /** The port numbers under {@code class/infiniband/<dev>/ports}. */
     List<String> sysfsPorts(String device) {
         String d = CLASS_INFINIBAND + "/" + device + "/ports";
-        return sysfs.isDirectory(d) ? sysfs.list(d) : List.of();
+        return sysfs.isDirectory(d) ? sysfs.list(d).stream().filter(p -> p.matches("\\d+")).toList() : List.of();
     }
 
     /** An attribute's value, trimmed; "" when it is absent (gone since the listing). */

@@ -13,7 +13,8 @@ import jakarta.servlet.Servlet;
 
 /**
  * Devices and ports: the list {@code rdma:devices} prints, each device with its ports as
- * {@code rdma:devinfo} reads them (state, link layer, MTU, LID) and its ODP counters.
+ * {@code /sys/class/infiniband} shows them (state, physical state, rate, link layer, LID) and
+ * its ODP counters with its ODP MRs.
  * {@code /pddevices/<name>} shows one device; 404 when it is not (any more) there.
  */
 @Component(service = Servlet.class, property = {ServletConstants.PLUGIN_LABEL + "=" + DevicesPage.LABEL,
@@ -50,16 +51,16 @@ public final class DevicesPage extends Page {
     void render(Object model, String sub, PrintWriter out) {
         @SuppressWarnings("unchecked")
         List<ConsoleData.Device> devices = (List<ConsoleData.Device>) model;
-        heading(out, devices.size() + " RDMA device(s), as rdma:devices and rdma:devinfo show them");
+        heading(out, devices.size() + " RDMA device(s), as rdma:devices and /sys/class/infiniband show them");
         List<List<String>> rows = new ArrayList<>();
         for (ConsoleData.Device d : devices) {
             for (ConsoleData.Port p : d.ports()) {
                 rows.add(List.of(link(sub.isEmpty() ? LABEL + "/" + d.name() : d.name(), d.name()), d.driver(),
-                        String.format("%016x", d.nodeGuid()), d.fwVer(), Integer.toString(p.port()), p.state(), p.linkLayer(),
-                        Integer.toString(p.activeMtu()), Integer.toString(p.lid())));
+                        String.format("%016x", d.nodeGuid()), d.fwVer(), d.hcaType(), Integer.toString(p.port()), p.state(), p.physState(),
+                        p.rate(), p.linkLayer(), p.lid()));
             }
         }
-        table(out, "devices", List.of("device", "driver", "node GUID", "fw_ver", "port", "state", "link_layer", "active_mtu", "lid"), rows);
+        table(out, "devices", List.of("device", "driver", "node GUID", "fw_ver", "hca_type", "port", "state", "phys_state", "rate", "link_layer", "lid"), rows);
         for (ConsoleData.Device d : devices) {
             if (data.odpDevices().contains(d.name())) {
                 List<List<String>> odp = new ArrayList<>();

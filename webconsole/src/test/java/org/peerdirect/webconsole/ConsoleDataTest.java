@@ -48,7 +48,7 @@ class ConsoleDataTest {
                 throw new IllegalArgumentException("no RDMA device " + name);
             }
         };
-        data = new ConsoleData(none, mm, iommu, sysfs);
+        data = new ConsoleData(none, mm, iommu, sysfs, List::of);
         sampler = new Sampler(data);
     }
 
@@ -69,6 +69,63 @@ class ConsoleDataTest {
         assertEquals("short-lived", data.process(pid).name());
         mm.process(pid).exit();
         assertThrows(ConsoleData.Gone.class, () -> data.process(pid), "a process that exited is gone");
+    }
+
+    /** A device of the list, removable. */
+    static final class FakeDevice implements IbvDevice {
+        volatile boolean removed;
+
+        @Override
+        public String name() {
+            return "mlx5_0";
+        }
+
+        @Override
+        public long nodeGuid() {
+            return 0x0002c90300000001L;
+        }
+
+        @Override
+        public String driver() {
+            return "mlx5";
+        }
+
+        @Override
+        public org.peerdirect.ib.core.verbs.IbvContext open(org.peerdirect.kernel.mm.AddressSpace process) {
+            throw new AssertionError("the console opens no context");
+        }
+
+        @Override
+        public boolean removed() {
+            return removed;
+        }
+    }
+
+    @Test
+    void aDeviceIsReadFromSysfsAndIsGoneOnceRemoved() {
+        FakeDevice dev = new FakeDevice();
+        ConsoleData one = new ConsoleData(new IbvDeviceList() {
+            @Override
+            public List<IbvDevice> devices() {
+                return List.of(dev);
+            }
+
+            @Override
+            public IbvDevice device(String name) {
+                return dev;
+            }
+        }, mm, iommu, sysfs, List::of);
+        String d = ConsoleData.CLASS_INFINIBAND + "/mlx5_0";
+        sysfs.attribute(d + "/fw_ver", () -> "16.35.1012");
+        sysfs.attribute(d + "/ports/1/state", () -> "4: ACTIVE");
+        sysfs.attribute(d + "/ports/1/rate", () -> "100 Gb/sec (4X EDR)");
+        ConsoleData.Device got = one.device("mlx5_0");
+        assertEquals("16.35.1012", got.fwVer());
+        assertEquals(List.of(new ConsoleData.Port(1, "4: ACTIVE", "", "100 Gb/sec (4X EDR)", "", "")), got.ports());
+        assertEquals(List.of("mlx5_0"), one.sysfsDevices());
+        dev.removed = true;
+        assertThrows(ConsoleData.Gone.class, () -> one.device("mlx5_0"), "a removed device is gone");
+        assertEquals(List.of(), one.deviceNames());
     }
 
     @Test

@@ -201,7 +201,7 @@ class WebConsoleIT {
         try {
             b.get(base + "/system/console/pddevices");
             assertEquals(devices, new TreeSet<>(firstColumn(b, "devices")), "devices page vs rdma:devices");
-            assertTrue(b.findElements(By.cssSelector("table#devices td")).stream().anyMatch(td -> td.getText().equals("PORT_ACTIVE")),
+            assertTrue(b.findElements(By.cssSelector("table#devices td")).stream().anyMatch(td -> td.getText().equals("4: ACTIVE")),
                     "the ports' state is shown");
             screenshot(b, "pddevices");
             b.get(base + "/system/console/pdpeermem");
@@ -214,6 +214,28 @@ class WebConsoleIT {
             b.get(base + "/system/console/pdprocesses");
             assertTrue(b.findElements(By.cssSelector("table#processes tbody tr")).size() >= 1, "write_bw's processes are listed");
             screenshot(b, "pdprocesses");
+            // write_bw's processes: one with a context, its ODP MR and its QP in RTS (rdma resource show)
+            String pid = null;
+            for (WebElement row : b.findElements(By.cssSelector("table#processes tbody tr"))) {
+                List<WebElement> td = row.findElements(By.tagName("td"));
+                if (Integer.parseInt(td.get(6).getText().strip()) > 0) {
+                    pid = td.get(0).getText().strip();
+                }
+            }
+            assertTrue(pid != null, "a process with a verbs context: " + b.findElement(By.id("processes")).getText());
+            b.get(base + "/system/console/pdprocesses/" + pid);
+            List<String> mrKinds = b.findElements(By.cssSelector("table#mrs-0 tbody tr td:nth-child(5)")).stream().map(WebElement::getText).toList();
+            assertTrue(mrKinds.contains("ODP_EXPLICIT"), "write_bw --odp registered an explicit ODP MR: " + mrKinds);
+            assertTrue(b.findElements(By.cssSelector("table#qps-0 tbody tr td:nth-child(3)")).stream().anyMatch(td -> td.getText().equals("RTS")),
+                    "its QP is in RTS");
+            screenshot(b, "pdprocess");
+            b.get(base + "/system/console/pdmlx5");
+            for (String d : devices.stream().filter(n -> n.startsWith("mlx5_")).toList()) {
+                assertFalse(b.findElements(By.cssSelector("table#cmdlog-" + d + " tbody tr")).isEmpty(), d + "'s command log");
+                assertTrue(firstColumn(b, "pages-" + d).contains("held"), d + "'s firmware pages");
+                assertTrue(b.findElement(By.id("eqs-" + d)).getText().contains(d + ": eq 0 cmd"), d + "'s EQs: " + b.findElement(By.id("eqs-" + d)).getText());
+            }
+            screenshot(b, "pdmlx5");
             b.get(base + "/system/console/bundles");
             assertTrue(b.getPageSource().contains("org.peerdirect.webconsole"), "the Web Console's own bundle page lists ours");
             screenshot(b, "bundles");
@@ -244,7 +266,8 @@ class WebConsoleIT {
     @Test
     @Order(3)
     void aDeviceOrProcessThatIsNotThereIs404WithoutATrace() throws Exception {
-        for (String path : List.of("/system/console/pddevices/mlx5_9", "/system/console/pdpeermem/no_such_client", "/system/console/pdprocesses/99999")) {
+        for (String path : List.of("/system/console/pddevices/mlx5_9", "/system/console/pdpeermem/no_such_client",
+                "/system/console/pdprocesses/99999", "/system/console/pdmlx5/mlx5_9")) {
             HttpResponse<String> r = get(path);
             assertEquals(404, r.statusCode(), path + ": " + r.body());
             assertFalse(r.body().contains("Exception") || r.body().contains("\tat "), "no stack trace: " + r.body());

@@ -16,8 +16,10 @@ import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
 import org.osgi.service.component.annotations.ReferencePolicyOption;
+import org.peerdirect.ib.core.objects.UverbsObjects;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.uverbs.IbDevice;
+import org.peerdirect.ib.core.uverbs.UverbsSnapshot;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.kernel.mm.KernelException;
@@ -32,8 +34,8 @@ import org.peerdirect.kernel.sysfs.Sysfs;
  * goes first, then the device is disassociated (every later verb EIO), before the driver tears its
  * hardware down.
  */
-@Component(service = IbvDeviceList.class, immediate = true)
-public final class DeviceRegistry implements IbvDeviceList {
+@Component(service = {IbvDeviceList.class, UverbsObjects.class}, immediate = true)
+public final class DeviceRegistry implements IbvDeviceList, UverbsObjects {
 
     private final BundleContext ctx;
     /** The devices, listed before their service is published: a user who sees the service finds the device. */
@@ -94,6 +96,13 @@ public final class DeviceRegistry implements IbvDeviceList {
     public List<IbvDevice> devices() {
         return devices.values().stream().filter(d -> !d.removed()).map(d -> (IbvDevice) d)
                 .sorted(Comparator.comparing(IbvDevice::name)).toList();
+    }
+
+    /** {@code rdma resource show}: every device's open contexts, by device name. */
+    @Override
+    public List<UverbsObjects.Context> contexts() {
+        return devices.values().stream().filter(d -> !d.removed()).sorted(Comparator.comparing(IbDevice::name))
+                .flatMap(d -> UverbsSnapshot.of(d).stream()).toList();
     }
 
     @Override

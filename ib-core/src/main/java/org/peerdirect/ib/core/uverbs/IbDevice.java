@@ -122,6 +122,11 @@ public final class IbDevice implements IbvDevice {
         return removed;
     }
 
+    /** The contexts open now (a copy-on-write list: iterate freely). */
+    List<UContext> contexts() {
+        return contexts;
+    }
+
     /** Contexts open now. */
     public int openContexts() {
         return contexts.size();
