@@ -76,6 +76,9 @@ public final class LivePage extends Page {
             out.flush();
             while (!out.checkError()) {
                 String point = q.poll(KEEPALIVE_SECONDS, TimeUnit.SECONDS);
+                if (Sampler.END.equals(point)) {
+                    break; // the console is going away
+                }
                 out.print(point == null ? ": keepalive\n\n" : "data: " + point + "\n\n");
                 out.flush();
             }

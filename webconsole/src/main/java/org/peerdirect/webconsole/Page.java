@@ -45,6 +45,9 @@ abstract class Page extends AbstractServlet {
             resp.sendError(HttpServletResponse.SC_NOT_FOUND, e.getMessage());
         } catch (IllegalArgumentException e) {
             resp.sendError(HttpServletResponse.SC_BAD_REQUEST, e.getMessage());
+        } catch (RuntimeException e) {
+            // one line, never a trace: what went wrong reading, by whom
+            resp.sendError(HttpServletResponse.SC_INTERNAL_SERVER_ERROR, e.getClass().getSimpleName() + ": " + e.getMessage());
         }
     }
 

@@ -34,6 +34,8 @@ public final class Sampler {
 
     /** Points a browser may lag behind before its oldest are dropped. */
     static final int QUEUE = 120;
+    /** Offered to every browser's queue when the sampler goes: its stream ends. */
+    static final String END = "";
     /** Points a newly opened page gets at once (the last minutes). */
     static final int HISTORY = 300;
 
@@ -58,14 +60,26 @@ public final class Sampler {
         timer.scheduleAtFixedRate(this::sample, 0, 1, TimeUnit.SECONDS);
     }
 
+    private volatile boolean closed;
+
+    /** Stops sampling and ends every browser's stream ({@link #END}), so no request thread outlives the bundle. */
     @Deactivate
     void deactivate() {
+        closed = true;
         timer.shutdownNow();
+        for (BlockingQueue<String> q : subscribers) {
+            q.clear();
+            q.offer(END);
+        }
     }
 
     /** A browser's queue, with the history it missed; {@link #unsubscribe} it when the browser goes. */
     BlockingQueue<String> subscribe() {
         BlockingQueue<String> q = new ArrayBlockingQueue<>(QUEUE + HISTORY);
+        if (closed) {
+            q.offer(END);
+            return q;
+        }
         synchronized (history) {
             q.addAll(history);
         }

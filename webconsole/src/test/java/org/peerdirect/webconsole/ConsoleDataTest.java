@@ -160,6 +160,15 @@ class ConsoleDataTest {
     }
 
     @Test
+    void stoppingTheSamplerEndsEveryStream() throws Exception {
+        BlockingQueue<String> q = sampler.subscribe();
+        sampler.publish("p");
+        sampler.deactivate();
+        assertEquals(Sampler.END, q.poll(), "the pending point is dropped, the stream told to end");
+        assertEquals(Sampler.END, sampler.subscribe().poll(), "a browser coming late ends at once");
+    }
+
+    @Test
     void aPointCarriesTheRatesAndTheDropCount() {
         iommu.createDomain("0000:05:00.0");
         Map<String, Long> c = sampler.counters();
