@@ -22,9 +22,11 @@ import org.peerdirect.kernel.sysfs.Sysfs;
 /**
  * What the console shows, read from the services the Gogo commands use: the device list
  * ({@code rdma:devices}), the kernel's processes ({@code kernel:ps}), the IOMMU
- * ({@code kernel:iommu}) and the sysfs tree (peer clients' statistics as {@code peermem:stats}
- * shows them, {@code class/infiniband/<dev>/odp}). Read-only: nothing here registers, maps or
- * moves data. Every method is safe from any thread (each service is).
+ * ({@code kernel:iommu}), the sysfs tree (ports under {@code class/infiniband/<dev>/ports}, peer
+ * clients' statistics as {@code peermem:stats} shows them, {@code class/infiniband/<dev>/odp}) and
+ * ib-core's read-only {@link UverbsObjects} (each context's PDs, MRs, QPs, CQs). Read-only:
+ * nothing here opens a context, registers, maps, sends a firmware command or moves data. Every
+ * method is safe from any thread (each service is).
  *
  * <p>A device or process that goes away between the listing and the read makes the read throw
  * {@link Gone}; the pages answer it with 404.
