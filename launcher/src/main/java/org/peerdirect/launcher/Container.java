@@ -99,6 +99,7 @@ final class Container {
         Framework framework = factory.newFramework((Map) config); // Felix takes its logger as an object
         framework.init();
         Container c = new Container(framework);
+        c.forgetWebBundles(WebOption.bundles(dist), bundleDirs);
         int top = c.install(bundleDirs.get(0), 1);
         framework.start();
         // before the runtime bundle starts: every processor it registers is hooked from its first session
@@ -123,6 +124,23 @@ final class Container {
         framework.getBundleContext().registerService(Object.class, new BundleCommands(framework.getBundleContext()), props);
         props.put("osgi.command.function", ShellCommands.FUNCTIONS);
         framework.getBundleContext().registerService(Object.class, new ShellCommands(), props);
+    }
+
+    /**
+     * A kept cache ({@code --keep-cache}) remembers the web console's bundles of a run with
+     * {@code --web}; a run without it must not start them (Jetty would listen on its default port,
+     * on every address), so they are uninstalled before anything starts.
+     */
+    private void forgetWebBundles(Path webDir, List<Path> bundleDirs) throws BundleException {
+        if (bundleDirs.contains(webDir)) {
+            return;
+        }
+        String prefix = webDir.toUri().toString();
+        for (Bundle b : framework.getBundleContext().getBundles()) {
+            if (b.getLocation().startsWith(prefix)) {
+                b.uninstall();
+            }
+        }
     }
 
     /**

@@ -127,13 +127,18 @@ class WebConsoleIT {
 
     /** The distribution's launcher as ./peerdirect starts it, in a home of this test. */
     static ProcessBuilder launcher(String... args) throws IOException {
+        return launcherIn("home", args);
+    }
+
+    /** The same in another home of this test ({@code tmp/<home>}). */
+    static ProcessBuilder launcherIn(String home, String... args) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Dpeerdirect.home=" + DIST,
                 "-cp", CLASSES + java.io.File.pathSeparator + DIST.resolve("lib") + "/*", "org.peerdirect.launcher.Main",
-                "--home", tmp.resolve("home").toString()));
+                "--home", tmp.resolve(home).toString()));
         cmd.addAll(List.of(args));
-        Files.createDirectories(tmp.resolve("home/etc"));
-        Files.copy(DIST.resolve("etc/gosh_profile"), tmp.resolve("home/etc/gosh_profile"), StandardCopyOption.REPLACE_EXISTING);
+        Files.createDirectories(tmp.resolve(home).resolve("etc"));
+        Files.copy(DIST.resolve("etc/gosh_profile"), tmp.resolve(home).resolve("etc/gosh_profile"), StandardCopyOption.REPLACE_EXISTING);
         return new ProcessBuilder(cmd).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
                 .redirectError(tmp.resolve("err.txt").toFile());
     }
@@ -347,5 +352,24 @@ class WebConsoleIT {
         String err = Files.readString(tmp.resolve("refused.txt"));
         assertEquals(2, p.exitValue(), err);
         assertTrue(err.contains("-Dfelix.webconsole.username=") && err.contains("-Dfelix.webconsole.password="), err);
+    }
+
+    /**
+     * {@code --keep-cache} keeps the framework's bundles between runs: a run without {@code --web}
+     * after one with it must not start the web bundles (Jetty would listen on its default port, on
+     * every address, behind the Web Console's default password).
+     */
+    @Test
+    @Order(7)
+    void aKeptCacheDoesNotServeTheConsoleWithoutWeb() throws Exception {
+        Process first = launcherIn("kept", "--web", Integer.toString(freePort()), "-c", "echo first").redirectOutput(tmp.resolve("kept1.txt").toFile()).start();
+        assertTrue(first.waitFor(120, TimeUnit.SECONDS));
+        assertEquals(0, first.exitValue(), Files.readString(tmp.resolve("kept1.txt")) + Files.readString(tmp.resolve("err.txt")));
+        Process second = launcherIn("kept", "--keep-cache", "-c", "lb").redirectOutput(tmp.resolve("kept2.txt").toFile()).start();
+        assertTrue(second.waitFor(120, TimeUnit.SECONDS));
+        String lb = Files.readString(tmp.resolve("kept2.txt"));
+        assertEquals(0, second.exitValue(), lb + Files.readString(tmp.resolve("err.txt")));
+        assertTrue(lb.contains("peerdirect :: ib-core") || lb.contains("Active"), "lb listed the bundles: " + lb);
+        assertFalse(lb.contains("Jetty") || lb.contains("Web Console"), "no web bundle without --web: " + lb);
     }
 }
