@@ -7,10 +7,10 @@ import java.util.List;
  * The launcher's own arguments. Unknown options are a usage error that names the option.
  *
  * <pre>
- * peerdirect [--keep-cache] [--home DIR] [--bundles DIR] [--jfr FILE] [-c "cmd; cmd"]... [demo]
+ * peerdirect [--keep-cache] [--home DIR] [--bundles DIR] [--jfr FILE] [--web [[HOST:]PORT]] [-c "cmd; cmd"]... [demo]
  * </pre>
  */
-record CommandLine(List<String> commands, boolean demo, boolean keepCache, String home, String bundles, String jfr) {
+record CommandLine(List<String> commands, boolean demo, boolean keepCache, String home, String bundles, String jfr, WebOption web) {
 
     static final String USAGE = """
             usage: peerdirect [options] [demo | test | bench [jmh options]]
@@ -23,6 +23,10 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
                                per folder, so a second container at the same time needs its own
               --jfr FILE       record the session with Java Flight Recorder (peerdirect's events: page faults,
                                invalidations, peer-client callbacks, firmware commands, IOMMU faults) into FILE
+              --web [[HOST:]PORT]  serve the web console (Felix Web Console with peerdirect's pages, live plots)
+                               and /metrics on http://127.0.0.1:8765 or the port given; another address
+                               needs the Web Console's credentials (-Dfelix.webconsole.username/password
+                               in PEERDIRECT_JAVA_OPTS)
               -v               show the full Maven output when building, and stack traces of failed commands
             exit codes: 0 ok, 1 a command failed, 2 a wrong command line, 3 the container did not start
                         (or another one runs from the same folder), 130 Ctrl-C in a -c or demo run
@@ -35,6 +39,7 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
         String home = null;
         String bundles = null;
         String jfr = null;
+        WebOption web = null;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -54,6 +59,7 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
                 case "--home" -> home = value(args, ++i, a);
                 case "--bundles" -> bundles = value(args, ++i, a);
                 case "--jfr" -> jfr = value(args, ++i, a);
+                case "--web" -> web = WebOption.parse(i + 1 < args.length && WebOption.isValue(args[i + 1]) ? args[++i] : null);
                 case "-h", "--help" -> throw new UsageException(null);
                 default -> throw new UsageException("unknown argument '" + a + "'");
             }
@@ -61,7 +67,10 @@ record CommandLine(List<String> commands, boolean demo, boolean keepCache, Strin
         if (demo && !commands.isEmpty()) {
             throw new UsageException("'demo' and -c cannot be combined: run them one after the other");
         }
-        return new CommandLine(List.copyOf(commands), demo, keep, home, bundles, jfr);
+        if (web != null) {
+            web.checkCredentials();
+        }
+        return new CommandLine(List.copyOf(commands), demo, keep, home, bundles, jfr, web);
     }
 
     private static String value(String[] args, int i, String option) {

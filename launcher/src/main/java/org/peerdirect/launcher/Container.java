@@ -34,6 +34,9 @@ import org.osgi.framework.wiring.BundleWiring;
 final class Container {
 
     /** Third-party bundles that must be up before anything else starts, in this order. */
+    /** The web console's bundles that must start before the rest of web/: SPI Fly (with ASM) before slf4j 2, its provider before Jetty. */
+    private static final List<String> WEB_FIRST = List.of("org.objectweb.asm", "org.objectweb.asm.tree", "org.objectweb.asm.analysis",
+            "org.objectweb.asm.commons", "org.objectweb.asm.util", "org.apache.aries.spifly.dynamic.bundle", "slf4j.api", "slf4j.simple");
     private static final List<String> FIRST = List.of("org.osgi.util.function", "org.osgi.util.promise",
             "org.osgi.service.component", "org.apache.felix.log", "org.apache.felix.configadmin",
             "org.apache.felix.scr", "org.apache.felix.gogo.runtime", "org.apache.felix.gogo.command");
@@ -60,7 +63,13 @@ final class Container {
 
     static Container launch(Path dist, Path home, Path bundleDir, boolean keepCache, boolean interactive)
             throws Exception {
-        Map<String, Object> config = new HashMap<>();
+        return launch(dist, home, List.of(bundleDir), keepCache, interactive, Map.of());
+    }
+
+    /** With more bundle folders (the web console's) and framework properties for them ({@link WebOption}). */
+    static Container launch(Path dist, Path home, List<Path> bundleDirs, boolean keepCache, boolean interactive, Map<String, Object> extra)
+            throws Exception {
+        Map<String, Object> config = new HashMap<>(extra);
         config.put(Constants.FRAMEWORK_STORAGE, home.resolve("cache").toString());
         if (!keepCache) {
             config.put(Constants.FRAMEWORK_STORAGE_CLEAN, Constants.FRAMEWORK_STORAGE_CLEAN_ONFIRSTINIT);
@@ -97,12 +106,19 @@ final class Container {
         Framework framework = factory.newFramework((Map) config); // Felix takes its logger as an object
         framework.init();
         Container c = new Container(framework);
-        int top = c.install(bundleDir);
+        c.forgetWebBundles(WebOption.bundles(dist), bundleDirs);
+        int top = c.install(bundleDirs.get(0), 1);
         framework.start();
         // before the runtime bundle starts: every processor it registers is hooked from its first session
         GogoHooks.install(framework.getBundleContext());
         c.registerBundleCommands();
         c.raiseStartLevel(top);
+        // the web console's bundles once the container is up: its wirings stay as they are (slf4j 1.7 for
+        // pax-url-aether) when web/'s slf4j 2, which also exports the 1.7 API, comes for Jetty 12
+        for (Path more : bundleDirs.subList(1, bundleDirs.size())) {
+            top = c.install(more, top);
+            c.raiseStartLevel(top);
+        }
         c.startShell(interactive);
         return c;
     }
@@ -117,11 +133,33 @@ final class Container {
         framework.getBundleContext().registerService(Object.class, new ShellCommands(), props);
     }
 
-    /** Installs every jar of the folder, each at its own start level; returns the highest level. */
-    private int install(Path bundleDir) throws IOException, BundleException {
+    /**
+     * A kept cache ({@code --keep-cache}) remembers the web console's bundles of a run with
+     * {@code --web}; a run without it must not start them (Jetty would listen on its default port,
+     * on every address), so they are uninstalled before anything starts.
+     */
+    private void forgetWebBundles(Path webDir, List<Path> bundleDirs) throws BundleException {
+        if (bundleDirs.contains(webDir)) {
+            return;
+        }
+        String prefix = webDir.toUri().toString();
+        for (Bundle b : framework.getBundleContext().getBundles()) {
+            if (b.getLocation().startsWith(prefix)) {
+                b.uninstall();
+            }
+        }
+    }
+
+    /**
+     * Installs every jar of the folder, each at its own start level above {@code level}; returns
+     * the highest level.
+     */
+    private int install(Path bundleDir, int level) throws IOException, BundleException {
         List<Path> jars;
         try (Stream<Path> s = Files.list(bundleDir)) {
             jars = s.filter(p -> p.toString().endsWith(".jar")).sorted().toList();
+        } catch (java.nio.file.NoSuchFileException e) {
+            jars = List.of();
         }
         if (jars.isEmpty()) {
             throw new IllegalStateException("no bundles in " + bundleDir + ": build first (./peerdirect builds)");
@@ -143,7 +181,6 @@ final class Container {
         }
         bundles.sort(Comparator.comparingInt(Container::rank));
         // start levels make framework stop go in exactly the reverse of this order
-        int level = 1;
         for (Bundle b : bundles) {
             b.adapt(BundleStartLevel.class).setStartLevel(++level);
         }
@@ -214,6 +251,10 @@ final class Container {
         int i = FIRST.indexOf(bsn);
         if (i >= 0) {
             return i;
+        }
+        int w = WEB_FIRST.indexOf(bsn);
+        if (w >= 0) {
+            return 50 + w;
         }
         if (bsn.equals(SHELL)) {
             return 1000;

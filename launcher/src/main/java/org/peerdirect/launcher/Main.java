@@ -84,9 +84,20 @@ public final class Main {
             closeRecording(jfr);
             return BROKEN;
         }
+        if (cl.web() != null) {
+            try {
+                cl.web().checkPortFree();
+            } catch (IllegalStateException e) {
+                System.err.println("peerdirect: " + e.getMessage());
+                lock.close();
+                return BROKEN;
+            }
+        }
         Container container;
         try {
-            container = Container.launch(dist, home, bundles, cl.keepCache(), cl.interactive());
+            List<Path> dirs = cl.web() == null ? List.of(bundles) : List.of(bundles, WebOption.bundles(dist));
+            container = Container.launch(dist, home, dirs, cl.keepCache(), cl.interactive(),
+                    cl.web() == null ? java.util.Map.of() : cl.web().frameworkConfig());
         } catch (Exception e) {
             System.err.println("peerdirect: the container did not start: " + e.getMessage());
             lock.close();
@@ -124,6 +135,10 @@ public final class Main {
                 shutdown.run();
                 return BROKEN;
             }
+        }
+        if (cl.web() != null) {
+            System.out.println("peerdirect: web console at " + cl.web().address() + "/system/console/pddevices, metrics at "
+                    + cl.web().address() + "/metrics");
         }
         if (Boolean.getBoolean("peerdirect.timing")) {
             System.err.printf("peerdirect: container up in %d ms%n", (System.nanoTime() - t0) / 1_000_000);

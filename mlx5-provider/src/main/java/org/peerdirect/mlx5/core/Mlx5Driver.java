@@ -54,7 +54,8 @@ public final class Mlx5Driver {
         long reclaim_timeout_ms() default 5_000;
     }
 
-    private record Bound(Mlx5CoreDev dev, Runnable onRemoval, org.osgi.framework.ServiceRegistration<Mlx5CoreDev> reg) {
+    private record Bound(Mlx5CoreDev dev, Runnable onRemoval, org.osgi.framework.ServiceRegistration<Mlx5CoreDev> reg,
+            org.osgi.framework.ServiceRegistration<org.peerdirect.mlx5.stats.Mlx5CoreStats> stats) {
     }
 
     private final org.osgi.framework.BundleContext ctx;
@@ -112,7 +113,9 @@ public final class Mlx5Driver {
         java.util.Dictionary<String, Object> props = new java.util.Hashtable<>();
         props.put("mlx5.name", dev.name());
         props.put("pci.bdf", fn.bdf());
-        bound.put(fn, new Bound(dev, onRemoval, ctx.registerService(Mlx5CoreDev.class, dev, props)));
+        var reg = ctx.registerService(Mlx5CoreDev.class, dev, props);
+        // read-only: the command log, pages and EQs for tools outside the driver (the web console)
+        bound.put(fn, new Bound(dev, onRemoval, reg, ctx.registerService(org.peerdirect.mlx5.stats.Mlx5CoreStats.class, new Mlx5CoreStatsView(dev), props)));
         fn.addRemovalListener(onRemoval); // after recording: a function already gone runs it at once
         if (settings != used) {
             dev.settings(settings); // modified ran during the probe, before this device was in `bound`
@@ -131,6 +134,11 @@ public final class Mlx5Driver {
         Bound b = bound.remove(fn);
         if (b == null) {
             return;
+        }
+        try {
+            b.stats().unregister();
+        } catch (IllegalStateException alreadyGone) {
+            // unregistered with the stopping bundle
         }
         try {
             b.reg().unregister(); // mlx5_ib goes first, its objects destroyed by commands while the core is up

@@ -16,12 +16,15 @@ import org.osgi.service.component.annotations.Reference;
 import org.osgi.service.component.annotations.ReferenceCardinality;
 import org.osgi.service.component.annotations.ReferencePolicy;
 import org.osgi.service.component.annotations.ReferencePolicyOption;
+import org.peerdirect.ib.core.objects.UverbsObjects;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.uverbs.IbDevice;
+import org.peerdirect.ib.core.uverbs.UverbsSnapshot;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
+import org.peerdirect.kernel.sysfs.Sysfs;
 
 /**
  * The device registry ({@code ib_register_device} / {@code ib_unregister_device} /
@@ -31,17 +34,21 @@ import org.peerdirect.kernel.mm.KernelException.Errno;
  * goes first, then the device is disassociated (every later verb EIO), before the driver tears its
  * hardware down.
  */
-@Component(service = IbvDeviceList.class, immediate = true)
-public final class DeviceRegistry implements IbvDeviceList {
+@Component(service = {IbvDeviceList.class, UverbsObjects.class}, immediate = true)
+public final class DeviceRegistry implements IbvDeviceList, UverbsObjects {
 
     private final BundleContext ctx;
     /** The devices, listed before their service is published: a user who sees the service finds the device. */
     private final Map<IbDeviceOps, IbDevice> devices = new ConcurrentHashMap<>();
     private final Map<IbDeviceOps, ServiceRegistration<IbvDevice>> registrations = new ConcurrentHashMap<>();
+    /** Each device's {@code /sys/class/infiniband/<dev>} attributes. */
+    private final Map<IbDeviceOps, IbSysfs> sysfsDirs = new ConcurrentHashMap<>();
+    private final Sysfs sysfs;
 
     @Activate
-    public DeviceRegistry(BundleContext ctx) {
+    public DeviceRegistry(BundleContext ctx, @Reference Sysfs sysfs) {
         this.ctx = ctx;
+        this.sysfs = sysfs;
     }
 
     @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC,
@@ -52,6 +59,9 @@ public final class DeviceRegistry implements IbvDeviceList {
         props.put(IbvDevice.NAME_PROPERTY, ops.name());
         props.put("ib.device.driver", ops.driver());
         devices.put(ops, dev);
+        IbSysfs dir = new IbSysfs(sysfs, ops, ops.queryDevice());
+        sysfsDirs.put(ops, dir);
+        dev.setPortListener(dir::portEvent);
         registrations.put(ops, ctx.registerService(IbvDevice.class, dev, props));
     }
 
@@ -66,7 +76,12 @@ public final class DeviceRegistry implements IbvDeviceList {
         }
         IbDevice dev = devices.remove(ops);
         if (dev != null) {
+            dev.setPortListener(null);
             dev.disassociate();
+        }
+        IbSysfs dir = sysfsDirs.remove(ops);
+        if (dir != null) {
+            dir.remove();
         }
     }
 
@@ -81,6 +96,13 @@ public final class DeviceRegistry implements IbvDeviceList {
     public List<IbvDevice> devices() {
         return devices.values().stream().filter(d -> !d.removed()).map(d -> (IbvDevice) d)
                 .sorted(Comparator.comparing(IbvDevice::name)).toList();
+    }
+
+    /** {@code rdma resource show}: every device's open contexts, by device name. */
+    @Override
+    public List<UverbsObjects.Context> contexts() {
+        return devices.values().stream().filter(d -> !d.removed()).sorted(Comparator.comparing(IbDevice::name))
+                .flatMap(d -> UverbsSnapshot.of(d).stream()).toList();
     }
 
     @Override

@@ -33,16 +33,28 @@ public final class IbDevice implements IbvDevice {
     /** XRC domains shared through a file ({@code xrcd_table}): the file → its domain on this device. */
     final java.util.Map<Object, UXrcd.Domain> xrcds = new java.util.HashMap<>();
 
+    /** Also told of each port event (the core's sysfs port state); null: nobody. */
+    private volatile org.peerdirect.ib.core.provider.IbDeviceEvents portListener;
+
     public IbDevice(IbDeviceOps ops) {
         this.ops = ops;
         this.attr = ops.queryDevice();
         ops.setEventHandler(this::portEvent);
     }
 
+    /** Who else hears the port events (DeviceRegistry's sysfs attributes). */
+    public void setPortListener(org.peerdirect.ib.core.provider.IbDeviceEvents l) {
+        portListener = l;
+    }
+
     /** {@code ib_dispatch_event} of a port event: to every context open on the device, until it is removed. */
     private void portEvent(int port, IbvEventType type) {
         if (removed || type == null || type.element() != IbvEventType.Element.PORT || port < 1 || port > attr.physPortCnt()) {
             return;
+        }
+        var l = portListener;
+        if (l != null) {
+            l.portEvent(port, type);
         }
         IbvAsyncEvent e = IbvAsyncEvent.ofPort(type, port);
         for (UContext c : contexts) {
@@ -108,6 +120,11 @@ public final class IbDevice implements IbvDevice {
     @Override
     public boolean removed() {
         return removed;
+    }
+
+    /** The contexts open now (a copy-on-write list: iterate freely). */
+    List<UContext> contexts() {
+        return contexts;
     }
 
     /** Contexts open now. */

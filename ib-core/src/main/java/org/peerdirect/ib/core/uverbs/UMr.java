@@ -14,12 +14,15 @@ final class UMr implements IbvMr {
     private final long addr;
     private final long length;
     private final int access;
+    /** Registered from a dma-buf ({@code ibv_reg_dmabuf_mr}). */
+    final boolean dmabuf;
     /** The driver's MR is gone (by anyone). */
     private boolean released;
     /** The user called dereg. */
     private boolean deregistered;
 
-    UMr(UPd pd, IbMrOps ops, long addr, long length, int access) {
+    UMr(UPd pd, IbMrOps ops, long addr, long length, int access, boolean dmabuf) {
+        this.dmabuf = dmabuf;
         this.pd = pd;
         this.ops = ops;
         this.addr = addr;
@@ -65,6 +68,11 @@ final class UMr implements IbvMr {
     @Override
     public boolean invalidated() {
         return ops.invalidated();
+    }
+
+    /** Deregistered or released by anyone: true once the driver's MR is gone. */
+    synchronized boolean released() {
+        return released;
     }
 
     /** Releases the driver's MR if nobody did yet (disassociation, close). */

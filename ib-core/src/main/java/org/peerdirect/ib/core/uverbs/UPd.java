@@ -87,7 +87,7 @@ final class UPd implements IbvPd {
             throw new KernelException(Errno.EINVAL, String.format("ibv_reg_mr_iova: iova 0x%x + length %d overflows", iova, length));
         }
         IbMrOps driverMr = iova == addr ? ops.regUserMr(addr, length, access) : ops.regUserMr(addr, length, iova, access);
-        UMr mr = new UMr(this, driverMr, addr, length, access);
+        UMr mr = new UMr(this, driverMr, addr, length, access, false);
         mrs.add(mr);
         if (ctx.dev.removed) {
             mr.release(); // removed while registering: the disassociation did not see this MR
@@ -142,7 +142,7 @@ final class UPd implements IbvPd {
             throw new KernelException(Errno.EINVAL, String.format("ibv_reg_dmabuf_mr: offset %d length %d iova 0x%x: empty, too long or overflowing",
                     offset, length, iova));
         }
-        UMr mr = new UMr(this, ops.regUserMrDmabuf(offset, length, iova, fd, access), iova, length, access);
+        UMr mr = new UMr(this, ops.regUserMrDmabuf(offset, length, iova, fd, access), iova, length, access, true);
         mrs.add(mr);
         if (ctx.dev.removed) {
             mr.release();
