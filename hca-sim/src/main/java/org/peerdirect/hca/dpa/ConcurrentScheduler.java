@@ -56,6 +56,11 @@ final class ConcurrentScheduler implements HartScheduler {
     }
 
     @Override
+    public void drive() {
+        // every activation proceeds on its own
+    }
+
+    @Override
     public void exit(Runner r) {
         lock.lock();
         try {

@@ -10,10 +10,11 @@ import java.util.concurrent.locks.ReentrantLock;
 /**
  * One hart at a time: a baton (each runner's {@code turn} semaphore) passes between activations,
  * and at every scheduling point a seeded {@link Random} chooses whether the current activation
- * goes on or which ready one runs next. With the host acting only while the DPA is idle
- * ({@link #awaitIdle}), the same seed replays the same interleaving and so the same memory-model
- * outcome. NIC-side events raised by a hart (a doorbell, a zero CQE) happen on that hart's thread,
- * inside the interleaving.
+ * goes on or which ready one runs next. The host steps the DPA: activations it starts (a trigger,
+ * a CQE) only queue, and harts run while the host waits in {@link #awaitIdle} (or for a process
+ * to stop); so the host never races a hart, and the same seed replays the same interleaving and
+ * the same memory-model outcome. NIC-side events raised by a hart (a doorbell, a zero CQE) happen
+ * on that hart's thread, inside the interleaving.
  *
  * <p>Lock: {@code lock} guards {@code ready}, {@code current} and {@code live}; a runner blocks
  * on its own semaphore outside it.
@@ -37,9 +38,6 @@ final class DeterministicScheduler implements HartScheduler {
         try {
             live++;
             ready.add(r);
-            if (current == null) {
-                dispatch();
-            }
         } finally {
             lock.unlock();
         }
@@ -86,6 +84,15 @@ final class DeterministicScheduler implements HartScheduler {
         lock.lock();
         try {
             ready.add(r);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void drive() {
+        lock.lock();
+        try {
             if (current == null) {
                 dispatch();
             }
@@ -119,6 +126,7 @@ final class DeterministicScheduler implements HartScheduler {
 
     @Override
     public boolean awaitIdle(Duration timeout) {
+        drive();
         long left = timeout.toNanos();
         lock.lock();
         try {

@@ -21,6 +21,9 @@ interface HartScheduler {
     /** Makes a blocked {@code r} proceed again (it may have been resumed before it blocked). */
     void resume(Runner r);
 
+    /** Lets queued activations proceed (the deterministic scheduler runs harts only when the host waits). */
+    void drive();
+
     /** {@code r}'s activation ended; its virtual thread returns after this. */
     void exit(Runner r);
 

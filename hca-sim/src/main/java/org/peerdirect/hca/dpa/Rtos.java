@@ -101,7 +101,7 @@ final class Rtos {
         }
     }
 
-    /** The end of an activation, on its own thread; then the scheduler lets it go. */
+    /** The end of an activation, on its own thread: the EU goes back, then the scheduler lets it go. */
     void activationEnded(Runner r, ActivationExit.Kind kind) {
         DpaThread t = r.thread;
         lock.lock();
@@ -129,11 +129,11 @@ final class Rtos {
             }
             t.latched = false;
             grant();
+            unit.scheduler.exit(r);
             stopped.signalAll();
         } finally {
             lock.unlock();
         }
-        unit.scheduler.exit(r);
     }
 
     /** A continuable yield: the EU goes back; a latched trigger resumes the thread at once. */
@@ -184,6 +184,7 @@ final class Rtos {
         long left = timeout.toNanos();
         lock.lock();
         try {
+            unit.scheduler.drive();
             while (p.threads.values().stream().anyMatch(t -> t.runner != null)) {
                 if (left <= 0) {
                     return false;
