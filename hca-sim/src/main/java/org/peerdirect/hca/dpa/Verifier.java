@@ -107,6 +107,7 @@ final class Verifier {
     }
 
     private void code(String where, CodeModel code) throws ImageRejected {
+        java.util.List<ExceptionCatch> catches = new java.util.ArrayList<>();
         for (CodeElement e : code) {
             switch (e) {
                 case InvokeInstruction i -> {
@@ -131,10 +132,13 @@ final class Verifier {
                     ref(where, d.typeSymbol());
                 }
                 case MonitorInstruction m -> throw new ImageRejected("threads", where, "a monitor (synchronized block)");
-                case ExceptionCatch c -> catchType(where, c);
+                case ExceptionCatch c -> catches.add(c); // after the instructions: a monitor's catch-all is "threads"
                 default -> {
                 }
             }
+        }
+        for (ExceptionCatch c : catches) {
+            catchType(where, c);
         }
     }
 
