@@ -352,9 +352,22 @@ public final class DpaUnit implements AutoCloseable {
         return t != null && rtos.trigger(t);
     }
 
-    /** C7: a thread rescheduling while one of its CQs is not armed will not be woken by its next CQE. */
+    /**
+     * C7: a thread rescheduling while one of its CQs is not armed will not be woken by its next
+     * CQE (unless a trigger is latched already: an arm that fired at once latches one).
+     */
     void lostWakeup(DpaThread t) {
-        for (int cqn : List.copyOf(t.boundCqs)) {
+        List<Integer> cqs;
+        rtos.lock.lock();
+        try {
+            if (t.latched) {
+                return;
+            }
+            cqs = List.copyOf(t.boundCqs);
+        } finally {
+            rtos.lock.unlock();
+        }
+        for (int cqn : cqs) {
             DpaNic.CqState s = nic.cqState(cqn);
             if (s != null && !s.armed()) {
                 mm.report(new Finding("C7", t.process.id, t.id, Sites.here(), "reschedule with CQ 0x" + Integer.toHexString(cqn)

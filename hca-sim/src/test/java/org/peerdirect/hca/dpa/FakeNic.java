@@ -24,6 +24,8 @@ final class FakeNic implements DpaNic {
     final Map<Integer, long[]> sqRings = new ConcurrentHashMap<>();
     /** First 8 bytes of every WQE the NIC fetched. */
     final List<Long> fetched = new CopyOnWriteArrayList<>();
+    /** What the NIC does after taking a send doorbell (a completion, in a test). */
+    volatile Runnable onSend = () -> { };
 
     void own(QueueKind k, int number, int uid) {
         owners.put(k + ":" + number, uid);
@@ -74,6 +76,7 @@ final class FakeNic implements DpaNic {
             unit.nicRead(slot, wqe, 0, 64, "a send WQE");
             fetched.add(wqe.get(DpaMemory.LONG, 0));
         }
+        onSend.run();
     }
 
     @Override
