@@ -137,13 +137,4 @@ final class DpaMemory implements AutoCloseable {
     public void close() {
         arena.close();
     }
-
-    /** DPA memory exhausted ({@code LIM_ERR} at the command level). */
-    static final class DpaMemoryExhausted extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        DpaMemoryExhausted(long need, long total) {
-            super("DPA memory exhausted: no free range of " + need + " bytes in " + total);
-        }
-    }
 }

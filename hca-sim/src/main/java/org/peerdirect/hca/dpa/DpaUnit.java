@@ -284,6 +284,28 @@ public final class DpaUnit implements AutoCloseable {
         }
     }
 
+    /** The name of the {@code index}th entry of the process's symbol table. */
+    public String entryName(int pid, int index) {
+        var names = List.copyOf(process(pid).image.symbols().keySet());
+        if (index < 0 || index >= names.size()) {
+            throw new IllegalArgumentException("entry index " + index + " is not in process " + pid + "'s image ("
+                    + names.size() + " entries)");
+        }
+        return names.get(index);
+    }
+
+    /** {EU it runs on or -1, activations} of a thread. */
+    public long[] threadStats(int tid) {
+        rtos.lock.lock();
+        try {
+            DpaThread t = thread(tid);
+            Runner r = t.runner;
+            return new long[] {r == null ? -1 : r.eu, t.activations};
+        } finally {
+            rtos.lock.unlock();
+        }
+    }
+
     public long rpcResult(int tid) {
         return thread(tid).rpcResult;
     }
@@ -298,19 +320,24 @@ public final class DpaUnit implements AutoCloseable {
         }
     }
 
-    /** Destroys a thread that is not running (a running one must be stopped by destroying its process). */
+    /** Destroys a thread; a running or suspended one is stopped first (its process goes on). */
     public void threadDestroy(int tid) {
         DpaThread t = thread(tid);
+        rtos.stopThread(t);
+        if (!rtos.awaitStopped(t.process, false, config.wallTimeout())) {
+            throw new IllegalStateException("DPA thread " + tid + " did not stop within " + config.wallTimeout()
+                    + " (a handler looping without ISA calls)");
+        }
         rtos.lock.lock();
         try {
-            if (t.runner != null || t.state == ThreadState.RUNNABLE) {
-                throw new IllegalArgumentException("DPA thread " + tid + " is " + t.state + ": stop it first");
-            }
             t.process.threads.remove(tid);
             threads.remove(tid);
             cqThreads.values().removeIf(v -> v == tid);
         } finally {
             rtos.lock.unlock();
+        }
+        for (WindowEntity e : t.entities) {
+            windows.leftDirty(t, e, "thread destroy");
         }
     }
 

@@ -179,13 +179,40 @@ final class Rtos {
         }
     }
 
+    /**
+     * Stops one thread (its destroy while it runs): no new activations, the running or suspended
+     * one unwinds at its next ISA call; the thread ends in PROCESS_ENDED, its process goes on.
+     */
+    void stopThread(DpaThread t) {
+        lock.lock();
+        try {
+            runQueue.remove(t);
+            Runner r = t.runner;
+            if (r == null) {
+                t.state = t.state.next(Event.PROCESS_END);
+            } else {
+                r.killed = true;
+                if (r.eu < 0) {
+                    unit.scheduler.resume(r);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Waits until no thread of {@code p} holds a runner; false on timeout (a handler looping without ISA calls). */
     boolean awaitStopped(DpaProcess p, Duration timeout) {
+        return awaitStopped(p, true, timeout);
+    }
+
+    /** Waits until every thread of {@code p} (or only the stopped ones) let their runners go; false on timeout. */
+    boolean awaitStopped(DpaProcess p, boolean all, Duration timeout) {
         long left = timeout.toNanos();
         lock.lock();
         try {
             unit.scheduler.drive();
-            while (p.threads.values().stream().anyMatch(t -> t.runner != null)) {
+            while (p.threads.values().stream().anyMatch(t -> t.runner != null && (all || t.runner.killed))) {
                 if (left <= 0) {
                     return false;
                 }

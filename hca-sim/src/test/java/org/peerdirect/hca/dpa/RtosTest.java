@@ -254,6 +254,23 @@ class RtosTest extends DpaRig {
     }
 
     @Test
+    void destroyingASpinningThreadStopsItAndItsProcessGoesOn() throws Exception {
+        boot(DpaConfig.test(4, 17).concurrent().withWatchdog(Long.MAX_VALUE));
+        int t = thread("spin", heap);
+        unit.trigger(t);
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (unit.threadState(t) != ThreadState.RUNNING && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        unit.threadDestroy(t);
+        assertEquals(ProcessStatus.OK, unit.processStatus(pid));
+        int c = thread("count", heap + 64);
+        unit.trigger(c);
+        settle();
+        assertEquals(1, peek(heap + 64), "the process still runs its other threads");
+    }
+
+    @Test
     void concurrentModeBusyWaitersDoNotStarveTheSetter() throws Exception {
         boot(DpaConfig.test(12, 14).concurrent().withWatchdog(Long.MAX_VALUE).withCheck(CheckMode.OFF));
         int[] spinners = new int[8];
@@ -283,7 +300,7 @@ class RtosTest extends DpaRig {
     @Test
     void dpaMemoryExhaustedIsRefusedAndLeavesTheUnitWorking() throws Exception {
         boot(DpaConfig.test(4, 16));
-        assertThrows(DpaMemory.DpaMemoryExhausted.class, () -> load(UID, image(), 64L << 20));
+        assertThrows(DpaMemoryExhausted.class, () -> load(UID, image(), 64L << 20));
         int t = thread("count", heap);
         unit.trigger(t);
         settle();

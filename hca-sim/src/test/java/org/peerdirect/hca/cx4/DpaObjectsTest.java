@@ -1,0 +1,199 @@
+package org.peerdirect.hca.cx4;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.peerdirect.hca.cx4.ifc.DpaObj.*;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.hca.dpa.DpaConfig;
+import org.peerdirect.hca.dpa.DpaNic;
+import org.peerdirect.hca.dpa.DpaUnit;
+import org.peerdirect.hca.dpa.ImagePackager;
+import org.peerdirect.hca.dpa.LoaderPolicy;
+import org.peerdirect.hca.dpa.WindowPort;
+import org.peerdirect.hca.dpa.progs.RtosProgs;
+
+/**
+ * The DPA general objects called directly, as the general-object dispatcher will call them (not
+ * registered in Firmware yet): create, modify, query and destroy in the "peerdirect PRM extension
+ * v1" layouts, the refusals with their statuses and syndromes, and a clean teardown.
+ */
+class DpaObjectsTest {
+
+    static final int UID = 3;
+    DpaUnit unit;
+    Map<Integer, GeneralObjectType> types;
+    final Arena arena = Arena.ofConfined();
+
+    @BeforeEach
+    void up() {
+        DpaNic nic = new DpaNic() {
+            public int ownerUid(QueueKind kind, int number) {
+                return -1;
+            }
+
+            public void cqArm(int cqn, int ci) {
+            }
+
+            public void sqDoorbell(int qn, int pi) {
+            }
+
+            public void zeroCqe(int cqn) {
+            }
+
+            public void eqUpdateCi(int eqn, int ci) {
+            }
+
+            public CqState cqState(int cqn) {
+                return null;
+            }
+        };
+        WindowPort none = new WindowPort() {
+            public Mkey lookup(int mkey) {
+                return null;
+            }
+
+            public void read(int mkey, long va, MemorySegment dst, long off, long len) {
+                throw new IllegalStateException("no windows here");
+            }
+
+            public void write(int mkey, long va, MemorySegment src, long off, long len) {
+                throw new IllegalStateException("no windows here");
+            }
+        };
+        unit = new DpaUnit(DpaConfig.test(4, 1), nic, none, (p, u, s, c) -> { }, LoaderPolicy.isaOnly());
+        types = new DpaObjects(unit).types().stream().collect(Collectors.toMap(GeneralObjectType::objType, t -> t));
+    }
+
+    @AfterEach
+    void down() {
+        unit.close();
+        assertEquals(List.of(), unit.leaks());
+        arena.close();
+    }
+
+    MemorySegment ctx() {
+        return arena.allocate(CONTEXT_SIZE);
+    }
+
+    MemorySegment out() {
+        return arena.allocate(0x10 + CONTEXT_SIZE);
+    }
+
+    int mem(int uid, byte[] image) throws Refused {
+        MemorySegment c = ctx();
+        set64(c, MEM_SIZE, image.length);
+        MemorySegment o = out();
+        int id = types.get(OBJ_DPA_MEM).create(uid, c, o);
+        unit.nicWrite(get64(o, 0x10 + MEM_DADDR), MemorySegment.ofArray(image), 0, image.length);
+        return id;
+    }
+
+    int process(int uid, int mem, int len, long heap) throws Refused {
+        MemorySegment c = ctx();
+        PROCESS_IMAGE_MEM.set(c, 0, mem);
+        PROCESS_IMAGE_LEN.set(c, 0, len);
+        set64(c, PROCESS_HEAP_SIZE, heap);
+        PROCESS_PD.set(c, 0, 5);
+        PROCESS_UAR.set(c, 0, 9);
+        return types.get(OBJ_DPA_PROCESS).create(uid, c, out());
+    }
+
+    int thread(int uid, int pid, int entry, int affinityType, int affinityId, long arg) throws Refused {
+        MemorySegment c = ctx();
+        THREAD_PROCESS.set(c, 0, pid);
+        THREAD_ENTRY_INDEX.set(c, 0, entry);
+        THREAD_AFFINITY_TYPE.set(c, 0, affinityType);
+        THREAD_AFFINITY_ID.set(c, 0, affinityId);
+        set64(c, THREAD_ARG, arg);
+        return types.get(OBJ_DPA_THREAD).create(uid, c, out());
+    }
+
+    void state(int tid, int state) throws Refused {
+        MemorySegment c = ctx();
+        THREAD_MODIFY_SELECT.set(c, 0, THREAD_SELECT_STATE);
+        THREAD_STATE.set(c, 0, state);
+        types.get(OBJ_DPA_THREAD).modify(UID, tid, c);
+    }
+
+    static byte[] image() {
+        return new ImagePackager().add(RtosProgs.class).global("count", RtosProgs.class, "count").pack();
+    }
+
+    @Test
+    void aThreadRunsThroughTheObjectsAndEverythingGoesInReverseOrder() throws Exception {
+        byte[] img = image();
+        int mem = mem(UID, img);
+        int pid = process(UID, mem, img.length, 4096);
+        MemorySegment q = out();
+        types.get(OBJ_DPA_PROCESS).query(UID, pid, q);
+        long heap = get64(q, 0x10 + PROCESS_HEAP_BASE);
+        assertEquals(5, PROCESS_PD.get(q, 0x10));
+        assertEquals(0, PROCESS_STATUS.get(q, 0x10));
+        int tid = thread(UID, pid, 0, 1, 3, heap);
+        int ob = types.get(OBJ_DPA_OUTBOX).create(UID, withProcess(OUTBOX_PROCESS, pid), out());
+        int win = types.get(OBJ_DPA_WINDOW).create(UID, withProcess(WINDOW_PROCESS, pid), out());
+        state(tid, THREAD_STATE_RUN);
+        state(tid, THREAD_STATE_TRIGGER);
+        assertTrue(unit.awaitIdle());
+        types.get(OBJ_DPA_THREAD).query(UID, tid, q);
+        assertEquals(1, THREAD_ACTIVATIONS.get(q, 0x10));
+        assertEquals(3, THREAD_STATE.get(q, 0x10), "WAITING");
+        assertEquals(0xffff, THREAD_EU.get(q, 0x10));
+        types.get(OBJ_DPA_OUTBOX).query(UID, ob, q);
+        assertEquals(9, OUTBOX_UAR.get(q, 0x10), "the process's UAR");
+        Refused busy = assertThrows(Refused.class, () -> types.get(OBJ_DPA_PROCESS).destroy(UID, pid));
+        assertEquals(Mlx5Cmd.STAT_RES_BUSY, busy.status);
+        types.get(OBJ_DPA_THREAD).destroy(UID, tid);
+        types.get(OBJ_DPA_WINDOW).destroy(UID, win);
+        types.get(OBJ_DPA_OUTBOX).destroy(UID, ob);
+        types.get(OBJ_DPA_PROCESS).destroy(UID, pid);
+        types.get(OBJ_DPA_MEM).destroy(UID, mem);
+        assertEquals(List.of(), unit.leaks());
+    }
+
+    MemorySegment withProcess(org.peerdirect.hca.cx4.ifc.IfcField f, int pid) {
+        MemorySegment c = ctx();
+        f.set(c, 0, pid);
+        return c;
+    }
+
+    @Test
+    void badInputGetsItsStatusAndSyndrome() throws Exception {
+        byte[] img = image();
+        int mem = mem(UID, img);
+        Refused other = assertThrows(Refused.class, () -> process(UID + 1, mem, img.length, 4096));
+        assertEquals(DpaObjects.SYND_DPA_OTHER_UID, other.syndrome);
+        byte[] bad = img.clone();
+        bad[1] = 'X';
+        int badMem = mem(UID, bad);
+        Refused image = assertThrows(Refused.class, () -> process(UID, badMem, bad.length, 4096));
+        assertEquals(Mlx5Cmd.STAT_BAD_PARAM_ERR, image.status);
+        assertEquals(DpaObjects.SYND_DPA_IMAGE, image.syndrome);
+        assertTrue(image.getMessage().contains("rule malformed-image"), image.getMessage());
+        Refused lim = assertThrows(Refused.class, () -> process(UID, mem, img.length, 1L << 30));
+        assertEquals(Mlx5Cmd.STAT_LIM_ERR, lim.status);
+        int pid = process(UID, mem, img.length, 4096);
+        Refused eu = assertThrows(Refused.class, () -> thread(UID, pid, 0, 1, 9, 0));
+        assertEquals(DpaObjects.SYND_DPA_BAD_PARAM, eu.syndrome);
+        assertTrue(eu.getMessage().contains("EU 9 is outside the partition"), eu.getMessage());
+        assertEquals(DpaObjects.SYND_DPA_BAD_PARAM, assertThrows(Refused.class, () -> thread(UID, pid, 7, 0, 0, 0)).syndrome,
+                "an unknown entry");
+        assertEquals(DpaObjects.SYND_DPA_OTHER_UID, assertThrows(Refused.class, () -> thread(UID + 1, pid, 0, 0, 0, 0)).syndrome);
+        assertEquals(DpaObjects.SYND_DPA_NO_SUCH, assertThrows(Refused.class, () -> thread(UID, mem, 0, 0, 0, 0)).syndrome,
+                "a DPA_MEM is no process");
+        types.get(OBJ_DPA_PROCESS).destroy(UID, pid);
+        types.get(OBJ_DPA_MEM).destroy(UID, mem);
+        types.get(OBJ_DPA_MEM).destroy(UID, badMem);
+    }
+}
