@@ -135,12 +135,13 @@ final class MemoryModel {
             put(seg, a, bytes, v);
             return;
         }
-        String site = Sites.here();
         lock.lock();
         try {
             long g = a & ~7L;
             DpaThread t = r.thread;
             Dirty d = dirty.get(g);
+            // the stack is walked once per granule dirtied since its write-back, not per store
+            String site = d != null && d.writer == t ? d.site : Sites.here();
             if (d == null) {
                 d = new Dirty(seg.get(DpaMemory.LONG, g), t, site);
                 dirty.put(g, d);

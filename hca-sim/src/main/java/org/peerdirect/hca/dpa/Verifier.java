@@ -41,7 +41,10 @@ import java.util.Set;
  *     process's mutable data lives in DPA memory, where the memory model sees it);</li>
  * <li>{@code catch-throwable}: a handler for {@code Throwable}, an {@code Error} or everything
  *     ({@code finally}): the RTOS unwinds {@code reschedule}/{@code finish} through the stack, and
- *     device code must not run after them.</li>
+ *     device code must not run after them;</li>
+ * <li>{@code loop-without-call}: a loop whose body calls nothing. The RTOS preempts, counts for
+ *     the watchdog and stops a thread at its ISA calls; a loop without any call could spin past
+ *     all three (a heuristic: a loop calling only JDK methods is not caught).</li>
  * </ul>
  */
 final class Verifier {
@@ -108,7 +111,22 @@ final class Verifier {
 
     private void code(String where, CodeModel code) throws ImageRejected {
         java.util.List<ExceptionCatch> catches = new java.util.ArrayList<>();
+        java.util.Map<java.lang.classfile.Label, Integer> labels = new java.util.HashMap<>();
+        int lastCall = -1;
+        int index = 0;
         for (CodeElement e : code) {
+            index++;
+            if (e instanceof java.lang.classfile.instruction.LabelTarget l) {
+                labels.put(l.label(), index);
+            } else if (e instanceof InvokeInstruction || e instanceof InvokeDynamicInstruction) {
+                lastCall = index;
+            } else if (e instanceof java.lang.classfile.instruction.BranchInstruction b) {
+                Integer target = labels.get(b.target());
+                if (target != null && lastCall < target) {
+                    throw new ImageRejected("loop-without-call", where, "a loop that calls nothing (no ISA call lets"
+                            + " the RTOS preempt it, count it for the watchdog or stop it)");
+                }
+            }
             switch (e) {
                 case InvokeInstruction i -> {
                     ref(where, i.owner().asInternalName());

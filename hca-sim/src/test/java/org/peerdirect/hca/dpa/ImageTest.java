@@ -43,6 +43,7 @@ class ImageTest extends DpaRig {
         assertEquals("catch-throwable", refused(BadProgs.CatchThrowable.class));
         assertEquals("catch-throwable", refused(BadProgs.Finally.class));
         assertEquals("isa-internal", refused(BadProgs.HartDirect.class));
+        assertEquals("loop-without-call", refused(BadProgs.LoopWithoutCall.class));
         assertEquals(java.util.List.of(), unit.leaks(), "a refused image leaves nothing");
     }
 

@@ -84,6 +84,16 @@ public final class BadProgs {
         }
     }
 
+    public static final class LoopWithoutCall {
+        public static void run(long a) {
+            long x = a;
+            while (x != 0) {
+                x = x * 3 + 1;
+            }
+            Dpa.st64(a, x);
+        }
+    }
+
     public static final class HartDirect {
         public static void run(long a) {
             Hart.CURRENT.get().store(a, 8, 1);
