@@ -489,6 +489,28 @@ public final class DpaUnit implements AutoCloseable {
         return scheduler.awaitIdle(config.wallTimeout());
     }
 
+    /** What {@code dpa:eus}, {@code dpa:ps} and {@code dpa:threads} show: one line per EU in use, process and thread. */
+    public List<String> describe() {
+        List<String> l = new ArrayList<>();
+        rtos.lock.lock();
+        try {
+            l.add(String.format("eus %d (reserved %d) busy %d", eus.total, eus.reserved, eus.busyCount()));
+            for (int e = 0; e < eus.total; e++) {
+                if (eus.activations[e] > 0) {
+                    l.add(String.format("eu %d %s activations %d cycles %d instret %d", e, eus.isBusy(e) ? "busy" : "free",
+                            eus.activations[e], eus.cycles[e], eus.instRet[e]));
+                }
+            }
+            for (DpaProcess p : processes.values()) {
+                l.add(p.describe());
+                p.threads.values().forEach(t -> l.add("  " + t.describe()));
+            }
+        } finally {
+            rtos.lock.unlock();
+        }
+        return l;
+    }
+
     public List<Finding> findings() {
         return mm.findings();
     }

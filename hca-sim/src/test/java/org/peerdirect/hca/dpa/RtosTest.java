@@ -15,7 +15,7 @@ import org.peerdirect.hca.dpa.progs.RtosProgs;
 class RtosTest extends DpaRig {
 
     static final String[] GLOBALS = {"count", "selfTrigger", "finishOnce", "retrigger5", "continuable", "processFinish",
-        "userError", "trap", "outside", "unaligned", "spin", "setFlag", "euId", "racyIncrement"};
+        "userError", "trap", "outside", "unaligned", "spin", "setFlag", "euId", "racyIncrement", "activateOther"};
 
     static byte[] image() {
         ImagePackager p = new ImagePackager().add(RtosProgs.class);
@@ -65,6 +65,23 @@ class RtosTest extends DpaRig {
         assertEquals(3, peek(heap));
         assertEquals(ThreadState.WAITING, unit.threadState(t));
         assertTrue(unit.describeThread(t).contains("activations 3"), unit.describeThread(t));
+        List<String> d = unit.describe();
+        assertTrue(d.get(0).equals("eus 4 (reserved 2) busy 0") && d.stream().anyMatch(l -> l.startsWith("eu 2 free activations 3")),
+                d.toString());
+    }
+
+    @Test
+    void anotherProcesssThreadCannotBeActivated() throws Exception {
+        boot(DpaConfig.test(4, 18));
+        int p2 = load(UID, image(), 4096);
+        int foreign = unit.threadCreate(p2, "count", unit.heapBase(p2), 0, Affinity.ANY, false);
+        unit.threadRun(foreign);
+        poke(heap + 8, foreign);
+        unit.trigger(thread("activateOther", heap));
+        settle();
+        assertEquals(1, peek(heap), "activate returned non-zero");
+        assertEquals(0, peek(unit.heapBase(p2)), "the other process's thread never ran");
+        assertEquals(ProcessStatus.OK, unit.processStatus(pid));
     }
 
     /** Open question 2 of DPA_MODEL.md §6: a trigger while running is latched once, a second is dropped. */

@@ -98,6 +98,12 @@ public final class RtosProgs {
         Dpa.finish();
     }
 
+    /** Activates the thread id at word 1; stores the result in word 0. */
+    public static void activateOther(long arg) {
+        Dpa.st64(arg, Dpa.activate((int) Dpa.ld64(arg + 8)));
+        Dpa.finish();
+    }
+
     public static long add(long argbuf) {
         return Dpa.ld64(argbuf) + Dpa.ld64(argbuf + 8);
     }
