@@ -86,6 +86,22 @@ class ImageTest extends DpaRig {
     }
 
     @Test
+    void stringConcatenationAndRecordMethodsWork() throws Exception {
+        byte[] img = new ImagePackager().add(GoodProgs.class).add(GoodProgs.Pair.class)
+                .rpc("strings", GoodProgs.class, "strings", 16).pack();
+        int pid = load(UID, img, 4096);
+        long heap = unit.heapBase(pid);
+        poke(heap, 30);
+        poke(heap + 8, 7);
+        int t = unit.threadCreate(pid, "strings", heap, 0, Affinity.ANY, false);
+        unit.threadRun(t);
+        unit.trigger(t);
+        settle();
+        assertEquals(ProcessStatus.OK, unit.processStatus(pid), unit.crashData(pid));
+        assertEquals(1000 + "pair Pair[a=30, b=2] x=7".length(), unit.rpcResult(t));
+    }
+
+    @Test
     void eachProcessHasItsOwnLoaderReleasedAtDestroy() throws Exception {
         int a = load(UID, RtosTest.image(), 4096);
         int b = load(UID, RtosTest.image(), 4096);
