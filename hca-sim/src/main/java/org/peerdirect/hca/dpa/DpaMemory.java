@@ -53,15 +53,19 @@ final class DpaMemory implements AutoCloseable {
         if (size <= 0) {
             throw new IllegalArgumentException("DPA memory allocation of " + size + " bytes");
         }
+        if (size > seg.byteSize()) {
+            throw new DpaMemoryExhausted(size, seg.byteSize()); // and no rounding overflow below
+        }
         long need = (size + ALIGN - 1) & -ALIGN;
         lock.lock();
         try {
             for (Map.Entry<Long, Long> e : free.entrySet()) {
-                if (e.getValue() >= need) {
-                    long base = e.getKey();
+                long base = e.getKey();
+                long have = e.getValue(); // read before the removal: TreeMap may reuse the entry for its successor
+                if (have >= need) {
                     free.remove(base);
-                    if (e.getValue() > need) {
-                        free.put(base + need, e.getValue() - need);
+                    if (have > need) {
+                        free.put(base + need, have - need);
                     }
                     Region r = new Region(base, need, owner);
                     used.put(base, r);

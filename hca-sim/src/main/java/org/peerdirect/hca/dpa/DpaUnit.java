@@ -81,12 +81,13 @@ public final class DpaUnit implements AutoCloseable {
     }
 
     public void memDestroy(int memId) {
-        DpaMemory.Region r = mems.remove(memId);
+        DpaMemory.Region r = mems.get(memId);
         if (r == null) {
             throw new IllegalArgumentException("DPA_MEM " + memId + " does not exist");
         }
         mm.forget(r);
         memory.free(r);
+        mems.remove(memId);
     }
 
     private DpaMemory.Region mem(int memId, int uid) {

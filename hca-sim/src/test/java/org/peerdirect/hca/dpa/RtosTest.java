@@ -318,6 +318,7 @@ class RtosTest extends DpaRig {
     void dpaMemoryExhaustedIsRefusedAndLeavesTheUnitWorking() throws Exception {
         boot(DpaConfig.test(4, 16));
         assertThrows(DpaMemoryExhausted.class, () -> load(UID, image(), 64L << 20));
+        assertThrows(DpaMemoryExhausted.class, () -> unit.memCreate(UID, Long.MAX_VALUE - 1), "no rounding overflow");
         int t = thread("count", heap);
         unit.trigger(t);
         settle();
