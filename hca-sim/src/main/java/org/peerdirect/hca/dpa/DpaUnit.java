@@ -170,7 +170,7 @@ public final class DpaUnit implements AutoCloseable {
         }
         for (DpaThread t : List.copyOf(p.threads.values())) {
             for (WindowEntity e : t.entities) {
-                windows.leftDirty(t, e, "process destroy");
+                windows.leftDirty(t, e, "process destroy", false);
             }
             threads.remove(t.id);
             cqThreads.values().removeIf(v -> v == t.id);
@@ -311,14 +311,24 @@ public final class DpaUnit implements AutoCloseable {
         return thread(tid).rpcResult;
     }
 
-    /** One line of {@code dpa:threads}. */
+    /** One line of {@code dpa:threads}, with each bound CQ armed or not. */
     public String describeThread(int tid) {
+        String line;
+        List<Integer> cqs;
         rtos.lock.lock();
         try {
-            return thread(tid).describe();
+            line = thread(tid).describe();
+            cqs = List.copyOf(thread(tid).boundCqs);
         } finally {
             rtos.lock.unlock();
         }
+        StringBuilder b = new StringBuilder(line);
+        for (int cqn : cqs) {
+            DpaNic.CqState s = nic.cqState(cqn);
+            b.append(String.format(" cq 0x%x %s", cqn, s == null ? "?" : (s.armed() ? "armed" : "not armed") + " pi "
+                    + s.producerIndex() + " ci " + s.consumerIndex()));
+        }
+        return b.toString();
     }
 
     /** Destroys a thread; a running or suspended one is stopped first (its process goes on). */
@@ -338,7 +348,7 @@ public final class DpaUnit implements AutoCloseable {
             rtos.lock.unlock();
         }
         for (WindowEntity e : t.entities) {
-            windows.leftDirty(t, e, "thread destroy");
+            windows.leftDirty(t, e, "thread destroy", false);
         }
     }
 

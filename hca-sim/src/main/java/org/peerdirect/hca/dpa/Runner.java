@@ -53,7 +53,7 @@ final class Runner implements Hart {
         }
         if (kind != ActivationExit.Kind.PROCESS_END) {
             for (int i = 0; i < 2; i++) {
-                unit.windows.leftDirty(thread, thread.entities[i], "the end of an activation (" + kind + ")");
+                unit.windows.leftDirty(thread, thread.entities[i], "the end of an activation (" + kind + ")", true);
             }
             if (thread.process.ended) {
                 kind = ActivationExit.Kind.PROCESS_END;

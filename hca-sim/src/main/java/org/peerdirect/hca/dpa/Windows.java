@@ -47,7 +47,7 @@ final class Windows {
             return r.failSoft(); // no such mkey, or one of another PD
         }
         WindowEntity e = t.entities[entity];
-        leftDirty(t, e, "window_config of entity " + entity);
+        leftDirty(t, e, "window_config of entity " + entity, true);
         e.lines.clear();
         e.window = w;
         e.mkey = mkey;
@@ -192,8 +192,11 @@ final class Windows {
         }
     }
 
-    /** C3: dirty window lines when the thread lets go of them; returns whether any were left. */
-    boolean leftDirty(DpaThread t, WindowEntity e, String when) {
+    /**
+     * C3: dirty window lines when the thread lets go of them; returns whether any were left. While
+     * the thread runs (strict mode) the finding ends its process; at a destroy it is only recorded.
+     */
+    boolean leftDirty(DpaThread t, WindowEntity e, String when, boolean running) {
         List<String> lines = new ArrayList<>();
         for (Map.Entry<Long, Line> le : e.lines.entrySet()) {
             if (le.getValue().dirty != 0) {
@@ -205,7 +208,7 @@ final class Windows {
         }
         String site = e.lines.values().stream().filter(l -> l.dirty != 0).map(l -> l.site).findFirst().orElse("?");
         unit.mm.report(new Finding("C3", t.process.id, t.id, site, "window data never written back at " + when + ": "
-                + lines + " (no __dpa_thread_window_writeback; the host never sees it)"), t.process);
+                + lines + " (no __dpa_thread_window_writeback; the host never sees it)"), running ? t.process : null);
         return true;
     }
 

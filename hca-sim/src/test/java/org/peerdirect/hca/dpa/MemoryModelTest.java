@@ -139,6 +139,21 @@ class MemoryModelTest extends DpaRig {
     }
 
     @Test
+    void theChecksHoldInConcurrentModeToo() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            boot(DpaConfig.test(6, i).concurrent().withCheck(CheckMode.WARN));
+            run("writerNoFence", "reader", "writerFence");
+            assertEquals(42, peek(arg + 128));
+            assertTrue(unit.findings().stream().anyMatch(f -> f.check().equals("C2")), unit.findings().toString());
+            reboot();
+            boot(DpaConfig.test(6, i).concurrent());
+            run("writerFence", "reader");
+            assertEquals(List.of(), unit.findings());
+            reboot();
+        }
+    }
+
+    @Test
     void strictModeEndsTheProcessOnC2() throws Exception {
         boot(DpaConfig.test(4, 3));
         run("writerNoFence", "reader");

@@ -152,6 +152,7 @@ class OutboxTest extends DpaRig {
         assertEquals("C7", f.check());
         assertTrue(f.site().startsWith(OutboxProgs.class.getName() + ".noArm:"), f.toString());
         assertEquals(ProcessStatus.OK, unit.processStatus(pid), "warn mode only reports");
+        assertTrue(unit.describeThread(t).contains("cq 0x31 not armed pi 1 ci 0"), unit.describeThread(t));
     }
 
     @Test
