@@ -51,9 +51,9 @@ final class MemoryModel {
         final long old;
         final BitSet eus = new BitSet();
         final DpaThread writer;
-        final String site;
+        final StackWalker.StackFrame site;
 
-        Dirty(long old, DpaThread writer, String site) {
+        Dirty(long old, DpaThread writer, StackWalker.StackFrame site) {
             this.old = old;
             this.writer = writer;
             this.site = site;
@@ -61,7 +61,7 @@ final class MemoryModel {
     }
 
     /** The last store to a granule. */
-    private record Store(DpaThread thread, long epoch, long seq, String site) {
+    private record Store(DpaThread thread, long epoch, long seq, StackWalker.StackFrame site) {
     }
 
     final CheckMode mode;
@@ -116,7 +116,7 @@ final class MemoryModel {
                 long[] seen = t.observed.get(s.thread.id);
                 if (seen != null && seen[0] == s.epoch && s.seq < seen[1]) {
                     f = new Finding("C2", t.process.id, t.id, Sites.here(), "read of 0x" + Long.toHexString(a)
-                            + " stored by thread " + s.thread.id + " at " + s.site + " after reading a later store of"
+                            + " stored by thread " + s.thread.id + " at " + Sites.format(s.site) + " after reading a later store of"
                             + " that thread in the same fence epoch: no __dpa_thread_memory_fence(W, W) orders them");
                 }
                 if (seen == null || s.seq > seen[1]) {
@@ -141,7 +141,7 @@ final class MemoryModel {
             DpaThread t = r.thread;
             Dirty d = dirty.get(g);
             // the stack is walked once per granule dirtied since its write-back, not per store
-            String site = d != null && d.writer == t ? d.site : Sites.here();
+            StackWalker.StackFrame site = d != null && d.writer == t ? d.site : Sites.frame();
             if (d == null) {
                 d = new Dirty(seg.get(DpaMemory.LONG, g), t, site);
                 dirty.put(g, d);
@@ -180,7 +180,7 @@ final class MemoryModel {
                 if (d != null && d.writer == t) {
                     dirty.remove(g);
                 }
-                stores.put(g, new Store(t, t.epoch, ++t.seq, "atomic"));
+                stores.put(g, new Store(t, t.epoch, ++t.seq, null));
             }
             return old;
         } finally {
@@ -253,9 +253,10 @@ final class MemoryModel {
             lock.unlock();
         }
         if (first != null) {
-            report(new Finding("C1", first.writer.process.id, first.writer.id, first.site, "NIC read of " + what + " at 0x"
+            String site = Sites.format(first.site);
+            report(new Finding("C1", first.writer.process.id, first.writer.id, site, "NIC read of " + what + " at 0x"
                     + Long.toHexString(a) + " (" + len + " bytes) reads bytes thread " + first.writer.id + " wrote at "
-                    + first.site + " without __dpa_thread_memory_writeback before the doorbell (rung at " + Sites.here()
+                    + site + " without __dpa_thread_memory_writeback before the doorbell (rung at " + Sites.here()
                     + "); the NIC saw the old bytes"), first.writer.process);
         }
     }
@@ -293,9 +294,9 @@ final class MemoryModel {
             for (long g = wqe & ~7L; g < wqe + len && d != null && f == null; g += 8) {
                 Store w = stores.get(g);
                 if (w != null && w.thread == d.thread && w.epoch == d.epoch && w.seq < d.seq) {
-                    f = new Finding("C6", d.thread.process.id, d.thread.id, d.site, "receive doorbell record 0x"
-                            + Long.toHexString(dbr) + " stored at " + d.site + " in the same fence epoch as its WQE"
-                            + " stored at " + w.site + ": __dpa_thread_memory_fence(W, W) missing between them");
+                    f = new Finding("C6", d.thread.process.id, d.thread.id, Sites.format(d.site), "receive doorbell record 0x"
+                            + Long.toHexString(dbr) + " stored at " + Sites.format(d.site) + " in the same fence epoch as its WQE"
+                            + " stored at " + Sites.format(w.site) + ": __dpa_thread_memory_fence(W, W) missing between them");
                 }
             }
         } finally {

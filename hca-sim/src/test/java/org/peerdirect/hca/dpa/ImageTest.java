@@ -111,7 +111,8 @@ class ImageTest extends DpaRig {
         assertNotSame(RtosProgs.class, ca, "not the host's class");
         assertThrows(ClassNotFoundException.class, () -> unit.process(a).loader.loadClass(DpaUnit.class.getName()),
                 "the silicon is not visible to DPA code");
-        int t = unit.threadCreate(a, "count", unit.heapBase(a), 0, Affinity.ANY, false);
+        // a plain store: the memory model keeps its site (a frame of the image's class) until the destroy
+        int t = unit.threadCreate(a, "setFlag", unit.heapBase(a), 0, Affinity.ANY, false);
         unit.threadRun(t);
         unit.trigger(t);
         settle();
