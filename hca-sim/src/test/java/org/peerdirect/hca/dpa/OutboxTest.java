@@ -13,7 +13,7 @@ import org.peerdirect.hca.dpa.progs.OutboxProgs;
 class OutboxTest extends DpaRig {
 
     static final String[] GLOBALS = {"allDoorbells", "ringOnce", "noOutbox", "narrowOutbox", "tryConfig", "drainArm",
-        "noArm", "postNoWriteback", "postFenceOnly", "post"};
+        "noArm", "postNoWriteback", "postFenceOnly", "post", "zcqe"};
 
     static byte[] image() {
         ImagePackager p = new ImagePackager().add(OutboxProgs.class);
@@ -134,6 +134,22 @@ class OutboxTest extends DpaRig {
         assertEquals(2, peek(arg + 32), "the arm with the stale ci fired at once: a second activation: " + unit.describeThread(t));
         assertEquals(ThreadState.WAITING, unit.threadState(t));
         assertEquals(List.of(), unit.findings());
+    }
+
+    @Test
+    void aZeroCqeTriggersTheThreadOfItsCq() throws Exception {
+        boot(DpaConfig.test(4, 9), UID);
+        long other = arg + 1024;
+        poke(other, outbox);
+        int b = unit.threadCreate(pid, "ringOnce", other, 0, Affinity.ANY, false);
+        unit.threadRun(b);
+        nic.threadCq(0x40, UID, b);
+        nic.own(QueueKind.SQ, 3, UID);
+        poke(other + 8, 3);
+        poke(arg + 16, 0x40);
+        run("zcqe");
+        assertEquals(List.of("RXT_DB cq 64", "SXD_DB sq 3 pi 1"), nic.doorbells);
+        assertEquals(1, peek(other + 32), "the CQ's thread ran once");
     }
 
     @Test

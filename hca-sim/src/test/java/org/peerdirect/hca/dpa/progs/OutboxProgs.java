@@ -61,6 +61,13 @@ public final class OutboxProgs {
         Dpa.finish();
     }
 
+    /** {@code flexio_dev_msix_send} on the CQ at +16: a zero CQE that triggers that CQ's thread. */
+    public static void zcqe(long arg) {
+        config(arg);
+        zcqeGen((int) Dpa.ld64(arg + 16));
+        Dpa.finish();
+    }
+
     /** Rings without configuring an outbox. */
     public static void noOutbox(long arg) {
         sqRingDb(1, 5);
