@@ -63,7 +63,9 @@ abstract class DpaRig {
     }
 
     void settle() {
-        assertEquals(true, unit.awaitIdle(), "the DPA settles");
+        if (!unit.awaitIdle()) {
+            throw new AssertionError("the DPA did not settle within " + unit.config().wallTimeout() + ": " + unit.describe());
+        }
     }
 
     @AfterEach

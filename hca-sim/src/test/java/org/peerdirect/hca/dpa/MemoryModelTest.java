@@ -142,7 +142,7 @@ class MemoryModelTest extends DpaRig {
     void theChecksHoldInConcurrentModeToo() throws Exception {
         for (int i = 0; i < 3; i++) {
             boot(DpaConfig.test(6, i).concurrent().withCheck(CheckMode.WARN));
-            run("writerNoFence", "reader", "writerFence");
+            run("writerNoFence", "reader");
             assertEquals(42, peek(arg + 128));
             assertTrue(unit.findings().stream().anyMatch(f -> f.check().equals("C2")), unit.findings().toString());
             reboot();
