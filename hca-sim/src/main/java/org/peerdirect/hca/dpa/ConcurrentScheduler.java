@@ -1,0 +1,143 @@
+package org.peerdirect.hca.dpa;
+
+import java.time.Duration;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Activations as virtual threads proceeding at once, at most one per carrier: a fair semaphore of
+ * {@code availableProcessors} permits stands for the carriers. A busy-wait handler calls ISA
+ * operations in its loop; every {@code budget} of them, when another activation waits, it gives
+ * its permit back (the fair semaphore hands it to the first waiter) and, when an activation is
+ * not even mounted yet ({@code unmounted}), parks for a microsecond so that its carrier is free
+ * to mount it. {@code Thread.yield} is not enough: the JDK's scheduler let two spinners keep both
+ * carriers for seconds while seven started activations never ran (found by a test). The park is
+ * no synchronisation: it only unmounts the spinner; the permit orders who runs.
+ *
+ * <p>Lock: {@code lock} guards {@code running} and {@code live}. A runner holds a permit while it
+ * runs and never while it waits for a resume.
+ */
+final class ConcurrentScheduler implements HartScheduler {
+
+    private final int budget;
+    private final Semaphore carriers = new Semaphore(Math.max(1, Runtime.getRuntime().availableProcessors()), true);
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition idle = lock.newCondition();
+    /** Activations started or resumed whose virtual thread has not run yet. */
+    private final AtomicInteger unmounted = new AtomicInteger();
+    private int running;
+    private int live;
+
+    ConcurrentScheduler(int budget) {
+        this.budget = budget;
+    }
+
+    @Override
+    public void start(Runner r, Runnable body) {
+        lock.lock();
+        try {
+            live++;
+            running++;
+        } finally {
+            lock.unlock();
+        }
+        unmounted.incrementAndGet();
+        Thread.ofVirtual().name("dpa-" + r.name()).start(() -> {
+            unmounted.decrementAndGet();
+            carriers.acquireUninterruptibly();
+            body.run();
+        });
+    }
+
+    @Override
+    public void point(Runner r) {
+        if (++r.sinceYield >= budget) {
+            r.sinceYield = 0;
+            boolean starting = unmounted.get() > 0;
+            if (starting || carriers.hasQueuedThreads()) {
+                carriers.release();
+                if (starting) {
+                    LockSupport.parkNanos(1_000); // unmount, so the carrier can mount the waiting thread
+                }
+                carriers.acquireUninterruptibly();
+            }
+        }
+    }
+
+    @Override
+    public void block(Runner r) {
+        add(-1);
+        carriers.release();
+        r.turn.acquireUninterruptibly();
+        unmounted.decrementAndGet();
+        carriers.acquireUninterruptibly();
+    }
+
+    @Override
+    public void resume(Runner r) {
+        add(1);
+        unmounted.incrementAndGet();
+        r.turn.release();
+    }
+
+    @Override
+    public void drive() {
+        // every activation proceeds on its own
+    }
+
+    @Override
+    public void exit(Runner r) {
+        lock.lock();
+        try {
+            live--;
+            running--;
+            idle.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        carriers.release();
+    }
+
+    private void add(int d) {
+        lock.lock();
+        try {
+            running += d;
+            idle.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean awaitIdle(Duration timeout) {
+        long left = timeout.toNanos();
+        lock.lock();
+        try {
+            while (running > 0) {
+                if (left <= 0) {
+                    return false;
+                }
+                left = idle.awaitNanos(left);
+            }
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public int live() {
+        lock.lock();
+        try {
+            return live;
+        } finally {
+            lock.unlock();
+        }
+    }
+}
