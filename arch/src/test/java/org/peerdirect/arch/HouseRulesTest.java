@@ -53,7 +53,10 @@ import com.tngtech.archunit.core.importer.Location;
  *     another bundle's private package tests what no user can reach);</li>
  * <li>the HCA transport engine ({@code org.peerdirect.hca.engine}) is {@code hca-sim}'s own: labs
  *     and tests see a board through {@code org.peerdirect.hca.boards} (the fabric, the silicon's
- *     diagnostic view), drivers through the layout packages.</li>
+ *     diagnostic view), drivers through the layout packages;</li>
+ * <li>the DPA's ISA ({@code org.peerdirect.hca.dpa.isa}), the one package of the silicon DPA images
+ *     see, imports nothing of the host: only {@code java.lang} and the OSGi annotations. (What an
+ *     image itself may reference is the DPA loader's verifier's rule, checked when it is loaded.)</li>
  * </ol>
  */
 class HouseRulesTest {
@@ -180,6 +183,19 @@ class HouseRulesTest {
             throw new UncheckedIOException(e);
         }
         assertTrue(wrong.isEmpty(), "tests and benchmarks naming " + HCA_ENGINE + " outside hca-sim:\n  " + String.join("\n  ", wrong));
+    }
+
+    static final String DPA_ISA = "org.peerdirect.hca.dpa.isa";
+
+    /** What the DPA's ISA may use: itself, {@code java.lang}, the OSGi annotations. */
+    static final Set<String> DPA_ISA_MAY_USE = Set.of(DPA_ISA, "java.lang", "org.osgi.annotation.bundle",
+            "org.osgi.annotation.versioning");
+
+    @Test
+    void theDpaIsaImportsNothingOfTheHost() {
+        check("dpa-isa-no-host", (from, d) -> d.getOriginClass().getPackageName().equals(DPA_ISA)
+                && !d.getTargetClass().isPrimitive() && !d.getTargetClass().isArray()
+                && !DPA_ISA_MAY_USE.contains(d.getTargetClass().getPackageName()));
     }
 
     /** The device side of a PCI function: what a model uses, never its driver (the back doors issue 41 closed). */

@@ -1,0 +1,562 @@
+package org.peerdirect.hca.dpa;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The DPA subsystem of a BlueField-3 function: DPA memory, the execution units, the RTOS, the
+ * loader, outboxes, windows and the memory model, behind the operations its firmware performs for
+ * the DPA general objects (DPA_MEM, DPA_PROCESS, DPA_THREAD, DPA_OUTBOX, DPA_WINDOW) and the
+ * NIC-side entry points (a CQE on an armed thread-bound CQ, NIC reads and writes of DPA memory).
+ *
+ * <p>Object ids come from one counter. Errors in host requests throw
+ * {@link IllegalArgumentException} (the firmware's {@code BAD_PARAM}) or {@link ImageRejected}.
+ * Process errors are reported through {@link ErrorEvents} once, the first status winning.
+ */
+public final class DpaUnit implements AutoCloseable {
+
+    /** The host-side error event (the model's OBJECT_CHANGE EQE on the DPA process). */
+    public interface ErrorEvents {
+        void processError(int process, int uid, int status, String crash);
+    }
+
+    final DpaConfig config;
+    final DpaNic nic;
+    final WindowPort windowPort;
+    private final ErrorEvents events;
+    private final LoaderPolicy policy;
+    final DpaMemory memory;
+    final ExecutionUnits eus;
+    final HartScheduler scheduler;
+    final Rtos rtos;
+    final MemoryModel mm;
+    final Windows windows;
+    private final AtomicInteger ids = new AtomicInteger();
+    private final Map<Integer, DpaMemory.Region> mems = new ConcurrentHashMap<>();
+    private final Map<Integer, DpaProcess> processes = new ConcurrentHashMap<>();
+    private final Map<Integer, DpaThread> threads = new ConcurrentHashMap<>();
+    private final Map<Integer, Outbox> outboxes = new ConcurrentHashMap<>();
+    private final Map<Integer, Window> windowObjs = new ConcurrentHashMap<>();
+    private final Map<Integer, Integer> cqThreads = new ConcurrentHashMap<>();
+
+    public DpaUnit(DpaConfig config, DpaNic nic, WindowPort windowPort, ErrorEvents events, LoaderPolicy policy) {
+        this.config = config;
+        this.nic = nic;
+        this.windowPort = windowPort;
+        this.events = events;
+        this.policy = policy;
+        this.memory = new DpaMemory(config.memBytes());
+        this.eus = new ExecutionUnits(config.eus(), config.reservedEus());
+        this.scheduler = config.deterministic() ? new DeterministicScheduler(config.seed())
+                : new ConcurrentScheduler(config.budget());
+        this.rtos = new Rtos(this);
+        this.mm = new MemoryModel(this, config.check(), memory.seg, config.eus());
+        this.windows = new Windows(this);
+    }
+
+    public DpaConfig config() {
+        return config;
+    }
+
+    // ---- DPA_MEM ----
+
+    /** A DPA_MEM object of {@code size} bytes for {@code uid}; returns its id. */
+    public int memCreate(int uid, long size) {
+        DpaMemory.Region r = memory.alloc(size, -1 - uid);
+        int id = ids.incrementAndGet();
+        mems.put(id, r);
+        return id;
+    }
+
+    public long memAddress(int memId) {
+        return mem(memId, -1).base();
+    }
+
+    public void memDestroy(int memId) {
+        DpaMemory.Region r = mems.get(memId);
+        if (r == null) {
+            throw new IllegalArgumentException("DPA_MEM " + memId + " does not exist");
+        }
+        mm.forget(r);
+        memory.free(r);
+        mems.remove(memId);
+    }
+
+    private DpaMemory.Region mem(int memId, int uid) {
+        DpaMemory.Region r = mems.get(memId);
+        if (r == null || (uid >= 0 && r.owner() != -1 - uid)) {
+            throw new IllegalArgumentException("DPA_MEM " + memId + (r == null ? " does not exist" : " belongs to another uid"));
+        }
+        return r;
+    }
+
+    /** Host → DPA memory by DMA through the NIC (coherent for DPA threads). */
+    public void nicWrite(long daddr, MemorySegment src, long off, long len) {
+        checkRange(daddr, len);
+        mm.nicWrite(daddr, src, off, len);
+    }
+
+    /** A NIC read of DPA memory ({@code what} names it in a C1 report). */
+    public void nicRead(long daddr, MemorySegment dst, long off, long len, String what) {
+        checkRange(daddr, len);
+        mm.nicRead(daddr, dst, off, len, what);
+    }
+
+    /** The NIC takes a receive WQE of {@code len} bytes at {@code wqe} after reading the DBR at {@code dbr} (C6). */
+    public void nicFetchRq(long dbr, long wqe, MemorySegment dst, long len) {
+        checkRange(wqe, len);
+        mm.nicFetchRq(dbr, wqe, dst, len);
+    }
+
+    private void checkRange(long daddr, long len) {
+        if (memory.regionOf(daddr, len) == null) {
+            throw new IllegalArgumentException("DPA memory 0x" + Long.toHexString(daddr) + "+" + len + " is not allocated");
+        }
+    }
+
+    // ---- DPA_PROCESS ----
+
+    /**
+     * Loads the image held by DPA_MEM {@code imageMem} (its first {@code imageLen} bytes), verifies
+     * it, defines it in a new process loader, and allocates the process heap.
+     */
+    public int processCreate(int uid, int pd, int uar, int imageMem, long imageLen, long heapSize) throws ImageRejected {
+        DpaMemory.Region img = mem(imageMem, uid);
+        if (imageLen <= 0 || imageLen > img.size()) {
+            throw new ImageRejected("malformed-image", "DPA_MEM " + imageMem, "length " + imageLen + " beyond " + img.size());
+        }
+        Image image = Image.parse(memory.seg.asSlice(img.base(), imageLen));
+        new Verifier(image, policy).verify();
+        int id = ids.incrementAndGet();
+        ImageLoader loader = new ImageLoader(ImageLoader.NAME + id, image, policy);
+        for (Image.Symbol s : image.symbols().values()) {
+            entry(loader, s); // every symbol names a static method of the right shape
+        }
+        DpaMemory.Region heap = memory.alloc(heapSize, id);
+        DpaProcess p = new DpaProcess(id, uid, pd, uar, image, loader, heap);
+        processes.put(id, p);
+        return id;
+    }
+
+    private static MethodHandle entry(ImageLoader loader, Image.Symbol s) throws ImageRejected {
+        try {
+            Class<?> c = loader.loadClass(s.className());
+            MethodType t = s.rpc() ? MethodType.methodType(long.class, long.class) : MethodType.methodType(void.class, long.class);
+            return MethodHandles.publicLookup().findStatic(c, s.method(), t);
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new ImageRejected("malformed-image", "symbol " + s.name(), "no public static " + (s.rpc() ? "long " : "void ")
+                    + s.className() + "." + s.method() + "(long): " + e);
+        }
+    }
+
+    /** Destroys a process: stops its threads (every EU they hold is released first), then frees everything. */
+    public void processDestroy(int pid) {
+        DpaProcess p = process(pid);
+        if (p.status == ProcessStatus.OK && p.threads.values().stream().anyMatch(t -> t.runner != null)) {
+            p.crash = "destroyed by the host while threads ran";
+        }
+        rtos.endProcess(p);
+        if (!rtos.awaitStopped(p, config.wallTimeout())) {
+            throw new IllegalStateException("DPA process " + pid + ": a thread did not stop within " + config.wallTimeout()
+                    + " (a handler looping without ISA calls)");
+        }
+        for (DpaThread t : List.copyOf(p.threads.values())) {
+            for (WindowEntity e : t.entities) {
+                windows.leftDirty(t, e, "process destroy", false);
+            }
+            threads.remove(t.id);
+            cqThreads.values().removeIf(v -> v == t.id);
+        }
+        p.outboxes.keySet().forEach(outboxes::remove);
+        p.windows.keySet().forEach(windowObjs::remove);
+        for (DpaMemory.Region r : p.regions) {
+            mm.forget(r);
+            memory.free(r);
+        }
+        p.loader = null;
+        processes.remove(pid);
+    }
+
+    DpaProcess process(int pid) {
+        DpaProcess p = processes.get(pid);
+        if (p == null) {
+            throw new IllegalArgumentException("DPA process " + pid + " does not exist");
+        }
+        return p;
+    }
+
+    public int processStatus(int pid) {
+        return process(pid).status;
+    }
+
+    public String crashData(int pid) {
+        return process(pid).crash;
+    }
+
+    public long heapBase(int pid) {
+        return process(pid).heap.base();
+    }
+
+    /** Ends {@code p} with {@code status} (the first error wins) and tells the host once. */
+    void fail(DpaProcess p, int status, String message) {
+        boolean first;
+        rtos.lock.lock();
+        try {
+            first = p.status == ProcessStatus.OK;
+            if (first) {
+                p.status = status;
+                p.crash = message;
+            }
+        } finally {
+            rtos.lock.unlock();
+        }
+        rtos.endProcess(p);
+        if (first && status != ProcessStatus.PROCESS_FINISH) {
+            System.getLogger("peerdirect.dpa").log(System.Logger.Level.INFO, "DPA process " + p.id + " ended, status 0x"
+                    + Integer.toHexString(status) + ": " + message);
+            events.processError(p.id, p.uid, status, message);
+        }
+    }
+
+    // ---- DPA_THREAD ----
+
+    public int threadCreate(int pid, String entry, long arg, long tls, Affinity affinity, boolean continuable) {
+        DpaProcess p = process(pid);
+        Image.Symbol s = p.image.symbols().get(entry);
+        if (s == null) {
+            throw new IllegalArgumentException("entry " + entry + " is not in process " + pid + "'s image");
+        }
+        if (tls != 0 && !p.owns(tls, 1)) {
+            throw new IllegalArgumentException("thread-local storage 0x" + Long.toHexString(tls) + " is outside process " + pid);
+        }
+        MethodHandle h;
+        try {
+            h = entry(p.loader, s);
+        } catch (ImageRejected e) {
+            throw new IllegalArgumentException(e.getMessage());
+        }
+        rtos.lock.lock();
+        try {
+            eus.check(affinity);
+            if (p.ended) {
+                throw new IllegalArgumentException("DPA process " + pid + " has ended (status 0x" + Integer.toHexString(p.status) + ")");
+            }
+            int id = ids.incrementAndGet();
+            DpaThread t = new DpaThread(id, p, s, h, arg, tls, affinity, continuable);
+            p.threads.put(id, t);
+            threads.put(id, t);
+            return id;
+        } finally {
+            rtos.lock.unlock();
+        }
+    }
+
+    DpaThread thread(int tid) {
+        DpaThread t = threads.get(tid);
+        if (t == null) {
+            throw new IllegalArgumentException("DPA thread " + tid + " does not exist");
+        }
+        return t;
+    }
+
+    public void threadRun(int tid) {
+        rtos.run(thread(tid));
+    }
+
+    /** A host trigger of the thread (a DUAR); false when ignored (finished, latched already, process ended). */
+    public boolean trigger(int tid) {
+        return rtos.trigger(thread(tid));
+    }
+
+    public ThreadState threadState(int tid) {
+        rtos.lock.lock();
+        try {
+            return thread(tid).state;
+        } finally {
+            rtos.lock.unlock();
+        }
+    }
+
+    /** The name of the {@code index}th entry of the process's symbol table. */
+    public String entryName(int pid, int index) {
+        var names = List.copyOf(process(pid).image.symbols().keySet());
+        if (index < 0 || index >= names.size()) {
+            throw new IllegalArgumentException("entry index " + index + " is not in process " + pid + "'s image ("
+                    + names.size() + " entries)");
+        }
+        return names.get(index);
+    }
+
+    /** {EU it runs on or -1, activations} of a thread. */
+    public long[] threadStats(int tid) {
+        rtos.lock.lock();
+        try {
+            DpaThread t = thread(tid);
+            Runner r = t.runner;
+            return new long[] {r == null ? -1 : r.eu, t.activations};
+        } finally {
+            rtos.lock.unlock();
+        }
+    }
+
+    public long rpcResult(int tid) {
+        return thread(tid).rpcResult;
+    }
+
+    /** One line of {@code dpa:threads}, with each bound CQ armed or not. */
+    public String describeThread(int tid) {
+        String line;
+        List<Integer> cqs;
+        rtos.lock.lock();
+        try {
+            line = thread(tid).describe();
+            cqs = List.copyOf(thread(tid).boundCqs);
+        } finally {
+            rtos.lock.unlock();
+        }
+        StringBuilder b = new StringBuilder(line);
+        for (int cqn : cqs) {
+            DpaNic.CqState s = nic.cqState(cqn);
+            b.append(String.format(" cq 0x%x %s", cqn, s == null ? "?" : (s.armed() ? "armed" : "not armed") + " pi "
+                    + s.producerIndex() + " ci " + s.consumerIndex()));
+        }
+        return b.toString();
+    }
+
+    /** Destroys a thread; a running or suspended one is stopped first (its process goes on). */
+    public void threadDestroy(int tid) {
+        DpaThread t = thread(tid);
+        rtos.stopThread(t);
+        if (!rtos.awaitStopped(t.process, false, config.wallTimeout())) {
+            throw new IllegalStateException("DPA thread " + tid + " did not stop within " + config.wallTimeout()
+                    + " (a handler looping without ISA calls)");
+        }
+        rtos.lock.lock();
+        try {
+            t.process.threads.remove(tid);
+            threads.remove(tid);
+            cqThreads.values().removeIf(v -> v == tid);
+        } finally {
+            rtos.lock.unlock();
+        }
+        for (WindowEntity e : t.entities) {
+            windows.leftDirty(t, e, "thread destroy", false);
+        }
+    }
+
+    boolean activate(DpaThread from, int tid) {
+        DpaThread t = threads.get(tid);
+        return t != null && t.process == from.process && rtos.trigger(t);
+    }
+
+    // ---- NIC side ----
+
+    /** The firmware bound CQ {@code cqn} to thread {@code tid} ({@code cqc.apu_cq}, element type thread). */
+    public void bindCq(int cqn, int tid) {
+        DpaThread t = thread(tid);
+        cqThreads.put(cqn, tid);
+        rtos.lock.lock();
+        try {
+            t.boundCqs.add(cqn);
+        } finally {
+            rtos.lock.unlock();
+        }
+    }
+
+    public void unbindCq(int cqn) {
+        Integer tid = cqThreads.remove(cqn);
+        DpaThread t = tid == null ? null : threads.get(tid);
+        if (t != null) {
+            rtos.lock.lock();
+            try {
+                t.boundCqs.remove(cqn);
+            } finally {
+                rtos.lock.unlock();
+            }
+        }
+    }
+
+    /** A CQE (or zero CQE) on an armed CQ whose element is DPA thread {@code tid}. */
+    public boolean cqEvent(int tid) {
+        DpaThread t = threads.get(tid);
+        return t != null && rtos.trigger(t);
+    }
+
+    /**
+     * C7: a thread rescheduling while one of its CQs is not armed will not be woken by its next
+     * CQE (unless a trigger is latched already: an arm that fired at once latches one).
+     */
+    void lostWakeup(DpaThread t) {
+        List<Integer> cqs;
+        rtos.lock.lock();
+        try {
+            if (t.latched) {
+                return;
+            }
+            cqs = List.copyOf(t.boundCqs);
+        } finally {
+            rtos.lock.unlock();
+        }
+        for (int cqn : cqs) {
+            DpaNic.CqState s = nic.cqState(cqn);
+            if (s != null && !s.armed()) {
+                mm.report(new Finding("C7", t.process.id, t.id, Sites.here(), "reschedule with CQ 0x" + Integer.toHexString(cqn)
+                        + " not armed (pi " + s.producerIndex() + ", ci " + s.consumerIndex() + "): its next CQE will not"
+                        + " trigger the thread (flexio_dev_cq_arm before reschedule)"), t.process);
+            }
+        }
+    }
+
+    void foreignDoorbell(DpaProcess p, String what) {
+        rtos.lock.lock();
+        try {
+            p.foreignDoorbells++;
+        } finally {
+            rtos.lock.unlock();
+        }
+        if (config.strictIsolation()) {
+            fail(p, ProcessStatus.OUTBOX_ISOLATION, "outbox isolation: " + what);
+        }
+    }
+
+    void unsupportedDoorbell(DpaProcess p) {
+        rtos.lock.lock();
+        try {
+            p.unsupportedDoorbells++;
+        } finally {
+            rtos.lock.unlock();
+        }
+    }
+
+    public long foreignDoorbells(int pid) {
+        return process(pid).foreignDoorbells;
+    }
+
+    // ---- DPA_OUTBOX, DPA_WINDOW ----
+
+    public int outboxCreate(int pid) {
+        DpaProcess p = process(pid);
+        int id = ids.incrementAndGet();
+        Outbox o = new Outbox(id, p);
+        outboxes.put(id, o);
+        p.outboxes.put(id, o);
+        return id;
+    }
+
+    public void outboxDestroy(int id) {
+        Outbox o = outboxes.remove(id);
+        if (o == null) {
+            throw new IllegalArgumentException("DPA outbox " + id + " does not exist");
+        }
+        o.process().outboxes.remove(id);
+    }
+
+    Outbox outbox(int id) {
+        return outboxes.get(id);
+    }
+
+    public int windowCreate(int pid, int pd) {
+        DpaProcess p = process(pid);
+        int id = ids.incrementAndGet();
+        Window w = new Window(id, p, pd);
+        windowObjs.put(id, w);
+        p.windows.put(id, w);
+        return id;
+    }
+
+    public void windowDestroy(int id) {
+        Window w = windowObjs.remove(id);
+        if (w == null) {
+            throw new IllegalArgumentException("DPA window " + id + " does not exist");
+        }
+        w.process().windows.remove(id);
+    }
+
+    Window window(int id) {
+        return windowObjs.get(id);
+    }
+
+    // ---- EUs, diagnostics, teardown ----
+
+    public void defineGroup(int id, BitSet eus) {
+        rtos.lock.lock();
+        try {
+            this.eus.defineGroup(id, eus);
+        } finally {
+            rtos.lock.unlock();
+        }
+    }
+
+    /** Waits until no activation runs or waits for an EU; false after the configured wall time. */
+    public boolean awaitIdle() {
+        return scheduler.awaitIdle(config.wallTimeout());
+    }
+
+    /** What {@code dpa:eus}, {@code dpa:ps} and {@code dpa:threads} show: one line per EU in use, process and thread. */
+    public List<String> describe() {
+        List<String> l = new ArrayList<>();
+        rtos.lock.lock();
+        try {
+            l.add(String.format("eus %d (reserved %d) busy %d", eus.total, eus.reserved, eus.busyCount()));
+            for (int e = 0; e < eus.total; e++) {
+                if (eus.activations[e] > 0) {
+                    l.add(String.format("eu %d %s activations %d cycles %d instret %d", e, eus.isBusy(e) ? "busy" : "free",
+                            eus.activations[e], eus.cycles[e], eus.instRet[e]));
+                }
+            }
+            for (DpaProcess p : processes.values()) {
+                l.add(p.describe());
+                p.threads.values().forEach(t -> l.add("  " + t.describe()));
+            }
+        } finally {
+            rtos.lock.unlock();
+        }
+        return l;
+    }
+
+    public List<Finding> findings() {
+        return mm.findings();
+    }
+
+    /** What is still alive: activations, processes, DPA memory, DPA_MEM objects (empty after a clean teardown). */
+    public List<String> leaks() {
+        List<String> l = new ArrayList<>();
+        if (scheduler.live() > 0) {
+            l.add(scheduler.live() + " DPA activation(s) still live");
+        }
+        processes.keySet().forEach(p -> l.add("DPA process " + p + " not destroyed"));
+        mems.keySet().forEach(m -> l.add("DPA_MEM " + m + " not destroyed"));
+        if (memory.allocated() > 0) {
+            l.add(memory.allocated() + " bytes of DPA memory allocated");
+        }
+        rtos.lock.lock();
+        try {
+            if (eus.busyCount() > 0) {
+                l.add(eus.busyCount() + " EU(s) busy");
+            }
+        } finally {
+            rtos.lock.unlock();
+        }
+        return l;
+    }
+
+    /** Function removal: every process is stopped (EUs first), then all objects and memory go. */
+    @Override
+    public void close() {
+        for (int pid : List.copyOf(processes.keySet())) {
+            processDestroy(pid);
+        }
+        for (int m : List.copyOf(mems.keySet())) {
+            memDestroy(m);
+        }
+        memory.close();
+    }
+}

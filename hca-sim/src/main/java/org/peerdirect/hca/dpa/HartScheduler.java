@@ -1,0 +1,35 @@
+package org.peerdirect.hca.dpa;
+
+import java.time.Duration;
+
+/**
+ * How activations share the carriers: {@link DeterministicScheduler} (one hart at a time, seeded)
+ * or {@link ConcurrentScheduler} (virtual threads). Each activation runs on its own virtual
+ * thread; the scheduler decides when it may proceed.
+ */
+interface HartScheduler {
+
+    /** Starts {@code r}'s body on a new virtual thread; it proceeds when the scheduler says so. */
+    void start(Runner r, Runnable body);
+
+    /** A scheduling point of {@code r} (every ISA call). */
+    void point(Runner r);
+
+    /** {@code r} waits (a continuable yield) until {@link #resume}; returns when resumed. */
+    void block(Runner r);
+
+    /** Makes a blocked {@code r} proceed again (it may have been resumed before it blocked). */
+    void resume(Runner r);
+
+    /** Lets queued activations proceed (the deterministic scheduler runs harts only when the host waits). */
+    void drive();
+
+    /** {@code r}'s activation ended; its virtual thread returns after this. */
+    void exit(Runner r);
+
+    /** Waits until no activation runs or waits for a hart; false on timeout. */
+    boolean awaitIdle(Duration timeout);
+
+    /** Activations started and not exited (blocked ones included): the leak check. */
+    int live();
+}

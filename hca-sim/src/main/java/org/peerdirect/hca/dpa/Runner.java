@@ -1,0 +1,300 @@
+package org.peerdirect.hca.dpa;
+
+import java.util.concurrent.Semaphore;
+
+import org.peerdirect.hca.dpa.isa.Hart;
+import org.peerdirect.hca.dpa.isa.Space;
+import org.peerdirect.hca.dpa.isa.ThreadCtx;
+
+/**
+ * One activation of a DPA thread on an EU: the {@link Hart} device code calls through
+ * {@code Dpa}. It decodes addresses (process memory, the EU's outbox page, window apertures),
+ * checks alignment and bounds (C5: fatal), charges the virtual cost of each op to the EU's
+ * counters and to the activation's watchdog, and gives the scheduler its point. A continuable
+ * yield keeps the runner (and its Java stack) across activations.
+ *
+ * <p>Cost table ("peerdirect model", not hardware latencies): 1 cycle per ISA call, 4 for an
+ * atomic, a fence or a write-back, 16 for a system call; {@code time} counts cycles.
+ */
+final class Runner implements Hart {
+
+    final DpaUnit unit;
+    final DpaThread thread;
+    /** The baton of the deterministic scheduler, the wake-up of a blocked continuable yield. */
+    final Semaphore turn = new Semaphore(0);
+    /** The EU it runs on; -1 while suspended or stopped. Written under the RTOS lock. */
+    volatile int eu;
+    volatile boolean killed;
+    long activationCycles;
+    int sinceYield;
+
+    Runner(DpaUnit unit, DpaThread thread, int eu) {
+        this.unit = unit;
+        this.thread = thread;
+        this.eu = eu;
+    }
+
+    String name() {
+        return thread.name();
+    }
+
+    /** The activation's trampoline: the entry point, then how it ended, to the RTOS. */
+    void body() {
+        ActivationExit.Kind kind;
+        try {
+            unit.mm.activationStart(thread);
+            kind = ScopedValue.where(Hart.CURRENT, this).call(this::invokeEntry);
+        } catch (ActivationExit e) {
+            kind = e.kind;
+        } catch (Throwable e) {
+            unit.fail(thread.process, ProcessStatus.HANDLER_TRAP, "handler " + thread.name() + " trapped: " + e
+                    + " at " + trapSite(e));
+            kind = ActivationExit.Kind.PROCESS_END;
+        }
+        if (kind != ActivationExit.Kind.PROCESS_END) {
+            for (int i = 0; i < 2; i++) {
+                unit.windows.leftDirty(thread, thread.entities[i], "the end of an activation (" + kind + ")", true);
+            }
+            if (thread.process.ended) {
+                kind = ActivationExit.Kind.PROCESS_END;
+            }
+        }
+        unit.rtos.activationEnded(this, kind);
+    }
+
+    /** A handler that returns normally is rescheduled (an RPC's result is kept first). */
+    private ActivationExit.Kind invokeEntry() throws Throwable {
+        tick(16);
+        if (thread.entry.rpc()) {
+            thread.rpcResult = (long) thread.handle.invokeExact(thread.arg);
+        } else {
+            thread.handle.invokeExact(thread.arg);
+        }
+        return ActivationExit.Kind.RESCHEDULE;
+    }
+
+    private static String trapSite(Throwable e) {
+        for (StackTraceElement f : e.getStackTrace()) {
+            if (f.getClassLoaderName() != null && f.getClassLoaderName().startsWith(ImageLoader.NAME)) {
+                return f.getClassName() + "." + f.getMethodName() + ":" + f.getLineNumber();
+            }
+        }
+        return "?";
+    }
+
+    /** One ISA op: counters, watchdog, scheduling point, and the process still alive. */
+    private void tick(int cost) {
+        checkAlive();
+        int e = eu;
+        unit.eus.cycles[e] += cost;
+        unit.eus.instRet[e]++;
+        activationCycles += cost;
+        if (activationCycles > unit.config.watchdogCycles()) {
+            throw abort(ProcessStatus.WATCHDOG, "watchdog: handler " + thread.name() + " ran past "
+                    + unit.config.watchdogCycles() + " cycles in one activation, last at " + Sites.here());
+        }
+        unit.scheduler.point(this);
+        checkAlive();
+    }
+
+    void checkAlive() {
+        if (killed || thread.process.ended) {
+            throw new ActivationExit(ActivationExit.Kind.PROCESS_END);
+        }
+    }
+
+    /** Ends the process with {@code status} and gives the exception that unwinds this activation. */
+    ActivationExit abort(int status, String message) {
+        unit.fail(thread.process, status, message);
+        return new ActivationExit(ActivationExit.Kind.PROCESS_END);
+    }
+
+    /** A recoverable failure of a device call: errno set, non-zero returned. */
+    int failSoft() {
+        thread.errno = 1;
+        return 1;
+    }
+
+    /** C5 and bounds: aligned, inside the process's memory. */
+    private void checkMemory(long a, int bytes) {
+        if ((a & (bytes - 1)) != 0) {
+            throw abort(ProcessStatus.UNALIGNED, "unaligned " + bytes + "-byte access at 0x" + Long.toHexString(a)
+                    + " at " + Sites.here());
+        }
+        if (a < 0 || a + bytes > unit.memory.size() || !thread.process.owns(a, bytes)) {
+            throw abort(ProcessStatus.ACCESS_FAULT, bytes + "-byte access at 0x" + Long.toHexString(a)
+                    + " outside process " + thread.process.id + "'s memory at " + Sites.here());
+        }
+    }
+
+    @Override
+    public long load(long daddr, int bytes) {
+        tick(1);
+        if (Windows.isWindow(daddr)) {
+            alignedMmio(daddr, bytes);
+            return unit.windows.load(this, daddr, bytes);
+        }
+        if (OutboxPage.isOutbox(daddr)) {
+            outboxAddress(daddr, bytes);
+            return 0; // the doorbell registers read as zero
+        }
+        checkMemory(daddr, bytes);
+        return unit.mm.load(this, daddr, bytes);
+    }
+
+    @Override
+    public void store(long daddr, int bytes, long value) {
+        tick(1);
+        if (Windows.isWindow(daddr)) {
+            alignedMmio(daddr, bytes);
+            unit.windows.store(this, daddr, bytes, value);
+        } else if (OutboxPage.isOutbox(daddr)) {
+            outboxAddress(daddr, bytes);
+            OutboxPage.store(this, (int) (daddr & (OutboxPage.PAGE - 1)), value);
+            checkAlive();
+        } else {
+            checkMemory(daddr, bytes);
+            unit.mm.store(this, daddr, bytes, value);
+        }
+    }
+
+    private void alignedMmio(long daddr, int bytes) {
+        if ((daddr & (bytes - 1)) != 0) {
+            throw abort(ProcessStatus.UNALIGNED, "unaligned " + bytes + "-byte window access at 0x"
+                    + Long.toHexString(daddr) + " at " + Sites.here());
+        }
+    }
+
+    private void outboxAddress(long daddr, int bytes) {
+        if (bytes != 8 || (daddr & 7) != 0 || daddr - OutboxPage.pageOf(eu) < 0 || daddr - OutboxPage.pageOf(eu) >= OutboxPage.PAGE) {
+            throw abort(ProcessStatus.OUTBOX_FAULT, bytes + "-byte outbox access at 0x" + Long.toHexString(daddr)
+                    + ": only 64-bit accesses to this EU's page (0x" + Long.toHexString(OutboxPage.pageOf(eu)) + ") at "
+                    + Sites.here());
+        }
+    }
+
+    @Override
+    public long atomic(AtomicOp op, long daddr, int bytes, long operand, long expect) {
+        tick(4);
+        checkMemory(daddr, bytes);
+        return unit.mm.atomic(this, op, daddr, bytes, operand, expect);
+    }
+
+    @Override
+    public void fence(Space space, int pred, int succ) {
+        tick(4);
+        unit.mm.fence(this, space, pred, succ);
+    }
+
+    @Override
+    public void memoryWriteback() {
+        tick(4);
+        unit.mm.writeback(this);
+    }
+
+    @Override
+    public void windowWriteback() {
+        tick(4);
+        unit.windows.writeback(this);
+    }
+
+    @Override
+    public void windowReadInv() {
+        tick(4);
+        unit.windows.readInv(this);
+    }
+
+    @Override
+    public void compilerBarrier() {
+        tick(1);
+    }
+
+    @Override
+    public long counter(Counter c) {
+        tick(1);
+        return c == Counter.INST_RET ? unit.eus.instRet[eu] : unit.eus.cycles[eu];
+    }
+
+    @Override
+    public void exit(Exit kind) {
+        tick(16);
+        switch (kind) {
+            case RESCHEDULE -> {
+                unit.lostWakeup(thread);
+                checkAlive();
+                throw new ActivationExit(ActivationExit.Kind.RESCHEDULE);
+            }
+            case FINISH -> throw new ActivationExit(ActivationExit.Kind.FINISH);
+            case RETRIGGER -> throw new ActivationExit(ActivationExit.Kind.RETRIGGER);
+            case PROCESS_FINISH -> throw abort(ProcessStatus.PROCESS_FINISH, "flexio_dev_process_finish by "
+                    + thread.name());
+        }
+    }
+
+    @Override
+    public void yieldContinuable() {
+        tick(16);
+        if (!thread.continuable) {
+            return;
+        }
+        unit.rtos.suspend(this);
+        unit.scheduler.block(this);
+        activationCycles = 0;
+        checkAlive();
+        unit.mm.activationStart(thread);
+    }
+
+    @Override
+    public void error(int code) {
+        tick(16);
+        int status = code >= 0x80 && code <= 0xff ? code : ProcessStatus.ILLEGAL_ERR;
+        throw abort(status, "flexio_dev_error(0x" + Integer.toHexString(code) + ") by " + thread.name() + " at " + Sites.here());
+    }
+
+    @Override
+    public ThreadCtx threadCtx() {
+        tick(16);
+        return new ThreadCtx(thread.id, thread.tls, thread.arg, OutboxPage.pageOf(eu), eu);
+    }
+
+    @Override
+    public int activate(int threadId) {
+        tick(16);
+        return unit.activate(thread, threadId) ? 0 : failSoft();
+    }
+
+    @Override
+    public int errno(boolean reset) {
+        tick(1);
+        int e = thread.errno;
+        if (reset) {
+            thread.errno = 0;
+        }
+        return e;
+    }
+
+    @Override
+    public int outboxConfig(int outboxId) {
+        tick(16);
+        Outbox o = unit.outbox(outboxId);
+        if (o == null || o.process() != thread.process) {
+            return failSoft();
+        }
+        thread.outbox = o;
+        return 0;
+    }
+
+    @Override
+    public int windowConfig(int entity, int windowId, int mkey) {
+        tick(16);
+        int rc = unit.windows.config(this, entity, windowId, mkey);
+        checkAlive();
+        return rc;
+    }
+
+    @Override
+    public long windowPtrAcquire(int entity, long haddr) {
+        tick(16);
+        return unit.windows.ptrAcquire(this, entity, haddr);
+    }
+}
