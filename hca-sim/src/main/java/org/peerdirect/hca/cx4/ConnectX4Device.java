@@ -120,6 +120,15 @@ public final class ConnectX4Device implements AutoCloseable {
         return f != null && f.caps.devx() && f.generalObjects.objectChanged(objType, objId);
     }
 
+    /** The BlueField-3's DPA (tests, tools); refused on a device without one or before power-on. */
+    FirmwareDpa dpa() {
+        Firmware f = fw;
+        if (f == null || f.dpa == null) {
+            throw new IllegalStateException(name + ": " + (f == null ? "not powered" : modelName(deviceId) + " has no DPA"));
+        }
+        return f.dpa;
+    }
+
     /** Whether the port is Ethernet (RoCE v2): the ConnectX-6 Dx and the BlueField-3; the ConnectX-4 is InfiniBand. */
     private boolean ethernet() {
         return deviceId != DEVICE_CONNECTX4;
@@ -428,6 +437,10 @@ public final class ConnectX4Device implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        Firmware f = fw;
+        if (f != null && f.dpa != null) {
+            f.dpa.drop(); // every EU stops before the port, queues and keys go
+        }
         org.peerdirect.hca.engine.HcaDevice eng = engine;
         if (eng != null) {
             eng.remove(); // the port leaves the fabric, QPs flush, keys are revoked

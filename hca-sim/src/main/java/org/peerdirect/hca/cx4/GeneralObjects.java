@@ -126,6 +126,11 @@ final class GeneralObjects {
         owners.remove(key(objType, id));
     }
 
+    /** The owner uid of object {@code objId} of {@code objType}, null when it does not exist (any thread). */
+    Integer owner(int objType, int objId) {
+        return owners.get(key(objType, objId));
+    }
+
     /** The general objects {@code uid} owns. */
     int owned(int uid) {
         int n = 0;

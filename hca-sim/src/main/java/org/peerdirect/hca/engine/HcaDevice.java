@@ -361,6 +361,59 @@ public final class HcaDevice {
         return mptTable.mpt(key);
     }
 
+    /** What a non-RDMA user of a key (the DPA's windows) sees of it: PD, rights and range. */
+    public record KeyInfo(int pdn, int access, long start, long length) {
+    }
+
+    /** The key's PD, rights and range; null when it names no entry or the entry is not valid (revoked, freed). */
+    public KeyInfo keyInfo(int key) {
+        Mpt m = mptTable.mpt(key);
+        return m == null || m.state != Mpt.State.VALID || m.indirect ? null : new KeyInfo(m.pdn, m.access, m.start, m.length);
+    }
+
+    /**
+     * A local access through a key by a unit of the device other than a QP (the DPA's windows):
+     * {@code len} bytes at {@code va} read into (or written from) {@code buf} at {@code off}, by
+     * DMA through the key's translation to IOVAs of the function's domain, so the IOMMU audit sees
+     * every byte. Under the entry's read lock, as a transfer: a revocation ({@link #hw2swMpt})
+     * waits for it and every later access fails. Throws {@link IllegalStateException} when the key
+     * is not valid, lacks the right, does not cover the range or (on demand) a page is absent;
+     * an IOMMU fault propagates.
+     */
+    public void keyAccess(int key, long va, java.lang.foreign.MemorySegment buf, long off, long len, boolean write) {
+        Mpt m = mptTable.mpt(key);
+        if (m == null || m.indirect) {
+            throw new IllegalStateException(String.format("mkey 0x%x names no direct MPT entry", key));
+        }
+        long stamp = m.lock.readLock();
+        try {
+            int perm = write ? PERM_LOCAL_WRITE : PERM_LOCAL_READ;
+            if (m.state != Mpt.State.VALID || m.key != key) {
+                throw new IllegalStateException(String.format("mkey 0x%x was revoked", key));
+            }
+            if ((m.access & perm) != perm || !m.contains(va, len)) {
+                throw new IllegalStateException(String.format("mkey 0x%x does not admit a %s of 0x%x+%d", key, write ? "write" : "read", va, len));
+            }
+            while (len > 0) {
+                if (!m.mapped(va, write ? Mpt.MTT_WRITE : Mpt.MTT_READ)) {
+                    throw new IllegalStateException(String.format("mkey 0x%x: page of 0x%x not present", key, va));
+                }
+                long n = Math.min(len, m.contiguous(va));
+                long iova = m.iova(va);
+                if (write) {
+                    domain.write(iova, buf, off, n);
+                } else {
+                    domain.read(iova, buf, off, n);
+                }
+                va += n;
+                off += n;
+                len -= n;
+            }
+        } finally {
+            m.lock.unlockRead(stamp);
+        }
+    }
+
     /** MPT entries alive. */
     public synchronized int mptCount() {
         return mptTable.mptCount();
