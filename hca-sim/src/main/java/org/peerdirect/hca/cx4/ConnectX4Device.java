@@ -129,6 +129,24 @@ public final class ConnectX4Device implements AutoCloseable {
         return f.dpa;
     }
 
+    /** Whether the function has a DPA (the BlueField-3). */
+    public boolean hasDpa() {
+        return deviceId == DEVICE_BLUEFIELD3;
+    }
+
+    /** {@code dpa:caps}: the DPA capability block, one {@code name value} line per field; empty without a DPA or power. */
+    public java.util.List<String> dpaCaps() {
+        Firmware f = fw;
+        return f == null ? java.util.List.of() : f.caps.describeDpa();
+    }
+
+    /** {@code dpa:ps}: EUs in use, processes and their threads (each bound CQ armed or not); one line when the DPA runs nothing. */
+    public java.util.List<String> dpaDescribe() {
+        Firmware f = fw;
+        org.peerdirect.hca.dpa.DpaUnit u = f == null || f.dpa == null ? null : f.dpa.unitIfAny();
+        return u == null ? java.util.List.of("no DPA object yet") : u.describe();
+    }
+
     /** Whether the port is Ethernet (RoCE v2): the ConnectX-6 Dx and the BlueField-3; the ConnectX-4 is InfiniBand. */
     private boolean ethernet() {
         return deviceId != DEVICE_CONNECTX4;

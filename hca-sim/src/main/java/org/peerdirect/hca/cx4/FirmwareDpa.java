@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 import org.peerdirect.hca.cx4.ifc.DpaObj;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.dpa.DpaConfig;
 import org.peerdirect.hca.dpa.DpaNic;
 import org.peerdirect.hca.dpa.DpaUnit;
@@ -34,7 +35,15 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     private final Eqs eqs;
     private final GeneralObjects generalObjects;
     private final HcaDevice engine;
-    private volatile DpaConfig config = DpaConfig.bluefield3();
+    /**
+     * The model's on-card DPA memory: 32 MiB, not the GBs of DPU memory a BlueField-3 has (the
+     * memory is allocated and zeroed when the unit is made, and the command fuzzer makes one per
+     * try); the capability {@code log_max_dpa_mem} 28 stays what the device reports, and a
+     * DPA_MEM beyond what is free is refused ({@code LIM_ERR}). Otherwise {@link DpaConfig#bluefield3}.
+     */
+    static final long MODEL_DPA_MEM = 32L << 20;
+
+    private volatile DpaConfig config = withMem(DpaConfig.bluefield3(), MODEL_DPA_MEM);
     private volatile LoaderPolicy policy = LoaderPolicy.isaOnly();
     private volatile DpaUnit unit;
     private volatile DpaObjects objects;
@@ -50,6 +59,11 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
             generalObjects.add(new Delegate(t));
         }
         transport.cqs.apu = this;
+    }
+
+    private static DpaConfig withMem(DpaConfig c, long bytes) {
+        return new DpaConfig(bytes, c.eus(), c.reservedEus(), c.deterministic(), c.seed(), c.check(), c.watchdogCycles(), c.budget(),
+                c.stalePolls(), c.strictIsolation(), c.wallTimeout());
     }
 
     /** The configuration and loader policy of the next unit (tests, the model's configuration); before the first DPA object. */
@@ -99,6 +113,9 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
         return u == null ? List.of() : u.leaks();
     }
 
+    /** The object's context in a command's output: after the 16-byte output header. */
+    private static final int OUT_CTX = 0x10;
+
     /** A dispatcher type for one DPA object type, handing every command to the current unit's. */
     private final class Delegate implements GeneralObjectType {
         private final int objType;
@@ -117,15 +134,36 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
         }
 
         public int create(int uid, MemorySegment obj, MemorySegment out) throws Refused {
+            lengths(obj, out, "CREATE");
             return type().create(uid, obj, out);
         }
 
         public void modify(int uid, int objId, MemorySegment obj) throws Refused {
+            lengths(obj, null, "MODIFY");
             type().modify(uid, objId, obj);
         }
 
         public void query(int uid, int objId, MemorySegment out) throws Refused {
+            lengths(null, out, "QUERY");
             type().query(uid, objId, out);
+        }
+
+        /**
+         * The DPA objects' contexts are {@link DpaObj#CONTEXT_SIZE} bytes after the 16-byte
+         * headers, in and out: a shorter command is refused before the type reads a field (found
+         * by the command fuzzer: a 1-byte context threw out of the firmware thread).
+         */
+        private void lengths(MemorySegment obj, MemorySegment out, String what) throws Refused {
+            if (obj != null && obj.byteSize() < DpaObj.CONTEXT_SIZE) {
+                throw new Refused(Mlx5Cmd.STAT_BAD_INP_LEN_ERR, Syndromes.SYND_SHORT_INPUT, String.format(
+                        "%s_GENERAL_OBJECT of type 0x%x: the context needs %d bytes after the header, has %d", what, objType,
+                        DpaObj.CONTEXT_SIZE, obj.byteSize()));
+            }
+            if (out != null && out.byteSize() < OUT_CTX + DpaObj.CONTEXT_SIZE) {
+                throw new Refused(Mlx5Cmd.STAT_BAD_OUTP_LEN_ERR, Syndromes.SYND_SHORT_OUTPUT, String.format(
+                        "%s_GENERAL_OBJECT of type 0x%x: the output needs %d bytes, has %d", what, objType, OUT_CTX + DpaObj.CONTEXT_SIZE,
+                        out.byteSize()));
+            }
         }
 
         public void destroy(int uid, int objId) throws Refused {
@@ -140,11 +178,11 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
         Integer owner = generalObjects.owner(DpaObj.OBJ_DPA_THREAD, tid);
         DpaUnit u = unit;
         if (owner == null || u == null) {
-            throw new Refused(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT,
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT,
                     "c_eqn_or_apu_element " + tid + " names no DPA thread");
         }
         if (uid != 0 && owner != uid) {
-            throw new Refused(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_WRONG_UID,
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_WRONG_UID,
                     "DPA thread " + tid + " belongs to uid " + owner + ", not to uid " + uid + " of the command");
         }
         u.bindCq(cqn, tid);

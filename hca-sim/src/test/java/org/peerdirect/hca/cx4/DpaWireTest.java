@@ -372,6 +372,8 @@ class DpaWireTest {
         }
         assertEquals(0xffff, THREAD_EU.get(query(OBJ_DPA_THREAD, a, tid), 0), "on no EU while waiting");
         assertEquals(List.of(), unit().findings(), "the memory model found nothing");
+        String ps = String.join("\n", rig.dev.dpaDescribe());
+        assertTrue(ps.contains("countArm") && ps.contains("activations 8"), "dpa:ps shows the thread: " + ps);
         rig.ok(destroy(Mlx5Cmd.DESTROY_QP, a, qpn));
         rig.ok(destroy(Mlx5Cmd.DESTROY_MKEY, a, key >>> 8));
         rig.ok(destroy(Mlx5Cmd.DESTROY_CQ, a, cqn));
@@ -479,6 +481,12 @@ class DpaWireTest {
     void aForceTeardownStopsASpinningThreadsEuFirst() {
         rig(ConnectX4Device.DEVICE_BLUEFIELD3);
         FirmwareDpa dpa = dpa();
+        assertTrue(rig.dev.dpaCaps().contains(String.format("%-32s %d", "log_max_dpa_mem", 28)), "dpa:caps: " + rig.dev.dpaCaps());
+        assertEquals(List.of("no DPA object yet"), rig.dev.dpaDescribe());
+        // short contexts are refused before a field is read (the fuzzer's 1-byte context and 79-byte output)
+        refused(cmd(Mlx5Cmd.CREATE_GENERAL_OBJECT, OBJ_DPA_MEM, 0, 17, OBJ_OUT), Mlx5Cmd.STAT_BAD_INP_LEN_ERR, Syndromes.SYND_SHORT_INPUT);
+        refused(cmd(Mlx5Cmd.CREATE_GENERAL_OBJECT, OBJ_DPA_THREAD, 0, Devx.GENERAL_OBJ_HDR + CONTEXT_SIZE, OBJ_OUT - 1),
+                Mlx5Cmd.STAT_BAD_OUTP_LEN_ERR, Syndromes.SYND_SHORT_OUTPUT);
         int a = createUctx();
         int uar = index(cmd(Mlx5Cmd.ALLOC_UAR, 0, a, 16, 16));
         int pd = index(cmd(Mlx5Cmd.ALLOC_PD, 0, a, 16, 16));
@@ -513,6 +521,7 @@ class DpaWireTest {
         cq.inSeg().set(BE64, Cq.CREATE_CQ_IN_CQC + Cq.CQC_DBR_ADDR, rig.page().iova());
         cq.inSeg().set(BE64, Cq.CREATE_CQ_IN_PAS, rig.page().iova());
         refused(cq, Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ);
+        assertEquals(List.of(), rig.dev.dpaCaps(), "dpa:caps shows nothing of a ConnectX-4");
         assertNotNull(rig.dev.describe());
     }
 }
