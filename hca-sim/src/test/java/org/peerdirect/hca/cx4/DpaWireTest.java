@@ -296,8 +296,8 @@ class DpaWireTest {
     // ------------------------------------------------------------------ tests
 
     /**
-     * A CQ bound to a DPA thread: the host posts RDMA WRITEs on a QP completing to that CQ; each
-     * completion runs the handler once (it counts, arms with the next consumer index,
+     * A CQ bound to a DPA thread: the host posts RDMA WRITEs with immediate on a QP (looped back to
+     * itself) whose receive CQ is that CQ; each responder completion runs the handler once (it counts, arms with the next consumer index,
      * reschedules). Four posted at once race the handler's arms and lose nothing: a CQE landing
      * before the arm fires the arm at once.
      */
@@ -308,16 +308,17 @@ class DpaWireTest {
         int a = createUctx();
         int uar = index(cmd(Mlx5Cmd.ALLOC_UAR, 0, a, 16, 16));
         int pd = index(cmd(Mlx5Cmd.ALLOC_PD, 0, a, 16, 16));
-        Page[] p = {rig.page(), rig.page(), rig.page(), rig.page()};
-        int umem = index(createUmem(a, p[0].iova(), p[1].iova(), p[2].iova(), p[3].iova()));
+        Page[] p = {rig.page(), rig.page(), rig.page(), rig.page(), rig.page()};
+        int umem = index(createUmem(a, p[0].iova(), p[1].iova(), p[2].iova(), p[3].iova(), p[4].iova()));
         for (int i = 0; i < 64; i++) {
             p[0].mem().set(JAVA_BYTE, i * 64L + Cq.CQE_OP_OWN, (byte) (Cq.CQE_INVALID << 4 | 1));
         }
         Proc proc = process(a, pd, uar, DpaWireProgs.class, "countArm");
         int tid = thread(a, proc);
         refused(umemCq(a, uar, umem, 0, 8192, tid + 100), Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT);
-        int cqn = index(umemCq(a, uar, umem, 0, 8192, tid));
-        Spec qp = rig.createQp(SLOT, Qp.ST_RC, 2, 2, 2, uar, pd, cqn, cqn, new long[0]);
+        int cqn = index(umemCq(a, uar, umem, 0, 8192, tid)); // receive CQ: ring in page 0, bound to the thread
+        int scqn = index(umemCq(a, uar, umem, 4 * 4096, 8192 + 128, -1)); // send CQ: ring in page 4, an EQ's
+        Spec qp = rig.createQp(SLOT, Qp.ST_RC, 2, 2, 2, uar, pd, scqn, cqn, new long[0]);
         qp.onOk = null;
         qp.inlen = (int) Qp.CREATE_QP_IN_PAS;
         Devx.UID.set(qp.inSeg(), 0, a);
@@ -344,10 +345,20 @@ class DpaWireTest {
         assertTrue(armed.armed(), "armed by the host: " + armed);
         int posted = 0;
         for (int round = 1; round <= 2; round++) {
-            for (int i = 0; i < 4; i++, posted++) { // four WRITEs at once: the ring's size
+            for (int i = 0; i < 4; i++) { // four receives (the ring's size), each one scatter entry then INVALID_LKEY
+                MemorySegment r = p[1].mem().asSlice(((posted + i) & 3) * 64L, 64);
+                r.fill((byte) 0);
+                r.set(BE32, Qp.DATA_BYTE_COUNT, 8);
+                r.set(BE32, Qp.DATA_LKEY, key);
+                r.set(BE64, Qp.DATA_ADDR, 0x30f00);
+                r.set(BE32, Qp.DS_SIZE + Qp.DATA_LKEY, Qp.INVALID_LKEY);
+            }
+            p[2].mem().set(BE32, 64 + Qp.DBR_RCV, posted + 4);
+            for (int i = 0; i < 4; i++, posted++) { // four WRITEs with immediate at once
                 MemorySegment w = p[1].mem().asSlice(WQ + (posted & 3) * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
                 w.fill((byte) 0);
-                w.set(BE32, Qp.CTRL_OPMOD_IDX_OPCODE, (posted & 0xffff) << 8 | Wqe.OP_RDMA_WRITE);
+                w.set(BE32, Qp.CTRL_OPMOD_IDX_OPCODE, (posted & 0xffff) << 8 | Wqe.OP_RDMA_WRITE_IMM);
+                w.set(BE32, Qp.CTRL_IMM, 0x1000 + posted);
                 w.set(BE32, Qp.CTRL_QPN_DS, qpn << 8 | 3);
                 w.set(JAVA_BYTE, Qp.CTRL_FM_CE_SE, (byte) Qp.CTRL_CQ_UPDATE);
                 w.set(BE64, 16 + Qp.RADDR_VA, 0x30800 + 8L * posted);
@@ -368,7 +379,8 @@ class DpaWireTest {
         }
         for (int i = 0; i < posted; i++) {
             int op = (p[0].mem().get(JAVA_BYTE, i * 64L + Cq.CQE_OP_OWN) & 0xff) >>> 4;
-            assertEquals(Cq.CQE_REQ, op, "CQE " + i + " in the ring");
+            assertEquals(Cq.CQE_RESP_WR_IMM, op, "CQE " + i + " in the thread's CQ: a WRITE with immediate received");
+            assertEquals(0x1000 + i, p[0].mem().get(BE32, i * 64L + Cq.CQE_IMM), "its immediate");
         }
         assertEquals(0xffff, THREAD_EU.get(query(OBJ_DPA_THREAD, a, tid), 0), "on no EU while waiting");
         assertEquals(List.of(), unit().findings(), "the memory model found nothing");
@@ -377,6 +389,7 @@ class DpaWireTest {
         rig.ok(destroy(Mlx5Cmd.DESTROY_QP, a, qpn));
         rig.ok(destroy(Mlx5Cmd.DESTROY_MKEY, a, key >>> 8));
         rig.ok(destroy(Mlx5Cmd.DESTROY_CQ, a, cqn));
+        rig.ok(destroy(Mlx5Cmd.DESTROY_CQ, a, scqn));
         destroyObj(OBJ_DPA_THREAD, a, tid);
         destroyProcess(a, proc);
         assertEquals(List.of(), dpa.leaks());
