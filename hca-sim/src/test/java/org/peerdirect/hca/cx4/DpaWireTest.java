@@ -313,7 +313,7 @@ class DpaWireTest {
         for (int i = 0; i < 64; i++) {
             p[0].mem().set(JAVA_BYTE, i * 64L + Cq.CQE_OP_OWN, (byte) (Cq.CQE_INVALID << 4 | 1));
         }
-        Proc proc = process(a, pd, uar, DpaWireProgs.class, "countArm");
+        Proc proc = process(a, pd, uar, DpaWireProgs.class, "readCqe");
         int tid = thread(a, proc);
         refused(umemCq(a, uar, umem, 0, 8192, tid + 100), Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT);
         int cqn = index(umemCq(a, uar, umem, 0, 8192, tid)); // receive CQ: ring in page 0, bound to the thread
@@ -336,8 +336,19 @@ class DpaWireTest {
         mk.inSeg().set(BE32, Devx.MKEY_UMEM_ID, umem);
         mk.inSeg().set(BE64, Devx.MKEY_UMEM_OFFSET, 3 * 4096);
         int key = index(mk) << 8;
+        Spec ringKey = rig.createMkey(SLOT, pd, 0x20000, 4096, new long[0], true); // the receive CQ's ring, for the handler's window
+        ringKey.onOk = null;
+        Devx.UID.set(ringKey.inSeg(), 0, a);
+        Devx.MKEY_UMEM_VALID.set(ringKey.inSeg(), 0, 1);
+        ringKey.inSeg().set(BE32, Devx.MKEY_UMEM_ID, umem);
+        ringKey.inSeg().set(BE64, Devx.MKEY_UMEM_OFFSET, 0);
+        int ring = index(ringKey) << 8;
+        int win = create(OBJ_DPA_WINDOW, a, ctx -> {
+            WINDOW_PROCESS.set(ctx, 0, proc.pid);
+            WINDOW_PD.set(ctx, 0, pd);
+        });
         connectToItself(a, qpn);
-        arg(proc, proc.outbox, 0, cqn, 0, 0);
+        arg(proc, proc.outbox, win, cqn, ring, 0, 0x20000);
         threadState(a, tid, THREAD_STATE_RUN);
         // the host arms the CQ once (consumer index 0); the handler arms it after each completion
         rig.fn.write64(0, ((long) uar << 12) + Cq.UAR_CQ_DOORBELL, Long.reverseBytes((long) Cq.DB_REQ_NOT << 32 | cqn));
@@ -381,16 +392,21 @@ class DpaWireTest {
             int op = (p[0].mem().get(JAVA_BYTE, i * 64L + Cq.CQE_OP_OWN) & 0xff) >>> 4;
             assertEquals(Cq.CQE_RESP_WR_IMM, op, "CQE " + i + " in the thread's CQ: a WRITE with immediate received");
             assertEquals(0x1000 + i, p[0].mem().get(BE32, i * 64L + Cq.CQE_IMM), "its immediate");
+            long seen = word(proc, 64 + 8 * i);
+            assertEquals(p[0].mem().get(JAVA_BYTE, i * 64L + Cq.CQE_OP_OWN) & 0xff, seen >>> 32, "the handler read CQE " + i + "'s op_own");
+            assertEquals(0x1000 + i, Integer.reverseBytes((int) seen), "and its immediate (big-endian in the CQE)");
         }
         assertEquals(0xffff, THREAD_EU.get(query(OBJ_DPA_THREAD, a, tid), 0), "on no EU while waiting");
         assertEquals(List.of(), unit().findings(), "the memory model found nothing");
         String ps = String.join("\n", rig.dev.dpaDescribe());
-        assertTrue(ps.contains("countArm") && ps.contains("activations 8"), "dpa:ps shows the thread: " + ps);
+        assertTrue(ps.contains("readCqe") && ps.contains("activations 8"), "dpa:ps shows the thread: " + ps);
         rig.ok(destroy(Mlx5Cmd.DESTROY_QP, a, qpn));
         rig.ok(destroy(Mlx5Cmd.DESTROY_MKEY, a, key >>> 8));
         rig.ok(destroy(Mlx5Cmd.DESTROY_CQ, a, cqn));
         rig.ok(destroy(Mlx5Cmd.DESTROY_CQ, a, scqn));
         destroyObj(OBJ_DPA_THREAD, a, tid);
+        destroyObj(OBJ_DPA_WINDOW, a, win);
+        rig.ok(destroy(Mlx5Cmd.DESTROY_MKEY, a, ring >>> 8));
         destroyProcess(a, proc);
         assertEquals(List.of(), dpa.leaks());
         rig.ok(destroy(Mlx5Cmd.DESTROY_UMEM, a, umem));
