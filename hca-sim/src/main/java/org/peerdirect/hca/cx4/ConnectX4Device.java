@@ -475,5 +475,8 @@ public final class ConnectX4Device implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+        if (f != null && f.dpa != null) {
+            f.dpa.drop(); // what a DPA command running during the first drop made (idempotent)
+        }
     }
 }
