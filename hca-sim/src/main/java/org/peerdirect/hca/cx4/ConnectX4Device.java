@@ -147,6 +147,22 @@ public final class ConnectX4Device implements AutoCloseable {
         return u == null ? java.util.List.of("no DPA object yet") : u.describe();
     }
 
+    /** {@code dpa:threads}: one line per DPA thread with each bound CQ armed or not, and its pi and ci; one line when there is none. */
+    public java.util.List<String> dpaThreads() {
+        Firmware f = fw;
+        org.peerdirect.hca.dpa.DpaUnit u = f == null || f.dpa == null ? null : f.dpa.unitIfAny();
+        java.util.List<String> l = new java.util.ArrayList<>();
+        if (u != null) {
+            for (int tid : f.generalObjects.ids(org.peerdirect.hca.cx4.ifc.DpaObj.OBJ_DPA_THREAD)) {
+                try {
+                    l.add(u.describeThread(tid));
+                } catch (IllegalArgumentException gone) { // destroyed meanwhile
+                }
+            }
+        }
+        return l.isEmpty() ? java.util.List.of("no DPA thread") : l;
+    }
+
     /** Whether the port is Ethernet (RoCE v2): the ConnectX-6 Dx and the BlueField-3; the ConnectX-4 is InfiniBand. */
     private boolean ethernet() {
         return deviceId != DEVICE_CONNECTX4;

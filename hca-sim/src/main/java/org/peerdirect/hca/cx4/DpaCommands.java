@@ -11,11 +11,12 @@ import org.osgi.service.component.annotations.Reference;
 
 /**
  * The bench-side view of the BlueField-3 DPAs: {@code dpa:caps} (the DPA capability block each
- * BlueField-3 reports, {@code dpa_capabilities}) and {@code dpa:ps} (the EUs in use, the processes
- * and their threads, each thread's bound CQs armed or not), as the model sees them.
+ * BlueField-3 reports, {@code dpa_capabilities}), {@code dpa:ps} (the EUs in use, the processes
+ * and their threads) and {@code dpa:threads} (each thread's bound CQs armed or not), as the model
+ * sees them.
  */
 @Component(service = DpaCommands.class, property = { "osgi.command.scope=dpa", "osgi.command.function=caps",
-        "osgi.command.function=ps" })
+        "osgi.command.function=ps", "osgi.command.function=threads" })
 public final class DpaCommands {
 
     private final ConnectX4Model model;
@@ -33,6 +34,12 @@ public final class DpaCommands {
     @Descriptor("the EUs in use, the DPA processes and their threads of every BlueField-3 model. Example: dpa:ps")
     public String ps() {
         return each(ConnectX4Device::dpaDescribe);
+    }
+
+    @Descriptor("every DPA thread of every BlueField-3 model, with each CQ bound to it armed or not (its producer and consumer "
+            + "index): a thread waiting on a CQ that is not armed will not run again. Example: dpa:threads")
+    public String threads() {
+        return each(ConnectX4Device::dpaThreads);
     }
 
     private String each(java.util.function.Function<ConnectX4Device, List<String>> what) {

@@ -131,6 +131,11 @@ final class GeneralObjects {
         return owners.get(key(objType, objId));
     }
 
+    /** The ids of the live objects of {@code objType}, ascending (tools; any thread). */
+    java.util.List<Integer> ids(int objType) {
+        return owners.keySet().stream().filter(k -> (int) (k >>> 32) == objType).map(k -> (int) (long) k).sorted().toList();
+    }
+
     /** The general objects {@code uid} owns. */
     int owned(int uid) {
         int n = 0;

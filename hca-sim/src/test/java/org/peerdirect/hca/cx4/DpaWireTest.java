@@ -400,6 +400,8 @@ class DpaWireTest {
         assertEquals(List.of(), unit().findings(), "the memory model found nothing");
         String ps = String.join("\n", rig.dev.dpaDescribe());
         assertTrue(ps.contains("readCqe") && ps.contains("activations 8"), "dpa:ps shows the thread: " + ps);
+        String threads = String.join("\n", rig.dev.dpaThreads());
+        assertTrue(threads.contains(String.format("cq 0x%x armed pi 8 ci", cqn)), "dpa:threads shows the CQ armed: " + threads);
         rig.ok(destroy(Mlx5Cmd.DESTROY_QP, a, qpn));
         rig.ok(destroy(Mlx5Cmd.DESTROY_MKEY, a, key >>> 8));
         rig.ok(destroy(Mlx5Cmd.DESTROY_CQ, a, cqn));
@@ -512,6 +514,7 @@ class DpaWireTest {
         FirmwareDpa dpa = dpa();
         assertTrue(rig.dev.dpaCaps().contains(String.format("%-32s %d", "log_max_dpa_mem", 28)), "dpa:caps: " + rig.dev.dpaCaps());
         assertEquals(List.of("no DPA object yet"), rig.dev.dpaDescribe());
+        assertEquals(List.of("no DPA thread"), rig.dev.dpaThreads());
         // short contexts are refused before a field is read (the fuzzer's 1-byte context and 79-byte output)
         refused(cmd(Mlx5Cmd.CREATE_GENERAL_OBJECT, OBJ_DPA_MEM, 0, 17, OBJ_OUT), Mlx5Cmd.STAT_BAD_INP_LEN_ERR, Syndromes.SYND_SHORT_INPUT);
         refused(cmd(Mlx5Cmd.CREATE_GENERAL_OBJECT, OBJ_DPA_THREAD, 0, Devx.GENERAL_OBJ_HDR + CONTEXT_SIZE, OBJ_OUT - 1),
