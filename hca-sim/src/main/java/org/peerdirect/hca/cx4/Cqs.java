@@ -131,7 +131,7 @@ final class Cqs {
         allocations.useUar(uar);
         boolean apuCq = Devx.CQC_APU_CQ.get(in, c) != 0;
         if (apuCq) {
-            checkApu(in, c, eqn);
+            checkApu(in, c);
         } else if (eqs.eq(eqn) == null) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "c_eqn " + eqn + " names no EQ");
         }
@@ -184,8 +184,8 @@ final class Cqs {
         Pages.INDEX24.set(out, 0, hw.cqn);
     }
 
-    /** {@code apu_cq}: the element must be a DPA thread of the command's uid on a function with a DPA. */
-    private void checkApu(MemorySegment in, long c, int element) throws Refused {
+    /** {@code apu_cq}: a function with a DPA and element type thread (that it is a live thread of the command's uid: {@link ApuThreads#bind}). */
+    private void checkApu(MemorySegment in, long c) throws Refused {
         if (apu == null) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ, "apu_cq on a function without a DPA");
         }
