@@ -231,4 +231,35 @@ final class Caps {
             f.set(cur, 0, f.get(in, HcaCap.OFFSET));
         }
     }
+
+    /** The DPA block as {@code dpa:caps} prints it: one {@code name value} line per field ({@code dpa_capabilities}); empty without a DPA. */
+    java.util.List<String> describeDpa() {
+        if (dpa == null) {
+            return java.util.List.of();
+        }
+        MemorySegment d = MemorySegment.ofArray(dpa);
+        java.util.Map<String, IfcField> f = new java.util.LinkedHashMap<>();
+        f.put("thread_affinity_single_hart", DpaCap.THREAD_AFFINITY_SINGLE_HART);
+        f.put("thread_affinity_hart_group", DpaCap.THREAD_AFFINITY_HART_GROUP);
+        f.put("log_max_num_dpa_mem_blocks", DpaCap.LOG_MAX_NUM_DPA_MEM_BLOCKS);
+        f.put("process_win_primary", DpaCap.PROCESS_WIN_PRIMARY);
+        f.put("process_win_secondary", DpaCap.PROCESS_WIN_SECONDARY);
+        f.put("dpa_auth_supported", DpaCap.DPA_AUTH_SUPPORTED);
+        f.put("dpa_auth_enabled", DpaCap.DPA_AUTH_ENABLED);
+        f.put("log_max_dpa_mem", DpaCap.LOG_MAX_DPA_MEM);
+        f.put("log_max_dpa_threads_per_process", DpaCap.LOG_MAX_DPA_THREADS_PER_PROCESS);
+        f.put("log_max_dpa_process", DpaCap.LOG_MAX_DPA_PROCESS);
+        f.put("log_max_dpa_threads", DpaCap.LOG_MAX_DPA_THREADS);
+        f.put("log_max_dpa_outbox", DpaCap.LOG_MAX_DPA_OUTBOX);
+        f.put("dpa_mem_block_size", DpaCap.DPA_MEM_BLOCK_SIZE);
+        f.put("max_num_dpa_thread_per_group", DpaCap.MAX_NUM_DPA_THREAD_PER_GROUP);
+        f.put("log_max_dpa_window", DpaCap.LOG_MAX_DPA_WINDOW);
+        f.put("log_max_dpa_partitions", DpaCap.LOG_MAX_DPA_PARTITIONS);
+        f.put("log_max_harts_per_partition", DpaCap.LOG_MAX_HARTS_PER_PARTITION);
+        f.put("log_max_vhca_per_partition", DpaCap.LOG_MAX_VHCA_PER_PARTITION);
+        f.put("dpa_coredump_type", DpaCap.DPA_COREDUMP_TYPE);
+        java.util.List<String> l = new java.util.ArrayList<>();
+        f.forEach((name, field) -> l.add(String.format("%-32s %d", name, Integer.toUnsignedLong(field.get(d, 0)))));
+        return l;
+    }
 }

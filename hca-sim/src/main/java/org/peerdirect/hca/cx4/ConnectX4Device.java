@@ -120,6 +120,49 @@ public final class ConnectX4Device implements AutoCloseable {
         return f != null && f.caps.devx() && f.generalObjects.objectChanged(objType, objId);
     }
 
+    /** The BlueField-3's DPA (tests, tools); refused on a device without one or before power-on. */
+    FirmwareDpa dpa() {
+        Firmware f = fw;
+        if (f == null || f.dpa == null) {
+            throw new IllegalStateException(name + ": " + (f == null ? "not powered" : modelName(deviceId) + " has no DPA"));
+        }
+        return f.dpa;
+    }
+
+    /** Whether the function has a DPA (the BlueField-3). */
+    public boolean hasDpa() {
+        return deviceId == DEVICE_BLUEFIELD3;
+    }
+
+    /** {@code dpa:caps}: the DPA capability block, one {@code name value} line per field; empty without a DPA or power. */
+    public java.util.List<String> dpaCaps() {
+        Firmware f = fw;
+        return f == null ? java.util.List.of() : f.caps.describeDpa();
+    }
+
+    /** {@code dpa:ps}: EUs in use, processes and their threads (each bound CQ armed or not); one line when the DPA runs nothing. */
+    public java.util.List<String> dpaDescribe() {
+        Firmware f = fw;
+        org.peerdirect.hca.dpa.DpaUnit u = f == null || f.dpa == null ? null : f.dpa.unitIfAny();
+        return u == null ? java.util.List.of("no DPA object yet") : u.describe();
+    }
+
+    /** {@code dpa:threads}: one line per DPA thread with each bound CQ armed or not, and its pi and ci; one line when there is none. */
+    public java.util.List<String> dpaThreads() {
+        Firmware f = fw;
+        org.peerdirect.hca.dpa.DpaUnit u = f == null || f.dpa == null ? null : f.dpa.unitIfAny();
+        java.util.List<String> l = new java.util.ArrayList<>();
+        if (u != null) {
+            for (int tid : f.generalObjects.ids(org.peerdirect.hca.cx4.ifc.DpaObj.OBJ_DPA_THREAD)) {
+                try {
+                    l.add(u.describeThread(tid));
+                } catch (IllegalArgumentException gone) { // destroyed meanwhile
+                }
+            }
+        }
+        return l.isEmpty() ? java.util.List.of("no DPA thread") : l;
+    }
+
     /** Whether the port is Ethernet (RoCE v2): the ConnectX-6 Dx and the BlueField-3; the ConnectX-4 is InfiniBand. */
     private boolean ethernet() {
         return deviceId != DEVICE_CONNECTX4;
@@ -455,6 +498,10 @@ public final class ConnectX4Device implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        Firmware f = fw;
+        if (f != null && f.dpa != null) {
+            f.dpa.drop(); // every EU stops before the port, queues and keys go
+        }
         org.peerdirect.hca.engine.HcaDevice eng = engine;
         if (eng != null) {
             eng.remove(); // the port leaves the fabric, QPs flush, keys are revoked
@@ -470,6 +517,9 @@ public final class ConnectX4Device implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+        }
+        if (f != null && f.dpa != null) {
+            f.dpa.drop(); // what a DPA command running during the first drop made (idempotent)
         }
     }
 }

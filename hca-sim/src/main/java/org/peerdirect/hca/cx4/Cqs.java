@@ -48,6 +48,11 @@ final class Cqs {
     /** The {@code wqe_counter} a CQE reports for a completion (the queue's own count of its WQE). */
     private final ToIntFunction<Cqe> wqeCounter;
     private final AtomicReferenceArray<MemCq> cqs = new AtomicReferenceArray<>(HcaDevice.MAX_CQ);
+    /**
+     * The DPA threads CQs may be bound to ({@code cqc.apu_cq}); null on a function without a DPA.
+     * Set once by the firmware before commands run.
+     */
+    volatile ApuThreads apu;
     /** CQEs written by destroyed CQs: a CQ's count moves here as it leaves the table, just before (a total read then may count it twice). */
     private final AtomicLong retiredCqes = new AtomicLong();
 
@@ -59,6 +64,17 @@ final class Cqs {
         this.caps = caps;
         this.pages = pages;
         this.wqeCounter = wqeCounter;
+    }
+
+    /** The DPA side of a CQ whose element is a DPA thread (the firmware's DPA unit). */
+    interface ApuThreads {
+        /** Binds CQ {@code cqn} to thread {@code tid}, which must be a live DPA thread of {@code uid}. */
+        void bind(int cqn, int tid, int uid) throws Refused;
+
+        void unbind(int cqn);
+
+        /** A completion event on a CQ bound to {@code tid}: the thread is triggered. */
+        void event(int tid);
     }
 
     void register(CommandTable t) {
@@ -113,7 +129,10 @@ final class Cqs {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ, "the model takes CQ rings in 4 KiB pages at offset 0");
         }
         allocations.useUar(uar);
-        if (eqs.eq(eqn) == null) {
+        boolean apuCq = Devx.CQC_APU_CQ.get(in, c) != 0;
+        if (apuCq) {
+            checkApu(in, c);
+        } else if (eqs.eq(eqn) == null) {
             throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_NO_SUCH_OBJECT, "c_eqn " + eqn + " names no EQ");
         }
         long dbr = in.get(BE64, c + Cq.CQC_DBR_ADDR);
@@ -137,7 +156,8 @@ final class Cqs {
             dbrMem.release();
             throw e;
         }
-        MemCq mc = new MemCq(logSize, ring, dbrMem, uar, eqn, ctx);
+        MemCq mc = new MemCq(logSize, ring, dbrMem, uar, apuCq ? -1 : eqn, ctx);
+        mc.dpaThread = apuCq ? eqn : -1;
         HwCq hw;
         try {
             hw = dp.engine.sw2hwCq(1 << logSize, mc);
@@ -148,9 +168,32 @@ final class Cqs {
             throw Refused.of(e);
         }
         mc.hw = hw;
+        if (apuCq) {
+            try {
+                apu.bind(hw.cqn, eqn, allocations.uctxs.current());
+            } catch (Refused r) { // not a live DPA thread of the command's uid: undo
+                dp.engine.hw2swCq(hw);
+                pages.free(ctx);
+                ring.release();
+                dbrMem.release();
+                throw r;
+            }
+        }
         cqs.set(hw.cqn, mc);
         allocations.uctxs.own(Uctxs.Kind.CQ, hw.cqn);
         Pages.INDEX24.set(out, 0, hw.cqn);
+    }
+
+    /** {@code apu_cq}: a function with a DPA and element type thread (that it is a live thread of the command's uid: {@link ApuThreads#bind}). */
+    private void checkApu(MemorySegment in, long c) throws Refused {
+        if (apu == null) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ, "apu_cq on a function without a DPA");
+        }
+        int type = Devx.CQC_APU_ELEMENT_TYPE.get(in, c);
+        if (type != Devx.APU_ELEMENT_THREAD) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_CQ, "apu_element_type " + type
+                    + ": the model binds CQs to DPA threads (0) only");
+        }
     }
 
     /** The CQ's ring: its {@code pas} list, or {@code cq_umem_id} from {@code cq_umem_offset} ({@code cq_umem_valid}). */
@@ -191,6 +234,9 @@ final class Cqs {
         }
         retire(c);
         cqs.set(c.hw.cqn, null);
+        if (c.dpaThread >= 0) {
+            apu.unbind(c.hw.cqn);
+        }
         allocations.uctxs.release(Uctxs.Kind.CQ, c.hw.cqn);
         c.ring.release();
         c.dbr.release();
@@ -217,8 +263,40 @@ final class Cqs {
             eqs.postEvent(Eq.EVENT_CQ_ERROR, 0, d);
             return;
         }
+        if (c.dpaThread >= 0) {
+            apu.event(c.dpaThread); // the element is a DPA thread: it runs instead of an EQE
+            return;
+        }
         d.set(BE32, 0x18, cq.cqn & 0xff_ffff);
         eqs.postTo(c.eqn, Eq.EVENT_COMP, d);
+    }
+
+    /** The CQ of {@code cqn}, or null. */
+    MemCq cq(int cqn) {
+        return cqn >= 0 && cqn < cqs.length() ? cqs.get(cqn) : null;
+    }
+
+    /** {@code CQ_DB} from a DPA outbox: arm CQ {@code cqn} with consumer index {@code ci}; false when there is no such CQ. */
+    boolean arm(int cqn, int ci) {
+        MemCq c = cq(cqn);
+        if (c == null) {
+            return false;
+        }
+        c.hw.arm(false, ci);
+        return true;
+    }
+
+    /**
+     * {@code RXT_DB} from a DPA outbox: a zero CQE, which writes nothing to the ring and signals
+     * the CQ's element as a completion would (its DPA thread, or a completion EQE and MSI-X).
+     */
+    boolean zeroCqe(int cqn) {
+        MemCq c = cq(cqn);
+        if (c == null) {
+            return false;
+        }
+        event(c.hw, false);
+        return true;
     }
 
     /**
@@ -246,6 +324,8 @@ final class Cqs {
         final int eqn;
         final FirmwarePages.Slot context;
         volatile HwCq hw;
+        /** The DPA thread this CQ's events trigger ({@code apu_cq}), -1 for an EQ. */
+        volatile int dpaThread = -1;
         /** The CQE being written (under the engine CQ's lock). */
         private final MemorySegment cqe = MemorySegment.ofArray(new byte[Cq.CQE_SIZE]);
         /** CQEs written (under the engine CQ's lock). */

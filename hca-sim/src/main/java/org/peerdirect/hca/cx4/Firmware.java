@@ -45,6 +45,8 @@ final class Firmware implements CommandQueue.Executor {
     final Uctxs uctxs;
     final Umems umems;
     final GeneralObjects generalObjects;
+    /** The BlueField-3's DPA and its objects; null on a ConnectX-4 or ConnectX-6 Dx. */
+    final FirmwareDpa dpa;
     private final CommandTable table = new CommandTable();
     private HcaState state = HcaState.DISABLED;
     private int issi;
@@ -68,6 +70,7 @@ final class Firmware implements CommandQueue.Executor {
         this.generalObjects = new GeneralObjects(caps, uctxs, eqs);
         this.transport = new Transport(engine, port, eqs, allocations, caps, pages, umems);
         this.pageFaults = new PageFaults(eqs, engine, transport::faultWqeIndex);
+        this.dpa = bluefield3 ? new FirmwareDpa(transport, uctxs, eqs, generalObjects, engine) : null;
         eqs.onPageFaultEqsChanged(pageFaults::eqsChanged);
         register(table);
         caps.register(table);
@@ -259,6 +262,9 @@ final class Firmware implements CommandQueue.Executor {
                     "TEARDOWN_HCA with %d EQs, %d UARs, %d PDs, %d CQs, %d QPs, %d SRQs, %d mkeys, %d user contexts, %d umems and %d general objects "
                             + "live: destroy them first", eqs.count(), allocations.uarsAllocated(), allocations.pdsAllocated(), transport.cqCount(),
                     transport.qpCount(), transport.srqCount(), transport.mkeyCount(), uctxs.live(), umems.count(), generalObjects.count()));
+        }
+        if (dpa != null) {
+            dpa.drop(); // the EUs stop before the queues and keys their handlers ring and read go
         }
         transport.dropAll();
         generalObjects.clear();

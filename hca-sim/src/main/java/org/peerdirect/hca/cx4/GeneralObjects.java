@@ -126,6 +126,16 @@ final class GeneralObjects {
         owners.remove(key(objType, id));
     }
 
+    /** The owner uid of object {@code objId} of {@code objType}, null when it does not exist (any thread). */
+    Integer owner(int objType, int objId) {
+        return owners.get(key(objType, objId));
+    }
+
+    /** The ids of the live objects of {@code objType}, ascending (tools; any thread). */
+    java.util.List<Integer> ids(int objType) {
+        return owners.keySet().stream().filter(k -> (int) (k >>> 32) == objType).map(k -> (int) (long) k).sorted().toList();
+    }
+
     /** The general objects {@code uid} owns. */
     int owned(int uid) {
         int n = 0;

@@ -160,12 +160,21 @@ final class MemQp {
      * it; a burst that does not (stale, torn or short) is taken as a plain doorbell.
      */
     void fetchSend(MemorySegment burst, long burstOffset, int burstLength) {
+        fetchSend(burst, burstOffset, burstLength, -1);
+    }
+
+    /**
+     * {@link #fetchSend} up to producer index {@code pi} (16 bits) when not negative: a DPA
+     * outbox's {@code SXD_DB} carries the index itself, so the device does not read the doorbell
+     * record.
+     */
+    void fetchSend(MemorySegment burst, long burstOffset, int burstLength, int pi) {
         sqLock.lock();
         try {
             if (hw.state() == HwQpState.RST || hw.xrcTarget()) { // an XRC target has no send queue to fetch
                 return;
             }
-            int target = -1;
+            int target = pi < 0 ? -1 : pi & 0xffff;
             if (burst != null) {
                 int idx = burst.get(BE32, burstOffset + Qp.CTRL_OPMOD_IDX_OPCODE) >>> 8 & 0xffff;
                 int bbs = ((burst.get(BE32, burstOffset + Qp.CTRL_QPN_DS) & 0x3f) * Qp.DS_SIZE + Qp.SEND_WQE_BB - 1) / Qp.SEND_WQE_BB;

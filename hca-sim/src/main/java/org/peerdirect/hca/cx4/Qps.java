@@ -384,6 +384,21 @@ final class Qps {
         return true;
     }
 
+    /** Whether QP {@code qpn} exists (any thread). */
+    boolean exists(int qpn) {
+        return qpn > 0 && qpn < qps.length() && qps.get(qpn) != null;
+    }
+
+    /** {@code SXD_DB} from a DPA outbox: QP {@code qpn}'s send queue up to producer index {@code pi}; false when there is no such QP. */
+    boolean sqDoorbellPi(int qpn, int pi) {
+        MemQp q = qpn > 0 && qpn < qps.length() ? qps.get(qpn) : null;
+        if (q == null) {
+            return false;
+        }
+        q.fetchSend(null, 0, 0, pi);
+        return true;
+    }
+
     /** The QP a doorbell's {@code qpn_ds} word names, if it is on UAR page {@code uar}. */
     private MemQp qpOfDoorbell(int uar, int qpnDs) {
         int qpn = qpnDs >>> 8;

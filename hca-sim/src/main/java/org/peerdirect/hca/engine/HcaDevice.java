@@ -375,6 +375,29 @@ public final class HcaDevice {
         return mptTable.mpt(key);
     }
 
+    /** What a non-RDMA user of a key (the DPA's windows) sees of it: PD, rights and range. */
+    public record KeyInfo(int pdn, int access, long start, long length) {
+    }
+
+    /** The key's PD, rights and range; null when it names no entry or the entry is not valid (revoked, freed). */
+    public KeyInfo keyInfo(int key) {
+        Mpt m = mptTable.mpt(key);
+        return m == null || m.state != Mpt.State.VALID || m.indirect ? null : new KeyInfo(m.pdn, m.access, m.start, m.length);
+    }
+
+    /**
+     * A local access through a key by a unit of the device other than a QP (the DPA's windows):
+     * {@code len} bytes at {@code va} read into (or written from) {@code buf} at {@code off}, by
+     * DMA through the key's translation to IOVAs of the function's domain, so the IOMMU audit sees
+     * every byte. Under the entry's read lock, as a transfer: a revocation ({@link #hw2swMpt})
+     * waits for it and every later access fails. Throws {@link IllegalStateException} when the key
+     * is not valid, lacks the right, does not cover the range or (on demand) a page is absent;
+     * an IOMMU fault propagates.
+     */
+    public void keyAccess(int key, long va, java.lang.foreign.MemorySegment buf, long off, long len, boolean write) {
+        mptTable.keyAccess(key, va, buf, off, len, write);
+    }
+
     /** MPT entries alive. */
     public synchronized int mptCount() {
         return mptTable.mptCount();

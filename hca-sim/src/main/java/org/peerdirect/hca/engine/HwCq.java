@@ -213,6 +213,16 @@ public final class HwCq {
         return upTo > 0 && ahead > 0 && ahead <= size && p - upTo < size;
     }
 
+    /** Whether the CQ is armed: its next completion (of the kind asked) raises an event. */
+    public boolean armed() {
+        lock.lock();
+        try {
+            return armed;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** True when the CQ overran. */
     public boolean inError() {
         return error;

@@ -280,6 +280,41 @@ final class MptTable {
         mptIndices.free(index);
     }
 
+    /** {@link HcaDevice#keyAccess}: under the entry's read lock, as a transfer. */
+    void keyAccess(int key, long va, java.lang.foreign.MemorySegment buf, long off, long len, boolean write) {
+        Mpt m = mpt(key);
+        if (m == null || m.indirect) {
+            throw new IllegalStateException(String.format("mkey 0x%x names no direct MPT entry", key));
+        }
+        long stamp = m.lock.readLock();
+        try {
+            int perm = write ? HcaDevice.PERM_LOCAL_WRITE : HcaDevice.PERM_LOCAL_READ;
+            if (m.state != Mpt.State.VALID || m.key != key) {
+                throw new IllegalStateException(String.format("mkey 0x%x was revoked", key));
+            }
+            if ((m.access & perm) != perm || !m.contains(va, len)) {
+                throw new IllegalStateException(String.format("mkey 0x%x does not admit a %s of 0x%x+%d", key, write ? "write" : "read", va, len));
+            }
+            while (len > 0) {
+                if (!m.mapped(va, write ? Mpt.MTT_WRITE : Mpt.MTT_READ)) {
+                    throw new IllegalStateException(String.format("mkey 0x%x: page of 0x%x not present", key, va));
+                }
+                long n = Math.min(len, m.contiguous(va));
+                long iova = m.iova(va);
+                if (write) {
+                    dev.domain.write(iova, buf, off, n);
+                } else {
+                    dev.domain.read(iova, buf, off, n);
+                }
+                va += n;
+                off += n;
+                len -= n;
+            }
+        } finally {
+            m.lock.unlockRead(stamp);
+        }
+    }
+
     /** The valid-or-revoked entry for a key, or null when the key names no entry. */
     Mpt mpt(int key) {
         int index = key >>> 8;

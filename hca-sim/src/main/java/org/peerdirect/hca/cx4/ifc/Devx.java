@@ -49,6 +49,16 @@ public final class Devx {
     public static final IfcField CQC_DBR_UMEM_VALID = new IfcField(0x06, 1);
     public static final IfcField CQC_DBR_UMEM_ID = new IfcField(0x20, 32);
 
+    /**
+     * {@code cqc.apu_cq} (dw0 bit 24): the CQ's element is a DPA unit, named by
+     * {@code c_eqn_or_apu_element} ({@link Cq#CQC_C_EQN}), instead of an EQ; {@code apu_element_type}
+     * 0 a DPA thread (1 a DPA EQ, 2 an emulated device's EQ: not modelled). The element type's
+     * position is not public [model: dw0 bits 1..0].
+     */
+    public static final IfcField CQC_APU_CQ = new IfcField(0x07, 1);
+    public static final IfcField CQC_APU_ELEMENT_TYPE = new IfcField(0x1e, 2);
+    public static final int APU_ELEMENT_THREAD = 0;
+
     /** {@code create_qp_in.wq_umem_offset} (be64), {@code wq_umem_id}, {@code wq_umem_valid}. */
     public static final long QP_WQ_UMEM_OFFSET = 0x100;
     public static final long QP_WQ_UMEM_ID = 0x108;
