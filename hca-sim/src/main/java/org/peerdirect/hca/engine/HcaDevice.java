@@ -1,6 +1,5 @@
 package org.peerdirect.hca.engine;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -17,7 +16,7 @@ import org.peerdirect.kernel.dma.DmaPort;
  *
  * <p>Lock rules: {@code this} (the device monitor) guards the object tables' writers and the use
  * counts' check-and-act; readers on the data path read the arrays without a lock. That is safe
- * because the objects stored in {@link #qps} and the {@link MptTable} publish their identity through
+ * because the objects stored in {@link Pools} and the {@link MptTable} publish their identity through
  * final fields; their mutable state is volatile or guarded by their own locks.
  */
 public final class HcaDevice {
@@ -75,17 +74,10 @@ public final class HcaDevice {
     /** The ports' link layer: Ethernet (RoCE) or InfiniBand. */
     final boolean ethernet;
     final HcaPort[] ports;
-    private final HwQp[] qps = new HwQp[MAX_QP];
-    private final IndexTable qpns = new IndexTable(RESERVED_QPS, MAX_QP);
     /** The protection table: entries, indices, UMR execution. */
     private final MptTable mptTable = new MptTable(this);
-    private final IndexTable cqns = new IndexTable(0, MAX_CQ);
-    /** From 1: a CQE's SRQ number 0 means "no SRQ" (mlx5's {@code srqn} field). */
-    private final IndexTable srqns = new IndexTable(1, MAX_SRQ);
-    /** srqn → SRQ: what an XRC target looks a message's SRQ up in (written under the monitor, read by the transport). */
-    private final HwSrq[] srqTable = new HwSrq[MAX_SRQ];
-    private final List<HwCq> cqs = new ArrayList<>();
-    private final List<HwSrq> srqs = new ArrayList<>();
+    /** The numbered objects: QPs, CQs, SRQs and their tables (guarded by this). */
+    private final Pools pools = new Pools(this);
     final Scheduler scheduler;
     volatile CqEventHandler eventHandler;
     volatile AsyncEventHandler asyncHandler;
@@ -403,248 +395,90 @@ public final class HcaDevice {
         return mptTable.mptCount();
     }
 
-    // ------------------------------------------------------------------ queues
-
-    /**
-     * Guarded by this: the number the next CQ, SRQ or QP takes (mlx4's driver-chosen CQN, SRQN or QPN, set
-     * by the {@code ...At} methods for the one call they make), -1: the table allocates.
-     */
-    private int wanted = -1;
-
-    /** The wanted number, claimed, or the table's next. Caller holds this. */
-    private int take(IndexTable t) {
-        assert Thread.holdsLock(this);
-        int w = wanted;
-        wanted = -1;
-        if (w < 0) {
-            return t.alloc();
-        }
-        if (!t.claim(w)) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_RES_STATE, name + ": number " + w + " is in use or outside the table");
-        }
-        return w;
-    }
+    // ------------------------------------------------------------------ queues: Pools
 
     /** mlx4's {@code SW2HW_CQ} at the CQN the driver allocated, its CQEs handed to {@code sink} (null: the slot ring). */
     public synchronized HwCq sw2hwCqAt(int cqn, int cqe, CqeSink sink) {
-        wanted = cqn;
-        try {
-            return sw2hwCq(cqe, sink);
-        } finally {
-            wanted = -1;
-        }
+        return pools.sw2hwCqAt(cqn, cqe, sink);
     }
 
     /** mlx4's {@code SW2HW_SRQ} at the SRQN the driver allocated. */
     public synchronized HwSrq sw2hwSrqAt(int srqn, int pdn, int maxWr, int maxSge) {
-        wanted = srqn;
-        try {
-            return newSrq(pdn, -1, null, maxWr, maxSge);
-        } finally {
-            wanted = -1;
-        }
+        return pools.sw2hwSrqAt(srqn, pdn, maxWr, maxSge);
     }
 
     /** {@code SW2HW_CQ}. */
-    public HwCq sw2hwCq(int cqe) {
-        return sw2hwCq(cqe, null);
+    public synchronized HwCq sw2hwCq(int cqe) {
+        return pools.sw2hwCq(cqe, null);
     }
 
-    /**
-     * {@code CREATE_CQ} of a CQ in host memory: the CQ writer hands each CQE to {@code sink}
-     * (null: the slot ring of {@link #sw2hwCq(int)}).
-     */
+    /** {@code CREATE_CQ} of a CQ in host memory: each CQE goes to {@code sink} (null: the slot ring). */
     public synchronized HwCq sw2hwCq(int cqe, CqeSink sink) {
-        alive();
-        if (cqe < 1 || cqe > MAX_CQE) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, name + ": CQ size " + cqe + " is not 1.." + MAX_CQE);
-        }
-        int cqn = take(cqns);
-        if (cqn < 0) {
-            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of CQs (" + MAX_CQ + " alive)");
-        }
-        HwCq cq = new HwCq(this, cqn, cqe, sink);
-        cqs.add(cq);
-        return cq;
+        return pools.sw2hwCq(cqe, sink);
     }
 
     /** {@code HW2SW_CQ}: refused while a QP uses the CQ. Idempotent. */
     public synchronized void hw2swCq(HwCq cq) {
-        if (cq.users.get() > 0) {
-            throw new HwCommandException(HwCommandException.STAT_RESOURCE_BUSY, "CQ " + cq.cqn + " is still used by " + cq.users.get()
-                    + " QP(s): destroy them first");
-        }
-        if (cqs.remove(cq)) {
-            cq.markDestroyed();
-            cqns.free(cq.cqn);
-        }
+        pools.hw2swCq(cq);
     }
 
     /** {@code SW2HW_SRQ}. */
     public synchronized HwSrq sw2hwSrq(int pdn, int maxWr, int maxSge) {
-        return newSrq(pdn, -1, null, maxWr, maxSge);
+        return pools.newSrq(pdn, -1, null, maxWr, maxSge);
     }
 
-    /**
-     * {@code CREATE_XRC_SRQ} / mlx4's XRC {@code SW2HW_SRQ}: an SRQ of XRC domain {@code xrcdn}
-     * whose receives complete to {@code cq} (held until the SRQ goes).
-     */
+    /** {@code CREATE_XRC_SRQ} / mlx4's XRC {@code SW2HW_SRQ}: an SRQ of XRC domain {@code xrcdn} completing to {@code cq}. */
     public synchronized HwSrq sw2hwXrcSrq(int pdn, int xrcdn, HwCq cq, int maxWr, int maxSge) {
-        if (xrcdn < 0 || cq == null || cq.dev != this || cq.isDestroyed()) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_RESOURCE, name + ": an XRC SRQ needs an XRC domain and a live CQ of this device");
-        }
-        return newSrq(pdn, xrcdn, cq, maxWr, maxSge);
-    }
-
-    private HwSrq newSrq(int pdn, int xrcdn, HwCq cq, int maxWr, int maxSge) {
-        assert Thread.holdsLock(this);
-        alive();
-        if (maxWr < 1 || maxWr > MAX_QP_WR || maxSge < 1 || maxSge > MAX_SGE) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_SIZE, name + ": SRQ of " + maxWr + " requests of " + maxSge
-                    + " SGEs exceeds the device (" + MAX_QP_WR + " x " + MAX_SGE + ")");
-        }
-        int srqn = take(srqns);
-        if (srqn < 0) {
-            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of SRQs (" + (MAX_SRQ - 1) + " alive)");
-        }
-        HwSrq s = new HwSrq(this, srqn, pdn, xrcdn, cq, maxWr, maxSge);
-        if (cq != null) {
-            cq.users.incrementAndGet();
-        }
-        srqs.add(s);
-        srqTable[srqn] = s;
-        return s;
+        return pools.sw2hwXrcSrq(pdn, xrcdn, cq, maxWr, maxSge);
     }
 
     /** The SRQ numbered {@code srqn}, or null (the transport's lookup of an XRCETH's SRQ). */
     HwSrq srq(int srqn) {
-        return srqn > 0 && srqn < MAX_SRQ ? srqTable[srqn] : null;
+        return pools.srq(srqn);
     }
 
     /** {@code HW2SW_SRQ}: refused while a QP uses the SRQ. Idempotent. */
     public synchronized void hw2swSrq(HwSrq s) {
-        if (s.users.get() > 0) {
-            throw new HwCommandException(HwCommandException.STAT_RESOURCE_BUSY, "SRQ " + s.srqn + " is still used by " + s.users.get() + " QP(s)");
-        }
-        if (srqs.remove(s)) {
-            s.destroyed = true;
-            srqTable[s.srqn] = null;
-            srqns.free(s.srqn);
-            if (s.cq != null) {
-                s.cq.users.decrementAndGet();
-            }
-        }
+        pools.hw2swSrq(s);
     }
 
-    /**
-     * mlx4's QP at the QPN the driver allocated (its {@code RST2INIT_QP} brings the QP to life
-     * from the context); as {@link #createQp} otherwise.
-     */
+    /** mlx4's QP at the QPN the driver allocated; as {@link #createQp} otherwise. */
     public synchronized HwQp createQpAt(int qpn, int pdn, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
-        wanted = qpn;
-        try {
-            return createQp(pdn, serviceType, caps, scq, rcq, srq);
-        } finally {
-            wanted = -1;
-        }
+        return pools.createQpAt(qpn, pdn, serviceType, caps, scq, rcq, srq);
     }
 
-    /**
-     * Creates a QP in RST with its queues: service type {@link #ST_RC} or {@link #ST_UD}, the
-     * send/receive CQs, an optional SRQ (then no own receive queue).
-     */
+    /** A QP in RST ({@link #ST_RC} or {@link #ST_UD}) with its CQs and an optional SRQ ({@link Pools#createQp}). */
     public synchronized HwQp createQp(int pdn, int serviceType, QpCaps caps, HwCq scq, HwCq rcq, HwSrq srq) {
-        alive();
-        HwQp.checkInit(this, serviceType, caps, scq, rcq, srq);
-        int qpn = take(qpns);
-        if (qpn < 0) {
-            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of QP numbers (" + (MAX_QP - RESERVED_QPS)
-                    + " QPs alive)");
-        }
-        HwQp qp = new HwQp(this, qpn, pdn, serviceType, caps, scq, rcq, srq);
-        scq.users.incrementAndGet();
-        rcq.users.incrementAndGet();
-        if (srq != null) {
-            srq.users.incrementAndGet();
-        }
-        qps[qpn] = qp;
-        return qp;
+        return pools.createQp(pdn, serviceType, caps, scq, rcq, srq);
     }
 
-    /**
-     * Creates an XRC QP in RST ({@link #ST_XRC}) of domain {@code xrcdn}: an initiator
-     * ({@code target} false) sends through {@code scq} and has no receive side; a target has no
-     * queues and no CQs ({@code caps} and {@code scq} ignored): what it receives goes to the XRC
-     * SRQ each message names, which must be of the same domain.
-     */
+    /** An XRC QP in RST of domain {@code xrcdn}, initiator or target ({@link Pools#createXrcQp}). */
     public synchronized HwQp createXrcQp(int pdn, int xrcdn, boolean target, QpCaps caps, HwCq scq) {
-        alive();
-        if (xrcdn < 0) {
-            throw new HwCommandException(HwCommandException.STAT_BAD_PARAM, name + ": an XRC QP needs an XRC domain");
-        }
-        QpCaps c = target ? new QpCaps(1, 0, 1, 0, 0, false) : caps;
-        if (!target) {
-            HwQp.checkXrcInit(this, c, scq);
-        }
-        int qpn = qpns.alloc();
-        if (qpn < 0) {
-            throw new HwCommandException(HwCommandException.STAT_EXCEED_LIM, name + ": out of QP numbers (" + (MAX_QP - RESERVED_QPS)
-                    + " QPs alive)");
-        }
-        HwCq sendCq = target ? null : scq;
-        HwQp qp = new HwQp(this, qpn, pdn, ST_XRC, xrcdn, target, c, sendCq, null, null);
-        if (sendCq != null) {
-            sendCq.users.incrementAndGet();
-        }
-        qps[qpn] = qp;
-        return qp;
+        return pools.createXrcQp(pdn, xrcdn, target, caps, scq);
     }
 
     /** Frees a destroyed QP's number and its hold on its CQs and SRQ. */
     synchronized void destroyed(HwQp qp) {
-        if (qps[qp.qpn] == qp) {
-            qps[qp.qpn] = null;
-            qpns.free(qp.qpn);
-            if (qp.scq != null) {
-                qp.scq.users.decrementAndGet();
-            }
-            if (qp.rcq != null) {
-                qp.rcq.users.decrementAndGet();
-            }
-            if (qp.srq != null) {
-                qp.srq.users.decrementAndGet();
-            }
-        }
+        pools.destroyed(qp);
     }
 
     HwQp qp(int qpn) {
-        return qpn > 0 && qpn < MAX_QP ? qps[qpn] : null;
+        return pools.qp(qpn);
     }
 
     /** The live CQ numbered {@code cqn}, or null (a personality's doorbells name CQs by number). */
     public synchronized HwCq cqByNumber(int cqn) {
-        for (HwCq cq : cqs) {
-            if (cq.cqn == cqn) {
-                return cq;
-            }
-        }
-        return null;
+        return pools.cqByNumber(cqn);
     }
 
     /** Every QP alive. */
     public synchronized List<HwQp> qps() {
-        List<HwQp> out = new ArrayList<>();
-        for (HwQp q : qps) {
-            if (q != null) {
-                out.add(q);
-            }
-        }
-        return out;
+        return pools.qps();
     }
 
     /** CQs alive on the device. */
     public synchronized int cqCount() {
-        return cqs.size();
+        return pools.cqCount();
     }
 
     /**
@@ -668,7 +502,6 @@ public final class HcaDevice {
     public long transportRetries() {
         return retries.get();
     }
-
     // ------------------------------------------------------------------ reset and removal
 
     /**
@@ -686,10 +519,10 @@ public final class HcaDevice {
         }
         synchronized (this) {
             mptTable.freeAll();
-            for (HwSrq s : List.copyOf(srqs)) {
+            for (HwSrq s : pools.srqs()) {
                 hw2swSrq(s); // before the CQs: an XRC SRQ holds its CQ
             }
-            for (HwCq cq : List.copyOf(cqs)) {
+            for (HwCq cq : pools.cqs()) {
                 hw2swCq(cq);
             }
             pendingFaults.clear();
