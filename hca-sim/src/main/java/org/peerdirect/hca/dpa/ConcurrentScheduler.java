@@ -113,22 +113,7 @@ final class ConcurrentScheduler implements HartScheduler {
 
     @Override
     public boolean awaitIdle(Duration timeout) {
-        long left = timeout.toNanos();
-        lock.lock();
-        try {
-            while (running > 0) {
-                if (left <= 0) {
-                    return false;
-                }
-                left = idle.awaitNanos(left);
-            }
-            return true;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        } finally {
-            lock.unlock();
-        }
+        return HartScheduler.awaitUntil(lock, idle, () -> running == 0, timeout);
     }
 
     @Override

@@ -127,22 +127,7 @@ final class DeterministicScheduler implements HartScheduler {
     @Override
     public boolean awaitIdle(Duration timeout) {
         drive();
-        long left = timeout.toNanos();
-        lock.lock();
-        try {
-            while (current != null || !ready.isEmpty()) {
-                if (left <= 0) {
-                    return false;
-                }
-                left = idle.awaitNanos(left);
-            }
-            return true;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        } finally {
-            lock.unlock();
-        }
+        return HartScheduler.awaitUntil(lock, idle, () -> current == null && ready.isEmpty(), timeout);
     }
 
     @Override

@@ -1,6 +1,9 @@
 package org.peerdirect.hca.dpa;
 
 import java.time.Duration;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 
 /**
  * How activations share the carriers: {@link DeterministicScheduler} (one hart at a time, seeded)
@@ -32,4 +35,28 @@ interface HartScheduler {
 
     /** Activations started and not exited (blocked ones included): the leak check. */
     int live();
+
+    /**
+     * Waits on {@code idle} under {@code lock} until {@code done} holds, at most {@code timeout}:
+     * both schedulers' {@link #awaitIdle}. {@code done} is read with the lock held; false on timeout
+     * or interrupt (the interrupt stays set).
+     */
+    static boolean awaitUntil(ReentrantLock lock, Condition idle, BooleanSupplier done, Duration timeout) {
+        long left = timeout.toNanos();
+        lock.lock();
+        try {
+            while (!done.getAsBoolean()) {
+                if (left <= 0) {
+                    return false;
+                }
+                left = idle.awaitNanos(left);
+            }
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
 }
