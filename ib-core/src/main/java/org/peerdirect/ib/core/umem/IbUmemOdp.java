@@ -72,7 +72,7 @@ public interface IbUmemOdp {
      * {@code HMM_PFN_REQ_FAULT}, for write if asked); without it, only the pages present for the
      * CPU now are mapped, with write access where the CPU may write (the no-fault snapshot of
      * registration and {@code PREFETCH_NO_FAULT}). Pages already mapped only gain access bits.
-     * Retries while invalidations overtake the walk, for at most one second.
+     * Retries while invalidations overtake the walk (see EBUSY below for the bound).
      *
      * @return the number of pages of the range mapped now, <b>with the umem mutex held</b>: the
      *         caller reads the entries, programs the device, then calls {@link #unlock()}. On an
@@ -80,7 +80,10 @@ public interface IbUmemOdp {
      * @throws org.peerdirect.kernel.mm.KernelException EFAULT the range is outside the umem, or
      *         the walk met a hole, a device mapping or a protection that refuses the access;
      *         EINVAL the process has exited, an implicit umem, or a huge-page umem over pages that
-     *         are not huge; EBUSY invalidations kept overtaking the walk for a second
+     *         are not huge; EBUSY invalidations kept interrupting the walk itself
+     *         ({@code hmm_range_fault}) past its one-second timeout. A walk overtaken only after it
+     *         finished (the {@code mmu_interval_read_retry} check) is walked again without a bound,
+     *         as the kernel does.
      */
     long mapDmaAndLock(long userVirt, long bcnt, long accessMask, boolean fault);
 

@@ -82,6 +82,8 @@ final class UmemOdp implements IbUmemOdp {
      * overtake the walk in (a test drops the page there and expects the retry). Null otherwise.
      */
     volatile Runnable afterWalk;
+    /** Test seam: the fault path's timeout ({@link #HMM_RANGE_DEFAULT_TIMEOUT_NS} unless a test shortens it). */
+    volatile long hmmTimeoutNs = HMM_RANGE_DEFAULT_TIMEOUT_NS;
 
     /** {@code ib_umem_odp_get} / {@code ib_umem_odp_alloc_child}. */
     private UmemOdp(AddressSpace mm, DmaDevice device, long addr, long size, int access, UmemOdpInvalidate ops) {
@@ -198,7 +200,7 @@ final class UmemOdp implements IbUmemOdp {
         long rangeEnd = (userVirt + bcnt + page - 1) & -page;
         boolean write = (accessMask & ODP_WRITE_ALLOWED) != 0;
         int flags = fault ? HmmRange.HMM_PFN_REQ_FAULT | (write ? HmmRange.HMM_PFN_REQ_WRITE : 0) : 0;
-        long deadline = System.nanoTime() + HMM_RANGE_DEFAULT_TIMEOUT_NS;
+        long deadline = System.nanoTime() + hmmTimeoutNs;
         HmmRange range;
         for (;;) {
             range = new HmmRange(notifier, rangeStart, rangeEnd, flags);
@@ -219,11 +221,10 @@ final class UmemOdp implements IbUmemOdp {
             if (!notifier.readRetry(range.notifierSeq)) {
                 break;
             }
+            // overtaken after the walk: walk again, without a deadline, as the kernel does (only
+            // hmm_range_fault's own EBUSY past the timeout fails the fault). A deadline here turned
+            // a slow walk on a loaded machine into an error completion no kernel would give.
             umemMutex.unlock();
-            if (System.nanoTime() - deadline > 0) {
-                throw new KernelException(Errno.EBUSY, "ib_umem_odp_map_dma_and_lock: invalidations kept overtaking the walk of "
-                        + this + " for a second");
-            }
         }
         try {
             return install(range, accessMask, fault);

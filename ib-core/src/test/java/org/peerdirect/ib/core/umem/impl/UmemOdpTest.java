@@ -387,6 +387,38 @@ class UmemOdpTest {
     }
 
     /**
+     * The kernel's bound on the fault path is {@code hmm_range_fault}'s own EBUSY past its timeout,
+     * not the {@code mmu_interval_read_retry} check: a walk overtaken after it finished is walked
+     * again however long that took. Here the timeout has passed before the first walk and the
+     * page is dropped after each of the first three walks: the fourth walk maps it. (A deadline on
+     * the retry check failed such a fault with EBUSY, which the driver turns into an error
+     * completion: the storm test's REM_ACCESS_ERR on a loaded machine.)
+     */
+    @Test
+    void aWalkOvertakenAfterTheTimeoutIsStillWalkedAgain() {
+        long va = rig.proc.mmap(1 << 20);
+        rig.proc.writeLong(va, 1);
+        UmemOdp u = (UmemOdp) odp(va, 1 << 20, RW);
+        u.hmmTimeoutNs = 0;
+        AtomicLong walks = new AtomicLong();
+        u.afterWalk = () -> {
+            if (walks.incrementAndGet() <= 3) {
+                rig.proc.madvise(va, 4096, Advice.MADV_DONTNEED);
+            }
+        };
+        assertEquals(1, u.mapDmaAndLock(va, 8, R | W, true));
+        try {
+            deviceWrite(u, va, 78);
+        } finally {
+            u.unlock();
+        }
+        assertEquals(4, walks.get(), "each overtaken walk was done again");
+        assertEquals(78, rig.proc.readLong(va), "the device wrote the page the process has now");
+        u.release();
+        rig.proc.munmap(va, 1 << 20);
+    }
+
+    /**
      * The collision-retry protocol under load: one thread faults pages for write and writes
      * through the device under the umem mutex, another drops and re-touches them. A mapping
      * installed from a walk an invalidation overtook would keep a freed frame mapped; the IOMMU
