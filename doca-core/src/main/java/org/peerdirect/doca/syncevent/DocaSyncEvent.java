@@ -343,6 +343,11 @@ public final class DocaSyncEvent {
         }
     }
 
+    /** The threads inside a wait now (for tests that must know a waiter is parked before they act). */
+    int waiting() {
+        return waiters.get();
+    }
+
     private void wakeIfWaited() {
         if (waiters.get() != 0) {
             wakeAll();
