@@ -264,14 +264,17 @@ public final class DocaMmap {
     public void destroy() {
         checkAlive("doca_mmap_destroy");
         destroyed = true;
-        if (imported == null) {
+        if (imported != null) {
+            importer.unhold(this);
+            return;
+        }
+        try {
             deregister();
+        } finally { // a deregistration that failed (the device went) still releases the devices
             for (DocaDev d : devs.keySet()) {
                 d.unhold(this);
             }
             devs.clear();
-        } else {
-            importer.unhold(this);
         }
     }
 

@@ -23,7 +23,8 @@ import org.peerdirect.kernel.mm.KernelException;
 /**
  * {@code struct doca_sync_event}: a 64-bit counter that the CPU, the DPA or a remote node updates,
  * reads and waits on ({@code doca_sync_event.h}). It has one publisher location and one subscriber
- * location, configured before {@link #start}; the counter lives near the subscriber.
+ * location, configured before {@link #start} (a second one is DOCA_ERROR_ALREADY_EXIST, the
+ * closest status: DOCA lists none); the counter lives near the subscriber.
  *
  * <p>Where the counter is: with a CPU subscriber (or, without one, a CPU publisher), in a page of
  * the device's process, registered on the device (an MR: remote write and atomics only when the
@@ -32,16 +33,16 @@ import org.peerdirect.kernel.mm.KernelException;
  * CPU does through its TLB); a DPA subscriber puts it in DPA memory, which comes with DOCA DPA on
  * FlexIO: {@link #start} answers DOCA_ERROR_NOT_SUPPORTED for it, as {@link #getDpaHandle} does.
  *
- * <p>Threads: configuration ({@code add_*}, start, stop, destroy) is not thread-safe, as DOCA's
- * host API; the value operations ({@link #get}, {@link #updateSet}, {@link #updateAdd},
- * {@link #waitGt}) are single atomic memory operations on the counter and may run on many threads
- * at once. A wait returns when {@code (value & mask) > threshold} (unsigned), when its bound
+ * <p>Threads: DOCA calls its Sync Event API thread-unsafe; configuration ({@code add_*}, start,
+ * stop, destroy) is so here. The value operations ({@link #get}, {@link #updateSet},
+ * {@link #updateAdd}, {@link #waitGt}) are single atomic memory operations on the counter
+ * ({@code update_add} is documented atomic) and may run on many threads at once [model]. A wait returns when {@code (value & mask) > threshold} (unsigned), when its bound
  * expires (DOCA_ERROR_TIME_OUT, the bounded form is ours [model]), or when the event is stopped or
  * destroyed under it (DOCA_ERROR_BAD_STATE): never a hang past the event's life. With a CPU
  * publisher every change goes through this object, which wakes the waiters; with a remote
  * publisher the change comes by DMA and the waiter polls, as DOCA's {@code wait_gt} does.
  *
- * @see <a href="https://docs.nvidia.com/doca/sdk/DOCA+Sync+Event">DOCA Sync Event</a>
+ * @see <a href="https://docs.nvidia.com/doca/sdk/Sync+Event">DOCA Sync Event</a>
  */
 public final class DocaSyncEvent {
 

@@ -6,7 +6,7 @@
  * signalling a remote event come with DOCA DPA on FlexIO and DOCA RDMA and answer
  * {@code DOCA_ERROR_NOT_SUPPORTED} until then.
  *
- * @see <a href="https://docs.nvidia.com/doca/sdk/DOCA+Sync+Event">DOCA Sync Event</a>
+ * @see <a href="https://docs.nvidia.com/doca/sdk/Sync+Event">DOCA Sync Event</a>
  */
 @Export
 @Version("0.1.0")
