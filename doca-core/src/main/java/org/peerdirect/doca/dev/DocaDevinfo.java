@@ -8,6 +8,9 @@ import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.osgi.framework.BundleContext;
+import org.osgi.framework.InvalidSyntaxException;
+import org.osgi.framework.ServiceReference;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.ib.core.verbs.IbvContext;
@@ -68,6 +71,27 @@ public final class DocaDevinfo {
         }
         return List.copyOf(list);
     }
+
+    /**
+     * The PCI addresses in a running container: the {@code pci.bdf} property the drivers (mlx4,
+     * mlx5) register their provider service ({@code IbDeviceOps}, named by {@code ib.device.name})
+     * with; null for a device whose driver gives none. For {@link #createList} inside OSGi.
+     */
+    public static Function<IbvDevice, String> pciAddrOfServices(BundleContext ctx) {
+        Objects.requireNonNull(ctx, "ctx");
+        return d -> {
+            try {
+                ServiceReference<?>[] refs = ctx.getServiceReferences(PROVIDER_SERVICE, "(ib.device.name=" + d.name() + ")");
+                Object bdf = refs == null || refs.length == 0 ? null : refs[0].getProperty("pci.bdf");
+                return bdf instanceof String s ? s : null;
+            } catch (InvalidSyntaxException e) {
+                return null; // a device name a filter cannot hold: no address known
+            }
+        };
+    }
+
+    /** The provider SPI's service interface, by name: doca-core does not import the driver side. */
+    static final String PROVIDER_SERVICE = "org.peerdirect.ib.core.provider.IbDeviceOps";
 
     /**
      * {@code doca_devinfo_destroy_list}: the list goes; devices opened from it stay open until
