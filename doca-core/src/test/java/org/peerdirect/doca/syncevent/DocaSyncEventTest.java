@@ -193,7 +193,7 @@ class DocaSyncEventTest {
 
     /**
      * Seeded interleavings: 2..4 threads add seeded values at once (released together) while
-     * waiters wait for thresholds below the total. update_add is atomic: sorted by the value each
+     * waiters wait for thresholds below the total, one of them through a mask. update_add is atomic: sorted by the value each
      * add fetched, the adds chain from 0 to the total with no gap or overlap; every waiter returns.
      */
     @Test
@@ -214,6 +214,11 @@ class DocaSyncEventTest {
             for (int k = 0; k < 3; k++) {
                 long thr = rnd.nextLong(total);
                 waits.add(pool.submit(() -> ev.waitGt(thr, ALL, Duration.ofSeconds(20))));
+            }
+            long high = ~0xfffL; // a mask that keeps a monotonic counter monotonic: its 4 KiB multiples
+            if ((total & high) != 0) {
+                long thr = rnd.nextLong(total & high);
+                waits.add(pool.submit(() -> ev.waitGt(thr, high, Duration.ofSeconds(20))));
             }
             CountDownLatch go = new CountDownLatch(1);
             List<Future<List<long[]>>> ups = new ArrayList<>();
