@@ -306,6 +306,7 @@ class DocaSyncEventTest {
         }
         w.get(20, TimeUnit.SECONDS);
         assertEquals(7, ev.get());
+        assertEquals(DocaError.DOCA_ERROR_TIME_OUT, status(() -> ev.waitGt(7, ALL, Duration.ofMillis(20))), "the polling wait is bounded too");
         byte[] bad = export.clone();
         bad[16] |= 4; // a misaligned counter address
         assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> DocaSyncEventRemoteNet.createFromExport(devB, bad)));
