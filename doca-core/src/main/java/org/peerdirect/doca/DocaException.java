@@ -15,7 +15,7 @@ public final class DocaException extends RuntimeException {
     private final DocaError error;
 
     public DocaException(DocaError error, String message) {
-        super(Objects.requireNonNull(error, "error") == DocaError.DOCA_SUCCESS ? fail() : error.getName() + ": " + message);
+        super(failure(error).getName() + ": " + message);
         this.error = error;
     }
 
@@ -24,8 +24,13 @@ public final class DocaException extends RuntimeException {
         initCause(cause);
     }
 
-    private static String fail() {
-        throw new IllegalArgumentException("DOCA_SUCCESS is not an error");
+    /** {@code error}, which must be a failure: an exception carrying DOCA_SUCCESS would be a lie. */
+    private static DocaError failure(DocaError error) {
+        Objects.requireNonNull(error, "error");
+        if (error == DocaError.DOCA_SUCCESS) {
+            throw new IllegalArgumentException("DOCA_SUCCESS is not an error");
+        }
+        return error;
     }
 
     /** The {@code doca_error_t} the call returned. */
