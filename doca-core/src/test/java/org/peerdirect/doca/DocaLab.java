@@ -36,7 +36,8 @@ import org.peerdirect.rdma.RcConnect;
 /**
  * The machine DOCA Core's tests run on: memory, an IOMMU, a PCI bus, ib-core, {@code n}
  * BlueField-3 models on one fabric (RoCE) with mlx5_core and mlx5_ib on each ({@code mlx5_i}), and
- * one process per simulated host. {@link #close} takes it down in the driver's order and fails
+ * one process per simulated host. The driver runs with its default timing (health polled every
+ * 2 s, as Linux): a faster poll declared a starved model's firmware dead on a loaded machine. {@link #close} takes it down in the driver's order and fails
  * with what was left behind: a verbs context still open, driver DMA pages, pages the firmware
  * holds, an IOMMU fault or mapping, a frame not free.
  */
@@ -62,7 +63,7 @@ public final class DocaLab implements AutoCloseable {
         for (int i = 0; i < devices; i++) {
             ConnectX4Device m = new ConnectX4Device("BlueField-3", ConnectX4Device.DEVICE_BLUEFIELD3, fabric);
             PciFunction fn = bus.register(m.spec());
-            Mlx5CoreDev c = new Mlx5CoreDev("mlx5_" + i, fn, mm, new Mlx5CoreDev.Settings(10_000, 200, 2_000));
+            Mlx5CoreDev c = new Mlx5CoreDev("mlx5_" + i, fn, mm, Mlx5CoreDev.Settings.DEFAULT);
             c.load();
             Mlx5IbDev ib = new Mlx5IbDev(c, core.umems());
             models.add(m);

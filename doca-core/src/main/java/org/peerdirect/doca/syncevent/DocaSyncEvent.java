@@ -285,7 +285,13 @@ public final class DocaSyncEvent {
     public void waitGt(long threshold, long mask, Duration timeout) {
         DocaException.check(timeout != null && !timeout.isNegative(), DocaError.DOCA_ERROR_INVALID_VALUE,
                 "doca_sync_event_wait_gt: bad timeout " + timeout);
-        await("doca_sync_event_wait_gt", threshold, mask, timeout.toNanos(), false);
+        long nanos;
+        try {
+            nanos = timeout.toNanos();
+        } catch (ArithmeticException beyondLong) {
+            nanos = -1; // longer than 292 years: unbounded
+        }
+        await("doca_sync_event_wait_gt", threshold, mask, nanos, false);
     }
 
     private static boolean passed(long v, long threshold, long mask) {
@@ -302,7 +308,9 @@ public final class DocaSyncEvent {
         if (passed((long) COUNTER.getVolatile(counter(what), 0L), threshold, mask)) {
             return;
         }
-        long deadline = timeoutNanos < 0 ? Long.MAX_VALUE : System.nanoTime() + timeoutNanos;
+        // Unbounded, or so far away that nanoTime() + timeout could wrap: no deadline.
+        boolean bounded = timeoutNanos >= 0 && timeoutNanos <= Long.MAX_VALUE / 4;
+        long deadline = bounded ? System.nanoTime() + timeoutNanos : 0;
         boolean polls = publisher != Location.CPU;
         waiters.incrementAndGet();
         lock.lock();
@@ -312,7 +320,7 @@ public final class DocaSyncEvent {
                 if (passed(v, threshold, mask)) {
                     return;
                 }
-                long left = deadline - System.nanoTime();
+                long left = bounded ? deadline - System.nanoTime() : Long.MAX_VALUE / 2;
                 if (left <= 0) {
                     throw new DocaException(DocaError.DOCA_ERROR_TIME_OUT, String.format("%s: (0x%x & 0x%x) > 0x%x did not hold within %d ms",
                             what, v, mask, threshold, TimeUnit.NANOSECONDS.toMillis(timeoutNanos)));
@@ -329,7 +337,7 @@ public final class DocaSyncEvent {
                         lock.lock();
                     }
                 } else {
-                    changed.awaitNanos(Math.min(left, Long.MAX_VALUE / 2));
+                    changed.awaitNanos(left);
                 }
                 if (Thread.currentThread().isInterrupted()) {
                     throw new DocaException(DocaError.DOCA_ERROR_AGAIN, what + ": interrupted");

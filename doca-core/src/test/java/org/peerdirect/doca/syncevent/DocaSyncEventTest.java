@@ -159,6 +159,7 @@ class DocaSyncEventTest {
         ev.waitGt(Long.MAX_VALUE, ALL); // 0xffff_ffff_ffff_ffff > 0x7fff_ffff_ffff_ffff unsigned
         ev.waitGtYield(0xfffe, 0xffff);
         assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> ev.waitGt(0, ALL, Duration.ofSeconds(-1))));
+        ev.waitGt(0xfffe, 0xffff, Duration.ofDays(365L * 1_000_000)); // a bound past a long of nanoseconds: satisfied, no overflow
         ev.destroy();
     }
 
