@@ -64,7 +64,7 @@ class HouseRulesTest {
     /** Every module that is a bundle; a missing one would let a rule pass vacuously. */
     static final Set<String> MODULES = Set.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core", "rdma-tools",
             "umem-test", "testkit", "mlx4-provider", "mlx5-provider", "example-peer-mem", "gpu-sim", "nvidia",
-            "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "launcher", "webconsole");
+            "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "launcher", "webconsole", "doca-core");
 
     static final Set<String> SILICON = Set.of("hca-sim", "gpu-sim", "ssd-sim");
     static final Set<String> DRIVERS = Set.of("mlx4-provider", "mlx5-provider", "nvidia", "nvme");
@@ -77,7 +77,8 @@ class HouseRulesTest {
     static final Map<String, List<String>> USER_LIBRARIES = Map.of(
             "org.peerdirect.mlx5.lib", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib"),
             "org.peerdirect.mlx5.dv", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib", "org.peerdirect.mlx5.lib"),
-            "org.peerdirect.mlx4.lib", List.of("org.peerdirect.mlx4.core", "org.peerdirect.mlx4.ib"));
+            "org.peerdirect.mlx4.lib", List.of("org.peerdirect.mlx4.core", "org.peerdirect.mlx4.ib"),
+            "org.peerdirect.doca", List.of("org.peerdirect.mlx5", "org.peerdirect.mlx4", "org.peerdirect.hca"));
 
     /** What silicon may use outside the project: the JDK, OSGi, and Gogo for its lab commands. */
     static final List<String> SILICON_MAY_USE = List.of("java.", "org.osgi.", "org.apache.felix.service.command.");

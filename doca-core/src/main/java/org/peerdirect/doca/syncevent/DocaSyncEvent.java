@@ -1,0 +1,442 @@
+package org.peerdirect.doca.syncevent;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.peerdirect.doca.DocaDpaContext;
+import org.peerdirect.doca.DocaError;
+import org.peerdirect.doca.DocaException;
+import org.peerdirect.doca.dev.DocaDev;
+import org.peerdirect.doca.dev.DocaDevinfo;
+import org.peerdirect.ib.core.umem.IbAccess;
+import org.peerdirect.ib.core.verbs.IbvMr;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+
+/**
+ * {@code struct doca_sync_event}: a 64-bit counter that the CPU, the DPA or a remote node updates,
+ * reads and waits on ({@code doca_sync_event.h}). It has one publisher location and one subscriber
+ * location, configured before {@link #start} (a second one is DOCA_ERROR_ALREADY_EXIST, the
+ * closest status: DOCA lists none); the counter lives near the subscriber.
+ *
+ * <p>Where the counter is: with a CPU subscriber (or, without one, a CPU publisher), in a page of
+ * the device's process, registered on the device (an MR: remote write and atomics only when the
+ * publisher is a remote node), so a peer's RDMA reaches the same 8 bytes the CPU reads. The CPU
+ * updates it with atomic instructions on that page ({@link VarHandle} on the pinned frame, what a
+ * CPU does through its TLB); a DPA subscriber puts it in DPA memory, which comes with DOCA DPA on
+ * FlexIO: {@link #start} answers DOCA_ERROR_NOT_SUPPORTED for it, as {@link #getDpaHandle} does.
+ *
+ * <p>Threads: DOCA calls its Sync Event API thread-unsafe; configuration ({@code add_*}, start,
+ * stop, destroy) is so here. The value operations ({@link #get}, {@link #updateSet},
+ * {@link #updateAdd}, {@link #waitGt}) are single atomic memory operations on the counter
+ * ({@code update_add} is documented atomic) and may run on many threads at once [model]. A wait returns when {@code (value & mask) > threshold} (unsigned), when its bound
+ * expires (DOCA_ERROR_TIME_OUT, the bounded form is ours [model]), or when the event is stopped or
+ * destroyed under it (DOCA_ERROR_BAD_STATE): never a hang past the event's life. With a CPU
+ * publisher every change goes through this object, which wakes the waiters; with a remote
+ * publisher the change comes by DMA and the waiter polls, as DOCA's {@code wait_gt} does.
+ *
+ * @see <a href="https://docs.nvidia.com/doca/sdk/Sync+Event">DOCA Sync Event</a>
+ */
+public final class DocaSyncEvent {
+
+    /** A publisher or subscriber location. */
+    public enum Location {
+        NONE, CPU, DPA, REMOTE_NET
+    }
+
+    private enum State {
+        CONFIGURING, STARTED, STOPPED, DESTROYED
+    }
+
+    private static final VarHandle COUNTER = ValueLayout.JAVA_LONG.varHandle();
+    private static final AtomicLong IDS = new AtomicLong();
+    private static final long PAGE = 4096;
+
+    private final long id = IDS.incrementAndGet();
+    private volatile State state = State.CONFIGURING;
+    private Location publisher = Location.NONE;
+    private Location subscriber = Location.NONE;
+    private DocaDev publisherDev;
+    private DocaDev subscriberDev;
+    private DocaDpaContext publisherDpa;
+    private DocaDpaContext subscriberDpa;
+
+    /** The device and process the counter lives in, its page, the MR and the CPU's view of the page (while started). */
+    private DocaDev home;
+    private long va;
+    private IbvMr mr;
+    private MemorySegment page;
+
+    /** Waiters sleep on {@code changed}; updaters signal it only when someone waits (the fast path takes no lock). */
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private final AtomicInteger waiters = new AtomicInteger();
+
+    private DocaSyncEvent() {
+    }
+
+    /** {@code doca_sync_event_create}. */
+    public static DocaSyncEvent create() {
+        return new DocaSyncEvent();
+    }
+
+    // --------------------------------------------------------------------------------- configuration
+
+    /** {@code doca_sync_event_add_publisher_location_cpu}: the host CPU of {@code dev}'s process publishes. */
+    public void addPublisherLocationCpu(DocaDev dev) {
+        checkDev("doca_sync_event_add_publisher_location_cpu", dev);
+        setPublisher("doca_sync_event_add_publisher_location_cpu", Location.CPU);
+        publisherDev = dev;
+        dev.hold(this);
+    }
+
+    /** {@code doca_sync_event_add_publisher_location_dpa}: accepted; its data path comes with DOCA DPA. */
+    public void addPublisherLocationDpa(DocaDpaContext dpa) {
+        DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_add_publisher_location_dpa: null DPA");
+        setPublisher("doca_sync_event_add_publisher_location_dpa", Location.DPA);
+        publisherDpa = dpa;
+    }
+
+    /** {@code doca_sync_event_add_publisher_location_remote_net}: a remote node publishes (over RDMA). */
+    public void addPublisherLocationRemoteNet() {
+        setPublisher("doca_sync_event_add_publisher_location_remote_net", Location.REMOTE_NET);
+    }
+
+    /** {@code doca_sync_event_add_subscriber_location_cpu}: the host CPU of {@code dev}'s process subscribes; the counter lives there. */
+    public void addSubscriberLocationCpu(DocaDev dev) {
+        checkDev("doca_sync_event_add_subscriber_location_cpu", dev);
+        setSubscriber("doca_sync_event_add_subscriber_location_cpu", Location.CPU);
+        subscriberDev = dev;
+        dev.hold(this);
+    }
+
+    /** {@code doca_sync_event_add_subscriber_location_dpa}: accepted; {@link #start} then needs DPA memory (not yet). */
+    public void addSubscriberLocationDpa(DocaDpaContext dpa) {
+        DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_add_subscriber_location_dpa: null DPA");
+        setSubscriber("doca_sync_event_add_subscriber_location_dpa", Location.DPA);
+        subscriberDpa = dpa;
+    }
+
+    private void checkDev(String what, DocaDev dev) {
+        DocaException.check(dev != null, DocaError.DOCA_ERROR_INVALID_VALUE, what + ": null device");
+        dev.checkOpen(what);
+    }
+
+    private void setPublisher(String what, Location l) {
+        checkConfiguring(what);
+        DocaException.check(publisher == Location.NONE, DocaError.DOCA_ERROR_ALREADY_EXIST,
+                what + ": the event has a publisher location already (" + publisher + "); a sync event has one");
+        publisher = l;
+    }
+
+    private void setSubscriber(String what, Location l) {
+        checkConfiguring(what);
+        DocaException.check(subscriber == Location.NONE, DocaError.DOCA_ERROR_ALREADY_EXIST,
+                what + ": the event has a subscriber location already (" + subscriber + "); a sync event has one");
+        subscriber = l;
+    }
+
+    private void checkConfiguring(String what) {
+        State s = state;
+        DocaException.check(s != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, what + ": the event was destroyed");
+        DocaException.check(s == State.CONFIGURING, DocaError.DOCA_ERROR_BAD_STATE, what + ": the event was started; locations are set before start");
+    }
+
+    /** The publisher location. */
+    public Location publisherLocation() {
+        return publisher;
+    }
+
+    /** The subscriber location. */
+    public Location subscriberLocation() {
+        return subscriber;
+    }
+
+    // ------------------------------------------------------------------------------------- life cycle
+
+    /**
+     * {@code doca_sync_event_start}: places the counter (zero) near the subscriber.
+     *
+     * @throws DocaException BAD_STATE (started before, or no CPU location to place the counter
+     *         in and no subscriber), NOT_SUPPORTED (a DPA subscriber: DPA memory comes with DOCA DPA),
+     *         INVALID_VALUE (CPU locations of two processes), NO_MEMORY (the page or its registration)
+     */
+    public void start() {
+        String w = "doca_sync_event_start";
+        checkConfiguring(w);
+        DocaException.check(subscriber != Location.DPA, DocaError.DOCA_ERROR_NOT_SUPPORTED,
+                w + ": a DPA subscriber keeps the counter in DPA memory, which needs DOCA DPA on FlexIO (not yet)");
+        home = subscriberDev != null ? subscriberDev : publisherDev;
+        DocaException.check(home != null, DocaError.DOCA_ERROR_BAD_STATE,
+                w + ": no CPU location (add_subscriber_location_cpu) to place the counter in; publisher " + publisher + ", subscriber " + subscriber);
+        DocaException.check(publisherDev == null || subscriberDev == null || publisherDev.process() == subscriberDev.process(),
+                DocaError.DOCA_ERROR_INVALID_VALUE, w + ": CPU publisher and subscriber in two processes (" + publisherDev + ", " + subscriberDev + ")");
+        home.checkOpen(w);
+        AddressSpace p = home.process();
+        int access = IbAccess.LOCAL_WRITE | (publisher == Location.REMOTE_NET
+                ? IbAccess.REMOTE_WRITE | IbAccess.REMOTE_READ | IbAccess.REMOTE_ATOMIC : 0);
+        try {
+            va = p.mmap(PAGE);
+            p.populate(va, PAGE, true);
+            mr = home.rdmaBridgeGetDevPd().regMr(va, PAGE, access);
+            page = p.pinnedPageView(va);
+        } catch (KernelException e) {
+            releaseCounter();
+            throw DocaException.ofErrno(w + ": placing the counter in " + p, e);
+        }
+        COUNTER.setVolatile(page, 0L, 0L);
+        state = State.STARTED;
+    }
+
+    /**
+     * {@code doca_sync_event_stop}: the counter goes (its registration and page); waiters return
+     * BAD_STATE. BAD_STATE when not started.
+     */
+    public void stop() {
+        State s = state;
+        DocaException.check(s != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_stop: the event was destroyed");
+        DocaException.check(s == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, "doca_sync_event_stop: the event is not started");
+        state = State.STOPPED;
+        wakeAll();
+        releaseCounter();
+    }
+
+    /** {@code doca_sync_event_destroy}: stops a started event and releases its devices; a second destroy is INVALID_VALUE. */
+    public void destroy() {
+        State s = state;
+        DocaException.check(s != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_destroy: the event was destroyed already");
+        state = State.DESTROYED;
+        wakeAll();
+        try {
+            releaseCounter();
+        } finally {
+            if (publisherDev != null) {
+                publisherDev.unhold(this);
+            }
+            if (subscriberDev != null) {
+                subscriberDev.unhold(this);
+            }
+        }
+    }
+
+    /** Deregisters and unmaps the counter's page; waiters were woken first and see the state, not the page. */
+    private void releaseCounter() {
+        page = null;
+        try {
+            if (mr != null) {
+                mr.dereg();
+            }
+            if (va != 0 && !home.process().exited()) {
+                home.process().munmap(va, PAGE);
+            }
+        } catch (KernelException e) {
+            throw DocaException.ofErrno("doca_sync_event: releasing the counter", e);
+        } finally {
+            mr = null;
+            va = 0;
+        }
+    }
+
+    // ----------------------------------------------------------------------------------- value (CPU)
+
+    /** {@code doca_sync_event_get}: the counter's value (a volatile 8-byte load). */
+    public long get() {
+        return (long) COUNTER.getVolatile(counter("doca_sync_event_get"), 0L);
+    }
+
+    /** {@code doca_sync_event_update_set}: stores {@code value} (an 8-byte volatile store) and wakes waiters. */
+    public void updateSet(long value) {
+        COUNTER.setVolatile(counter("doca_sync_event_update_set"), 0L, value);
+        wakeIfWaited();
+    }
+
+    /** {@code doca_sync_event_update_add}: atomically adds {@code value}; returns the value before ({@code fetched}). */
+    public long updateAdd(long value) {
+        long before = (long) COUNTER.getAndAdd(counter("doca_sync_event_update_add"), 0L, value);
+        wakeIfWaited();
+        return before;
+    }
+
+    /**
+     * {@code doca_sync_event_wait_gt}: returns once {@code (value & mask) > threshold}, unsigned.
+     * Unbounded as DOCA's; it ends with BAD_STATE if the event is stopped or destroyed meanwhile,
+     * and with DOCA_ERROR_AGAIN (interrupt flag kept) if the thread is interrupted [model].
+     */
+    public void waitGt(long threshold, long mask) {
+        await("doca_sync_event_wait_gt", threshold, mask, -1, false);
+    }
+
+    /** {@code doca_sync_event_wait_gt_yield}: {@link #waitGt}, yielding the CPU between polls. */
+    public void waitGtYield(long threshold, long mask) {
+        await("doca_sync_event_wait_gt_yield", threshold, mask, -1, true);
+    }
+
+    /**
+     * {@link #waitGt} with a bound [model: DOCA's wait has none; {@code doca_sync_event_task_*}
+     * is DOCA's asynchronous form]: DOCA_ERROR_TIME_OUT when {@code timeout} passes first.
+     */
+    public void waitGt(long threshold, long mask, Duration timeout) {
+        DocaException.check(timeout != null && !timeout.isNegative(), DocaError.DOCA_ERROR_INVALID_VALUE,
+                "doca_sync_event_wait_gt: bad timeout " + timeout);
+        long nanos;
+        try {
+            nanos = timeout.toNanos();
+        } catch (ArithmeticException beyondLong) {
+            nanos = -1; // longer than 292 years: unbounded
+        }
+        await("doca_sync_event_wait_gt", threshold, mask, nanos, false);
+    }
+
+    private static boolean passed(long v, long threshold, long mask) {
+        return Long.compareUnsigned(v & mask, threshold) > 0;
+    }
+
+    /**
+     * The wait: a first look without a lock; then, with a CPU publisher, sleep on {@code changed}
+     * (every CPU update signals it while {@link #waiters} is non-zero; the waiter registers before
+     * its second look, so an update between the look and the sleep is not lost); with another
+     * publisher (whose updates arrive by DMA and signal nothing) poll, as DOCA's wait does.
+     */
+    private void await(String what, long threshold, long mask, long timeoutNanos, boolean yield) {
+        if (passed((long) COUNTER.getVolatile(counter(what), 0L), threshold, mask)) {
+            return;
+        }
+        // Unbounded, or so far away that nanoTime() + timeout could wrap: no deadline.
+        boolean bounded = timeoutNanos >= 0 && timeoutNanos <= Long.MAX_VALUE / 4;
+        long deadline = bounded ? System.nanoTime() + timeoutNanos : 0;
+        boolean polls = publisher != Location.CPU;
+        waiters.incrementAndGet();
+        lock.lock();
+        try {
+            while (true) {
+                long v = (long) COUNTER.getVolatile(counter(what), 0L);
+                if (passed(v, threshold, mask)) {
+                    return;
+                }
+                long left = bounded ? deadline - System.nanoTime() : Long.MAX_VALUE / 2;
+                if (left <= 0) {
+                    throw new DocaException(DocaError.DOCA_ERROR_TIME_OUT, String.format("%s: (0x%x & 0x%x) > 0x%x did not hold within %d ms",
+                            what, v, mask, threshold, TimeUnit.NANOSECONDS.toMillis(timeoutNanos)));
+                }
+                if (polls) {
+                    lock.unlock();
+                    try {
+                        if (yield) {
+                            Thread.yield();
+                        } else {
+                            Thread.onSpinWait();
+                        }
+                    } finally {
+                        lock.lock();
+                    }
+                } else {
+                    changed.awaitNanos(left);
+                }
+                if (Thread.currentThread().isInterrupted()) {
+                    throw new DocaException(DocaError.DOCA_ERROR_AGAIN, what + ": interrupted");
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new DocaException(DocaError.DOCA_ERROR_AGAIN, what + ": interrupted", e);
+        } finally {
+            lock.unlock();
+            waiters.decrementAndGet();
+        }
+    }
+
+    /** The threads inside a wait now (for tests that must know a waiter is parked before they act). */
+    int waiting() {
+        return waiters.get();
+    }
+
+    private void wakeIfWaited() {
+        if (waiters.get() != 0) {
+            wakeAll();
+        }
+    }
+
+    private void wakeAll() {
+        lock.lock();
+        try {
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The counter's page while started; BAD_STATE (stopped, not started) or INVALID_VALUE (destroyed) naming {@code what}. */
+    private MemorySegment counter(String what) {
+        State s = state;
+        MemorySegment pg = page;
+        if (s == State.STARTED && pg != null) {
+            return pg;
+        }
+        DocaException.check(s != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, what + ": the event was destroyed");
+        throw new DocaException(DocaError.DOCA_ERROR_BAD_STATE, what + ": the event is " + (s == State.STOPPED ? "stopped" : "not started"));
+    }
+
+    // -------------------------------------------------------------------------------------- exports
+
+    /**
+     * {@code doca_sync_event_export_to_remote_net}: where the counter is and the key to reach it,
+     * for a remote node to import ({@link DocaSyncEventRemoteNet#createFromExport}).
+     *
+     * @throws DocaException BAD_STATE (not started), NOT_SUPPORTED (the publisher is not a remote node)
+     */
+    public byte[] exportToRemoteNet() {
+        String w = "doca_sync_event_export_to_remote_net";
+        counter(w);
+        DocaException.check(publisher == Location.REMOTE_NET, DocaError.DOCA_ERROR_NOT_SUPPORTED,
+                w + ": the publisher must be a remote node (add_publisher_location_remote_net); it is " + publisher);
+        return new SyncEventExportDesc(mr.rkey(), home.process().pid(), va, home.asDevinfo().ibvDevice().nodeGuid(), id).toBytes();
+    }
+
+    /**
+     * {@code doca_sync_event_get_dpa_handle}: the state checks, then DOCA_ERROR_NOT_SUPPORTED
+     * until DOCA DPA on FlexIO gives the DPA a handle.
+     */
+    public long getDpaHandle(DocaDpaContext dpa) {
+        String w = "doca_sync_event_get_dpa_handle";
+        DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": null DPA");
+        DocaException.check(publisher == Location.DPA || subscriber == Location.DPA, DocaError.DOCA_ERROR_INVALID_VALUE,
+                w + ": neither the publisher nor the subscriber is a DPA location");
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, w + ": DPA handles need DOCA DPA on FlexIO (not yet)");
+    }
+
+    /** The counter's address in its process (while started) [model: what the export carries]. */
+    public long counterAddr() {
+        counter("doca_sync_event counter address");
+        return va;
+    }
+
+    /** {@code doca_sync_event_cap_is_export_to_remote_net_supported}: DOCA_SUCCESS on every device of this model. */
+    public static DocaError capIsExportToRemoteNetSupported(DocaDevinfo devinfo) {
+        return devinfo == null ? DocaError.DOCA_ERROR_INVALID_VALUE : DocaError.DOCA_SUCCESS;
+    }
+
+    /** {@code doca_sync_event_cap_remote_net_is_create_from_export_supported}: DOCA_SUCCESS on every device of this model. */
+    public static DocaError capRemoteNetIsCreateFromExportSupported(DocaDevinfo devinfo) {
+        return devinfo == null ? DocaError.DOCA_ERROR_INVALID_VALUE : DocaError.DOCA_SUCCESS;
+    }
+
+    /** {@code doca_sync_event_cap_is_export_to_dpa_supported}: NOT_SUPPORTED until DOCA DPA on FlexIO. */
+    public static DocaError capIsExportToDpaSupported(DocaDevinfo devinfo) {
+        return devinfo == null ? DocaError.DOCA_ERROR_INVALID_VALUE : DocaError.DOCA_ERROR_NOT_SUPPORTED;
+    }
+
+    @Override
+    public String toString() {
+        State s = state;
+        MemorySegment pg = page;
+        return "doca_sync_event " + id + " " + s.name().toLowerCase(java.util.Locale.ROOT) + ", publisher " + publisher + ", subscriber " + subscriber
+                + (s == State.STARTED && pg != null ? ", value " + Long.toUnsignedString((long) COUNTER.getVolatile(pg, 0L)) : "");
+    }
+}
