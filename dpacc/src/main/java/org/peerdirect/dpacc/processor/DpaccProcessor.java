@@ -60,14 +60,15 @@ public final class DpaccProcessor extends AbstractProcessor {
 
     @Override
     public boolean process(Set<? extends TypeElement> annotations, RoundEnvironment round) {
+        boolean misplaced = false;
         for (Element e : round.getElementsAnnotatedWith(DpaGlobal.class)) {
-            checkPlacement(e, "@DpaGlobal");
+            misplaced |= !checkPlacement(e, "@DpaGlobal");
         }
         for (Element e : round.getElementsAnnotatedWith(DpaRpc.class)) {
-            checkPlacement(e, "@DpaRpc");
+            misplaced |= !checkPlacement(e, "@DpaRpc");
         }
         for (Element e : round.getElementsAnnotatedWith(DpaApp.class)) {
-            app((TypeElement) e);
+            app((TypeElement) e, !misplaced); // the compilation fails anyway: generate nothing to compile
         }
         return true;
     }
@@ -80,20 +81,23 @@ public final class DpaccProcessor extends AbstractProcessor {
         log().printMessage(Diagnostic.Kind.ERROR, "dpacc: " + msg, e);
     }
 
-    /** An entry point outside a {@code @DpaApp} class, or {@code @DpaGlobal} on a type that is not a record. */
-    private void checkPlacement(Element e, String what) {
+    /** False after reporting an entry point outside a {@code @DpaApp} class, or {@code @DpaGlobal} on a type that is not a record. */
+    private boolean checkPlacement(Element e, String what) {
         if (e.getKind() == ElementKind.METHOD) {
             if (e.getEnclosingElement().getAnnotation(DpaApp.class) == null) {
                 error(e, what + " " + e.getSimpleName() + " is in " + e.getEnclosingElement().getSimpleName()
                         + ", which is not a @DpaApp class (entry points belong to their application's class)");
+                return false;
             }
         } else if (e.getKind() != ElementKind.RECORD) {
-            error(e, what + " on " + e.getKind().toString().toLowerCase() + " " + e.getSimpleName()
+            error(e, what + " on " + e.getKind().toString().toLowerCase(java.util.Locale.ROOT) + " " + e.getSimpleName()
                     + ": only a record may be a @DpaGlobal type (a replicated argument type)");
+            return false;
         }
+        return true;
     }
 
-    private void app(TypeElement app) {
+    private void app(TypeElement app, boolean generate) {
         String name = app.getAnnotation(DpaApp.class).value();
         String cls = app.getQualifiedName().toString();
         int errors = 0;
@@ -142,7 +146,7 @@ public final class DpaccProcessor extends AbstractProcessor {
                 errors++;
             }
         }
-        if (errors == 0) {
+        if (errors == 0 && generate) {
             generate(app, name, List.copyOf(entries.values()));
         }
     }
