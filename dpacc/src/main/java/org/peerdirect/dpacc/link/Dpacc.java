@@ -139,8 +139,7 @@ public final class Dpacc {
         try {
             ImagePackager.verify(image, LoaderPolicy.isaOnly());
         } catch (ImageRejected e) {
-            throw new DpaccException("dpacc: the image of DPA app " + desc.name() + " (" + desc.appClass()
-                    + ") breaks the verifier's rule " + e.rule + ": " + e.getMessage(), e.rule);
+            throw new DpaccException("dpacc: DPA app " + desc.name() + " (" + desc.appClass() + "): " + e.getMessage(), e.rule);
         }
         return image;
     }

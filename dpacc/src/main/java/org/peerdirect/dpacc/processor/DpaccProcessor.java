@@ -192,7 +192,7 @@ public final class DpaccProcessor extends AbstractProcessor {
             ok &= t != null;
             names.add(p.getSimpleName().toString());
             types.add(t);
-            javaTypes.add(p.asType().toString());
+            javaTypes.add(t instanceof DType.Struct st ? st.javaType() : t instanceof DType.Prim pr ? pr.java : null);
         }
         String sym = symbol(m, m.getAnnotation(DpaRpc.class).value(), where);
         if (!ok || sym == null) {

@@ -57,7 +57,8 @@ final class TrampolineWriter {
             out.append("        return ").append(app).append('.').append(e.method()).append('(');
             List<DType.Member> ms = e.args().members();
             for (int i = 0; i < ms.size(); i++) {
-                out.append(i == 0 ? "" : ", ").append(load(ms.get(i).type(), ms.get(i).offset()));
+                out.append(i == 0 ? "" : ",").append(ms.size() > 1 ? "\n                " : "")
+                        .append(load(ms.get(i).type(), ms.get(i).offset())).append(" /* ").append(ms.get(i).name()).append(" */");
             }
             out.append(");\n    }\n");
         }
