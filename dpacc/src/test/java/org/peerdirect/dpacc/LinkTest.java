@@ -131,10 +131,11 @@ class LinkTest {
         Path lib = library(false);
         Javac.Result app = Javac.compile(dir.resolve("app"), Map.of("p.App", APP), lib);
         assertTrue(app.ok(), app.diagnostics().toString());
+        Path stale = Files.write(app.classes().resolve("META-INF/dpa/linked.dpaimg"), new byte[] {1}); // an earlier build's
         DpaccException e = assertThrows(DpaccException.class, () -> Dpacc.link(app.classes(), List.of()));
         assertEquals("host-package", e.rule);
         assertTrue(e.getMessage().contains("p/App.twiceAt") && e.getMessage().contains("org.example.devlib.DevLib"), e.getMessage());
-        assertFalse(Files.exists(app.classes().resolve("META-INF/dpa/linked.dpaimg")), "no image when refused");
+        assertFalse(Files.exists(stale), "no image when refused, not even an earlier one");
     }
 
     @Test

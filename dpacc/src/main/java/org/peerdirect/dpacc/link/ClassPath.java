@@ -35,10 +35,6 @@ final class ClassPath implements Closeable {
         }
     }
 
-    boolean has(String resource) {
-        return zip == null ? Files.isRegularFile(root.resolve(resource)) : zip.getEntry(resource) != null;
-    }
-
     @Override
     public void close() throws IOException {
         if (zip != null) {

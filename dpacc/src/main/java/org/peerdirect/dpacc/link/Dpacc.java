@@ -114,9 +114,9 @@ public final class Dpacc {
                 try (InputStream in = Files.newInputStream(d)) {
                     desc = AppDescriptor.parse(in, d.toString());
                 }
-                byte[] image = image(desc, app, libs);
                 Path img = dir.resolve(desc.name() + AppDescriptor.IMAGE_SUFFIX);
-                Files.write(img, image);
+                Files.deleteIfExists(img); // a refused app leaves no image of an earlier build behind
+                Files.write(img, image(desc, app, libs));
                 out.add(img);
             }
         } finally {
