@@ -45,7 +45,10 @@ class ProcessorErrorsTest {
                 Arguments.of("@DpaRpc static long same(long a) { return a; }\n@DpaRpc(\"same\") static long other(long a) { return a; } // <-",
                         "duplicate symbol same in @DpaApp errs: other and same"),
                 Arguments.of("@DpaRpc(\"not-an-id\") static long badSym(long a) { return a; } // <-", "symbol \"not-an-id\" is not an identifier"),
-                Arguments.of("@DpaGlobal static class NotRecord { } // <-", "@DpaGlobal on class NotRecord: only a record"));
+                Arguments.of("@DpaGlobal static class NotRecord { } // <-", "@DpaGlobal on class NotRecord: only a record"),
+                Arguments.of("@DpaRpc static long le32(long a) { return a; } // <-",
+                        "symbol le32's stub constant LE32 clashes with a name the stub class uses itself"),
+                Arguments.of("@DpaRpc @DpaGlobal static long both(long a) { return a; } // <-", "both is both @DpaGlobal and @DpaRpc"));
     }
 
     @ParameterizedTest
@@ -99,6 +102,7 @@ class ProcessorErrorsTest {
 
     @Test
     void aCorrectAppCompilesWithItsStubsTrampolinesAndDescriptor() throws Exception {
+        // parameters named like the generated code's own names must not break it
         String src = """
                 package p;
 
@@ -107,7 +111,7 @@ class ProcessorErrorsTest {
                 @DpaApp("fine")
                 public final class App {
                     @DpaGlobal public record Ctx(int cqn, long ring) { }
-                    @DpaRpc static long init(Ctx c, long data) { return c.ring() + data; }
+                    @DpaRpc static long init(Ctx c, long data, int b, short s, byte LE32) { return c.ring() + data; }
                     @DpaGlobal static void handler(long arg) { }
                 }
                 """;
@@ -116,7 +120,7 @@ class ProcessorErrorsTest {
         assertTrue(Files.exists(r.classes().resolve("p/AppStubs.class")));
         assertTrue(Files.exists(r.classes().resolve("p/AppTrampolines.class")));
         String desc = Files.readString(r.classes().resolve("META-INF/dpa/fine.dpaapp"));
-        assertTrue(desc.contains("symbol.0=RPC init 24") && desc.contains("symbol.1=GLOBAL handler 8"), desc);
+        assertTrue(desc.contains("symbol.0=RPC init 32") && desc.contains("symbol.1=GLOBAL handler 8"), desc);
     }
 
     static long lineOf(String src, String marker) {

@@ -116,7 +116,9 @@ public final class DpaccProcessor extends AbstractProcessor {
         }
         Map<String, Entry> entries = new LinkedHashMap<>();
         Map<String, String> constants = new HashMap<>();
-        constants.put("APP", "the app itself");
+        for (String reserved : StubWriter.RESERVED) {
+            constants.put(reserved, "a name the stub class uses itself");
+        }
         for (Element m : app.getEnclosedElements()) {
             if (m.getKind() != ElementKind.METHOD) {
                 continue;
@@ -126,11 +128,12 @@ public final class DpaccProcessor extends AbstractProcessor {
             if (!global && !rpc) {
                 continue;
             }
-            ExecutableElement method = (ExecutableElement) m;
-            Entry entry = global && rpc ? null : global ? global(method) : rpc(method);
             if (global && rpc) {
                 error(m, m.getSimpleName() + " is both @DpaGlobal and @DpaRpc");
+                errors++;
+                continue;
             }
+            Entry entry = global ? global((ExecutableElement) m) : rpc((ExecutableElement) m);
             if (entry == null) {
                 errors++;
                 continue;

@@ -11,6 +11,9 @@ import java.util.List;
  */
 final class StubWriter {
 
+    /** The stub class's own constants: an entry point's constant may not take one. */
+    static final java.util.Set<String> RESERVED = java.util.Set.of("APP", "LE16", "LE32", "LE64");
+
     private final String pkg;
     private final String app;
     private final String cls;
@@ -105,12 +108,13 @@ final class StubWriter {
     private void packer(Entry e) {
         out.append("    /** Packs the arguments of {@code ").append(e.symbol()).append("} as its trampoline reads them. */\n");
         out.append("    public static byte[] ").append(e.packer()).append('(').append(e.signature()).append(") {\n");
-        out.append("        byte[] b = new byte[").append(e.args().size()).append("];\n");
-        out.append("        MemorySegment s = MemorySegment.ofArray(b);\n");
+        // locals with a '$': no parameter name (taken from the user's method) can shadow them
+        out.append("        byte[] $buf = new byte[").append(e.args().size()).append("];\n");
+        out.append("        MemorySegment $seg = MemorySegment.ofArray($buf);\n");
         for (DType.Member m : e.args().members()) {
             store(m.type(), m.offset(), m.name(), m.name(), e.symbol());
         }
-        out.append("        return b;\n    }\n\n");
+        out.append("        return $buf;\n    }\n\n");
     }
 
     private void store(DType t, int off, String expr, String path, String symbol) {
@@ -121,15 +125,16 @@ final class StubWriter {
             }
             return;
         }
+        String le = cls + ".LE"; // qualified: a parameter may be called anything
         String v = switch ((DType.Prim) t) {
-            case BYTE -> "ValueLayout.JAVA_BYTE, " + off + ", " + expr;
-            case BOOLEAN -> "ValueLayout.JAVA_BYTE, " + off + ", (byte) (" + expr + " ? 1 : 0)";
-            case SHORT -> "LE16, " + off + ", " + expr;
-            case CHAR -> "LE16, " + off + ", (short) " + expr;
-            case INT -> "LE32, " + off + ", " + expr;
-            case LONG -> "LE64, " + off + ", " + expr;
+            case BYTE -> "java.lang.foreign.ValueLayout.JAVA_BYTE, " + off + ", " + expr;
+            case BOOLEAN -> "java.lang.foreign.ValueLayout.JAVA_BYTE, " + off + ", (byte) (" + expr + " ? 1 : 0)";
+            case SHORT -> le + "16, " + off + ", " + expr;
+            case CHAR -> le + "16, " + off + ", (short) " + expr;
+            case INT -> le + "32, " + off + ", " + expr;
+            case LONG -> le + "64, " + off + ", " + expr;
         };
-        out.append("        s.set(").append(v).append(");\n");
+        out.append("        $seg.set(").append(v).append(");\n");
     }
 
     /** The checks the untyped packers share: Java's lossless widening among integers, nothing else. */
