@@ -91,7 +91,8 @@ final class StubWriter {
         out.append("        return ").append(e.packer()).append('(');
         for (int i = 0; i < ms.size(); i++) {
             String what = "\"argument " + i + " (" + ms.get(i).name() + ") of " + e.symbol() + "\"";
-            out.append(i == 0 ? "" : ", ").append(convert(ms.get(i).type(), e.paramTypes().get(i), "a[" + i + "]", what));
+            out.append(i == 0 ? "" : ",").append(ms.size() > 1 ? "\n                " : "")
+                    .append(convert(ms.get(i).type(), e.paramTypes().get(i), "a[" + i + "]", what));
         }
         out.append(");\n    });\n\n");
     }

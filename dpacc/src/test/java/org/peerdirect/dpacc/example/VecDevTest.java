@@ -5,6 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+import java.io.InputStream;
+import java.lang.classfile.ClassFile;
+import java.lang.classfile.constantpool.ClassEntry;
+import java.lang.classfile.constantpool.PoolEntry;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -76,6 +82,26 @@ class VecDevTest {
         assertTrue(nul.getMessage().contains("p.v of nested is null"), nul.getMessage());
         // lossless widening is accepted: an int literal where a long is declared
         assertArrayEquals(VecDevStubs.packStore(5, 6), VecDevStubs.STORE.packArgs(5, 6));
+    }
+
+    @Test
+    void theStubsNeedNothingOfDpaccOrTheSiliconAtRunTime() throws Exception {
+        for (Class<?> c : List.of(VecDevStubs.class, VecDevTrampolines.class)) {
+            byte[] b;
+            try (InputStream in = c.getResourceAsStream(c.getSimpleName() + ".class")) {
+                b = in.readAllBytes();
+            }
+            for (PoolEntry e : ClassFile.of().parse(b).constantPool()) {
+                if (e instanceof ClassEntry ce) {
+                    String n = ce.asInternalName();
+                    assertFalse(n.startsWith("org/peerdirect/dpacc/") && !n.startsWith("org/peerdirect/dpacc/example/"),
+                            c.getSimpleName() + " refers to dpacc's " + n);
+                    boolean isa = n.startsWith("org/peerdirect/hca/dpa/isa/");
+                    assertFalse(n.startsWith("org/peerdirect/hca/") && !(isa && c == VecDevTrampolines.class),
+                            c.getSimpleName() + " refers to the silicon's " + n);
+                }
+            }
+        }
     }
 
     @Test
