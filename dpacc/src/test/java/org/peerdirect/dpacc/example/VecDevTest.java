@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import java.io.InputStream;
+import java.lang.classfile.Attributes;
 import java.lang.classfile.ClassFile;
 import java.lang.classfile.constantpool.ClassEntry;
 import java.lang.classfile.constantpool.PoolEntry;
@@ -82,6 +83,20 @@ class VecDevTest {
         assertTrue(nul.getMessage().contains("p.v of nested is null"), nul.getMessage());
         // lossless widening is accepted: an int literal where a long is declared
         assertArrayEquals(VecDevStubs.packStore(5, 6), VecDevStubs.STORE.packArgs(5, 6));
+    }
+
+    @Test
+    void theAnnotationsStayInTheClassFileAndTheVerifierAcceptsTheImage() throws Exception {
+        byte[] b;
+        try (InputStream in = VecDev.class.getResourceAsStream("VecDev.class")) {
+            b = in.readAllBytes();
+        }
+        var invisible = ClassFile.of().parse(b).findAttribute(Attributes.runtimeInvisibleAnnotations()).orElseThrow();
+        assertEquals("Lorg/peerdirect/dpacc/DpaApp;", invisible.annotations().get(0).className().stringValue());
+        try (DpaBench dpa = new DpaBench()) {
+            int pid = dpa.load(VecDevStubs.APP.image(), 4096); // the loader verifies: class retention is no reference
+            dpa.unit.processDestroy(pid);
+        }
     }
 
     @Test
