@@ -229,6 +229,10 @@ final class Requester extends Exchange {
         if (o == Outcome.RNR_NAK) {
             qp.dev.rnrNaks.incrementAndGet();
             if (qp.rnrRetry != 7 && rnrLeft-- == 0) {
+                WirePort wp = qp.dev.ports[qp.portNum - 1].wire;
+                if (wp != null) {
+                    wp.counters.inc(org.peerdirect.hca.wire.RxeCounters.RNR_RETRY_EXCEEDED);
+                }
                 fail(w, h, Outcome.RNR_RETRY_EXC_ERR);
                 return true;
             }

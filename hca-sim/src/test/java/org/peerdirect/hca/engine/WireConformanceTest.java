@@ -289,6 +289,7 @@ class WireConformanceTest extends EngineRig {
         Cqe c = WireTest.await(a);
         assertEquals(Cqe.SYNDROME_RNR_RETRY_EXC_ERR, c.syndrome, "rnr_retry 2: the first try and two retries");
         assertEquals(3, a.dev.port(1).wire().counters().get(RxeCounters.RCV_RNR));
+        assertEquals(1, a.dev.port(1).wire().counters().get(RxeCounters.RNR_RETRY_EXCEEDED), "retry_rnr_exceeded_err");
     }
 
     @Test
@@ -336,6 +337,7 @@ class WireConformanceTest extends EngineRig {
         send(a, RxeOpcode.RC_ACKNOWLEDGE, PSN, false, new byte[] {0x62, 0, 0, 0}, NONE);
         Cqe c = WireTest.await(a);
         assertEquals(Cqe.SYNDROME_REMOTE_ACCESS_ERR, c.syndrome);
-        assertEquals(HwQpState.ERR, a.qp.state());
+        // the error CQE is written before the QP moves to ERR (rxe_comp.c: do_complete, then rxe_qp_error): awaited
+        assertEquals(HwQpState.ERR, WireTest.awaitState(a, HwQpState.ERR));
     }
 }
