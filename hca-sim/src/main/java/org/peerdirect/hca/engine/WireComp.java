@@ -90,17 +90,22 @@ final class WireComp {
             advance(wr, p.psn);
             return true;
         }
-        // a READ response
-        if (op != Wqe.OP_RDMA_READ) {
+        return readResponse(port, qp, wr, f, p, h, idx) || done;
+    }
+
+    /** A READ response for the head ({@code do_read}): placed in PSN order; a gap retries the READ from it. */
+    private static boolean readResponse(WirePort port, HwQp qp, WireReq wr, Frame f, RxePkt p, long h, int idx) {
+        int s = (int) h & MASK;
+        if (wr.ops[s] != Wqe.OP_RDMA_READ) {
             port.counters.inc(RxeCounters.RCVD_GHOST); // READ response data nobody asked for
-            return done;
+            return false;
         }
         if (p.psn != wr.compPsn) {
             // a response missing: rxe's completer retries the READ from it at once (COMPST_ERROR_RETRY), once per gap
             if (RxeHdr.psnCompare(wr.compPsn, wr.lastResendPsn) != 0) {
                 port.counters.inc(RxeCounters.RCV_SEQ_ERR);
             }
-            return resend(wr, RxeHdr.psnCompare(wr.compPsn, wr.first[s])) || done;
+            return resend(wr, RxeHdr.psnCompare(wr.compPsn, wr.first[s]));
         }
         if (p.opcode == RxeOpcode.RC_RDMA_READ_RESPONSE_MIDDLE) {
             port.counters.inc(RxeCounters.ACK_DEFERRED); // rxe defers a MIDDLE to its completer task (rxe_comp_queue_pkt's must_sched)
@@ -122,7 +127,7 @@ final class WireComp {
         }
         wr.compPsn = (p.psn + 1) & RxeHdr.PSN_MASK;
         wr.progressAt = System.nanoTime();
-        return done;
+        return false;
     }
 
     private static final int MASK = WireReq.SLOTS - 1; // a WQE's slot in the window
