@@ -62,6 +62,19 @@ final class WireGlue {
         attachWire().invoke(model, port, link, ip, 0x0200_0000_0000L | (ip & 0xFFFF_FFFFL), 1500);
     }
 
+    /**
+     * As {@link #attach}, the port's frames leaving through a {@link org.peerdirect.hca.wire.FaultyLink} (no faults
+     * until the caller sets them): the conformance suite's fault injection on this side of the wire.
+     */
+    static org.peerdirect.hca.wire.FaultyLink attachFaulty(ConnectX4Device model, int port, int local, int remote, int ip) {
+        assumeWire();
+        var link = new org.peerdirect.hca.wire.FaultyLink(new org.peerdirect.hca.wire.UdpTunnelLink("conformance/" + port,
+                new InetSocketAddress("127.0.0.1", local), new InetSocketAddress("127.0.0.1", remote)),
+                org.peerdirect.hca.wire.FaultyLink.Faults.NONE);
+        model.attachWire(port, link, ip, 0x0200_0000_0000L | (ip & 0xFFFF_FFFFL), 1500);
+        return link;
+    }
+
     /** The port back on the in-JVM fabric, its tunnel's socket closed ({@code ConnectX4Device.detachWire}); nothing where there is none. */
     static void detach(ConnectX4Device model, int port) throws ReflectiveOperationException {
         for (Method m : ConnectX4Device.class.getMethods()) {

@@ -86,6 +86,8 @@ public final class HwQp {
     volatile int ackTimeout;
     volatile int retryCount;
     volatile int rnrRetry;
+    /** Outstanding RDMA READs and atomics the requester may have ({@code max_rd_atomic}; the wire's send window). */
+    volatile int sraMax = 1;
     /** Next PSN to send: the requester's. */
     int sqPsn;
     /** Expected PSN: the responder's (written by the connected requester's thread, which holds its own drain loop). */
@@ -280,6 +282,7 @@ public final class HwQp {
             ackTimeout = ctx.ackTimeout;
             retryCount = ctx.retryCount;
             rnrRetry = ctx.rnrRetry;
+            sraMax = ctx.sraMax;
         }
         switch (cmd.to) {
             case RST -> {

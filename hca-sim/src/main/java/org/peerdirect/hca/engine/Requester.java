@@ -229,6 +229,10 @@ final class Requester extends Exchange {
         if (o == Outcome.RNR_NAK) {
             qp.dev.rnrNaks.incrementAndGet();
             if (qp.rnrRetry != 7 && rnrLeft-- == 0) {
+                WirePort wp = qp.dev.ports[qp.portNum - 1].wire;
+                if (wp != null) {
+                    wp.counters.inc(org.peerdirect.hca.wire.RxeCounters.RNR_RETRY_EXCEEDED);
+                }
                 fail(w, h, Outcome.RNR_RETRY_EXC_ERR);
                 return true;
             }
@@ -346,7 +350,11 @@ final class Requester extends Exchange {
         return wr;
     }
 
-    private Outcome executeRc(SendWqe w, long h) {
+    /**
+     * An RC WQE's local checks, and its local data gathered into {@link #local}: null, or the
+     * outcome that fails it. Also the wire's send window's, for each WQE it sends (the drain's thread).
+     */
+    Outcome prepareRc(SendWqe w) {
         long len = w.length;
         // longer than the device's max_msg_sz; a FLUSH's length names a remote range (up to 2^31), it carries no data
         if (len > (w.opcode == Wqe.OP_FLUSH ? 0x8000_0000L : HcaDevice.MAX_MSG_SZ)) {
@@ -371,8 +379,22 @@ final class Requester extends Exchange {
         if (w.opcode == Wqe.OP_FLUSH && (local.n != 0 || (w.ctrl & Wqe.CTRL_INLINE) != 0)) {
             return Outcome.LOC_LEN_ERR; // FLUSH carries no data (oA19-2)
         }
+        return null;
+    }
+
+    private Outcome executeRc(SendWqe w, long h) {
         HcaPort me = qp.dev.ports[qp.portNum - 1];
         WirePort wp = me.wire;
+        WireReq wr = wire;
+        if (wp != null && wr != null && wr.inWindow(h)) {
+            return wr.execute(w, h, wp); // already on the wire: its acknowledgement, verdict or retransmission
+        }
+        long len = w.length;
+        boolean atomic = Wqe.isAtomic(w.opcode);
+        Outcome o = prepareRc(w);
+        if (o != null) {
+            return o;
+        }
         if (wp != null) {
             // the port is on a wire: packets, acknowledgements, retransmission (the seam of the two paths)
             if (!me.active || qp.serviceType != HcaDevice.ST_RC || w.opcode == Wqe.OP_FLUSH) {

@@ -8,15 +8,17 @@ import org.peerdirect.hca.wire.RxePkt;
 
 /**
  * The completer of a QP on a wire ({@code rxe_comp.c}): matches an acknowledgement, a READ
- * response or an atomic acknowledgement against the WQE in flight ({@code check_psn},
- * {@code check_ack}), places READ data and atomic results into the WQE's local buffers
- * ({@code do_read}, {@code do_atomic}), and posts the verdict to the {@link WireReq}: the WQE
- * done, an RNR NAK (back off, resend), a PSN sequence NAK (resend from its PSN), or the NAK's
- * error. A packet that matches no WQE in flight (a ghost or late ACK, a READ response never
- * requested) is dropped and counted.
+ * response or an atomic acknowledgement against the {@link WireReq} send window's head
+ * ({@code check_psn}, {@code check_ack}): a packet past a WQE's last PSN completes it (a coalesced
+ * ACK) or, for a READ or atomic still waiting for its data, is an implied NAK; it places READ data
+ * and atomic results into the WQE's local buffers ({@code do_read}, {@code do_atomic}); and posts
+ * what the head needs: an RNR NAK's back-off and resend, a resend from a PSN sequence NAK's PSN or a
+ * missing READ response, a NAK's error. A packet that matches nothing sent (a ghost or late ACK, a
+ * READ response never requested) is dropped and counted; a duplicate of one already taken is
+ * dropped.
  *
- * <p>Runs on the link's receive thread; the drain of the requester is stalled or about to look
- * at the posted fields (they are volatile; the doorbell after them wakes it).
+ * <p>Runs on the link's receive thread, under the window's monitor; the drain is woken
+ * ({@link Requester#wake}) after it is released, when the head completed or has a verdict.
  */
 final class WireComp {
 
@@ -25,106 +27,193 @@ final class WireComp {
 
     static void receive(WirePort port, HwQp qp, Frame f, RxePkt p) {
         WireReq wr = qp.requester.wire;
-        long h = wr == null ? -1 : wr.inflight;
-        if (h < 0) {
+        if (wr == null) {
             port.counters.inc(RxeCounters.RCVD_GHOST);
             return;
         }
-        int first = wr.firstPsn;
-        int n = wr.npkts;
-        int idx = RxeHdr.psnCompare(p.psn, first);
-        boolean reads = Wqe.readsResponse(wr.opcode);
-        if (idx < 0 || idx >= n) {
-            port.counters.inc(RxeCounters.RCVD_GHOST); // an ACK for a PSN not in flight: ignored as rxe's check_psn does
-            return;
+        boolean wake;
+        synchronized (wr) {
+            wake = complete(port, qp, wr, f, p);
         }
+        if (wake) {
+            qp.requester.wake(); // the verdict is written (under the monitor) before the doorbell: see Requester#awaitAck
+        }
+    }
+
+    /** {@code rxe_completer} for one packet; true when the drain must run (a WQE completed, a verdict posted). */
+    private static boolean complete(WirePort port, HwQp qp, WireReq wr, Frame f, RxePkt p) {
+        assert Thread.holdsLock(wr);
+        if (wr.doneTo == wr.sendNext || RxeHdr.psnCompare(p.psn, wr.nextPsn) >= 0 || wr.error != null) {
+            port.counters.inc(RxeCounters.RCVD_GHOST); // for no PSN sent (or after the head failed): ignored as rxe's check_psn does
+            return false;
+        }
+        boolean done = false;
+        // check_psn: every WQE the packet's PSN is past is acknowledged (coalesced), unless it waits for data
+        for (;;) {
+            int s = (int) wr.doneTo & MASK;
+            int last = (wr.first[s] + wr.npk[s] - 1) & RxeHdr.PSN_MASK;
+            if (RxeHdr.psnCompare(p.psn, last) <= 0) {
+                break;
+            }
+            if (Wqe.readsResponse(wr.ops[s])) {
+                // a READ or atomic whose response is missing while later PSNs are answered: an implied NAK
+                return resend(wr, RxeHdr.psnCompare(wr.compPsn, wr.first[s])) || done;
+            }
+            advance(wr, last);
+            done = true;
+        }
+        if (RxeHdr.psnCompare(p.psn, wr.compPsn) < 0) {
+            return done; // a duplicate of what was taken (an ACK again, a READ response again): dropped
+        }
+        long h = wr.doneTo;
+        int s = (int) h & MASK;
+        int idx = RxeHdr.psnCompare(p.psn, wr.first[s]);
+        int op = wr.ops[s];
         if (p.opcode == RxeOpcode.RC_ACKNOWLEDGE) {
-            ack(port, qp, wr, h, f, p, idx, reads);
-            return;
+            return ack(port, wr, f, p, idx, op) || done;
         }
         if (p.opcode == RxeOpcode.RC_ATOMIC_ACKNOWLEDGE) {
-            if (!Wqe.isAtomic(wr.opcode)) {
+            if (!Wqe.isAtomic(op) || idx != 0) {
                 port.counters.inc(RxeCounters.RCVD_GHOST); // an atomic ACK for a request that was no atomic
-                return;
+                return done;
             }
             int syn = RxeHdr.aethSyndrome(f.seg, p.hdr(RxeOpcode.AETH));
             if ((syn & RxeHdr.AETH_TYPE_MASK) != RxeHdr.AETH_ACK) {
-                post(qp, wr, h, Outcome.REM_OP_ERR); // an atomic ACK carries an ACK syndrome: a bad response
-                return;
+                return fail(wr, Outcome.REM_OP_ERR); // an atomic ACK carries an ACK syndrome: a bad response
             }
             long orig = RxeHdr.atmAckOrig(f.seg, p.hdr(RxeOpcode.ATMACK));
-            req(qp).scratchForComp.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0, orig);
-            post(qp, wr, h, place(qp, wr, h, req(qp).scratchForComp, 0, 8, true));
-            return;
-        }
-        // a READ response
-        if (wr.opcode != Wqe.OP_RDMA_READ) {
-            port.counters.inc(RxeCounters.RCVD_GHOST); // READ response data nobody asked for
-            return;
-        }
-        int next = wr.compNext;
-        if (idx != next) {
-            if (idx > next && wr.readRetryFrom != next) {
-                // a response missing: rxe's completer retries the READ from it at once (COMPST_ERROR_RETRY), once per gap
-                port.counters.inc(RxeCounters.RCV_SEQ_ERR);
-                wr.readRetryFrom = next;
-                wr.postResend(h, next);
-                wake(qp);
+            qp.requester.scratchForComp.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0, orig);
+            Outcome o = place(qp, wr, h, qp.requester.scratchForComp, 0, 8, true);
+            if (o != Outcome.SUCCESS) {
+                return fail(wr, o);
             }
-            return; // later responses of the gap, or a duplicate: dropped
+            advance(wr, p.psn);
+            return true;
+        }
+        return readResponse(port, qp, wr, f, p, h, idx) || done;
+    }
+
+    /** A READ response for the head ({@code do_read}): placed in PSN order; a gap retries the READ from it. */
+    private static boolean readResponse(WirePort port, HwQp qp, WireReq wr, Frame f, RxePkt p, long h, int idx) {
+        int s = (int) h & MASK;
+        if (wr.ops[s] != Wqe.OP_RDMA_READ) {
+            port.counters.inc(RxeCounters.RCVD_GHOST); // READ response data nobody asked for
+            return false;
+        }
+        if (p.psn != wr.compPsn) {
+            // a response missing: rxe's completer retries the READ from it at once (COMPST_ERROR_RETRY), once per gap
+            if (RxeHdr.psnCompare(wr.compPsn, wr.lastResendPsn) != 0) {
+                port.counters.inc(RxeCounters.RCV_SEQ_ERR);
+            }
+            return resend(wr, RxeHdr.psnCompare(wr.compPsn, wr.first[s]));
+        }
+        if (p.opcode == RxeOpcode.RC_RDMA_READ_RESPONSE_MIDDLE) {
+            port.counters.inc(RxeCounters.ACK_DEFERRED); // rxe defers a MIDDLE to its completer task (rxe_comp_queue_pkt's must_sched)
         }
         int mtu = Math.min(qp.mtu, port.activeMtu);
         boolean last = p.has(RxeOpcode.END);
         SendWqe w = qp.sqSlot(h);
         long expect = last ? w.length - (long) idx * mtu : mtu;
-        if (p.payloadLen != expect || last != (idx == n - 1)) {
-            post(qp, wr, h, Outcome.REM_OP_ERR); // a response of the wrong size: a bad response (rxe's COMPST_ERROR)
-            return;
+        if (p.payloadLen != expect || last != (idx == wr.npk[s] - 1)) {
+            return fail(wr, Outcome.REM_OP_ERR); // a response of the wrong size: a bad response (rxe's COMPST_ERROR)
         }
         Outcome o = place(qp, wr, h, f.seg, p.payload, p.payloadLen, idx == 0);
         if (o != Outcome.SUCCESS) {
-            post(qp, wr, h, o);
-            return;
+            return fail(wr, o);
         }
-        wr.compNext = idx + 1;
         if (last) {
-            post(qp, wr, h, Outcome.SUCCESS);
+            advance(wr, p.psn);
+            return true;
         }
+        wr.compPsn = (p.psn + 1) & RxeHdr.PSN_MASK;
+        wr.progressAt = System.nanoTime();
+        return false;
     }
 
-    private static Requester req(HwQp qp) {
-        return qp.requester;
+    private static final int MASK = WireReq.SLOTS - 1; // a WQE's slot in the window
+
+    /** The head WQE, whose last PSN is {@code last}, is complete: the window moves on. */
+    private static void advance(WireReq wr, int last) {
+        wr.doneTo++;
+        wr.compPsn = (last + 1) & RxeHdr.PSN_MASK;
+        wr.progressAt = System.nanoTime();
+        wr.news++;
     }
 
-    /** An ACKNOWLEDGE: its AETH's syndrome says ACK, RNR NAK or NAK ({@code check_ack}). */
-    private static void ack(WirePort port, HwQp qp, WireReq wr, long h, Frame f, RxePkt p, int idx, boolean reads) {
+    /** The head is to be resent from packet {@code k}; false when that was asked already for this gap. */
+    private static boolean resend(WireReq wr, int k) {
+        int s = (int) wr.doneTo & MASK;
+        int psn = (wr.first[s] + k) & RxeHdr.PSN_MASK;
+        if (wr.rnr || psn == wr.lastResendPsn) {
+            return false; // an RNR back-off resends anyway; one resend per gap (the timeout covers a lost one)
+        }
+        wr.lastResendPsn = psn;
+        wr.resendPkt = k;
+        wr.news++;
+        return true;
+    }
+
+    private static boolean fail(WireReq wr, Outcome o) {
+        wr.error = o;
+        wr.news++;
+        return true;
+    }
+
+    /** An ACKNOWLEDGE at packet {@code idx} of the head: its AETH's syndrome says ACK, RNR NAK or NAK ({@code check_ack}). */
+    private static boolean ack(WirePort port, WireReq wr, Frame f, RxePkt p, int idx, int op) {
         int syn = RxeHdr.aethSyndrome(f.seg, p.hdr(RxeOpcode.AETH));
+        int s = (int) wr.doneTo & MASK;
         switch (syn & RxeHdr.AETH_TYPE_MASK) {
             case RxeHdr.AETH_ACK -> {
-                // a READ or atomic completes with its data; an ACK of its PSN before that is coalesced progress
-                if (!reads && idx == wr.npkts - 1) {
-                    post(qp, wr, h, Outcome.SUCCESS);
+                // a READ or atomic completes with its data; an ACK of its PSN before that is no progress
+                if (Wqe.readsResponse(op)) {
+                    return false;
                 }
+                if (idx == wr.npk[s] - 1) {
+                    advance(wr, p.psn);
+                    return true;
+                }
+                wr.compPsn = (p.psn + 1) & RxeHdr.PSN_MASK; // a part of a long message acknowledged
+                wr.progressAt = System.nanoTime();
+                return false;
             }
             case RxeHdr.AETH_RNR_NAK -> {
+                if (wr.rnr) {
+                    return false; // already backing off
+                }
                 port.counters.inc(RxeCounters.RCV_RNR);
                 wr.rnrTimer = syn & 0x1F;
-                wr.postResend(h, idx);
-                post(qp, wr, h, Outcome.RNR_NAK);
+                wr.rnr = true;
+                wr.resendPkt = idx;
+                wr.compPsn = p.psn; // a NAK acknowledges what came before it
+                wr.news++;
+                return true;
             }
             case RxeHdr.AETH_NAK -> {
                 switch (syn) {
                     case RxeHdr.AETH_NAK_PSN_SEQ_ERROR -> {
+                        if (wr.rnr) {
+                            return false; // the packets after an RNR NAK's PSN: resent after the back-off
+                        }
                         port.counters.inc(RxeCounters.RCV_SEQ_ERR);
-                        wr.postResend(h, idx);
-                        wake(qp);
+                        wr.compPsn = p.psn;
+                        return resend(wr, idx);
                     }
-                    case RxeHdr.AETH_NAK_INVALID_REQ, RxeHdr.AETH_NAK_INV_RD_REQ -> post(qp, wr, h, Outcome.REM_INV_REQ_ERR);
-                    case RxeHdr.AETH_NAK_REM_ACC_ERR -> post(qp, wr, h, Outcome.REM_ACCESS_ERR);
-                    default -> post(qp, wr, h, Outcome.REM_OP_ERR);
+                    case RxeHdr.AETH_NAK_INVALID_REQ, RxeHdr.AETH_NAK_INV_RD_REQ -> {
+                        return fail(wr, Outcome.REM_INV_REQ_ERR);
+                    }
+                    case RxeHdr.AETH_NAK_REM_ACC_ERR -> {
+                        return fail(wr, Outcome.REM_ACCESS_ERR);
+                    }
+                    default -> {
+                        return fail(wr, Outcome.REM_OP_ERR);
+                    }
                 }
             }
-            default -> port.counters.inc(RxeCounters.RCVD_BAD_HDR); // reserved syndrome type
+            default -> {
+                port.counters.inc(RxeCounters.RCVD_BAD_HDR); // reserved syndrome type
+                return false;
+            }
         }
     }
 
@@ -157,15 +246,5 @@ final class WireComp {
         Outcome o = DmaMover.move(s, dst, len, Outcome.LOC_PROT_ERR, Outcome.LOC_PROT_ERR);
         // a missing on-demand page of the requester's buffer: not served on this path (stated in WireReq's notes)
         return o == null ? Outcome.SUCCESS : o == Outcome.PAGE_FAULT ? Outcome.LOC_PROT_ERR : o;
-    }
-
-    private static void post(HwQp qp, WireReq wr, long h, Outcome o) {
-        wr.post(h, o);
-        wake(qp);
-    }
-
-    /** The verdict is posted: the stalled drain runs again (a volatile write before the doorbell's, see {@link Requester#awaitAck}). */
-    private static void wake(HwQp qp) {
-        qp.requester.wake();
     }
 }

@@ -187,7 +187,9 @@ public final class WirePort implements Link.Receiver {
     void send(Frame f) {
         RxeNet.seal(f);
         counters.inc(RxeCounters.SENT_PKTS);
-        link.send(f);
+        if (!link.send(f)) {
+            counters.inc(RxeCounters.SEND_ERR); // rxe_xmit_packet's failure
+        }
     }
 
     private void arpRequest(Frame f, int dstIp) {

@@ -10,172 +10,309 @@ import org.peerdirect.hca.wire.RxeNet;
 import org.peerdirect.hca.wire.RxeOpcode;
 
 /**
- * The requester of one QP on a wire ({@code rxe_req.c}): turns the WQE at the head of the send
- * queue into packets segmented at the path MTU (SEND and RDMA WRITE with or without immediate,
- * RDMA READ requests, atomics, ATOMIC WRITE; UD SEND with DETH), sends them, and waits for the
- * {@link WireComp completer}'s verdict: the WQE's last ACK, its READ response or atomic ACK, a
- * NAK, or the local ACK timeout, after which it retransmits from the first unacknowledged packet
- * (go-back-N) while {@code retry_cnt} lasts (7: for ever, as rxe).
+ * The requester of one QP on a wire ({@code rxe_req.c}): turns WQEs of the send queue into packets
+ * segmented at the path MTU (SEND and RDMA WRITE with or without immediate, RDMA READ requests,
+ * atomics, ATOMIC WRITE; UD SEND with DETH) and keeps a <em>send window</em> of them in flight;
+ * the {@link WireComp completer} acknowledges them.
  *
- * <p>One WQE is in flight at a time (its ACK comes before the next WQE is sent): a simpler window
- * than rxe's, with the same packets, PSNs and outcomes.
+ * <p>The window is the WQEs {@code [doneTo, sendNext)}: sent, not completed. A new WQE joins it
+ * while fewer than {@value #MAX_UNACKED_PSNS} PSNs are unacknowledged ({@code RXE_MAX_UNACKED_PSNS},
+ * checked when a WQE starts: one message may overrun it, as a WQE goes out whole), fewer than
+ * {@code max_rd_atomic} READs and atomics are outstanding when it is one, no READ or atomic is
+ * outstanding when it is fenced, and fewer than {@value #SLOTS} WQEs are in flight. The completer
+ * moves {@code doneTo} (one coalesced ACK completes every WQE below its PSN) and posts what the
+ * window's head needs: an error (a NAK), an RNR back-off, a resend from a packet (a sequence NAK,
+ * an implied NAK, a missing READ response). The local ACK timeout resends from the first
+ * unacknowledged PSN (go-back-N: everything after it goes again), while {@code retry_cnt} lasts
+ * (7: for ever, as rxe).
  *
- * <p>Threads: the drain loop of the QP's {@link Requester} (the wip holder) runs {@link #execute}
- * and owns the in-flight fields; the link's receive thread runs the completer, which reads the
- * published WQE ({@link #inflight}, {@link #firstPsn}, {@link #npkts}, volatile) and posts its
- * verdict ({@link #post}, {@link #postResend}, tagged with the WQE) before ringing the doorbell.
+ * <p>The drain of the QP's {@link Requester} calls {@link #execute} for its head WQE: a WQE below
+ * {@code doneTo} completes, the head's verdict is taken, the window is refilled.
+ *
+ * <p>Lock rules: the window's fields are guarded by this object's monitor, taken by the drain and
+ * by the completer (the link's receive thread). Packets are sent without it (by the drain only), and
+ * {@link Requester#wake} is rung after it is released. A WQE's slot in the window ({@link #first},
+ * {@link #npk}, {@link #ops}) is written before its first packet goes out, so any answer to it
+ * finds it.
  */
 final class WireReq {
+
+    /** PSNs unacknowledged before a new WQE waits ({@code RXE_MAX_UNACKED_PSNS}). */
+    static final int MAX_UNACKED_PSNS = 128;
+    /** WQEs in flight at most (each takes at least one PSN, so the PSN window bounds them first). */
+    static final int SLOTS = 128;
+    private static final int MASK = SLOTS - 1;
 
     private final HwQp qp;
     private final Requester req;
     private final Frame tx = new Frame();
-    /** The WQE in flight (its index; -1 none), its first PSN and packet count (READ: its response packets). */
-    volatile long inflight = -1;
-    volatile int firstPsn;
-    volatile int npkts;
-    volatile int opcode;
-    private long deadline;
-    /** The packet to (re)send from on the next execute; -1: all sent, waiting. */
-    private int sendFrom;
-    /**
-     * Posted by the completer: the verdict on WQE {@code h} as {@code h << 8 | outcome ordinal}
-     * (SUCCESS, RNR_NAK, an error), -1 none. Tagged with the WQE so a verdict on a WQE that is no
-     * longer in flight (a late duplicate ACK racing the next WQE) is never taken for the next one.
-     */
-    private final java.util.concurrent.atomic.AtomicLong verdict = new java.util.concurrent.atomic.AtomicLong(-1);
-    /** Posted by the completer: resend WQE {@code h} from packet {@code k} (a PSN sequence NAK), as {@code h << 24 | k}; -1 none. */
-    private final java.util.concurrent.atomic.AtomicLong resend = new java.util.concurrent.atomic.AtomicLong(-1);
-    private static final Outcome[] OUTCOMES = Outcome.values();
+
+    // ---- the window; guarded by this
+    /** WQEs below completed successfully; the window's head (the drain's head may still be below it). */
+    long doneTo;
+    /** The next WQE to send. */
+    long sendNext;
+    /** The first PSN not acknowledged yet ({@code qp->comp.psn}). */
+    int compPsn;
+    /** The first PSN of the next new WQE ({@code qp->req.psn}; also in {@link HwQp#sqPsn}). */
+    int nextPsn;
+    /** Per WQE in flight (index {@code h & MASK}): its first PSN, its packets (READ: its responses), its opcode. */
+    final int[] first = new int[SLOTS];
+    final int[] npk = new int[SLOTS];
+    final int[] ops = new int[SLOTS];
+    /** Posted by the completer for the head: it fails with this (a NAK's error, a bad response); null none. */
+    Outcome error;
+    /** Posted by the completer for the head: resend it from this packet (and all after it); -1 none. */
+    int resendPkt = -1;
+    /** The resend waits for the RNR NAK's timer ({@link #rnrTimer}); the drain was told ({@link #rnrReported}). */
+    boolean rnr;
+    private boolean rnrReported;
+    private long rnrUntil;
+    /** The PSN a resend was last asked from: one per gap (later packets of the same gap ask nothing). */
+    int lastResendPsn = -1;
+    /** The most WQEs the window held at once (a test's and a bench's evidence that it is one). */
+    int maxInFlight;
     /** The RNR NAK's timer (encoded), for the requester's back-off. */
     volatile int rnrTimer = -1;
+    // ---- the ACK timer, and news for the drain's stall (volatile: read without the lock)
+    /** When the window last moved (a packet sent, an acknowledgement): the local ACK timeout runs from it. */
+    volatile long progressAt;
+    /** Bumped by the completer on each verdict or completion; the drain remembers what it saw. */
+    volatile long news;
+    private long newsSeen;
     // the completer's placement of READ responses and atomic results (receive thread)
     final Segs compLocal = new Segs(HcaDevice.MAX_SGE);
-    /** READ responses placed so far (the next one expected); written by the completer. */
-    volatile int compNext;
-    /** The response a READ retry was last asked from (the completer's, one retry per gap); -1 none. */
-    volatile int readRetryFrom = -1; // reset by the drain per WQE; a race only costs one fast retry (the timeout covers)
 
     WireReq(HwQp qp, Requester req) {
         this.qp = qp;
         this.req = req;
     }
 
-    /** True when the completer posted something the drain has not taken yet. */
+    /** True when the completer posted something since the drain last looked. */
     boolean news() {
-        return verdict.get() >= 0 || resend.get() >= 0;
+        return news != newsSeen;
     }
 
-    /** The completer's verdict on WQE {@code h} ({@link WireComp}; the receive thread). */
-    void post(long h, Outcome o) {
-        verdict.set(h << 8 | o.ordinal());
+    /** WQE {@code h} (the drain's head) was sent and is in the window, or acknowledged and not completed yet. */
+    synchronized boolean inWindow(long h) {
+        return h < sendNext && h <= doneTo;
     }
 
-    /** The completer asks WQE {@code h} to be resent from packet {@code k}. */
-    void postResend(long h, int k) {
-        resend.set(h << 24 | k);
-    }
-
-    /** Takes the verdict on {@code h}, or null (none, or one on another WQE: dropped). */
-    private Outcome takeVerdict(long h) {
-        long v = verdict.getAndSet(-1);
-        return v >= 0 && v >>> 8 == h ? OUTCOMES[(int) (v & 0xFF)] : null;
-    }
-
-    /** Takes the resend request for {@code h}: its packet, or -1. */
-    private int takeResend(long h) {
-        long v = resend.getAndSet(-1);
-        return v >= 0 && v >>> 24 == h ? (int) (v & 0xFFFFFF) : -1;
-    }
-
-    /** Nanoseconds until the local ACK timeout of the WQE in flight (at least 1). */
+    /** Nanoseconds until the local ACK timeout (or the RNR back-off's end), at least 1. */
     long remainingNanos() {
-        return Math.max(1, deadline - System.nanoTime());
+        long now = System.nanoTime();
+        long at = rnr ? rnrUntil : progressAt + QpContext.ackTimeoutNanos(qp.ackTimeout);
+        return Math.max(1, at - now);
     }
 
-    /** A reset or flush: nothing is in flight any more. */
-    void forget() {
-        inflight = -1;
-        verdict.set(-1);
-        resend.set(-1);
+    /** Empties the window at {@code h}: a reset discarded it, or the head failed (the QP goes to ERR). */
+    private void restart(long h) {
+        assert Thread.holdsLock(this);
+        doneTo = h;
+        sendNext = h;
+        nextPsn = qp.sqPsn;
+        compPsn = nextPsn;
+        error = null;
+        resendPkt = -1;
+        rnr = false;
+        rnrReported = false;
         rnrTimer = -1;
+        lastResendPsn = -1;
     }
 
     /**
-     * Executes WQE {@code h} on the wire: sends it (or the rest of it after a NAK or timeout) and
-     * answers {@link Outcome#AWAIT_ACK}, or returns the completer's verdict once it came. The
-     * local side was gathered into {@code req.local} by the caller.
+     * Executes WQE {@code h}, the drain's head: completes it when the window acknowledged it, takes
+     * the completer's verdict on it, resends after a NAK or the timeout, sends new WQEs into the
+     * window; answers {@link Outcome#AWAIT_ACK} while it waits.
      */
     Outcome execute(SendWqe w, long h, WirePort port) {
-        if (inflight != h) {
-            // a new WQE (or the first after a reset): its PSNs start at the QP's next PSN
-            forget();
-            int mtu = Math.min(qp.mtu, port.activeMtu);
-            int n = Wqe.hasAtomicSegment(w.opcode) ? 1 : (int) Math.max(1, (w.length + mtu - 1) / mtu);
-            firstPsn = qp.sqPsn;
-            npkts = n;
-            opcode = w.opcode;
-            compNext = 0;
-            readRetryFrom = -1;
-            sendFrom = 0;
-            inflight = h; // published last: the completer matches packets against the fields above
-        }
-        Outcome r = takeVerdict(h);
-        if (r != null) {
-            if (r == Outcome.RNR_NAK) {
-                sendFrom = Math.max(0, takeResend(h));
-                return r; // the drain backs off by the NAK's timer, then comes back here to resend
+        int from = -1;
+        synchronized (this) {
+            newsSeen = news;
+            if (h > doneTo) {
+                restart(h); // the drain's head passed the window: a reset discarded it, or its head failed
             }
-            inflight = -1;
-            if (r == Outcome.SUCCESS) {
-                qp.sqPsn = (firstPsn + npkts) & RxeHdr.PSN_MASK;
+            if (h < doneTo) {
                 if (w.opcode == Wqe.OP_SEND || w.opcode == Wqe.OP_SEND_IMM) {
                     port.counters.inc(RxeCounters.RDMA_SEND); // as rxe's do_complete
                 }
+                return Outcome.SUCCESS;
             }
-            return r;
+            if (doneTo == sendNext) {
+                restart(h); // nothing in flight: the window starts at the QP's PSN (a transition may have set it)
+            } else {
+                if (error != null) {
+                    Outcome o = error;
+                    restart(h + 1);
+                    return o;
+                }
+                if (rnr) {
+                    if (!rnrReported) {
+                        rnrReported = true;
+                        rnrUntil = System.nanoTime() + QpContext.rnrTimerNanos(rnrTimer);
+                        return Outcome.RNR_NAK; // the drain counts rnr_retry and backs off, then comes back here
+                    }
+                    if (System.nanoTime() - rnrUntil < 0) {
+                        return Outcome.AWAIT_ACK; // woken before the back-off ended
+                    }
+                    rnr = false;
+                    rnrReported = false;
+                    from = Math.max(0, resendPkt); // after the back-off: resend from the NAKed packet, no retry counted
+                    resendPkt = -1;
+                } else if (resendPkt >= 0) {
+                    // a sequence NAK, an implied NAK or a missing READ response: a retry (rxe's COMPST_ERROR_RETRY)
+                    from = resendPkt;
+                    resendPkt = -1;
+                    Outcome o = retry(port);
+                    if (o != null) {
+                        restart(h + 1);
+                        return o;
+                    }
+                } else if (System.nanoTime() - progressAt - QpContext.ackTimeoutNanos(qp.ackTimeout) >= 0) {
+                    Outcome o = retry(port); // the local ACK timeout: from the first unacknowledged PSN
+                    if (o != null) {
+                        restart(h + 1);
+                        return o;
+                    }
+                    int s = (int) h & MASK;
+                    from = Math.clamp(RxeHdr.psnCompare(compPsn, first[s]), 0, npk[s] - 1);
+                    lastResendPsn = -1;
+                }
+            }
         }
-        int k = takeResend(h);
-        if (k >= 0) {
-            // a PSN sequence NAK: go back to the packet it names (a retry, as rxe's COMPST_ERROR_RETRY)
-            Outcome o = retry(port);
+        if (from >= 0) {
+            Outcome o = resend(h, from, port);
             if (o != null) {
                 return o;
             }
-            sendFrom = k;
-        } else if (sendFrom < 0) {
-            if (System.nanoTime() - deadline < 0) {
-                return Outcome.AWAIT_ACK; // woken early (a stale timer, a coalesced ACK): keep waiting
-            }
-            Outcome o = retry(port);
-            if (o != null) {
-                return o;
-            }
-            sendFrom = Math.min(compNext, npkts - 1); // a READ resumes after the responses placed so far
-            if (!Wqe.readsResponse(w.opcode)) {
-                sendFrom = 0;
-            }
         }
-        Outcome o = sendPackets(w, port, sendFrom);
-        if (o != null) {
-            inflight = -1;
-            return o;
-        }
-        sendFrom = -1;
-        deadline = System.nanoTime() + QpContext.ackTimeoutNanos(qp.ackTimeout);
-        return Outcome.AWAIT_ACK;
+        return fill(h, port);
     }
 
-    /** One retry of {@code retry_cnt}: null to retransmit, or the WQE's end in RETRY_EXC_ERR. */
+    /** One retry of {@code retry_cnt}: null to retransmit, or the head's end in RETRY_EXC_ERR. */
     private Outcome retry(WirePort port) {
         if (qp.retryCount != 7 && req.retryLeft-- == 0) {
             port.counters.inc(RxeCounters.RETRY_EXCEEDED);
-            inflight = -1;
             return Outcome.RETRY_EXC_ERR;
         }
         port.counters.inc(RxeCounters.COMP_RETRY); // counted per retry, as rxe's COMPST_ERROR_RETRY
         qp.dev.retries.incrementAndGet();
         return null;
+    }
+
+    /**
+     * Go-back-N: the head {@code h} from packet {@code from}, then every WQE after it in the window
+     * (rxe rewinds {@code req.psn} and sends them again). A WQE whose local data cannot be read any
+     * more ends the window there (it and those after it are sent anew when their turn comes, with
+     * the same PSNs); when that is the head, its error is the answer.
+     */
+    private Outcome resend(long h, int from, WirePort port) {
+        long end;
+        synchronized (this) {
+            end = sendNext;
+            progressAt = System.nanoTime();
+        }
+        for (long x = h; x < end; x++) {
+            int s = (int) x & MASK;
+            SendWqe w = qp.sqSlot(x);
+            Outcome o = req.prepareRc(w);
+            if (o == null) {
+                o = sendPackets(w, port, x == h ? from : 0, first[s], npk[s]);
+            }
+            if (o != null) {
+                truncate(x);
+                return x == h ? o : null;
+            }
+        }
+        return null;
+    }
+
+    /** The window ends before WQE {@code x} (its packets are sent again, with the same PSNs, when it is sent next). */
+    private synchronized void truncate(long x) {
+        if (x < sendNext) {
+            sendNext = x;
+            nextPsn = first[(int) x & MASK];
+            qp.sqPsn = nextPsn;
+        }
+    }
+
+    /**
+     * Sends new WQEs of the send queue into the window while it has room ({@code rxe_requester}'s
+     * checks: the PSN window, {@code max_rd_atomic}, the fence). The head, when the window was
+     * empty, is one of them; its local error is the answer. A WQE after the head that cannot go on
+     * the wire as it is (a local error, an operation the wire does not carry) waits until it is the
+     * head: the drain then fails or runs it.
+     */
+    private Outcome fill(long h, WirePort port) {
+        int mtu = Math.min(qp.mtu, port.activeMtu);
+        for (;;) {
+            long x;
+            int psn;
+            int n;
+            SendWqe w;
+            synchronized (this) {
+                x = sendNext;
+                if (x >= qp.sqTail() || !qp.state.sends() || !port.port.active || x - doneTo >= SLOTS - 1) {
+                    break;
+                }
+                w = qp.sqSlot(x);
+                if (x != h && !fits(w)) {
+                    break;
+                }
+                n = Wqe.hasAtomicSegment(w.opcode) ? 1 : (int) Math.max(1, (w.length + mtu - 1) / mtu);
+                psn = nextPsn;
+                if (x != h) {
+                    Outcome o = req.prepareRc(w);
+                    if (o != null) {
+                        break;
+                    }
+                }
+                int s = (int) x & MASK;
+                first[s] = psn;
+                npk[s] = n;
+                ops[s] = w.opcode;
+                sendNext = x + 1;
+                maxInFlight = (int) Math.max(maxInFlight, sendNext - doneTo);
+                nextPsn = (psn + n) & RxeHdr.PSN_MASK;
+                qp.sqPsn = nextPsn;
+                progressAt = System.nanoTime();
+            }
+            // the head's local data was gathered by the drain (Requester.executeRc); a later WQE's just above
+            Outcome o = sendPackets(w, port, 0, psn, n);
+            if (o != null) {
+                truncate(x);
+                if (x == h) {
+                    return o;
+                }
+                break;
+            }
+        }
+        return Outcome.AWAIT_ACK;
+    }
+
+    /** A WQE after the head may join the window now ({@code rxe_req.c}'s checks before it starts one). */
+    private boolean fits(SendWqe w) {
+        assert Thread.holdsLock(this);
+        int op = w.opcode;
+        if (!Wqe.valid(op) || op == Wqe.OP_FLUSH) {
+            return false; // the drain fails or runs it as the head
+        }
+        if (doneTo < sendNext && RxeHdr.psnCompare(nextPsn, compPsn) >= MAX_UNACKED_PSNS) {
+            return false;
+        }
+        boolean fenced = (w.ctrl & Wqe.CTRL_FENCE) != 0;
+        if (Wqe.readsResponse(op) || fenced) {
+            int outstanding = 0;
+            for (long y = doneTo; y < sendNext; y++) {
+                if (Wqe.readsResponse(ops[(int) y & MASK])) {
+                    outstanding++;
+                }
+            }
+            if (fenced && outstanding > 0 || outstanding >= Math.max(1, qp.sraMax)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The operation's opcodes: FIRST, MIDDLE, LAST, ONLY. */
@@ -197,11 +334,12 @@ final class WireReq {
             RxeOpcode.RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, RxeOpcode.RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE};
 
     /**
-     * Sends packets {@code from}..last of the WQE ({@code rxe_requester}'s loop with
-     * {@code init_req_packet} and {@code finish_packet}); null, or the local error that fails the
-     * WQE (a source key revoked: LOC_PROT_ERR; a missing on-demand page: PAGE_FAULT).
+     * Sends packets {@code from}..last of the WQE whose first PSN is {@code firstPsn} and which has
+     * {@code npkts} packets ({@code rxe_requester}'s loop with {@code init_req_packet} and
+     * {@code finish_packet}); its local data is in {@code req.local}. Null, or the local error that
+     * fails the WQE (a source key revoked: LOC_PROT_ERR; a missing on-demand page: PAGE_FAULT).
      */
-    private Outcome sendPackets(SendWqe w, WirePort port, int from) {
+    private Outcome sendPackets(SendWqe w, WirePort port, int from, int firstPsn, int npkts) {
         int mtu = Math.min(qp.mtu, port.activeMtu);
         int dip = qp.wireDip;
         int sport = RxeNet.udpSport(qp.qpn, qp.destQpn);
@@ -248,13 +386,13 @@ final class WireReq {
                 return null;
             }
             default -> {
-                return sendData(w, port, from, mtu, dip, sport, solicited);
+                return sendData(w, port, from, mtu, dip, sport, solicited, firstPsn, npkts);
             }
         }
     }
 
     /** SEND / WRITE packets {@code from}..last, each payload gathered from the local segments. */
-    private Outcome sendData(SendWqe w, WirePort port, int from, int mtu, int dip, int sport, boolean solicited) {
+    private Outcome sendData(SendWqe w, WirePort port, int from, int mtu, int dip, int sport, boolean solicited, int firstPsn, int npkts) {
         int[] ops = opcodes(w.opcode);
         Segs src = req.local;
         src.skip((long) from * mtu);

@@ -38,8 +38,8 @@ public final class FaultyLink implements Link {
     }
 
     private final Link inner;
-    private final Faults faults;
-    private final SplittableRandom rng;
+    private Faults faults;
+    private SplittableRandom rng;
     private Frame held;
     private ScheduledThreadPoolExecutor timer;
     public final AtomicLong dropped = new AtomicLong();
@@ -54,18 +54,25 @@ public final class FaultyLink implements Link {
         this.rng = new SplittableRandom(faults.seed());
     }
 
+    /** From now on the link misbehaves as {@code f} says (its RNG seeded anew): a test's next case on the same link. */
+    public synchronized void setFaults(Faults f) {
+        faults = java.util.Objects.requireNonNull(f);
+        rng = new SplittableRandom(f.seed());
+    }
+
     @Override
     public void start(Receiver r) {
         inner.start(r);
     }
 
     @Override
-    public synchronized void send(Frame f) {
+    public synchronized boolean send(Frame f) {
         if (rng.nextDouble() < faults.drop()) {
             dropped.incrementAndGet();
-            return;
+            return true;
         }
         Frame out = f;
+        boolean sent = true;
         if (rng.nextDouble() < faults.corrupt() && f.len > RxeNet.BTH) {
             out = copy(f);
             int at = RxeNet.BTH + rng.nextInt(f.len - RxeNet.BTH);
@@ -78,7 +85,7 @@ public final class FaultyLink implements Link {
             reordered.incrementAndGet();
             Frame h = held;
             later(() -> flushHeld(h), 2);
-            return;
+            return true;
         }
         if (faults.delayMs() > 0) {
             Frame d = out == f ? copy(f) : out;
@@ -90,7 +97,7 @@ public final class FaultyLink implements Link {
                 later(() -> inner.send(d2), faults.delayMs());
             }
         } else {
-            inner.send(out);
+            sent = inner.send(out);
             if (dup) {
                 duplicated.incrementAndGet();
                 inner.send(out);
@@ -101,6 +108,7 @@ public final class FaultyLink implements Link {
             held = null;
             inner.send(h); // after the frame that overtook it
         }
+        return sent;
     }
 
     /** The held frame leaves on its own when nothing overtook it soon. */
@@ -130,7 +138,7 @@ public final class FaultyLink implements Link {
     }
 
     @Override
-    public String describe() {
+    public synchronized String describe() {
         return inner.describe() + " faults(drop=" + faults.drop() + " duplicate=" + faults.duplicate() + " reorder=" + faults.reorder()
                 + " corrupt=" + faults.corrupt() + " delay.ms=" + faults.delayMs() + " seed=" + faults.seed() + ")";
     }

@@ -17,9 +17,10 @@ public interface Link extends AutoCloseable {
 
     /**
      * Sends the frame's bytes (the frame is the caller's again when this returns). A send that
-     * fails (the socket closed, the host unreachable) is a frame lost on the wire: counted, not thrown.
+     * fails (the socket closed, the host unreachable) is a frame lost on the wire: counted, not thrown,
+     * and answered false (rxe's {@code send_err}); a frame the link drops as configured went on the wire.
      */
-    void send(Frame f);
+    boolean send(Frame f);
 
     /** How the link shows itself (rdma:devinfo): its kind and addresses. */
     String describe();

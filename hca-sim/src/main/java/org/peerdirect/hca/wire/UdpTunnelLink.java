@@ -131,11 +131,13 @@ public final class UdpTunnelLink implements Link {
     }
 
     @Override
-    public void send(Frame f) {
+    public boolean send(Frame f) {
         try {
             ch.send(f.toSend(), remote);
+            return true;
         } catch (IOException e) {
             lost.incrementAndGet();
+            return false;
         } finally {
             f.buf.clear();
         }

@@ -289,6 +289,7 @@ class WireConformanceTest extends EngineRig {
         Cqe c = WireTest.await(a);
         assertEquals(Cqe.SYNDROME_RNR_RETRY_EXC_ERR, c.syndrome, "rnr_retry 2: the first try and two retries");
         assertEquals(3, a.dev.port(1).wire().counters().get(RxeCounters.RCV_RNR));
+        assertEquals(1, a.dev.port(1).wire().counters().get(RxeCounters.RNR_RETRY_EXCEEDED), "retry_rnr_exceeded_err");
     }
 
     @Test
@@ -336,6 +337,85 @@ class WireConformanceTest extends EngineRig {
         send(a, RxeOpcode.RC_ACKNOWLEDGE, PSN, false, new byte[] {0x62, 0, 0, 0}, NONE);
         Cqe c = WireTest.await(a);
         assertEquals(Cqe.SYNDROME_REMOTE_ACCESS_ERR, c.syndrome);
-        assertEquals(HwQpState.ERR, a.qp.state());
+        // the error CQE is written before the QP moves to ERR (rxe_comp.c: do_complete, then rxe_qp_error): awaited
+        assertEquals(HwQpState.ERR, WireTest.awaitState(a, HwQpState.ERR));
+    }
+
+    /** Posts {@code n} WQEs made by {@code make} and rings once: the window sends them together. */
+    private static void postAll(Side a, int n, java.util.function.IntConsumer make) {
+        for (int k = 0; k < n; k++) {
+            make.accept(k);
+            a.sqPi++;
+        }
+        a.qp.sqDoorbellRecord(a.sqPi);
+        a.qp.ringSqDoorbell();
+    }
+
+    @Test
+    void anRnrNakInsideTheWindowCompletesWhatCameBeforeAndResendsTheRestAfterTheTimer() throws Exception {
+        Side a = deviceOnWire(7, 7);
+        RxePkt p = new RxePkt();
+        postAll(a, 3, k -> a.wqe(Wqe.OP_SEND, a.va + 100L * k, 100));
+        for (int k = 0; k < 3; k++) {
+            assertNotNull(next(p, 5000), "SEND " + k + " is in flight before any ACK");
+            assertEquals(PSN + k, p.psn);
+        }
+        send(a, RxeOpcode.RC_ACKNOWLEDGE, PSN, false, new byte[] {0x1f, 0, 0, 1}, NONE);
+        // RNR NAK with timer 26 (82 ms: the NAK after it surely comes during the back-off)
+        send(a, RxeOpcode.RC_ACKNOWLEDGE, PSN + 1, false, new byte[] {0x3a, 0, 0, 1}, NONE);
+        // the responder's sequence NAK of the SEND after it (at the PSN it still expects): ignored, the back-off resends anyway
+        send(a, RxeOpcode.RC_ACKNOWLEDGE, PSN + 1, false, new byte[] {0x60, 0, 0, 1}, NONE);
+        Cqe c = WireTest.await(a);
+        assertEquals(0, c.syndrome, "the SEND before the RNR NAK completes");
+        for (int k = 1; k < 3; k++) {
+            assertNotNull(next(p, 5000), "resent after the back-off");
+            assertEquals(PSN + k, p.psn, "from the NAKed PSN on");
+        }
+        assertNull(next(p, 200), "the sequence NAK after the RNR NAK resent nothing more");
+        send(a, RxeOpcode.RC_ACKNOWLEDGE, PSN + 2, false, new byte[] {0x1f, 0, 0, 3}, NONE); // one ACK for both
+        for (int k = 1; k < 3; k++) {
+            c = WireTest.await(a);
+            assertEquals(0, c.syndrome, "WQE " + k);
+            assertEquals(k, c.wqeIndex);
+        }
+        assertEquals(1, a.dev.port(1).wire().counters().get(RxeCounters.RCV_RNR));
+        assertEquals(0, a.dev.port(1).wire().counters().get(RxeCounters.COMP_RETRY), "an RNR resend is no retry of retry_cnt");
+    }
+
+    @Test
+    void anAckPastAReadStillWaitingForItsDataIsAnImpliedNak() throws Exception {
+        Side a = deviceOnWire(7, 7);
+        RxePkt p = new RxePkt();
+        postAll(a, 2, k -> {
+            SendWqe w = a.wqe(k == 0 ? Wqe.OP_RDMA_READ : Wqe.OP_SEND, a.va + 4096L * k, 64);
+            w.remoteAddr = 0x1000;
+            w.rkey = 0x42;
+        });
+        assertNotNull(next(p, 5000));
+        assertEquals(RxeOpcode.RC_RDMA_READ_REQUEST, p.opcode);
+        assertNotNull(next(p, 5000));
+        assertEquals(RxeOpcode.RC_SEND_ONLY, p.opcode);
+        assertEquals(PSN + 1, p.psn);
+        // the READ's response was lost: the SEND's ACK comes first
+        send(a, RxeOpcode.RC_ACKNOWLEDGE, PSN + 1, false, new byte[] {0x1f, 0, 0, 2}, NONE);
+        assertNotNull(next(p, 5000), "the READ goes again at once");
+        assertEquals(RxeOpcode.RC_RDMA_READ_REQUEST, p.opcode);
+        assertEquals(PSN, p.psn);
+        assertNotNull(next(p, 5000), "go-back-N: the SEND after it too");
+        assertEquals(PSN + 1, p.psn);
+        byte[] data = new byte[64];
+        java.util.Arrays.fill(data, (byte) 0x5a);
+        send(a, RxeOpcode.RC_RDMA_READ_RESPONSE_ONLY, PSN, false, new byte[] {0x1f, 0, 0, 1}, data);
+        send(a, RxeOpcode.RC_ACKNOWLEDGE, PSN + 1, false, new byte[] {0x1f, 0, 0, 2}, NONE);
+        Cqe c = WireTest.await(a);
+        assertEquals(0, c.syndrome);
+        assertEquals(Wqe.OP_RDMA_READ, c.opcode);
+        byte[] got = new byte[64];
+        proc.read(a.va, got, 0, 64);
+        assertEquals(java.util.Arrays.toString(data), java.util.Arrays.toString(got), "the READ's data placed");
+        c = WireTest.await(a);
+        assertEquals(0, c.syndrome);
+        assertEquals(Wqe.OP_SEND, c.opcode);
+        assertEquals(1, a.dev.port(1).wire().counters().get(RxeCounters.COMP_RETRY), "the implied NAK was one retry");
     }
 }

@@ -41,6 +41,7 @@ class WireTest extends EngineRig {
         c.retryCount = retry;
         c.rnrRetry = 3;
         c.minRnrTimer = 1;
+        c.sraMax = 4; // max_rd_atomic: READs and atomics in flight together on the wire
         c.ackTimeout = 10; // about 4 ms: short for the lossy link's retransmissions, long enough for a loaded machine with retry 7
         s.qp.modify(QpCommand.RST2INIT, c);
         c.dlid = peerIp == 0 ? peer.lid() : 0;
@@ -140,6 +141,64 @@ class WireTest extends EngineRig {
         return out;
     }
 
+    /**
+     * Eight WQEs posted and rung at once (the send queue full): WRITEs, a SEND of three packets, a
+     * READ of what the first WRITE wrote, a WRITE with immediate, a fetch-and-add, a fenced READ, a
+     * last WRITE. On a wire they are in flight together; the completions and the memory must be
+     * those of the fabric, which runs them one after the other.
+     */
+    List<String> manyInFlight(Side a, Side b) {
+        List<String> out = new ArrayList<>();
+        byte[] pattern = new byte[1 << 16];
+        for (int i = 0; i < pattern.length; i++) {
+            pattern[i] = (byte) (i * 13 + 5);
+        }
+        proc.write(a.va, pattern, 0, pattern.length);
+        b.recv(b.va + 16384, 4096);
+        b.recv(b.va + 20480, 4096);
+        SendWqe w = a.wqe(Wqe.OP_RDMA_WRITE, a.va + 7, 5000);
+        w.remoteAddr = b.va + 1000;
+        w.rkey = b.key;
+        a.sqPi++;
+        w = a.wqe(Wqe.OP_RDMA_WRITE, a.va + 9000, 3000);
+        w.remoteAddr = b.va + 10000;
+        w.rkey = b.key;
+        a.sqPi++;
+        a.wqe(Wqe.OP_SEND, a.va + 300, 3000);
+        a.sqPi++;
+        w = a.wqe(Wqe.OP_RDMA_READ, a.va + 50000, 4000);
+        w.remoteAddr = b.va + 1000;
+        w.rkey = b.key;
+        a.sqPi++;
+        w = a.wqe(Wqe.OP_RDMA_WRITE_IMM, a.va + 8000, 2048);
+        w.remoteAddr = b.va + 40000;
+        w.rkey = b.key;
+        w.imm = 0x0bad_cafe;
+        a.sqPi++;
+        w = a.wqe(Wqe.OP_ATOMIC_FA, a.va + 60016, 8);
+        w.remoteAddr = b.va + 64;
+        w.rkey = b.key;
+        w.compareAdd = 9;
+        a.sqPi++;
+        w = a.wqe(Wqe.OP_RDMA_READ, a.va + 61000, 100);
+        w.ctrl |= Wqe.CTRL_FENCE;
+        w.remoteAddr = b.va + 40000;
+        w.rkey = b.key;
+        a.sqPi++;
+        w = a.wqe(Wqe.OP_RDMA_WRITE, a.va + 62000, 64);
+        w.remoteAddr = b.va + 12;
+        w.rkey = b.key;
+        a.sqPi++;
+        a.qp.sqDoorbellRecord(a.sqPi);
+        a.qp.ringSqDoorbell();
+        for (int i = 0; i < 8; i++) {
+            out.add(show(await(a)));
+        }
+        out.add(show(await(b)));
+        out.add(show(await(b)));
+        return out;
+    }
+
     static HwQpState awaitState(Side s, HwQpState want) {
         long deadline = System.nanoTime() + 5_000_000_000L;
         while (s.qp.state() != want && System.nanoTime() < deadline) {
@@ -160,20 +219,26 @@ class WireTest extends EngineRig {
         Side b1 = new Side(1, true);
         connect(a1, b1, 0, 7);
         connect(b1, a1, 0, 7);
-        List<String> direct = traffic(a1, b1, true);
+        List<String> direct = manyInFlight(a1, b1);
+        direct.addAll(traffic(a1, b1, true));
 
         Side a2 = new Side(2, true);
         Side b2 = new Side(3, true);
         WirePort[] w = wire(a2, b2, l -> l);
         connect(a2, b2, IP_B, 7);
         connect(b2, a2, IP_A, 7);
-        List<String> wire = traffic(a2, b2, true);
+        List<String> wire = manyInFlight(a2, b2);
+        assertTrue(a2.qp.requester.wire.maxInFlight > 1, "WQEs were in flight together: " + a2.qp.requester.wire.maxInFlight);
+        wire.addAll(traffic(a2, b2, true));
 
         assertEquals(direct, wire);
         assertArrayEquals(memory(a1), memory(a2), "the requester's memory");
         assertArrayEquals(memory(b1), memory(b2), "the responder's memory");
         assertTrue(w[0].counters().get(RxeCounters.SENT_PKTS) >= 13, "packets went out: " + w[0].counters().snapshot());
         assertEquals(0, w[0].counters().get(RxeCounters.RCVD_ICRC_ERR) + w[1].counters().get(RxeCounters.RCVD_ICRC_ERR));
+        // the two 4000-byte READs' MIDDLE responses (two each) went to the completer deferred, as rxe counts them
+        assertEquals(4, w[0].counters().get(RxeCounters.ACK_DEFERRED), "ack_deferred");
+        assertEquals(0, w[0].counters().get(RxeCounters.SEND_ERR) + w[1].counters().get(RxeCounters.SEND_ERR), "send_err");
         assertEquals(1, w[0].counters().get(RxeCounters.ARP_REQUESTS) + w[1].counters().get(RxeCounters.ARP_REQUESTS) > 0 ? 1 : 0);
     }
 
@@ -184,7 +249,8 @@ class WireTest extends EngineRig {
         connect(a1, b1, 0, 7);
         connect(b1, a1, 0, 7);
         // no error at the end here: a lost NAK is retried into a responder in ERR, which drops it (rxe does the same)
-        List<String> direct = traffic(a1, b1, false);
+        List<String> direct = manyInFlight(a1, b1);
+        direct.addAll(traffic(a1, b1, false));
 
         Side a2 = new Side(2, true);
         Side b2 = new Side(3, true);
@@ -192,7 +258,8 @@ class WireTest extends EngineRig {
         WirePort[] w = wire(a2, b2, l -> new FaultyLink(l, f));
         connect(a2, b2, IP_B, 7);
         connect(b2, a2, IP_A, 7);
-        List<String> wire = traffic(a2, b2, false);
+        List<String> wire = manyInFlight(a2, b2);
+        wire.addAll(traffic(a2, b2, false));
         assertEquals(direct, wire);
         assertArrayEquals(memory(b1), memory(b2));
         assertArrayEquals(memory(a1), memory(a2));
@@ -280,7 +347,7 @@ class WireTest extends EngineRig {
         a.ring();
         Cqe c = await(a);
         assertEquals(Cqe.SYNDROME_TRANSPORT_RETRY_EXC_ERR, c.syndrome);
-        assertEquals(HwQpState.ERR, a.qp.state());
+        assertEquals(HwQpState.ERR, awaitState(a, HwQpState.ERR)); // the error CQE comes first
         assertEquals(2, wa.counters().get(RxeCounters.COMP_RETRY), "two retries (retry_cnt 2), then the error");
         assertEquals(1, wa.counters().get(RxeCounters.RETRY_EXCEEDED));
         a.dev.setPortActive(1, false);
