@@ -200,6 +200,7 @@ final class DpaObjects {
             THREAD_STATE.set(out, CTX, unit.threadState(objId).ordinal());
             THREAD_EU.set(out, CTX, st[0] < 0 ? 0xffff : (int) st[0]);
             THREAD_ACTIVATIONS.set(out, CTX, (int) st[1]);
+            set64(out, CTX + THREAD_RPC_RESULT, unit.rpcResult(objId)); // after the state: the RTOS lock orders it after the activation
         }
 
         public void destroy(int uid, int objId) throws Refused {

@@ -291,6 +291,18 @@ final class Mlx5Devx {
         return new Object[] {h.id(), page};
     }
 
+    /**
+     * A 64-bit store at {@code off} of the UAR page of handle {@code handle}: the user's store to
+     * the page {@code mlx5dv_devx_alloc_uar} mapped ({@code reg_addr}); only a UAR of this context.
+     */
+    void uarWrite64(int handle, long off, long value) {
+        Handle h = handle(handle, Kind.UAR);
+        if (off < 0 || off > 4088 || (off & 7) != 0) {
+            throw new KernelException(Errno.EINVAL, "DevX UAR: offset 0x" + Long.toHexString(off) + " is outside the page or unaligned");
+        }
+        dev.core.function().write64(0, ((long) h.objId() << 12) + off, value);
+    }
+
     /** The objects of this context, in the order {@link #destroyAll} takes them. */
     List<Handle> cleanupOrder() {
         List<Handle> all = new ArrayList<>(objects.values());

@@ -62,6 +62,12 @@ public final class DpaObj {
     /** query: the EU it runs on, 0xffff when none. */
     public static final IfcField THREAD_EU = new IfcField(0x28 * 8 + 16, 16);
     public static final IfcField THREAD_ACTIVATIONS = new IfcField(0x2c * 8, 32);
+    /**
+     * query: what the thread's entry returned the last time it was a {@code __dpa_rpc__} (the RTOS
+     * keeps an RPC entry's {@code uint64_t} result; the host's {@code flexio_process_call} reads it
+     * after the activation ended), 0 before.
+     */
+    public static final long THREAD_RPC_RESULT = 0x30;
 
     // DPA_OUTBOX: create {process}; query adds the process's uar
     public static final IfcField OUTBOX_PROCESS = new IfcField(0x00 * 8, 32);

@@ -1,0 +1,58 @@
+package org.peerdirect.flexio.progs;
+
+import org.peerdirect.flexio.dev.FlexioDev;
+import org.peerdirect.hca.dpa.isa.Dpa;
+
+/**
+ * Device code of the RPC tests (DPA_MODEL.md §4 scenario 1, FlexIO's RPC sample): hand-written as
+ * dpacc will generate the unpack trampolines (an RPC entry reads its packed arguments from its
+ * argument buffer). Linked with flexio-dev into the image.
+ */
+public final class RpcProgs {
+
+    private RpcProgs() {
+    }
+
+    /** {@code __dpa_rpc__ uint64_t rpc_calculate(uint64_t a, uint64_t b)}: a + b. */
+    public static long rpcCalculate(long argbuf) {
+        long a = Dpa.ld64(argbuf);
+        long b = Dpa.ld64(argbuf + 8);
+        return a + b;
+    }
+
+    /** {@code __dpa_rpc__ uint64_t rpc_fail(uint64_t code)}: {@code flexio_dev_error(code)}, never returns. */
+    public static long rpcFail(long argbuf) {
+        FlexioDev.error((int) Dpa.ld64(argbuf));
+        return 0;
+    }
+
+    /** {@code __dpa_rpc__}: copies 64 bytes within the heap by {@code flexio_dev_memcpy64}, returns their sum of words. */
+    public static long rpcCopy(long argbuf) {
+        long src = Dpa.ld64(argbuf);
+        long dst = Dpa.ld64(argbuf + 8);
+        FlexioDev.memcpy64(dst, src, 64);
+        long sum = 0;
+        for (int i = 0; i < 8; i++) {
+            sum += Dpa.ld64(dst + 8L * i);
+        }
+        return sum;
+    }
+
+    /** {@code __dpa_global__}: counts its activations in the word at {@code arg} under a spinlock at {@code arg + 8}, reschedules. */
+    public static void countHandler(long arg) {
+        FlexioDev.spinLock(arg + 8);
+        Dpa.st64(arg, Dpa.ld64(arg) + 1);
+        FlexioDev.spinUnlock(arg + 8);
+        FlexioDev.threadReschedule();
+    }
+
+    /** {@code __dpa_rpc__}: the counter of {@link #countHandler} at {@code argbuf}'s address. */
+    public static long rpcRead(long argbuf) {
+        return Dpa.ld64(Dpa.ld64(argbuf));
+    }
+
+    /** {@code __dpa_rpc__}: activates the handler of thread id at {@code argbuf}, 0 when the RTOS took it. */
+    public static long rpcActivate(long argbuf) {
+        return FlexioDev.eventHandlerActivate((int) Dpa.ld64(argbuf));
+    }
+}
