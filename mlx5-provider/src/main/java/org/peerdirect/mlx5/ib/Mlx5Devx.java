@@ -175,8 +175,8 @@ final class Mlx5Devx {
 
     /**
      * The cleanup rank of an object ({@code devx_obj} destroy order at close): what refers to
-     * others goes first. DPA threads (their CQs name them), queues, windows and outboxes, DPA
-     * processes, DPA memory, then PDs.
+     * others goes first. DPA threads (their CQs name them), queues and mkeys (an mkey or a ring may
+     * be in a DUMEM), windows and outboxes, DPA processes, DPA memory, then PDs.
      */
     static int rank(int opcode, int objType) {
         return switch (opcode) {
@@ -189,7 +189,7 @@ final class Mlx5Devx {
             };
             case Mlx5Cmd.CREATE_QP -> 1;
             case Mlx5Cmd.CREATE_CQ -> 1; // after the QPs of the same rank: reverse creation order
-            case Mlx5Cmd.CREATE_MKEY -> 5;
+            case Mlx5Cmd.CREATE_MKEY -> 1; // before the DPA process or DPA_MEM whose DUMEM it may map
             default -> 6; // PDs
         };
     }
