@@ -111,10 +111,10 @@ public final class FlexioProcess implements AutoCloseable {
             undo.push(() -> Mlx5dv.devxObjDestroy(image));
             MemorySegment mem = Prm.createdContext(image);
             long imageDaddr = get64(mem, MEM_DADDR);
-            imageMkey = Mlx5dv.devxObjCreate(ctx, Prm.createUmemMkey(pdn, imageDaddr, img.length, Prm.MEM_DUMEM_ID.get(mem, 0), 0), 16);
+            imageMkey = Mlx5dv.devxObjCreate(ctx, Prm.createUmemMkey(pdn, imageDaddr, img.length, MEM_DUMEM_ID.get(mem, 0), 0), 16);
             undo.push(() -> Mlx5dv.devxObjDestroy(imageMkey));
             loopback.write(img, 0, img.length, imageDaddr, Prm.index(imageMkey) << 8);
-            process = Prm.create(ctx, OBJ_DPA_PROCESS, c -> {
+            process = Prm.createProcess(ctx, c -> {
                 PROCESS_IMAGE_MEM.set(c, 0, Prm.objId(image));
                 PROCESS_IMAGE_LEN.set(c, 0, img.length);
                 set64(c, PROCESS_HEAP_SIZE, attr.heapSize());
@@ -124,7 +124,7 @@ public final class FlexioProcess implements AutoCloseable {
             undo.push(() -> Mlx5dv.devxObjDestroy(process));
             MemorySegment p = Prm.createdContext(process);
             heap = new HeapAllocator(get64(p, PROCESS_HEAP_BASE), attr.heapSize());
-            dumemId = Prm.PROCESS_DUMEM_ID.get(p, 0);
+            dumemId = PROCESS_DUMEM_ID.get(p, 0);
             heapMkey = Mlx5dv.devxObjCreate(ctx, Prm.createUmemMkey(pdn, heap.base(), heap.size(), dumemId, 0), 16);
             undo.push(() -> Mlx5dv.devxObjDestroy(heapMkey));
             errChannel = Mlx5dv.devxCreateEventChannel(ctx);

@@ -108,7 +108,9 @@ class FlexioRpcTest {
     void anImageTheVerifierRefusesNamesItsRuleAndLeavesNothing() {
         FlexioException e = assertThrows(FlexioException.class, () -> FlexioProcess.create(ctx, TestApps.badApp(), ATTR));
         assertEquals(FlexioStatus.FAILED, e.status());
-        assertTrue(e.getMessage().contains("system") && e.getMessage().contains("BadProgs"), e.getMessage());
+        assertTrue(e.getMessage().contains("syndrome (0xbad0302)") && e.getMessage().contains("refused the image"), e.getMessage());
+        String why = m.bf3.lastRefusal(); // the firmware's own record of the refusal (the bench's mlx5:cmdlog)
+        assertTrue(why.contains("rule system") && why.contains("BadProgs.rpcClock"), why);
         assertEquals(0, m.bf3.devxLive() - 1, "only the context's uid: " + m.bf3.devxDescribe());
     }
 

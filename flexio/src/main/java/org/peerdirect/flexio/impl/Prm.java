@@ -27,11 +27,6 @@ public final class Prm {
     /** Bytes of a general object command's output: the header and the object's context. */
     public static final int OBJ_OUT = Devx.GENERAL_OBJ_HDR + DpaObj.CONTEXT_SIZE;
 
-    /** {@code DPA_MEM} out/query: its DUMEM (wt-fw's peerdirect PRM extension v1, until DpaObj has it). */
-    public static final org.peerdirect.hca.cx4.ifc.IfcField MEM_DUMEM_ID = new org.peerdirect.hca.cx4.ifc.IfcField(0x10 * 8 + 8, 24);
-    /** {@code DPA_PROCESS} out/query: the heap's DUMEM. */
-    public static final org.peerdirect.hca.cx4.ifc.IfcField PROCESS_DUMEM_ID = new org.peerdirect.hca.cx4.ifc.IfcField(0x24 * 8 + 8, 24);
-
     private Prm() {
     }
 
@@ -61,6 +56,22 @@ public final class Prm {
     /** {@code CREATE_GENERAL_OBJECT}: the object, its id in {@link #objId}. */
     public static DevxObj create(IbvContext ctx, int type, Consumer<MemorySegment> fill) {
         return Mlx5dv.devxObjCreate(ctx, general(Mlx5Cmd.CREATE_GENERAL_OBJECT, type, 0, fill), OBJ_OUT);
+    }
+
+    /** The syndrome of a DPA_PROCESS whose image the DPA's loader or verifier refused (peerdirect PRM extension v1). */
+    public static final int SYND_DPA_IMAGE = 0x0bad_0302;
+
+    /** {@code CREATE_GENERAL_OBJECT} of a DPA_PROCESS; an image refused by the loader is said so. */
+    public static DevxObj createProcess(IbvContext ctx, Consumer<MemorySegment> fill) {
+        try {
+            return create(ctx, DpaObj.OBJ_DPA_PROCESS, fill);
+        } catch (org.peerdirect.kernel.mm.KernelException e) {
+            if (e.getMessage() != null && e.getMessage().contains("syndrome (0x" + Integer.toHexString(SYND_DPA_IMAGE) + ")")) {
+                throw new FlexioFailure(FlexioFailure.FAILED, "the DPA's loader refused the image (a verifier rule or a"
+                        + " malformed image): " + e.getMessage());
+            }
+            throw e;
+        }
     }
 
     public static int objId(DevxObj o) {
