@@ -50,6 +50,7 @@ class FlexioRpcTest {
     void anRpcReturnsTheDevicesResultAndDestroyLeavesNothing() {
         FlexioProcess p = FlexioProcess.create(ctx, TestApps.rpcApp(), ATTR);
         assertEquals(42, p.call(TestApps.CALCULATE, 7L, 35L));
+        assertTrue(!p.errHandlerFdReadable(Duration.ofMillis(20)), "no error event while the process is well");
         assertEquals(-1 + (1L << 40), p.call(TestApps.CALCULATE, -1L, 1L << 40), "the same RPC thread, new arguments");
         assertEquals(FlexioStatus.ERR_NO_ERROR, p.errStatusGet());
         assertThrows(IllegalArgumentException.class, () -> p.call(TestApps.CALCULATE, 1L), "the packer checks the count");
@@ -98,6 +99,7 @@ class FlexioRpcTest {
         assertTrue(e.getMessage().contains("status 0x90"), e.getMessage());
         assertEquals(FlexioStatus.ERR_USER_ERROR, p.errStatusGet());
         assertEquals(0x90, p.processStatus());
+        assertTrue(p.errHandlerFdReadable(Duration.ofSeconds(10)), "the error fd became readable (the process's error event)");
         assertTrue(p.crashData().contains("0x90"), p.crashData());
         FlexioException after = assertThrows(FlexioException.class, () -> p.call(TestApps.CALCULATE, 1L, 2L));
         assertTrue(after.getMessage().contains("0x90"), "the ended process answers no call: " + after.getMessage());

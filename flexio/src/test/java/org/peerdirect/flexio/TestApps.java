@@ -6,6 +6,7 @@ import java.util.List;
 
 import org.peerdirect.flexio.dev.FlexioDev;
 import org.peerdirect.flexio.dev.FlexioDevQueue;
+import org.peerdirect.flexio.dev.FlexioDevMsg;
 import org.peerdirect.flexio.progs.BadProgs;
 import org.peerdirect.flexio.progs.RpcProgs;
 import org.peerdirect.hca.dpa.ImagePackager;
@@ -43,6 +44,8 @@ final class TestApps {
 
     static final FlexioFunc CALCULATE = rpc("rpc_calculate", 2);
     static final FlexioFunc FAIL = rpc("rpc_fail", 1);
+    static final FlexioFunc CALCULATE_PRINT = rpc("rpc_calculate_print", 3);
+    static final FlexioFunc PRINT_MANY = rpc("rpc_print_many", 2);
     static final FlexioFunc COPY = rpc("rpc_copy", 2);
     static final FlexioFunc READ = rpc("rpc_read", 1);
     static final FlexioFunc ACTIVATE = rpc("rpc_activate", 1);
@@ -50,18 +53,20 @@ final class TestApps {
 
     /** flexio-dev, statically linked. */
     static ImagePackager linked() {
-        return new ImagePackager().add(FlexioDev.class).add(FlexioDevQueue.class);
+        return new ImagePackager().add(FlexioDev.class).add(FlexioDevQueue.class).add(FlexioDevMsg.class);
     }
 
     static FlexioApp rpcApp() {
         byte[] image = linked().add(RpcProgs.class)
                 .rpc("rpc_calculate", RpcProgs.class, "rpcCalculate", 16)
                 .rpc("rpc_fail", RpcProgs.class, "rpcFail", 8)
+                .rpc("rpc_calculate_print", RpcProgs.class, "rpcCalculatePrint", 24)
+                .rpc("rpc_print_many", RpcProgs.class, "rpcPrintMany", 16)
                 .rpc("rpc_copy", RpcProgs.class, "rpcCopy", 16)
                 .rpc("rpc_read", RpcProgs.class, "rpcRead", 8)
                 .rpc("rpc_activate", RpcProgs.class, "rpcActivate", 8)
                 .global("count_handler", RpcProgs.class, "countHandler").pack();
-        return FlexioApp.create("flexio_rpc", image, List.of(CALCULATE, FAIL, COPY, READ, ACTIVATE, COUNT));
+        return FlexioApp.create("flexio_rpc", image, List.of(CALCULATE, FAIL, CALCULATE_PRINT, PRINT_MANY, COPY, READ, ACTIVATE, COUNT));
     }
 
     static final FlexioFunc CLOCK = rpc("rpc_clock", 0);

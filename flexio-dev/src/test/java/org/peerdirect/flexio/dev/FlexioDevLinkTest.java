@@ -24,7 +24,7 @@ import org.peerdirect.hca.dpa.LoaderPolicy;
  */
 class FlexioDevLinkTest {
 
-    static final List<Class<?>> LIBRARY = List.of(FlexioDev.class, FlexioDevQueue.class);
+    static final List<Class<?>> LIBRARY = List.of(FlexioDev.class, FlexioDevQueue.class, FlexioDevMsg.class);
 
     @Test
     void referencesOnlyTheIsaAndTheJavaLangAllowlist() throws IOException {

@@ -1,6 +1,7 @@
 package org.peerdirect.flexio.progs;
 
 import org.peerdirect.flexio.dev.FlexioDev;
+import org.peerdirect.flexio.dev.FlexioDevMsg;
 import org.peerdirect.hca.dpa.isa.Dpa;
 
 /**
@@ -18,6 +19,28 @@ public final class RpcProgs {
         long a = Dpa.ld64(argbuf);
         long b = Dpa.ld64(argbuf + 8);
         return a + b;
+    }
+
+    /**
+     * {@code __dpa_rpc__ uint64_t rpc_calculate_print(a, b, stream)}: prints the sum on the stream
+     * (FlexIO's RPC sample), returns it.
+     */
+    public static long rpcCalculatePrint(long argbuf) {
+        long a = Dpa.ld64(argbuf);
+        long b = Dpa.ld64(argbuf + 8);
+        FlexioDevMsg.msg(Dpa.ld64(argbuf + 16), FlexioDevMsg.INFO, "rpc_calculate: " + a + " + " + b + " = " + (a + b));
+        FlexioDevMsg.msg(Dpa.ld64(argbuf + 16), FlexioDevMsg.DEBUG, "filtered out at level INFO");
+        return a + b;
+    }
+
+    /** {@code __dpa_rpc__}: {@code n} numbered lines on the stream. */
+    public static long rpcPrintMany(long argbuf) {
+        long n = Dpa.ld64(argbuf);
+        long stream = Dpa.ld64(argbuf + 8);
+        for (long i = 0; i < n; i++) {
+            FlexioDevMsg.print(stream, "line " + i);
+        }
+        return n;
     }
 
     /** {@code __dpa_rpc__ uint64_t rpc_fail(uint64_t code)}: {@code flexio_dev_error(code)}, never returns. */
