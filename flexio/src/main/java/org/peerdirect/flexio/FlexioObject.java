@@ -11,7 +11,7 @@ import org.peerdirect.mlx5.dv.Mlx5dv.DevxObj;
  * {@link FlexioOutbox}, {@link FlexioWindow}, {@link FlexioMkey}, {@link FlexioCq}. Its process
  * destroys it, newest first, unless {@link #destroy} did before.
  */
-public abstract sealed class FlexioObject permits FlexioOutbox, FlexioWindow, FlexioMkey, FlexioCq {
+public abstract sealed class FlexioObject permits FlexioOutbox, FlexioWindow, FlexioMkey, FlexioCq, FlexioQp {
 
     final FlexioProcess process;
     final DevxObj obj;

@@ -47,6 +47,7 @@ final class TestApps {
     static final FlexioFunc CALCULATE_PRINT = rpc("rpc_calculate_print", 3);
     static final FlexioFunc PRINT_MANY = rpc("rpc_print_many", 2);
     static final FlexioFunc COPY = rpc("rpc_copy", 2);
+    static final FlexioFunc ADD_TO = rpc("rpc_add_to", 2);
     static final FlexioFunc READ = rpc("rpc_read", 1);
     static final FlexioFunc ACTIVATE = rpc("rpc_activate", 1);
     static final FlexioFunc COUNT = new FlexioFunc("count_handler", FlexioFunc.Kind.GLOBAL, 8, longs("count_handler", 1));
@@ -63,10 +64,11 @@ final class TestApps {
                 .rpc("rpc_calculate_print", RpcProgs.class, "rpcCalculatePrint", 24)
                 .rpc("rpc_print_many", RpcProgs.class, "rpcPrintMany", 16)
                 .rpc("rpc_copy", RpcProgs.class, "rpcCopy", 16)
+                .rpc("rpc_add_to", RpcProgs.class, "rpcAddTo", 16)
                 .rpc("rpc_read", RpcProgs.class, "rpcRead", 8)
                 .rpc("rpc_activate", RpcProgs.class, "rpcActivate", 8)
                 .global("count_handler", RpcProgs.class, "countHandler").pack();
-        return FlexioApp.create("flexio_rpc", image, List.of(CALCULATE, FAIL, CALCULATE_PRINT, PRINT_MANY, COPY, READ, ACTIVATE, COUNT));
+        return FlexioApp.create("flexio_rpc", image, List.of(CALCULATE, FAIL, CALCULATE_PRINT, PRINT_MANY, COPY, ADD_TO, READ, ACTIVATE, COUNT));
     }
 
     static final FlexioFunc CLOCK = rpc("rpc_clock", 0);

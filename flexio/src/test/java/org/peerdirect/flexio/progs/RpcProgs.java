@@ -69,6 +69,14 @@ public final class RpcProgs {
         FlexioDev.threadReschedule();
     }
 
+    /** {@code __dpa_rpc__ rpc_add_to(addr, v)}: adds {@code v} to the word at {@code addr}, returns the new value. */
+    public static long rpcAddTo(long argbuf) {
+        long addr = Dpa.ld64(argbuf);
+        long v = Dpa.ld64(addr) + Dpa.ld64(argbuf + 8);
+        Dpa.st64(addr, v);
+        return v;
+    }
+
     /** {@code __dpa_rpc__}: the counter of {@link #countHandler} at {@code argbuf}'s address. */
     public static long rpcRead(long argbuf) {
         return Dpa.ld64(Dpa.ld64(argbuf));
