@@ -58,6 +58,27 @@ class FlexioMsgStreamTest {
         }
     }
 
+    /**
+     * The mutant of {@code flexio_dev_msg}: window stores never written back. The host sees
+     * nothing, and the strict memory model ends the process at the activation's end (C3), naming the
+     * handler's line; the fixed library (the test above) is silent.
+     */
+    @Test
+    void aPrintWithoutWindowWritebackIsCaughtNamingItsLine() {
+        List<String> lines = new ArrayList<>();
+        try (FlexioProcess p = FlexioProcess.create(ctx, TestApps.rpcApp(), FlexioRpcTest.ATTR)) {
+            FlexioMsgStream s = FlexioMsgStream.create(p, new FlexioMsgStream.Attr(2048, FlexioMsgStream.SyncMode.ASYNC, "mutant", 1),
+                    lines::add);
+            FlexioException e = assertThrows(FlexioException.class, () -> p.call(TestApps.PRINT_NO_WRITEBACK, s.daddr()));
+            assertTrue(e.getMessage().contains("status 0x7"), e.getMessage());
+            assertEquals(FlexioStatus.ERR_FATAL_ERROR, p.errStatusGet());
+            s.flush();
+            assertEquals(List.of(), lines, "the host never saw the unwritten-back line");
+            String ps = String.join("\n", m.dpa());
+            assertTrue(ps.contains("C3") && ps.contains("RpcProgs.rpcPrintNoWriteback:"), ps);
+        }
+    }
+
     @Test
     void anAsyncStreamPrintsOnFlushAndCountsAnOverrun() {
         List<String> lines = new ArrayList<>();

@@ -33,6 +33,19 @@ public final class RpcProgs {
         return a + b;
     }
 
+    /**
+     * The mutant of {@code FlexioDevMsg.msg}: the line and its index written into the host ring
+     * through the window, never written back ({@code __dpa_thread_window_writeback} missing).
+     */
+    public static long rpcPrintNoWriteback(long argbuf) {
+        long stream = Dpa.ld64(argbuf);
+        Dpa.windowConfig(Dpa.WINDOW_ENTITY_1, Dpa.ld32(stream), Dpa.ld32(stream + 4));
+        long ring = Dpa.windowPtrAcquire(Dpa.WINDOW_ENTITY_1, Dpa.ld64(stream + 8));
+        Dpa.st64(ring + 4096, 0x0a6b6f73696d2dL); // "-mis ok\n" would be the text
+        Dpa.st64(ring, 8);
+        return 0;
+    }
+
     /** {@code __dpa_rpc__}: {@code n} numbered lines on the stream. */
     public static long rpcPrintMany(long argbuf) {
         long n = Dpa.ld64(argbuf);
