@@ -3,6 +3,7 @@ package org.peerdirect.flexio;
 import java.util.Objects;
 
 import org.peerdirect.flexio.impl.Prm;
+import org.peerdirect.hca.cx4.ifc.Cq;
 import org.peerdirect.mlx5.dv.Mlx5dv;
 import org.peerdirect.mlx5.dv.Mlx5dv.DevxObj;
 
@@ -10,7 +11,8 @@ import org.peerdirect.mlx5.dv.Mlx5dv.DevxObj;
  * {@code struct flexio_cq}: a CQ whose ring and doorbell record live in the process heap
  * ({@code flexio_qmem} of type DPA, through the process DUMEM), its element a DPA thread
  * ({@code FLEXIO_CQ_ELEMENT_TYPE_DPA_THREAD}: a CQE on the armed CQ triggers the handler) or none
- * ({@code NON_DPA_CQ}: a handler polls it). The other element types ({@code EXT_EQ},
+ * ({@code NON_DPA_CQ}: a handler polls it); a DPA_THREAD CQ is armed at creation with consumer index 0
+ * (as {@code flexio_cq_create} without {@code no_arm}). The other element types ({@code EXT_EQ},
  * {@code DPA_MSIX_EMULATED_CQ}) are not modelled (DPA_MODEL.md §6).
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/flexio+sdk/index.html">flexio_cq_create</a>
@@ -49,8 +51,12 @@ public final class FlexioCq extends FlexioObject {
             long base = p.processMemInfoGet().base();
             boolean dpa = a.elementType() == ElementType.DPA_THREAD;
             int element = dpa ? a.thread().id() : Mlx5dv.devxQueryEqn(p.ctx, 0);
-            return new FlexioCq(p, Mlx5dv.devxObjCreate(p.ctx, Prm.createCq(a.logCqDepth(), p.uar().page(), element, dpa,
+            FlexioCq cq = new FlexioCq(p, Mlx5dv.devxObjCreate(p.ctx, Prm.createCq(a.logCqDepth(), p.uar().page(), element, dpa,
                     p.dumemId(), a.ringDaddr() - base, a.dbrDaddr() - base), 16));
+            if (dpa) { // armed with consumer index 0, as flexio_cq_create without no_arm: the first CQE triggers the thread
+                Mlx5dv.devxUarWrite64(p.uar(), Cq.UAR_CQ_DOORBELL, Long.reverseBytes((long) Cq.DB_REQ_NOT << 32 | cq.cqNum()));
+            }
+            return cq;
         });
     }
 

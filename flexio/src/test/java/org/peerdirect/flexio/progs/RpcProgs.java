@@ -41,7 +41,7 @@ public final class RpcProgs {
         long stream = Dpa.ld64(argbuf);
         Dpa.windowConfig(Dpa.WINDOW_ENTITY_1, Dpa.ld32(stream), Dpa.ld32(stream + 4));
         long ring = Dpa.windowPtrAcquire(Dpa.WINDOW_ENTITY_1, Dpa.ld64(stream + 8));
-        Dpa.st64(ring + 4096, 0x0a6b6f73696d2dL); // "-mis ok\n" would be the text
+        Dpa.st64(ring + 4096, 0x0a6b6f20656e696cL); // "line ok" and a newline, little-endian
         Dpa.st64(ring, 8);
         return 0;
     }
