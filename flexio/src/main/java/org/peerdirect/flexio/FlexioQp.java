@@ -73,6 +73,23 @@ public final class FlexioQp extends FlexioObject {
         return g;
     }
 
+    /**
+     * {@code flexio_sq_create}: raw Ethernet send queues are not modelled (DPA_MODEL.md §6: the
+     * engine has no Ethernet data plane); FlexIO's RC QP ({@link #create}) carries the same traffic.
+     *
+     * @throws FlexioException always, FAILED, saying so
+     */
+    public static FlexioQp sqCreate(FlexioProcess p) {
+        throw new FlexioException(FlexioStatus.FAILED, "flexio_sq_create: raw Ethernet SQs are not modelled"
+                + " (no Ethernet data plane, DPA_MODEL.md section 6); use an RC QP (flexio_qp_create)");
+    }
+
+    /** {@code flexio_rq_create}: as {@link #sqCreate}, not modelled. */
+    public static FlexioQp rqCreate(FlexioProcess p) {
+        throw new FlexioException(FlexioStatus.FAILED, "flexio_rq_create: raw Ethernet RQs are not modelled"
+                + " (no Ethernet data plane, DPA_MODEL.md section 6); use an RC QP (flexio_qp_create)");
+    }
+
     /** {@code flexio_qp_get_qp_num}. */
     public int qpNum() {
         return qpn;

@@ -131,6 +131,23 @@ class FlexioRpcTest {
         }
     }
 
+    /** {@code flexio_process_destroy} while a handler spins on an EU: the EU is stopped first, then everything goes. */
+    @Test
+    void destroyStopsAHandlerThatSpins() {
+        FlexioProcess p = FlexioProcess.create(ctx, TestApps.rpcApp(), ATTR);
+        long word = p.copyFromHost(new byte[16]);
+        FlexioEventHandler h = FlexioEventHandler.create(p, FlexioEventHandler.Attr.of(TestApps.SPIN, word));
+        h.run();
+        assertEquals(0, p.call(TestApps.ACTIVATE, (long) h.id()));
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (p.call(TestApps.READ, word) < 10) {
+            assertTrue(System.nanoTime() < deadline, "the handler spins");
+        }
+        p.destroy();
+        h.destroy(); // after its process: nothing
+        assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+    }
+
     /** The handler runs after the activating RPC returned: poll its counter (bounded). */
     static void awaitCount(FlexioProcess p, long counter, long want) {
         long deadline = System.nanoTime() + 20_000_000_000L;

@@ -51,6 +51,7 @@ final class TestApps {
     static final FlexioFunc PRINT_NO_WRITEBACK = rpc("rpc_print_no_writeback", 1);
     static final FlexioFunc READ = rpc("rpc_read", 1);
     static final FlexioFunc ACTIVATE = rpc("rpc_activate", 1);
+    static final FlexioFunc SPIN = new FlexioFunc("spin_handler", FlexioFunc.Kind.GLOBAL, 8, longs("spin_handler", 1));
     static final FlexioFunc COUNT = new FlexioFunc("count_handler", FlexioFunc.Kind.GLOBAL, 8, longs("count_handler", 1));
 
     /** flexio-dev, statically linked. */
@@ -69,8 +70,9 @@ final class TestApps {
                 .rpc("rpc_print_no_writeback", RpcProgs.class, "rpcPrintNoWriteback", 8)
                 .rpc("rpc_read", RpcProgs.class, "rpcRead", 8)
                 .rpc("rpc_activate", RpcProgs.class, "rpcActivate", 8)
-                .global("count_handler", RpcProgs.class, "countHandler").pack();
-        return FlexioApp.create("flexio_rpc", image, List.of(CALCULATE, FAIL, CALCULATE_PRINT, PRINT_MANY, COPY, ADD_TO, PRINT_NO_WRITEBACK, READ, ACTIVATE, COUNT));
+                .global("count_handler", RpcProgs.class, "countHandler")
+                .global("spin_handler", RpcProgs.class, "spinHandler").pack();
+        return FlexioApp.create("flexio_rpc", image, List.of(CALCULATE, FAIL, CALCULATE_PRINT, PRINT_MANY, COPY, ADD_TO, PRINT_NO_WRITEBACK, READ, ACTIVATE, COUNT, SPIN));
     }
 
     static final FlexioFunc CLOCK = rpc("rpc_clock", 0);

@@ -90,6 +90,15 @@ public final class RpcProgs {
         return v;
     }
 
+    /** {@code __dpa_global__}: spins, counting in the word at {@code arg}, until its process goes. */
+    public static void spinHandler(long arg) {
+        while (Dpa.ld64(arg + 8) == 0) {
+            Dpa.st64(arg, Dpa.ld64(arg) + 1);
+            Dpa.memoryWriteback();
+        }
+        FlexioDev.threadFinish();
+    }
+
     /** {@code __dpa_rpc__}: the counter of {@link #countHandler} at {@code argbuf}'s address. */
     public static long rpcRead(long argbuf) {
         return Dpa.ld64(Dpa.ld64(argbuf));
