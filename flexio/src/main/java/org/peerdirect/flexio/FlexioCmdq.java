@@ -52,17 +52,29 @@ public final class FlexioCmdq implements AutoCloseable {
     private long done;
     private FlexioException failed;
     private final Thread dispatcher;
+    /** The process's teardown of this queue: stop, without waiting (its dispatcher may wait for the process's lock). */
+    private final Runnable teardown;
 
     private FlexioCmdq(FlexioProcess process, Attr attr) {
         this.process = process;
         this.attr = attr;
         this.state = attr.state();
+        this.teardown = process.own(this::stop);
         this.dispatcher = Thread.ofPlatform().daemon().name("flexio-cmdq-" + process.id()).start(this::dispatch);
     }
 
-    /** {@code flexio_cmdq_create}. */
+    /** {@code flexio_cmdq_create}; the process's destroy stops it too. */
     public static FlexioCmdq create(FlexioProcess p, Attr attr) {
-        return new FlexioCmdq(Objects.requireNonNull(p, "process"), attr);
+        Objects.requireNonNull(p, "process");
+        p.lock.lock();
+        try {
+            p.checkAlive();
+            return new FlexioCmdq(p, attr);
+        } catch (RuntimeException e) {
+            throw FlexioProcess.failure("flexio_cmdq_create", e);
+        } finally {
+            p.lock.unlock();
+        }
     }
 
     /**
@@ -170,8 +182,7 @@ public final class FlexioCmdq implements AutoCloseable {
         }
     }
 
-    /** {@code flexio_cmdq_destroy}: waits for the running task, drops those not started. */
-    public void destroy() {
+    private void stop() {
         lock.lock();
         try {
             stop = true;
@@ -179,6 +190,19 @@ public final class FlexioCmdq implements AutoCloseable {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** {@code flexio_cmdq_destroy}: waits for the running task, drops those not started. */
+    public void destroy() {
+        process.lock.lock();
+        try {
+            if (process.alive()) {
+                process.disown(teardown);
+            }
+        } finally {
+            process.lock.unlock();
+        }
+        stop();
         try {
             dispatcher.join();
         } catch (InterruptedException e) {
