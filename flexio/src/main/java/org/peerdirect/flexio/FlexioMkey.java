@@ -1,8 +1,10 @@
 package org.peerdirect.flexio;
 
 import org.peerdirect.flexio.impl.Prm;
+import org.peerdirect.ib.core.umem.IbAccess;
 import org.peerdirect.mlx5.dv.Mlx5dv;
 import org.peerdirect.mlx5.dv.Mlx5dv.DevxObj;
+import org.peerdirect.mlx5.dv.Mlx5dv.DevxUmem;
 
 /**
  * {@code struct flexio_mkey}: an mkey over a range of the process heap (its DUMEM), so NIC queues
@@ -14,11 +16,14 @@ public final class FlexioMkey extends FlexioObject {
 
     private final long daddr;
     private final long len;
+    /** A host mkey's pinned memory (null for a device mkey). */
+    private final DevxUmem umem;
 
-    private FlexioMkey(FlexioProcess p, DevxObj o, long daddr, long len) {
-        super(p, o);
+    private FlexioMkey(FlexioProcess p, DevxObj o, long daddr, long len, DevxUmem umem) {
+        super(p, o, umem == null ? null : () -> Mlx5dv.devxUmemDereg(umem));
         this.daddr = daddr;
         this.len = len;
+        this.umem = umem;
     }
 
     /**
@@ -35,7 +40,26 @@ public final class FlexioMkey extends FlexioObject {
                         daddr, len, m.base(), m.size()));
             }
             return new FlexioMkey(p, Mlx5dv.devxObjCreate(p.ctx, Prm.createUmemMkey(p.pdn(), daddr, len, p.dumemId(),
-                    daddr - m.base()), 16), daddr, len);
+                    daddr - m.base()), 16), daddr, len, null);
+        });
+    }
+
+    /**
+     * An mkey of the process's PD over {@code len} bytes of the calling process's memory at
+     * {@code va} (pinned as a DevX umem), what a FlexIO program gets from {@code ibv_reg_mr} on
+     * {@code flexio_process_get_pd}: the key a window is configured with
+     * ({@code flexio_dev_window_config}). Local and remote read and write.
+     */
+    public static FlexioMkey hostMkeyCreate(FlexioProcess p, long va, long len) {
+        return make(p, "host mkey (ibv_reg_mr on the process's PD)", () -> {
+            DevxUmem um = Mlx5dv.devxUmemReg(p.ctx, va, len, IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_READ);
+            try {
+                return new FlexioMkey(p, Mlx5dv.devxObjCreate(p.ctx, Prm.createUmemMkey(p.pdn(), va, len, um.umemId(), 0), 16),
+                        va, len, um);
+            } catch (RuntimeException e) {
+                Mlx5dv.devxUmemDereg(um);
+                throw e;
+            }
         });
     }
 
@@ -46,6 +70,6 @@ public final class FlexioMkey extends FlexioObject {
 
     @Override
     public String toString() {
-        return String.format("device mkey 0x%x over [0x%x, +%d) of %s", id(), daddr, len, process);
+        return String.format("%s mkey 0x%x over [0x%x, +%d) of %s", umem == null ? "device" : "host", id(), daddr, len, process);
     }
 }

@@ -19,9 +19,19 @@ public abstract sealed class FlexioObject permits FlexioOutbox, FlexioWindow, Fl
     private boolean destroyed;
 
     FlexioObject(FlexioProcess process, DevxObj obj) {
+        this(process, obj, null);
+    }
+
+    /** {@code after} runs once the object is destroyed (the umem under a host mkey). */
+    FlexioObject(FlexioProcess process, DevxObj obj, Runnable after) {
         this.process = process;
         this.obj = obj;
-        this.destroy = process.own(() -> Mlx5dv.devxObjDestroy(obj));
+        this.destroy = process.own(() -> {
+            Mlx5dv.devxObjDestroy(obj);
+            if (after != null) {
+                after.run();
+            }
+        });
     }
 
     /** Runs {@code create} under the process's lock, a failure reported as {@code what} failing. */

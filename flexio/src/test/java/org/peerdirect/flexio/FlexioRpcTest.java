@@ -131,6 +131,36 @@ class FlexioRpcTest {
         }
     }
 
+    /**
+     * {@code flexio_window_create} on the process's PD, a host mkey of that PD, and the device's
+     * {@code flexio_dev_window_copy_to_host}: the bytes land in the host buffer (through the mkey and
+     * the IOMMU); a window configured with a destroyed mkey fails.
+     */
+    @Test
+    void windowCopyToHostReachesHostMemory() {
+        try (FlexioProcess p = FlexioProcess.create(ctx, TestApps.rpcApp(), ATTR)) {
+            byte[] pattern = new byte[100];
+            for (int i = 0; i < pattern.length; i++) {
+                pattern[i] = (byte) (i * 7 + 1);
+            }
+            long src = p.copyFromHost(pattern);
+            long host = m.proc.mmap(4096);
+            m.proc.populate(host, 4096, true);
+            FlexioMkey mr = FlexioMkey.hostMkeyCreate(p, host, 4096);
+            FlexioWindow w = FlexioWindow.create(p, p.pdn());
+            assertEquals(0, p.call(TestApps.TO_HOST, (long) w.id(), (long) mr.id(), host + 8, src, (long) pattern.length));
+            byte[] back = new byte[pattern.length];
+            m.proc.read(host + 8, back, 0, back.length);
+            assertEquals(java.util.Arrays.toString(pattern), java.util.Arrays.toString(back));
+            int key = mr.id();
+            mr.destroy();
+            assertEquals(0x101, p.call(TestApps.TO_HOST, (long) w.id(), (long) key, host, src, 8L), "window_config with a destroyed mkey fails, errno set");
+            assertEquals(FlexioStatus.ERR_NO_ERROR, p.errStatusGet(), p.crashData());
+            w.destroy();
+            m.proc.munmap(host, 4096);
+        }
+    }
+
     /** {@code flexio_process_destroy} while a handler spins on an EU: the EU is stopped first, then everything goes. */
     @Test
     void destroyStopsAHandlerThatSpins() {

@@ -48,6 +48,7 @@ final class TestApps {
     static final FlexioFunc PRINT_MANY = rpc("rpc_print_many", 2);
     static final FlexioFunc COPY = rpc("rpc_copy", 2);
     static final FlexioFunc ADD_TO = rpc("rpc_add_to", 2);
+    static final FlexioFunc TO_HOST = rpc("rpc_to_host", 5);
     static final FlexioFunc PRINT_NO_WRITEBACK = rpc("rpc_print_no_writeback", 1);
     static final FlexioFunc READ = rpc("rpc_read", 1);
     static final FlexioFunc ACTIVATE = rpc("rpc_activate", 1);
@@ -67,12 +68,13 @@ final class TestApps {
                 .rpc("rpc_print_many", RpcProgs.class, "rpcPrintMany", 16)
                 .rpc("rpc_copy", RpcProgs.class, "rpcCopy", 16)
                 .rpc("rpc_add_to", RpcProgs.class, "rpcAddTo", 16)
+                .rpc("rpc_to_host", RpcProgs.class, "rpcToHost", 40)
                 .rpc("rpc_print_no_writeback", RpcProgs.class, "rpcPrintNoWriteback", 8)
                 .rpc("rpc_read", RpcProgs.class, "rpcRead", 8)
                 .rpc("rpc_activate", RpcProgs.class, "rpcActivate", 8)
                 .global("count_handler", RpcProgs.class, "countHandler")
                 .global("spin_handler", RpcProgs.class, "spinHandler").pack();
-        return FlexioApp.create("flexio_rpc", image, List.of(CALCULATE, FAIL, CALCULATE_PRINT, PRINT_MANY, COPY, ADD_TO, PRINT_NO_WRITEBACK, READ, ACTIVATE, COUNT, SPIN));
+        return FlexioApp.create("flexio_rpc", image, List.of(CALCULATE, FAIL, CALCULATE_PRINT, PRINT_MANY, COPY, ADD_TO, TO_HOST, PRINT_NO_WRITEBACK, READ, ACTIVATE, COUNT, SPIN));
     }
 
     static final FlexioFunc CLOCK = rpc("rpc_clock", 0);

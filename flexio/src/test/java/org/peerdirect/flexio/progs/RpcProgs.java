@@ -99,6 +99,18 @@ public final class RpcProgs {
         FlexioDev.threadFinish();
     }
 
+    /**
+     * {@code __dpa_rpc__ rpc_to_host(window, mkey, haddr, daddr, n)}: configures window entity 0
+     * and copies {@code n} bytes of the heap at {@code daddr} to host address {@code haddr}
+     * ({@code flexio_dev_window_copy_to_host}); returns its status.
+     */
+    public static long rpcToHost(long argbuf) {
+        if (FlexioDev.windowConfig(FlexioDev.WINDOW_ENTITY_0, (int) Dpa.ld64(argbuf), (int) Dpa.ld64(argbuf + 8)) != 0) {
+            return 0x100 + FlexioDev.getAndRstErrno();
+        }
+        return FlexioDev.windowCopyToHost(Dpa.ld64(argbuf + 16), Dpa.ld64(argbuf + 24), (int) Dpa.ld64(argbuf + 32));
+    }
+
     /** {@code __dpa_rpc__}: the counter of {@link #countHandler} at {@code argbuf}'s address. */
     public static long rpcRead(long argbuf) {
         return Dpa.ld64(Dpa.ld64(argbuf));
