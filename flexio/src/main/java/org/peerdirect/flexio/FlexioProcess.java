@@ -386,7 +386,13 @@ public final class FlexioProcess implements AutoCloseable {
 
     /** The DPA_PROCESS's {@code dpa_process_status} (0 ok, 1..63 RTOS, 0x40 finished, 0x42 illegal, 0x80..0xff user). */
     public int processStatus() {
-        return PROCESS_STATUS.get(Prm.query(process, OBJ_DPA_PROCESS), 0);
+        lock.lock();
+        try {
+            checkAlive();
+            return PROCESS_STATUS.get(Prm.query(process, OBJ_DPA_PROCESS), 0);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** {@code flexio_err_status_get}: {@link FlexioStatus#ERR_NO_ERROR}, {@code _FATAL_ERROR} or {@code _USER_ERROR}. */
@@ -410,6 +416,12 @@ public final class FlexioProcess implements AutoCloseable {
      * error event of this process arrived (a {@code poll} then {@code read} of the fd).
      */
     public boolean errHandlerFdReadable(Duration timeout) {
+        lock.lock();
+        try {
+            checkAlive(); // the channel goes with the process
+        } finally {
+            lock.unlock();
+        }
         Mlx5dv.DevxEvent e = Mlx5dv.devxGetEvent(errChannel, timeout);
         return e != null && e.objId() == id();
     }
