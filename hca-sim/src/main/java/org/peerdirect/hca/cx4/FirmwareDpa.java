@@ -248,7 +248,7 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     @Override
     public CqState cqState(int cqn) {
         Cqs.MemCq c = transport.cqs.cq(cqn);
-        return c == null ? null : new CqState(c.hw.armed(), c.hw.producerIndex(), c.consumerIndex());
+        return c == null ? null : new CqState(c.hw.armedOrNotifying(), c.hw.producerIndex(), c.consumerIndex()); // an event on its way counts as armed
     }
 
     // ---- WindowPort: through the MPT to the function's IOMMU domain ----

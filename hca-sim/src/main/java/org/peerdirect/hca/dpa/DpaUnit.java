@@ -40,6 +40,7 @@ public final class DpaUnit implements AutoCloseable {
     final MemoryModel mm;
     final Windows windows;
     private final DpaSpace space;
+    private final DpaSpace recordSpace;
     private final AtomicInteger ids = new AtomicInteger();
     private final Map<Integer, DpaMemory.Region> mems = new ConcurrentHashMap<>();
     private final Map<Integer, DpaProcess> processes = new ConcurrentHashMap<>();
@@ -61,7 +62,8 @@ public final class DpaUnit implements AutoCloseable {
         this.rtos = new Rtos(this);
         this.mm = new MemoryModel(this, config.check(), memory.seg, config.eus());
         this.windows = new Windows(this);
-        this.space = new DpaSpace(this);
+        this.space = new DpaSpace(this, false);
+        this.recordSpace = new DpaSpace(this, true);
     }
 
     /**
@@ -71,6 +73,15 @@ public final class DpaUnit implements AutoCloseable {
      */
     public org.peerdirect.kernel.dma.DmaPort space() {
         return space;
+    }
+
+    /**
+     * {@link #space} for doorbell records the NIC polls: a read gives the written-back bytes as
+     * any NIC read does, without a C1 finding (a record not yet written back is simply read old;
+     * what a doorbell makes the NIC fetch is checked through {@link #space}).
+     */
+    public org.peerdirect.kernel.dma.DmaPort recordSpace() {
+        return recordSpace;
     }
 
     public DpaConfig config() {
@@ -422,12 +433,23 @@ public final class DpaUnit implements AutoCloseable {
             rtos.lock.unlock();
         }
         for (int cqn : cqs) {
+            // the CQ's state first, then the latch: an event the CQ raised (armed cleared, counted as
+            // armed while it is delivered) has latched its trigger by the time it no longer counts
             DpaNic.CqState s = nic.cqState(cqn);
-            if (s != null && !s.armed()) {
+            if (s != null && !s.armed() && !latched(t)) {
                 mm.report(new Finding("C7", t.process.id, t.id, Sites.here(), "reschedule with CQ 0x" + Integer.toHexString(cqn)
                         + " not armed (pi " + s.producerIndex() + ", ci " + s.consumerIndex() + "): its next CQE will not"
                         + " trigger the thread (flexio_dev_cq_arm before reschedule)"), t.process);
             }
+        }
+    }
+
+    private boolean latched(DpaThread t) {
+        rtos.lock.lock();
+        try {
+            return t.latched;
+        } finally {
+            rtos.lock.unlock();
         }
     }
 
