@@ -203,7 +203,8 @@ class FlexioEchoTest {
                     assertEquals(("msg-" + (first + i) + "-echo").toUpperCase(), echoes[i], "echo " + (first + i) + " in order");
                 }
             }
-            assertEquals(N, p.call(TestApps.READ, c + ECHOES), "the handler counted every echo");
+            // the last echo can reach the host before its activation stored the count and rescheduled
+            FlexioRpcTest.awaitCount(p, c + ECHOES, N);
             int activations = eh[0].activations();
             assertTrue(activations >= 1 && activations <= N, "activations " + activations + " of " + N + " messages");
             assertEquals(FlexioStatus.ERR_NO_ERROR, p.errStatusGet(), p.crashData());
