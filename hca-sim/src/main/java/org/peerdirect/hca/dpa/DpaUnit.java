@@ -11,6 +11,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import org.peerdirect.hca.dpa.isa.Hart;
+
 /**
  * The DPA subsystem of a BlueField-3 function: DPA memory, the execution units, the RTOS, the
  * loader, outboxes, windows and the memory model, behind the operations its firmware performs for
@@ -232,8 +234,14 @@ public final class DpaUnit implements AutoCloseable {
         return process(pid).heap.size();
     }
 
-    /** Ends {@code p} with {@code status} (the first error wins) and tells the host once. */
+    /** Ends {@code p} with {@code status} (the first error wins) and tells the host once; on a thread of {@code p}, that thread and its line failed. */
     void fail(DpaProcess p, int status, String message) {
+        Runner failing = Hart.CURRENT.isBound() && Hart.CURRENT.get() instanceof Runner r && r.thread.process == p ? r : null;
+        fail(p, status, message, failing == null ? -1 : failing.thread.id, failing == null ? "" : Sites.here());
+    }
+
+    /** {@link #fail} naming the failing {@code thread} (-1: none) and its handler line {@code site} (a finding's). */
+    void fail(DpaProcess p, int status, String message, int thread, String site) {
         boolean first;
         rtos.lock.lock();
         try {
@@ -241,6 +249,8 @@ public final class DpaUnit implements AutoCloseable {
             if (first) {
                 p.status = status;
                 p.crash = message;
+                p.failedThread = thread;
+                p.failedSite = site;
             }
         } finally {
             rtos.lock.unlock();
@@ -558,6 +568,29 @@ public final class DpaUnit implements AutoCloseable {
             rtos.lock.unlock();
         }
         return l;
+    }
+
+    /** {@code dpa:eus}: one line per EU, as {@code dpaeumgmt} lists them ({@link DpaViews#eus}). */
+    public List<String> describeEus() {
+        return DpaViews.eus(this);
+    }
+
+    /** {@code dpa:mm}: the memory model's findings per process, each with its handler line ({@link DpaViews#findings}). */
+    public List<String> describeFindings() {
+        return DpaViews.findings(this);
+    }
+
+    /** {@code dpa:crash}: each ended process's status, failing thread and its last handler line ({@link DpaViews#crashes}). */
+    public List<String> describeCrashes() {
+        return DpaViews.crashes(this);
+    }
+
+    Map<Integer, DpaProcess> processes() {
+        return processes;
+    }
+
+    Map<Integer, DpaThread> threads() {
+        return threads;
     }
 
     public List<Finding> findings() {

@@ -390,7 +390,7 @@ final class MemoryModel {
         }
         System.getLogger("peerdirect.dpa").log(System.Logger.Level.WARNING, "DPA memory model: " + f);
         if (mode == CheckMode.STRICT && p != null) {
-            unit.fail(p, ProcessStatus.MEMORY_MODEL, f.toString());
+            unit.fail(p, ProcessStatus.MEMORY_MODEL, f.toString(), f.thread(), f.site());
         }
     }
 
