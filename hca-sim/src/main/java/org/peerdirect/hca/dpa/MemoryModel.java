@@ -229,9 +229,25 @@ final class MemoryModel {
      * written back, so dirty granules give their old bytes (as hardware would), and C1 reports it.
      */
     void nicRead(long a, MemorySegment dst, long off, long len, String what) {
+        Dirty first = nicPoll(a, dst, off, len);
+        if (first != null) {
+            String site = Sites.format(first.site);
+            report(new Finding("C1", first.writer.process.id, first.writer.id, site, "NIC read of " + what + " at 0x"
+                    + Long.toHexString(a) + " (" + len + " bytes) reads bytes thread " + first.writer.id + " wrote at "
+                    + site + " without __dpa_thread_memory_writeback before the doorbell (rung at " + Sites.here()
+                    + "); the NIC saw the old bytes"), first.writer.process);
+        }
+    }
+
+    /**
+     * A NIC read of DPA memory as {@link #nicRead} without the report: the bytes written back
+     * (old ones for dirty granules); the first dirty granule met, or null. What the NIC polls by
+     * itself (a doorbell record) reads so.
+     */
+    Dirty nicPoll(long a, MemorySegment dst, long off, long len) {
         MemorySegment.copy(seg, a, dst, off, len);
         if (mode == CheckMode.OFF) {
-            return;
+            return null;
         }
         Dirty first = null;
         lock.lock();
@@ -252,13 +268,7 @@ final class MemoryModel {
         } finally {
             lock.unlock();
         }
-        if (first != null) {
-            String site = Sites.format(first.site);
-            report(new Finding("C1", first.writer.process.id, first.writer.id, site, "NIC read of " + what + " at 0x"
-                    + Long.toHexString(a) + " (" + len + " bytes) reads bytes thread " + first.writer.id + " wrote at "
-                    + site + " without __dpa_thread_memory_writeback before the doorbell (rung at " + Sites.here()
-                    + "); the NIC saw the old bytes"), first.writer.process);
-        }
+        return first;
     }
 
     /** A NIC write to DPA memory (a CQE, received data): coherent; it supersedes buffered stores. */
@@ -275,6 +285,35 @@ final class MemoryModel {
             }
         }
         MemorySegment.copy(src, off, seg, a, len);
+    }
+
+    /**
+     * A NIC atomic on an 8-byte aligned DPA address (an RDMA atomic through a DPA-memory mkey),
+     * performed at memory: {@code op} reads and returns the old value and writes the new one. The
+     * NIC reads what was written back, so a granule still dirty in an EU's write buffer is the C1
+     * of {@link #nicRead}; its result supersedes the buffered store, as {@link #nicWrite}.
+     */
+    long nicAtomic(long a, java.util.function.LongUnaryOperator op) {
+        Dirty d = null;
+        long old;
+        lock.lock();
+        try {
+            if (mode != CheckMode.OFF) {
+                d = dirty.remove(a);
+                stores.remove(a);
+            }
+            old = d != null ? d.old : (long) LONG.getVolatile(seg, a);
+            LONG.setVolatile(seg, a, op.applyAsLong(old));
+        } finally {
+            lock.unlock();
+        }
+        if (d != null) {
+            String site = Sites.format(d.site);
+            report(new Finding("C1", d.writer.process.id, d.writer.id, site, "NIC atomic at 0x" + Long.toHexString(a)
+                    + " read the bytes before thread " + d.writer.id + "'s store at " + site
+                    + " (no __dpa_thread_memory_writeback): the NIC saw the old value"), d.writer.process);
+        }
+        return old;
     }
 
     /**
@@ -351,7 +390,7 @@ final class MemoryModel {
         }
         System.getLogger("peerdirect.dpa").log(System.Logger.Level.WARNING, "DPA memory model: " + f);
         if (mode == CheckMode.STRICT && p != null) {
-            unit.fail(p, ProcessStatus.MEMORY_MODEL, f.toString());
+            unit.fail(p, ProcessStatus.MEMORY_MODEL, f.toString(), f.thread(), f.site());
         }
     }
 
