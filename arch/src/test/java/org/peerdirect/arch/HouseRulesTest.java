@@ -64,7 +64,7 @@ class HouseRulesTest {
     /** Every module that is a bundle; a missing one would let a rule pass vacuously. */
     static final Set<String> MODULES = Set.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core", "rdma-tools",
             "umem-test", "testkit", "mlx4-provider", "mlx5-provider", "example-peer-mem", "gpu-sim", "nvidia",
-            "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "launcher", "webconsole", "doca-core");
+            "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "launcher", "webconsole", "doca-core", "flexio", "flexio-dev");
 
     static final Set<String> SILICON = Set.of("hca-sim", "gpu-sim", "ssd-sim");
     static final Set<String> DRIVERS = Set.of("mlx4-provider", "mlx5-provider", "nvidia", "nvme");
@@ -78,7 +78,14 @@ class HouseRulesTest {
             "org.peerdirect.mlx5.lib", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib"),
             "org.peerdirect.mlx5.dv", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib", "org.peerdirect.mlx5.lib"),
             "org.peerdirect.mlx4.lib", List.of("org.peerdirect.mlx4.core", "org.peerdirect.mlx4.ib"),
-            "org.peerdirect.doca", List.of("org.peerdirect.mlx5", "org.peerdirect.mlx4", "org.peerdirect.hca"));
+            "org.peerdirect.doca", List.of("org.peerdirect.mlx5", "org.peerdirect.mlx4", "org.peerdirect.hca"),
+            "org.peerdirect.flexio", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib", "org.peerdirect.mlx5.lib", "org.peerdirect.mlx4"));
+
+    /** User libraries that build PRM commands themselves (over DevX): like drivers, they see silicon only through its layouts. */
+    static final Set<String> DEVX_USER_LIBRARIES = Set.of("flexio");
+
+    /** Device libraries, linked into DPA images: they see the ISA and {@code java.lang} only (what the image verifier allows). */
+    static final Set<String> DEVICE_LIBRARIES = Set.of("flexio-dev");
 
     /** What silicon may use outside the project: the JDK, OSGi, and Gogo for its lab commands. */
     static final List<String> SILICON_MAY_USE = List.of("java.", "org.osgi.", "org.apache.felix.service.command.");
@@ -141,7 +148,7 @@ class HouseRulesTest {
     void driversReachSiliconOnlyThroughLayoutPackages() {
         check("drivers-through-layout", (from, d) -> {
             Bundles.Bundle to = bundleOfPackage.get(d.getTargetClass().getPackageName());
-            return DRIVERS.contains(from.module()) && to != null && SILICON.contains(to.module())
+            return (DRIVERS.contains(from.module()) || DEVX_USER_LIBRARIES.contains(from.module())) && to != null && SILICON.contains(to.module())
                     && !LAYOUT_PACKAGES.contains(d.getTargetClass().getPackageName());
         });
     }
@@ -196,6 +203,14 @@ class HouseRulesTest {
     void theDpaIsaImportsNothingOfTheHost() {
         check("dpa-isa-no-host", (from, d) -> d.getOriginClass().getPackageName().equals(DPA_ISA)
                 && !d.getTargetClass().isPrimitive() && !d.getTargetClass().isArray()
+                && !DPA_ISA_MAY_USE.contains(d.getTargetClass().getPackageName()));
+    }
+
+    @Test
+    void deviceLibrariesSeeOnlyTheIsa() {
+        check("device-library-isa-only", (from, d) -> DEVICE_LIBRARIES.contains(from.module())
+                && !d.getTargetClass().isPrimitive() && !d.getTargetClass().isArray()
+                && !d.getTargetClass().getPackageName().startsWith("org.peerdirect.flexio.dev")
                 && !DPA_ISA_MAY_USE.contains(d.getTargetClass().getPackageName()));
     }
 
