@@ -270,6 +270,10 @@ class WebConsoleIT {
             wait.until(d -> ((Number) b.executeScript("return window.pdPoints")).longValue() >= first + 2);
             assertTrue(b.findElements(By.cssSelector("#plot-bytes canvas")).size() == 1, "uPlot drew the bytes chart");
             screenshot(b, "pdlive");
+            // write_bw --odp's MR, with its own counters, on the devices page (class/infiniband/mlx5_0/odp/mrs)
+            b.get(base + "/system/console/pddevices");
+            List<String> odpMrs = firstColumn(b, "odpmrs-mlx5_0");
+            assertTrue(odpMrs.stream().anyMatch(l -> l.contains("page_faults")), "the ODP MR with its counters: " + odpMrs);
         } finally {
             b.quit();
         }
