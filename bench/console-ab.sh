@@ -2,11 +2,11 @@
 # Console A/B (issue 46, "Performance"): RDMA WRITE 64 B and 64 KiB (rdma:write_bw on mlx5_0, perftest's
 # JSON report) in a container started without --web, and in one started with --web where a client has the
 # console's pages open and the live plot's server-sent event stream (/system/console/pdlive/events) running
-# for the whole measurement. Both alternate ROUNDS times in one session on the same machine; the ratio
-# on/off of the mean BW_average is printed per size. Each run first writes WARM 64 B messages (JIT warm-up,
-# and the time the event stream needs to connect), then measures. The event stream's data lines are counted:
+# for the whole measurement. Both alternate ROUNDS times in one session on the same machine; the ratios
+# on/off of the mean and of the median BW_average are printed per size. Each run first writes WARM 64 B
+# messages (JIT warm-up, the web bundles' start, and the time the event stream needs to connect), then measures. The event stream's data lines are counted:
 # a run "on" whose stream carried no point is reported as invalid, not measured.
-#   bench/console-ab.sh                          (CONSOLE_ROUNDS=3 N64=3000000 N64K=500000 WARM=3000000)
+#   bench/console-ab.sh                          (CONSOLE_ROUNDS=3 N64=3000000 N64K=500000 WARM=10000000)
 #   CONSOLE_ROUNDS=5 N64=1000000 bench/console-ab.sh
 # Needs the built distribution (launcher/target/peerdirect: ./peerdirect builds it), curl, and a quiet machine.
 set -euo pipefail
@@ -19,7 +19,7 @@ done
 command -v curl >/dev/null || { echo "bench/console-ab.sh: curl is missing (apt install curl)" >&2; exit 3; }
 DIST="$ROOT/launcher/target/peerdirect"
 [ -d "$DIST/lib" ] && [ -d "$DIST/web" ] || { echo "bench/console-ab.sh: no distribution in $DIST: build it first (./peerdirect -c lb)" >&2; exit 3; }
-ROUNDS=${CONSOLE_ROUNDS:-3} N64=${N64:-3000000} N64K=${N64K:-500000} WARM=${WARM:-3000000}
+ROUNDS=${CONSOLE_ROUNDS:-3} N64=${N64:-3000000} N64K=${N64K:-500000} WARM=${WARM:-10000000}
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/peerdirect-console-ab.XXXXXX")
 CURL_PID=
 cleanup() { [ -z "$CURL_PID" ] || kill "$CURL_PID" 2>/dev/null || true; }
@@ -40,6 +40,7 @@ run() {  # $1 = off|on, $2 = round
 rdma:write_bw -d mlx5_0 -s 64 -n $N64 --out_json --out_json_file $OUT/$mode-$r-64.json; \
 rdma:write_bw -d mlx5_0 -s 65536 -n $N64K --out_json --out_json_file $OUT/$mode-$r-64k.json"
   if [ "$mode" = on ]; then port=$(free_port); web=(--web "$port"); fi
+  : >"$OUT/$mode-$r.log"  # exists before the launcher writes to it (the wait below reads it)
   "$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dpeerdirect.home="$DIST" \
     -cp "$ROOT/launcher/target/classes:$DIST/lib/*" org.peerdirect.launcher.Main --home "$OUT/home-$mode" ${web[@]+"${web[@]}"} \
     -c "$cmds" >"$OUT/$mode-$r.log" 2>&1 </dev/null &
@@ -78,3 +79,9 @@ awk '{ n[$1]++; s64[$1] += $2; s64k[$1] += $3 }
            printf "mean on:  64 B %.2f MB/s, 64 KiB %.2f MB/s\n", s64["on"]/n["on"], s64k["on"]/n["on"];
            printf "ratio on/off: 64 B %.3f, 64 KiB %.3f\n", (s64["on"]/n["on"])/(s64["off"]/n["off"]), (s64k["on"]/n["on"])/(s64k["off"]/n["off"]) }' \
   "$OUT/results.txt"
+median() {  # $1 = off|on, $2 = column (2: 64 B, 3: 64 KiB)
+  awk -v m="$1" -v c="$2" '$1 == m { print $c }' "$OUT/results.txt" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# the median is what to quote on a busy machine: one disturbed run moves the mean, not the median
+awk -v a="$(median off 2)" -v b="$(median on 2)" -v c="$(median off 3)" -v d="$(median on 3)" \
+  'BEGIN { printf "median ratio on/off: 64 B %.3f, 64 KiB %.3f\n", b / a, d / c }'
