@@ -298,6 +298,7 @@ class WebConsoleIT {
         HttpResponse<String> r = get("/metrics");
         assertEquals(200, r.statusCode());
         assertTrue(r.body().contains("peerdirect_iommu_dma_read_bytes_total{domain="), r.body());
+        assertTrue(r.body().contains("peerdirect_dpa_processes{function=\""), "the BlueField-3's DPA: " + r.body());
         Path promtool = Path.of("/usr/bin/promtool");
         assumeTrue(Files.isExecutable(promtool), "no promtool: install Debian's package 'prometheus' to check /metrics with it");
         Process p = new ProcessBuilder(promtool.toString(), "check", "metrics").redirectErrorStream(true).start();
