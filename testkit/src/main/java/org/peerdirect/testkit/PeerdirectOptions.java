@@ -20,7 +20,8 @@ import org.ops4j.pax.exam.Option;
  * The Pax Exam options that boot peerdirect in Felix with your bundle added: every bundle of the
  * distribution (the launcher's runtime dependencies, which a build copies into one directory, e.g.
  * with {@code maven-dependency-plugin}'s {@code copy-dependencies} of
- * {@code org.peerdirect:launcher}), quiet logs, no interactive shell, sysfs under a work directory.
+ * {@code org.peerdirect:launcher}), quiet logs, no interactive shell, sysfs under a work directory,
+ * and the boot delegation JFR needs, so a test can record peerdirect's JFR events.
  *
  * <pre>{@code
  * @Configuration
@@ -31,6 +32,9 @@ import org.ops4j.pax.exam.Option;
  * }</pre>
  */
 public final class PeerdirectOptions {
+
+    /** The JDK package JFR-instrumented event classes call into; the launcher delegates it the same way. */
+    public static final String JFR_BOOT_DELEGATION = "jdk.jfr.internal.event";
 
     private PeerdirectOptions() {
     }
@@ -57,6 +61,11 @@ public final class PeerdirectOptions {
                 systemProperty("org.ops4j.pax.logging.DefaultServiceLog.level").value("WARN"),
                 // gogo.jline: no interactive shell in tests, and never stop the framework after the profile
                 frameworkProperty("gosh.args").value("--nointeractive --noshutdown"),
+                // JFR instruments the bundles' event classes (org.peerdirect.* events) so that their commit()
+                // calls the JDK's jdk.jfr.internal.event.EventWriter, which no bundle imports: without this
+                // delegation a commit during a recording throws ClassNotFoundException (EventWriter) out of the
+                // bundle's code path (the launcher delegates it too)
+                frameworkProperty("org.osgi.framework.bootdelegation").value(JFR_BOOT_DELEGATION),
                 frameworkProperty("peerdirect.sysfs.root").value(workDir.resolve("sys").toAbsolutePath().toString()),
                 composite(bundleJars(bundlesDir).stream().map(p -> bundle(p.toUri().toString())).toArray(Option[]::new)),
                 junitBundles());

@@ -64,13 +64,21 @@ public final class DevicesPage extends Page {
         for (ConsoleData.Device d : devices) {
             if (data.odpDevices().contains(d.name())) {
                 List<List<String>> odp = new ArrayList<>();
+                List<List<String>> mrs = new ArrayList<>();
                 try {
-                    data.odp(d.name()).forEach((k, v) -> odp.add(List.of(k, v.replace('\n', ' '))));
+                    data.odp(d.name()).forEach((k, v) -> {
+                        if (k.equals("mrs")) { // one line per ODP or dma-buf MR with its counters, as rdma res show mr
+                            v.lines().filter(l -> !l.isBlank()).forEach(l -> mrs.add(List.of(l.strip())));
+                        } else {
+                            odp.add(List.of(k, v.replace('\n', ' ')));
+                        }
+                    });
                 } catch (ConsoleData.Gone e) {
                     continue; // the driver went away since load(): its counters with it
                 }
                 out.println("<h3>" + esc(d.name()) + ": ODP (class/infiniband/" + esc(d.name()) + "/odp)</h3>");
                 table(out, "odp-" + d.name(), List.of("counter", "value"), odp);
+                table(out, "odpmrs-" + d.name(), List.of("ODP and dma-buf MRs (mrs: key and per-MR counters)"), mrs);
             }
         }
     }

@@ -6,7 +6,11 @@ import java.util.List;
 import org.osgi.service.component.annotations.Activate;
 import org.osgi.service.component.annotations.Component;
 import org.osgi.service.component.annotations.Reference;
+import org.osgi.service.component.annotations.ReferenceCardinality;
+import org.osgi.service.component.annotations.ReferencePolicy;
+import org.osgi.service.component.annotations.ReferencePolicyOption;
 import org.osgi.service.servlet.whiteboard.HttpWhiteboardConstants;
+import org.peerdirect.hca.dpaview.DpaView;
 import org.peerdirect.kernel.iommu.IommuDomain;
 
 import io.prometheus.metrics.config.EscapingScheme;
@@ -43,6 +47,7 @@ public final class MetricsServlet extends HttpServlet {
         registerIommu(data);
         registerOdp(data);
         registerPeerClients(data);
+        registerDpa();
         CounterWithCallback.builder().name("peerdirect_webconsole_dropped_points").help("Live-plot points dropped because a browser did not take them in time")
                 .callback(cb -> cb.call(sampler.dropped())).register(registry);
     }
@@ -122,6 +127,38 @@ public final class MetricsServlet extends HttpServlet {
                     .labelNames("device").callback(cb -> data.odpDevices().forEach(d ->
                             cb.call(data.counter(ConsoleData.CLASS_INFINIBAND + "/" + d + "/odp/" + c), d))).register(registry);
         }
+    }
+
+    /** The BlueField-3 DPAs as the DPA page shows them, when the silicon side publishes {@link DpaView} (bound later or never). */
+    @Reference(cardinality = ReferenceCardinality.OPTIONAL, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY)
+    private transient volatile DpaView dpas;
+
+    /** Each DPA's snapshot now, skipping one unplugged since the listing; empty without {@link DpaView}. */
+    private List<DpaView.Dpa> dpaSnapshots() {
+        DpaView v = dpas;
+        List<DpaView.Dpa> out = new java.util.ArrayList<>();
+        if (v != null) {
+            for (String bdf : v.functions()) {
+                try {
+                    out.add(v.dpa(bdf));
+                } catch (IllegalArgumentException unplugged) {
+                    // gone between the listing and the read: no sample
+                }
+            }
+        }
+        return out;
+    }
+
+    private void registerDpa() {
+        CounterWithCallback.builder().name("peerdirect_dpa_eu_activations").help("Activations a DPA execution unit ran (dpa:ps' eu lines)")
+                .labelNames("function", "eu").callback(cb -> dpaSnapshots().forEach(d -> d.eus().forEach(e ->
+                        cb.call(e.activations(), d.bdf(), Integer.toString(e.eu()))))).register(registry);
+        GaugeWithCallback.builder().name("peerdirect_dpa_eus_busy").help("DPA execution units an activation holds now")
+                .labelNames("function").callback(cb -> dpaSnapshots().forEach(d -> cb.call(d.eusBusy(), d.bdf()))).register(registry);
+        GaugeWithCallback.builder().name("peerdirect_dpa_processes").help("DPA processes alive on a BlueField-3")
+                .labelNames("function").callback(cb -> dpaSnapshots().forEach(d -> cb.call(d.processes().size(), d.bdf()))).register(registry);
+        GaugeWithCallback.builder().name("peerdirect_dpa_threads").help("DPA threads alive on a BlueField-3")
+                .labelNames("function").callback(cb -> dpaSnapshots().forEach(d -> cb.call(d.threads().size(), d.bdf()))).register(registry);
     }
 
     private void registerPeerClients(ConsoleData data) {

@@ -593,6 +593,12 @@ public final class DpaUnit implements AutoCloseable {
         return threads;
     }
 
+    /** The processes alive now, for {@link DpaUnitView}; the caller holds the RTOS lock (their threads are read with them). */
+    List<DpaProcess> processList() {
+        assert rtos.lock.isHeldByCurrentThread();
+        return List.copyOf(processes.values());
+    }
+
     public List<Finding> findings() {
         return mm.findings();
     }

@@ -40,6 +40,7 @@ final class Runner implements Hart {
 
     /** The activation's trampoline: the entry point, then how it ended, to the RTOS. */
     void body() {
+        DpaEvents.Activation event = DpaEvents.Activation.start();
         ActivationExit.Kind kind;
         try {
             unit.mm.activationStart(thread);
@@ -59,6 +60,7 @@ final class Runner implements Hart {
                 kind = ActivationExit.Kind.PROCESS_END;
             }
         }
+        DpaEvents.Activation.done(event, thread, eu, kind, activationCycles); // before the RTOS takes the EU back
         unit.rtos.activationEnded(this, kind);
     }
 

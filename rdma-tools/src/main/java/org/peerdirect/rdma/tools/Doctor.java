@@ -23,7 +23,10 @@ import org.peerdirect.kernel.shell.UsageException;
  * ({@link org.peerdirect.ib.core.umem.UmemService#peerClaims}). The conditions are the ones of
  * {@code ib_check_mr_access}, {@code ib_umem_get} (memlock, then {@code pin_user_pages}'s VMA
  * checks, then the peer path), {@code ib_umem_odp_get} / {@code hmm_range_fault} and
- * {@code ib_umem_dmabuf_get}; {@link DoctorPaths} evaluates them.
+ * {@code ib_umem_dmabuf_get}; {@link DoctorPaths} evaluates them. For GPU memory the GPU's BAR1 use
+ * ({@link GpuBar1}, nvidia-smi's view) says whether nvidia-peermem's pin, or a dma-buf mapping, finds
+ * BAR1 space: a range that does not fit is named as BAR1 exhausted (nvidia-peermem's probe pin fails
+ * and it answers "not mine", which alone would hide why).
  */
 final class Doctor {
 
@@ -41,8 +44,8 @@ final class Doctor {
         this.env = env;
     }
 
-    /** The range asked about. */
-    record Query(AddressSpace process, long addr, long length, int access, IbvDevice device) {
+    /** The range asked about; {@code bar1} the GPU it is memory of, with its BAR1 now, or null. */
+    record Query(AddressSpace process, long addr, long length, int access, IbvDevice device, GpuBar1.Bar1 bar1) {
         long npages() {
             return ((addr + length + 4095 & -4096L) - (addr & -4096L)) >>> 12;
         }
@@ -81,7 +84,7 @@ final class Doctor {
             throw new UsageException(TOOL + ": " + dev.name() + " went away while it was asked");
         }
         refuseFlagsTheDeviceLacks(dev, caps.attr(), access);
-        Query q = new Query(p, addr, len, access, dev);
+        Query q = new Query(p, addr, len, access, dev, env.gpuBar1(pid, addr, len));
         List<PeerClaim> claims = env.peerClaims(p, addr, len);
         return DoctorReport.render(q, vmas, caps, claims, DoctorPaths.evaluate(q, vmas, caps, claims));
     }

@@ -74,12 +74,15 @@ final class DoctorPaths {
                 s = Status.NOT_REACHED;
                 why = (memlock != null ? "memlock fails the call first" : "pinning succeeds first; peer clients are asked only when "
                         + "pin_user_pages refuses the range") + " (acquire would say: " + c.answer().name().toLowerCase().replace('_', ' ') + ")";
+            } else if (bar1Exhausted(q, c.client()) != null) {
+                s = Status.NO;
+                why = bar1Exhausted(q, c.client());
             } else {
                 s = c.answer() == PeerClaim.Answer.CLAIMED ? Status.YES : Status.NO;
             }
             boolean mine = s == Status.YES && !taken;
             if (mine) {
-                why += "; " + q.npages() + " pages would be charged to memlock, the client pins and maps them";
+                why += "; " + q.npages() + " pages would be charged to memlock, the client pins and maps them" + bar1Use(q, c.client());
             }
             taken |= mine;
             out.add(new Verdict(name, s, why, mine));
@@ -88,6 +91,39 @@ final class DoctorPaths {
         out.add(odpImplicit(q, vmas, caps.attr(), common));
         out.add(dmabuf(q, vmas, caps, common));
         return out;
+    }
+
+    /** Whether {@code client} is nvidia-peermem (its two flavours), whose pins take BAR1 slots of the GPU. */
+    private static boolean nvidia(String client) {
+        return client.startsWith("nv_mem");
+    }
+
+    /**
+     * The BAR1 condition of nvidia-peermem: its {@code acquire} pins the range as a probe
+     * ({@code nvidia_p2p_get_pages}), which fails with ENOMEM when the range's 64 KiB pages do not
+     * fit in the free BAR1 slots, and a failed probe is "not mine" (the registration then ends in
+     * pinning's EFAULT). Null when the range is no GPU's, the client is not nvidia's, or it fits.
+     */
+    static String bar1Exhausted(Doctor.Query q, String client) {
+        GpuBar1.Bar1 b = q.bar1();
+        if (b == null || !nvidia(client) || b.fits()) {
+            return null;
+        }
+        return String.format("ENOMEM: BAR1 space exhausted on %s (%s): pinning the range (nvidia_p2p_get_pages) needs %d BAR1 slots of "
+                + "64 KiB, %d of %d are free; acquire's probe pin fails, so the client answers not mine (gpu:smi shows BAR1 use: "
+                + "deregister GPU MRs or put pinned ranges, or register a smaller range)", b.gpu(), b.bdf(), b.neededSlots(), b.freeSlots(),
+                b.totalSlots());
+    }
+
+    /** What a pin that fits leaves of BAR1, for nvidia's clients; "" otherwise. */
+    private static String bar1Use(Doctor.Query q, String client) {
+        GpuBar1.Bar1 b = q.bar1();
+        if (b == null || !nvidia(client)) {
+            return "";
+        }
+        long left = b.freeSlots() - b.neededSlots();
+        return String.format(" into %d of the %d free BAR1 slots of %s%s", b.neededSlots(), b.freeSlots(), b.gpu(),
+                left == 0 ? ": BAR1 is then full, the next pin of GPU memory fails with ENOMEM" : " (" + left + " left)");
     }
 
     /** ib_check_mr_access and the length limit: what fails every path alike. */
@@ -210,8 +246,15 @@ final class DoctorPaths {
             return new Verdict(path, Status.NO, "host memory has no dma-buf exporter here (no udmabuf): a dma-buf MR takes an fd "
                     + "from the memory's exporter (for GPU memory cuMemGetHandleForAddressRange); use ibv_reg_mr", false);
         }
+        GpuBar1.Bar1 b = q.bar1();
+        if (b != null && !b.fits()) {
+            return new Verdict(path, Status.NO, String.format("ENOMEM: BAR1 space exhausted on %s (%s): mapping the exported range needs %d "
+                    + "BAR1 slots of 64 KiB, %d of %d are free (gpu:smi shows BAR1 use)", b.gpu(), b.bdf(), b.neededSlots(), b.freeSlots(),
+                    b.totalSlots()), false);
+        }
         return new Verdict(path, Status.IF_EXPORTED, "the driver imports dma-bufs: given an fd for this memory from its owner "
-                + "(for GPU memory cuMemGetHandleForAddressRange), the MR maps it on demand and follows its moves", false);
+                + "(for GPU memory cuMemGetHandleForAddressRange), the MR maps it on demand and follows its moves"
+                + (b == null ? "" : String.format(" (%d BAR1 slots of %s, %d free)", b.neededSlots(), b.gpu(), b.freeSlots())), false);
     }
 
     static String name(Vma v) {

@@ -29,6 +29,13 @@ final class DoctorReport {
         } else if (claims != null && !claims.isEmpty()) {
             out.append("  no peer client claims it\n");
         }
+        GpuBar1.Bar1 b = q.bar1();
+        if (b != null) {
+            out.append(String.format("  GPU memory of %s (%s): BAR1 %d of %d slots of 64 KiB in use; the range needs %d: %s%n", b.gpu(), b.bdf(),
+                    b.totalSlots() - b.freeSlots(), b.totalSlots(), b.neededSlots(), b.fits()
+                            ? (b.freeSlots() == b.neededSlots() ? "it fits and fills BAR1" : "it fits, " + (b.freeSlots() - b.neededSlots()) + " left")
+                            : "BAR1 space would be exhausted (" + b.freeSlots() + " free)"));
+        }
         out.append(String.format("  memlock: %d of %d pages pinned by the process%n", q.process().pinnedPages(),
                 q.process().memlockLimit() >>> 12));
         IbvDeviceAttr a = caps.attr();
@@ -62,7 +69,10 @@ final class DoctorReport {
         }
         DoctorPaths.Verdict pinned = paths.getFirst();
         List<String> others = paths.stream().filter(v -> v.status() == DoctorPaths.Status.YES).map(DoctorPaths.Verdict::path).toList();
-        return String.format("verdict: ibv_reg_mr(%s) fails: %s%s%n", flags, pinned.why(),
+        GpuBar1.Bar1 b = q.bar1();
+        String bar1 = b == null || b.fits() ? "" : String.format("; the GPU's peer client would take it, but BAR1 space is exhausted on %s "
+                + "(needs %d slots of 64 KiB, %d free)", b.gpu(), b.neededSlots(), b.freeSlots());
+        return String.format("verdict: ibv_reg_mr(%s) fails: %s%s%s%n", flags, pinned.why(), bar1,
                 others.isEmpty() ? "; no other path works either" : "; it works as: " + String.join(", ", others));
     }
 }

@@ -85,6 +85,22 @@ public final class RdmaTools {
         env.unsetUmems(u);
     }
 
+    /** The GPUs' BAR1 (the nvidia driver's, when it is there): rdma:doctor says whether GPU memory would find BAR1 space. */
+    @Reference(cardinality = ReferenceCardinality.MULTIPLE, policy = ReferencePolicy.DYNAMIC, policyOption = ReferencePolicyOption.GREEDY,
+            unbind = "removeGpuBar1")
+    void addGpuBar1(GpuBar1 g) {
+        env.addGpuBar1(g);
+    }
+
+    void removeGpuBar1(GpuBar1 g) {
+        env.removeGpuBar1(g);
+    }
+
+    /** Outside OSGi (tests): a GPU BAR1 view rdma:doctor consults ({@link NvidiaBar1} over the test's GPUs). */
+    public void addGpuBar1ForTests(GpuBar1 g) {
+        env.addGpuBar1(g);
+    }
+
     /** Outside OSGi (tests): the umem service rdma:doctor asks about peer clients. */
     public void setUmemForTests(UmemService u) {
         env.setUmems(u);

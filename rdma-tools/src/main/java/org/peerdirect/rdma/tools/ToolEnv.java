@@ -30,6 +30,8 @@ final class ToolEnv {
     private volatile Iommu iommu;
     /** The IB core's umem service, when bound: {@link Doctor} asks it which peer clients would claim a range. */
     private volatile UmemService umems;
+    /** The GPUs' BAR1 views ({@link NvidiaBar1}) bound now: {@link Doctor} says whether GPU memory would find BAR1 space. */
+    private final List<GpuBar1> gpus = new CopyOnWriteArrayList<>();
 
     ToolEnv(IbvDeviceList devices, Mm mm) {
         this.devices = devices;
@@ -69,6 +71,25 @@ final class ToolEnv {
     List<PeerClaim> peerClaims(AddressSpace p, long addr, long length) {
         UmemService u = umems;
         return u == null ? null : u.peerClaims(p, addr, length, UmemService.IB_PEER_MEM_ALLOW | UmemService.IB_PEER_MEM_INVAL_SUPP);
+    }
+
+    void addGpuBar1(GpuBar1 g) {
+        gpus.add(g);
+    }
+
+    void removeGpuBar1(GpuBar1 g) {
+        gpus.remove(g);
+    }
+
+    /** The GPU whose memory [addr, addr+length) of {@code pid} is, with its BAR1 now; null when it is none's (or no GPU driver is bound). */
+    GpuBar1.Bar1 gpuBar1(int pid, long addr, long length) {
+        for (GpuBar1 g : gpus) {
+            GpuBar1.Bar1 b = g.bar1(pid, addr, length);
+            if (b != null) {
+                return b;
+            }
+        }
+        return null;
     }
 
     /** What a tool does with a device's context in a process of its own. */

@@ -20,7 +20,9 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -59,6 +61,10 @@ class WebConsoleIT {
     static final Path CHROMIUM = Path.of("/usr/bin/chromium");
     static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
     static final String MARKER = "web-console-ready";
+    /** Lines the shell echoes before dpa:caps, dpa:ps and mlx4:cmdlog, to cut their output apart. */
+    static final String CAPS = "at-dpa-caps";
+    static final String PS = "at-dpa-ps";
+    static final String MLX4 = "at-mlx4-cmdlog";
 
     @TempDir
     static Path tmp;
@@ -77,7 +83,8 @@ class WebConsoleIT {
         port = freePort();
         base = "http://127.0.0.1:" + port;
         container = launcher("--web", Integer.toString(port), "-c",
-                "rdma:devices; peermem:clients; kernel:iommu; echo " + MARKER + "; rdma:write_bw -d mlx5_0 --odp -n 100000000").start();
+                "rdma:devices; peermem:clients; kernel:iommu; echo " + CAPS + "; dpa:caps; echo " + PS + "; dpa:ps; echo " + MLX4
+                        + "; mlx4:cmdlog -n 1; echo " + MARKER + "; rdma:write_bw -d mlx5_0 --odp -n 100000000").start();
         BufferedReader r = new BufferedReader(new InputStreamReader(container.getInputStream(), StandardCharsets.UTF_8));
         CompletableFuture<Boolean> ready = CompletableFuture.supplyAsync(() -> {
             try {
@@ -263,6 +270,10 @@ class WebConsoleIT {
             wait.until(d -> ((Number) b.executeScript("return window.pdPoints")).longValue() >= first + 2);
             assertTrue(b.findElements(By.cssSelector("#plot-bytes canvas")).size() == 1, "uPlot drew the bytes chart");
             screenshot(b, "pdlive");
+            // write_bw --odp's MR, with its own counters, on the devices page (class/infiniband/mlx5_0/odp/mrs)
+            b.get(base + "/system/console/pddevices");
+            List<String> odpMrs = firstColumn(b, "odpmrs-mlx5_0");
+            assertTrue(odpMrs.stream().anyMatch(l -> l.contains("page_faults")), "the ODP MR with its counters: " + odpMrs);
         } finally {
             b.quit();
         }
@@ -272,7 +283,8 @@ class WebConsoleIT {
     @Order(3)
     void aDeviceOrProcessThatIsNotThereIs404WithoutATrace() throws Exception {
         for (String path : List.of("/system/console/pddevices/mlx5_9", "/system/console/pdpeermem/no_such_client",
-                "/system/console/pdprocesses/99999", "/system/console/pdmlx5/mlx5_9")) {
+                "/system/console/pdprocesses/99999", "/system/console/pdmlx5/mlx5_9",
+                "/system/console/pdmlx4/mlx4_9", "/system/console/pddpa/mlx5_9")) {
             HttpResponse<String> r = get(path);
             assertEquals(404, r.statusCode(), path + ": " + r.body());
             assertFalse(r.body().contains("Exception") || r.body().contains("\tat "), "no stack trace: " + r.body());
@@ -286,6 +298,7 @@ class WebConsoleIT {
         HttpResponse<String> r = get("/metrics");
         assertEquals(200, r.statusCode());
         assertTrue(r.body().contains("peerdirect_iommu_dma_read_bytes_total{domain="), r.body());
+        assertTrue(r.body().contains("peerdirect_dpa_processes{function=\""), "the BlueField-3's DPA: " + r.body());
         Path promtool = Path.of("/usr/bin/promtool");
         assumeTrue(Files.isExecutable(promtool), "no promtool: install Debian's package 'prometheus' to check /metrics with it");
         Process p = new ProcessBuilder(promtool.toString(), "check", "metrics").redirectErrorStream(true).start();
@@ -324,6 +337,116 @@ class WebConsoleIT {
         } finally {
             ne.destroy();
             ne.waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /** The lines the shell printed between echo {@code from} and the next echo of ours. */
+    static List<String> section(String from) {
+        List<String> out = new ArrayList<>();
+        boolean in = false;
+        for (String l : shell.split("\n")) {
+            if (l.equals(from)) {
+                in = true;
+            } else if (in && (l.equals(CAPS) || l.equals(PS) || l.equals(MLX4) || l.equals(MARKER))) {
+                break;
+            } else if (in && !l.isBlank()) {
+                out.add(l);
+            }
+        }
+        return out;
+    }
+
+    /** Word 1 of the lines of {@code lines} whose first word is {@code what} ("process 5 uid ..." -> "5"). */
+    static Set<String> ids(List<String> lines, String what) {
+        Set<String> out = new TreeSet<>();
+        for (String l : lines) {
+            String[] w = l.strip().split("\\s+");
+            if (w.length > 1 && w[0].equals(what)) {
+                out.add(w[1]);
+            }
+        }
+        return out;
+    }
+
+    static Set<String> cells(ChromeDriver b, String tablePrefix, int column) {
+        Set<String> out = new TreeSet<>();
+        for (WebElement td : b.findElements(By.cssSelector("table[id^='" + tablePrefix + "'] tbody tr td:nth-child(" + column + ")"))) {
+            out.add(td.getText().strip());
+        }
+        return out;
+    }
+
+    /**
+     * The DPA page lists what {@code dpa:caps} and {@code dpa:ps} list: every BlueField-3's
+     * capability block field by field, its EU line, its processes and threads.
+     */
+    @Test
+    @Order(8)
+    void theDpaPageListsWhatDpaPsLists() throws Exception {
+        List<String> caps = section(CAPS);
+        List<String> ps = section(PS);
+        assertFalse(caps.isEmpty() || caps.get(0).contains("no BlueField-3"), "the container has a BlueField-3: " + caps);
+        Set<String> shellCaps = new TreeSet<>();
+        for (String l : caps) {
+            if (l.startsWith("  ")) {
+                String[] w = l.strip().split("\\s+");
+                shellCaps.add(w[0] + "=" + w[1]);
+            }
+        }
+        ChromeDriver b = chromium();
+        try {
+            b.get(base + "/system/console/pddpa");
+            Set<String> pageCaps = new TreeSet<>();
+            for (WebElement row : b.findElements(By.cssSelector("table[id^='dpacaps-'] tbody tr"))) {
+                List<WebElement> td = row.findElements(By.tagName("td"));
+                pageCaps.add(td.get(0).getText().strip() + "=" + td.get(1).getText().strip());
+            }
+            assertEquals(shellCaps, pageCaps, "DPA page vs dpa:caps");
+            assertTrue(pageCaps.contains("log_max_dpa_mem=28"), pageCaps.toString());
+            String headings = b.findElements(By.tagName("h3")).stream().map(WebElement::getText).reduce("", (x, y) -> x + "\n" + y);
+            assertTrue(headings.contains("mlx5_2 ("), "the BlueField-3 named as mlx5_core names it: " + headings);
+            // dpa:ps' first line per device: "eus N (reserved R) busy B", or "no DPA object yet"
+            for (String l : ps) {
+                if (l.startsWith("  eus ") || l.startsWith("  no DPA object yet")) {
+                    assertTrue(headings.contains(l.strip()), "DPA page vs dpa:ps '" + l.strip() + "': " + headings);
+                }
+            }
+            assertEquals(ids(ps, "process"), cells(b, "dpaprocs-", 1), "DPA processes vs dpa:ps: " + ps);
+            assertEquals(ids(ps, "thread"), cells(b, "dpathreads-", 1), "DPA threads vs dpa:ps: " + ps);
+            assertEquals(ids(ps, "eu"), cells(b, "dpaeus-", 1), "EUs that ran vs dpa:ps: " + ps);
+            screenshot(b, "pddpa");
+        } finally {
+            b.quit();
+        }
+    }
+
+    /** The mlx4 page lists the devices {@code mlx4:cmdlog} lists, each with its recent commands. */
+    @Test
+    @Order(9)
+    void theMlx4PageListsWhatMlx4CmdlogLists() throws Exception {
+        Map<String, Long> shellTotals = new TreeMap<>();
+        Matcher m = Pattern.compile("^(mlx4_\\d+) \\(.*\\): (\\d+) commands;", Pattern.MULTILINE).matcher(String.join("\n", section(MLX4)));
+        while (m.find()) {
+            shellTotals.put(m.group(1), Long.parseLong(m.group(2)));
+        }
+        assertFalse(shellTotals.isEmpty(), "mlx4:cmdlog listed devices: " + section(MLX4));
+        ChromeDriver b = chromium();
+        try {
+            b.get(base + "/system/console/pdmlx4");
+            for (Map.Entry<String, Long> e : shellTotals.entrySet()) {
+                String d = e.getKey();
+                WebElement h = b.findElements(By.tagName("h3")).stream().filter(x -> x.getText().startsWith(d + " (")).findFirst().orElseThrow(
+                        () -> new AssertionError("no section for " + d));
+                Matcher t = Pattern.compile("\\): (\\d+) commands").matcher(h.getText());
+                assertTrue(t.find() && Long.parseLong(t.group(1)) >= e.getValue(), d + ": page " + h.getText() + " vs mlx4:cmdlog " + e.getValue());
+                assertFalse(b.findElements(By.cssSelector("table#cmdlog-" + d + " tbody tr")).isEmpty(), d + "'s command log");
+                assertTrue(firstColumn(b, "pages-" + d).contains("dma_pages_live"), d + "'s DMA pages");
+            }
+            assertEquals(shellTotals.keySet(), new TreeSet<>(b.findElements(By.cssSelector("table[id^='cmdlog-mlx4_']")).stream()
+                    .map(x -> x.getAttribute("id").substring("cmdlog-".length())).toList()), "mlx4 page vs mlx4:cmdlog");
+            screenshot(b, "pdmlx4");
+        } finally {
+            b.quit();
         }
     }
 
