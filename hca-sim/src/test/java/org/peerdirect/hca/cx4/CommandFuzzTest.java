@@ -837,8 +837,10 @@ class CommandFuzzTest {
                 check(o.status() == Mlx5Cmd.STAT_BAD_OP_ERR && o.syndrome() == Syndromes.SYND_UNKNOWN_OPCODE,
                         String.format("an unknown opcode 0x%x is BAD_OP with the unknown-opcode syndrome, not 0x%x/0x%x", opcode, o.status(), o.syndrome()));
             }
-            if (opcode == Mlx5Cmd.NOP && (in32(s, 4) & 0xffff) == 0 && s.rawEntry == null) {
-                check(o.status() == Mlx5Cmd.STAT_OK, "NOP succeeds in every state: " + s);
+            // a NOP of no user context (uid 0) and op_mod 0; a uid naming no CREATE_UCTX context is
+            // refused on a DevX device (0x0bad0011) like any other command's
+            if (opcode == Mlx5Cmd.NOP && (in32(s, 0) & 0xffff) == 0 && (in32(s, 4) & 0xffff) == 0 && s.rawEntry == null) {
+                check(o.status() == Mlx5Cmd.STAT_OK, "NOP succeeds in every state: " + s + ": status 0x" + Integer.toHexString(o.status()) + " syndrome 0x" + Integer.toHexString(o.syndrome()) + " (" + dev.lastRefusal() + ")");
             }
         }
 
