@@ -42,6 +42,8 @@ public final class DpaUnit implements AutoCloseable {
     final MemoryModel mm;
     final Windows windows;
     private final DpaSpace space;
+    /** Concurrent mode only (a deterministic hart runs on the driving thread: nothing could take it back). */
+    private final WallWatchdog wallWatchdog;
     private final DpaSpace recordSpace;
     private final AtomicInteger ids = new AtomicInteger();
     private final Map<Integer, DpaMemory.Region> mems = new ConcurrentHashMap<>();
@@ -66,6 +68,7 @@ public final class DpaUnit implements AutoCloseable {
         this.windows = new Windows(this);
         this.space = new DpaSpace(this, false);
         this.recordSpace = new DpaSpace(this, true);
+        this.wallWatchdog = config.deterministic() ? null : WallWatchdog.start(this, config.wallWatchdog());
     }
 
     /**
@@ -622,6 +625,9 @@ public final class DpaUnit implements AutoCloseable {
     /** Function removal: every process is stopped (EUs first), then all objects and memory go. */
     @Override
     public void close() {
+        if (wallWatchdog != null) {
+            wallWatchdog.close();
+        }
         for (int pid : List.copyOf(processes.keySet())) {
             processDestroy(pid);
         }
