@@ -494,7 +494,7 @@ final class MemQp {
         long t = tail;
         while ((target - rqFetched & 0xffff) != 0 && t - head < q.size()) {
             try {
-                wq.port().read(addr((long) (rqFetched & rqWqes - 1) * rqStride), rwqe, 0, rqStride);
+                wq.fetchReceive((long) (rqFetched & rqWqes - 1) * rqStride, dbr.address(Qp.DBR_RCV), rwqe, rqStride);
             } catch (IommuFault f) {
                 dp.dmaFaults.incrementAndGet();
                 break;

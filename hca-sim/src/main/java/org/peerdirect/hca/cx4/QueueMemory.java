@@ -1,5 +1,7 @@
 package org.peerdirect.hca.cx4;
 
+import java.lang.foreign.MemorySegment;
+
 import org.peerdirect.kernel.dma.DmaPort;
 
 /**
@@ -23,6 +25,15 @@ interface QueueMemory {
      */
     default DmaPort space() {
         return null;
+    }
+
+    /**
+     * The NIC takes the receive WQE of {@code len} bytes at {@code offset} after reading the
+     * queue's doorbell record at {@code dbrAddress}: a read through {@link #port}; in DPA memory
+     * the memory model also checks the WQE was fenced before the record (C6).
+     */
+    default void fetchReceive(long offset, long dbrAddress, MemorySegment dst, long len) {
+        port().read(address(offset), dst, 0, len);
     }
 
     /** The device address of byte {@code offset}; the bytes are contiguous to the end of its 4 KiB page. */

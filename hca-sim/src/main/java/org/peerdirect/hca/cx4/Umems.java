@@ -38,15 +38,19 @@ final class Umems {
         final DmaPort space;
         /** A DUMEM's DPA memory as the NIC polls doorbell records in it ({@link #record}); null for a DevX umem. */
         final DmaPort recordSpace;
+        /** A DUMEM's receive-WQE fetch (the memory model's C6); null for a DevX umem. */
+        final ReceiveFetch receiveFetch;
         /** A DUMEM: what it is the memory of (DPA_MEM or DPA_PROCESS and its id), for refusals; null for a DevX umem. */
         final String dumemOf;
         int users;
 
         Umem(int id, long[] pages, int pageOffset, long bytes, boolean writable) {
-            this(id, pages, pageOffset, bytes, writable, null, null, null);
+            this(id, pages, pageOffset, bytes, writable, null, null, null, null);
         }
 
-        Umem(int id, long[] pages, int pageOffset, long bytes, boolean writable, DmaPort space, DmaPort recordSpace, String dumemOf) {
+        Umem(int id, long[] pages, int pageOffset, long bytes, boolean writable, DmaPort space, DmaPort recordSpace, ReceiveFetch receiveFetch,
+                String dumemOf) {
+            this.receiveFetch = receiveFetch;
             this.space = space;
             this.recordSpace = recordSpace;
             this.dumemOf = dumemOf;
@@ -107,6 +111,15 @@ final class Umems {
                 }
 
                 @Override
+                public void fetchReceive(long o, long dbrAddress, MemorySegment dst, long len) {
+                    if (u.receiveFetch == null) {
+                        QueueMemory.super.fetchReceive(o, dbrAddress, dst, len);
+                    } else {
+                        u.receiveFetch.fetch(dbrAddress, address(o), dst, len);
+                    }
+                }
+
+                @Override
                 public long address(long o) {
                     return u.address(offset + o);
                 }
@@ -125,6 +138,11 @@ final class Umems {
                 }
             };
         }
+    }
+
+    /** How the NIC takes a receive WQE from a DUMEM after reading the doorbell record at {@code dbr} (DPA addresses). */
+    interface ReceiveFetch {
+        void fetch(long dbr, long wqe, MemorySegment dst, long len);
     }
 
     private final DmaPort port;
@@ -182,14 +200,14 @@ final class Umems {
      * by the command's uid ({@code what}: the DPA object it belongs to); its umem id. Mkeys, CQs and
      * QPs name it as they name a umem ({@code *_umem_id}); offsets count from {@code daddr}.
      */
-    int addDumem(DmaPort space, DmaPort recordSpace, long daddr, long bytes, String what) {
+    int addDumem(DmaPort space, DmaPort recordSpace, ReceiveFetch receiveFetch, long daddr, long bytes, String what) {
         long first = daddr & ~0xfffL;
         long[] pages = new long[(int) (((daddr & 0xfff) + bytes + 4095) >>> 12)];
         for (int i = 0; i < pages.length; i++) {
             pages[i] = first + 4096L * i;
         }
         int id = nextId();
-        dumems.put(id, new Umem(id, pages, (int) (daddr & 0xfff), bytes, true, space, recordSpace, what));
+        dumems.put(id, new Umem(id, pages, (int) (daddr & 0xfff), bytes, true, space, recordSpace, receiveFetch, what));
         uctxs.own(Uctxs.Kind.UMEM, id);
         return id;
     }

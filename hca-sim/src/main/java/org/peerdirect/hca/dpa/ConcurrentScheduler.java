@@ -58,22 +58,26 @@ final class ConcurrentScheduler implements HartScheduler {
             r.sinceYield = 0;
             boolean starting = unmounted.get() > 0;
             if (starting || carriers.hasQueuedThreads()) {
+                r.inScheduler = true; // waiting for a carrier is no stuck handler (the wall-clock watchdog)
                 carriers.release();
                 if (starting) {
                     LockSupport.parkNanos(1_000); // unmount, so the carrier can mount the waiting thread
                 }
                 carriers.acquireUninterruptibly();
+                r.inScheduler = false;
             }
         }
     }
 
     @Override
     public void block(Runner r) {
+        r.inScheduler = true;
         add(-1);
         carriers.release();
         r.turn.acquireUninterruptibly();
         unmounted.decrementAndGet();
         carriers.acquireUninterruptibly();
+        r.inScheduler = false;
     }
 
     @Override

@@ -17,9 +17,12 @@ import java.time.Duration;
  * @param stalePolls hits on one window line after which C4 compares it with host memory
  * @param strictIsolation a doorbell on a foreign queue ends the process (else it is dropped and counted)
  * @param wallTimeout how long the host waits for the DPA to settle or a process to stop
+ * @param wallWatchdog concurrent mode: how long an activation may run in wall-clock time without an
+ *        ISA call (a Java loop the verifier's heuristic let through) before the wall-clock watchdog
+ *        ends its process and the DPA OS takes its EU back ({@link WallWatchdog})
  */
 public record DpaConfig(long memBytes, int eus, int reservedEus, boolean deterministic, long seed, CheckMode check,
-        long watchdogCycles, int budget, int stalePolls, boolean strictIsolation, Duration wallTimeout) {
+        long watchdogCycles, int budget, int stalePolls, boolean strictIsolation, Duration wallTimeout, Duration wallWatchdog) {
 
     public DpaConfig {
         if (memBytes < 1 << 16 || memBytes > 1L << 34) {
@@ -33,32 +36,38 @@ public record DpaConfig(long memBytes, int eus, int reservedEus, boolean determi
     /** BlueField-3: 256 MiB, 256 EUs of which 2 reserved, concurrent, strict checks, 120 s watchdog (1.8 GHz). */
     public static DpaConfig bluefield3() {
         return new DpaConfig(256L << 20, 256, 2, false, 0, CheckMode.STRICT, 120L * 1_800_000_000L, 256, 64, true,
-                Duration.ofSeconds(30));
+                Duration.ofSeconds(30), Duration.ofSeconds(10));
     }
 
     /** Unit tests: 4 MiB, {@code eus} EUs (2 reserved), deterministic with {@code seed}, strict. */
     public static DpaConfig test(int eus, long seed) {
         return new DpaConfig(4L << 20, eus, 2, true, seed, CheckMode.STRICT, 1_000_000, 256, 64, true,
-                Duration.ofSeconds(120)); // generous: CI's 2 cores are shared with the whole suite
+                Duration.ofSeconds(120), Duration.ofSeconds(30)); // generous: CI's 2 cores are shared with the whole suite
     }
 
     public DpaConfig withCheck(CheckMode c) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, c, watchdogCycles, budget, stalePolls,
-                strictIsolation, wallTimeout);
+                strictIsolation, wallTimeout, wallWatchdog);
     }
 
     public DpaConfig withWatchdog(long cycles) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, cycles, budget, stalePolls,
-                strictIsolation, wallTimeout);
+                strictIsolation, wallTimeout, wallWatchdog);
     }
 
     public DpaConfig concurrent() {
         return new DpaConfig(memBytes, eus, reservedEus, false, seed, check, watchdogCycles, budget, stalePolls,
-                strictIsolation, wallTimeout);
+                strictIsolation, wallTimeout, wallWatchdog);
+    }
+
+    /** The wall-clock watchdog's limit ({@link #wallWatchdog}). */
+    public DpaConfig withWallWatchdog(Duration limit) {
+        return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls,
+                strictIsolation, wallTimeout, limit);
     }
 
     public DpaConfig withIsolation(boolean strict) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls,
-                strict, wallTimeout);
+                strict, wallTimeout, wallWatchdog);
     }
 }

@@ -44,6 +44,19 @@ final class DpaSpace implements DmaPort {
      * while the engine still finishes a transfer (it is reset right after): such an access is
      * refused as a fault of this space, not thrown as the closed arena's error.
      */
+    /**
+     * A receive WQE the NIC takes after reading the queue's doorbell record at {@code dbr}: the
+     * memory model's C1 and C6 (the WQE stored in the record's fence epoch) apply.
+     */
+    void fetchReceive(long dbr, long wqe, MemorySegment dst, long len) {
+        check(wqe, len);
+        try {
+            unit.mm.nicFetchRq(dbr, wqe, dst, len);
+        } catch (IllegalStateException e) {
+            throw gone(wqe);
+        }
+    }
+
     private IommuFault gone(long daddr) {
         return new IommuFault(IommuFault.Kind.NOT_MAPPED, name(), daddr, "the DPA unit was closed");
     }

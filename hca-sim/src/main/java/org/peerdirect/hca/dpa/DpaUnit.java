@@ -42,6 +42,8 @@ public final class DpaUnit implements AutoCloseable {
     final MemoryModel mm;
     final Windows windows;
     private final DpaSpace space;
+    /** Concurrent mode only (a deterministic hart runs on the driving thread: nothing could take it back). */
+    private final WallWatchdog wallWatchdog;
     private final DpaSpace recordSpace;
     private final AtomicInteger ids = new AtomicInteger();
     private final Map<Integer, DpaMemory.Region> mems = new ConcurrentHashMap<>();
@@ -66,6 +68,7 @@ public final class DpaUnit implements AutoCloseable {
         this.windows = new Windows(this);
         this.space = new DpaSpace(this, false);
         this.recordSpace = new DpaSpace(this, true);
+        this.wallWatchdog = config.deterministic() ? null : WallWatchdog.start(this, config.wallWatchdog());
     }
 
     /**
@@ -138,6 +141,14 @@ public final class DpaUnit implements AutoCloseable {
     public void nicFetchRq(long dbr, long wqe, MemorySegment dst, long len) {
         checkRange(wqe, len);
         mm.nicFetchRq(dbr, wqe, dst, len);
+    }
+
+    /**
+     * {@link #nicFetchRq} as the NIC's DMA engine does it for a queue in DPA memory: a range not
+     * allocated is an IOMMU-style fault of {@link #space} (the engine's error paths apply).
+     */
+    public void nicFetchReceive(long dbr, long wqe, MemorySegment dst, long len) {
+        space.fetchReceive(dbr, wqe, dst, len);
     }
 
     private void checkRange(long daddr, long len) {
@@ -350,22 +361,7 @@ public final class DpaUnit implements AutoCloseable {
 
     /** One line of {@code dpa:threads}, with each bound CQ armed or not. */
     public String describeThread(int tid) {
-        String line;
-        List<Integer> cqs;
-        rtos.lock.lock();
-        try {
-            line = thread(tid).describe();
-            cqs = List.copyOf(thread(tid).boundCqs);
-        } finally {
-            rtos.lock.unlock();
-        }
-        StringBuilder b = new StringBuilder(line);
-        for (int cqn : cqs) {
-            DpaNic.CqState s = nic.cqState(cqn);
-            b.append(String.format(" cq 0x%x %s", cqn, s == null ? "?" : (s.armed() ? "armed" : "not armed") + " pi "
-                    + s.producerIndex() + " ci " + s.consumerIndex()));
-        }
-        return b.toString();
+        return DpaViews.thread(this, thread(tid));
     }
 
     /** Destroys a thread; a running or suspended one is stopped first (its process goes on). */
@@ -550,24 +546,7 @@ public final class DpaUnit implements AutoCloseable {
 
     /** What {@code dpa:eus}, {@code dpa:ps} and {@code dpa:threads} show: one line per EU in use, process and thread. */
     public List<String> describe() {
-        List<String> l = new ArrayList<>();
-        rtos.lock.lock();
-        try {
-            l.add(String.format("eus %d (reserved %d) busy %d", eus.total, eus.reserved, eus.busyCount()));
-            for (int e = 0; e < eus.total; e++) {
-                if (eus.activations[e] > 0) {
-                    l.add(String.format("eu %d %s activations %d cycles %d instret %d", e, eus.isBusy(e) ? "busy" : "free",
-                            eus.activations[e], eus.cycles[e], eus.instRet[e]));
-                }
-            }
-            for (DpaProcess p : processes.values()) {
-                l.add(p.describe());
-                p.threads.values().forEach(t -> l.add("  " + t.describe()));
-            }
-        } finally {
-            rtos.lock.unlock();
-        }
-        return l;
+        return DpaViews.ps(this);
     }
 
     /** {@code dpa:eus}: one line per EU, as {@code dpaeumgmt} lists them ({@link DpaViews#eus}). */
@@ -628,6 +607,9 @@ public final class DpaUnit implements AutoCloseable {
     /** Function removal: every process is stopped (EUs first), then all objects and memory go. */
     @Override
     public void close() {
+        if (wallWatchdog != null) {
+            wallWatchdog.close();
+        }
         for (int pid : List.copyOf(processes.keySet())) {
             processDestroy(pid);
         }

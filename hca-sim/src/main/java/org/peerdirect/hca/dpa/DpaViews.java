@@ -14,6 +14,49 @@ final class DpaViews {
     private DpaViews() {
     }
 
+    /** {@code dpa:ps}: EUs used, then each process and its threads. */
+    static List<String> ps(DpaUnit u) {
+        List<String> l = new ArrayList<>();
+        ExecutionUnits eus = u.eus;
+        u.rtos.lock.lock();
+        try {
+            l.add(String.format("eus %d (reserved %d) busy %d", eus.total, eus.reserved, eus.busyCount()));
+            for (int e = 0; e < eus.total; e++) {
+                if (eus.activations[e] > 0) {
+                    l.add(String.format("eu %d %s activations %d cycles %d instret %d", e, eus.isBusy(e) ? "busy" : "free",
+                            eus.activations[e], eus.cycles[e], eus.instRet[e]));
+                }
+            }
+            for (DpaProcess p : u.processes().values()) {
+                l.add(p.describe());
+                p.threads.values().forEach(t -> l.add("  " + t.describe()));
+            }
+        } finally {
+            u.rtos.lock.unlock();
+        }
+        return l;
+    }
+
+    /** {@code dpa:threads}' line: state, EU, activations, triggers latched and ignored, exits, and each bound CQ armed or not. */
+    static String thread(DpaUnit u, DpaThread t) {
+        String line;
+        List<Integer> cqs;
+        u.rtos.lock.lock();
+        try {
+            line = t.describe();
+            cqs = List.copyOf(t.boundCqs);
+        } finally {
+            u.rtos.lock.unlock();
+        }
+        StringBuilder b = new StringBuilder(line);
+        for (int cqn : cqs) { // outside the RTOS lock: nothing calls the NIC under it
+            DpaNic.CqState s = u.nic.cqState(cqn);
+            b.append(String.format(" cq 0x%x %s", cqn, s == null ? "?" : (s.armed() ? "armed" : "not armed") + " pi "
+                    + s.producerIndex() + " ci " + s.consumerIndex()));
+        }
+        return b.toString();
+    }
+
     /**
      * {@code dpaeumgmt}'s EU list: id, partition (the model has one, 0), the groups it is in,
      * state ({@code reserved} for the DPA OS, {@code busy} or {@code free}) and the thread it runs

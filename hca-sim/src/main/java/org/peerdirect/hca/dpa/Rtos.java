@@ -106,6 +106,11 @@ final class Rtos {
         DpaThread t = r.thread;
         lock.lock();
         try {
+            if (r.abandoned) { // abandon() let its EU and thread go: only the scheduler still counts it
+                unit.scheduler.exit(r);
+                stopped.signalAll();
+                return;
+            }
             if (r.eu >= 0) {
                 unit.eus.release(r.eu);
                 r.eu = -1;
@@ -130,6 +135,37 @@ final class Rtos {
             t.latched = false;
             grant();
             unit.scheduler.exit(r);
+            stopped.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The wall-clock watchdog gives up on {@code r}, stuck in Java code of an ended process: its
+     * EU goes back and its thread lets it go now (PROCESS_ENDED), so the process's destroy need not
+     * wait for it; its end later only leaves the scheduler ({@link #activationEnded}).
+     */
+    void abandon(Runner r) {
+        DpaThread t = r.thread;
+        lock.lock();
+        try {
+            if (r.abandoned || t.runner != r) {
+                return; // it ended meanwhile
+            }
+            r.abandoned = true;
+            r.killed = true;
+            if (r.eu >= 0) {
+                unit.eus.release(r.eu);
+                r.eu = -1;
+            }
+            t.runner = null;
+            t.exits.merge(ActivationExit.Kind.PROCESS_END, 1L, Long::sum);
+            if (t.state != ThreadState.PROCESS_ENDED) {
+                t.state = t.state.next(Event.PROCESS_END);
+            }
+            t.latched = false;
+            grant();
             stopped.signalAll();
         } finally {
             lock.unlock();

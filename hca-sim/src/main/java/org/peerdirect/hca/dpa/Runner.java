@@ -25,6 +25,14 @@ final class Runner implements Hart {
     /** The EU it runs on; -1 while suspended or stopped. Written under the RTOS lock. */
     volatile int eu;
     volatile boolean killed;
+    /** The Java thread running the activation (its stack gives the wall-clock watchdog the stuck line); null before it starts. */
+    volatile Thread javaThread;
+    /** ISA calls so far (written by the runner only; the wall-clock watchdog reads them). */
+    volatile long calls;
+    /** Waiting in the scheduler for a carrier or a resume: not stuck in device code. */
+    volatile boolean inScheduler;
+    /** Given up by the wall-clock watchdog (RTOS lock): its EU and thread were let go; its end only leaves the scheduler. */
+    volatile boolean abandoned;
     long activationCycles;
     int sinceYield;
 
@@ -42,6 +50,7 @@ final class Runner implements Hart {
     void body() {
         DpaEvents.Activation event = DpaEvents.Activation.start();
         ActivationExit.Kind kind;
+        javaThread = Thread.currentThread();
         try {
             unit.mm.activationStart(thread);
             kind = ScopedValue.where(Hart.CURRENT, this).call(this::invokeEntry);
@@ -51,6 +60,10 @@ final class Runner implements Hart {
             String site = trapSite(e);
             unit.fail(thread.process, ProcessStatus.HANDLER_TRAP, "handler " + thread.name() + " trapped: " + e + " at " + site, thread.id, site);
             kind = ActivationExit.Kind.PROCESS_END;
+        }
+        if (abandoned) { // its thread, windows and EU were let go by the watchdog; its process is gone or going
+            unit.rtos.activationEnded(this, ActivationExit.Kind.PROCESS_END);
+            return;
         }
         if (kind != ActivationExit.Kind.PROCESS_END) {
             for (int i = 0; i < 2; i++) {
@@ -86,6 +99,7 @@ final class Runner implements Hart {
 
     /** One ISA op: counters, watchdog, scheduling point, and the process still alive. */
     private void tick(int cost) {
+        calls++; // the runner's own field: single writer
         checkAlive();
         int e = eu;
         unit.eus.cycles[e] += cost;

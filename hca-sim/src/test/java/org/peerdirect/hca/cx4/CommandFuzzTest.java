@@ -168,6 +168,7 @@ class CommandFuzzTest {
         final java.util.concurrent.atomic.AtomicInteger deepestLevel = new java.util.concurrent.atomic.AtomicInteger();
         final LongAdder qpsCreated = new LongAdder();
         final LongAdder eqsCreated = new LongAdder();
+        final LongAdder dpaObjects = new LongAdder();
 
         Stats(String name) {
             this.name = name;
@@ -190,12 +191,12 @@ class CommandFuzzTest {
             return String.format("CommandFuzzTest %s: tries %d, commands %d (oracle-checked %d), page requests answered %d, commands parked until answered %d, "
                     + "parked past 200 ms %d, noise %d, pages unmapped under the firmware %d, IOMMU faults %d, "
                     + "deliveries %s, command statuses %s, syndromes %d, opcodes delivered %d, (opcode,status,syndrome) %d, deepest level %d, "
-                    + "EQs %d, QPs %d created, setup %.1f ms/try, try %.1f ms", name, tries.sum(), commands.sum(), oracleChecked.sum(),
+                    + "EQs %d, QPs %d, DPA objects %d created, setup %.1f ms/try, try %.1f ms", name, tries.sum(), commands.sum(), oracleChecked.sum(),
                     pageRequests.sum(), parkedAnswered.sum(), parked.sum(), noise.sum(), unmapped.sum(), faults.sum(),
                     deliveries.entrySet().stream().map(e -> CmdEntry.deliveryName(e.getKey()) + "=" + e.getValue().sum())
                             .collect(Collectors.joining(", ", "{", "}")),
                     new TreeSet<>(statuses).stream().map(s -> String.format("0x%02x", s)).collect(Collectors.joining(",", "{", "}")),
-                    syndromes.size(), opcodesDelivered.size(), outcomes.size(), deepestLevel.get(), eqsCreated.sum(), qpsCreated.sum(),
+                    syndromes.size(), opcodesDelivered.size(), outcomes.size(), deepestLevel.get(), eqsCreated.sum(), qpsCreated.sum(), dpaObjects.sum(),
                     setupNanos.sum() / 1e6 / t, tryNanos.sum() / 1e6 / t);
         }
     }
@@ -332,6 +333,8 @@ class CommandFuzzTest {
         /** DevX: user contexts and umems handed out. */
         final List<Integer> uids = new ArrayList<>();
         final List<Integer> umems = new ArrayList<>();
+        /** DPA general objects the try made: {type, id} ({@link DpaCommandFuzz}). */
+        final List<int[]> dpaObjs = new ArrayList<>();
         final List<Long> given = new ArrayList<>();
         final Map<Integer, FuzzQp> qps = new HashMap<>();
         final List<String> log = new ArrayList<>();
@@ -1727,6 +1730,10 @@ class CommandFuzzTest {
                 s.onOk = () -> rig.umems.remove(Integer.valueOf(id));
             }
             default -> { // the general-object commands: obj_type where op_mod is
+                if (r.nextInt(3) > 0 && rig.dev.hasDpa()) {
+                    s = DpaCommandFuzz.command(rig, slot, opcode, r);
+                    break;
+                }
                 int type = r.nextInt(3) == 0 ? r.nextInt(1 << 16) : 0x28 + r.nextInt(0x12);
                 s = new Spec(slot, opcode, type, 16 + r.nextInt(64), 16 + r.nextInt(64));
                 s.inSeg().set(BE32, org.peerdirect.hca.cx4.ifc.Devx.OBJ_ID, r.nextInt(4) == 0 ? r.nextInt() : r.nextInt(8));
@@ -1738,7 +1745,7 @@ class CommandFuzzTest {
         if (!rig.uids.isEmpty() && r.nextInt(3) == 0) {
             uidField.set(s.inSeg(), 0, rig.uids.get(r.nextInt(rig.uids.size())));
         }
-        s.what = opName(opcode);
+        s.what = opName(s.opcode()); // the DPA fuzz may have made it a CREATE
         return s;
     }
 
@@ -1953,6 +1960,10 @@ class CommandFuzzTest {
             check(s.qpsCreated.sum() > 0 && s.eqsCreated.sum() > 0, "the command fuzz created EQs and QPs: " + s.summary());
             check(s.deepestLevel.get() == 5, "every bring-up level tried");
             check(s.pageRequests.sum() > 0, "page requests answered: " + s.summary());
+            long dpaRefusals = s.outcomes.entrySet().stream().filter(e -> e.getKey().contains("synd=0x0bad03"))
+                    .mapToLong(e -> e.getValue().sum()).sum();
+            check(s.dpaObjects.sum() + dpaRefusals > 0, "DPA object commands reached the DPA types (created, or refused with a DPA syndrome): "
+                    + s.summary());
         }
     }
 }

@@ -35,11 +35,15 @@ class DpaCommandsTest {
         w.down();
     }
 
+    /** The rig's BlueField-3, its DPA concurrent and without the cycle watchdog (a spinning handler stays on its EU). */
     FirmwareDpa start() {
         w.tmp = tmp;
         w.rig(ConnectX4Device.DEVICE_BLUEFIELD3);
         dpa = new DpaCommands(() -> Map.of("0000:05:00.0", w.rig.dev));
-        return w.dpa();
+        FirmwareDpa d = w.rig.dev.dpa();
+        d.configure(org.peerdirect.hca.dpa.DpaConfig.test(8, 1).concurrent().withWatchdog(Long.MAX_VALUE),
+                org.peerdirect.hca.dpa.LoaderPolicy.isaOnly());
+        return d;
     }
 
     /**

@@ -55,22 +55,27 @@ public final class DpaQueueProgs {
      * at once: nothing is lost.
      */
     public static void echo(long arg) {
-        serve(arg, true);
+        serve(arg, true, true);
     }
 
     /** {@link #echo} without the write-back before the doorbells: the NIC fetches WQEs it cannot see (the memory model's C1). */
     public static void echoWithoutWriteback(long arg) {
-        serve(arg, false);
+        serve(arg, false, true);
     }
 
-    private static void serve(long arg, boolean writeback) {
+    /** {@link #echo} posting receives without the W→W fence between WQE and record: the NIC may take a WQE older than the record (C6). */
+    public static void echoWithoutFence(long arg) {
+        serve(arg, true, false);
+    }
+
+    private static void serve(long arg, boolean writeback, boolean fence) {
         if (Dpa.outboxConfig((int) Dpa.ld64(arg + OUTBOX)) != 0) {
             Dpa.error(0x81);
         }
         Dpa.amoAdd64(arg + ACTIVATIONS, 1);
         long base = Dpa.ld64(arg + BASE);
         if (Dpa.ld64(arg + READY) == 0) {
-            setup(arg, base);
+            setup(arg, base, fence);
         }
         long ci = Dpa.ld64(arg + CI);
         long pi = Dpa.ld64(arg + PI);
@@ -83,7 +88,7 @@ public final class DpaQueueProgs {
             }
             int op = opOwn >>> 4;
             if (op == 2) { // a SEND received
-                pi = echoOne(arg, base, pi, Integer.reverseBytes(Dpa.ld32(cqe + 0x2c)));
+                pi = echoOne(arg, base, pi, Integer.reverseBytes(Dpa.ld32(cqe + 0x2c)), fence);
             } else if (op != 0) { // neither a send's completion: an error CQE
                 Dpa.error(0x83);
             }
@@ -103,7 +108,7 @@ public final class DpaQueueProgs {
     }
 
     /** Copies the message of receive {@code RQ_DONE} to send buffer {@code pi}, puts its SEND, posts the receive again; the new pi. */
-    private static long echoOne(long arg, long base, long pi, int len) {
+    private static long echoOne(long arg, long base, long pi, int len, boolean fence) {
         long done = Dpa.ld64(arg + RQ_DONE);
         long src = base + RBUF + (done & QUEUE - 1) * MSG;
         long dst = base + SBUF + (pi & QUEUE - 1) * MSG;
@@ -120,12 +125,12 @@ public final class DpaQueueProgs {
         Dpa.st64(w + 24, Long.reverseBytes(dst));
         Dpa.st64(arg + RQ_DONE, done + 1);
         Dpa.amoAdd64(arg + ECHOED, 1);
-        postReceive(arg, base);
+        postReceive(arg, base, fence);
         return pi + 1;
     }
 
     /** {@code flexio_dev}'s receive pattern: the WQE, {@code memory_fence(W, W)}, the record. */
-    private static void postReceive(long arg, long base) {
+    private static void postReceive(long arg, long base, boolean fence) {
         long n = Dpa.ld64(arg + RQ_POSTED);
         long r = base + WQ + (n & QUEUE - 1) * 64;
         Dpa.st32(r, Integer.reverseBytes(MSG));
@@ -133,17 +138,19 @@ public final class DpaQueueProgs {
         Dpa.st64(r + 8, Long.reverseBytes(base + RBUF + (n & QUEUE - 1) * MSG));
         Dpa.st32(r + 16 + 4, Integer.reverseBytes(0x100)); // INVALID_LKEY ends the scatter list
         Dpa.st64(arg + RQ_POSTED, n + 1);
-        Dpa.memoryFence(Dpa.W, Dpa.W);
+        if (fence) {
+            Dpa.memoryFence(Dpa.W, Dpa.W);
+        }
         Dpa.st32(base + DBR + 64, Integer.reverseBytes((int) (n + 1 & 0xffff))); // the QP record's receive counter
     }
 
     /** The ring's CQEs invalid (owner 1: not this first pass), every receive posted, written back. */
-    private static void setup(long arg, long base) {
+    private static void setup(long arg, long base, boolean fence) {
         for (int i = 0; i < RING_CQES; i++) {
             Dpa.st8(base + CQ + i * 64L + 63, 0xf1);
         }
         for (int i = 0; i < QUEUE; i++) {
-            postReceive(arg, base);
+            postReceive(arg, base, fence);
         }
         Dpa.st64(arg + READY, 1);
         Dpa.memoryWriteback();

@@ -49,8 +49,8 @@ class DpaQueueTest {
         w.down();
     }
 
-    /** One message; the handler rings SXD_DB over a WQE it did not write back: C1 ends the process, the host's SEND completes alone. */
-    void forgottenWriteback(DpaWireTest.Loop host, Proc proc) {
+    /** One message; the handler's memory-model mistake ({@code check} at {@code site}) ends the process, the host's SEND completes alone. */
+    void oneMessageEndsTheProcess(DpaWireTest.Loop host, Proc proc, String check, String site, String says) {
         host.receive(host.lkey, DpaWireTest.Loop.BUF + 0x1000, 64);
         MemorySegment msg = MemorySegment.ofArray("not echoed".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
         host.put(0x2000, msg, 0, msg.byteSize());
@@ -60,9 +60,8 @@ class DpaQueueTest {
         DpaWireTest.await(() -> w.unit().processStatus(proc.pid()) == 0 ? 0 : 1, 1, "the process ends");
         assertTrue(w.unit().awaitIdle());
         List<org.peerdirect.hca.dpa.Finding> f = w.unit().findings();
-        assertTrue(!f.isEmpty() && f.get(0).check().equals("C1") && f.get(0).site().contains("DpaQueueProgs.echoOne"),
-                "C1 at the handler's WQE store: " + f);
-        assertTrue(f.get(0).message().contains("without __dpa_thread_memory_writeback"), f.get(0).message());
+        assertTrue(!f.isEmpty() && f.get(0).check().equals(check) && f.get(0).site().contains(site), check + " at " + site + ": " + f);
+        assertTrue(f.get(0).message().contains(says), f.get(0).message());
         assertEquals(0, host.get(0x1000), "no echo reached the host's receive buffer");
     }
 
@@ -98,8 +97,19 @@ class DpaQueueTest {
     }
 
     /**
-     * Sets up the echo server with handler {@code entry}, sends {@code bursts} bursts (none: one
-     * message, expected to end the process with C1), tears everything down.
+     * The handler posts its receives without {@code __dpa_thread_memory_fence(W, W)} between the
+     * WQE and the doorbell record: when the NIC takes a receive WQE from DPA memory after reading
+     * the record, C6 names the record's store (the NIC might see the record before the WQE), and
+     * in strict mode the process ends; no echo.
+     */
+    @Test
+    void aReceiveWqeNotFencedBeforeItsRecordIsAFinding() {
+        echo("echoWithoutFence", -1);
+    }
+
+    /**
+     * Sets up the echo server with handler {@code entry}, sends {@code bursts} bursts (0: one
+     * message, expected to end the process with C1; -1: with C6), tears everything down.
      */
     void echo(String entry, int bursts) {
         w.tmp = tmp;
@@ -130,7 +140,9 @@ class DpaQueueTest {
             assertTrue(w.unit().awaitIdle());
             assertTrue(dpa.cqState(cqn).armed(), "the handler armed its CQ: " + dpa.cqState(cqn));
             if (bursts == 0) {
-                forgottenWriteback(host, proc);
+                oneMessageEndsTheProcess(host, proc, "C1", "DpaQueueProgs.echoOne", "without __dpa_thread_memory_writeback");
+            } else if (bursts < 0) {
+                oneMessageEndsTheProcess(host, proc, "C6", "DpaQueueProgs.postReceive", "__dpa_thread_memory_fence(W, W) missing");
             }
             int n = 0;
             for (int b = 0; b < bursts; b++) {

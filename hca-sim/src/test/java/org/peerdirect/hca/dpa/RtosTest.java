@@ -15,7 +15,7 @@ import org.peerdirect.hca.dpa.progs.RtosProgs;
 class RtosTest extends DpaRig {
 
     static final String[] GLOBALS = {"count", "selfTrigger", "finishOnce", "retrigger5", "continuable", "processFinish",
-        "userError", "trap", "outside", "unaligned", "spin", "setFlag", "euId", "racyIncrement", "activateOther"};
+        "userError", "trap", "outside", "unaligned", "spin", "setFlag", "euId", "racyIncrement", "activateOther", "javaLoop"};
 
     static byte[] image() {
         ImagePackager p = new ImagePackager().add(RtosProgs.class);
@@ -194,6 +194,39 @@ class RtosTest extends DpaRig {
         assertEquals(ProcessStatus.WATCHDOG, unit.processStatus(pid));
         assertTrue(unit.crashData(pid).contains("spin#") && unit.crashData(pid).contains("RtosProgs.spin:"),
                 unit.crashData(pid));
+    }
+
+    /**
+     * A handler stuck in Java code (a loop calling only a JDK method, which the verifier's
+     * heuristic lets through) makes no ISA call, so neither the cycle watchdog nor a stop can reach
+     * it. The wall-clock watchdog sees an activation without ISA calls for its period: the process
+     * ends (WATCHDOG, the loop's line in the crash data), the thread is PROCESS_ENDED and its EU
+     * free at once, and the process's destroy returns without waiting for the Java code (the
+     * bounded stop). The code runs on until it returns by itself; then nothing is left.
+     */
+    @Test
+    void theWallClockWatchdogTakesBackAnEuStuckInJavaCode() throws Exception {
+        boot(DpaConfig.test(4, 19).concurrent().withWallWatchdog(java.time.Duration.ofMillis(200)));
+        poke(heap, 1_500_000_000L); // about a second of Java code, far past the watchdog's period
+        int t = thread("javaLoop", heap);
+        unit.trigger(t);
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (unit.processStatus(pid) == ProcessStatus.OK && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertEquals(ProcessStatus.WATCHDOG, unit.processStatus(pid), unit.crashData(pid));
+        assertTrue(unit.crashData(pid).contains("wall-clock watchdog") && unit.crashData(pid).contains("RtosProgs.javaLoop:"),
+                unit.crashData(pid));
+        assertEquals(ThreadState.PROCESS_ENDED, unit.threadState(t));
+        assertTrue(unit.describeEus().stream().noneMatch(l -> l.contains(" busy ")), "its EU is free: " + unit.describeEus());
+        assertTrue(unit.describeCrashes().get(0).contains("thread " + t + " at org.peerdirect.hca.dpa.progs.RtosProgs.javaLoop:"),
+                unit.describeCrashes().toString());
+        long t0 = System.nanoTime();
+        unit.processDestroy(pid);
+        assertTrue(System.nanoTime() - t0 < 5_000_000_000L, "the destroy did not wait for the Java code");
+        settle(); // the Java code returned by itself
+        assertEquals(List.of(), unit.leaks());
+        assertEquals(1, errors.size(), "one error event: " + errors);
     }
 
     @Test

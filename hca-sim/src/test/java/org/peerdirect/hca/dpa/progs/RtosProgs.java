@@ -79,6 +79,20 @@ public final class RtosProgs {
         Dpa.finish();
     }
 
+    /**
+     * Word 0 iterations of pure Java (a JDK call in the loop passes the verifier's heuristic): no
+     * ISA call for as long as they take, then the result in word 1.
+     */
+    public static void javaLoop(long arg) {
+        long n = Dpa.ld64(arg);
+        long x = 1;
+        for (long i = 0; i < n; i++) {
+            x = Long.rotateLeft(x, 1) ^ i;
+        }
+        Dpa.st64(arg + 8, x);
+        Dpa.finish();
+    }
+
     public static void setFlag(long arg) {
         Dpa.st64(arg, 1);
         Dpa.finish();
