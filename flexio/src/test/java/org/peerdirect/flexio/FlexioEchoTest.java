@@ -229,10 +229,11 @@ class FlexioEchoTest {
             assertEquals(0, echoes.length, "no echo leaves a process the memory model ended");
             assertEquals(FlexioStatus.ERR_FATAL_ERROR, p.errStatusGet());
             String ps = String.join("\n", m.dpa());
-            // the site is the innermost frame of image code: with flexio-dev linked into the image, the library's store
-            // (FlexioDevQueue) and doorbell (FlexioDev.outbox) lines, not the handler's own
+            // the site is the innermost frame of image code, with flexio-dev linked into the image the library's
+            // doorbell (FlexioDev.outbox), and the handler's line that called the library
             assertTrue(ps.contains("C1") && ps.contains("without __dpa_thread_memory_writeback before the doorbell")
-                    && ps.contains("org.peerdirect.flexio.dev.FlexioDev.outbox:"), ps);
+                    && ps.contains("org.peerdirect.flexio.dev.FlexioDev.outbox:")
+                    && ps.contains("(called from org.peerdirect.flexio.progs.EchoProgs."), ps);
         } finally {
             h.close(ctx);
         }

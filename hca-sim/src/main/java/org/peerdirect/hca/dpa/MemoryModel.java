@@ -51,9 +51,9 @@ final class MemoryModel {
         final long old;
         final BitSet eus = new BitSet();
         final DpaThread writer;
-        final StackWalker.StackFrame site;
+        final Sites.Site site;
 
-        Dirty(long old, DpaThread writer, StackWalker.StackFrame site) {
+        Dirty(long old, DpaThread writer, Sites.Site site) {
             this.old = old;
             this.writer = writer;
             this.site = site;
@@ -61,7 +61,7 @@ final class MemoryModel {
     }
 
     /** The last store to a granule. */
-    private record Store(DpaThread thread, long epoch, long seq, StackWalker.StackFrame site) {
+    private record Store(DpaThread thread, long epoch, long seq, Sites.Site site) {
     }
 
     final CheckMode mode;
@@ -141,7 +141,7 @@ final class MemoryModel {
             DpaThread t = r.thread;
             Dirty d = dirty.get(g);
             // the stack is walked once per granule dirtied since its write-back, not per store
-            StackWalker.StackFrame site = d != null && d.writer == t ? d.site : Sites.frame();
+            Sites.Site site = d != null && d.writer == t ? d.site : Sites.frame();
             if (d == null) {
                 d = new Dirty(seg.get(DpaMemory.LONG, g), t, site);
                 dirty.put(g, d);
