@@ -35,14 +35,20 @@ final class DpaObjects {
     static final int SYND_DPA_IN_USE = 0x0bad_0306;
 
     /** What the firmware keeps of one DPA object beside the unit's own state. */
-    private record Obj(int type, int uid, int unitId, int process, int pd, int uar) {
+    private record Obj(int type, int uid, int unitId, int process, int pd, int uar, int dumem) {
+        Obj(int type, int uid, int unitId, int process, int pd, int uar) {
+            this(type, uid, unitId, process, pd, uar, 0);
+        }
     }
 
     private final DpaUnit unit;
+    private final Umems umems;
     private final Map<Integer, Obj> objs = new ConcurrentHashMap<>();
 
-    DpaObjects(DpaUnit unit) {
+    /** {@code umems} names the DUMEMs of DPA_MEMs and process heaps ({@link org.peerdirect.hca.cx4.ifc.DpaObj#DUMEM}). */
+    DpaObjects(DpaUnit unit, Umems umems) {
         this.unit = unit;
+        this.umems = umems;
     }
 
     /** The five types, for the dispatcher's table (the lead registers them in Firmware after wt-bf3 lands). */
@@ -94,8 +100,10 @@ final class DpaObjects {
         public int create(int uid, MemorySegment obj, MemorySegment out) throws Refused {
             long size = get64(obj, MEM_SIZE);
             int id = unitOp(() -> unit.memCreate(uid, size));
+            int dumem = umems.addDumem(unit.space(), unit.memAddress(id), size, "DPA_MEM " + id);
             set64(out, CTX + MEM_DADDR, unit.memAddress(id));
-            return add(new Obj(OBJ_DPA_MEM, uid, id, 0, 0, 0));
+            MEM_DUMEM_ID.set(out, CTX, dumem);
+            return add(new Obj(OBJ_DPA_MEM, uid, id, 0, 0, 0, dumem));
         }
 
         public void modify(int uid, int objId, MemorySegment obj) throws Refused {
@@ -103,16 +111,19 @@ final class DpaObjects {
         }
 
         public void query(int uid, int objId, MemorySegment out) throws Refused {
-            ref(uid, objId, OBJ_DPA_MEM, "DPA_MEM");
+            Obj o = ref(uid, objId, OBJ_DPA_MEM, "DPA_MEM");
             set64(out, CTX + MEM_DADDR, unit.memAddress(objId));
+            MEM_DUMEM_ID.set(out, CTX, o.dumem);
         }
 
         public void destroy(int uid, int objId) throws Refused {
-            ref(uid, objId, OBJ_DPA_MEM, "DPA_MEM");
+            Obj o = ref(uid, objId, OBJ_DPA_MEM, "DPA_MEM");
+            umems.checkDumemFree(o.dumem);
             unitOp(() -> {
                 unit.memDestroy(objId);
                 return null;
             });
+            umems.removeDumem(o.dumem);
             objs.remove(objId);
         }
     }
@@ -127,10 +138,12 @@ final class DpaObjects {
             ref(uid, mem, OBJ_DPA_MEM, "image DPA_MEM");
             int pd = PROCESS_PD.get(obj, 0);
             int uar = PROCESS_UAR.get(obj, 0);
-            int id = unitOp(() -> unit.processCreate(uid, pd, uar, mem, Integer.toUnsignedLong(PROCESS_IMAGE_LEN.get(obj, 0)),
-                    get64(obj, PROCESS_HEAP_SIZE)));
+            long heap = get64(obj, PROCESS_HEAP_SIZE);
+            int id = unitOp(() -> unit.processCreate(uid, pd, uar, mem, Integer.toUnsignedLong(PROCESS_IMAGE_LEN.get(obj, 0)), heap));
+            int dumem = umems.addDumem(unit.space(), unit.heapBase(id), heap, "DPA_PROCESS " + id);
             set64(out, CTX + PROCESS_HEAP_BASE, unit.heapBase(id));
-            return add(new Obj(OBJ_DPA_PROCESS, uid, id, id, pd, uar));
+            PROCESS_DUMEM_ID.set(out, CTX, dumem);
+            return add(new Obj(OBJ_DPA_PROCESS, uid, id, id, pd, uar, dumem));
         }
 
         public void modify(int uid, int objId, MemorySegment obj) throws Refused {
@@ -143,18 +156,22 @@ final class DpaObjects {
             PROCESS_PD.set(out, CTX, o.pd);
             PROCESS_UAR.set(out, CTX, o.uar);
             PROCESS_STATUS.set(out, CTX, unit.processStatus(objId));
+            PROCESS_DUMEM_ID.set(out, CTX, o.dumem);
+            set64(out, CTX + PROCESS_QUERY_HEAP_SIZE, unit.heapSize(objId));
         }
 
         public void destroy(int uid, int objId) throws Refused {
-            ref(uid, objId, OBJ_DPA_PROCESS, "DPA_PROCESS");
+            Obj p = ref(uid, objId, OBJ_DPA_PROCESS, "DPA_PROCESS");
             if (objs.values().stream().anyMatch(o -> o.process == objId && o.type != OBJ_DPA_PROCESS)) {
                 throw new Refused(Mlx5Cmd.STAT_RES_BUSY, SYND_DPA_IN_USE, "DPA_PROCESS " + objId
                         + " still has threads, outboxes or windows");
             }
+            umems.checkDumemFree(p.dumem);
             unitOp(() -> {
                 unit.processDestroy(objId);
                 return null;
             });
+            umems.removeDumem(p.dumem);
             objs.remove(objId);
         }
     }
@@ -200,6 +217,7 @@ final class DpaObjects {
             THREAD_STATE.set(out, CTX, unit.threadState(objId).ordinal());
             THREAD_EU.set(out, CTX, st[0] < 0 ? 0xffff : (int) st[0]);
             THREAD_ACTIVATIONS.set(out, CTX, (int) st[1]);
+            set64(out, CTX + THREAD_RPC_RESULT, unit.rpcResult(objId)); // after the state: the RTOS lock orders it after the activation
         }
 
         public void destroy(int uid, int objId) throws Refused {

@@ -35,6 +35,7 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     private final Eqs eqs;
     private final GeneralObjects generalObjects;
     private final HcaDevice engine;
+    private final Umems umems;
     /**
      * The model's on-card DPA memory: 32 MiB, not the GBs of DPU memory a BlueField-3 has (the
      * memory is allocated and zeroed when the unit is made, and the command fuzzer makes one per
@@ -49,7 +50,8 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     private volatile DpaObjects objects;
     private volatile java.util.Map<Integer, GeneralObjectType> types = java.util.Map.of();
 
-    FirmwareDpa(Transport transport, Uctxs uctxs, Eqs eqs, GeneralObjects generalObjects, HcaDevice engine) {
+    FirmwareDpa(Transport transport, Uctxs uctxs, Eqs eqs, GeneralObjects generalObjects, HcaDevice engine, Umems umems) {
+        this.umems = umems;
         this.transport = transport;
         this.uctxs = uctxs;
         this.eqs = eqs;
@@ -80,7 +82,7 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
         DpaUnit u = unit;
         if (u == null) {
             u = new DpaUnit(config, this, this, this, policy);
-            DpaObjects o = new DpaObjects(u);
+            DpaObjects o = new DpaObjects(u, umems);
             types = o.types().stream().collect(java.util.stream.Collectors.toUnmodifiableMap(GeneralObjectType::objType, t -> t));
             objects = o;
             unit = u;

@@ -131,7 +131,7 @@ final class Mkeys {
         try {
             ctx = this.pages.store(MKEY_CONTEXT_BYTES, in, m, 64, "a context");
             try {
-                key = dp.engine.sw2hwMpt(pd, start, len, perm, iova, length, Mkey.MKC_MKEY_7_0.get(in, m));
+                key = dp.engine.sw2hwMpt(pd, start, len, perm, iova, length, Mkey.MKC_MKEY_7_0.get(in, m), umem == null ? null : umem.space());
             } catch (HwCommandException e) {
                 this.pages.free(ctx);
                 throw Refused.of(e);
@@ -166,7 +166,8 @@ final class Mkeys {
      * The pages of an mkey over {@code mkey_umem_id} from {@code mkey_umem_offset}
      * ({@code flexio_device_mkey_create}, {@code mlx5dv_devx_umem} MRs): the umem byte at the
      * offset is the mkey's byte at {@code start}, so both have the same place in their page.
-     * The range is held until the mkey goes.
+     * The range is held until the mkey goes. A DUMEM's pages are DPA addresses: the mkey addresses
+     * the DPA memory ({@link QueueMemory#space}), and RDMA through it never crosses the IOMMU.
      */
     private QueueMemory umemPages(MemorySegment in, long start, long len, long[] iova) throws Refused {
         Umems.Umem u = umems.umem(in.get(BE32, Devx.MKEY_UMEM_ID), "CREATE_MKEY");

@@ -17,6 +17,14 @@ interface QueueMemory {
     /** The port the bytes are read and written through. */
     DmaPort port();
 
+    /**
+     * A device-local memory space the bytes are in (the DPA's on-card memory of a DUMEM), which
+     * an mkey over them must address instead of the function's IOMMU domain; null for host memory.
+     */
+    default DmaPort space() {
+        return null;
+    }
+
     /** The device address of byte {@code offset}; the bytes are contiguous to the end of its 4 KiB page. */
     long address(long offset);
 

@@ -34,9 +34,19 @@ final class Umems {
         final int pageOffset;
         final long bytes;
         final boolean writable;
+        /** The space the pages are addresses of: null for the function's IOMMU domain, else a DUMEM's DPA memory. */
+        final DmaPort space;
+        /** A DUMEM: what it is the memory of (DPA_MEM or DPA_PROCESS and its id), for refusals; null for a DevX umem. */
+        final String dumemOf;
         int users;
 
         Umem(int id, long[] pages, int pageOffset, long bytes, boolean writable) {
+            this(id, pages, pageOffset, bytes, writable, null, null);
+        }
+
+        Umem(int id, long[] pages, int pageOffset, long bytes, boolean writable, DmaPort space, String dumemOf) {
+            this.space = space;
+            this.dumemOf = dumemOf;
             this.id = id;
             this.pages = pages;
             this.pageOffset = pageOffset;
@@ -71,7 +81,12 @@ final class Umems {
 
                 @Override
                 public DmaPort port() {
-                    return port;
+                    return u.space != null ? u.space : port;
+                }
+
+                @Override
+                public DmaPort space() {
+                    return u.space;
                 }
 
                 @Override
@@ -99,6 +114,12 @@ final class Umems {
     private final Caps caps;
     private final Uctxs uctxs;
     private final Map<Integer, Umem> umems = new HashMap<>();
+    /**
+     * DUMEMs: the DPA memory of a DPA_MEM object or of a DPA process's heap, named by a umem id
+     * (peerdirect PRM extension v1, {@link org.peerdirect.hca.cx4.ifc.DpaObj#DUMEM}); made and
+     * destroyed with their DPA object, never by CREATE/DESTROY_UMEM, not counted as umems.
+     */
+    private final Map<Integer, Umem> dumems = new HashMap<>();
     private int nextId = 1;
 
     Umems(DmaPort port, Caps caps, Uctxs uctxs) {
@@ -127,11 +148,54 @@ final class Umems {
     /** Teardown: every umem forgotten (the queues using them went first). */
     void clear() {
         umems.clear();
+        dumems.clear();
+    }
+
+    private int nextId() {
+        int id = nextId;
+        while (id == 0 || umems.containsKey(id) || dumems.containsKey(id)) {
+            id = id + 1 & 0xff_ffff;
+        }
+        nextId = id + 1 & 0xff_ffff;
+        return id;
+    }
+
+    /**
+     * A DUMEM over {@code bytes} of DPA memory at DPA address {@code daddr} in {@code space}, owned
+     * by the command's uid ({@code what}: the DPA object it belongs to); its umem id. Mkeys, CQs and
+     * QPs name it as they name a umem ({@code *_umem_id}); offsets count from {@code daddr}.
+     */
+    int addDumem(DmaPort space, long daddr, long bytes, String what) {
+        long first = daddr & ~0xfffL;
+        long[] pages = new long[(int) (((daddr & 0xfff) + bytes + 4095) >>> 12)];
+        for (int i = 0; i < pages.length; i++) {
+            pages[i] = first + 4096L * i;
+        }
+        int id = nextId();
+        dumems.put(id, new Umem(id, pages, (int) (daddr & 0xfff), bytes, true, space, what));
+        uctxs.own(Uctxs.Kind.UMEM, id);
+        return id;
+    }
+
+    /** Before its DPA object goes: refused while an mkey or a queue holds part of DUMEM {@code id}. */
+    void checkDumemFree(int id) throws Refused {
+        Umem u = dumems.get(id);
+        if (u != null && u.users > 0) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_RES_STATE_ERR, Syndromes.SYND_OBJECTS_LIVE, u.dumemOf + ": its DUMEM " + id + " holds " + u.users
+                    + " rings, doorbell records or mkeys: destroy their queues and mkeys first");
+        }
+    }
+
+    /** Its DPA object went ({@link #checkDumemFree} passed). */
+    void removeDumem(int id) {
+        if (dumems.remove(id) != null) {
+            uctxs.release(Uctxs.Kind.UMEM, id);
+        }
     }
 
     /** The live umem {@code id}, checked against the command's uid; {@code what} names who asks in a refusal. */
     Umem umem(int id, String what) throws Refused {
-        Umem u = umems.get(id);
+        Umem u = umems.containsKey(id) ? umems.get(id) : dumems.get(id);
         if (u == null) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_ERR, Syndromes.SYND_NO_SUCH_OBJECT, what + ": umem " + id + " does not exist");
         }
@@ -163,11 +227,7 @@ final class Umems {
             writable &= (e & Mkey.MTT_WRITE) != 0;
             pages[i] = e & ~0xfffL;
         }
-        int id = nextId;
-        while (id == 0 || umems.containsKey(id)) {
-            id = id + 1 & 0xff_ffff;
-        }
-        nextId = id + 1 & 0xff_ffff;
+        int id = nextId();
         umems.put(id, new Umem(id, pages, (int) pageOffset, 4096L * n - pageOffset, writable));
         uctxs.own(Uctxs.Kind.UMEM, id);
         Devx.UMEM_ID.set(out, 0, id);
@@ -175,6 +235,10 @@ final class Umems {
 
     private void destroy(int id) throws Refused {
         Umem u = umem(id, "DESTROY_UMEM");
+        if (u.dumemOf != null) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_UMEM, "umem " + id + " is the DUMEM of " + u.dumemOf
+                    + ": it goes with its object");
+        }
         uctxs.check(Uctxs.Kind.UMEM, id, "umem " + id);
         if (u.users > 0) {
             throw new Refused(Mlx5Cmd.STAT_BAD_RES_STATE_ERR, Syndromes.SYND_OBJECTS_LIVE, "umem " + id + " holds " + u.users

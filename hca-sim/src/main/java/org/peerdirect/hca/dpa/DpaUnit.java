@@ -39,6 +39,7 @@ public final class DpaUnit implements AutoCloseable {
     final Rtos rtos;
     final MemoryModel mm;
     final Windows windows;
+    private final DpaSpace space;
     private final AtomicInteger ids = new AtomicInteger();
     private final Map<Integer, DpaMemory.Region> mems = new ConcurrentHashMap<>();
     private final Map<Integer, DpaProcess> processes = new ConcurrentHashMap<>();
@@ -60,6 +61,16 @@ public final class DpaUnit implements AutoCloseable {
         this.rtos = new Rtos(this);
         this.mm = new MemoryModel(this, config.check(), memory.seg, config.eus());
         this.windows = new Windows(this);
+        this.space = new DpaSpace(this);
+    }
+
+    /**
+     * DPA memory as the NIC's DMA reaches it (device-local, never through the host IOMMU; the
+     * memory model's NIC rules): the space of DPA-memory mkeys and of queues whose rings live in
+     * DPA memory.
+     */
+    public org.peerdirect.kernel.dma.DmaPort space() {
+        return space;
     }
 
     public DpaConfig config() {
@@ -203,6 +214,11 @@ public final class DpaUnit implements AutoCloseable {
 
     public long heapBase(int pid) {
         return process(pid).heap.base();
+    }
+
+    /** The heap's bytes (the allocation granule's multiple). */
+    public long heapSize(int pid) {
+        return process(pid).heap.size();
     }
 
     /** Ends {@code p} with {@code status} (the first error wins) and tells the host once. */

@@ -278,6 +278,35 @@ final class MemoryModel {
     }
 
     /**
+     * A NIC atomic on an 8-byte aligned DPA address (an RDMA atomic through a DPA-memory mkey),
+     * performed at memory: {@code op} reads and returns the old value and writes the new one. The
+     * NIC reads what was written back, so a granule still dirty in an EU's write buffer is the C1
+     * of {@link #nicRead}; its result supersedes the buffered store, as {@link #nicWrite}.
+     */
+    long nicAtomic(long a, java.util.function.LongUnaryOperator op) {
+        Dirty d = null;
+        long old;
+        lock.lock();
+        try {
+            if (mode != CheckMode.OFF) {
+                d = dirty.remove(a);
+                stores.remove(a);
+            }
+            old = d != null ? d.old : (long) LONG.getVolatile(seg, a);
+            LONG.setVolatile(seg, a, op.applyAsLong(old));
+        } finally {
+            lock.unlock();
+        }
+        if (d != null) {
+            String site = Sites.format(d.site);
+            report(new Finding("C1", d.writer.process.id, d.writer.id, site, "NIC atomic at 0x" + Long.toHexString(a)
+                    + " read the bytes before thread " + d.writer.id + "'s store at " + site
+                    + " (no __dpa_thread_memory_writeback): the NIC saw the old value"), d.writer.process);
+        }
+        return old;
+    }
+
+    /**
      * The NIC takes a receive WQE after reading a doorbell record (check C6): the DBR's bytes as the
      * NIC sees them, with findings when the WQE is still dirty or was stored in the DBR store's
      * fence epoch (no {@code memory_fence(W, W)} between them).

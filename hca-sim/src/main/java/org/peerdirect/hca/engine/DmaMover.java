@@ -1,5 +1,6 @@
 package org.peerdirect.hca.engine;
 
+import org.peerdirect.kernel.dma.DmaPort;
 import org.peerdirect.kernel.iommu.IommuFault;
 
 /**
@@ -158,10 +159,16 @@ final class DmaMover {
             if (dt.onDemand()) {
                 n = Math.min(n, dt.mappedRun(dtva, n, Mpt.MTT_WRITE));
             }
+            DmaPort dp = dt.port(dst.dev.domain);
             if (st == null) {
-                dst.dev.domain.write(dt.iova(dtva), src.inline, src.inlineOff + src.done, n);
-            } else {
+                dp.write(dt.iova(dtva), src.inline, src.inlineOff + src.done, n);
+            } else if (st.space == null && dt.space == null) {
                 src.dev.domain.copyTo(st.iova(stva), dst.dev.domain, dt.iova(dtva), n);
+            } else {
+                Outcome o = acrossSpaces(st.port(src.dev.domain), st.iova(stva), dp, dt.iova(dtva), n, srcErr, dstErr);
+                if (o != null) {
+                    return o;
+                }
             }
             src.chunk = n;
             return null;
@@ -175,6 +182,26 @@ final class DmaMover {
             }
             first.lock.unlockRead(s1);
         }
+    }
+
+    /**
+     * One chunk between two memory spaces (host memory behind the IOMMU and the DPA's on-card
+     * memory, which the NIC reaches directly): the NIC's DMA engine reads into its buffer, then
+     * writes; a refused read moves nothing, a refused write leaves the source as it was.
+     */
+    private static Outcome acrossSpaces(DmaPort sp, long siova, DmaPort dp, long diova, long n, Outcome srcErr, Outcome dstErr) {
+        java.lang.foreign.MemorySegment buf = java.lang.foreign.MemorySegment.ofArray(new byte[(int) n]);
+        try {
+            sp.read(siova, buf, 0, n);
+        } catch (IommuFault f) {
+            return srcErr;
+        }
+        try {
+            dp.write(diova, buf, 0, n);
+        } catch (IommuFault f) {
+            return dstErr;
+        }
+        return null;
     }
 
     /**
@@ -220,7 +247,7 @@ final class DmaMover {
                             return src.fault(m, va, false);
                         }
                         n = Math.min(n, t.onDemand() ? t.mappedRun(tva, n, Mpt.MTT_READ) : t.contiguous(tva));
-                        src.dev.domain.read(t.iova(tva), to, toOff, n);
+                        t.port(src.dev.domain).read(t.iova(tva), to, toOff, n);
                     } finally {
                         t.lock.unlockRead(s);
                     }

@@ -252,6 +252,16 @@ public final class HcaDevice {
         return mptTable.sw2hwMpt(pdn, start, length, perm, mttIova, mttLength, keyByteOrMinus1);
     }
 
+    /**
+     * {@code CREATE_MKEY} (access mode MTT) whose IOVAs address {@code space}, a device-local
+     * memory the NIC reaches without the IOMMU (the BlueField-3's DPA memory; null: the function's
+     * domain). RDMA through the key reads and writes that space.
+     */
+    public synchronized int sw2hwMpt(int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength, int keyByteOrMinus1,
+            DmaPort space) {
+        return mptTable.sw2hwMpt(pdn, start, length, perm, mttIova, mttLength, keyByteOrMinus1, space);
+    }
+
     /** mlx5's {@code CREATE_MKEY} with {@code umr_en}, MTT or KSM ({@link MptTable#createUmrMpt}). */
     public synchronized int createUmrMpt(int pdn, long start, long length, int perm, int pageShift, int capacity, boolean free, long[] mtt,
             int n, int keyByte, boolean indirect) {

@@ -93,6 +93,16 @@ final class Mpt {
     static final long KSM_PRESENT = 1L << 32;
 
     Mpt(int key, int pdn, long start, long length, int access, long[] mttIova, long[] mttLength) {
+        this(key, pdn, start, length, access, mttIova, mttLength, null);
+    }
+
+    /**
+     * A pinned entry whose IOVAs are addresses of {@code space} rather than of the device's IOMMU
+     * domain (null): the BlueField-3's DPA memory, which the NIC reaches directly
+     * ({@code flexio_device_mkey_create} over a process DUMEM).
+     */
+    Mpt(int key, int pdn, long start, long length, int access, long[] mttIova, long[] mttLength, DmaPort space) {
+        this.space = space;
         this.key = key;
         this.pdn = pdn;
         this.start = start;
@@ -139,6 +149,19 @@ final class Mpt {
         pages = capacity;
         pageMtt = new long[(pages + CHUNK - 1) >>> CHUNK_SHIFT][];
         ksmVa = indirect ? new long[pageMtt.length][] : null;
+        space = null;
+    }
+
+    /**
+     * The memory space the entry's IOVAs address: null for the device's IOMMU domain (host memory,
+     * audited), else a device-local space (DPA memory; pinned entries only). Final: transfers
+     * read it without the lock.
+     */
+    final DmaPort space;
+
+    /** The port this entry's IOVAs are reached through: its {@link #space}, else the device's {@code domain}. */
+    DmaPort port(DmaPort domain) {
+        return space != null ? space : domain;
     }
 
     /** MTT entries an on-demand range needs (one per page it touches). */

@@ -34,6 +34,12 @@ final class MptTable {
      * access mode MTT: {@code mkey_7_0}).
      */
     int sw2hwMpt(int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength, int keyByteOrMinus1) {
+        return sw2hwMpt(pdn, start, length, perm, mttIova, mttLength, keyByteOrMinus1, null);
+    }
+
+    /** {@link #sw2hwMpt} whose IOVAs address {@code space} (null: the device's IOMMU domain; {@link Mpt#space}). */
+    int sw2hwMpt(int pdn, long start, long length, int perm, long[] mttIova, long[] mttLength, int keyByteOrMinus1,
+            org.peerdirect.kernel.dma.DmaPort space) {
         assert Thread.holdsLock(dev);
         dev.alive();
         if (mttIova.length != mttLength.length || mttIova.length == 0) {
@@ -46,7 +52,7 @@ final class MptTable {
         }
         int kb = keyByteOrMinus1 < 0 ? ++keyByte[index] & 0xff : keyByteOrMinus1 & 0xff;
         int key = (index << 8) | kb;
-        mpts[index] = new Mpt(key, pdn, start, length, perm, mttIova, mttLength);
+        mpts[index] = new Mpt(key, pdn, start, length, perm, mttIova, mttLength, space);
         return key;
     }
 
@@ -302,9 +308,9 @@ final class MptTable {
                 long n = Math.min(len, m.contiguous(va));
                 long iova = m.iova(va);
                 if (write) {
-                    dev.domain.write(iova, buf, off, n);
+                    m.port(dev.domain).write(iova, buf, off, n);
                 } else {
-                    dev.domain.read(iova, buf, off, n);
+                    m.port(dev.domain).read(iova, buf, off, n);
                 }
                 va += n;
                 off += n;

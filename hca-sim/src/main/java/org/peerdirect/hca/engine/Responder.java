@@ -213,12 +213,12 @@ final class Responder {
                 return Outcome.PAGE_FAULT;
             }
             long iova = t.iova(tva);
+            org.peerdirect.kernel.dma.DmaPort port = t.port(r.dev.domain);
             if (store) {
-                r.dev.domain.atomicWrite(iova, w.compareAdd);
+                port.atomicWrite(iova, w.compareAdd);
                 return null;
             }
-            long old = w.opcode == Wqe.OP_ATOMIC_FA ? r.dev.domain.fetchAdd(iova, w.compareAdd)
-                    : r.dev.domain.compareAndSwap(iova, w.compareAdd, w.swap);
+            long old = w.opcode == Wqe.OP_ATOMIC_FA ? port.fetchAdd(iova, w.compareAdd) : port.compareAndSwap(iova, w.compareAdd, w.swap);
             req.scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, old);
             return null;
         } catch (IommuFault f) {
@@ -272,7 +272,7 @@ final class Responder {
             if (m.indirect) {
                 flushIndirect(r.dev, m, va, n);
             } else {
-                m.flush(va, n, r.dev.domain);
+                m.flush(va, n, m.port(r.dev.domain));
             }
             return Outcome.SUCCESS;
         } catch (IommuFault f) {
@@ -303,7 +303,7 @@ final class Responder {
                 try {
                     long tva = ind.targetVa(p);
                     if (t.state == Mpt.State.VALID && t.contains(tva, n)) {
-                        t.flush(tva, n, dev.domain);
+                        t.flush(tva, n, t.port(dev.domain));
                     }
                 } finally {
                     t.lock.unlockRead(ts);

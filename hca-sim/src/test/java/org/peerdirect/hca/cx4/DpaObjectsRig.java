@@ -68,7 +68,8 @@ abstract class DpaObjectsRig {
             }
         };
         unit = new DpaUnit(DpaConfig.test(4, 1), nic, none, (p, u, s, c) -> { }, LoaderPolicy.isaOnly());
-        types = new DpaObjects(unit).types().stream().collect(Collectors.toMap(GeneralObjectType::objType, t -> t));
+        Caps caps = new Caps(true, true, 16);
+        types = new DpaObjects(unit, new Umems(null, caps, new Uctxs(caps))).types().stream().collect(Collectors.toMap(GeneralObjectType::objType, t -> t));
     }
 
     @AfterEach

@@ -48,8 +48,8 @@ import org.peerdirect.hca.dpa.progs.WindowProgs;
  * libflexio would drive it (the rig of {@link CommandFuzzTest}): DPA objects by general-object
  * commands, a CQ bound to a DPA thread ({@code cqc.apu_cq}) whose completions run the handler,
  * the outbox's isolation, a window over a host MR, the EUs stopped by a force teardown, and the
- * ConnectX-4 without any of it. The image reaches DPA memory by the NIC's DMA
- * ({@link DpaUnit#nicWrite}: the model has no command for it). Each test ends with no DPA object,
+ * ConnectX-4 without any of it. The image reaches DPA memory as libflexio puts it there: an RDMA
+ * WRITE from a host QP through an mkey over the DPA_MEM's DUMEM ({@link #process}). Each test ends with no DPA object,
  * EU or DPA memory left, and the rig's audit (no IOMMU violation, no mapping, every frame free).
  */
 class DpaWireTest {
@@ -231,12 +231,24 @@ class DpaWireTest {
         return rig.dev.dpa().unitIfAny();
     }
 
-    /** DPA_MEM with an image holding {@code entry} of {@code c}, loaded by the NIC; DPA_PROCESS on it; an outbox. */
+    /**
+     * DPA_MEM with an image holding {@code entry} of {@code c}; the host writes the image into it
+     * by an RDMA WRITE through an mkey over the DPA_MEM's DUMEM ({@code flexio_device_mkey_create}),
+     * as libflexio's process create does; DPA_PROCESS on it; an outbox. No back door: the whole
+     * path a driver takes.
+     */
     Proc process(int uid, int pd, int uar, Class<?> c, String entry) {
         byte[] img = new ImagePackager().add(c).global(entry, c, entry).pack();
         int mem = create(OBJ_DPA_MEM, uid, ctx -> set64(ctx, MEM_SIZE, img.length));
-        long daddr = get64(output(OBJ_OUT), 0x10 + MEM_DADDR);
-        unit().nicWrite(daddr, MemorySegment.ofArray(img), 0, img.length);
+        MemorySegment memOut = output(OBJ_OUT);
+        long daddr = get64(memOut, 0x10 + MEM_DADDR);
+        int dumem = MEM_DUMEM_ID.get(memOut, 0x10);
+        int key = dumemMkey(uid, pd, dumem, 0, daddr, img.length);
+        assertTrue(img.length <= 4096 * Loop.BUF_PAGES, "the image fits the loop's buffer: " + img.length);
+        try (Loop loop = new Loop(uid, pd, uar)) {
+            assertEquals(Cq.CQE_REQ, loop.write(MemorySegment.ofArray(img), key, daddr), "the image's RDMA WRITE completes");
+        }
+        rig.ok(destroy(Mlx5Cmd.DESTROY_MKEY, uid, key >>> 8));
         int pid = create(OBJ_DPA_PROCESS, uid, ctx -> {
             PROCESS_IMAGE_MEM.set(ctx, 0, mem);
             PROCESS_IMAGE_LEN.set(ctx, 0, img.length);
@@ -247,6 +259,165 @@ class DpaWireTest {
         long heap = get64(output(OBJ_OUT), 0x10 + PROCESS_HEAP_BASE);
         int outbox = create(OBJ_DPA_OUTBOX, uid, ctx -> OUTBOX_PROCESS.set(ctx, 0, pid));
         return new Proc(mem, pid, heap, outbox);
+    }
+
+    /**
+     * {@code flexio_device_mkey_create}: CREATE_MKEY over DUMEM {@code dumem} from byte
+     * {@code offset}, its virtual address {@code daddr} (the DPA address), local and remote read
+     * and write, atomics; the key.
+     */
+    int dumemMkey(int uid, int pd, int dumem, long offset, long daddr, long len) {
+        Spec mk = rig.createMkey(SLOT, pd, daddr, len, new long[0], true);
+        mk.onOk = null;
+        Mkey.MKC_A.set(mk.inSeg(), Mkey.CREATE_IN_MKC, 1);
+        Devx.UID.set(mk.inSeg(), 0, uid);
+        Devx.MKEY_UMEM_VALID.set(mk.inSeg(), 0, 1);
+        mk.inSeg().set(BE32, Devx.MKEY_UMEM_ID, dumem);
+        mk.inSeg().set(BE64, Devx.MKEY_UMEM_OFFSET, offset);
+        return index(mk) << 8;
+    }
+
+    /**
+     * A host-side RC QP connected to itself with its CQ (both rings and records in one DevX umem
+     * of host pages), posting one work request at a time and waiting for its completion: the
+     * loopback QP libflexio's runtime uses for {@code host2dev_memcpy} (DPA_MODEL.md §2.6).
+     * Page 0 the CQ ring, page 1 the receive then the send queue, page 2 the records, then the
+     * host buffer (registered with its own mkey at {@link #BUF}).
+     */
+    final class Loop implements AutoCloseable {
+        static final long BUF = 0x7000_0000L;
+        static final int BUF_PAGES = 8;
+        final int uid;
+        final Page[] p = new Page[3 + BUF_PAGES];
+        final int umem;
+        final int cqn;
+        final int qpn;
+        final int lkey;
+        final int uar;
+        int sent;
+        int received;
+        int completed;
+
+        Loop(int uid, int pd, int uar) {
+            this.uid = uid;
+            this.uar = uar;
+            long[] iovas = new long[p.length];
+            for (int i = 0; i < p.length; i++) {
+                p[i] = rig.page();
+                iovas[i] = p[i].iova();
+            }
+            for (int i = 0; i < 64; i++) {
+                p[0].mem().set(JAVA_BYTE, i * 64L + Cq.CQE_OP_OWN, (byte) (Cq.CQE_INVALID << 4 | 1));
+            }
+            umem = index(createUmem(uid, java.util.Arrays.copyOf(iovas, 3)));
+            cqn = index(umemCq(uid, uar, umem, 0, 8192, -1));
+            Spec qp = rig.createQp(SLOT, Qp.ST_RC, 2, 2, 2, uar, pd, cqn, cqn, new long[0]);
+            qp.onOk = null;
+            qp.inlen = (int) Qp.CREATE_QP_IN_PAS;
+            Devx.UID.set(qp.inSeg(), 0, uid);
+            Devx.QP_WQ_UMEM_VALID.set(qp.inSeg(), 0, 1);
+            qp.inSeg().set(BE32, Devx.QP_WQ_UMEM_ID, umem);
+            qp.inSeg().set(BE64, Devx.QP_WQ_UMEM_OFFSET, 4096);
+            Devx.QPC_DBR_UMEM_VALID.set(qp.inSeg(), Qp.IN_QPC, 1);
+            Devx.QPC_DBR_UMEM_ID.set(qp.inSeg(), Qp.IN_QPC, umem);
+            qp.inSeg().set(BE64, Qp.IN_QPC + Qp.QPC_DBR_ADDR, 8192 + 64);
+            qpn = index(qp);
+            Spec mk = rig.createMkey(SLOT, pd, BUF, 4096L * BUF_PAGES, java.util.Arrays.copyOfRange(iovas, 3, p.length), true);
+            mk.onOk = null;
+            Mkey.MKC_A.set(mk.inSeg(), Mkey.CREATE_IN_MKC, 1);
+            Devx.UID.set(mk.inSeg(), 0, uid);
+            lkey = index(mk) << 8;
+            connectToItself(uid, qpn);
+            Spec rights = modifyQp(Qp.RTS2RTS_QP, uid, qpn); // READ and atomics too: the responder is this QP
+            Qp.QPC_RWE.set(rights.inSeg(), Qp.IN_QPC, 1);
+            Qp.QPC_RRE.set(rights.inSeg(), Qp.IN_QPC, 1);
+            Qp.QPC_RAE.set(rights.inSeg(), Qp.IN_QPC, 1);
+            rig.ok(rights);
+        }
+
+        /** The host buffer's byte {@code off} (the pages are not contiguous in the JVM). */
+        void put(long off, MemorySegment src, long srcOff, long len) {
+            for (long i = 0; i < len; i++) {
+                long at = off + i;
+                p[3 + (int) (at >>> 12)].mem().set(JAVA_BYTE, at & 0xfff, src.get(JAVA_BYTE, srcOff + i));
+            }
+        }
+
+        byte get(long off) {
+            return p[3 + (int) (off >>> 12)].mem().get(JAVA_BYTE, off & 0xfff);
+        }
+
+        long getLong(long off) {
+            long v = 0;
+            for (int i = 7; i >= 0; i--) {
+                v = v << 8 | get(off + i) & 0xff;
+            }
+            return v;
+        }
+
+        /** RDMA WRITE of {@code src} (at most the buffer) to {@code raddr} through {@code rkey}; the completion's opcode. */
+        int write(MemorySegment src, int rkey, long raddr) {
+            put(0, src, 0, src.byteSize());
+            return post(Wqe.OP_RDMA_WRITE, rkey, raddr, BUF, src.byteSize(), 0, 0);
+        }
+
+        /** One work request ({@code opcode}), signalled; waits for its CQE and returns its opcode (CQE_REQ, or an error's). */
+        int post(int opcode, int rkey, long raddr, long laddr, long len, long swapAdd, long compare) {
+            boolean atomic = opcode == Wqe.OP_ATOMIC_FA || opcode == Wqe.OP_ATOMIC_CS;
+            MemorySegment w = p[1].mem().asSlice(WQ + (sent & 3) * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
+            w.fill((byte) 0);
+            int ds = opcode == Wqe.OP_SEND ? 2 : atomic ? 4 : 3;
+            w.set(BE32, Qp.CTRL_OPMOD_IDX_OPCODE, (sent & 0xffff) << 8 | opcode);
+            w.set(BE32, Qp.CTRL_QPN_DS, qpn << 8 | ds);
+            w.set(JAVA_BYTE, Qp.CTRL_FM_CE_SE, (byte) Qp.CTRL_CQ_UPDATE);
+            long data = 16;
+            if (opcode != Wqe.OP_SEND) {
+                w.set(BE64, 16 + Qp.RADDR_VA, raddr);
+                w.set(BE32, 16 + Qp.RADDR_RKEY, rkey);
+                data = 32;
+            }
+            if (atomic) {
+                w.set(BE64, 32 + Qp.ATOMIC_SWAP_ADD, swapAdd);
+                w.set(BE64, 32 + Qp.ATOMIC_COMPARE, compare);
+                data = 48;
+            }
+            w.set(BE32, data + Qp.DATA_BYTE_COUNT, (int) len);
+            w.set(BE32, data + Qp.DATA_LKEY, lkey);
+            w.set(BE64, data + Qp.DATA_ADDR, laddr);
+            sent++;
+            p[2].mem().set(BE32, 64 + Qp.DBR_SND, sent);
+            rig.fn.write64(0, ((long) uar << 12) + Qp.UAR_BF_OFFSET, Long.reverseBytes(w.get(BE64, 0)));
+            return awaitCqe("work request " + opcode);
+        }
+
+        /** Posts a receive of {@code len} bytes at {@code addr} through {@code key} (a SEND lands there). */
+        void receive(int key, long addr, int len) {
+            MemorySegment r = p[1].mem().asSlice((received & 3) * 64L, 64);
+            r.fill((byte) 0);
+            r.set(BE32, Qp.DATA_BYTE_COUNT, len);
+            r.set(BE32, Qp.DATA_LKEY, key);
+            r.set(BE64, Qp.DATA_ADDR, addr);
+            r.set(BE32, Qp.DS_SIZE + Qp.DATA_LKEY, Qp.INVALID_LKEY);
+            received++;
+            p[2].mem().set(BE32, 64 + Qp.DBR_RCV, received);
+        }
+
+        /** The next CQE's opcode once it is there. */
+        int awaitCqe(String what) {
+            long at = (completed & 63) * 64L;
+            await(() -> (p[0].mem().get(JAVA_BYTE, at + Cq.CQE_OP_OWN) & 0xff) >>> 4 == Cq.CQE_INVALID ? 0 : 1, 1, "the CQE of " + what);
+            int op = (p[0].mem().get(JAVA_BYTE, at + Cq.CQE_OP_OWN) & 0xff) >>> 4;
+            completed++;
+            return op;
+        }
+
+        @Override
+        public void close() {
+            rig.ok(destroy(Mlx5Cmd.DESTROY_QP, uid, qpn));
+            rig.ok(destroy(Mlx5Cmd.DESTROY_MKEY, uid, lkey >>> 8));
+            rig.ok(destroy(Mlx5Cmd.DESTROY_CQ, uid, cqn));
+            rig.ok(destroy(Mlx5Cmd.DESTROY_UMEM, uid, umem));
+        }
     }
 
     int thread(int uid, Proc p) {
@@ -536,6 +707,96 @@ class DpaWireTest {
         assertEquals(List.of(), u.leaks(), "every EU stopped, every process and DPA_MEM gone");
         assertNull(dpa.unitIfAny(), "the unit went with the teardown");
         assertEquals(0, rig.dev.devxLive());
+    }
+
+    /**
+     * {@code flexio_device_mkey_create}: an mkey over a process DUMEM reaches DPA memory by RDMA.
+     * A WRITE lands in the heap (the DPA handler reads it), a READ brings back what the handler
+     * wrote and wrote back, a SEND's receive scatters into it, a fetch-and-add is performed on it;
+     * none of it through the host IOMMU (DPA addresses are no IOVAs of the function: the audit
+     * stays clean). The query gives the DUMEM and the heap; DESTROY_UMEM of a DUMEM and the
+     * process's destroy while the mkey lives are refused.
+     */
+    @Test
+    void rdmaThroughAnMkeyOverTheProcessDumemReachesDpaMemory() {
+        rig(ConnectX4Device.DEVICE_BLUEFIELD3);
+        dpa();
+        int a = createUctx();
+        int uar = index(cmd(Mlx5Cmd.ALLOC_UAR, 0, a, 16, 16));
+        int pd = index(cmd(Mlx5Cmd.ALLOC_PD, 0, a, 16, 16));
+        Proc proc = process(a, pd, uar, RtosProgs.class, "count");
+        MemorySegment q = query(OBJ_DPA_PROCESS, a, proc.pid);
+        int dumem = PROCESS_DUMEM_ID.get(q, 0);
+        assertEquals(proc.heap, get64(q, PROCESS_HEAP_BASE), "the query gives the heap base");
+        assertEquals(4096, get64(q, PROCESS_QUERY_HEAP_SIZE), "and its size");
+        assertTrue(dumem != 0, "and the process DUMEM");
+        refused(destroy(Mlx5Cmd.DESTROY_UMEM, a, dumem), Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_UMEM);
+        int other = createUctx();
+        Spec foreign = rig.createMkey(SLOT, pd, proc.heap, 64, new long[0], true);
+        foreign.onOk = null;
+        Devx.UID.set(foreign.inSeg(), 0, other);
+        Devx.MKEY_UMEM_VALID.set(foreign.inSeg(), 0, 1);
+        foreign.inSeg().set(BE32, Devx.MKEY_UMEM_ID, dumem);
+        refused(foreign, Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_WRONG_UID);
+        destroyUctx(other);
+        refused(createMkeyBeyond(a, pd, dumem, proc.heap), Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_UMEM);
+        int key = dumemMkey(a, pd, dumem, 0, proc.heap, 4096);
+        try (Loop loop = new Loop(a, pd, uar)) {
+            MemorySegment data = MemorySegment.ofArray(new byte[256]);
+            for (int i = 0; i < 256; i++) {
+                data.set(JAVA_BYTE, i, (byte) (i * 7 + 1));
+            }
+            assertEquals(Cq.CQE_REQ, loop.write(data, key, proc.heap + 512), "WRITE into the heap");
+            MemorySegment seen = MemorySegment.ofArray(new byte[256]);
+            unit().nicRead(proc.heap + 512, seen, 0, 256, "test");
+            assertEquals(-1, seen.mismatch(data), "the WRITE's bytes are in DPA memory");
+            // the handler counts its activations with an atomic in word 0 of its argument block: a trigger, then a READ of it
+            arg(proc, 0, 0);
+            int tid = thread(a, proc);
+            threadState(a, tid, THREAD_STATE_RUN);
+            threadState(a, tid, THREAD_STATE_TRIGGER);
+            await(() -> word(proc, 0), 1, "the handler's count");
+            assertTrue(unit().awaitIdle());
+            assertEquals(Cq.CQE_REQ, loop.post(Wqe.OP_RDMA_READ, key, proc.heap, Loop.BUF + 1024, 8, 0, 0), "READ from the heap");
+            assertEquals(1, loop.getLong(1024), "the READ brought the handler's count to the host");
+            assertEquals(Cq.CQE_REQ, loop.post(Wqe.OP_ATOMIC_FA, key, proc.heap + 512, Loop.BUF + 2048, 8, 5, 0), "FETCH_ADD on the heap");
+            MemorySegment w = MemorySegment.ofArray(new long[1]);
+            unit().nicRead(proc.heap + 512, w, 0, 8, "test");
+            assertEquals(data.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0) + 5, w.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0),
+                    "the atomic was performed in DPA memory");
+            loop.receive(key, proc.heap + 1024, 64);
+            MemorySegment msg = MemorySegment.ofArray("a SEND placed in DPA memory".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            loop.put(3000, msg, 0, msg.byteSize());
+            int first = loop.post(Wqe.OP_SEND, 0, 0, Loop.BUF + 3000, msg.byteSize(), 0, 0);
+            int second = loop.awaitCqe("the other half of the SEND");
+            assertEquals(java.util.Set.of(Cq.CQE_REQ, Cq.CQE_RESP_SEND), java.util.Set.of(first, second), "the SEND and its receive completed");
+            MemorySegment got = MemorySegment.ofArray(new byte[(int) msg.byteSize()]);
+            unit().nicRead(proc.heap + 1024, got, 0, got.byteSize(), "test");
+            assertEquals(-1, got.mismatch(msg), "the SEND's payload is in DPA memory");
+            destroyObj(OBJ_DPA_THREAD, a, tid);
+        }
+        destroyObj(OBJ_DPA_OUTBOX, a, proc.outbox);
+        refused(general(Mlx5Cmd.DESTROY_GENERAL_OBJECT, OBJ_DPA_PROCESS, a, proc.pid, c -> { }), Mlx5Cmd.STAT_BAD_RES_STATE_ERR,
+                Syndromes.SYND_OBJECTS_LIVE);
+        rig.ok(destroy(Mlx5Cmd.DESTROY_MKEY, a, key >>> 8));
+        destroyObj(OBJ_DPA_PROCESS, a, proc.pid);
+        destroyObj(OBJ_DPA_MEM, a, proc.mem);
+        assertEquals(List.of(), unit().findings(), "the memory model found nothing");
+        assertEquals(List.of(), rig.dev.dpa().leaks());
+        rig.ok(destroy(Mlx5Cmd.DEALLOC_PD, a, pd));
+        rig.ok(destroy(Mlx5Cmd.DEALLOC_UAR, a, uar));
+        destroyUctx(a);
+        assertEquals(0, rig.dev.devxLive());
+    }
+
+    /** An mkey reaching one byte past the DUMEM (a 4 KiB heap). */
+    Spec createMkeyBeyond(int uid, int pd, int dumem, long heap) {
+        Spec mk = rig.createMkey(SLOT, pd, heap, 4097, new long[0], true);
+        mk.onOk = null;
+        Devx.UID.set(mk.inSeg(), 0, uid);
+        Devx.MKEY_UMEM_VALID.set(mk.inSeg(), 0, 1);
+        mk.inSeg().set(BE32, Devx.MKEY_UMEM_ID, dumem);
+        return mk;
     }
 
     /** The ConnectX-4 has no DPA: no general-object command, no DPA, no apu CQ. */

@@ -103,6 +103,15 @@ public final class Mlx5dv {
         return new DevxUar(ctx, (Integer) r[0], (Integer) r[1]);
     }
 
+    /**
+     * A 64-bit store of {@code value}'s bytes (in memory order) at {@code offset} of the UAR page, as
+     * a program stores through the {@code reg_addr} mapping {@code mlx5dv_devx_alloc_uar} gives it
+     * (doorbells of DevX queues: the CQ doorbell, a send queue's BlueFlame register).
+     */
+    public static void devxUarWrite64(DevxUar uar, long offset, long value) {
+        uar.ctx().driverMethod("DEVX_UAR_WRITE64", uar.handle(), offset, value);
+    }
+
     /** {@code mlx5dv_devx_free_uar}. */
     public static void devxFreeUar(DevxUar uar) {
         uar.ctx().driverMethod("DEVX_UAR_FREE", uar.handle());

@@ -175,8 +175,8 @@ final class Mlx5Devx {
 
     /**
      * The cleanup rank of an object ({@code devx_obj} destroy order at close): what refers to
-     * others goes first. DPA threads (their CQs name them), queues, windows and outboxes, DPA
-     * processes, DPA memory, then PDs.
+     * others goes first. DPA threads (their CQs name them), queues and mkeys (an mkey or a ring may
+     * be in a DUMEM), windows and outboxes, DPA processes, DPA memory, then PDs.
      */
     static int rank(int opcode, int objType) {
         return switch (opcode) {
@@ -189,7 +189,7 @@ final class Mlx5Devx {
             };
             case Mlx5Cmd.CREATE_QP -> 1;
             case Mlx5Cmd.CREATE_CQ -> 1; // after the QPs of the same rank: reverse creation order
-            case Mlx5Cmd.CREATE_MKEY -> 5;
+            case Mlx5Cmd.CREATE_MKEY -> 1; // before the DPA process or DPA_MEM whose DUMEM it may map
             default -> 6; // PDs
         };
     }
@@ -289,6 +289,18 @@ final class Mlx5Devx {
         Pages.INDEX24.set(destroy, 0, page);
         Handle h = add(Kind.UAR, Mlx5Cmd.ALLOC_UAR, 0, page, destroy, 8, null);
         return new Object[] {h.id(), page};
+    }
+
+    /**
+     * A 64-bit store at {@code off} of the UAR page of handle {@code handle}: the user's store to
+     * the page {@code mlx5dv_devx_alloc_uar} mapped ({@code reg_addr}); only a UAR of this context.
+     */
+    void uarWrite64(int handle, long off, long value) {
+        Handle h = handle(handle, Kind.UAR);
+        if (off < 0 || off > 4088 || (off & 7) != 0) {
+            throw new KernelException(Errno.EINVAL, "DevX UAR: offset 0x" + Long.toHexString(off) + " is outside the page or unaligned");
+        }
+        dev.core.function().write64(0, ((long) h.objId() << 12) + off, value);
     }
 
     /** The objects of this context, in the order {@link #destroyAll} takes them. */

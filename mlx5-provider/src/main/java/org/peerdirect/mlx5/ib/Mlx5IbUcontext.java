@@ -79,6 +79,10 @@ final class Mlx5IbUcontext implements IbUcontextOps {
                     yield null;
                 }
                 case "DEVX_UAR_ALLOC" -> devx.uarAlloc();
+                case "DEVX_UAR_WRITE64" -> {
+                    devx.uarWrite64((Integer) a[0], (Long) a[1], (Long) a[2]);
+                    yield null;
+                }
                 case "DEVX_QUERY_EQN" -> dev.core.compEqn(); // mlx5_ib_devx_query_eqn: the completion EQ (one vector)
                 case "DEVX_UAR_FREE" -> {
                     devx.destroy((Integer) a[0], Mlx5Devx.Kind.UAR);

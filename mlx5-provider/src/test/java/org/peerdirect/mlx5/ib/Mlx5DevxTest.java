@@ -170,18 +170,23 @@ class Mlx5DevxTest extends Mlx5Machine {
         assertEquals(0, models.get(0).devxLive(), models.get(0).devxDescribe());
     }
 
-    /** The cleanup order of a context's DevX objects: DPA threads, queues, windows and outboxes, processes, DPA memory, mkeys, PDs; umems; UARs. */
+    /**
+     * The cleanup order of a context's DevX objects: DPA threads, queues and mkeys, windows and outboxes, processes, DPA memory,
+     * PDs; umems; UARs. An mkey goes before the process or DPA_MEM whose DUMEM it may map (the firmware refuses their destroy
+     * while it lives).
+     */
     @Test
     void cleanupTakesObjectsByDependencyRank() {
-        int[][] order = { {Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2b}, {Mlx5Cmd.CREATE_QP, 0}, {Mlx5Cmd.CREATE_CQ, 0}, {Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x39},
-                {Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2d}, {Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2a}, {Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x28},
-                {Mlx5Cmd.CREATE_MKEY, 0}, {Mlx5Cmd.ALLOC_PD, 0} };
+        int[][] order = { {Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2b}, {Mlx5Cmd.CREATE_QP, 0}, {Mlx5Cmd.CREATE_CQ, 0}, {Mlx5Cmd.CREATE_MKEY, 0},
+                {Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x39}, {Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2d}, {Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2a},
+                {Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x28}, {Mlx5Cmd.ALLOC_PD, 0} };
         for (int i = 1; i < order.length; i++) {
             assertTrue(Mlx5Devx.rank(order[i - 1][0], order[i - 1][1]) <= Mlx5Devx.rank(order[i][0], order[i][1]),
                     Mlx5Cmd.name(order[i - 1][0]) + " 0x" + Integer.toHexString(order[i - 1][1]) + " before " + Mlx5Cmd.name(order[i][0]));
         }
         assertTrue(Mlx5Devx.rank(Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2b) < Mlx5Devx.rank(Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2a), "threads before processes");
         assertTrue(Mlx5Devx.rank(Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x39) < Mlx5Devx.rank(Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2a), "windows before processes");
+        assertTrue(Mlx5Devx.rank(Mlx5Cmd.CREATE_MKEY, 0) < Mlx5Devx.rank(Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2a), "mkeys (over a DUMEM) before processes");
         assertTrue(Mlx5Devx.rank(Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2a) < 7, "processes before umems (rank 7) and UARs (8)");
     }
 }

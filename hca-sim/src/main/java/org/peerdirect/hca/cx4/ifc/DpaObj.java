@@ -29,9 +29,11 @@ public final class DpaObj {
     /** Every DPA object context is this long (input and output). */
     public static final int CONTEXT_SIZE = 0x40;
 
-    // DPA_MEM: create {size}; out and query {daddr, size}
+    // DPA_MEM: create {size}; out and query {daddr, DUMEM id}
     public static final long MEM_SIZE = 0x00;
     public static final long MEM_DADDR = 0x08;
+    /** out and query: the DUMEM naming this DPA_MEM's bytes ({@link #DUMEM}). */
+    public static final IfcField MEM_DUMEM_ID = new IfcField(0x10 * 8 + 8, 24);
 
     // DPA_PROCESS: create {image DPA_MEM, image length, heap size, pd, uar}; out {heap base}; query adds the status
     public static final IfcField PROCESS_IMAGE_MEM = new IfcField(0x00 * 8, 32);
@@ -42,6 +44,25 @@ public final class DpaObj {
     public static final long PROCESS_HEAP_BASE = 0x18;
     /** {@code dpa_process_status}: 0 ok, 1..63 RTOS, 0x40 process finish, 0x42 illegal user code, 0x80..0xff user. */
     public static final IfcField PROCESS_STATUS = new IfcField(0x20 * 8 + 24, 8);
+    /** out and query: the process DUMEM ({@code flexio_process_get_dumem_id}), its heap's bytes ({@link #DUMEM}). */
+    public static final IfcField PROCESS_DUMEM_ID = new IfcField(0x24 * 8 + 8, 24);
+    /** query: the process's heap size. */
+    public static final long PROCESS_QUERY_HEAP_SIZE = 0x28;
+
+    /**
+     * DUMEM (SNAP's alias type {@code DPA_DUMEM 0xff13}; here a umem id, no object of its own):
+     * the bytes of a DPA_MEM ({@link #MEM_DUMEM_ID}) or of a process heap ({@link #PROCESS_DUMEM_ID})
+     * as a umem, owned by the uid that created the object and destroyed with it. {@code CREATE_MKEY}
+     * with {@code mkey_umem_valid} 1, {@code mkey_umem_id} a DUMEM and {@code mkey_umem_offset} the
+     * byte offset from the DUMEM's first byte (its DPA address: the DPA_MEM's daddr or the heap
+     * base), {@code start_addr} at the same place in its 4 KiB page (libflexio passes the DPA
+     * address), is {@code flexio_device_mkey_create}: RDMA (WRITE, READ, SEND placement, atomics)
+     * through it reads and writes DPA memory directly, never through the host IOMMU, coherently
+     * for DPA threads (NIC → DPA is coherent; a NIC read of bytes a thread did not write back is
+     * the memory model's C1). {@code DESTROY_UMEM} of a DUMEM is refused; its object's destroy is
+     * refused while an mkey or queue holds it ({@code BAD_RES_STATE}).
+     */
+    public static final int DUMEM = 0xff13;
 
     // DPA_THREAD: create {process, entry symbol index, affinity, continuable, arg, tls}; modify {state}; query adds state, EU, activations
     public static final IfcField THREAD_PROCESS = new IfcField(0x00 * 8, 32);
@@ -62,6 +83,12 @@ public final class DpaObj {
     /** query: the EU it runs on, 0xffff when none. */
     public static final IfcField THREAD_EU = new IfcField(0x28 * 8 + 16, 16);
     public static final IfcField THREAD_ACTIVATIONS = new IfcField(0x2c * 8, 32);
+    /**
+     * query: what the thread's entry returned the last time it was a {@code __dpa_rpc__} (the RTOS
+     * keeps an RPC entry's {@code uint64_t} result; the host's {@code flexio_process_call} reads it
+     * after the activation ended), 0 before.
+     */
+    public static final long THREAD_RPC_RESULT = 0x30;
 
     // DPA_OUTBOX: create {process}; query adds the process's uar
     public static final IfcField OUTBOX_PROCESS = new IfcField(0x00 * 8, 32);
