@@ -12,8 +12,8 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Builds {@link Image} bytes: the tests' packager now, {@code dpacc}'s back end later (it hands
- * class files and symbols it derived from the annotations).
+ * Builds {@link Image} bytes: the tests' packager and {@code dpacc}'s back end (it hands class
+ * files and symbols it derived from the annotations, then {@link #verify}s the result at build time).
  */
 public final class ImagePackager {
 
@@ -78,6 +78,17 @@ public final class ImagePackager {
             str(out, e.method());
         }
         return out.toByteArray();
+    }
+
+    /**
+     * The loader's checks at build time ({@code dpacc}): parses {@code image} and runs the
+     * {@link Verifier} under {@code policy}, exactly as {@code CREATE_GENERAL_OBJECT(DPA_PROCESS)}
+     * will, so a broken rule fails the build instead of the process creation.
+     *
+     * @throws ImageRejected naming the rule, the class and the member
+     */
+    public static void verify(byte[] image, LoaderPolicy policy) throws ImageRejected {
+        new Verifier(Image.parse(java.lang.foreign.MemorySegment.ofArray(image)), policy).verify();
     }
 
     private static byte[] le(int v) {
