@@ -321,6 +321,7 @@ public final class FlexioProcess implements AutoCloseable {
 
     /** RTOS thread states as the DPA_THREAD query reports them (hca-sim's {@code ThreadState} order). */
     static final int STATE_WAITING = 3;
+    static final int STATE_FINISHED = 5;
 
     /**
      * {@code flexio_process_call}: runs {@code __dpa_rpc__} entry {@code func} once with

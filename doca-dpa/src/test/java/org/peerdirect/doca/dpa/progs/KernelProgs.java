@@ -1,0 +1,82 @@
+package org.peerdirect.doca.dpa.progs;
+
+import org.peerdirect.doca.dpa.dev.DocaDpaDev;
+import org.peerdirect.dpacc.DpaApp;
+import org.peerdirect.dpacc.DpaGlobal;
+import org.peerdirect.dpacc.DpaRpc;
+import org.peerdirect.hca.dpa.isa.Dpa;
+
+/**
+ * The DOCA DPA tests' application (DPA_MODEL.md §4 scenario 5: the {@code dpa_kernel_launch}
+ * sample and Seed 001's three-kernel chain), built by dpacc with doca-dpa-dev linked in.
+ *
+ * <p>Records are blocks in the DPA heap the host reads back by {@link #load64}: a kernel's record
+ * is {@code [0]} ranks ended, {@code [1]} ranks started, then one word per rank holding
+ * {@code num_threads * 1000 + rank + 1}.
+ */
+@DpaApp("doca_dpa_kernels")
+public final class KernelProgs {
+
+    private KernelProgs() {
+    }
+
+    /** {@code hello_world}: each rank writes its word, then counts itself ended. */
+    @DpaGlobal
+    static void helloWorld(long record) {
+        int rank = DocaDpaDev.threadRank();
+        int n = DocaDpaDev.numThreads();
+        Dpa.amoAdd64(record + 8, 1);
+        Dpa.st64(record + 16 + 8L * rank, n * 1000L + rank + 1);
+        Dpa.memoryFence(Dpa.W, Dpa.W);
+        Dpa.amoAdd64(record, 1);
+    }
+
+    /**
+     * A kernel whose ranks start, then wait until the host writes a non-zero gate word (at
+     * {@code record + 512}) before they end: the completion event must not move while they wait.
+     */
+    @DpaGlobal
+    static void gated(long record) {
+        int rank = DocaDpaDev.threadRank();
+        Dpa.amoAdd64(record + 8, 1);
+        while (Dpa.ld64(record + 512) == 0) {
+            Dpa.compilerBarrier(); // the host's h2d write reaches DPA memory through the NIC: coherent
+        }
+        Dpa.st64(record + 16 + 8L * rank, DocaDpaDev.numThreads() * 1000L + rank + 1);
+        Dpa.memoryFence(Dpa.W, Dpa.W);
+        Dpa.amoAdd64(record, 1);
+    }
+
+    /** Seed 001's chain: func1..3 append their number to the log at {@code log} ([0] count, then entries). */
+    @DpaGlobal
+    static void func1(long log) {
+        append(log, 1);
+    }
+
+    @DpaGlobal
+    static void func2(long log) {
+        append(log, 2);
+    }
+
+    @DpaGlobal
+    static void func3(long log) {
+        append(log, 3);
+    }
+
+    static void append(long log, long id) {
+        long slot = Dpa.amoAdd64(log, 1);
+        Dpa.st64(log + 8 + 8 * slot, id);
+    }
+
+    /** Reads a word of DPA memory (the tests' d2h: doca_dpa_d2h_memcpy is not built). */
+    @DpaRpc
+    static long load64(long daddr) {
+        return Dpa.ld64(daddr);
+    }
+
+    /** The DS RPC sample's shape: a result from arguments. */
+    @DpaRpc
+    static long add(long a, long b) {
+        return a + b;
+    }
+}
