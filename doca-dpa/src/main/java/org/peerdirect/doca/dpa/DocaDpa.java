@@ -256,6 +256,64 @@ public final class DocaDpa implements DocaDpaContext {
         h2dMemcpy(daddr, b);
     }
 
+    /**
+     * {@code doca_dpa_d2h_memcpy}: {@code size} bytes of DPA memory at {@code daddr}, by RDMA READ of
+     * the runtime's loopback QP ([model], DPA_MODEL.md §2.5).
+     */
+    public byte[] d2hMemcpy(long daddr, int size) {
+        String w = "doca_dpa_d2h_memcpy";
+        lock.lock();
+        try {
+            checkState(w, State.STARTED);
+            DocaException.check(size >= 0, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": size " + size);
+            return process.dev2hostMemcpy(daddr, size);
+        } catch (FlexioException e) {
+            throw flexio(w, e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code doca_dpa_d2h_memcpy} into {@code size} bytes of the device's process memory at {@code haddr}. */
+    public void d2hMemcpy(long haddr, long daddr, int size) {
+        byte[] b = d2hMemcpy(daddr, size);
+        dev.process().write(haddr, b, 0, size);
+    }
+
+    // ------------------------------------------------------------------ sync event counters (DocaDpaContext)
+
+    @Override
+    public boolean hasDpaMemory() {
+        return true;
+    }
+
+    /** A sync event counter of a DPA subscriber: 8 zero bytes of the heap (a block of its own, 64-byte aligned). */
+    @Override
+    public long syncEventCounterAlloc() {
+        long d = memAlloc(8);
+        memset(d, 0, 8);
+        return d;
+    }
+
+    @Override
+    public void syncEventCounterFree(long daddr) {
+        memFree(daddr);
+    }
+
+    @Override
+    public long syncEventCounterGet(long daddr) {
+        return le64(d2hMemcpy(daddr, 8));
+    }
+
+    @Override
+    public void syncEventCounterSet(long daddr, long value) {
+        h2dMemcpy(daddr, java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(value).array());
+    }
+
+    private static long le64(byte[] b) {
+        return java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+    }
+
     // ------------------------------------------------------------------ RPC
 
     /**

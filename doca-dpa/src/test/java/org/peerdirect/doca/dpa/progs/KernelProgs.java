@@ -1,6 +1,7 @@
 package org.peerdirect.doca.dpa.progs;
 
 import org.peerdirect.doca.dpa.dev.DocaDpaDev;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevSyncEvent;
 import org.peerdirect.dpacc.DpaApp;
 import org.peerdirect.dpacc.DpaGlobal;
 import org.peerdirect.dpacc.DpaRpc;
@@ -66,6 +67,26 @@ public final class KernelProgs {
     static void append(long log, long id) {
         long slot = Dpa.amoAdd64(log, 1);
         Dpa.st64(log + 8 + 8 * slot, id);
+    }
+
+    /** Where a record holds a sync event's DPA handle (written by the host). */
+    public static final int HANDLE = 520;
+
+    /** Each rank adds 1 to the event whose handle the record holds ({@code doca_dpa_dev_sync_event_update_add}). */
+    @DpaGlobal
+    static void countOn(long record) {
+        DocaDpaDevSyncEvent.updateAdd(Dpa.ld64(record + HANDLE), 1);
+    }
+
+    /** Each rank counts itself started, waits until the event passes 4 ({@code wait_gt}), then reads it and counts itself ended. */
+    @DpaGlobal
+    static void waitOn(long record) {
+        long h = Dpa.ld64(record + HANDLE);
+        Dpa.amoAdd64(record + 8, 1);
+        DocaDpaDevSyncEvent.waitGt(h, 4, -1L);
+        Dpa.st64(record + 16 + 8L * DocaDpaDev.threadRank(), DocaDpaDevSyncEvent.get(h));
+        Dpa.memoryFence(Dpa.W, Dpa.W);
+        Dpa.amoAdd64(record, 1);
     }
 
     /** Reads a word of DPA memory (the tests' d2h: doca_dpa_d2h_memcpy is not built). */
