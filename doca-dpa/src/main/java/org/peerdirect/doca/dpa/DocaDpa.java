@@ -47,6 +47,8 @@ public final class DocaDpa implements DocaDpaContext {
     private FlexioProcess process;
     private KernelDispatcher dispatcher;
     private WaitComparison waitComparison = WaitComparison.GT;
+    /** Threads created on this context and not destroyed (guarded by {@link #lock}). */
+    private final java.util.List<DocaDpaThread> threads = new java.util.ArrayList<>();
 
     /**
      * How a kernel's wait event passes its threshold. DOCA does not say whether "passes" is {@code >}
@@ -145,13 +147,15 @@ public final class DocaDpa implements DocaDpaContext {
      * {@code doca_dpa_stop}: the launch dispatcher ends (launches not finished fail), then the DPA
      * process is destroyed with everything in it.
      *
-     * @throws DocaException BAD_STATE when not started
+     * @throws DocaException BAD_STATE when not started, IN_USE while DPA threads live (destroy them first)
      */
     public void stop() {
         KernelDispatcher d;
         lock.lock();
         try {
             checkState("doca_dpa_stop", State.STARTED);
+            DocaException.check(threads.isEmpty(), DocaError.DOCA_ERROR_IN_USE,
+                    "doca_dpa_stop: " + threads.size() + " DPA thread(s) not destroyed: " + threads);
             state = State.STOPPED;
             d = dispatcher;
             dispatcher = null;
@@ -402,6 +406,25 @@ public final class DocaDpa implements DocaDpaContext {
         } finally {
             lock.unlock();
         }
+    }
+
+    // ------------------------------------------------------------------ threads
+
+    /** A new thread of this context (the caller holds {@link #lock}); BAD_STATE unless started. */
+    void attach(String w, DocaDpaThread t) {
+        checkState(w, State.STARTED);
+        threads.add(t);
+    }
+
+    void detach(DocaDpaThread t) {
+        assert lock.isHeldByCurrentThread();
+        threads.remove(t);
+    }
+
+    /** The FlexIO process while started (the caller holds {@link #lock}). */
+    org.peerdirect.flexio.FlexioProcess process(String w) {
+        checkState(w, State.STARTED);
+        return process;
     }
 
     // ------------------------------------------------------------------ helpers

@@ -4,15 +4,16 @@ import org.peerdirect.flexio.dev.FlexioDev;
 import org.peerdirect.hca.dpa.isa.Dpa;
 
 /**
- * {@code doca_dpa_dev.h}: what a kernel launched by {@code doca_dpa_kernel_launch_update_*} asks
- * of its thread.
+ * {@code doca_dpa_dev.h}: what a kernel launched by {@code doca_dpa_kernel_launch_update_*} or a
+ * DPA thread ({@code doca_dpa_thread}) asks of its thread.
  *
- * <p>[model] Where a rank finds its rank: each rank of a launch is a DPA thread whose thread-local
- * storage (set by the host library at the launch, before the thread is triggered) starts with the
- * launch's rank block, {@link #RANK_BLOCK_SIZE} bytes, little-endian: {@code rank} u32 at
- * {@link #OFF_RANK}, {@code num_threads} u32 at {@link #OFF_NUM_THREADS}. DOCA does not publish
- * how its runtime passes them; the host writes the block through {@code doca_dpa_h2d_memcpy}'s
- * path, and the RTOS's trigger orders it before the thread's first load (NIC→DPA is coherent).
+ * <p>[model] Where a thread finds its rank and local storage: every DOCA DPA thread (a rank of a
+ * launch, or a {@code doca_dpa_thread}) is a FlexIO DPA thread whose thread-local storage (written
+ * by the host library before the thread is first triggered) is the runtime's block,
+ * {@link #RANK_BLOCK_SIZE} bytes, little-endian: {@code rank} u32 at {@link #OFF_RANK},
+ * {@code num_threads} u32 at {@link #OFF_NUM_THREADS}, the user's local storage address u64 at
+ * {@link #OFF_LOCAL_STORAGE} (0 if none). DOCA does not publish how its runtime passes them; the
+ * host writes the block through {@code doca_dpa_h2d_memcpy}'s path (NIC→DPA is coherent).
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/doca+dpa/index.html">DOCA DPA device API</a>
  */
@@ -22,8 +23,10 @@ public final class DocaDpaDev {
     public static final int OFF_RANK = 0;
     /** Offset of the number of ranks in a launch's rank block. */
     public static final int OFF_NUM_THREADS = 4;
-    /** Bytes of a launch's rank block. */
-    public static final int RANK_BLOCK_SIZE = 8;
+    /** Offset of the user's local storage address ({@code doca_dpa_thread_set_local_storage}). */
+    public static final int OFF_LOCAL_STORAGE = 8;
+    /** Bytes of the runtime's block. */
+    public static final int RANK_BLOCK_SIZE = 16;
 
     private DocaDpaDev() {
     }
@@ -36,5 +39,37 @@ public final class DocaDpaDev {
     /** The number of ranks of the calling thread's launch ({@code doca_dpa_dev_num_threads}). */
     public static int numThreads() {
         return Dpa.ld32(FlexioDev.getThreadLocalStorage() + OFF_NUM_THREADS);
+    }
+
+    /** The local storage the host gave the thread, 0 if none ({@code doca_dpa_dev_thread_get_local_storage}). */
+    public static long threadGetLocalStorage() {
+        return Dpa.ld64(FlexioDev.getThreadLocalStorage() + OFF_LOCAL_STORAGE);
+    }
+
+    /** Kernel-launch kernels: gives the EU to others for a while ({@code doca_dpa_dev_yield}); no effect on a kernel's state. */
+    public static void yield() {
+        Dpa.compilerBarrier();
+    }
+
+    /**
+     * Releases the EU; the next completion on the thread's completion context, or a notification,
+     * runs the thread again from its start ({@code doca_dpa_dev_thread_reschedule}). Never returns.
+     */
+    public static void threadReschedule() {
+        FlexioDev.threadReschedule();
+    }
+
+    /** No more triggers for this thread ({@code doca_dpa_dev_thread_finish}). Never returns. */
+    public static void threadFinish() {
+        FlexioDev.threadFinish();
+    }
+
+    /**
+     * Triggers the thread attached to a notification completion; no completion element is produced
+     * ({@code doca_dpa_dev_thread_notify}). [model] The handle is that thread's DPA_THREAD id; a
+     * thread not running (never run, stopped) ignores it, as the RTOS ignores a trigger then.
+     */
+    public static void threadNotify(long notificationCompletionHandle) {
+        FlexioDev.eventHandlerActivate((int) notificationCompletionHandle);
     }
 }

@@ -89,6 +89,29 @@ public final class KernelProgs {
         Dpa.amoAdd64(record, 1);
     }
 
+    /**
+     * A DPA thread (DOCA's nvqual shape): writes its EU + 1 into its local storage's first word,
+     * counts its activations in the second, adds 1 to the event whose handle is its argument, and
+     * finishes.
+     */
+    @DpaGlobal
+    static void euWorker(long eventHandle) {
+        long ls = DocaDpaDev.threadGetLocalStorage();
+        Dpa.st64(ls, Dpa.threadCtx().eu() + 1L);
+        Dpa.amoAdd64(ls + 8, 1);
+        DocaDpaDevSyncEvent.updateAdd(eventHandle, 1);
+        DocaDpaDev.threadFinish();
+    }
+
+    /** Notifies the {@code n} notification completions whose handles are at {@code handles} ({@code doca_dpa_dev_thread_notify}). */
+    @DpaRpc
+    static long notifyAll(long handles, int n) {
+        for (int i = 0; i < n; i++) {
+            DocaDpaDev.threadNotify(Dpa.ld64(handles + 8L * i));
+        }
+        return n;
+    }
+
     /** Reads a word of DPA memory (the tests' d2h: doca_dpa_d2h_memcpy is not built). */
     @DpaRpc
     static long load64(long daddr) {
