@@ -103,7 +103,7 @@ public final class DocaSyncEvent {
         dev.hold(this);
     }
 
-    /** {@code doca_sync_event_add_publisher_location_dpa}: accepted; its data path comes with DOCA DPA. */
+    /** {@code doca_sync_event_add_publisher_location_dpa}: the DPA context {@code dpa} publishes (its kernels' completions, its device updates). */
     public void addPublisherLocationDpa(DocaDpaContext dpa) {
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_add_publisher_location_dpa: null DPA");
         setPublisher("doca_sync_event_add_publisher_location_dpa", Location.DPA);
@@ -123,7 +123,7 @@ public final class DocaSyncEvent {
         dev.hold(this);
     }
 
-    /** {@code doca_sync_event_add_subscriber_location_dpa}: accepted; {@link #start} then needs DPA memory (not yet). */
+    /** {@code doca_sync_event_add_subscriber_location_dpa}: the DPA context {@code dpa} subscribes; {@link #start} puts the counter in its DPA memory. */
     public void addSubscriberLocationDpa(DocaDpaContext dpa) {
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_add_subscriber_location_dpa: null DPA");
         setSubscriber("doca_sync_event_add_subscriber_location_dpa", Location.DPA);
@@ -171,7 +171,7 @@ public final class DocaSyncEvent {
      * {@code doca_sync_event_start}: places the counter (zero) near the subscriber.
      *
      * @throws DocaException BAD_STATE (started before, or no CPU location to place the counter
-     *         in and no subscriber), NOT_SUPPORTED (a DPA subscriber: DPA memory comes with DOCA DPA),
+     *         in and no subscriber), NOT_SUPPORTED (a DPA subscriber whose context has no DPA memory, or with a remote publisher),
      *         INVALID_VALUE (CPU locations of two processes), NO_MEMORY (the page or its registration)
      */
     public void start() {

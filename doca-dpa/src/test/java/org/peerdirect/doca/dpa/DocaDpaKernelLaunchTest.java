@@ -70,7 +70,7 @@ class DocaDpaKernelLaunchTest {
         return dpa;
     }
 
-    /** An event the host publishes and subscribes to (the wait event: a DPA subscriber's counter in DPA memory is not built). */
+    /** An event the host publishes and subscribes to (DocaDpaSyncEventTest runs the sample with its wait event CPU→DPA). */
     private DocaSyncEvent cpuEvent() {
         DocaSyncEvent e = DocaSyncEvent.create();
         e.addPublisherLocationCpu(dev);

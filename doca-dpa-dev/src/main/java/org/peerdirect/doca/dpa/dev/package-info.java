@@ -5,8 +5,9 @@
  * and the silicon's {@code java.lang} allowlist, so the image verifier accepts them.
  *
  * <p>Java names map one to one to the C names ({@code doca_dpa_dev_thread_rank} →
- * {@code DocaDpaDev.threadRank}). This first slice has the rank calls of a launched kernel; the rest
- * of {@code doca_dpa_dev.h} (sync events, completions, RDMA, async ops, log) is not built yet.
+ * {@code DocaDpaDev.threadRank}). This first slice has the thread calls ({@code DocaDpaDev}: rank,
+ * count, local storage, reschedule, finish, notify, yield) and the sync events on the DPA
+ * ({@code DocaDpaDevSyncEvent}); completions, RDMA, async ops, verbs and log are not built yet.
  */
 @Export
 @Version("0.1.0")
