@@ -177,14 +177,21 @@ final class KernelDispatcher {
             b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_RANK, rank);
             b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_NUM_THREADS, l.nthreads());
         }
-        process.host2devMemcpy(b.array(), r.blocks);
-        for (int rank = 0; rank < l.nthreads(); rank++) {
-            long tls = r.blocks + (long) rank * DocaDpaDev.RANK_BLOCK_SIZE;
-            r.ranks.add(FlexioEventHandler.create(process, new FlexioEventHandler.Attr(l.kernel(), false, l.arg(), tls,
-                    FlexioEventHandler.AffinityType.NONE, 0)));
-        }
-        for (FlexioEventHandler h : r.ranks) {
-            h.run();
+        try {
+            process.host2devMemcpy(b.array(), r.blocks);
+            for (int rank = 0; rank < l.nthreads(); rank++) {
+                long tls = r.blocks + (long) rank * DocaDpaDev.RANK_BLOCK_SIZE;
+                r.ranks.add(FlexioEventHandler.create(process, new FlexioEventHandler.Attr(l.kernel(), false, l.arg(), tls,
+                        FlexioEventHandler.AffinityType.NONE, 0)));
+            }
+            for (FlexioEventHandler h : r.ranks) {
+                h.run();
+            }
+        } catch (RuntimeException e) { // nothing ran yet: the launch leaves nothing behind
+            r.ranks.forEach(FlexioEventHandler::destroy);
+            process.bufDevFree(r.blocks);
+            throw new DocaException(DocaError.DOCA_ERROR_DRIVER, l.call() + " of " + l.kernel().name() + " with " + l.nthreads()
+                    + " threads: " + e.getMessage(), e);
         }
         for (FlexioEventHandler h : r.ranks) {
             h.trigger();
