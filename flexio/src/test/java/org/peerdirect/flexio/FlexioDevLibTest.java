@@ -40,14 +40,20 @@ class FlexioDevLibTest {
     static final FlexioFunc ZCQE = TestApps.rpc("rpc_zcqe", 2);
     static final FlexioFunc FINISH = TestApps.rpc("rpc_finish", 0);
     static final FlexioFunc LIB = TestApps.rpc("rpc_lib", 3);
+    static final FlexioFunc RETRIGGER = new FlexioFunc("retrigger_handler", FlexioFunc.Kind.GLOBAL, 8, TestApps.longs("r", 1));
+    static final FlexioFunc YIELD = new FlexioFunc("yield_handler", FlexioFunc.Kind.GLOBAL, 8, TestApps.longs("y", 1));
     static final FlexioFunc COUNTER = new FlexioFunc("cqe_counter", FlexioFunc.Kind.GLOBAL, 8, TestApps.longs("cqe_counter", 1));
 
     static FlexioApp app() {
         byte[] image = TestApps.linked().add(DevLibProgs.class).add(RpcProgs.class)
                 .rpc("rpc_zcqe", DevLibProgs.class, "rpcZcqe", 16).rpc("rpc_finish", DevLibProgs.class, "rpcFinish", 0)
                 .rpc("rpc_lib", DevLibProgs.class, "rpcLib", 24).global("cqe_counter", DevLibProgs.class, "cqeCounter")
+                .global("retrigger_handler", DevLibProgs.class, "retriggerHandler")
+                .global("yield_handler", DevLibProgs.class, "yieldHandler")
+                .rpc("rpc_activate", DevLibProgs.class, "rpcActivate", 8)
                 .rpc("rpc_read", RpcProgs.class, "rpcRead", 8).pack();
-        return FlexioApp.create("flexio_devlib", image, List.of(ZCQE, FINISH, LIB, COUNTER, TestApps.READ));
+        return FlexioApp.create("flexio_devlib", image, List.of(ZCQE, FINISH, LIB, COUNTER, RETRIGGER, YIELD, TestApps.ACTIVATE,
+                TestApps.READ));
     }
 
     @Test
@@ -74,6 +80,35 @@ class FlexioDevLibTest {
             assertEquals(3, h.activations(), "one activation per zero CQE");
             assertTrue(m.bf3.dpaThreads().stream().anyMatch(l -> l.contains("cqe_counter") && l.contains("armed")), m.bf3.dpaThreads().toString());
             assertEquals(FlexioStatus.ERR_NO_ERROR, p.errStatusGet(), p.crashData());
+        }
+    }
+
+    @Test
+    void retriggerRunsTheHandlerAgainAtOnce() {
+        try (FlexioProcess p = FlexioProcess.create(ctx, app(), FlexioRpcTest.ATTR)) {
+            long word = p.copyFromHost(new byte[8]);
+            FlexioEventHandler h = FlexioEventHandler.create(p, FlexioEventHandler.Attr.of(RETRIGGER, word));
+            h.run();
+            assertEquals(0, p.call(TestApps.ACTIVATE, (long) h.id()));
+            FlexioRpcTest.awaitCount(p, word, 3);
+            assertEquals(0, p.call(TestApps.ACTIVATE, (long) h.id()));
+            FlexioRpcTest.awaitCount(p, word, 6);
+            assertEquals(6, h.activations(), "two triggers, each retriggered twice");
+        }
+    }
+
+    @Test
+    void aContinuableHandlerResumesAfterEachYield() {
+        try (FlexioProcess p = FlexioProcess.create(ctx, app(), FlexioRpcTest.ATTR)) {
+            long word = p.copyFromHost(new byte[8]);
+            FlexioEventHandler h = FlexioEventHandler.create(p, new FlexioEventHandler.Attr(YIELD, true, word, 0,
+                    FlexioEventHandler.AffinityType.NONE, 0));
+            h.run();
+            long[] want = {1, 11, 111};
+            for (long w : want) {
+                assertEquals(0, p.call(TestApps.ACTIVATE, (long) h.id()));
+                FlexioRpcTest.awaitCount(p, word, w);
+            }
         }
     }
 

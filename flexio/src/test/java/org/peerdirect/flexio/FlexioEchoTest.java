@@ -65,11 +65,14 @@ class FlexioEchoTest {
     static final FlexioFunc ECHO_MUTANT = new FlexioFunc("echo_no_writeback", FlexioFunc.Kind.GLOBAL, 8,
             TestApps.longs("echo_no_writeback", 1));
 
+    static final FlexioFunc ECHO_NO_ARM = new FlexioFunc("echo_no_arm", FlexioFunc.Kind.GLOBAL, 8, TestApps.longs("echo_no_arm", 1));
+
     static FlexioApp echoApp() {
         byte[] image = TestApps.linked().add(EchoProgs.class).add(RpcProgs.class)
                 .global("echo_handler", EchoProgs.class, "echo").global("echo_no_writeback", EchoProgs.class, "echoNoWriteback")
+                .global("echo_no_arm", EchoProgs.class, "echoNoArm")
                 .rpc("rpc_read", RpcProgs.class, "rpcRead", 8).pack();
-        return FlexioApp.create("flexio_echo", image, List.of(ECHO, ECHO_MUTANT, TestApps.READ));
+        return FlexioApp.create("flexio_echo", image, List.of(ECHO, ECHO_MUTANT, ECHO_NO_ARM, TestApps.READ));
     }
 
     /** The host's end: PD, CQ, RC QP and a registered buffer (sends at 0, receives from 4096). */
@@ -203,7 +206,8 @@ class FlexioEchoTest {
                     assertEquals(("msg-" + (first + i) + "-echo").toUpperCase(), echoes[i], "echo " + (first + i) + " in order");
                 }
             }
-            assertEquals(N, p.call(TestApps.READ, c + ECHOES), "the handler counted every echo");
+            // the last echo can reach the host before its activation stored the count and rescheduled
+            FlexioRpcTest.awaitCount(p, c + ECHOES, N);
             int activations = eh[0].activations();
             assertTrue(activations >= 1 && activations <= N, "activations " + activations + " of " + N + " messages");
             assertEquals(FlexioStatus.ERR_NO_ERROR, p.errStatusGet(), p.crashData());
@@ -229,6 +233,38 @@ class FlexioEchoTest {
             // (FlexioDevQueue) and doorbell (FlexioDev.outbox) lines, not the handler's own
             assertTrue(ps.contains("C1") && ps.contains("without __dpa_thread_memory_writeback before the doorbell")
                     && ps.contains("org.peerdirect.flexio.dev.FlexioDev.outbox:"), ps);
+        } finally {
+            h.close(ctx);
+        }
+    }
+
+    /**
+     * The mutant without {@code flexio_dev_cq_arm}: the CQ armed at creation wakes the handler for
+     * the first message, which is echoed; the handler reschedules with its CQ not armed: C7, naming
+     * the CQ's state (strict mode ends the process), and the next message is never echoed.
+     */
+    @Test
+    void aHandlerThatDoesNotArmItsCqIsNotWokenAgain() {
+        Host h = host();
+        try (FlexioProcess p = FlexioProcess.create(ctx, echoApp(), FlexioRpcTest.ATTR)) {
+            FlexioEventHandler[] eh = new FlexioEventHandler[1];
+            FlexioQp[] qp = new FlexioQp[1];
+            dpaSide(p, ECHO_NO_ARM, eh, qp);
+            connect(p, qp[0], h);
+            eh[0].run();
+            assertEquals(List.of("MSG-0-ECHO"), List.of(burst(h, 0, 1, 30_000_000_000L)), "the first message wakes it");
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            String t;
+            while (!(t = String.join("\n", m.bf3.dpaThreads())).contains("PROCESS_ENDED")) { // strict: C7 ends the process
+                assertTrue(System.nanoTime() < deadline, t);
+                Thread.onSpinWait();
+            }
+            assertTrue(t.contains("echo_no_arm") && t.contains("not armed"), "dpa:threads shows the CQ not armed: " + t);
+            String ps = String.join("\n", m.dpa());
+            assertTrue(ps.contains("C7") && ps.contains("flexio_dev_cq_arm before reschedule"), ps);
+            assertEquals(FlexioStatus.ERR_FATAL_ERROR, p.errStatusGet(), "strict mode: the lost wake-up ends the process");
+            assertEquals(0, burst(h, 1, 1, 2_000_000_000L).length, "the second never comes back");
+            assertEquals(1, eh[0].activations());
         } finally {
             h.close(ctx);
         }

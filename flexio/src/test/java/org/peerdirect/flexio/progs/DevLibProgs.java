@@ -40,6 +40,34 @@ public final class DevLibProgs {
         FlexioDev.threadReschedule();
     }
 
+    /** {@code __dpa_global__}: counts in the word at {@code arg}; {@code flexio_dev_thread_retrigger} until 3, then reschedules. */
+    public static void retriggerHandler(long arg) {
+        long n = Dpa.ld64(arg) + 1;
+        Dpa.st64(arg, n);
+        if (n % 3 != 0) {
+            FlexioDev.threadRetrigger();
+        }
+        FlexioDev.threadReschedule();
+    }
+
+    /**
+     * {@code __dpa_global__}, continuable: adds 1, yields, adds 10, yields, adds 100 and finishes:
+     * each {@code flexio_dev_yield} resumes where it left on the next trigger.
+     */
+    public static void yieldHandler(long arg) {
+        Dpa.st64(arg, Dpa.ld64(arg) + 1);
+        FlexioDev.yield();
+        Dpa.st64(arg, Dpa.ld64(arg) + 10);
+        FlexioDev.yield();
+        Dpa.st64(arg, Dpa.ld64(arg) + 100);
+        FlexioDev.threadFinish();
+    }
+
+    /** {@code __dpa_rpc__ rpc_activate(thread)}: {@code flexio_dev_event_handler_activate}. */
+    public static long rpcActivate(long argbuf) {
+        return FlexioDev.eventHandlerActivate((int) Dpa.ld64(argbuf));
+    }
+
     /** {@code __dpa_rpc__}: {@code flexio_dev_process_finish}, never returns. */
     public static long rpcFinish(long argbuf) {
         FlexioDev.processFinish();

@@ -8,8 +8,9 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * DPA_MODEL.md §4 scenario 2: FlexIO's packet processor restated on RC. The handler drains its
  * receive CQ, echoes each message upper-cased with a SEND from its own QP (rings, doorbell records
  * and buffers in the process heap), re-posts the receive, drains its send CQ (a NON_DPA_CQ it
- * polls), arms the receive CQ with its consumer index and reschedules. {@link #echoNoWriteback} is
- * the mutant: no {@code __dpa_thread_memory_writeback} before the send doorbell.
+ * polls), arms the receive CQ with its consumer index and reschedules. The mutants:
+ * {@link #echoNoWriteback} (no {@code __dpa_thread_memory_writeback} before the send doorbell) and
+ * {@link #echoNoArm} (no {@code flexio_dev_cq_arm} before reschedule).
  *
  * <p>Context at the thread argument (8-byte words): outbox, rq cqn, rq cq ring, rq cq dbr, sq cq
  * ring, sq cq dbr, qpn, wq, qp dbr, mkey, rx buffers, tx buffers, then the handler's state: rq ci,
@@ -30,15 +31,20 @@ public final class EchoProgs {
 
     /** {@code __dpa_global__ echo_handler}. */
     public static void echo(long ctx) {
-        echoBody(ctx, true);
+        echoBody(ctx, true, true);
     }
 
     /** The mutant: the SEND's WQE and data never written back before {@code SXD_DB}. */
     public static void echoNoWriteback(long ctx) {
-        echoBody(ctx, false);
+        echoBody(ctx, false, true);
     }
 
-    private static void echoBody(long ctx, boolean writeback) {
+    /** The mutant: reschedules without {@code flexio_dev_cq_arm}, so the next CQE wakes nothing (C7). */
+    public static void echoNoArm(long ctx) {
+        echoBody(ctx, true, false);
+    }
+
+    private static void echoBody(long ctx, boolean writeback, boolean arm) {
         FlexioDev.outboxConfig((int) Dpa.ld64(ctx + OUTBOX));
         long ring = Dpa.ld64(ctx + RQ_CQ);
         int ci = (int) Dpa.ld64(ctx + RQ_CI);
@@ -77,7 +83,9 @@ public final class EchoProgs {
         Dpa.st64(ctx + RQ_CI, ci);
         Dpa.st64(ctx + SQ_PI, pi);
         Dpa.st64(ctx + ECHOES, echoes);
-        FlexioDev.cqArm(ci, (int) Dpa.ld64(ctx + RQ_CQN));
+        if (arm) {
+            FlexioDev.cqArm(ci, (int) Dpa.ld64(ctx + RQ_CQN));
+        }
         FlexioDev.threadReschedule();
     }
 

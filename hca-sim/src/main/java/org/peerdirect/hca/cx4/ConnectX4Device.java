@@ -147,6 +147,29 @@ public final class ConnectX4Device implements AutoCloseable {
         return u == null ? java.util.List.of("no DPA object yet") : u.describe();
     }
 
+    /** {@code dpa:eus}: one line per EU (partition, groups, state, the thread it runs); one line when the DPA runs nothing. */
+    public java.util.List<String> dpaEus() {
+        org.peerdirect.hca.dpa.DpaUnit u = dpaUnit();
+        return u == null ? java.util.List.of("no DPA object yet") : u.describeEus();
+    }
+
+    /** {@code dpa:mm}: the DPA memory model's findings per process, each with its handler line. */
+    public java.util.List<String> dpaFindings() {
+        org.peerdirect.hca.dpa.DpaUnit u = dpaUnit();
+        return u == null ? java.util.List.of("no DPA object yet") : u.describeFindings();
+    }
+
+    /** {@code dpa:crash}: each DPA process that ended with an error: status, failing thread, its last handler line, crash text. */
+    public java.util.List<String> dpaCrashes() {
+        org.peerdirect.hca.dpa.DpaUnit u = dpaUnit();
+        return u == null ? java.util.List.of("no DPA object yet") : u.describeCrashes();
+    }
+
+    private org.peerdirect.hca.dpa.DpaUnit dpaUnit() {
+        Firmware f = fw;
+        return f == null || f.dpa == null ? null : f.dpa.unitIfAny();
+    }
+
     /** {@code dpa:threads}: one line per DPA thread with each bound CQ armed or not, and its pi and ci; one line when there is none. */
     public java.util.List<String> dpaThreads() {
         Firmware f = fw;
@@ -455,6 +478,12 @@ public final class ConnectX4Device implements AutoCloseable {
     public boolean pageFaultsSettled() {
         Firmware f = fw;
         return f == null || f.pageFaults.settled();
+    }
+
+    /** 64-byte units of the firmware's pages holding object contexts now (tests). */
+    int firmwareContextUnits() {
+        Firmware f = fw;
+        return f == null ? 0 : f.pages.usedUnits();
     }
 
     /** Pages the firmware holds now (every one is a DMA mapping the driver must take back). */

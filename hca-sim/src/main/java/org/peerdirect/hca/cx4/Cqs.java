@@ -144,7 +144,7 @@ final class Cqs {
         FirmwarePages.Slot ctx;
         try {
             dbrMem = Devx.CQC_DBR_UMEM_VALID.get(in, c) == 0 ? QueueMemory.at(dp.port, dbr, 8)
-                    : umems.umem(Devx.CQC_DBR_UMEM_ID.get(in, c), "CREATE_CQ's doorbell record").region(dbr, 8, "the CQ's doorbell record");
+                    : umems.umem(Devx.CQC_DBR_UMEM_ID.get(in, c), "CREATE_CQ's doorbell record").record(dbr, 8, "the CQ's doorbell record");
         } catch (Refused r) {
             ring.release();
             throw r;

@@ -100,7 +100,7 @@ final class DpaObjects {
         public int create(int uid, MemorySegment obj, MemorySegment out) throws Refused {
             long size = get64(obj, MEM_SIZE);
             int id = unitOp(() -> unit.memCreate(uid, size));
-            int dumem = umems.addDumem(unit.space(), unit.memAddress(id), size, "DPA_MEM " + id);
+            int dumem = umems.addDumem(unit.space(), unit.recordSpace(), unit.memAddress(id), size, "DPA_MEM " + id);
             set64(out, CTX + MEM_DADDR, unit.memAddress(id));
             MEM_DUMEM_ID.set(out, CTX, dumem);
             return add(new Obj(OBJ_DPA_MEM, uid, id, 0, 0, 0, dumem));
@@ -140,7 +140,7 @@ final class DpaObjects {
             int uar = PROCESS_UAR.get(obj, 0);
             long heap = get64(obj, PROCESS_HEAP_SIZE);
             int id = unitOp(() -> unit.processCreate(uid, pd, uar, mem, Integer.toUnsignedLong(PROCESS_IMAGE_LEN.get(obj, 0)), heap));
-            int dumem = umems.addDumem(unit.space(), unit.heapBase(id), heap, "DPA_PROCESS " + id);
+            int dumem = umems.addDumem(unit.space(), unit.recordSpace(), unit.heapBase(id), heap, "DPA_PROCESS " + id);
             set64(out, CTX + PROCESS_HEAP_BASE, unit.heapBase(id));
             PROCESS_DUMEM_ID.set(out, CTX, dumem);
             return add(new Obj(OBJ_DPA_PROCESS, uid, id, id, pd, uar, dumem));

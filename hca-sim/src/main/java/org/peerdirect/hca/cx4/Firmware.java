@@ -70,7 +70,7 @@ final class Firmware implements CommandQueue.Executor {
         this.generalObjects = new GeneralObjects(caps, uctxs, eqs);
         this.transport = new Transport(engine, port, eqs, allocations, caps, pages, umems);
         this.pageFaults = new PageFaults(eqs, engine, transport::faultWqeIndex);
-        this.dpa = bluefield3 ? new FirmwareDpa(transport, uctxs, eqs, generalObjects, engine, umems) : null;
+        this.dpa = bluefield3 ? new FirmwareDpa(transport, uctxs, eqs, generalObjects, engine, umems, pages) : null;
         eqs.onPageFaultEqsChanged(pageFaults::eqsChanged);
         register(table);
         caps.register(table);

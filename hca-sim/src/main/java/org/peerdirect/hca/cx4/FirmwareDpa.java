@@ -36,6 +36,9 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     private final GeneralObjects generalObjects;
     private final HcaDevice engine;
     private final Umems umems;
+    private final FirmwarePages pages;
+    /** (obj_type, obj_id) → the object's context in the firmware's pages (firmware thread only). */
+    private final java.util.Map<Long, FirmwarePages.Slot> contexts = new java.util.HashMap<>();
     /**
      * The model's on-card DPA memory: 32 MiB, not the GBs of DPU memory a BlueField-3 has (the
      * memory is allocated and zeroed when the unit is made, and the command fuzzer makes one per
@@ -50,8 +53,9 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     private volatile DpaObjects objects;
     private volatile java.util.Map<Integer, GeneralObjectType> types = java.util.Map.of();
 
-    FirmwareDpa(Transport transport, Uctxs uctxs, Eqs eqs, GeneralObjects generalObjects, HcaDevice engine, Umems umems) {
+    FirmwareDpa(Transport transport, Uctxs uctxs, Eqs eqs, GeneralObjects generalObjects, HcaDevice engine, Umems umems, FirmwarePages pages) {
         this.umems = umems;
+        this.pages = pages;
         this.transport = transport;
         this.uctxs = uctxs;
         this.eqs = eqs;
@@ -101,6 +105,7 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
      */
     void drop() {
         DpaUnit u = unit;
+        contexts.clear(); // the teardown frees every firmware page's contexts (FirmwarePages.freeAll)
         if (u != null) {
             unit = null;
             objects = null;
@@ -113,6 +118,29 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     List<String> leaks() {
         DpaUnit u = unit;
         return u == null ? List.of() : u.leaks();
+    }
+
+    /**
+     * The bytes of firmware memory one DPA object's context takes (peerdirect model): a process
+     * holds its loader state, heap map and EU bindings in a whole firmware page; a thread its
+     * register file and scheduling state (512 B); memory, outbox and window their 64-byte context.
+     * A BlueField-3 running DPA code so asks for more pages; they return when the objects go.
+     */
+    static int contextBytes(int objType) {
+        return switch (objType) {
+            case DpaObj.OBJ_DPA_PROCESS -> 4096;
+            case DpaObj.OBJ_DPA_THREAD -> 512;
+            default -> DpaObj.CONTEXT_SIZE;
+        };
+    }
+
+    private static long key(int objType, int objId) {
+        return (long) objType << 32 | objId & 0xffff_ffffL;
+    }
+
+    /** Contexts of live DPA objects in the firmware's pages (tests, tools). */
+    int contexts() {
+        return contexts.size();
     }
 
     /** The object's context in a command's output: after the 16-byte output header. */
@@ -135,9 +163,23 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
             return objType;
         }
 
-        public int create(int uid, MemorySegment obj, MemorySegment out) throws Refused {
+        /**
+         * The context goes into the firmware's pages first (a command short of pages is parked
+         * before anything changed), then the unit makes the object; a refusal gives the pages back.
+         */
+        public int create(int uid, MemorySegment obj, MemorySegment out) throws Refused, CommandQueue.Deferred {
             lengths(obj, out, "CREATE");
-            return type().create(uid, obj, out);
+            GeneralObjectType t = type();
+            FirmwarePages.Slot ctx = pages.store(contextBytes(objType), obj, 0, DpaObj.CONTEXT_SIZE, String.format("a DPA object's context (type 0x%x)", objType));
+            int id;
+            try {
+                id = t.create(uid, obj, out);
+            } catch (Refused | RuntimeException e) {
+                pages.free(ctx);
+                throw e;
+            }
+            contexts.put(key(objType, id), ctx);
+            return id;
         }
 
         public void modify(int uid, int objId, MemorySegment obj) throws Refused {
@@ -170,6 +212,10 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
 
         public void destroy(int uid, int objId) throws Refused {
             type().destroy(uid, objId);
+            FirmwarePages.Slot ctx = contexts.remove(key(objType, objId));
+            if (ctx != null) {
+                pages.free(ctx);
+            }
         }
     }
 
@@ -248,7 +294,7 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     @Override
     public CqState cqState(int cqn) {
         Cqs.MemCq c = transport.cqs.cq(cqn);
-        return c == null ? null : new CqState(c.hw.armed(), c.hw.producerIndex(), c.consumerIndex());
+        return c == null ? null : new CqState(c.hw.armedOrNotifying(), c.hw.producerIndex(), c.consumerIndex()); // an event on its way counts as armed
     }
 
     // ---- WindowPort: through the MPT to the function's IOMMU domain ----

@@ -257,6 +257,17 @@ final class FirmwarePages {
         }
     }
 
+    /** 64-byte units holding contexts in the init and regular pages (tests: what the live objects take). */
+    int usedUnits() {
+        int n = 0;
+        for (Page p : pages) {
+            if (p.kind != Kind.BOOT) {
+                n += p.used.cardinality();
+            }
+        }
+        return n;
+    }
+
     private int freeUnits() {
         int f = 0;
         for (Page p : pages) {

@@ -22,9 +22,11 @@ interface GeneralObjectType {
     /**
      * Creates an object for {@code uid} from {@code obj}, the object's context after the 16-byte
      * header, and writes its outputs after the 16-byte output header of {@code out}; returns the
-     * new {@code obj_id} (the dispatcher writes it into the output header).
+     * new {@code obj_id} (the dispatcher writes it into the output header). A type short of
+     * firmware pages for the object's context throws {@link CommandQueue.Deferred} before it
+     * changes anything (the command runs again once the driver gave pages).
      */
-    int create(int uid, MemorySegment obj, MemorySegment out) throws Refused;
+    int create(int uid, MemorySegment obj, MemorySegment out) throws Refused, CommandQueue.Deferred;
 
     /** Modifies the fields {@code obj} selects ({@code modify_field_select} is the type's). */
     void modify(int uid, int objId, MemorySegment obj) throws Refused;

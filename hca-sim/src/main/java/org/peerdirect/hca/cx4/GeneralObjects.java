@@ -109,7 +109,7 @@ final class GeneralObjects {
         return t;
     }
 
-    private void create(int objType, MemorySegment in, MemorySegment out) throws Refused {
+    private void create(int objType, MemorySegment in, MemorySegment out) throws Refused, CommandQueue.Deferred {
         GeneralObjectType t = type(objType);
         int uid = uctxs.current();
         int id = t.create(uid, body(in), out);

@@ -244,7 +244,7 @@ final class Qps {
             return new QueueMemory[] {wq, QueueMemory.at(dp.port, dbrAddr, 8)};
         }
         try {
-            return new QueueMemory[] {wq, umems.umem(Devx.QPC_DBR_UMEM_ID.get(in, c), "CREATE_QP's doorbell record").region(dbrAddr, 8,
+            return new QueueMemory[] {wq, umems.umem(Devx.QPC_DBR_UMEM_ID.get(in, c), "CREATE_QP's doorbell record").record(dbrAddr, 8,
                     "the QP's doorbell record")};
         } catch (Refused r) {
             wq.release();

@@ -36,16 +36,19 @@ final class Umems {
         final boolean writable;
         /** The space the pages are addresses of: null for the function's IOMMU domain, else a DUMEM's DPA memory. */
         final DmaPort space;
+        /** A DUMEM's DPA memory as the NIC polls doorbell records in it ({@link #record}); null for a DevX umem. */
+        final DmaPort recordSpace;
         /** A DUMEM: what it is the memory of (DPA_MEM or DPA_PROCESS and its id), for refusals; null for a DevX umem. */
         final String dumemOf;
         int users;
 
         Umem(int id, long[] pages, int pageOffset, long bytes, boolean writable) {
-            this(id, pages, pageOffset, bytes, writable, null, null);
+            this(id, pages, pageOffset, bytes, writable, null, null, null);
         }
 
-        Umem(int id, long[] pages, int pageOffset, long bytes, boolean writable, DmaPort space, String dumemOf) {
+        Umem(int id, long[] pages, int pageOffset, long bytes, boolean writable, DmaPort space, DmaPort recordSpace, String dumemOf) {
             this.space = space;
+            this.recordSpace = recordSpace;
             this.dumemOf = dumemOf;
             this.id = id;
             this.pages = pages;
@@ -66,6 +69,20 @@ final class Umems {
          * the umem must be writable.
          */
         QueueMemory region(long offset, long bytes, String what) throws Refused {
+            return region(offset, bytes, what, space);
+        }
+
+        /**
+         * A doorbell record of {@code bytes} at {@code offset} ({@link #region}): in a DUMEM, the
+         * NIC polls it whenever it needs the count, so a value the DPA thread has not yet written
+         * back is simply the old one (the memory model's C1 applies to what a doorbell makes the
+         * NIC read, not to this polling).
+         */
+        QueueMemory record(long offset, long bytes, String what) throws Refused {
+            return region(offset, bytes, what, recordSpace);
+        }
+
+        private QueueMemory region(long offset, long bytes, String what, DmaPort in) throws Refused {
             if (offset < 0 || bytes < 0 || offset > this.bytes || bytes > this.bytes - offset) {
                 throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_UMEM, String.format(
                         "umem %d holds %d bytes: %s needs %d bytes at offset %d", id, this.bytes, what, bytes, offset));
@@ -81,7 +98,7 @@ final class Umems {
 
                 @Override
                 public DmaPort port() {
-                    return u.space != null ? u.space : port;
+                    return in != null ? in : port;
                 }
 
                 @Override
@@ -165,14 +182,14 @@ final class Umems {
      * by the command's uid ({@code what}: the DPA object it belongs to); its umem id. Mkeys, CQs and
      * QPs name it as they name a umem ({@code *_umem_id}); offsets count from {@code daddr}.
      */
-    int addDumem(DmaPort space, long daddr, long bytes, String what) {
+    int addDumem(DmaPort space, DmaPort recordSpace, long daddr, long bytes, String what) {
         long first = daddr & ~0xfffL;
         long[] pages = new long[(int) (((daddr & 0xfff) + bytes + 4095) >>> 12)];
         for (int i = 0; i < pages.length; i++) {
             pages[i] = first + 4096L * i;
         }
         int id = nextId();
-        dumems.put(id, new Umem(id, pages, (int) (daddr & 0xfff), bytes, true, space, what));
+        dumems.put(id, new Umem(id, pages, (int) (daddr & 0xfff), bytes, true, space, recordSpace, what));
         uctxs.own(Uctxs.Kind.UMEM, id);
         return id;
     }

@@ -14,7 +14,7 @@ public interface DpaNic {
         CQ, SQ, EQ
     }
 
-    /** A CQ's arming state for the lost-wake-up check and {@code dpa:threads}. */
+    /** A CQ's arming state for the lost-wake-up check and {@code dpa:threads}; {@code armed} also while an event it raised is being delivered. */
     record CqState(boolean armed, long producerIndex, long consumerIndex) {
     }
 

@@ -28,6 +28,9 @@ final class DpaProcess {
     volatile int status;
     /** Crash data ({@code flexio_crash_data}'s text): what ended the process and where. */
     volatile String crash = "";
+    /** The thread whose error ended the process (-1: the host or none) and its handler's line then ({@code flexio_crash_data}). */
+    volatile int failedThread = -1;
+    volatile String failedSite = "";
     /** No new activations; running ones unwind at their next ISA call. */
     volatile boolean ended;
     /** Doorbells on queues of other processes, dropped. */

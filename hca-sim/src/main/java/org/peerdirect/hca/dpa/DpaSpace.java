@@ -19,9 +19,12 @@ import org.peerdirect.kernel.iommu.IommuFault;
 final class DpaSpace implements DmaPort {
 
     private final DpaUnit unit;
+    /** Doorbell records the NIC polls ({@link DpaUnit#recordSpace}): reads without the C1 report. */
+    private final boolean records;
 
-    DpaSpace(DpaUnit unit) {
+    DpaSpace(DpaUnit unit, boolean records) {
         this.unit = unit;
+        this.records = records;
     }
 
     @Override
@@ -49,7 +52,11 @@ final class DpaSpace implements DmaPort {
     public void read(long iova, MemorySegment dst, long dstOffset, long len) {
         check(iova, len);
         try {
-            unit.mm.nicRead(iova, dst, dstOffset, len, "data (RDMA through a DPA-memory mkey)");
+            if (records) {
+                unit.mm.nicPoll(iova, dst, dstOffset, len);
+            } else {
+                unit.mm.nicRead(iova, dst, dstOffset, len, "bytes the NIC fetched (a WQE, send data, an RDMA READ)");
+            }
         } catch (IllegalStateException e) {
             throw gone(iova);
         }

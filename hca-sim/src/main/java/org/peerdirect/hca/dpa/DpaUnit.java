@@ -11,6 +11,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import org.peerdirect.hca.dpa.isa.Hart;
+
 /**
  * The DPA subsystem of a BlueField-3 function: DPA memory, the execution units, the RTOS, the
  * loader, outboxes, windows and the memory model, behind the operations its firmware performs for
@@ -40,6 +42,7 @@ public final class DpaUnit implements AutoCloseable {
     final MemoryModel mm;
     final Windows windows;
     private final DpaSpace space;
+    private final DpaSpace recordSpace;
     private final AtomicInteger ids = new AtomicInteger();
     private final Map<Integer, DpaMemory.Region> mems = new ConcurrentHashMap<>();
     private final Map<Integer, DpaProcess> processes = new ConcurrentHashMap<>();
@@ -61,7 +64,8 @@ public final class DpaUnit implements AutoCloseable {
         this.rtos = new Rtos(this);
         this.mm = new MemoryModel(this, config.check(), memory.seg, config.eus());
         this.windows = new Windows(this);
-        this.space = new DpaSpace(this);
+        this.space = new DpaSpace(this, false);
+        this.recordSpace = new DpaSpace(this, true);
     }
 
     /**
@@ -71,6 +75,15 @@ public final class DpaUnit implements AutoCloseable {
      */
     public org.peerdirect.kernel.dma.DmaPort space() {
         return space;
+    }
+
+    /**
+     * {@link #space} for doorbell records the NIC polls: a read gives the written-back bytes as
+     * any NIC read does, without a C1 finding (a record not yet written back is simply read old;
+     * what a doorbell makes the NIC fetch is checked through {@link #space}).
+     */
+    public org.peerdirect.kernel.dma.DmaPort recordSpace() {
+        return recordSpace;
     }
 
     public DpaConfig config() {
@@ -221,8 +234,14 @@ public final class DpaUnit implements AutoCloseable {
         return process(pid).heap.size();
     }
 
-    /** Ends {@code p} with {@code status} (the first error wins) and tells the host once. */
+    /** Ends {@code p} with {@code status} (the first error wins) and tells the host once; on a thread of {@code p}, that thread and its line failed. */
     void fail(DpaProcess p, int status, String message) {
+        Runner failing = Hart.CURRENT.isBound() && Hart.CURRENT.get() instanceof Runner r && r.thread.process == p ? r : null;
+        fail(p, status, message, failing == null ? -1 : failing.thread.id, failing == null ? "" : Sites.here());
+    }
+
+    /** {@link #fail} naming the failing {@code thread} (-1: none) and its handler line {@code site} (a finding's). */
+    void fail(DpaProcess p, int status, String message, int thread, String site) {
         boolean first;
         rtos.lock.lock();
         try {
@@ -230,6 +249,8 @@ public final class DpaUnit implements AutoCloseable {
             if (first) {
                 p.status = status;
                 p.crash = message;
+                p.failedThread = thread;
+                p.failedSite = site;
             }
         } finally {
             rtos.lock.unlock();
@@ -422,12 +443,23 @@ public final class DpaUnit implements AutoCloseable {
             rtos.lock.unlock();
         }
         for (int cqn : cqs) {
+            // the CQ's state first, then the latch: an event the CQ raised (armed cleared, counted as
+            // armed while it is delivered) has latched its trigger by the time it no longer counts
             DpaNic.CqState s = nic.cqState(cqn);
-            if (s != null && !s.armed()) {
+            if (s != null && !s.armed() && !latched(t)) {
                 mm.report(new Finding("C7", t.process.id, t.id, Sites.here(), "reschedule with CQ 0x" + Integer.toHexString(cqn)
                         + " not armed (pi " + s.producerIndex() + ", ci " + s.consumerIndex() + "): its next CQE will not"
                         + " trigger the thread (flexio_dev_cq_arm before reschedule)"), t.process);
             }
+        }
+    }
+
+    private boolean latched(DpaThread t) {
+        rtos.lock.lock();
+        try {
+            return t.latched;
+        } finally {
+            rtos.lock.unlock();
         }
     }
 
@@ -536,6 +568,29 @@ public final class DpaUnit implements AutoCloseable {
             rtos.lock.unlock();
         }
         return l;
+    }
+
+    /** {@code dpa:eus}: one line per EU, as {@code dpaeumgmt} lists them ({@link DpaViews#eus}). */
+    public List<String> describeEus() {
+        return DpaViews.eus(this);
+    }
+
+    /** {@code dpa:mm}: the memory model's findings per process, each with its handler line ({@link DpaViews#findings}). */
+    public List<String> describeFindings() {
+        return DpaViews.findings(this);
+    }
+
+    /** {@code dpa:crash}: each ended process's status, failing thread and its last handler line ({@link DpaViews#crashes}). */
+    public List<String> describeCrashes() {
+        return DpaViews.crashes(this);
+    }
+
+    Map<Integer, DpaProcess> processes() {
+        return processes;
+    }
+
+    Map<Integer, DpaThread> threads() {
+        return threads;
     }
 
     public List<Finding> findings() {

@@ -83,6 +83,11 @@ final class ExecutionUnits {
         busy.clear(eu);
     }
 
+    /** The groups EU {@code eu} belongs to (ids ascending). */
+    java.util.List<Integer> groupsOf(int eu) {
+        return groups.entrySet().stream().filter(e -> e.getValue().get(eu)).map(Map.Entry::getKey).sorted().toList();
+    }
+
     int busyCount() {
         return busy.cardinality();
     }

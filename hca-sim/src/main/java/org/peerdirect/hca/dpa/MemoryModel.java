@@ -229,9 +229,25 @@ final class MemoryModel {
      * written back, so dirty granules give their old bytes (as hardware would), and C1 reports it.
      */
     void nicRead(long a, MemorySegment dst, long off, long len, String what) {
+        Dirty first = nicPoll(a, dst, off, len);
+        if (first != null) {
+            String site = Sites.format(first.site);
+            report(new Finding("C1", first.writer.process.id, first.writer.id, site, "NIC read of " + what + " at 0x"
+                    + Long.toHexString(a) + " (" + len + " bytes) reads bytes thread " + first.writer.id + " wrote at "
+                    + site + " without __dpa_thread_memory_writeback before the doorbell (rung at " + Sites.here()
+                    + "); the NIC saw the old bytes"), first.writer.process);
+        }
+    }
+
+    /**
+     * A NIC read of DPA memory as {@link #nicRead} without the report: the bytes written back
+     * (old ones for dirty granules); the first dirty granule met, or null. What the NIC polls by
+     * itself (a doorbell record) reads so.
+     */
+    Dirty nicPoll(long a, MemorySegment dst, long off, long len) {
         MemorySegment.copy(seg, a, dst, off, len);
         if (mode == CheckMode.OFF) {
-            return;
+            return null;
         }
         Dirty first = null;
         lock.lock();
@@ -252,13 +268,7 @@ final class MemoryModel {
         } finally {
             lock.unlock();
         }
-        if (first != null) {
-            String site = Sites.format(first.site);
-            report(new Finding("C1", first.writer.process.id, first.writer.id, site, "NIC read of " + what + " at 0x"
-                    + Long.toHexString(a) + " (" + len + " bytes) reads bytes thread " + first.writer.id + " wrote at "
-                    + site + " without __dpa_thread_memory_writeback before the doorbell (rung at " + Sites.here()
-                    + "); the NIC saw the old bytes"), first.writer.process);
-        }
+        return first;
     }
 
     /** A NIC write to DPA memory (a CQE, received data): coherent; it supersedes buffered stores. */
@@ -380,7 +390,7 @@ final class MemoryModel {
         }
         System.getLogger("peerdirect.dpa").log(System.Logger.Level.WARNING, "DPA memory model: " + f);
         if (mode == CheckMode.STRICT && p != null) {
-            unit.fail(p, ProcessStatus.MEMORY_MODEL, f.toString());
+            unit.fail(p, ProcessStatus.MEMORY_MODEL, f.toString(), f.thread(), f.site());
         }
     }
 

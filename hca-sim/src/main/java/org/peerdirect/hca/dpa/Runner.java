@@ -47,8 +47,8 @@ final class Runner implements Hart {
         } catch (ActivationExit e) {
             kind = e.kind;
         } catch (Throwable e) {
-            unit.fail(thread.process, ProcessStatus.HANDLER_TRAP, "handler " + thread.name() + " trapped: " + e
-                    + " at " + trapSite(e));
+            String site = trapSite(e);
+            unit.fail(thread.process, ProcessStatus.HANDLER_TRAP, "handler " + thread.name() + " trapped: " + e + " at " + site, thread.id, site);
             kind = ActivationExit.Kind.PROCESS_END;
         }
         if (kind != ActivationExit.Kind.PROCESS_END) {

@@ -47,6 +47,8 @@ public final class HwCq {
         }
     }
     private boolean armed;
+    /** Events decided under the lock and not yet delivered ({@link #armedOrNotifying}); guarded by the lock. */
+    private int notifying;
     private boolean solicitedOnly;
     /** Producer counter after the last solicited or error CQE (0: none); under lock. */
     private long solicitedPi;
@@ -96,6 +98,7 @@ public final class HwCq {
                 dev.cqOverruns.incrementAndGet();
                 overrun = true;
                 notify = true;
+                notifying++;
             } else {
                 Cqe c = ring[(int) p & mask];
                 c.qpn = qpn;
@@ -127,16 +130,14 @@ public final class HwCq {
                 notify = armed && (!solicitedOnly || solicited || o != Outcome.SUCCESS);
                 if (notify) {
                     armed = false;
+                    notifying++;
                 }
             }
         } finally {
             lock.unlock();
         }
         if (notify) {
-            CqEventHandler h = dev.eventHandler;
-            if (h != null) {
-                h.cqEvent(this, overrun);
-            }
+            deliver(overrun);
         }
         return !overrun;
     }
@@ -190,15 +191,49 @@ public final class HwCq {
             long p = pi;
             notify = waiting(solicitedOnlyEvents ? solicitedPi : p, p, ci);
             armed = !notify;
+            if (notify) {
+                notifying++;
+            }
             solicitedOnly = solicitedOnlyEvents;
         } finally {
             lock.unlock();
         }
         if (notify) {
+            deliver(false);
+        }
+    }
+
+    /**
+     * Raises the completion event decided under the lock ({@link #notifying} counted there), outside
+     * it (the handler takes other locks), then uncounts it.
+     */
+    private void deliver(boolean overrun) {
+        try {
             CqEventHandler h = dev.eventHandler;
             if (h != null) {
-                h.cqEvent(this, false);
+                h.cqEvent(this, overrun);
             }
+        } finally {
+            lock.lock();
+            try {
+                notifying--;
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Whether the CQ is armed or its event is being raised: an arm that fired (or a completion on
+     * an armed CQ) clears {@link #armed} before the handler runs, so a check of "will the next
+     * completion wake the consumer" (the DPA's lost wake-up check) must count that event too.
+     */
+    public boolean armedOrNotifying() {
+        lock.lock();
+        try {
+            return armed || notifying > 0;
+        } finally {
+            lock.unlock();
         }
     }
 

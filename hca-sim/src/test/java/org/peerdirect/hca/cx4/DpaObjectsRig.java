@@ -87,7 +87,7 @@ abstract class DpaObjectsRig {
         return arena.allocate(0x10 + CONTEXT_SIZE);
     }
 
-    int mem(int uid, byte[] image) throws Refused {
+    int mem(int uid, byte[] image) throws Refused, CommandQueue.Deferred {
         MemorySegment c = ctx();
         set64(c, MEM_SIZE, image.length);
         MemorySegment o = out();
@@ -96,7 +96,7 @@ abstract class DpaObjectsRig {
         return id;
     }
 
-    int process(int uid, int mem, int len, long heap) throws Refused {
+    int process(int uid, int mem, int len, long heap) throws Refused, CommandQueue.Deferred {
         MemorySegment c = ctx();
         PROCESS_IMAGE_MEM.set(c, 0, mem);
         PROCESS_IMAGE_LEN.set(c, 0, len);
@@ -106,7 +106,7 @@ abstract class DpaObjectsRig {
         return types.get(OBJ_DPA_PROCESS).create(uid, c, out());
     }
 
-    int thread(int uid, int pid, int entry, int affinityType, int affinityId, long arg) throws Refused {
+    int thread(int uid, int pid, int entry, int affinityType, int affinityId, long arg) throws Refused, CommandQueue.Deferred {
         MemorySegment c = ctx();
         THREAD_PROCESS.set(c, 0, pid);
         THREAD_ENTRY_INDEX.set(c, 0, entry);

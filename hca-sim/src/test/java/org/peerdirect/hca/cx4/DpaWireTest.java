@@ -198,6 +198,11 @@ class DpaWireTest {
 
     /** RESET -> INIT -> RTR -> RTS of RC QP {@code qpn}, its path to itself by the port's GID (RoCE). */
     void connectToItself(int a, int qpn) {
+        connect(a, qpn, qpn);
+    }
+
+    /** RESET -> INIT -> RTR -> RTS of RC QP {@code qpn} to QP {@code remote} of the same port (looped back by its GID). */
+    void connect(int a, int qpn, int remote) {
         Spec gidCmd = cmd(Mlx5Cmd.QUERY_HCA_VPORT_GID, 0, 0, 16, Vport.GID_OUT_LEN);
         Vport.IN_PORT_NUM.set(gidCmd.inSeg(), 0, 1);
         rig.ok(gidCmd);
@@ -209,7 +214,7 @@ class DpaWireTest {
         Spec rtr = modifyQp(Qp.INIT2RTR_QP, a, qpn);
         Qp.QPC_RWE.set(rtr.inSeg(), Qp.IN_QPC, 1);
         Qp.QPC_MTU.set(rtr.inSeg(), Qp.IN_QPC, 3);
-        Qp.QPC_REMOTE_QPN.set(rtr.inSeg(), Qp.IN_QPC, qpn);
+        Qp.QPC_REMOTE_QPN.set(rtr.inSeg(), Qp.IN_QPC, remote);
         Qp.QPC_PRI_GRH.set(rtr.inSeg(), Qp.IN_QPC, 1);
         Qp.QPC_PRI_HOP_LIMIT.set(rtr.inSeg(), Qp.IN_QPC, 64);
         MemorySegment.copy(gid, 0, rtr.inSeg(), Qp.IN_QPC + Qp.QPC_PRI_RGID, 16);
@@ -238,6 +243,11 @@ class DpaWireTest {
      * path a driver takes.
      */
     Proc process(int uid, int pd, int uar, Class<?> c, String entry) {
+        return process(uid, pd, uar, c, entry, 4096);
+    }
+
+    /** {@link #process} with a heap of {@code heapSize} bytes. */
+    Proc process(int uid, int pd, int uar, Class<?> c, String entry, long heapSize) {
         byte[] img = new ImagePackager().add(c).global(entry, c, entry).pack();
         int mem = create(OBJ_DPA_MEM, uid, ctx -> set64(ctx, MEM_SIZE, img.length));
         MemorySegment memOut = output(OBJ_OUT);
@@ -252,7 +262,7 @@ class DpaWireTest {
         int pid = create(OBJ_DPA_PROCESS, uid, ctx -> {
             PROCESS_IMAGE_MEM.set(ctx, 0, mem);
             PROCESS_IMAGE_LEN.set(ctx, 0, img.length);
-            set64(ctx, PROCESS_HEAP_SIZE, 4096);
+            set64(ctx, PROCESS_HEAP_SIZE, heapSize);
             PROCESS_PD.set(ctx, 0, pd);
             PROCESS_UAR.set(ctx, 0, uar);
         });
@@ -278,15 +288,17 @@ class DpaWireTest {
     }
 
     /**
-     * A host-side RC QP connected to itself with its CQ (both rings and records in one DevX umem
-     * of host pages), posting one work request at a time and waiting for its completion: the
-     * loopback QP libflexio's runtime uses for {@code host2dev_memcpy} (DPA_MODEL.md §2.6).
-     * Page 0 the CQ ring, page 1 the receive then the send queue, page 2 the records, then the
-     * host buffer (registered with its own mkey at {@link #BUF}).
+     * A host-side RC QP with its CQ (both rings and records in one DevX umem of host pages),
+     * connected to itself or to another QP of the port: the loopback QP libflexio's runtime uses
+     * for {@code host2dev_memcpy} (DPA_MODEL.md §2.6), and a DPA handler's host peer. Page 0 the
+     * CQ ring, page 1 the receive queue (8 × 64 B) then the send queue (8 basic blocks), page 2
+     * the records, then the host buffer (registered with its own mkey at {@link #BUF}).
      */
     final class Loop implements AutoCloseable {
         static final long BUF = 0x7000_0000L;
         static final int BUF_PAGES = 8;
+        static final int LOG_Q = 3;
+        static final long SQ = 64L << LOG_Q;
         final int uid;
         final Page[] p = new Page[3 + BUF_PAGES];
         final int umem;
@@ -298,7 +310,13 @@ class DpaWireTest {
         int received;
         int completed;
 
+        /** Connected to itself. */
         Loop(int uid, int pd, int uar) {
+            this(uid, pd, uar, true);
+        }
+
+        /** {@code self}: connected to itself; else {@link #connect} later. */
+        Loop(int uid, int pd, int uar, boolean self) {
             this.uid = uid;
             this.uar = uar;
             long[] iovas = new long[p.length];
@@ -311,7 +329,7 @@ class DpaWireTest {
             }
             umem = index(createUmem(uid, java.util.Arrays.copyOf(iovas, 3)));
             cqn = index(umemCq(uid, uar, umem, 0, 8192, -1));
-            Spec qp = rig.createQp(SLOT, Qp.ST_RC, 2, 2, 2, uar, pd, cqn, cqn, new long[0]);
+            Spec qp = rig.createQp(SLOT, Qp.ST_RC, LOG_Q, LOG_Q, 2, uar, pd, cqn, cqn, new long[0]);
             qp.onOk = null;
             qp.inlen = (int) Qp.CREATE_QP_IN_PAS;
             Devx.UID.set(qp.inSeg(), 0, uid);
@@ -327,8 +345,15 @@ class DpaWireTest {
             Mkey.MKC_A.set(mk.inSeg(), Mkey.CREATE_IN_MKC, 1);
             Devx.UID.set(mk.inSeg(), 0, uid);
             lkey = index(mk) << 8;
-            connectToItself(uid, qpn);
-            Spec rights = modifyQp(Qp.RTS2RTS_QP, uid, qpn); // READ and atomics too: the responder is this QP
+            if (self) {
+                connect(qpn);
+            }
+        }
+
+        /** To RTS towards QP {@code remote} with remote read, write and atomics allowed. */
+        void connect(int remote) {
+            DpaWireTest.this.connect(uid, qpn, remote);
+            Spec rights = modifyQp(Qp.RTS2RTS_QP, uid, qpn); // READ and atomics too: the responder may be this QP
             Qp.QPC_RWE.set(rights.inSeg(), Qp.IN_QPC, 1);
             Qp.QPC_RRE.set(rights.inSeg(), Qp.IN_QPC, 1);
             Qp.QPC_RAE.set(rights.inSeg(), Qp.IN_QPC, 1);
@@ -363,8 +388,15 @@ class DpaWireTest {
 
         /** One work request ({@code opcode}), signalled; waits for its CQE and returns its opcode (CQE_REQ, or an error's). */
         int post(int opcode, int rkey, long raddr, long laddr, long len, long swapAdd, long compare) {
+            put(opcode, rkey, raddr, laddr, len, swapAdd, compare);
+            ring();
+            return awaitCqe("work request " + opcode);
+        }
+
+        /** Writes one signalled work request into the send queue (rung by {@link #ring}). */
+        void put(int opcode, int rkey, long raddr, long laddr, long len, long swapAdd, long compare) {
             boolean atomic = opcode == Wqe.OP_ATOMIC_FA || opcode == Wqe.OP_ATOMIC_CS;
-            MemorySegment w = p[1].mem().asSlice(WQ + (sent & 3) * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
+            MemorySegment w = p[1].mem().asSlice(SQ + (sent & (1 << LOG_Q) - 1) * Qp.SEND_WQE_BB, Qp.SEND_WQE_BB);
             w.fill((byte) 0);
             int ds = opcode == Wqe.OP_SEND ? 2 : atomic ? 4 : 3;
             w.set(BE32, Qp.CTRL_OPMOD_IDX_OPCODE, (sent & 0xffff) << 8 | opcode);
@@ -385,14 +417,18 @@ class DpaWireTest {
             w.set(BE32, data + Qp.DATA_LKEY, lkey);
             w.set(BE64, data + Qp.DATA_ADDR, laddr);
             sent++;
+        }
+
+        /** The send doorbell record, then the doorbell: every work request put so far. */
+        void ring() {
             p[2].mem().set(BE32, 64 + Qp.DBR_SND, sent);
-            rig.fn.write64(0, ((long) uar << 12) + Qp.UAR_BF_OFFSET, Long.reverseBytes(w.get(BE64, 0)));
-            return awaitCqe("work request " + opcode);
+            long first = SQ + ((sent - 1) & (1 << LOG_Q) - 1) * Qp.SEND_WQE_BB;
+            rig.fn.write64(0, ((long) uar << 12) + Qp.UAR_BF_OFFSET, Long.reverseBytes(p[1].mem().get(BE64, first)));
         }
 
         /** Posts a receive of {@code len} bytes at {@code addr} through {@code key} (a SEND lands there). */
         void receive(int key, long addr, int len) {
-            MemorySegment r = p[1].mem().asSlice((received & 3) * 64L, 64);
+            MemorySegment r = p[1].mem().asSlice((received & (1 << LOG_Q) - 1) * 64L, 64);
             r.fill((byte) 0);
             r.set(BE32, Qp.DATA_BYTE_COUNT, len);
             r.set(BE32, Qp.DATA_LKEY, key);
@@ -402,13 +438,23 @@ class DpaWireTest {
             p[2].mem().set(BE32, 64 + Qp.DBR_RCV, received);
         }
 
-        /** The next CQE's opcode once it is there. */
+        /** The next CQE's opcode once it is there (its owner bit that of this pass over the ring). */
         int awaitCqe(String what) {
             long at = (completed & 63) * 64L;
-            await(() -> (p[0].mem().get(JAVA_BYTE, at + Cq.CQE_OP_OWN) & 0xff) >>> 4 == Cq.CQE_INVALID ? 0 : 1, 1, "the CQE of " + what);
+            int owner = completed >>> 6 & 1;
+            await(() -> {
+                int opOwn = p[0].mem().get(JAVA_BYTE, at + Cq.CQE_OP_OWN) & 0xff;
+                return opOwn >>> 4 != Cq.CQE_INVALID && (opOwn & 1) == owner ? 1 : 0;
+            }, 1, "the CQE of " + what);
             int op = (p[0].mem().get(JAVA_BYTE, at + Cq.CQE_OP_OWN) & 0xff) >>> 4;
             completed++;
+            p[2].mem().set(BE32, Cq.DBR_SET_CI, completed & 0xffffff); // consumed: the ring never overruns
             return op;
+        }
+
+        /** The byte count of the CQE {@link #awaitCqe} returned last. */
+        int lastByteCount() {
+            return p[0].mem().get(BE32, ((completed - 1) & 63) * 64L + Cq.CQE_BYTE_CNT);
         }
 
         @Override

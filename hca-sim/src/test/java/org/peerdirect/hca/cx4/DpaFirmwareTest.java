@@ -1,0 +1,133 @@
+package org.peerdirect.hca.cx4;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE16;
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
+import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
+import static org.peerdirect.hca.cx4.ifc.DpaObj.*;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.hca.cx4.CommandFuzzTest.Page;
+import org.peerdirect.hca.cx4.CommandFuzzTest.Spec;
+import org.peerdirect.hca.cx4.DpaWireTest.Proc;
+import org.peerdirect.hca.cx4.ifc.Eq;
+import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
+import org.peerdirect.hca.dpa.progs.RtosProgs;
+
+/**
+ * The BlueField-3 firmware's duties around the DPA objects: their contexts in the firmware's pages
+ * (more pages while they live, back at destroy) and a process error told to the host as an
+ * {@code OBJECT_CHANGE} EQE naming the process. Driven through {@link DpaWireTest}'s command
+ * helpers; each test ends with no DPA object, context or EU left and the rig's audit.
+ */
+class DpaFirmwareTest {
+
+    @TempDir
+    Path tmp;
+    final DpaWireTest w = new DpaWireTest();
+
+    @AfterEach
+    void down() {
+        w.down();
+    }
+
+    FirmwareDpa start() {
+        w.tmp = tmp;
+        w.rig(ConnectX4Device.DEVICE_BLUEFIELD3);
+        return w.dpa();
+    }
+
+    /** {@link #start} with page requests on (the rig's level 5): a command short of pages is parked until the harness gives them. */
+    FirmwareDpa startWithPageRequests() {
+        w.rig = new CommandFuzzTest.Rig(new CommandFuzzTest.Stats("dpafw"), tmp.resolve("swap"), (byte) 0x5a, ConnectX4Device.DEVICE_BLUEFIELD3);
+        w.rig.bringUp(5);
+        return w.dpa();
+    }
+
+    /**
+     * Each process takes a firmware page for its context, each thread 512 bytes, the others 64:
+     * with four processes and their threads live the firmware asked for (and holds) more pages
+     * (page requests, commands parked until the driver answered), and every context goes back
+     * when the objects go.
+     */
+    @Test
+    void dpaObjectContextsLiveInTheFirmwarePages() {
+        FirmwareDpa dpa = startWithPageRequests();
+        int a = w.createUctx();
+        int uar = w.index(DpaWireTest.cmd(Mlx5Cmd.ALLOC_UAR, 0, a, 16, 16));
+        int pd = w.index(DpaWireTest.cmd(Mlx5Cmd.ALLOC_PD, 0, a, 16, 16));
+        int units = w.rig.dev.firmwareContextUnits();
+        int held = w.rig.dev.pagesHeld();
+        List<Proc> procs = new ArrayList<>();
+        List<Integer> threads = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            Proc p = w.process(a, pd, uar, RtosProgs.class, "count");
+            procs.add(p);
+            threads.add(w.thread(a, p));
+        }
+        assertEquals(16, dpa.contexts(), "memory, process, outbox and thread of each of four processes");
+        assertEquals(units + 4 * (64 + 8 + 1 + 1), w.rig.dev.firmwareContextUnits(), "a page per process, 512 B per thread, 64 B per memory and outbox");
+        assertTrue(w.rig.dev.pagesHeld() >= held + 4, "the firmware asked for (and holds) more pages: " + held + " -> " + w.rig.dev.pagesHeld());
+        assertTrue(w.rig.stats.pageRequests.sum() > 0, "by page requests the driver answered");
+        for (int i = 0; i < 4; i++) {
+            w.destroyObj(OBJ_DPA_THREAD, a, threads.get(i));
+            w.destroyProcess(a, procs.get(i));
+        }
+        assertEquals(0, dpa.contexts());
+        assertEquals(units, w.rig.dev.firmwareContextUnits(), "every DPA context went back");
+        assertEquals(List.of(), dpa.leaks());
+        w.rig.ok(w.destroy(Mlx5Cmd.DEALLOC_PD, a, pd));
+        w.rig.ok(w.destroy(Mlx5Cmd.DEALLOC_UAR, a, uar));
+        w.destroyUctx(a);
+    }
+
+    /**
+     * {@code flexio_dev_error(0x85)}: the process ends with that status, and the host learns it
+     * at once by an {@code OBJECT_CHANGE} EQE (obj_type DPA_PROCESS, obj_id the process) on the EQ
+     * that asked for the event (the one {@code mlx5_core} hands to DevX's event channels); the
+     * query shows the status.
+     */
+    @Test
+    void aProcessErrorReachesTheHostAsAnObjectChangeEvent() {
+        start();
+        int a = w.createUctx();
+        int uar = w.index(DpaWireTest.cmd(Mlx5Cmd.ALLOC_UAR, 0, a, 16, 16));
+        int pd = w.index(DpaWireTest.cmd(Mlx5Cmd.ALLOC_PD, 0, a, 16, 16));
+        Page ring = w.rig.page();
+        for (int i = 0; i < 64; i++) {
+            ring.mem().set(JAVA_BYTE, i * 64L + Eq.EQE_OWNER, (byte) 1);
+        }
+        Spec eq = new Spec(DpaWireTest.SLOT, Mlx5Cmd.CREATE_EQ, 0, (int) Eq.CREATE_EQ_IN_PAS + 8, 16);
+        Eq.EQC_LOG_EQ_SIZE.set(eq.inSeg(), Eq.CREATE_EQ_IN_EQC, 6);
+        Eq.EQC_UAR_PAGE.set(eq.inSeg(), Eq.CREATE_EQ_IN_EQC, w.rig.uars.get(0));
+        eq.inSeg().set(BE64, Eq.CREATE_EQ_IN_EVENT_BITMASK, 1L << Eq.EVENT_OBJECT_CHANGE);
+        eq.inSeg().set(BE64, Eq.CREATE_EQ_IN_PAS, ring.iova());
+        int eqn = w.index(eq);
+        Proc proc = w.process(a, pd, uar, RtosProgs.class, "userError");
+        int tid = w.thread(a, proc);
+        w.arg(proc, 0, 0x85);
+        w.threadState(a, tid, THREAD_STATE_RUN);
+        w.threadState(a, tid, THREAD_STATE_TRIGGER);
+        DpaWireTest.await(() -> (ring.mem().get(JAVA_BYTE, Eq.EQE_OWNER) & 1) == 0 ? 1 : 0, 1, "the OBJECT_CHANGE EQE");
+        assertEquals(Eq.EVENT_OBJECT_CHANGE, ring.mem().get(JAVA_BYTE, Eq.EQE_TYPE) & 0xff);
+        assertEquals(OBJ_DPA_PROCESS, ring.mem().get(BE16, Eq.EQE_DATA + Eq.OBJ_CHANGE_TYPE) & 0xffff, "it names the type");
+        assertEquals(proc.pid(), ring.mem().get(BE32, Eq.EQE_DATA + Eq.OBJ_CHANGE_ID), "and the process");
+        assertEquals(0x85, PROCESS_STATUS.get(w.query(OBJ_DPA_PROCESS, a, proc.pid()), 0), "the query gives the user's status");
+        assertTrue(w.unit().awaitIdle());
+        assertEquals(1, ring.mem().get(JAVA_BYTE, 64 + Eq.EQE_OWNER) & 1, "one event, not more (the next EQE as software left it)");
+        w.destroyObj(OBJ_DPA_THREAD, a, tid);
+        w.destroyProcess(a, proc);
+        w.rig.ok(w.destroy(Mlx5Cmd.DESTROY_EQ, 0, eqn));
+        w.rig.ok(w.destroy(Mlx5Cmd.DEALLOC_PD, a, pd));
+        w.rig.ok(w.destroy(Mlx5Cmd.DEALLOC_UAR, a, uar));
+        w.destroyUctx(a);
+    }
+}
