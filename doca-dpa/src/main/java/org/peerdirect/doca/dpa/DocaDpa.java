@@ -299,9 +299,17 @@ public final class DocaDpa implements DocaDpaContext {
         return d;
     }
 
+    /** BAD_STATE once the context stopped or was destroyed: the counter went with the process's memory. */
     @Override
     public void syncEventCounterFree(long daddr) {
-        memFree(daddr);
+        lock.lock();
+        try {
+            DocaException.check(state == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE,
+                    "doca_sync_event: the DPA context is " + state.name().toLowerCase() + "; the counter went with its memory");
+            memFree(daddr);
+        } finally {
+            lock.unlock();
+        }
     }
 
     @Override

@@ -58,6 +58,7 @@ final class KernelDispatcher {
     /** Back-off between polls while launches are pending: a poll's pace, not a synchronisation. */
     private static final long POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
 
+    private final DocaDpa dpa;
     private final FlexioProcess process;
     private final DocaDpa.WaitComparison comparison;
     private final ReentrantLock lock = new ReentrantLock();
@@ -73,6 +74,7 @@ final class KernelDispatcher {
     private final Thread thread;
 
     KernelDispatcher(DocaDpa dpa, FlexioProcess process, DocaDpa.WaitComparison comparison) {
+        this.dpa = dpa;
         this.process = process;
         this.comparison = comparison;
         this.thread = Thread.ofPlatform().daemon().name("doca-dpa-dispatcher-" + process.id()).start(this::loop);
@@ -218,15 +220,31 @@ final class KernelDispatcher {
                 h.destroy();
             }
             process.bufDevFree(r.blocks);
-            Launch l = r.launch;
-            if (l.compEvent() != null) {
-                if (l.add()) {
-                    l.compEvent().updateAdd(l.compCount());
-                } else {
-                    l.compEvent().updateSet(l.compCount());
-                }
-            }
+            complete(r.launch);
             inFlight.decrementAndGet();
+        }
+    }
+
+    /**
+     * Sets or adds the completion event. A counter in host memory takes the CPU's atomic add; one
+     * in this context's DPA memory (a DPA subscriber, as Seed 001's chain has) is read and written
+     * back through the runtime's copies: atomic against the other launches' completions (this one
+     * thread makes them all), not against DPA code adding to the same event at the same moment
+     * [model limit: the loopback QP does no RDMA atomics]. A DPA counter of another context fails
+     * the launch (INVALID_VALUE from its handle).
+     */
+    private void complete(Launch l) {
+        DocaSyncEvent ev = l.compEvent();
+        if (ev == null) {
+            return;
+        }
+        if (ev.subscriberLocation() == DocaSyncEvent.Location.DPA) {
+            long h = ev.getDpaHandle(dpa);
+            dpa.syncEventCounterSet(h, l.add() ? dpa.syncEventCounterGet(h) + l.compCount() : l.compCount());
+        } else if (l.add()) {
+            ev.updateAdd(l.compCount());
+        } else {
+            ev.updateSet(l.compCount());
         }
     }
 

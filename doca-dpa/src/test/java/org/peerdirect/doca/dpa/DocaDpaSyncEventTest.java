@@ -132,6 +132,25 @@ class DocaDpaSyncEventTest {
         assertEquals(7, ev.get());
     }
 
+    /** Seed 001's chain on an event the DPA publishes and subscribes to (counter in DPA memory); under {@code >} the host kicks it. */
+    @Test
+    void seedChainOnAnEventInDpaMemory() {
+        DocaSyncEvent ev = event(false);
+        long log = dpa.memAlloc(256);
+        dpa.memset(log, 0, 256);
+        dpa.kernelLaunchUpdateAdd(ev, 2, ev, 1, 1, KernelProgsStubs.FUNC3, log);
+        dpa.kernelLaunchUpdateAdd(ev, 1, ev, 1, 1, KernelProgsStubs.FUNC2, log);
+        dpa.kernelLaunchUpdateAdd(ev, 0, ev, 1, 1, KernelProgsStubs.FUNC1, log);
+        for (int i = 0; i < 10; i++) {
+            assertEquals(0, load(log), "nothing passes 0 at 0");
+        }
+        ev.updateSet(1);
+        ev.waitGt(3, -1L, BOUND);
+        assertEquals(4, ev.get());
+        assertEquals(List.of(3L, 1L, 2L, 3L), List.of(load(log), load(log + 8), load(log + 16), load(log + 24)), "func1 → func2 → func3");
+        assertEquals(null, dpa.kernelFailure());
+    }
+
     /** DOCA's dpa_kernel_launch sample as it configures its events: wait CPU→DPA, completion DPA→CPU. */
     @Test
     void kernelLaunchSampleWithItsEvents() {
