@@ -47,6 +47,9 @@ public final class DocaDpa implements DocaDpaContext {
     private FlexioProcess process;
     private KernelDispatcher dispatcher;
     private WaitComparison waitComparison = WaitComparison.GT;
+    private int logLevel = org.peerdirect.doca.dpa.dev.DocaDpaDev.LOG_LEVEL_INFO;
+    private java.nio.file.Path logPath;
+    private org.peerdirect.flexio.FlexioMsgStream log;
     /** Threads created on this context and not destroyed (guarded by {@link #lock}). */
     private final java.util.List<DocaDpaThread> threads = new java.util.ArrayList<>();
 
@@ -119,6 +122,30 @@ public final class DocaDpa implements DocaDpaContext {
         }
     }
 
+    /** {@code doca_dpa_set_log_level}: the device log's level (10 disable .. 60 debug); before start. */
+    public void setLogLevel(int level) {
+        lock.lock();
+        try {
+            checkState("doca_dpa_set_log_level", State.CREATED);
+            DocaException.check(level >= 10 && level <= 60, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_dpa_set_log_level: level " + level + " (10..60)");
+            logLevel = level;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code doca_dpa_log_file_set_path}: the device log's lines go to this file (appended) instead of standard output; before start. */
+    public void logFileSetPath(String path) {
+        lock.lock();
+        try {
+            checkState("doca_dpa_log_file_set_path", State.CREATED);
+            DocaException.check(path != null && !path.isEmpty(), DocaError.DOCA_ERROR_INVALID_VALUE, "doca_dpa_log_file_set_path: no path");
+            logPath = java.nio.file.Path.of(path);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /**
      * {@code doca_dpa_start}: loads the app into a new DPA process.
      *
@@ -134,6 +161,15 @@ public final class DocaDpa implements DocaDpaContext {
             try {
                 process = FlexioProcess.create(dev.ibvContext(), app, new FlexioProcess.Attr(4L << 20, Duration.ofSeconds(30)));
             } catch (FlexioException e) {
+                throw flexio(w, e);
+            }
+            try {
+                log = org.peerdirect.flexio.FlexioMsgStream.create(process, new org.peerdirect.flexio.FlexioMsgStream.Attr(1 << 14,
+                        org.peerdirect.flexio.FlexioMsgStream.SyncMode.SYNC, "doca_dpa", org.peerdirect.doca.dpa.dev.DocaDpaDev.flexioLevel(logLevel)),
+                        this::printDeviceLog);
+            } catch (FlexioException e) {
+                process.destroy();
+                process = null;
                 throw flexio(w, e);
             }
             dispatcher = new KernelDispatcher(this, process, waitComparison);
@@ -165,8 +201,9 @@ public final class DocaDpa implements DocaDpaContext {
         d.shutdown(); // outside the lock: the dispatcher's thread takes it
         lock.lock();
         try {
-            process.destroy();
+            process.destroy(); // the log stream with it
             process = null;
+            log = null;
         } finally {
             lock.unlock();
         }
@@ -414,6 +451,27 @@ public final class DocaDpa implements DocaDpaContext {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** One line of the device log: to the file of {@link #logFileSetPath}, else standard output (best effort, as DOCA's). */
+    private void printDeviceLog(String line) {
+        java.nio.file.Path p = logPath;
+        if (p == null) {
+            System.out.println(line);
+            return;
+        }
+        try {
+            java.nio.file.Files.writeString(p, line + System.lineSeparator(), java.nio.file.StandardOpenOption.CREATE,
+                    java.nio.file.StandardOpenOption.APPEND);
+        } catch (java.io.IOException e) {
+            System.err.println("doca_dpa device log: " + p + ": " + e.getMessage() + ": " + line);
+        }
+    }
+
+    /** The device log stream's DPA address (the runtime block's {@code OFF_LOG_STREAM}); 0 when not started. */
+    long logStream() {
+        org.peerdirect.flexio.FlexioMsgStream l = log;
+        return l == null ? 0 : l.daddr();
     }
 
     // ------------------------------------------------------------------ threads

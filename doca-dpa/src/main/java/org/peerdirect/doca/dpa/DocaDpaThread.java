@@ -102,7 +102,8 @@ public final class DocaDpaThread {
         try {
             block = dpa.memAlloc(DocaDpaDev.RANK_BLOCK_SIZE);
             ByteBuffer b = ByteBuffer.allocate(DocaDpaDev.RANK_BLOCK_SIZE).order(ByteOrder.LITTLE_ENDIAN);
-            b.putInt(DocaDpaDev.OFF_RANK, 0).putInt(DocaDpaDev.OFF_NUM_THREADS, 1).putLong(DocaDpaDev.OFF_LOCAL_STORAGE, localStorage);
+            b.putInt(DocaDpaDev.OFF_RANK, 0).putInt(DocaDpaDev.OFF_NUM_THREADS, 1).putLong(DocaDpaDev.OFF_LOCAL_STORAGE, localStorage)
+                    .putLong(DocaDpaDev.OFF_LOG_STREAM, dpa.logStream());
             dpa.h2dMemcpy(block, b.array());
             FlexioEventHandler.AffinityType aff = euId < 0 ? FlexioEventHandler.AffinityType.NONE : FlexioEventHandler.AffinityType.STRICT;
             handler = FlexioEventHandler.create(dpa.process(w), new FlexioEventHandler.Attr(func, false, arg, block, aff, Math.max(euId, 0)));

@@ -178,6 +178,7 @@ final class KernelDispatcher {
         for (int rank = 0; rank < l.nthreads(); rank++) {
             b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_RANK, rank);
             b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_NUM_THREADS, l.nthreads());
+            b.putLong(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_LOG_STREAM, dpa.logStream());
         }
         try {
             process.host2devMemcpy(b.array(), r.blocks);

@@ -66,6 +66,8 @@ class DocaDpaKernelLaunchTest {
         dpa = DocaDpa.create(dev);
         dpa.setApp(KernelProgsStubs.APP);
         dpa.setWaitComparison(c);
+        dpa.setLogLevel(org.peerdirect.doca.dpa.dev.DocaDpaDev.LOG_LEVEL_DEBUG);
+        dpa.logFileSetPath(tmp.resolve("dpa.log").toString());
         dpa.start();
         return dpa;
     }
@@ -126,6 +128,23 @@ class DocaDpaKernelLaunchTest {
         }
         assertEquals(0, dpa.kernelsPending());
         assertEquals(null, dpa.kernelFailure());
+        long deadline = System.nanoTime() + BOUND.toNanos();
+        while (logLines().size() < 2 * n) { // the SYNC stream's host thread prints as lines arrive
+            assertTrue(System.nanoTime() < deadline, "not every rank's lines within " + BOUND + ": " + logLines());
+            Thread.onSpinWait();
+        }
+        List<String> lines = logLines();
+        assertEquals(n, lines.stream().filter("Hello from kernel"::equals).count(), "one line per rank: " + lines);
+        assertEquals(n, lines.stream().filter("debug line of hello_world"::equals).count(), "DEBUG passes at DEBUG: " + lines);
+    }
+
+    private List<String> logLines() {
+        try {
+            Path p = tmp.resolve("dpa.log");
+            return java.nio.file.Files.exists(p) ? java.nio.file.Files.readAllLines(p) : List.of();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     @Test

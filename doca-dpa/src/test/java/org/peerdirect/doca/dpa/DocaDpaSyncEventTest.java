@@ -45,6 +45,7 @@ class DocaDpaSyncEventTest {
         dev = lab.open(0);
         dpa = DocaDpa.create(dev);
         dpa.setApp(KernelProgsStubs.APP);
+        dpa.logFileSetPath(tmp.resolve("dpa.log").toString());
         dpa.start();
     }
 
@@ -76,6 +77,15 @@ class DocaDpaSyncEventTest {
         dpa.memset(r, 0, 1024);
         dpa.h2dMemcpy(r + KernelProgs.HANDLE, le(e.getDpaHandle(dpa)));
         return r;
+    }
+
+    private List<String> logLines() {
+        try {
+            Path p = tmp.resolve("dpa.log");
+            return java.nio.file.Files.exists(p) ? java.nio.file.Files.readAllLines(p) : List.of();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     private static byte[] le(long v) {
@@ -172,5 +182,12 @@ class DocaDpaSyncEventTest {
         assertEquals(10, comp.get());
         assertEquals(1, load(rec), "hello_world ran once");
         assertEquals(1001, load(rec + 16));
+        long deadline = System.nanoTime() + BOUND.toNanos();
+        List<String> lines;
+        while ((lines = logLines()).isEmpty()) { // the SYNC stream's host thread prints as lines arrive
+            assertTrue(System.nanoTime() < deadline, "no device log line within " + BOUND);
+            Thread.onSpinWait();
+        }
+        assertEquals(List.of("Hello from kernel"), lines, "the sample's line, once; the DEBUG line filtered at INFO");
     }
 }

@@ -6,8 +6,8 @@
  *
  * <p>Java names map one to one to the C names ({@code doca_dpa_dev_thread_rank} →
  * {@code DocaDpaDev.threadRank}). This first slice has the thread calls ({@code DocaDpaDev}: rank,
- * count, local storage, reschedule, finish, notify, yield) and the sync events on the DPA
- * ({@code DocaDpaDevSyncEvent}); completions, RDMA, async ops, verbs and log are not built yet.
+ * count, local storage, reschedule, finish, notify, yield, log) and the sync events on the DPA
+ * ({@code DocaDpaDevSyncEvent}); completions, RDMA, async ops, verbs and trace are not built yet.
  */
 @Export
 @Version("0.1.0")

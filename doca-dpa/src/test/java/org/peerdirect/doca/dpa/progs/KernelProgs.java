@@ -26,6 +26,8 @@ public final class KernelProgs {
     static void helloWorld(long record) {
         int rank = DocaDpaDev.threadRank();
         int n = DocaDpaDev.numThreads();
+        DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_INFO, "Hello from kernel");
+        DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_DEBUG, "debug line of hello_world");
         Dpa.amoAdd64(record + 8, 1);
         Dpa.st64(record + 16 + 8L * rank, n * 1000L + rank + 1);
         Dpa.memoryFence(Dpa.W, Dpa.W);
