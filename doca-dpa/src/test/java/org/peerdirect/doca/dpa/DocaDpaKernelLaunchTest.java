@@ -236,6 +236,12 @@ class DocaDpaKernelLaunchTest {
         assertEquals(0x0807060504030201L, load(m));
         d.memset(m, 0xab, 16);
         assertEquals(0xababababababababL, load(m + 8));
+        byte[] back = d.d2hMemcpy(m + 14, 4);
+        assertEquals(List.of((byte) 0xab, (byte) 0xab, (byte) 0, (byte) 0), List.of(back[0], back[1], back[2], back[3]), "d2h: the bytes in DPA memory");
+        DocaException outside = assertThrows(DocaException.class, () -> d.h2dMemcpy(0x10, new byte[8]));
+        assertEquals(DocaError.DOCA_ERROR_DRIVER, outside.error(), outside.getMessage());
+        assertTrue(outside.getMessage().contains("outside the heap"), outside.getMessage());
+        assertEquals(DocaError.DOCA_ERROR_DRIVER, assertThrows(DocaException.class, () -> d.d2hMemcpy(0x10, 8)).error());
         d.memFree(m);
         assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, assertThrows(DocaException.class, () -> d.memFree(m)).error(), "double free");
         assertEquals(DocaError.DOCA_ERROR_NO_MEMORY, assertThrows(DocaException.class, () -> d.memAlloc(1L << 40)).error());
