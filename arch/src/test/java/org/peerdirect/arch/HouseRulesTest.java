@@ -64,7 +64,8 @@ class HouseRulesTest {
     /** Every module that is a bundle; a missing one would let a rule pass vacuously. */
     static final Set<String> MODULES = Set.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core", "rdma-tools",
             "umem-test", "testkit", "mlx4-provider", "mlx5-provider", "example-peer-mem", "gpu-sim", "nvidia",
-            "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "launcher", "webconsole", "doca-core", "flexio", "flexio-dev");
+            "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "launcher", "webconsole", "doca-core", "flexio-dev", "flexio",
+            "doca-dpa-dev", "doca-dpa");
 
     static final Set<String> SILICON = Set.of("hca-sim", "gpu-sim", "ssd-sim");
     static final Set<String> DRIVERS = Set.of("mlx4-provider", "mlx5-provider", "nvidia", "nvme");
@@ -81,11 +82,17 @@ class HouseRulesTest {
             "org.peerdirect.doca", List.of("org.peerdirect.mlx5", "org.peerdirect.mlx4", "org.peerdirect.hca"),
             "org.peerdirect.flexio", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib", "org.peerdirect.mlx5.lib", "org.peerdirect.mlx4"));
 
+    /**
+     * Device libraries inside a user library's package tree: code linked into DPA images, which
+     * runs on the DPA and is written on its ISA (the image verifier checks what it references).
+     */
+    static final Set<String> DPA_DEVICE_LIBRARIES = Set.of("org.peerdirect.doca.dpa.dev");
+
     /** User libraries that build PRM commands themselves (over DevX): like drivers, they see silicon only through its layouts. */
     static final Set<String> DEVX_USER_LIBRARIES = Set.of("flexio");
 
-    /** Device libraries, linked into DPA images: they see the ISA and {@code java.lang} only (what the image verifier allows). */
-    static final Set<String> DEVICE_LIBRARIES = Set.of("flexio-dev");
+    /** Device libraries, linked into DPA images: they see the ISA, {@code java.lang} and the device libraries below them only (what the image verifier allows). */
+    static final Set<String> DEVICE_LIBRARIES = Set.of("flexio-dev", "doca-dpa-dev");
 
     /** What silicon may use outside the project: the JDK (JFR for its diagnostic events, as the DPA activation), OSGi, and Gogo for its lab commands. */
     static final List<String> SILICON_MAY_USE = List.of("java.", "jdk.jfr.", "org.osgi.", "org.apache.felix.service.command.");
@@ -211,6 +218,7 @@ class HouseRulesTest {
         check("device-library-isa-only", (from, d) -> DEVICE_LIBRARIES.contains(from.module())
                 && !d.getTargetClass().isPrimitive() && !d.getTargetClass().isArray()
                 && !d.getTargetClass().getPackageName().startsWith("org.peerdirect.flexio.dev")
+                && !d.getTargetClass().getPackageName().startsWith("org.peerdirect.doca.dpa.dev")
                 && !DPA_ISA_MAY_USE.contains(d.getTargetClass().getPackageName()));
     }
 
@@ -250,7 +258,7 @@ class HouseRulesTest {
         check("user-library-not-kernel", (from, d) -> {
             String src = d.getOriginClass().getPackageName();
             String pkg = d.getTargetClass().getPackageName();
-            return USER_LIBRARIES.entrySet().stream().anyMatch(e -> inPackage(src, e.getKey())
+            return !DPA_DEVICE_LIBRARIES.contains(src) && USER_LIBRARIES.entrySet().stream().anyMatch(e -> inPackage(src, e.getKey())
                     && e.getValue().stream().anyMatch(k -> inPackage(pkg, k)));
         });
     }

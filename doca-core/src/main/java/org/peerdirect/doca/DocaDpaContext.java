@@ -5,14 +5,44 @@ import org.peerdirect.doca.dev.DocaDev;
 
 /**
  * What DOCA Core needs of a {@code struct doca_dpa} (the DOCA DPA context, built in the
- * {@code doca-dpa} library on FlexIO): the device it runs on. DOCA Core accepts a DPA context as a
- * sync event's publisher or subscriber location and as a memory map's DPA range; until the DPA
- * library implements this type those locations are configuration only (their data path answers
- * {@link DocaError#DOCA_ERROR_NOT_SUPPORTED}).
+ * {@code doca-dpa} library on FlexIO): the device it runs on, and a sync event counter in its DPA
+ * memory for an event whose subscriber is the DPA (DPA_MODEL.md §2.5: the DPA updates it with its
+ * own atomics; the host reads and sets it through the DPA runtime's copies). The counter calls
+ * answer {@link DocaError#DOCA_ERROR_NOT_SUPPORTED} unless the implementation has DPA memory.
  */
 @ConsumerType
 public interface DocaDpaContext {
 
     /** The device the DPA context was created on ({@code doca_dpa_create(dev, ...)}). */
     DocaDev dev();
+
+    /** Whether the context has DPA memory for sync event counters (a DOCA DPA context does; the calls below answer NOT_SUPPORTED otherwise). */
+    default boolean hasDpaMemory() {
+        return false;
+    }
+
+    /**
+     * An 8-byte counter, zero, in the context's DPA memory; its DPA address (what the DPA's
+     * sync event handle names).
+     *
+     * @throws DocaException BAD_STATE (the context is not started), NO_MEMORY, NOT_SUPPORTED
+     */
+    default long syncEventCounterAlloc() {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a sync event");
+    }
+
+    /** Frees a counter of {@link #syncEventCounterAlloc}; BAD_STATE once the context stopped (the counter went with its memory). */
+    default void syncEventCounterFree(long daddr) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a sync event");
+    }
+
+    /** The counter's value, read from DPA memory (one 8-byte copy). */
+    default long syncEventCounterGet(long daddr) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a sync event");
+    }
+
+    /** Stores {@code value} into the counter (one 8-byte copy into DPA memory). */
+    default void syncEventCounterSet(long daddr, long value) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a sync event");
+    }
 }

@@ -101,6 +101,39 @@ public final class FlexioEventHandler {
         }
     }
 
+    /**
+     * A host trigger of the thread [model]: the trigger {@link FlexioProcess#call} gives an RPC
+     * thread (the RTOS latches it once if the thread runs). DOCA DPA's kernel dispatcher starts
+     * its ranks with it; libflexio exposes no such call.
+     */
+    public void trigger() {
+        process.lock.lock();
+        try {
+            process.checkAlive();
+            Prm.threadState(thread, THREAD_STATE_TRIGGER);
+        } catch (RuntimeException e) {
+            throw FlexioProcess.failure("flexio event handler trigger", e);
+        } finally {
+            process.lock.unlock();
+        }
+    }
+
+    /**
+     * Whether the thread has had more than {@code before} activations and waits for a trigger
+     * again (its activation ended: returned, rescheduled or finished), from the thread's query.
+     */
+    public boolean activationEnded(int before) {
+        process.lock.lock();
+        try {
+            process.checkAlive();
+            MemorySegment q = Prm.query(thread, OBJ_DPA_THREAD);
+            int state = THREAD_STATE.get(q, 0);
+            return THREAD_ACTIVATIONS.get(q, 0) > before && (state == FlexioProcess.STATE_WAITING || state == FlexioProcess.STATE_FINISHED);
+        } finally {
+            process.lock.unlock();
+        }
+    }
+
     /** The DPA_THREAD id ({@code flexio_event_handler_get_id}/{@code _get_obj_id}): what a CQ names as its element and {@code flexio_dev_event_handler_activate} takes. */
     public int id() {
         return Prm.objId(thread);

@@ -302,6 +302,31 @@ public final class FlexioProcess implements AutoCloseable {
         host2devMemcpy(b, daddr);
     }
 
+    /**
+     * {@code size} bytes of the heap at {@code daddr}, by RDMA READ of the loopback QP through the
+     * heap's device mkey. [model] libflexio has no such call; DOCA DPA's {@code doca_dpa_d2h_memcpy}
+     * is built on it (DPA_MODEL.md §2.5).
+     *
+     * @throws FlexioException FAILED for a range outside the heap or a failed READ, TIMEOUT
+     */
+    public byte[] dev2hostMemcpy(long daddr, int size) {
+        lock.lock();
+        try {
+            checkAlive();
+            if (size < 0 || !heap.contains(daddr, size)) {
+                throw new FlexioException(FlexioStatus.FAILED, String.format("dev2host_memcpy: [0x%x, +%d) is outside the heap"
+                        + " [0x%x, +%d)", daddr, size, heap.base(), heap.size()));
+            }
+            byte[] b = new byte[size];
+            loopback.read(b, 0, size, daddr, Prm.index(heapMkey) << 8);
+            return b;
+        } catch (RuntimeException e) {
+            throw failure("dev2host_memcpy", e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** {@code flexio_copy_from_host}: a new heap block holding {@code src}; its address. */
     public long copyFromHost(byte[] src) {
         long d = bufDevAlloc(src.length);
@@ -321,6 +346,7 @@ public final class FlexioProcess implements AutoCloseable {
 
     /** RTOS thread states as the DPA_THREAD query reports them (hca-sim's {@code ThreadState} order). */
     static final int STATE_WAITING = 3;
+    static final int STATE_FINISHED = 5;
 
     /**
      * {@code flexio_process_call}: runs {@code __dpa_rpc__} entry {@code func} once with

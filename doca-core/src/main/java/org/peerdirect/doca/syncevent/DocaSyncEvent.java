@@ -30,8 +30,12 @@ import org.peerdirect.kernel.mm.KernelException;
  * the device's process, registered on the device (an MR: remote write and atomics only when the
  * publisher is a remote node), so a peer's RDMA reaches the same 8 bytes the CPU reads. The CPU
  * updates it with atomic instructions on that page ({@link VarHandle} on the pinned frame, what a
- * CPU does through its TLB); a DPA subscriber puts it in DPA memory, which comes with DOCA DPA on
- * FlexIO: {@link #start} answers DOCA_ERROR_NOT_SUPPORTED for it, as {@link #getDpaHandle} does.
+ * CPU does through its TLB). With a DPA subscriber the counter is 8 bytes of the DPA context's
+ * memory ({@link DocaDpaContext#syncEventCounterAlloc}, DPA_MODEL.md §2.5): the DPA updates it with
+ * its own atomics through the handle {@link #getDpaHandle} gives (its DPA address); the host reads
+ * and sets it by copies through the DPA runtime, and a host {@link #updateAdd} is NOT_SUPPORTED
+ * there (it could not be atomic with the DPA's adds). A DPA publisher of a CPU-subscribed counter
+ * has no DPA handle yet (the DPA would reach host memory through a window: not built).
  *
  * <p>Threads: DOCA calls its Sync Event API thread-unsafe; configuration ({@code add_*}, start,
  * stop, destroy) is so here. The value operations ({@link #get}, {@link #updateSet},
@@ -73,6 +77,8 @@ public final class DocaSyncEvent {
     private long va;
     private IbvMr mr;
     private MemorySegment page;
+    /** The counter's DPA address when the subscriber is a DPA (while started), else 0. */
+    private long dpaCounter;
 
     /** Waiters sleep on {@code changed}; updaters signal it only when someone waits (the fast path takes no lock). */
     private final ReentrantLock lock = new ReentrantLock();
@@ -97,7 +103,7 @@ public final class DocaSyncEvent {
         dev.hold(this);
     }
 
-    /** {@code doca_sync_event_add_publisher_location_dpa}: accepted; its data path comes with DOCA DPA. */
+    /** {@code doca_sync_event_add_publisher_location_dpa}: the DPA context {@code dpa} publishes (its kernels' completions, its device updates). */
     public void addPublisherLocationDpa(DocaDpaContext dpa) {
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_add_publisher_location_dpa: null DPA");
         setPublisher("doca_sync_event_add_publisher_location_dpa", Location.DPA);
@@ -117,7 +123,7 @@ public final class DocaSyncEvent {
         dev.hold(this);
     }
 
-    /** {@code doca_sync_event_add_subscriber_location_dpa}: accepted; {@link #start} then needs DPA memory (not yet). */
+    /** {@code doca_sync_event_add_subscriber_location_dpa}: the DPA context {@code dpa} subscribes; {@link #start} puts the counter in its DPA memory. */
     public void addSubscriberLocationDpa(DocaDpaContext dpa) {
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_add_subscriber_location_dpa: null DPA");
         setSubscriber("doca_sync_event_add_subscriber_location_dpa", Location.DPA);
@@ -165,14 +171,16 @@ public final class DocaSyncEvent {
      * {@code doca_sync_event_start}: places the counter (zero) near the subscriber.
      *
      * @throws DocaException BAD_STATE (started before, or no CPU location to place the counter
-     *         in and no subscriber), NOT_SUPPORTED (a DPA subscriber: DPA memory comes with DOCA DPA),
+     *         in and no subscriber), NOT_SUPPORTED (a DPA subscriber whose context has no DPA memory, or with a remote publisher),
      *         INVALID_VALUE (CPU locations of two processes), NO_MEMORY (the page or its registration)
      */
     public void start() {
         String w = "doca_sync_event_start";
         checkConfiguring(w);
-        DocaException.check(subscriber != Location.DPA, DocaError.DOCA_ERROR_NOT_SUPPORTED,
-                w + ": a DPA subscriber keeps the counter in DPA memory, which needs DOCA DPA on FlexIO (not yet)");
+        if (subscriber == Location.DPA) {
+            startInDpaMemory(w);
+            return;
+        }
         home = subscriberDev != null ? subscriberDev : publisherDev;
         DocaException.check(home != null, DocaError.DOCA_ERROR_BAD_STATE,
                 w + ": no CPU location (add_subscriber_location_cpu) to place the counter in; publisher " + publisher + ", subscriber " + subscriber);
@@ -192,6 +200,16 @@ public final class DocaSyncEvent {
             throw DocaException.ofErrno(w + ": placing the counter in " + p, e);
         }
         COUNTER.setVolatile(page, 0L, 0L);
+        state = State.STARTED;
+    }
+
+    /** The counter of a DPA subscriber: 8 bytes of its DPA memory; a CPU publisher must be of the DPA's process. */
+    private void startInDpaMemory(String w) {
+        DocaException.check(publisher != Location.REMOTE_NET, DocaError.DOCA_ERROR_NOT_SUPPORTED,
+                w + ": a remote publisher of a DPA-subscribed counter (RDMA into DPA memory) is not built");
+        DocaException.check(publisherDev == null || publisherDev.process() == subscriberDpa.dev().process(), DocaError.DOCA_ERROR_INVALID_VALUE,
+                w + ": the CPU publisher (" + publisherDev + ") is not of the DPA context's process (" + subscriberDpa.dev() + ")");
+        dpaCounter = subscriberDpa.syncEventCounterAlloc();
         state = State.STARTED;
     }
 
@@ -228,6 +246,18 @@ public final class DocaSyncEvent {
 
     /** Deregisters and unmaps the counter's page; waiters were woken first and see the state, not the page. */
     private void releaseCounter() {
+        if (dpaCounter != 0) {
+            long d = dpaCounter;
+            dpaCounter = 0;
+            try {
+                subscriberDpa.syncEventCounterFree(d);
+            } catch (DocaException e) {
+                if (e.error() != DocaError.DOCA_ERROR_BAD_STATE) { // BAD_STATE: the DPA stopped, its memory went with it
+                    throw e;
+                }
+            }
+            return;
+        }
         page = null;
         try {
             if (mr != null) {
@@ -248,18 +278,33 @@ public final class DocaSyncEvent {
 
     /** {@code doca_sync_event_get}: the counter's value (a volatile 8-byte load). */
     public long get() {
-        return (long) COUNTER.getVolatile(counter("doca_sync_event_get"), 0L);
+        return value("doca_sync_event_get");
+    }
+
+    /** The counter's value: a volatile load of the host page, or a copy out of DPA memory. */
+    private long value(String what) {
+        MemorySegment pg = counter(what);
+        return pg == DPA_MEMORY ? subscriberDpa.syncEventCounterGet(dpaCounter) : (long) COUNTER.getVolatile(pg, 0L);
     }
 
     /** {@code doca_sync_event_update_set}: stores {@code value} (an 8-byte volatile store) and wakes waiters. */
     public void updateSet(long value) {
-        COUNTER.setVolatile(counter("doca_sync_event_update_set"), 0L, value);
+        MemorySegment pg = counter("doca_sync_event_update_set");
+        if (pg == DPA_MEMORY) {
+            subscriberDpa.syncEventCounterSet(dpaCounter, value);
+        } else {
+            COUNTER.setVolatile(pg, 0L, value);
+        }
         wakeIfWaited();
     }
 
     /** {@code doca_sync_event_update_add}: atomically adds {@code value}; returns the value before ({@code fetched}). */
     public long updateAdd(long value) {
-        long before = (long) COUNTER.getAndAdd(counter("doca_sync_event_update_add"), 0L, value);
+        String w = "doca_sync_event_update_add";
+        MemorySegment pg = counter(w);
+        DocaException.check(pg != DPA_MEMORY, DocaError.DOCA_ERROR_NOT_SUPPORTED,
+                w + ": the counter is in DPA memory (a DPA subscriber); a host add could not be atomic with the DPA's adds (update_set it)");
+        long before = (long) COUNTER.getAndAdd(pg, 0L, value);
         wakeIfWaited();
         return before;
     }
@@ -305,18 +350,18 @@ public final class DocaSyncEvent {
      * publisher (whose updates arrive by DMA and signal nothing) poll, as DOCA's wait does.
      */
     private void await(String what, long threshold, long mask, long timeoutNanos, boolean yield) {
-        if (passed((long) COUNTER.getVolatile(counter(what), 0L), threshold, mask)) {
+        if (passed(value(what), threshold, mask)) {
             return;
         }
         // Unbounded, or so far away that nanoTime() + timeout could wrap: no deadline.
         boolean bounded = timeoutNanos >= 0 && timeoutNanos <= Long.MAX_VALUE / 4;
         long deadline = bounded ? System.nanoTime() + timeoutNanos : 0;
-        boolean polls = publisher != Location.CPU;
+        boolean polls = publisher != Location.CPU || subscriber == Location.DPA;
         waiters.incrementAndGet();
         lock.lock();
         try {
             while (true) {
-                long v = (long) COUNTER.getVolatile(counter(what), 0L);
+                long v = value(what);
                 if (passed(v, threshold, mask)) {
                     return;
                 }
@@ -372,12 +417,18 @@ public final class DocaSyncEvent {
         }
     }
 
-    /** The counter's page while started; BAD_STATE (stopped, not started) or INVALID_VALUE (destroyed) naming {@code what}. */
+    /** What {@link #counter} answers for a counter in DPA memory (no host page). */
+    private static final MemorySegment DPA_MEMORY = MemorySegment.ofArray(new long[1]);
+
+    /** The counter's page while started ({@link #DPA_MEMORY} for a DPA subscriber's); BAD_STATE (stopped, not started) or INVALID_VALUE (destroyed) naming {@code what}. */
     private MemorySegment counter(String what) {
         State s = state;
         MemorySegment pg = page;
         if (s == State.STARTED && pg != null) {
             return pg;
+        }
+        if (s == State.STARTED && dpaCounter != 0) {
+            return DPA_MEMORY;
         }
         DocaException.check(s != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, what + ": the event was destroyed");
         throw new DocaException(DocaError.DOCA_ERROR_BAD_STATE, what + ": the event is " + (s == State.STOPPED ? "stopped" : "not started"));
@@ -400,15 +451,25 @@ public final class DocaSyncEvent {
     }
 
     /**
-     * {@code doca_sync_event_get_dpa_handle}: the state checks, then DOCA_ERROR_NOT_SUPPORTED
-     * until DOCA DPA on FlexIO gives the DPA a handle.
+     * {@code doca_sync_event_get_dpa_handle}: for a DPA subscriber, the DPA address of its counter
+     * (what {@code doca_dpa_dev_sync_event_*} take). NOT_SUPPORTED for a DPA publisher of a counter
+     * in host memory (the DPA would reach it through a window: not built).
+     *
+     * @throws DocaException INVALID_VALUE (null, no DPA location, another DPA context than the
+     *         event's), BAD_STATE (not started), NOT_SUPPORTED
      */
     public long getDpaHandle(DocaDpaContext dpa) {
         String w = "doca_sync_event_get_dpa_handle";
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": null DPA");
         DocaException.check(publisher == Location.DPA || subscriber == Location.DPA, DocaError.DOCA_ERROR_INVALID_VALUE,
                 w + ": neither the publisher nor the subscriber is a DPA location");
-        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, w + ": DPA handles need DOCA DPA on FlexIO (not yet)");
+        DocaException.check(dpa == subscriberDpa || dpa == publisherDpa, DocaError.DOCA_ERROR_INVALID_VALUE,
+                w + ": " + dpa + " is not a location of this event");
+        DocaException.check(dpa.hasDpaMemory(), DocaError.DOCA_ERROR_NOT_SUPPORTED, w + ": " + dpa + " has no DPA memory");
+        MemorySegment pg = counter(w);
+        DocaException.check(pg == DPA_MEMORY, DocaError.DOCA_ERROR_NOT_SUPPORTED,
+                w + ": the counter is in host memory (CPU subscriber); a DPA publisher's window to it is not built");
+        return dpaCounter;
     }
 
     /** The counter's address in its process (while started) [model: what the export carries]. */
@@ -437,6 +498,7 @@ public final class DocaSyncEvent {
         State s = state;
         MemorySegment pg = page;
         return "doca_sync_event " + id + " " + s.name().toLowerCase(java.util.Locale.ROOT) + ", publisher " + publisher + ", subscriber " + subscriber
+ + (s == State.STARTED && dpaCounter != 0 ? String.format(", in DPA memory at 0x%x", dpaCounter) : "")
                 + (s == State.STARTED && pg != null ? ", value " + Long.toUnsignedString((long) COUNTER.getVolatile(pg, 0L)) : "");
     }
 }

@@ -19,7 +19,7 @@ import org.peerdirect.mlx5.dv.Mlx5dv.DevxUmem;
  * The runtime's internal loopback RC QP (DPA_MODEL.md §2.5, [model]: NVIDIA's implementation of
  * {@code flexio_host2dev_memcpy} is not public; SNAP does the same): a DevX RC QP connected to
  * itself whose RDMA WRITEs carry a bounce buffer of the user's process into DPA memory through a
- * device mkey, and whose WRITE-with-immediate can trigger a DPA thread's CQ. Its rings, doorbell
+ * device mkey (and whose RDMA READs carry DPA memory back), and whose WRITE-with-immediate can trigger a DPA thread's CQ. Its rings, doorbell
  * records and bounce buffer live in one mapping of the user's process, pinned as a DevX umem; the
  * host rings its send queue through the process's DevX UAR and polls its CQ.
  *
@@ -119,6 +119,23 @@ public final class Loopback implements AutoCloseable {
             proc.write(va + BOUNCE, src, off + done, n);
             post(Wqe.OP_RDMA_WRITE, raddr + done, rkey, n, 0);
             poll("RDMA WRITE of " + n + " bytes to 0x" + Long.toHexString(raddr + done));
+            done += n;
+        }
+    }
+
+    /**
+     * RDMA READs {@code len} bytes at {@code raddr} of {@code rkey} into {@code dst} (from
+     * {@code off}), through the bounce buffer a chunk at a time; returns when the last completed.
+     * DOCA DPA's {@code doca_dpa_d2h_memcpy} ([model], DPA_MODEL.md §2.5).
+     *
+     * @throws FlexioFailure naming the completion's syndrome, or the timeout
+     */
+    public void read(byte[] dst, int off, int len, long raddr, int rkey) {
+        for (int done = 0; done < len; ) {
+            int n = Math.min(BOUNCE_SIZE, len - done);
+            post(Wqe.OP_RDMA_READ, raddr + done, rkey, n, 0);
+            poll("RDMA READ of " + n + " bytes from 0x" + Long.toHexString(raddr + done));
+            proc.read(va + BOUNCE, dst, off + done, n);
             done += n;
         }
     }

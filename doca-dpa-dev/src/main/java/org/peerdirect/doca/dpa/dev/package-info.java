@@ -1,0 +1,17 @@
+/**
+ * DOCA DPA's device library ({@code libdoca_dpa_dev}: {@code doca_dpa_dev.h}), the code a DOCA DPA
+ * kernel calls. Statically linked into DPA images (marked {@code META-INF/dpa-device-library}): its
+ * classes reference only the DPA ISA ({@link org.peerdirect.hca.dpa.isa.Dpa}), {@code flexio-dev}
+ * and the silicon's {@code java.lang} allowlist, so the image verifier accepts them.
+ *
+ * <p>Java names map one to one to the C names ({@code doca_dpa_dev_thread_rank} →
+ * {@code DocaDpaDev.threadRank}). This first slice has the thread calls ({@code DocaDpaDev}: rank,
+ * count, local storage, reschedule, finish, notify, yield, log) and the sync events on the DPA
+ * ({@code DocaDpaDevSyncEvent}); completions, RDMA, async ops, verbs and trace are not built yet.
+ */
+@Export
+@Version("0.1.0")
+package org.peerdirect.doca.dpa.dev;
+
+import org.osgi.annotation.bundle.Export;
+import org.osgi.annotation.versioning.Version;

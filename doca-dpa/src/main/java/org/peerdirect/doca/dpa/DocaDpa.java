@@ -1,0 +1,514 @@
+package org.peerdirect.doca.dpa;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.peerdirect.doca.DocaDpaContext;
+import org.peerdirect.doca.DocaError;
+import org.peerdirect.doca.DocaException;
+import org.peerdirect.doca.dev.DocaDev;
+import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.flexio.FlexioApp;
+import org.peerdirect.flexio.FlexioException;
+import org.peerdirect.flexio.FlexioFunc;
+import org.peerdirect.flexio.FlexioProcess;
+import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+
+/**
+ * {@code struct doca_dpa}: the host side of one DPA process on a BlueField-3 ({@code doca_dpa.h}),
+ * built on FlexIO: {@link #start} creates the {@link FlexioProcess} of the context's app, the heap
+ * calls are the process's heap, {@link #rpc} is {@code flexio_process_call}, and kernel launches go
+ * through a {@link KernelDispatcher}.
+ *
+ * <p>Threads: DOCA documents every DOCA DPA object as not thread-safe; so is this one (one caller at
+ * a time). Its lock only orders the user's calls against the launch dispatcher's thread and
+ * {@link #stop}.
+ *
+ * <p>Errors are {@code doca_error_t} ({@link DocaException}): a call in the wrong state is
+ * BAD_STATE, bad arguments INVALID_VALUE, a device without a DPA NOT_SUPPORTED, a FlexIO failure
+ * DRIVER (its message carries FlexIO's), a heap without room NO_MEMORY, a FlexIO timeout TIME_OUT.
+ *
+ * @see <a href="https://docs.nvidia.com/doca/sdk/doca+dpa/index.html">DOCA DPA</a>
+ */
+public final class DocaDpa implements DocaDpaContext {
+
+    /** PCI device id of a BlueField-3's ConnectX-7 function, the only device with a DPA here. */
+    static final int BLUEFIELD3_DEVICE_ID = 0xa2dc;
+
+    private enum State {
+        CREATED, STARTED, STOPPED, DESTROYED
+    }
+
+    private final DocaDev dev;
+    final ReentrantLock lock = new ReentrantLock();
+    private State state = State.CREATED;
+    private FlexioApp app;
+    private FlexioProcess process;
+    private KernelDispatcher dispatcher;
+    private WaitComparison waitComparison = WaitComparison.GT;
+    private int logLevel = org.peerdirect.doca.dpa.dev.DocaDpaDev.LOG_LEVEL_INFO;
+    private java.nio.file.Path logPath;
+    private org.peerdirect.flexio.FlexioMsgStream log;
+    /** Threads created on this context and not destroyed (guarded by {@link #lock}). */
+    private final java.util.List<DocaDpaThread> threads = new java.util.ArrayList<>();
+
+    /**
+     * How a kernel's wait event passes its threshold. DOCA does not say whether "passes" is {@code >}
+     * or {@code >=} (DPA.md §3.2: the DS sample fits both, Seed 001's chain needs {@code >=}); a
+     * switch until a primary source settles it. The default is {@code >}, DOCA's {@code wait_gt}.
+     */
+    public enum WaitComparison {
+        GT, GE;
+
+        boolean passes(long value, long threshold) {
+            return this == GT ? Long.compareUnsigned(value, threshold) > 0 : Long.compareUnsigned(value, threshold) >= 0;
+        }
+    }
+
+    private DocaDpa(DocaDev dev) {
+        this.dev = dev;
+    }
+
+    /**
+     * {@code doca_dpa_create}: a DPA context on {@code dev}.
+     *
+     * @throws DocaException INVALID_VALUE (null or closed device), NOT_SUPPORTED (the device has
+     *         no DPA: only a BlueField-3 has one)
+     */
+    public static DocaDpa create(DocaDev dev) {
+        String w = "doca_dpa_create";
+        DocaException.check(dev != null, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": null device");
+        dev.checkOpen(w);
+        DocaException.check(capIsSupported(dev), DocaError.DOCA_ERROR_NOT_SUPPORTED,
+                w + ": device " + dev.name() + " has no DPA (only a BlueField-3, PCI device 0x" + Integer.toHexString(BLUEFIELD3_DEVICE_ID) + ", has)");
+        DocaDpa d = new DocaDpa(dev);
+        dev.hold(d);
+        return d;
+    }
+
+    /** {@code doca_dpa_cap_is_supported}: whether {@code dev} has a DPA. */
+    public static boolean capIsSupported(DocaDev dev) {
+        Objects.requireNonNull(dev, "dev");
+        IbvDeviceAttr a = dev.ibvContext().queryDevice();
+        return a.vendorPartId() == BLUEFIELD3_DEVICE_ID;
+    }
+
+    @Override
+    public DocaDev dev() {
+        return dev;
+    }
+
+    /** {@code doca_dpa_set_app}: the application ({@code dpacc}'s {@code <App>Stubs.APP}); before start. */
+    public void setApp(FlexioApp app) {
+        lock.lock();
+        try {
+            checkState("doca_dpa_set_app", State.CREATED);
+            DocaException.check(app != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_dpa_set_app: null app");
+            this.app = app;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The threshold comparison of kernel launches (see {@link WaitComparison}); before start. */
+    public void setWaitComparison(WaitComparison c) {
+        lock.lock();
+        try {
+            checkState("doca_dpa set_wait_comparison", State.CREATED);
+            waitComparison = Objects.requireNonNull(c, "comparison");
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code doca_dpa_set_log_level}: the device log's level (10 disable .. 60 debug); before start. */
+    public void setLogLevel(int level) {
+        lock.lock();
+        try {
+            checkState("doca_dpa_set_log_level", State.CREATED);
+            DocaException.check(level >= 10 && level <= 60, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_dpa_set_log_level: level " + level + " (10..60)");
+            logLevel = level;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code doca_dpa_log_file_set_path}: the device log's lines go to this file (appended) instead of standard output; before start. */
+    public void logFileSetPath(String path) {
+        lock.lock();
+        try {
+            checkState("doca_dpa_log_file_set_path", State.CREATED);
+            DocaException.check(path != null && !path.isEmpty(), DocaError.DOCA_ERROR_INVALID_VALUE, "doca_dpa_log_file_set_path: no path");
+            logPath = java.nio.file.Path.of(path);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@code doca_dpa_start}: loads the app into a new DPA process.
+     *
+     * @throws DocaException BAD_STATE (started, or no app set), DRIVER (FlexIO refused the process:
+     *         an image the verifier refuses names its rule)
+     */
+    public void start() {
+        String w = "doca_dpa_start";
+        lock.lock();
+        try {
+            checkState(w, State.CREATED);
+            DocaException.check(app != null, DocaError.DOCA_ERROR_BAD_STATE, w + ": no app (doca_dpa_set_app first)");
+            try {
+                process = FlexioProcess.create(dev.ibvContext(), app, new FlexioProcess.Attr(4L << 20, Duration.ofSeconds(30)));
+            } catch (FlexioException e) {
+                throw flexio(w, e);
+            }
+            try {
+                log = org.peerdirect.flexio.FlexioMsgStream.create(process, new org.peerdirect.flexio.FlexioMsgStream.Attr(1 << 14,
+                        org.peerdirect.flexio.FlexioMsgStream.SyncMode.SYNC, "doca_dpa", org.peerdirect.doca.dpa.dev.DocaDpaDev.flexioLevel(logLevel)),
+                        this::printDeviceLog);
+            } catch (FlexioException e) {
+                process.destroy();
+                process = null;
+                throw flexio(w, e);
+            }
+            dispatcher = new KernelDispatcher(this, process, waitComparison);
+            state = State.STARTED;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@code doca_dpa_stop}: the launch dispatcher ends (launches not finished fail), then the DPA
+     * process is destroyed with everything in it.
+     *
+     * @throws DocaException BAD_STATE when not started, IN_USE while DPA threads live (destroy them first)
+     */
+    public void stop() {
+        KernelDispatcher d;
+        lock.lock();
+        try {
+            checkState("doca_dpa_stop", State.STARTED);
+            DocaException.check(threads.isEmpty(), DocaError.DOCA_ERROR_IN_USE,
+                    "doca_dpa_stop: " + threads.size() + " DPA thread(s) not destroyed: " + threads);
+            state = State.STOPPED;
+            d = dispatcher;
+            dispatcher = null;
+        } finally {
+            lock.unlock();
+        }
+        d.shutdown(); // outside the lock: the dispatcher's thread takes it
+        lock.lock();
+        try {
+            process.destroy(); // the log stream with it
+            process = null;
+            log = null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@code doca_dpa_destroy}.
+     *
+     * @throws DocaException IN_USE while started (stop first), INVALID_VALUE when destroyed already
+     */
+    public void destroy() {
+        lock.lock();
+        try {
+            DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_dpa_destroy: destroyed already");
+            DocaException.check(state != State.STARTED, DocaError.DOCA_ERROR_IN_USE, "doca_dpa_destroy: the context is started (doca_dpa_stop first)");
+            state = State.DESTROYED;
+            dev.unhold(this);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------ memory
+
+    /**
+     * {@code doca_dpa_mem_alloc}: {@code size} bytes of the process's heap; their DPA address.
+     *
+     * @throws DocaException BAD_STATE (not started), INVALID_VALUE (size 0), NO_MEMORY (no room)
+     */
+    public long memAlloc(long size) {
+        String w = "doca_dpa_mem_alloc";
+        lock.lock();
+        try {
+            checkState(w, State.STARTED);
+            DocaException.check(size > 0, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": size " + size);
+            long d = process.bufDevAlloc(size);
+            DocaException.check(d != 0, DocaError.DOCA_ERROR_NO_MEMORY, w + ": no room for " + size + " bytes in the DPA heap " + process.processMemInfoGet());
+            return d;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code doca_dpa_mem_free}: INVALID_VALUE for an address that is no allocation of this context. */
+    public void memFree(long daddr) {
+        String w = "doca_dpa_mem_free";
+        lock.lock();
+        try {
+            checkState(w, State.STARTED);
+            DocaException.check(process.bufDevFree(daddr) == 0, DocaError.DOCA_ERROR_INVALID_VALUE,
+                    String.format("%s: 0x%x is no allocation of this DPA context", w, daddr));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code doca_dpa_memset}: {@code size} bytes at {@code daddr} set to {@code value}. */
+    public void memset(long daddr, int value, long size) {
+        String w = "doca_dpa_memset";
+        lock.lock();
+        try {
+            checkState(w, State.STARTED);
+            DocaException.check(size >= 0 && size <= Integer.MAX_VALUE, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": size " + size);
+            process.bufDevMemset(value, size, daddr);
+        } catch (FlexioException e) {
+            throw flexio(w, e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code doca_dpa_h2d_memcpy}: {@code src} into DPA memory at {@code daddr}; returns when the bytes landed. */
+    public void h2dMemcpy(long daddr, byte[] src) {
+        String w = "doca_dpa_h2d_memcpy";
+        lock.lock();
+        try {
+            checkState(w, State.STARTED);
+            DocaException.check(src != null, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": null source");
+            process.host2devMemcpy(src, daddr);
+        } catch (FlexioException e) {
+            throw flexio(w, e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code doca_dpa_h2d_memcpy} of {@code size} bytes of the device's process memory at {@code haddr}. */
+    public void h2dMemcpy(long daddr, long haddr, int size) {
+        byte[] b = new byte[size];
+        dev.process().read(haddr, b, 0, size);
+        h2dMemcpy(daddr, b);
+    }
+
+    /**
+     * {@code doca_dpa_d2h_memcpy}: {@code size} bytes of DPA memory at {@code daddr}, by RDMA READ of
+     * the runtime's loopback QP ([model], DPA_MODEL.md §2.5).
+     */
+    public byte[] d2hMemcpy(long daddr, int size) {
+        String w = "doca_dpa_d2h_memcpy";
+        lock.lock();
+        try {
+            checkState(w, State.STARTED);
+            DocaException.check(size >= 0, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": size " + size);
+            return process.dev2hostMemcpy(daddr, size);
+        } catch (FlexioException e) {
+            throw flexio(w, e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code doca_dpa_d2h_memcpy} into {@code size} bytes of the device's process memory at {@code haddr}. */
+    public void d2hMemcpy(long haddr, long daddr, int size) {
+        byte[] b = d2hMemcpy(daddr, size);
+        dev.process().write(haddr, b, 0, size);
+    }
+
+    // ------------------------------------------------------------------ sync event counters (DocaDpaContext)
+
+    @Override
+    public boolean hasDpaMemory() {
+        return true;
+    }
+
+    /** A sync event counter of a DPA subscriber: 8 zero bytes of the heap (a block of its own, 64-byte aligned). */
+    @Override
+    public long syncEventCounterAlloc() {
+        long d = memAlloc(8);
+        memset(d, 0, 8);
+        return d;
+    }
+
+    /** BAD_STATE once the context stopped or was destroyed: the counter went with the process's memory. */
+    @Override
+    public void syncEventCounterFree(long daddr) {
+        lock.lock();
+        try {
+            DocaException.check(state == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE,
+                    "doca_sync_event: the DPA context is " + state.name().toLowerCase() + "; the counter went with its memory");
+            memFree(daddr);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public long syncEventCounterGet(long daddr) {
+        return le64(d2hMemcpy(daddr, 8));
+    }
+
+    @Override
+    public void syncEventCounterSet(long daddr, long value) {
+        h2dMemcpy(daddr, java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(value).array());
+    }
+
+    private static long le64(byte[] b) {
+        return java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+    }
+
+    // ------------------------------------------------------------------ RPC
+
+    /**
+     * {@code doca_dpa_rpc}: runs {@code __dpa_rpc__} {@code func} once with {@code args}; its
+     * {@code uint64_t} result.
+     *
+     * @throws DocaException BAD_STATE (not started), INVALID_VALUE (arguments its pack function
+     *         refuses, an entry that is not an RPC of the app), DRIVER (the process ended: its
+     *         status in the message), TIME_OUT
+     */
+    public long rpc(FlexioFunc func, Object... args) {
+        String w = "doca_dpa_rpc";
+        lock.lock();
+        try {
+            checkState(w, State.STARTED);
+            DocaException.check(func != null && func.kind() == FlexioFunc.Kind.RPC, DocaError.DOCA_ERROR_INVALID_VALUE,
+                    w + ": " + (func == null ? "null function" : func.name() + " is not a __dpa_rpc__ function"));
+            return process.call(func, args);
+        } catch (IllegalArgumentException e) {
+            throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": " + e.getMessage(), e);
+        } catch (FlexioException e) {
+            throw flexio(w, e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------ kernel launch
+
+    /**
+     * {@code doca_dpa_kernel_launch_update_set}: launches {@code nthreads} ranks of
+     * {@code __dpa_global__} {@code kernel} once {@code waitEvent} (may be null) passes
+     * {@code waitThreshold}; when the last rank ended, {@code compEvent} (may be null) is set to
+     * {@code compCount}. Returns at once.
+     *
+     * @throws DocaException BAD_STATE (not started), INVALID_VALUE (nthreads &lt; 1, a function
+     *         that is not a kernel of the app, arguments its pack function refuses)
+     */
+    public void kernelLaunchUpdateSet(DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount,
+            int nthreads, FlexioFunc kernel, Object... args) {
+        launch("doca_dpa_kernel_launch_update_set", waitEvent, waitThreshold, compEvent, compCount, false, nthreads, kernel, args);
+    }
+
+    /** {@code doca_dpa_kernel_launch_update_add}: as {@link #kernelLaunchUpdateSet}, {@code compEvent} increased by {@code compCount}. */
+    public void kernelLaunchUpdateAdd(DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount,
+            int nthreads, FlexioFunc kernel, Object... args) {
+        launch("doca_dpa_kernel_launch_update_add", waitEvent, waitThreshold, compEvent, compCount, true, nthreads, kernel, args);
+    }
+
+    private void launch(String w, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount, boolean add,
+            int nthreads, FlexioFunc kernel, Object[] args) {
+        lock.lock();
+        try {
+            checkState(w, State.STARTED);
+            DocaException.check(nthreads >= 1, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": nthreads " + nthreads);
+            DocaException.check(kernel != null && kernel.kind() == FlexioFunc.Kind.GLOBAL, DocaError.DOCA_ERROR_INVALID_VALUE,
+                    w + ": " + (kernel == null ? "null kernel" : kernel.name() + " is not a __dpa_global__ kernel"));
+            long arg;
+            try {
+                byte[] b = kernel.packArgs(args);
+                arg = b.length == 0 ? 0 : java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+            } catch (IllegalArgumentException | IllegalStateException e) {
+                throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": arguments of " + kernel.name() + ": " + e.getMessage(), e);
+            }
+            dispatcher.submit(new KernelDispatcher.Launch(w, waitEvent, waitThreshold, compEvent, compCount, add, nthreads, kernel, arg));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Launches submitted and not yet finished (for {@code dpa:} commands and tests). */
+    public int kernelsPending() {
+        lock.lock();
+        try {
+            return dispatcher == null ? 0 : dispatcher.pending();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The first failure of a launch (the DPA process ended under it), or null. */
+    public DocaException kernelFailure() {
+        lock.lock();
+        try {
+            return dispatcher == null ? null : dispatcher.failure();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** One line of the device log: to the file of {@link #logFileSetPath}, else standard output (best effort, as DOCA's). */
+    private void printDeviceLog(String line) {
+        java.nio.file.Path p = logPath;
+        if (p == null) {
+            System.out.println(line);
+            return;
+        }
+        try {
+            java.nio.file.Files.writeString(p, line + System.lineSeparator(), java.nio.file.StandardOpenOption.CREATE,
+                    java.nio.file.StandardOpenOption.APPEND);
+        } catch (java.io.IOException e) {
+            System.err.println("doca_dpa device log: " + p + ": " + e.getMessage() + ": " + line);
+        }
+    }
+
+    /** The device log stream's DPA address (the runtime block's {@code OFF_LOG_STREAM}); 0 when not started. */
+    long logStream() {
+        org.peerdirect.flexio.FlexioMsgStream l = log;
+        return l == null ? 0 : l.daddr();
+    }
+
+    // ------------------------------------------------------------------ threads
+
+    /** A new thread of this context (the caller holds {@link #lock}); BAD_STATE unless started. */
+    void attach(String w, DocaDpaThread t) {
+        checkState(w, State.STARTED);
+        threads.add(t);
+    }
+
+    void detach(DocaDpaThread t) {
+        assert lock.isHeldByCurrentThread();
+        threads.remove(t);
+    }
+
+    /** The FlexIO process while started (the caller holds {@link #lock}). */
+    org.peerdirect.flexio.FlexioProcess process(String w) {
+        checkState(w, State.STARTED);
+        return process;
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private void checkState(String w, State want) {
+        assert lock.isHeldByCurrentThread();
+        DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the DPA context was destroyed");
+        DocaException.check(state == want, DocaError.DOCA_ERROR_BAD_STATE,
+                w + ": the DPA context is " + state.name().toLowerCase() + (want == State.STARTED ? " (doca_dpa_start first)" : " (before doca_dpa_start only)"));
+    }
+
+    static DocaException flexio(String w, FlexioException e) {
+        DocaError err = e.status() == org.peerdirect.flexio.FlexioStatus.TIMEOUT ? DocaError.DOCA_ERROR_TIME_OUT : DocaError.DOCA_ERROR_DRIVER;
+        return new DocaException(err, w + ": " + e.getMessage(), e);
+    }
+
+    @Override
+    public String toString() {
+        return "doca_dpa on " + dev.name() + " (" + state.name().toLowerCase() + (app == null ? "" : ", app " + app.name()) + ")";
+    }
+}
