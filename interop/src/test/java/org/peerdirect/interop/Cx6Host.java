@@ -32,7 +32,7 @@ final class Cx6Host implements AutoCloseable {
         machine = Machine.builder(tmp).build();
         model = new ConnectX4Device("ConnectX-6 Dx", ConnectX4Device.DEVICE_CONNECTX6DX, new Fabric());
         PciFunction fn = machine.plug(model.spec());
-        core = new Mlx5CoreDev("mlx5_0", fn, machine.mm(), new Mlx5CoreDev.Settings(10_000, 200, 2_000));
+        core = new Mlx5CoreDev("mlx5_0", fn, machine.mm(), new Mlx5CoreDev.Settings(10_000, 2_000, 2_000));
         core.load();
         ib = new Mlx5IbDev(core, machine.umems());
         dev = machine.core().register(ib);
