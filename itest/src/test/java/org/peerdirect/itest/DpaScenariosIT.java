@@ -157,6 +157,168 @@ public class DpaScenariosIT {
         assertClean(b);
     }
 
+    // ---------------------------------------------------------------- scenario 3
+
+    /** A window handler's argument in the heap: window, mkey, host address (the rest zero). */
+    static long windowArg(FlexioProcess fp, int window, int mkey, long haddr) {
+        ByteBuffer a = ByteBuffer.allocate(W_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+        a.putLong(W_WINDOW, window).putLong(W_MKEY, mkey).putLong(W_HADDR, haddr);
+        long d = fp.copyFromHost(a.array());
+        assertTrue("heap for a window argument", d != 0);
+        return d;
+    }
+
+    /** A handler on {@code func} with {@code arg}, run and activated by the device ({@code flexio_dev_event_handler_activate}). */
+    static FlexioEventHandler started(FlexioProcess fp, org.peerdirect.flexio.FlexioFunc func, long arg) {
+        FlexioEventHandler h = FlexioEventHandler.create(fp, FlexioEventHandler.Attr.of(func, arg));
+        h.run();
+        assertEquals(0, fp.call(ScenarioDevStubs.RPC_ACTIVATE, h.id()));
+        return h;
+    }
+
+    @Test
+    public void scenario3AWindowIntoHostMemory() throws Exception {
+        Baseline b = baseline();
+        AddressSpace p = process("itest-dpa-window");
+        try (IbvContext ctx = devices.device(BF3).open(p)) {
+            long host = p.mmap(3 * 4096);
+            p.populate(host, 3 * 4096, true);
+            FlexioProcess fp = FlexioProcess.create(ctx, ScenarioDevStubs.APP, ATTR);
+            IbvPd otherPd = ctx.allocPd();
+            IbvMr otherMr = otherPd.regMr(host, 4096, IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_READ);
+            try {
+                FlexioMkey mkey = FlexioMkey.hostMkeyCreate(fp, host, 4096);
+                FlexioWindow w = FlexioWindow.create(fp, fp.pdn());
+                // write-back: the device's store reaches host memory through the mkey and the IOMMU
+                assertEquals(0, fp.call(ScenarioDevStubs.WINDOW_WRITE, windowArg(fp, w.id(), mkey.id(), host), 0xffL));
+                assertEquals(0xff, p.readLong(host));
+                // read-invalidate: a handler polls a host flag until the host sets it
+                long poll = windowArg(fp, w.id(), mkey.id(), host + 8);
+                started(fp, ScenarioDevStubs.POLL_FLAG, poll);
+                p.writeLong(host + 8, 0x5a);
+                await("the polling handler saw the host's flag", () -> fp.call(ScenarioDevStubs.RPC_READ, poll + W_SEEN) == 0x5a);
+                // an mkey of another PD (a verbs MR of the same memory) is refused at configuration, nothing written
+                long refused = fp.call(ScenarioDevStubs.WINDOW_WRITE, windowArg(fp, w.id(), otherMr.lkey(), host + 16), 0x77L);
+                assertTrue("window_config with another PD's mkey failed: 0x" + Long.toHexString(refused), refused >= 0x100);
+                assertEquals(0, p.readLong(host + 16));
+                assertEquals(FlexioStatus.ERR_NO_ERROR, fp.errStatusGet());
+                // the mkey destroyed under a writer that spins with the window configured: no DMA after the destroy returned
+                FlexioMkey spinKey = FlexioMkey.hostMkeyCreate(fp, host + 4096, 4096);
+                long spin = windowArg(fp, w.id(), spinKey.id(), host + 4096);
+                started(fp, ScenarioDevStubs.SPIN_WINDOW, spin);
+                await("the spinning writer reached host memory", () -> p.readLong(host + 4096) >= 10);
+                long faults = iommu.audit().faults();
+                spinKey.destroy();
+                long atDestroy = p.readLong(host + 4096);
+                await("the writer's next access faulted", () -> fp.errStatusGet() == FlexioStatus.ERR_FATAL_ERROR);
+                assertEquals("no window DMA after the mkey's destroy returned", atDestroy, p.readLong(host + 4096));
+                assertEquals("refused at the mkey, before the IOMMU", faults, iommu.audit().faults());
+                String crash = run("dpa:crash");
+                assertTrue(crash, crash.contains("process " + fp.id() + " ") && crash.contains("ScenarioDev.spinWindow"));
+            } finally {
+                fp.destroy();
+                otherMr.dereg();
+                otherPd.dealloc();
+            }
+            // the mutant: a window store never written back (C3) never reaches the host, and strict ends the process
+            try (FlexioProcess c3 = FlexioProcess.create(ctx, ScenarioDevStubs.APP, ATTR)) {
+                FlexioMkey mkey = FlexioMkey.hostMkeyCreate(c3, host + 8192, 4096);
+                FlexioWindow w = FlexioWindow.create(c3, c3.pdn());
+                long arg = windowArg(c3, w.id(), mkey.id(), host + 8192);
+                try {
+                    c3.call(ScenarioDevStubs.WINDOW_WRITE_NO_WRITEBACK, arg, 0xeeL);
+                } catch (FlexioException expected) {
+                    // strict: the activation's end ends the process; the call may see it
+                }
+                await("C3 ended the process", () -> c3.errStatusGet() == FlexioStatus.ERR_FATAL_ERROR);
+                assertEquals("the store never reached the host", 0, p.readLong(host + 8192));
+                String mm = run("dpa:mm");
+                assertTrue(mm, mm.contains("process " + c3.id() + ":") && mm.contains("C3") && mm.contains("ScenarioDev.windowWriteNoWriteback"));
+            }
+            p.munmap(host, 3 * 4096);
+        } finally {
+            p.exit();
+        }
+        assertClean(b);
+    }
+
+    // ---------------------------------------------------------------- scenario 4
+
+    /** An RC QP of {@code fp} (rings and doorbell records in its heap; CQs polled, NON_DPA_CQ). */
+    static FlexioQp qpIn(FlexioProcess fp) {
+        long rcq = fp.bufDevAlloc(64 << 6);
+        long scq = fp.bufDevAlloc(64 << 6);
+        long dbr = fp.bufDevAlloc(192);
+        long wq = fp.bufDevAlloc((64 << 4) + (64 << 4));
+        assertTrue("heap for a QP", rcq != 0 && scq != 0 && dbr != 0 && wq != 0);
+        FlexioCq r = FlexioCq.create(fp, new FlexioCq.Attr(6, FlexioCq.ElementType.NON_DPA_CQ, null, rcq, dbr));
+        FlexioCq sq = FlexioCq.create(fp, new FlexioCq.Attr(6, FlexioCq.ElementType.NON_DPA_CQ, null, scq, dbr + 64));
+        return FlexioQp.create(fp, new FlexioQp.Attr(sq, r, 4, 4, 2, wq, dbr + 128));
+    }
+
+    @Test
+    public void scenario4OutboxIsolationAndKillingAProcessWhoseThreadsSpin() throws Exception {
+        Baseline b = baseline();
+        AddressSpace pa = process("itest-dpa-a");
+        AddressSpace pb = process("itest-dpa-b");
+        try (IbvContext ca = devices.device(BF3).open(pa); IbvContext cb = devices.device(BF3).open(pb)) {
+            FlexioProcess fa = FlexioProcess.create(ca, ScenarioDevStubs.APP, ATTR);
+            FlexioProcess fb = FlexioProcess.create(cb, ScenarioDevStubs.APP, ATTR);
+            try {
+                FlexioQp qpB = qpIn(fb);
+                FlexioOutbox outboxA = FlexioOutbox.create(fa);
+                // A's thread rings SXD_DB naming B's QP: dropped, A's process error (strict), B unaffected
+                try {
+                    fa.call(ScenarioDevStubs.RING_FOREIGN, outboxA.id(), qpB.qpNum());
+                } catch (FlexioException expected) {
+                    // the process error may end the call
+                }
+                await("the foreign doorbell ended A's process", () -> fa.errStatusGet() == FlexioStatus.ERR_FATAL_ERROR);
+                String crash = run("dpa:crash");
+                assertTrue(crash, crash.contains("process " + fa.id() + " ") && crash.contains("ScenarioDev.ringForeign"));
+                assertTrue(crash, !crash.contains("process " + fb.id() + " "));
+                assertEquals(5, fb.call(ScenarioDevStubs.RPC_ADD, 2L, 3L));
+                assertEquals(FlexioStatus.ERR_NO_ERROR, fb.errStatusGet());
+                killWhileSpinning(fb);
+            } finally {
+                fa.destroy();
+                fb.destroy();
+            }
+        } finally {
+            pa.exit();
+            pb.exit();
+        }
+        assertClean(b);
+    }
+
+    /**
+     * {@code kernel:kill} of a process whose thread spins writing host memory through a configured
+     * window: the DevX uid cleanup ends its DPA process first (the EU released), no window DMA
+     * faults after the kill, and the other process {@code fb} goes on answering.
+     */
+    void killWhileSpinning(FlexioProcess fb) throws Exception {
+        AddressSpace pc = process("itest-dpa-killed");
+        IbvContext cc = devices.device(BF3).open(pc);
+        FlexioProcess fc = FlexioProcess.create(cc, ScenarioDevStubs.APP, ATTR);
+        long host = pc.mmap(4096);
+        pc.populate(host, 4096, true);
+        FlexioMkey mkey = FlexioMkey.hostMkeyCreate(fc, host, 4096);
+        FlexioWindow w = FlexioWindow.create(fc, fc.pdn());
+        started(fc, ScenarioDevStubs.SPIN_WINDOW, windowArg(fc, w.id(), mkey.id(), host));
+        await("the killed process's thread spins writing host memory", () -> pc.readLong(host) >= 10);
+        int killed = fc.id();
+        long faults = iommu.audit().faults();
+        run("kernel:kill " + pc.pid());
+        DpaView.Dpa d = dpaView.dpa(dpaView.functions().get(0));
+        assertTrue("the killed process's DPA process is gone when kill returns: " + d.processes(),
+                d.processes().stream().noneMatch(x -> x.id() == killed));
+        assertTrue("its thread is gone: " + d.threads(), d.threads().stream().noneMatch(t -> t.process() == killed));
+        assertEquals("no window DMA after the kill", faults, iommu.audit().faults());
+        assertTrue(iommu.audit().toString(), iommu.audit().violationFree());
+        assertEquals("the other process answers", 9, fb.call(ScenarioDevStubs.RPC_ADD, 4L, 5L));
+        assertEquals(FlexioStatus.ERR_NO_ERROR, fb.errStatusGet());
+    }
+
     // ---------------------------------------------------------------- machinery
 
     /** What must be back after a scenario: the IOMMU's live mappings and the BlueField-3's firmware pages. */

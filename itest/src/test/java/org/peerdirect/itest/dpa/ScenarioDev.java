@@ -48,6 +48,18 @@ public final class ScenarioDev {
 
     // ---------------------------------------------------------------- scenario 3: a window into host memory
 
+    /** {@code __dpa_rpc__ rpc_activate(thread)}: {@code flexio_dev_event_handler_activate}; 0 when the RTOS took it. */
+    @DpaRpc("rpc_activate")
+    static long activate(int thread) {
+        return FlexioDev.eventHandlerActivate(thread);
+    }
+
+    /** {@code __dpa_rpc__ rpc_read(daddr)}: the heap word at {@code daddr}. */
+    @DpaRpc("rpc_read")
+    static long read(long daddr) {
+        return Dpa.ld64(daddr);
+    }
+
     /** Configures window entity 0 with the argument's window and mkey; its DPA address of the host address, 0 when refused. */
     private static long acquire(long arg) {
         int rc = FlexioDev.windowConfig(FlexioDev.WINDOW_ENTITY_0, (int) Dpa.ld64(arg + W_WINDOW), (int) Dpa.ld64(arg + W_MKEY));
