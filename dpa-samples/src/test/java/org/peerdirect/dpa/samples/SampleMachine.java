@@ -36,6 +36,11 @@ final class SampleMachine implements AutoCloseable {
     final Mlx5IbDev ib;
     final IbvDevice dev;
     final AddressSpace proc;
+    /** A ConnectX-4 beside it (mlx5_0): no DevX, no DPA, for the samples' failure paths. */
+    final ConnectX4Device cx4;
+    final Mlx5CoreDev mlx5Cx4;
+    final Mlx5IbDev ibCx4;
+    final IbvDevice devCx4;
 
     SampleMachine(Path tmp) {
         mm = new Mm(64L << 20, true, tmp.resolve("swap"), 1 << 20);
@@ -50,6 +55,12 @@ final class SampleMachine implements AutoCloseable {
         mlx5.load();
         ib = new Mlx5IbDev(mlx5, core.umems());
         dev = core.register(ib);
+        Fabric ib0 = new Fabric();
+        cx4 = new ConnectX4Device(ConnectX4Device.modelName(ConnectX4Device.DEVICE_CONNECTX4), ConnectX4Device.DEVICE_CONNECTX4, ib0);
+        mlx5Cx4 = new Mlx5CoreDev("mlx5_0", bus.register(cx4.spec()), mm, Mlx5CoreDev.Settings.DEFAULT);
+        mlx5Cx4.load();
+        ibCx4 = new Mlx5IbDev(mlx5Cx4, core.umems());
+        devCx4 = core.register(ibCx4);
         proc = mm.createProcess("dpa-sample-test");
         proc.setMemlockLimit(64L << 20);
     }
@@ -68,7 +79,13 @@ final class SampleMachine implements AutoCloseable {
         assertEquals(0, bf3.devxLive(), "no DevX object left in the firmware: " + bf3.devxDescribe());
         core.unregister(ib);
         ib.close();
+        core.unregister(ibCx4);
+        ibCx4.close();
         List<String> leaks = new ArrayList<>();
+        mlx5Cx4.unload();
+        if (mlx5Cx4.dmaPagesLive() != 0 || cx4.pagesHeld() != 0 || cx4.engineFailures() != 0) {
+            leaks.add("the ConnectX-4: " + mlx5Cx4.dmaPagesLive() + " DMA pages live; " + cx4.describe());
+        }
         mlx5.unload();
         if (mlx5.dmaPagesLive() != 0) {
             leaks.add(mlx5.dmaPagesLive() + " DMA pages of the driver live");
@@ -82,6 +99,7 @@ final class SampleMachine implements AutoCloseable {
         proc.exit();
         core.close();
         bf3.close();
+        cx4.close();
         bus.close();
         leaks.addAll(bus.warnings());
         if (!iommu.audit().clean()) {

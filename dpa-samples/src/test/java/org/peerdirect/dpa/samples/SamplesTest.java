@@ -35,15 +35,13 @@ class SamplesTest {
         devices = new IbvDeviceList() {
             @Override
             public List<IbvDevice> devices() {
-                return List.of(m.dev);
+                return List.of(m.devCx4, m.dev);
             }
 
             @Override
             public IbvDevice device(String name) {
-                if (name != null && !name.equals(m.dev.name())) {
-                    throw new KernelException(KernelException.Errno.ENODEV, "no device " + name);
-                }
-                return m.dev;
+                return devices().stream().filter(d -> name == null || d.name().equals(name)).findFirst()
+                        .orElseThrow(() -> new KernelException(KernelException.Errno.ENODEV, "no device " + name));
             }
         };
     }
@@ -91,6 +89,22 @@ class SamplesTest {
         assertTrue(out.contains("FLEXIO_ERR_STATUS_FATAL_ERROR"), out);
         assertTrue(out.contains("C1 thread") && out.contains("without __dpa_thread_memory_writeback before the doorbell")
                 && out.contains("(called from org.peerdirect.dpa.samples.dev.EchoDev."), out);
+    }
+
+    /**
+     * On a device without DevX the echo sample fails at {@code flexio_process_create}, after its host
+     * PD, CQ, MR and QP were made: the error names the device and the refusal, and nothing stays
+     * (the machine's close checks the ConnectX-4's pages, the DMA pages and the audit).
+     */
+    @Test
+    void aSampleThatFailsMidwayLeavesNothing() {
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> run("echo", "-d", "mlx5_0"));
+        assertTrue(e.getMessage().contains("dpa:sample echo failed on mlx5_0") && e.getMessage().contains("flexio_process_create")
+                && e.getMessage().contains("DevX"), e.getMessage());
+        // what the ConnectX-4 still holds now is mlx5_ib's own (its UMR CQ and QP, a cached mkey), made at the
+        // first registration; the machine's close checks that nothing else stays (pages, DMA pages, the audit)
+        String ps = String.join("\n", m.dpa());
+        assertTrue(!ps.contains("process "), "no DPA process on the BlueField-3 either: " + ps);
     }
 
     @Test
