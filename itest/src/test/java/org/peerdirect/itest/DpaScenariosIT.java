@@ -313,6 +313,7 @@ public class DpaScenariosIT {
         assertTrue("the killed process's DPA process is gone when kill returns: " + d.processes(),
                 d.processes().stream().noneMatch(x -> x.id() == killed));
         assertTrue("its thread is gone: " + d.threads(), d.threads().stream().noneMatch(t -> t.process() == killed));
+        assertEquals("its EU released", 0, d.eusBusy());
         assertEquals("no window DMA after the kill", faults, iommu.audit().faults());
         assertTrue(iommu.audit().toString(), iommu.audit().violationFree());
         assertEquals("the other process answers", 9, fb.call(ScenarioDevStubs.RPC_ADD, 4L, 5L));

@@ -172,11 +172,12 @@ final class EchoSample {
     }
 
     private static void caught(FlexioProcess p, Host h, Findings findings, Out out) {
-        String[] back = burst(h, 0, 1, 3_000_000_000L);
+        post(h, 0, 1);
         long deadline = System.nanoTime() + ECHO_TIMEOUT_NANOS;
         while (p.errStatusGet() == FlexioStatus.ERR_NO_ERROR && System.nanoTime() < deadline) {
             LockSupport.parkNanos(1_000_000); // a poll's back-off, not a synchronisation
         }
+        String[] back = collect(h, 0, 1, 500_000_000L); // the process ended: an echo would be there by now
         out.line("sent \"%s\"  %s", message(0), back.length == 0 ? "no echo came back" : "came back \"" + back[0] + "\"");
         out.line("process %d: dpa_process_status 0x%02x, %s", p.id(), p.processStatus(), Out.errStatus(p.errStatusGet()));
         String f = findings.of(p.id());
@@ -190,6 +191,12 @@ final class EchoSample {
 
     /** Sends {@code n} messages from {@code first}, their receives posted first; returns the echoes that came back in time, in order. */
     static String[] burst(Host h, int first, int n, long timeoutNanos) {
+        post(h, first, n);
+        return collect(h, first, n, timeoutNanos);
+    }
+
+    /** Posts the receives for {@code n} echoes from {@code first}, then sends the {@code n} messages. */
+    static void post(Host h, int first, int n) {
         AddressSpace as = h.pd().context().process();
         for (int i = 0; i < n; i++) {
             h.qp().postRecv(new IbvRecvWr().sge(h.buf() + RECV + (long) (first + i) % SLOTS * BUF, BUF, h.mr().lkey()));
@@ -204,6 +211,11 @@ final class EchoSample {
             w.sendFlags = IbvSendWr.SEND_SIGNALED;
             h.qp().postSend(w);
         }
+    }
+
+    /** The echoes of the {@code n} messages from {@code first} that came back (and their sends completed) within {@code timeoutNanos}, in order. */
+    static String[] collect(Host h, int first, int n, long timeoutNanos) {
+        AddressSpace as = h.pd().context().process();
         String[] echoes = new String[n];
         int got = 0;
         int sent = 0;
