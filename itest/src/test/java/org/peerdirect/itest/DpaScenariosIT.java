@@ -5,6 +5,7 @@ import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 import static org.peerdirect.itest.dpa.ScenarioDev.W_HADDR;
 import static org.peerdirect.itest.dpa.ScenarioDev.W_MKEY;
+import static org.peerdirect.itest.dpa.ScenarioDev.W_READY;
 import static org.peerdirect.itest.dpa.ScenarioDev.W_SEEN;
 import static org.peerdirect.itest.dpa.ScenarioDev.W_SIZE;
 import static org.peerdirect.itest.dpa.ScenarioDev.W_WINDOW;
@@ -63,7 +64,7 @@ import org.peerdirect.kernel.mm.Mm;
  * RPC with its line on a SYNC stream, and a device {@code flexio_dev_error} the host sees as a
  * USER_ERROR; (2) the echo handler over RC ({@code dpa:sample echo}, bursts racing the arm) and
  * its missing write-back ({@code dpa:sample fence}); (3) a window into host memory: write-back,
- * read-invalidate polling, the C3 mutant, an mkey of another PD refused, the mkey destroyed under a
+ * read-invalidate polling, the C3 and C4 mutants, an mkey of another PD refused, the mkey destroyed under a
  * spinning writer (no DMA after the destroy returned); (4) a doorbell on another process's QP
  * (dropped, the ringer's process error, the other unaffected) and {@code kernel:kill} of a process
  * whose thread spins with a window configured. Each ends with no DPA process or thread left, no EU
@@ -234,6 +235,18 @@ public class DpaScenariosIT {
                 assertEquals("the store never reached the host", 0, p.readLong(host + 8192));
                 String mm = run("dpa:mm");
                 assertTrue(mm, mm.contains("process " + c3.id() + ":") && mm.contains("C3") && mm.contains("ScenarioDev.windowWriteNoWriteback"));
+            }
+            // the mutant: polling the flag without read-invalidate sees the stale line (C4), and strict ends the process
+            try (FlexioProcess c4 = FlexioProcess.create(ctx, ScenarioDevStubs.APP, ATTR)) {
+                FlexioMkey mkey = FlexioMkey.hostMkeyCreate(c4, host + 8192, 4096);
+                FlexioWindow w = FlexioWindow.create(c4, c4.pdn());
+                long arg = windowArg(c4, w.id(), mkey.id(), host + 8192 + 64);
+                started(c4, ScenarioDevStubs.POLL_NO_INV, arg);
+                await("the stale poller's first read filled its window line", () -> c4.call(ScenarioDevStubs.RPC_READ, arg + W_READY) == 1);
+                p.writeLong(host + 8192 + 64, 0x5a);
+                await("C4 ended the process", () -> c4.errStatusGet() == FlexioStatus.ERR_FATAL_ERROR);
+                String mm = run("dpa:mm");
+                assertTrue(mm, mm.contains("process " + c4.id() + ":") && mm.contains("C4") && mm.contains("ScenarioDev.pollNoInv"));
             }
             p.munmap(host, 3 * 4096);
         } finally {

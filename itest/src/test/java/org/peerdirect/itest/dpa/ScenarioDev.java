@@ -14,12 +14,12 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * code it breaks.
  *
  * <p>Window handlers' argument ({@link #W_WINDOW} ...): window id, mkey, host address, the
- * configuration's result, what the handler saw or counted, and a stop word.
+ * configuration's result, what the handler saw or counted, a stop word and a ready word.
  */
 @DpaApp("itest_dpa_scenarios")
 public final class ScenarioDev {
 
-    public static final int W_WINDOW = 0, W_MKEY = 8, W_HADDR = 16, W_RC = 24, W_SEEN = 32, W_STOP = 40, W_SIZE = 64;
+    public static final int W_WINDOW = 0, W_MKEY = 8, W_HADDR = 16, W_RC = 24, W_SEEN = 32, W_STOP = 40, W_READY = 48, W_SIZE = 64;
 
     private ScenarioDev() {
     }
@@ -96,6 +96,24 @@ public final class ScenarioDev {
             long v;
             while ((v = Dpa.ld64(p)) == 0) {
                 Dpa.windowReadInv();
+            }
+            Dpa.st64(arg + W_SEEN, v);
+            Dpa.memoryWriteback();
+        }
+        FlexioDev.threadFinish();
+    }
+
+    /** The mutant (C4): polls the host word without {@code __dpa_thread_window_read_inv}, so it reads its stale line forever. */
+    @DpaGlobal("poll_no_inv")
+    static void pollNoInv(long arg) {
+        long p = acquire(arg);
+        if (p != 0) {
+            long v = Dpa.ld64(p); // the first read fills the window line; then the host may set the flag
+            Dpa.st64(arg + W_READY, 1);
+            Dpa.memoryWriteback();
+            while (v == 0) {
+                Dpa.compilerBarrier();
+                v = Dpa.ld64(p);
             }
             Dpa.st64(arg + W_SEEN, v);
             Dpa.memoryWriteback();
