@@ -65,7 +65,7 @@ class HouseRulesTest {
     static final Set<String> MODULES = Set.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core", "rdma-tools",
             "umem-test", "testkit", "mlx4-provider", "mlx5-provider", "example-peer-mem", "gpu-sim", "nvidia",
             "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "launcher", "webconsole", "doca-core", "flexio-dev", "flexio",
-            "doca-dpa-dev", "doca-dpa");
+            "doca-dpa-dev", "doca-dpa", "dpa-samples");
 
     static final Set<String> SILICON = Set.of("hca-sim", "gpu-sim", "ssd-sim");
     static final Set<String> DRIVERS = Set.of("mlx4-provider", "mlx5-provider", "nvidia", "nvme");
@@ -80,7 +80,9 @@ class HouseRulesTest {
             "org.peerdirect.mlx5.dv", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib", "org.peerdirect.mlx5.lib"),
             "org.peerdirect.mlx4.lib", List.of("org.peerdirect.mlx4.core", "org.peerdirect.mlx4.ib"),
             "org.peerdirect.doca", List.of("org.peerdirect.mlx5", "org.peerdirect.mlx4", "org.peerdirect.hca"),
-            "org.peerdirect.flexio", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib", "org.peerdirect.mlx5.lib", "org.peerdirect.mlx4"));
+            "org.peerdirect.flexio", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib", "org.peerdirect.mlx5.lib", "org.peerdirect.mlx4"),
+            "org.peerdirect.dpa.samples", List.of("org.peerdirect.mlx5.core", "org.peerdirect.mlx5.ib", "org.peerdirect.mlx5.lib", "org.peerdirect.mlx4",
+                    "org.peerdirect.hca.cx4"));
 
     /**
      * Device libraries inside a user library's package tree: code linked into DPA images, which

@@ -132,7 +132,7 @@ class LauncherIT {
     void lbListsEveryProjectBundleActive() throws Exception {
         Run r = launch("-c", "lb -s");
         assertEquals(0, r.exit(), r.err());
-        for (String m : List.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core", "rdma-tools", "doca-core", "flexio-dev", "flexio", "doca-dpa-dev", "doca-dpa", "umem-test", "mlx4-provider", "mlx5-provider",
+        for (String m : List.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core", "rdma-tools", "doca-core", "flexio-dev", "flexio", "doca-dpa-dev", "doca-dpa", "dpa-samples", "umem-test", "mlx4-provider", "mlx5-provider",
                 "example-peer-mem", "gpu-sim", "nvidia", "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem")) {
             assertTrue(r.out().lines().anyMatch(l -> l.contains("Active") && l.contains("org.peerdirect." + m + " ")),
                     m + " ACTIVE in:\n" + r.out());
@@ -151,6 +151,12 @@ class LauncherIT {
         Run r = launch("demo");
         assertEquals(0, r.exit(), r.err());
         assertTrue(r.out().contains("peerdirect> lb"), r.out());
+        // the DPA part: the three FlexIO samples' key lines, and dpa:mm's finding after them
+        assertTrue(r.out().contains("rpc_calculate(7, 35) = 42"), "dpa:sample rpc\n" + r.out());
+        assertTrue(r.out().contains("sent \"msg-7-echo\"  came back \"MSG-7-ECHO\"")
+                && r.out().contains("8 of 8 messages echoed in order"), "dpa:sample echo\n" + r.out());
+        assertTrue(r.out().contains("no echo came back") && r.out().contains("FLEXIO_ERR_STATUS_FATAL_ERROR")
+                && r.out().contains("(called from org.peerdirect.dpa.samples.dev.EchoDev."), "dpa:sample fence\n" + r.out());
     }
 
     @Test
