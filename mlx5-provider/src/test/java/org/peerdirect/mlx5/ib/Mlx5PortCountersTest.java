@@ -13,7 +13,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.hca.cx4.ConnectX4Device;
-import org.peerdirect.hca.engine.WirePort;
 import org.peerdirect.hca.wire.RxeCounters;
 import org.peerdirect.hca.wire.RxeNet;
 import org.peerdirect.hca.wire.UdpTunnelLink;
@@ -161,8 +160,8 @@ class Mlx5PortCountersTest extends Mlx5Machine {
     void onAWirePortTheCountersAreTheFramesAndAgreeWithRxesCounters() {
         start(ConnectX4Device.DEVICE_CONNECTX6DX, ConnectX4Device.DEVICE_CONNECTX6DX);
         UdpTunnelLink[] l = UdpTunnelLink.pair("a", "b");
-        WirePort wa = models.get(0).attachWire(1, l[0], RxeNet.parseIp("10.98.0.1"), 0x0200_0a62_0001L, 1500);
-        WirePort wb = models.get(1).attachWire(1, l[1], RxeNet.parseIp("10.98.0.2"), 0x0200_0a62_0002L, 1500);
+        var wa = models.get(0).attachWire(1, l[0], RxeNet.parseIp("10.98.0.1"), 0x0200_0a62_0001L, 1500);
+        var wb = models.get(1).attachWire(1, l[1], RxeNet.parseIp("10.98.0.2"), 0x0200_0a62_0002L, 1500);
         End a = new End(0);
         End b = new End(1);
         a.connect(b, true, 3);
