@@ -191,6 +191,37 @@ class Mlx5PortCountersTest extends Mlx5Machine {
         assertTrue(pma(0, "port_xmit_packets") >= 16, "16 request packets at least: " + pma(0, "port_xmit_packets"));
     }
 
+    /**
+     * Under the OSGi core the counter files serve one driver answer for its lifespan: a reader of
+     * every file (the sysfs mirror, five times a second) costs one command per folder, and the
+     * files show one consistent answer; past the lifespan, a read asks again.
+     */
+    @Test
+    void withALifespanEveryFileOfAFolderIsOneCommand() {
+        start(ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4);
+        SysfsTree other = new SysfsTree(tmp.resolve("sys2"), warnings::add);
+        var dir = new org.peerdirect.ib.core.impl.IbSysfs(other, ibs.get(0), ibs.get(0).queryDevice(), TimeUnit.HOURS.toNanos(1));
+        String counters = "class/infiniband/mlx5_0/ports/1/counters";
+        long commands = cores.get(0).cmdLog().total();
+        long sent = Long.parseLong(other.read(counters + "/port_xmit_data").strip());
+        End a = new End(0);
+        End b = new End(1);
+        a.connect(b, false, 5);
+        b.connect(a, false, 5);
+        a.post(IbvWrOpcode.RDMA_WRITE, 4096, b);
+        long mark = cores.get(0).cmdLog().total();
+        for (int i = 0; i < 10; i++) {
+            for (String f : other.list(counters)) {
+                other.read(counters + "/" + f);
+            }
+        }
+        assertEquals(mark, cores.get(0).cmdLog().total(), "reads within the lifespan send no command");
+        assertEquals(sent, Long.parseLong(other.read(counters + "/port_xmit_data").strip()), "the answer of the lifespan's start");
+        assertTrue(pma(0, "port_xmit_data") >= sent + 1024, "a core asking on every read sees the write");
+        assertTrue(mark > commands, "the verbs sent their commands");
+        dir.remove();
+    }
+
     @Test
     void devinfoShowsARocePortsTwoGidsAndAnInfinibandPortsOne() {
         start(ConnectX4Device.DEVICE_CONNECTX6DX, ConnectX4Device.DEVICE_CONNECTX4);
