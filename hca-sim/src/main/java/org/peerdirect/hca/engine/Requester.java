@@ -426,6 +426,7 @@ final class Requester extends Exchange {
             duplicate = atomic && r.atomicReplayPsn == qp.sqPsn && r.ePsn == ((qp.sqPsn + 1) & 0xFFFFFF);
             if (!duplicate) {
                 peer.counters.inc(PortCounters.OUT_OF_SEQUENCE);
+                PortCounters.fabric(peer, me, 1, 0); // the sequence NAK
                 return Outcome.NO_ACK; // out-of-sequence NAK: the requester retransmits; misconfigured PSNs end in RETRY_EXC_ERR
             }
             peer.counters.inc(PortCounters.DUPLICATE_REQUEST);
