@@ -155,6 +155,29 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
                 128, lid, 1, 0, 8, 0, 2, 16, active ? 5 : 3, IbvPortAttr.LINK_LAYER_INFINIBAND);
     }
 
+    /**
+     * {@code process_mad}'s PMA part on an InfiniBand port: the firmware's performance agent
+     * answers PortCounters and PortCountersExtended by {@code MAD_IFC}; by the sysfs names.
+     */
+    @Override
+    public java.util.Map<String, Long> queryPmaCounters(int port) {
+        checkPort(port);
+        MemorySegment pc = Mlx4Mad.get(core, port, Mad.MGMT_CLASS_PERF_MGMT, Mad.ATTR_PORT_COUNTERS);
+        MemorySegment ext = Mlx4Mad.get(core, port, Mad.MGMT_CLASS_PERF_MGMT, Mad.ATTR_PORT_COUNTERS_EXT);
+        java.util.Map<String, Long> m = new java.util.LinkedHashMap<>();
+        m.put("port_rcv_errors", (long) (pc.get(BE16, Mad.PC_PORT_RCV_ERRORS) & 0xffff));
+        m.put("port_xmit_discards", (long) (pc.get(BE16, Mad.PC_PORT_XMIT_DISCARDS) & 0xffff));
+        m.put("port_xmit_data", ext.get(BE64, Mad.PCE_XMIT_DATA));
+        m.put("port_rcv_data", ext.get(BE64, Mad.PCE_RCV_DATA));
+        m.put("port_xmit_packets", ext.get(BE64, Mad.PCE_XMIT_PACKETS));
+        m.put("port_rcv_packets", ext.get(BE64, Mad.PCE_RCV_PACKETS));
+        m.put("unicast_xmit_packets", ext.get(BE64, Mad.PCE_UNICAST_XMIT_PACKETS));
+        m.put("unicast_rcv_packets", ext.get(BE64, Mad.PCE_UNICAST_RCV_PACKETS));
+        m.put("multicast_xmit_packets", ext.get(BE64, Mad.PCE_MULTICAST_XMIT_PACKETS));
+        m.put("multicast_rcv_packets", ext.get(BE64, Mad.PCE_MULTICAST_RCV_PACKETS));
+        return m;
+    }
+
     void checkPort(int port) {
         if (port < 1 || port > core.caps().numPorts()) {
             throw new KernelException(Errno.EINVAL, name + ": no port " + port + " (ports 1.." + core.caps().numPorts() + ")");

@@ -72,6 +72,35 @@ class ToolsTest {
         assertTrue(again.contains("no mismatch"), again);
     }
 
+    /**
+     * The PMA counters through MAD_IFC (what sysfs's counters/ shows): what the ports sent the
+     * ports received, in 4-byte words, and at least the pingpong's payload both ways.
+     */
+    @Test
+    void thePortCountersCountAPingpongsBytes() throws Exception {
+        long[] before = pma("port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets");
+        String out = tools.pingpong("-s", "4096", "-n", "100", "-c");
+        assertTrue(out.contains("no mismatch"), out);
+        long[] after = pma("port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets");
+        long sentWords = after[0] - before[0];
+        assertTrue(sentWords * 4 >= 2L * 100 * 4096, "100 SENDs of 4096 bytes each way, in words: " + sentWords);
+        assertEquals(sentWords, after[1] - before[1], "what the ports sent, they received (one fabric)");
+        assertEquals(after[2] - before[2], after[3] - before[3], "packets alike");
+        assertTrue(after[2] - before[2] >= 200, "one packet per SEND at least");
+    }
+
+    /** The named PMA counters of port 1, summed over both devices. */
+    long[] pma(String... names) {
+        long[] v = new long[names.length];
+        for (Mlx4Device d : lab.devs) {
+            java.util.Map<String, Long> m = d.queryPmaCounters(1);
+            for (int i = 0; i < names.length; i++) {
+                v[i] += m.get(names[i]);
+            }
+        }
+        return v;
+    }
+
     @Test
     void pingpongPrintsIbvRcPingpongLines() throws Exception {
         String out = tools.pingpong("-s", "4096", "-n", "1000", "-c");

@@ -192,6 +192,27 @@ public final class ConsoleData {
         return sysfs.isDirectory(d) ? sysfs.list(d).stream().filter(p -> p.matches("\\d+")).toList() : List.of();
     }
 
+    /** The attribute files in sysfs folder {@code dir}, sorted; empty when it is absent. */
+    List<String> files(String dir) {
+        try {
+            return sysfs.isDirectory(dir) ? sysfs.list(dir).stream().filter(f -> !sysfs.isDirectory(dir + "/" + f)).sorted().toList() : List.of();
+        } catch (RuntimeException e) {
+            return List.of(); // gone since the check
+        }
+    }
+
+    /** Port {@code port} of {@code device}: its {@code counters/} then {@code hw_counters/} files, by name, as read now. */
+    java.util.Map<String, String> portCounters(String device, String port) {
+        java.util.Map<String, String> m = new java.util.LinkedHashMap<>();
+        for (String folder : List.of("counters", "hw_counters")) {
+            String dir = CLASS_INFINIBAND + "/" + device + "/ports/" + port + "/" + folder;
+            for (String f : files(dir)) {
+                m.put(folder + "/" + f, attribute(dir + "/" + f));
+            }
+        }
+        return m;
+    }
+
     /** An attribute's value, trimmed; "" when it is absent (gone since the listing). */
     String attribute(String path) {
         try {

@@ -62,6 +62,18 @@ public final class DevicesPage extends Page {
         }
         table(out, "devices", List.of("device", "driver", "node GUID", "fw_ver", "hca_type", "port", "state", "phys_state", "rate", "link_layer", "lid"), rows);
         for (ConsoleData.Device d : devices) {
+            for (ConsoleData.Port p : d.ports()) {
+                // the port counters as sysfs shows them (port_xmit_data in 4-byte words, as the kernel's)
+                List<List<String>> counters = new ArrayList<>();
+                data.portCounters(d.name(), Integer.toString(p.port())).forEach((k, v) -> counters.add(List.of(k, v)));
+                if (!counters.isEmpty()) {
+                    out.println("<h3>" + esc(d.name()) + " port " + p.port() + ": counters (class/infiniband/" + esc(d.name()) + "/ports/"
+                            + p.port() + ")</h3>");
+                    table(out, "counters-" + d.name() + "-" + p.port(), List.of("counter", "value"), counters);
+                }
+            }
+        }
+        for (ConsoleData.Device d : devices) {
             if (data.odpDevices().contains(d.name())) {
                 List<List<String>> odp = new ArrayList<>();
                 List<List<String>> mrs = new ArrayList<>();

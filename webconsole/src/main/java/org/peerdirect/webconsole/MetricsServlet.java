@@ -73,6 +73,63 @@ public final class MetricsServlet extends HttpServlet {
         portGauge(data, "node_infiniband_physical_state_id", "Physical state of the InfiniBand port (0: no change, 1: sleep, 2: polling, 3: disable, 4: shift, 5: link up, 6: link error recover, 7: phytest)",
                 "phys_state");
         portGauge(data, "node_infiniband_rate_bytes_per_second", "Maximum signal transfer rate", "rate");
+        // the PMA counters (ports/<n>/counters/), node_exporter's names; the data counters are 4-byte words there
+        portCounter(data, "node_infiniband_port_data_received_bytes", "Number of data octets received on all links", "port_rcv_data", 4);
+        portCounter(data, "node_infiniband_port_data_transmitted_bytes", "Number of data octets transmitted on all links", "port_xmit_data", 4);
+        portCounter(data, "node_infiniband_port_packets_received", "Number of packets received on all VLs by this port (including errors)",
+                "port_rcv_packets", 1);
+        portCounter(data, "node_infiniband_port_packets_transmitted", "Number of packets transmitted on all VLs from this port (including errors)",
+                "port_xmit_packets", 1);
+        portCounter(data, "node_infiniband_unicast_packets_received", "Number of unicast packets received (including errors)", "unicast_rcv_packets", 1);
+        portCounter(data, "node_infiniband_unicast_packets_transmitted", "Number of unicast packets transmitted (including errors)",
+                "unicast_xmit_packets", 1);
+        portCounter(data, "node_infiniband_multicast_packets_received", "Number of multicast packets received (including errors)",
+                "multicast_rcv_packets", 1);
+        portCounter(data, "node_infiniband_multicast_packets_transmitted", "Number of multicast packets transmitted (including errors)",
+                "multicast_xmit_packets", 1);
+        portCounter(data, "node_infiniband_port_errors_received", "Number of packets containing an error that were received on this port",
+                "port_rcv_errors", 1);
+        portCounter(data, "node_infiniband_port_transmit_discards", "Number of outbound packets discarded by the port because the port is down or congested",
+                "port_xmit_discards", 1);
+        // the driver's own counters (ports/<n>/hw_counters/): no node_exporter name, one labelled counter
+        CounterWithCallback.builder().name("peerdirect_infiniband_hw_stats").help("A port's driver counter (/sys/class/infiniband/<device>/ports/<port>/hw_counters/<counter>)")
+                .labelNames("device", "port", "counter").callback(cb -> {
+                    for (String d : data.sysfsDevices()) {
+                        for (String p : data.sysfsPorts(d)) {
+                            String dir = ConsoleData.CLASS_INFINIBAND + "/" + d + "/ports/" + p + "/hw_counters";
+                            data.files(dir).forEach(c -> {
+                                Double x = number(data.attribute(dir + "/" + c));
+                                if (x != null) {
+                                    cb.call(x, d, p, c);
+                                }
+                            });
+                        }
+                    }
+                }).register(registry);
+    }
+
+    /** A counter per port from {@code ports/<n>/counters/<file>} times {@code scale}; no sample where the driver has no such file. */
+    private void portCounter(ConsoleData data, String name, String help, String file, int scale) {
+        CounterWithCallback.builder().name(name).help(help)
+                .labelNames("device", "port").callback(cb -> {
+                    for (String d : data.sysfsDevices()) {
+                        for (String p : data.sysfsPorts(d)) {
+                            Double x = number(data.attribute(ConsoleData.CLASS_INFINIBAND + "/" + d + "/ports/" + p + "/counters/" + file));
+                            if (x != null) {
+                                cb.call(x * scale, d, p);
+                            }
+                        }
+                    }
+                }).register(registry);
+    }
+
+    /** A counter file's value; null when absent ("") or not a number. */
+    static Double number(String v) {
+        try {
+            return v.isEmpty() ? null : Double.valueOf(Long.parseUnsignedLong(v));
+        } catch (NumberFormatException e) {
+            return null;
+        }
     }
 
     /** A gauge per port from {@code ports/<n>/<file>}: "4: ACTIVE" gives 4; "100 Gb/sec (4X EDR)" gives bytes per second. */

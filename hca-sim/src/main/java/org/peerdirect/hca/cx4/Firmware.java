@@ -77,6 +77,7 @@ final class Firmware implements CommandQueue.Executor {
         allocations.register(table, eqs::eqOfUar);
         eqs.register(table);
         new Vports(engine, ethernet).register(table);
+        new VportCounters(engine).register(table);
         transport.register(table);
         pageFaults.register(table);
         uctxs.register(table, generalObjects::owned);

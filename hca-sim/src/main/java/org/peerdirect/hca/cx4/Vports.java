@@ -13,12 +13,17 @@ import org.peerdirect.hca.engine.HcaPort;
 /**
  * The port as its vport context shows it ({@code QUERY_HCA_VPORT_CONTEXT},
  * {@code QUERY_HCA_VPORT_GID}; the driver side is {@code mlx5_core}'s {@code vport.c}): state,
- * GUIDs, LID and SM LID on InfiniBand, the one GID (link-local on InfiniBand, the port's IPv4
- * address on RoCE v2). The model has one port and one GID entry.
+ * GUIDs, LID and SM LID on InfiniBand, the GID table of 8 entries: on InfiniBand one GID
+ * (link-local from the port GUID); on RoCE v2 the port's IPv4 address IPv4-mapped (index 0, the
+ * one the engine's packets leave from) and its IPv6 link-local address (index 1). The model has
+ * one port.
  *
  * <p>Lock rules: the firmware thread; the engine's port state is its own.
  */
 final class Vports {
+
+    /** Entries of the GID table: {@code gid_table_size} 0 in the capabilities, 8 entries ({@code mlx5_get_gid_table_len}). */
+    static final int GID_TABLE_LEN = 8;
 
     private final HcaDevice engine;
     private final boolean ethernet;
@@ -59,10 +64,30 @@ final class Vports {
     private void gid(MemorySegment in, MemorySegment out) throws Refused {
         HcaPort p = engine.port(port(in));
         int index = Vport.IN_GID_INDEX.get(in, 0);
-        if (index != 0) {
-            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_LIMIT, "GID index " + index + ": the table has one entry");
+        if (index >= GID_TABLE_LEN) {
+            throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_LIMIT, "GID index " + index + ": the table has " + GID_TABLE_LEN + " entries");
         }
-        portGid(p, out, Vport.OUT_GID);
+        if (index == 0) {
+            portGid(p, out, Vport.OUT_GID);
+        } else if (index == 1 && ethernet) {
+            linkLocalGid(p, out, Vport.OUT_GID);
+        }
+        // an unused entry reads as the zero GID, as firmware's
+    }
+
+    /**
+     * An Ethernet port's second GID: the IPv6 link-local address from its MAC (EUI-64, the
+     * universal/local bit flipped), as rxe's GID 0 and any RoCE port with an IPv6 link-local
+     * address have; on the in-JVM fabric, from the port GUID.
+     */
+    private void linkLocalGid(HcaPort p, MemorySegment out, long off) {
+        org.peerdirect.hca.engine.WirePort w = p.wire();
+        if (w != null) {
+            MemorySegment.copy(w.gid(0), 0, out, ValueLayout.JAVA_BYTE, off, 16);
+        } else {
+            out.set(BE64, off, 0xfe80_0000_0000_0000L);
+            out.set(BE64, off + 8, (nodeGuid() + 1) ^ 0x0200_0000_0000_0000L);
+        }
     }
 
     /** GID 0 of port {@code p} into 16 bytes at {@code off}. */

@@ -10,6 +10,8 @@ public final class HcaPort implements Fabric.Port {
     volatile boolean active;
     /** The port's MAC/IP layer when its link is a wire ({@link HcaDevice#attachWire}); null: the in-JVM fabric. */
     volatile WirePort wire;
+    /** The port's traffic and transport counters (read by the personalities' counter commands). */
+    final PortCounters counters = new PortCounters();
 
     HcaPort(HcaDevice device, int portNum) {
         this.device = device;
@@ -37,6 +39,11 @@ public final class HcaPort implements Fabric.Port {
 
     public boolean active() {
         return active;
+    }
+
+    /** The port's counters, for the personality's counter commands (the drivers' only way to them). */
+    public PortCounters counters() {
+        return counters;
     }
 
     /** The port's wire (addresses, counters, neighbours), or null when it is on the in-JVM fabric. */

@@ -229,7 +229,9 @@ final class Requester extends Exchange {
         if (o == Outcome.RNR_NAK) {
             qp.dev.rnrNaks.incrementAndGet();
             if (qp.rnrRetry != 7 && rnrLeft-- == 0) {
-                WirePort wp = qp.dev.ports[qp.portNum - 1].wire;
+                HcaPort me = qp.dev.ports[qp.portNum - 1];
+                me.counters.inc(PortCounters.RNR_NAK_RETRY_ERR);
+                WirePort wp = me.wire;
                 if (wp != null) {
                     wp.counters.inc(org.peerdirect.hca.wire.RxeCounters.RNR_RETRY_EXCEEDED);
                 }
@@ -249,6 +251,7 @@ final class Requester extends Exchange {
         if (o == Outcome.NO_ACK) {
             qp.dev.retries.incrementAndGet();
             if (retryLeft-- == 0) {
+                qp.dev.ports[qp.portNum - 1].counters.inc(PortCounters.LOCAL_ACK_TIMEOUT_ERR);
                 fail(w, h, Outcome.RETRY_EXC_ERR);
                 return true;
             }
@@ -406,19 +409,27 @@ final class Requester extends Exchange {
         // RC answers RC; an XRC initiator is answered by an XRC target (nothing else answers either)
         boolean peerType = qp.serviceType == HcaDevice.ST_RC ? r != null && r.serviceType == HcaDevice.ST_RC
                 : r != null && r.serviceType == HcaDevice.ST_XRC && r.xrcTarget;
-        if (r == null || !me.active || !r.dev.ports[r.portNum - 1].active || !peerType || r.destQpn != qp.qpn || r.dlid != me.lid
-                || !r.state.receives()) {
-            return Outcome.NO_ACK;
-        }
         // the one-word operations and FLUSH (its length names the remote range, no payload) are one packet
         int packets = Wqe.hasAtomicSegment(w.opcode) || w.opcode == Wqe.OP_FLUSH ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
+        if (!me.active) {
+            return Outcome.NO_ACK; // a port that is down sends nothing
+        }
+        HcaPort peer = r == null ? null : r.dev.ports[r.portNum - 1];
+        if (r == null || !peer.active || !peerType || r.destQpn != qp.qpn || r.dlid != me.lid || !r.state.receives()) {
+            countRequest(me, null, w, len, packets); // sent, and lost
+            return Outcome.NO_ACK;
+        }
+        countRequest(me, peer, w, len, packets);
         boolean duplicate = false;
         if (r.ePsn != qp.sqPsn) {
             // a duplicate of an atomic the responder executed and remembered: replayed, not repeated
             duplicate = atomic && r.atomicReplayPsn == qp.sqPsn && r.ePsn == ((qp.sqPsn + 1) & 0xFFFFFF);
             if (!duplicate) {
+                peer.counters.inc(PortCounters.OUT_OF_SEQUENCE);
+                PortCounters.fabric(peer, me, 1, 0); // the sequence NAK
                 return Outcome.NO_ACK; // out-of-sequence NAK: the requester retransmits; misconfigured PSNs end in RETRY_EXC_ERR
             }
+            peer.counters.inc(PortCounters.DUPLICATE_REQUEST);
         }
         xrcSrq = null;
         if (r.xrcTarget) {
@@ -442,6 +453,7 @@ final class Requester extends Exchange {
                 r.dev.asyncEvent(o.responderEvent(), r.qpn);
             }
         }
+        countResponse(peer, me, w, len, o);
         if (o != Outcome.RNR_NAK && o != Outcome.PAGE_FAULT) {
             qp.sqPsn = (qp.sqPsn + packets) & 0xFFFFFF;
             if (!duplicate) {
@@ -449,6 +461,41 @@ final class Requester extends Exchange {
             }
         }
         return o;
+    }
+
+    /**
+     * The request packets of {@code w} on the fabric: a READ's request is one packet without
+     * payload, everything else carries its message; the responder counts what the request asks of
+     * it ({@code rx_write_requests}, ...). {@code to} null: the packets went nowhere.
+     */
+    private static void countRequest(HcaPort from, HcaPort to, SendWqe w, long len, int packets) {
+        boolean read = w.opcode == Wqe.OP_RDMA_READ;
+        boolean payload = !read && w.opcode != Wqe.OP_FLUSH;
+        PortCounters.fabric(from, to, read ? 1 : packets, payload ? (Wqe.isAtomic(w.opcode) ? 0 : len) : 0);
+        if (to != null) {
+            if (read) {
+                to.counters.inc(PortCounters.RX_READ_REQUESTS);
+            } else if (Wqe.isAtomic(w.opcode)) {
+                to.counters.inc(PortCounters.RX_ATOMIC_REQUESTS);
+            } else if (w.opcode == Wqe.OP_RDMA_WRITE || w.opcode == Wqe.OP_RDMA_WRITE_IMM) {
+                to.counters.inc(PortCounters.RX_WRITE_REQUESTS);
+            }
+        }
+    }
+
+    /**
+     * The responder's answer on the fabric: a READ's data in its packets, an atomic's one response
+     * with the original value (8 octets), otherwise one acknowledgement (or NAK) without payload;
+     * a responder-side page fault answers with an RNR NAK too.
+     */
+    private void countResponse(HcaPort from, HcaPort to, SendWqe w, long len, Outcome o) {
+        if (w.opcode == Wqe.OP_RDMA_READ && o == Outcome.SUCCESS) {
+            PortCounters.fabric(from, to, (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu), len);
+        } else if (Wqe.isAtomic(w.opcode) && o == Outcome.SUCCESS) {
+            PortCounters.fabric(from, to, 1, 8);
+        } else {
+            PortCounters.fabric(from, to, 1, 0);
+        }
     }
 
     private Outcome executeUd(SendWqe w) {
@@ -466,10 +513,14 @@ final class Requester extends Exchange {
             return me.active ? wire().sendUd(w, wp) : Outcome.SUCCESS;
         }
         HwQp r = HcaPort.resolve(qp.dev, w.dlid, w.remoteQpn);
-        if (r == null || r.serviceType != HcaDevice.ST_UD || !qp.dev.ports[qp.portNum - 1].active || !r.dev.ports[r.portNum - 1].active
-                || !r.state.receives()) {
+        if (!me.active) {
             return Outcome.SUCCESS; // unreliable: the datagram is lost, the send still completes
         }
+        if (r == null || r.serviceType != HcaDevice.ST_UD || !r.dev.ports[r.portNum - 1].active || !r.state.receives()) {
+            PortCounters.fabric(me, null, 1, len);
+            return Outcome.SUCCESS;
+        }
+        PortCounters.fabric(me, r.dev.ports[r.portNum - 1], 1, len);
         int useQkey = w.remoteQkey < 0 ? qp.qkey : w.remoteQkey;
         if (useQkey != r.qkey) {
             return Outcome.SUCCESS; // Q_Key mismatch: silently dropped at the receiver

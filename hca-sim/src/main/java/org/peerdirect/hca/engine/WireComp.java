@@ -104,6 +104,7 @@ final class WireComp {
             // a response missing: rxe's completer retries the READ from it at once (COMPST_ERROR_RETRY), once per gap
             if (RxeHdr.psnCompare(wr.compPsn, wr.lastResendPsn) != 0) {
                 port.counters.inc(RxeCounters.RCV_SEQ_ERR);
+                port.port.counters.inc(PortCounters.PACKET_SEQ_ERR);
             }
             return resend(wr, RxeHdr.psnCompare(wr.compPsn, wr.first[s]));
         }
@@ -196,6 +197,7 @@ final class WireComp {
                             return false; // the packets after an RNR NAK's PSN: resent after the back-off
                         }
                         port.counters.inc(RxeCounters.RCV_SEQ_ERR);
+                port.port.counters.inc(PortCounters.PACKET_SEQ_ERR);
                         wr.compPsn = p.psn;
                         return resend(wr, idx);
                     }

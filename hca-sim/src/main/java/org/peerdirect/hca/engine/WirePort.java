@@ -187,8 +187,11 @@ public final class WirePort implements Link.Receiver {
     void send(Frame f) {
         RxeNet.seal(f);
         counters.inc(RxeCounters.SENT_PKTS);
+        int len = f.len;
+        port.counters.xmit(len); // before the frame leaves: the peer may answer before send returns
         if (!link.send(f)) {
             counters.inc(RxeCounters.SEND_ERR); // rxe_xmit_packet's failure
+            port.counters.discard(len);
         }
     }
 
@@ -245,13 +248,19 @@ public final class WirePort implements Link.Receiver {
         switch (r) {
             case RxeNet.ARP -> arp(f);
             case RxeNet.ROCE -> roce(f, p);
-            case RxeNet.BAD_ICRC -> counters.inc(RxeCounters.RCVD_ICRC_ERR);
-            case RxeNet.UNKNOWN_OPCODE -> counters.inc(RxeCounters.RCVD_UNKNOWN_OPCODE);
-            case RxeNet.MALFORMED -> counters.inc(RxeCounters.RCVD_MALFORMED);
+            case RxeNet.BAD_ICRC -> rcvError(RxeCounters.RCVD_ICRC_ERR);
+            case RxeNet.UNKNOWN_OPCODE -> rcvError(RxeCounters.RCVD_UNKNOWN_OPCODE);
+            case RxeNet.MALFORMED -> rcvError(RxeCounters.RCVD_MALFORMED);
             default -> {
                 // another host's frame, or not RoCE: a NIC's filter drops it uncounted
             }
         }
+    }
+
+    /** A RoCE frame the port refused: rxe's reason, and the port's receive errors (PortRcvErrors). */
+    private void rcvError(int rxeCounter) {
+        counters.inc(rxeCounter);
+        port.counters.inc(PortCounters.RCV_ERRORS);
     }
 
     private void arp(Frame f) {
@@ -269,6 +278,7 @@ public final class WirePort implements Link.Receiver {
     /** {@code rxe_rcv}'s header checks ({@code hdr_check}) then the responder or the completer. */
     private void roce(Frame f, RxePkt p) {
         counters.inc(RxeCounters.RCVD_PKTS);
+        port.counters.rcv(f.len);
         HwQp qp = p.qpn == 0 || p.qpn == 1 ? null : dev.qp(p.qpn);
         if (qp == null || qp.dev != dev || qp.portNum != port.portNum) {
             counters.inc(RxeCounters.RCVD_NO_QP);

@@ -63,6 +63,7 @@ final class WireResp {
         if (d > 0) {
             // a gap: one NAK until the expected PSN comes (rxe's RESPST_ERR_PSN_OUT_OF_SEQ)
             port.counters.inc(RxeCounters.OUT_OF_SEQ_REQ);
+            port.port.counters.inc(PortCounters.OUT_OF_SEQUENCE);
             if (!s.sentPsnNak) {
                 s.sentPsnNak = true;
                 ack(port, qp, p, RxeHdr.AETH_NAK_PSN_SEQ_ERROR, s.msn, qp.ePsn);
@@ -348,6 +349,7 @@ final class WireResp {
     /** A request below the expected PSN: counted; a SEND/WRITE re-acknowledged, a READ answered again, an atomic's saved answer resent. */
     private static void duplicate(WirePort port, HwQp qp, State s, Frame f, RxePkt p) {
         port.counters.inc(RxeCounters.DUP_REQ);
+        port.port.counters.inc(PortCounters.DUPLICATE_REQUEST);
         if (p.has(RxeOpcode.READ)) {
             read(port, qp, s, f, p, p.psn, true);
         } else if (p.has(RxeOpcode.ATOMIC)) {

@@ -5,6 +5,7 @@ import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Supplier;
 
 import org.peerdirect.hca.cx4.ifc.Eq;
@@ -178,12 +179,14 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         MemorySegment out = queryVport(port);
         long c = Vport.OUT_CONTEXT;
         int state = Vport.PORT_STATE.get(out, c);
-        return new IbvPortAttr(state, 5, 5, 1, 0x02514868, 1L << core.cap(HcaCap.LOG_MAX_MSG), 128, Vport.LID.get(out, c),
+        // mlx5_get_gid_table_len: 8 << gid_table_size entries
+        int gidTblLen = 8 << Math.min(4, core.cap(HcaCap.GID_TABLE_SIZE));
+        return new IbvPortAttr(state, 5, 5, gidTblLen, 0x02514868, 1L << core.cap(HcaCap.LOG_MAX_MSG), 128, Vport.LID.get(out, c),
                 Vport.SM_LID.get(out, c), 0, 4, 0, 2, ethernet ? 64 : 32, Vport.PORT_PHYSICAL_STATE.get(out, c),
                 ethernet ? IbvPortAttr.LINK_LAYER_ETHERNET : IbvPortAttr.LINK_LAYER_INFINIBAND);
     }
 
-    /** {@code mlx5_query_gid}: the vport's GID table (RoCE v2: the IPv4-mapped address; IB: fe80::port GUID). */
+    /** {@code mlx5_query_gid}: the vport's GID table (RoCE v2: the IPv4-mapped address, then the link-local; IB: fe80::port GUID; unused entries all zeros). */
     @Override
     public String queryGid(int port, int index) {
         MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.QUERY_HCA_VPORT_GID, 0, 16);
@@ -191,6 +194,18 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         Vport.IN_GID_INDEX.set(in, 0, index);
         MemorySegment out = cmd(() -> core.exec(in, Vport.GID_OUT_LEN));
         return IbvGid.format(out.asSlice(Vport.OUT_GID, 16).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /** {@code process_mad}'s PMA part: PortCounters(Extended) from the vport counters ({@link Mlx5Counters}). */
+    @Override
+    public Map<String, Long> queryPmaCounters(int port) {
+        return Mlx5Counters.queryPma(this, port);
+    }
+
+    /** {@code get_hw_stats}: the port's q counters ({@link Mlx5Counters}). */
+    @Override
+    public Map<String, Long> getHwStats(int port) {
+        return Mlx5Counters.queryQ(this, port);
     }
 
     @Override

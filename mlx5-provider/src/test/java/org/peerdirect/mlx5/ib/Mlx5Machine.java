@@ -47,13 +47,15 @@ abstract class Mlx5Machine {
     /** Devices a test hot-unplugged: their firmware was powered down holding the pages the driver reclaimed locally. */
     final Set<Integer> unplugged = new HashSet<>();
     AddressSpace proc;
+    /** The sysfs tree ib-core publishes into, when a test sets it before {@link #startMachine}; null: none. */
+    org.peerdirect.kernel.sysfs.Sysfs sysfs;
 
     /** One model per PCI device id ({@link ConnectX4Device#DEVICE_CONNECTX4}, {@code _CONNECTX6DX} or {@code _BLUEFIELD3}), each bound and registered. */
     void startMachine(Path tmp, String procName, int... deviceIds) {
         mm = new Mm(64L << 20, true, tmp.resolve("swap"), 1 << 20);
         iommu = new Iommu(mm);
         bus = new StandalonePciBus(iommu);
-        core = new IbCore(null);
+        core = new IbCore(sysfs);
         Fabric fabric = new Fabric();
         for (int i = 0; i < deviceIds.length; i++) {
             ConnectX4Device m = new ConnectX4Device(ConnectX4Device.modelName(deviceIds[i]), deviceIds[i], fabric);

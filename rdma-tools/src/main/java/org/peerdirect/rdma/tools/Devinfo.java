@@ -128,7 +128,20 @@ final class Devinfo {
             sb.append("\t\t\tactive_width:\t\t4X (").append(pa.activeWidth()).append(")\n");
             sb.append("\t\t\tactive_speed:\t\t14.0 Gbps (").append(pa.activeSpeed()).append(")\n");
             sb.append("\t\t\tphys_state:\t\t").append(pa.physState() == 5 ? "LINK_UP" : "POLLING").append(" (").append(pa.physState()).append(")\n");
-            sb.append("\t\t\tGID[  0]:\t\t").append(c.queryGid(port, 0)).append('\n');
+            // print_all_port_gids: every entry of the table that is in use (an empty entry is the zero
+            // GID, or EINVAL as rdma_query_gid answers for one: skipped as ibv_query_gid_ex's failure is)
+            boolean roce = pa.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET;
+            for (int i = 0; i < pa.gidTblLen(); i++) {
+                String gid;
+                try {
+                    gid = c.queryGid(port, i);
+                } catch (org.peerdirect.kernel.mm.KernelException empty) {
+                    continue;
+                }
+                if (!gid.replace("0", "").replace(":", "").isEmpty()) {
+                    sb.append(String.format("\t\t\tGID[%3d]:\t\t%s%s%n", i, gid, roce ? ", RoCE v2" : ""));
+                }
+            }
         }
     }
 

@@ -334,10 +334,23 @@ class WebConsoleIT {
             assertFalse(theirs.isEmpty(), seen);
             assertEquals(theirs, ours, "node_exporter on the mirror and /metrics report the same ports and states");
             assertEquals(samples(seen, "node_infiniband_rate_bytes_per_second"), samples(get("/metrics").body(), "node_infiniband_rate_bytes_per_second"));
+            // write_bw ran (Order 2): its device's port counters moved, node_exporter reads them from counters/, /metrics has the same series
+            String sent = "node_infiniband_port_data_transmitted_bytes_total";
+            Set<String> theirsSent = samples(seen, sent);
+            assertTrue(theirsSent.stream().anyMatch(l -> !l.endsWith("=0.0")), "a port sent data: " + theirsSent + "\n" + seen);
+            Set<String> oursSent = samples(get("/metrics").body(), sent);
+            assertEquals(labels(theirsSent), labels(oursSent), "the same ports have counters in both");
         } finally {
             ne.destroy();
             ne.waitFor(30, TimeUnit.SECONDS);
         }
+    }
+
+    /** The {@code device/port} parts of {@link #samples}, without their values. */
+    static Set<String> labels(Set<String> samples) {
+        Set<String> out = new TreeSet<>();
+        samples.forEach(l -> out.add(l.substring(0, l.lastIndexOf('='))));
+        return out;
     }
 
     /** The lines the shell printed between echo {@code from} and the next echo of ours. */

@@ -22,6 +22,7 @@ import org.peerdirect.hca.cx3.ifc.QueryDevCap;
 import org.peerdirect.hca.cx3.ifc.QueryFw;
 import org.peerdirect.hca.engine.HcaDevice;
 import org.peerdirect.hca.engine.HcaPort;
+import org.peerdirect.hca.engine.PortCounters;
 import org.peerdirect.kernel.dma.DmaPort;
 import org.peerdirect.kernel.iommu.IommuFault;
 import org.peerdirect.kernel.pci.PciFunction;
@@ -442,8 +443,9 @@ final class Firmware {
 
     /**
      * {@code MAD_IFC}: the subnet management agent answers Get(NodeInfo) and Get(PortInfo) of a
-     * LID-routed SMP; another attribute gets a MAD status, another class or method a bad-packet
-     * command status.
+     * LID-routed SMP, the performance management agent Get(PortCounters) and
+     * Get(PortCountersExtended); another attribute gets a MAD status, another class or method a
+     * bad-packet command status.
      */
     private long madIfc(Cmd c) throws Refused {
         needUp(c);
@@ -452,15 +454,18 @@ final class Firmware {
             throw new Refused(Mlx4Cmd.STAT_BAD_INDEX, "MAD_IFC on port " + p + " (ports 1.." + nports + ")");
         }
         MemorySegment mad = inbox(c, Mad.SIZE);
-        if ((mad.get(U8, Mad.MGMT_CLASS) & 0xff) != Mad.MGMT_CLASS_SUBN_LID_ROUTED || mad.get(U8, Mad.METHOD) != Mad.METHOD_GET) {
-            throw new Refused(Mlx4Cmd.STAT_BAD_PKT, String.format("MAD class 0x%x method 0x%x: only Get of a LID-routed SMP",
+        int mgmtClass = mad.get(U8, Mad.MGMT_CLASS) & 0xff;
+        if (mgmtClass != Mad.MGMT_CLASS_SUBN_LID_ROUTED && mgmtClass != Mad.MGMT_CLASS_PERF_MGMT || mad.get(U8, Mad.METHOD) != Mad.METHOD_GET) {
+            throw new Refused(Mlx4Cmd.STAT_BAD_PKT, String.format("MAD class 0x%x method 0x%x: only Get of a LID-routed SMP or of the PMA",
                     mad.get(U8, Mad.MGMT_CLASS), mad.get(U8, Mad.METHOD)));
         }
         int attr = mad.get(BE16, Mad.ATTR_ID) & 0xffff;
         mad.set(U8, Mad.METHOD, (byte) Mad.METHOD_GET_RESP);
         mad.asSlice(Mad.DATA).fill((byte) 0);
         long d = Mad.DATA;
-        if (attr == Mad.ATTR_NODE_INFO) {
+        if (mgmtClass == Mad.MGMT_CLASS_PERF_MGMT) {
+            pma(mad, attr, engine.port(p).counters());
+        } else if (attr == Mad.ATTR_NODE_INFO) {
             mad.set(U8, d + Mad.NI_NODE_TYPE, (byte) 1); // a channel adapter
             mad.set(U8, d + Mad.NI_NUM_PORTS, (byte) nports);
             mad.set(BE64, d + Mad.NI_SYS_IMAGE_GUID, nodeGuid);
@@ -479,6 +484,28 @@ final class Firmware {
         }
         outbox(c, mad);
         return 0;
+    }
+
+    /**
+     * The performance management agent's Get: PortCounters (the error counters the port keeps,
+     * saturating at 16 bits as IBA's) and PortCountersExtended (64-bit traffic, the data in 4-byte
+     * words); another attribute gets a MAD status.
+     */
+    private static void pma(MemorySegment mad, int attr, PortCounters pc) {
+        long d = Mad.DATA;
+        if (attr == Mad.ATTR_PORT_COUNTERS) {
+            mad.set(BE16, d + Mad.PC_PORT_RCV_ERRORS, (short) Math.min(0xffff, pc.get(PortCounters.RCV_ERRORS)));
+            mad.set(BE16, d + Mad.PC_PORT_XMIT_DISCARDS, (short) Math.min(0xffff, pc.get(PortCounters.XMIT_DISCARDS)));
+        } else if (attr == Mad.ATTR_PORT_COUNTERS_EXT) {
+            mad.set(BE64, d + Mad.PCE_XMIT_DATA, pc.get(PortCounters.XMIT_OCTETS) >>> 2);
+            mad.set(BE64, d + Mad.PCE_RCV_DATA, pc.get(PortCounters.RCV_OCTETS) >>> 2);
+            mad.set(BE64, d + Mad.PCE_XMIT_PACKETS, pc.get(PortCounters.XMIT_PACKETS));
+            mad.set(BE64, d + Mad.PCE_RCV_PACKETS, pc.get(PortCounters.RCV_PACKETS));
+            mad.set(BE64, d + Mad.PCE_UNICAST_XMIT_PACKETS, pc.get(PortCounters.XMIT_PACKETS));
+            mad.set(BE64, d + Mad.PCE_UNICAST_RCV_PACKETS, pc.get(PortCounters.RCV_PACKETS));
+        } else {
+            mad.set(BE16, Mad.STATUS, (short) Mad.STATUS_UNSUP_METHOD_ATTR);
+        }
     }
 
     /**

@@ -53,6 +53,16 @@ public final class Mad {
     public static final int PORT_STATE_DOWN = 1;
     public static final int PORT_STATE_ACTIVE = 4;
 
+    // the performance management class (PMA, IBA 16.1): what process_mad's PMA part and sysfs's counters/ ask for
+    public static final int MGMT_CLASS_PERF_MGMT = 0x04;
+    public static final int ATTR_PORT_COUNTERS = 0x0012;
+    public static final int ATTR_PORT_COUNTERS_EXT = 0x001d;
+    /** PortCounters, from DATA ({@code struct ib_pma_portcounters}): be16 each. */
+    public static final int PC_PORT_RCV_ERRORS = 8, PC_PORT_XMIT_DISCARDS = 14;
+    /** PortCountersExtended, from DATA ({@code struct ib_pma_portcounters_ext}): be64 each, the data in 4-byte words. */
+    public static final int PCE_XMIT_DATA = 8, PCE_RCV_DATA = 16, PCE_XMIT_PACKETS = 24, PCE_RCV_PACKETS = 32, PCE_UNICAST_XMIT_PACKETS = 40,
+            PCE_UNICAST_RCV_PACKETS = 48, PCE_MULTICAST_XMIT_PACKETS = 56, PCE_MULTICAST_RCV_PACKETS = 64;
+
     private Mad() {
     }
 }

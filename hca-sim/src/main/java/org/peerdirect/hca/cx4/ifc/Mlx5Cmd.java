@@ -62,6 +62,8 @@ public final class Mlx5Cmd {
     public static final int QUERY_XRC_SRQ = 0x707;
     public static final int ARM_XRC_SRQ = 0x708;
     public static final int QUERY_VPORT_STATE = 0x750;
+    public static final int QUERY_VPORT_COUNTER = 0x770;
+    public static final int QUERY_Q_COUNTER = 0x773;
     public static final int QUERY_HCA_VPORT_CONTEXT = 0x762;
     public static final int QUERY_HCA_VPORT_GID = 0x764;
     public static final int ALLOC_PD = 0x800;
@@ -168,6 +170,8 @@ public final class Mlx5Cmd {
             case ALLOC_XRCD -> "ALLOC_XRCD";
             case DEALLOC_XRCD -> "DEALLOC_XRCD";
             case QUERY_VPORT_STATE -> "QUERY_VPORT_STATE";
+            case QUERY_VPORT_COUNTER -> "QUERY_VPORT_COUNTER";
+            case QUERY_Q_COUNTER -> "QUERY_Q_COUNTER";
             case QUERY_HCA_VPORT_CONTEXT -> "QUERY_HCA_VPORT_CONTEXT";
             case QUERY_HCA_VPORT_GID -> "QUERY_HCA_VPORT_GID";
             case ALLOC_PD -> "ALLOC_PD";

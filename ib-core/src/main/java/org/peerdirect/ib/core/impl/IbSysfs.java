@@ -1,6 +1,8 @@
 package org.peerdirect.ib.core.impl;
 
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.IntFunction;
 
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
@@ -13,26 +15,47 @@ import org.peerdirect.kernel.sysfs.Sysfs;
  * {@code drivers/infiniband/core/sysfs.c} makes them ({@code ib_setup_device_attrs},
  * {@code ib_setup_port_attrs}): {@code fw_ver}, {@code hca_type}, {@code board_id},
  * {@code node_guid}, and per port {@code state}, {@code phys_state}, {@code rate},
- * {@code link_layer}, {@code lid}, with the {@code counters} and {@code hw_counters} folders
- * (empty: the models keep no port counters, and a counter that is always 0 would be a wrong
- * answer). What node_exporter's infiniband collector reads, so it reports these ports.
+ * {@code link_layer}, {@code lid}, with the {@code counters} folder (the PMA counters, by the
+ * driver's {@link IbDeviceOps#queryPmaCounters}) and the {@code hw_counters} folder (the driver's
+ * own, {@link IbDeviceOps#getHwStats}); a driver without counters leaves them empty. What
+ * node_exporter's infiniband collector reads, so it reports these ports and their traffic.
  *
  * <p>The real {@code state_show} queries the port on each read; here the mirror reads every
  * attribute a few times a second, so a port's attributes are queried once at registration and
  * its state then follows the driver's port events ({@code ib_cache_update} does the same for
- * the cached port state): PORT_ACTIVE and PORT_ERR. Each show is a plain read.
+ * the cached port state): PORT_ACTIVE and PORT_ERR. Each of these shows is a plain read; a
+ * counter's show asks the driver (a firmware command) when its last answer is older than the lifespan.
  */
-final class IbSysfs {
+public final class IbSysfs {
 
     static final String CLASS = "class/infiniband";
 
     private final Sysfs sysfs;
+    private final IbDeviceOps ops;
+    /**
+     * How long a driver's counter answer serves reads: one second, so the mirror's reads five times
+     * a second cost a driver one command per folder a second, and its command log keeps what
+     * matters (the kernel's default hw_stats lifespan is 10 ms, its readers are occasional).
+     */
+    public static final long LIFESPAN_NANOS = 1_000_000_000L;
+    private final long lifespanNanos;
     private final String dir;
     /** Each port's attributes, index port - 1; replaced whole by a port event. */
     private final AtomicReferenceArray<IbvPortAttr> ports;
 
-    IbSysfs(Sysfs sysfs, IbDeviceOps ops, IbvDeviceAttr attr) {
+    /** As the OSGi core has it: counters fresh for {@link #LIFESPAN_NANOS}. */
+    public IbSysfs(Sysfs sysfs, IbDeviceOps ops, IbvDeviceAttr attr) {
+        this(sysfs, ops, attr, LIFESPAN_NANOS);
+    }
+
+    /**
+     * The device's attributes under {@code class/infiniband/<dev>/}; its counters are asked of the
+     * driver again once the last answer is {@code lifespanNanos} old (0: on every read).
+     */
+    public IbSysfs(Sysfs sysfs, IbDeviceOps ops, IbvDeviceAttr attr, long lifespanNanos) {
         this.sysfs = sysfs;
+        this.ops = ops;
+        this.lifespanNanos = lifespanNanos;
         this.dir = CLASS + "/" + ops.name();
         this.ports = new AtomicReferenceArray<>(attr.physPortCnt());
         sysfs.attribute(dir + "/fw_ver", attr::fwVer);
@@ -48,13 +71,63 @@ final class IbSysfs {
             sysfs.attribute(pd + "/rate", () -> rateShow(ports.get(i)));
             sysfs.attribute(pd + "/link_layer", () -> ports.get(i).linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand");
             sysfs.attribute(pd + "/lid", () -> String.format("0x%x", ports.get(i).lid()));
-            sysfs.mkdir(pd + "/counters");
-            sysfs.mkdir(pd + "/hw_counters");
+            counters(pd + "/counters", p, ops::queryPmaCounters);
+            counters(pd + "/hw_counters", p, ops::getHwStats);
+        }
+    }
+
+    /**
+     * One file per counter the driver has for port {@code p} (the names it answers at
+     * registration), read from the driver's answer of at most {@link #lifespanNanos} ago:
+     * {@code hw_stat_port_show} asks {@code get_hw_stats} only when its {@code rdma_hw_stats} are
+     * older than their {@code lifespan}, so that a reader of every file (here the sysfs mirror, a
+     * few times a second) costs the device one command per folder, not one per file. A driver
+     * that keeps no counters leaves the folder empty rather than showing zeros it never counted.
+     */
+    private void counters(String folder, int p, IntFunction<Map<String, Long>> query) {
+        sysfs.mkdir(folder);
+        Fresh fresh = new Fresh(() -> query.apply(p), lifespanNanos);
+        for (String name : fresh.get().keySet()) {
+            sysfs.attribute(folder + "/" + name, () -> {
+                Long v = fresh.get().get(name);
+                if (v == null) {
+                    throw new IllegalStateException(ops.name() + ": counter " + name + " of port " + p + " is no longer reported by the driver");
+                }
+                return Long.toUnsignedString(v);
+            });
+        }
+    }
+
+    /**
+     * A driver's counter answer and when it was taken ({@code rdma_hw_stats.timestamp}): a new
+     * one once it is older than the lifespan. Readers may race to refresh; each gets a whole answer.
+     */
+    private static final class Fresh {
+        private record Taken(Map<String, Long> values, long at) {
+        }
+
+        private final java.util.function.Supplier<Map<String, Long>> query;
+        private final long lifespanNanos;
+        private volatile Taken last;
+
+        Fresh(java.util.function.Supplier<Map<String, Long>> query, long lifespanNanos) {
+            this.query = query;
+            this.lifespanNanos = lifespanNanos;
+        }
+
+        Map<String, Long> get() {
+            Taken t = last;
+            long now = System.nanoTime();
+            if (t == null || now - t.at() >= lifespanNanos) {
+                t = new Taken(query.get(), now);
+                last = t;
+            }
+            return t.values();
         }
     }
 
     /** PORT_ACTIVE / PORT_ERR: the port's state as the event says (the event thread must not query the device). */
-    void portEvent(int port, IbvEventType type) {
+    public void portEvent(int port, IbvEventType type) {
         if (port < 1 || port > ports.length()) {
             return;
         }
@@ -67,7 +140,7 @@ final class IbSysfs {
     }
 
     /** The attributes this made; the device folder goes with its last entry (a driver's own, like odp/, stay its). */
-    void remove() {
+    public void remove() {
         for (String n : new String[] {"fw_ver", "hca_type", "board_id", "node_guid", "ports"}) {
             if (sysfs.exists(dir + "/" + n)) {
                 sysfs.remove(dir + "/" + n);

@@ -1,5 +1,7 @@
 package org.peerdirect.ib.core.provider;
 
+import java.util.Map;
+
 import org.osgi.annotation.versioning.ConsumerType;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
@@ -39,5 +41,32 @@ public interface IbDeviceOps {
      * and taken back (null) when it disassociates it. A driver without port events keeps the default.
      */
     default void setEventHandler(IbDeviceEvents events) {
+    }
+
+    /**
+     * The port's PMA counters ({@code process_mad} answering PortCounters and
+     * PortCountersExtended, as {@code drivers/infiniband/core/sysfs.c}'s {@code show_pma_counter}
+     * asks for them): by the sysfs file names ({@code port_xmit_data}, {@code port_rcv_packets},
+     * {@code unicast_xmit_packets}, {@code symbol_error}, ...), values as the MAD carries them
+     * (the data counters in 4-byte words). Called on each read of a {@code counters/} file, from
+     * any thread, never with a lock of the core held. A driver without counters keeps the default:
+     * no files.
+     *
+     * @since 0.9
+     */
+    default Map<String, Long> queryPmaCounters(int port) {
+        return Map.of();
+    }
+
+    /**
+     * The port's driver counters ({@code get_hw_stats} over the names of
+     * {@code alloc_hw_port_stats}: the {@code hw_counters/} files, e.g. mlx5's
+     * {@code out_of_sequence}, {@code duplicate_request}, {@code rnr_nak_retry_err}), by name in the
+     * driver's order. Same calling rules as {@link #queryPmaCounters}; the default: no files.
+     *
+     * @since 0.9
+     */
+    default Map<String, Long> getHwStats(int port) {
+        return Map.of();
     }
 }

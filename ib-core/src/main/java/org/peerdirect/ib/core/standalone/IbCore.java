@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.osgi.annotation.versioning.ProviderType;
+import org.peerdirect.ib.core.impl.IbSysfs;
 import org.peerdirect.ib.core.peer.PeerMemoryController;
 import org.peerdirect.ib.core.provider.IbDeviceOps;
 import org.peerdirect.ib.core.umem.UmemService;
@@ -27,9 +28,13 @@ public final class IbCore implements AutoCloseable {
     private final PeerMemoryController controller;
     private final UmemService umems;
     private final Map<IbDeviceOps, IbDevice> devices = new ConcurrentHashMap<>();
+    private final Sysfs sysfs;
+    /** Each registered device's {@code class/infiniband/<dev>/} attributes, when there is a sysfs. */
+    private final Map<IbDeviceOps, IbSysfs> sysfsDirs = new ConcurrentHashMap<>();
 
-    /** A core whose peer-memory statistics go to {@code sysfs} (may be null: none). */
+    /** A core whose peer-memory statistics and devices' attributes go to {@code sysfs} (may be null: none). */
     public IbCore(Sysfs sysfs) {
+        this.sysfs = sysfs;
         controller = new PeerMemoryController(sysfs, null);
         umems = new UmemCore(controller);
     }
@@ -51,7 +56,15 @@ public final class IbCore implements AutoCloseable {
 
     /** {@code ib_register_device}: the user-facing device for a driver's device. */
     public IbvDevice register(IbDeviceOps ops) {
-        return devices.computeIfAbsent(ops, IbDevice::new);
+        return devices.computeIfAbsent(ops, o -> {
+            IbDevice d = new IbDevice(o);
+            if (sysfs != null) { // as the OSGi registry does: class/infiniband/<dev>/, port state after the port events
+                IbSysfs dir = new IbSysfs(sysfs, o, o.queryDevice(), 0); // no mirror here: each counter read asks the driver
+                sysfsDirs.put(o, dir);
+                d.setPortListener(dir::portEvent);
+            }
+            return d;
+        });
     }
 
     /** {@code ib_unregister_device}: disassociates the device's users (EIO, MRs deregistered). */
@@ -59,6 +72,10 @@ public final class IbCore implements AutoCloseable {
         IbDevice d = devices.remove(ops);
         if (d != null) {
             d.disassociate();
+        }
+        IbSysfs dir = sysfsDirs.remove(ops);
+        if (dir != null) {
+            dir.remove();
         }
     }
 
