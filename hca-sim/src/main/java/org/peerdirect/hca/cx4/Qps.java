@@ -293,6 +293,13 @@ final class Qps {
                     // RoCE has no LIDs: a connected QP's path is its peer's GID, or nothing
                     throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "the port is Ethernet (RoCE): the primary path needs grh=1 and the remote GID");
                 }
+                int sgidIndex = Qp.QPC_PRI_SRC_ADDR_INDEX.get(in, c);
+                if (dp.engine.ethernet() && grh && sgidIndex != 0) {
+                    // the table's GID 1 (IPv6 link-local) is reported, but the port builds IPv4 frames
+                    // from GID 0 only: refused rather than sent from another GID than the QP names
+                    throw new Refused(Mlx5Cmd.STAT_BAD_PARAM_ERR, Syndromes.SYND_BAD_QP, "source GID index " + sgidIndex
+                            + ": this RoCE port sends from GID 0 (IPv4-mapped) only; RoCE over IPv6 is not modelled");
+                }
                 // InfiniBand routes by the DLID inside the subnet (a GRH is for routers); RoCE by the GID
                 ctx.dlid = !dp.engine.ethernet() ? Qp.QPC_PRI_RLID.get(in, c) : grh ? Roce.lidOfGid(in, c + Qp.QPC_PRI_RGID) : 0;
                 if (grh) { // the path's GID: what a port on a wire sends to

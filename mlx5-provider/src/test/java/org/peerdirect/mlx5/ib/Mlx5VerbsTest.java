@@ -186,6 +186,25 @@ class Mlx5VerbsTest extends Mlx5Machine {
      * datagram arrives with its GRH flag and 40 bytes of GRH before the payload. The same AH form
      * with a GRH works on InfiniBand, where the LID still routes.
      */
+    /**
+     * The RoCE port reports GID 1 (its IPv6 link-local address) but builds IPv4 frames from GID 0
+     * only: an RC path from source GID 1 is refused at RTR (BAD_PARAM), instead of sending from
+     * another GID than the QP asked for; GID 0 connects.
+     */
+    @Test
+    void aRocePathFromAGidThePortCannotSendFromIsRefused() {
+        End a = new End(2, IbvQpType.RC);
+        End b = new End(3, IbvQpType.RC);
+        KernelException e = assertThrows(KernelException.class,
+                () -> new RcConnect().access(RW).gid(b.gid, 1).connect(a.qp, 0, b.qp.qpNum()));
+        assertEquals(KernelException.Errno.EINVAL, e.errno(), e.getMessage());
+        // the driver reports what mlx5_cmd_check logs: the command, its status and syndrome (the firmware's reason is its own)
+        assertTrue(e.getMessage().contains("INIT2RTR_QP") && e.getMessage().contains("bad parameter"), e.getMessage());
+        a.qp.modify(reset(), IbvQpAttr.STATE);
+        connect(a, b.qp.qpNum(), 0, b.gid, 14, 7);
+        connect(b, a.qp.qpNum(), 0, a.gid, 14, 7);
+    }
+
     @Test
     void udOverRoceTakesAnAddressHandleWithAGidAndDeliversWithAGrh() {
         End u = new End(2, IbvQpType.UD);
