@@ -219,9 +219,11 @@ final class Mlx5Odp {
         if (!ok) {
             faultErrors.incrementAndGet();
         }
-        resume(pf, !ok);
+        // committed before the resume lets the device go on: whoever sees the access complete finds the event
+        // recorded (a recording stopped right after the completion missed it when it was committed after)
         Mlx5JfrEvents.PageFault.done(jfr, dev.name(), pf.subtype == Odp.SUBTYPE_WQE, pf.type, pf.wqNum, pf.wqeIndex, pf.rkey, pf.va, pf.opLen,
                 ok);
+        resume(pf, !ok);
         if (ok && prefetchLen > 0) {
             try {
                 singleDataSegment(prefetchKey, prefetchVa, prefetchLen, Mlx5OdpMr.PF_FLAGS_PREFETCH);
