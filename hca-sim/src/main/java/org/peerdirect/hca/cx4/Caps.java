@@ -234,8 +234,15 @@ final class Caps {
 
     /** The DPA block as {@code dpa:caps} prints it: one {@code name value} line per field ({@code dpa_capabilities}); empty without a DPA. */
     java.util.List<String> describeDpa() {
+        java.util.List<String> l = new java.util.ArrayList<>();
+        dpaValues().forEach((name, v) -> l.add(String.format("%-32s %d", name, v)));
+        return l;
+    }
+
+    /** The DPA block's fields by their PRM names, in layout order ({@code dpa_capabilities}); empty without a DPA. */
+    java.util.Map<String, Long> dpaValues() {
         if (dpa == null) {
-            return java.util.List.of();
+            return java.util.Map.of();
         }
         MemorySegment d = MemorySegment.ofArray(dpa);
         java.util.Map<String, IfcField> f = new java.util.LinkedHashMap<>();
@@ -258,8 +265,8 @@ final class Caps {
         f.put("log_max_harts_per_partition", DpaCap.LOG_MAX_HARTS_PER_PARTITION);
         f.put("log_max_vhca_per_partition", DpaCap.LOG_MAX_VHCA_PER_PARTITION);
         f.put("dpa_coredump_type", DpaCap.DPA_COREDUMP_TYPE);
-        java.util.List<String> l = new java.util.ArrayList<>();
-        f.forEach((name, field) -> l.add(String.format("%-32s %d", name, Integer.toUnsignedLong(field.get(d, 0)))));
-        return l;
+        java.util.Map<String, Long> v = new java.util.LinkedHashMap<>();
+        f.forEach((name, field) -> v.put(name, Integer.toUnsignedLong(field.get(d, 0))));
+        return v;
     }
 }

@@ -134,6 +134,12 @@ public final class ConnectX4Device implements AutoCloseable {
         return deviceId == DEVICE_BLUEFIELD3;
     }
 
+    /** The DPA capability block's fields by name (the console's view); empty without a DPA or power. */
+    public java.util.Map<String, Long> dpaCapValues() {
+        Firmware f = fw;
+        return f == null ? java.util.Map.of() : f.caps.dpaValues();
+    }
+
     /** {@code dpa:caps}: the DPA capability block, one {@code name value} line per field; empty without a DPA or power. */
     public java.util.List<String> dpaCaps() {
         Firmware f = fw;

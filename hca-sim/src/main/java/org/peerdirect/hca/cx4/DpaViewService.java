@@ -39,12 +39,7 @@ public final class DpaViewService implements DpaView {
 
     @Override
     public Map<String, Long> caps(String bdf) {
-        Map<String, Long> out = new LinkedHashMap<>();
-        for (String line : device(bdf).dpaCaps()) { // "name   value", Caps.describeDpa
-            String[] f = line.strip().split("\\s+");
-            out.put(f[0], Long.parseLong(f[1]));
-        }
-        return out;
+        return new LinkedHashMap<>(device(bdf).dpaCapValues());
     }
 
     @Override
