@@ -55,7 +55,11 @@ final class HandPeer implements AutoCloseable {
         link.start(f -> {
             Frame c = new Frame();
             c.copyFrom(f);
-            if (RxeNet.parse(c, new RxePkt(), mac, ip) == RxeNet.ARP) {
+            int kind = RxeNet.parse(c, new RxePkt(), mac, ip);
+            if (kind == RxeNet.NOT_ROCE || kind == RxeNet.NOT_MINE) {
+                return; // the guest's own traffic (IPv6 neighbour discovery, other UDP): not the server's answer
+            }
+            if (kind == RxeNet.ARP) {
                 if (RxeNet.arpOp(c) == 1 && RxeNet.arpTargetIp(c) == ip) {
                     Frame r = new Frame();
                     RxeNet.arp(r, 2, RxeNet.arpSenderMac(c), mac, ip, RxeNet.arpSenderMac(c), RxeNet.arpSenderIp(c));
