@@ -73,8 +73,8 @@ final class Cqs {
 
         void unbind(int cqn);
 
-        /** A completion event on a CQ bound to {@code tid}: the thread is triggered. */
-        void event(int tid);
+        /** A completion event on CQ {@code cqn}, bound to {@code tid}: the thread is triggered. */
+        void event(int cqn, int tid);
     }
 
     void register(CommandTable t) {
@@ -264,7 +264,7 @@ final class Cqs {
             return;
         }
         if (c.dpaThread >= 0) {
-            apu.event(c.dpaThread); // the element is a DPA thread: it runs instead of an EQE
+            apu.event(cq.cqn, c.dpaThread); // the element is a DPA thread: it runs instead of an EQE
             return;
         }
         d.set(BE32, 0x18, cq.cqn & 0xff_ffff);
@@ -295,7 +295,7 @@ final class Cqs {
         if (c == null) {
             return false;
         }
-        event(c.hw, false);
+        c.hw.zeroCqe(); // raised and counted by the CQ, then delivered through event()
         return true;
     }
 

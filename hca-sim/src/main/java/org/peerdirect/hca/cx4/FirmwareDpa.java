@@ -11,6 +11,7 @@ import org.peerdirect.hca.dpa.DpaUnit;
 import org.peerdirect.hca.dpa.LoaderPolicy;
 import org.peerdirect.hca.dpa.WindowPort;
 import org.peerdirect.hca.engine.HcaDevice;
+import org.peerdirect.hca.engine.HwCq;
 
 /**
  * A BlueField-3 firmware's DPA: the {@link DpaUnit} and its general objects ({@link DpaObjects},
@@ -245,10 +246,10 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     }
 
     @Override
-    public void event(int tid) {
+    public void event(int cqn, int tid) {
         DpaUnit u = unit;
         if (u != null) {
-            u.cqEvent(tid);
+            u.cqEvent(cqn, tid);
         }
     }
 
@@ -294,7 +295,11 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     @Override
     public CqState cqState(int cqn) {
         Cqs.MemCq c = transport.cqs.cq(cqn);
-        return c == null ? null : new CqState(c.hw.armedOrNotifying(), c.hw.producerIndex(), c.consumerIndex()); // an event on its way counts as armed
+        if (c == null) {
+            return null;
+        }
+        HwCq.ArmState a = c.hw.armState();
+        return new CqState(a.armed(), a.eventsRaised(), c.hw.producerIndex(), c.consumerIndex());
     }
 
     // ---- WindowPort: through the MPT to the function's IOMMU domain ----

@@ -14,8 +14,12 @@ public interface DpaNic {
         CQ, SQ, EQ
     }
 
-    /** A CQ's arming state for the lost-wake-up check and {@code dpa:threads}; {@code armed} also while an event it raised is being delivered. */
-    record CqState(boolean armed, long producerIndex, long consumerIndex) {
+    /**
+     * A CQ's arming state for the lost-wake-up check and {@code dpa:threads}: armed, and the
+     * completion events it has raised ({@code armed} and {@code eventsRaised} one snapshot; an
+     * event raised and not yet received by {@link DpaUnit#cqEvent} is on its way).
+     */
+    record CqState(boolean armed, long eventsRaised, long producerIndex, long consumerIndex) {
     }
 
     /** The uid (DevX user context) owning queue {@code number}, -1 when there is none. */

@@ -34,6 +34,8 @@ final class DpaThread {
     long triggersIgnored;
     final EnumMap<ActivationExit.Kind, Long> exits = new EnumMap<>(ActivationExit.Kind.class);
     final Set<Integer> boundCqs = new TreeSet<>();
+    /** Completion events received per bound CQ ({@link DpaUnit#cqEvent}), against the CQ's raised count (C7). */
+    final java.util.Map<Integer, Long> cqEvents = new java.util.HashMap<>();
     long rpcResult;
 
     // per-thread (the running activation only)

@@ -399,6 +399,7 @@ public final class DpaUnit implements AutoCloseable {
         rtos.lock.lock();
         try {
             t.boundCqs.add(cqn);
+            t.cqEvents.put(cqn, 0L);
         } finally {
             rtos.lock.unlock();
         }
@@ -411,21 +412,43 @@ public final class DpaUnit implements AutoCloseable {
             rtos.lock.lock();
             try {
                 t.boundCqs.remove(cqn);
+                t.cqEvents.remove(cqn);
             } finally {
                 rtos.lock.unlock();
             }
         }
     }
 
-    /** A CQE (or zero CQE) on an armed CQ whose element is DPA thread {@code tid}. */
-    public boolean cqEvent(int tid) {
+    /**
+     * A completion event of CQ {@code cqn} (a CQE on it armed, an arm that fired, a zero CQE), whose
+     * element is DPA thread {@code tid}. Counted and triggered in one RTOS critical section: the
+     * lost wake-up check compares the count with the CQ's raised events and must see either both
+     * (received, trigger latched) or neither (on its way).
+     */
+    public boolean cqEvent(int cqn, int tid) {
         DpaThread t = threads.get(tid);
-        return t != null && rtos.trigger(t);
+        if (t == null) {
+            return false;
+        }
+        rtos.lock.lock();
+        try {
+            t.cqEvents.computeIfPresent(cqn, (k, n) -> n + 1);
+            return rtos.trigger(t);
+        } finally {
+            rtos.lock.unlock();
+        }
     }
 
     /**
-     * C7: a thread rescheduling while one of its CQs is not armed will not be woken by its next
-     * CQE (unless a trigger is latched already: an arm that fired at once latches one).
+     * C7: a thread rescheduling while one of its CQs is not armed and has no event on its way will
+     * not be woken by its next CQE (unless a trigger is latched already: an event received during
+     * this activation, or an arm that fired at once, latches one).
+     *
+     * <p>Order: the CQ's snapshot (armed, events raised) first, then the received count and the
+     * latch under the RTOS lock. Not armed, the CQ raises no further event until this thread arms
+     * it, so the raised count is final; received below it means an event is being delivered and
+     * will trigger the thread; received equal to it with no latch means every event was consumed
+     * by activations that have run.
      */
     void lostWakeup(DpaThread t) {
         List<Integer> cqs;
@@ -439,10 +462,8 @@ public final class DpaUnit implements AutoCloseable {
             rtos.lock.unlock();
         }
         for (int cqn : cqs) {
-            // the CQ's state first, then the latch: an event the CQ raised (armed cleared, counted as
-            // armed while it is delivered) has latched its trigger by the time it no longer counts
             DpaNic.CqState s = nic.cqState(cqn);
-            if (s != null && !s.armed() && !latched(t)) {
+            if (s != null && !s.armed() && !onItsWayOrLatched(t, cqn, s.eventsRaised())) {
                 mm.report(new Finding("C7", t.process.id, t.id, Sites.here(), "reschedule with CQ 0x" + Integer.toHexString(cqn)
                         + " not armed (pi " + s.producerIndex() + ", ci " + s.consumerIndex() + "): its next CQE will not"
                         + " trigger the thread (flexio_dev_cq_arm before reschedule)"), t.process);
@@ -450,10 +471,10 @@ public final class DpaUnit implements AutoCloseable {
         }
     }
 
-    private boolean latched(DpaThread t) {
+    private boolean onItsWayOrLatched(DpaThread t, int cqn, long raised) {
         rtos.lock.lock();
         try {
-            return t.latched;
+            return t.latched || t.cqEvents.getOrDefault(cqn, raised) < raised;
         } finally {
             rtos.lock.unlock();
         }

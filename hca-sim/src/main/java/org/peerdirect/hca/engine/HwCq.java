@@ -47,8 +47,13 @@ public final class HwCq {
         }
     }
     private boolean armed;
-    /** Events decided under the lock and not yet delivered ({@link #armedOrNotifying}); guarded by the lock. */
-    private int notifying;
+    /**
+     * Completion events raised (an armed CQ's completion, an arm that fired at once, a zero CQE),
+     * counted under the lock when decided, before delivery: a consumer that counts the events it
+     * received knows one is on its way while its count is behind ({@link #armState}). Guarded by
+     * the lock.
+     */
+    private long eventsRaised;
     private boolean solicitedOnly;
     /** Producer counter after the last solicited or error CQE (0: none); under lock. */
     private long solicitedPi;
@@ -97,8 +102,7 @@ public final class HwCq {
                 error = true;
                 dev.cqOverruns.incrementAndGet();
                 overrun = true;
-                notify = true;
-                notifying++;
+                notify = true; // a CQ error event, not a completion event: not counted
             } else {
                 Cqe c = ring[(int) p & mask];
                 c.qpn = qpn;
@@ -130,7 +134,7 @@ public final class HwCq {
                 notify = armed && (!solicitedOnly || solicited || o != Outcome.SUCCESS);
                 if (notify) {
                     armed = false;
-                    notifying++;
+                    eventsRaised++;
                 }
             }
         } finally {
@@ -192,7 +196,7 @@ public final class HwCq {
             notify = waiting(solicitedOnlyEvents ? solicitedPi : p, p, ci);
             armed = !notify;
             if (notify) {
-                notifying++;
+                eventsRaised++;
             }
             solicitedOnly = solicitedOnlyEvents;
         } finally {
@@ -204,34 +208,44 @@ public final class HwCq {
     }
 
     /**
-     * Raises the completion event decided under the lock ({@link #notifying} counted there), outside
-     * it (the handler takes other locks), then uncounts it.
+     * A zero CQE ({@code RXT_DB} from a DPA outbox): a completion event with no CQE, raised whether
+     * or not the CQ is armed (it does not disarm it). Ignored on a destroyed CQ.
      */
-    private void deliver(boolean overrun) {
+    public void zeroCqe() {
+        lock.lock();
         try {
-            CqEventHandler h = dev.eventHandler;
-            if (h != null) {
-                h.cqEvent(this, overrun);
+            if (destroyed) {
+                return;
             }
+            eventsRaised++;
         } finally {
-            lock.lock();
-            try {
-                notifying--;
-            } finally {
-                lock.unlock();
-            }
+            lock.unlock();
+        }
+        deliver(false);
+    }
+
+    /** Raises the event decided (and counted) under the lock, outside it: the handler takes other locks. */
+    private void deliver(boolean overrun) {
+        CqEventHandler h = dev.eventHandler;
+        if (h != null) {
+            h.cqEvent(this, overrun);
         }
     }
 
+    /** Whether the CQ is armed, and how many completion events it has raised: one snapshot. */
+    public record ArmState(boolean armed, long eventsRaised) {
+    }
+
     /**
-     * Whether the CQ is armed or its event is being raised: an arm that fired (or a completion on
-     * an armed CQ) clears {@link #armed} before the handler runs, so a check of "will the next
-     * completion wake the consumer" (the DPA's lost wake-up check) must count that event too.
+     * The CQ's arming and its event count in one snapshot under the lock. A check of "will the
+     * next completion wake the consumer" (the DPA's lost wake-up check) compares the count with the
+     * events the consumer received: an event raised (armed cleared) but not yet received is on its
+     * way, one received has done its work.
      */
-    public boolean armedOrNotifying() {
+    public ArmState armState() {
         lock.lock();
         try {
-            return armed || notifying > 0;
+            return new ArmState(armed, eventsRaised);
         } finally {
             lock.unlock();
         }

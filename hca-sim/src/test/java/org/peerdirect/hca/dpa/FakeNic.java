@@ -26,6 +26,12 @@ final class FakeNic implements DpaNic {
     final List<Long> fetched = new CopyOnWriteArrayList<>();
     /** What the NIC does after taking a send doorbell (a completion, in a test). */
     volatile Runnable onSend = () -> { };
+    /**
+     * When set, a raised completion event is counted at once (as the CQ counts it under its lock)
+     * and delivered only by {@link #deliver}: the NIC's event path lagging behind, in a test.
+     */
+    volatile boolean deliverLater;
+    final java.util.Queue<int[]> undelivered = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     void own(QueueKind k, int number, int uid) {
         owners.put(k + ":" + number, uid);
@@ -34,7 +40,7 @@ final class FakeNic implements DpaNic {
     /** A CQ of {@code uid} bound to DPA thread {@code tid}, unarmed and empty. */
     void threadCq(int cqn, int uid, int tid) {
         own(QueueKind.CQ, cqn, uid);
-        cqs.put(cqn, new CqState(false, 0, 0));
+        cqs.put(cqn, new CqState(false, 0, 0, 0));
         cqThread.put(cqn, tid);
         unit.bindCq(cqn, tid);
     }
@@ -42,11 +48,28 @@ final class FakeNic implements DpaNic {
     /** A CQE lands on {@code cqn}: it triggers the thread if the CQ is armed (and disarms it). */
     void cqe(int cqn) {
         CqState s = cqs.get(cqn);
-        CqState n = new CqState(false, s.producerIndex() + 1, s.consumerIndex());
-        cqs.put(cqn, n);
+        cqs.put(cqn, new CqState(false, s.eventsRaised() + (s.armed() ? 1 : 0), s.producerIndex() + 1, s.consumerIndex()));
         if (s.armed()) {
-            unit.cqEvent(cqThread.get(cqn));
+            raised(cqn);
         }
+    }
+
+    /** An event CQ {@code cqn} raised (and counted): delivered now, or queued for {@link #deliver}. */
+    private void raised(int cqn) {
+        if (deliverLater) {
+            undelivered.add(new int[] {cqn, cqThread.get(cqn)});
+        } else {
+            unit.cqEvent(cqn, cqThread.get(cqn));
+        }
+    }
+
+    /** Delivers the events held back by {@link #deliverLater}; returns how many. */
+    int deliver() {
+        int n = 0;
+        for (int[] e; (e = undelivered.poll()) != null; n++) {
+            unit.cqEvent(e[0], e[1]);
+        }
+        return n;
     }
 
     @Override
@@ -57,12 +80,12 @@ final class FakeNic implements DpaNic {
     @Override
     public void cqArm(int cqn, int ci) {
         doorbells.add("CQ_DB cq " + cqn + " ci " + ci);
-        CqState s = cqs.getOrDefault(cqn, new CqState(false, 0, 0));
+        CqState s = cqs.getOrDefault(cqn, new CqState(false, 0, 0, 0));
         if (s.producerIndex() > ci && cqThread.containsKey(cqn)) {
-            cqs.put(cqn, new CqState(false, s.producerIndex(), ci));
-            unit.cqEvent(cqThread.get(cqn));
+            cqs.put(cqn, new CqState(false, s.eventsRaised() + 1, s.producerIndex(), ci));
+            raised(cqn);
         } else {
-            cqs.put(cqn, new CqState(true, s.producerIndex(), ci));
+            cqs.put(cqn, new CqState(true, s.eventsRaised(), s.producerIndex(), ci));
         }
     }
 
@@ -82,9 +105,10 @@ final class FakeNic implements DpaNic {
     @Override
     public void zeroCqe(int cqn) {
         doorbells.add("RXT_DB cq " + cqn);
-        Integer t = cqThread.get(cqn);
-        if (t != null) {
-            unit.cqEvent(t);
+        CqState s = cqs.get(cqn);
+        if (s != null && cqThread.containsKey(cqn)) {
+            cqs.put(cqn, new CqState(s.armed(), s.eventsRaised() + 1, s.producerIndex(), s.consumerIndex()));
+            raised(cqn);
         }
     }
 

@@ -171,6 +171,57 @@ class OutboxTest extends DpaRig {
         assertTrue(unit.describeThread(t).contains("cq 0x31 not armed pi 1 ci 0"), unit.describeThread(t));
     }
 
+    /**
+     * The flexio echo mutant at the unit level: the CQ armed at creation wakes the thread for the
+     * first CQE (an event raised and received); the handler reschedules without arming: C7, and
+     * the second CQE wakes nothing.
+     */
+    @Test
+    void anEventReceivedAndConsumedThenNoArmIsC7() throws Exception {
+        boot(DpaConfig.test(4, 10).withCheck(CheckMode.WARN), UID);
+        int t = unit.threadCreate(pid, "noArm", arg, 0, Affinity.ANY, false);
+        unit.threadRun(t);
+        nic.threadCq(0x33, UID, t);
+        nic.cqArm(0x33, 0);
+        nic.cqe(0x33);
+        settle();
+        assertEquals(1, peek(arg + 32), "the first CQE woke it");
+        nic.cqe(0x33);
+        settle();
+        assertEquals(1, peek(arg + 32), "the second did not");
+        assertEquals(List.of("C7"), unit.findings().stream().map(Finding::check).toList());
+    }
+
+    /**
+     * An event the CQ raised (armed cleared, counted) that has not reached the thread yet is on its
+     * way: a thread rescheduling meanwhile without arming is not a lost wake-up, since the event
+     * will trigger it. Once received and consumed, the same reschedule is C7. (A check reading only
+     * "armed" reported the first falsely; one counting an event as on its way until its delivery
+     * call returned missed the second when the thread ran and rescheduled inside that call: the
+     * flexio echo test's intermittent failure.)
+     */
+    @Test
+    void anEventOnItsWayIsNotALostWakeupButOnceReceivedIs() throws Exception {
+        boot(DpaConfig.test(4, 11).withCheck(CheckMode.WARN), UID);
+        int t = unit.threadCreate(pid, "noArm", arg, 0, Affinity.ANY, false);
+        unit.threadRun(t);
+        nic.threadCq(0x34, UID, t);
+        nic.deliverLater = true;
+        nic.cqArm(0x34, 0);
+        nic.cqe(0x34); // raised: the CQ is no longer armed, its event not yet delivered
+        unit.trigger(t); // a host trigger: the handler runs and reschedules without arming
+        settle();
+        assertEquals(1, peek(arg + 32));
+        assertEquals(List.of(), unit.findings(), "the CQE's event is on its way: no lost wake-up");
+        assertEquals(1, nic.deliver());
+        settle();
+        assertEquals(2, peek(arg + 32), "the event woke it");
+        assertEquals(List.of("C7"), unit.findings().stream().map(Finding::check).toList(),
+                "received and consumed, nothing armed: the next CQE is lost");
+        nic.cqe(0x34);
+        assertEquals(0, nic.deliver(), "the unarmed CQ raises nothing");
+    }
+
     @Test
     void armingBeforeReschedulingIsSilent() throws Exception {
         boot(DpaConfig.test(4, 8), UID);

@@ -1,6 +1,7 @@
 package org.peerdirect.hca.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -155,6 +156,37 @@ class EngineTest extends EngineRig {
         cq.arm(true, 4);
         cq.arm(false, 4);
         assertEquals(4, events.size(), "consumed: nothing waits");
+        a.dev.hw2swCq(cq);
+    }
+
+    /**
+     * A completion event is counted by the CQ when decided, under its lock, before the handler
+     * runs, and stays counted: while the handler runs (and after) the CQ reads not armed with the
+     * event counted, so a consumer comparing the count with the events it received (the DPA's
+     * lost wake-up check) tells "on its way" from "received". A zero CQE is an event too, counted
+     * without disarming; a CQ error is not a completion event.
+     */
+    @Test
+    void completionEventsAreCountedBeforeDeliveryAndStayCounted() {
+        Side a = new Side(0);
+        List<HwCq.ArmState> seen = new ArrayList<>();
+        HwCq cq = a.dev.sw2hwCq(2);
+        a.dev.setEventHandler((c, error) -> seen.add(c.armState()));
+        assertEquals(new HwCq.ArmState(false, 0), cq.armState());
+        cq.arm(false, 0);
+        assertEquals(new HwCq.ArmState(true, 0), cq.armState());
+        assertTrue(cq.push(a.qp.qpn, true, 0, Wqe.OP_SEND, Outcome.SUCCESS, 0, 0, 0, 0, 0, false));
+        assertEquals(List.of(new HwCq.ArmState(false, 1)), seen, "counted and disarmed when the handler runs");
+        assertEquals(new HwCq.ArmState(false, 1), cq.armState(), "still counted after it returned");
+        cq.arm(false, 0); // CQE 0 waits: fires at once
+        assertEquals(new HwCq.ArmState(false, 2), seen.get(1));
+        cq.arm(false, 1);
+        cq.zeroCqe();
+        assertEquals(new HwCq.ArmState(true, 3), seen.get(2), "a zero CQE: counted, the arm kept");
+        assertTrue(cq.push(a.qp.qpn, true, 1, Wqe.OP_SEND, Outcome.SUCCESS, 0, 0, 0, 0, 0, false));
+        assertEquals(new HwCq.ArmState(false, 4), seen.get(3));
+        assertFalse(cq.push(a.qp.qpn, true, 2, Wqe.OP_SEND, Outcome.SUCCESS, 0, 0, 0, 0, 0, false), "overrun");
+        assertEquals(new HwCq.ArmState(false, 4), cq.armState(), "the CQ error event is not a completion event");
         a.dev.hw2swCq(cq);
     }
 
