@@ -94,6 +94,12 @@ public final class DocaDpa implements DocaDpaContext {
         return a.vendorPartId() == BLUEFIELD3_DEVICE_ID;
     }
 
+    /** {@code doca_dpa_cap_is_supported(devinfo)}: whether the device has a DPA, before opening it. */
+    public static boolean capIsSupported(org.peerdirect.doca.dev.DocaDevinfo devinfo) {
+        Objects.requireNonNull(devinfo, "devinfo");
+        return devinfo.queryDevice().vendorPartId() == BLUEFIELD3_DEVICE_ID;
+    }
+
     @Override
     public DocaDev dev() {
         return dev;
