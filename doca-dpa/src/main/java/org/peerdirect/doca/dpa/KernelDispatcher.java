@@ -165,6 +165,7 @@ final class KernelDispatcher {
                 lock.unlock();
             }
             running.add(start(l));
+            dpa.launchStats.started();
         }
     }
 
@@ -221,8 +222,10 @@ final class KernelDispatcher {
                 h.destroy();
             }
             process.bufDevFree(r.blocks);
-            complete(r.launch);
+            // counted ended before the completion event moves: whoever sees the event sees the counts
+            dpa.launchStats.finished(r.launch);
             inFlight.decrementAndGet();
+            complete(r.launch);
         }
     }
 
