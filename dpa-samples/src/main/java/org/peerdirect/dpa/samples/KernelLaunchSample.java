@@ -145,9 +145,15 @@ final class KernelLaunchSample {
     /** {@code allocate_dpa_resources}: device, context, app, start; the device log to the sample's file. */
     private DocaError allocateDpaResources(AddressSpace proc, IbvDeviceList devices, Function<IbvDevice, String> pciAddrOf,
             String pfDevice, Resources r) {
+        try {
+            r.log = Files.createTempFile("dpa_sample_kernel_launch", ".log"); // first: nothing to undo if it fails
+        } catch (IOException e) {
+            throw new UncheckedIOException("dpa:sample kernel_launch: a file for the device log", e);
+        }
         DocaError result = openDpaDevice(proc, devices, pciAddrOf, pfDevice, r);
         if (result != DocaError.DOCA_SUCCESS) {
             log.err(COMMON, 751, "allocate_dpa_resources", "Function open_doca_device() failed");
+            deleteLog(r);
             return result;
         }
         try {
@@ -155,12 +161,12 @@ final class KernelLaunchSample {
         } catch (DocaException e) {
             log.err(COMMON, 757, "allocate_dpa_resources", "Failed to create DOCA DPA context", e.error());
             r.pfDocaDevice.close();
+            deleteLog(r);
             return failed(e);
         }
         int line = 763;
         try {
             r.pfDpaCtx.setApp(KernelLaunchDevStubs.APP);
-            r.log = Files.createTempFile("dpa_sample_kernel_launch", ".log");
             r.pfDpaCtx.logFileSetPath(r.log.toString()); // [model] the device log's lines: see the class comment
             line = 769;
             r.pfDpaCtx.start();
@@ -172,8 +178,6 @@ final class KernelLaunchSample {
             r.pfDocaDevice.close();
             deleteLog(r);
             return failed(e);
-        } catch (IOException e) {
-            throw new UncheckedIOException("dpa:sample kernel_launch: the device log's file", e);
         }
     }
 
