@@ -164,7 +164,7 @@ public final class DocaSyncEvent {
         return id;
     }
 
-        /** The publisher location. */
+    /** The publisher location. */
     public Location publisherLocation() {
         return publisher;
     }

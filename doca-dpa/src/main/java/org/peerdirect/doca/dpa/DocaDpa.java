@@ -449,9 +449,7 @@ public final class DocaDpa implements DocaDpaContext {
             } catch (IllegalArgumentException | IllegalStateException e) {
                 throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": arguments of " + kernel.name() + ": " + e.getMessage(), e);
             }
-            KernelDispatcher.Launch l = new KernelDispatcher.Launch(w, waitEvent, waitThreshold, compEvent, compCount, add, nthreads, kernel, arg);
-            dispatcher.submit(l);
-            launchStats.launched(l);
+            dispatcher.submit(new KernelDispatcher.Launch(w, waitEvent, waitThreshold, compEvent, compCount, add, nthreads, kernel, arg));
         } finally {
             lock.unlock();
         }

@@ -40,8 +40,9 @@ public interface DocaDpaObjects {
     }
 
     /**
-     * Kernel launches of the context: launched, started (wait event passed), finished (completion
-     * event moved), pending (launched, not finished); the last launch and the last finished as one
+     * Kernel launches of the context: launched, started (wait event passed), finished (every rank
+     * ended; counted before the completion event moves, so whoever saw the event sees the count),
+     * pending (launched, not finished); the last launch and the last finished as one
      * line each (kernel, threads, wait event and threshold, completion event, value, set or add);
      * the first failure or null.
      */

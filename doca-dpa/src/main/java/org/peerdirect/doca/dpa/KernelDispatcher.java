@@ -85,6 +85,7 @@ final class KernelDispatcher {
         try {
             DocaException.check(failure == null, DocaError.DOCA_ERROR_BAD_STATE,
                     l.call() + ": an earlier launch failed (" + (failure == null ? "" : failure.getMessage()) + ")");
+            dpa.launchStats.launched(l); // before the dispatcher can see it: never finished before launched
             launches.add(l);
             inFlight.incrementAndGet();
             submitted.signalAll();

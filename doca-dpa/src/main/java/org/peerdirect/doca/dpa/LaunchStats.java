@@ -4,8 +4,9 @@ import org.peerdirect.doca.DocaException;
 
 /**
  * The kernel launch counts of one {@link DocaDpa} over its life (all its starts), for
- * {@link DocaDpaObjects}: the user's thread counts a launch, the dispatcher's thread its start and
- * end. Guarded by its monitor (one increment and one string at a time; never held while calling out).
+ * {@link DocaDpaObjects}: the user's thread counts a launch as it submits it (under the
+ * dispatcher's lock, before the dispatcher can see it), the dispatcher's thread its start and end.
+ * Guarded by its monitor (one increment and one string at a time; never held while calling out).
  */
 final class LaunchStats {
 
