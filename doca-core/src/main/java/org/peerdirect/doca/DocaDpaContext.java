@@ -45,4 +45,15 @@ public interface DocaDpaContext {
     default void syncEventCounterSet(long daddr, long value) {
         throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a sync event");
     }
+
+    /**
+     * {@code event} named this context as its publisher or subscriber location (a hook for the DPA
+     * library's list of live objects; nothing else depends on it).
+     */
+    default void syncEventAttached(org.peerdirect.doca.syncevent.DocaSyncEvent event) {
+    }
+
+    /** {@code event}, attached before, was destroyed. */
+    default void syncEventDetached(org.peerdirect.doca.syncevent.DocaSyncEvent event) {
+    }
 }

@@ -157,6 +157,12 @@ class LauncherIT {
                 && r.out().contains("8 of 8 messages echoed in order"), "dpa:sample echo\n" + r.out());
         assertTrue(r.out().contains("no echo came back") && r.out().contains("FLEXIO_ERR_STATUS_FATAL_ERROR")
                 && r.out().contains("(called from org.peerdirect.dpa.samples.dev.EchoDev."), "dpa:sample fence\n" + r.out());
+        // DOCA's kernel launch sample: its first and last DOCA log lines with the kernel's line between them
+        int start = r.out().indexOf("[DOCA][INF][dpa_kernel_launch_main.c:68][main] Starting the sample");
+        int hello = r.out().indexOf("Hello from kernel", Math.max(start, 0));
+        int done = r.out().indexOf("[DOCA][INF][dpa_kernel_launch_main.c:112][main] Sample finished successfully", Math.max(hello, 0));
+        assertTrue(start >= 0 && hello > start && done > hello, "dpa:sample kernel_launch\n" + r.out());
+        assertTrue(r.out().contains("no DOCA DPA context in any process"), "dpa:doca after the sample\n" + r.out());
     }
 
     @Test

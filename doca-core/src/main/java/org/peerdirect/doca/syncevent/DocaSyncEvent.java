@@ -108,6 +108,7 @@ public final class DocaSyncEvent {
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_add_publisher_location_dpa: null DPA");
         setPublisher("doca_sync_event_add_publisher_location_dpa", Location.DPA);
         publisherDpa = dpa;
+        dpa.syncEventAttached(this);
     }
 
     /** {@code doca_sync_event_add_publisher_location_remote_net}: a remote node publishes (over RDMA). */
@@ -128,6 +129,9 @@ public final class DocaSyncEvent {
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_add_subscriber_location_dpa: null DPA");
         setSubscriber("doca_sync_event_add_subscriber_location_dpa", Location.DPA);
         subscriberDpa = dpa;
+        if (publisherDpa != dpa) {
+            dpa.syncEventAttached(this);
+        }
     }
 
     private void checkDev(String what, DocaDev dev) {
@@ -153,6 +157,11 @@ public final class DocaSyncEvent {
         State s = state;
         DocaException.check(s != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, what + ": the event was destroyed");
         DocaException.check(s == State.CONFIGURING, DocaError.DOCA_ERROR_BAD_STATE, what + ": the event was started; locations are set before start");
+    }
+
+    /** The event's number in this JVM (its {@code toString} starts with it; {@code dpa:doca} names events by it). */
+    public long id() {
+        return id;
     }
 
     /** The publisher location. */
@@ -240,6 +249,12 @@ public final class DocaSyncEvent {
             }
             if (subscriberDev != null) {
                 subscriberDev.unhold(this);
+            }
+            if (publisherDpa != null) {
+                publisherDpa.syncEventDetached(this);
+            }
+            if (subscriberDpa != null && subscriberDpa != publisherDpa) {
+                subscriberDpa.syncEventDetached(this);
             }
         }
     }

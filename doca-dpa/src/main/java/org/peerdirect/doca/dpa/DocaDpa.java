@@ -52,6 +52,10 @@ public final class DocaDpa implements DocaDpaContext {
     private org.peerdirect.flexio.FlexioMsgStream log;
     /** Threads created on this context and not destroyed (guarded by {@link #lock}). */
     private final java.util.List<DocaDpaThread> threads = new java.util.ArrayList<>();
+    /** Kernel launch counts over the context's life, for {@link DocaDpaObjects} (its own monitor). */
+    final LaunchStats launchStats = new LaunchStats();
+    /** Sync events with a DPA location on this context, not destroyed (DOCA Core's hooks; copy-on-write: no lock). */
+    private final java.util.Set<DocaSyncEvent> syncEvents = new java.util.concurrent.CopyOnWriteArraySet<>();
 
     /**
      * How a kernel's wait event passes its threshold. DOCA does not say whether "passes" is {@code >}
@@ -84,6 +88,7 @@ public final class DocaDpa implements DocaDpaContext {
                 w + ": device " + dev.name() + " has no DPA (only a BlueField-3, PCI device 0x" + Integer.toHexString(BLUEFIELD3_DEVICE_ID) + ", has)");
         DocaDpa d = new DocaDpa(dev);
         dev.hold(d);
+        DocaDpaRegistry.add(d);
         return d;
     }
 
@@ -92,6 +97,12 @@ public final class DocaDpa implements DocaDpaContext {
         Objects.requireNonNull(dev, "dev");
         IbvDeviceAttr a = dev.ibvContext().queryDevice();
         return a.vendorPartId() == BLUEFIELD3_DEVICE_ID;
+    }
+
+    /** {@code doca_dpa_cap_is_supported(devinfo)}: whether the device has a DPA, before opening it. */
+    public static boolean capIsSupported(org.peerdirect.doca.dev.DocaDevinfo devinfo) {
+        Objects.requireNonNull(devinfo, "devinfo");
+        return devinfo.queryDevice().vendorPartId() == BLUEFIELD3_DEVICE_ID;
     }
 
     @Override
@@ -221,6 +232,7 @@ public final class DocaDpa implements DocaDpaContext {
             DocaException.check(state != State.STARTED, DocaError.DOCA_ERROR_IN_USE, "doca_dpa_destroy: the context is started (doca_dpa_stop first)");
             state = State.DESTROYED;
             dev.unhold(this);
+            DocaDpaRegistry.remove(this);
         } finally {
             lock.unlock();
         }
@@ -363,6 +375,16 @@ public final class DocaDpa implements DocaDpaContext {
         return java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
     }
 
+    @Override
+    public void syncEventAttached(DocaSyncEvent event) {
+        syncEvents.add(event);
+    }
+
+    @Override
+    public void syncEventDetached(DocaSyncEvent event) {
+        syncEvents.remove(event);
+    }
+
     // ------------------------------------------------------------------ RPC
 
     /**
@@ -491,6 +513,49 @@ public final class DocaDpa implements DocaDpaContext {
     org.peerdirect.flexio.FlexioProcess process(String w) {
         checkState(w, State.STARTED);
         return process;
+    }
+
+    // ------------------------------------------------------------------ DocaDpaObjects
+
+    /**
+     * This context as {@link DocaDpaObjects} shows it: threads and state under {@link #lock} (one
+     * consistent view), then each event's value (a DPA counter is read through a copy, which takes
+     * the lock again: reentrant).
+     */
+    DocaDpaObjects.Context snapshot() {
+        String st;
+        String appName;
+        int flexio;
+        java.util.List<DocaDpaObjects.Thread> ts;
+        DocaDpaObjects.Kernels kernels;
+        lock.lock();
+        try {
+            st = state.name().toLowerCase(java.util.Locale.ROOT);
+            appName = app == null ? "-" : app.name();
+            flexio = process == null ? -1 : process.id();
+            ts = threads.stream().map(DocaDpaThread::snapshot).toList();
+            kernels = launchStats.snapshot(dispatcher == null ? 0 : dispatcher.pending(), dispatcher == null ? null : dispatcher.failure());
+        } finally {
+            lock.unlock();
+        }
+        java.util.List<DocaDpaObjects.Event> evs = new java.util.ArrayList<>();
+        for (DocaSyncEvent e : syncEvents) {
+            evs.add(new DocaDpaObjects.Event(e.toString(), eventValue(e)));
+        }
+        return new DocaDpaObjects.Context(dev.process().pid(), dev.process().name(), dev.name(), appName, st, flexio, ts, evs, kernels);
+    }
+
+    private static String eventValue(DocaSyncEvent e) {
+        try {
+            return Long.toUnsignedString(e.get());
+        } catch (DocaException x) { // not started, or its DPA memory went with a stopped context
+            return "- (" + x.error().getName() + ")";
+        }
+    }
+
+    /** Whether the process this context belongs to has exited (the registry drops it: the library went with it). */
+    boolean processExited() {
+        return dev.process().exited();
     }
 
     // ------------------------------------------------------------------ helpers

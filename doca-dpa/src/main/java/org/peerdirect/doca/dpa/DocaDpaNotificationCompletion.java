@@ -40,6 +40,7 @@ public final class DocaDpaNotificationCompletion {
         DocaException.check(state == State.CREATED, DocaError.DOCA_ERROR_BAD_STATE, w + ": started already");
         handle = thread.threadId(w);
         state = State.STARTED;
+        thread.attachCompletion(this);
     }
 
     /** {@code doca_dpa_notification_completion_get_dpa_handle}: what {@code doca_dpa_dev_thread_notify} takes. BAD_STATE unless started. */
@@ -56,12 +57,19 @@ public final class DocaDpaNotificationCompletion {
         check(w);
         DocaException.check(state == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, w + ": not started");
         state = State.STOPPED;
+        thread.detachCompletion(this);
     }
 
     /** {@code doca_dpa_notification_completion_destroy}; INVALID_VALUE the second time. */
     public void destroy() {
         check("doca_dpa_notification_completion_destroy");
         state = State.DESTROYED;
+        thread.detachCompletion(this);
+    }
+
+    @Override
+    public String toString() {
+        return "notification completion " + state.name().toLowerCase(java.util.Locale.ROOT) + (state == State.STARTED ? ", handle " + handle : "");
     }
 
     private void check(String w) {

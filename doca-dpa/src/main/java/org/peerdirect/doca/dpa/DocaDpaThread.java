@@ -36,6 +36,12 @@ public final class DocaDpaThread {
     private int euId = -1;
     private FlexioEventHandler handler;
     private long block;
+    /**
+     * What triggers this thread, for {@link DocaDpaObjects}: its notification completions and
+     * completion contexts while started, each shown by its {@code toString} (the hook a completion
+     * context's {@code set_thread}/{@code start} calls {@link #attachCompletion} from).
+     */
+    private final java.util.List<Object> completions = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     private DocaDpaThread(DocaDpa dpa) {
         this.dpa = dpa;
@@ -173,6 +179,29 @@ public final class DocaDpaThread {
         DocaException.check(state == State.STARTED || state == State.RUNNING, DocaError.DOCA_ERROR_BAD_STATE,
                 w + ": the thread is " + state.name().toLowerCase() + " (doca_dpa_thread_start first)");
         return handler.id();
+    }
+
+    /** A notification completion or completion context now triggers this thread (shown by {@code dpa:doca}). */
+    void attachCompletion(Object completion) {
+        completions.add(completion);
+    }
+
+    /** It no longer does (stopped or destroyed). */
+    void detachCompletion(Object completion) {
+        completions.remove(completion);
+    }
+
+    /** This thread as {@link DocaDpaObjects} shows it (the caller holds the context's lock, as {@link #release} does). */
+    DocaDpaObjects.Thread snapshot() {
+        assert dpa.lock.isHeldByCurrentThread();
+        int n;
+        try {
+            n = activations();
+        } catch (RuntimeException e) { // the DPA process ended under it: the count is gone with it
+            n = -1;
+        }
+        return new DocaDpaObjects.Thread(func == null ? "-" : func.name(), arg, state.name().toLowerCase(java.util.Locale.ROOT), euId, n,
+                completions.stream().map(String::valueOf).toList());
     }
 
     /** Activations so far (for {@code dpa:} commands and tests); 0 unless started. */

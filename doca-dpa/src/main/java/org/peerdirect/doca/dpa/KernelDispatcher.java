@@ -85,6 +85,7 @@ final class KernelDispatcher {
         try {
             DocaException.check(failure == null, DocaError.DOCA_ERROR_BAD_STATE,
                     l.call() + ": an earlier launch failed (" + (failure == null ? "" : failure.getMessage()) + ")");
+            dpa.launchStats.launched(l); // before the dispatcher can see it: never finished before launched
             launches.add(l);
             inFlight.incrementAndGet();
             submitted.signalAll();
@@ -165,6 +166,7 @@ final class KernelDispatcher {
                 lock.unlock();
             }
             running.add(start(l));
+            dpa.launchStats.started();
         }
     }
 
@@ -221,8 +223,10 @@ final class KernelDispatcher {
                 h.destroy();
             }
             process.bufDevFree(r.blocks);
-            complete(r.launch);
+            // counted ended before the completion event moves: whoever sees the event sees the counts
+            dpa.launchStats.finished(r.launch);
             inFlight.decrementAndGet();
+            complete(r.launch);
         }
     }
 

@@ -9,7 +9,7 @@ import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.kernel.mm.Mm;
 
 /**
- * The {@code dpa:sample} Gogo command: FlexIO's samples, each a program in a simulated process of
+ * The {@code dpa:sample} Gogo command: FlexIO's samples and DOCA DPA's kernel launch sample, each a program in a simulated process of
  * its own ({@link Samples}). The fence sample's finding is the model's checker's, which user space
  * cannot read (a real DPA has no such checker): the sample asks the bench for it the way a user
  * would, by running {@code dpa:mm} in the caller's shell session, and prints the lines of its process.
@@ -19,16 +19,19 @@ public final class DpaSamples {
 
     private final IbvDeviceList devices;
     private final Mm mm;
+    /** DOCA's device list's PCI addresses: the drivers' {@code pci.bdf} service properties. */
+    private final java.util.function.Function<org.peerdirect.ib.core.verbs.IbvDevice, String> pciAddrOf;
 
     @Activate
-    public DpaSamples(@Reference IbvDeviceList devices, @Reference Mm mm) {
+    public DpaSamples(@Reference IbvDeviceList devices, @Reference Mm mm, org.osgi.framework.BundleContext ctx) {
         this.devices = devices;
         this.mm = mm;
+        this.pciAddrOf = org.peerdirect.doca.dev.DocaDevinfo.pciAddrOfServices(ctx);
     }
 
-    @Descriptor("FlexIO's samples on a BlueField-3's DPA: rpc, echo, fence; alone it lists them. Example: dpa:sample echo -d mlx5_2 -n 8")
+    @Descriptor("FlexIO's and DOCA DPA's samples on a BlueField-3's DPA: rpc, echo, fence, kernel_launch; alone it lists them. Example: dpa:sample echo -d mlx5_2 -n 8")
     public String sample(CommandSession session, @Descriptor("NAME [-d DEVICE] [-n MESSAGES]") Object... args) {
-        return Samples.run(devices, mm, id -> findingsOf(session, id), args);
+        return Samples.run(devices, pciAddrOf, mm, id -> findingsOf(session, id), args);
     }
 
     /** {@code dpa:mm}'s lines for process {@code id}: its header and the findings indented under it. */

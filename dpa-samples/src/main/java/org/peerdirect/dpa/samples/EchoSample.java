@@ -73,7 +73,7 @@ final class EchoSample {
     }
 
     /** Undo actions, newest first. */
-    private static final class Undo implements AutoCloseable {
+    static final class Undo implements AutoCloseable {
         private final Deque<Runnable> steps = new ArrayDeque<>();
 
         void push(Runnable r) {
@@ -104,7 +104,8 @@ final class EchoSample {
     record Host(IbvPd pd, IbvCq cq, IbvQp qp, long buf, IbvMr mr) {
     }
 
-    private static Host host(IbvContext ctx, Undo undo) {
+    /** The host's end, each piece's undo pushed as it is made. */
+    static Host host(IbvContext ctx, Undo undo) {
         AddressSpace as = ctx.process();
         IbvPd pd = ctx.allocPd();
         undo.push(pd::dealloc);
@@ -134,9 +135,7 @@ final class EchoSample {
             FlexioEventHandler[] eh = new FlexioEventHandler[1];
             FlexioQp[] qp = new FlexioQp[1];
             long c = DpaSide.build(p, handlerFunc, eh, qp);
-            byte[] gid = FlexioQp.gid(ctx.queryGid(1, 0));
-            qp[0].modifyToRts(h.qp().qpNum(), gid);
-            new RcConnect().access(RW).minRnrTimer(1).timeout(14, 7).gid(gid).connect(h.qp(), ctx.queryPort(1).lid(), qp[0].qpNum());
+            connect(ctx, qp[0], h);
             eh[0].run();
             out.line("process %d (app %s): %s on DPA thread %d, its RC QP 0x%x (rings in the heap) connected to host QP 0x%x",
                     p.id(), p.app().name(), handlerFunc.name(), eh[0].id(), qp[0].qpNum(), h.qp().qpNum());
@@ -147,6 +146,13 @@ final class EchoSample {
             }
         }
         out.line("flexio_process_destroy, host QP, MR, CQ and PD destroyed");
+    }
+
+    /** The DPA's QP to RTS facing the host's, the host's through INIT, RTR and RTS facing the DPA's (RoCE GID 0). */
+    static void connect(IbvContext ctx, FlexioQp dpaQp, Host h) {
+        byte[] gid = FlexioQp.gid(ctx.queryGid(1, 0));
+        dpaQp.modifyToRts(h.qp().qpNum(), gid);
+        new RcConnect().access(RW).minRnrTimer(1).timeout(14, 7).gid(gid).connect(h.qp(), ctx.queryPort(1).lid(), dpaQp.qpNum());
     }
 
     private static void echoAll(FlexioProcess p, Host h, long c, FlexioEventHandler eh, int n, Out out) {

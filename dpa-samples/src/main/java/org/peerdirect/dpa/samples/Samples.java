@@ -21,42 +21,61 @@ final class Samples {
     static final String DEFAULT_DEVICE = "mlx5_2";
     static final int DEFAULT_MESSAGES = 8;
     static final int MAX_MESSAGES = 1024;
+    static final long MAX_DELAY_MS = 60_000;
 
     static final String LIST = String.join("\n",
             "rpc    FlexIO RPC: __dpa_rpc__ rpc_calculate adds its two arguments on the DPA, the host prints the result "
                     + "(DPA_MODEL.md scenario 1)",
             "echo   an event handler echoes N messages (-n, default " + DEFAULT_MESSAGES + ") upper-cased over an RC QP between a host QP "
                     + "and the DPA, rings in DPA memory, bursts racing the arm (scenario 2)",
+            "kernel_launch  DOCA's dpa_kernel_launch sample (doca-samples 3.3): hello_world launched with a wait event (threshold 4) "
+                    + "a host thread sets to 5 after a delay (-w MS, default " + KernelLaunchSample.DEFAULT_DELAY_MS + " as the sample's sleep(5)), "
+                    + "its completion event set to 10; prints the sample's DOCA log lines and the kernel's (scenario 5)",
             "fence  the echo handler without __dpa_thread_memory_writeback before its doorbell: the memory-model checker ends the "
                     + "process; prints the finding with its handler line and the process status",
-            "usage: dpa:sample NAME [-d DEVICE (default " + DEFAULT_DEVICE + ")] [-n MESSAGES]");
+            "usage: dpa:sample NAME [-d DEVICE (default " + DEFAULT_DEVICE + "; kernel_launch: the first with a DPA)] [-n MESSAGES] [-w MS]");
 
     private Samples() {
     }
 
     static String run(IbvDeviceList devices, Mm mm, EchoSample.Findings findings, Object... args) {
+        return run(devices, d -> null, mm, findings, args);
+    }
+
+    /**
+     * As above; {@code pciAddrOf} gives DOCA's device list each device's PCI address (the
+     * container's {@code pci.bdf} service properties), null where unknown.
+     */
+    static String run(IbvDeviceList devices, java.util.function.Function<IbvDevice, String> pciAddrOf, Mm mm, EchoSample.Findings findings,
+            Object... args) {
         if (args.length == 0) {
             return LIST;
         }
         String name = String.valueOf(args[0]);
-        String dev = DEFAULT_DEVICE;
+        String dev = null;
         int n = DEFAULT_MESSAGES;
+        long delayMs = KernelLaunchSample.DEFAULT_DELAY_MS;
         List<Object> rest = new ArrayList<>(List.of(args).subList(1, args.length));
         while (!rest.isEmpty()) {
             String opt = String.valueOf(rest.remove(0));
             if (rest.isEmpty()) {
-                throw new UsageException("dpa:sample: " + opt + " wants a value, or is not an option (-d DEVICE, -n MESSAGES)");
+                throw new UsageException("dpa:sample: " + opt + " wants a value, or is not an option (-d DEVICE, -n MESSAGES, -w MS)");
             }
             String v = String.valueOf(rest.remove(0));
             switch (opt) {
                 case "-d" -> dev = v;
                 case "-n" -> n = messages(v);
-                default -> throw new UsageException("dpa:sample: unknown option " + opt + " (-d DEVICE, -n MESSAGES)");
+                case "-w" -> delayMs = delay(v);
+                default -> throw new UsageException("dpa:sample: unknown option " + opt + " (-d DEVICE, -n MESSAGES, -w MS)");
             }
         }
-        if (!List.of("rpc", "echo", "fence").contains(name)) {
+        if (!List.of("rpc", "echo", "fence", "kernel_launch").contains(name)) {
             throw new UsageException("dpa:sample: no sample " + name + "; the samples:\n" + LIST);
         }
+        if (name.equals("kernel_launch")) {
+            return kernelLaunch(devices, pciAddrOf, mm, dev, delayMs);
+        }
+        dev = dev == null ? DEFAULT_DEVICE : dev;
         IbvDevice d = devices.device(dev); // ENODEV naming it when there is none
         Out out = new Out();
         out.line("dpa:sample %s on %s", name, dev);
@@ -76,6 +95,37 @@ final class Samples {
             proc.exit();
         }
         return out.toString();
+    }
+
+    /**
+     * DOCA's sample prints only its log lines (no header: what the real sample prints); it picks
+     * the first device with a DPA unless {@code -d} names one, as its {@code -pf_dev} does.
+     */
+    private static String kernelLaunch(IbvDeviceList devices, java.util.function.Function<IbvDevice, String> pciAddrOf, Mm mm, String dev,
+            long delayMs) {
+        Out out = new Out();
+        AddressSpace proc = mm.createProcess("dpa_sample_kernel_launch");
+        try {
+            proc.setMemlockLimit(Math.max(proc.memlockLimit(), 16L << 20));
+            KernelLaunchSample.run(proc, devices, pciAddrOf, dev, delayMs, out);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException(out + "\ndpa:sample kernel_launch failed" + (dev == null ? "" : " on " + dev) + ": " + e.getMessage(), e);
+        } finally {
+            proc.exit();
+        }
+        return out.toString();
+    }
+
+    private static long delay(String v) {
+        try {
+            long ms = Long.parseLong(v);
+            if (ms >= 0 && ms <= MAX_DELAY_MS) {
+                return ms;
+            }
+        } catch (NumberFormatException e) {
+            // the message below names the value
+        }
+        throw new UsageException("dpa:sample: -w " + v + ": a delay in milliseconds from 0 to " + MAX_DELAY_MS);
     }
 
     private static int messages(String v) {

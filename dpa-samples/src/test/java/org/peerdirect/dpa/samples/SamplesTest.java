@@ -59,7 +59,7 @@ class SamplesTest {
     @Test
     void withoutANameItListsTheSamples() {
         String l = run();
-        assertTrue(l.contains("rpc ") && l.contains("echo ") && l.contains("fence ") && l.contains("usage"), l);
+        assertTrue(l.contains("rpc ") && l.contains("echo ") && l.contains("fence ") && l.contains("kernel_launch ") && l.contains("usage"), l);
     }
 
     @Test
@@ -91,6 +91,50 @@ class SamplesTest {
                 && out.contains("(called from org.peerdirect.dpa.samples.dev.EchoDev."), out);
     }
 
+    /** A DOCA log line of the sample: {@code [time][pid][DOCA][LEVEL][file:line][function] message}. */
+    private static final java.util.regex.Pattern DOCA_LINE = java.util.regex.Pattern.compile(
+            "\\[\\d\\d:\\d\\d:\\d\\d:\\d{6}]\\[\\d+]\\[DOCA]\\[(INF|ERR)]\\[([a-z_]+\\.c):(\\d+)]\\[([a-z_]+)] (.*)");
+
+    /** Each line as {@code LEVEL file:line [function] message}, without the time and pid that vary; other lines as they are. */
+    private static List<String> docaLines(String out) {
+        return out.lines().map(l -> {
+            java.util.regex.Matcher m = DOCA_LINE.matcher(l);
+            return m.matches() ? m.group(1) + " " + m.group(2) + ":" + m.group(3) + " [" + m.group(4) + "] " + m.group(5) : l;
+        }).toList();
+    }
+
+    /**
+     * DOCA's {@code dpa_kernel_launch}: exactly the real sample's lines, in its order (its two
+     * {@code DOCA_LOG_INFO}s of main and the kernel's line between them), on the first device with
+     * a DPA though the ConnectX-4 is listed first; the DPA process is gone afterwards.
+     */
+    @Test
+    void kernelLaunchPrintsWhatTheRealSamplePrints() {
+        String out = run("kernel_launch", "-w", "300");
+        assertEquals(List.of(
+                "INF dpa_kernel_launch_main.c:68 [main] Starting the sample",
+                "Hello from kernel",
+                "INF dpa_kernel_launch_main.c:112 [main] Sample finished successfully"), docaLines(out), out);
+        assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+    }
+
+    /**
+     * On a host whose only device has no DPA the sample fails as the real one does: open_dpa_device's
+     * and main's error lines, "finished with errors", and the command's error names the reason.
+     */
+    @Test
+    void kernelLaunchWithoutADpaFailsAsTheSampleDoes() {
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> run("kernel_launch", "-d", "mlx5_0", "-w", "0"));
+        List<String> lines = docaLines(e.getMessage());
+        assertEquals(List.of(
+                "INF dpa_kernel_launch_main.c:68 [main] Starting the sample",
+                "ERR dpa_common.c:320 [open_dpa_device] Couldn't find PF DOCA device",
+                "ERR dpa_common.c:751 [allocate_dpa_resources] Function open_doca_device() failed",
+                "ERR dpa_kernel_launch_main.c:90 [main] Failed to Allocate DPA Resources: Resource Not Found",
+                "INF dpa_kernel_launch_main.c:114 [main] Sample finished with errors"), lines.subList(0, 5), e.getMessage());
+        assertTrue(lines.get(5).contains("dpa:sample kernel_launch failed on mlx5_0: no device with a DPA named mlx5_0"), e.getMessage());
+    }
+
     /**
      * On a device without DevX the echo sample fails at {@code flexio_process_create}, after its host
      * PD, CQ, MR and QP were made: the error names the device and the refusal, and nothing stays
@@ -115,6 +159,8 @@ class SamplesTest {
         assertTrue(n.getMessage().contains("-n 0"), n.getMessage());
         UsageException opt = assertThrows(UsageException.class, () -> run("echo", "-x", "1"));
         assertTrue(opt.getMessage().contains("unknown option -x"), opt.getMessage());
+        UsageException w = assertThrows(UsageException.class, () -> run("kernel_launch", "-w", "-1"));
+        assertTrue(w.getMessage().contains("-w -1"), w.getMessage());
         KernelException dev = assertThrows(KernelException.class, () -> run("rpc", "-d", "mlx5_9"));
         assertTrue(Objects.requireNonNull(dev.getMessage()).contains("mlx5_9"), dev.getMessage());
     }

@@ -38,13 +38,23 @@ public final class EchoDev {
     /** {@code __dpa_global__ echo_handler}. */
     @DpaGlobal("echo_handler")
     static void echo(long ctx) {
-        echoBody(ctx, true);
+        echoBody(ctx, true, true);
     }
 
     /** {@code __dpa_global__ echo_no_writeback}: the same handler without the write-back before the send doorbell. */
     @DpaGlobal("echo_no_writeback")
     static void echoNoWriteback(long ctx) {
-        echoBody(ctx, false);
+        echoBody(ctx, false, true);
+    }
+
+    /**
+     * {@code __dpa_global__ echo_no_arm}: the same handler rescheduling without {@code flexio_dev_cq_arm},
+     * so the next CQE wakes nothing (the checker's C7). No sample runs it: {@code EchoTest} does, the
+     * lost-wake-up check's test (it was flexio's {@code FlexioEchoTest}, with a copy of this handler).
+     */
+    @DpaGlobal("echo_no_arm")
+    static void echoNoArm(long ctx) {
+        echoBody(ctx, true, false);
     }
 
     /** {@code __dpa_rpc__ echo_count(ctx)}: how many messages the handler echoed (its state word). */
@@ -53,7 +63,7 @@ public final class EchoDev {
         return Dpa.ld64(ctx + ECHOES);
     }
 
-    private static void echoBody(long ctx, boolean writeback) {
+    private static void echoBody(long ctx, boolean writeback, boolean arm) {
         FlexioDev.outboxConfig((int) Dpa.ld64(ctx + OUTBOX));
         long ring = Dpa.ld64(ctx + RQ_CQ);
         int ci = (int) Dpa.ld64(ctx + RQ_CI);
@@ -93,7 +103,9 @@ public final class EchoDev {
         Dpa.st64(ctx + SQ_PI, pi);
         Dpa.st64(ctx + ECHOES, echoes);
         Dpa.memoryWriteback(); // the state the host reads by echo_count
-        FlexioDev.cqArm(ci, (int) Dpa.ld64(ctx + RQ_CQN));
+        if (arm) {
+            FlexioDev.cqArm(ci, (int) Dpa.ld64(ctx + RQ_CQN));
+        }
         FlexioDev.threadReschedule();
     }
 
