@@ -254,7 +254,7 @@ final class WireResp {
         }
         Segs src = port.exchange.remote.reset(qp.dev);
         if ((qp.remoteAccess & QpContext.BIT_RRE) == 0) {
-            fatal(port, qp, s, p, Outcome.REM_ACCESS_ERR);
+            fatal(port, qp, s, p, Outcome.REM_INV_REQ_ERR); // check_op_valid: not allowed by the QP
             return;
         }
         if (len > 0) {
