@@ -1,12 +1,14 @@
 package org.peerdirect.mlx4;
 
 import static org.peerdirect.hca.cx3.ifc.Be.BE16;
+import static org.peerdirect.hca.cx3.ifc.Be.BE32;
 import static org.peerdirect.hca.cx3.ifc.Be.BE64;
 import static org.peerdirect.hca.cx3.ifc.Be.U8;
 
 import java.lang.foreign.MemorySegment;
 import java.util.BitSet;
 
+import org.peerdirect.hca.cx3.ifc.DiagRprt;
 import org.peerdirect.hca.cx3.ifc.Mad;
 import org.peerdirect.hca.cx3.ifc.Mlx4Cmd;
 import org.peerdirect.hca.cx3.ifc.Uar;
@@ -176,6 +178,29 @@ public final class Mlx4Device implements IbDeviceOps, DmaDevice, Mlx4Dev.Events 
         m.put("multicast_xmit_packets", ext.get(BE64, Mad.PCE_MULTICAST_XMIT_PACKETS));
         m.put("multicast_rcv_packets", ext.get(BE64, Mad.PCE_MULTICAST_RCV_PACKETS));
         return m;
+    }
+
+    /**
+     * {@code mlx4_ib_get_hw_stats} on a port: the transport and CI error counters
+     * ({@code diag_basic} then {@code diag_ext}, the per-port set) read by
+     * {@code mlx4_query_diag_counters}: one {@code DIAG_RPRT} with
+     * {@code MLX4_OP_MOD_QUERY_TRANSPORT_CI_ERRORS}, in_modifier the port, each counter a 32-bit
+     * big-endian value at its offset of the output mailbox.
+     */
+    @Override
+    public java.util.Map<String, Long> getHwStats(int port) {
+        checkPort(port);
+        org.peerdirect.kernel.dma.coherent.DmaCoherentPages.Page out = core.dma.alloc();
+        try {
+            core.cmd.box(0, out.iova(), port, DiagRprt.OP_MOD_QUERY_TRANSPORT_CI_ERRORS, Mlx4Cmd.DIAG_RPRT);
+            java.util.Map<String, Long> m = new java.util.LinkedHashMap<>();
+            for (int i = 0; i < DiagRprt.PORT_NAMES.length; i++) {
+                m.put(DiagRprt.PORT_NAMES[i], Integer.toUnsignedLong(out.mem().get(BE32, DiagRprt.PORT_OFFSETS[i])));
+            }
+            return m;
+        } finally {
+            core.dma.free(out);
+        }
     }
 
     void checkPort(int port) {

@@ -316,6 +316,38 @@ class VerbsTest {
         assertEquals(31, r.wrId);
     }
 
+    /**
+     * The port's hw_counters (mlx4's diag counters through DIAG_RPRT, the kernel's names and
+     * order): RNR NAKs counted on both sides (sent by the responder's port, received by the
+     * requester's), the retries-exceeded completion and the flushed one after it on the send queue.
+     */
+    @Test
+    void theDiagCountersCountRnrNaksAndErrorCompletionsByQueue() {
+        Mlx4Device da = lab.devs.get(0);
+        Mlx4Device db = lab.devs.get(1);
+        java.util.Map<String, Long> a0 = da.getHwStats(1);
+        java.util.Map<String, Long> b0 = db.getHwStats(1);
+        assertEquals(java.util.List.of(org.peerdirect.hca.cx3.ifc.DiagRprt.PORT_NAMES), java.util.List.copyOf(a0.keySet()),
+                "diag_basic then diag_ext");
+        IbvQpAttr x = new IbvQpAttr();
+        x.qpState = IbvQpState.RTS;
+        x.rnrRetry = 2;
+        a.qp.modify(x, IbvQpAttr.STATE | IbvQpAttr.RNR_RETRY);
+        a.qp.postSend(wr(IbvWrOpcode.SEND, a.buf, 64, a.mr.lkey()));
+        assertEquals(IbvWcStatus.RNR_RETRY_EXC_ERR, one(a.cq).status);
+        IbvSendWr next = wr(IbvWrOpcode.SEND, a.buf, 8, a.mr.lkey());
+        a.qp.postSend(next);
+        assertEquals(IbvWcStatus.WR_FLUSH_ERR, one(a.cq).status);
+        java.util.Map<String, Long> a1 = da.getHwStats(1);
+        java.util.Map<String, Long> b1 = db.getHwStats(1);
+        assertEquals(3, a1.get("sq_num_rnr") - a0.get("sq_num_rnr"), "RNR NAKs received: the first try and two retries");
+        assertEquals(3, b1.get("rq_num_rnr") - b0.get("rq_num_rnr"), "RNR NAKs the responder sent");
+        assertEquals(1, a1.get("sq_num_rree") - a0.get("sq_num_rree"), "one RNR retries exceeded completion");
+        assertEquals(1, a1.get("sq_num_wrfe") - a0.get("sq_num_wrfe"), "one flushed send");
+        assertEquals(0, a1.get("rq_num_rnr") - a0.get("rq_num_rnr"), "the requester's port sent none");
+        assertEquals(0, a1.get("sq_num_rae") - a0.get("sq_num_rae"));
+    }
+
     @Test
     void noReceivePostedEndsInRnrRetryExceeded() {
         IbvQpAttr x = new IbvQpAttr();

@@ -287,15 +287,21 @@ public abstract class VerbsContract extends VerbsMrExContract {
         status(await1(a.cq), 1, IbvWcStatus.REM_INV_REQ_ERR);
     }
 
+    /**
+     * A READ to a QP whose access flags lack remote read is an invalid request, not an access
+     * error: the responder takes it for an operation the QP does not support, as rxe's
+     * {@code check_op_valid} (NAK invalid request, the requester's REM_INV_REQ_ERR); a key
+     * without the right would be the remote access error.
+     */
     @Test
-    void aReadWithoutTheRemoteReadRightIsRemAccessErr() {
+    void aReadTheQpDoesNotAllowIsRemInvReqErr() {
         IbvQp qa = a.qp(IbvQpType.RC, null);
         IbvQp qb = b.qp(IbvQpType.RC, null);
         connect(qa, qb, RNR_FOREVER, org.peerdirect.ib.core.umem.IbAccess.LOCAL_WRITE | org.peerdirect.ib.core.umem.IbAccess.REMOTE_WRITE);
         qa.postSend(rdma(IbvWrOpcode.RDMA_WRITE, a, 0, 64, b, 0, 1));
         ok(await1(a.cq), 1, IbvWcOpcode.RDMA_WRITE);
         qa.postSend(rdma(IbvWrOpcode.RDMA_READ, a, 0, 64, b, 0, 2));
-        status(await1(a.cq), 2, IbvWcStatus.REM_ACCESS_ERR);
+        status(await1(a.cq), 2, IbvWcStatus.REM_INV_REQ_ERR);
     }
 
     @Test

@@ -25,6 +25,11 @@ final class MapSysfs implements Sysfs {
     }
 
     @Override
+    public void attributeOnDemand(String path, Supplier<String> show) {
+        attrs.put(path, show);
+    }
+
+    @Override
     public void attribute(String path, Supplier<String> show, Consumer<String> store) {
         attrs.put(path, show);
     }

@@ -78,6 +78,7 @@ final class Firmware implements CommandQueue.Executor {
         eqs.register(table);
         new Vports(engine, ethernet).register(table);
         new VportCounters(engine).register(table);
+        new Registers(engine).register(table);
         transport.register(table);
         pageFaults.register(table);
         uctxs.register(table, generalObjects::owned);

@@ -188,6 +188,9 @@ public final class HcaDevice {
             }
             p.active = up;
             WirePort w = p.wire;
+            if (!up) {
+                p.counters.inc(PortCounters.LINK_DOWNED);
+            }
             if (w != null && !up) {
                 w.counters.inc(org.peerdirect.hca.wire.RxeCounters.LINK_DOWNED);
             }

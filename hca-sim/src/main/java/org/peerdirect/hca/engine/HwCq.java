@@ -87,6 +87,13 @@ public final class HwCq {
     /** {@link #push} of a receive taken from SRQ {@code srqn} (0: none). */
     boolean push(int qpn, int srqn, boolean isSend, long wqeIndex, int opcode, Outcome o, int byteCnt, int imm, int flags, int srcQp,
             int slid, boolean solicited) {
+        if (o != Outcome.SUCCESS) {
+            // the port's error counters (DIAG_RPRT); a plain read of the QP table, no lock taken under the CQ's
+            HwQp q = dev.qp(qpn);
+            if (q != null) {
+                dev.ports[q.portNum - 1].counters.errorCompletion(isSend, o.syndrome);
+            }
+        }
         boolean notify;
         boolean overrun = false;
         lock.lock();

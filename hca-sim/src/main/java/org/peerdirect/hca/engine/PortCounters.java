@@ -27,9 +27,36 @@ public final class PortCounters {
     /** Queue (transport) counters, mlx5's q counter names. */
     public static final int OUT_OF_SEQUENCE = 6, DUPLICATE_REQUEST = 7, RNR_NAK_RETRY_ERR = 8, PACKET_SEQ_ERR = 9,
             LOCAL_ACK_TIMEOUT_ERR = 10, RX_WRITE_REQUESTS = 11, RX_READ_REQUESTS = 12, RX_ATOMIC_REQUESTS = 13;
-    static final int COUNT = 14;
+    /**
+     * The port's error counters by reason (PPCNT's groups): each refused frame counts in
+     * {@link #RCV_ERRORS} and in one of these: a bad ICRC ({@code rx_icrc_encapsulated}), a length
+     * that disagrees with the headers or the frame (IEEE 802.3's {@code a_in_range_length_errors}),
+     * an opcode the port does not know (RFC 2863's {@code ifInUnknownProtos}); and the times the
+     * link went down ({@code link_downed_counter}).
+     */
+    public static final int RX_ICRC_ENCAPSULATED = 14, RCV_LENGTH_ERRORS = 15, RCV_UNKNOWN_PROTOS = 16, LINK_DOWNED = 17;
+    /** RNR NAKs the port's responders sent and its requesters received (ConnectX-3's {@code rq_num_rnr}, {@code sq_num_rnr}). */
+    public static final int RNR_NAK_SENT = 18, RNR_NAK_RCVD = 19;
+    static final int COUNT = 20;
 
     private final AtomicLongArray c = new AtomicLongArray(COUNT);
+    /**
+     * Error completions of the port's QPs by CQE syndrome, send queue then receive queue (the
+     * transport and CI error counters ConnectX-3's {@code DIAG_RPRT} reports: local length, QP
+     * operation and protection errors, flushes, remote invalid request, access and operation
+     * errors, retries exceeded).
+     */
+    private final AtomicLongArray errorCqes = new AtomicLongArray(2 * 256);
+
+    /** One error completion with CQE {@code syndrome} on a send ({@code sq}) or receive queue. */
+    void errorCompletion(boolean sq, int syndrome) {
+        errorCqes.incrementAndGet((sq ? 0 : 256) + (syndrome & 0xFF));
+    }
+
+    /** Error completions with CQE {@code syndrome} ({@link Cqe}'s syndromes) on the send or receive queues of the port's QPs. */
+    public long errorCompletions(boolean sq, int syndrome) {
+        return errorCqes.get((sq ? 0 : 256) + (syndrome & 0xFF));
+    }
 
     void add(int counter, long delta) {
         c.addAndGet(counter, delta);

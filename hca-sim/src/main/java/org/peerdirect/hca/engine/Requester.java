@@ -454,6 +454,10 @@ final class Requester extends Exchange {
             }
         }
         countResponse(peer, me, w, len, o);
+        if (o == Outcome.RNR_NAK) {
+            peer.counters.inc(PortCounters.RNR_NAK_SENT);
+            me.counters.inc(PortCounters.RNR_NAK_RCVD);
+        }
         if (o != Outcome.RNR_NAK && o != Outcome.PAGE_FAULT) {
             qp.sqPsn = (qp.sqPsn + packets) & 0xFFFFFF;
             if (!duplicate) {

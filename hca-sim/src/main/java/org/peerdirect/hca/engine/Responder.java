@@ -123,10 +123,16 @@ final class Responder {
         return Outcome.RNR_NAK;
     }
 
-    /** Checks the QP's remote-access bit and the rkey's entry; fills the cursor. Null when allowed. */
+    /**
+     * Checks the QP's remote-access bit and the rkey's entry; fills the cursor. Null when allowed.
+     * A request the QP's access flags do not allow is an invalid request, as rxe's
+     * {@code check_op_valid} (RESPST_ERR_UNSUPPORTED_OPCODE, NAK 0x61, IB_WC_REM_INV_REQ_ERR),
+     * checked before the length and the key; a key without the right, or a range outside it, is a
+     * remote access error ({@code check_rkey}: RESPST_ERR_RKEY_VIOLATION, NAK 0x62).
+     */
     private static Outcome remoteRange(HwQp r, Exchange req, Segs dst, int rkey, long va, long len, int qpBit, int perm) {
         if ((r.remoteAccess & qpBit) == 0) {
-            return Outcome.REM_ACCESS_ERR;
+            return Outcome.REM_INV_REQ_ERR;
         }
         if (len == 0) {
             return null;
@@ -145,17 +151,19 @@ final class Responder {
      * remote-atomic bit and the key's atomic right; the original value goes back to the requester)
      * or ATOMIC WRITE (as rxe's {@code check_op_valid}/{@code check_rkey}: the remote-write bit
      * and right; only an acknowledgement goes back). Misaligned: invalid request
-     * ({@code RESPST_ERR_MISALIGNED_ATOMIC}).
+     * ({@code RESPST_ERR_MISALIGNED_ATOMIC}), found after the QP's and the key's checks as rxe
+     * finds it (in {@code atomic_reply}, after {@code check_rkey}): a misaligned address under a
+     * bad key is a remote access error.
      */
     private static Outcome atomic(HwQp r, Exchange req, SendWqe w) {
-        if ((w.remoteAddr & 7) != 0) {
-            return Outcome.REM_INV_REQ_ERR;
-        }
         boolean store = w.opcode == Wqe.OP_ATOMIC_WRITE;
         Outcome o = store ? remoteRange(r, req, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RWE, HcaDevice.PERM_REMOTE_WRITE)
                 : remoteRange(r, req, req.remote, w.rkey, w.remoteAddr, 8, QpContext.BIT_RAE, HcaDevice.PERM_ATOMIC);
         if (o != null) {
             return o;
+        }
+        if ((w.remoteAddr & 7) != 0) {
+            return Outcome.REM_INV_REQ_ERR;
         }
         Mpt m = req.remote.mpt[0];
         // an indirect (KSM) key is resolved under its read lock first, then its target locked (DmaMover's order)

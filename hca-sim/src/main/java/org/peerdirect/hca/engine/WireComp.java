@@ -183,6 +183,7 @@ final class WireComp {
                     return false; // already backing off
                 }
                 port.counters.inc(RxeCounters.RCV_RNR);
+                port.port.counters.inc(PortCounters.RNR_NAK_RCVD);
                 wr.rnrTimer = syn & 0x1F;
                 wr.rnr = true;
                 wr.resendPkt = idx;

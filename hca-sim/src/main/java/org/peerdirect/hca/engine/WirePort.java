@@ -248,19 +248,20 @@ public final class WirePort implements Link.Receiver {
         switch (r) {
             case RxeNet.ARP -> arp(f);
             case RxeNet.ROCE -> roce(f, p);
-            case RxeNet.BAD_ICRC -> rcvError(RxeCounters.RCVD_ICRC_ERR);
-            case RxeNet.UNKNOWN_OPCODE -> rcvError(RxeCounters.RCVD_UNKNOWN_OPCODE);
-            case RxeNet.MALFORMED -> rcvError(RxeCounters.RCVD_MALFORMED);
+            case RxeNet.BAD_ICRC -> rcvError(RxeCounters.RCVD_ICRC_ERR, PortCounters.RX_ICRC_ENCAPSULATED);
+            case RxeNet.UNKNOWN_OPCODE -> rcvError(RxeCounters.RCVD_UNKNOWN_OPCODE, PortCounters.RCV_UNKNOWN_PROTOS);
+            case RxeNet.MALFORMED -> rcvError(RxeCounters.RCVD_MALFORMED, PortCounters.RCV_LENGTH_ERRORS);
             default -> {
                 // another host's frame, or not RoCE: a NIC's filter drops it uncounted
             }
         }
     }
 
-    /** A RoCE frame the port refused: rxe's reason, and the port's receive errors (PortRcvErrors). */
-    private void rcvError(int rxeCounter) {
+    /** A RoCE frame the port refused: rxe's reason, the port's receive errors (PortRcvErrors) and its reason in the port's counters. */
+    private void rcvError(int rxeCounter, int portCounter) {
         counters.inc(rxeCounter);
         port.counters.inc(PortCounters.RCV_ERRORS);
+        port.counters.inc(portCounter);
     }
 
     private void arp(Frame f) {

@@ -137,6 +137,7 @@ final class WireResp {
             if (!p.has(RxeOpcode.END) && !receiveReady(port, qp)) {
                 // as rxe's get_req/check_resource: a message's FIRST finds no receive WQE: RNR NAK at its PSN
                 port.counters.inc(RxeCounters.SND_RNR);
+                port.port.counters.inc(PortCounters.RNR_NAK_SENT);
                 ack(port, qp, p, RxeHdr.AETH_RNR_NAK | qp.minRnrTimer & 0x1F, s.msn, p.psn);
                 return;
             }
@@ -168,6 +169,7 @@ final class WireResp {
         if (o == Outcome.RNR_NAK) {
             s.staged -= p.payloadLen; // the LAST comes again after the back-off
             port.counters.inc(RxeCounters.SND_RNR);
+            port.port.counters.inc(PortCounters.RNR_NAK_SENT);
             ack(port, qp, p, RxeHdr.AETH_RNR_NAK | qp.minRnrTimer & 0x1F, s.msn, p.psn);
             return;
         }
@@ -225,6 +227,7 @@ final class WireResp {
         Outcome o = Responder.respondRc(qp, x, w, p.payloadLen);
         if (o == Outcome.RNR_NAK) {
             port.counters.inc(RxeCounters.SND_RNR);
+            port.port.counters.inc(PortCounters.RNR_NAK_SENT);
             ack(port, qp, p, RxeHdr.AETH_RNR_NAK | qp.minRnrTimer & 0x1F, s.msn, p.psn);
             return;
         }
@@ -254,7 +257,7 @@ final class WireResp {
         }
         Segs src = port.exchange.remote.reset(qp.dev);
         if ((qp.remoteAccess & QpContext.BIT_RRE) == 0) {
-            fatal(port, qp, s, p, Outcome.REM_ACCESS_ERR);
+            fatal(port, qp, s, p, Outcome.REM_INV_REQ_ERR); // check_op_valid: not allowed by the QP
             return;
         }
         if (len > 0) {
@@ -328,6 +331,7 @@ final class WireResp {
         Outcome o = Responder.respondRc(qp, x, w, 8);
         if (o == Outcome.RNR_NAK) {
             port.counters.inc(RxeCounters.SND_RNR);
+            port.port.counters.inc(PortCounters.RNR_NAK_SENT);
             ack(port, qp, p, RxeHdr.AETH_RNR_NAK | qp.minRnrTimer & 0x1F, s.msn, p.psn);
             return;
         }

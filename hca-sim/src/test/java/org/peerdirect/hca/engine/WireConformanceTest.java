@@ -56,6 +56,10 @@ class WireConformanceTest extends EngineRig {
     }
 
     Side deviceOnWire(int i, int rnrRetry, int retry) {
+        return deviceOnWire(i, rnrRetry, retry, QpContext.BIT_RRE | QpContext.BIT_RWE | QpContext.BIT_RAE);
+    }
+
+    Side deviceOnWire(int i, int rnrRetry, int retry, int remoteAccess) {
         Side a = new Side(i, true);
         UdpTunnelLink[] l = UdpTunnelLink.pair("dev", "peer");
         peerLink = l[1];
@@ -74,7 +78,7 @@ class WireConformanceTest extends EngineRig {
         });
         a.dev.attachWire(1, l[0], IP_DEV, MAC_DEV, 1500);
         QpContext c = new QpContext();
-        c.remoteAccess = QpContext.BIT_RRE | QpContext.BIT_RWE | QpContext.BIT_RAE;
+        c.remoteAccess = remoteAccess;
         c.mtu = 3;
         c.retryCount = retry;
         c.rnrRetry = rnrRetry;
@@ -207,6 +211,46 @@ class WireConformanceTest extends EngineRig {
             Frame f = next(p, 5000);
             assertNotNull(f, "case " + k);
             assertEquals(0x61, aeth(f, p) >>> 24, "NAK: invalid request (case " + k + ")");
+            assertEquals(HwQpState.ERR, WireTest.awaitState(a, HwQpState.ERR));
+            peerLink.close();
+            a.dev.remove();
+            got.clear();
+        }
+    }
+
+    /**
+     * A request the QP's access flags do not allow is an invalid request (rxe's {@code check_op_valid}:
+     * RESPST_ERR_UNSUPPORTED_OPCODE, NAK 0x61), before its key is looked at; a key without the
+     * right is a remote access error (0x62); a misaligned atomic under a bad key is the key's error
+     * (rxe checks the key before the alignment). The QP goes to ERR each time.
+     */
+    @Test
+    void anOperationTheQpDoesNotAllowIsAnInvalidRequestAKeyWithoutTheRightARemoteAccessError() throws Exception {
+        int all = QpContext.BIT_RRE | QpContext.BIT_RWE | QpContext.BIT_RAE;
+        int[] access = {all & ~QpContext.BIT_RWE, all & ~QpContext.BIT_RRE, all & ~QpContext.BIT_RAE, all & ~QpContext.BIT_RWE, all};
+        int[] want = {0x61, 0x61, 0x61, 0x61, 0x62};
+        for (int k = 0; k < access.length; k++) {
+            Side a = deviceOnWire(k, 7, 7, access[k]);
+            RxePkt p = new RxePkt();
+            byte[] atm = new byte[28];
+            switch (k) {
+                case 0 -> send(a, RxeOpcode.RC_RDMA_WRITE_ONLY, PSN, true, reth(a.va, a.key, 16), new byte[16]);
+                case 1 -> send(a, RxeOpcode.RC_RDMA_READ_REQUEST, PSN, false, reth(a.va, a.key, 16), NONE);
+                case 2 -> {
+                    RxeHdr.atomicEth(MemorySegment.ofArray(atm), 0, a.va, a.key, 1, 0);
+                    send(a, RxeOpcode.RC_FETCH_ADD, PSN, true, atm, NONE);
+                }
+                case 3 -> send(a, RxeOpcode.RC_RDMA_WRITE_ONLY, PSN, true, reth(a.va, a.key + 1, 16), new byte[16]); // bad key too
+                default -> {
+                    RxeHdr.atomicEth(MemorySegment.ofArray(atm), 0, a.va + 3, a.key + 1, 1, 0);
+                    send(a, RxeOpcode.RC_FETCH_ADD, PSN, true, atm, NONE);
+                }
+            }
+            Frame f = next(p, 5000);
+            assertNotNull(f, "case " + k);
+            assertEquals(RxeOpcode.RC_ACKNOWLEDGE, p.opcode, "case " + k);
+            assertEquals(PSN, p.psn, "case " + k);
+            assertEquals(want[k], aeth(f, p) >>> 24, "NAK syndrome (case " + k + ")");
             assertEquals(HwQpState.ERR, WireTest.awaitState(a, HwQpState.ERR));
             peerLink.close();
             a.dev.remove();

@@ -196,7 +196,7 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
         return IbvGid.format(out.asSlice(Vport.OUT_GID, 16).toArray(ValueLayout.JAVA_BYTE));
     }
 
-    /** {@code process_mad}'s PMA part: PortCounters(Extended) from the vport counters ({@link Mlx5Counters}). */
+    /** {@code process_mad}'s PMA part: PortCounters from PPCNT, PortCountersExtended from the vport counters ({@link Mlx5Counters}). */
     @Override
     public Map<String, Long> queryPmaCounters(int port) {
         return Mlx5Counters.queryPma(this, port);

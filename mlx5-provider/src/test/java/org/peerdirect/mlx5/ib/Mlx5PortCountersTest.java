@@ -1,6 +1,7 @@
 package org.peerdirect.mlx5.ib;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
@@ -123,9 +124,13 @@ class Mlx5PortCountersTest extends Mlx5Machine {
     @Test
     void aWriteAndAReadOnTheFabricMoveTheCountersByTheirSize() {
         start(ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4);
-        assertEquals(List.of("port_rcv_errors", "port_xmit_discards", "port_xmit_data", "port_rcv_data", "port_xmit_packets",
-                "port_rcv_packets", "unicast_xmit_packets", "unicast_rcv_packets", "multicast_xmit_packets", "multicast_rcv_packets"),
-                List.copyOf(ibs.get(0).queryPmaCounters(1).keySet()));
+        // sysfs.c's pma_group (PortCounters, from PPCNT's InfiniBand port counters) then the extended set
+        assertEquals(List.of("symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_rcv_remote_physical_errors",
+                "port_rcv_switch_relay_errors", "port_xmit_discards", "port_xmit_constraint_errors", "port_rcv_constraint_errors",
+                "local_link_integrity_errors", "excessive_buffer_overrun_errors", "VL15_dropped", "port_xmit_wait", "port_xmit_data",
+                "port_rcv_data", "port_xmit_packets", "port_rcv_packets", "unicast_xmit_packets", "unicast_rcv_packets",
+                "multicast_xmit_packets", "multicast_rcv_packets"), List.copyOf(ibs.get(0).queryPmaCounters(1).keySet()));
+        assertEquals("rx_icrc_encapsulated", List.copyOf(ibs.get(0).getHwStats(1).keySet()).getLast(), "ext_ppcnt_cnts after the q counters");
         assertTrue(sysfs.list("class/infiniband/mlx5_0/ports/1/hw_counters").contains("out_of_sequence"),
                 sysfs.list("class/infiniband/mlx5_0/ports/1/hw_counters").toString());
         End a = new End(0);
@@ -192,10 +197,111 @@ class Mlx5PortCountersTest extends Mlx5Machine {
     }
 
     /**
+     * The port's error counters end to end: frames a hand-driven peer sends with a bad ICRC, a
+     * length the frame does not hold, and an unknown opcode are dropped and counted by reason in
+     * PPCNT (rx_icrc_encapsulated in hw_counters, port_rcv_errors in counters/, the IEEE 802.3
+     * group's in-range length errors, RFC 2863's in_errors and in_unknown_protos), and a link
+     * going down counts in link_downed.
+     */
+    @Test
+    void badFramesAndALinkDownCountInThePortsErrorCounters() throws Exception {
+        start(ConnectX4Device.DEVICE_CONNECTX6DX);
+        UdpTunnelLink[] l = UdpTunnelLink.pair("dev", "peer");
+        int devIp = RxeNet.parseIp("10.98.0.1");
+        int peerIp = RxeNet.parseIp("10.98.0.2");
+        long devMac = 0x0200_0a62_0001L;
+        long peerMac = 0x0200_0a62_0002L;
+        models.get(0).attachWire(1, l[0], devIp, devMac, 1500);
+        l[1].start(f -> {
+        });
+        try {
+            long errors = pma(0, "port_rcv_errors");
+            long icrc = file(0, "hw_counters", "rx_icrc_encapsulated");
+            long downed = pma(0, "link_downed");
+            assertFalse(org.peerdirect.hca.wire.RxeOpcode.known(0x1f));
+            org.peerdirect.hca.wire.Frame f = new org.peerdirect.hca.wire.Frame();
+            for (int k = 0; k < 3; k++) {
+                int l4 = org.peerdirect.hca.wire.RxeHdr.BTH_BYTES + 64;
+                RxeNet.roceHeaders(f, devMac, peerMac, peerIp, devIp, k, RxeNet.SPORT_MIN, l4);
+                org.peerdirect.hca.wire.RxeHdr.bth(f.seg, RxeNet.BTH, k == 2 ? 0x1f : 0x04, false, 0, 0xffff, 0x99, true, 0);
+                RxeNet.seal(f);
+                if (k == 0) {
+                    f.seg.set(java.lang.foreign.ValueLayout.JAVA_BYTE, RxeNet.BTH + 20, (byte) 1); // a payload byte: the ICRC no longer matches
+                } else if (k == 1) {
+                    f.len -= 10; // the IP header announces 10 bytes more than the frame holds
+                }
+                l[1].send(f);
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (pma(0, "port_rcv_errors") < errors + 3 && System.nanoTime() < deadline) {
+                Thread.onSpinWait(); // the link's receive thread counts them
+            }
+            assertEquals(errors + 3, pma(0, "port_rcv_errors"), "three frames refused");
+            assertEquals(icrc + 1, file(0, "hw_counters", "rx_icrc_encapsulated"), "one of them for its ICRC");
+            long set = org.peerdirect.hca.cx4.ifc.Ppcnt.ACCESS_REG_DATA + org.peerdirect.hca.cx4.ifc.Ppcnt.COUNTER_SET;
+            var ieee = Mlx5Counters.ppcnt(ibs.get(0), 1, org.peerdirect.hca.cx4.ifc.Ppcnt.GRP_IEEE_802_3);
+            assertEquals(1, ieee.get(org.peerdirect.hca.cx4.ifc.CmdEntry.BE64, set + org.peerdirect.hca.cx4.ifc.Ppcnt.A_IN_RANGE_LENGTH_ERRORS),
+                    "IEEE 802.3: one in-range length error");
+            var rfc = Mlx5Counters.ppcnt(ibs.get(0), 1, org.peerdirect.hca.cx4.ifc.Ppcnt.GRP_RFC_2863);
+            assertEquals(3, rfc.get(org.peerdirect.hca.cx4.ifc.CmdEntry.BE64, set + org.peerdirect.hca.cx4.ifc.Ppcnt.IN_ERRORS), "RFC 2863 ifInErrors");
+            assertEquals(1, rfc.get(org.peerdirect.hca.cx4.ifc.CmdEntry.BE64, set + org.peerdirect.hca.cx4.ifc.Ppcnt.IN_UNKNOWN_PROTOS),
+                    "RFC 2863 ifInUnknownProtos: the unknown opcode");
+            models.get(0).setLink(1, false);
+            assertEquals(downed + 1, pma(0, "link_downed"), "the link went down once");
+            models.get(0).setLink(1, true);
+            // a group the model does not keep (the physical layer's) is refused, not answered with zeros
+            var e = org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class, () -> Mlx5Counters.ppcnt(ibs.get(0), 1, 0x12));
+            assertTrue(e.getMessage().contains("ACCESS_REG") && e.getMessage().contains("bad parameter"), e.getMessage());
+        } finally {
+            l[1].close();
+        }
+    }
+
+    /**
      * Under the OSGi core the counter files serve one driver answer for its lifespan: a reader of
      * every file (the sysfs mirror, five times a second) costs one command per folder, and the
      * files show one consistent answer; past the lifespan, a read asks again.
      */
+    /**
+     * The mirror of an idle tree sends no counter command: its periodic refresh does not show
+     * the counter files (on-demand attributes) nobody reads; a read through sysfs asks the device
+     * (a QUERY_VPORT_COUNTER in the command log) and sees a transfer made after the mirror wrote
+     * its files; a reader of a mirrored file makes the next refresh ask.
+     */
+    @Test
+    void anIdleMirrorSendsNoCounterCommandAndAReadIsFresh() throws Exception {
+        start(ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4);
+        SysfsTree other = new SysfsTree(tmp.resolve("sys2"), warnings::add);
+        var dir = new org.peerdirect.ib.core.impl.IbSysfs(other, ibs.get(1), ibs.get(1).queryDevice());
+        other.refresh(); // the first refresh writes every file once
+        End a = new End(0);
+        End b = new End(1);
+        a.connect(b, false, 5);
+        b.connect(a, false, 5);
+        a.post(IbvWrOpcode.RDMA_WRITE, 4096, b);
+        var log = cores.get(1).cmdLog();
+        long mark = log.total();
+        for (int i = 0; i < 50; i++) {
+            other.refresh();
+        }
+        assertEquals(0, counterCommands(log, mark), "50 refreshes with nobody reading: no counter command");
+        String hw = "class/infiniband/mlx5_1/ports/1/hw_counters/rx_write_requests";
+        java.nio.file.Path f = other.root().resolve(hw);
+        assertEquals("0\n", java.nio.file.Files.readString(f), "the file as the first refresh wrote it, before the write");
+        assertEquals("1\n", other.read(hw), "a read through sysfs is fresh");
+        assertTrue(counterCommands(log, mark) > 0, "and asked the device");
+        other.refresh();
+        assertEquals("1\n", java.nio.file.Files.readString(f), "the mirror shows what the read showed");
+        dir.remove();
+    }
+
+    /** QUERY_VPORT_COUNTER / QUERY_Q_COUNTER commands logged from sequence number {@code mark} on. */
+    private static long counterCommands(org.peerdirect.mlx5.core.CmdLog log, long mark) {
+        return log.entries().stream().filter(e -> e.seq() >= mark)
+                .filter(e -> e.opcode() == org.peerdirect.hca.cx4.ifc.Mlx5Cmd.QUERY_VPORT_COUNTER || e.opcode() == org.peerdirect.hca.cx4.ifc.Mlx5Cmd.QUERY_Q_COUNTER)
+                .count();
+    }
+
     @Test
     void withALifespanEveryFileOfAFolderIsOneCommand() {
         start(ConnectX4Device.DEVICE_CONNECTX4, ConnectX4Device.DEVICE_CONNECTX4);

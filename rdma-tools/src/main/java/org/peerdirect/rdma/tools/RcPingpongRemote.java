@@ -74,9 +74,13 @@ final class RcPingpongRemote {
         }
     }
 
-    /** {@code pp_connect_ctx}: RTR towards {@code rem} (by GID when its interface id is set), RTS from {@code my}'s PSN. */
+    /**
+     * {@code pp_connect_ctx}: RTR towards {@code rem} (by GID when its interface id is set), RTS from {@code my}'s PSN.
+     * The QP grants no remote access, as {@code pp_init_ctx}'s {@code qp_access_flags = 0}: only SENDs reach it, and an
+     * RDMA request to it is an invalid request on either side of a wire.
+     */
     static void connect(Endpoint e, PingpongExch.Dest my, PingpongExch.Dest rem, int gidx) {
-        RcConnect c = new RcConnect().access(Endpoint.ACCESS).minRnrTimer(12).timeout(14, 7).rnrRetry(7).rdAtomic(1).pathMtu(MTU_1024)
+        RcConnect c = new RcConnect().access(0).minRnrTimer(12).timeout(14, 7).rnrRetry(7).rdAtomic(1).pathMtu(MTU_1024)
                 .psn(my.psn(), rem.psn());
         if (rem.global()) {
             c.gid(rem.gid(), Math.max(0, gidx));

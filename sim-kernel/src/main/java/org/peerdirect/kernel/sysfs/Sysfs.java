@@ -29,6 +29,18 @@ public interface Sysfs {
     /** Creates a read-only attribute (and its parent directories). */
     void attribute(String path, Supplier<String> show);
 
+    /**
+     * Creates a read-only attribute whose {@code show} asks a device, as a counter's does
+     * ({@code hw_stat_port_show} calls the driver's {@code get_hw_stats}, a firmware command): a
+     * {@link #read} calls it every time, but the mirror's periodic refresh does not. The mirror
+     * writes its file once, then again only on demand: with the value a {@link #read} produced,
+     * when a reader has read the file since it was written (its access time; a file system
+     * mounted {@code noatime} keeps the last value), and on {@link #sync}. So a tree nobody reads
+     * costs the device nothing, and a reader of the file sees a value at most one of its own
+     * reads old.
+     */
+    void attributeOnDemand(String path, Supplier<String> show);
+
     /** Creates a writable attribute (and its parent directories). */
     void attribute(String path, Supplier<String> show, Consumer<String> store);
 
@@ -53,7 +65,10 @@ public interface Sysfs {
     /** Removes an attribute or a directory with everything below it. */
     void remove(String path);
 
-    /** Brings every mirrored file up to date now (the mirror also does this periodically). */
+    /**
+     * Brings every mirrored file up to date now, the {@link #attributeOnDemand} ones too (the
+     * mirror does this periodically for the others).
+     */
     void sync();
 
     /**

@@ -4,7 +4,7 @@
  * on Linux.
  */
 @Export
-@Version("0.2.0")
+@Version("0.3.0")
 package org.peerdirect.kernel.sysfs;
 
 import org.osgi.annotation.bundle.Export;

@@ -131,6 +131,7 @@ final class Firmware {
         qps.register(table);
         srqs.register(table);
         cqs.register(table);
+        new Diag(this, nports).register(table);
     }
 
     /** The result of one command: its status and immediate output. */

@@ -23,8 +23,11 @@ import org.peerdirect.kernel.sysfs.Sysfs;
  * <p>The real {@code state_show} queries the port on each read; here the mirror reads every
  * attribute a few times a second, so a port's attributes are queried once at registration and
  * its state then follows the driver's port events ({@code ib_cache_update} does the same for
- * the cached port state): PORT_ACTIVE and PORT_ERR. Each of these shows is a plain read; a
- * counter's show asks the driver (a firmware command) when its last answer is older than the lifespan.
+ * the cached port state): PORT_ACTIVE and PORT_ERR. Each of these shows is a plain read. A
+ * counter's show asks the driver (a firmware command) when its last answer is older than the
+ * lifespan, and only when someone reads it: the counter files are
+ * {@link Sysfs#attributeOnDemand on-demand attributes}, which the mirror's periodic refresh does
+ * not show, so an idle tree sends the device no counter command.
  */
 public final class IbSysfs {
 
@@ -33,11 +36,11 @@ public final class IbSysfs {
     private final Sysfs sysfs;
     private final IbDeviceOps ops;
     /**
-     * How long a driver's counter answer serves reads: one second, so the mirror's reads five times
-     * a second cost a driver one command per folder a second, and its command log keeps what
-     * matters (the kernel's default hw_stats lifespan is 10 ms, its readers are occasional).
+     * How long a driver's counter answer serves reads: the kernel's default hw_stats lifespan
+     * ({@code RDMA_HW_STATS_DEFAULT_LIFESPAN}, 10 ms), so a reader of every file of a folder (a
+     * {@code grep . *}, node_exporter) costs one command per folder, and a later read a fresh one.
      */
-    public static final long LIFESPAN_NANOS = 1_000_000_000L;
+    public static final long LIFESPAN_NANOS = 10_000_000L;
     private final long lifespanNanos;
     private final String dir;
     /** Each port's attributes, index port - 1; replaced whole by a port event. */
@@ -80,15 +83,15 @@ public final class IbSysfs {
      * One file per counter the driver has for port {@code p} (the names it answers at
      * registration), read from the driver's answer of at most {@link #lifespanNanos} ago:
      * {@code hw_stat_port_show} asks {@code get_hw_stats} only when its {@code rdma_hw_stats} are
-     * older than their {@code lifespan}, so that a reader of every file (here the sysfs mirror, a
-     * few times a second) costs the device one command per folder, not one per file. A driver
+     * older than their {@code lifespan}, so that a reader of every file costs the device one
+     * command per folder, not one per file; nobody reading costs nothing. A driver
      * that keeps no counters leaves the folder empty rather than showing zeros it never counted.
      */
     private void counters(String folder, int p, IntFunction<Map<String, Long>> query) {
         sysfs.mkdir(folder);
         Fresh fresh = new Fresh(() -> query.apply(p), lifespanNanos);
         for (String name : fresh.get().keySet()) {
-            sysfs.attribute(folder + "/" + name, () -> {
+            sysfs.attributeOnDemand(folder + "/" + name, () -> {
                 Long v = fresh.get().get(name);
                 if (v == null) {
                     throw new IllegalStateException(ops.name() + ": counter " + name + " of port " + p + " is no longer reported by the driver");

@@ -26,7 +26,8 @@ import org.peerdirect.kernel.sysfs.Sysfs;
  * <li>{@code root}: mirror folder; default the framework property {@code peerdirect.sysfs.root}
  * (the launcher sets {@code launcher/target/peerdirect/sys}), else
  * {@code ${java.io.tmpdir}/peerdirect-sys};</li>
- * <li>{@code mirror.interval.ms}: how often files are refreshed and user writes picked up (200).</li>
+ * <li>{@code mirror.interval.ms}: how often files are refreshed and user writes picked up (200); an
+ * on-demand attribute's file (a counter) only when someone read it ({@link SysfsTree#refresh}).</li>
  * </ul>
  * A new configuration is taken in place: the interval at once, the root at the next start (the
  * tree's mirror stays where it is). The service is never re-created by a delivery: every driver
@@ -88,7 +89,7 @@ public final class SysfsService extends SysfsTree {
     private void schedule(long intervalMs) {
         assert Thread.holdsLock(this);
         every = Math.max(10, intervalMs);
-        syncing = mirror.scheduleWithFixedDelay(this::sync, every, every, TimeUnit.MILLISECONDS);
+        syncing = mirror.scheduleWithFixedDelay(this::refresh, every, every, TimeUnit.MILLISECONDS);
     }
 
     static Path root(Config config, BundleContext context) {

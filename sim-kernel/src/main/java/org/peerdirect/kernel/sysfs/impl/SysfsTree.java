@@ -32,6 +32,12 @@ import org.peerdirect.kernel.sysfs.SysfsException.Errno;
  * free. {@code show}/{@code store} callbacks run without any tree lock held, so a publisher may
  * call back into sysfs from them. {@link #sync()} is serialised by {@code mirrorLock} and is the
  * only writer of files under the root.
+ *
+ * <p>Two refreshes: {@link #sync()} shows every attribute; {@link #refresh()}, the periodic one,
+ * shows an {@link #attributeOnDemand} attribute only when a reader read its file since the mirror
+ * wrote it (the file's access time, which the mirror sets back after each write so that the
+ * first read after it moves it past the modification time, as relatime and strictatime do), and
+ * otherwise writes what the last {@link #read} of it showed, if anything.
  */
 public class SysfsTree implements Sysfs {
 
@@ -41,7 +47,7 @@ public class SysfsTree implements Sysfs {
     private record Dir() implements Entry {
     }
 
-    private record Attr(Supplier<String> show, Consumer<String> store) implements Entry {
+    private record Attr(Supplier<String> show, Consumer<String> store, boolean onDemand) implements Entry {
         boolean writable() {
             return store != null;
         }
@@ -61,6 +67,8 @@ public class SysfsTree implements Sysfs {
     private final Map<String, String> mirrored = new HashMap<>();
     /** Guarded by mirrorLock: directories the mirror created. */
     private final TreeSet<String> mirroredDirs = new TreeSet<>();
+    /** What the last {@link #read} of an on-demand attribute showed, for the mirror's next refresh to write. */
+    private final Map<String, String> shown = new java.util.concurrent.ConcurrentHashMap<>();
 
     public SysfsTree(Path root, Consumer<String> warn) {
         this.root = root.toAbsolutePath().normalize();
@@ -131,7 +139,12 @@ public class SysfsTree implements Sysfs {
 
     @Override
     public void attribute(String path, Supplier<String> show) {
-        create(path, new Attr(requireShow(path, show), null));
+        create(path, new Attr(requireShow(path, show), null, false));
+    }
+
+    @Override
+    public void attributeOnDemand(String path, Supplier<String> show) {
+        create(path, new Attr(requireShow(path, show), null, true));
     }
 
     @Override
@@ -139,7 +152,7 @@ public class SysfsTree implements Sysfs {
         if (store == null) {
             throw new SysfsException(Errno.EINVAL, path, "a writable attribute needs a store function");
         }
-        create(path, new Attr(requireShow(path, show), store));
+        create(path, new Attr(requireShow(path, show), store, false));
     }
 
     private static Supplier<String> requireShow(String path, Supplier<String> show) {
@@ -202,8 +215,13 @@ public class SysfsTree implements Sysfs {
 
     @Override
     public String read(String path) {
-        String v = String.valueOf(attr(path).show().get());
-        return v.endsWith("\n") ? v : v + "\n";
+        Attr a = attr(path);
+        String v = String.valueOf(a.show().get());
+        v = v.endsWith("\n") ? v : v + "\n";
+        if (a.onDemand()) {
+            shown.put(path, v);
+        }
+        return v;
     }
 
     @Override
@@ -257,11 +275,24 @@ public class SysfsTree implements Sysfs {
             throw new SysfsException(Errno.ENOENT, path, "no such file or directory");
         }
         entries.subMap(path + "/", true, path + "/\uffff", true).clear();
+        shown.keySet().removeIf(k -> k.equals(path) || k.startsWith(path + "/"));
     }
 
     /** Brings the files under the root in line with the tree; picks up values users wrote into writable files. */
     @Override
     public void sync() {
+        mirrorAll(true);
+    }
+
+    /**
+     * The periodic refresh: as {@link #sync()}, but an on-demand attribute's show is called only
+     * when its file was read since the mirror wrote it (or is missing).
+     */
+    public void refresh() {
+        mirrorAll(false);
+    }
+
+    private void mirrorAll(boolean full) {
         synchronized (mirrorLock) {
             if (frozen) {
                 return;
@@ -295,7 +326,62 @@ public class SysfsTree implements Sysfs {
                     mkdirs(file(d));
                 }
             }
-            attrs.forEach(this::mirror);
+            attrs.forEach((k, a) -> {
+                if (a.onDemand()) {
+                    mirrorOnDemand(k, a, full);
+                } else {
+                    mirror(k, a);
+                }
+            });
+        }
+    }
+
+    /**
+     * An on-demand attribute's file: left alone unless {@code full}, never written, read since
+     * written, or a {@link #read} left a value. After a write its access time is set back before
+     * its modification time, so the next read by anyone moves it (the mirror's own stat does not).
+     */
+    private void mirrorOnDemand(String path, Attr a, boolean full) {
+        assert Thread.holdsLock(mirrorLock);
+        String last = mirrored.get(path);
+        Path f = file(path);
+        String now = full ? null : shown.remove(path);
+        if (now == null) {
+            if (!full && last != null && !readSinceWritten(f)) {
+                return; // nobody asked: the device is not asked either
+            }
+            try {
+                now = read(path);
+            } catch (RuntimeException e) {
+                now = "<error: " + e.getMessage() + ">\n";
+            }
+            shown.remove(path);
+        }
+        if (!now.equals(last)) {
+            writeAtomically(f, now, false);
+            mirrored.put(path, now);
+        }
+        markUnread(f);
+    }
+
+    /** The file's access time is not before its modification time: someone read it since {@link #markUnread}. */
+    private boolean readSinceWritten(Path f) {
+        try {
+            java.nio.file.attribute.BasicFileAttributes t = Files.readAttributes(f, java.nio.file.attribute.BasicFileAttributes.class);
+            return t.lastAccessTime().compareTo(t.lastModifiedTime()) >= 0;
+        } catch (IOException e) {
+            return true; // gone or unreadable: write it again
+        }
+    }
+
+    /** Sets the access time one second before the modification time (see {@link #readSinceWritten}). */
+    private void markUnread(Path f) {
+        try {
+            var view = Files.getFileAttributeView(f, java.nio.file.attribute.BasicFileAttributeView.class);
+            java.nio.file.attribute.FileTime m = view.readAttributes().lastModifiedTime();
+            view.setTimes(null, java.nio.file.attribute.FileTime.fromMillis(m.toMillis() - 1000), null);
+        } catch (IOException e) {
+            warn.accept("sysfs: cannot set the access time of " + f + ": " + e.getMessage());
         }
     }
 

@@ -42,6 +42,56 @@ class SysfsTreeTest {
         assertTrue(warnings.isEmpty(), warnings::toString);
     }
 
+    /**
+     * A counter's file (an on-demand attribute): the periodic refresh shows it once, then not
+     * again while nobody reads; a read through the tree shows it fresh and the mirror writes that
+     * value without asking again; a read of the file makes the next refresh ask; sync asks always.
+     */
+    @Test
+    void anOnDemandAttributeIsShownOnlyWhenSomeoneReadsIt() throws Exception {
+        SysfsTree t = new SysfsTree(dir, warnings::add);
+        AtomicLong value = new AtomicLong(7);
+        AtomicLong shows = new AtomicLong();
+        t.attributeOnDemand("class/infiniband/d/ports/1/hw_counters/c", () -> {
+            shows.incrementAndGet();
+            return Long.toString(value.get());
+        });
+        t.attribute("class/infiniband/d/fw_ver", () -> "1.0");
+        Path f = dir.resolve("class/infiniband/d/ports/1/hw_counters/c");
+        t.refresh();
+        assertEquals(1, shows.get(), "written once, at its first refresh");
+        value.set(8);
+        for (int i = 0; i < 50; i++) {
+            t.refresh();
+        }
+        assertEquals(1, shows.get(), "nobody read: no show over 50 refreshes");
+        assertEquals("1.0\n", Files.readString(dir.resolve("class/infiniband/d/fw_ver")), "the other attributes are mirrored as before");
+
+        assertEquals("8\n", t.read("class/infiniband/d/ports/1/hw_counters/c"), "a read through the tree is fresh");
+        assertEquals(2, shows.get());
+        t.refresh();
+        assertEquals(2, shows.get(), "the mirror writes what the read showed, without asking again");
+        assertEquals("8\n", Files.readString(f));
+        value.set(9);
+        t.sync();
+        assertEquals(3, shows.get(), "sync brings every file up to date");
+        assertEquals("9\n", Files.readString(f));
+
+        // the file was just read: where the file system records reads, the next refresh asks
+        var times = Files.readAttributes(f, java.nio.file.attribute.BasicFileAttributes.class);
+        org.junit.jupiter.api.Assumptions.assumeTrue(times.lastAccessTime().compareTo(times.lastModifiedTime()) >= 0,
+                "the file system under " + dir + " does not record reads (noatime): the mirror cannot see its readers");
+        value.set(10);
+        t.refresh();
+        assertEquals(4, shows.get(), "a reader of the file made the refresh ask");
+        t.refresh();
+        assertEquals(4, shows.get(), "no read since: not asked");
+        assertEquals("10\n", Files.readString(f), "the reader's next read sees it");
+        t.refresh();
+        assertEquals(5, shows.get(), "that read: asked again");
+        assertTrue(warnings.isEmpty(), warnings::toString);
+    }
+
     @Test
     void removingADirectoryRemovesItsSubtreeAndItsFiles() throws Exception {
         SysfsTree t = new SysfsTree(dir, warnings::add);
