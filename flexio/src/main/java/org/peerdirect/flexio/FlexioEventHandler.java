@@ -75,6 +75,12 @@ public final class FlexioEventHandler {
         }
     }
 
+    /** A thread of the runtime's own entry at symbol {@code index} (the RPC handler), on any EU; the caller holds the process lock. */
+    static FlexioEventHandler runtime(FlexioProcess process, int index, long arg) {
+        assert process.lock.isHeldByCurrentThread();
+        return new FlexioEventHandler(process, createThread(process, index, arg, 0, 0, 0, false));
+    }
+
     static DevxObj createThread(FlexioProcess p, int entry, long arg, long tls, int affinity, int affinityId, boolean continuable) {
         int pid = p.id();
         return Prm.create(p.ctx, OBJ_DPA_THREAD, c -> {
@@ -148,6 +154,11 @@ public final class FlexioEventHandler {
         } finally {
             process.lock.unlock();
         }
+    }
+
+    /** Its line of {@code flexio_crash_data}. */
+    String describeLine(String name) {
+        return describe(name, thread);
     }
 
     static String describe(String name, DevxObj t) {

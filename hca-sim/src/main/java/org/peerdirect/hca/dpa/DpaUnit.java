@@ -172,11 +172,14 @@ public final class DpaUnit implements AutoCloseable {
         new Verifier(image, policy).verify();
         int id = ids.incrementAndGet();
         ImageLoader loader = new ImageLoader(ImageLoader.NAME + id, image, policy);
+        MethodHandle[] rpcEntries = new MethodHandle[image.symbols().size()];
+        int index = 0;
         for (Image.Symbol s : image.symbols().values()) {
-            entry(loader, s); // every symbol names a static method of the right shape
+            MethodHandle h = entry(loader, s); // every symbol names a static method of the right shape
+            rpcEntries[index++] = s.rpc() ? h : null;
         }
         DpaMemory.Region heap = memory.alloc(heapSize, id);
-        DpaProcess p = new DpaProcess(id, uid, pd, uar, image, loader, heap);
+        DpaProcess p = new DpaProcess(id, uid, pd, uar, image, loader, heap, rpcEntries);
         processes.put(id, p);
         return id;
     }
@@ -217,6 +220,7 @@ public final class DpaUnit implements AutoCloseable {
             memory.free(r);
         }
         p.loader = null;
+        p.dropEntries(); // the handles hold the loader's classes too
         processes.remove(pid);
     }
 
