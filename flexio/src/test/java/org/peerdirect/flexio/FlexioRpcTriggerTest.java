@@ -15,6 +15,7 @@ import org.peerdirect.flexio.dev.FlexioDev;
 import org.peerdirect.flexio.dev.FlexioDevMsg;
 import org.peerdirect.flexio.dev.FlexioDevQueue;
 import org.peerdirect.flexio.dev.FlexioDevRpc;
+import org.peerdirect.flexio.progs.FxpProgs;
 import org.peerdirect.flexio.progs.RpcHandlerMutants;
 import org.peerdirect.flexio.progs.RpcProgs;
 import org.peerdirect.hca.dpa.ImagePackager;
@@ -74,6 +75,20 @@ class FlexioRpcTriggerTest {
             assertTrue(e.getMessage().contains("status 0x7"), "the strict memory model ended the process: " + e.getMessage());
             String mm = String.join("\n", m.dpa());
             assertTrue(mm.contains("C3") && mm.contains("RpcHandlerMutants.rpcHandlerNoWriteback:"), mm);
+        }
+    }
+
+    /** The fxp intrinsics through the ISA: exact Q16.16 values, and their cost on the EU's cycle counter. */
+    @Test
+    void theFxpIntrinsicsAnswerQ16ValuesAndChargeTheirCycles() {
+        FlexioFunc fxp = TestApps.rpc("rpc_fxp", 2);
+        byte[] image = TestApps.linked().add(FxpProgs.class).rpc("rpc_fxp", FxpProgs.class, "rpcFxp", 16).pack();
+        try (FlexioProcess p = FlexioProcess.create(ctx, FlexioApp.create("fxp", image, List.of(fxp)), FlexioRpcTest.ATTR)) {
+            long log2 = p.call(fxp, 0L, 0x40000L); // log2(4.0)
+            assertEquals(2 << 16, (int) log2);
+            assertEquals(4 + 1, log2 >>> 32, "4 cycles for the intrinsic, 1 for the second cycles read");
+            assertEquals(0x4000, (int) p.call(fxp, 1L, 0x40000L), "1/4.0");
+            assertEquals(0x16a0a, (int) p.call(fxp, 2L, 0x8000L), "2^0.5 = 1.41421 (0x16a09.e6 rounded up)");
         }
     }
 

@@ -80,10 +80,10 @@ final class FxpUnit {
         }
         // value = m * 2^(ip - 62) in units of 2^-16: m * 2^(ip + 16 - 62)
         int shift = 62 - 16 - ip;
-        if (shift >= 63) {
-            return 0;
+        if (shift >= 64) {
+            return 0; // below 2^-17: rounds to 0
         }
-        long r = (m + (1L << (shift - 1))) >>> shift;
+        long r = (m + (1L << (shift - 1))) >>> shift; // unsigned: m + half < 2^64 even at shift 63
         return (int) Math.min(Integer.MAX_VALUE, r);
     }
 }

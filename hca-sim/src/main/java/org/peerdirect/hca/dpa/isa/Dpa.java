@@ -260,7 +260,7 @@ public final class Dpa {
     /**
      * {@code __dpa_fxp_pow2}: 2^x of signed Q16.16 {@code x} as unsigned-range Q16.16 in an int,
      * rounded to the nearest 2^-16 (a tie rounds up), saturated to {@link Integer#MAX_VALUE} from
-     * x = 15.0 on; results below 2^-17 give 0.
+     * x = 15.0 on; results below 2^-17 give 0 (2^-17 itself, a tie, gives 2^-16).
      */
     public static int fxpPow2(int x) {
         return hart().fxp(Hart.Fxp.POW2, x);
