@@ -51,6 +51,11 @@ final class Runner implements Hart {
         DpaEvents.Activation event = DpaEvents.Activation.start();
         ActivationExit.Kind kind;
         javaThread = Thread.currentThread();
+        long at = thread.triggeredAt;
+        if (at != 0) {
+            thread.triggeredAt = 0;
+            unit.wake.record(System.nanoTime() - at);
+        }
         try {
             unit.mm.activationStart(thread);
             kind = ScopedValue.where(Hart.CURRENT, this).call(this::invokeEntry);
