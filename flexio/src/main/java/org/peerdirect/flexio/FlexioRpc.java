@@ -44,6 +44,8 @@ final class FlexioRpc {
     private final Loopback link;
     private final int heapRkey;
     private int seq;
+    /** A WRITE-with-immediate whose completion is not reaped yet (its call failed while waiting). */
+    private boolean pending;
     /** Status queries slow answers cost (firmware commands), for the tests' command count. */
     long statusQueries;
 
@@ -116,7 +118,9 @@ final class FlexioRpc {
     }
 
     /**
-     * One call of the entry at symbol {@code index}: the WRITE-with-immediate, then the mailbox.
+     * One call of the entry at symbol {@code index}: the WRITE-with-immediate posted, the mailbox
+     * polled, then the send's completion reaped (the two waits overlap: the requester's completion
+     * needs no DPA work).
      *
      * @throws FlexioException FAILED when the process ended during the call, TIMEOUT
      */
@@ -126,13 +130,21 @@ final class FlexioRpc {
             throw new FlexioException(FlexioStatus.FAILED, name + " packs " + args.length + " bytes, more than its registered "
                     + argbufSize);
         }
+        if (pending) { // an earlier call ended with an error before it reaped its send
+            link.reapWriteImm();
+            pending = false;
+        }
         seq = (seq + 1) & 0xffff;
         if (seq == 0) {
             seq = 1; // 0 is the mailbox's initial word, never an answer
         }
-        link.writeImm(args.length == 0 ? new byte[8] : Arrays.copyOf(args, Math.max(8, args.length)), ctxDaddr
+        link.postWriteImm(args.length == 0 ? new byte[8] : Arrays.copyOf(args, Math.max(8, args.length)), ctxDaddr
                 + ARGBUF, heapRkey, seq << 16 | index);
-        return awaitMailbox(name);
+        pending = true;
+        long r = awaitMailbox(name);
+        link.reapWriteImm(); // as a rule complete by now: the answer came after the write landed
+        pending = false;
+        return r;
     }
 
     /** Polls the mailbox until it answers this call's sequence number; bounded by the process's timeout. */

@@ -156,21 +156,29 @@ public final class Loopback implements AutoCloseable {
     }
 
     /**
-     * An RDMA WRITE-with-immediate of {@code src} (at most {@link #BOUNCE_SIZE} bytes, at least one)
-     * to {@code raddr} of {@code rkey}: the responder consumes a receive WQE and completes on the
-     * receive CQ given at creation, with {@code imm}. Returns when the send completed; the receive
-     * WQE it took is posted again.
-     *
-     * @throws FlexioFailure naming the completion's syndrome, or the timeout
+     * Posts an RDMA WRITE-with-immediate of {@code src} (1..{@link #BOUNCE_SIZE} bytes) to
+     * {@code raddr} of {@code rkey} and returns at once: the responder consumes a receive WQE and
+     * completes on the receive CQ given at creation, with {@code imm}. {@link #reapWriteImm} waits
+     * for the send's completion and posts the receive WQE back; one may be outstanding at a time
+     * (the bounce buffer holds its data).
      */
-    public void writeImm(byte[] src, long raddr, int rkey, int imm) {
+    public void postWriteImm(byte[] src, long raddr, int rkey, int imm) {
         if (src.length == 0 || src.length > BOUNCE_SIZE) {
             throw new IllegalArgumentException("a WRITE-with-immediate of 1.." + BOUNCE_SIZE + " bytes, not " + src.length);
         }
         proc.write(va + BOUNCE, src, 0, src.length);
         post(Wqe.OP_RDMA_WRITE_IMM, raddr, rkey, src.length, imm);
-        poll("RDMA WRITE-with-immediate of " + src.length + " bytes to 0x" + Long.toHexString(raddr));
-        rqPi++; // the responder took one before the requester's completion: put one back
+    }
+
+    /**
+     * Waits for the completion of the WRITE-with-immediate {@link #postWriteImm} posted and puts
+     * back the receive WQE it took (the responder took it before the requester's completion).
+     *
+     * @throws FlexioFailure naming the completion's syndrome, or the timeout
+     */
+    public void reapWriteImm() {
+        poll("RDMA WRITE-with-immediate");
+        rqPi++;
         proc.write(va + QP_DBR + Qp.DBR_RCV, be32(rqPi & 0xffff), 0, 4);
     }
 
