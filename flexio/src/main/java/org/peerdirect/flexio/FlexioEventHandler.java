@@ -108,9 +108,9 @@ public final class FlexioEventHandler {
     }
 
     /**
-     * A host trigger of the thread [model]: the trigger {@link FlexioProcess#call} gives an RPC
-     * thread (the RTOS latches it once if the thread runs). DOCA DPA's kernel dispatcher starts
-     * its ranks with it; libflexio exposes no such call.
+     * A host trigger of the thread by a MODIFY of its state [model] (a firmware command; the RTOS
+     * latches it once if the thread runs). DOCA DPA's kernel dispatcher starts its ranks with it;
+     * libflexio exposes no such call ({@link FlexioProcess#call} triggers through the data path).
      */
     public void trigger() {
         process.lock.lock();
