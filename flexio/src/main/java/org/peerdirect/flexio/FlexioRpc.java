@@ -15,13 +15,16 @@ import org.peerdirect.kernel.mm.AddressSpace;
  * the handler writes through it, and an RC QP looped to itself whose receive queue completes on
  * that CQ. A call is then data path only: one RDMA WRITE-with-immediate carries the packed
  * arguments into the argument buffer and, by its receive CQE, triggers the handler; the host
- * polls the mailbox's sequence word in its own memory. The layout both halves agree on (the
- * context words, the immediate, the mailbox) is repeated here, as a C header shared by
- * libflexio and libflexio_dev would be: the host library does not link the device library. No firmware command runs per call, except
+ * polls the mailbox's sequence word in its own memory. No firmware command runs per call, except
  * a query of the process's status when the answer is slow (every {@link #STATUS_EVERY_NANOS}), so
  * a process that ended during the call is reported, not waited for.
  *
- * <p>Guarded by the process's lock (every method asserts it).
+ * <p>The layout both halves agree on (the context words, the immediate, the mailbox) is repeated
+ * here, as a C header shared by libflexio and libflexio_dev would be: the host library does not
+ * link the device library. A channel whose making failed half-way leaves its objects to the
+ * process's teardown, and the next call makes a new one.
+ *
+ * <p>Guarded by the process's lock ({@link #create} and {@link #call} assert it).
  */
 final class FlexioRpc {
 
