@@ -133,10 +133,10 @@ public class DpaBench {
         String figures() {
             long[] w = bf3.dpaWakeNanos(false, 50, 99);
             long[] eu = bf3.dpaEuTotals();
-            long acts = Math.max(1, eu[0] - eu0[0]);
-            return String.format("# dpa wake (CQE written -> handler entry): p50 %d ns, p99 %d ns%n"
-                    + "# dpa cycles: %d activations, %.1f virtual cycles and %.1f instructions each", w[0], w[1], eu[0] - eu0[0],
-                    (double) (eu[1] - eu0[1]) / acts, (double) (eu[2] - eu0[2]) / acts);
+            long acts = eu[0] - eu0[0];
+            return String.format("# dpa wake (CQE written -> handler entry): p50 %d ns, p99 %d ns%n# dpa cycles: %s", w[0], w[1],
+                    acts == 0 ? "no activation" : String.format("%d activations, %.1f virtual cycles and %.1f instructions each", acts,
+                            (double) (eu[1] - eu0[1]) / acts, (double) (eu[2] - eu0[2]) / acts));
         }
 
         @TearDown(Level.Trial)
