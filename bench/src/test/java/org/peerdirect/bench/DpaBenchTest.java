@@ -2,6 +2,8 @@ package org.peerdirect.bench;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
@@ -28,5 +30,26 @@ class DpaBenchTest {
         }
         assertEquals(0, h.bf3.devxLive(), "no DevX object left: " + h.bf3.devxDescribe());
         assertEquals(0, h.bf3.pagesHeld(), "every firmware page back");
+    }
+
+    /** The checker figure's RPC stores and writes back under the chosen mode; the wake samples and EU counters move. */
+    @Test
+    void theStoresRpcRunsInTheChosenModeAndTheFiguresMove() throws Exception {
+        DpaBench b = new DpaBench();
+        DpaBench.Checked c = new DpaBench.Checked();
+        c.check = "off";
+        c.up();
+        try {
+            assertEquals(0, b.checked0(c));
+            assertEquals(1000, b.checked1k(c));
+            assertEquals(967, java.nio.ByteBuffer.wrap(c.process.dev2hostMemcpy(c.block + 7 * 8, 8))
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong(), "the last store of slot 7 (i = 967) landed");
+            String f = c.host.figures();
+            assertTrue(f.matches("(?s)# dpa wake \\(CQE written -> handler entry\\): p50 [1-9][0-9]* ns, p99 [1-9][0-9]* ns.*"), f);
+            assertTrue(f.matches("(?s).*# dpa cycles: [12] activations, [0-9.]+ virtual cycles.*"), "one or two: a handler may take the second call's CQE before it reschedules: " + f);
+            assertThrows(IllegalStateException.class, () -> c.host.bf3.dpaCheckMode("strict"), "not once the DPA runs");
+        } finally {
+            c.down();
+        }
     }
 }

@@ -75,6 +75,12 @@ public final class FlexioEventHandler {
         }
     }
 
+    /** A thread of the runtime's own entry at symbol {@code index} (the RPC handler), on any EU; the caller holds the process lock. */
+    static FlexioEventHandler runtime(FlexioProcess process, int index, long arg) {
+        assert process.lock.isHeldByCurrentThread();
+        return new FlexioEventHandler(process, createThread(process, index, arg, 0, 0, 0, false));
+    }
+
     static DevxObj createThread(FlexioProcess p, int entry, long arg, long tls, int affinity, int affinityId, boolean continuable) {
         int pid = p.id();
         return Prm.create(p.ctx, OBJ_DPA_THREAD, c -> {
@@ -102,9 +108,9 @@ public final class FlexioEventHandler {
     }
 
     /**
-     * A host trigger of the thread [model]: the trigger {@link FlexioProcess#call} gives an RPC
-     * thread (the RTOS latches it once if the thread runs). DOCA DPA's kernel dispatcher starts
-     * its ranks with it; libflexio exposes no such call.
+     * A host trigger of the thread by a MODIFY of its state [model] (a firmware command; the RTOS
+     * latches it once if the thread runs). DOCA DPA's kernel dispatcher starts its ranks with it;
+     * libflexio exposes no such call ({@link FlexioProcess#call} triggers through the data path).
      */
     public void trigger() {
         process.lock.lock();
@@ -148,6 +154,11 @@ public final class FlexioEventHandler {
         } finally {
             process.lock.unlock();
         }
+    }
+
+    /** Its line of {@code flexio_crash_data}. */
+    String describeLine(String name) {
+        return describe(name, thread);
     }
 
     static String describe(String name, DevxObj t) {

@@ -76,6 +76,8 @@ public final class FlexioMsgStream implements AutoCloseable {
     private volatile boolean stop;
     private final Thread printer;
     private boolean destroyed;
+    /** What {@code dpa:msg} shows of it. */
+    private final FlexioMsgLog.Journal journal;
 
     private FlexioMsgStream(FlexioProcess p, Attr attr, Consumer<String> out) {
         this.process = p;
@@ -115,6 +117,7 @@ public final class FlexioMsgStream implements AutoCloseable {
         this.umem = um;
         this.mkey = mk;
         this.window = win;
+        this.journal = FlexioMsgLog.open(p, attr);
         this.teardown = p.own(this::release);
         this.printer = attr.syncMode() == SyncMode.SYNC
                 ? Thread.ofPlatform().daemon().name("flexio-msg-" + attr.name()).start(this::printLoop) : null;
@@ -178,6 +181,7 @@ public final class FlexioMsgStream implements AutoCloseable {
             long size = attr.dataBsize();
             if (pi - ci > size) {
                 overruns += pi - ci - size;
+                FlexioMsgLog.overruns(journal, overruns);
                 ci = pi - size;
                 partial.setLength(0); // the line it was in is lost
             }
@@ -196,7 +200,9 @@ public final class FlexioMsgStream implements AutoCloseable {
             partial.append(new String(data, StandardCharsets.US_ASCII));
             int nl;
             while ((nl = partial.indexOf("\n")) >= 0) {
-                out.accept(partial.substring(0, nl));
+                String line = partial.substring(0, nl);
+                FlexioMsgLog.line(journal, line);
+                out.accept(line);
                 partial.delete(0, nl + 1);
             }
             return n;
@@ -216,6 +222,7 @@ public final class FlexioMsgStream implements AutoCloseable {
             }
         }
         drain();
+        FlexioMsgLog.closed(journal);
         Mlx5dv.devxObjDestroy(window);
         Mlx5dv.devxObjDestroy(mkey);
         Mlx5dv.devxUmemDereg(umem);

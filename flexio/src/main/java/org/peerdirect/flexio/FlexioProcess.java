@@ -6,8 +6,6 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -33,8 +31,9 @@ import org.peerdirect.mlx5.dv.Mlx5dv.DevxUar;
  * <p>How it is built ([model] where libflexio's internals are not public, DPA_MODEL.md §2.5): a
  * DPA_MEM receives the image by RDMA WRITE of the runtime's loopback QP through a device mkey over
  * the DPA_MEM's DUMEM; DPA_PROCESS loads it (the silicon verifies it); a device mkey over the heap's
- * DUMEM carries {@link #host2devMemcpy}. {@link #call} runs a {@code __dpa_rpc__} entry on the
- * process's RPC thread of that entry and reads its result from the thread's context.
+ * DUMEM carries {@link #host2devMemcpy}. {@link #call} triggers the process's RPC handler by an
+ * RDMA WRITE-with-immediate and reads the result from a host mailbox the handler writes through a
+ * window ({@link FlexioRpc}).
  *
  * <p>Thread-safe: one lock serialises the process's commands, its loopback QP and its heap.
  *
@@ -82,9 +81,8 @@ public final class FlexioProcess implements AutoCloseable {
     private final DevxEventChannel errChannel;
     /** Objects made in the process, destroyed newest first (guarded by {@link #lock}). */
     private final Deque<Runnable> children = new ArrayDeque<>();
-    /** The RPC thread of each {@code __dpa_rpc__} entry called so far, and its argument buffer. */
-    private final Map<String, long[]> rpcArgbufs = new LinkedHashMap<>();
-    private final Map<String, DevxObj> rpcThreads = new LinkedHashMap<>();
+    /** The RPC channel, made at the first {@link #call} (guarded by {@link #lock}). */
+    private FlexioRpc rpc;
     private boolean destroyed;
 
     private FlexioProcess(IbvContext ctx, FlexioApp app, Attr attr) {
@@ -350,13 +348,16 @@ public final class FlexioProcess implements AutoCloseable {
 
     /**
      * {@code flexio_process_call}: runs {@code __dpa_rpc__} entry {@code func} once with
-     * {@code args} (packed by its pack function into its argument buffer in the heap) and returns
-     * its {@code uint64_t} result. Each entry has an RPC thread of its own, made at its first call
-     * ([model]); the host triggers it and waits, bounded by the process's timeout, for the
-     * activation to end.
+     * {@code args} (packed by its pack function) and returns its {@code uint64_t} result. Through
+     * the data path ([model], DPA_MODEL.md §2.5, {@link FlexioRpc}): an RDMA WRITE-with-immediate
+     * carries the arguments into the heap and triggers the process's RPC handler (flexio-dev's
+     * {@code flexio_dev_rpc_handler}), which calls the entry and writes the result back into a
+     * host mailbox through a window; the host polls it, bounded by the process's timeout. The
+     * channel is made at the first call.
      *
      * @throws FlexioException FAILED when the process ended (its status and
-     *         {@link #errStatusGet} say how, e.g. a device {@code flexio_dev_error}); TIMEOUT
+     *         {@link #errStatusGet} say how, e.g. a device {@code flexio_dev_error}) or the image
+     *         lacks flexio-dev's RPC handler; TIMEOUT
      */
     public long call(FlexioFunc func, Object... args) {
         byte[] argbuf = func.packArgs(args);
@@ -364,23 +365,10 @@ public final class FlexioProcess implements AutoCloseable {
         try {
             checkAlive();
             int index = entryIndex(func, FlexioFunc.Kind.RPC);
-            DevxObj t = rpcThreads.get(func.name());
-            if (t == null) {
-                long buf = heap.alloc(Math.max(8, func.argbufSize()));
-                if (buf == 0) {
-                    throw new FlexioException(FlexioStatus.FAILED, "no heap for the argument buffer of " + func.name());
-                }
-                t = FlexioEventHandler.createThread(this, index, buf, 0, 0, 0, false);
-                Prm.threadState(t, THREAD_STATE_RUN);
-                rpcThreads.put(func.name(), t);
-                rpcArgbufs.put(func.name(), new long[] {buf});
+            if (rpc == null) {
+                rpc = FlexioRpc.create(this, Prm.index(heapMkey) << 8);
             }
-            if (argbuf.length > 0) {
-                loopback.write(argbuf, 0, argbuf.length, rpcArgbufs.get(func.name())[0], Prm.index(heapMkey) << 8);
-            }
-            int before = THREAD_ACTIVATIONS.get(Prm.query(t, OBJ_DPA_THREAD), 0);
-            Prm.threadState(t, THREAD_STATE_TRIGGER);
-            return awaitResult(t, before, func.name());
+            return rpc.call(index, argbuf, func.name());
         } catch (RuntimeException e) {
             throw failure("flexio_process_call of " + func.name(), e);
         } finally {
@@ -388,23 +376,13 @@ public final class FlexioProcess implements AutoCloseable {
         }
     }
 
-    /** Polls the thread's context until its activation ended, the process ended, or the timeout. */
-    private long awaitResult(DevxObj t, int before, String name) {
-        long deadline = System.nanoTime() + attr.timeout().toNanos();
-        while (true) {
-            MemorySegment q = Prm.query(t, OBJ_DPA_THREAD);
-            if (THREAD_ACTIVATIONS.get(q, 0) > before && THREAD_STATE.get(q, 0) == STATE_WAITING) {
-                return get64(q, THREAD_RPC_RESULT);
-            }
-            int status = processStatus();
-            if (status != 0) {
-                throw new FlexioException(FlexioStatus.FAILED, String.format("the DPA process ended during %s with status 0x%x"
-                        + " (flexio_err_status %d)", name, status, FlexioStatus.errStatusOf(status)));
-            }
-            if (System.nanoTime() > deadline) {
-                throw new FlexioException(FlexioStatus.TIMEOUT, name + " did not return within " + attr.timeout().toMillis() + " ms");
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(50_000); // a poll's back-off, not a synchronisation
+    /** The status queries {@link #call}s made while waiting (0 before the first call). */
+    long rpcStatusQueries() {
+        lock.lock();
+        try {
+            return rpc == null ? 0 : rpc.statusQueries;
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -463,8 +441,8 @@ public final class FlexioProcess implements AutoCloseable {
             checkAlive();
             StringBuilder b = new StringBuilder(String.format("flexio process %d (app %s): dpa_process_status 0x%x, flexio_err_status %d%n",
                     id(), app.name(), processStatus(), FlexioStatus.errStatusOf(processStatus())));
-            for (Map.Entry<String, DevxObj> e : rpcThreads.entrySet()) {
-                b.append(FlexioEventHandler.describe(e.getKey() + " (rpc)", e.getValue())).append('\n');
+            if (rpc != null) {
+                b.append(rpc.describe()).append('\n');
             }
             return b.toString();
         } finally {
@@ -476,7 +454,7 @@ public final class FlexioProcess implements AutoCloseable {
 
     /**
      * {@code flexio_process_destroy}: every object made in the process, newest first (threads and
-     * queues before windows and outboxes), the RPC threads, then the process, its image, the
+     * queues before windows and outboxes; the RPC channel's among them), then the process, its image, the
      * loopback QP, UAR and PD. A second call does nothing.
      *
      * @throws FlexioException FAILED when a destroy command was refused (the rest still went)
@@ -490,7 +468,6 @@ public final class FlexioProcess implements AutoCloseable {
             destroyed = true;
             Deque<Runnable> order = new ArrayDeque<>(children);
             children.clear();
-            rpcThreads.values().forEach(t -> order.add(() -> Mlx5dv.devxObjDestroy(t)));
             order.add(() -> Mlx5dv.devxObjDestroy(heapMkey));
             order.add(() -> Mlx5dv.devxDestroyEventChannel(errChannel));
             order.add(() -> Mlx5dv.devxObjDestroy(process));

@@ -99,4 +99,49 @@ class FlexioMsgStreamTest {
         }
         assertThrows(IllegalArgumentException.class, () -> new FlexioMsgStream.Attr(1000, FlexioMsgStream.SyncMode.SYNC, "x", 1));
     }
+
+    /** {@code dpa:msg}: each stream's lines as the host received them, the last N, of one process; kept after destroy. */
+    @Test
+    void dpaMsgShowsTheLastLinesOfEachStreamAsReceived() {
+        List<String> lines = new ArrayList<>();
+        FlexioCommands cmd = new FlexioCommands();
+        int pid;
+        try (FlexioProcess p = FlexioProcess.create(ctx, TestApps.rpcApp(), FlexioRpcTest.ATTR)) {
+            pid = p.id();
+            FlexioMsgStream s = FlexioMsgStream.create(p, new FlexioMsgStream.Attr(2048, FlexioMsgStream.SyncMode.ASYNC, "msgcmd", 3),
+                    lines::add);
+            assertEquals(30, p.call(TestApps.PRINT_MANY, 30L, s.daddr()));
+            String before = cmd.msg(5, pid);
+            assertTrue(before.contains("stream msgcmd: ASYNC level 3, 0 line(s) received"), "nothing before the flush: " + before);
+            s.flush();
+            List<String> shown = streamBlock(cmd.msg(5, pid), "msgcmd");
+            assertTrue(shown.getFirst().contains("process " + pid + " (app flexio_rpc") && shown.getFirst().contains("30 line(s) received"),
+                    shown.getFirst());
+            assertEquals(List.of("  line 25", "  line 26", "  line 27", "  line 28", "  line 29"), shown.subList(1, shown.size()),
+                    "the last 5, oldest first");
+            assertEquals(1, streamBlock(cmd.msg(0, pid), "msgcmd").size(), "-n 0: the stream's line only");
+        }
+        List<String> after = streamBlock(cmd.msg(2, pid), "msgcmd");
+        assertTrue(after.getFirst().endsWith(", destroyed"), after.getFirst());
+        assertEquals(List.of("  line 28", "  line 29"), after.subList(1, after.size()), "kept after the process went");
+        assertTrue(cmd.msg(20, 1 << 20).contains("no message stream of DPA process " + (1 << 20)));
+        assertThrows(IllegalArgumentException.class, () -> FlexioMsgLog.describe(-1, -1));
+    }
+
+    /** The last block of {@code out} whose header names stream {@code name}: the header, then its lines. */
+    private static List<String> streamBlock(String out, String name) {
+        List<String> all = List.of(out.split("\n"));
+        int at = -1;
+        for (int i = 0; i < all.size(); i++) {
+            if (all.get(i).contains(" stream " + name + ":")) {
+                at = i;
+            }
+        }
+        assertTrue(at >= 0, out);
+        int end = at + 1;
+        while (end < all.size() && all.get(end).startsWith("  ")) {
+            end++;
+        }
+        return all.subList(at, end);
+    }
 }

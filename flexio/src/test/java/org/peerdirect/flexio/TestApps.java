@@ -7,6 +7,7 @@ import java.util.List;
 import org.peerdirect.flexio.dev.FlexioDev;
 import org.peerdirect.flexio.dev.FlexioDevQueue;
 import org.peerdirect.flexio.dev.FlexioDevMsg;
+import org.peerdirect.flexio.dev.FlexioDevRpc;
 import org.peerdirect.flexio.progs.BadProgs;
 import org.peerdirect.flexio.progs.RpcProgs;
 import org.peerdirect.hca.dpa.ImagePackager;
@@ -55,9 +56,10 @@ final class TestApps {
     static final FlexioFunc SPIN = new FlexioFunc("spin_handler", FlexioFunc.Kind.GLOBAL, 8, longs("spin_handler", 1));
     static final FlexioFunc COUNT = new FlexioFunc("count_handler", FlexioFunc.Kind.GLOBAL, 8, longs("count_handler", 1));
 
-    /** flexio-dev, statically linked. */
+    /** flexio-dev, statically linked, with its RPC handler's entry (as dpacc links it). */
     static ImagePackager linked() {
-        return new ImagePackager().add(FlexioDev.class).add(FlexioDevQueue.class).add(FlexioDevMsg.class);
+        return new ImagePackager().add(FlexioDev.class).add(FlexioDevQueue.class).add(FlexioDevMsg.class).add(FlexioDevRpc.class)
+                .global(FlexioDevRpc.SYMBOL, FlexioDevRpc.class, "rpcHandler");
     }
 
     static FlexioApp rpcApp() {

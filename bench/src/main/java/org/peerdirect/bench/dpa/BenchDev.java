@@ -2,6 +2,7 @@ package org.peerdirect.bench.dpa;
 
 import org.peerdirect.dpacc.DpaApp;
 import org.peerdirect.dpacc.DpaRpc;
+import org.peerdirect.hca.dpa.isa.Dpa;
 
 /**
  * The DPA side of {@link org.peerdirect.bench.DpaBench}: an RPC as small as one can be, so the
@@ -18,5 +19,20 @@ public final class BenchDev {
     @DpaRpc
     static long add(long a, long b) {
         return a + b;
+    }
+
+    /**
+     * {@code __dpa_rpc__ uint64_t stores(uint64_t n, uint64_t daddr)}: {@code n} times a 64-bit
+     * store into a 512-byte heap block at {@code daddr} followed by
+     * {@code __dpa_thread_memory_writeback}: the memory-model checker's cost per store and
+     * write-back, in whichever mode the DPA runs.
+     */
+    @DpaRpc
+    static long stores(long n, long daddr) {
+        for (long i = 0; i < n; i++) {
+            Dpa.st64(daddr + (i & 63) * 8, i);
+            Dpa.memoryWriteback();
+        }
+        return n;
     }
 }

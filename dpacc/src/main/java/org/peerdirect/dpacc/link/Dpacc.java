@@ -135,6 +135,9 @@ public final class Dpacc {
         for (AppDescriptor.Symbol s : desc.symbols()) {
             p.entry(new ImagePackager.Entry(s.name(), s.rpc(), s.argbufSize(), desc.trampolines(), s.name()));
         }
+        if (linked.containsKey(RPC_HANDLER_CLASS)) { // flexio-dev's runtime entry: flexio_process_call's device half
+            p.entry(new ImagePackager.Entry(RPC_HANDLER_SYMBOL, false, 8, RPC_HANDLER_CLASS.replace('/', '.'), "rpcHandler"));
+        }
         byte[] image = p.pack();
         try {
             ImagePackager.verify(image, LoaderPolicy.isaOnly());
@@ -142,6 +145,24 @@ public final class Dpacc {
             throw new DpaccException("dpacc: DPA app " + desc.name() + " (" + desc.appClass() + "): " + e.getMessage(), e.rule);
         }
         return image;
+    }
+
+    /**
+     * flexio-dev's RPC handler ({@code org.peerdirect.flexio.dev.FlexioDevRpc}): a runtime entry
+     * every image linking flexio-dev carries under {@value #RPC_HANDLER_SYMBOL}, as libflexio_dev's
+     * own RPC handler is in every DPACC image (named by string: dpacc does not depend on flexio-dev).
+     */
+    static final String RPC_HANDLER_CLASS = "org/peerdirect/flexio/dev/FlexioDevRpc";
+    static final String RPC_HANDLER_SYMBOL = "flexio_dev_rpc_handler";
+
+    private static byte[] findIn(List<ClassPath> libs, String internal) throws IOException {
+        for (ClassPath l : libs) {
+            byte[] b = l.find(internal);
+            if (b != null) {
+                return b;
+            }
+        }
+        return null;
     }
 
     /** The classes reachable from the app class and its trampolines, app classes first found, in discovery order. */
@@ -158,6 +179,10 @@ public final class Dpacc {
             }
             seen.add(internal);
             todo.add(internal);
+        }
+        if (findIn(libs, RPC_HANDLER_CLASS) != null) { // linked whenever flexio-dev is: the host's flexio_process_call needs it
+            seen.add(RPC_HANDLER_CLASS);
+            todo.add(RPC_HANDLER_CLASS);
         }
         while (!todo.isEmpty()) {
             String c = todo.poll();

@@ -54,9 +54,21 @@ public final class Loopback implements AutoCloseable {
     private final Duration timeout;
     private int sqPi;
     private int ci;
+    /** Receive WQEs posted (the RQ doorbell record's counter); only a receive CQ given at creation takes any. */
+    private int rqPi;
 
     /** Maps and pins its memory, creates CQ, QP and the bounce buffer's mkey on {@code pdn}, connects the QP to itself. */
     public Loopback(IbvContext ctx, int pdn, DevxUar uar, Duration timeout) {
+        this(ctx, pdn, uar, timeout, -1);
+    }
+
+    /**
+     * As the plain loopback, but the QP's receive queue completes on CQ {@code rcqn} (not its own),
+     * and it keeps its receive queue posted: each {@link #writeImm} consumes a receive WQE there and
+     * so a CQE on that CQ, which triggers the DPA thread the CQ is bound to (the RPC's trigger,
+     * DPA_MODEL.md §2.5). {@code rcqn} -1: the loopback's own CQ, no receives posted.
+     */
+    public Loopback(IbvContext ctx, int pdn, DevxUar uar, Duration timeout, int rcqn) {
         this.proc = ctx.process();
         this.uar = uar;
         this.timeout = timeout;
@@ -74,12 +86,15 @@ public final class Loopback implements AutoCloseable {
             c = Mlx5dv.devxObjCreate(ctx, Prm.createCq(LOG_CQ, uar.page(), Mlx5dv.devxQueryEqn(ctx, 0), false, um.umemId(),
                     CQ_RING, CQ_DBR), 16);
             int cqn = Prm.index(c);
-            q = Mlx5dv.devxObjCreate(ctx, Prm.createRcQp(pdn, uar.page(), cqn, cqn, LOG_SQ, LOG_RQ, LOG_RQ_STRIDE,
+            q = Mlx5dv.devxObjCreate(ctx, Prm.createRcQp(pdn, uar.page(), cqn, rcqn < 0 ? cqn : rcqn, LOG_SQ, LOG_RQ, LOG_RQ_STRIDE,
                     um.umemId(), WQ, QP_DBR), 16);
             this.qpn = Prm.index(q);
             this.bounceMkey = Mlx5dv.devxObjCreate(ctx, Prm.createUmemMkey(pdn, va + BOUNCE, BOUNCE_SIZE, um.umemId(), BOUNCE), 16);
             this.lkey = Prm.index(bounceMkey) << 8;
             Prm.connectRc(q, qpn, qpn, gid(ctx.queryGid(1, 0)), 0, 0);
+            if (rcqn >= 0) {
+                postReceives();
+            }
         } catch (RuntimeException e) {
             if (q != null) {
                 Mlx5dv.devxObjDestroy(q);
@@ -138,6 +153,45 @@ public final class Loopback implements AutoCloseable {
             proc.read(va + BOUNCE, dst, off + done, n);
             done += n;
         }
+    }
+
+    /**
+     * Posts an RDMA WRITE-with-immediate of {@code src} (1..{@link #BOUNCE_SIZE} bytes) to
+     * {@code raddr} of {@code rkey} and returns at once: the responder consumes a receive WQE and
+     * completes on the receive CQ given at creation, with {@code imm}. {@link #reapWriteImm} waits
+     * for the send's completion and posts the receive WQE back; one may be outstanding at a time
+     * (the bounce buffer holds its data).
+     */
+    public void postWriteImm(byte[] src, long raddr, int rkey, int imm) {
+        if (src.length == 0 || src.length > BOUNCE_SIZE) {
+            throw new IllegalArgumentException("a WRITE-with-immediate of 1.." + BOUNCE_SIZE + " bytes, not " + src.length);
+        }
+        proc.write(va + BOUNCE, src, 0, src.length);
+        post(Wqe.OP_RDMA_WRITE_IMM, raddr, rkey, src.length, imm);
+    }
+
+    /**
+     * Waits for the completion of the WRITE-with-immediate {@link #postWriteImm} posted and puts
+     * back the receive WQE it took (the responder took it before the requester's completion).
+     *
+     * @throws FlexioFailure naming the completion's syndrome, or the timeout
+     */
+    public void reapWriteImm() {
+        poll("RDMA WRITE-with-immediate");
+        rqPi++;
+        proc.write(va + QP_DBR + Qp.DBR_RCV, be32(rqPi & 0xffff), 0, 4);
+    }
+
+    /** Every receive WQE an empty scatter list (the WRITE-with-immediate's data goes to its raddr), the record counting them all. */
+    private void postReceives() {
+        int stride = 16 << LOG_RQ_STRIDE;
+        ByteBuffer w = ByteBuffer.allocate(stride).order(ByteOrder.BIG_ENDIAN);
+        w.putInt((int) Qp.DATA_LKEY, Qp.INVALID_LKEY);
+        for (int i = 0; i < 1 << LOG_RQ; i++) {
+            proc.write(va + WQ + (long) i * stride, w.array(), 0, stride);
+        }
+        rqPi = 1 << LOG_RQ;
+        proc.write(va + QP_DBR + Qp.DBR_RCV, be32(rqPi & 0xffff), 0, 4);
     }
 
     private void post(int opcode, long raddr, int rkey, int len, int imm) {

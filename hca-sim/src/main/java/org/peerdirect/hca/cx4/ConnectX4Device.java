@@ -171,6 +171,34 @@ public final class ConnectX4Device implements AutoCloseable {
         return u == null ? java.util.List.of("no DPA object yet") : u.describeCrashes();
     }
 
+    /**
+     * The bench's figures: percentiles {@code ps} of the wall-clock trigger → handler entry
+     * nanoseconds (a CQE on an armed thread CQ to the handler's first instruction), {@code reset}
+     * starting a new series; zeros before the first DPA object.
+     */
+    public long[] dpaWakeNanos(boolean reset, double... ps) {
+        org.peerdirect.hca.dpa.DpaUnit u = dpaUnit();
+        return u == null ? new long[ps.length] : u.wakeNanos(reset, ps);
+    }
+
+    /** The DPA's EU counters summed: activations, virtual cycles, instructions retired; zeros before the first DPA object. */
+    public long[] dpaEuTotals() {
+        org.peerdirect.hca.dpa.DpaUnit u = dpaUnit();
+        return u == null ? new long[3] : u.euTotals();
+    }
+
+    /**
+     * The memory-model checker's mode of the DPA made at the first DPA object: {@code strict},
+     * {@code warn} or {@code off} (the model's configuration; the bench compares their cost).
+     *
+     * @throws IllegalStateException once the DPA runs, or without a DPA
+     */
+    public void dpaCheckMode(String mode) {
+        FirmwareDpa d = dpa();
+        d.configure(d.config().withCheck(org.peerdirect.hca.dpa.CheckMode.valueOf(mode.toUpperCase(java.util.Locale.ROOT))),
+                d.policy());
+    }
+
     private org.peerdirect.hca.dpa.DpaUnit dpaUnit() {
         Firmware f = fw;
         return f == null || f.dpa == null ? null : f.dpa.unitIfAny();

@@ -82,6 +82,15 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
         policy = p;
     }
 
+    /** The configuration the next unit gets. */
+    DpaConfig config() {
+        return config;
+    }
+
+    LoaderPolicy policy() {
+        return policy;
+    }
+
     /** The unit, made on first use (firmware thread). */
     DpaUnit unit() {
         DpaUnit u = unit;

@@ -37,7 +37,12 @@ final class DpaProcess {
     long foreignDoorbells;
     long unsupportedDoorbells;
 
-    DpaProcess(int id, int uid, int pd, int uar, Image image, ImageLoader loader, DpaMemory.Region heap) {
+    /** The image's entries by symbol index; a {@code __dpa_global__}'s slot is null (only RPC entries are {@code Dpa.call}ed). */
+    private volatile java.lang.invoke.MethodHandle[] rpcEntries;
+
+    DpaProcess(int id, int uid, int pd, int uar, Image image, ImageLoader loader, DpaMemory.Region heap,
+            java.lang.invoke.MethodHandle[] rpcEntries) {
+        this.rpcEntries = rpcEntries;
         this.id = id;
         this.uid = uid;
         this.pd = pd;
@@ -46,6 +51,17 @@ final class DpaProcess {
         this.loader = loader;
         this.heap = heap;
         regions.add(heap);
+    }
+
+    /** The {@code __dpa_rpc__} entry at symbol index {@code symbol}, or null when there is none. */
+    java.lang.invoke.MethodHandle rpcEntry(int symbol) {
+        java.lang.invoke.MethodHandle[] e = rpcEntries;
+        return symbol >= 0 && symbol < e.length ? e[symbol] : null;
+    }
+
+    /** At destroy, with {@link #loader}: nothing of the image stays reachable from the process. */
+    void dropEntries() {
+        rpcEntries = new java.lang.invoke.MethodHandle[0];
     }
 
     /** Whether [a, a+len) lies in one of the process's regions. */

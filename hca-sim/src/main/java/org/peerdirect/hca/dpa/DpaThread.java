@@ -37,6 +37,8 @@ final class DpaThread {
     /** Completion events received per bound CQ ({@link DpaUnit#cqEvent}), against the CQ's raised count (C7). */
     final java.util.Map<Integer, Long> cqEvents = new java.util.HashMap<>();
     long rpcResult;
+    /** When a trigger found the thread waiting (nanoTime; 0: none pending), for {@link WakeSamples}. */
+    volatile long triggeredAt;
 
     // per-thread (the running activation only)
     int errno;

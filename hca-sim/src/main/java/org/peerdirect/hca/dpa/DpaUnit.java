@@ -39,6 +39,8 @@ public final class DpaUnit implements AutoCloseable {
     final ExecutionUnits eus;
     final HartScheduler scheduler;
     final Rtos rtos;
+    /** Trigger → handler entry, wall clock ({@link #wakeNanos}). */
+    final WakeSamples wake = new WakeSamples();
     final MemoryModel mm;
     final Windows windows;
     private final DpaSpace space;
@@ -87,6 +89,40 @@ public final class DpaUnit implements AutoCloseable {
      */
     public org.peerdirect.kernel.dma.DmaPort recordSpace() {
         return recordSpace;
+    }
+
+    /**
+     * The bench's "CQE written → handler entry": percentiles {@code ps} (0..100) of the wall-clock
+     * nanoseconds from a trigger that found its thread waiting to the handler's entry, over the
+     * last {@value WakeSamples#CAPACITY} such wakes; {@code reset} starts a new series.
+     */
+    public long[] wakeNanos(boolean reset, double... ps) {
+        long[] r = wake.percentiles(ps);
+        if (reset) {
+            wake.reset();
+        }
+        return r;
+    }
+
+    /** Wakes sampled since the last reset. */
+    public long wakes() {
+        return wake.count();
+    }
+
+    /** The EUs' counters summed: activations, cycles, instructions retired (the ISA's counters, {@code dpa:eus}). */
+    public long[] euTotals() {
+        rtos.lock.lock();
+        try {
+            long[] t = new long[3];
+            for (int e = 0; e < eus.cycles.length; e++) {
+                t[0] += eus.activations[e];
+                t[1] += eus.cycles[e];
+                t[2] += eus.instRet[e];
+            }
+            return t;
+        } finally {
+            rtos.lock.unlock();
+        }
     }
 
     public DpaConfig config() {
@@ -172,11 +208,14 @@ public final class DpaUnit implements AutoCloseable {
         new Verifier(image, policy).verify();
         int id = ids.incrementAndGet();
         ImageLoader loader = new ImageLoader(ImageLoader.NAME + id, image, policy);
+        MethodHandle[] rpcEntries = new MethodHandle[image.symbols().size()];
+        int index = 0;
         for (Image.Symbol s : image.symbols().values()) {
-            entry(loader, s); // every symbol names a static method of the right shape
+            MethodHandle h = entry(loader, s); // every symbol names a static method of the right shape
+            rpcEntries[index++] = s.rpc() ? h : null;
         }
         DpaMemory.Region heap = memory.alloc(heapSize, id);
-        DpaProcess p = new DpaProcess(id, uid, pd, uar, image, loader, heap);
+        DpaProcess p = new DpaProcess(id, uid, pd, uar, image, loader, heap, rpcEntries);
         processes.put(id, p);
         return id;
     }
@@ -217,6 +256,7 @@ public final class DpaUnit implements AutoCloseable {
             memory.free(r);
         }
         p.loader = null;
+        p.dropEntries(); // the handles hold the loader's classes too
         processes.remove(pid);
     }
 

@@ -50,6 +50,7 @@ final class Rtos {
             }
             switch (t.state) {
                 case WAITING, SUSPENDED -> {
+                    t.triggeredAt = System.nanoTime();
                     t.state = t.state.next(Event.TRIGGER);
                     runQueue.add(t);
                     grant();

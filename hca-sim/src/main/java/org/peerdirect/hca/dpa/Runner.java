@@ -51,6 +51,11 @@ final class Runner implements Hart {
         DpaEvents.Activation event = DpaEvents.Activation.start();
         ActivationExit.Kind kind;
         javaThread = Thread.currentThread();
+        long at = thread.triggeredAt;
+        if (at != 0) {
+            thread.triggeredAt = 0;
+            unit.wake.record(System.nanoTime() - at);
+        }
         try {
             unit.mm.activationStart(thread);
             kind = ScopedValue.where(Hart.CURRENT, this).call(this::invokeEntry);
@@ -306,6 +311,45 @@ final class Runner implements Hart {
         int rc = unit.windows.config(this, entity, windowId, mkey);
         checkAlive();
         return rc;
+    }
+
+    @Override
+    public int fxp(Fxp op, int x) {
+        tick(FxpUnit.CYCLES);
+        return switch (op) {
+            case LOG2 -> FxpUnit.log2(x);
+            case RCP -> FxpUnit.rcp(x);
+            case POW2 -> FxpUnit.pow2(x);
+        };
+    }
+
+    /**
+     * The indirect call: {@code __dpa_rpc__} entry {@code symbol} of the thread's own process runs
+     * inside this activation (its ISA calls are this hart's), as a call through a function pointer.
+     */
+    @Override
+    public long call(int symbol, long arg) {
+        tick(4);
+        java.lang.invoke.MethodHandle h = thread.process.rpcEntry(symbol);
+        if (h == null) {
+            throw abort(ProcessStatus.ILLEGAL_ERR, "call of symbol " + symbol + ", which is no __dpa_rpc__ entry of process "
+                    + thread.process.id + "'s image, by " + thread.name() + " at " + Sites.here());
+        }
+        long result;
+        try {
+            result = (long) h.invokeExact(arg);
+        } catch (RuntimeException | Error e) {
+            throw e; // ActivationExit and traps unwind to the trampoline, as from the thread's own entry
+        } catch (Throwable e) {
+            throw new IllegalStateException(e);
+        }
+        // an RPC is the entry's unit of work, as an activation is a handler's: window data it left
+        // dirty is C3 now, before the caller's own write-back could carry it out unnoticed ([model])
+        for (int i = 0; i < 2; i++) {
+            unit.windows.leftDirty(thread, thread.entities[i], "the return of __dpa_rpc__ entry " + symbol, true);
+        }
+        checkAlive();
+        return result;
     }
 
     @Override

@@ -84,9 +84,10 @@ public final class DpaObj {
     public static final IfcField THREAD_EU = new IfcField(0x28 * 8 + 16, 16);
     public static final IfcField THREAD_ACTIVATIONS = new IfcField(0x2c * 8, 32);
     /**
-     * query: what the thread's entry returned the last time it was a {@code __dpa_rpc__} (the RTOS
-     * keeps an RPC entry's {@code uint64_t} result; the host's {@code flexio_process_call} reads it
-     * after the activation ended), 0 before.
+     * query: what the thread's entry returned the last time it was a {@code __dpa_rpc__} run as
+     * the thread's own entry (the RTOS keeps its {@code uint64_t} result), 0 before. A debugging
+     * aid: {@code flexio_process_call} no longer reads it (its answer comes through a host mailbox,
+     * written by flexio-dev's RPC handler through a window; no firmware command per call).
      */
     public static final long THREAD_RPC_RESULT = 0x30;
 

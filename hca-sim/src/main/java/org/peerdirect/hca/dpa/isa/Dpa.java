@@ -38,6 +38,8 @@ import org.peerdirect.hca.dpa.isa.Hart.Exit;
  * <tr><td>{@code errno}, {@code resetErrno}</td><td>{@code flexio_dev_get_errno}, {@code flexio_dev_get_and_rst_errno}</td></tr>
  * <tr><td>{@code outboxConfig}</td><td>{@code flexio_dev_outbox_config}</td></tr>
  * <tr><td>{@code windowConfig}, {@code windowPtrAcquire}</td><td>{@code flexio_dev_window_config}, {@code flexio_dev_window_ptr_acquire}</td></tr>
+ * <tr><td>{@code fxpLog2}, {@code fxpRcp}, {@code fxpPow2}</td><td>{@code __dpa_fxp_log2}, {@code __dpa_fxp_rcp}, {@code __dpa_fxp_pow2}</td></tr>
+ * <tr><td>{@code call(symbol, arg)}</td><td>a call through a function pointer (peerdirect ISA extension, below)</td></tr>
  * </table>
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/dpa+development/index.html">DPA Development: memory model, fences, cache control</a>
@@ -235,5 +237,43 @@ public final class Dpa {
     /** The DPA address of host virtual address {@code haddr} in the entity's window aperture. */
     public static long windowPtrAcquire(int entity, long haddr) {
         return hart().windowPtrAcquire(entity, haddr);
+    }
+
+    /**
+     * {@code __dpa_fxp_log2}: log2 of unsigned Q16.16 {@code x} as signed Q16.16, rounded to the
+     * nearest 2^-16 (a tie rounds up); {@code x == 0} gives {@link Integer#MIN_VALUE} (minus
+     * infinity saturated). Exact: computed in integer arithmetic, not through a double.
+     */
+    public static int fxpLog2(int x) {
+        return hart().fxp(Hart.Fxp.LOG2, x);
+    }
+
+    /**
+     * {@code __dpa_fxp_rcp}: 1/x of signed Q16.16 {@code x} as Q16.16, rounded to the nearest
+     * 2^-16 (a tie rounds away from zero), saturated to the int range; {@code x == 0} gives
+     * {@link Integer#MAX_VALUE}.
+     */
+    public static int fxpRcp(int x) {
+        return hart().fxp(Hart.Fxp.RCP, x);
+    }
+
+    /**
+     * {@code __dpa_fxp_pow2}: 2^x of signed Q16.16 {@code x} as unsigned-range Q16.16 in an int,
+     * rounded to the nearest 2^-16 (a tie rounds up), saturated to {@link Integer#MAX_VALUE} from
+     * x = 15.0 on; results below 2^-17 give 0 (2^-17 itself, a tie, gives 2^-16).
+     */
+    public static int fxpPow2(int x) {
+        return hart().fxp(Hart.Fxp.POW2, x);
+    }
+
+    /**
+     * Calls {@code __dpa_rpc__} entry {@code symbol} (its index in the image's symbol table) with
+     * {@code argbuf} and returns its {@code uint64_t} result: the call through a function pointer
+     * libflexio's RPC handler makes to the entry the host named. peerdirect ISA extension: Java
+     * device code has no function pointers, so the silicon resolves the index against the
+     * process's own image; an index that is no {@code __dpa_rpc__} entry ends the process (0x42).
+     */
+    public static long call(int symbol, long argbuf) {
+        return hart().call(symbol, argbuf);
     }
 }

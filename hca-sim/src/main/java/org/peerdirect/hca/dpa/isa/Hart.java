@@ -63,4 +63,18 @@ public interface Hart {
     int windowConfig(int entity, int windowId, int mkey);
 
     long windowPtrAcquire(int entity, long haddr);
+
+    /**
+     * An indirect call ({@code jalr}) to {@code __dpa_rpc__} entry {@code symbol} (its index in the
+     * image's symbol table) with {@code arg}; returns what it returned (peerdirect ISA extension).
+     */
+    long call(int symbol, long arg);
+
+    /** The Q16.16 fixed-point intrinsics ({@code __dpa_fxp_*}). */
+    enum Fxp {
+        LOG2, RCP, POW2
+    }
+
+    /** One Q16.16 fixed-point intrinsic on {@code x}. */
+    int fxp(Fxp op, int x);
 }
