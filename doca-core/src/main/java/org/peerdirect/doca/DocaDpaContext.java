@@ -45,4 +45,19 @@ public interface DocaDpaContext {
     default void syncEventCounterSet(long daddr, long value) {
         throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a sync event");
     }
+
+    /**
+     * An mkey over {@code len} bytes of the context's DPA memory at {@code daddr} (local and remote
+     * read and write), for a map's DPA memory range ({@code doca_mmap_set_dpa_memrange}); its key.
+     *
+     * @throws DocaException INVALID_VALUE (a range outside the DPA memory), BAD_STATE, NOT_SUPPORTED
+     */
+    default int dpaMkeyCreate(long daddr, long len) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a memory map");
+    }
+
+    /** Destroys a key of {@link #dpaMkeyCreate}. */
+    default void dpaMkeyDestroy(int key) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a memory map");
+    }
 }

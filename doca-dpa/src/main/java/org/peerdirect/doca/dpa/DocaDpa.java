@@ -493,6 +493,62 @@ public final class DocaDpa implements DocaDpaContext {
         return process;
     }
 
+    // ------------------------------------------------------------------ for DOCA libraries on this context (libdoca_rdma, doca_mmap) [model]
+
+    /** Whether the context is started (the caller holds {@link #lock}). */
+    boolean started() {
+        assert lock.isHeldByCurrentThread();
+        return state == State.STARTED;
+    }
+
+    /**
+     * The FlexIO process of the started context: what libdoca_rdma builds a DPA data path's queues
+     * in ({@code doca_rdma_set_datapath_on_dpa}). Not a DOCA call [model].
+     *
+     * @throws DocaException BAD_STATE unless started
+     */
+    public FlexioProcess flexioProcess() {
+        lock.lock();
+        try {
+            return process("doca_dpa (datapath on DPA)");
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Device mkeys of DPA memory ranges of maps ({@link #dpaMkeyCreate}), by key; guarded by {@link #lock}. */
+    private final java.util.Map<Integer, org.peerdirect.flexio.FlexioMkey> mkeys = new java.util.HashMap<>();
+
+    /** A FlexIO device mkey over the DPA range (local and remote read and write): a map's DPA memory range. */
+    @Override
+    public int dpaMkeyCreate(long daddr, long len) {
+        String w = "doca_mmap_start (DPA memory range)";
+        lock.lock();
+        try {
+            org.peerdirect.flexio.FlexioMkey m = org.peerdirect.flexio.FlexioMkey.deviceMkeyCreate(process(w), daddr, len);
+            mkeys.put(m.id(), m);
+            return m.id();
+        } catch (FlexioException e) {
+            throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": " + e.getMessage(), e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Destroys a key of {@link #dpaMkeyCreate}; nothing once the context stopped (it went with the process). */
+    @Override
+    public void dpaMkeyDestroy(int key) {
+        lock.lock();
+        try {
+            org.peerdirect.flexio.FlexioMkey m = mkeys.remove(key);
+            if (m != null && state == State.STARTED) {
+                m.destroy();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     // ------------------------------------------------------------------ helpers
 
     private void checkState(String w, State want) {

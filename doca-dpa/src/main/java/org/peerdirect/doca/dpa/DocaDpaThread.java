@@ -175,6 +175,21 @@ public final class DocaDpaThread {
         return handler.id();
     }
 
+    /** Its DPA context. */
+    DocaDpa dpa() {
+        return dpa;
+    }
+
+    /** Whether {@link #run} was called (and the thread not stopped since). */
+    boolean running() {
+        return state == State.RUNNING;
+    }
+
+    /** The FlexIO event handler while started (a completion context's CQ names it). */
+    FlexioEventHandler handler() {
+        return handler;
+    }
+
     /** Activations so far (for {@code dpa:} commands and tests); 0 unless started. */
     public int activations() {
         return handler == null ? 0 : handler.activations();

@@ -12,7 +12,7 @@
  * @see <a href="https://docs.nvidia.com/doca/sdk/doca+dpa/index.html">DOCA DPA</a>
  */
 @Export
-@Version("0.1.0")
+@Version("0.2.0")
 package org.peerdirect.doca.dpa;
 
 import org.osgi.annotation.bundle.Export;

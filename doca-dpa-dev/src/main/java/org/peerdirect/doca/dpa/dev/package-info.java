@@ -10,7 +10,7 @@
  * ({@code DocaDpaDevSyncEvent}); completions, RDMA, async ops, verbs and trace are not built yet.
  */
 @Export
-@Version("0.1.0")
+@Version("0.2.0")
 package org.peerdirect.doca.dpa.dev;
 
 import org.osgi.annotation.bundle.Export;
