@@ -1,0 +1,202 @@
+package org.peerdirect.doca.rdma;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.doca.DocaAccessFlag;
+import org.peerdirect.doca.DocaError;
+import org.peerdirect.doca.DocaException;
+import org.peerdirect.doca.dev.DocaDev;
+import org.peerdirect.doca.dpa.DocaDpa;
+import org.peerdirect.doca.dpa.DocaDpaCompletion;
+import org.peerdirect.doca.dpa.DocaDpaThread;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevRdma;
+import org.peerdirect.doca.mmap.DocaMmap;
+import org.peerdirect.doca.rdma.progs.RdmaProgsStubs;
+
+/**
+ * DOCA RDMA with its data path on the DPA: an RDMA WRITE posted from the DPA lands in the peer's
+ * DPA memory, its completion is reported to the completion context only when asked (no
+ * OPTIMIZE_REPORTS) and only once flushed; calls out of order and bad input answer DOCA's errors,
+ * a post on a connection not connected ends the DPA process naming it; nothing is left.
+ */
+class DocaRdmaTest {
+
+    private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE
+            | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_READ;
+
+    @TempDir
+    Path tmp;
+    private RdmaLab lab;
+    private DocaDev dev;
+    private DocaDpa dpa;
+    private final List<Runnable> undo = new ArrayList<>();
+
+    @BeforeEach
+    void up() {
+        lab = new RdmaLab(tmp);
+        dev = lab.open(0);
+        dpa = DocaDpa.create(dev);
+        dpa.setApp(RdmaProgsStubs.APP);
+        dpa.start();
+    }
+
+    @AfterEach
+    void down() {
+        for (int i = undo.size() - 1; i >= 0; i--) {
+            undo.get(i).run();
+        }
+        dpa.stop();
+        dpa.destroy();
+        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
+        dev.close();
+        lab.close();
+    }
+
+    private static DocaError status(Executable e) {
+        return assertThrows(DocaException.class, e).error();
+    }
+
+    private DocaRdma rdma(DocaDpaCompletion comp) {
+        DocaRdma r = DocaRdma.create(dev);
+        r.setPermissions(RW);
+        r.setDatapathOnDpa(dpa);
+        if (comp != null) {
+            r.dpaCompletionAttach(comp);
+        }
+        r.start();
+        undo.add(r::destroy);
+        return r;
+    }
+
+    private DocaMmap dpaMap(long daddr, long len) {
+        DocaMmap m = DocaMmap.create();
+        m.setDpaMemrange(dpa, daddr, len);
+        m.setPermissions(RW);
+        m.addDev(dev);
+        m.start();
+        undo.add(m::destroy);
+        return m;
+    }
+
+    private long alloc(long n) {
+        long d = dpa.memAlloc(n);
+        dpa.memset(d, 0, n);
+        undo.add(() -> dpa.memFree(d));
+        return d;
+    }
+
+    /** A completion context on a started thread that is never run: the host polls it through an RPC. */
+    private DocaDpaCompletion polledCompletion() {
+        DocaDpaThread t = DocaDpaThread.create(dpa);
+        t.setFuncArg(RdmaProgsStubs.THREAD2, 0);
+        t.start();
+        undo.add(t::destroy);
+        DocaDpaCompletion c = DocaDpaCompletion.create(dpa, 8);
+        c.setThread(t);
+        c.start();
+        undo.add(c::destroy);
+        return c;
+    }
+
+    private void connect(DocaRdma a, DocaRdma b) {
+        DocaRdma.Export ea = a.export();
+        DocaRdma.Export eb = b.export();
+        a.connect(eb.connectionDetails(), ea.connection());
+        b.connect(ea.connectionDetails(), eb.connection());
+    }
+
+    private long poll(DocaDpaCompletion c) {
+        return dpa.rpc(RdmaProgsStubs.POLL_ONE, c.getDpaHandle());
+    }
+
+    @Test
+    void aWriteFromTheDpaLandsAndIsReportedOnlyWhenAskedAndFlushed() {
+        DocaDpaCompletion comp = polledCompletion();
+        DocaRdma writer = rdma(comp);
+        DocaRdma peer = rdma(null);
+        connect(writer, peer);
+        long src = alloc(64);
+        long dst = alloc(64);
+        dpa.h2dMemcpy(src, ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(0x1122334455667788L).putLong(42).array());
+        int srcKey = dpaMap(src, 64).devGetDpaHandle(dev);
+        DocaMmap dstMap = dpaMap(dst, 64);
+        // the peer's map reaches the writer by its export, as two hosts do
+        DocaMmap remote = DocaMmap.createFromExport(0, dstMap.exportRdma(dev), dev);
+        undo.add(remote::destroy);
+        int dstKey = remote.devGetDpaHandle(dev);
+        long h = writer.getDpaHandle();
+
+        dpa.rpc(RdmaProgsStubs.POST_WRITE, h, 0, dstKey, dst, srcKey, src, 8L, DocaDpaDevRdma.SUBMIT_FLAG_NONE);
+        assertEquals(-1, poll(comp), "not flushed: no completion");
+        assertEquals(0, le64(dpa.d2hMemcpy(dst, 8)), "not flushed: nothing written");
+        dpa.rpc(RdmaProgsStubs.POST_WRITE, h, 0, dstKey, dst + 8, srcKey, src + 8, 8L,
+                DocaDpaDevRdma.SUBMIT_FLAG_FLUSH | DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (le64(dpa.d2hMemcpy(dst + 8, 8)) != 42) {
+            assertTrue(System.nanoTime() < deadline, "the flushed writes landed");
+            Thread.onSpinWait();
+        }
+        assertEquals(0x1122334455667788L, le64(dpa.d2hMemcpy(dst, 8)), "the earlier post went with the flush");
+        long first = poll(comp);
+        while (first == -1 && System.nanoTime() < deadline) {
+            first = poll(comp);
+        }
+        assertEquals(DocaDpaDevCompletion.COMP_SEND, first, "the first write asked for its completion");
+        assertEquals(-1, poll(comp), "the second did not (OPTIMIZE_REPORTS)");
+    }
+
+    @Test
+    void badInputAndCallsOutOfOrder() {
+        DocaRdma hostPath = DocaRdma.create(dev);
+        assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, status(hostPath::start), "a host data path is not built");
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(hostPath::export), "export before start");
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(() -> hostPath.dpaCompletionAttach(polledCompletion())), "attach before the DPA data path");
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> hostPath.setPermissions(0)));
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> hostPath.setMaxNumConnections(0)));
+        hostPath.destroy();
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(hostPath::destroy), "double destroy");
+
+        DocaDpaCompletion comp = polledCompletion();
+        DocaRdma a = rdma(comp);
+        DocaRdma b = rdma(null);
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(() -> a.setMaxNumConnections(2)), "configured after start");
+        DocaRdma.Export ea = a.export();
+        assertEquals(DocaError.DOCA_ERROR_FULL, status(a::export), "one connection at most by default");
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> a.connect(new byte[7], ea.connection())), "details of 7 bytes");
+        byte[] garbage = new byte[RdmaConnDesc.SIZE];
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> a.connect(garbage, ea.connection())), "no magic");
+        DocaRdma.Export eb = b.export();
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> a.connect(eb.connectionDetails(), eb.connection())),
+                "a connection of another context");
+        assertEquals(DocaError.DOCA_ERROR_IN_USE, status(comp::stop), "the completion context serves a's connection");
+        a.connect(eb.connectionDetails(), ea.connection());
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(() -> a.connect(eb.connectionDetails(), ea.connection())), "connected twice");
+        assertEquals(0, ea.connection().getId());
+        assertTrue(ea.connection().isConnected() && !eb.connection().isConnected());
+
+        // b's connection is not connected: a post on it ends the DPA process naming the error
+        long src = alloc(64);
+        int key = dpaMap(src, 64).devGetDpaHandle(dev);
+        DocaException e = assertThrows(DocaException.class, () -> dpa.rpc(RdmaProgsStubs.POST_SEND_IMM, b.getDpaHandle(), 0, src, key, 8L, 1));
+        assertEquals(DocaError.DOCA_ERROR_DRIVER, e.error(), e.getMessage());
+        assertTrue(e.getMessage().contains(Integer.toHexString(DocaDpaDevRdma.ERROR_BAD_CONNECTION)), e.getMessage());
+    }
+
+    private static long le64(byte[] b) {
+        return ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).getLong();
+    }
+}
