@@ -115,4 +115,67 @@ public final class RdmaProgs {
         DocaDpaDevCompletion.completionAck(comp, 1);
         return t;
     }
+
+    // ------------------------------------------------------------------ dpa_ping_pong (scenario 7)
+
+    /** A ping-pong thread's argument block (8-byte words). */
+    public static final int PP_COMP = 0, PP_RDMA = 8, PP_RECV = 16, PP_RECV_MMAP = 24, PP_RECV_LEN = 32, PP_SEND = 40, PP_SEND_MMAP = 48,
+            PP_SEND_LEN = 56, PP_EVENT = 64, PP_EVENT_VAL = 72, PP_SIZE = 80;
+    /** A ping-pong thread's local storage: its received-values array (u32 each), receives so far, whether it is the ping thread. */
+    public static final int TLS_VALUES = 0, TLS_NUM = 8, TLS_IS_PING = 16, TLS_SIZE = 24;
+    /** Iterations ({@code EXPECTED_NUM_RECEIVES}). */
+    public static final int ITERATIONS = 100;
+
+    /**
+     * {@code thread_kernel} of {@code dpa_ping_pong}: polls its completion context without
+     * rescheduling; per receive marks the value received, re-posts the receive, sends its next
+     * value (flushed, no report of its own); after the 100th sets its sync event and finishes.
+     */
+    @DpaGlobal
+    static void pingPong(long a) {
+        long tls = DocaDpaDev.threadGetLocalStorage();
+        long values = Dpa.ld64(tls + TLS_VALUES);
+        boolean ping = Dpa.ld64(tls + TLS_IS_PING) != 0;
+        long comp = Dpa.ld64(a + PP_COMP);
+        long rdma = Dpa.ld64(a + PP_RDMA);
+        long send = Dpa.ld64(a + PP_SEND);
+        while (true) {
+            if (DocaDpaDevCompletion.getCompletion(comp) == 0) {
+                continue;
+            }
+            long num = Dpa.ld64(tls + TLS_NUM) + 1;
+            Dpa.st64(tls + TLS_NUM, num);
+            long v = Dpa.ld64(Dpa.ld64(a + PP_RECV));
+            if (v >= 0 && v < ITERATIONS) {
+                Dpa.st32(values + 4 * v, 1);
+            }
+            DocaDpaDevRdma.postReceive(rdma, (int) Dpa.ld64(a + PP_RECV_MMAP), Dpa.ld64(a + PP_RECV), Dpa.ld64(a + PP_RECV_LEN));
+            if (ping) { // the RPC sent the first value: the next one before this send
+                Dpa.st64(send, Dpa.ld64(send) + 1);
+            }
+            DocaDpaDevRdma.postSend(rdma, 0, (int) Dpa.ld64(a + PP_SEND_MMAP), send, Dpa.ld64(a + PP_SEND_LEN),
+                    DocaDpaDevRdma.SUBMIT_FLAG_FLUSH | DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+            if (num == ITERATIONS) {
+                Dpa.memoryWriteback(); // the array, for the host's d2h copy (a NIC read)
+                DocaDpaDevSyncEvent.updateSet(Dpa.ld64(a + PP_EVENT), Dpa.ld64(a + PP_EVENT_VAL));
+                DocaDpaDev.threadFinish();
+            }
+            if (!ping) { // this send was the value received first: the next one after it
+                Dpa.st64(send, Dpa.ld64(send) + 1);
+            }
+            DocaDpaDevCompletion.completionAck(comp, 1);
+        }
+    }
+
+    /** {@code trigger_first_iteration_rpc}: both first receives, and ping's first send (value 0). */
+    @DpaRpc
+    static long triggerFirstIteration(long pingArg, long pongArg) {
+        DocaDpaDevRdma.postReceive(Dpa.ld64(pingArg + PP_RDMA), (int) Dpa.ld64(pingArg + PP_RECV_MMAP), Dpa.ld64(pingArg + PP_RECV),
+                Dpa.ld64(pingArg + PP_RECV_LEN));
+        DocaDpaDevRdma.postReceive(Dpa.ld64(pongArg + PP_RDMA), (int) Dpa.ld64(pongArg + PP_RECV_MMAP), Dpa.ld64(pongArg + PP_RECV),
+                Dpa.ld64(pongArg + PP_RECV_LEN));
+        DocaDpaDevRdma.postSend(Dpa.ld64(pingArg + PP_RDMA), 0, (int) Dpa.ld64(pingArg + PP_SEND_MMAP), Dpa.ld64(pingArg + PP_SEND),
+                Dpa.ld64(pingArg + PP_SEND_LEN), DocaDpaDevRdma.SUBMIT_FLAG_FLUSH | DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+        return 0;
+    }
 }
