@@ -196,6 +196,33 @@ class DocaRdmaTest {
         assertTrue(e.getMessage().contains(Integer.toHexString(DocaDpaDevRdma.ERROR_BAD_CONNECTION)), e.getMessage());
     }
 
+    /**
+     * The memory model sees the posts' ring writes: a SEND made by hand through the handle's
+     * layout without the write-back before its doorbell is caught (C1) naming the RPC's line, the
+     * process ends (strict), and the peer receives nothing.
+     */
+    @Test
+    void aPostWithoutWritebackBeforeItsDoorbellIsCaught() {
+        DocaRdma a = rdma(null);
+        DocaRdma b = rdma(polledCompletion());
+        connect(a, b);
+        long buf = alloc(64);
+        int key = dpaMap(buf, 64).devGetDpaHandle(dev);
+        dpa.rpc(RdmaProgsStubs.POST_RECEIVE, b.getDpaHandle(), buf, key, 8L);
+        try {
+            dpa.rpc(RdmaProgsStubs.POST_SEND_WITHOUT_WRITEBACK, a.getDpaHandle(), key, buf, 8L);
+        } catch (DocaException e) {
+            assertEquals(DocaError.DOCA_ERROR_DRIVER, e.error(), e.getMessage()); // the process may end before the RPC answers
+        }
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        String ps;
+        while (!(ps = String.join("\n", lab.dpa())).contains("C1")) {
+            assertTrue(System.nanoTime() < deadline, "C1 reported: " + ps);
+            Thread.onSpinWait();
+        }
+        assertTrue(ps.contains("without __dpa_thread_memory_writeback before the doorbell") && ps.contains("RdmaProgs.postSendWithoutWriteback"), ps);
+    }
+
     private static long le64(byte[] b) {
         return ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).getLong();
     }

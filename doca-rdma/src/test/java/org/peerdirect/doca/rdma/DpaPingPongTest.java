@@ -1,6 +1,7 @@
 package org.peerdirect.doca.rdma;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.peerdirect.doca.rdma.progs.RdmaProgs.*;
 
 import java.nio.ByteBuffer;
@@ -15,6 +16,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaAccessFlag;
+import org.peerdirect.doca.DocaError;
+import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
@@ -92,10 +95,10 @@ class DpaPingPongTest {
     private record Side(DocaRdma rdma, DocaDpaThread thread, long arg, long values, DocaSyncEvent ev) {
     }
 
-    private Side side(boolean ping) {
+    private Side side(boolean ping, boolean noRepost) {
         long values = alloc(4L * ITERATIONS);
         long tls = alloc(TLS_SIZE);
-        dpa.h2dMemcpy(tls, le(values, 0, ping ? 1 : 0));
+        dpa.h2dMemcpy(tls, le(values, 0, ping ? 1 : 0, noRepost ? 1 : 0));
         long arg = alloc(PP_SIZE);
         DocaDpaThread t = DocaDpaThread.create(dpa);
         undo.add(t::destroy);
@@ -126,10 +129,7 @@ class DpaPingPongTest {
         return new Side(r, t, arg, values, ev);
     }
 
-    @Test
-    void hundredIterationsEachWayBothArraysFullBothEventsSet() {
-        Side ping = side(true);
-        Side pong = side(false);
+    private void connectAndTrigger(Side ping, Side pong) {
         DocaRdma.Export a = ping.rdma().export();
         DocaRdma.Export b = pong.rdma().export();
         ping.rdma().connect(b.connectionDetails(), a.connection());
@@ -137,19 +137,48 @@ class DpaPingPongTest {
         ping.thread().run();
         pong.thread().run();
         dpa.rpc(RdmaProgsStubs.TRIGGER_FIRST_ITERATION, ping.arg(), pong.arg());
+    }
+
+    private List<Integer> received(Side s) {
+        ByteBuffer v = ByteBuffer.wrap(dpa.d2hMemcpy(s.values(), 4 * ITERATIONS)).order(ByteOrder.LITTLE_ENDIAN);
+        List<Integer> got = new ArrayList<>();
+        for (int i = 0; i < ITERATIONS; i++) {
+            if (v.getInt(4 * i) == 1) {
+                got.add(i);
+            }
+        }
+        return got;
+    }
+
+    @Test
+    void hundredIterationsEachWayBothArraysFullBothEventsSet() {
+        Side ping = side(true, false);
+        Side pong = side(false, false);
+        connectAndTrigger(ping, pong);
         ping.ev().waitGt(0, -1L, BOUND);
         pong.ev().waitGt(0, -1L, BOUND);
+        List<Integer> all = java.util.stream.IntStream.range(0, ITERATIONS).boxed().toList();
         for (Side s : List.of(ping, pong)) {
-            ByteBuffer v = ByteBuffer.wrap(dpa.d2hMemcpy(s.values(), 4 * ITERATIONS)).order(ByteOrder.LITTLE_ENDIAN);
-            List<Integer> missing = new ArrayList<>();
-            for (int i = 0; i < ITERATIONS; i++) {
-                if (v.getInt(4 * i) != 1) {
-                    missing.add(i);
-                }
-            }
-            assertEquals(List.of(), missing, (s == ping ? "ping" : "pong") + ": values not received");
+            assertEquals(all, received(s), (s == ping ? "ping" : "pong") + ": every value 0..99 received");
             assertEquals(1, s.ev().get(), "the event is set");
             assertEquals(1, s.thread().activations(), "one activation: the thread polls, it never reschedules");
         }
+    }
+
+    /**
+     * The mutant: pong does not re-post its receive after the first value. Ping's second send then
+     * finds no receive (RNR, retried without end): the exchange stops after one iteration, neither
+     * event is set, and the arrays hold the first value only.
+     */
+    @Test
+    void withoutRepostingTheReceiveTheExchangeStops() {
+        Side ping = side(true, false);
+        Side pong = side(false, true);
+        connectAndTrigger(ping, pong);
+        DocaException e = assertThrows(DocaException.class, () -> ping.ev().waitGt(0, -1L, Duration.ofSeconds(3)));
+        assertEquals(DocaError.DOCA_ERROR_TIME_OUT, e.error());
+        assertEquals(0, pong.ev().get(), "pong's event is not set");
+        assertEquals(List.of(0), received(pong), "pong got the first value only");
+        assertEquals(List.of(0), received(ping), "ping got pong's answer to it, then nothing");
     }
 }

@@ -122,7 +122,7 @@ public final class RdmaProgs {
     public static final int PP_COMP = 0, PP_RDMA = 8, PP_RECV = 16, PP_RECV_MMAP = 24, PP_RECV_LEN = 32, PP_SEND = 40, PP_SEND_MMAP = 48,
             PP_SEND_LEN = 56, PP_EVENT = 64, PP_EVENT_VAL = 72, PP_SIZE = 80;
     /** A ping-pong thread's local storage: its received-values array (u32 each), receives so far, whether it is the ping thread. */
-    public static final int TLS_VALUES = 0, TLS_NUM = 8, TLS_IS_PING = 16, TLS_SIZE = 24;
+    public static final int TLS_VALUES = 0, TLS_NUM = 8, TLS_IS_PING = 16, TLS_NO_REPOST = 24, TLS_SIZE = 32;
     /** Iterations ({@code EXPECTED_NUM_RECEIVES}). */
     public static final int ITERATIONS = 100;
 
@@ -149,7 +149,9 @@ public final class RdmaProgs {
             if (v >= 0 && v < ITERATIONS) {
                 Dpa.st32(values + 4 * v, 1);
             }
-            DocaDpaDevRdma.postReceive(rdma, (int) Dpa.ld64(a + PP_RECV_MMAP), Dpa.ld64(a + PP_RECV), Dpa.ld64(a + PP_RECV_LEN));
+            if (Dpa.ld64(tls + TLS_NO_REPOST) == 0) { // the mutant does not re-post its receive
+                DocaDpaDevRdma.postReceive(rdma, (int) Dpa.ld64(a + PP_RECV_MMAP), Dpa.ld64(a + PP_RECV), Dpa.ld64(a + PP_RECV_LEN));
+            }
             if (ping) { // the RPC sent the first value: the next one before this send
                 Dpa.st64(send, Dpa.ld64(send) + 1);
             }
@@ -176,6 +178,26 @@ public final class RdmaProgs {
                 Dpa.ld64(pongArg + PP_RECV_LEN));
         DocaDpaDevRdma.postSend(Dpa.ld64(pingArg + PP_RDMA), 0, (int) Dpa.ld64(pingArg + PP_SEND_MMAP), Dpa.ld64(pingArg + PP_SEND),
                 Dpa.ld64(pingArg + PP_SEND_LEN), DocaDpaDevRdma.SUBMIT_FLAG_FLUSH | DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+        return 0;
+    }
+
+    /**
+     * A hand-made post of a SEND on connection 0 through the RDMA handle's published layout, as
+     * {@code doca_dpa_dev_rdma_post_send} makes it but without {@code __dpa_thread_memory_writeback}
+     * before the doorbell: the memory model's mutant (C1 when the NIC fetches the WQE).
+     */
+    @DpaRpc
+    static long postSendWithoutWriteback(long rdma, int mmap, long addr, long length) {
+        long c = rdma + DocaDpaDevRdma.OFF_CONN;
+        int qpn = Dpa.ld32(c + DocaDpaDevRdma.C_QPN);
+        int pi = Dpa.ld32(c + DocaDpaDevRdma.C_SQ_PI);
+        long sq = Dpa.ld64(c + DocaDpaDevRdma.C_WQ) + ((long) DocaDpaDevRdma.RQ_STRIDE << Dpa.ld32(c + DocaDpaDevRdma.C_LOG_RQ));
+        long wqe = org.peerdirect.flexio.dev.FlexioDevQueue.swqeAt(sq, pi, Dpa.ld32(c + DocaDpaDevRdma.C_LOG_SQ));
+        org.peerdirect.flexio.dev.FlexioDevQueue.swqeSegCtrlSet(wqe, pi, qpn, 0, org.peerdirect.flexio.dev.FlexioDevQueue.OPCODE_SEND, 2, 0);
+        org.peerdirect.flexio.dev.FlexioDevQueue.swqeSegMemPtrDataSet(wqe + org.peerdirect.flexio.dev.FlexioDevQueue.SEG_SIZE, (int) length, mmap, addr);
+        Dpa.st32(c + DocaDpaDevRdma.C_SQ_PI, pi + 1);
+        FlexioDev.outboxConfig(Dpa.ld32(rdma + DocaDpaDevRdma.OFF_OUTBOX));
+        FlexioDev.qpSqRingDb(pi + 1, qpn);
         return 0;
     }
 }
