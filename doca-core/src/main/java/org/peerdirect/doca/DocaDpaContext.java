@@ -48,7 +48,8 @@ public interface DocaDpaContext {
 
     /**
      * An mkey over {@code len} bytes of the context's DPA memory at {@code daddr} (local and remote
-     * read and write), for a map's DPA memory range ({@code doca_mmap_set_dpa_memrange}); its key.
+     * read, write and atomics), for a map's DPA memory range ({@code doca_mmap_set_dpa_memrange})
+     * or a DPA-subscribed sync event a remote node publishes to; its key.
      *
      * @throws DocaException INVALID_VALUE (a range outside the DPA memory), BAD_STATE, NOT_SUPPORTED
      */
@@ -59,5 +60,21 @@ public interface DocaDpaContext {
     /** Destroys a key of {@link #dpaMkeyCreate}. */
     default void dpaMkeyDestroy(int key) {
         throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a memory map");
+    }
+
+    /**
+     * The DPA handle of a remote node's sync event ({@code doca_sync_event_remote_net_get_dpa_handle}):
+     * where DPA code finds the remote counter's address and key for
+     * {@code doca_dpa_dev_rdma_signal_set/add}, in the context's DPA memory [model].
+     *
+     * @throws DocaException BAD_STATE (not started), NO_MEMORY, NOT_SUPPORTED
+     */
+    default long dpaRemoteSyncEventHandle(long addr, int rkey) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a remote sync event's handle");
+    }
+
+    /** Frees a handle of {@link #dpaRemoteSyncEventHandle}; BAD_STATE once the context stopped (it went with its memory). */
+    default void dpaRemoteSyncEventHandleFree(long handle) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a remote sync event's handle");
     }
 }

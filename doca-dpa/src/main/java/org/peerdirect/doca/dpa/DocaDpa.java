@@ -519,13 +519,13 @@ public final class DocaDpa implements DocaDpaContext {
     /** Device mkeys of DPA memory ranges of maps ({@link #dpaMkeyCreate}), by key; guarded by {@link #lock}. */
     private final java.util.Map<Integer, org.peerdirect.flexio.FlexioMkey> mkeys = new java.util.HashMap<>();
 
-    /** A FlexIO device mkey over the DPA range (local and remote read and write): a map's DPA memory range. */
+    /** A FlexIO device mkey over the DPA range (local and remote read, write and atomics): a map's DPA memory range, a remotely published counter. */
     @Override
     public int dpaMkeyCreate(long daddr, long len) {
         String w = "doca_mmap_start (DPA memory range)";
         lock.lock();
         try {
-            org.peerdirect.flexio.FlexioMkey m = org.peerdirect.flexio.FlexioMkey.deviceMkeyCreate(process(w), daddr, len);
+            org.peerdirect.flexio.FlexioMkey m = org.peerdirect.flexio.FlexioMkey.deviceMkeyCreate(process(w), daddr, len, true);
             mkeys.put(m.id(), m);
             return m.id();
         } catch (FlexioException e) {
@@ -547,6 +547,26 @@ public final class DocaDpa implements DocaDpaContext {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * A remote sync event's DPA handle: {@link org.peerdirect.doca.dpa.dev.DocaDpaDevRdma#REMOTE_EVENT_SIZE}
+     * bytes of the heap holding the remote counter's address and key (the layout the device's
+     * {@code signal_set/add} read).
+     */
+    @Override
+    public long dpaRemoteSyncEventHandle(long addr, int rkey) {
+        long h = memAlloc(org.peerdirect.doca.dpa.dev.DocaDpaDevRdma.REMOTE_EVENT_SIZE);
+        h2dMemcpy(h, java.nio.ByteBuffer.allocate(org.peerdirect.doca.dpa.dev.DocaDpaDevRdma.REMOTE_EVENT_SIZE).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                .putLong(org.peerdirect.doca.dpa.dev.DocaDpaDevRdma.REMOTE_EVENT_ADDR, addr)
+                .putInt(org.peerdirect.doca.dpa.dev.DocaDpaDevRdma.REMOTE_EVENT_RKEY, rkey).array());
+        return h;
+    }
+
+    /** BAD_STATE once the context stopped or was destroyed: the handle went with the process's memory. */
+    @Override
+    public void dpaRemoteSyncEventHandleFree(long handle) {
+        syncEventCounterFree(handle);
     }
 
     // ------------------------------------------------------------------ helpers

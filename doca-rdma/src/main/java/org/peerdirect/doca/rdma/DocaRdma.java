@@ -35,7 +35,8 @@ import org.peerdirect.flexio.FlexioQp;
  * the DPA heap, its send and receive CQ the attached completion context's CQ (or, with none
  * attached, a CQ of the context's own that nothing reads: completions requested then are lost, as
  * DOCA gives them nowhere to go); an outbox for the posts' doorbells; and the descriptor the DPA
- * handle names (layout in {@code DocaDpaDevRdma}). The permissions are recorded and checked for
+ * handle names (layout in {@code DocaDpaDevRdma}), with a scratch word and its key (where a
+ * {@code signal_add}'s fetched value lands). The permissions are recorded and checked for
  * DOCA's values; the QPs allow remote read, write and atomics (FlexIO's {@code flexio_qp_modify}).
  *
  * <p>Not thread-safe, as DOCA documents (one caller at a time).
@@ -65,6 +66,8 @@ public final class DocaRdma {
     private FlexioCq ownCq;
     private long ownCqMem;
     private long desc;
+    private long scratch;
+    private org.peerdirect.flexio.FlexioMkey scratchKey;
     private final List<DocaRdmaConnection> connections = new ArrayList<>();
 
     private DocaRdma(DocaDev dev) {
@@ -166,9 +169,12 @@ public final class DocaRdma {
                 ownCq = FlexioCq.create(process, new FlexioCq.Attr(log, FlexioCq.ElementType.NON_DPA_CQ, null, ownCqMem, ownCqMem + (64L << log)));
             }
             outbox = FlexioOutbox.create(process);
+            scratch = dpa.memAlloc(64);
+            scratchKey = org.peerdirect.flexio.FlexioMkey.deviceMkeyCreate(process, scratch, 64);
             desc = dpa.memAlloc(DESC_SIZE);
             dpa.memset(desc, 0, DESC_SIZE);
-            dpa.h2dMemcpy(desc + OFF_OUTBOX, le32(outbox.id()));
+            dpa.h2dMemcpy(desc, ByteBuffer.allocate(OFF_SCRATCH + 8).order(ByteOrder.LITTLE_ENDIAN).putInt(OFF_OUTBOX, outbox.id())
+                    .putInt(OFF_SCRATCH_KEY, scratchKey.id()).putLong(OFF_SCRATCH, scratch).array());
         } catch (FlexioException e) {
             release();
             throw new DocaException(DocaError.DOCA_ERROR_DRIVER, w + ": " + e.getMessage(), e);
@@ -293,6 +299,12 @@ public final class DocaRdma {
             outbox.destroy();
             outbox = null;
         }
+        if (scratchKey != null) {
+            scratchKey.destroy();
+            scratchKey = null;
+        }
+        free(scratch);
+        scratch = 0;
         if (ownCq != null) {
             ownCq.destroy();
             ownCq = null;

@@ -7,8 +7,7 @@
  * {@code doca_dpa_dev_rdma_post_*} ({@link org.peerdirect.doca.dpa.dev.DocaDpaDevRdma}).
  *
  * <p>What is absent: a host data path (DOCA RDMA tasks on a progress engine), connection managers
- * (RDMA CM), DC transport, {@code doca_buf} posts, and remote sync event signals
- * ({@code signal_set}/{@code signal_add}).
+ * (RDMA CM), DC transport, {@code doca_buf} posts, RDMA READ and atomics as posts.
  */
 @Export
 @Version("0.1.0")

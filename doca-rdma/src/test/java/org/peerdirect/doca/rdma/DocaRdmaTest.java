@@ -26,6 +26,8 @@ import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevRdma;
 import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.progs.RdmaProgsStubs;
+import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.doca.syncevent.DocaSyncEventRemoteNet;
 
 /**
  * DOCA RDMA with its data path on the DPA: an RDMA WRITE posted from the DPA lands in the peer's
@@ -221,6 +223,46 @@ class DocaRdmaTest {
             Thread.onSpinWait();
         }
         assertTrue(ps.contains("without __dpa_thread_memory_writeback before the doorbell") && ps.contains("RdmaProgs.postSendWithoutWriteback"), ps);
+    }
+
+    /**
+     * Signals: the peer's DPA-subscribed sync event, exported to the remote net, is set by
+     * {@code signal_set} after 4 KiB written on the same connection (the host that sees the value
+     * sees every byte), then increased by {@code signal_add}.
+     */
+    @Test
+    void signalsReachTheRemoteEventAfterTheWritesOfTheirConnection() {
+        DocaRdma writer = rdma(null);
+        DocaRdma peer = rdma(null);
+        connect(writer, peer);
+        DocaSyncEvent ev = DocaSyncEvent.create();
+        ev.addPublisherLocationRemoteNet();
+        ev.addSubscriberLocationDpa(dpa);
+        ev.start();
+        undo.add(ev::destroy);
+        DocaSyncEventRemoteNet remote = DocaSyncEventRemoteNet.createFromExport(dev, ev.exportToRemoteNet());
+        undo.add(remote::destroy);
+        long event = remote.getDpaHandle(dpa);
+        assertEquals(event, remote.getDpaHandle(dpa), "one handle per DPA context");
+
+        int n = 4096;
+        long src = alloc(n);
+        long dst = alloc(n);
+        byte[] pattern = new byte[n];
+        for (int i = 0; i < n; i++) {
+            pattern[i] = (byte) (i * 7 + 3);
+        }
+        dpa.h2dMemcpy(src, pattern);
+        int srcKey = dpaMap(src, n).devGetDpaHandle(dev);
+        DocaMmap remoteDst = DocaMmap.createFromExport(0, dpaMap(dst, n).exportRdma(dev), dev);
+        undo.add(remoteDst::destroy);
+        dpa.rpc(RdmaProgsStubs.WRITE_THEN_SIGNAL_SET, writer.getDpaHandle(), remoteDst.devGetDpaHandle(dev), dst, srcKey, src, (long) n, event, 7L);
+        ev.waitGt(6, -1L, java.time.Duration.ofSeconds(30));
+        assertEquals(7, ev.get());
+        assertTrue(java.util.Arrays.equals(pattern, dpa.d2hMemcpy(dst, n)), "every byte written before the signal is there");
+        dpa.rpc(RdmaProgsStubs.SIGNAL_ADD, writer.getDpaHandle(), event, 5L);
+        ev.waitGt(11, -1L, java.time.Duration.ofSeconds(30));
+        assertEquals(12, ev.get(), "signal_add added 5");
     }
 
     private static long le64(byte[] b) {

@@ -33,7 +33,11 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  *
  * <p>Not thread-safe, as DOCA documents: one thread posts on a connection at a time.
  *
- * @see <a href="https://docs.nvidia.com/doca/sdk/doca+dpa/index.html">doca_dpa_dev_rdma_post_write, _post_send, _post_send_imm, _post_receive</a>
+ * <p>Signals ({@link #signalSet}, {@link #signalAdd}) update a remote node's sync event through its
+ * DPA handle ({@link #REMOTE_EVENT_ADDR}) on the connection's send queue, so they come after the
+ * connection's earlier writes (RC executes a send queue in order).
+ *
+ * @see <a href="https://docs.nvidia.com/doca/sdk/doca+dpa/index.html">doca_dpa_dev_rdma_post_write, _post_send, _post_send_imm, _post_receive, _signal_set, _signal_add</a>
  */
 public final class DocaDpaDevRdma {
 
@@ -47,6 +51,9 @@ public final class DocaDpaDevRdma {
     public static final int OFF_OUTBOX = 0;
     public static final int OFF_NCONN = 4;
     public static final int OFF_NEXT_RQ = 8;
+    /** The key of the context's 8-byte scratch word, and its address: where a signal_add's fetched value lands. */
+    public static final int OFF_SCRATCH_KEY = 12;
+    public static final int OFF_SCRATCH = 16;
     public static final int OFF_CONN = 64;
     public static final int CONN_SIZE = 64;
     public static final int C_QPN = 0, C_CONNECTED = 4, C_SQ_PI = 8, C_SQ_DB = 12, C_LOG_SQ = 16, C_LOG_RQ = 20, C_WQ = 24, C_DBR = 32;
@@ -60,6 +67,17 @@ public final class DocaDpaDevRdma {
     public static final int RQ_STRIDE = 16 << LOG_RQ_STRIDE;
     /** {@code MLX5_INVALID_LKEY}: ends a receive WQE's scatter list. */
     static final int INVALID_LKEY = 0x100;
+    /**
+     * A remote sync event's DPA handle ({@code doca_sync_event_remote_net_get_dpa_handle}) [model]:
+     * the DPA address of {@link #REMOTE_EVENT_SIZE} bytes holding the remote counter's address
+     * ({@link #REMOTE_EVENT_ADDR}, u64) and key ({@link #REMOTE_EVENT_RKEY}, u32).
+     */
+    public static final int REMOTE_EVENT_ADDR = 0, REMOTE_EVENT_RKEY = 8, REMOTE_EVENT_SIZE = 16;
+    /** {@code MLX5_OPCODE_ATOMIC_FA}. */
+    static final int OPCODE_ATOMIC_FA = 0x12;
+    /** IBA 1.5 ATOMIC WRITE: the model's opcode (the IBA RC opcode; the PRM defines none, hca-sim's {@code Wqe.OP_ATOMIC_WRITE}). */
+    static final int OPCODE_ATOMIC_WRITE = 0x1d;
+
     /** A process error code ({@code flexio_dev_error}) for a post on a connection that does not exist or is not connected. */
     public static final int ERROR_BAD_CONNECTION = 0xd1;
 
@@ -151,5 +169,43 @@ public final class DocaDpaDevRdma {
         Dpa.memoryFence(Dpa.W, Dpa.W); // the WQE before the record
         FlexioDevQueue.dbrRqIncPi(dbr);
         Dpa.memoryWriteback();
+    }
+
+    /**
+     * {@code doca_dpa_dev_rdma_signal_set}: the remote sync event set to {@code count}, after the
+     * connection's earlier operations (the same RC send queue executes in order): an ATOMIC WRITE
+     * of the 8-byte value, flushed with every earlier post of the connection, no completion.
+     */
+    public static void signalSet(long rdma, int connectionId, long remoteSyncEvent, long count) {
+        signal(rdma, connectionId, remoteSyncEvent, count, OPCODE_ATOMIC_WRITE);
+    }
+
+    /**
+     * {@code doca_dpa_dev_rdma_signal_add}: {@code count} added atomically to the remote sync event,
+     * after the connection's earlier operations: an RDMA fetch-and-add (the fetched value lands in
+     * the context's scratch word), flushed with every earlier post, no completion.
+     */
+    public static void signalAdd(long rdma, int connectionId, long remoteSyncEvent, long count) {
+        signal(rdma, connectionId, remoteSyncEvent, count, OPCODE_ATOMIC_FA);
+    }
+
+    private static void signal(long rdma, int id, long event, long count, int opcode) {
+        long c = conn(rdma, id);
+        int qpn = Dpa.ld32(c + C_QPN);
+        int pi = Dpa.ld32(c + C_SQ_PI);
+        long sq = Dpa.ld64(c + C_WQ) + ((long) RQ_STRIDE << Dpa.ld32(c + C_LOG_RQ));
+        long wqe = FlexioDevQueue.swqeAt(sq, pi, Dpa.ld32(c + C_LOG_SQ));
+        boolean add = opcode == OPCODE_ATOMIC_FA;
+        FlexioDevQueue.swqeSegCtrlSet(wqe, pi, qpn, 0, opcode, add ? 4 : 3, 0);
+        FlexioDevQueue.swqeSegRdmaSet(wqe + FlexioDevQueue.SEG_SIZE, Dpa.ld32(event + REMOTE_EVENT_RKEY), Dpa.ld64(event + REMOTE_EVENT_ADDR));
+        long atomic = wqe + 2 * FlexioDevQueue.SEG_SIZE; // swap_add then compare, big-endian
+        Dpa.st64(atomic, Long.reverseBytes(count));
+        Dpa.st64(atomic + 8, 0);
+        if (add) {
+            FlexioDevQueue.swqeSegMemPtrDataSet(atomic + FlexioDevQueue.SEG_SIZE, 8, Dpa.ld32(rdma + OFF_SCRATCH_KEY), Dpa.ld64(rdma + OFF_SCRATCH));
+        }
+        pi++;
+        Dpa.st32(c + C_SQ_PI, pi);
+        ring(rdma, c, qpn, pi);
     }
 }

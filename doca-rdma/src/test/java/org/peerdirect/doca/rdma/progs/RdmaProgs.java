@@ -200,4 +200,19 @@ public final class RdmaProgs {
         FlexioDev.qpSqRingDb(pi + 1, qpn);
         return 0;
     }
+
+    /** {@code len} bytes written on connection 0 (not flushed, no report), then the remote event set to {@code count} ({@code signal_set}). */
+    @DpaRpc
+    static long writeThenSignalSet(long rdma, int dstMmap, long dst, int srcMmap, long src, long length, long event, long count) {
+        DocaDpaDevRdma.postWrite(rdma, 0, dstMmap, dst, srcMmap, src, length, DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+        DocaDpaDevRdma.signalSet(rdma, 0, event, count);
+        return 0;
+    }
+
+    /** {@code signal_add} of {@code count} on connection 0. */
+    @DpaRpc
+    static long signalAdd(long rdma, long event, long count) {
+        DocaDpaDevRdma.signalAdd(rdma, 0, event, count);
+        return 0;
+    }
 }
