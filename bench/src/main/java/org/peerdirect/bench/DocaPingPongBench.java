@@ -199,8 +199,12 @@ public class DocaPingPongBench {
     @OperationsPerInvocation(ROUNDS)
     public long dpaRoundTrip(Host h) {
         long target = h.count() + ROUNDS;
+        long deadline = System.nanoTime() + 60_000_000_000L;
         long c;
         while ((c = h.count()) < target) {
+            if (System.nanoTime() > deadline) { // the DPA process ended (a checker finding) or the exchange stalled: say so, never hang
+                throw new IllegalStateException("no round trip for 60 s at " + c + " of " + target + "; DPA: " + h.bf3.dpaDescribe());
+            }
             Thread.onSpinWait();
         }
         return c;

@@ -11,7 +11,8 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * The DPA side of {@link org.peerdirect.bench.DocaPingPongBench}: DOCA's {@code dpa_ping_pong}
  * kernel without its end. Each thread polls its completion context; per receive it re-posts the
  * receive and sends back (flushed, no report); the ping thread counts round trips in its argument
- * block before its send, so the send's write-back makes the count visible to the host's reads.
+ * block with an atomic add, which the host's d2h reads may race (a plain store there, written back
+ * only with the next doorbell, is a C1 the checker caught in the first version of this bench).
  */
 @DpaApp("bench_doca_ping_pong")
 public final class DocaPingPongDev {
@@ -32,8 +33,8 @@ public final class DocaPingPongDev {
                 continue;
             }
             DocaDpaDevRdma.postReceive(rdma, (int) Dpa.ld64(a + RECV_KEY), Dpa.ld64(a + RECV), 8);
-            if (ping) {
-                Dpa.st64(a + COUNT, Dpa.ld64(a + COUNT) + 1);
+            if (ping) { // an atomic: it reaches memory at once, so the host's reads (RDMA READs) may race it (a plain store would be C1)
+                Dpa.amoAdd64(a + COUNT, 1);
             }
             DocaDpaDevRdma.postSend(rdma, 0, (int) Dpa.ld64(a + SEND_KEY), Dpa.ld64(a + SEND), 8,
                     DocaDpaDevRdma.SUBMIT_FLAG_FLUSH | DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);

@@ -190,9 +190,18 @@ class DocaRdmaTest {
         assertEquals(0, ea.connection().getId());
         assertTrue(ea.connection().isConnected() && !eb.connection().isConnected());
 
-        // b's connection is not connected: a post on it ends the DPA process naming the error
+        // another device: the ConnectX-6 Dx has no DPA; a DPA map has no handle on it
+        DocaDev other = lab.open(1);
+        DocaRdma onOther = DocaRdma.create(other);
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> onOther.setDatapathOnDpa(dpa)), "a DPA context of another device");
+        onOther.destroy();
         long src = alloc(64);
-        int key = dpaMap(src, 64).devGetDpaHandle(dev);
+        DocaMmap srcMap = dpaMap(src, 64);
+        assertEquals(DocaError.DOCA_ERROR_NOT_FOUND, status(() -> srcMap.devGetDpaHandle(other)), "the map's handle on another device");
+        other.close();
+
+        // b's connection is not connected: a post on it ends the DPA process naming the error
+        int key = srcMap.devGetDpaHandle(dev);
         DocaException e = assertThrows(DocaException.class, () -> dpa.rpc(RdmaProgsStubs.POST_SEND_IMM, b.getDpaHandle(), 0, src, key, 8L, 1));
         assertEquals(DocaError.DOCA_ERROR_DRIVER, e.error(), e.getMessage());
         assertTrue(e.getMessage().contains(Integer.toHexString(DocaDpaDevRdma.ERROR_BAD_CONNECTION)), e.getMessage());
