@@ -516,51 +516,25 @@ public final class DocaDpa implements DocaDpaContext {
         }
     }
 
-    /** Device mkeys of DPA memory ranges of maps ({@link #dpaMkeyCreate}), by key; guarded by {@link #lock}. */
-    private final java.util.Map<Integer, org.peerdirect.flexio.FlexioMkey> mkeys = new java.util.HashMap<>();
+    /** Keys and handles of DPA memory DOCA Core asks for (maps, remote sync events). */
+    private final DpaKeys keys = new DpaKeys(this);
 
     /** A FlexIO device mkey over the DPA range (local and remote read, write and atomics): a map's DPA memory range, a remotely published counter. */
     @Override
     public int dpaMkeyCreate(long daddr, long len) {
-        String w = "doca_mmap_start (DPA memory range)";
-        lock.lock();
-        try {
-            org.peerdirect.flexio.FlexioMkey m = org.peerdirect.flexio.FlexioMkey.deviceMkeyCreate(process(w), daddr, len, true);
-            mkeys.put(m.id(), m);
-            return m.id();
-        } catch (FlexioException e) {
-            throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": " + e.getMessage(), e);
-        } finally {
-            lock.unlock();
-        }
+        return keys.mkeyCreate(daddr, len);
     }
 
     /** Destroys a key of {@link #dpaMkeyCreate}; nothing once the context stopped (it went with the process). */
     @Override
     public void dpaMkeyDestroy(int key) {
-        lock.lock();
-        try {
-            org.peerdirect.flexio.FlexioMkey m = mkeys.remove(key);
-            if (m != null && state == State.STARTED) {
-                m.destroy();
-            }
-        } finally {
-            lock.unlock();
-        }
+        keys.mkeyDestroy(key);
     }
 
-    /**
-     * A remote sync event's DPA handle: {@link org.peerdirect.doca.dpa.dev.DocaDpaDevRdma#REMOTE_EVENT_SIZE}
-     * bytes of the heap holding the remote counter's address and key (the layout the device's
-     * {@code signal_set/add} read).
-     */
+    /** A remote sync event's DPA handle: its address and key in the heap, the layout the device's {@code signal_set/add} read. */
     @Override
     public long dpaRemoteSyncEventHandle(long addr, int rkey) {
-        long h = memAlloc(org.peerdirect.doca.dpa.dev.DocaDpaDevRdma.REMOTE_EVENT_SIZE);
-        h2dMemcpy(h, java.nio.ByteBuffer.allocate(org.peerdirect.doca.dpa.dev.DocaDpaDevRdma.REMOTE_EVENT_SIZE).order(java.nio.ByteOrder.LITTLE_ENDIAN)
-                .putLong(org.peerdirect.doca.dpa.dev.DocaDpaDevRdma.REMOTE_EVENT_ADDR, addr)
-                .putInt(org.peerdirect.doca.dpa.dev.DocaDpaDevRdma.REMOTE_EVENT_RKEY, rkey).array());
-        return h;
+        return keys.remoteSyncEventHandle(addr, rkey);
     }
 
     /** BAD_STATE once the context stopped or was destroyed: the handle went with the process's memory. */
