@@ -124,6 +124,7 @@ public final class DocaDpaCompletion {
             dpa.memset(dbr, 0, 64);
             outbox = FlexioOutbox.create(p);
             cq = FlexioCq.create(p, new FlexioCq.Attr(logDepth, FlexioCq.ElementType.DPA_THREAD, thread.handler(), ring, dbr));
+            thread.completionBound(1);
             ByteBuffer b = ByteBuffer.allocate(DESC_SIZE).order(ByteOrder.LITTLE_ENDIAN);
             b.putLong(OFF_RING, ring).putLong(OFF_DBR, dbr).putLong(OFF_ELEMS, elems).putInt(OFF_CQN, cq.cqNum()).putInt(OFF_LOG, logDepth)
                     .putInt(OFF_OUTBOX, outbox.id());
@@ -184,6 +185,7 @@ public final class DocaDpaCompletion {
         if (cq != null) {
             cq.destroy();
             cq = null;
+            thread.completionBound(-1);
         }
         if (outbox != null) {
             outbox.destroy();

@@ -131,7 +131,10 @@ public final class DocaDpaThread {
         state = State.RUNNING;
     }
 
-    /** {@code doca_dpa_thread_stop}: the DPA thread goes (a running activation is stopped with it). BAD_STATE unless started. */
+    /**
+     * {@code doca_dpa_thread_stop}: the DPA thread goes (a running activation is stopped with it).
+     * BAD_STATE unless started, IN_USE while a started completion context triggers it.
+     */
     public void stop() {
         String w = "doca_dpa_thread_stop";
         DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed");
@@ -140,7 +143,7 @@ public final class DocaDpaThread {
         state = State.STOPPED;
     }
 
-    /** {@code doca_dpa_thread_destroy}: stops a started thread first; INVALID_VALUE the second time. */
+    /** {@code doca_dpa_thread_destroy}: stops a started thread first (IN_USE while a started completion context triggers it); INVALID_VALUE the second time. */
     public void destroy() {
         String w = "doca_dpa_thread_destroy";
         DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed already");
@@ -159,6 +162,8 @@ public final class DocaDpaThread {
     private void release() {
         dpa.lock.lock();
         try {
+            DocaException.check(completions == 0, DocaError.DOCA_ERROR_IN_USE,
+                    "doca_dpa_thread_stop/destroy: " + completions + " started completion context(s) trigger this thread (stop them first)");
             handler.destroy();
             handler = null;
             dpa.memFree(block);
@@ -173,6 +178,15 @@ public final class DocaDpaThread {
         DocaException.check(state == State.STARTED || state == State.RUNNING, DocaError.DOCA_ERROR_BAD_STATE,
                 w + ": the thread is " + state.name().toLowerCase() + " (doca_dpa_thread_start first)");
         return handler.id();
+    }
+
+    /** Started completion contexts bound to the thread (their CQs name it); guarded by the DPA context's lock. */
+    private int completions;
+
+    /** A completion context bound ({@code +1}, at its start) or unbound ({@code -1}, at its stop); the caller holds the context's lock. */
+    void completionBound(int delta) {
+        assert dpa.lock.isHeldByCurrentThread();
+        completions += delta;
     }
 
     /** Its DPA context. */

@@ -79,6 +79,7 @@ class DocaDpaCompletionTest {
         assertEquals(before + 1, cqs(), "one CQ more in the firmware: " + lab.models.get(0).devxDescribe());
         assertTrue(c.toString().contains("started"), c.toString());
         t.run();
+        assertEquals(DocaError.DOCA_ERROR_IN_USE, status(t::destroy), "the completion context still triggers the thread");
         c.stop();
         assertEquals(before, cqs(), "stop destroyed the CQ");
         c.destroy();
