@@ -56,4 +56,36 @@ public interface DocaDpaContext {
     /** {@code event}, attached before, was destroyed. */
     default void syncEventDetached(org.peerdirect.doca.syncevent.DocaSyncEvent event) {
     }
+
+    /**
+     * An mkey over {@code len} bytes of the context's DPA memory at {@code daddr} (local and remote
+     * read, write and atomics), for a map's DPA memory range ({@code doca_mmap_set_dpa_memrange})
+     * or a DPA-subscribed sync event a remote node publishes to; its key.
+     *
+     * @throws DocaException INVALID_VALUE (a range outside the DPA memory), BAD_STATE, NOT_SUPPORTED
+     */
+    default int dpaMkeyCreate(long daddr, long len) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a memory map");
+    }
+
+    /** Destroys a key of {@link #dpaMkeyCreate}. */
+    default void dpaMkeyDestroy(int key) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a memory map");
+    }
+
+    /**
+     * The DPA handle of a remote node's sync event ({@code doca_sync_event_remote_net_get_dpa_handle}):
+     * where DPA code finds the remote counter's address and key for
+     * {@code doca_dpa_dev_rdma_signal_set/add}, in the context's DPA memory [model].
+     *
+     * @throws DocaException BAD_STATE (not started), NO_MEMORY, NOT_SUPPORTED
+     */
+    default long dpaRemoteSyncEventHandle(long addr, int rkey) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a remote sync event's handle");
+    }
+
+    /** Frees a handle of {@link #dpaRemoteSyncEventHandle}; BAD_STATE once the context stopped (it went with its memory). */
+    default void dpaRemoteSyncEventHandleFree(long handle) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a remote sync event's handle");
+    }
 }

@@ -33,6 +33,14 @@ public final class FlexioMkey extends FlexioObject {
      * @throws FlexioException FAILED for a range outside the heap
      */
     public static FlexioMkey deviceMkeyCreate(FlexioProcess p, long daddr, long len) {
+        return deviceMkeyCreate(p, daddr, len, false);
+    }
+
+    /**
+     * {@code flexio_device_mkey_create} with {@code IBV_ACCESS_REMOTE_ATOMIC} in the attr's access
+     * when {@code atomic}: remote atomics (fetch-and-add, compare-and-swap) may target the range too.
+     */
+    public static FlexioMkey deviceMkeyCreate(FlexioProcess p, long daddr, long len, boolean atomic) {
         return make(p, "flexio_device_mkey_create", () -> {
             FlexioProcess.MemInfo m = p.processMemInfoGet();
             if (len <= 0 || daddr < m.base() || daddr + len > m.base() + m.size()) {
@@ -40,7 +48,7 @@ public final class FlexioMkey extends FlexioObject {
                         daddr, len, m.base(), m.size()));
             }
             return new FlexioMkey(p, Mlx5dv.devxObjCreate(p.ctx, Prm.createUmemMkey(p.pdn(), daddr, len, p.dumemId(),
-                    daddr - m.base()), 16), daddr, len, null);
+                    daddr - m.base(), atomic), 16), daddr, len, null);
         });
     }
 

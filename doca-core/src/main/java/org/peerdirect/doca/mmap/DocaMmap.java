@@ -56,6 +56,9 @@ public final class DocaMmap {
     private boolean destroyed;
     /** Devices in the order added; their MR while started (null before start and after stop). */
     private final Map<DocaDev, IbvMr> devs = new LinkedHashMap<>();
+    /** The DPA context of a DPA memory range ({@link #setDpaMemrange}), and its mkey's key while started (0 otherwise). */
+    private DocaDpaContext dpa;
+    private int dpaKey;
     /** Non-null for a map created from an export: the descriptor it was made of. */
     private final MmapExportDesc imported;
     private final DocaDev importer;
@@ -124,7 +127,11 @@ public final class DocaMmap {
         checkConfigurable("doca_mmap_set_dpa_memrange");
         DocaException.check(dpa != null && len > 0, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_mmap_set_dpa_memrange: null DPA or empty range");
         DocaException.check(!memrangeSet, DocaError.DOCA_ERROR_NOT_PERMITTED, "doca_mmap_set_dpa_memrange: the memory range was set before");
-        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "doca_mmap_set_dpa_memrange: DPA memory ranges need DOCA DPA on FlexIO (not yet)");
+        DocaException.check(dpa.hasDpaMemory(), DocaError.DOCA_ERROR_NOT_SUPPORTED, "doca_mmap_set_dpa_memrange: the DPA context has no DPA memory");
+        this.addr = dpaAddr;
+        this.len = len;
+        memrangeSet = true;
+        this.dpa = dpa;
     }
 
     /** {@code doca_mmap_get_memrange}; BAD_STATE when it was never set. */
@@ -220,6 +227,14 @@ public final class DocaMmap {
         DocaException.check(imported == null, DocaError.DOCA_ERROR_NOT_PERMITTED, "doca_mmap_start: the map was created from an export");
         DocaException.check(!started, DocaError.DOCA_ERROR_BAD_STATE, "doca_mmap_start: the map is started already");
         DocaException.check(memrangeSet, DocaError.DOCA_ERROR_BAD_STATE, "doca_mmap_start: no memory range set (doca_mmap_set_memrange)");
+        if (dpa != null) { // DPA memory: one mkey of the DPA context, on its device only
+            DocaException.check(devs.keySet().stream().allMatch(d -> d == dpa.dev()), DocaError.DOCA_ERROR_INVALID_VALUE,
+                    "doca_mmap_start: a DPA memory range is reached through its DPA context's device " + dpa.dev().name() + " only, not " + devs.keySet());
+            dpaKey = dpa.dpaMkeyCreate(addr, len);
+            started = true;
+            everStarted = true;
+            return;
+        }
         int access = DocaAccessFlag.toIbAccess(permissions);
         List<DocaDev> done = new ArrayList<>();
         try {
@@ -280,6 +295,11 @@ public final class DocaMmap {
 
     private void deregister() {
         RuntimeException first = null;
+        if (dpaKey != 0) {
+            int k = dpaKey;
+            dpaKey = 0;
+            dpa.dpaMkeyDestroy(k);
+        }
         for (Map.Entry<DocaDev, IbvMr> e : devs.entrySet()) {
             IbvMr mr = e.getValue();
             e.setValue(null);
@@ -325,7 +345,8 @@ public final class DocaMmap {
                 what + ": the map's permissions " + DocaAccessFlag.toString(permissions) + " have no " + DocaAccessFlag.toString(needs));
         IbvMr mr = devs.get(dev);
         exported = true;
-        return new MmapExportDesc(kind, permissions, kind == MmapExportDesc.KIND_RDMA ? mr.rkey() : mr.lkey(), addr, len,
+        int key = dpaKey != 0 ? dpaKey : kind == MmapExportDesc.KIND_RDMA ? mr.rkey() : mr.lkey();
+        return new MmapExportDesc(kind, permissions, key, addr, len,
                 dev.asDevinfo().ibvDevice().nodeGuid(), id, dev.process().pid()).toBytes();
     }
 
@@ -338,7 +359,12 @@ public final class DocaMmap {
         DocaException.check(started, DocaError.DOCA_ERROR_NOT_PERMITTED, "doca_mmap_dev_get_dpa_handle: the map is not started");
         DocaException.check(dev != null && (devs.containsKey(dev) || dev == importer), DocaError.DOCA_ERROR_NOT_FOUND,
                 "doca_mmap_dev_get_dpa_handle: " + dev + " is not in the map");
-        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "doca_mmap_dev_get_dpa_handle: DPA handles need DOCA DPA on FlexIO (not yet)");
+        if (imported != null) { // the exporter's key: what a DPA post names to reach the remote range
+            return imported.key();
+        }
+        DocaException.check(dpaKey != 0, DocaError.DOCA_ERROR_NOT_SUPPORTED,
+                "doca_mmap_dev_get_dpa_handle: a map of host memory has no DPA handle here yet (its MR is on the device's PD, not the DPA process's); use a DPA memory range");
+        return dpaKey;
     }
 
     /** {@code doca_mmap_get_exported}. */

@@ -79,6 +79,8 @@ public final class DocaSyncEvent {
     private MemorySegment page;
     /** The counter's DPA address when the subscriber is a DPA (while started), else 0. */
     private long dpaCounter;
+    /** The key remote nodes reach a DPA counter with (a remote publisher), else 0. */
+    private int dpaKey;
 
     /** Waiters sleep on {@code changed}; updaters signal it only when someone waits (the fast path takes no lock). */
     private final ReentrantLock lock = new ReentrantLock();
@@ -214,11 +216,17 @@ public final class DocaSyncEvent {
 
     /** The counter of a DPA subscriber: 8 bytes of its DPA memory; a CPU publisher must be of the DPA's process. */
     private void startInDpaMemory(String w) {
-        DocaException.check(publisher != Location.REMOTE_NET, DocaError.DOCA_ERROR_NOT_SUPPORTED,
-                w + ": a remote publisher of a DPA-subscribed counter (RDMA into DPA memory) is not built");
         DocaException.check(publisherDev == null || publisherDev.process() == subscriberDpa.dev().process(), DocaError.DOCA_ERROR_INVALID_VALUE,
                 w + ": the CPU publisher (" + publisherDev + ") is not of the DPA context's process (" + subscriberDpa.dev() + ")");
         dpaCounter = subscriberDpa.syncEventCounterAlloc();
+        if (publisher == Location.REMOTE_NET) { // a remote node's RDMA reaches the counter through a key of the DPA context
+            try {
+                dpaKey = subscriberDpa.dpaMkeyCreate(dpaCounter, 8);
+            } catch (RuntimeException e) {
+                releaseCounter();
+                throw e;
+            }
+        }
         state = State.STARTED;
     }
 
@@ -261,6 +269,11 @@ public final class DocaSyncEvent {
 
     /** Deregisters and unmaps the counter's page; waiters were woken first and see the state, not the page. */
     private void releaseCounter() {
+        if (dpaKey != 0) {
+            int k = dpaKey;
+            dpaKey = 0;
+            subscriberDpa.dpaMkeyDestroy(k);
+        }
         if (dpaCounter != 0) {
             long d = dpaCounter;
             dpaCounter = 0;
@@ -462,6 +475,10 @@ public final class DocaSyncEvent {
         counter(w);
         DocaException.check(publisher == Location.REMOTE_NET, DocaError.DOCA_ERROR_NOT_SUPPORTED,
                 w + ": the publisher must be a remote node (add_publisher_location_remote_net); it is " + publisher);
+        if (dpaKey != 0) { // a DPA subscriber: the counter in DPA memory, its key of the DPA context
+            DocaDev d = subscriberDpa.dev();
+            return new SyncEventExportDesc(dpaKey, d.process().pid(), dpaCounter, d.asDevinfo().ibvDevice().nodeGuid(), id).toBytes();
+        }
         return new SyncEventExportDesc(mr.rkey(), home.process().pid(), va, home.asDevinfo().ibvDevice().nodeGuid(), id).toBytes();
     }
 

@@ -8,15 +8,16 @@ import org.peerdirect.doca.dev.DocaDev;
 /**
  * {@code struct doca_sync_event_remote_net}: a remote node's sync event, imported from its export,
  * that this node signals over RDMA (DOCA RDMA's {@code signal_set/add}, from the DPA with
- * {@code doca_dpa_dev_rdma_signal_*}). Both of those come with DOCA RDMA and DOCA DPA; until then
- * {@link #getDpaHandle} answers DOCA_ERROR_NOT_SUPPORTED, and {@link #addr}/{@link #rkey} say where
- * an RDMA atomic must land [model]. It cannot be configured. Not thread-safe.
+ * {@code doca_dpa_dev_rdma_signal_*} through {@link #getDpaHandle}); {@link #addr}/{@link #rkey}
+ * say where an RDMA atomic must land [model]. It cannot be configured. Not thread-safe.
  */
 public final class DocaSyncEventRemoteNet {
 
     private final DocaDev dev;
     private final SyncEventExportDesc desc;
     private boolean destroyed;
+    /** DPA handles given out, per DPA context. */
+    private final java.util.Map<DocaDpaContext, Long> dpaHandles = new java.util.HashMap<>();
 
     private DocaSyncEventRemoteNet(DocaDev dev, SyncEventExportDesc desc) {
         this.dev = dev;
@@ -36,12 +37,17 @@ public final class DocaSyncEventRemoteNet {
         return r;
     }
 
-    /** {@code doca_sync_event_remote_net_get_dpa_handle}: DOCA_ERROR_NOT_SUPPORTED until DOCA DPA on FlexIO. */
+    /**
+     * {@code doca_sync_event_remote_net_get_dpa_handle}: what {@code doca_dpa_dev_rdma_signal_set/add}
+     * take, the remote counter's address and key in {@code dpa}'s memory [model]; one per DPA
+     * context, freed with this handle.
+     *
+     * @throws DocaException INVALID_VALUE (null, destroyed), NOT_SUPPORTED (a context without DPA memory), BAD_STATE
+     */
     public long getDpaHandle(DocaDpaContext dpa) {
         check("doca_sync_event_remote_net_get_dpa_handle");
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_remote_net_get_dpa_handle: null DPA");
-        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED,
-                "doca_sync_event_remote_net_get_dpa_handle: remote signalling from the DPA needs DOCA DPA and DOCA RDMA (not yet)");
+        return dpaHandles.computeIfAbsent(dpa, d -> d.dpaRemoteSyncEventHandle(desc.addr(), desc.rkey()));
     }
 
     /** The remote counter's address in its owner's process [model]. */
@@ -66,6 +72,16 @@ public final class DocaSyncEventRemoteNet {
         check("doca_sync_event_remote_net_destroy");
         destroyed = true;
         dev.unhold(this);
+        for (java.util.Map.Entry<DocaDpaContext, Long> e : dpaHandles.entrySet()) {
+            try {
+                e.getKey().dpaRemoteSyncEventHandleFree(e.getValue());
+            } catch (DocaException x) {
+                if (x.error() != DocaError.DOCA_ERROR_BAD_STATE) { // BAD_STATE: the DPA context stopped, the handle went with its memory
+                    throw x;
+                }
+            }
+        }
+        dpaHandles.clear();
     }
 
     private void check(String what) {

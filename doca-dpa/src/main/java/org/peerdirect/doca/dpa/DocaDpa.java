@@ -558,6 +558,56 @@ public final class DocaDpa implements DocaDpaContext {
         return dev.process().exited();
     }
 
+    // ------------------------------------------------------------------ for DOCA libraries on this context (libdoca_rdma, doca_mmap) [model]
+
+    /** Whether the context is started (the caller holds {@link #lock}). */
+    boolean started() {
+        assert lock.isHeldByCurrentThread();
+        return state == State.STARTED;
+    }
+
+    /**
+     * The FlexIO process of the started context: what libdoca_rdma builds a DPA data path's queues
+     * in ({@code doca_rdma_set_datapath_on_dpa}). Not a DOCA call [model].
+     *
+     * @throws DocaException BAD_STATE unless started
+     */
+    public FlexioProcess flexioProcess() {
+        lock.lock();
+        try {
+            return process("doca_dpa (datapath on DPA)");
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Keys and handles of DPA memory DOCA Core asks for (maps, remote sync events). */
+    private final DpaKeys keys = new DpaKeys(this);
+
+    /** A FlexIO device mkey over the DPA range (local and remote read, write and atomics): a map's DPA memory range, a remotely published counter. */
+    @Override
+    public int dpaMkeyCreate(long daddr, long len) {
+        return keys.mkeyCreate(daddr, len);
+    }
+
+    /** Destroys a key of {@link #dpaMkeyCreate}; nothing once the context stopped (it went with the process). */
+    @Override
+    public void dpaMkeyDestroy(int key) {
+        keys.mkeyDestroy(key);
+    }
+
+    /** A remote sync event's DPA handle: its address and key in the heap, the layout the device's {@code signal_set/add} read. */
+    @Override
+    public long dpaRemoteSyncEventHandle(long addr, int rkey) {
+        return keys.remoteSyncEventHandle(addr, rkey);
+    }
+
+    /** BAD_STATE once the context stopped or was destroyed: the handle went with the process's memory. */
+    @Override
+    public void dpaRemoteSyncEventHandleFree(long handle) {
+        syncEventCounterFree(handle);
+    }
+
     // ------------------------------------------------------------------ helpers
 
     private void checkState(String w, State want) {

@@ -137,7 +137,10 @@ public final class DocaDpaThread {
         state = State.RUNNING;
     }
 
-    /** {@code doca_dpa_thread_stop}: the DPA thread goes (a running activation is stopped with it). BAD_STATE unless started. */
+    /**
+     * {@code doca_dpa_thread_stop}: the DPA thread goes (a running activation is stopped with it).
+     * BAD_STATE unless started, IN_USE while a started completion context triggers it.
+     */
     public void stop() {
         String w = "doca_dpa_thread_stop";
         DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed");
@@ -146,7 +149,7 @@ public final class DocaDpaThread {
         state = State.STOPPED;
     }
 
-    /** {@code doca_dpa_thread_destroy}: stops a started thread first; INVALID_VALUE the second time. */
+    /** {@code doca_dpa_thread_destroy}: stops a started thread first (IN_USE while a started completion context triggers it); INVALID_VALUE the second time. */
     public void destroy() {
         String w = "doca_dpa_thread_destroy";
         DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed already");
@@ -165,6 +168,8 @@ public final class DocaDpaThread {
     private void release() {
         dpa.lock.lock();
         try {
+            DocaException.check(startedCompletions == 0, DocaError.DOCA_ERROR_IN_USE,
+                    "doca_dpa_thread_stop/destroy: " + startedCompletions + " started completion context(s) trigger this thread (stop them first)");
             handler.destroy();
             handler = null;
             dpa.memFree(block);
@@ -202,6 +207,30 @@ public final class DocaDpaThread {
         }
         return new DocaDpaObjects.Thread(func == null ? "-" : func.name(), arg, state.name().toLowerCase(java.util.Locale.ROOT), euId, n,
                 completions.stream().map(String::valueOf).toList());
+    }
+
+    /** Started completion contexts bound to the thread (their CQs name it); guarded by the DPA context's lock. */
+    private int startedCompletions;
+
+    /** A completion context bound ({@code +1}, at its start) or unbound ({@code -1}, at its stop); the caller holds the context's lock. */
+    void completionBound(int delta) {
+        assert dpa.lock.isHeldByCurrentThread();
+        startedCompletions += delta;
+    }
+
+    /** Its DPA context. */
+    DocaDpa dpa() {
+        return dpa;
+    }
+
+    /** Whether {@link #run} was called (and the thread not stopped since). */
+    boolean running() {
+        return state == State.RUNNING;
+    }
+
+    /** The FlexIO event handler while started (a completion context's CQ names it). */
+    FlexioEventHandler handler() {
+        return handler;
     }
 
     /** Activations so far (for {@code dpa:} commands and tests); 0 unless started. */

@@ -201,7 +201,13 @@ public final class Prm {
      * at virtual address {@code start}, local and remote read and write, on {@code pd}.
      */
     public static MemorySegment createUmemMkey(int pd, long start, long len, int umem, long umemOffset) {
+        return createUmemMkey(pd, start, len, umem, umemOffset, false);
+    }
+
+    /** As {@link #createUmemMkey(int, long, long, int, long)}, remote atomics allowed too when {@code atomic} ({@code MKC_A}). */
+    public static MemorySegment createUmemMkey(int pd, long start, long len, int umem, long umemOffset, boolean atomic) {
         MemorySegment in = input(Mlx5Cmd.CREATE_MKEY, 0, (int) Mkey.CREATE_IN_MTT);
+        Mkey.MKC_A.set(in, Mkey.CREATE_IN_MKC, atomic ? 1 : 0);
         long m = Mkey.CREATE_IN_MKC;
         Mkey.MKC_ACCESS_MODE_1_0.set(in, m, Mkey.ACCESS_MODE_MTT);
         Mkey.MKC_LR.set(in, m, 1);

@@ -5,12 +5,14 @@
  * and the silicon's {@code java.lang} allowlist, so the image verifier accepts them.
  *
  * <p>Java names map one to one to the C names ({@code doca_dpa_dev_thread_rank} →
- * {@code DocaDpaDev.threadRank}). This first slice has the thread calls ({@code DocaDpaDev}: rank,
- * count, local storage, reschedule, finish, notify, yield, log) and the sync events on the DPA
- * ({@code DocaDpaDevSyncEvent}); completions, RDMA, async ops, verbs and trace are not built yet.
+ * {@code DocaDpaDev.threadRank}). Built: the thread calls ({@code DocaDpaDev}: rank, count, local
+ * storage, reschedule, finish, notify, yield, log), the sync events on the DPA
+ * ({@code DocaDpaDevSyncEvent}), completions ({@code DocaDpaDevCompletion}: get_completion, the
+ * element getters, ack, request_notification) and RDMA from the DPA ({@code DocaDpaDevRdma}: posts,
+ * signals, submit flags); async ops, verbs and trace are not built yet.
  */
 @Export
-@Version("0.1.0")
+@Version("0.2.0")
 package org.peerdirect.doca.dpa.dev;
 
 import org.osgi.annotation.bundle.Export;

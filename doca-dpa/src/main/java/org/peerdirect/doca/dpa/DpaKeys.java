@@ -1,0 +1,68 @@
+package org.peerdirect.doca.dpa;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.HashMap;
+import java.util.Map;
+
+import org.peerdirect.doca.DocaError;
+import org.peerdirect.doca.DocaException;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevRdma;
+import org.peerdirect.flexio.FlexioException;
+import org.peerdirect.flexio.FlexioMkey;
+
+/**
+ * What DOCA Core asks of a DPA context for DPA memory reached by RDMA ({@code DocaDpaContext}):
+ * FlexIO device mkeys over DPA memory ranges of maps and of remotely published sync event
+ * counters, and the DPA handles of remote sync events. [model] DOCA's handle formats are not
+ * public: a map's DPA handle is its mkey's key; a remote event's is the DPA address of its
+ * address and key ({@link DocaDpaDevRdma#REMOTE_EVENT_ADDR}), what the device's signals read.
+ *
+ * <p>Lock: every call takes the context's lock; the keys live while the context is started.
+ */
+final class DpaKeys {
+
+    private final DocaDpa dpa;
+    /** Live device mkeys by key; guarded by the context's lock. */
+    private final Map<Integer, FlexioMkey> mkeys = new HashMap<>();
+
+    DpaKeys(DocaDpa dpa) {
+        this.dpa = dpa;
+    }
+
+    /** A device mkey over the range, local and remote read, write and atomics; its key. INVALID_VALUE for a range outside the heap. */
+    int mkeyCreate(long daddr, long len) {
+        String w = "doca_dpa (an mkey over DPA memory)";
+        dpa.lock.lock();
+        try {
+            FlexioMkey m = FlexioMkey.deviceMkeyCreate(dpa.process(w), daddr, len, true);
+            mkeys.put(m.id(), m);
+            return m.id();
+        } catch (FlexioException e) {
+            throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": " + e.getMessage(), e);
+        } finally {
+            dpa.lock.unlock();
+        }
+    }
+
+    /** Destroys a key of {@link #mkeyCreate}; nothing once the context stopped (the key went with its process). */
+    void mkeyDestroy(int key) {
+        dpa.lock.lock();
+        try {
+            FlexioMkey m = mkeys.remove(key);
+            if (m != null && dpa.started()) {
+                m.destroy();
+            }
+        } finally {
+            dpa.lock.unlock();
+        }
+    }
+
+    /** {@link DocaDpaDevRdma#REMOTE_EVENT_SIZE} bytes of the heap holding a remote counter's address and key. */
+    long remoteSyncEventHandle(long addr, int rkey) {
+        long h = dpa.memAlloc(DocaDpaDevRdma.REMOTE_EVENT_SIZE);
+        dpa.h2dMemcpy(h, ByteBuffer.allocate(DocaDpaDevRdma.REMOTE_EVENT_SIZE).order(ByteOrder.LITTLE_ENDIAN)
+                .putLong(DocaDpaDevRdma.REMOTE_EVENT_ADDR, addr).putInt(DocaDpaDevRdma.REMOTE_EVENT_RKEY, rkey).array());
+        return h;
+    }
+}

@@ -1,0 +1,280 @@
+package org.peerdirect.doca.rdma;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.doca.DocaAccessFlag;
+import org.peerdirect.doca.DocaError;
+import org.peerdirect.doca.DocaException;
+import org.peerdirect.doca.dev.DocaDev;
+import org.peerdirect.doca.dpa.DocaDpa;
+import org.peerdirect.doca.dpa.DocaDpaCompletion;
+import org.peerdirect.doca.dpa.DocaDpaThread;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevRdma;
+import org.peerdirect.doca.mmap.DocaMmap;
+import org.peerdirect.doca.rdma.progs.RdmaProgsStubs;
+import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.doca.syncevent.DocaSyncEventRemoteNet;
+
+/**
+ * DOCA RDMA with its data path on the DPA: an RDMA WRITE posted from the DPA lands in the peer's
+ * DPA memory, its completion is reported to the completion context only when asked (no
+ * OPTIMIZE_REPORTS) and only once flushed; calls out of order and bad input answer DOCA's errors,
+ * a post on a connection not connected ends the DPA process naming it; nothing is left.
+ */
+class DocaRdmaTest {
+
+    private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE
+            | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_READ;
+
+    @TempDir
+    Path tmp;
+    private RdmaLab lab;
+    private DocaDev dev;
+    private DocaDpa dpa;
+    private final List<Runnable> undo = new ArrayList<>();
+
+    @BeforeEach
+    void up() {
+        lab = new RdmaLab(tmp);
+        dev = lab.open(0);
+        dpa = DocaDpa.create(dev);
+        dpa.setApp(RdmaProgsStubs.APP);
+        dpa.start();
+    }
+
+    @AfterEach
+    void down() {
+        for (int i = undo.size() - 1; i >= 0; i--) {
+            undo.get(i).run();
+        }
+        dpa.stop();
+        dpa.destroy();
+        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
+        dev.close();
+        lab.close();
+    }
+
+    private static DocaError status(Executable e) {
+        return assertThrows(DocaException.class, e).error();
+    }
+
+    private DocaRdma rdma(DocaDpaCompletion comp) {
+        DocaRdma r = DocaRdma.create(dev);
+        r.setPermissions(RW);
+        r.setDatapathOnDpa(dpa);
+        if (comp != null) {
+            r.dpaCompletionAttach(comp);
+        }
+        r.start();
+        undo.add(r::destroy);
+        return r;
+    }
+
+    private DocaMmap dpaMap(long daddr, long len) {
+        DocaMmap m = DocaMmap.create();
+        m.setDpaMemrange(dpa, daddr, len);
+        m.setPermissions(RW);
+        m.addDev(dev);
+        m.start();
+        undo.add(m::destroy);
+        return m;
+    }
+
+    private long alloc(long n) {
+        long d = dpa.memAlloc(n);
+        dpa.memset(d, 0, n);
+        undo.add(() -> dpa.memFree(d));
+        return d;
+    }
+
+    /** A completion context on a started thread that is never run: the host polls it through an RPC. */
+    private DocaDpaCompletion polledCompletion() {
+        DocaDpaThread t = DocaDpaThread.create(dpa);
+        t.setFuncArg(RdmaProgsStubs.THREAD2, 0);
+        t.start();
+        undo.add(t::destroy);
+        DocaDpaCompletion c = DocaDpaCompletion.create(dpa, 8);
+        c.setThread(t);
+        c.start();
+        undo.add(c::destroy);
+        return c;
+    }
+
+    private void connect(DocaRdma a, DocaRdma b) {
+        DocaRdma.Export ea = a.export();
+        DocaRdma.Export eb = b.export();
+        a.connect(eb.connectionDetails(), ea.connection());
+        b.connect(ea.connectionDetails(), eb.connection());
+    }
+
+    private long poll(DocaDpaCompletion c) {
+        return dpa.rpc(RdmaProgsStubs.POLL_ONE, c.getDpaHandle());
+    }
+
+    @Test
+    void aWriteFromTheDpaLandsAndIsReportedOnlyWhenAskedAndFlushed() {
+        DocaDpaCompletion comp = polledCompletion();
+        DocaRdma writer = rdma(comp);
+        DocaRdma peer = rdma(null);
+        connect(writer, peer);
+        long src = alloc(64);
+        long dst = alloc(64);
+        dpa.h2dMemcpy(src, ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(0x1122334455667788L).putLong(42).array());
+        int srcKey = dpaMap(src, 64).devGetDpaHandle(dev);
+        DocaMmap dstMap = dpaMap(dst, 64);
+        // the peer's map reaches the writer by its export, as two hosts do
+        DocaMmap remote = DocaMmap.createFromExport(0, dstMap.exportRdma(dev), dev);
+        undo.add(remote::destroy);
+        int dstKey = remote.devGetDpaHandle(dev);
+        long h = writer.getDpaHandle();
+
+        dpa.rpc(RdmaProgsStubs.POST_WRITE, h, 0, dstKey, dst, srcKey, src, 8L, DocaDpaDevRdma.SUBMIT_FLAG_NONE);
+        assertEquals(-1, poll(comp), "not flushed: no completion");
+        assertEquals(0, le64(dpa.d2hMemcpy(dst, 8)), "not flushed: nothing written");
+        dpa.rpc(RdmaProgsStubs.POST_WRITE, h, 0, dstKey, dst + 8, srcKey, src + 8, 8L,
+                DocaDpaDevRdma.SUBMIT_FLAG_FLUSH | DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (le64(dpa.d2hMemcpy(dst + 8, 8)) != 42) {
+            assertTrue(System.nanoTime() < deadline, "the flushed writes landed");
+            Thread.onSpinWait();
+        }
+        assertEquals(0x1122334455667788L, le64(dpa.d2hMemcpy(dst, 8)), "the earlier post went with the flush");
+        long first = poll(comp);
+        while (first == -1 && System.nanoTime() < deadline) {
+            first = poll(comp);
+        }
+        assertEquals(DocaDpaDevCompletion.COMP_SEND, first, "the first write asked for its completion");
+        assertEquals(-1, poll(comp), "the second did not (OPTIMIZE_REPORTS)");
+    }
+
+    @Test
+    void badInputAndCallsOutOfOrder() {
+        DocaRdma hostPath = DocaRdma.create(dev);
+        assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, status(hostPath::start), "a host data path is not built");
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(hostPath::export), "export before start");
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(() -> hostPath.dpaCompletionAttach(polledCompletion())), "attach before the DPA data path");
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> hostPath.setPermissions(0)));
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> hostPath.setMaxNumConnections(0)));
+        hostPath.destroy();
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(hostPath::destroy), "double destroy");
+
+        DocaDpaCompletion comp = polledCompletion();
+        DocaRdma a = rdma(comp);
+        DocaRdma b = rdma(null);
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(() -> a.setMaxNumConnections(2)), "configured after start");
+        DocaRdma.Export ea = a.export();
+        assertEquals(DocaError.DOCA_ERROR_FULL, status(a::export), "one connection at most by default");
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> a.connect(new byte[7], ea.connection())), "details of 7 bytes");
+        byte[] garbage = new byte[RdmaConnDesc.SIZE];
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> a.connect(garbage, ea.connection())), "no magic");
+        DocaRdma.Export eb = b.export();
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> a.connect(eb.connectionDetails(), eb.connection())),
+                "a connection of another context");
+        assertEquals(DocaError.DOCA_ERROR_IN_USE, status(comp::stop), "the completion context serves a's connection");
+        a.connect(eb.connectionDetails(), ea.connection());
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(() -> a.connect(eb.connectionDetails(), ea.connection())), "connected twice");
+        assertEquals(0, ea.connection().getId());
+        assertTrue(ea.connection().isConnected() && !eb.connection().isConnected());
+
+        // another device: the ConnectX-6 Dx has no DPA; a DPA map has no handle on it
+        DocaDev other = lab.open(1);
+        DocaRdma onOther = DocaRdma.create(other);
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> onOther.setDatapathOnDpa(dpa)), "a DPA context of another device");
+        onOther.destroy();
+        long src = alloc(64);
+        DocaMmap srcMap = dpaMap(src, 64);
+        assertEquals(DocaError.DOCA_ERROR_NOT_FOUND, status(() -> srcMap.devGetDpaHandle(other)), "the map's handle on another device");
+        other.close();
+
+        // b's connection is not connected: a post on it ends the DPA process naming the error
+        int key = srcMap.devGetDpaHandle(dev);
+        DocaException e = assertThrows(DocaException.class, () -> dpa.rpc(RdmaProgsStubs.POST_SEND_IMM, b.getDpaHandle(), 0, src, key, 8L, 1));
+        assertEquals(DocaError.DOCA_ERROR_DRIVER, e.error(), e.getMessage());
+        assertTrue(e.getMessage().contains(Integer.toHexString(DocaDpaDevRdma.ERROR_BAD_CONNECTION)), e.getMessage());
+    }
+
+    /**
+     * The memory model sees the posts' ring writes: a SEND made by hand through the handle's
+     * layout without the write-back before its doorbell is caught (C1) naming the RPC's line, the
+     * process ends (strict), and the peer receives nothing.
+     */
+    @Test
+    void aPostWithoutWritebackBeforeItsDoorbellIsCaught() {
+        DocaRdma a = rdma(null);
+        DocaRdma b = rdma(polledCompletion());
+        connect(a, b);
+        long buf = alloc(64);
+        int key = dpaMap(buf, 64).devGetDpaHandle(dev);
+        dpa.rpc(RdmaProgsStubs.POST_RECEIVE, b.getDpaHandle(), buf, key, 8L);
+        try {
+            dpa.rpc(RdmaProgsStubs.POST_SEND_WITHOUT_WRITEBACK, a.getDpaHandle(), key, buf, 8L);
+        } catch (DocaException e) {
+            assertEquals(DocaError.DOCA_ERROR_DRIVER, e.error(), e.getMessage()); // the process may end before the RPC answers
+        }
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        String ps;
+        while (!(ps = String.join("\n", lab.dpa())).contains("C1")) {
+            assertTrue(System.nanoTime() < deadline, "C1 reported: " + ps);
+            Thread.onSpinWait();
+        }
+        assertTrue(ps.contains("without __dpa_thread_memory_writeback before the doorbell") && ps.contains("RdmaProgs.postSendWithoutWriteback"), ps);
+    }
+
+    /**
+     * Signals: the peer's DPA-subscribed sync event, exported to the remote net, is set by
+     * {@code signal_set} after 4 KiB written on the same connection (the host that sees the value
+     * sees every byte), then increased by {@code signal_add}.
+     */
+    @Test
+    void signalsReachTheRemoteEventAfterTheWritesOfTheirConnection() {
+        DocaRdma writer = rdma(null);
+        DocaRdma peer = rdma(null);
+        connect(writer, peer);
+        DocaSyncEvent ev = DocaSyncEvent.create();
+        ev.addPublisherLocationRemoteNet();
+        ev.addSubscriberLocationDpa(dpa);
+        ev.start();
+        undo.add(ev::destroy);
+        DocaSyncEventRemoteNet remote = DocaSyncEventRemoteNet.createFromExport(dev, ev.exportToRemoteNet());
+        undo.add(remote::destroy);
+        long event = remote.getDpaHandle(dpa);
+        assertEquals(event, remote.getDpaHandle(dpa), "one handle per DPA context");
+
+        int n = 4096;
+        long src = alloc(n);
+        long dst = alloc(n);
+        byte[] pattern = new byte[n];
+        for (int i = 0; i < n; i++) {
+            pattern[i] = (byte) (i * 7 + 3);
+        }
+        dpa.h2dMemcpy(src, pattern);
+        int srcKey = dpaMap(src, n).devGetDpaHandle(dev);
+        DocaMmap remoteDst = DocaMmap.createFromExport(0, dpaMap(dst, n).exportRdma(dev), dev);
+        undo.add(remoteDst::destroy);
+        dpa.rpc(RdmaProgsStubs.WRITE_THEN_SIGNAL_SET, writer.getDpaHandle(), remoteDst.devGetDpaHandle(dev), dst, srcKey, src, (long) n, event, 7L);
+        ev.waitGt(6, -1L, java.time.Duration.ofSeconds(30));
+        assertEquals(7, ev.get());
+        assertTrue(java.util.Arrays.equals(pattern, dpa.d2hMemcpy(dst, n)), "every byte written before the signal is there");
+        dpa.rpc(RdmaProgsStubs.SIGNAL_ADD, writer.getDpaHandle(), event, 5L);
+        ev.waitGt(11, -1L, java.time.Duration.ofSeconds(30));
+        assertEquals(12, ev.get(), "signal_add added 5");
+    }
+
+    private static long le64(byte[] b) {
+        return ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).getLong();
+    }
+}

@@ -1,0 +1,184 @@
+package org.peerdirect.doca.rdma;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.peerdirect.doca.rdma.progs.RdmaProgs.*;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.doca.DocaAccessFlag;
+import org.peerdirect.doca.DocaError;
+import org.peerdirect.doca.DocaException;
+import org.peerdirect.doca.dev.DocaDev;
+import org.peerdirect.doca.dpa.DocaDpa;
+import org.peerdirect.doca.dpa.DocaDpaCompletion;
+import org.peerdirect.doca.dpa.DocaDpaThread;
+import org.peerdirect.doca.mmap.DocaMmap;
+import org.peerdirect.doca.rdma.progs.RdmaProgsStubs;
+import org.peerdirect.doca.syncevent.DocaSyncEvent;
+
+/**
+ * DPA_MODEL.md §4 scenario 7, DOCA's {@code dpa_ping_pong} sample: a ping thread and a pong thread,
+ * each with its DOCA RDMA context (data path on the DPA) and its completion context, the two
+ * contexts connected; the first iteration by RPC, then 100 iterations of post_receive/post_send of
+ * the values 0..99 in each direction, each thread polling its completion context. Observe: both
+ * received-value arrays are [1]*100 and both sync events are set.
+ */
+class DpaPingPongTest {
+
+    private static final Duration BOUND = Duration.ofSeconds(120);
+    private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE;
+
+    @TempDir
+    Path tmp;
+    private RdmaLab lab;
+    private DocaDev dev;
+    private DocaDpa dpa;
+    private final List<Runnable> undo = new ArrayList<>();
+
+    @BeforeEach
+    void up() {
+        lab = new RdmaLab(tmp);
+        dev = lab.open(0);
+        dpa = DocaDpa.create(dev);
+        dpa.setApp(RdmaProgsStubs.APP);
+        dpa.start();
+    }
+
+    @AfterEach
+    void down() {
+        for (int i = undo.size() - 1; i >= 0; i--) {
+            undo.get(i).run();
+        }
+        dpa.stop();
+        dpa.destroy();
+        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
+        dev.close();
+        lab.close();
+    }
+
+    private long alloc(long n) {
+        long d = dpa.memAlloc(n);
+        dpa.memset(d, 0, n);
+        undo.add(() -> dpa.memFree(d));
+        return d;
+    }
+
+    private int dpaMap(long daddr, long len) {
+        DocaMmap m = DocaMmap.create();
+        m.setDpaMemrange(dpa, daddr, len);
+        m.setPermissions(RW);
+        m.addDev(dev);
+        m.start();
+        undo.add(m::destroy);
+        return m.devGetDpaHandle(dev);
+    }
+
+    private static byte[] le(long... v) {
+        ByteBuffer b = ByteBuffer.allocate(8 * v.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (long x : v) {
+            b.putLong(x);
+        }
+        return b.array();
+    }
+
+    /** One side: its thread (with TLS), completion context, RDMA context, buffers and event; returns its argument block. */
+    private record Side(DocaRdma rdma, DocaDpaThread thread, long arg, long values, DocaSyncEvent ev) {
+    }
+
+    private Side side(boolean ping, boolean noRepost) {
+        long values = alloc(4L * ITERATIONS);
+        long tls = alloc(TLS_SIZE);
+        dpa.h2dMemcpy(tls, le(values, 0, ping ? 1 : 0, noRepost ? 1 : 0));
+        long arg = alloc(PP_SIZE);
+        DocaDpaThread t = DocaDpaThread.create(dpa);
+        undo.add(t::destroy);
+        t.setFuncArg(RdmaProgsStubs.PING_PONG, arg);
+        t.setLocalStorage(tls);
+        t.start();
+        DocaDpaCompletion comp = DocaDpaCompletion.create(dpa, 16);
+        undo.add(comp::destroy);
+        comp.setThread(t);
+        comp.start();
+        DocaRdma r = DocaRdma.create(dev);
+        r.setPermissions(RW);
+        r.setDatapathOnDpa(dpa);
+        r.setRecvQueueSize(4);
+        r.setSendQueueSize(8);
+        r.dpaCompletionAttach(comp);
+        r.start();
+        undo.add(r::destroy);
+        DocaSyncEvent ev = DocaSyncEvent.create();
+        ev.addPublisherLocationDpa(dpa);
+        ev.addSubscriberLocationDpa(dpa);
+        ev.start();
+        undo.add(ev::destroy);
+        long recv = alloc(64);
+        long send = alloc(64);
+        dpa.h2dMemcpy(arg, le(comp.getDpaHandle(), r.getDpaHandle(), recv, dpaMap(recv, 64), 8, send, dpaMap(send, 64), 8,
+                ev.getDpaHandle(dpa), 1));
+        return new Side(r, t, arg, values, ev);
+    }
+
+    private void connectAndTrigger(Side ping, Side pong) {
+        DocaRdma.Export a = ping.rdma().export();
+        DocaRdma.Export b = pong.rdma().export();
+        ping.rdma().connect(b.connectionDetails(), a.connection());
+        pong.rdma().connect(a.connectionDetails(), b.connection());
+        ping.thread().run();
+        pong.thread().run();
+        dpa.rpc(RdmaProgsStubs.TRIGGER_FIRST_ITERATION, ping.arg(), pong.arg());
+    }
+
+    private List<Integer> received(Side s) {
+        ByteBuffer v = ByteBuffer.wrap(dpa.d2hMemcpy(s.values(), 4 * ITERATIONS)).order(ByteOrder.LITTLE_ENDIAN);
+        List<Integer> got = new ArrayList<>();
+        for (int i = 0; i < ITERATIONS; i++) {
+            if (v.getInt(4 * i) == 1) {
+                got.add(i);
+            }
+        }
+        return got;
+    }
+
+    @Test
+    void hundredIterationsEachWayBothArraysFullBothEventsSet() {
+        Side ping = side(true, false);
+        Side pong = side(false, false);
+        connectAndTrigger(ping, pong);
+        ping.ev().waitGt(0, -1L, BOUND);
+        pong.ev().waitGt(0, -1L, BOUND);
+        List<Integer> all = java.util.stream.IntStream.range(0, ITERATIONS).boxed().toList();
+        for (Side s : List.of(ping, pong)) {
+            assertEquals(all, received(s), (s == ping ? "ping" : "pong") + ": every value 0..99 received");
+            assertEquals(1, s.ev().get(), "the event is set");
+            assertEquals(1, s.thread().activations(), "one activation: the thread polls, it never reschedules");
+        }
+    }
+
+    /**
+     * The mutant: pong does not re-post its receive after the first value. Ping's second send then
+     * finds no receive (RNR, retried without end): the exchange stops after one iteration, neither
+     * event is set, and the arrays hold the first value only.
+     */
+    @Test
+    void withoutRepostingTheReceiveTheExchangeStops() {
+        Side ping = side(true, false);
+        Side pong = side(false, true);
+        connectAndTrigger(ping, pong);
+        DocaException e = assertThrows(DocaException.class, () -> ping.ev().waitGt(0, -1L, Duration.ofSeconds(3)));
+        assertEquals(DocaError.DOCA_ERROR_TIME_OUT, e.error());
+        assertEquals(0, pong.ev().get(), "pong's event is not set");
+        assertEquals(List.of(0), received(pong), "pong got the first value only");
+        assertEquals(List.of(0), received(ping), "ping got pong's answer to it, then nothing");
+    }
+}

@@ -1,0 +1,136 @@
+package org.peerdirect.doca.rdma;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.peerdirect.doca.dev.DocaDev;
+import org.peerdirect.doca.dev.DocaDevinfo;
+import org.peerdirect.hca.boards.Fabric;
+import org.peerdirect.hca.cx4.ConnectX4Device;
+import org.peerdirect.ib.core.standalone.IbCore;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvDeviceList;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.KernelException;
+import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.PciFunction;
+import org.peerdirect.kernel.pci.StandalonePciBus;
+import org.peerdirect.mlx5.core.Mlx5CoreDev;
+import org.peerdirect.mlx5.ib.Mlx5IbDev;
+
+/**
+ * The machine DOCA RDMA's tests run on (doca-dpa's {@code DpaLab}, which is package-private in its tests: D4 of the duplicates list): a BlueField-3 ({@code mlx5_0}) and a ConnectX-6 Dx
+ * ({@code mlx5_1}, no DPA) with mlx5_core and mlx5_ib, and one user process, as flexio's
+ * {@code FlexioMachine} and doca-core's {@code DocaLab} build them. {@link #close} takes it down in
+ * the driver's order and fails with what was left: a verbs context open, a DevX or DPA object in
+ * the firmware, driver DMA pages, firmware pages, an IOMMU fault or mapping, a frame not free.
+ */
+final class RdmaLab implements AutoCloseable {
+
+    final Mm mm;
+    final Iommu iommu;
+    final StandalonePciBus bus;
+    final IbCore core;
+    final List<ConnectX4Device> models = new ArrayList<>();
+    final List<PciFunction> fns = new ArrayList<>();
+    final List<Mlx5CoreDev> cores = new ArrayList<>();
+    final List<Mlx5IbDev> ibs = new ArrayList<>();
+    final List<IbvDevice> devs = new ArrayList<>();
+    final AddressSpace proc;
+
+    RdmaLab(Path tmp) {
+        mm = new Mm(96L << 20, true, tmp.resolve("swap"), 1 << 20);
+        iommu = new Iommu(mm);
+        bus = new StandalonePciBus(iommu);
+        core = new IbCore(null);
+        Fabric fabric = new Fabric();
+        int[] ids = {ConnectX4Device.DEVICE_BLUEFIELD3, ConnectX4Device.DEVICE_CONNECTX6DX};
+        for (int i = 0; i < ids.length; i++) {
+            ConnectX4Device m = new ConnectX4Device(ConnectX4Device.modelName(ids[i]), ids[i], fabric);
+            PciFunction fn = bus.register(m.spec());
+            Mlx5CoreDev c = new Mlx5CoreDev("mlx5_" + i, fn, mm, Mlx5CoreDev.Settings.DEFAULT);
+            c.load();
+            Mlx5IbDev ib = new Mlx5IbDev(c, core.umems());
+            models.add(m);
+            fns.add(fn);
+            cores.add(c);
+            ibs.add(ib);
+            devs.add(core.register(ib));
+        }
+        proc = mm.createProcess("doca-rdma-host");
+        proc.setMemlockLimit(64L << 20);
+    }
+
+    private IbvDeviceList deviceList() {
+        return new IbvDeviceList() {
+            @Override
+            public List<IbvDevice> devices() {
+                return devs;
+            }
+
+            @Override
+            public IbvDevice device(String name) {
+                return devs.stream().filter(d -> d.name().equals(name)).findFirst()
+                        .orElseThrow(() -> new KernelException(KernelException.Errno.ENODEV, "no device " + name));
+            }
+        };
+    }
+
+    /** Opens {@code mlx5_<i>} in the process by its ibdev name, as the DOCA samples do. */
+    DocaDev open(int i) {
+        List<DocaDevinfo> infos = DocaDevinfo.createList(proc, deviceList(), d -> fns.get(devs.indexOf(d)).bdf());
+        return DocaDev.open(DocaDevinfo.byIbdevName(infos, "mlx5_" + i));
+    }
+
+    /** The BlueField-3's DPA objects in the firmware ({@code dpa:ps}). */
+    List<String> dpa() {
+        return models.get(0).dpaDescribe();
+    }
+
+    @Override
+    public void close() {
+        List<String> leaks = new ArrayList<>();
+        for (int i = 0; i < devs.size(); i++) {
+            if (core.openContexts(devs.get(i)) != 0) {
+                leaks.add(devs.get(i).name() + ": " + core.openContexts(devs.get(i)) + " verbs context(s) still open (a doca_dev not closed)");
+            }
+            if (models.get(i).devxLive() != 0) {
+                leaks.add(devs.get(i).name() + ": DevX objects left in the firmware: " + models.get(i).devxDescribe());
+            }
+        }
+        for (Mlx5IbDev ib : ibs) {
+            core.unregister(ib);
+            ib.close();
+        }
+        for (int i = 0; i < cores.size(); i++) {
+            Mlx5CoreDev c = cores.get(i);
+            c.unload();
+            if (c.dmaPagesLive() != 0) {
+                leaks.add(c.name() + ": " + c.dmaPagesLive() + " DMA pages of the driver live");
+            }
+            if (models.get(i).pagesHeld() != 0) {
+                leaks.add(c.name() + ": the firmware holds pages: " + models.get(i).describe());
+            }
+            if (models.get(i).engineFailures() != 0) {
+                leaks.add(c.name() + ": the engine failed " + models.get(i).engineFailures() + " time(s)");
+            }
+        }
+        proc.exit();
+        core.close();
+        models.forEach(ConnectX4Device::close);
+        bus.close();
+        leaks.addAll(bus.warnings());
+        if (!iommu.audit().clean()) {
+            leaks.add("IOMMU audit: " + iommu.audit());
+        }
+        if (mm.totalFrames() != mm.freeFrames()) {
+            leaks.add((mm.totalFrames() - mm.freeFrames()) + " frames not free");
+        }
+        mm.close();
+        if (!leaks.isEmpty()) {
+            throw new AssertionError("left behind: " + leaks);
+        }
+    }
+}
