@@ -94,7 +94,7 @@ public final class DocaDpa implements DocaDpaContext {
 
     // ------------------------------------------------------------------ resource queries (DocaDpaCaps)
 
-    /** The device's DPA capability block, read once (not thread-safe, as the object). */
+    /** The device's DPA capability block, read on the first query (guarded by {@link #lock}). */
     private DocaDpaCaps caps;
 
     /** The capability block behind the resource queries; INVALID_VALUE once destroyed. */
