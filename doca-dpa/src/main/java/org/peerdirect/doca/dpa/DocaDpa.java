@@ -92,6 +92,11 @@ public final class DocaDpa implements DocaDpaContext {
         return DocaDpaCaps.supported("doca_dpa_cap_is_supported", dev.ibvContext());
     }
 
+    /** {@code doca_dpa_cap_is_supported(devinfo)}: see {@link DocaDpaCaps#capIsSupported}. */
+    public static boolean capIsSupported(org.peerdirect.doca.dev.DocaDevinfo devinfo) {
+        return DocaDpaCaps.capIsSupported(devinfo);
+    }
+
     // ------------------------------------------------------------------ resource queries (DocaDpaCaps)
 
     /** The device's DPA capability block, read on the first query (guarded by {@link #lock}). */

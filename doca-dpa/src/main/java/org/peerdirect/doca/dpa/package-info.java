@@ -5,7 +5,9 @@
  * d2h_memcpy; rpc; kernel_launch_update_set/_add with sync events; the DPA memory of sync events
  * with a DPA subscriber), {@link org.peerdirect.doca.dpa.DocaDpaThread},
  * {@link org.peerdirect.doca.dpa.DocaDpaEuAffinity} and
- * {@link org.peerdirect.doca.dpa.DocaDpaNotificationCompletion}. Status is {@code doca_error_t}
+ * {@link org.peerdirect.doca.dpa.DocaDpaNotificationCompletion}; the resource queries from the DPA
+ * capability block ({@link org.peerdirect.doca.dpa.DocaDpaCaps}) and thread groups
+ * ({@link org.peerdirect.doca.dpa.DocaDpaThreadGroup}). Status is {@code doca_error_t}
  * ({@link org.peerdirect.doca.DocaException}); as DOCA documents, the objects are not thread-safe.
  * The device side is {@code org.peerdirect.doca.dpa.dev} (doca-dpa-dev).
  *

@@ -81,7 +81,7 @@ class DocaDpaResourcesTest {
         assertEquals(harts - caps.get("os_reserved_harts"), dpa.getMaxThreadsPerKernel(), "the user's EUs");
         assertEquals(120, dpa.getKernelMaxRunTime(), "DOCA's samples size work to 0.75 × 120 s");
 
-        assertTrue(DocaDpaCaps.capIsSupported(dev.asDevinfo()), "a BlueField-3's devinfo");
+        assertTrue(DocaDpa.capIsSupported(dev.asDevinfo()), "a BlueField-3's devinfo");
         DocaDev cx6 = lab.open(1);
         assertFalse(DocaDpaCaps.capIsSupported(cx6.asDevinfo()), "a ConnectX-6 Dx reports no DPA block");
         refused(DocaError.DOCA_ERROR_NOT_SUPPORTED, () -> DocaDpa.create(cx6), "a DPA context on a ConnectX-6 Dx");
