@@ -143,13 +143,13 @@ class DocaDpaLitmusTest {
     }
 
     /**
-     * A 16-byte copy is two 8-byte stores: a reader that takes both halves without ordering relies
-     * on an atomicity the DPA does not give, and strict checking reports it (C2 naming the reading
-     * line) whatever the round's interleaving; the 8-byte word of the test above is never reported.
+     * A 16-byte copy is two 8-byte stores: a reader that, having seen the first half change, takes
+     * the second without ordering relies on an atomicity the DPA does not give, and strict checking
+     * reports it (C2 naming the reading line) every round; the 8-byte word above is never reported.
      */
     @Test
     void readingASixteenByteCopyUnorderedIsReported() {
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < ROUNDS; i++) {
             open();
             DocaException f = launch(EuProgsStubs.PAIR16);
             assertNotNull(f, "round " + i + ": strict mode ends the process");

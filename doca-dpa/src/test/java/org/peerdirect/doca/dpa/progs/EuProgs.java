@@ -179,6 +179,7 @@ public final class EuProgs {
             }
             return;
         }
+        awaitFirst(arg + 576);
         long last = 0;
         long bad = 0;
         for (int i = 0; i < 40; i++) {
@@ -200,6 +201,7 @@ public final class EuProgs {
             }
             return;
         }
+        awaitFirst(arg + 512);
         long torn = 0;
         for (int i = 0; i < 40; i++) {
             long v = Dpa.ld64(arg + 512);
@@ -210,7 +212,10 @@ public final class EuProgs {
         Dpa.st64(arg + 520, torn);
     }
 
-    /** Rank 0 copies 16 bytes as two 8-byte stores, rank 1 counts pairs whose halves differ (some seeds tear). */
+    /**
+     * Rank 0 copies 16 bytes as two 8-byte stores; rank 1, once it saw the first half change, counts
+     * pairs whose halves differ: reading the second half after seeing the first, unordered, is C2.
+     */
     @DpaGlobal
     static void pair16(long arg) {
         if (DocaDpaDev.threadRank() == 0) {
@@ -220,6 +225,7 @@ public final class EuProgs {
             }
             return;
         }
+        awaitFirst(arg + 192);
         long torn = 0;
         for (int i = 0; i < 40; i++) {
             long a = Dpa.ld64(arg + 192);
@@ -229,6 +235,16 @@ public final class EuProgs {
             }
         }
         Dpa.st64(arg + 448, torn);
+    }
+
+    /**
+     * The reader waits until it sees the writer's first store there, so every round tests the
+     * reads that follow a store seen (without it a reader that ran first would see only zeros).
+     */
+    private static void awaitFirst(long daddr) {
+        while (Dpa.ld64(daddr) == 0) {
+            Dpa.compilerBarrier();
+        }
     }
 
     /** C5: an 8-byte store at a 4-byte offset. */
