@@ -13,7 +13,6 @@ import org.peerdirect.flexio.FlexioApp;
 import org.peerdirect.flexio.FlexioException;
 import org.peerdirect.flexio.FlexioFunc;
 import org.peerdirect.flexio.FlexioProcess;
-import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
 
 /**
  * {@code struct doca_dpa}: the host side of one DPA process on a BlueField-3 ({@code doca_dpa.h}),
@@ -92,17 +91,59 @@ public final class DocaDpa implements DocaDpaContext {
         return d;
     }
 
-    /** {@code doca_dpa_cap_is_supported}: whether {@code dev} has a DPA. */
+    /** {@code doca_dpa_cap_is_supported}: whether {@code dev} reports a DPA capability block ({@link DocaDpaCaps}). */
     public static boolean capIsSupported(DocaDev dev) {
         Objects.requireNonNull(dev, "dev");
-        IbvDeviceAttr a = dev.ibvContext().queryDevice();
-        return a.vendorPartId() == BLUEFIELD3_DEVICE_ID;
+        return DocaDpaCaps.supported("doca_dpa_cap_is_supported", dev.ibvContext());
     }
 
-    /** {@code doca_dpa_cap_is_supported(devinfo)}: whether the device has a DPA, before opening it. */
+    /** {@code doca_dpa_cap_is_supported(devinfo)}: see {@link DocaDpaCaps#capIsSupported}. */
     public static boolean capIsSupported(org.peerdirect.doca.dev.DocaDevinfo devinfo) {
-        Objects.requireNonNull(devinfo, "devinfo");
-        return devinfo.queryDevice().vendorPartId() == BLUEFIELD3_DEVICE_ID;
+        return DocaDpaCaps.capIsSupported(devinfo);
+    }
+
+    // ------------------------------------------------------------------ resource queries (DocaDpaCaps)
+
+    /** The device's DPA capability block, read on the first query (guarded by {@link #lock}). */
+    private DocaDpaCaps caps;
+
+    /** The capability block behind the resource queries; INVALID_VALUE once destroyed. */
+    DocaDpaCaps caps(String w) {
+        lock.lock();
+        try {
+            DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the DPA context was destroyed");
+            if (caps == null) {
+                caps = DocaDpaCaps.query(w, dev.ibvContext());
+            }
+            return caps;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code doca_dpa_get_total_num_eus_available}: the partition's EUs, the bound of EU ids (see {@link DocaDpaCaps}). */
+    public int getTotalNumEusAvailable() {
+        return caps("doca_dpa_get_total_num_eus_available").harts();
+    }
+
+    /** {@code doca_dpa_get_core_num}. */
+    public int getCoreNum() {
+        return caps("doca_dpa_get_core_num").cores();
+    }
+
+    /** {@code doca_dpa_get_num_eus_per_core}. */
+    public int getNumEusPerCore() {
+        return caps("doca_dpa_get_num_eus_per_core").hartsPerCore();
+    }
+
+    /** {@code doca_dpa_get_max_threads_per_kernel}: a launch with more threads is refused (INVALID_VALUE). */
+    public int getMaxThreadsPerKernel() {
+        return caps("doca_dpa_get_max_threads_per_kernel").maxThreadsPerKernel();
+    }
+
+    /** {@code doca_dpa_get_kernel_max_run_time}: seconds a kernel may run before the DPA OS's watchdog ends the process. */
+    public long getKernelMaxRunTime() {
+        return caps("doca_dpa_get_kernel_max_run_time").kernelMaxRunTime();
     }
 
     @Override
@@ -440,6 +481,9 @@ public final class DocaDpa implements DocaDpaContext {
         try {
             checkState(w, State.STARTED);
             DocaException.check(nthreads >= 1, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": nthreads " + nthreads);
+            int max = caps(w).maxThreadsPerKernel();
+            DocaException.check(nthreads <= max, DocaError.DOCA_ERROR_INVALID_VALUE,
+                    w + ": nthreads " + nthreads + " is more than the " + max + " threads a kernel may have (doca_dpa_get_max_threads_per_kernel)");
             DocaException.check(kernel != null && kernel.kind() == FlexioFunc.Kind.GLOBAL, DocaError.DOCA_ERROR_INVALID_VALUE,
                     w + ": " + (kernel == null ? "null kernel" : kernel.name() + " is not a __dpa_global__ kernel"));
             long arg;

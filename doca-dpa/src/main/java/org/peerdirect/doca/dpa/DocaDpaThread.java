@@ -42,6 +42,9 @@ public final class DocaDpaThread {
      * context's {@code set_thread}/{@code start} calls {@link #attachCompletion} from).
      */
     private final java.util.List<Object> completions = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** The thread group this thread is rank {@link #rank} of, or null ({@link DocaDpaThreadGroup#setThread}). */
+    private DocaDpaThreadGroup group;
+    private int rank;
 
     private DocaDpaThread(DocaDpa dpa) {
         this.dpa = dpa;
@@ -88,6 +91,24 @@ public final class DocaDpaThread {
         this.euId = affinity.get();
     }
 
+    /** Rank {@code rank} of {@code g} ({@link DocaDpaThreadGroup#setThread}); before start, once. */
+    void joinGroup(String w, DocaDpaThreadGroup g, int rank) {
+        configure(w);
+        DocaException.check(group == null, DocaError.DOCA_ERROR_ALREADY_EXIST, w + ": the thread is rank " + this.rank + " of a group already");
+        this.group = g;
+        this.rank = rank;
+    }
+
+    /** The DPA context this thread belongs to. */
+    DocaDpa dpa() {
+        return dpa;
+    }
+
+    /** Whether {@link #start} made the DPA thread (and {@link #stop} or destroy did not take it). */
+    boolean started() {
+        return state == State.STARTED || state == State.RUNNING;
+    }
+
     private void configure(String w) {
         DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed");
         DocaException.check(state == State.CREATED || state == State.STOPPED, DocaError.DOCA_ERROR_BAD_STATE,
@@ -108,7 +129,7 @@ public final class DocaDpaThread {
         try {
             block = dpa.memAlloc(DocaDpaDev.RANK_BLOCK_SIZE);
             ByteBuffer b = ByteBuffer.allocate(DocaDpaDev.RANK_BLOCK_SIZE).order(ByteOrder.LITTLE_ENDIAN);
-            b.putInt(DocaDpaDev.OFF_RANK, 0).putInt(DocaDpaDev.OFF_NUM_THREADS, 1).putLong(DocaDpaDev.OFF_LOCAL_STORAGE, localStorage)
+            b.putInt(DocaDpaDev.OFF_RANK, rank).putInt(DocaDpaDev.OFF_NUM_THREADS, group == null ? 1 : group.numThreads()).putLong(DocaDpaDev.OFF_LOCAL_STORAGE, localStorage)
                     .putLong(DocaDpaDev.OFF_LOG_STREAM, dpa.logStream());
             dpa.h2dMemcpy(block, b.array());
             FlexioEventHandler.AffinityType aff = euId < 0 ? FlexioEventHandler.AffinityType.NONE : FlexioEventHandler.AffinityType.STRICT;
@@ -129,6 +150,8 @@ public final class DocaDpaThread {
         DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed");
         DocaException.check(state == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE,
                 w + ": the thread is " + state.name().toLowerCase() + " (doca_dpa_thread_start first, run once)");
+        DocaException.check(group == null || group.isStarted(), DocaError.DOCA_ERROR_BAD_STATE,
+                w + ": the thread is rank " + rank + " of a thread group not started (doca_dpa_thread_group_start first)");
         try {
             handler.run();
         } catch (FlexioException e) {
@@ -216,11 +239,6 @@ public final class DocaDpaThread {
     void completionBound(int delta) {
         assert dpa.lock.isHeldByCurrentThread();
         startedCompletions += delta;
-    }
-
-    /** Its DPA context. */
-    DocaDpa dpa() {
-        return dpa;
     }
 
     /** Whether {@link #run} was called (and the thread not stopped since). */

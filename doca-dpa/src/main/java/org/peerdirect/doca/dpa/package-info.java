@@ -6,7 +6,9 @@
  * with a DPA subscriber), {@link org.peerdirect.doca.dpa.DocaDpaThread},
  * {@link org.peerdirect.doca.dpa.DocaDpaEuAffinity},
  * {@link org.peerdirect.doca.dpa.DocaDpaNotificationCompletion} and {@link org.peerdirect.doca.dpa.DocaDpaCompletion}
- * (completion contexts, a FlexIO DPA_THREAD CQ underneath). Status is {@code doca_error_t}
+ * (completion contexts, a FlexIO DPA_THREAD CQ underneath); the resource queries from the DPA
+ * capability block ({@link org.peerdirect.doca.dpa.DocaDpaCaps}) and thread groups
+ * ({@link org.peerdirect.doca.dpa.DocaDpaThreadGroup}). Status is {@code doca_error_t}
  * ({@link org.peerdirect.doca.DocaException}); as DOCA documents, the objects are not thread-safe.
  * The device side is {@code org.peerdirect.doca.dpa.dev} (doca-dpa-dev).
  *

@@ -129,6 +129,9 @@ final class Caps {
         DpaCap.LOG_MAX_DPA_PARTITIONS.set(d, 0, 0);
         DpaCap.LOG_MAX_HARTS_PER_PARTITION.set(d, 0, 8); // 16 cores × 16 EUs (EUS_LIMIT)
         DpaCap.LOG_MAX_VHCA_PER_PARTITION.set(d, 0, 0);
+        DpaCap.LOG_HARTS_PER_CORE.set(d, 0, 4); // 16 EUs per core
+        DpaCap.OS_RESERVED_HARTS.set(d, 0, 2); // DpaConfig.bluefield3's reserved EUs
+        DpaCap.KERNEL_MAX_RUN_TIME.set(d, 0, 120); // DpaConfig.bluefield3's watchdog at 1.8 GHz
         return b;
     }
 
@@ -265,6 +268,9 @@ final class Caps {
         f.put("log_max_harts_per_partition", DpaCap.LOG_MAX_HARTS_PER_PARTITION);
         f.put("log_max_vhca_per_partition", DpaCap.LOG_MAX_VHCA_PER_PARTITION);
         f.put("dpa_coredump_type", DpaCap.DPA_COREDUMP_TYPE);
+        f.put("log_harts_per_core", DpaCap.LOG_HARTS_PER_CORE); // the model's extension from here on
+        f.put("os_reserved_harts", DpaCap.OS_RESERVED_HARTS);
+        f.put("kernel_max_run_time", DpaCap.KERNEL_MAX_RUN_TIME);
         java.util.Map<String, Long> v = new java.util.LinkedHashMap<>();
         f.forEach((name, field) -> v.put(name, Integer.toUnsignedLong(field.get(d, 0))));
         return v;

@@ -167,6 +167,12 @@ class DevxCommandsTest {
         assertEquals(8, DpaCap.LOG_MAX_HARTS_PER_PARTITION.get(dpa, HcaCap.OFFSET), "256 EUs");
         assertEquals(28, DpaCap.LOG_MAX_DPA_MEM.get(dpa, HcaCap.OFFSET));
         assertEquals(1, DpaCap.THREAD_AFFINITY_SINGLE_HART.get(dpa, HcaCap.OFFSET));
+        // the model's extension fields say what the DPA it runs is (DpaConfig.bluefield3: EUs, the OS's EUs, the 120 s watchdog at 1.8 GHz)
+        org.peerdirect.hca.dpa.DpaConfig bf3 = org.peerdirect.hca.dpa.DpaConfig.bluefield3();
+        assertEquals(bf3.eus(), 1 << DpaCap.LOG_MAX_HARTS_PER_PARTITION.get(dpa, HcaCap.OFFSET));
+        assertEquals(16, 1 << DpaCap.LOG_HARTS_PER_CORE.get(dpa, HcaCap.OFFSET), "16 EUs per core");
+        assertEquals(bf3.reservedEus(), DpaCap.OS_RESERVED_HARTS.get(dpa, HcaCap.OFFSET));
+        assertEquals(bf3.watchdogCycles() / 1_800_000_000L, DpaCap.KERNEL_MAX_RUN_TIME.get(dpa, HcaCap.OFFSET), "seconds");
         rig.close();
 
         rig(ConnectX4Device.DEVICE_CONNECTX4);

@@ -8,6 +8,7 @@ import org.peerdirect.kernel.mm.KernelException;
 
 /**
  * libmlx5's DevX calls ({@code mlx5dv.h}: {@code mlx5dv_devx_obj_create} and friends,
+ * {@code mlx5dv_devx_general_cmd},
  * {@code mlx5dv_devx_umem_reg}, {@code mlx5dv_devx_alloc_uar},
  * {@code mlx5dv_devx_create_event_channel}, {@code mlx5dv_devx_subscribe_devx_event},
  * {@code mlx5dv_devx_get_event}): each one driver method of the context
@@ -69,6 +70,15 @@ public final class Mlx5dv {
     public static DevxObj devxObjCreate(IbvContext ctx, MemorySegment in, int outLen) {
         Object[] r = (Object[]) ctx.driverMethod("DEVX_OBJ_CREATE", bytes(in), outLen);
         return new DevxObj(ctx, (Integer) r[0], (byte[]) r[1]);
+    }
+
+    /**
+     * {@code mlx5dv_devx_general_cmd(ctx, in, inlen, out, outlen)}: a command on no object
+     * ({@code MLX5_IB_METHOD_DEVX_OTHER}); the driver lets only the general queries through
+     * ({@code QUERY_HCA_CAP} and the like) and refuses others with EINVAL naming the command.
+     */
+    public static MemorySegment devxGeneralCmd(IbvContext ctx, MemorySegment in, int outLen) {
+        return MemorySegment.ofArray((byte[]) ctx.driverMethod("DEVX_OTHER", bytes(in), outLen));
     }
 
     /** {@code mlx5dv_devx_obj_query}: the command must act on {@code obj}. */

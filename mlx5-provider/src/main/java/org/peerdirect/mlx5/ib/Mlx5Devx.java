@@ -220,6 +220,34 @@ final class Mlx5Devx {
         return o;
     }
 
+    /**
+     * The commands a user may issue outside any object ({@code devx_is_general_cmd}): queries of
+     * the function, its vports and counters, and NOP. Everything else a user sends goes through
+     * an object's create, query, modify or destroy, or not at all.
+     */
+    private static final java.util.Set<Integer> GENERAL_CMDS = java.util.Set.of(Mlx5Cmd.QUERY_HCA_CAP, Mlx5Cmd.QUERY_ADAPTER,
+            Mlx5Cmd.QUERY_ISSI, Mlx5Cmd.QUERY_VPORT_STATE, Mlx5Cmd.QUERY_VPORT_COUNTER, Mlx5Cmd.QUERY_HCA_VPORT_CONTEXT,
+            Mlx5Cmd.QUERY_HCA_VPORT_GID, Mlx5Cmd.QUERY_Q_COUNTER, Mlx5Cmd.NOP);
+
+    /**
+     * {@code MLX5_IB_METHOD_DEVX_OTHER} ({@code mlx5dv_devx_general_cmd}): a command that acts on no
+     * object, only one of {@link #GENERAL_CMDS} ({@code devx_is_general_cmd}; EINVAL naming any
+     * other), the uid stamped, run; its output.
+     */
+    byte[] generalCmd(byte[] cmd, int outLen) {
+        checkOutLen(outLen);
+        MemorySegment in = stamped(cmd);
+        int op = opcode(in);
+        if (!GENERAL_CMDS.contains(op)) {
+            throw new KernelException(Errno.EINVAL, "DevX general_cmd: " + Mlx5Cmd.name(op)
+                    + " is no general command a user may issue (queries of the function, its vports and counters, NOP)");
+        }
+        MemorySegment out = dev.cmd(() -> dev.core.exec(in, outLen));
+        byte[] o = new byte[outLen];
+        MemorySegment.copy(out, 0, MemorySegment.ofArray(o), 0, Math.min(outLen, out.byteSize()));
+        return o;
+    }
+
     private static boolean isQpTransition(int op) {
         return op == Mlx5Cmd.RST2INIT_QP || op == Mlx5Cmd.INIT2RTR_QP || op == Mlx5Cmd.RTR2RTS_QP || op == Mlx5Cmd.RTS2RTS_QP
                 || op == Mlx5Cmd.QP_2ERR || op == Mlx5Cmd.QP_2RST || op == Mlx5Cmd.INIT2INIT_QP || op == Mlx5Cmd.SQERR2RTS_QP;

@@ -67,6 +67,7 @@ final class Mlx5IbUcontext implements IbUcontextOps {
         try {
             return switch (method) {
                 case "DEVX_OBJ_CREATE" -> devx.objCreate((byte[]) a[0], (Integer) a[1]);
+                case "DEVX_OTHER" -> devx.generalCmd((byte[]) a[0], (Integer) a[1]);
                 case "DEVX_OBJ_QUERY" -> devx.objCommand((Integer) a[0], (byte[]) a[1], (Integer) a[2], false);
                 case "DEVX_OBJ_MODIFY" -> devx.objCommand((Integer) a[0], (byte[]) a[1], (Integer) a[2], true);
                 case "DEVX_OBJ_DESTROY" -> {

@@ -189,4 +189,32 @@ class Mlx5DevxTest extends Mlx5Machine {
         assertTrue(Mlx5Devx.rank(Mlx5Cmd.CREATE_MKEY, 0) < Mlx5Devx.rank(Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2a), "mkeys (over a DUMEM) before processes");
         assertTrue(Mlx5Devx.rank(Mlx5Cmd.CREATE_GENERAL_OBJECT, 0x2a) < 7, "processes before umems (rank 7) and UARs (8)");
     }
+
+    /**
+     * {@code mlx5dv_devx_general_cmd}: QUERY_HCA_CAP of the DPA block answers under the context's uid (a uid of the user's
+     * choosing in the header is overwritten, else the firmware would refuse it as naming no context); a command that is no
+     * general query is refused by the driver with EINVAL naming it, and reaches no firmware.
+     */
+    @Test
+    void aGeneralCommandQueriesTheDpaCapabilitiesAndOthersAreRefused() {
+        IbvContext a = devs.get(0).open(proc);
+        MemorySegment q = MemorySegment.ofArray(new byte[16]);
+        q.set(BE32, 0, Mlx5Cmd.QUERY_HCA_CAP << 16 | 0x7777);
+        q.set(BE32, 4, org.peerdirect.hca.cx4.ifc.HcaCap.TYPE_DPA << 1 | org.peerdirect.hca.cx4.ifc.HcaCap.MODE_CUR);
+        MemorySegment out = Mlx5dv.devxGeneralCmd(a, q, org.peerdirect.hca.cx4.ifc.HcaCap.QUERY_OUT_LEN);
+        long off = org.peerdirect.hca.cx4.ifc.HcaCap.OFFSET;
+        assertEquals(0, out.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0), "status OK");
+        assertEquals(8, org.peerdirect.hca.cx4.ifc.DpaCap.LOG_MAX_HARTS_PER_PARTITION.get(out, off), "256 EUs");
+        assertEquals(2, org.peerdirect.hca.cx4.ifc.DpaCap.OS_RESERVED_HARTS.get(out, off));
+        assertEquals(models.get(0).dpaCapValues().get("log_max_dpa_mem").intValue(), org.peerdirect.hca.cx4.ifc.DpaCap.LOG_MAX_DPA_MEM.get(out, off),
+                "the same block dpa:caps shows");
+
+        MemorySegment bad = MemorySegment.ofArray(new byte[16]);
+        bad.set(BE32, 0, Mlx5Cmd.DESTROY_UCTX << 16);
+        KernelException e = assertThrows(KernelException.class, () -> Mlx5dv.devxGeneralCmd(a, bad, 16));
+        assertEquals(KernelException.Errno.EINVAL, e.errno());
+        assertTrue(e.getMessage().contains("DESTROY_UCTX") && e.getMessage().contains("no general command"), e.getMessage());
+        assertEquals(1, models.get(0).devxLive(), "the context's uid is still there: " + models.get(0).devxDescribe());
+        a.close();
+    }
 }

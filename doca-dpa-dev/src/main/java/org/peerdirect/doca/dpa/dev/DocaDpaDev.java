@@ -43,12 +43,12 @@ public final class DocaDpaDev {
     private DocaDpaDev() {
     }
 
-    /** The rank of the calling kernel thread, in {@code [0, numThreads())} ({@code doca_dpa_dev_thread_rank}). */
+    /** The rank of the calling kernel thread or thread group member, in {@code [0, numThreads())} ({@code doca_dpa_dev_thread_rank}). */
     public static int threadRank() {
         return Dpa.ld32(FlexioDev.getThreadLocalStorage() + OFF_RANK);
     }
 
-    /** The number of ranks of the calling thread's launch ({@code doca_dpa_dev_num_threads}). */
+    /** The number of ranks of the calling thread's launch or thread group ({@code doca_dpa_dev_num_threads}); 1 for a lone thread. */
     public static int numThreads() {
         return Dpa.ld32(FlexioDev.getThreadLocalStorage() + OFF_NUM_THREADS);
     }

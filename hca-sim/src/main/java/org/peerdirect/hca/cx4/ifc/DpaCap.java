@@ -41,6 +41,18 @@ public final class DpaCap {
     public static final IfcField LOG_MAX_VHCA_PER_PARTITION = new IfcField(0xb3, 5);
     public static final IfcField DPA_COREDUMP_TYPE = new IfcField(0xb8, 8);
 
+    /*
+     * Beyond the PRM's fields (peerdirect PRM extension v1, not in dpa_capabilities): what DOCA's
+     * resource queries (doca_dpa_get_core_num, _get_num_eus_per_core, _get_total_num_eus_available,
+     * _get_kernel_max_run_time) report and the PRM block does not carry.
+     */
+    /** EUs (harts) per DPA core: 2^n (BlueField-3: 16). */
+    public static final IfcField LOG_HARTS_PER_CORE = new IfcField(0xc3, 5);
+    /** EUs of the partition the DPA OS keeps for itself (ids 0..n-1; BlueField-3: 2). */
+    public static final IfcField OS_RESERVED_HARTS = new IfcField(0xc8, 8);
+    /** Seconds a kernel may run before the DPA OS's watchdog ends its process (DOCA's samples: 120). */
+    public static final IfcField KERNEL_MAX_RUN_TIME = new IfcField(0xd0, 16);
+
     /** General object types (PRM): the DPA's, with their {@code general_obj_types} bit ({@code 1L << type}). */
     public static final int OBJ_DPA_MEM = 0x28;
     public static final int OBJ_DPA_PROCESS = 0x2a;
