@@ -345,7 +345,7 @@ public final class HwQp {
         HwQpState was = (HwQpState) STATE.getAndSet(this, HwQpState.ERR);
         if (rq != null) {
             long before = rq.consumerIndex();
-            rq.flush(rcq, qpn);
+            rq.flush(rcq, qpn, this::flushing);
             stats.flushed.addAndGet(rq.consumerIndex() - before);
             if (rq.inHostMemory() && errRqPoll.compareAndSet(false, true) && !dev.scheduler.schedule(this::pollRqInError, ERR_RQ_POLL_NANOS)) {
                 errRqPoll.set(false); // the device is going away
@@ -368,7 +368,7 @@ public final class HwQp {
     private void pollRqInError() {
         if (state == HwQpState.ERR && !destroyedOnce.get()) {
             long before = rq.consumerIndex();
-            rq.flush(rcq, qpn);
+            rq.flush(rcq, qpn, this::flushing);
             stats.flushed.addAndGet(rq.consumerIndex() - before);
             if (dev.scheduler.schedule(this::pollRqInError, ERR_RQ_POLL_NANOS)) {
                 return; // still armed: the next run polls again
@@ -380,6 +380,15 @@ public final class HwQp {
                 && !dev.scheduler.schedule(this::pollRqInError, ERR_RQ_POLL_NANOS)) {
             errRqPoll.set(false);
         }
+    }
+
+    /**
+     * Whether the receive queue's WQEs flush: in ERR and not destroyed. Read under the queue's
+     * consumer lock ({@link RecvQueue#flush}), which {@link #reset} and {@link #destroy} take after
+     * changing what it reads.
+     */
+    private boolean flushing() {
+        return state == HwQpState.ERR && !destroyedOnce.get();
     }
 
     /** The responder's wire state, made on the receive thread's first request (its only user). */
@@ -484,7 +493,7 @@ public final class HwQp {
         }
         rq.doorbell(producerIndex);
         if (state == HwQpState.ERR) {
-            rq.flush(rcq, qpn);
+            rq.flush(rcq, qpn, this::flushing);
         }
     }
 
@@ -497,6 +506,9 @@ public final class HwQp {
         }
         synchronized (this) {
             state = HwQpState.ERR;
+        }
+        if (rq != null) {
+            rq.discard(); // under the consumer lock: a flush that checked before destroyedOnce has ended
         }
         discardTo = sqTail();
         requester.doorbell();
