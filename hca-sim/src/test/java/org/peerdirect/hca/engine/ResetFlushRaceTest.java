@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -83,5 +84,57 @@ class ResetFlushRaceTest extends EngineRig {
         assertFalse(a.cq.inError(), "the CQ overran: the reset QP's flush CQEs were written after 2RST returned ("
                 + a.dev.cqOverruns.get() + " overrun)");
         assertEquals(3, a.cq.producerIndex(), "no CQE of the QP after the move to RESET returned");
+    }
+
+    /**
+     * The same promise against the transport: 2RST_QP waits for the WQE executing
+     * ({@code Requester.quiesce}), and when that WQE fails meanwhile its move of the QP to ERR must
+     * not undo the RESET. Before, the failed WQE's {@code toError} turned RST into ERR after
+     * {@code reset()} had set it: the command returned with the QP in ERR (an mlx5 QP keeps its
+     * engine QP across RESET: its RST2INIT was then refused) and the ERR receive poll running,
+     * which reads the doorbell record the driver has just set to 0 (see above). Here the WQE's
+     * copy is held in flight by the DMA port while the RESET starts, and then fails.
+     */
+    @Test
+    void aWqeFailingWhileTheQpIsResetLeavesItInReset() throws Exception {
+        CountDownLatch inDma = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Side a = new Side(0, d -> new PageFaultTest.Forwarding(d) {
+            @Override
+            public void copyTo(long srcIova, org.peerdirect.kernel.dma.DmaPort dst, long dstIova, long len) {
+                if (first.getAndSet(false)) {
+                    inDma.countDown();
+                    try {
+                        assertTrue(release.await(10, TimeUnit.SECONDS), "released within 10 s");
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    throw new org.peerdirect.kernel.iommu.IommuFault(org.peerdirect.kernel.iommu.IommuFault.Kind.NOT_MAPPED, name(), srcIova,
+                            "the test's fault on the held copy");
+                }
+                super.copyTo(srcIova, dst, dstIova, len);
+            }
+        });
+        Side b = new Side(1);
+        a.connect(b);
+        b.connect(a);
+        SendWqe w = a.wqe(Wqe.OP_RDMA_WRITE, a.va, 4096);
+        w.remoteAddr = b.va;
+        w.rkey = b.key;
+        Thread poster = Thread.ofPlatform().start(a::ring); // the requester runs in the ringing thread
+        assertTrue(inDma.await(10, TimeUnit.SECONDS), "the WRITE's copy started");
+        Thread reset = Thread.ofPlatform().start(() -> a.qp.modify(QpCommand.TO_RST, new QpContext()));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (a.qp.state() != HwQpState.RST) { // reset() has set RST; the command now waits for the WQE
+            assertTrue(System.nanoTime() < deadline, "the RESET began within 10 s: " + a.qp);
+            Thread.onSpinWait();
+        }
+        release.countDown(); // the copy fails: the WQE completes in error and the transport moves the QP to ERR
+        poster.join(10_000);
+        reset.join(10_000);
+        assertFalse(poster.isAlive() || reset.isAlive(), "the WQE and the RESET ended");
+        assertEquals(HwQpState.RST, a.qp.state(), "the RESET that returned is the QP's state: " + a.qp);
+        a.qp.modify(QpCommand.RST2INIT, new QpContext()); // and the driver can bring it up again
     }
 }
