@@ -70,6 +70,8 @@ public final class ConnectX4Device implements AutoCloseable {
     private volatile Firmware fw;
     /** Set by {@link #hang}: the firmware stops executing and its health counter stops. */
     private volatile boolean hung;
+    /** Set by {@link #holdCommands} until {@link #releaseCommands}: the firmware takes no doorbell meanwhile. */
+    private volatile java.util.concurrent.CountDownLatch held;
     /** Non-zero after {@link #fatal}: the syndrome in the health buffer. */
     private volatile int fatal;
     private final AtomicLong strayDoorbells = new AtomicLong();
@@ -348,6 +350,11 @@ public final class ConnectX4Device implements AutoCloseable {
             Integer mask;
             try {
                 mask = doorbells.poll(10, TimeUnit.MILLISECONDS);
+                for (java.util.concurrent.CountDownLatch h = held; h != null && !closed; h = held) {
+                    // a slow firmware: the doorbell taken waits (and those after it), the health counter runs on
+                    bar0.set(BE32, InitSeg.HEALTH_COUNTER, ++counter & 0xff_ffff);
+                    h.await(10, TimeUnit.MILLISECONDS);
+                }
             } catch (InterruptedException e) {
                 return;
             }
@@ -401,6 +408,25 @@ public final class ConnectX4Device implements AutoCloseable {
      */
     public void hang() {
         hung = true;
+    }
+
+    /**
+     * Test hook: the firmware leaves the commands rung from now on with hardware until
+     * {@link #releaseCommands}, as a busy firmware is slow to take them; unlike {@link #hang} its
+     * health counter runs on, so the driver sees a slow device, not a dead one. A test holds a
+     * command in flight for as long as the interleaving it forces needs.
+     */
+    public void holdCommands() {
+        held = new java.util.concurrent.CountDownLatch(1);
+    }
+
+    /** Test hook: the firmware takes the commands rung meanwhile, in their order. */
+    public void releaseCommands() {
+        java.util.concurrent.CountDownLatch h = held;
+        held = null;
+        if (h != null) {
+            h.countDown();
+        }
     }
 
     /** Test hook (and {@code hca:link}): the port's link goes down or comes up; the firmware reports the change on the async EQ. */

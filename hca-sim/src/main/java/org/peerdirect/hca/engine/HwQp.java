@@ -16,8 +16,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Lock rules.
  * <ul>
  * <li>{@code this} guards transition commands (the context and state changes other than the
- * transport's move to ERR, which is a CAS-free volatile write that a concurrent command cannot
- * undo: commands move with a compare-and-set).</li>
+ * transport's move to ERR, a compare-and-set that a concurrent command cannot undo, as commands
+ * move with a compare-and-set too, and that leaves a QP in RST alone: {@link #transportError}).</li>
  * <li>The send queue has one producer at a time (the driver's post lock) and one consumer (the
  * requester's drain loop); they meet through the {@link #sqTail} doorbell record and
  * {@link #sqHead}, each written with release and read with acquire by the other side.</li>
@@ -340,12 +340,33 @@ public final class HwQp {
         }
     }
 
-    /** To ERR: outstanding receive WQEs flush now, send WQEs as the queue drains. */
+    /** To ERR (the 2ERR command, a device going away): outstanding receive WQEs flush now, send WQEs as the queue drains. */
     void toError() {
-        HwQpState was = (HwQpState) STATE.getAndSet(this, HwQpState.ERR);
+        moveToError((HwQpState) STATE.getAndSet(this, HwQpState.ERR));
+    }
+
+    /**
+     * The transport's move to ERR (a WQE that failed, a responder's error, a completion that found
+     * its CQ full): as {@link #toError}, except that a QP in RST stays there. A 2RST_QP sets RST and
+     * then waits for the WQE executing ({@link Requester#quiesce}); that WQE failing meanwhile must
+     * not undo the RESET the command is about to return (an engine QP kept across RESET would be
+     * left in ERR, its receive poll reading the doorbell record the driver resets).
+     */
+    void transportError() {
+        HwQpState was;
+        do {
+            was = state;
+            if (was == HwQpState.RST) {
+                return;
+            }
+        } while (!STATE.compareAndSet(this, was, HwQpState.ERR));
+        moveToError(was);
+    }
+
+    private void moveToError(HwQpState was) {
         if (rq != null) {
             long before = rq.consumerIndex();
-            rq.flush(rcq, qpn);
+            rq.flush(rcq, qpn, this::flushing);
             stats.flushed.addAndGet(rq.consumerIndex() - before);
             if (rq.inHostMemory() && errRqPoll.compareAndSet(false, true) && !dev.scheduler.schedule(this::pollRqInError, ERR_RQ_POLL_NANOS)) {
                 errRqPoll.set(false); // the device is going away
@@ -368,7 +389,7 @@ public final class HwQp {
     private void pollRqInError() {
         if (state == HwQpState.ERR && !destroyedOnce.get()) {
             long before = rq.consumerIndex();
-            rq.flush(rcq, qpn);
+            rq.flush(rcq, qpn, this::flushing);
             stats.flushed.addAndGet(rq.consumerIndex() - before);
             if (dev.scheduler.schedule(this::pollRqInError, ERR_RQ_POLL_NANOS)) {
                 return; // still armed: the next run polls again
@@ -380,6 +401,15 @@ public final class HwQp {
                 && !dev.scheduler.schedule(this::pollRqInError, ERR_RQ_POLL_NANOS)) {
             errRqPoll.set(false);
         }
+    }
+
+    /**
+     * Whether the receive queue's WQEs flush: in ERR and not destroyed. Read under the queue's
+     * consumer lock ({@link RecvQueue#flush}), which {@link #reset} and {@link #destroy} take after
+     * changing what it reads.
+     */
+    private boolean flushing() {
+        return state == HwQpState.ERR && !destroyedOnce.get();
     }
 
     /** The responder's wire state, made on the receive thread's first request (its only user). */
@@ -484,7 +514,7 @@ public final class HwQp {
         }
         rq.doorbell(producerIndex);
         if (state == HwQpState.ERR) {
-            rq.flush(rcq, qpn);
+            rq.flush(rcq, qpn, this::flushing);
         }
     }
 
@@ -497,6 +527,9 @@ public final class HwQp {
         }
         synchronized (this) {
             state = HwQpState.ERR;
+        }
+        if (rq != null) {
+            rq.discard(); // under the consumer lock: a flush that checked before destroyedOnce has ended
         }
         discardTo = sqTail();
         requester.doorbell();

@@ -181,10 +181,20 @@ public final class RecvQueue {
         consumerLock.unlock();
     }
 
-    /** Completes every posted WQE with WR_FLUSH_ERR on {@code cq} (a QP in ERR). */
-    void flush(HwCq cq, int qpn) {
+    /**
+     * Completes every posted WQE with WR_FLUSH_ERR on {@code cq} while {@code inError} (the QP is
+     * in ERR and not destroyed), which is checked under {@link #consumerLock}: a move to RESET sets
+     * the state and then {@link #discard}s under the same lock, so a flush either ends before the
+     * 2RST_QP returns or writes nothing after it. Checked before taking the lock, a flush could
+     * run after the driver's {@code mlx4_cq_clean} and its reset of the doorbell record (which a
+     * 16-bit record reads as 2^16 - n new WQEs: the CQ overran).
+     */
+    void flush(HwCq cq, int qpn, java.util.function.BooleanSupplier inError) {
         consumerLock.lock();
         try {
+            if (!inError.getAsBoolean()) {
+                return;
+            }
             for (long h = head; h != tailAt(h); h++) {
                 cq.push(qpn, false, h, Cqe.RECV_SEND, Outcome.WR_FLUSH_ERR, 0, 0, 0, 0, 0, false);
                 HEAD.setRelease(this, h + 1);

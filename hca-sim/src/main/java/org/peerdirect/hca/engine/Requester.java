@@ -267,7 +267,7 @@ final class Requester extends Exchange {
         if ((w.ctrl & Wqe.CTRL_CQ_UPDATE) != 0 || qp.sqSigAll) {
             if (!complete(w, h, Outcome.SUCCESS, (int) w.length)) {
                 qp.sqHead(h + 1);
-                qp.toError();
+                qp.transportError();
                 return true;
             }
         }
@@ -280,7 +280,7 @@ final class Requester extends Exchange {
         qp.stats.errors.incrementAndGet();
         complete(w, h, o, 0);
         qp.sqHead(h + 1);
-        qp.toError();
+        qp.transportError();
     }
 
     private int rnrTimerOfPeer() {
@@ -447,7 +447,7 @@ final class Requester extends Exchange {
         from(qp);
         o = duplicate ? Responder.replayAtomic(r, this) : Responder.respondRc(r, this, w, len);
         if (o.responderFatal()) {
-            r.toError(); // as rxe's do_class_ac_error
+            r.transportError(); // as rxe's do_class_ac_error
             if (!errorInReceiveCqe) {
                 // IBA 11.6.3: an error no receive completion reports is the responder QP's affiliated event
                 r.dev.asyncEvent(o.responderEvent(), r.qpn);

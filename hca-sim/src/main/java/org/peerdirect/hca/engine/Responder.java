@@ -450,7 +450,7 @@ final class Responder {
         HwSrq s = srqOf(r, req);
         HwCq cq = req.xrcSrq != null ? req.xrcSrq.cq : r.rcq;
         if (!cq.push(r.qpn, s == null ? 0 : s.srqn, false, idx, opcode, o, byteLen, imm, flags, srcQp, slid, solicited)) {
-            r.toError();
+            r.transportError();
         }
     }
 

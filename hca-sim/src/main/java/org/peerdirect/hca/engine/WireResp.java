@@ -391,7 +391,7 @@ final class WireResp {
         s.openOp = -1;
         boolean inCqe = port.exchange.errorInReceiveCqe;
         port.exchange.errorInReceiveCqe = false;
-        qp.toError();
+        qp.transportError();
         if (!inCqe) {
             qp.dev.asyncEvent((o.responderFatal() ? o : Outcome.REM_OP_ERR).responderEvent(), qp.qpn);
         }

@@ -496,10 +496,17 @@ class DpaWireTest {
     }
 
     static void await(LongSupplier value, long want, String what) {
+        await(value, want, what, () -> "");
+    }
+
+    /** {@link #await}, the failure also saying {@code state} (what tells a lost wake-up from a slow machine). */
+    static void await(LongSupplier value, long want, String what, java.util.function.Supplier<String> state) {
         long deadline = System.nanoTime() + 20_000_000_000L;
         long v;
         while ((v = value.getAsLong()) != want) {
-            assertTrue(System.nanoTime() < deadline, what + ": " + v + ", not " + want + " within 20 s");
+            if (System.nanoTime() >= deadline) {
+                throw new AssertionError(what + ": " + v + ", not " + want + " within 20 s" + state.get());
+            }
             Thread.onSpinWait();
         }
     }
@@ -598,7 +605,11 @@ class DpaWireTest {
             p[2].mem().set(BE32, 64 + Qp.DBR_SND, posted);
             rig.fn.write64(0, ((long) uar << 12) + Qp.UAR_BF_OFFSET, Long.reverseBytes(p[1].mem().get(BE64, WQ)));
             int want = posted;
-            await(() -> word(proc, 32), want, "handler activations after " + want + " completions");
+            // on a timeout: a lost wake-up shows the thread WAITING with its CQ not armed and no event on its way (raised
+            // events all received); a finding (STRICT ends the process) shows in the findings; anything else is slowness
+            await(() -> word(proc, 32), want, "handler activations after " + want + " completions",
+                    () -> "\n  CQ " + dpa.cqState(cqn) + "\n  thread " + unit().threadState(tid) + "\n  findings " + unit().findings() + "\n  dpa:ps " + rig.dev.dpaDescribe()
+                            + "\n  dpa:threads " + rig.dev.dpaThreads());
             assertTrue(unit().awaitIdle(), "the DPA settles");
             assertEquals(want, word(proc, 32), "one activation per completion, none more");
             assertEquals(want, THREAD_ACTIVATIONS.get(query(OBJ_DPA_THREAD, a, tid), 0));

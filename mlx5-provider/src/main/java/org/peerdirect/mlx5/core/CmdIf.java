@@ -173,6 +173,11 @@ final class CmdIf {
         }
     }
 
+    /** Commands between their start and their end (a waiter that gave up has ended). */
+    int inFlight() {
+        return inFlight.get();
+    }
+
     /**
      * Waits until no command is in flight ({@code mlx5_cmd_flush}'s purpose): a teardown frees the
      * queue page and mailboxes only after every waiter has given up on them. Bounded: a waiter

@@ -365,7 +365,7 @@ public final class Mlx5CoreDev {
             step("TEARDOWN_HCA", fw::teardownHca);
             initialized = false;
         }
-        pages.stop();
+        pages.stop(TimeUnit.MILLISECONDS.toNanos(settings.cmdTimeoutMillis() + 1_000)); // the running page command ends within its timeout
         pages.reclaimAll(TimeUnit.MILLISECONDS.toNanos(settings.reclaimTimeoutMillis()), alive());
         health.stop();
         if (enabled) {
@@ -509,6 +509,16 @@ public final class Mlx5CoreDev {
 
     public int pagesHeld() {
         return pages.held();
+    }
+
+    /** The page allocator (tests of this package: the firmware's page request, its stop). */
+    PageAlloc pages() {
+        return pages;
+    }
+
+    /** Commands in flight on the command interface (tests of this package). */
+    int commandsInFlight() {
+        return cmd.inFlight();
     }
 
     long pagesGiven(PageAlloc.Kind kind) {

@@ -48,6 +48,8 @@ final class PageAlloc {
     private final AtomicLong cantGive = new AtomicLong();
     private final AtomicLong reclaimedLocally = new AtomicLong();
     private final ExecutorService work;
+    /** Set by {@link #stop}: requests not started yet are dropped. */
+    private volatile boolean stopping;
 
     PageAlloc(String name, CmdIf cmd, DmaCoherentPages dma) {
         this.name = name;
@@ -144,6 +146,9 @@ final class PageAlloc {
     }
 
     private void pagesWork(int numPages) {
+        if (stopping) {
+            return; // queued before the stop: dropped
+        }
         try {
             if (numPages > 0) {
                 try {
@@ -188,12 +193,21 @@ final class PageAlloc {
         }
     }
 
-    /** Stops the work thread: requests still queued are dropped (the firmware is being torn down). */
-    void stop() {
-        work.shutdownNow();
+    /**
+     * {@code mlx5_pagealloc_stop}: requests still queued are dropped (the firmware is being torn
+     * down, and the reclaim that follows takes every page back); the one running finishes, its
+     * command waited for within {@code boundNanos} (the command timeout and a margin), as Linux
+     * flushes its page workqueue. Never interrupted: an interrupted waiter gives its command up
+     * while the firmware still executes it, and with it the reserved slot, so the reclaim found no
+     * slot for its MANAGE_PAGES and took the pages back locally while the firmware held them.
+     */
+    void stop(long boundNanos) {
+        stopping = true;
+        work.shutdown();
         try {
-            if (!work.awaitTermination(10, TimeUnit.SECONDS)) {
-                System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.WARNING, name + ": page work did not stop within 10 s");
+            if (!work.awaitTermination(boundNanos, TimeUnit.NANOSECONDS)) {
+                System.getLogger("org.peerdirect.mlx5").log(System.Logger.Level.WARNING, name + ": page work did not stop within "
+                        + TimeUnit.NANOSECONDS.toMillis(boundNanos) + " ms");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
