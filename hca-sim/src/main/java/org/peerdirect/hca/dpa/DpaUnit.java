@@ -173,6 +173,17 @@ public final class DpaUnit implements AutoCloseable {
         mm.nicRead(daddr, dst, off, len, what);
     }
 
+    /**
+     * A poll of DPA memory (a host or the NIC polling a flag the DPA writes, by RDMA READ or a
+     * status read): the bytes written back, the old ones while a granule is still dirty in an
+     * EU's write buffer, and no finding. Polling until the value shows is legal on hardware; C1 is
+     * for a fetch a doorbell ordered ({@link #nicRead}).
+     */
+    public void nicPoll(long daddr, MemorySegment dst, long off, long len) {
+        checkRange(daddr, len);
+        mm.nicPoll(daddr, dst, off, len);
+    }
+
     /** The NIC takes a receive WQE of {@code len} bytes at {@code wqe} after reading the DBR at {@code dbr} (C6). */
     public void nicFetchRq(long dbr, long wqe, MemorySegment dst, long len) {
         checkRange(wqe, len);

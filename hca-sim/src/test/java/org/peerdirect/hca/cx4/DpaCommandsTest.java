@@ -110,7 +110,7 @@ class DpaCommandsTest {
         w.threadState(a, t1, THREAD_STATE_TRIGGER);
         assertTrue(w.unit().awaitIdle());
         assertTrue(dpa.mm().contains("no memory-model finding"), dpa.mm());
-        w.word(flag, 0); // the NIC reads what the handler never wrote back
+        w.fetch(flag, 0); // the NIC fetches what the handler never wrote back
         String mm = dpa.mm();
         assertTrue(mm.contains("process " + flag.pid() + ": 1 finding(s)"), mm);
         assertTrue(mm.contains("C1 thread " + t1 + " at org.peerdirect.hca.dpa.progs.RtosProgs.setFlag:"), mm);

@@ -144,6 +144,21 @@ public final class DpaQueueProgs {
         Dpa.st32(base + DBR + 64, Integer.reverseBytes((int) (n + 1 & 0xffff))); // the QP record's receive counter
     }
 
+    /**
+     * Stores {@link #READY} and, before writing it back, counts itself in {@link #ACTIVATIONS}
+     * (an atomic: at memory) and waits for the host's go ({@link #BASE}, written by the NIC): a
+     * host polling {@code READY} meanwhile reads a word still dirty in this EU's write buffer.
+     */
+    public static void storeThenWait(long arg) {
+        Dpa.st64(arg + READY, 1);
+        Dpa.amoAdd64(arg + ACTIVATIONS, 1);
+        while (Dpa.ld64(arg + BASE) == 0) {
+            Dpa.compilerBarrier();
+        }
+        Dpa.memoryWriteback();
+        Dpa.finish();
+    }
+
     /** The ring's CQEs invalid (owner 1: not this first pass), every receive posted, written back. */
     private static void setup(long arg, long base, boolean fence) {
         for (int i = 0; i < RING_CQES; i++) {

@@ -108,6 +108,36 @@ class DpaQueueTest {
     }
 
     /**
+     * The host polling a flag the handler is writing (the tests' {@code word}) is a poll, not a
+     * doorbell-ordered fetch: while the word is still dirty in the EU's write buffer the poll reads
+     * the old bytes, and no finding is made (CI: the echo tests' poll of READY landed between the
+     * handler's store and its write-back, C1 ended the process and READY never came). After the
+     * write-back the poll sees it.
+     */
+    @Test
+    void aHostPollingAWordTheDpaIsWritingIsNotAFinding() {
+        w.tmp = tmp;
+        w.rig(ConnectX4Device.DEVICE_BLUEFIELD3);
+        w.dpa();
+        int a = w.createUctx();
+        int uar = w.index(DpaWireTest.cmd(Mlx5Cmd.ALLOC_UAR, 0, a, 16, 16));
+        int pd = w.index(DpaWireTest.cmd(Mlx5Cmd.ALLOC_PD, 0, a, 16, 16));
+        Proc proc = w.process(a, pd, uar, DpaQueueProgs.class, "storeThenWait", HEAP);
+        int tid = w.thread(a, proc);
+        w.threadState(a, tid, THREAD_STATE_RUN);
+        w.threadState(a, tid, THREAD_STATE_TRIGGER);
+        DpaWireTest.await(() -> w.word(proc, DpaQueueProgs.ACTIVATIONS), 1, "the handler stored READY and waits");
+        assertEquals(0, w.word(proc, DpaQueueProgs.READY), "still in the EU's write buffer: the poll reads the old bytes");
+        assertEquals(List.of(), w.unit().findings(), "a poll is not a fetch the doorbell ordered");
+        w.unit().nicWrite(proc.heap() + DpaQueueProgs.BASE, MemorySegment.ofArray(new long[] {1}), 0, 8); // go
+        DpaWireTest.await(() -> w.word(proc, DpaQueueProgs.READY), 1, "written back: the poll sees it");
+        assertTrue(w.unit().awaitIdle());
+        assertEquals(0, w.unit().processStatus(proc.pid()));
+        w.destroyObj(OBJ_DPA_THREAD, a, tid);
+        w.destroyProcess(a, proc);
+    }
+
+    /**
      * Sets up the echo server with handler {@code entry}, sends {@code bursts} bursts (0: one
      * message, expected to end the process with C1; -1: with C6), tears everything down.
      */

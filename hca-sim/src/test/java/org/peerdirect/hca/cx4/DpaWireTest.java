@@ -483,9 +483,17 @@ class DpaWireTest {
         unit().nicWrite(p.heap, b, 0, 8L * words.length);
     }
 
-    long word(Proc p, int off) {
+    /** A word of the heap as the NIC fetches it for a doorbell (a word still dirty in an EU's write buffer is C1). */
+    long fetch(Proc p, int off) {
         MemorySegment b = MemorySegment.ofArray(new long[1]);
         unit().nicRead(p.heap + off, b, 0, 8, "test");
+        return b.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0);
+    }
+
+    /** A word of the heap as a host polling it reads it (the bytes written back; a poll is no finding). */
+    long word(Proc p, int off) {
+        MemorySegment b = MemorySegment.ofArray(new long[1]);
+        unit().nicPoll(p.heap + off, b, 0, 8);
         return b.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0);
     }
 
