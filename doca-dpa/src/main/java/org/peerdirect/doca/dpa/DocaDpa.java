@@ -281,6 +281,19 @@ public final class DocaDpa implements DocaDpaContext {
 
     // ------------------------------------------------------------------ memory
 
+    /** A FlexIO heap call of a started context under {@link #lock}, FlexIO's errors as DOCA's. */
+    private <T> T onHeap(String w, java.util.function.Function<FlexioProcess, T> call) {
+        lock.lock();
+        try {
+            checkState(w, State.STARTED);
+            return call.apply(process);
+        } catch (FlexioException e) {
+            throw flexio(w, e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /**
      * {@code doca_dpa_mem_alloc}: {@code size} bytes of the process's heap; their DPA address.
      *
@@ -288,59 +301,42 @@ public final class DocaDpa implements DocaDpaContext {
      */
     public long memAlloc(long size) {
         String w = "doca_dpa_mem_alloc";
-        lock.lock();
-        try {
-            checkState(w, State.STARTED);
+        return onHeap(w, p -> {
             DocaException.check(size > 0, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": size " + size);
-            long d = process.bufDevAlloc(size);
-            DocaException.check(d != 0, DocaError.DOCA_ERROR_NO_MEMORY, w + ": no room for " + size + " bytes in the DPA heap " + process.processMemInfoGet());
+            long d = p.bufDevAlloc(size);
+            DocaException.check(d != 0, DocaError.DOCA_ERROR_NO_MEMORY, w + ": no room for " + size + " bytes in the DPA heap " + p.processMemInfoGet());
             return d;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** {@code doca_dpa_mem_free}: INVALID_VALUE for an address that is no allocation of this context. */
     public void memFree(long daddr) {
         String w = "doca_dpa_mem_free";
-        lock.lock();
-        try {
-            checkState(w, State.STARTED);
-            DocaException.check(process.bufDevFree(daddr) == 0, DocaError.DOCA_ERROR_INVALID_VALUE,
+        onHeap(w, p -> {
+            DocaException.check(p.bufDevFree(daddr) == 0, DocaError.DOCA_ERROR_INVALID_VALUE,
                     String.format("%s: 0x%x is no allocation of this DPA context", w, daddr));
-        } finally {
-            lock.unlock();
-        }
+            return null;
+        });
     }
 
     /** {@code doca_dpa_memset}: {@code size} bytes at {@code daddr} set to {@code value}. */
     public void memset(long daddr, int value, long size) {
         String w = "doca_dpa_memset";
-        lock.lock();
-        try {
-            checkState(w, State.STARTED);
+        onHeap(w, p -> {
             DocaException.check(size >= 0 && size <= Integer.MAX_VALUE, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": size " + size);
-            process.bufDevMemset(value, size, daddr);
-        } catch (FlexioException e) {
-            throw flexio(w, e);
-        } finally {
-            lock.unlock();
-        }
+            p.bufDevMemset(value, size, daddr);
+            return null;
+        });
     }
 
     /** {@code doca_dpa_h2d_memcpy}: {@code src} into DPA memory at {@code daddr}; returns when the bytes landed. */
     public void h2dMemcpy(long daddr, byte[] src) {
         String w = "doca_dpa_h2d_memcpy";
-        lock.lock();
-        try {
-            checkState(w, State.STARTED);
+        onHeap(w, p -> {
             DocaException.check(src != null, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": null source");
-            process.host2devMemcpy(src, daddr);
-        } catch (FlexioException e) {
-            throw flexio(w, e);
-        } finally {
-            lock.unlock();
-        }
+            p.host2devMemcpy(src, daddr);
+            return null;
+        });
     }
 
     /** {@code doca_dpa_h2d_memcpy} of {@code size} bytes of the device's process memory at {@code haddr}. */
@@ -356,16 +352,10 @@ public final class DocaDpa implements DocaDpaContext {
      */
     public byte[] d2hMemcpy(long daddr, int size) {
         String w = "doca_dpa_d2h_memcpy";
-        lock.lock();
-        try {
-            checkState(w, State.STARTED);
+        return onHeap(w, p -> {
             DocaException.check(size >= 0, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": size " + size);
-            return process.dev2hostMemcpy(daddr, size);
-        } catch (FlexioException e) {
-            throw flexio(w, e);
-        } finally {
-            lock.unlock();
-        }
+            return p.dev2hostMemcpy(daddr, size);
+        });
     }
 
     /** {@code doca_dpa_d2h_memcpy} into {@code size} bytes of the device's process memory at {@code haddr}. */
