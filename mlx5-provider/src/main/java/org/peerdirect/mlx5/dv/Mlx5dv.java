@@ -65,6 +65,17 @@ public final class Mlx5dv {
         return in.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
     }
 
+    /**
+     * {@code mlx5dv_init_obj} with {@code MLX5DV_OBJ_PD}: the verbs PD's number ({@code struct
+     * mlx5dv_pd.pdn}), what DevX commands name as {@code pd} (a window's PD, an mkey's). ENOENT for a
+     * PD of another context; EINVAL for a PD of another driver.
+     *
+     * @since 0.2
+     */
+    public static int initObjPd(org.peerdirect.ib.core.verbs.IbvPd pd) {
+        return (Integer) pd.context().driverMethod("DV_OBJ_PD", pd);
+    }
+
     /** {@code mlx5dv_devx_obj_create(ctx, in, inlen, out, outlen)}. */
     public static DevxObj devxObjCreate(IbvContext ctx, MemorySegment in, int outLen) {
         Object[] r = (Object[]) ctx.driverMethod("DEVX_OBJ_CREATE", bytes(in), outLen);

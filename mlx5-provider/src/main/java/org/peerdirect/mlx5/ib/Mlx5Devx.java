@@ -18,6 +18,7 @@ import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
 import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
@@ -62,7 +63,13 @@ final class Mlx5Devx {
     final int uid;
     private final Mlx5IbUcontext uctx;
     private final Map<Integer, Handle> objects = new ConcurrentHashMap<>();
-    private final AtomicInteger nextHandle = new AtomicInteger(1);
+    /**
+     * Handle numbers, unique across contexts: the kernel's are per uverbs file (an IDR), so a handle
+     * of another context names nothing there or, by chance, an object of the file's own. Unique
+     * numbers keep the first: another context's handle is always a lookup miss (ENOENT, {@link #handle}),
+     * never a silent alias of one of this context's objects.
+     */
+    private static final AtomicInteger NEXT_HANDLE = new AtomicInteger(1);
     final Mlx5DevxEvents events;
 
     private Mlx5Devx(Mlx5IbDev dev, Mlx5IbUcontext uctx, int uid) {
@@ -126,16 +133,25 @@ final class Mlx5Devx {
         }
     }
 
+    /**
+     * The handle's object ({@code uverbs_get_uobject_from_file}): ENOENT when this context holds no
+     * such handle (another context's, or destroyed: {@code lookup_get_idr_uobject}), EINVAL when it
+     * names an object of another kind ({@code uobj->uapi_object != obj}).
+     */
     private Handle handle(int id, Kind kind) {
         Handle h = objects.get(id);
-        if (h == null || h.kind() != kind) {
-            throw new KernelException(Errno.EINVAL, "DevX: handle " + id + " is no " + kind.name().toLowerCase() + " of this context");
+        if (h == null) {
+            throw new KernelException(Errno.ENOENT, "DevX: handle " + id + " is no object of this context (uid " + uid + ")");
+        }
+        if (h.kind() != kind) {
+            throw new KernelException(Errno.EINVAL, "DevX: handle " + id + " is no " + kind.name().toLowerCase() + " but a "
+                    + h.kind().name().toLowerCase());
         }
         return h;
     }
 
     private Handle add(Kind kind, int opcode, int objType, int objId, MemorySegment destroy, int rank, IbUmem umem) {
-        Handle h = new Handle(nextHandle.getAndIncrement(), kind, opcode, objType, objId, destroy, rank, umem);
+        Handle h = new Handle(NEXT_HANDLE.getAndIncrement(), kind, opcode, objType, objId, destroy, rank, umem);
         objects.put(h.id(), h);
         return h;
     }
@@ -247,15 +263,23 @@ final class Mlx5Devx {
     }
 
     /**
-     * {@code devx_umem_reg}: {@code length} bytes of the process at {@code addr} pinned and mapped
-     * ({@code ib_umem_get}), a {@code CREATE_UMEM} of their 4 KiB pages; returns the handle and the
-     * umem id.
+     * {@code devx_umem_reg}: {@code length} bytes of the process at {@code addr} pinned and mapped,
+     * a {@code CREATE_UMEM} of their 4 KiB pages; returns the handle and the umem id.
+     *
+     * <p>Peer memory: MLNX_OFED's {@code devx_umem_get} takes the range with
+     * {@code ib_umem_get_peer(..., access, 0)}, i.e. {@code IB_PEER_MEM_ALLOW} without
+     * {@code IB_PEER_MEM_INVAL_SUPP}: a DevX umem has no invalidation notifier (nothing in DevX could
+     * revoke the queues and mkeys the user built over it). So a client that needs no invalidation
+     * (nv_mem persistent) may supply the pages; one that requires invalidation (nv_mem with the free
+     * callback) is skipped at acquire, and a range nothing else claims fails with the pin's error
+     * (EFAULT for device memory) as {@code ib_peer_umem_get} returns it. A DevX umem is therefore never
+     * invalidated: the peer memory stays mapped until {@code umem_dereg} (or the context's cleanup).
      */
     Object[] umemReg(long addr, long length, int access) {
         if (length <= 0 || addr + length < addr) {
             throw new KernelException(Errno.EINVAL, String.format("DevX umem_reg: %d bytes at 0x%x", length, addr));
         }
-        IbUmem umem = dev.umems.umemGet(uctx.process, dev, addr, length, access, 0);
+        IbUmem umem = dev.umems.umemGet(uctx.process, dev, addr, length, access, UmemService.IB_PEER_MEM_ALLOW);
         try {
             long first = addr & ~0xfffL;
             int n = (int) (((addr & 0xfff) + length + 4095) >>> 12);
