@@ -103,6 +103,36 @@ public final class Mlx5dv {
         return new DevxUmem(ctx, (Integer) r[0], (Integer) r[1]);
     }
 
+    /** {@code MLX5DV_UMEM_MASK_DMABUF}: {@link DevxUmemIn#dmabufFd} is valid. */
+    public static final long UMEM_MASK_DMABUF = 1L << 0;
+
+    /**
+     * {@code struct mlx5dv_devx_umem_in}: with {@link #UMEM_MASK_DMABUF} in {@code compMask},
+     * {@code addr} is the offset in the dma-buf open under {@code dmabufFd}; {@code pgszBitmap} the
+     * page sizes the use accepts (the model's umems map 4 KiB pages, so it must have bit 12).
+     *
+     * @since 0.2
+     */
+    public record DevxUmemIn(long addr, long size, int access, long pgszBitmap, long compMask, int dmabufFd) {
+    }
+
+    /**
+     * {@code mlx5dv_devx_umem_reg_ex}: EOPNOTSUPP for an unknown {@code comp_mask} bit (as libmlx5);
+     * EINVAL when no page size of the bitmap fits ({@code devx_umem_find_best_pgsize} finding none:
+     * the model's is 4 KiB); with {@link #UMEM_MASK_DMABUF} the dma-buf's range, pinned
+     * ({@code ib_umem_dmabuf_get_pinned}).
+     *
+     * @since 0.2
+     */
+    public static DevxUmem devxUmemRegEx(IbvContext ctx, DevxUmemIn in) {
+        if ((in.compMask() & ~UMEM_MASK_DMABUF) != 0) {
+            throw new KernelException(KernelException.Errno.EOPNOTSUPP, String.format("mlx5dv_devx_umem_reg_ex: comp_mask 0x%x", in.compMask()));
+        }
+        int fd = (in.compMask() & UMEM_MASK_DMABUF) != 0 ? in.dmabufFd() : -1;
+        Object[] r = (Object[]) ctx.driverMethod("DEVX_UMEM_REG", in.addr(), in.size(), in.access(), fd, in.pgszBitmap());
+        return new DevxUmem(ctx, (Integer) r[0], (Integer) r[1]);
+    }
+
     /** {@code mlx5dv_devx_umem_dereg}: EBUSY while a queue or mkey uses it. */
     public static void devxUmemDereg(DevxUmem umem) {
         umem.ctx().driverMethod("DEVX_UMEM_DEREG", umem.handle());

@@ -76,7 +76,8 @@ final class Mlx5IbUcontext implements IbUcontextOps {
                     devx.destroy((Integer) a[0], Mlx5Devx.Kind.OBJ);
                     yield null;
                 }
-                case "DEVX_UMEM_REG" -> devx.umemReg((Long) a[0], (Long) a[1], (Integer) a[2]);
+                case "DEVX_UMEM_REG" -> a.length == 3 ? devx.umemReg((Long) a[0], (Long) a[1], (Integer) a[2])
+                        : devx.umemRegEx((Long) a[0], (Long) a[1], (Integer) a[2], (Integer) a[3], (Long) a[4]);
                 case "DEVX_UMEM_DEREG" -> {
                     devx.destroy((Integer) a[0], Mlx5Devx.Kind.UMEM);
                     yield null;

@@ -118,6 +118,47 @@ class Mlx5DevxPeerTest extends Mlx5Machine {
     }
 
     /**
+     * {@code mlx5dv_devx_umem_reg_ex} with {@code MLX5DV_UMEM_MASK_DMABUF}: a DevX umem over a dma-buf
+     * of GPU memory ({@code cuMemGetHandleForAddressRange}), imported pinned
+     * ({@code ib_umem_dmabuf_get_pinned}): a CQ's ring lives in it, nv_mem is not involved. Bad input:
+     * an unknown {@code comp_mask} bit (EOPNOTSUPP, libmlx5), a page-size bitmap without 4 KiB
+     * (EINVAL), an fd that is no dma-buf (EBADF), a range past the buffer (EINVAL).
+     */
+    @Test
+    void aDevxUmemOverAGpuDmabufIsImportedPinned() throws Exception {
+        up(false);
+        IbvContext a = devs.get(0).open(proc);
+        long dptr = rm.cuMemAlloc(proc, 1 << 20);
+        int fd = rm.cuMemGetHandleForAddressRange(proc, dptr, 1 << 20);
+        long sizes = -4096L; // every page size from 4 KiB, as mlx5dv_devx_umem_reg passes
+        long dmabuf = Mlx5dv.UMEM_MASK_DMABUF;
+        assertEquals(KernelException.Errno.EOPNOTSUPP, assertThrows(KernelException.class, () -> Mlx5dv.devxUmemRegEx(a,
+                new Mlx5dv.DevxUmemIn(0, 8192, IbAccess.LOCAL_WRITE, sizes, dmabuf | 2, fd))).errno());
+        assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class, () -> Mlx5dv.devxUmemRegEx(a,
+                new Mlx5dv.DevxUmemIn(0, 8192, IbAccess.LOCAL_WRITE, 1L << 21, dmabuf, fd))).errno());
+        assertEquals(KernelException.Errno.EBADF, assertThrows(KernelException.class, () -> Mlx5dv.devxUmemRegEx(a,
+                new Mlx5dv.DevxUmemIn(0, 8192, IbAccess.LOCAL_WRITE, sizes, dmabuf, fd + 1000))).errno());
+        assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class, () -> Mlx5dv.devxUmemRegEx(a,
+                new Mlx5dv.DevxUmemIn((1 << 20) - 4096, 8192, IbAccess.LOCAL_WRITE, sizes, dmabuf, fd))).errno());
+        Mlx5dv.DevxUmem umem = Mlx5dv.devxUmemRegEx(a, new Mlx5dv.DevxUmemIn(64 << 10, 8192, IbAccess.LOCAL_WRITE, sizes, dmabuf, fd));
+        assertEquals(0, nv.inUse(), "a dma-buf import, no peer client");
+        Mlx5dv.DevxUar uar = Mlx5dv.devxAllocUar(a);
+        Mlx5dv.DevxObj cq = Mlx5dv.devxObjCreate(a, Mlx5DevxTest.createCq(Mlx5dv.devxQueryEqn(a, 0), uar.page(), umem.umemId(), 6), 16);
+        assertTrue(models.get(0).devxDescribe().contains("umems 1"), models.get(0).devxDescribe());
+        Mlx5dv.devxObjDestroy(cq);
+        Mlx5dv.devxUmemDereg(umem);
+        Mlx5dv.devxFreeUar(uar);
+        // without the mask the same call is mlx5dv_devx_umem_reg's: host memory
+        long va = proc.mmap(8192);
+        proc.populate(va, 8192, true);
+        Mlx5dv.devxUmemDereg(Mlx5dv.devxUmemRegEx(a, new Mlx5dv.DevxUmemIn(va, 8192, IbAccess.LOCAL_WRITE, sizes, 0, -1)));
+        proc.munmap(va, 8192);
+        proc.close(fd);
+        rm.cuMemFree(proc, dptr);
+        a.close();
+    }
+
+    /**
      * {@code mlx5dv_init_obj(MLX5DV_OBJ_PD)}: a verbs PD's number, what a DevX command names (the two
      * PDs of a context differ); another context's PD is not found (ENOENT), as a handle the file does
      * not hold; a deallocated PD likewise.
