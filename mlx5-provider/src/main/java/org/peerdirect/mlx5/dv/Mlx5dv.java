@@ -8,7 +8,7 @@ import org.peerdirect.kernel.mm.KernelException;
 
 /**
  * libmlx5's DevX calls ({@code mlx5dv.h}: {@code mlx5dv_devx_obj_create} and friends,
- * {@code mlx5dv_devx_umem_reg}, {@code mlx5dv_devx_alloc_uar},
+ * {@code mlx5dv_devx_umem_reg} and {@code _reg_ex}, {@code mlx5dv_devx_alloc_uar}, {@code mlx5dv_init_obj} of a PD,
  * {@code mlx5dv_devx_create_event_channel}, {@code mlx5dv_devx_subscribe_devx_event},
  * {@code mlx5dv_devx_get_event}): each one driver method of the context
  * ({@link IbvContext#driverMethod}, the ioctl of {@code MLX5_IB_METHOD_DEVX_*}), the control path.

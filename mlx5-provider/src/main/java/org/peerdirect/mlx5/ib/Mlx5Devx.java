@@ -54,7 +54,8 @@ final class Mlx5Devx {
     /**
      * A DevX handle ({@code struct devx_obj}, {@code struct devx_umem}, a DevX UAR): the command
      * that destroys it ({@code dinbox}), its {@code obj_type} and id for the validity and event
-     * checks, its dependency rank.
+     * checks, its dependency rank, and what its destroy releases after the command (a umem's pages:
+     * {@code ib_umem_release}; null for none).
      */
     record Handle(int id, Kind kind, int opcode, int objType, int objId, MemorySegment destroy, int rank, Runnable release) {
     }
