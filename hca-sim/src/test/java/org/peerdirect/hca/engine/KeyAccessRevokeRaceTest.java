@@ -30,9 +30,10 @@ import org.peerdirect.kernel.mm.Mm;
  * fill, one DMA per page), read or write, and the page at which the revoking UMR is issued while that
  * page's DMA is held in the port (or, for -1, before the transfer starts). The DMA is held by a latch,
  * not a sleep; the UMR is seen waiting by its thread state. Checks: the UMR does not return while the
- * held DMA is in flight; the transfer admitted before it completes whole; after it returns, the next
- * access is refused at the key with no byte moved (the port counts every call); a transfer that starts
- * after it moves nothing.
+ * held DMA is in flight; the transfer admitted before it completes whole and no DMA begins after the
+ * UMR returned; after it returns, the next access is refused at the key with no byte moved (the port
+ * counts every call); a transfer that starts after it moves nothing. The mutant that lets go of the
+ * entry's read lock between pages (the UMR slipping in mid-transfer) fails seeds 4 and 42.
  */
 class KeyAccessRevokeRaceTest extends EngineRig {
 
@@ -120,8 +121,10 @@ class KeyAccessRevokeRaceTest extends EngineRig {
             });
             assertTrue(h.inDma.await(10, TimeUnit.SECONDS), "page " + revokeAt + "'s DMA in flight: " + where);
             CountDownLatch revoked = new CountDownLatch(1);
+            AtomicInteger atReturn = new AtomicInteger(-1);
             Thread umr = Thread.ofPlatform().start(() -> {
                 revoke(a, key);
+                atReturn.set(h.calls.get()); // the DMAs begun when the UMR returned
                 revoked.countDown();
             });
             // the UMR blocks on the entry's write lock while the held DMA holds the read lock
@@ -136,6 +139,7 @@ class KeyAccessRevokeRaceTest extends EngineRig {
             umr.join(10_000);
             assertEquals(0, revoked.getCount(), where);
             assertNull(failed.get(), "the transfer admitted before the UMR completes: " + where);
+            assertEquals(h.calls.get(), atReturn.get(), "no DMA began after the revoking UMR returned: " + where);
             assertEquals(pages, h.calls.get() - (h.holdAt - revokeAt), "one DMA per page, all of them: " + where);
             if (write) {
                 byte[] got = new byte[host.length];
