@@ -74,7 +74,8 @@ public final class FlexioProcess implements AutoCloseable {
     private final Loopback loopback;
     private final DevxObj image;
     private final DevxObj imageMkey;
-    private final DevxObj process;
+    /** The DPA_PROCESS object (package-private: the tests subscribe their own DevX channel to it). */
+    final DevxObj process;
     private final int dumemId;
     private final HeapAllocator heap;
     private final DevxObj heapMkey;

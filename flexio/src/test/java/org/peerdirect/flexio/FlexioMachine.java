@@ -6,6 +6,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.peerdirect.gpu.model.GpuBoard;
+import org.peerdirect.gpu.nvidia.NvidiaRm;
+import org.peerdirect.gpu.peermem.NvPeerMem;
 import org.peerdirect.hca.boards.Fabric;
 import org.peerdirect.hca.cx4.ConnectX4Device;
 import org.peerdirect.ib.core.standalone.IbCore;
@@ -18,10 +21,11 @@ import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.kernel.pci.StandalonePciBus;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
 import org.peerdirect.mlx5.ib.Mlx5IbDev;
+import org.peerdirect.peermem.PeerMemoryRegistration;
 
 /**
  * A host with one BlueField-3 (mlx5_core and mlx5_ib bound, as mlx5-provider's machine builds it)
- * and a user process, for the FlexIO host library's tests; {@link #close} takes it down in the
+ * and a user process (and, with {@link #gpu}, a GPU and its peer client), for the FlexIO host library's tests; {@link #close} takes it down in the
  * driver's order and checks what must hold after every test: no DevX or DPA object left in the
  * firmware, every firmware page back, the IOMMU audit clean, every frame free.
  */
@@ -58,6 +62,26 @@ final class FlexioMachine implements AutoCloseable {
         return dev.open(proc);
     }
 
+    /** The GPU peer, when {@link #gpu} added it: the board, its RM, nv_mem and its registration with the IB core. */
+    GpuBoard board;
+    NvidiaRm rm;
+    NvPeerMem nv;
+    PeerMemoryRegistration nvReg;
+
+    /**
+     * Adds a GPU on the same PCI bus (64 MiB of video memory, 32 MiB BAR1) and nv_mem, the
+     * invalidating flavour (the RM's free callback invalidates, mlx5 revokes the mkey) or the
+     * persistent one, as mlx5-provider's GPU tests build them; the process may pin 1 GiB.
+     */
+    FlexioMachine gpu(boolean persistent) {
+        proc.setMemlockLimit(1L << 30);
+        board = new GpuBoard("NVIDIA A100-PCIE-40GB", 64L << 20, 32L << 20);
+        rm = new NvidiaRm(mm, bus.register(board.spec()), 0);
+        nv = new NvPeerMem("nv_mem", () -> List.of(rm), persistent, !persistent);
+        nvReg = core.peerMemory().register(nv, !persistent);
+        return this;
+    }
+
     /** The firmware's DPA objects, as {@code dpa:ps} lists them. */
     List<String> dpa() {
         return bf3.dpaDescribe();
@@ -66,9 +90,14 @@ final class FlexioMachine implements AutoCloseable {
     @Override
     public void close() {
         assertEquals(0, bf3.devxLive(), "no DevX object left in the firmware: " + bf3.devxDescribe());
+        List<String> leaks = new ArrayList<>();
+        if (rm != null) {
+            // the GPU's memory first: what a failed test left registered is deregistered by the
+            // disassociation below, so nv_mem's unregister (which waits for them) cannot hang
+            leaks.addAll(rm.shutdown());
+        }
         core.unregister(ib);
         ib.close();
-        List<String> leaks = new ArrayList<>();
         mlx5.unload();
         if (mlx5.dmaPagesLive() != 0) {
             leaks.add(mlx5.dmaPagesLive() + " DMA pages of the driver live");
@@ -80,8 +109,24 @@ final class FlexioMachine implements AutoCloseable {
             leaks.add("the engine failed " + bf3.engineFailures() + " time(s)");
         }
         proc.exit();
+        if (nvReg != null) {
+            try {
+                if (!nvReg.unregister(java.time.Duration.ofSeconds(10))) {
+                    leaks.add("nv_mem still held by a registration");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                leaks.add("interrupted unregistering nv_mem");
+            }
+            if (nv.inUse() != 0) {
+                leaks.add("nv_mem in use " + nv.inUse());
+            }
+        }
         core.close();
         bf3.close();
+        if (board != null) {
+            board.close();
+        }
         bus.close();
         leaks.addAll(bus.warnings());
         if (!iommu.audit().clean()) {

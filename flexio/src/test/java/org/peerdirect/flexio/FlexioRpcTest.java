@@ -15,7 +15,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.hca.cx4.ifc.DpaObj;
+import org.peerdirect.hca.cx4.ifc.Eq;
 import org.peerdirect.ib.core.verbs.IbvContext;
+import org.peerdirect.mlx5.dv.Mlx5dv;
 
 /**
  * DPA_MODEL.md §4 scenario 1 (FlexIO's RPC sample) on a BlueField-3 through the real driver:
@@ -94,7 +97,13 @@ class FlexioRpcTest {
     void aDeviceErrorIsAUserErrorTheHostSees() {
         FlexioProcess p = FlexioProcess.create(ctx, TestApps.rpcApp(), ATTR);
         assertEquals(3, p.call(TestApps.CALCULATE, 1L, 2L));
+        // the user's own DevX event channel on the process (mlx5dv level), beside flexio's error fd
+        Mlx5dv.DevxEventChannel ch = Mlx5dv.devxCreateEventChannel(ctx);
+        Mlx5dv.devxSubscribeDevxEvent(ch, p.process, new int[] {Eq.EVENT_OBJECT_CHANGE}, 0x90_0001L);
         FlexioException e = assertThrows(FlexioException.class, () -> p.call(TestApps.FAIL, 0x90L));
+        assertEquals(new Mlx5dv.DevxEvent(0x90_0001L, Eq.EVENT_OBJECT_CHANGE, DpaObj.OBJ_DPA_PROCESS, p.id()),
+                Mlx5dv.devxGetEvent(ch, Duration.ofSeconds(10)), "flexio_dev_error: OBJECT_CHANGE of the process, its id");
+        Mlx5dv.devxDestroyEventChannel(ch);
         assertEquals(FlexioStatus.FAILED, e.status());
         assertTrue(e.getMessage().contains("status 0x90"), e.getMessage());
         assertEquals(FlexioStatus.ERR_USER_ERROR, p.errStatusGet());

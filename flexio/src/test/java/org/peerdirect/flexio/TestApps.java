@@ -55,6 +55,7 @@ final class TestApps {
     static final FlexioFunc ACTIVATE = rpc("rpc_activate", 1);
     static final FlexioFunc SPIN = new FlexioFunc("spin_handler", FlexioFunc.Kind.GLOBAL, 8, longs("spin_handler", 1));
     static final FlexioFunc COUNT = new FlexioFunc("count_handler", FlexioFunc.Kind.GLOBAL, 8, longs("count_handler", 1));
+    static final FlexioFunc SPIN_WINDOW = new FlexioFunc("spin_window_handler", FlexioFunc.Kind.GLOBAL, 8, longs("spin_window_handler", 1));
 
     /** flexio-dev, statically linked, with its RPC handler's entry (as dpacc links it). */
     static ImagePackager linked() {
@@ -75,8 +76,10 @@ final class TestApps {
                 .rpc("rpc_read", RpcProgs.class, "rpcRead", 8)
                 .rpc("rpc_activate", RpcProgs.class, "rpcActivate", 8)
                 .global("count_handler", RpcProgs.class, "countHandler")
-                .global("spin_handler", RpcProgs.class, "spinHandler").pack();
-        return FlexioApp.create("flexio_rpc", image, List.of(CALCULATE, FAIL, CALCULATE_PRINT, PRINT_MANY, COPY, ADD_TO, TO_HOST, PRINT_NO_WRITEBACK, READ, ACTIVATE, COUNT, SPIN));
+                .global("spin_handler", RpcProgs.class, "spinHandler")
+                .global("spin_window_handler", RpcProgs.class, "spinWindowHandler").pack();
+        return FlexioApp.create("flexio_rpc", image, List.of(CALCULATE, FAIL, CALCULATE_PRINT, PRINT_MANY, COPY, ADD_TO, TO_HOST, PRINT_NO_WRITEBACK, READ, ACTIVATE, COUNT, SPIN,
+                SPIN_WINDOW));
     }
 
     static final FlexioFunc CLOCK = rpc("rpc_clock", 0);

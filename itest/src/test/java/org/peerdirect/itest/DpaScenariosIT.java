@@ -18,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Hashtable;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
@@ -37,6 +38,8 @@ import org.ops4j.pax.exam.TestProbeBuilder;
 import org.ops4j.pax.exam.junit.PaxExam;
 import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerClass;
+import org.osgi.framework.BundleContext;
+import org.osgi.service.cm.ConfigurationAdmin;
 import org.peerdirect.flexio.FlexioCq;
 import org.peerdirect.flexio.FlexioEventHandler;
 import org.peerdirect.flexio.FlexioException;
@@ -57,6 +60,7 @@ import org.peerdirect.itest.dpa.ScenarioDevStubs;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.mm.AddressSpace;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.mlx5.dv.Mlx5dv;
 
 /**
  * DPA_MODEL.md §4 scenarios 1–4 in the container, on its BlueField-3 ({@code mlx5_2}) through the
@@ -65,7 +69,8 @@ import org.peerdirect.kernel.mm.Mm;
  * USER_ERROR; (2) the echo handler over RC ({@code dpa:sample echo}, bursts racing the arm) and
  * its missing write-back ({@code dpa:sample fence}); (3) a window into host memory: write-back,
  * read-invalidate polling, the C3 and C4 mutants, an mkey of another PD refused, the mkey destroyed under a
- * spinning writer (no DMA after the destroy returned); (4) a doorbell on another process's QP
+ * spinning writer (no DMA after the destroy returned), and a peer invalidation of a GPU MR under a spinning
+ * writer (no DMA after the free callback returned); (4) a doorbell on another process's QP
  * (dropped, the ringer's process error, the other unaffected) and {@code kernel:kill} of a process
  * whose thread spins with a window configured. Each ends with no DPA process or thread left, no EU
  * busy, the BlueField-3's firmware pages back, and the IOMMU audit clean at its starting mappings.
@@ -89,6 +94,8 @@ public class DpaScenariosIT {
     DpaView dpaView;
     @Inject
     CommandProcessor processor;
+    @Inject
+    BundleContext context;
 
     /** The probe runs Gogo commands (dpa:sample, dpa:crash, mlx5:pages, kernel:kill). */
     @ProbeBuilder
@@ -253,6 +260,73 @@ public class DpaScenariosIT {
             p.exit();
         }
         assertClean(b);
+    }
+
+    /**
+     * Scenario 3's peer-memory case: the window's mkey is a verbs MR over GPU memory (nvidia_peermem
+     * with {@code persistent_api_support=0}, the invalidating nv_mem; the window on the MR's PD by
+     * {@code mlx5dv_init_obj}); a thread spins writing through it; {@code gpu:free} runs the free
+     * callback, mlx5 revokes the mkey before it returns. After it returned no byte crosses BAR1, the
+     * writer's next access faults (WINDOW_FAULT, {@code dpa:crash} names the handler and the revoked
+     * mkey) and the IOMMU saw no fault: refused at the mkey.
+     */
+    @Test
+    public void scenario3PeerInvalidationUnderAConfiguredWindow() throws Exception {
+        Baseline b = baseline();
+        nvPeermemPersistentApi(0);
+        AddressSpace p = process("itest-dpa-gpu-window");
+        try (IbvContext ctx = devices.device(BF3).open(p)) {
+            String dptr = run("gpu:alloc " + p.pid() + " 64K").trim();
+            IbvPd pd = ctx.allocPd();
+            IbvMr mr = pd.regMr(Long.decode(dptr), 64 << 10, IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_READ);
+            FlexioProcess fp = FlexioProcess.create(ctx, ScenarioDevStubs.APP, ATTR);
+            try {
+                assertTrue("nv_mem claimed the cudaMalloc range", mr.isPeer());
+                FlexioWindow w = FlexioWindow.create(fp, Mlx5dv.initObjPd(pd));
+                long spin = windowArg(fp, w.id(), mr.lkey(), Long.decode(dptr));
+                started(fp, ScenarioDevStubs.SPIN_WINDOW, spin);
+                await("the spinning writer reached GPU memory", () -> fp.call(ScenarioDevStubs.RPC_READ, spin + W_SEEN) >= 10);
+                long faults = iommu.audit().faults();
+                run("gpu:free " + p.pid() + " " + dptr); // the free callback: IB invalidate, mlx5's revoking UMR, then the RM frees
+                long bar = iommu.barBytes();
+                assertTrue("the free callback invalidated the MR", mr.invalidated());
+                await("the writer's next access faulted", () -> fp.errStatusGet() == FlexioStatus.ERR_FATAL_ERROR);
+                assertEquals("WINDOW_FAULT", 0x05, fp.processStatus());
+                assertEquals("no window byte crossed BAR1 after the invalidation returned", bar, iommu.barBytes());
+                assertEquals("refused at the mkey, before the IOMMU", faults, iommu.audit().faults());
+                String crash = run("dpa:crash");
+                assertTrue(crash, crash.contains("process " + fp.id() + " ") && crash.contains("ScenarioDev.spinWindow") && crash.contains("revoked"));
+            } finally {
+                fp.destroy();
+                mr.dereg();
+                pd.dealloc();
+            }
+        } finally {
+            p.exit();
+            nvPeermemPersistentApi(1);
+        }
+        assertClean(b);
+    }
+
+    /** nvidia_peermem's {@code persistent_api_support} through Configuration Admin; returns when {@code peermem:clients} shows its clients. */
+    void nvPeermemPersistentApi(int v) throws Exception {
+        org.osgi.framework.ServiceReference<ConfigurationAdmin> ref = context.getServiceReference(ConfigurationAdmin.class);
+        ConfigurationAdmin cm = context.getService(ref);
+        try {
+            org.osgi.service.cm.Configuration c = cm.getConfiguration("org.peerdirect.nvidia_peermem", "?");
+            Hashtable<String, Object> props = new Hashtable<>();
+            props.put("persistent_api_support", v);
+            c.update(props);
+        } finally {
+            context.ungetService(ref);
+        }
+        await("peermem:clients with persistent_api_support=" + v, () -> {
+            try {
+                return run("peermem:clients").contains("nv_mem_nc") == (v == 0);
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        });
     }
 
     // ---------------------------------------------------------------- scenario 4

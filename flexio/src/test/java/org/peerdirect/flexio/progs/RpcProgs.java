@@ -100,6 +100,30 @@ public final class RpcProgs {
     }
 
     /**
+     * {@code __dpa_global__}: configures window entity 0 with the window and mkey at {@code arg} and
+     * {@code arg + 8}, then stores a counter at host address {@code [arg + 16]} through it, written
+     * back each time, and the same counter at {@code arg + 24} (DPA memory, written back), until the
+     * word at {@code arg + 32} is set. A configuration refused leaves -1 at {@code arg + 24}.
+     */
+    public static void spinWindowHandler(long arg) {
+        if (FlexioDev.windowConfig(FlexioDev.WINDOW_ENTITY_0, (int) Dpa.ld64(arg), (int) Dpa.ld64(arg + 8)) != FlexioDev.STATUS_SUCCESS) {
+            Dpa.st64(arg + 24, -1);
+            Dpa.memoryWriteback();
+            FlexioDev.threadFinish();
+            return;
+        }
+        long p = FlexioDev.windowPtrAcquire(FlexioDev.WINDOW_ENTITY_0, Dpa.ld64(arg + 16));
+        long n = 0;
+        while (Dpa.ld64(arg + 32) == 0) {
+            Dpa.st64(p, ++n);
+            Dpa.windowWriteback();
+            Dpa.st64(arg + 24, n);
+            Dpa.memoryWriteback();
+        }
+        FlexioDev.threadFinish();
+    }
+
+    /**
      * {@code __dpa_rpc__ rpc_to_host(window, mkey, haddr, daddr, n)}: configures window entity 0
      * and copies {@code n} bytes of the heap at {@code daddr} to host address {@code haddr}
      * ({@code flexio_dev_window_copy_to_host}); returns its status.

@@ -9,7 +9,7 @@ import org.peerdirect.kernel.mm.KernelException;
 /**
  * libmlx5's DevX calls ({@code mlx5dv.h}: {@code mlx5dv_devx_obj_create} and friends,
  * {@code mlx5dv_devx_general_cmd},
- * {@code mlx5dv_devx_umem_reg}, {@code mlx5dv_devx_alloc_uar},
+ * {@code mlx5dv_devx_umem_reg} and {@code _reg_ex}, {@code mlx5dv_devx_alloc_uar}, {@code mlx5dv_init_obj} of a PD,
  * {@code mlx5dv_devx_create_event_channel}, {@code mlx5dv_devx_subscribe_devx_event},
  * {@code mlx5dv_devx_get_event}): each one driver method of the context
  * ({@link IbvContext#driverMethod}, the ioctl of {@code MLX5_IB_METHOD_DEVX_*}), the control path.
@@ -66,6 +66,17 @@ public final class Mlx5dv {
         return in.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
     }
 
+    /**
+     * {@code mlx5dv_init_obj} with {@code MLX5DV_OBJ_PD}: the verbs PD's number ({@code struct
+     * mlx5dv_pd.pdn}), what DevX commands name as {@code pd} (a window's PD, an mkey's). ENOENT for a
+     * PD of another context; EINVAL for a PD of another driver.
+     *
+     * @since 0.2
+     */
+    public static int initObjPd(org.peerdirect.ib.core.verbs.IbvPd pd) {
+        return (Integer) pd.context().driverMethod("DV_OBJ_PD", pd);
+    }
+
     /** {@code mlx5dv_devx_obj_create(ctx, in, inlen, out, outlen)}. */
     public static DevxObj devxObjCreate(IbvContext ctx, MemorySegment in, int outLen) {
         Object[] r = (Object[]) ctx.driverMethod("DEVX_OBJ_CREATE", bytes(in), outLen);
@@ -99,6 +110,36 @@ public final class Mlx5dv {
     /** {@code mlx5dv_devx_umem_reg(ctx, addr, size, access)}: the process's memory pinned and given to the device. */
     public static DevxUmem devxUmemReg(IbvContext ctx, long addr, long size, int access) {
         Object[] r = (Object[]) ctx.driverMethod("DEVX_UMEM_REG", addr, size, access);
+        return new DevxUmem(ctx, (Integer) r[0], (Integer) r[1]);
+    }
+
+    /** {@code MLX5DV_UMEM_MASK_DMABUF}: {@link DevxUmemIn#dmabufFd} is valid. */
+    public static final long UMEM_MASK_DMABUF = 1L << 0;
+
+    /**
+     * {@code struct mlx5dv_devx_umem_in}: with {@link #UMEM_MASK_DMABUF} in {@code compMask},
+     * {@code addr} is the offset in the dma-buf open under {@code dmabufFd}; {@code pgszBitmap} the
+     * page sizes the use accepts (the model's umems map 4 KiB pages, so it must have bit 12).
+     *
+     * @since 0.2
+     */
+    public record DevxUmemIn(long addr, long size, int access, long pgszBitmap, long compMask, int dmabufFd) {
+    }
+
+    /**
+     * {@code mlx5dv_devx_umem_reg_ex}: EOPNOTSUPP for an unknown {@code comp_mask} bit (as libmlx5);
+     * EINVAL when no page size of the bitmap fits ({@code devx_umem_find_best_pgsize} finding none:
+     * the model's is 4 KiB); with {@link #UMEM_MASK_DMABUF} the dma-buf's range, pinned
+     * ({@code ib_umem_dmabuf_get_pinned}).
+     *
+     * @since 0.2
+     */
+    public static DevxUmem devxUmemRegEx(IbvContext ctx, DevxUmemIn in) {
+        if ((in.compMask() & ~UMEM_MASK_DMABUF) != 0) {
+            throw new KernelException(KernelException.Errno.EOPNOTSUPP, String.format("mlx5dv_devx_umem_reg_ex: comp_mask 0x%x", in.compMask()));
+        }
+        int fd = (in.compMask() & UMEM_MASK_DMABUF) != 0 ? in.dmabufFd() : -1;
+        Object[] r = (Object[]) ctx.driverMethod("DEVX_UMEM_REG", in.addr(), in.size(), in.access(), fd, in.pgszBitmap());
         return new DevxUmem(ctx, (Integer) r[0], (Integer) r[1]);
     }
 

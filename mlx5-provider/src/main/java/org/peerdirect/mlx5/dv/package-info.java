@@ -5,7 +5,7 @@
  * is one driver method of the context ({@code IbvContext.driverMethod}).
  */
 @Export
-@Version("0.1.0")
+@Version("0.2.0")
 package org.peerdirect.mlx5.dv;
 
 import org.osgi.annotation.bundle.Export;

@@ -18,6 +18,7 @@ import org.peerdirect.hca.cx4.ifc.Mkey;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
 import org.peerdirect.ib.core.umem.IbUmem;
+import org.peerdirect.ib.core.umem.UmemService;
 import org.peerdirect.kernel.mm.KernelException;
 import org.peerdirect.kernel.mm.KernelException.Errno;
 import org.peerdirect.mlx5.core.Mlx5CoreDev;
@@ -53,16 +54,23 @@ final class Mlx5Devx {
     /**
      * A DevX handle ({@code struct devx_obj}, {@code struct devx_umem}, a DevX UAR): the command
      * that destroys it ({@code dinbox}), its {@code obj_type} and id for the validity and event
-     * checks, its dependency rank.
+     * checks, its dependency rank, and what its destroy releases after the command (a umem's pages:
+     * {@code ib_umem_release}; null for none).
      */
-    record Handle(int id, Kind kind, int opcode, int objType, int objId, MemorySegment destroy, int rank, IbUmem umem) {
+    record Handle(int id, Kind kind, int opcode, int objType, int objId, MemorySegment destroy, int rank, Runnable release) {
     }
 
     private final Mlx5IbDev dev;
     final int uid;
     private final Mlx5IbUcontext uctx;
     private final Map<Integer, Handle> objects = new ConcurrentHashMap<>();
-    private final AtomicInteger nextHandle = new AtomicInteger(1);
+    /**
+     * Handle numbers, unique across contexts: the kernel's are per uverbs file (an IDR), so a handle
+     * of another context names nothing there or, by chance, an object of the file's own. Unique
+     * numbers keep the first: another context's handle is always a lookup miss (ENOENT, {@link #handle}),
+     * never a silent alias of one of this context's objects.
+     */
+    private static final AtomicInteger NEXT_HANDLE = new AtomicInteger(1);
     final Mlx5DevxEvents events;
 
     private Mlx5Devx(Mlx5IbDev dev, Mlx5IbUcontext uctx, int uid) {
@@ -126,16 +134,25 @@ final class Mlx5Devx {
         }
     }
 
+    /**
+     * The handle's object ({@code uverbs_get_uobject_from_file}): ENOENT when this context holds no
+     * such handle (another context's, or destroyed: {@code lookup_get_idr_uobject}), EINVAL when it
+     * names an object of another kind ({@code uobj->uapi_object != obj}).
+     */
     private Handle handle(int id, Kind kind) {
         Handle h = objects.get(id);
-        if (h == null || h.kind() != kind) {
-            throw new KernelException(Errno.EINVAL, "DevX: handle " + id + " is no " + kind.name().toLowerCase() + " of this context");
+        if (h == null) {
+            throw new KernelException(Errno.ENOENT, "DevX: handle " + id + " is no object of this context (uid " + uid + ")");
+        }
+        if (h.kind() != kind) {
+            throw new KernelException(Errno.EINVAL, "DevX: handle " + id + " is no " + kind.name().toLowerCase() + " but a "
+                    + h.kind().name().toLowerCase());
         }
         return h;
     }
 
-    private Handle add(Kind kind, int opcode, int objType, int objId, MemorySegment destroy, int rank, IbUmem umem) {
-        Handle h = new Handle(nextHandle.getAndIncrement(), kind, opcode, objType, objId, destroy, rank, umem);
+    private Handle add(Kind kind, int opcode, int objType, int objId, MemorySegment destroy, int rank, Runnable release) {
+        Handle h = new Handle(NEXT_HANDLE.getAndIncrement(), kind, opcode, objType, objId, destroy, rank, release);
         objects.put(h.id(), h);
         return h;
     }
@@ -259,8 +276,8 @@ final class Mlx5Devx {
         run(h);
         objects.remove(handle);
         events.forget(h);
-        if (h.umem() != null) {
-            h.umem().release();
+        if (h.release() != null) {
+            h.release().run();
         }
     }
 
@@ -275,36 +292,88 @@ final class Mlx5Devx {
     }
 
     /**
-     * {@code devx_umem_reg}: {@code length} bytes of the process at {@code addr} pinned and mapped
-     * ({@code ib_umem_get}), a {@code CREATE_UMEM} of their 4 KiB pages; returns the handle and the
-     * umem id.
+     * {@code devx_umem_reg}: {@code length} bytes of the process at {@code addr} pinned and mapped,
+     * a {@code CREATE_UMEM} of their 4 KiB pages; returns the handle and the umem id.
+     *
+     * <p>Peer memory: MLNX_OFED's {@code devx_umem_get} takes the range with
+     * {@code ib_umem_get_peer(..., access, 0)}, i.e. {@code IB_PEER_MEM_ALLOW} without
+     * {@code IB_PEER_MEM_INVAL_SUPP}: a DevX umem has no invalidation notifier (nothing in DevX could
+     * revoke the queues and mkeys the user built over it). So a client that needs no invalidation
+     * (nv_mem persistent) may supply the pages; one that requires invalidation (nv_mem with the free
+     * callback) is skipped at acquire, and a range nothing else claims fails with the pin's error
+     * (EFAULT for device memory) as {@code ib_peer_umem_get} returns it. A DevX umem is therefore never
+     * invalidated: the peer memory stays mapped until {@code umem_dereg} (or the context's cleanup).
      */
     Object[] umemReg(long addr, long length, int access) {
-        if (length <= 0 || addr + length < addr) {
-            throw new KernelException(Errno.EINVAL, String.format("DevX umem_reg: %d bytes at 0x%x", length, addr));
-        }
-        IbUmem umem = dev.umems.umemGet(uctx.process, dev, addr, length, access, 0);
+        checkRange("umem_reg", addr, length);
+        IbUmem umem = dev.umems.umemGet(uctx.process, dev, addr, length, access, UmemService.IB_PEER_MEM_ALLOW);
         try {
-            long first = addr & ~0xfffL;
-            int n = (int) (((addr & 0xfff) + length + 4095) >>> 12);
-            MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_UMEM, 0, (int) Devx.UMEM_MTT + 8 * n);
-            Devx.UID.set(in, 0, uid);
-            in.set(BE32, Devx.UMEM_PAGE_OFFSET, (int) (addr & 0xfff));
-            in.set(BE64, Devx.UMEM_NUM_OF_MTT, n);
-            long flags = Mkey.MTT_READ | (umem.writable() ? Mkey.MTT_WRITE : 0);
-            for (int i = 0; i < n; i++) {
-                in.set(BE64, Devx.UMEM_MTT + 8L * i, umem.dmaAddressOf(Math.max(addr, first + 4096L * i)) & ~0xfffL | flags);
-            }
-            int id = Devx.UMEM_ID.get(dev.cmd(() -> dev.core.exec(in, 16)), 0);
-            MemorySegment destroy = Mlx5CoreDev.input(Mlx5Cmd.DESTROY_UMEM, 0, 16);
-            Devx.UID.set(destroy, 0, uid);
-            Devx.UMEM_ID.set(destroy, 0, id);
-            Handle h = add(Kind.UMEM, Mlx5Cmd.CREATE_UMEM, 0, id, destroy, 7, umem);
-            return new Object[] {h.id(), id};
+            return createUmem(addr, length, umem.writable(), umem::dmaAddressOf, umem::release);
         } catch (RuntimeException e) {
             umem.release();
             throw e;
         }
+    }
+
+    /**
+     * {@code MLX5_IB_METHOD_DEVX_UMEM_REG} with {@code MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP} (and a
+     * dma-buf fd, or -1): the bitmap must admit a page size the umem can use
+     * ({@code devx_umem_find_best_pgsize}; the model's umems map 4 KiB pages, so bit 12), else EINVAL.
+     */
+    Object[] umemRegEx(long addr, long length, int access, int fd, long pgszBitmap) {
+        if ((pgszBitmap & 4096) == 0) {
+            throw new KernelException(Errno.EINVAL, String.format("DevX umem_reg: no page size of pgsz_bitmap 0x%x fits"
+                    + " (devx_umem_find_best_pgsize; the umem maps 4 KiB pages)", pgszBitmap));
+        }
+        return fd >= 0 ? umemRegDmabuf(addr, length, access, fd) : umemReg(addr, length, access);
+    }
+
+    /**
+     * {@code devx_umem_get} with {@code MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD}
+     * ({@code mlx5dv_devx_umem_reg_ex} with {@code MLX5DV_UMEM_MASK_DMABUF}): [offset, offset+length)
+     * of the dma-buf open under {@code fd}, imported pinned ({@code ib_umem_dmabuf_get_pinned}: the
+     * exporter may not move it while the umem lives), a {@code CREATE_UMEM} of its 4 KiB pages.
+     */
+    Object[] umemRegDmabuf(long offset, long length, int access, int fd) {
+        checkRange("umem_reg dmabuf", offset, length);
+        org.peerdirect.ib.core.umem.IbUmemDmabuf umem = dev.umems.umemDmabufGetPinned(uctx.process, dev, offset, length, fd, access, null);
+        try {
+            // byte k of the range is dmaAddressOf(k); the umem's addresses are the buffer's offsets
+            return createUmem(offset, length, umem.writable(), o -> umem.dmaAddressOf(o - offset), umem::release);
+        } catch (RuntimeException e) {
+            umem.release();
+            throw e;
+        }
+    }
+
+    private static void checkRange(String what, long addr, long length) {
+        if (length <= 0 || addr < 0 || addr + length < addr) {
+            throw new KernelException(Errno.EINVAL, String.format("DevX %s: %d bytes at 0x%x", what, length, addr));
+        }
+    }
+
+    /**
+     * {@code devx_umem_reg_cmd_build} + the command: the MTT of the pages of [addr, addr+length),
+     * {@code dma} giving the DMA address of a byte at an address of the range; the handle owns
+     * {@code release}. Returns the handle and the umem id.
+     */
+    private Object[] createUmem(long addr, long length, boolean writable, java.util.function.LongUnaryOperator dma, Runnable release) {
+        long first = addr & ~0xfffL;
+        int n = (int) (((addr & 0xfff) + length + 4095) >>> 12);
+        MemorySegment in = Mlx5CoreDev.input(Mlx5Cmd.CREATE_UMEM, 0, (int) Devx.UMEM_MTT + 8 * n);
+        Devx.UID.set(in, 0, uid);
+        in.set(BE32, Devx.UMEM_PAGE_OFFSET, (int) (addr & 0xfff));
+        in.set(BE64, Devx.UMEM_NUM_OF_MTT, n);
+        long flags = Mkey.MTT_READ | (writable ? Mkey.MTT_WRITE : 0);
+        for (int i = 0; i < n; i++) {
+            in.set(BE64, Devx.UMEM_MTT + 8L * i, dma.applyAsLong(Math.max(addr, first + 4096L * i)) & ~0xfffL | flags);
+        }
+        int id = Devx.UMEM_ID.get(dev.cmd(() -> dev.core.exec(in, 16)), 0);
+        MemorySegment destroy = Mlx5CoreDev.input(Mlx5Cmd.DESTROY_UMEM, 0, 16);
+        Devx.UID.set(destroy, 0, uid);
+        Devx.UMEM_ID.set(destroy, 0, id);
+        Handle h = add(Kind.UMEM, Mlx5Cmd.CREATE_UMEM, 0, id, destroy, 7, release);
+        return new Object[] {h.id(), id};
     }
 
     /** {@code MLX5_IB_METHOD_DEVX_UAR_ALLOC} ({@code mlx5dv_devx_alloc_uar}): an {@code ALLOC_UAR} of the uid; returns the handle and the page. */
@@ -349,8 +418,8 @@ final class Mlx5Devx {
                         dev.name() + ": DevX cleanup of uid " + uid + ": " + Mlx5Cmd.name(h.destroy().get(BE32, 0) >>> 16) + " refused: " + e.getMessage());
             }
             objects.remove(h.id());
-            if (h.umem() != null) {
-                h.umem().release();
+            if (h.release() != null) {
+                h.release().run();
             }
         }
     }

@@ -60,6 +60,9 @@ final class Mlx5IbUcontext implements IbUcontextOps {
      */
     @Override
     public Object driverMethod(String method, Object... a) {
+        if ("DV_OBJ_PD".equals(method)) {
+            return pdn(a);
+        }
         if (devx == null) {
             throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EOPNOTSUPP,
                     dev.name() + ": " + method + ": the device has no DevX");
@@ -74,7 +77,8 @@ final class Mlx5IbUcontext implements IbUcontextOps {
                     devx.destroy((Integer) a[0], Mlx5Devx.Kind.OBJ);
                     yield null;
                 }
-                case "DEVX_UMEM_REG" -> devx.umemReg((Long) a[0], (Long) a[1], (Integer) a[2]);
+                case "DEVX_UMEM_REG" -> a.length == 3 ? devx.umemReg((Long) a[0], (Long) a[1], (Integer) a[2])
+                        : devx.umemRegEx((Long) a[0], (Long) a[1], (Integer) a[2], (Integer) a[3], (Long) a[4]);
                 case "DEVX_UMEM_DEREG" -> {
                     devx.destroy((Integer) a[0], Mlx5Devx.Kind.UMEM);
                     yield null;
@@ -112,6 +116,19 @@ final class Mlx5IbUcontext implements IbUcontextOps {
             Thread.currentThread().interrupt();
             throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINTR, method + " interrupted");
         }
+    }
+
+    /**
+     * {@code mlx5dv_init_obj(MLX5DV_OBJ_PD)}: the PD's number, what {@code mlx5_ib_alloc_pd} returned
+     * in its response ({@code mlx5_ib_alloc_pd_resp.pdn}) and libmlx5 keeps; the core looked the PD
+     * up among this context's objects (another context's is ENOENT there).
+     */
+    private Object pdn(Object[] a) {
+        if (a.length != 1 || !(a[0] instanceof Mlx5IbPd pd) || pd.ctx != this) {
+            throw new org.peerdirect.kernel.mm.KernelException(org.peerdirect.kernel.mm.KernelException.Errno.EINVAL,
+                    dev.name() + ": DV_OBJ_PD: one PD of this context");
+        }
+        return pd.pdn;
     }
 
     /** Close or exit, before the core's objects: the DevX objects by rank, umems, UARs ({@link Mlx5Devx#destroyAll}). */

@@ -1,6 +1,7 @@
 package org.peerdirect.mlx5.ib;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -20,6 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.hca.cx4.ConnectX4Device;
 import org.peerdirect.hca.cx4.ifc.Cq;
 import org.peerdirect.hca.cx4.ifc.Devx;
+import org.peerdirect.hca.cx4.ifc.DpaObj;
 import org.peerdirect.hca.cx4.ifc.Eq;
 import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.hca.cx4.ifc.Pages;
@@ -156,6 +158,60 @@ class Mlx5DevxTest extends Mlx5Machine {
         bExited = true;
         assertEquals(0, models.get(0).devxLive(), models.get(0).devxDescribe());
         assertTrue(models.get(0).devxDescribe().endsWith("CQs 0"), models.get(0).devxDescribe());
+    }
+
+    /**
+     * {@code mlx5dv_devx_create_event_channel} + {@code mlx5dv_devx_subscribe_devx_event} for
+     * {@code OBJECT_CHANGE} of a DPA general object (a DPA_MEM here; flexio's tests raise it from a
+     * device {@code flexio_dev_error} on a DPA_PROCESS): the firmware's {@code OBJECT_CHANGE} EQE
+     * reaches the channel through mlx5_core's EQ and DevX's notifier with the subscription's cookie,
+     * the object's type and id, on every channel subscribed, on none other. Bad input, with the
+     * kernel's errno: another context's object (ENOENT, a handle the file does not hold), a umem
+     * handle where an object is wanted (EINVAL), another context's channel (EBADF), no event type
+     * (EINVAL); after the object's destroy its subscriptions are gone.
+     */
+    @Test
+    void aDpaObjectsChangeReachesTheSubscribedChannelsWithItsId() throws Exception {
+        IbvContext a = devs.get(0).open(proc);
+        IbvContext b = devs.get(0).open(procB);
+        MemorySegment in = MemorySegment.ofArray(new byte[Devx.GENERAL_OBJ_HDR + DpaObj.CONTEXT_SIZE]);
+        in.set(BE32, 0, Mlx5Cmd.CREATE_GENERAL_OBJECT << 16);
+        Devx.OBJ_TYPE.set(in, 0, DpaObj.OBJ_DPA_MEM);
+        DpaObj.set64(in.asSlice(Devx.GENERAL_OBJ_HDR), DpaObj.MEM_SIZE, 4096);
+        Mlx5dv.DevxObj mem = Mlx5dv.devxObjCreate(a, in, Devx.GENERAL_OBJ_HDR + DpaObj.CONTEXT_SIZE);
+        int memId = mem.out().get(BE32, Devx.OBJ_ID);
+        Mlx5dv.DevxEventChannel ch = Mlx5dv.devxCreateEventChannel(a);
+        Mlx5dv.DevxEventChannel quiet = Mlx5dv.devxCreateEventChannel(a);
+        Mlx5dv.DevxEventChannel chB = Mlx5dv.devxCreateEventChannel(b);
+        Mlx5dv.devxSubscribeDevxEvent(ch, mem, new int[] {Eq.EVENT_OBJECT_CHANGE}, 0xfeed);
+
+        KernelException foreign = assertThrows(KernelException.class,
+                () -> Mlx5dv.devxSubscribeDevxEvent(chB, mem, new int[] {Eq.EVENT_OBJECT_CHANGE}, 1));
+        assertEquals(KernelException.Errno.ENOENT, foreign.errno(), "another uid's object: " + foreign.getMessage());
+        long va = buffer(proc, 1);
+        Mlx5dv.DevxUmem umem = Mlx5dv.devxUmemReg(a, va, 4096, IbAccess.LOCAL_WRITE);
+        // the ioctl with a umem's handle where an object's is wanted (libmlx5 cannot build it; a raw ioctl can)
+        assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class, () -> a.driverMethod("DEVX_SUBSCRIBE_EVENT", ch.id(),
+                umem.handle(), new int[] {Eq.EVENT_OBJECT_CHANGE}, 1L)).errno(), "a umem is no DevX object");
+        assertEquals(KernelException.Errno.EBADF, assertThrows(KernelException.class,
+                () -> Mlx5dv.devxSubscribeDevxEvent(new Mlx5dv.DevxEventChannel(a, chB.id() + 100), mem, new int[] {Eq.EVENT_OBJECT_CHANGE}, 1)).errno(),
+                "a channel this context never opened");
+        assertEquals(KernelException.Errno.EINVAL, assertThrows(KernelException.class,
+                () -> Mlx5dv.devxSubscribeDevxEvent(ch, mem, new int[0], 1)).errno(), "no event type");
+
+        assertTrue(models.get(0).objectChanged(DpaObj.OBJ_DPA_MEM, memId), "the firmware posted OBJECT_CHANGE on the async EQ");
+        assertEquals(new Mlx5dv.DevxEvent(0xfeed, Eq.EVENT_OBJECT_CHANGE, DpaObj.OBJ_DPA_MEM, memId), Mlx5dv.devxGetEvent(ch, Duration.ofSeconds(10)));
+        assertNull(Mlx5dv.devxGetEvent(quiet, Duration.ofMillis(20)), "a channel not subscribed gets nothing");
+        assertNull(Mlx5dv.devxGetEvent(chB, Duration.ofMillis(20)), "nor another context's");
+        assertNull(Mlx5dv.devxGetEvent(ch, Duration.ofMillis(20)), "one event per change");
+
+        Mlx5dv.devxObjDestroy(mem);
+        assertFalse(models.get(0).objectChanged(DpaObj.OBJ_DPA_MEM, memId), "no such object any more");
+        Mlx5dv.devxUmemDereg(umem);
+        Mlx5dv.devxDestroyEventChannel(ch);
+        assertEquals(KernelException.Errno.EBADF, assertThrows(KernelException.class, () -> Mlx5dv.devxGetEvent(ch, Duration.ofMillis(1))).errno());
+        a.close();
+        b.close();
     }
 
     /**

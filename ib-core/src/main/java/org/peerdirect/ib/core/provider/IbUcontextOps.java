@@ -22,7 +22,10 @@ public interface IbUcontextOps {
      * A driver-specific method of the context (uverbs' driver methods, {@code UVERBS_METHOD} of a
      * driver's object tree, e.g. {@code mlx5_ib}'s {@code MLX5_IB_METHOD_DEVX_OBJ_CREATE}): the
      * method's name and its attributes are the driver's, so is the result. The core has checked
-     * that the context is alive. A driver without such methods keeps this default (EOPNOTSUPP).
+     * that the context is alive, and an attribute that is a PD of the context (an object handle,
+     * {@code UVERBS_ATTR_IDR}) reaches the driver as the driver's {@link IbPdOps} (a PD of another
+     * context is ENOENT before the driver is asked). A driver without such methods keeps this
+     * default (EOPNOTSUPP).
      *
      * @since 0.8
      */

@@ -112,7 +112,29 @@ final class UContext implements IbvContext {
     @Override
     public Object driverMethod(String method, Object... attrs) {
         alive();
-        return ops.driverMethod(method, attrs);
+        return ops.driverMethod(method, objectAttrs(method, attrs));
+    }
+
+    /**
+     * A driver method's object attributes ({@code UVERBS_ATTR_IDR}): a PD is looked up among this
+     * context's objects ({@code uverbs_get_uobject_from_file}) and reaches the driver as its
+     * {@code IbPdOps}; a PD of another context, or one deallocated, is not found: ENOENT, as
+     * {@code lookup_get_idr_uobject} answers for a handle the file does not hold.
+     */
+    private Object[] objectAttrs(String method, Object[] attrs) {
+        Object[] out = attrs;
+        for (int i = 0; i < attrs.length; i++) {
+            if (attrs[i] instanceof IbvPd pd) {
+                if (!(pd instanceof UPd u) || u.ctx != this || !pds.contains(u)) {
+                    throw new KernelException(Errno.ENOENT, dev.name() + ": " + method + ": the PD is no object of this context");
+                }
+                if (out == attrs) {
+                    out = attrs.clone();
+                }
+                out[i] = u.ops;
+            }
+        }
+        return out;
     }
 
     @Override
