@@ -21,13 +21,13 @@ import org.peerdirect.mlx5.core.Mlx5CoreDev;
 import org.peerdirect.mlx5.ib.Mlx5IbDev;
 
 /**
- * The machine DOCA DPA's tests run on: a BlueField-3 ({@code mlx5_0}) and a ConnectX-6 Dx
+ * The machine DOCA DPA's and DOCA RDMA's tests run on (doca-rdma takes it from doca-dpa's test-jar): a BlueField-3 ({@code mlx5_0}) and a ConnectX-6 Dx
  * ({@code mlx5_1}, no DPA) with mlx5_core and mlx5_ib, and one user process, as flexio's
  * {@code FlexioMachine} and doca-core's {@code DocaLab} build them. {@link #close} takes it down in
  * the driver's order and fails with what was left: a verbs context open, a DevX or DPA object in
  * the firmware, driver DMA pages, firmware pages, an IOMMU fault or mapping, a frame not free.
  */
-final class DpaLab implements AutoCloseable {
+public final class DpaLab implements AutoCloseable {
 
     final Mm mm;
     final Iommu iommu;
@@ -40,7 +40,7 @@ final class DpaLab implements AutoCloseable {
     final List<IbvDevice> devs = new ArrayList<>();
     final AddressSpace proc;
 
-    DpaLab(Path tmp) {
+    public DpaLab(Path tmp) {
         mm = new Mm(96L << 20, true, tmp.resolve("swap"), 1 << 20);
         iommu = new Iommu(mm);
         bus = new StandalonePciBus(iommu);
@@ -79,13 +79,13 @@ final class DpaLab implements AutoCloseable {
     }
 
     /** Opens {@code mlx5_<i>} in the process by its ibdev name, as the DOCA samples do. */
-    DocaDev open(int i) {
+    public DocaDev open(int i) {
         List<DocaDevinfo> infos = DocaDevinfo.createList(proc, deviceList(), d -> fns.get(devs.indexOf(d)).bdf());
         return DocaDev.open(DocaDevinfo.byIbdevName(infos, "mlx5_" + i));
     }
 
     /** The BlueField-3's DPA objects in the firmware ({@code dpa:ps}). */
-    List<String> dpa() {
+    public List<String> dpa() {
         return models.get(0).dpaDescribe();
     }
 

@@ -22,6 +22,7 @@ import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
+import org.peerdirect.doca.dpa.DpaLab;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevRdma;
 import org.peerdirect.doca.mmap.DocaMmap;
@@ -42,14 +43,14 @@ class DocaRdmaTest {
 
     @TempDir
     Path tmp;
-    private RdmaLab lab;
+    private DpaLab lab;
     private DocaDev dev;
     private DocaDpa dpa;
     private final List<Runnable> undo = new ArrayList<>();
 
     @BeforeEach
     void up() {
-        lab = new RdmaLab(tmp);
+        lab = new DpaLab(tmp);
         dev = lab.open(0);
         dpa = DocaDpa.create(dev);
         dpa.setApp(RdmaProgsStubs.APP);

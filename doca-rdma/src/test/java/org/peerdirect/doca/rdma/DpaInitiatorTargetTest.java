@@ -26,6 +26,7 @@ import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaNotificationCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
+import org.peerdirect.doca.dpa.DpaLab;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
 import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.progs.RdmaProgsStubs;
@@ -48,7 +49,7 @@ class DpaInitiatorTargetTest {
 
     @TempDir
     Path tmp;
-    private RdmaLab lab;
+    private DpaLab lab;
     private DocaDev dev;
     private DocaDpa dpa;
     /** What {@link #down} destroys, newest first. */
@@ -56,7 +57,7 @@ class DpaInitiatorTargetTest {
 
     @BeforeEach
     void up() {
-        lab = new RdmaLab(tmp);
+        lab = new DpaLab(tmp);
         dev = lab.open(0);
         dpa = DocaDpa.create(dev);
         dpa.setApp(RdmaProgsStubs.APP);
