@@ -150,17 +150,37 @@ final class FlexioRpc {
         return r;
     }
 
+    /**
+     * One look at the mailbox through {@code word} (its 8-byte word at an offset): the result of call
+     * {@code seq} as a one-element array, or null while the mailbox holds another call's answer.
+     * The sequence word first, then the result: the handler's window write-back lands the result
+     * before the sequence (its window fence), so a sequence that matches means the result is there.
+     * Read the other way round (or as one 16-byte copy, result first), a poll between the two
+     * writes reads the old result with the new sequence: the previous call's answer (CI:
+     * {@code DocaDpaResourcesTest} saw thread 2's rank as its thread count).
+     */
+    static long[] answer(java.util.function.LongUnaryOperator word, int seq) {
+        if (word.applyAsLong(MAILBOX_SEQ) != seq) {
+            return null;
+        }
+        java.lang.invoke.VarHandle.acquireFence(); // the result read after the sequence word
+        return new long[] {word.applyAsLong(MAILBOX_RESULT)};
+    }
+
     /** Polls the mailbox until it answers this call's sequence number; bounded by the process's timeout. */
     private long awaitMailbox(String name) {
-        byte[] b = new byte[16];
+        byte[] b = new byte[8];
         long start = System.nanoTime();
         long deadline = start + p.attr.timeout().toNanos();
         long nextStatus = start + STATUS_EVERY_NANOS;
+        java.util.function.LongUnaryOperator word = off -> {
+            proc.read(mailboxVa + off, b, 0, 8);
+            return ByteBuffer.wrap(b, 0, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
+        };
         while (true) {
-            proc.read(mailboxVa, b, 0, 16);
-            ByteBuffer m = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
-            if (m.getLong(MAILBOX_SEQ) == seq) {
-                return m.getLong(MAILBOX_RESULT);
+            long[] r = answer(word, seq);
+            if (r != null) {
+                return r[0];
             }
             long now = System.nanoTime();
             if (now > nextStatus) {
