@@ -209,7 +209,11 @@ class DpaAllToAllTest {
                 a.dpa.kernelLaunchUpdateSet(null, 0, a.done, seq, NTHREADS, RdmaProgsStubs.ALL_TO_ALL, a.arg);
             }
             for (Rank a : ranks) {
-                a.done.waitGt(seq - 1, -1L, BOUND);
+                try {
+                    a.done.waitGt(seq - 1, -1L, BOUND);
+                } catch (org.peerdirect.doca.DocaException e) {
+                    throw new AssertionError("iteration " + seq + ": rank " + a.me + "'s kernel did not end: " + e.getMessage() + "\n" + state(), e);
+                }
             }
         }
 
@@ -226,6 +230,15 @@ class DpaAllToAllTest {
                 }
             }
             return wrong;
+        }
+
+        /** Each rank's completion event (host memory), then the DPA objects of both devices; no DMA (the DPA may be stuck). */
+        String state() {
+            StringBuilder b = new StringBuilder();
+            for (Rank a : ranks) {
+                b.append("rank ").append(a.me).append(": done ").append(a.done.get()).append('\n');
+            }
+            return b.append(ps()).toString();
         }
 
         String ps() {
