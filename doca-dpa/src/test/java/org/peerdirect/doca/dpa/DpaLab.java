@@ -22,7 +22,8 @@ import org.peerdirect.mlx5.ib.Mlx5IbDev;
 
 /**
  * The machine DOCA DPA's and DOCA RDMA's tests run on (doca-rdma takes it from doca-dpa's test-jar): a BlueField-3 ({@code mlx5_0}) and a ConnectX-6 Dx
- * ({@code mlx5_1}, no DPA) with mlx5_core and mlx5_ib, and one user process, as flexio's
+ * ({@code mlx5_1}, no DPA) with mlx5_core and mlx5_ib, or {@code n} BlueField-3s ({@code mlx5_0..n-1}, on one fabric) and the
+ * ConnectX-6 Dx after them ({@code mlx5_n}) for the multi-device scenarios (all-to-all), and one user process, as flexio's
  * {@code FlexioMachine} and doca-core's {@code DocaLab} build them. {@link #close} takes it down in
  * the driver's order and fails with what was left: a verbs context open, a DevX or DPA object in
  * the firmware, driver DMA pages, firmware pages, an IOMMU fault or mapping, a frame not free.
@@ -41,12 +42,22 @@ public final class DpaLab implements AutoCloseable {
     final AddressSpace proc;
 
     public DpaLab(Path tmp) {
-        mm = new Mm(96L << 20, true, tmp.resolve("swap"), 1 << 20);
+        this(tmp, 1);
+    }
+
+    /** {@code bluefields} BlueField-3s ({@code mlx5_0..}), then the ConnectX-6 Dx; 96 MiB of memory per BlueField-3. */
+    public DpaLab(Path tmp, int bluefields) {
+        if (bluefields < 1) {
+            throw new IllegalArgumentException("a DpaLab needs at least one BlueField-3, not " + bluefields);
+        }
+        mm = new Mm(96L * bluefields << 20, true, tmp.resolve("swap"), 1 << 20);
         iommu = new Iommu(mm);
         bus = new StandalonePciBus(iommu);
         core = new IbCore(null);
         Fabric fabric = new Fabric();
-        int[] ids = {ConnectX4Device.DEVICE_BLUEFIELD3, ConnectX4Device.DEVICE_CONNECTX6DX};
+        int[] ids = new int[bluefields + 1];
+        java.util.Arrays.fill(ids, ConnectX4Device.DEVICE_BLUEFIELD3);
+        ids[bluefields] = ConnectX4Device.DEVICE_CONNECTX6DX;
         for (int i = 0; i < ids.length; i++) {
             ConnectX4Device m = new ConnectX4Device(ConnectX4Device.modelName(ids[i]), ids[i], fabric);
             PciFunction fn = bus.register(m.spec());
@@ -86,7 +97,12 @@ public final class DpaLab implements AutoCloseable {
 
     /** The BlueField-3's DPA objects in the firmware ({@code dpa:ps}). */
     public List<String> dpa() {
-        return models.get(0).dpaDescribe();
+        return dpa(0);
+    }
+
+    /** The DPA objects in the firmware of {@code mlx5_<i>} (a BlueField-3). */
+    public List<String> dpa(int i) {
+        return models.get(i).dpaDescribe();
     }
 
     @Override

@@ -17,17 +17,23 @@ import java.util.concurrent.locks.ReentrantLock;
  * carriers for seconds while seven started activations never ran (found by a test). The park is
  * no synchronisation: it only unmounts the spinner; the permit orders who runs.
  *
+ * <p>The permits and the count of unmounted activations are the JVM's, shared by the schedulers of
+ * every DPA unit: the carriers are. With one semaphore per unit, two BlueField-3s in one JVM had
+ * twice as many permits as carriers, and one unit's spinners (each waiting for a signal a thread of
+ * the other unit had still to send) kept both carriers without ever seeing the other unit's
+ * activations waiting (found by scenario 9, the all-to-all over two devices).
+ *
  * <p>Lock: {@code lock} guards {@code running} and {@code live}. A runner holds a permit while it
  * runs and never while it waits for a resume.
  */
 final class ConcurrentScheduler implements HartScheduler {
 
     private final int budget;
-    private final Semaphore carriers = new Semaphore(Math.max(1, Runtime.getRuntime().availableProcessors()), true);
+    private static final Semaphore carriers = new Semaphore(Math.max(1, Runtime.getRuntime().availableProcessors()), true);
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition idle = lock.newCondition();
     /** Activations started or resumed whose virtual thread has not run yet. */
-    private final AtomicInteger unmounted = new AtomicInteger();
+    private static final AtomicInteger unmounted = new AtomicInteger();
     private int running;
     private int live;
 
