@@ -105,7 +105,11 @@ class NewUserShellIT {
         assertTrue(tried >= 50, "the sweep reached the project's commands: " + tried);
     }
 
-    /** Argument counts no public method named {@code fn} takes (the session parameter is Gogo's). */
+    /**
+     * Positional argument counts no public method named {@code fn} takes (the session parameter is
+     * Gogo's; a {@code @Parameter} option is optional, so no positional argument: {@code dpa:msg}
+     * alone is {@code msg(-n 20)}).
+     */
     private static List<Integer> impossibleCounts(Class<?> type, String fn) {
         int most = -1;
         boolean zero = false;
@@ -115,8 +119,12 @@ class NewUserShellIT {
                 continue;
             }
             int n = 0;
-            for (Class<?> p : m.getParameterTypes()) {
-                n += p.getName().endsWith("CommandSession") ? 0 : 1;
+            java.lang.annotation.Annotation[][] ann = m.getParameterAnnotations();
+            Class<?>[] types = m.getParameterTypes();
+            for (int i = 0; i < types.length; i++) {
+                boolean option = java.util.Arrays.stream(ann[i]).anyMatch(a -> a.annotationType().getName().equals(
+                        "org.apache.felix.service.command.Parameter")); // -n N or a flag: not a positional argument
+                n += types[i].getName().endsWith("CommandSession") || option ? 0 : 1;
             }
             open |= m.isVarArgs();
             int fixed = m.isVarArgs() ? n - 1 : n;
