@@ -46,15 +46,14 @@ public final class DocaDpa implements DocaDpaContext {
     private FlexioProcess process;
     private KernelDispatcher dispatcher;
     private WaitComparison waitComparison = WaitComparison.GT;
-    private int logLevel = org.peerdirect.doca.dpa.dev.DocaDpaDev.LOG_LEVEL_INFO;
-    private java.nio.file.Path logPath;
-    private org.peerdirect.flexio.FlexioMsgStream log;
+    /** The device log's level, path and stream ({@link DocaDpaLog}; set before start, under {@link #lock}). */
+    private final DocaDpaLog log = new DocaDpaLog();
     /** Threads created on this context and not destroyed (guarded by {@link #lock}). */
     private final java.util.List<DocaDpaThread> threads = new java.util.ArrayList<>();
     /** Kernel launch counts over the context's life, for {@link DocaDpaObjects} (its own monitor). */
     final LaunchStats launchStats = new LaunchStats();
-    /** Sync events with a DPA location on this context, not destroyed (DOCA Core's hooks; copy-on-write: no lock). */
-    private final java.util.Set<DocaSyncEvent> syncEvents = new java.util.concurrent.CopyOnWriteArraySet<>();
+    /** Sync events with a DPA location on this context, not destroyed, and their counters (DOCA Core's hooks). */
+    private final DpaSyncEvents syncEvents = new DpaSyncEvents(this);
 
     /**
      * How a kernel's wait event passes its threshold. DOCA does not say whether "passes" is {@code >}
@@ -179,8 +178,7 @@ public final class DocaDpa implements DocaDpaContext {
         lock.lock();
         try {
             checkState("doca_dpa_set_log_level", State.CREATED);
-            DocaException.check(level >= 10 && level <= 60, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_dpa_set_log_level: level " + level + " (10..60)");
-            logLevel = level;
+            log.setLevel(level);
         } finally {
             lock.unlock();
         }
@@ -191,8 +189,7 @@ public final class DocaDpa implements DocaDpaContext {
         lock.lock();
         try {
             checkState("doca_dpa_log_file_set_path", State.CREATED);
-            DocaException.check(path != null && !path.isEmpty(), DocaError.DOCA_ERROR_INVALID_VALUE, "doca_dpa_log_file_set_path: no path");
-            logPath = java.nio.file.Path.of(path);
+            log.setPath(path);
         } finally {
             lock.unlock();
         }
@@ -216,9 +213,7 @@ public final class DocaDpa implements DocaDpaContext {
                 throw flexio(w, e);
             }
             try {
-                log = org.peerdirect.flexio.FlexioMsgStream.create(process, new org.peerdirect.flexio.FlexioMsgStream.Attr(1 << 14,
-                        org.peerdirect.flexio.FlexioMsgStream.SyncMode.SYNC, "doca_dpa", org.peerdirect.doca.dpa.dev.DocaDpaDev.flexioLevel(logLevel)),
-                        this::printDeviceLog);
+                log.open(process);
             } catch (FlexioException e) {
                 process.destroy();
                 process = null;
@@ -255,7 +250,7 @@ public final class DocaDpa implements DocaDpaContext {
         try {
             process.destroy(); // the log stream with it
             process = null;
-            log = null;
+            log.closed();
         } finally {
             lock.unlock();
         }
@@ -281,18 +276,8 @@ public final class DocaDpa implements DocaDpaContext {
 
     // ------------------------------------------------------------------ memory
 
-    /** A FlexIO heap call of a started context under {@link #lock}, FlexIO's errors as DOCA's. */
-    private <T> T onHeap(String w, java.util.function.Function<FlexioProcess, T> call) {
-        lock.lock();
-        try {
-            checkState(w, State.STARTED);
-            return call.apply(process);
-        } catch (FlexioException e) {
-            throw flexio(w, e);
-        } finally {
-            lock.unlock();
-        }
-    }
+    /** The heap calls below ({@link DocaDpaMem}: under {@link #lock}, BAD_STATE unless started, FlexIO's errors as DOCA's). */
+    private final DocaDpaMem mem = new DocaDpaMem(this);
 
     /**
      * {@code doca_dpa_mem_alloc}: {@code size} bytes of the process's heap; their DPA address.
@@ -300,43 +285,22 @@ public final class DocaDpa implements DocaDpaContext {
      * @throws DocaException BAD_STATE (not started), INVALID_VALUE (size 0), NO_MEMORY (no room)
      */
     public long memAlloc(long size) {
-        String w = "doca_dpa_mem_alloc";
-        return onHeap(w, p -> {
-            DocaException.check(size > 0, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": size " + size);
-            long d = p.bufDevAlloc(size);
-            DocaException.check(d != 0, DocaError.DOCA_ERROR_NO_MEMORY, w + ": no room for " + size + " bytes in the DPA heap " + p.processMemInfoGet());
-            return d;
-        });
+        return mem.alloc(size);
     }
 
     /** {@code doca_dpa_mem_free}: INVALID_VALUE for an address that is no allocation of this context. */
     public void memFree(long daddr) {
-        String w = "doca_dpa_mem_free";
-        onHeap(w, p -> {
-            DocaException.check(p.bufDevFree(daddr) == 0, DocaError.DOCA_ERROR_INVALID_VALUE,
-                    String.format("%s: 0x%x is no allocation of this DPA context", w, daddr));
-            return null;
-        });
+        mem.free(daddr);
     }
 
     /** {@code doca_dpa_memset}: {@code size} bytes at {@code daddr} set to {@code value}. */
     public void memset(long daddr, int value, long size) {
-        String w = "doca_dpa_memset";
-        onHeap(w, p -> {
-            DocaException.check(size >= 0 && size <= Integer.MAX_VALUE, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": size " + size);
-            p.bufDevMemset(value, size, daddr);
-            return null;
-        });
+        mem.memset(daddr, value, size);
     }
 
     /** {@code doca_dpa_h2d_memcpy}: {@code src} into DPA memory at {@code daddr}; returns when the bytes landed. */
     public void h2dMemcpy(long daddr, byte[] src) {
-        String w = "doca_dpa_h2d_memcpy";
-        onHeap(w, p -> {
-            DocaException.check(src != null, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": null source");
-            p.host2devMemcpy(src, daddr);
-            return null;
-        });
+        mem.h2dMemcpy(daddr, src);
     }
 
     /** {@code doca_dpa_h2d_memcpy} of {@code size} bytes of the device's process memory at {@code haddr}. */
@@ -351,11 +315,7 @@ public final class DocaDpa implements DocaDpaContext {
      * the runtime's loopback QP ([model], DPA_MODEL.md §2.5).
      */
     public byte[] d2hMemcpy(long daddr, int size) {
-        String w = "doca_dpa_d2h_memcpy";
-        return onHeap(w, p -> {
-            DocaException.check(size >= 0, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": size " + size);
-            return p.dev2hostMemcpy(daddr, size);
-        });
+        return mem.d2hMemcpy(daddr, size);
     }
 
     /** {@code doca_dpa_d2h_memcpy} into {@code size} bytes of the device's process memory at {@code haddr}. */
@@ -374,9 +334,7 @@ public final class DocaDpa implements DocaDpaContext {
     /** A sync event counter of a DPA subscriber: 8 zero bytes of the heap (a block of its own, 64-byte aligned). */
     @Override
     public long syncEventCounterAlloc() {
-        long d = memAlloc(8);
-        memset(d, 0, 8);
-        return d;
+        return syncEvents.counterAlloc();
     }
 
     /** BAD_STATE once the context stopped or was destroyed: the counter went with the process's memory. */
@@ -394,26 +352,22 @@ public final class DocaDpa implements DocaDpaContext {
 
     @Override
     public long syncEventCounterGet(long daddr) {
-        return le64(d2hMemcpy(daddr, 8));
+        return syncEvents.counterGet(daddr);
     }
 
     @Override
     public void syncEventCounterSet(long daddr, long value) {
-        h2dMemcpy(daddr, java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(value).array());
-    }
-
-    private static long le64(byte[] b) {
-        return java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+        syncEvents.counterSet(daddr, value);
     }
 
     @Override
     public void syncEventAttached(DocaSyncEvent event) {
-        syncEvents.add(event);
+        syncEvents.attached(event);
     }
 
     @Override
     public void syncEventDetached(DocaSyncEvent event) {
-        syncEvents.remove(event);
+        syncEvents.detached(event);
     }
 
     // ------------------------------------------------------------------ RPC
@@ -470,20 +424,8 @@ public final class DocaDpa implements DocaDpaContext {
         lock.lock();
         try {
             checkState(w, State.STARTED);
-            DocaException.check(nthreads >= 1, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": nthreads " + nthreads);
-            int max = caps(w).maxThreadsPerKernel();
-            DocaException.check(nthreads <= max, DocaError.DOCA_ERROR_INVALID_VALUE,
-                    w + ": nthreads " + nthreads + " is more than the " + max + " threads a kernel may have (doca_dpa_get_max_threads_per_kernel)");
-            DocaException.check(kernel != null && kernel.kind() == FlexioFunc.Kind.GLOBAL, DocaError.DOCA_ERROR_INVALID_VALUE,
-                    w + ": " + (kernel == null ? "null kernel" : kernel.name() + " is not a __dpa_global__ kernel"));
-            long arg;
-            try {
-                byte[] b = kernel.packArgs(args);
-                arg = b.length == 0 ? 0 : java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
-            } catch (IllegalArgumentException | IllegalStateException e) {
-                throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": arguments of " + kernel.name() + ": " + e.getMessage(), e);
-            }
-            dispatcher.submit(new KernelDispatcher.Launch(w, waitEvent, waitThreshold, compEvent, compCount, add, nthreads, kernel, arg));
+            dispatcher.submit(KernelDispatcher.Launch.checked(w, waitEvent, waitThreshold, compEvent, compCount, add, nthreads,
+                    () -> caps(w).maxThreadsPerKernel(), kernel, args));
         } finally {
             lock.unlock();
         }
@@ -509,25 +451,9 @@ public final class DocaDpa implements DocaDpaContext {
         }
     }
 
-    /** One line of the device log: to the file of {@link #logFileSetPath}, else standard output (best effort, as DOCA's). */
-    private void printDeviceLog(String line) {
-        java.nio.file.Path p = logPath;
-        if (p == null) {
-            System.out.println(line);
-            return;
-        }
-        try {
-            java.nio.file.Files.writeString(p, line + System.lineSeparator(), java.nio.file.StandardOpenOption.CREATE,
-                    java.nio.file.StandardOpenOption.APPEND);
-        } catch (java.io.IOException e) {
-            System.err.println("doca_dpa device log: " + p + ": " + e.getMessage() + ": " + line);
-        }
-    }
-
     /** The device log stream's DPA address (the runtime block's {@code OFF_LOG_STREAM}); 0 when not started. */
     long logStream() {
-        org.peerdirect.flexio.FlexioMsgStream l = log;
-        return l == null ? 0 : l.daddr();
+        return log.daddr();
     }
 
     // ------------------------------------------------------------------ threads
@@ -572,19 +498,8 @@ public final class DocaDpa implements DocaDpaContext {
         } finally {
             lock.unlock();
         }
-        java.util.List<DocaDpaObjects.Event> evs = new java.util.ArrayList<>();
-        for (DocaSyncEvent e : syncEvents) {
-            evs.add(new DocaDpaObjects.Event(e.toString(), eventValue(e)));
-        }
-        return new DocaDpaObjects.Context(dev.process().pid(), dev.process().name(), dev.name(), appName, st, flexio, ts, evs, kernels);
-    }
-
-    private static String eventValue(DocaSyncEvent e) {
-        try {
-            return Long.toUnsignedString(e.get());
-        } catch (DocaException x) { // not started, or its DPA memory went with a stopped context
-            return "- (" + x.error().getName() + ")";
-        }
+        return new DocaDpaObjects.Context(dev.process().pid(), dev.process().name(), dev.name(), appName, st, flexio, ts,
+                syncEvents.snapshot(), kernels);
     }
 
     /** Whether the process this context belongs to has exited (the registry drops it: the library went with it). */

@@ -42,6 +42,30 @@ final class KernelDispatcher {
     /** One {@code doca_dpa_kernel_launch_update_*}. */
     record Launch(String call, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount, boolean add,
             int nthreads, FlexioFunc kernel, long arg) {
+
+        /**
+         * A launch of {@code doca_dpa_kernel_launch_update_*} {@code w} after its argument checks:
+         * INVALID_VALUE for nthreads &lt; 1 or above {@code max} (read only then: the device's
+         * capability), a function that is not a {@code __dpa_global__} kernel, arguments its pack
+         * function refuses.
+         */
+        static Launch checked(String w, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount,
+                boolean add, int nthreads, java.util.function.IntSupplier max, FlexioFunc kernel, Object[] args) {
+            DocaException.check(nthreads >= 1, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": nthreads " + nthreads);
+            int m = max.getAsInt();
+            DocaException.check(nthreads <= m, DocaError.DOCA_ERROR_INVALID_VALUE,
+                    w + ": nthreads " + nthreads + " is more than the " + m + " threads a kernel may have (doca_dpa_get_max_threads_per_kernel)");
+            DocaException.check(kernel != null && kernel.kind() == FlexioFunc.Kind.GLOBAL, DocaError.DOCA_ERROR_INVALID_VALUE,
+                    w + ": " + (kernel == null ? "null kernel" : kernel.name() + " is not a __dpa_global__ kernel"));
+            long arg;
+            try {
+                byte[] b = kernel.packArgs(args);
+                arg = b.length == 0 ? 0 : ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).getLong();
+            } catch (IllegalArgumentException | IllegalStateException e) {
+                throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": arguments of " + kernel.name() + ": " + e.getMessage(), e);
+            }
+            return new Launch(w, waitEvent, waitThreshold, compEvent, compCount, add, nthreads, kernel, arg);
+        }
     }
 
     /** A launch once started: its rank threads and their rank blocks. */

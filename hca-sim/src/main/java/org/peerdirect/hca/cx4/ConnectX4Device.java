@@ -79,6 +79,8 @@ public final class ConnectX4Device implements AutoCloseable {
     private final org.peerdirect.hca.boards.Fabric fabric;
     /** The transport engine, powered with the device (its port joins the fabric at power-on). */
     private volatile org.peerdirect.hca.engine.HcaDevice engine;
+    /** The DPA's views, figures and checker mode for tests, tools and the bench ({@link DpaHooks}). */
+    private final DpaHooks dpaHooks;
 
     public ConnectX4Device(String name, int deviceId, org.peerdirect.hca.boards.Fabric fabric) {
         this.fabric = fabric;
@@ -88,6 +90,7 @@ public final class ConnectX4Device implements AutoCloseable {
         }
         this.name = name;
         this.deviceId = deviceId;
+        this.dpaHooks = new DpaHooks(this, name, deviceId);
     }
 
     /** The model's name of a device id: "ConnectX-4", "ConnectX-6 Dx" or "BlueField-3". */
@@ -122,13 +125,14 @@ public final class ConnectX4Device implements AutoCloseable {
         return f != null && f.caps.devx() && f.generalObjects.objectChanged(objType, objId);
     }
 
+    /** The firmware while powered, else null (the DPA hooks read it once per call). */
+    Firmware firmware() {
+        return fw;
+    }
+
     /** The BlueField-3's DPA (tests, tools); refused on a device without one or before power-on. */
     FirmwareDpa dpa() {
-        Firmware f = fw;
-        if (f == null || f.dpa == null) {
-            throw new IllegalStateException(name + ": " + (f == null ? "not powered" : modelName(deviceId) + " has no DPA"));
-        }
-        return f.dpa;
+        return dpaHooks.dpa();
     }
 
     /** Whether the function has a DPA (the BlueField-3). */
@@ -138,39 +142,32 @@ public final class ConnectX4Device implements AutoCloseable {
 
     /** The DPA capability block's fields by name (the console's view); empty without a DPA or power. */
     public java.util.Map<String, Long> dpaCapValues() {
-        Firmware f = fw;
-        return f == null ? java.util.Map.of() : f.caps.dpaValues();
+        return dpaHooks.capValues();
     }
 
     /** {@code dpa:caps}: the DPA capability block, one {@code name value} line per field; empty without a DPA or power. */
     public java.util.List<String> dpaCaps() {
-        Firmware f = fw;
-        return f == null ? java.util.List.of() : f.caps.describeDpa();
+        return dpaHooks.caps();
     }
 
     /** {@code dpa:ps}: EUs in use, processes and their threads (each bound CQ armed or not); one line when the DPA runs nothing. */
     public java.util.List<String> dpaDescribe() {
-        Firmware f = fw;
-        org.peerdirect.hca.dpa.DpaUnit u = f == null || f.dpa == null ? null : f.dpa.unitIfAny();
-        return u == null ? java.util.List.of("no DPA object yet") : u.describe();
+        return dpaHooks.view(org.peerdirect.hca.dpa.DpaUnit::describe);
     }
 
     /** {@code dpa:eus}: one line per EU (partition, groups, state, the thread it runs); one line when the DPA runs nothing. */
     public java.util.List<String> dpaEus() {
-        org.peerdirect.hca.dpa.DpaUnit u = dpaUnit();
-        return u == null ? java.util.List.of("no DPA object yet") : u.describeEus();
+        return dpaHooks.view(org.peerdirect.hca.dpa.DpaUnit::describeEus);
     }
 
     /** {@code dpa:mm}: the DPA memory model's findings per process, each with its handler line. */
     public java.util.List<String> dpaFindings() {
-        org.peerdirect.hca.dpa.DpaUnit u = dpaUnit();
-        return u == null ? java.util.List.of("no DPA object yet") : u.describeFindings();
+        return dpaHooks.view(org.peerdirect.hca.dpa.DpaUnit::describeFindings);
     }
 
     /** {@code dpa:crash}: each DPA process that ended with an error: status, failing thread, its last handler line, crash text. */
     public java.util.List<String> dpaCrashes() {
-        org.peerdirect.hca.dpa.DpaUnit u = dpaUnit();
-        return u == null ? java.util.List.of("no DPA object yet") : u.describeCrashes();
+        return dpaHooks.view(org.peerdirect.hca.dpa.DpaUnit::describeCrashes);
     }
 
     /**
@@ -179,14 +176,12 @@ public final class ConnectX4Device implements AutoCloseable {
      * starting a new series; zeros before the first DPA object.
      */
     public long[] dpaWakeNanos(boolean reset, double... ps) {
-        org.peerdirect.hca.dpa.DpaUnit u = dpaUnit();
-        return u == null ? new long[ps.length] : u.wakeNanos(reset, ps);
+        return dpaHooks.wakeNanos(reset, ps);
     }
 
     /** The DPA's EU counters summed: activations, virtual cycles, instructions retired; zeros before the first DPA object. */
     public long[] dpaEuTotals() {
-        org.peerdirect.hca.dpa.DpaUnit u = dpaUnit();
-        return u == null ? new long[3] : u.euTotals();
+        return dpaHooks.euTotals();
     }
 
     /**
@@ -196,30 +191,12 @@ public final class ConnectX4Device implements AutoCloseable {
      * @throws IllegalStateException once the DPA runs, or without a DPA
      */
     public void dpaCheckMode(String mode) {
-        FirmwareDpa d = dpa();
-        d.configure(d.config().withCheck(org.peerdirect.hca.dpa.CheckMode.valueOf(mode.toUpperCase(java.util.Locale.ROOT))),
-                d.policy());
-    }
-
-    private org.peerdirect.hca.dpa.DpaUnit dpaUnit() {
-        Firmware f = fw;
-        return f == null || f.dpa == null ? null : f.dpa.unitIfAny();
+        dpaHooks.checkMode(mode);
     }
 
     /** {@code dpa:threads}: one line per DPA thread with each bound CQ armed or not, and its pi and ci; one line when there is none. */
     public java.util.List<String> dpaThreads() {
-        Firmware f = fw;
-        org.peerdirect.hca.dpa.DpaUnit u = f == null || f.dpa == null ? null : f.dpa.unitIfAny();
-        java.util.List<String> l = new java.util.ArrayList<>();
-        if (u != null) {
-            for (int tid : f.generalObjects.ids(org.peerdirect.hca.cx4.ifc.DpaObj.OBJ_DPA_THREAD)) {
-                try {
-                    l.add(u.describeThread(tid));
-                } catch (IllegalArgumentException gone) { // destroyed meanwhile
-                }
-            }
-        }
-        return l.isEmpty() ? java.util.List.of("no DPA thread") : l;
+        return dpaHooks.threads();
     }
 
     /** Whether the port is Ethernet (RoCE v2): the ConnectX-6 Dx and the BlueField-3; the ConnectX-4 is InfiniBand. */
@@ -552,7 +529,6 @@ public final class ConnectX4Device implements AutoCloseable {
         return f == null ? 0 : f.pages.held();
     }
 
-    /** The reason of the last refused command (a log line the firmware would keep). */
     /**
      * The DevX state the firmware holds (tools, tests): user contexts, umems, general objects and
      * CQs live; {@code null} before power-on.
@@ -569,6 +545,7 @@ public final class ConnectX4Device implements AutoCloseable {
         return f == null ? 0 : f.uctxs.live() + f.umems.count() + f.generalObjects.count();
     }
 
+    /** The reason of the last refused command (a log line the firmware would keep). */
     public String lastRefusal() {
         Firmware f = fw;
         return f == null ? "" : f.lastRefusal();

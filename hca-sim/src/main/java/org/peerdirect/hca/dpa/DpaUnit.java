@@ -2,8 +2,6 @@ package org.peerdirect.hca.dpa;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
@@ -42,6 +40,8 @@ public final class DpaUnit implements AutoCloseable {
     /** Trigger → handler entry, wall clock ({@link #wakeNanos}). */
     final WakeSamples wake = new WakeSamples();
     final MemoryModel mm;
+    /** CQs bound to threads, their events, the lost-wake-up check (C7). */
+    final DpaCqs cqs;
     final Windows windows;
     private final DpaSpace space;
     /** Concurrent mode only (a deterministic hart runs on the driving thread: nothing could take it back). */
@@ -53,7 +53,6 @@ public final class DpaUnit implements AutoCloseable {
     private final Map<Integer, DpaThread> threads = new ConcurrentHashMap<>();
     private final Map<Integer, Outbox> outboxes = new ConcurrentHashMap<>();
     private final Map<Integer, Window> windowObjs = new ConcurrentHashMap<>();
-    private final Map<Integer, Integer> cqThreads = new ConcurrentHashMap<>();
 
     public DpaUnit(DpaConfig config, DpaNic nic, WindowPort windowPort, ErrorEvents events, LoaderPolicy policy) {
         this.config = config;
@@ -68,6 +67,7 @@ public final class DpaUnit implements AutoCloseable {
         this.rtos = new Rtos(this);
         this.mm = new MemoryModel(this, config.check(), memory.seg, config.eus());
         this.windows = new Windows(this);
+        this.cqs = new DpaCqs(this);
         this.space = new DpaSpace(this, false);
         this.recordSpace = new DpaSpace(this, true);
         this.wallWatchdog = config.deterministic() ? null : WallWatchdog.start(this, config.wallWatchdog());
@@ -113,13 +113,7 @@ public final class DpaUnit implements AutoCloseable {
     public long[] euTotals() {
         rtos.lock.lock();
         try {
-            long[] t = new long[3];
-            for (int e = 0; e < eus.cycles.length; e++) {
-                t[0] += eus.activations[e];
-                t[1] += eus.cycles[e];
-                t[2] += eus.instRet[e];
-            }
-            return t;
+            return eus.totals();
         } finally {
             rtos.lock.unlock();
         }
@@ -219,27 +213,11 @@ public final class DpaUnit implements AutoCloseable {
         new Verifier(image, policy).verify();
         int id = ids.incrementAndGet();
         ImageLoader loader = new ImageLoader(ImageLoader.NAME + id, image, policy);
-        MethodHandle[] rpcEntries = new MethodHandle[image.symbols().size()];
-        int index = 0;
-        for (Image.Symbol s : image.symbols().values()) {
-            MethodHandle h = entry(loader, s); // every symbol names a static method of the right shape
-            rpcEntries[index++] = s.rpc() ? h : null;
-        }
+        MethodHandle[] rpcEntries = loader.rpcEntries(image);
         DpaMemory.Region heap = memory.alloc(heapSize, id);
         DpaProcess p = new DpaProcess(id, uid, pd, uar, image, loader, heap, rpcEntries);
         processes.put(id, p);
         return id;
-    }
-
-    private static MethodHandle entry(ImageLoader loader, Image.Symbol s) throws ImageRejected {
-        try {
-            Class<?> c = loader.loadClass(s.className());
-            MethodType t = s.rpc() ? MethodType.methodType(long.class, long.class) : MethodType.methodType(void.class, long.class);
-            return MethodHandles.publicLookup().findStatic(c, s.method(), t);
-        } catch (ReflectiveOperationException | LinkageError e) {
-            throw new ImageRejected("malformed-image", "symbol " + s.name(), "no public static " + (s.rpc() ? "long " : "void ")
-                    + s.className() + "." + s.method() + "(long): " + e);
-        }
     }
 
     /** Destroys a process: stops its threads (every EU they hold is released first), then frees everything. */
@@ -258,7 +236,7 @@ public final class DpaUnit implements AutoCloseable {
                 windows.leftDirty(t, e, "process destroy", false);
             }
             threads.remove(t.id);
-            cqThreads.values().removeIf(v -> v == t.id);
+            cqs.forget(t.id);
         }
         p.outboxes.keySet().forEach(outboxes::remove);
         p.windows.keySet().forEach(windowObjs::remove);
@@ -338,7 +316,7 @@ public final class DpaUnit implements AutoCloseable {
         }
         MethodHandle h;
         try {
-            h = entry(p.loader, s);
+            h = p.loader.entry(s);
         } catch (ImageRejected e) {
             throw new IllegalArgumentException(e.getMessage());
         }
@@ -427,7 +405,7 @@ public final class DpaUnit implements AutoCloseable {
         try {
             t.process.threads.remove(tid);
             threads.remove(tid);
-            cqThreads.values().removeIf(v -> v == tid);
+            cqs.forget(tid);
         } finally {
             rtos.lock.unlock();
         }
@@ -441,94 +419,20 @@ public final class DpaUnit implements AutoCloseable {
         return t != null && t.process == from.process && rtos.trigger(t);
     }
 
-    // ---- NIC side ----
+    // ---- NIC side ({@link DpaCqs}) ----
 
     /** The firmware bound CQ {@code cqn} to thread {@code tid} ({@code cqc.apu_cq}, element type thread). */
     public void bindCq(int cqn, int tid) {
-        DpaThread t = thread(tid);
-        cqThreads.put(cqn, tid);
-        rtos.lock.lock();
-        try {
-            t.boundCqs.add(cqn);
-            t.cqEvents.put(cqn, 0L);
-        } finally {
-            rtos.lock.unlock();
-        }
+        cqs.bindCq(cqn, tid);
     }
 
     public void unbindCq(int cqn) {
-        Integer tid = cqThreads.remove(cqn);
-        DpaThread t = tid == null ? null : threads.get(tid);
-        if (t != null) {
-            rtos.lock.lock();
-            try {
-                t.boundCqs.remove(cqn);
-                t.cqEvents.remove(cqn);
-            } finally {
-                rtos.lock.unlock();
-            }
-        }
+        cqs.unbindCq(cqn);
     }
 
-    /**
-     * A completion event of CQ {@code cqn} (a CQE on it armed, an arm that fired, a zero CQE), whose
-     * element is DPA thread {@code tid}. Counted and triggered in one RTOS critical section: the
-     * lost wake-up check compares the count with the CQ's raised events and must see either both
-     * (received, trigger latched) or neither (on its way).
-     */
+    /** A completion event of CQ {@code cqn} whose element is DPA thread {@code tid} ({@link DpaCqs#cqEvent}). */
     public boolean cqEvent(int cqn, int tid) {
-        DpaThread t = threads.get(tid);
-        if (t == null) {
-            return false;
-        }
-        rtos.lock.lock();
-        try {
-            t.cqEvents.computeIfPresent(cqn, (k, n) -> n + 1);
-            return rtos.trigger(t);
-        } finally {
-            rtos.lock.unlock();
-        }
-    }
-
-    /**
-     * C7: a thread rescheduling while one of its CQs is not armed and has no event on its way will
-     * not be woken by its next CQE (unless a trigger is latched already: an event received during
-     * this activation, or an arm that fired at once, latches one).
-     *
-     * <p>Order: the CQ's snapshot (armed, events raised) first, then the received count and the
-     * latch under the RTOS lock. Not armed, the CQ raises no further event until this thread arms
-     * it, so the raised count is final; received below it means an event is being delivered and
-     * will trigger the thread; received equal to it with no latch means every event was consumed
-     * by activations that have run.
-     */
-    void lostWakeup(DpaThread t) {
-        List<Integer> cqs;
-        rtos.lock.lock();
-        try {
-            if (t.latched) {
-                return;
-            }
-            cqs = List.copyOf(t.boundCqs);
-        } finally {
-            rtos.lock.unlock();
-        }
-        for (int cqn : cqs) {
-            DpaNic.CqState s = nic.cqState(cqn);
-            if (s != null && !s.armed() && !onItsWayOrLatched(t, cqn, s.eventsRaised())) {
-                mm.report(new Finding("C7", t.process.id, t.id, Sites.here(), "reschedule with CQ 0x" + Integer.toHexString(cqn)
-                        + " not armed (pi " + s.producerIndex() + ", ci " + s.consumerIndex() + "): its next CQE will not"
-                        + " trigger the thread (flexio_dev_cq_arm before reschedule)"), t.process);
-            }
-        }
-    }
-
-    private boolean onItsWayOrLatched(DpaThread t, int cqn, long raised) {
-        rtos.lock.lock();
-        try {
-            return t.latched || t.cqEvents.getOrDefault(cqn, raised) < raised;
-        } finally {
-            rtos.lock.unlock();
-        }
+        return cqs.cqEvent(cqn, tid);
     }
 
     void foreignDoorbell(DpaProcess p, String what) {

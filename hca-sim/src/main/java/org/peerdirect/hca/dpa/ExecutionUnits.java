@@ -28,6 +28,17 @@ final class ExecutionUnits {
         this.instRet = new long[total];
     }
 
+    /** The counters summed over the EUs: activations, cycles, instructions retired (the caller holds the RTOS lock). */
+    long[] totals() {
+        long[] t = new long[3];
+        for (int e = 0; e < cycles.length; e++) {
+            t[0] += activations[e];
+            t[1] += cycles[e];
+            t[2] += instRet[e];
+        }
+        return t;
+    }
+
     /** Defines group {@code id} over {@code eus} (each a user EU of the partition). */
     void defineGroup(int id, BitSet eus) {
         if (eus.isEmpty() || eus.nextSetBit(0) < reserved || eus.length() > total) {

@@ -1,5 +1,8 @@
 package org.peerdirect.hca.dpa;
 
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.util.Map;
 
 /**
@@ -31,6 +34,32 @@ final class ImageLoader extends ClassLoader {
             throw new ClassNotFoundException(name + " is not in the DPA image");
         }
         return defineClass(name, b, 0, b.length);
+    }
+
+    /**
+     * The RPC entries of {@code image} by symbol-table index ({@code null} for a symbol that is not
+     * an RPC entry). Every symbol is resolved: each must name a static method of the right shape.
+     */
+    MethodHandle[] rpcEntries(Image image) throws ImageRejected {
+        MethodHandle[] rpcEntries = new MethodHandle[image.symbols().size()];
+        int index = 0;
+        for (Image.Symbol s : image.symbols().values()) {
+            MethodHandle h = entry(s);
+            rpcEntries[index++] = s.rpc() ? h : null;
+        }
+        return rpcEntries;
+    }
+
+    /** The public static method symbol {@code s} names: {@code long f(long)} for an RPC entry, else {@code void f(long)}. */
+    MethodHandle entry(Image.Symbol s) throws ImageRejected {
+        try {
+            Class<?> c = loadClass(s.className());
+            MethodType t = s.rpc() ? MethodType.methodType(long.class, long.class) : MethodType.methodType(void.class, long.class);
+            return MethodHandles.publicLookup().findStatic(c, s.method(), t);
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new ImageRejected("malformed-image", "symbol " + s.name(), "no public static " + (s.rpc() ? "long " : "void ")
+                    + s.className() + "." + s.method() + "(long): " + e);
+        }
     }
 
     /** The parent: the allowlisted JDK classes and device-library packages, nothing else. */

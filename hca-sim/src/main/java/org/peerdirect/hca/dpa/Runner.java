@@ -241,7 +241,7 @@ final class Runner implements Hart {
         tick(16);
         switch (kind) {
             case RESCHEDULE -> {
-                unit.lostWakeup(thread);
+                unit.cqs.lostWakeup(thread);
                 checkAlive();
                 throw new ActivationExit(ActivationExit.Kind.RESCHEDULE);
             }
