@@ -574,6 +574,11 @@ public final class HwQp {
         return false;
     }
 
+    /** Requests inside the responder now (a snapshot; diagnostics and tests). */
+    int respondersInFlight() {
+        return responders.get();
+    }
+
     /** The request {@link #enterResponder} admitted is done with this QP. */
     void exitResponder() {
         responders.getAndDecrement();

@@ -158,6 +158,26 @@ class ResetFlushRaceTest extends EngineRig {
         Side b = new Side(1);
         a.connect(b);
         b.connect(a);
+        resetWhileInTheResponder(a, b, opcode, true);
+    }
+
+    /** The same on a wire: b's responder runs in the link's receive thread ({@code WireResp}). */
+    @Test
+    void noReceiveCompletionOfAWireRequestAfterTheMoveToResetReturned() throws Exception {
+        Side a = new Side(0, true);
+        Side b = new Side(1, true);
+        WireTest.wire(a, b, java.util.function.UnaryOperator.identity());
+        WireTest.connect(a, b, WireTest.IP_B, 3);
+        WireTest.connect(b, a, WireTest.IP_A, 3);
+        resetWhileInTheResponder(a, b, Wqe.OP_SEND, false);
+    }
+
+    /**
+     * a's request {@code opcode} held inside b's responder after b's receive WQE was consumed, b
+     * reset meanwhile: no receive CQE of b after the reset returned. {@code inRinger}: the
+     * responder runs in the thread ringing a's doorbell (in one JVM), whose end the test awaits.
+     */
+    private void resetWhileInTheResponder(Side a, Side b, int opcode, boolean inRinger) throws Exception {
         CountDownLatch inWindow = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         RecvQueue rq = b.qp.recvQueue();
@@ -192,7 +212,15 @@ class ResetFlushRaceTest extends EngineRig {
         reset.join(10_000);
         assertFalse(poster.isAlive() || reset.isAlive(), "the request and the RESET ended");
         assertEquals(HwQpState.RST, b.qp.state());
+        if (inRinger) {
+            assertEquals(opcode, a.cqe().opcode, "a's request completed without error");
+        } else {
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (b.qp.respondersInFlight() != 0) { // the link's receive thread leaves b's responder
+                assertTrue(System.nanoTime() < end, "the wire's responder ended within 10 s");
+                Thread.onSpinWait();
+            }
+        }
         assertEquals(atReturn.get(), b.cq.producerIndex(), "a receive CQE of QP b was written after its 2RST_QP returned");
-        assertEquals(opcode, a.cqe().opcode, "a's request completed without error");
     }
 }
