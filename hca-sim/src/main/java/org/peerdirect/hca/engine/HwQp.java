@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -22,6 +23,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * requester's drain loop); they meet through the {@link #sqTail} doorbell record and
  * {@link #sqHead}, each written with release and read with acquire by the other side.</li>
  * <li>The receive queue: see {@link RecvQueue}.</li>
+ * <li>The responder: {@link #responders} counts the threads inside this QP's responder (a peer's
+ * requester, the wire's receive thread); a move to RESET, a destroy and a device removal wait for
+ * it to reach zero after changing the state ({@link #awaitResponders}).</li>
  * </ul>
  */
 public final class HwQp {
@@ -113,6 +117,15 @@ public final class HwQp {
     long atomicReplayValue;
 
     final Requester requester;
+    /**
+     * Threads inside this QP's responder ({@link #enterResponder} .. {@link #exitResponder}). A
+     * responder runs in a peer's requester thread or the wire's receive thread, so this QP's own
+     * {@link Requester#quiesce} does not wait for it; it consumes a receive WQE, places data and
+     * pushes the receive CQE (after the receive queue's lock is released), and moves the expected
+     * PSN. Incremented (a full fence) before the state is read; a reset writes the state and then
+     * reads this: one of the two always sees the other (as {@link Requester}'s wip).
+     */
+    private final AtomicInteger responders = new AtomicInteger();
     final Counters stats = new Counters();
     private final AtomicBoolean destroyedOnce = new AtomicBoolean();
     /** A poll of the receive doorbell record in ERR is scheduled ({@link #pollRqInError}). */
@@ -133,6 +146,8 @@ public final class HwQp {
         public final AtomicLong completed = new AtomicLong();
         public final AtomicLong errors = new AtomicLong();
         public final AtomicLong flushed = new AtomicLong();
+        /** Moves to RESET (or destroys) that found a responder of the QP running and waited for it ({@link #awaitResponders}). */
+        public final AtomicLong responderWaits = new AtomicLong();
     }
 
     /**
@@ -288,6 +303,7 @@ public final class HwQp {
             case RST -> {
                 reset();
                 requester.quiesce();
+                awaitResponders(); // a peer's request inside the responder: its receive CQE lands before the command returns
             }
             case ERR -> {
                 toError();
@@ -534,12 +550,62 @@ public final class HwQp {
         discardTo = sqTail();
         requester.doorbell();
         requester.quiesce();
+        awaitResponders();
         dev.destroyed(this);
     }
 
-    /** Waits until no WQE of this QP is executing (after a move to ERR or RST). */
+    /** Waits until no WQE of this QP is executing and no request is inside its responder (after a move to ERR or RST). */
     void quiesce() {
         requester.quiesce();
+        awaitResponders();
+    }
+
+    /**
+     * A request enters this QP's responder: true when the QP receives (RTR, RTS, SQD); then the
+     * caller must {@link #exitResponder} after its last effect on the QP (the receive CQE, the
+     * expected PSN, a move to ERR). False: the QP does not receive, nothing entered.
+     */
+    boolean enterResponder() {
+        responders.getAndIncrement();
+        if (state.receives()) {
+            return true;
+        }
+        responders.getAndDecrement();
+        return false;
+    }
+
+    /** Requests inside the responder now (a snapshot; diagnostics and tests). */
+    int respondersInFlight() {
+        return responders.get();
+    }
+
+    /** The request {@link #enterResponder} admitted is done with this QP. */
+    void exitResponder() {
+        responders.getAndDecrement();
+    }
+
+    /**
+     * After the state left the receiving states (RST, ERR, destroyed): waits until no request is
+     * inside the responder, so nothing of it (a receive CQE, data in a receive buffer, the
+     * expected PSN) lands after the command returns: Linux's driver cleans the QP's CQEs from the
+     * CQ right after 2RST_QP ({@code mlx5_ib_cq_clean}, {@code mlx4_cq_clean}) and posts receives
+     * anew. Bounded (10 s); called from command paths only, never from a responder, by the rule
+     * {@link Requester#quiesce} states (the engine's threads run no driver code: events are posted
+     * to event queues).
+     */
+    private void awaitResponders() {
+        if (responders.get() == 0) {
+            return;
+        }
+        stats.responderWaits.incrementAndGet();
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (responders.get() != 0) {
+            if (System.nanoTime() > deadline) {
+                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.WARNING, this + ": a request still in its responder after 10 s");
+                return;
+            }
+            Thread.onSpinWait();
+        }
     }
 
     /** Send WQEs rung and not yet completed. */

@@ -415,10 +415,19 @@ final class Requester extends Exchange {
             return Outcome.NO_ACK; // a port that is down sends nothing
         }
         HcaPort peer = r == null ? null : r.dev.ports[r.portNum - 1];
-        if (r == null || !peer.active || !peerType || r.destQpn != qp.qpn || r.dlid != me.lid || !r.state.receives()) {
+        if (r == null || !peer.active || !peerType || r.destQpn != qp.qpn || r.dlid != me.lid || !r.enterResponder()) {
             countRequest(me, null, w, len, packets); // sent, and lost
             return Outcome.NO_ACK;
         }
+        try {
+            return respondRc(w, r, me, peer, len, packets, atomic);
+        } finally {
+            r.exitResponder(); // after the receive CQE, the expected PSN, the move to ERR: a reset of r waits for this
+        }
+    }
+
+    /** {@link #executeRc}'s exchange with responder {@code r} (inside its responder: {@link HwQp#enterResponder}). */
+    private Outcome respondRc(SendWqe w, HwQp r, HcaPort me, HcaPort peer, long len, int packets, boolean atomic) {
         countRequest(me, peer, w, len, packets);
         boolean duplicate = false;
         if (r.ePsn != qp.sqPsn) {
@@ -445,7 +454,7 @@ final class Requester extends Exchange {
         r.receivedInRtr();
         errorInReceiveCqe = false;
         from(qp);
-        o = duplicate ? Responder.replayAtomic(r, this) : Responder.respondRc(r, this, w, len);
+        Outcome o = duplicate ? Responder.replayAtomic(r, this) : Responder.respondRc(r, this, w, len);
         if (o.responderFatal()) {
             r.transportError(); // as rxe's do_class_ac_error
             if (!errorInReceiveCqe) {
@@ -520,10 +529,19 @@ final class Requester extends Exchange {
         if (!me.active) {
             return Outcome.SUCCESS; // unreliable: the datagram is lost, the send still completes
         }
-        if (r == null || r.serviceType != HcaDevice.ST_UD || !r.dev.ports[r.portNum - 1].active || !r.state.receives()) {
+        if (r == null || r.serviceType != HcaDevice.ST_UD || !r.dev.ports[r.portNum - 1].active || !r.enterResponder()) {
             PortCounters.fabric(me, null, 1, len);
             return Outcome.SUCCESS;
         }
+        try {
+            return deliverUd(w, r, me, len);
+        } finally {
+            r.exitResponder();
+        }
+    }
+
+    /** {@link #executeUd}'s delivery to {@code r} (inside its responder: {@link HwQp#enterResponder}). */
+    private Outcome deliverUd(SendWqe w, HwQp r, HcaPort me, long len) {
         PortCounters.fabric(me, r.dev.ports[r.portNum - 1], 1, len);
         int useQkey = w.remoteQkey < 0 ? qp.qkey : w.remoteQkey;
         if (useQkey != r.qkey) {

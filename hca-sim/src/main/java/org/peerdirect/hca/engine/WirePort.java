@@ -297,7 +297,15 @@ public final class WirePort implements Link.Receiver {
             return;
         }
         if (p.has(RxeOpcode.REQ)) {
-            WireResp.receive(this, qp, f, p);
+            if (!qp.enterResponder()) {
+                counters.inc(RxeCounters.RCVD_BAD_HDR); // moved out of the receiving states since the check above
+                return;
+            }
+            try {
+                WireResp.receive(this, qp, f, p);
+            } finally {
+                qp.exitResponder(); // a reset of the QP waits for this
+            }
         } else {
             WireComp.receive(this, qp, f, p);
         }

@@ -9,6 +9,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A move to RESET that returned is the last word on a QP's completions: no flush CQE of it may be
@@ -136,5 +138,89 @@ class ResetFlushRaceTest extends EngineRig {
         assertFalse(poster.isAlive() || reset.isAlive(), "the WQE and the RESET ended");
         assertEquals(HwQpState.RST, a.qp.state(), "the RESET that returned is the QP's state: " + a.qp);
         a.qp.modify(QpCommand.RST2INIT, new QpContext()); // and the driver can bring it up again
+    }
+
+    /**
+     * The same promise against a peer's request: QP b's responder runs in the thread of the peer's
+     * requester (or the wire's receive thread), which b's 2RST_QP did not wait for (its
+     * {@code Requester.quiesce} waits for b's own send queue only). The responder consumes the
+     * receive WQE under the receive queue's lock and pushes the receive CQE after releasing it: a
+     * reset in between returned, the driver cleaned b's CQEs from the CQ, and then the CQE of the
+     * reset QP landed. Here the responder is held exactly there: the receive queue's limit event
+     * (armed at one WQE) runs after the WQE is consumed and the lock released, before the CQE. The
+     * reset starts while it is held; the test lets it go once the reset has returned or is
+     * waiting for the responder ({@code responderWaits}).
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {Wqe.OP_SEND, Wqe.OP_RDMA_WRITE_IMM})
+    void noReceiveCompletionOfAPeersRequestAfterTheMoveToResetReturned(int opcode) throws Exception {
+        Side a = new Side(0);
+        Side b = new Side(1);
+        a.connect(b);
+        b.connect(a);
+        resetWhileInTheResponder(a, b, opcode, true);
+    }
+
+    /** The same on a wire: b's responder runs in the link's receive thread ({@code WireResp}). */
+    @Test
+    void noReceiveCompletionOfAWireRequestAfterTheMoveToResetReturned() throws Exception {
+        Side a = new Side(0, true);
+        Side b = new Side(1, true);
+        WireTest.wire(a, b, java.util.function.UnaryOperator.identity());
+        WireTest.connect(a, b, WireTest.IP_B, 3);
+        WireTest.connect(b, a, WireTest.IP_A, 3);
+        resetWhileInTheResponder(a, b, Wqe.OP_SEND, false);
+    }
+
+    /**
+     * a's request {@code opcode} held inside b's responder after b's receive WQE was consumed, b
+     * reset meanwhile: no receive CQE of b after the reset returned. {@code inRinger}: the
+     * responder runs in the thread ringing a's doorbell (in one JVM), whose end the test awaits.
+     */
+    private void resetWhileInTheResponder(Side a, Side b, int opcode, boolean inRinger) throws Exception {
+        CountDownLatch inWindow = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        RecvQueue rq = b.qp.recvQueue();
+        rq.onLimit(() -> {
+            inWindow.countDown(); // the receive WQE is consumed, the queue's lock released, no CQE yet
+            try {
+                assertTrue(release.await(10, TimeUnit.SECONDS), "released within 10 s");
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        b.recv(b.va, 4096);
+        rq.arm(1); // fires when the one receive is consumed
+        SendWqe w = a.wqe(opcode, a.va, 64);
+        w.remoteAddr = b.va + 8192;
+        w.rkey = b.key;
+        w.imm = 0x1234;
+        Thread poster = Thread.ofPlatform().start(a::ring); // a's requester runs b's responder in this thread
+        assertTrue(inWindow.await(10, TimeUnit.SECONDS), "the request reached b's responder");
+        java.util.concurrent.atomic.AtomicLong atReturn = new java.util.concurrent.atomic.AtomicLong(-1);
+        Thread reset = Thread.ofPlatform().start(() -> {
+            b.qp.modify(QpCommand.TO_RST, new QpContext());
+            atReturn.set(b.cq.producerIndex()); // what the driver's mlx5_ib_cq_clean would see
+        });
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (reset.isAlive() && b.qp.stats().responderWaits.get() == 0) {
+            assertTrue(System.nanoTime() < deadline, "the RESET returned or waited for the responder within 10 s: " + b.qp);
+            Thread.onSpinWait();
+        }
+        release.countDown();
+        poster.join(10_000);
+        reset.join(10_000);
+        assertFalse(poster.isAlive() || reset.isAlive(), "the request and the RESET ended");
+        assertEquals(HwQpState.RST, b.qp.state());
+        if (inRinger) {
+            assertEquals(opcode, a.cqe().opcode, "a's request completed without error");
+        } else {
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (b.qp.respondersInFlight() != 0) { // the link's receive thread leaves b's responder
+                assertTrue(System.nanoTime() < end, "the wire's responder ended within 10 s");
+                Thread.onSpinWait();
+            }
+        }
+        assertEquals(atReturn.get(), b.cq.producerIndex(), "a receive CQE of QP b was written after its 2RST_QP returned");
     }
 }
