@@ -143,8 +143,8 @@ class DocaDpaLitmusTest {
     }
 
     /**
-     * A 16-byte copy is two 8-byte stores: a reader that, having seen the first half change, takes
-     * the second without ordering relies on an atomicity the DPA does not give, and strict checking
+     * A 16-byte copy is two 8-byte stores: a reader that, having seen the second half written, takes
+     * the first without ordering relies on an atomicity the DPA does not give, and strict checking
      * reports it (C2 naming the reading line) every round; the 8-byte word above is never reported.
      */
     @Test

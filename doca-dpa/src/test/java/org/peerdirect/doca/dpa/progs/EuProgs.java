@@ -213,8 +213,13 @@ public final class EuProgs {
     }
 
     /**
-     * Rank 0 copies 16 bytes as two 8-byte stores; rank 1, once it saw the first half change, counts
-     * pairs whose halves differ: reading the second half after seeing the first, unordered, is C2.
+     * Rank 0 copies 16 bytes 20 times as two 8-byte stores, first half then second; rank 1 waits
+     * until it sees the last copy's second half, then reads the first: nothing orders the two halves
+     * (one epoch of rank 0, no fence), so a reader that takes the second half as "the copy is
+     * whole" relies on an atomicity the DPA does not give, and C2 reports it whatever the values
+     * (the check's rule: a store read, then an earlier store of the same epoch). Waiting for the
+     * last copy makes the report independent of the interleaving (CI: waiting only for the first
+     * store, a writer done before the reader's loop gave nothing to report).
      */
     @DpaGlobal
     static void pair16(long arg) {
@@ -225,11 +230,13 @@ public final class EuProgs {
             }
             return;
         }
-        awaitFirst(arg + 192);
+        while (Dpa.ld64(arg + 200) != 20) {
+            Dpa.compilerBarrier();
+        }
         long torn = 0;
         for (int i = 0; i < 40; i++) {
-            long a = Dpa.ld64(arg + 192);
             long b = Dpa.ld64(arg + 200);
+            long a = Dpa.ld64(arg + 192);
             if (a != b) {
                 torn++;
             }
