@@ -113,9 +113,13 @@ public class DevxIT {
         } catch (KernelException expected) {
             assertNotNull(expected.getMessage());
         }
+        assertTrue("the umem's pages are pinned: " + p.pinnedPages(), p.pinnedPages() >= 2);
         p.exit(); // the process's exit: the CQ, then the umem, the UAR and the uid go
-        assertTrue("the umem's two pages unmapped at the exit: " + iommu.audit() + ", " + during + " while in use",
-                iommu.audit().liveMappings() <= during - 2);
-        assertTrue(iommu.audit().violationFree());
+        // the umem's pages unpinned and freed at the exit; one still mapped when freed would be a violation
+        // (freedWhileMapped). Not the container's live-mapping count: the driver's command mailbox pool may
+        // grow meanwhile (a command overlapping a background one), which is the driver's, not a leak (CI).
+        assertEquals("the umem's pages unpinned at the exit", 0, p.pinnedPages());
+        assertTrue("no page freed while mapped: " + iommu.audit() + ", " + during + " mappings while in use",
+                iommu.audit().violationFree());
     }
 }
