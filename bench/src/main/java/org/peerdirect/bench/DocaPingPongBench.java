@@ -18,6 +18,7 @@ import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -83,6 +84,9 @@ public class DocaPingPongBench {
         DocaDpa dpa;
         long pingArg;
         final List<Runnable> undo = new ArrayList<>();
+        /** The DPA's polls of unchanged memory wait for a write (the model's default) or spin (the A/B of what waiting saves). */
+        @Param({"true", "false"})
+        boolean elidePolls;
 
         @Setup(Level.Trial)
         public void up() throws Exception {
@@ -94,6 +98,7 @@ public class DocaPingPongBench {
             fn = bus.register(bf3.spec());
             mlx5 = new Mlx5CoreDev("mlx5_0", fn, mm, Mlx5CoreDev.Settings.DEFAULT);
             mlx5.load();
+            bf3.dpaElidePolls(elidePolls);
             ib = new Mlx5IbDev(mlx5, core.umems());
             ibdev = core.register(ib);
             proc = mm.createProcess("doca-ping-pong-bench");

@@ -194,6 +194,11 @@ public final class ConnectX4Device implements AutoCloseable {
         dpaHooks.checkMode(mode);
     }
 
+    /** Polls of unchanged DPA memory wait for a write (true, the default) or spin (false: to measure what waiting saves). */
+    public void dpaElidePolls(boolean elide) {
+        dpaHooks.elidePolls(elide);
+    }
+
     /** {@code dpa:threads}: one line per DPA thread with each bound CQ armed or not, and its pi and ci; one line when there is none. */
     public java.util.List<String> dpaThreads() {
         return dpaHooks.threads();

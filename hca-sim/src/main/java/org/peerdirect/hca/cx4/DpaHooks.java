@@ -78,6 +78,11 @@ final class DpaHooks {
         d.configure(d.config().withCheck(CheckMode.valueOf(mode.toUpperCase(Locale.ROOT))), d.policy());
     }
 
+    void elidePolls(boolean elide) {
+        FirmwareDpa d = dpa();
+        d.configure(d.config().withElidePolls(elide), d.policy());
+    }
+
     /** {@code dpa:threads}: one line per DPA thread object; one line when there is none. */
     List<String> threads() {
         Firmware f = dev.firmware();

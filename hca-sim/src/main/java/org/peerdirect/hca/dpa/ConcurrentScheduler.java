@@ -75,6 +75,18 @@ final class ConcurrentScheduler implements HartScheduler {
         }
     }
 
+    /** The carrier's permit goes to whoever waits for one while {@code r} waits for memory to change. */
+    @Override
+    public boolean pollWait(Runner r, Runnable wait) {
+        carriers.release();
+        try {
+            wait.run();
+        } finally {
+            carriers.acquireUninterruptibly();
+        }
+        return true;
+    }
+
     @Override
     public void block(Runner r) {
         r.inScheduler = true;

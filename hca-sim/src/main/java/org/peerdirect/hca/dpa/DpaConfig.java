@@ -20,9 +20,11 @@ import java.time.Duration;
  * @param wallWatchdog concurrent mode: how long an activation may run in wall-clock time without an
  *        ISA call (a Java loop the verifier's heuristic let through) before the wall-clock watchdog
  *        ends its process and the DPA OS takes its EU back ({@link WallWatchdog})
+ * @param elidePolls concurrent mode: a hart polling DPA memory nothing wrote waits for a write
+ *        instead of spinning on a carrier ({@link PollWaits}; off only to measure what it saves)
  */
 public record DpaConfig(long memBytes, int eus, int reservedEus, boolean deterministic, long seed, CheckMode check,
-        long watchdogCycles, int budget, int stalePolls, boolean strictIsolation, Duration wallTimeout, Duration wallWatchdog) {
+        long watchdogCycles, int budget, int stalePolls, boolean strictIsolation, Duration wallTimeout, Duration wallWatchdog, boolean elidePolls) {
 
     public DpaConfig {
         if (memBytes < 1 << 16 || memBytes > 1L << 34) {
@@ -31,6 +33,13 @@ public record DpaConfig(long memBytes, int eus, int reservedEus, boolean determi
         if (eus <= reservedEus || eus > 256 || reservedEus < 0) {
             throw new IllegalArgumentException("EUs " + eus + " with " + reservedEus + " reserved: 1..256 user EUs");
         }
+    }
+
+    /** A configuration whose harts wait out polls of unchanged memory ({@link #elidePolls}). */
+    public DpaConfig(long memBytes, int eus, int reservedEus, boolean deterministic, long seed, CheckMode check,
+            long watchdogCycles, int budget, int stalePolls, boolean strictIsolation, Duration wallTimeout, Duration wallWatchdog) {
+        this(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls, strictIsolation,
+                wallTimeout, wallWatchdog, true);
     }
 
     /** BlueField-3: 256 MiB, 256 EUs of which 2 reserved, concurrent, strict checks, 120 s watchdog (1.8 GHz). */
@@ -47,27 +56,33 @@ public record DpaConfig(long memBytes, int eus, int reservedEus, boolean determi
 
     public DpaConfig withCheck(CheckMode c) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, c, watchdogCycles, budget, stalePolls,
-                strictIsolation, wallTimeout, wallWatchdog);
+                strictIsolation, wallTimeout, wallWatchdog, elidePolls);
     }
 
     public DpaConfig withWatchdog(long cycles) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, cycles, budget, stalePolls,
-                strictIsolation, wallTimeout, wallWatchdog);
+                strictIsolation, wallTimeout, wallWatchdog, elidePolls);
     }
 
     public DpaConfig concurrent() {
         return new DpaConfig(memBytes, eus, reservedEus, false, seed, check, watchdogCycles, budget, stalePolls,
-                strictIsolation, wallTimeout, wallWatchdog);
+                strictIsolation, wallTimeout, wallWatchdog, elidePolls);
     }
 
     /** The wall-clock watchdog's limit ({@link #wallWatchdog}). */
     public DpaConfig withWallWatchdog(Duration limit) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls,
-                strictIsolation, wallTimeout, limit);
+                strictIsolation, wallTimeout, limit, elidePolls);
     }
 
     public DpaConfig withIsolation(boolean strict) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls,
-                strict, wallTimeout, wallWatchdog);
+                strict, wallTimeout, wallWatchdog, elidePolls);
+    }
+
+    /** Polls of unchanged DPA memory spin ({@code false}) or wait for a write ({@code true}, the default). */
+    public DpaConfig withElidePolls(boolean elide) {
+        return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls,
+                strictIsolation, wallTimeout, wallWatchdog, elide);
     }
 }

@@ -21,6 +21,14 @@ interface HartScheduler {
     /** {@code r} waits (a continuable yield) until {@link #resume}; returns when resumed. */
     void block(Runner r);
 
+    /**
+     * {@code r} polls DPA memory nothing wrote since its quiet stretch began ({@link PollWaits}):
+     * runs {@code wait} without holding what lets other activations proceed. A scheduler that
+     * cannot let a hart wait so (the deterministic one: its interleavings are the seed's) returns
+     * false at once without running it.
+     */
+    boolean pollWait(Runner r, Runnable wait);
+
     /** Makes a blocked {@code r} proceed again (it may have been resumed before it blocked). */
     void resume(Runner r);
 

@@ -72,6 +72,8 @@ final class MemoryModel {
     private final List<Set<Long>> buffers = new ArrayList<>();
     private final Map<Long, Store> stores = new HashMap<>();
     private final List<Finding> findings = new ArrayList<>();
+    /** Every write to DPA memory counted, for harts waiting out a poll of unchanged memory ({@link PollWaits}). */
+    final PollWaits polls = new PollWaits();
     private final Set<String> reported = new HashSet<>();
 
     MemoryModel(DpaUnit unit, CheckMode mode, MemorySegment seg, int eus) {
@@ -133,6 +135,7 @@ final class MemoryModel {
     void store(Runner r, long a, int bytes, long v) {
         if (mode == CheckMode.OFF) {
             put(seg, a, bytes, v);
+            polls.written();
             return;
         }
         lock.lock();
@@ -153,6 +156,7 @@ final class MemoryModel {
         } finally {
             lock.unlock();
         }
+        polls.written();
     }
 
     long atomic(Runner r, AtomicOp op, long a, int bytes, long operand, long expect) {
@@ -185,6 +189,7 @@ final class MemoryModel {
             return old;
         } finally {
             lock.unlock();
+            polls.written();
         }
     }
 
@@ -285,6 +290,7 @@ final class MemoryModel {
             }
         }
         MemorySegment.copy(src, off, seg, a, len);
+        polls.written();
     }
 
     /**
@@ -307,6 +313,7 @@ final class MemoryModel {
         } finally {
             lock.unlock();
         }
+        polls.written();
         if (d != null) {
             String site = Sites.format(d.site);
             report(new Finding("C1", d.writer.process.id, d.writer.id, site, "NIC atomic at 0x" + Long.toHexString(a)

@@ -35,6 +35,19 @@ final class Runner implements Hart {
     volatile boolean abandoned;
     long activationCycles;
     int sinceYield;
+    /**
+     * Spin-wait elision ({@link PollWaits}): loads of DPA memory in a row with nothing but fences
+     * between them, the memory's write count when the row began, the row's first cycle and time.
+     * The runner's own fields (single writer).
+     */
+    private int quiet;
+    private long quietEpoch;
+    private long quietCycles;
+    private long quietNanos;
+    /** Loads of unchanged memory in a row after which a hart waits for a write. */
+    static final int POLL_QUIET = 64;
+    /** The longest such wait: a write no one counted (a firmware write) costs at most this. */
+    static final long POLL_WAIT_NANOS = 100_000;
 
     Runner(DpaUnit unit, DpaThread thread, int eu) {
         this.unit = unit;
@@ -102,8 +115,14 @@ final class Runner implements Hart {
         return "?";
     }
 
-    /** One ISA op: counters, watchdog, scheduling point, and the process still alive. */
+    /** One ISA op that is not a poll (it may change memory, or read what memory is not): the row of loads ends. */
     private void tick(int cost) {
+        quiet = 0;
+        step(cost);
+    }
+
+    /** One ISA op: counters, watchdog, scheduling point, and the process still alive. */
+    private void step(int cost) {
         calls++; // the runner's own field: single writer
         checkAlive();
         int e = eu;
@@ -150,7 +169,10 @@ final class Runner implements Hart {
 
     @Override
     public long load(long daddr, int bytes) {
-        tick(1);
+        step(1);
+        if (Windows.isWindow(daddr) || OutboxPage.isOutbox(daddr)) {
+            quiet = 0; // host memory changes behind the window unseen here; the outbox is no memory
+        }
         if (Windows.isWindow(daddr)) {
             alignedMmio(daddr, bytes);
             return unit.windows.load(this, daddr, bytes);
@@ -160,7 +182,38 @@ final class Runner implements Hart {
             return 0; // the doorbell registers read as zero
         }
         checkMemory(daddr, bytes);
-        return unit.mm.load(this, daddr, bytes);
+        if (quiet == 0) { // before the load: a write after it moves the count
+            quietEpoch = unit.mm.polls.epoch();
+            quietCycles = activationCycles;
+            quietNanos = System.nanoTime();
+        }
+        long v = unit.mm.load(this, daddr, bytes);
+        if (++quiet >= POLL_QUIET) {
+            quiet = 0;
+            awaitWrite();
+        }
+        return v;
+    }
+
+    /**
+     * {@link #POLL_QUIET} loads of DPA memory in a row and nothing wrote DPA memory since the first:
+     * the hart polls what cannot have changed. It waits for a write (at most {@link
+     * #POLL_WAIT_NANOS}) with its carrier given up, then goes on polling; the cycles it would have
+     * spent polling meanwhile, at the row's rate, are charged (the watchdog sees a polling hart).
+     */
+    private void awaitWrite() {
+        if (!unit.config.elidePolls() || unit.mm.polls.epoch() != quietEpoch) {
+            return;
+        }
+        long start = System.nanoTime();
+        double rate = (activationCycles - quietCycles) / (double) Math.max(1, start - quietNanos);
+        long seen = quietEpoch;
+        if (unit.scheduler.pollWait(this, () -> unit.mm.polls.await(seen, POLL_WAIT_NANOS))) {
+            long cycles = (long) ((System.nanoTime() - start) * rate);
+            unit.eus.cycles[eu] += cycles;
+            activationCycles += cycles;
+            step(0);
+        }
     }
 
     @Override
@@ -203,7 +256,7 @@ final class Runner implements Hart {
 
     @Override
     public void fence(Space space, int pred, int succ) {
-        tick(4);
+        step(4); // a fence changes no memory: a poll loop's fence keeps the row
         unit.mm.fence(this, space, pred, succ);
     }
 
@@ -227,7 +280,7 @@ final class Runner implements Hart {
 
     @Override
     public void compilerBarrier() {
-        tick(1);
+        step(1);
     }
 
     @Override
