@@ -229,12 +229,21 @@ public final class DocaDpaCompletion {
      * device's elements carry it [model]. NO_MEMORY past {@link org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion#MAX_QPS}.
      */
     public void attachQp(int qpn, int userData) {
+        attachQp(qpn, userData, 0);
+    }
+
+    /**
+     * As {@link #attachQp(int, int)}; the device stores the QP's send index after each completion it
+     * hands out at DPA address {@code sqCiDaddr} (0: none), where async ops count their copies in flight [model].
+     */
+    void attachQp(int qpn, int userData, long sqCiDaddr) {
         String w = "doca_dpa_completion (attach)";
         dpa.lock.lock();
         try {
             flexioCq();
             DocaException.check(entries < MAX_QPS, DocaError.DOCA_ERROR_NO_MEMORY, w + ": " + MAX_QPS + " queues attached already");
             dpa.h2dMemcpy(desc + OFF_TABLE + 8L * entries, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(qpn).putInt(userData).array());
+            dpa.h2dMemcpy(desc + OFF_CI_TABLE + 8L * entries, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(sqCiDaddr).array());
             entries++;
             users++;
             dpa.h2dMemcpy(desc + OFF_NQPS, ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(entries).array());
