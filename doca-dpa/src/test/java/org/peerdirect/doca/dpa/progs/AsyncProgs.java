@@ -108,20 +108,24 @@ public final class AsyncProgs {
 
     // ------------------------------------------------------------------ trace
 
-    /** Trace thread's argument block: records to write, whether to flush at the end, the done event. */
-    public static final int T_N = 0, T_FLUSH = 8, T_EVENT = 16, T_SIZE = 24;
+    /** Trace thread's argument block: records to write, whether to flush at the end, the done event, a tag. */
+    public static final int T_N = 0, T_FLUSH = 8, T_EVENT = 16, T_TAG = 24, T_SIZE = 32;
 
-    /** Writes {@code n} trace records {@code (i, i+1, i+2, i+3, i+4)} ({@code i} from 0), flushes if asked, sets the done event, finishes. */
+    /**
+     * Writes {@code n} trace records {@code (tag + i, i + 1, i + 2, i + 3, i + 4)} ({@code i} from
+     * 0), flushes if asked, adds 1 to the done event, finishes.
+     */
     @DpaGlobal
     static void tracer(long a) {
         long n = Dpa.ld64(a + T_N);
+        long tag = Dpa.ld64(a + T_TAG);
         for (long i = 0; i < n; i++) {
-            DocaDpaDevTrace.trace(i, i + 1, i + 2, i + 3, i + 4);
+            DocaDpaDevTrace.trace(tag + i, i + 1, i + 2, i + 3, i + 4);
         }
         if (Dpa.ld64(a + T_FLUSH) != 0) {
             DocaDpaDevTrace.traceFlush();
         }
-        DocaDpaDevSyncEvent.updateSet(Dpa.ld64(a + T_EVENT), 1);
+        DocaDpaDevSyncEvent.updateAdd(Dpa.ld64(a + T_EVENT), 1);
         DocaDpaDev.threadFinish();
     }
 }
