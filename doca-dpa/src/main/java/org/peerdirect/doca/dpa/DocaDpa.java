@@ -50,6 +50,8 @@ public final class DocaDpa implements DocaDpaContext {
     private final DocaDpaLog log = new DocaDpaLog();
     /** The device trace's path and area ({@link DocaDpaTrace}; set before start, under {@link #lock}). */
     private final DocaDpaTrace trace = new DocaDpaTrace();
+    /** The window of {@code doca_dpa_dev_mmap_get_external_ptr} (the runtime block's {@code OFF_WINDOW}), from start to stop. */
+    private org.peerdirect.flexio.FlexioWindow window;
     /** Threads created on this context and not destroyed (guarded by {@link #lock}). */
     private final java.util.List<DocaDpaThread> threads = new java.util.ArrayList<>();
     /** Kernel launch counts over the context's life, for {@link DocaDpaObjects} (its own monitor). */
@@ -241,6 +243,7 @@ public final class DocaDpa implements DocaDpaContext {
             try {
                 log.open(process);
                 trace.open(process);
+                window = org.peerdirect.flexio.FlexioWindow.create(process, process.pdn());
             } catch (FlexioException e) {
                 process.destroy();
                 process = null;
@@ -276,7 +279,8 @@ public final class DocaDpa implements DocaDpaContext {
         lock.lock();
         try {
             trace.drain(process); // the trace's end of run
-            process.destroy(); // the log stream with it
+            process.destroy(); // the log stream and the window with it
+            window = null;
             process = null;
             log.closed();
         } finally {
@@ -477,6 +481,12 @@ public final class DocaDpa implements DocaDpaContext {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** The window's id (the runtime block's {@code OFF_WINDOW}); 0 when not started. */
+    int windowId() {
+        org.peerdirect.flexio.FlexioWindow w = window;
+        return w == null ? 0 : w.id();
     }
 
     /** The trace area's DPA address (the runtime block's {@code OFF_TRACE}); 0 when not started. */

@@ -335,6 +335,53 @@ class DocaDpaAsyncOpsTest {
     }
 
     /**
+     * {@code doca_dpa_dev_mmap_get_external_ptr}: a DPA thread reads a host map's word through the
+     * pointer and stores its successor beside it; after the window's write-back the host sees it.
+     */
+    @Test
+    void anExternalPointerReachesHostMemoryThroughTheWindow() {
+        assertEquals(42, external(true), "the thread's store, written back through the window");
+    }
+
+    /** The mutant: without the window's write-back the store never reaches the host, and the checker names it (C3). */
+    @Test
+    void anExternalStoreNotWrittenBackIsCaught() {
+        assertEquals(0, external(false), "the store stayed in the thread's window cache");
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        String ps;
+        while (!(ps = String.join("\n", lab.dpa())).contains("C3")) {
+            assertTrue(System.nanoTime() < deadline, "C3 reported: " + ps);
+            Thread.onSpinWait();
+        }
+        assertTrue(ps.contains("AsyncProgs.extWriter"), ps);
+    }
+
+    /** Runs {@code extWriter} on a host word of 41; returns the word the host then sees beside it. */
+    private long external(boolean writeback) {
+        long buf = hostBuf(4096);
+        lab.proc.writeLong(buf + 64, 41);
+        int key = hostMap(buf, 4096, RW);
+        DocaDpaThread t = DocaDpaThread.create(dpa);
+        undo.add(t::destroy);
+        long arg = alloc(E_SIZE);
+        t.setFuncArg(AsyncProgsStubs.EXT_WRITER, arg);
+        t.start();
+        DocaSyncEvent done = DocaSyncEvent.create();
+        done.addPublisherLocationDpa(dpa);
+        done.addSubscriberLocationDpa(dpa);
+        done.start();
+        undo.add(done::destroy);
+        DocaDpaNotificationCompletion notif = DocaDpaNotificationCompletion.create(dpa, t);
+        undo.add(notif::destroy);
+        notif.start();
+        dpa.h2dMemcpy(arg, le(key, buf + 64, done.getDpaHandle(dpa), writeback ? 1 : 0));
+        t.run();
+        dpa.rpc(AsyncProgsStubs.NOTIFY, notif.getDpaHandle());
+        done.waitGt(0, -1L, BOUND);
+        return lab.proc.readLong(buf + 72);
+    }
+
+    /**
      * The memory model sees the posts: a copy made by hand through the ops' layout without the
      * write-back before its doorbell is caught (C1) naming the RPC's line, and the process ends (strict).
      */

@@ -5,11 +5,12 @@ import org.peerdirect.flexio.dev.FlexioDevQueue;
 import org.peerdirect.hca.dpa.isa.Dpa;
 
 /**
- * {@code doca_dpa_dev_buf.h}'s asynchronous copy: {@code doca_dpa_dev_post_memcpy} on a DPA
+ * {@code doca_dpa_dev_buf.h}'s asynchronous copy, {@code doca_dpa_dev_post_memcpy} on a DPA
  * asynchronous ops context ({@code doca_dpa_async_ops}) by its DPA handle
  * ({@code doca_dpa_async_ops_get_dpa_handle}); its completion, when one is raised, arrives on the
  * completion context the ops were attached to ({@code doca_dpa_async_ops_attach}), with the ops'
- * user data ({@link DocaDpaDevCompletion#getCompletionUserData}).
+ * user data ({@link DocaDpaDevCompletion#getCompletionUserData}); and its pointer to a host map's
+ * memory, {@code doca_dpa_dev_mmap_get_external_ptr} ({@link #mmapGetExternalPtr}).
  *
  * <p>[model] DOCA does not publish what moves the bytes nor what a {@code doca_dpa_dev_async_ops_t}
  * is. Here the copy is the NIC's: an RDMA WRITE on a loopback RC QP of the DPA process (connected
@@ -106,6 +107,28 @@ public final class DocaDpaDevAsyncOps {
             FlexioDev.qpSqRingDb(pi, qpn);
             Dpa.st32(asyncOps + OFF_SQ_DB, pi);
         }
+    }
+
+    /** Process error of {@link #mmapGetExternalPtr} when the window cannot be configured with the key (not a key of the DPA process's PD), or from an RPC. */
+    public static final int ERROR_NO_WINDOW = 0xd7;
+
+    /**
+     * {@code doca_dpa_dev_mmap_get_external_ptr(mmap, addr)}: a DPA pointer to host memory
+     * {@code addr} of a map of host memory, for the thread's loads and stores. [model] Underneath:
+     * the DPA context's window (the runtime block's {@link DocaDpaDev#OFF_WINDOW}) configured on
+     * window entity 0 with the map's DPA handle, and the address in its aperture. The window's
+     * rules hold (S001): stores stay in the thread's window cache until
+     * {@code __dpa_thread_window_writeback}, loads see host changes only after
+     * {@code __dpa_thread_window_read_inv}; the checker reports a forgotten one (C3, C4). One map
+     * at a time per thread: the next call reconfigures the entity. A thread without the runtime's
+     * block (an RPC), or a key the window refuses, ends the process with {@link #ERROR_NO_WINDOW}.
+     */
+    public static long mmapGetExternalPtr(int mmap, long addr) {
+        long tls = FlexioDev.getThreadLocalStorage();
+        if (tls == 0 || Dpa.windowConfig(Dpa.WINDOW_ENTITY_0, Dpa.ld32(tls + DocaDpaDev.OFF_WINDOW), mmap) != 0) {
+            FlexioDev.error(ERROR_NO_WINDOW);
+        }
+        return Dpa.windowPtrAcquire(Dpa.WINDOW_ENTITY_0, addr);
     }
 
     /**

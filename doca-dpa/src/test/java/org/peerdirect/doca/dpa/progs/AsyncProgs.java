@@ -106,6 +106,26 @@ public final class AsyncProgs {
         return 0;
     }
 
+    /** External pointer thread's argument block: the host map's handle, the address, the done event. */
+    public static final int E_MMAP = 0, E_ADDR = 8, E_EVENT = 16, E_WRITEBACK = 24, E_SIZE = 32;
+
+    /**
+     * Through {@code doca_dpa_dev_mmap_get_external_ptr}: reads the host's word at {@code addr},
+     * stores it + 1 at {@code addr + 8}, writes the window back (unless {@code E_WRITEBACK} is 0:
+     * the mutant), sets the done event, finishes.
+     */
+    @DpaGlobal
+    static void extWriter(long a) {
+        long p = DocaDpaDevAsyncOps.mmapGetExternalPtr((int) Dpa.ld64(a + E_MMAP), Dpa.ld64(a + E_ADDR));
+        long v = Dpa.ld64(p);
+        Dpa.st64(p + 8, v + 1);
+        if (Dpa.ld64(a + E_WRITEBACK) != 0) {
+            Dpa.windowWriteback();
+        }
+        DocaDpaDevSyncEvent.updateSet(Dpa.ld64(a + E_EVENT), 1);
+        DocaDpaDev.threadFinish();
+    }
+
     // ------------------------------------------------------------------ trace
 
     /** Trace thread's argument block: records to write, whether to flush at the end, the done event, a tag. */
