@@ -137,10 +137,14 @@ class DocaDpaAsyncOpsTest {
     }
 
     private Ops ops(int queueSize, long userData) {
+        return ops(queueSize, userData, AsyncProgsStubs.COPIER);
+    }
+
+    private Ops ops(int queueSize, long userData, org.peerdirect.flexio.FlexioFunc func) {
         DocaDpaThread t = DocaDpaThread.create(dpa);
         undo.add(t::destroy);
         long arg = alloc(A_SIZE);
-        t.setFuncArg(AsyncProgsStubs.COPIER, arg);
+        t.setFuncArg(func, arg);
         t.start();
         DocaDpaCompletion comp = DocaDpaCompletion.create(dpa, 64);
         undo.add(comp::destroy);
@@ -236,6 +240,25 @@ class DocaDpaAsyncOpsTest {
                 hostMap(src, 3 * len, DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_ONLY), src, len);
         assertReported(r, 0, 1, 2);
         assertArrayEquals(data, hostRead(dst, 3 * len));
+    }
+
+    /**
+     * DOCA's continuation pattern B: each completion of a copy wakes the thread (it requested
+     * notification and rescheduled), which posts the next; 5 copies, 5 completions, 6 activations.
+     */
+    @Test
+    void eachCompletionWakesTheThreadThatPostsTheNextCopy() {
+        int len = 256;
+        int n = 5;
+        byte[] data = pattern(n * len, 13);
+        long src = hostBuf(n * len);
+        lab.proc.write(src, data, 0, data.length);
+        long dst = alloc(n * len);
+        Ops o = ops(2, USER_DATA, AsyncProgsStubs.CHAINED);
+        Report r = copy(o, n, MODE_EACH, dpaMap(dst, n * len), dst, hostMap(src, n * len, RW), src, len);
+        assertReported(r, 0, 1, 2, 3, 4);
+        assertArrayEquals(data, dpa.d2hMemcpy(dst, n * len));
+        assertEquals(n + 1, o.thread().activations(), "the notification, then one activation per completion");
     }
 
     /** OPTIMIZE_REPORTS on all but the last: one completion (the last copy's) covers the batch, and every byte moved. */

@@ -73,6 +73,47 @@ public final class AsyncProgs {
         DocaDpaDev.threadFinish();
     }
 
+    /** Copies posted so far by {@link #chained}. */
+    public static final int A_POSTED = 96;
+
+    /**
+     * DOCA's continuation pattern B: each activation takes the completion that triggered it (none on
+     * the first, a notification), records it, then posts the next copy (flushed, reported),
+     * requests notification and reschedules; after the {@code n}-th completion it sets the done
+     * event and finishes. The thread runs {@code n + 1} times, each completion waking it.
+     */
+    @DpaGlobal
+    static void chained(long a) {
+        long aops = Dpa.ld64(a + A_AOPS);
+        long comp = Dpa.ld64(a + A_COMP);
+        long got = Dpa.ld64(a + A_NCOMP);
+        long e = DocaDpaDevCompletion.getCompletion(comp);
+        if (e != 0) {
+            long rec = a + A_LOG + 32 * (got & 63);
+            Dpa.st64(rec, DocaDpaDevCompletion.getCompletionType(e));
+            Dpa.st64(rec + 8, DocaDpaDevCompletion.getCompletionUserData(e) & 0xffffffffL);
+            Dpa.st64(rec + 16, DocaDpaDevCompletion.completionElementGetErrorSyndrome(e));
+            Dpa.st64(rec + 24, DocaDpaDevCompletion.completionElementGetWqeCounter(e));
+            DocaDpaDevCompletion.completionAck(comp, 1);
+            got++;
+            Dpa.st64(a + A_NCOMP, got);
+        }
+        long posted = Dpa.ld64(a + A_POSTED);
+        if (got == Dpa.ld64(a + A_N)) {
+            Dpa.memoryWriteback(); // the record, for the host's d2h copy (a NIC read)
+            DocaDpaDevSyncEvent.updateSet(Dpa.ld64(a + A_EVENT), 1);
+            DocaDpaDev.threadFinish();
+        }
+        if (posted == got) {
+            long len = Dpa.ld64(a + A_LEN);
+            Dpa.st64(a + A_POSTED, posted + 1);
+            DocaDpaDevAsyncOps.postMemcpy(aops, (int) Dpa.ld64(a + A_DST_MMAP), Dpa.ld64(a + A_DST) + posted * len,
+                    (int) Dpa.ld64(a + A_SRC_MMAP), Dpa.ld64(a + A_SRC) + posted * len, len, DocaDpaDevAsyncOps.SUBMIT_FLAG_FLUSH);
+        }
+        DocaDpaDevCompletion.completionRequestNotification(comp);
+        DocaDpaDev.threadReschedule();
+    }
+
     /** Triggers a thread through its notification completion (the first activation). */
     @DpaRpc
     static long notify(long handle) {
