@@ -125,6 +125,7 @@ public final class DocaDpaAsyncOps {
             qp.modifyToRts(qp.qpNum(), FlexioQp.gid(dpa.dev().ibvContext().queryGid(1, 0))); // to itself: a loopback
             completion.attachQp(qp.qpNum(), (int) userData, desc + OFF_SQ_CI);
             attachedQp = true;
+            completion.asyncOps(this, true); // dpa:doca shows it in the completion context's line
             ByteBuffer b = ByteBuffer.allocate(DESC_SIZE).order(ByteOrder.LITTLE_ENDIAN);
             b.putInt(OFF_OUTBOX, outbox.id()).putInt(OFF_QPN, qp.qpNum()).putInt(OFF_LOG_SQ, logSq).putInt(OFF_QUEUE_SIZE, queueSize)
                     .putLong(OFF_SQ, wq + 64).putLong(OFF_DBR, dbr).putInt(OFF_STARTED, 1);
@@ -193,6 +194,7 @@ public final class DocaDpaAsyncOps {
             qp = null;
             if (attachedQp) {
                 completion.detachQp();
+                completion.asyncOps(this, false);
                 attachedQp = false;
             }
         }

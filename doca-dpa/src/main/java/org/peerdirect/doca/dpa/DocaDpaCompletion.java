@@ -53,6 +53,8 @@ public final class DocaDpaCompletion {
     /** Table entries written, and QPs of attached contexts still using the CQ; guarded by the DPA context's lock. */
     private int entries;
     private int users;
+    /** Async ops attached and started, for {@code dpa:doca}'s line of this context (read by its snapshot: copy-on-write). */
+    private final java.util.List<DocaDpaAsyncOps> asyncOps = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     private DocaDpaCompletion(DocaDpa dpa, int queueSize) {
         this.dpa = dpa;
@@ -262,6 +264,15 @@ public final class DocaDpaCompletion {
         }
     }
 
+    /** Async ops started on this context ({@code true}) or stopped ({@code false}): shown in its line. */
+    void asyncOps(DocaDpaAsyncOps ops, boolean started) {
+        if (started) {
+            asyncOps.add(ops);
+        } else {
+            asyncOps.remove(ops);
+        }
+    }
+
     /** Its queue size as created. */
     public int queueSize() {
         return queueSize;
@@ -270,6 +281,6 @@ public final class DocaDpaCompletion {
     @Override
     public String toString() {
         return "doca_dpa_completion " + (cq == null ? "" : "cq 0x" + Integer.toHexString(cq.cqNum()) + " ") + state.name().toLowerCase()
-                + (thread == null ? "" : ", thread " + thread);
+                + (thread == null ? "" : ", thread " + thread) + asyncOps.stream().map(o -> ", " + o).collect(java.util.stream.Collectors.joining());
     }
 }

@@ -215,6 +215,10 @@ class DocaDpaAsyncOpsTest {
         Report r = copy(o, 4, MODE_EACH, dpaMap(dst, 4 * len), dst, hostMap(src, 4 * len, RW), src, len);
         assertReported(r, 0, 1, 2, 3);
         assertArrayEquals(data, dpa.d2hMemcpy(dst, 4 * len), "every byte reached the DPA heap");
+        List<String> lines = new DocaDpaRegistry().contexts().stream().filter(c -> c.pid() == lab.proc.pid())
+                .flatMap(c -> c.threads().stream()).flatMap(t -> t.completions().stream()).toList();
+        assertTrue(lines.stream().anyMatch(l -> l.contains("doca_dpa_async_ops qp 0x") && l.contains("queue 8, user data " + USER_DATA)),
+                "dpa:doca shows the async ops in its completion context's line: " + lines);
     }
 
     @Test
