@@ -49,6 +49,8 @@ class DocaDpaAsyncOpsTest {
     private DocaDev dev;
     private DocaDpa dpa;
     private final List<Runnable> undo = new ArrayList<>();
+    /** The test stopped the DPA context itself. */
+    private boolean stopped;
 
     @BeforeEach
     void up() {
@@ -64,7 +66,9 @@ class DocaDpaAsyncOpsTest {
         for (int i = undo.size() - 1; i >= 0; i--) {
             undo.get(i).run();
         }
-        dpa.stop();
+        if (!stopped) {
+            dpa.stop();
+        }
         dpa.destroy();
         assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
         dev.close();
@@ -277,6 +281,27 @@ class DocaDpaAsyncOpsTest {
         Report r = copy(ops(n, USER_DATA), n, MODE_BATCH, hostMap(dst, n * len, RW), dst, dpaMap(src, n * len), src, len);
         assertReported(r, n - 1);
         assertArrayEquals(data, hostRead(dst, n * len), "the unreported copies moved their bytes too");
+    }
+
+    /**
+     * A host map's DPA handle is of a started DPA context: the same key while it runs; when the
+     * context stops first the key goes with its process, the map's destroy after it leaves nothing
+     * pinned (the lab's close checks), and without a started context there is no handle.
+     */
+    @Test
+    void aHostMapsDpaHandleGoesWithItsDpaContext() {
+        long buf = hostBuf(8192);
+        DocaMmap m = DocaMmap.create();
+        m.setMemrange(buf, 8192);
+        m.setPermissions(RW);
+        m.addDev(dev);
+        m.start();
+        int key = m.devGetDpaHandle(dev);
+        assertEquals(key, m.devGetDpaHandle(dev), "one key while the context runs");
+        dpa.stop();
+        stopped = true;
+        assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, status(() -> m.devGetDpaHandle(dev)), "no started DPA context on the device");
+        m.destroy();
     }
 
     /** A copy past the destination map's end is the NIC's error: an error completion with its syndrome, not a hang. */

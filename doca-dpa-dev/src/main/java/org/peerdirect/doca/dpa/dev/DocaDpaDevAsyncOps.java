@@ -40,6 +40,9 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * permission, is the NIC's: a completion of type {@link DocaDpaDevCompletion#COMP_SEND_ERR} with
  * its syndrome, and the QP in error (later copies complete flushed in error).
  *
+ * <p>DOCA documents the posts for DPA thread kernels only; the model does not check who posts
+ * (the tests' bad-input cases post from an RPC).
+ *
  * <p>Memory model: the WQEs (and the data the thread wrote for the NIC to read) are written back
  * ({@code __dpa_thread_memory_writeback}) before the doorbell; the checker sees every store.
  * Not thread-safe, as DOCA documents: one thread posts on an ops context at a time.
