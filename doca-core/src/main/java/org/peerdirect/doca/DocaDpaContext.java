@@ -74,6 +74,22 @@ public interface DocaDpaContext {
     }
 
     /**
+     * A key the context's DPA process reaches {@code len} bytes of host memory at {@code va} with
+     * (a map of host memory's {@code doca_mmap_dev_get_dpa_handle}): an mkey of the process's PD,
+     * writable only when {@code writable} (the map's permissions) [model].
+     *
+     * @throws DocaException BAD_STATE (not started), NOT_SUPPORTED, DRIVER
+     */
+    default int dpaHostMkeyCreate(long va, long len, boolean writable) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context cannot reach host memory");
+    }
+
+    /** Whether the context is started (a DPA process exists to give keys); false by default. */
+    default boolean dpaStarted() {
+        return false;
+    }
+
+    /**
      * The DPA handle of a remote node's sync event ({@code doca_sync_event_remote_net_get_dpa_handle}):
      * where DPA code finds the remote counter's address and key for
      * {@code doca_dpa_dev_rdma_signal_set/add}, in the context's DPA memory [model].

@@ -59,10 +59,20 @@ public final class FlexioMkey extends FlexioObject {
      * ({@code flexio_dev_window_config}). Local and remote read and write.
      */
     public static FlexioMkey hostMkeyCreate(FlexioProcess p, long va, long len) {
+        return hostMkeyCreate(p, va, len, true);
+    }
+
+    /**
+     * As {@link #hostMkeyCreate(FlexioProcess, long, long)}; without {@code writable} the key allows
+     * local and remote read only (what {@code ibv_reg_mr} without {@code IBV_ACCESS_LOCAL_WRITE}
+     * gives): a write through it is the NIC's protection or remote access error.
+     */
+    public static FlexioMkey hostMkeyCreate(FlexioProcess p, long va, long len, boolean writable) {
         return make(p, "host mkey (ibv_reg_mr on the process's PD)", () -> {
+            // the umem writable either way (the firmware takes an mkey only over a writable umem); the mkey's bits decide
             DevxUmem um = Mlx5dv.devxUmemReg(p.ctx, va, len, IbAccess.LOCAL_WRITE | IbAccess.REMOTE_WRITE | IbAccess.REMOTE_READ);
             try {
-                return new FlexioMkey(p, Mlx5dv.devxObjCreate(p.ctx, Prm.createUmemMkey(p.pdn(), va, len, um.umemId(), 0), 16),
+                return new FlexioMkey(p, Mlx5dv.devxObjCreate(p.ctx, Prm.createUmemMkey(p.pdn(), va, len, um.umemId(), 0, false, writable), 16),
                         va, len, um);
             } catch (RuntimeException e) {
                 Mlx5dv.devxUmemDereg(um);

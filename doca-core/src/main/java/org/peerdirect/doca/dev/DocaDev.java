@@ -133,6 +133,17 @@ public final class DocaDev {
         holders.add(owner);
     }
 
+    /** The started DOCA DPA contexts among the objects holding the device, in the order they took it [model: what a host map's DPA handle is made for]. */
+    public List<org.peerdirect.doca.DocaDpaContext> startedDpaContexts() {
+        List<org.peerdirect.doca.DocaDpaContext> l = new ArrayList<>();
+        for (Object o : holders) {
+            if (o instanceof org.peerdirect.doca.DocaDpaContext d && d.dpaStarted()) {
+                l.add(d);
+            }
+        }
+        return l;
+    }
+
     /** Ends a {@link #hold} of {@code owner}; a no-op if it held nothing. */
     public void unhold(Object owner) {
         for (int i = 0; i < holders.size(); i++) {

@@ -28,7 +28,8 @@ import org.peerdirect.kernel.mm.KernelException;
  * {@link #stop}ped map can be configured again (but its range, which is set once).
  *
  * <p>The DPA forms ({@link #setDpaMemrange}, {@link #devGetDpaHandle}) answer
- * DOCA_ERROR_NOT_SUPPORTED until DOCA DPA on FlexIO provides DPA memory. Not thread-safe.
+ * DOCA_ERROR_NOT_SUPPORTED unless a DOCA DPA context provides DPA memory (or, for a host range's
+ * handle, a started DOCA DPA context is on the device). Not thread-safe.
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/DOCA+Core">DOCA Core: memory subsystem</a>
  */
@@ -59,6 +60,9 @@ public final class DocaMmap {
     /** The DPA context of a DPA memory range ({@link #setDpaMemrange}), and its mkey's key while started (0 otherwise). */
     private DocaDpaContext dpa;
     private int dpaKey;
+    /** A host map's DPA handle ({@link #hostDpaHandle}) and the DPA context it is of; 0 and null when none. */
+    private int hostDpaKey;
+    private DocaDpaContext hostDpa;
     /** Non-null for a map created from an export: the descriptor it was made of. */
     private final MmapExportDesc imported;
     private final DocaDev importer;
@@ -300,6 +304,12 @@ public final class DocaMmap {
             dpaKey = 0;
             dpa.dpaMkeyDestroy(k);
         }
+        if (hostDpaKey != 0) {
+            int k = hostDpaKey;
+            hostDpaKey = 0;
+            hostDpa.dpaMkeyDestroy(k); // nothing once that context stopped: the key went with its process
+            hostDpa = null;
+        }
         for (Map.Entry<DocaDev, IbvMr> e : devs.entrySet()) {
             IbvMr mr = e.getValue();
             e.setValue(null);
@@ -351,8 +361,9 @@ public final class DocaMmap {
     }
 
     /**
-     * {@code doca_mmap_dev_get_dpa_handle}: the state checks are DOCA's; then
-     * DOCA_ERROR_NOT_SUPPORTED until DOCA DPA on FlexIO gives the DPA its keys.
+     * {@code doca_mmap_dev_get_dpa_handle}: the state checks are DOCA's; then the key of a DPA
+     * memory range, or of a host range for a started DOCA DPA context on {@code dev}
+     * (NOT_SUPPORTED without one).
      */
     public int devGetDpaHandle(DocaDev dev) {
         checkAlive("doca_mmap_dev_get_dpa_handle");
@@ -362,9 +373,35 @@ public final class DocaMmap {
         if (imported != null) { // the exporter's key: what a DPA post names to reach the remote range
             return imported.key();
         }
-        DocaException.check(dpaKey != 0, DocaError.DOCA_ERROR_NOT_SUPPORTED,
-                "doca_mmap_dev_get_dpa_handle: a map of host memory has no DPA handle here yet (its MR is on the device's PD, not the DPA process's); use a DPA memory range");
-        return dpaKey;
+        if (dpaKey != 0) {
+            return dpaKey;
+        }
+        return hostDpaHandle(dev);
+    }
+
+    /**
+     * A map of host memory's DPA handle [model]: its MR is on the device's PD, which the DPA
+     * process's queues cannot use, so the handle is a second key over the range, of the DPA
+     * process's PD, writable only when the permissions allow a write (LOCAL_READ_WRITE or
+     * RDMA_WRITE); made once, for the first started DOCA DPA context on {@code dev}, and gone at
+     * stop or when that context stops. NOT_SUPPORTED when no DPA context on {@code dev} is started.
+     */
+    private int hostDpaHandle(DocaDev dev) {
+        String w = "doca_mmap_dev_get_dpa_handle";
+        if (hostDpaKey != 0) {
+            if (hostDpa.dpaStarted()) {
+                return hostDpaKey;
+            }
+            hostDpa.dpaMkeyDestroy(hostDpaKey); // its context stopped: the key went with the process
+            hostDpaKey = 0;
+        }
+        List<DocaDpaContext> ctxs = dev.startedDpaContexts();
+        DocaException.check(!ctxs.isEmpty(), DocaError.DOCA_ERROR_NOT_SUPPORTED,
+                w + ": no DOCA DPA context is started on " + dev.name() + " (a map of host memory gets its DPA handle from one)");
+        boolean writable = (permissions & (DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE)) != 0;
+        hostDpa = ctxs.get(0);
+        hostDpaKey = hostDpa.dpaHostMkeyCreate(addr, len, writable);
+        return hostDpaKey;
     }
 
     /** {@code doca_mmap_get_exported}. */

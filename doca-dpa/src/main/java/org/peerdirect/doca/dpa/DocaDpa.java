@@ -48,6 +48,10 @@ public final class DocaDpa implements DocaDpaContext {
     private WaitComparison waitComparison = WaitComparison.GT;
     /** The device log's level, path and stream ({@link DocaDpaLog}; set before start, under {@link #lock}). */
     private final DocaDpaLog log = new DocaDpaLog();
+    /** The device trace's path and area ({@link DocaDpaTrace}; set before start, under {@link #lock}). */
+    private final DocaDpaTrace trace = new DocaDpaTrace();
+    /** The window of {@code doca_dpa_dev_mmap_get_external_ptr} (the runtime block's {@code OFF_WINDOW}), from start to stop. */
+    private org.peerdirect.flexio.FlexioWindow window;
     /** Threads created on this context and not destroyed (guarded by {@link #lock}). */
     private final java.util.List<DocaDpaThread> threads = new java.util.ArrayList<>();
     /** Kernel launch counts over the context's life, for {@link DocaDpaObjects} (its own monitor). */
@@ -195,6 +199,30 @@ public final class DocaDpa implements DocaDpaContext {
         }
     }
 
+    /** {@code doca_dpa_trace_file_set_path}: the device trace's lines go to this file (appended) instead of standard output; before start. */
+    public void traceFileSetPath(String path) {
+        lock.lock();
+        try {
+            checkState("doca_dpa_trace_file_set_path", State.CREATED);
+            trace.setPath(path);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Records of {@code doca_dpa_dev_trace} dropped because the trace buffer was full, as read when
+     * the context stopped (0 before). Not a DOCA call [model]: the trace file says it too.
+     */
+    public long traceDropped() {
+        lock.lock();
+        try {
+            return trace.dropped();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /**
      * {@code doca_dpa_start}: loads the app into a new DPA process.
      *
@@ -214,6 +242,8 @@ public final class DocaDpa implements DocaDpaContext {
             }
             try {
                 log.open(process);
+                trace.open(process);
+                window = org.peerdirect.flexio.FlexioWindow.create(process, process.pdn());
             } catch (FlexioException e) {
                 process.destroy();
                 process = null;
@@ -248,7 +278,9 @@ public final class DocaDpa implements DocaDpaContext {
         d.shutdown(); // outside the lock: the dispatcher's thread takes it
         lock.lock();
         try {
-            process.destroy(); // the log stream with it
+            trace.drain(process); // the trace's end of run
+            process.destroy(); // the log stream and the window with it
+            window = null;
             process = null;
             log.closed();
         } finally {
@@ -451,6 +483,17 @@ public final class DocaDpa implements DocaDpaContext {
         }
     }
 
+    /** The window's id (the runtime block's {@code OFF_WINDOW}); 0 when not started. */
+    int windowId() {
+        org.peerdirect.flexio.FlexioWindow w = window;
+        return w == null ? 0 : w.id();
+    }
+
+    /** The trace area's DPA address (the runtime block's {@code OFF_TRACE}); 0 when not started. */
+    long traceArea() {
+        return trace.daddr();
+    }
+
     /** The device log stream's DPA address (the runtime block's {@code OFF_LOG_STREAM}); 0 when not started. */
     long logStream() {
         return log.daddr();
@@ -543,6 +586,22 @@ public final class DocaDpa implements DocaDpaContext {
     @Override
     public void dpaMkeyDestroy(int key) {
         keys.mkeyDestroy(key);
+    }
+
+    /** A key of the process's PD over host memory: a host map's DPA handle ({@code doca_mmap_dev_get_dpa_handle}) [model]. */
+    @Override
+    public int dpaHostMkeyCreate(long va, long len, boolean writable) {
+        return keys.hostMkeyCreate(va, len, writable);
+    }
+
+    @Override
+    public boolean dpaStarted() {
+        lock.lock();
+        try {
+            return state == State.STARTED;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** A remote sync event's DPA handle: its address and key in the heap, the layout the device's {@code signal_set/add} read. */

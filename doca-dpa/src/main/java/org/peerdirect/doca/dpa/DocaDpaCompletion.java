@@ -53,6 +53,8 @@ public final class DocaDpaCompletion {
     /** Table entries written, and QPs of attached contexts still using the CQ; guarded by the DPA context's lock. */
     private int entries;
     private int users;
+    /** Async ops attached and started, for {@code dpa:doca}'s line of this context (read by its snapshot: copy-on-write). */
+    private final java.util.List<DocaDpaAsyncOps> asyncOps = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     private DocaDpaCompletion(DocaDpa dpa, int queueSize) {
         this.dpa = dpa;
@@ -229,12 +231,21 @@ public final class DocaDpaCompletion {
      * device's elements carry it [model]. NO_MEMORY past {@link org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion#MAX_QPS}.
      */
     public void attachQp(int qpn, int userData) {
+        attachQp(qpn, userData, 0);
+    }
+
+    /**
+     * As {@link #attachQp(int, int)}; the device stores the QP's send index after each completion it
+     * hands out at DPA address {@code sqCiDaddr} (0: none), where async ops count their copies in flight [model].
+     */
+    void attachQp(int qpn, int userData, long sqCiDaddr) {
         String w = "doca_dpa_completion (attach)";
         dpa.lock.lock();
         try {
             flexioCq();
             DocaException.check(entries < MAX_QPS, DocaError.DOCA_ERROR_NO_MEMORY, w + ": " + MAX_QPS + " queues attached already");
             dpa.h2dMemcpy(desc + OFF_TABLE + 8L * entries, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(qpn).putInt(userData).array());
+            dpa.h2dMemcpy(desc + OFF_CI_TABLE + 8L * entries, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(sqCiDaddr).array());
             entries++;
             users++;
             dpa.h2dMemcpy(desc + OFF_NQPS, ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(entries).array());
@@ -253,6 +264,15 @@ public final class DocaDpaCompletion {
         }
     }
 
+    /** Async ops started on this context ({@code true}) or stopped ({@code false}): shown in its line. */
+    void asyncOps(DocaDpaAsyncOps ops, boolean started) {
+        if (started) {
+            asyncOps.add(ops);
+        } else {
+            asyncOps.remove(ops);
+        }
+    }
+
     /** Its queue size as created. */
     public int queueSize() {
         return queueSize;
@@ -261,6 +281,6 @@ public final class DocaDpaCompletion {
     @Override
     public String toString() {
         return "doca_dpa_completion " + (cq == null ? "" : "cq 0x" + Integer.toHexString(cq.cqNum()) + " ") + state.name().toLowerCase()
-                + (thread == null ? "" : ", thread " + thread);
+                + (thread == null ? "" : ", thread " + thread) + asyncOps.stream().map(o -> ", " + o).collect(java.util.stream.Collectors.joining());
     }
 }

@@ -130,7 +130,8 @@ public final class DocaDpaThread {
             block = dpa.memAlloc(DocaDpaDev.RANK_BLOCK_SIZE);
             ByteBuffer b = ByteBuffer.allocate(DocaDpaDev.RANK_BLOCK_SIZE).order(ByteOrder.LITTLE_ENDIAN);
             b.putInt(DocaDpaDev.OFF_RANK, rank).putInt(DocaDpaDev.OFF_NUM_THREADS, group == null ? 1 : group.numThreads()).putLong(DocaDpaDev.OFF_LOCAL_STORAGE, localStorage)
-                    .putLong(DocaDpaDev.OFF_LOG_STREAM, dpa.logStream());
+                    .putLong(DocaDpaDev.OFF_LOG_STREAM, dpa.logStream()).putLong(DocaDpaDev.OFF_TRACE, dpa.traceArea())
+                    .putInt(DocaDpaDev.OFF_WINDOW, dpa.windowId());
             dpa.h2dMemcpy(block, b.array());
             FlexioEventHandler.AffinityType aff = euId < 0 ? FlexioEventHandler.AffinityType.NONE : FlexioEventHandler.AffinityType.STRICT;
             handler = FlexioEventHandler.create(dpa.process(w), new FlexioEventHandler.Attr(func, false, arg, block, aff, Math.max(euId, 0)));

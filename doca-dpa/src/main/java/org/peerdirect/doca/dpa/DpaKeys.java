@@ -45,6 +45,24 @@ final class DpaKeys {
         }
     }
 
+    /**
+     * A key of the process's PD over host memory (a host map's DPA handle), writable or read-only;
+     * DRIVER when FlexIO refuses it (a range not mapped, the memlock limit).
+     */
+    int hostMkeyCreate(long va, long len, boolean writable) {
+        String w = "doca_mmap_dev_get_dpa_handle (a key of the DPA process over host memory)";
+        dpa.lock.lock();
+        try {
+            FlexioMkey m = FlexioMkey.hostMkeyCreate(dpa.process(w), va, len, writable);
+            mkeys.put(m.id(), m);
+            return m.id();
+        } catch (FlexioException e) {
+            throw new DocaException(DocaError.DOCA_ERROR_DRIVER, w + ": " + e.getMessage(), e);
+        } finally {
+            dpa.lock.unlock();
+        }
+    }
+
     /** Destroys a key of {@link #mkeyCreate}; nothing once the context stopped (the key went with its process). */
     void mkeyDestroy(int key) {
         dpa.lock.lock();

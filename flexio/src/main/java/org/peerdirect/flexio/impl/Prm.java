@@ -206,14 +206,19 @@ public final class Prm {
 
     /** As {@link #createUmemMkey(int, long, long, int, long)}, remote atomics allowed too when {@code atomic} ({@code MKC_A}). */
     public static MemorySegment createUmemMkey(int pd, long start, long len, int umem, long umemOffset, boolean atomic) {
+        return createUmemMkey(pd, start, len, umem, umemOffset, atomic, true);
+    }
+
+    /** As {@link #createUmemMkey(int, long, long, int, long, boolean)}; without {@code writable} local and remote write are off ({@code MKC_LW}, {@code MKC_RW}). */
+    public static MemorySegment createUmemMkey(int pd, long start, long len, int umem, long umemOffset, boolean atomic, boolean writable) {
         MemorySegment in = input(Mlx5Cmd.CREATE_MKEY, 0, (int) Mkey.CREATE_IN_MTT);
         Mkey.MKC_A.set(in, Mkey.CREATE_IN_MKC, atomic ? 1 : 0);
         long m = Mkey.CREATE_IN_MKC;
         Mkey.MKC_ACCESS_MODE_1_0.set(in, m, Mkey.ACCESS_MODE_MTT);
         Mkey.MKC_LR.set(in, m, 1);
-        Mkey.MKC_LW.set(in, m, 1);
+        Mkey.MKC_LW.set(in, m, writable ? 1 : 0);
         Mkey.MKC_RR.set(in, m, 1);
-        Mkey.MKC_RW.set(in, m, 1);
+        Mkey.MKC_RW.set(in, m, writable ? 1 : 0);
         Mkey.MKC_PD.set(in, m, pd);
         Mkey.MKC_LOG_PAGE_SIZE.set(in, m, 12);
         in.set(BE64, m + Mkey.MKC_START_ADDR, start);

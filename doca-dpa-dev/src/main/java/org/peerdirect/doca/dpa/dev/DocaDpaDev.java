@@ -14,7 +14,8 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * {@link #RANK_BLOCK_SIZE} bytes, little-endian: {@code rank} u32 at {@link #OFF_RANK},
  * {@code num_threads} u32 at {@link #OFF_NUM_THREADS}, the user's local storage address u64 at
  * {@link #OFF_LOCAL_STORAGE} (0 if none), the context's device log stream u64 at
- * {@link #OFF_LOG_STREAM} (a FlexIO message stream descriptor). DOCA does not publish how its runtime passes them; the
+ * {@link #OFF_LOG_STREAM} (a FlexIO message stream descriptor), the context's trace area u64 at
+ * {@link #OFF_TRACE} ({@link DocaDpaDevTrace}), the context's window u32 at {@link #OFF_WINDOW}. DOCA does not publish how its runtime passes them; the
  * host writes the block through {@code doca_dpa_h2d_memcpy}'s path (NIC→DPA is coherent).
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/doca+dpa/index.html">DOCA DPA device API</a>
@@ -29,8 +30,12 @@ public final class DocaDpaDev {
     public static final int OFF_LOCAL_STORAGE = 8;
     /** Offset of the DPA context's log stream ({@code doca_dpa_dev_log}'s destination). */
     public static final int OFF_LOG_STREAM = 16;
+    /** Offset of the DPA context's trace area ({@code doca_dpa_dev_trace}'s destination, {@link DocaDpaDevTrace}). */
+    public static final int OFF_TRACE = 24;
+    /** Offset of the DPA context's window id (u32; {@code doca_dpa_dev_mmap_get_external_ptr}'s, {@link DocaDpaDevAsyncOps#mmapGetExternalPtr}). */
+    public static final int OFF_WINDOW = 32;
     /** Bytes of the runtime's block. */
-    public static final int RANK_BLOCK_SIZE = 24;
+    public static final int RANK_BLOCK_SIZE = 40;
 
     /** {@code DOCA_DPA_DEV_LOG_LEVEL_*}: disable, critical, error, warning, info, debug. */
     public static final int LOG_LEVEL_DISABLE = 10;

@@ -42,8 +42,15 @@ public final class DocaDpaDevCompletion {
     public static final int OFF_TABLE = 64;
     /** QPs a completion context can serve (the table's entries). */
     public static final int MAX_QPS = 32;
+    /**
+     * A second table, entry {@code i} for the QP of entry {@code i} of {@link #OFF_TABLE}: the DPA
+     * address (u64, 0 for none) where {@link #getCompletion} stores the QP's send index after the
+     * completion it hands out (its WQE counter + 1): async ops count their outstanding copies by it
+     * ({@link DocaDpaDevAsyncOps#OFF_SQ_CI}).
+     */
+    public static final int OFF_CI_TABLE = OFF_TABLE + 8 * MAX_QPS;
     /** Bytes of a completion context's descriptor. */
-    public static final int DESC_SIZE = OFF_TABLE + 8 * MAX_QPS;
+    public static final int DESC_SIZE = OFF_CI_TABLE + 8 * MAX_QPS;
     /** Bytes of a decoded completion element. */
     public static final int ELEM_SIZE = 32;
 
@@ -84,7 +91,12 @@ public final class DocaDpaDevCompletion {
         Dpa.st8(e + E_SYND, error ? FlexioDevQueue.cqeGetErrSynd(cqe) : 0);
         Dpa.st8(e + E_VENDOR_SYND, error ? FlexioDevQueue.cqeGetVendorErrSynd(cqe) : 0);
         Dpa.st32(e + E_IMM, FlexioDevQueue.cqeGetImm(cqe));
-        Dpa.st32(e + E_USER_DATA, userData(comp, qpn));
+        int entry = entry(comp, qpn);
+        Dpa.st32(e + E_USER_DATA, entry < 0 ? -1 : Dpa.ld32(comp + OFF_TABLE + 8L * entry + 4));
+        long sqCi = entry < 0 ? 0 : Dpa.ld64(comp + OFF_CI_TABLE + 8L * entry);
+        if (sqCi != 0 && (type == COMP_SEND || type == COMP_SEND_ERR)) {
+            Dpa.st32(sqCi, FlexioDevQueue.cqeGetWqeCounter(cqe) + 1 & 0xffff); // a send completion covers its WQE and every earlier one
+        }
         Dpa.st32(e + E_QPN, qpn);
         Dpa.st32(e + E_WQE_COUNTER, FlexioDevQueue.cqeGetWqeCounter(cqe));
         Dpa.st32(e + E_BYTES, FlexioDevQueue.cqeGetByteCnt(cqe));
@@ -93,13 +105,12 @@ public final class DocaDpaDevCompletion {
         return e;
     }
 
-    /** The user data the table gives QP {@code qpn} (its connection id), or -1 (0xffffffff) for a QP no context attached. */
-    private static int userData(long comp, int qpn) {
+    /** The table's entry of QP {@code qpn} (its user data: a connection id, an async ops' user data), or -1 for a QP no context attached. */
+    private static int entry(long comp, int qpn) {
         int n = Dpa.ld32(comp + OFF_NQPS);
         for (int i = 0; i < n && i < MAX_QPS; i++) {
-            long t = comp + OFF_TABLE + 8L * i;
-            if (Dpa.ld32(t) == qpn) {
-                return Dpa.ld32(t + 4);
+            if (Dpa.ld32(comp + OFF_TABLE + 8L * i) == qpn) {
+                return i;
             }
         }
         return -1;
@@ -110,7 +121,10 @@ public final class DocaDpaDevCompletion {
         return Dpa.ld8(element + E_TYPE);
     }
 
-    /** {@code doca_dpa_dev_get_completion_user_data}: the RDMA connection id of the completion's connection. */
+    /**
+     * {@code doca_dpa_dev_get_completion_user_data}: the RDMA connection id of the completion's
+     * connection, or the user data of the async ops it belongs to ({@code doca_dpa_async_ops_create}).
+     */
     public static int getCompletionUserData(long element) {
         return Dpa.ld32(element + E_USER_DATA);
     }
