@@ -14,7 +14,8 @@
  * learns from it that the requester is done.
  *
  * Usage: pd_rc [-d dev] [-g gid_index] [-p tcp_port] [-s size] [-r send|recv] [-R rnr_retry]
- *              [-C retry_cnt] [-t timeout] [-m min_rnr_timer] [-w post_recv_ms] [-W wait_ms] [server]
+ *              [-C retry_cnt] [-t timeout] [-m min_rnr_timer] [-w post_recv_ms] [-W wait_ms] [host]
+ *        (with host: the exchange's client; without: its server)
  * Built on the host against Debian's libibverbs-dev (interop/guest/build-guest.sh), run in the guest.
  */
 #include <arpa/inet.h>
@@ -129,82 +130,80 @@ static void connect_qp(struct ibv_qp *qp, const struct dest *my, const struct de
 		die("modify QP to RTS");
 }
 
-int main(int argc, char **argv)
-{
-	const char *devname = "rxe0", *role = "send";
-	int gidx = 1, port = 18515, size = 64, rnr_retry = 7, retry_cnt = 7, timeout = 14, min_rnr = 12, post_ms = 0, wait_ms = 30000;
-	int c;
-	while ((c = getopt(argc, argv, "d:g:p:s:r:R:C:t:m:w:W:")) != -1) {
-		switch (c) {
-		case 'd': devname = optarg; break;
-		case 'g': gidx = atoi(optarg); break;
-		case 'p': port = atoi(optarg); break;
-		case 's': size = atoi(optarg); break;
-		case 'r': role = optarg; break;
-		case 'R': rnr_retry = atoi(optarg); break;
-		case 'C': retry_cnt = atoi(optarg); break;
-		case 't': timeout = atoi(optarg); break;
-		case 'm': min_rnr = atoi(optarg); break;
-		case 'w': post_ms = atoi(optarg); break;
-		case 'W': wait_ms = atoi(optarg); break;
-		default: fprintf(stderr, "pd_rc: unknown option\n"); return 2;
-		}
-	}
-	signal(SIGPIPE, SIG_IGN); /* a peer gone before our "fin": the write fails, the run's result stands */
-	int sending = strcmp(role, "send") == 0;
-	if (!sending && strcmp(role, "recv") != 0) {
-		fprintf(stderr, "pd_rc: -r is send or recv, not '%s'\n", role);
-		return 2;
-	}
-	const char *host = optind < argc ? argv[optind] : NULL; /* a client connects to it; none: the server */
+/* the command line */
+static struct {
+	const char *devname, *role, *host;
+	int gidx, port, size, rnr_retry, retry_cnt, timeout, min_rnr, post_ms, wait_ms, sending;
+} o = { "rxe0", "send", NULL, 1, 18515, 64, 7, 7, 14, 12, 0, 30000, 1 };
 
-	struct ibv_device **list = ibv_get_device_list(NULL), *dev = NULL;
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), devname))
-			dev = list[i];
+/* one verbs context's objects: a CQ of 4, an RC QP of one send and one receive, a registered buffer */
+struct res {
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	char *buf;
+};
+
+static void open_res(struct res *r)
+{
+	struct ibv_device *dev = NULL;
+	r->list = ibv_get_device_list(NULL);
+	for (int i = 0; r->list && r->list[i]; i++)
+		if (!strcmp(ibv_get_device_name(r->list[i]), o.devname))
+			dev = r->list[i];
 	if (!dev)
 		die("no such device");
-	struct ibv_context *ctx = ibv_open_device(dev);
-	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
-	char *buf = calloc(1, size);
-	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	struct ibv_cq *cq = mr ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
-	if (!cq)
+	r->ctx = ibv_open_device(dev);
+	r->pd = r->ctx ? ibv_alloc_pd(r->ctx) : NULL;
+	r->buf = calloc(1, o.size);
+	r->mr = r->pd ? ibv_reg_mr(r->pd, r->buf, o.size, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	r->cq = r->mr ? ibv_create_cq(r->ctx, 4, NULL, NULL, 0) : NULL;
+	if (!r->cq)
 		die("device, PD, MR or CQ");
-	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+	struct ibv_qp_init_attr ia = { .send_cq = r->cq, .recv_cq = r->cq, .qp_type = IBV_QPT_RC,
 				       .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	if (!qp)
+	r->qp = ibv_create_qp(r->pd, &ia);
+	if (!r->qp)
 		die("create QP");
 	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-	if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	if (ibv_modify_qp(r->qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
 		die("modify QP to INIT");
+}
 
+static void close_res(struct res *r)
+{
+	ibv_destroy_qp(r->qp);
+	ibv_destroy_cq(r->cq);
+	ibv_dereg_mr(r->mr);
+	ibv_dealloc_pd(r->pd);
+	ibv_close_device(r->ctx);
+	ibv_free_device_list(r->list);
+	free(r->buf);
+}
+
+/* rc_pingpong's exchange, the QP connected in the middle of it; returns the socket, kept for the "fin"s */
+static int exchange(struct res *r)
+{
 	srand48(getpid() * time(NULL));
-	struct dest my = { .qpn = qp->qp_num, .psn = lrand48() & 0xffffff }, rem;
-	if (ibv_query_gid(ctx, 1, gidx, &my.gid))
+	struct dest my = { .qpn = r->qp->qp_num, .psn = lrand48() & 0xffffff }, rem;
+	if (ibv_query_gid(r->ctx, 1, o.gidx, &my.gid))
 		die("query GID");
-	char msg[MSG_LEN], gid[33];
+	char msg[MSG_LEN], gid[33], in[MSG_LEN];
 	gid_to_hex(&my.gid, gid);
 	snprintf(msg, sizeof msg, "%04x:%06x:%06x:%s", 0, my.qpn, my.psn, gid);
 	printf("PDRC local qpn=%06x psn=%06x\n", my.qpn, my.psn);
 	fflush(stdout);
-
-	int s;
-	char in[MSG_LEN];
-	if (host) {
-		s = tcp_connect(host, port);
-		if (write(s, msg, MSG_LEN) != MSG_LEN)
-			die("out-of-band write");
-		read_full(s, in, MSG_LEN);
-	} else {
-		s = tcp_accept(port);
-		read_full(s, in, MSG_LEN);
-	}
+	int s = o.host ? tcp_connect(o.host, o.port) : tcp_accept(o.port);
+	if (o.host && write(s, msg, MSG_LEN) != MSG_LEN)
+		die("out-of-band write");
+	read_full(s, in, MSG_LEN);
 	sscanf(in, "%x:%x:%x:%32s", &rem.lid, &rem.qpn, &rem.psn, gid);
 	hex_to_gid(gid, &rem.gid);
-	connect_qp(qp, &my, &rem, gidx, min_rnr, timeout, retry_cnt, rnr_retry);
-	if (host) {
+	connect_qp(r->qp, &my, &rem, o.gidx, o.min_rnr, o.timeout, o.retry_cnt, o.rnr_retry);
+	if (o.host) {
 		if (write(s, "done", 5) != 5)
 			die("out-of-band write");
 	} else {
@@ -214,69 +213,111 @@ int main(int argc, char **argv)
 	}
 	printf("PDRC remote qpn=%06x psn=%06x\n", rem.qpn, rem.psn);
 	fflush(stdout);
+	return s;
+}
 
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = size, .lkey = mr->lkey };
-	long t0 = now_ms();
-	int posted = 0;
-	if (sending) {
-		memset(buf, 0x5a, size);
+/* the message: the requester's SEND and its completion, or the responder's (late) receive and the
+ * message or the requester's "fin"; prints the result line, returns whether the requester is done */
+static int run(struct res *r, int s, long t0)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = o.size, .lkey = r->mr->lkey };
+	if (o.sending) {
+		memset(r->buf, 0x5a, o.size);
 		struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
 				   *bad;
-		if (ibv_post_send(qp, &wr, &bad))
+		if (ibv_post_send(r->qp, &wr, &bad))
 			die("post send");
 	}
 	struct ibv_wc wc;
-	int n = 0, peer_done = 0;
-	while (now_ms() - t0 < wait_ms) {
-		if (!sending && !posted && post_ms >= 0 && now_ms() - t0 >= post_ms) {
+	int n = 0, peer_done = 0, posted = 0;
+	while (now_ms() - t0 < o.wait_ms) {
+		if (!o.sending && !posted && o.post_ms >= 0 && now_ms() - t0 >= o.post_ms) {
 			struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
-			if (ibv_post_recv(qp, &wr, &bad))
+			if (ibv_post_recv(r->qp, &wr, &bad))
 				die("post recv");
 			posted = 1;
 			printf("PDRC recv posted after %ld ms\n", now_ms() - t0);
 			fflush(stdout);
 		}
-		n = ibv_poll_cq(cq, 1, &wc);
+		n = ibv_poll_cq(r->cq, 1, &wc);
 		if (n)
 			break;
 		struct pollfd p = { .fd = s, .events = POLLIN };
-		if (!sending && poll(&p, 1, 1) > 0) {
+		if (!o.sending && poll(&p, 1, 1) > 0) {
 			/* the requester's "fin": no message is coming, or it completed while we waited here */
 			peer_done = 1;
-			n = ibv_poll_cq(cq, 1, &wc);
+			n = ibv_poll_cq(r->cq, 1, &wc);
 			break;
 		}
-		if (sending)
+		if (o.sending)
 			usleep(1000);
 	}
 	if (n < 0)
 		die("poll CQ");
 	if (n)
-		printf("PDRC %s status=%d (%s) after %ld ms\n", role, wc.status, ibv_wc_status_str(wc.status), now_ms() - t0);
+		printf("PDRC %s status=%d (%s) after %ld ms\n", o.role, wc.status, ibv_wc_status_str(wc.status), now_ms() - t0);
 	else
-		printf("PDRC %s status=none (%s) after %ld ms\n", role, peer_done ? "the requester ended" : "timed out", now_ms() - t0);
+		printf("PDRC %s status=none (%s) after %ld ms\n", o.role, peer_done ? "the requester ended" : "timed out", now_ms() - t0);
 	fflush(stdout);
-	if (sending) {
-		char fin[4];
+	return peer_done;
+}
+
+/* the requester sends "fin" and waits for the responder's (both sides' counters final); the
+ * responder keeps its QP until the requester's "fin" (retransmissions meet a QP: duplicates), then answers */
+static void fin(int s, int peer_done, long t0)
+{
+	char buf[4];
+	if (o.sending) {
 		if (write(s, "fin", 4) != 4)
 			fprintf(stderr, "pd_rc: the peer left before our fin\n");
-		if (read(s, fin, sizeof fin) < 0) /* the responder's end: both sides' counters are final */
+		if (read(s, buf, sizeof buf) < 0)
 			fprintf(stderr, "pd_rc: no fin from the peer\n");
-	} else {
-		/* the QP stays until the requester is done: its retransmissions still find it (duplicates, not strays) */
-		struct pollfd p = { .fd = s, .events = POLLIN };
-		long left = wait_ms - (now_ms() - t0);
-		if (!peer_done && poll(&p, 1, left > 0 ? left : 0) <= 0)
-			fprintf(stderr, "pd_rc: no fin from the requester\n");
-		if (write(s, "fin", 4) != 4)
-			fprintf(stderr, "pd_rc: the peer left before our fin\n");
+		return;
 	}
+	struct pollfd p = { .fd = s, .events = POLLIN };
+	long left = o.wait_ms - (now_ms() - t0);
+	if (!peer_done && poll(&p, 1, left > 0 ? left : 0) <= 0)
+		fprintf(stderr, "pd_rc: no fin from the requester\n");
+	if (write(s, "fin", 4) != 4)
+		fprintf(stderr, "pd_rc: the peer left before our fin\n");
+}
+
+int main(int argc, char **argv)
+{
+	int c;
+	while ((c = getopt(argc, argv, "d:g:p:s:r:R:C:t:m:w:W:")) != -1) {
+		switch (c) {
+		case 'd': o.devname = optarg; break;
+		case 'g': o.gidx = atoi(optarg); break;
+		case 'p': o.port = atoi(optarg); break;
+		case 's': o.size = atoi(optarg); break;
+		case 'r': o.role = optarg; break;
+		case 'R': o.rnr_retry = atoi(optarg); break;
+		case 'C': o.retry_cnt = atoi(optarg); break;
+		case 't': o.timeout = atoi(optarg); break;
+		case 'm': o.min_rnr = atoi(optarg); break;
+		case 'w': o.post_ms = atoi(optarg); break;
+		case 'W': o.wait_ms = atoi(optarg); break;
+		default: fprintf(stderr, "pd_rc: unknown option\n"); return 2;
+		}
+	}
+	signal(SIGPIPE, SIG_IGN); /* a peer gone before our "fin": the write fails, the run's result stands */
+	o.sending = strcmp(o.role, "send") == 0;
+	if (!o.sending && strcmp(o.role, "recv") != 0) {
+		fprintf(stderr, "pd_rc: -r is send or recv, not '%s'\n", o.role);
+		return 2;
+	}
+	if (o.size < 1 || o.size > 1024) {
+		fprintf(stderr, "pd_rc: -s %d is not 1..1024 (one packet at path MTU 1024)\n", o.size);
+		return 2;
+	}
+	o.host = optind < argc ? argv[optind] : NULL; /* a client connects to it; none: the server */
+	struct res r;
+	open_res(&r);
+	int s = exchange(&r);
+	long t0 = now_ms();
+	fin(s, run(&r, s, t0), t0);
 	close(s);
-	ibv_destroy_qp(qp);
-	ibv_destroy_cq(cq);
-	ibv_dereg_mr(mr);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(ctx);
-	ibv_free_device_list(list);
+	close_res(&r);
 	return 0;
 }

@@ -73,8 +73,65 @@ final class RcProbe {
         AddressSpace proc = h.machine.mm().createProcess("pd_rc-" + o.role());
         StringBuilder out = new StringBuilder();
         try (IbvContext ctx = h.dev.open(proc)) {
+            Qp q = new Qp(ctx, proc, o.size());
+            try (Socket s = listen != null ? listen.accept() : connect(port)) {
+                s.setSoTimeout(Math.max(60_000, o.waitMs() + 30_000));
+                exchange(q, o, s, listen != null, connected, out);
+                q.complete(o, s, out);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", e);
+        } finally {
+            proc.exit(); // closes what the context still holds, as a process's exit does
+        }
+        return out.toString();
+    }
+
+    /**
+     * rc_pingpong's exchange ({@code pp_client_exch_dest} / {@code pp_server_exch_dest}): the
+     * client sends its address, the server connects and answers, the client connects and sends
+     * {@code done}; the server returns once it has it (the client is at RTR).
+     */
+    private static void exchange(Qp q, Opts o, Socket s, boolean server, Runnable connected, StringBuilder out) throws IOException {
+        InputStream in = s.getInputStream();
+        OutputStream os = s.getOutputStream();
+        byte[] me = Arrays.copyOf(String.format("%04x:%06x:%06x:%s", 0, q.qp.qpNum(), q.psn, HexFormat.of().formatHex(q.gid))
+                .getBytes(StandardCharsets.US_ASCII), 52);
+        out.append(String.format("PDRC local qpn=%06x psn=%06x%n", q.qp.qpNum(), q.psn));
+        if (!server) {
+            os.write(me);
+        }
+        byte[] rem = new byte[52];
+        new DataInputStream(in).readFully(rem);
+        String[] f = new String(rem, 0, 51, StandardCharsets.US_ASCII).split(":");
+        int remQpn = Integer.parseInt(f[1], 16);
+        int remPsn = Integer.parseInt(f[2], 16);
+        new RcConnect().access(0).minRnrTimer(o.minRnr()).timeout(o.timeout(), o.retryCnt()).rnrRetry(o.rnrRetry()).rdAtomic(1).pathMtu(3)
+                .psn(q.psn, remPsn).gid(HexFormat.of().parseHex(f[3]), q.gidx).connect(q.qp, 0, remQpn);
+        connected.run();
+        if (!server) {
+            os.write(new byte[] {'d', 'o', 'n', 'e', 0});
+        } else {
+            os.write(me);
+            new DataInputStream(in).readFully(new byte[5]); // "done": the client is at RTR
+        }
+        out.append(String.format("PDRC remote qpn=%06x psn=%06x%n", remQpn, remPsn));
+    }
+
+    /** pd_rc's resources: a CQ of 4, an RC QP of one send and one receive, a registered buffer, the port's IPv4-mapped GID. */
+    private static final class Qp {
+        final IbvCq cq;
+        final IbvQp qp;
+        final IbvMr mr;
+        final long buf;
+        final int gidx;
+        final byte[] gid;
+        final int psn = ThreadLocalRandom.current().nextInt() & 0xffffff;
+
+        Qp(IbvContext ctx, AddressSpace proc, int size) {
             IbvPd pd = ctx.allocPd();
-            IbvCq cq = ctx.createCq(4, null);
+            cq = ctx.createCq(4, null);
             IbvQpInitAttr a = new IbvQpInitAttr();
             a.sendCq = cq;
             a.recvCq = cq;
@@ -83,98 +140,84 @@ final class RcProbe {
             a.maxRecvWr = 1;
             a.maxSendSge = 1;
             a.maxRecvSge = 1;
-            IbvQp qp = pd.createQp(a);
-            long buf = proc.mmap(Math.max(4096, o.size()));
-            proc.populate(buf, Math.max(4096, o.size()), true);
-            IbvMr mr = pd.regMr(buf, Math.max(4096, o.size()), org.peerdirect.ib.core.umem.IbAccess.LOCAL_WRITE);
-            int gidx = mappedGidIndex(ctx);
-            byte[] gid = IbvGid.parse(ctx.queryGid(1, gidx));
-            int psn = ThreadLocalRandom.current().nextInt() & 0xffffff;
-            byte[] me = Arrays.copyOf(String.format("%04x:%06x:%06x:%s", 0, qp.qpNum(), psn, HexFormat.of().formatHex(gid))
-                    .getBytes(StandardCharsets.US_ASCII), 52);
-            out.append(String.format("PDRC local qpn=%06x psn=%06x%n", qp.qpNum(), psn));
-            try (Socket s = listen != null ? listen.accept() : connect(port)) {
-                s.setSoTimeout(Math.max(60_000, o.waitMs() + 30_000));
-                InputStream in = s.getInputStream();
-                OutputStream os = s.getOutputStream();
-                if (listen == null) {
-                    os.write(me);
-                }
-                byte[] rem = new byte[52];
-                new DataInputStream(in).readFully(rem);
-                String[] f = new String(rem, 0, 51, StandardCharsets.US_ASCII).split(":");
-                int remQpn = Integer.parseInt(f[1], 16);
-                int remPsn = Integer.parseInt(f[2], 16);
-                new RcConnect().access(0).minRnrTimer(o.minRnr()).timeout(o.timeout(), o.retryCnt()).rnrRetry(o.rnrRetry()).rdAtomic(1)
-                        .pathMtu(3).psn(psn, remPsn).gid(HexFormat.of().parseHex(f[3]), gidx).connect(qp, 0, remQpn);
-                connected.run();
-                if (listen == null) {
-                    os.write(new byte[] {'d', 'o', 'n', 'e', 0});
-                } else {
-                    os.write(me);
-                    new DataInputStream(in).readFully(new byte[5]); // "done": the client is at RTR
-                }
-                out.append(String.format("PDRC remote qpn=%06x psn=%06x%n", remQpn, remPsn));
-                boolean sending = o.role().equals("send");
-                IbvWc[] wc = {new IbvWc()};
-                long t0 = System.nanoTime();
-                if (sending) {
-                    IbvSendWr w = new IbvSendWr().sge(buf, o.size(), mr.lkey());
-                    w.opcode = IbvWrOpcode.SEND;
-                    w.sendFlags = IbvSendWr.SEND_SIGNALED;
-                    w.wrId = 2;
-                    qp.postSend(w);
-                }
-                boolean posted = false;
-                boolean peerDone = false;
-                int n = 0;
-                while (ms(t0) < o.waitMs()) {
-                    if (!sending && !posted && o.postMs() >= 0 && ms(t0) >= o.postMs()) {
-                        IbvRecvWr r = new IbvRecvWr().sge(buf, o.size(), mr.lkey());
-                        r.wrId = 1;
-                        qp.postRecv(r);
-                        posted = true;
-                        out.append("PDRC recv posted after ").append(ms(t0)).append(" ms\n");
-                    }
-                    n = cq.poll(1, wc);
-                    if (n != 0) {
-                        break;
-                    }
-                    if (!sending && in.available() > 0) {
-                        peerDone = true; // the requester's "fin": no message is coming, or it completed meanwhile
-                        n = cq.poll(1, wc);
-                        break;
-                    }
-                    Thread.sleep(1); // pd_rc's pace: a program polling its CQ beside a socket
-                }
-                if (n != 0) {
-                    out.append(String.format("PDRC %s status=%d (%s) after %d ms%n", o.role(), wc[0].status.ordinal(), wc[0].status.str(), ms(t0)));
-                } else {
-                    out.append(String.format("PDRC %s status=none (%s) after %d ms%n", o.role(), peerDone ? "the requester ended" : "timed out", ms(t0)));
-                }
-                if (sending) {
-                    os.write(new byte[] {'f', 'i', 'n', 0});
-                    in.read(new byte[4]); // the responder's end: both sides' counters are final
-                } else {
-                    // the QP stays until the requester is done: its retransmissions still find it (duplicates, not strays)
-                    if (!peerDone) {
-                        s.setSoTimeout((int) Math.max(1, o.waitMs() - ms(t0)));
-                        try {
-                            in.read(new byte[4]);
-                        } catch (java.net.SocketTimeoutException late) {
-                            out.append("PDRC no fin from the requester\n");
-                        }
-                    }
-                    os.write(new byte[] {'f', 'i', 'n', 0});
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted", e);
-        } finally {
-            proc.exit();
+            qp = pd.createQp(a);
+            long len = Math.max(4096, size);
+            buf = proc.mmap(len);
+            proc.populate(buf, len, true);
+            mr = pd.regMr(buf, len, org.peerdirect.ib.core.umem.IbAccess.LOCAL_WRITE);
+            gidx = mappedGidIndex(ctx);
+            gid = IbvGid.parse(ctx.queryGid(1, gidx));
         }
-        return out.toString();
+
+        /**
+         * The message and the end: the requester posts its SEND and waits for the completion; the
+         * responder posts its receive when due and waits for the message or the requester's
+         * {@code fin}; then the {@code fin}s, the responder's QP kept until the requester's.
+         */
+        void complete(Opts o, Socket s, StringBuilder out) throws IOException, InterruptedException {
+            InputStream in = s.getInputStream();
+            boolean sending = o.role().equals("send");
+            IbvWc[] wc = {new IbvWc()};
+            long t0 = System.nanoTime();
+            if (sending) {
+                IbvSendWr w = new IbvSendWr().sge(buf, o.size(), mr.lkey());
+                w.opcode = IbvWrOpcode.SEND;
+                w.sendFlags = IbvSendWr.SEND_SIGNALED;
+                w.wrId = 2;
+                qp.postSend(w);
+            }
+            boolean posted = false;
+            boolean peerDone = false;
+            int n = 0;
+            while (ms(t0) < o.waitMs()) {
+                if (!sending && !posted && o.postMs() >= 0 && ms(t0) >= o.postMs()) {
+                    IbvRecvWr r = new IbvRecvWr().sge(buf, o.size(), mr.lkey());
+                    r.wrId = 1;
+                    qp.postRecv(r);
+                    posted = true;
+                    out.append("PDRC recv posted after ").append(ms(t0)).append(" ms\n");
+                }
+                n = cq.poll(1, wc);
+                if (n != 0) {
+                    break;
+                }
+                if (!sending && in.available() > 0) {
+                    peerDone = true; // the requester's "fin": no message is coming, or it completed meanwhile
+                    n = cq.poll(1, wc);
+                    break;
+                }
+                Thread.sleep(1); // pd_rc's pace: a program polling its CQ beside a socket
+            }
+            if (n != 0) {
+                out.append(String.format("PDRC %s status=%d (%s) after %d ms%n", o.role(), wc[0].status.ordinal(), wc[0].status.str(), ms(t0)));
+            } else {
+                out.append(String.format("PDRC %s status=none (%s) after %d ms%n", o.role(), peerDone ? "the requester ended" : "timed out", ms(t0)));
+            }
+            fin(sending, peerDone, o.waitMs() - ms(t0), s, out);
+        }
+    }
+
+    /**
+     * The requester sends {@code fin} and waits for the responder's (both sides' counters are then
+     * final); the responder keeps its QP until the requester's {@code fin} (its retransmissions
+     * still meet a QP: duplicates, not strays), then answers.
+     */
+    private static void fin(boolean sending, boolean peerDone, long leftMs, Socket s, StringBuilder out) throws IOException {
+        byte[] fin = {'f', 'i', 'n', 0};
+        if (sending) {
+            s.getOutputStream().write(fin);
+            s.getInputStream().read(new byte[4]);
+            return;
+        }
+        if (!peerDone) {
+            s.setSoTimeout((int) Math.max(1, leftMs));
+            try {
+                s.getInputStream().read(new byte[4]);
+            } catch (java.net.SocketTimeoutException late) {
+                out.append("PDRC no fin from the requester\n");
+            }
+        }
+        s.getOutputStream().write(fin);
     }
 
     private static long ms(long t0) {
