@@ -274,7 +274,8 @@ class WireFaultsConformanceTest {
         // a program an earlier case left (a server whose peer is gone retransmits forever) would move the counters
         guest.run("killall -q ibv_rc_pingpong pd_rc; wait", Duration.ofSeconds(60));
         RxeGuest.Result has = guest.run("[ -x /bin/pd_rc ]", Duration.ofSeconds(60));
-        assumeTrue(has.rc() == 0, "the guest has no pd_rc: gcc was missing when interop/guest/build-guest.sh built it (Debian package gcc)");
+        assumeTrue(has.rc() == 0, "the guest has no pd_rc: build-guest.sh compiles interop/guest/pd_rc.c with gcc (Debian package gcc); "
+                + "install it and run interop/guest/build-guest.sh again (a guest built before pd_rc existed lacks it too)");
         int n = guest.beginServer("pd_rc -g " + guest.gidIndex + " " + theirs.args(), 18515);
         String o;
         try {

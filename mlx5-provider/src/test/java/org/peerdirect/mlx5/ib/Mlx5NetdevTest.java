@@ -81,6 +81,30 @@ class Mlx5NetdevTest extends Mlx5Machine {
         assertTrue(e.getMessage().contains("port 2 does not exist"), e.getMessage());
     }
 
+    /** PDLNK through ACCESS_REG as the driver sends it, with {@code op_mod} and {@code local_port} asked. */
+    private java.lang.foreign.MemorySegment pdlnk(int opMod, int port) {
+        java.lang.foreign.MemorySegment in = org.peerdirect.mlx5.core.Mlx5CoreDev.input(org.peerdirect.hca.cx4.ifc.Mlx5Cmd.ACCESS_REG, opMod,
+                org.peerdirect.hca.cx4.ifc.Ppcnt.CMD_LEN);
+        org.peerdirect.hca.cx4.ifc.Ppcnt.ACCESS_REG_IN_REGISTER_ID.set(in, 0, org.peerdirect.hca.cx4.ifc.Pdlnk.REG_ID);
+        org.peerdirect.hca.cx4.ifc.Pdlnk.LOCAL_PORT.set(in, org.peerdirect.hca.cx4.ifc.Ppcnt.ACCESS_REG_DATA, port);
+        return cores.get(0).exec(in, org.peerdirect.hca.cx4.ifc.Ppcnt.CMD_LEN);
+    }
+
+    @Test
+    void theLinkRegisterIsReadOnlyAndKnowsItsPorts() {
+        startMachine(tmp, "pdlnk-app", ConnectX4Device.DEVICE_CONNECTX6DX);
+        RuntimeException write = assertThrows(RuntimeException.class, () -> pdlnk(org.peerdirect.hca.cx4.ifc.Ppcnt.OP_MOD_WRITE, 1));
+        // the driver sees status and syndrome (the firmware's reason text is in its command log): bad op_mod
+        assertTrue(String.valueOf(write.getMessage()).contains("bad parameter(0x3), syndrome (0xbad0006)"), "a write is refused: " + write);
+        RuntimeException port = assertThrows(RuntimeException.class, () -> pdlnk(org.peerdirect.hca.cx4.ifc.Ppcnt.OP_MOD_READ, 3));
+        assertTrue(String.valueOf(port.getMessage()).contains("bad parameter(0x3), syndrome (0xbad0007)"), "a port the device lacks is refused: " + port);
+        java.lang.foreign.MemorySegment out = pdlnk(org.peerdirect.hca.cx4.ifc.Ppcnt.OP_MOD_READ, 1);
+        assertEquals(org.peerdirect.hca.cx4.ifc.Pdlnk.KIND_FABRIC, org.peerdirect.hca.cx4.ifc.Pdlnk.KIND.get(out, org.peerdirect.hca.cx4.ifc.Ppcnt.ACCESS_REG_DATA),
+                "a port on the fabric");
+        assertEquals(org.peerdirect.hca.cx4.ifc.Pdlnk.STATUS_UP,
+                org.peerdirect.hca.cx4.ifc.Pdlnk.OPER_STATUS.get(out, org.peerdirect.hca.cx4.ifc.Ppcnt.ACCESS_REG_DATA));
+    }
+
     @Test
     void udevsPredictableNames() {
         assertEquals("enp3s0f0np0", Mlx5Netdev.pciName("0000:03:00.0", 1));
