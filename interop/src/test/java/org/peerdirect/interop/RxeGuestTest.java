@@ -49,6 +49,23 @@ class RxeGuestTest {
         }
     }
 
+    /**
+     * The guest is rebuilt when its sources change: RxeGuest's hash of the script, the roles and
+     * pd_rc.c is the one build-guest.sh writes into its stamp (computed here by the shell, as the
+     * script does), and a stamp of other sources is out of date. No QEMU needed.
+     */
+    @Test
+    void aStampOfOtherSourcesIsOutOfDate(@org.junit.jupiter.api.io.TempDir Path tmp) throws Exception {
+        Process p = new ProcessBuilder("bash", "-c", "cd interop/guest && cat build-guest.sh roles/*.sh *.c | sha256sum | cut -c1-16")
+                .directory(RxeGuest.top().toFile()).redirectErrorStream(true).start();
+        String hash = new String(p.getInputStream().readAllBytes(), StandardCharsets.US_ASCII).strip();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0 && hash.matches("[0-9a-f]{16}"), "the shell's hash: " + hash);
+        Files.writeString(tmp.resolve("stamp"), "6.1.0-56-amd64 " + hash + "\n");
+        assertTrue(RxeGuest.stampCurrent(tmp), "the shell's stamp is current");
+        Files.writeString(tmp.resolve("stamp"), "6.1.0-56-amd64 0123456789abcdef\n");
+        assertTrue(!RxeGuest.stampCurrent(tmp), "another hash is out of date");
+    }
+
     /** {@code "%04x:%06x:%06x:%s\0"}: ibv_rc_pingpong's 52-byte address message (ROCE_WIRE §5.7). */
     private static byte[] ppMessage(int lid, int qpn, int psn, String gidHex) {
         byte[] m = String.format("%04x:%06x:%06x:%s", lid, qpn, psn, gidHex).getBytes(StandardCharsets.US_ASCII);
