@@ -21,13 +21,13 @@ command -v dpkg-deb >/dev/null || die "dpkg-deb missing (package dpkg)"
 KPKG=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
 [ -n "$KPKG" ] || die "apt-cache knows no linux-image-amd64: run 'apt-get update' once (as root)"
 K=${KPKG#linux-image-}
-STAMP="$K $(cat "$0" "$HERE"/roles/*.sh | sha256sum | cut -c1-16)"
+STAMP="$K $(cat "$0" "$HERE"/roles/*.sh "$HERE"/*.c | sha256sum | cut -c1-16)"
 if [ -f "$OUT/stamp" ] && [ "$(cat "$OUT/stamp")" = "$STAMP" ] && [ -f "$OUT/initrd.cpio" ] && [ -f "$OUT/vmlinuz" ]; then
   echo "guest: ready $OUT (cached, kernel $K)"; exit 0
 fi
 
 # 1. The packages (a few MB each, the kernel 70 MB), kept in OUT/debs across builds.
-PKGS="$KPKG busybox-static ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 perftest libibumad3 libpci3 libnl-3-200 libnl-route-3-200 iproute2 libmnl0 libbsd0 libmd0 libcap2 libelf1 libbpf1 libgcc-s1 zlib1g"
+PKGS="$KPKG busybox-static ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 perftest libibumad3 libpci3 libnl-3-200 libnl-route-3-200 iproute2 libmnl0 libbsd0 libmd0 libcap2 libelf1 libbpf1 libgcc-s1 zlib1g libibverbs-dev"
 mkdir -p "$OUT/debs"
 need=""
 for p in $PKGS; do ls "$OUT/debs/${p}_"*.deb >/dev/null 2>&1 || need="$need $p"; done
@@ -64,6 +64,15 @@ done
 grep -q 'not found' <(LD_LIBRARY_PATH=$LDP ldd $(for b in $BINS; do echo $P/$b; done)) && die "a library of the guest tools was not found"
 cp -L /lib64/ld-linux-x86-64.so.2 $R/lib64/
 mkdir -p $R/lib && ln -s ../usr/lib/x86_64-linux-gnu $R/lib/x86_64-linux-gnu
+# The suite's own verbs program (pd_rc.c: one RC message with the retry attributes asked), compiled here
+# against the headers and libibverbs of the extracted libibverbs-dev/libibverbs1 (never installed on the host).
+# Without gcc the guest is built without it, and the tests that need it skip naming the package.
+if command -v gcc >/dev/null; then
+  gcc -O2 -Wall -o $R/bin/pd_rc "$HERE/pd_rc.c" -I$P/usr/include -L$P/$L -Wl,-rpath-link,$P/$L -libverbs \
+    || die "compiling interop/guest/pd_rc.c against the extracted libibverbs-dev failed"
+else
+  echo "guest: gcc missing (Debian package gcc): the guest has no pd_rc, the RNR/retry cases against rxe will skip"
+fi
 
 # 4. Modules in dependency order, from each .ko's modinfo "depends=" (no kmod needed on the host).
 KM=$W/kmin/lib/modules/$K

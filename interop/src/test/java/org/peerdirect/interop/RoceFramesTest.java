@@ -56,15 +56,18 @@ class RoceFramesTest {
         assertTrue(RoceFrames.decode(resv).icrcOk());
     }
 
+    /** The answering MAC this case's expected reply holds (a host end's MAC is the caller's to give). */
+    private static final byte[] ASKED_MAC = {0x52, 0x54, 0x00, 0x00, 0x00, 0x01};
+
     @Test
     void otherFramesAreNotRoce() {
         byte[] arp = RoceFrames.arpReply(HexFormat.of().parseHex("ffffffffffff525400000002080600010800060400015254000000020a6300020000000000000a630001"),
-                WireEnd.MAC, WireEnd.IP);
+                ASKED_MAC, WireEnd.IP);
         assertNotNull(arp, "a request for 10.99.0.1 is answered");
         assertEquals("525400000002525400000001080600010800060400025254000000010a6300015254000000020a630002", HexFormat.of().formatHex(arp));
         assertNull(RoceFrames.decode(arp));
         assertNull(RoceFrames.arpReply(HexFormat.of().parseHex("ffffffffffff525400000002080600010800060400015254000000020a6300020000000000000a630009"),
-                WireEnd.MAC, WireEnd.IP), "another address is not ours to answer");
+                ASKED_MAC, WireEnd.IP), "another address is not ours to answer");
         byte[] truncated = java.util.Arrays.copyOf(RXE_SEND_ONLY, 60);
         assertNull(RoceFrames.decode(truncated), "a frame shorter than its IP length is not decoded");
     }

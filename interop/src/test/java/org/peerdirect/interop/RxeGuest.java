@@ -113,11 +113,47 @@ final class RxeGuest implements AutoCloseable {
             String why = buildGuest(dir);
             assumeTrue(why == null, () -> "the rxe guest could not be built (" + why + "): interop/guest/build-guest.sh needs apt-get, "
                     + "Debian's package lists (apt-get update, once, as root) and the package linux-image-amd64");
+        } else if (!stampCurrent(dir)) {
+            // the script, a role or the guest's program (pd_rc.c) changed since the guest was built: build it again
+            String why = buildGuest(dir);
+            if (why != null) {
+                System.out.println("rxe guest: rebuilding the out-of-date guest failed (" + why + "): the old one is used");
+            }
         }
         try {
             return new Artifacts(dir.resolve("vmlinuz"), dir.resolve("initrd.cpio"), Files.readString(dir.resolve("kver")).trim());
         } catch (IOException e) {
             throw new IllegalStateException("reading " + dir.resolve("kver"), e);
+        }
+    }
+
+    /**
+     * Whether {@code dir/stamp} names the sources as they are now: build-guest.sh's stamp ends with
+     * the first 16 hex digits of the SHA-256 of the script, {@code roles/*.sh} and {@code *.c} in
+     * that order (the shell's glob order).
+     */
+    static boolean stampCurrent(Path dir) {
+        try {
+            Path g = top().resolve("interop/guest");
+            java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
+            md.update(Files.readAllBytes(g.resolve("build-guest.sh")));
+            for (String glob : new String[] {"roles/*.sh", "*.c"}) {
+                Path base = glob.startsWith("roles/") ? g.resolve("roles") : g;
+                String pattern = glob.substring(glob.indexOf('/') + 1);
+                try (var files = Files.newDirectoryStream(base, pattern)) {
+                    List<Path> sorted = new ArrayList<>();
+                    files.forEach(sorted::add);
+                    sorted.sort(null);
+                    for (Path f : sorted) {
+                        md.update(Files.readAllBytes(f));
+                    }
+                }
+            }
+            String hash = java.util.HexFormat.of().formatHex(md.digest()).substring(0, 16);
+            Path stamp = dir.resolve("stamp");
+            return Files.isRegularFile(stamp) && Files.readString(stamp).strip().endsWith(" " + hash);
+        } catch (IOException | java.security.NoSuchAlgorithmException e) {
+            return true; // nothing to compare with: use what is there
         }
     }
 

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The guest alone, before the project's ports have a wire: it boots, rxe0 is ACTIVE and the tools
+ * The guest alone (the JVM's shared one, {@link SharedGuest}), facing a bare UDP end: it boots, rxe0 is ACTIVE and the tools
  * see it; its {@code ibv_rc_pingpong} client, given a made-up peer over the real out-of-band
  * protocol, puts RoCEv2 frames on the UDP socket that decode, carry the QPN and PSN the exchange
  * said, pass this project's ICRC check and, where tshark is installed, decode without a
@@ -32,7 +32,8 @@ class RxeGuestTest {
     @Test
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void theGuestBootsWithRxe0ActiveAndTheToolsSeeIt() throws Exception {
-        try (WireEnd wire = new WireEnd(); RxeGuest g = RxeGuest.boot("info", "shell", wire.port())) {
+        try (WireEnd wire = new WireEnd(SharedGuest.hostWirePort())) {
+            RxeGuest g = SharedGuest.get();
             assertTrue(g.gidIndex >= 0, "the guest has an IPv4-mapped GID");
             RxeGuest.Result dev = g.run("ibv_devices", Duration.ofSeconds(60));
             assertEquals(0, dev.rc(), dev.text());
@@ -43,7 +44,26 @@ class RxeGuestTest {
             assertTrue(info.text().matches("(?s).*link_layer:\\s+Ethernet.*"), info.text());
             assertTrue(info.text().contains("::ffff:" + RxeGuest.GUEST_IP + ", RoCE v2"), info.text());
             assertTrue(info.text().matches("(?s).*active_mtu:\\s+1024 \\(3\\).*"), "a 1500-byte link gives IB MTU 1024: " + info.text());
+        } finally {
+            SharedGuest.release();
         }
+    }
+
+    /**
+     * The guest is rebuilt when its sources change: RxeGuest's hash of the script, the roles and
+     * pd_rc.c is the one build-guest.sh writes into its stamp (computed here by the shell, as the
+     * script does), and a stamp of other sources is out of date. No QEMU needed.
+     */
+    @Test
+    void aStampOfOtherSourcesIsOutOfDate(@org.junit.jupiter.api.io.TempDir Path tmp) throws Exception {
+        Process p = new ProcessBuilder("bash", "-c", "cd interop/guest && cat build-guest.sh roles/*.sh *.c | sha256sum | cut -c1-16")
+                .directory(RxeGuest.top().toFile()).redirectErrorStream(true).start();
+        String hash = new String(p.getInputStream().readAllBytes(), StandardCharsets.US_ASCII).strip();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0 && hash.matches("[0-9a-f]{16}"), "the shell's hash: " + hash);
+        Files.writeString(tmp.resolve("stamp"), "6.1.0-56-amd64 " + hash + "\n");
+        assertTrue(RxeGuest.stampCurrent(tmp), "the shell's stamp is current");
+        Files.writeString(tmp.resolve("stamp"), "6.1.0-56-amd64 0123456789abcdef\n");
+        assertTrue(!RxeGuest.stampCurrent(tmp), "another hash is out of date");
     }
 
     /** {@code "%04x:%06x:%06x:%s\0"}: ibv_rc_pingpong's 52-byte address message (ROCE_WIRE §5.7). */
@@ -57,8 +77,8 @@ class RxeGuestTest {
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void theGuestsRcPingpongClientSendsFramesThatDecodeAndPassTheIcrcCheck() throws Exception {
         int fakeQpn = 0x000123;
-        try (WireEnd wire = new WireEnd(); ServerSocket oob = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-                RxeGuest g = RxeGuest.boot("rc-client-frames", "shell", wire.port())) {
+        try (WireEnd wire = new WireEnd(SharedGuest.hostWirePort()); ServerSocket oob = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            RxeGuest g = SharedGuest.get();
             wire.guest(g.guestWirePort);
             oob.setSoTimeout(120_000);
             // the host side of pp_server_exch_dest: read the client's address, answer with ours, read "done"
@@ -78,7 +98,8 @@ class RxeGuestTest {
                 }
             });
             long t0 = System.nanoTime();
-            g.start("ibv_rc_pingpong -p " + oob.getLocalPort() + " -g " + g.gidIndex + " -s 64 -n 3 " + RxeGuest.HOST_FROM_GUEST);
+            // in the background: nobody answers it, SharedGuest.release ends it
+            g.start("ibv_rc_pingpong -p " + oob.getLocalPort() + " -g " + g.gidIndex + " -s 64 -n 3 " + RxeGuest.HOST_FROM_GUEST + " &");
             String theirs = exchange.get(120, TimeUnit.SECONDS);
             assertEquals(52, theirs.length(), "52 bytes including the NUL");
             assertEquals('\0', theirs.charAt(51));
@@ -109,7 +130,8 @@ class RxeGuestTest {
             }
             assertTrue(wire.arpsAnswered() >= 1, "the guest resolved 10.99.0.1 by ARP before sending");
             tsharkDecodes(wire.frames(), "rc-client-frames");
-            g.kill(); // its client retransmits to a peer that never answers
+        } finally {
+            SharedGuest.release(); // its client retransmits to a peer that never answers: killed
         }
     }
 

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  * ConnectX-6 Dx whose port 1 is on a UDP tunnel to the guest's NIC (10.99.0.1 here, 10.99.0.2
  * there; each side addresses the other by its IPv4-mapped GID: the guest's {@code -g}/{@code -x}
  * from its console, peerdirect's tools pick theirs), each direction with peerdirect as server and as client, the
- * pingpongs validating data ({@code -c}). One guest and one host for the class; each test is one
+ * pingpongs validating data ({@code -c}). One host for the class, the JVM's shared guest; each test is one
  * command on each side, the guest's through its console, the out-of-band TCP through QEMU's user
  * network. Skips, naming why, until the port can have a wire link, and where QEMU is missing.
  */
@@ -41,14 +41,14 @@ class RxeInteropTest {
     Cx6Host host;
     RxeGuest guest;
 
-    private int local;
-    private int guestWire;
-    private final java.util.List<Path> captures = new java.util.ArrayList<>();
+    /** Where this suite's frames start in the shared guest's captures. */
+    private SharedGuest.Mark mark;
 
     /**
-     * The host with its port on the wire, and the guest, made by the first test that runs; a
-     * guest killed by a failed test is booted again on the same UDP ports. A test skips, saying
-     * why, when the port cannot have a wire link in this build or QEMU is missing.
+     * The host with its port on the wire (on the shared guest's host port), and the guest
+     * ({@link SharedGuest}: booted once per JVM), made ready by the first test that runs; a guest
+     * killed by a failed test is booted again on the same UDP ports. A test skips, saying why, when
+     * the port cannot have a wire link in this build or QEMU is missing.
      */
     @BeforeEach
     void ready() throws Exception {
@@ -57,50 +57,53 @@ class RxeInteropTest {
         long t0 = System.nanoTime();
         if (host == null) {
             host = new Cx6Host(tmp);
-            local = RxeGuest.freePort(true);
-            guestWire = RxeGuest.freePort(true);
-            WireGlue.attach(host.model, 1, local, guestWire, HOST_IP);
+            WireGlue.attach(host.model, 1, SharedGuest.hostWirePort(), SharedGuest.guestWirePort(), HOST_IP);
         }
-        if (guest == null) {
-            Path pcap = Path.of("target", "interop", "interop-" + (captures.size() + 1) + ".pcap");
-            java.nio.file.Files.createDirectories(pcap.getParent());
-            captures.add(pcap);
-            guest = RxeGuest.boot("interop", "shell", local, guestWire, pcap);
-            System.out.printf("rxe interop: host and guest up in %.1f s%n", (System.nanoTime() - t0) / 1e9);
+        if (guest == null || !guest.alive()) {
+            guest = SharedGuest.get();
+            if (mark == null) {
+                mark = SharedGuest.mark(); // this suite's frames come after
+            }
+            System.out.printf("rxe interop: host and guest ready in %.1f s%n", (System.nanoTime() - t0) / 1e9);
         }
     }
 
     /**
-     * The guest goes, the host's audit runs, then every capture of the guest's NIC (QEMU's
-     * filter-dump: both directions) must pass this project's ICRC check frame by frame and, where
-     * tshark is installed, decode with no malformed packet.
+     * The guest's background programs end (it stays for the next suite), the host's audit runs,
+     * then every frame of this suite in the captures of the guest's NIC (QEMU's filter-dump: both
+     * directions) must pass this project's ICRC check frame by frame and, where tshark is
+     * installed, decode with no malformed packet.
      */
     @AfterAll
     void down() throws Exception {
         try {
-            if (guest != null) {
-                guest.close();
-            }
+            SharedGuest.release();
         } finally {
             if (host != null) {
                 host.close(); // the audit
             }
         }
-        for (Path pcap : captures) {
-            java.util.List<byte[]> frames = RoceFrames.readPcap(pcap);
-            long roce = 0;
+        if (mark == null) {
+            return; // no test ran against the guest
+        }
+        long roce = 0;
+        for (var e : SharedGuest.framesSince(mark)) {
+            Path pcap = e.getKey();
+            java.util.List<byte[]> frames = e.getValue();
+            long here = 0;
             for (byte[] f : frames) {
                 RoceFrames.Roce r = RoceFrames.decode(f);
                 if (r != null) {
-                    roce++;
+                    here++;
                     assertTrue(r.icrcOk(), pcap + ": a frame with a wrong ICRC: " + r);
                     assertTrue(r.ipChecksumOk(), pcap + ": a frame with a wrong IPv4 checksum: " + r);
                 }
             }
-            System.out.printf("rxe interop: %s: %d frames, %d RoCEv2, every ICRC right%n", pcap, frames.size(), roce);
-            assertTrue(roce > 0, pcap + " holds no RoCEv2 frame");
-            RxeGuestTest.tsharkDecodes(frames, pcap.getFileName().toString());
+            roce += here;
+            System.out.printf("rxe interop: %s: %d frames of this suite, %d RoCEv2, every ICRC right%n", pcap, frames.size(), here);
+            RxeGuestTest.tsharkDecodes(frames, "interop-" + pcap.getFileName().toString().replace(".pcap", ""));
         }
+        assertTrue(roce > 0, "the captures hold no RoCEv2 frame of this suite");
     }
 
     /** The guest's server command, then peerdirect's client towards it through the forwarded port. */
@@ -111,7 +114,7 @@ class RxeInteropTest {
         try {
             ours = client.run();
         } catch (Exception | Error e) {
-            guest.kill(); // its server waits for a client that is gone
+            SharedGuest.killed(guest); // its server waits for a client that is gone
             guest = null;
             throw e;
         }

@@ -19,7 +19,8 @@ import java.util.List;
  */
 final class WireEnd implements AutoCloseable {
 
-    static final byte[] MAC = {0x52, 0x54, 0x00, 0x00, 0x00, 0x01};
+    /** The MAC every host end facing the guest answers with ({@link SharedGuest#HOST_MAC}): the guest's neighbour entry outlives a suite. */
+    static final byte[] MAC = {0x02, 0x00, 0x0a, 0x63, 0x00, 0x01};
     static final byte[] IP = {10, 99, 0, 1};
 
     private final DatagramChannel ch;
@@ -29,7 +30,12 @@ final class WireEnd implements AutoCloseable {
     private int arpsAnswered;
 
     WireEnd() throws IOException {
-        ch = DatagramChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        this(0);
+    }
+
+    /** On 127.0.0.1:{@code port} (the shared guest's {@link SharedGuest#hostWirePort}; 0: any). */
+    WireEnd(int port) throws IOException {
+        ch = DatagramChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
         reader = Thread.ofPlatform().daemon().name("wire-end").start(this::receive);
     }
 

@@ -3,6 +3,7 @@ package org.peerdirect.interop;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -25,6 +26,7 @@ import org.peerdirect.hca.wire.FaultyLink;
 import org.peerdirect.hca.wire.FaultyLink.Faults;
 import org.peerdirect.hca.wire.RxeNet;
 import org.peerdirect.hca.wire.RxeOpcode;
+import org.peerdirect.ib.core.verbs.IbvWcStatus;
 
 /**
  * The wire's retransmission paths (issue 44 item 5) against both peers with the same expected
@@ -48,8 +50,13 @@ import org.peerdirect.hca.wire.RxeOpcode;
  * PSN gap NAKed once, a bad ICRC dropped silently, the good request ACKed with its MSN, a
  * duplicate re-ACKed with the same PSN and MSN, a ghost ACK ignored; an unexpected opcode (a
  * MIDDLE with no FIRST) an invalid-request NAK and the QP in error; an RDMA WRITE to a QP that
- * does not allow it a NAK. The rxe half boots one guest for the whole class, and skips, naming
- * the package, where QEMU is missing.
+ * does not allow it a NAK. Then RNR, local ACK timeout and retry limits with a program on each
+ * end ({@code interop/guest/pd_rc.c} in the guest, {@link RcProbe} on a peerdirect host): the
+ * peer as requester against this side's responder that posts its receive late (RNR NAKs, then
+ * success), never (rnr_retry 0: RNR_RETRY_EXC_ERR) or whose answers are all lost (retry_cnt 1 and
+ * 2: RETRY_EXC_ERR after that many retransmissions), and the peer as responder without a receive
+ * (its RNR NAKs as this side's requester counts them). The rxe half uses the JVM's shared guest
+ * ({@link SharedGuest}), and skips, naming the package, where QEMU (or gcc, for pd_rc) is missing.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -100,10 +107,14 @@ class WireFaultsConformanceTest {
     private Cx6Host pair(Peer peer) throws Exception {
         Cx6Host u = us.get(peer);
         if (u != null) {
+            if (peer == Peer.RXE && (guest == null || !guest.alive())) {
+                guest = SharedGuest.get(); // a case killed it: a fresh one on the same ports
+            }
             return u;
         }
-        int local = RxeGuest.freePort(true);
-        int remote = RxeGuest.freePort(true);
+        // the rxe guest is the JVM's shared one: its NIC's fixed ports, this suite's host end on them while it runs
+        int local = peer == Peer.RXE ? SharedGuest.hostWirePort() : RxeGuest.freePort(true);
+        int remote = peer == Peer.RXE ? SharedGuest.guestWirePort() : RxeGuest.freePort(true);
         ports.put(peer, new int[] {local, remote});
         if (peer == Peer.RXE) {
             RxeGuest.artifacts(); // skips, naming qemu-system-x86 or the kernel package, where they are missing
@@ -115,7 +126,7 @@ class WireFaultsConformanceTest {
             them = new Cx6Host(tmp.resolve("them"));
             WireGlue.attach(them.model, 1, remote, local, PEER_IP);
         } else {
-            guest = RxeGuest.boot("conformance", "shell", local, remote);
+            guest = SharedGuest.get();
         }
         return u;
     }
@@ -124,9 +135,7 @@ class WireFaultsConformanceTest {
     void down() throws Exception {
         hands.values().forEach(HandPeer::close);
         try {
-            if (guest != null) {
-                guest.close();
-            }
+            SharedGuest.release(); // the guest stays for the next suite
         } finally {
             for (Cx6Host h : us.values()) {
                 h.close(); // the audit of this side
@@ -175,7 +184,7 @@ class WireFaultsConformanceTest {
         try {
             ours = u.tools.pingpong("--client", "127.0.0.1", "-p", String.valueOf(guest.oobPort), "-s", "4096", "-n", "60", "-c");
         } catch (Exception | Error e) {
-            guest.kill();
+            SharedGuest.killed(guest);
             guest = null;
             us.remove(peer).close();
             throw e;
@@ -242,6 +251,146 @@ class WireFaultsConformanceTest {
         assertEquals(0, delta(usAfter, usBefore, "retry_exceeded_err"), "retry_cnt 7 never ends in RETRY_EXC_ERR");
     }
 
+    // ---- RNR, local ACK timeout, retry limits: pd_rc (guest) / RcProbe (peerdirect) on both ends ----
+
+    /** IBV_WC_RETRY_EXC_ERR and IBV_WC_RNR_RETRY_EXC_ERR, as {@code enum ibv_wc_status} numbers them. */
+    private static final int RETRY_EXC = IbvWcStatus.RETRY_EXC_ERR.ordinal();
+    private static final int RNR_RETRY_EXC = IbvWcStatus.RNR_RETRY_EXC_ERR.ordinal();
+
+    /**
+     * The peer's program as the exchange's server ({@code pd_rc} in the guest, {@link RcProbe} on the
+     * second host) with {@code theirs}, this side's {@link RcProbe} as its client with {@code ours};
+     * {@code connected} runs when this side's QP is at RTS. Both outputs: the peer's, then ours.
+     */
+    private String[] rc(Peer peer, Cx6Host u, RcProbe.Opts theirs, RcProbe.Opts ours, Runnable connected) throws Exception {
+        if (peer == Peer.PEERDIRECT) {
+            try (java.net.ServerSocket ss = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                String[] o = TwoHosts.both(() -> RcProbe.run(them, theirs, ss, 0, () -> {
+                }), () -> RcProbe.run(u, ours, null, ss.getLocalPort(), connected));
+                System.out.printf("conformance: against %s: theirs %s / ours %s%n%s%s", peer, theirs.args(), ours.args(), o[0], o[1]);
+                return o;
+            }
+        }
+        // a program an earlier case left (a server whose peer is gone retransmits forever) would move the counters
+        guest.run("killall -q ibv_rc_pingpong pd_rc; wait", Duration.ofSeconds(60));
+        RxeGuest.Result has = guest.run("[ -x /bin/pd_rc ]", Duration.ofSeconds(60));
+        assumeTrue(has.rc() == 0, "the guest has no pd_rc: build-guest.sh compiles interop/guest/pd_rc.c with gcc (Debian package gcc); "
+                + "install it and run interop/guest/build-guest.sh again (a guest built before pd_rc existed lacks it too)");
+        int n = guest.beginServer("pd_rc -g " + guest.gidIndex + " " + theirs.args(), 18515);
+        String o;
+        try {
+            o = RcProbe.run(u, ours, null, guest.oobPort, connected);
+        } catch (Exception | Error e) {
+            SharedGuest.killed(guest); // its pd_rc waits for a client that is gone
+            guest = null;
+            throw e;
+        }
+        RxeGuest.Result r = guest.end(n, RUN);
+        System.out.printf("conformance: against %s: theirs pd_rc %s / ours %s%n%s%n%s", peer, theirs.args(), ours.args(), r.text(), o);
+        assertEquals(0, r.rc(), "the guest's pd_rc:\n" + r.text());
+        return new String[] {r.text(), o};
+    }
+
+    /** The peer's counters and this side's, before and after {@code body}: {peerDelta, ourDelta} by name. */
+    private Map<String, Long>[] counted(Peer peer, Cx6Host u, java.util.concurrent.Callable<String[]> body, String[][] out) throws Exception {
+        Map<String, Long> pb = peerCounters(peer);
+        Map<String, Long> ub = new HashMap<>(u.model.wire(1).counters().snapshot());
+        out[0] = body.call();
+        Map<String, Long> pa = peerCounters(peer);
+        Map<String, Long> ua = u.model.wire(1).counters().snapshot();
+        @SuppressWarnings("unchecked")
+        Map<String, Long>[] d = new Map[] {new HashMap<String, Long>(), new HashMap<String, Long>()};
+        pa.forEach((k, v) -> d[0].put(k, v - pb.getOrDefault(k, 0L)));
+        ua.forEach((k, v) -> d[1].put(k, v - ub.getOrDefault(k, 0L)));
+        System.out.printf("conformance: %s counters: theirs %s / ours %s%n", peer, diff(pa, pb), diff(ua, ub));
+        return d;
+    }
+
+    @Order(2)
+    @ParameterizedTest(name = "against {0}")
+    @EnumSource(Peer.class)
+    void anRnrNakWithRetriesLeftEndsWhenAReceiveIsPosted(Peer peer) throws Exception {
+        Cx6Host u = pair(peer);
+        String[][] o = new String[1][];
+        // the peer sends with rc_pingpong's rnr_retry 7 (infinite in rxe); this side's receive goes up after 300 ms
+        var d = counted(peer, u, () -> rc(peer, u, new RcProbe.Opts("send", 64, 7, 7, 18, 12, 0, 60_000),
+                new RcProbe.Opts("recv", 64, 7, 7, 18, 20, 300, 60_000), () -> {
+                }), o);
+        assertEquals(0, RcProbe.status(o[0][0]), peer + ": the SEND completes once the receive is there: " + o[0][0]);
+        assertEquals(0, RcProbe.status(o[0][1]), "the message arrived: " + o[0][1]);
+        assertTrue(d[1].getOrDefault("send_rnr_err", 0L) > 0, "this side answered with RNR NAKs meanwhile");
+        assertEquals(d[1].get("send_rnr_err"), d[0].get("rcvd_rnr_err"), peer + " received every RNR NAK this side sent");
+        assertEquals(0L, d[0].getOrDefault("retry_rnr_exceeded_err", 0L), "rnr_retry 7 never runs out");
+    }
+
+    @Order(2)
+    @ParameterizedTest(name = "against {0}")
+    @EnumSource(Peer.class)
+    void rnrRetryZeroEndsInRnrRetryExcErr(Peer peer) throws Exception {
+        Cx6Host u = pair(peer);
+        String[][] o = new String[1][];
+        var d = counted(peer, u, () -> rc(peer, u, new RcProbe.Opts("send", 64, 0, 7, 18, 12, 0, 60_000),
+                new RcProbe.Opts("recv", 64, 7, 7, 18, 20, -1, 60_000), () -> {
+                }), o);
+        assertEquals(RNR_RETRY_EXC, RcProbe.status(o[0][0]), peer + ": the first RNR NAK ends the SEND: " + o[0][0]);
+        assertEquals(-1, RcProbe.status(o[0][1]), "no message reached this side: " + o[0][1]);
+        assertEquals(1L, d[1].get("send_rnr_err"), "one RNR NAK sent");
+        assertEquals(1L, d[0].get("rcvd_rnr_err"), peer + ": one RNR NAK received");
+        assertEquals(1L, d[0].get("retry_rnr_exceeded_err"), peer + " counts the exhausted RNR retries");
+    }
+
+    @Order(2)
+    @ParameterizedTest(name = "retry_cnt {1} against {0}")
+    @MethodSource("retryCases")
+    void aResponderThatNeverAnswersEndsInRetryExcErrAfterRetryCnt(Peer peer, int retryCnt) throws Exception {
+        Cx6Host u = pair(peer);
+        FaultyLink link = links.get(peer);
+        String[][] o = new String[1][];
+        try {
+            // this side receives (its receive is up at once) but every frame it sends from RTS on is lost: no ACK reaches the peer
+            var d = counted(peer, u, () -> rc(peer, u, new RcProbe.Opts("send", 64, 7, retryCnt, 14, 12, 0, 60_000),
+                    new RcProbe.Opts("recv", 64, 7, 7, 18, 12, 0, 60_000), () -> link.setFaults(new Faults(1.0, 0, 0, 0, 0, 21))), o);
+            assertEquals(RETRY_EXC, RcProbe.status(o[0][0]), peer + ": retry_cnt " + retryCnt + " then RETRY_EXC_ERR: " + o[0][0]);
+            assertEquals(0, RcProbe.status(o[0][1]), "the first copy was received: " + o[0][1]);
+            assertEquals((long) retryCnt, d[1].get("duplicate_request"), "the " + retryCnt + " retransmissions reached this side as duplicates");
+            assertEquals((long) retryCnt, d[0].get("completer_retry_err"), peer + " retried " + retryCnt + " times");
+            assertEquals(1L, d[0].get("retry_exceeded_err"), peer + " counts the exhausted retries");
+        } finally {
+            link.setFaults(Faults.NONE);
+        }
+    }
+
+    static java.util.stream.Stream<Arguments> retryCases() {
+        return java.util.stream.Stream.of(Arguments.of(Peer.PEERDIRECT, 1), Arguments.of(Peer.PEERDIRECT, 2), Arguments.of(Peer.RXE, 1),
+                Arguments.of(Peer.RXE, 2));
+    }
+
+    @Order(2)
+    @ParameterizedTest(name = "against {0}")
+    @EnumSource(Peer.class)
+    void thePeerAsResponderWithoutAReceiveNaksThisSidesRetries(Peer peer) throws Exception {
+        Cx6Host u = pair(peer);
+        String[][] o = new String[1][];
+        // this side sends with rnr_retry 2 and a 1 s ACK timeout (TCG's pace never fires it); the peer never posts a receive
+        var d = counted(peer, u, () -> rc(peer, u, new RcProbe.Opts("recv", 64, 7, 7, 18, 14, -1, 60_000),
+                new RcProbe.Opts("send", 64, 2, 7, 18, 12, 0, 60_000), () -> {
+                }), o);
+        assertEquals(RNR_RETRY_EXC, RcProbe.status(o[0][1]), "three RNR NAKs (the first try and two retries), then RNR_RETRY_EXC_ERR: " + o[0][1]);
+        assertEquals(-1, RcProbe.status(o[0][0]), peer + " received nothing: " + o[0][0]);
+        assertEquals(3L, d[0].get("send_rnr_err"), peer + " NAKed the try and both retries");
+        assertEquals(3L, d[1].get("rcvd_rnr_err"), "this side saw the three RNR NAKs");
+        assertEquals(1L, d[1].get("retry_rnr_exceeded_err"));
+
+        // the same with rc_pingpong's rnr_retry 7 and the peer's receive up after 300 ms: the SEND completes
+        d = counted(peer, u, () -> rc(peer, u, new RcProbe.Opts("recv", 64, 7, 7, 18, 14, 300, 60_000),
+                new RcProbe.Opts("send", 64, 7, 7, 18, 12, 0, 60_000), () -> {
+                }), o);
+        assertEquals(0, RcProbe.status(o[0][1]), o[0][1]);
+        assertEquals(0, RcProbe.status(o[0][0]), o[0][0]);
+        assertTrue(d[0].getOrDefault("send_rnr_err", 0L) > 0, peer + " NAKed until its receive was up");
+        assertEquals(d[0].get("send_rnr_err"), d[1].get("rcvd_rnr_err"), "this side received every RNR NAK " + peer + " sent");
+    }
+
     /** The hand-driven peer in the place of this side's port (taken off its wire), made once per peer. */
     private HandPeer hand(Peer peer) throws Exception {
         HandPeer h = hands.get(peer);
@@ -280,7 +429,7 @@ class WireFaultsConformanceTest {
 
     private static final byte[] NONE = new byte[0];
 
-    @Order(2)
+    @Order(3)
     @ParameterizedTest(name = "against {0}")
     @EnumSource(Peer.class)
     void theResponderAnswersAHandDrivenPeerAsRxeDoes(Peer peer) throws Exception {

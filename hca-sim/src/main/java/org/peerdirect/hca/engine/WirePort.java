@@ -109,6 +109,16 @@ public final class WirePort implements Link.Receiver {
         return mac;
     }
 
+    /** The Ethernet MTU the port was put on its wire with. */
+    public int ethMtu() {
+        return ethMtu;
+    }
+
+    /** The link carrying the port's frames (its kind and ends for the port's link register). */
+    public Link link() {
+        return link;
+    }
+
     public int activeMtu() {
         return activeMtu;
     }

@@ -138,6 +138,16 @@ public final class FaultyLink implements Link {
     }
 
     @Override
+    public java.net.InetSocketAddress localEnd() {
+        return inner.localEnd();
+    }
+
+    @Override
+    public java.net.InetSocketAddress remoteEnd() {
+        return inner.remoteEnd();
+    }
+
+    @Override
     public synchronized String describe() {
         return inner.describe() + " faults(drop=" + faults.drop() + " duplicate=" + faults.duplicate() + " reorder=" + faults.reorder()
                 + " corrupt=" + faults.corrupt() + " delay.ms=" + faults.delayMs() + " seed=" + faults.seed() + ")";

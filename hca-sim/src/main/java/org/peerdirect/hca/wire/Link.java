@@ -25,6 +25,21 @@ public interface Link extends AutoCloseable {
     /** How the link shows itself (rdma:devinfo): its kind and addresses. */
     String describe();
 
+    /**
+     * The link's socket address on the host's network ({@code local}) and where its frames go
+     * ({@code remote}), for a link that is a tunnel; null for one that has none. The port's
+     * link register (PDLNK) reports them, so the driver can show them as {@code ip -d link} shows a
+     * tunnel's ends.
+     */
+    default java.net.InetSocketAddress localEnd() {
+        return null;
+    }
+
+    /** See {@link #localEnd()}. */
+    default java.net.InetSocketAddress remoteEnd() {
+        return null;
+    }
+
     /** Frames the link lost sending (socket errors) or dropped as configured. */
     long lost();
 

@@ -95,6 +95,16 @@ public final class UdpTunnelLink implements Link {
     }
 
     @Override
+    public InetSocketAddress localEnd() {
+        return localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteEnd() {
+        return remote;
+    }
+
+    @Override
     public void start(Receiver r) {
         Thread t = new Thread(() -> receiveLoop(r), "wire-rx " + name);
         t.setDaemon(true);

@@ -186,6 +186,12 @@ public final class Mlx5IbDev implements IbDeviceOps, DmaDevice {
                 ethernet ? IbvPortAttr.LINK_LAYER_ETHERNET : IbvPortAttr.LINK_LAYER_INFINIBAND);
     }
 
+    /** {@code mlx5_ib_get_netdev}: the port's netdev from the link register ({@link Mlx5Netdev}); none on InfiniBand. */
+    @Override
+    public org.peerdirect.ib.core.verbs.IbvNetdev getNetdev(int port) {
+        return Mlx5Netdev.query(this, ethernet, core.function().bdf(), port);
+    }
+
     /** {@code mlx5_query_gid}: the vport's GID table (RoCE v2: the IPv4-mapped address, then the link-local; IB: fe80::port GUID; unused entries all zeros). */
     @Override
     public String queryGid(int port, int index) {

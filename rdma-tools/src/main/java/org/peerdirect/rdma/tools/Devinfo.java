@@ -5,12 +5,15 @@ import java.util.List;
 import org.peerdirect.ib.core.verbs.IbvContext;
 import org.peerdirect.ib.core.verbs.IbvDevice;
 import org.peerdirect.ib.core.verbs.IbvDeviceAttr;
+import org.peerdirect.ib.core.verbs.IbvNetdev;
 import org.peerdirect.ib.core.verbs.IbvPortAttr;
 
 /**
  * {@code rdma:devinfo [-v] [-d dev] [-i port]}: the devices' attributes and ports, as
  * {@code ibv_devinfo} (rdma-core {@code libibverbs/examples/devinfo.c}: {@code print_hca_cap},
- * {@code print_odp_caps}), each device read through a context of a short-lived process.
+ * {@code print_odp_caps}), each device read through a context of a short-lived process; an
+ * Ethernet port's netdev and link ({@code rdma link show}, {@code ip -d addr show}) after its
+ * attributes.
  */
 final class Devinfo {
 
@@ -61,6 +64,7 @@ final class Devinfo {
         }
         for (int port = 1; port <= a.physPortCnt(); port++) {
             printPort(sb, c, port, verbose);
+            printNetdev(sb, d.netdev(port));
         }
         return sb;
     }
@@ -143,6 +147,35 @@ final class Devinfo {
                 }
             }
         }
+    }
+
+    /**
+     * An Ethernet port's netdev, as {@code rdma link show} names it ({@code netdev}, its state)
+     * and {@code ip -d addr show} describes it: the link (the in-JVM fabric, or a UDP tunnel with
+     * its local and remote ends), MAC, IPv4 address and MTU. Nothing for a port without one.
+     */
+    private static void printNetdev(StringBuilder sb, IbvNetdev n) {
+        if (n == null) {
+            return;
+        }
+        sb.append("\t\t\tnetdev:\t\t\t").append(n.name()).append(" (state ").append(n.state()).append(")\n");
+        if (n.kind().equals("fabric")) {
+            sb.append("\t\t\tlink:\t\t\tfabric (in-JVM)\n");
+            return;
+        }
+        sb.append("\t\t\tlink:\t\t\t").append(n.kind());
+        if (n.local() != null) {
+            sb.append(" local ").append(n.local());
+        }
+        if (n.remote() != null) {
+            sb.append(" remote ").append(n.remote());
+        }
+        sb.append('\n');
+        sb.append("\t\t\tlink/ether:\t\t").append(n.macString()).append('\n');
+        if (n.ipv4() != 0) {
+            sb.append("\t\t\tinet:\t\t\t").append(n.ipString()).append('\n');
+        }
+        sb.append("\t\t\tnetdev_mtu:\t\t").append(n.mtu()).append('\n');
     }
 
     private static String odpBits(int bits) {

@@ -11,7 +11,7 @@
  * behaviour.
  */
 @Export
-@Version("0.9.0")
+@Version("0.10.0")
 package org.peerdirect.hca.cx4.ifc;
 
 import org.osgi.annotation.bundle.Export;

@@ -69,4 +69,15 @@ public interface IbDeviceOps {
     default Map<String, Long> getHwStats(int port) {
         return Map.of();
     }
+
+    /**
+     * {@code get_netdev} ({@code ib_device_get_netdev}): the network device behind Ethernet port
+     * {@code port} (the core checks the range), read fresh from the hardware, for
+     * {@code rdma link show}; null for a port with none (InfiniBand), the default.
+     *
+     * @since 0.10
+     */
+    default org.peerdirect.ib.core.verbs.IbvNetdev getNetdev(int port) {
+        return null;
+    }
 }

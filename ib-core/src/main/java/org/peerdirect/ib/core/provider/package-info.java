@@ -10,7 +10,7 @@
  * <table>
  * <caption>ib_device_ops / verbs_context_ops and this package</caption>
  * <tr><th>C</th><th>here</th></tr>
- * <tr><td>{@code query_device}, {@code query_port}, {@code query_gid}, {@code alloc_ucontext}, {@code process_mad} (PMA counters), {@code get_hw_stats}</td><td>{@link org.peerdirect.ib.core.provider.IbDeviceOps}</td></tr>
+ * <tr><td>{@code query_device}, {@code query_port}, {@code query_gid}, {@code alloc_ucontext}, {@code process_mad} (PMA counters), {@code get_hw_stats}, {@code get_netdev}</td><td>{@link org.peerdirect.ib.core.provider.IbDeviceOps}</td></tr>
  * <tr><td>{@code alloc_xrcd}, XRC target {@code create_qp}</td><td>{@link org.peerdirect.ib.core.provider.IbUcontextOps}; {@code dealloc_xrcd}: {@link org.peerdirect.ib.core.provider.IbXrcdOps}</td></tr>
  * <tr><td>{@code alloc_pd}, {@code create_cq}, {@code dealloc_ucontext}</td><td>{@link org.peerdirect.ib.core.provider.IbUcontextOps}</td></tr>
  * <tr><td>{@code reg_user_mr}, {@code create_qp}, {@code create_srq}, {@code create_ah}, {@code dealloc_pd}</td><td>{@link org.peerdirect.ib.core.provider.IbPdOps}</td></tr>
@@ -47,7 +47,7 @@
  * which must then succeed quietly.
  */
 @Export
-@Version("0.9.0")
+@Version("0.10.0")
 package org.peerdirect.ib.core.provider;
 
 import org.osgi.annotation.bundle.Export;

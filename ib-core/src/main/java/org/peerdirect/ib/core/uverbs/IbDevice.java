@@ -82,6 +82,17 @@ public final class IbDevice implements IbvDevice {
         return ops;
     }
 
+    /** {@code ib_device_get_netdev}: the driver's answer, the port checked against the device's count first. */
+    @Override
+    public org.peerdirect.ib.core.verbs.IbvNetdev netdev(int port) {
+        alive();
+        int n = ops.queryDevice().physPortCnt();
+        if (port < 1 || port > n) {
+            throw new KernelException(Errno.EINVAL, name() + ": port " + port + " does not exist (1.." + n + ")");
+        }
+        return ops.getNetdev(port);
+    }
+
     @Override
     public IbvContext open(AddressSpace process) {
         if (process == null || process.exited()) {

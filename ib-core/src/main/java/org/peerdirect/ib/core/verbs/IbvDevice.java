@@ -27,6 +27,17 @@ public interface IbvDevice {
     /** {@code ibv_open_device}: a context for the process {@code process} (whose memory it registers). */
     IbvContext open(AddressSpace process);
 
+    /**
+     * The network device behind Ethernet port {@code port}, as {@code rdma link show} finds it
+     * (nldev's {@code ib_device_get_netdev}); null for a port without one (InfiniBand). EINVAL
+     * for a port the device does not have, EIO once the device was removed.
+     *
+     * @since 0.14
+     */
+    default IbvNetdev netdev(int port) {
+        return null;
+    }
+
     /** True once the device was removed. */
     boolean removed();
 }

@@ -26,7 +26,7 @@
  * objects meant to be reused: the post and poll paths allocate nothing.
  */
 @Export
-@Version("0.13.0")
+@Version("0.14.0")
 package org.peerdirect.ib.core.verbs;
 
 import org.osgi.annotation.bundle.Export;
