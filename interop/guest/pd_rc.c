@@ -184,6 +184,20 @@ static void close_res(struct res *r)
 	free(r->buf);
 }
 
+/* the one receive; posted by the exchange when due at once (before the requester may send), else by run() */
+static int posted;
+
+static void post_recv(struct res *r, long after_ms)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = o.size, .lkey = r->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+	if (ibv_post_recv(r->qp, &wr, &bad))
+		die("post recv");
+	posted = 1;
+	printf("PDRC recv posted after %ld ms\n", after_ms);
+	fflush(stdout);
+}
+
 /* rc_pingpong's exchange, the QP connected in the middle of it; returns the socket, kept for the "fin"s */
 static int exchange(struct res *r)
 {
@@ -203,6 +217,8 @@ static int exchange(struct res *r)
 	sscanf(in, "%x:%x:%x:%32s", &rem.lid, &rem.qpn, &rem.psn, gid);
 	hex_to_gid(gid, &rem.gid);
 	connect_qp(r->qp, &my, &rem, o.gidx, o.min_rnr, o.timeout, o.retry_cnt, o.rnr_retry);
+	if (!o.sending && o.post_ms == 0)
+		post_recv(r, 0); /* before the "done" that lets the requester send: "at once" must not race its SEND */
 	if (o.host) {
 		if (write(s, "done", 5) != 5)
 			die("out-of-band write");
@@ -229,16 +245,10 @@ static int run(struct res *r, int s, long t0)
 			die("post send");
 	}
 	struct ibv_wc wc;
-	int n = 0, peer_done = 0, posted = 0;
+	int n = 0, peer_done = 0;
 	while (now_ms() - t0 < o.wait_ms) {
-		if (!o.sending && !posted && o.post_ms >= 0 && now_ms() - t0 >= o.post_ms) {
-			struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
-			if (ibv_post_recv(r->qp, &wr, &bad))
-				die("post recv");
-			posted = 1;
-			printf("PDRC recv posted after %ld ms\n", now_ms() - t0);
-			fflush(stdout);
-		}
+		if (!o.sending && !posted && o.post_ms >= 0 && now_ms() - t0 >= o.post_ms)
+			post_recv(r, now_ms() - t0);
 		n = ibv_poll_cq(r->cq, 1, &wc);
 		if (n)
 			break;

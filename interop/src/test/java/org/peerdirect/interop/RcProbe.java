@@ -110,6 +110,9 @@ final class RcProbe {
         new RcConnect().access(0).minRnrTimer(o.minRnr()).timeout(o.timeout(), o.retryCnt()).rnrRetry(o.rnrRetry()).rdAtomic(1).pathMtu(3)
                 .psn(q.psn, remPsn).gid(HexFormat.of().parseHex(f[3]), q.gidx).connect(q.qp, 0, remQpn);
         connected.run();
+        if (!o.role().equals("send") && o.postMs() == 0) {
+            q.postRecv(out, 0); // before the "done" that lets the requester send: "at once" must not race its SEND
+        }
         if (!server) {
             os.write(new byte[] {'d', 'o', 'n', 'e', 0});
         } else {
@@ -130,6 +133,7 @@ final class RcProbe {
         final int psn = ThreadLocalRandom.current().nextInt() & 0xffffff;
 
         Qp(IbvContext ctx, AddressSpace proc, int size) {
+            this.size = size;
             IbvPd pd = ctx.allocPd();
             cq = ctx.createCq(4, null);
             IbvQpInitAttr a = new IbvQpInitAttr();
@@ -154,6 +158,18 @@ final class RcProbe {
          * responder posts its receive when due and waits for the message or the requester's
          * {@code fin}; then the {@code fin}s, the responder's QP kept until the requester's.
          */
+        /** The one receive, posted (by the exchange when due at once, else by {@link #complete}). */
+        boolean posted;
+        int size;
+
+        void postRecv(StringBuilder out, long afterMs) {
+            IbvRecvWr r = new IbvRecvWr().sge(buf, size, mr.lkey());
+            r.wrId = 1;
+            qp.postRecv(r);
+            posted = true;
+            out.append("PDRC recv posted after ").append(afterMs).append(" ms\n");
+        }
+
         void complete(Opts o, Socket s, StringBuilder out) throws IOException, InterruptedException {
             InputStream in = s.getInputStream();
             boolean sending = o.role().equals("send");
@@ -166,16 +182,11 @@ final class RcProbe {
                 w.wrId = 2;
                 qp.postSend(w);
             }
-            boolean posted = false;
             boolean peerDone = false;
             int n = 0;
             while (ms(t0) < o.waitMs()) {
                 if (!sending && !posted && o.postMs() >= 0 && ms(t0) >= o.postMs()) {
-                    IbvRecvWr r = new IbvRecvWr().sge(buf, o.size(), mr.lkey());
-                    r.wrId = 1;
-                    qp.postRecv(r);
-                    posted = true;
-                    out.append("PDRC recv posted after ").append(ms(t0)).append(" ms\n");
+                    postRecv(out, ms(t0));
                 }
                 n = cq.poll(1, wc);
                 if (n != 0) {

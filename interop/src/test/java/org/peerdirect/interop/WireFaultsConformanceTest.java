@@ -64,6 +64,8 @@ import org.peerdirect.ib.core.verbs.IbvWcStatus;
 class WireFaultsConformanceTest {
 
     private static final Duration RUN = Duration.ofSeconds(180);
+    /** Frames of a faulted pingpong run the faults apply to (FaultyLink's budget). */
+    private static final long FAULTED = 250;
     private static final int US_IP = 0x0a630001;
     private static final int PEER_IP = 0x0a630002;
 
@@ -219,7 +221,10 @@ class WireFaultsConformanceTest {
         Map<String, Long> usBefore = new HashMap<>(u.model.wire(1).counters().snapshot());
         long t0 = System.nanoTime();
         String[] out;
-        link.setFaults(c.faults);
+        // faults on this side's first FAULTED frames only (of about 310 in the run): rc_pingpong has no
+        // closing handshake, so an ACK lost at the very end leaves the peer's server retrying forever
+        // (retry_cnt 7) against a QP the client already destroyed, as between two real hosts
+        link.setFaults(c.faults, FAULTED);
         try {
             out = pingpong(peer, u);
         } finally {

@@ -40,6 +40,8 @@ public final class FaultyLink implements Link {
     private final Link inner;
     private Faults faults;
     private SplittableRandom rng;
+    /** Frames the faults still apply to; past them the link is clean ({@link #setFaults(Faults, long)}). */
+    private long budget = Long.MAX_VALUE;
     private Frame held;
     private ScheduledThreadPoolExecutor timer;
     public final AtomicLong dropped = new AtomicLong();
@@ -56,8 +58,22 @@ public final class FaultyLink implements Link {
 
     /** From now on the link misbehaves as {@code f} says (its RNG seeded anew): a test's next case on the same link. */
     public synchronized void setFaults(Faults f) {
+        setFaults(f, Long.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #setFaults(Faults)} for the next {@code frames} frames only; then the link is clean.
+     * A run whose last frames must arrive uses it: a tool that destroys its QP right after its last
+     * completion (rc_pingpong, perftest) never sees the peer's retry of an ACK lost at the very end,
+     * and a peer with retry_cnt 7 retries forever (as two real hosts would).
+     */
+    public synchronized void setFaults(Faults f, long frames) {
+        if (frames < 0) {
+            throw new IllegalArgumentException("a fault budget of " + frames + " frames");
+        }
         faults = java.util.Objects.requireNonNull(f);
         rng = new SplittableRandom(f.seed());
+        budget = frames;
     }
 
     @Override
@@ -67,6 +83,10 @@ public final class FaultyLink implements Link {
 
     @Override
     public synchronized boolean send(Frame f) {
+        if (budget != Long.MAX_VALUE && budget-- <= 0) {
+            faults = Faults.NONE;
+            budget = Long.MAX_VALUE;
+        }
         if (rng.nextDouble() < faults.drop()) {
             dropped.incrementAndGet();
             return true;
