@@ -23,6 +23,7 @@ import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
+import org.peerdirect.doca.dpa.DocaDpaRegistry;
 import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.dpa.DpaLab;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
@@ -314,6 +315,18 @@ class DocaVerbsQpTest {
         }
         assertEquals(-1L, dpa.rpc(VerbsProgsStubs.POLL_ONE, ca.getDpaHandle(), wrs, 7), "no completion for the unsignaled write");
         assertTrue(lab.dpa().stream().noneMatch(l -> l.matches(".*\\bC[1-7]\\b.*")), "no memory-model finding: " + lab.dpa());
+    }
+
+    /** {@code dpa:doca} (doca-dpa's {@code DocaDpaObjects}) shows each QP under its completion context's thread. */
+    @Test
+    void dpaDocaListsTheQpsUnderTheirCompletionContexts() {
+        DocaDpaCompletion comp = polled(dpa);
+        DocaVerbsQp a = qp(comp);
+        DocaVerbsQp b = qp(comp);
+        String qps = "qps 0x" + Integer.toHexString(a.getQpn()) + " 0x" + Integer.toHexString(b.getQpn());
+        List<String> lines = new DocaDpaRegistry().contexts().stream().filter(c -> c.device().equals(dev.name()))
+                .flatMap(c -> c.threads().stream()).flatMap(t -> t.completions().stream()).toList();
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("doca_dpa_completion") && l.endsWith(qps)), qps + " in " + lines);
     }
 
     /** {@code n} completions of {@code comp}, each (type | swqe opcode << 8 | imm << 16, qpn, wqe counter, bytes). */
