@@ -8,7 +8,8 @@ import org.peerdirect.doca.dpa.dev.DocaDpaDevVerbs;
  * {@code struct doca_verbs_qp_attr}: the attributes a {@link DocaVerbsQp#modify} applies, each
  * named by its bit of the mask ({@code DOCA_VERBS_QP_ATTR_*}); what {@link DocaVerbsQp#query}
  * fills. The setters check the ranges the PRM fields hold (INVALID_VALUE naming the field); which
- * attributes a transition needs is {@link DocaVerbsQp#modify}'s check.
+ * attributes a transition needs is {@link DocaVerbsQp#modify}'s check. Each {@code setX}/{@code getX}
+ * is {@code doca_verbs_qp_attr_set_x}/{@code _get_x} of the C API.
  */
 public final class DocaVerbsQpAttr {
 

@@ -204,10 +204,16 @@ class DpaVerbsInitiatorTargetTest {
     }
 
     private Side[] build() {
+        return build(true);
+    }
+
+    private Side[] build(boolean connect) {
         Side target = side(false);
         Side initiator = side(true);
-        connect(target.qp(), initiator.qp().getQpn());
-        connect(initiator.qp(), target.qp().getQpn());
+        if (connect) {
+            connect(target.qp(), initiator.qp().getQpn());
+            connect(initiator.qp(), target.qp().getQpn());
+        }
         initArg(target, initiator, false);
         initArg(initiator, target, true);
         return new Side[] {initiator, target};
@@ -295,6 +301,32 @@ class DpaVerbsInitiatorTargetTest {
         }
         String ps = awaitFinding("C6");
         assertTrue(ps.contains("memory_fence(W, W) missing"), ps);
+    }
+
+    /**
+     * Mutant: the sample's connect with its RESET→INIT step left out. INIT→RTR on a QP in RESET is
+     * BAD_STATE naming both states, the QP stays in RESET, and the initiator's first send on it
+     * ends the DPA process with ERROR_QP_STATE (DOCA's post returns nothing to report it with).
+     */
+    @Test
+    void aQpModifiedOutOfOrderIsBadStateAndCannotPost() {
+        Side[] s = build(false);
+        Side ini = s[0], tgt = s[1];
+        DocaVerbsAhAttr ah = DocaVerbsAhAttr.create(dev);
+        ah.setGid(FlexioQp.gid(dev.ibvContext().queryGid(1, 0)));
+        DocaVerbsQpAttr a = DocaVerbsQpAttr.create();
+        a.setNextState(DocaVerbsQpAttr.QP_STATE_RTR);
+        a.setDestQpNum(tgt.qp().getQpn());
+        a.setAhAttr(ah);
+        DocaException e = assertThrows(DocaException.class, () -> ini.qp().modify(a, DocaVerbsQpAttr.NEXT_STATE | DocaVerbsQpAttr.RQ_PSN
+                | DocaVerbsQpAttr.DEST_QP_NUM | DocaVerbsQpAttr.MIN_RNR_TIMER | DocaVerbsQpAttr.PATH_MTU | DocaVerbsQpAttr.AH_ATTR));
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, e.error(), e.getMessage());
+        assertTrue(e.getMessage().contains("is in RST, RC has no transition to RTR"), e.getMessage());
+        assertEquals(DocaVerbsQpAttr.QP_STATE_RST, ini.qp().state());
+        e = assertThrows(DocaException.class, () -> dpa.rpc(VerbsProgsStubs.INITIATOR_TRIGGER_FIRST_ITERATION, ini.qpHandle(), ini.buf(),
+                ini.mkey(), 8, tgt.buf(), tgt.mkey(), ini.arg()));
+        assertEquals(DocaError.DOCA_ERROR_DRIVER, e.error(), e.getMessage());
+        assertTrue(e.getMessage().contains(Integer.toHexString(org.peerdirect.doca.dpa.dev.DocaDpaDevVerbs.ERROR_QP_STATE)), e.getMessage());
     }
 
     private String awaitFinding(String check) {
