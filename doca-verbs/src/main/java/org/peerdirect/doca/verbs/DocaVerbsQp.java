@@ -193,6 +193,8 @@ public final class DocaVerbsQp {
         DocaException.check(extra == 0, DocaError.DOCA_ERROR_INVALID_VALUE,
                 w + ": " + STATES[state] + "->" + STATES[to] + " does not take " + names(extra));
         if ((given & AH_ATTR) != 0) {
+            DocaException.check(attr.ahAttr != null, DocaError.DOCA_ERROR_INVALID_VALUE,
+                    w + ": AH_ATTR in the mask but no AH attributes (doca_verbs_qp_attr_set_ah_attr)");
             DocaException.check(attr.ahAttr.gid != null, DocaError.DOCA_ERROR_INVALID_VALUE,
                     w + ": the AH attributes have no GID (doca_verbs_ah_attr_set_gid): RoCE routes by the remote GID");
             DocaException.check(attr.ahAttr.dev == dev, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the AH attributes are of another device");

@@ -175,6 +175,8 @@ class DocaVerbsQpTest {
         DocaVerbsQpAttr r = DocaVerbsQpAttr.create();
         r.setNextState(QP_STATE_RTR);
         r.setDestQpNum(q.getQpn());
+        m = message(() -> q.modify(r, NEXT_STATE | RQ_PSN | DEST_QP_NUM | MIN_RNR_TIMER | PATH_MTU | AH_ATTR));
+        assertTrue(m.contains("no AH attributes"), m);
         r.setAhAttr(DocaVerbsAhAttr.create(dev));
         m = message(() -> q.modify(r, NEXT_STATE | RQ_PSN | DEST_QP_NUM | MIN_RNR_TIMER | PATH_MTU | AH_ATTR));
         assertTrue(m.contains("no GID"), m);
