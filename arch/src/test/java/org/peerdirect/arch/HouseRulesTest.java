@@ -65,7 +65,7 @@ class HouseRulesTest {
     static final Set<String> MODULES = Set.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core", "rdma-tools",
             "umem-test", "testkit", "mlx4-provider", "mlx5-provider", "example-peer-mem", "gpu-sim", "nvidia",
             "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "launcher", "webconsole", "doca-core", "flexio-dev", "flexio",
-            "doca-dpa-dev", "doca-dpa", "doca-rdma", "dpa-samples");
+            "doca-dpa-dev", "doca-dpa", "doca-rdma", "doca-verbs", "dpa-samples");
 
     static final Set<String> SILICON = Set.of("hca-sim", "gpu-sim", "ssd-sim");
     static final Set<String> DRIVERS = Set.of("mlx4-provider", "mlx5-provider", "nvidia", "nvme");

@@ -3,6 +3,7 @@ package org.peerdirect.flexio;
 import java.util.Objects;
 
 import org.peerdirect.flexio.impl.Prm;
+import org.peerdirect.hca.cx4.ifc.Qp;
 import org.peerdirect.mlx5.dv.Mlx5dv;
 import org.peerdirect.mlx5.dv.Mlx5dv.DevxObj;
 
@@ -55,6 +56,103 @@ public final class FlexioQp extends FlexioObject {
             Prm.connectRc(obj, qpn, remoteQpn, rgid, 0, 0);
         } catch (RuntimeException e) {
             throw FlexioProcess.failure("flexio_qp_modify of QP 0x" + Integer.toHexString(qpn), e);
+        } finally {
+            process.lock.unlock();
+        }
+    }
+
+    /** The QP states {@link #modify} moves between and {@link #queryState} reports ({@code enum flexio_qp_state}). */
+    public enum QpState {
+        RST, INIT, RTR, RTS, SQD, SQE, ERR
+    }
+
+    /** {@code qp_access_mask} bits of {@link ModifyAttr}. */
+    public static final int ACCESS_REMOTE_WRITE = 1, ACCESS_REMOTE_READ = 2, ACCESS_REMOTE_ATOMIC = 4;
+
+    /**
+     * {@code struct flexio_qp_attr} for one RC transition from {@code from} to {@code next}: every
+     * QPC field it carries (the device takes the whole set each time, so a library that modifies
+     * step by step passes all it has given so far). {@code pathMtu} in PRM units (1 = 256 bytes),
+     * {@code rgid} the remote GID (16 bytes, used with {@code grh}), the PSNs 24 bits.
+     */
+    public record ModifyAttr(QpState from, QpState next, int vhcaPortNum, int pkeyIndex, int qpAccessMask, int pathMtu, int remoteQpNum,
+            boolean grh, byte[] rgid, int gidTableIndex, int hopLimit, int rqPsn, int minRnrNakTimer, int logRraMax, int sqPsn,
+            int retryCount, int rnrRetry, int ackTimeout, int logSraMax) {
+        public ModifyAttr {
+            Objects.requireNonNull(from, "from");
+            Objects.requireNonNull(next, "next");
+        }
+    }
+
+    /**
+     * {@code flexio_qp_modify} with the attributes of {@code a}: one transition (RST→INIT,
+     * INIT→INIT, INIT→RTR, RTR→RTS, RTS→RTS, any→ERR, any→RST; the device refuses one its state
+     * machine does not have). FAILED names the refusal.
+     */
+    public void modify(ModifyAttr a) {
+        int opcode = switch (a.next()) {
+            case ERR -> Qp.QP_2ERR;
+            case RST -> Qp.QP_2RST;
+            case INIT -> a.from() == QpState.INIT ? Qp.INIT2INIT_QP : Qp.RST2INIT_QP;
+            case RTR -> Qp.INIT2RTR_QP;
+            case RTS -> a.from() == QpState.RTS ? Qp.RTS2RTS_QP : Qp.RTR2RTS_QP;
+            default -> throw new FlexioException(FlexioStatus.FAILED, "flexio_qp_modify: no transition to " + a.next());
+        };
+        process.lock.lock();
+        try {
+            process.checkAlive();
+            Prm.modifyRc(obj, opcode, qpn, c -> qpc(c, opcode, a));
+        } catch (RuntimeException e) {
+            throw FlexioProcess.failure("flexio_qp_modify (" + a.from() + "->" + a.next() + ") of QP 0x" + Integer.toHexString(qpn), e);
+        } finally {
+            process.lock.unlock();
+        }
+    }
+
+    private static void qpc(java.lang.foreign.MemorySegment c, int opcode, ModifyAttr a) {
+        Qp.QPC_PRI_VHCA_PORT_NUM.set(c, 0, a.vhcaPortNum());
+        Qp.QPC_PRI_PKEY_INDEX.set(c, 0, a.pkeyIndex());
+        Qp.QPC_RWE.set(c, 0, (a.qpAccessMask() & ACCESS_REMOTE_WRITE) != 0 ? 1 : 0);
+        Qp.QPC_RRE.set(c, 0, (a.qpAccessMask() & ACCESS_REMOTE_READ) != 0 ? 1 : 0);
+        Qp.QPC_RAE.set(c, 0, (a.qpAccessMask() & ACCESS_REMOTE_ATOMIC) != 0 ? 1 : 0);
+        if (opcode == Qp.INIT2RTR_QP) {
+            Qp.QPC_MTU.set(c, 0, a.pathMtu());
+            Qp.QPC_REMOTE_QPN.set(c, 0, a.remoteQpNum());
+            Qp.QPC_NEXT_RCV_PSN.set(c, 0, a.rqPsn());
+            Qp.QPC_MIN_RNR_NAK.set(c, 0, a.minRnrNakTimer());
+            Qp.QPC_LOG_RRA_MAX.set(c, 0, a.logRraMax());
+            Qp.QPC_PRI_GRH.set(c, 0, a.grh() ? 1 : 0);
+            Qp.QPC_PRI_HOP_LIMIT.set(c, 0, a.hopLimit());
+            Qp.QPC_PRI_SRC_ADDR_INDEX.set(c, 0, a.gidTableIndex());
+            if (a.rgid() != null) {
+                java.lang.foreign.MemorySegment.copy(java.lang.foreign.MemorySegment.ofArray(a.rgid()), 0, c, Qp.QPC_PRI_RGID, 16);
+            }
+        }
+        if (opcode == Qp.RTR2RTS_QP) {
+            Qp.QPC_NEXT_SEND_PSN.set(c, 0, a.sqPsn());
+            Qp.QPC_RETRY_COUNT.set(c, 0, a.retryCount());
+            Qp.QPC_RNR_RETRY.set(c, 0, a.rnrRetry());
+            Qp.QPC_PRI_ACK_TIMEOUT.set(c, 0, a.ackTimeout());
+            Qp.QPC_LOG_SRA_MAX.set(c, 0, a.logSraMax());
+        }
+    }
+
+    /** {@code flexio_qp_query}'s state: {@code QUERY_QP}, the state as the device holds it (ERR after the device failed the QP). */
+    public QpState queryState() {
+        process.lock.lock();
+        try {
+            process.checkAlive();
+            return switch (Qp.QPC_STATE.get(Prm.queryQp(obj, qpn), 0)) {
+                case Qp.STATE_RST -> QpState.RST;
+                case Qp.STATE_INIT -> QpState.INIT;
+                case Qp.STATE_RTR -> QpState.RTR;
+                case Qp.STATE_RTS -> QpState.RTS;
+                case Qp.STATE_SQD -> QpState.SQD;
+                case Qp.STATE_SQER -> QpState.SQE;
+                default -> QpState.ERR;
+            };
+        } catch (RuntimeException e) {
+            throw FlexioProcess.failure("QUERY_QP of QP 0x" + Integer.toHexString(qpn), e);
         } finally {
             process.lock.unlock();
         }

@@ -61,7 +61,7 @@ public class ContainerIT {
         Set<String> expected = distributionNames();
         assertTrue("the distribution holds every project bundle: " + expected, expected.containsAll(List.of(
                 "org.peerdirect.peer-mem-api", "org.peerdirect.sim-kernel", "org.peerdirect.hca-sim",
-                "org.peerdirect.ib-core", "org.peerdirect.rdma-tools", "org.peerdirect.doca-core", "org.peerdirect.flexio-dev", "org.peerdirect.flexio", "org.peerdirect.doca-dpa-dev", "org.peerdirect.doca-dpa", "org.peerdirect.doca-rdma", "org.peerdirect.dpa-samples", "org.peerdirect.umem-test", "org.peerdirect.mlx4-provider", "org.peerdirect.mlx5-provider",
+                "org.peerdirect.ib-core", "org.peerdirect.rdma-tools", "org.peerdirect.doca-core", "org.peerdirect.flexio-dev", "org.peerdirect.flexio", "org.peerdirect.doca-dpa-dev", "org.peerdirect.doca-dpa", "org.peerdirect.doca-rdma", "org.peerdirect.doca-verbs", "org.peerdirect.dpa-samples", "org.peerdirect.umem-test", "org.peerdirect.mlx4-provider", "org.peerdirect.mlx5-provider",
                 "org.peerdirect.example-peer-mem", "org.peerdirect.gpu-sim", "org.peerdirect.nvidia", "org.peerdirect.gpu-peer-mem", "org.peerdirect.ssd-sim", "org.peerdirect.nvme", "org.peerdirect.ssd-peer-mem",
                 "org.apache.felix.scr", "org.apache.felix.configadmin", "org.apache.felix.log",
                 "org.apache.felix.gogo.runtime", "org.apache.felix.gogo.command", "org.apache.felix.gogo.jline")));

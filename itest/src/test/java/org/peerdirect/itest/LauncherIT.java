@@ -132,7 +132,7 @@ class LauncherIT {
     void lbListsEveryProjectBundleActive() throws Exception {
         Run r = launch("-c", "lb -s");
         assertEquals(0, r.exit(), r.err());
-        for (String m : List.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core", "rdma-tools", "doca-core", "flexio-dev", "flexio", "doca-dpa-dev", "doca-dpa", "doca-rdma", "dpa-samples", "umem-test", "mlx4-provider", "mlx5-provider",
+        for (String m : List.of("peer-mem-api", "sim-kernel", "hca-sim", "ib-core", "rdma-tools", "doca-core", "flexio-dev", "flexio", "doca-dpa-dev", "doca-dpa", "doca-rdma", "doca-verbs", "dpa-samples", "umem-test", "mlx4-provider", "mlx5-provider",
                 "example-peer-mem", "gpu-sim", "nvidia", "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem")) {
             assertTrue(r.out().lines().anyMatch(l -> l.contains("Active") && l.contains("org.peerdirect." + m + " ")),
                     m + " ACTIVE in:\n" + r.out());

@@ -44,7 +44,7 @@ final class Container {
     // Peer clients start before the IB core and so stop after it: at shutdown the core revokes
     // the registrations still alive instead of each client's stop waiting for them to go.
     private static final List<String> PROJECT = List.of("peer-mem-api", "sim-kernel", "hca-sim", "gpu-sim", "nvidia", "example-peer-mem",
-            "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "ib-core", "mlx4-provider", "mlx5-provider", "rdma-tools", "flexio-dev", "flexio", "doca-core", "doca-dpa-dev", "doca-dpa", "doca-rdma", "dpa-samples", "umem-test");
+            "gpu-peer-mem", "ssd-sim", "nvme", "ssd-peer-mem", "ib-core", "mlx4-provider", "mlx5-provider", "rdma-tools", "flexio-dev", "flexio", "doca-core", "doca-dpa-dev", "doca-dpa", "doca-rdma", "doca-verbs", "dpa-samples", "umem-test");
     private static final String SHELL = "org.apache.felix.gogo.jline";
     private static final String JLINE = "org.jline";
     /** slf4j-simple's level for pax-url-aether (read when its first logger is made, after this is set). */

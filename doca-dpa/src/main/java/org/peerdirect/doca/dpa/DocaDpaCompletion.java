@@ -52,6 +52,8 @@ public final class DocaDpaCompletion {
     private long elems;
     /** Table entries written, and QPs of attached contexts still using the CQ; guarded by the DPA context's lock. */
     private int entries;
+    /** The QP numbers of the table's entries, for {@code dpa:doca} (its thread's completion lines); guarded as {@link #entries}. */
+    private final int[] qpns = new int[MAX_QPS];
     private int users;
     /** Async ops attached and started, for {@code dpa:doca}'s line of this context (read by its snapshot: copy-on-write). */
     private final java.util.List<DocaDpaAsyncOps> asyncOps = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -246,7 +248,7 @@ public final class DocaDpaCompletion {
             DocaException.check(entries < MAX_QPS, DocaError.DOCA_ERROR_NO_MEMORY, w + ": " + MAX_QPS + " queues attached already");
             dpa.h2dMemcpy(desc + OFF_TABLE + 8L * entries, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(qpn).putInt(userData).array());
             dpa.h2dMemcpy(desc + OFF_CI_TABLE + 8L * entries, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(sqCiDaddr).array());
-            entries++;
+            qpns[entries++] = qpn;
             users++;
             dpa.h2dMemcpy(desc + OFF_NQPS, ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(entries).array());
         } finally {
@@ -280,7 +282,11 @@ public final class DocaDpaCompletion {
 
     @Override
     public String toString() {
+        StringBuilder qps = new StringBuilder();
+        for (int i = 0; i < entries; i++) { // DOCA RDMA connections' and DOCA verbs QPs
+            qps.append(i == 0 ? ", qps" : "").append(" 0x").append(Integer.toHexString(qpns[i]));
+        }
         return "doca_dpa_completion " + (cq == null ? "" : "cq 0x" + Integer.toHexString(cq.cqNum()) + " ") + state.name().toLowerCase()
-                + (thread == null ? "" : ", thread " + thread) + asyncOps.stream().map(o -> ", " + o).collect(java.util.stream.Collectors.joining());
+                + (thread == null ? "" : ", thread " + thread) + qps + asyncOps.stream().map(o -> ", " + o).collect(java.util.stream.Collectors.joining());
     }
 }

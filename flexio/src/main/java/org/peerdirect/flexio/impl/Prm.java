@@ -184,6 +184,24 @@ public final class Prm {
         Mlx5dv.devxObjModify(qp, rts, 16);
     }
 
+    /**
+     * One transition of RC QP {@code qp} ({@code Qp.RST2INIT_QP}, {@code INIT2RTR_QP},
+     * {@code RTR2RTS_QP}, {@code QP_2ERR}, {@code QP_2RST}) with the QPC fields {@code qpc} sets
+     * (offsets from the input's QPC, layout {@code Qp}): DOCA verbs' modify, attribute by attribute.
+     */
+    public static void modifyRc(DevxObj qp, int opcode, int qpn, Consumer<MemorySegment> qpc) {
+        MemorySegment in = modifyQp(opcode, qpn);
+        qpc.accept(in.asSlice(Qp.IN_QPC, Qp.QPC_SIZE));
+        Mlx5dv.devxObjModify(qp, in, 16);
+    }
+
+    /** {@code QUERY_QP} of {@code qp}: its QPC as the device holds it (layout {@code Qp}). */
+    public static MemorySegment queryQp(DevxObj qp, int qpn) {
+        MemorySegment in = input(Qp.QUERY_QP, 0, 16);
+        Pages.INDEX24.set(in, 0, qpn);
+        return Mlx5dv.devxObjQuery(qp, in, Qp.QUERY_OUT_LEN).asSlice(Qp.QUERY_OUT_QPC, Qp.QPC_SIZE);
+    }
+
     private static void rights(MemorySegment in) {
         Qp.QPC_RWE.set(in, Qp.IN_QPC, 1);
         Qp.QPC_RRE.set(in, Qp.IN_QPC, 1);

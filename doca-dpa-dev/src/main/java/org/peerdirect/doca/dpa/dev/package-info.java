@@ -9,10 +9,11 @@
  * storage, reschedule, finish, notify, yield, log), the sync events on the DPA
  * ({@code DocaDpaDevSyncEvent}), completions ({@code DocaDpaDevCompletion}: get_completion, the
  * element getters, ack, request_notification) and RDMA from the DPA ({@code DocaDpaDevRdma}: posts,
- * signals, submit flags); async ops, verbs and trace are not built yet.
+ * signals, submit flags) and DPA verbs ({@code DocaDpaDevVerbs}: send and receive WR setters, post + commit);
+ * async ops and trace are not built yet.
  */
 @Export
-@Version("0.2.0")
+@Version("0.3.0")
 package org.peerdirect.doca.dpa.dev;
 
 import org.osgi.annotation.bundle.Export;

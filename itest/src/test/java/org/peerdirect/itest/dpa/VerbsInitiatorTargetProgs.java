@@ -1,0 +1,166 @@
+package org.peerdirect.itest.dpa;
+
+import static org.peerdirect.doca.dpa.dev.DocaDpaDevVerbs.*;
+
+import org.peerdirect.doca.dpa.dev.DocaDpaDev;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevSyncEvent;
+import org.peerdirect.dpacc.DpaApp;
+import org.peerdirect.dpacc.DpaGlobal;
+import org.peerdirect.dpacc.DpaRpc;
+import org.peerdirect.hca.dpa.isa.Dpa;
+
+/**
+ * DocaVerbsIT's DPA application: DOCA's {@code dpa_verbs_initiator_target} sample (DPA_MODEL.md
+ * §4 scenario 8) with its two thread kernels and two RPCs, as doca-verbs' test app has them. The C
+ * sample's {@code struct dpa_thread_arg} is the argument block below (8-byte words); the WR and SGE
+ * structures the C code keeps on its stack live in the block too (the DPA's Java has no stack
+ * structures), and each completion is recorded at {@link #A_LOG} for the host to check.
+ */
+@DpaApp("itest_doca_verbs")
+public final class VerbsInitiatorTargetProgs {
+
+    /** {@code struct dpa_thread_arg}, then the record: completions taken, the mutant switch, the WR structures, the log. */
+    public static final int A_COMP = 0, A_QP = 8, A_EVENT = 16, A_EVENT_VAL = 24, A_LOCAL = 32, A_REMOTE = 40, A_LMKEY = 48, A_RMKEY = 56,
+            A_LEN = 64, A_STATUS = 72, A_NUM = 80, A_SGE = 96, A_SWR = 112, A_RWR = 160, A_LOG = 192, LOG_ENTRY = 32, LOG_MAX = 8,
+            A_SIZE = A_LOG + LOG_ENTRY * LOG_MAX;
+    /** A log entry: completion type, QP number, WQE counter, bytes received (u64 each). */
+    public static final int L_TYPE = 0, L_QPN = 8, L_WQE_COUNTER = 16, L_BYTES = 24;
+    /** {@code VERBS_SAMPLE_LOCAL_BUF_START_VALUE}, {@code _END_VALUE}, {@code EXPECTED_NUM_RECEIVES}. */
+    public static final long START_VALUE = 0x9, END_VALUE = 0xf;
+    public static final int EXPECTED = 3;
+
+    private VerbsInitiatorTargetProgs() {
+    }
+
+    /** The next completion of the thread's context, busy-waiting as the sample does; recorded, then acknowledged. */
+    private static void waitCompletion(long a) {
+        long comp = Dpa.ld64(a + A_COMP);
+        long e;
+        do {
+            e = DocaDpaDevCompletion.getCompletion(comp);
+        } while (e == 0);
+        long n = Dpa.ld64(a + A_NUM);
+        if (n < LOG_MAX) {
+            long l = a + A_LOG + LOG_ENTRY * n;
+            Dpa.st64(l + L_TYPE, DocaDpaDevCompletion.getCompletionType(e));
+            Dpa.st64(l + L_QPN, DocaDpaDevCompletion.completionElementGetQpn(e));
+            Dpa.st64(l + L_WQE_COUNTER, DocaDpaDevCompletion.completionElementGetWqeCounter(e));
+            Dpa.st64(l + L_BYTES, DocaDpaDevCompletion.completionElementGetReceivedBytes(e));
+        }
+        Dpa.st64(a + A_NUM, n + 1);
+        DocaDpaDevCompletion.completionAck(comp, 1);
+    }
+
+    /** The block's SGE over the local buffer ({@code sge.addr/lkey/length}). */
+    private static long sge(long a, long addr, long lkey, long len) {
+        long s = a + A_SGE;
+        Dpa.st64(s + SGE_ADDR, addr);
+        Dpa.st32(s + SGE_LKEY, (int) lkey);
+        Dpa.st32(s + SGE_LENGTH, (int) len);
+        return s;
+    }
+
+    /** The sample's {@code post_send_wr}: one SGE, signaled, no fence; posted, then committed. */
+    private static void postSendWr(long qp, long wr, long sge, long raddr, long rkey, int opcode, boolean commit) {
+        sendWrSetSgList(wr, sge);
+        sendWrSetSgNumSge(wr, 1);
+        sendWrSetSendFlags(wr, SEND_WR_FLAGS_SIGNALED);
+        sendWrSetRdmaRkey(wr, (int) rkey);
+        sendWrSetRdmaRemoteAddr(wr, raddr);
+        sendWrSetOpcode(wr, opcode);
+        sendWrSetFenceMode(wr, SEND_WR_FM_NO_FENCE);
+        qpPostSendWr(qp, wr);
+        if (commit) {
+            qpCommitSend(qp);
+        }
+    }
+
+    /** The sample's {@code post_recv_wr}: one SGE; posted, then committed. */
+    private static void postRecvWr(long qp, long wr, long sge, boolean commit) {
+        recvWrSetSgList(wr, sge);
+        recvWrSetSgNumSge(wr, 1);
+        qpPostRecvWr(qp, wr);
+        if (commit) {
+            qpCommitRecv(qp);
+        }
+    }
+
+    /**
+     * {@code initiator_thread_kernel}: waits for the RPC's send completion; then per iteration polls
+     * its buffer until the target's write raised it to {@code START + 2n - 1}, increments it, sends
+     * it (signaled) and waits for the send's completion; after the 3rd checks the value is
+     * {@code END}, sets its sync event and finishes.
+     */
+    @DpaGlobal
+    static void initiatorThread(long a) {
+        long qp = Dpa.ld64(a + A_QP);
+        long local = Dpa.ld64(a + A_LOCAL);
+        long sge = sge(a, local, Dpa.ld64(a + A_LMKEY), Dpa.ld64(a + A_LEN));
+        waitCompletion(a);
+        long receives = 1;
+        while (true) {
+            while (Dpa.ld64(local) < START_VALUE + 2 * receives - 1) {
+                // the target's RDMA WRITE lands here (NIC to DPA memory is coherent)
+            }
+            Dpa.st64(local, Dpa.ld64(local) + 1);
+            if (receives == EXPECTED) {
+                boolean ok = Dpa.ld64(local) == END_VALUE;
+                Dpa.st64(a + A_STATUS, ok ? 0 : 1);
+                DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_INFO, ok ? "---------------------------- SUCCESS ----------------------------"
+                        : "---------------------------- FAILURE ----------------------------");
+                Dpa.memoryWriteback(); // the status and the log, for the host's d2h copy (a NIC read)
+                DocaDpaDevSyncEvent.updateSet(Dpa.ld64(a + A_EVENT), Dpa.ld64(a + A_EVENT_VAL));
+                DocaDpaDev.threadFinish();
+            }
+            postSendWr(qp, a + A_SWR, sge, Dpa.ld64(a + A_REMOTE), Dpa.ld64(a + A_RMKEY), SEND_WR_OPCODE_SEND, true);
+            waitCompletion(a);
+            receives++;
+        }
+    }
+
+    /**
+     * {@code target_thread_kernel}: waits for the first receive; then per iteration increments its
+     * buffer, posts the next receive, writes the buffer into the initiator's (signaled), and takes
+     * two completions (the write's and the next receive's; after the 3rd write only the write's),
+     * then sets its sync event and finishes.
+     */
+    @DpaGlobal
+    static void targetThread(long a) {
+        long qp = Dpa.ld64(a + A_QP);
+        long local = Dpa.ld64(a + A_LOCAL);
+        long sge = sge(a, local, Dpa.ld64(a + A_LMKEY), Dpa.ld64(a + A_LEN));
+        waitCompletion(a);
+        long receives = 1;
+        while (true) {
+            Dpa.st64(local, Dpa.ld64(local) + 1);
+            postRecvWr(qp, a + A_RWR, sge, true);
+            postSendWr(qp, a + A_SWR, sge, Dpa.ld64(a + A_REMOTE), Dpa.ld64(a + A_RMKEY), SEND_WR_OPCODE_WRITE, true);
+            waitCompletion(a);
+            if (receives == EXPECTED) {
+                Dpa.st64(a + A_STATUS, 0);
+                Dpa.memoryWriteback(); // the log, for the host's d2h copy
+                DocaDpaDevSyncEvent.updateSet(Dpa.ld64(a + A_EVENT), Dpa.ld64(a + A_EVENT_VAL));
+                DocaDpaDev.threadFinish();
+            }
+            waitCompletion(a);
+            receives++;
+        }
+    }
+
+    /** {@code initiator_trigger_first_iteration_rpc}: the first send of the buffer (signaled). */
+    @DpaRpc
+    static long initiatorTriggerFirstIteration(long qp, long addr, int mkey, int length, long remoteAddr, int remoteMmap, long wrs) {
+        DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_INFO, "Trigger initiator first iteration");
+        postSendWr(qp, wrs + A_SWR, sge(wrs, addr, mkey, length), remoteAddr, remoteMmap, SEND_WR_OPCODE_SEND, true);
+        return 0;
+    }
+
+    /** {@code target_trigger_first_iteration_rpc}: the first receive into the buffer. */
+    @DpaRpc
+    static long targetTriggerFirstIteration(long qp, long addr, int mkey, int length, long wrs) {
+        DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_INFO, "Trigger target first iteration");
+        postRecvWr(qp, wrs + A_RWR, sge(wrs, addr, mkey, length), true);
+        return 0;
+    }
+}
