@@ -31,9 +31,12 @@ final class Samples {
             "kernel_launch  DOCA's dpa_kernel_launch sample (doca-samples 3.3): hello_world launched with a wait event (threshold 4) "
                     + "a host thread sets to 5 after a delay (-w MS, default " + KernelLaunchSample.DEFAULT_DELAY_MS + " as the sample's sleep(5)), "
                     + "its completion event set to 10; prints the sample's DOCA log lines and the kernel's (scenario 5)",
+            "initiator_target  DOCA's dpa_initiator_target sample (doca-samples 3.3): two DOCA RDMA connections on the DPA feed one "
+                    + "completion context whose thread takes 4 sends with immediate, then notifies a second thread that sets a sync event "
+                    + "to 10; prints the sample's DOCA log lines and the threads' (scenario 6)",
             "fence  the echo handler without __dpa_thread_memory_writeback before its doorbell: the memory-model checker ends the "
                     + "process; prints the finding with its handler line and the process status",
-            "usage: dpa:sample NAME [-d DEVICE (default " + DEFAULT_DEVICE + "; kernel_launch: the first with a DPA)] [-n MESSAGES] [-w MS]");
+            "usage: dpa:sample NAME [-d DEVICE (default " + DEFAULT_DEVICE + "; DOCA's samples: the first with a DPA)] [-n MESSAGES] [-w MS]");
 
     private Samples() {
     }
@@ -69,11 +72,11 @@ final class Samples {
                 default -> throw new UsageException("dpa:sample: unknown option " + opt + " (-d DEVICE, -n MESSAGES, -w MS)");
             }
         }
-        if (!List.of("rpc", "echo", "fence", "kernel_launch").contains(name)) {
+        if (!List.of("rpc", "echo", "fence", "kernel_launch", "initiator_target").contains(name)) {
             throw new UsageException("dpa:sample: no sample " + name + "; the samples:\n" + LIST);
         }
-        if (name.equals("kernel_launch")) {
-            return kernelLaunch(devices, pciAddrOf, mm, dev, delayMs);
+        if (name.equals("kernel_launch") || name.equals("initiator_target")) {
+            return docaSample(name, devices, pciAddrOf, mm, dev, delayMs);
         }
         dev = dev == null ? DEFAULT_DEVICE : dev;
         IbvDevice d = devices.device(dev); // ENODEV naming it when there is none
@@ -101,15 +104,19 @@ final class Samples {
      * DOCA's sample prints only its log lines (no header: what the real sample prints); it picks
      * the first device with a DPA unless {@code -d} names one, as its {@code -pf_dev} does.
      */
-    private static String kernelLaunch(IbvDeviceList devices, java.util.function.Function<IbvDevice, String> pciAddrOf, Mm mm, String dev,
-            long delayMs) {
+    private static String docaSample(String name, IbvDeviceList devices, java.util.function.Function<IbvDevice, String> pciAddrOf, Mm mm,
+            String dev, long delayMs) {
         Out out = new Out();
-        AddressSpace proc = mm.createProcess("dpa_sample_kernel_launch");
+        AddressSpace proc = mm.createProcess("dpa_sample_" + name);
         try {
             proc.setMemlockLimit(Math.max(proc.memlockLimit(), 16L << 20));
-            KernelLaunchSample.run(proc, devices, pciAddrOf, dev, delayMs, out);
+            if (name.equals("kernel_launch")) {
+                KernelLaunchSample.run(proc, devices, pciAddrOf, dev, delayMs, out);
+            } else {
+                InitiatorTargetSample.run(proc, devices, pciAddrOf, dev, out);
+            }
         } catch (RuntimeException e) {
-            throw new IllegalStateException(out + "\ndpa:sample kernel_launch failed" + (dev == null ? "" : " on " + dev) + ": " + e.getMessage(), e);
+            throw new IllegalStateException(out + "\ndpa:sample " + name + " failed" + (dev == null ? "" : " on " + dev) + ": " + e.getMessage(), e);
         } finally {
             proc.exit();
         }
