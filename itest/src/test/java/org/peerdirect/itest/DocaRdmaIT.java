@@ -2,7 +2,7 @@ package org.peerdirect.itest;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
-import static org.peerdirect.itest.dpa.InitiatorTargetProgs.*;
+import static org.peerdirect.dpa.samples.dev.InitiatorTargetDev.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -30,8 +30,8 @@ import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.DocaRdma;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.dpa.samples.dev.InitiatorTargetDevStubs;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.itest.dpa.InitiatorTargetProgsStubs;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.mm.AddressSpace;
@@ -113,7 +113,7 @@ public class DocaRdmaIT {
             }
             assertTrue("a BlueField-3", dev != null);
             DocaDpa dpa = DocaDpa.create(dev);
-            dpa.setApp(InitiatorTargetProgsStubs.APP);
+            dpa.setApp(InitiatorTargetDevStubs.APP);
             dpa.start();
             List<Runnable> undo = new ArrayList<>();
             DocaRdma initiator = rdma(dev, dpa, null, undo);
@@ -121,7 +121,7 @@ public class DocaRdmaIT {
             dpa.memset(a1, 0, T1_SIZE);
             DocaDpaThread t1 = DocaDpaThread.create(dpa);
             undo.add(t1::destroy);
-            t1.setFuncArg(InitiatorTargetProgsStubs.THREAD1, a1);
+            t1.setFuncArg(InitiatorTargetDevStubs.THREAD1_KERNEL, a1);
             t1.start();
             DocaDpaCompletion comp = DocaDpaCompletion.create(dpa, 4);
             undo.add(comp::destroy);
@@ -144,7 +144,7 @@ public class DocaRdmaIT {
             dpa.h2dMemcpy(a2, le(ev.getDpaHandle(dpa), 10));
             DocaDpaThread t2 = DocaDpaThread.create(dpa);
             undo.add(t2::destroy);
-            t2.setFuncArg(InitiatorTargetProgsStubs.THREAD2, a2);
+            t2.setFuncArg(InitiatorTargetDevStubs.THREAD2_KERNEL, a2);
             t2.start();
             DocaDpaNotificationCompletion note = DocaDpaNotificationCompletion.create(dpa, t2);
             note.start();
@@ -155,24 +155,30 @@ public class DocaRdmaIT {
             dpa.h2dMemcpy(send, le(1, 2, 3, 4));
             int recvKey = map(dev, dpa, recv, undo);
             int sendKey = map(dev, dpa, send, undo);
-            dpa.h2dMemcpy(a1, le(comp.getDpaHandle(), note.getDpaHandle(), target.getDpaHandle(), recvKey, recv, 8));
-            dpa.rpc(InitiatorTargetProgsStubs.POST_RECEIVE, target.getDpaHandle(), recv, recvKey, 8L);
+            dpa.h2dMemcpy(a1, le(0, note.getDpaHandle(), comp.getDpaHandle(), target.getDpaHandle(), recv, recvKey, 8));
+            dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_RECEIVE_RPC, 0L, target.getDpaHandle(), recv, recvKey, 8L);
             for (int i = 0; i < 4; i++) {
-                dpa.rpc(InitiatorTargetProgsStubs.POST_SEND_IMM, initiator.getDpaHandle(), i % 2, send + 8L * i, sendKey, 8L, 10 + i);
+                dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_SEND_IMM_RPC, 0L, initiator.getDpaHandle(), i % 2, send + 8L * i, sendKey, 8L, 10 + i);
             }
             ev.waitGt(9, -1L, Duration.ofSeconds(60));
             assertEquals(10, ev.get());
             ByteBuffer b = ByteBuffer.wrap(dpa.d2hMemcpy(a1, T1_SIZE)).order(ByteOrder.LITTLE_ENDIAN);
+            assertEquals("four receives", 4, b.getLong(T1_NUM_RECEIVE));
             for (int v = 0; v < 4; v++) {
-                assertEquals("value " + (v + 1) + " once", 1, b.getLong(T1_VALUES + 8 * v));
+                assertEquals("value " + (v + 1) + " received", 1, b.getInt(T1_RECEIVED_VALUES + 4 * v));
             }
             long imms = 0;
+            long values = 0;
             for (int n = 0; n < 4; n++) {
-                long imm = b.getLong(T1_LOG + 16 * n);
-                assertEquals("receive " + n + ": user data is the connection id of immediate " + imm, (imm - 10) % 2, b.getLong(T1_LOG + 16 * n + 8));
+                long imm = b.getLong(T1_RECORD + 32 * n + 8);
+                long value = b.getLong(T1_RECORD + 32 * n + 24);
+                assertEquals("receive " + n + ": value " + value + " came with immediate " + (9 + value), 9 + value, imm);
+                assertEquals("receive " + n + ": user data is the connection id of immediate " + imm, (imm - 10) % 2, b.getLong(T1_RECORD + 32 * n + 16));
                 imms |= 1L << imm;
+                values |= 1L << value;
             }
             assertEquals("immediates 10..13", 0xfL << 10, imms);
+            assertEquals("values 1..4 each once", 0x1eL, values);
             assertEquals(4, t1.activations());
             assertEquals(1, t2.activations());
             for (int i = undo.size() - 1; i >= 0; i--) {

@@ -1,0 +1,271 @@
+package org.peerdirect.itest;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertThrows;
+import static org.junit.Assert.assertTrue;
+import static org.peerdirect.dpa.samples.dev.PingPongDev.*;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.IntStream;
+
+import javax.inject.Inject;
+
+import org.apache.felix.service.command.CommandProcessor;
+import org.apache.felix.service.command.CommandSession;
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.ops4j.pax.exam.Configuration;
+import org.ops4j.pax.exam.Option;
+import org.ops4j.pax.exam.ProbeBuilder;
+import org.ops4j.pax.exam.TestProbeBuilder;
+import org.ops4j.pax.exam.junit.PaxExam;
+import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
+import org.ops4j.pax.exam.spi.reactors.PerClass;
+import org.osgi.framework.BundleContext;
+import org.peerdirect.doca.DocaAccessFlag;
+import org.peerdirect.doca.DocaError;
+import org.peerdirect.doca.DocaException;
+import org.peerdirect.doca.dev.DocaDev;
+import org.peerdirect.doca.dev.DocaDevinfo;
+import org.peerdirect.doca.dpa.DocaDpa;
+import org.peerdirect.doca.dpa.DocaDpaCompletion;
+import org.peerdirect.doca.dpa.DocaDpaObjects;
+import org.peerdirect.doca.dpa.DocaDpaThread;
+import org.peerdirect.doca.mmap.DocaMmap;
+import org.peerdirect.doca.rdma.DocaRdma;
+import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.dpa.samples.dev.PingPongDevStubs;
+import org.peerdirect.ib.core.verbs.IbvDeviceList;
+import org.peerdirect.kernel.iommu.Iommu;
+import org.peerdirect.kernel.iommu.IommuAudit;
+import org.peerdirect.kernel.mm.AddressSpace;
+import org.peerdirect.kernel.mm.Mm;
+
+/**
+ * DOCA DPA scenarios of DPA_MODEL.md §4 inside Felix, each with its mutant that must fail, on the
+ * container's BlueField-3 through the real bundles, with the device programs of dpa-samples'
+ * exported {@code dev} package (the same code as dpa-samples' tests, no copy): (7) DOCA's
+ * {@code dpa_ping_pong}. Each case ends with the clean-up checks of the other DOCA ITs, on the
+ * scenario's own objects: its process has no DOCA DPA context left ({@link DocaDpaObjects}), no
+ * DPA process is left ({@code dpa:ps}), nothing of its process is pinned, and the IOMMU audit has
+ * no fault and no violation. The container's global live-mapping count is not compared (mlx5's
+ * command mailbox pool may grow meanwhile: the driver's, not a leak).
+ */
+@RunWith(PaxExam.class)
+@ExamReactorStrategy(PerClass.class)
+public class DocaScenariosIT {
+
+    private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE;
+    private static final Duration BOUND = Duration.ofSeconds(120);
+
+    @Inject
+    BundleContext context;
+    @Inject
+    IbvDeviceList devices;
+    @Inject
+    Mm mm;
+    @Inject
+    Iommu iommu;
+    @Inject
+    DocaDpaObjects objects;
+    @Inject
+    CommandProcessor processor;
+
+    @ProbeBuilder
+    public TestProbeBuilder probe(TestProbeBuilder builder) {
+        return Distribution.withGogo(builder);
+    }
+
+    @Configuration
+    public Option[] config() {
+        return new Option[] {Distribution.peerdirect()};
+    }
+
+    // ---------------------------------------------------------------- the machinery
+
+    /** One scenario's process, device and context, and what it made, destroyed newest first. */
+    final class Run implements AutoCloseable {
+        final AddressSpace p;
+        final DocaDev dev;
+        final DocaDpa dpa;
+        final List<Runnable> undo = new ArrayList<>();
+
+        Run(String name, org.peerdirect.flexio.FlexioApp app) {
+            p = mm.createProcess(name);
+            p.setMemlockLimit(1L << 30);
+            DocaDev d = null;
+            for (DocaDevinfo i : DocaDevinfo.createList(p, devices, DocaDevinfo.pciAddrOfServices(context))) {
+                if (d == null && i.getIbdevName().startsWith("mlx5_") && DocaDpa.capIsSupported(i)) {
+                    d = DocaDev.open(i);
+                }
+            }
+            assertTrue("a BlueField-3", d != null);
+            dev = d;
+            dpa = DocaDpa.create(dev);
+            dpa.setApp(app);
+            dpa.start();
+        }
+
+        long alloc(long n) {
+            long d = dpa.memAlloc(n);
+            dpa.memset(d, 0, n);
+            undo.add(() -> dpa.memFree(d));
+            return d;
+        }
+
+        int dpaMap(long daddr, long len) {
+            DocaMmap m = DocaMmap.create();
+            m.setDpaMemrange(dpa, daddr, len);
+            m.setPermissions(RW);
+            m.addDev(dev);
+            m.start();
+            undo.add(m::destroy);
+            return m.devGetDpaHandle(dev);
+        }
+
+        DocaSyncEvent dpaEvent() {
+            DocaSyncEvent ev = DocaSyncEvent.create();
+            ev.addPublisherLocationDpa(dpa);
+            ev.addSubscriberLocationDpa(dpa);
+            ev.start();
+            undo.add(ev::destroy);
+            return ev;
+        }
+
+        /** Everything destroyed, then the checks: no context of this process, no DPA process, nothing pinned, the audit clean. */
+        @Override
+        public void close() throws Exception {
+            try {
+                for (int i = undo.size() - 1; i >= 0; i--) {
+                    undo.get(i).run();
+                }
+                dpa.stop();
+                dpa.destroy();
+                dev.close();
+                assertTrue("no DOCA DPA context of process " + p.pid(), objects.contexts().stream().noneMatch(c -> c.pid() == p.pid()));
+                assertEquals("nothing of the process pinned", 0, p.pinnedPages());
+            } finally {
+                p.exit();
+            }
+            String ps = run("dpa:ps");
+            assertTrue(ps, ps.lines().noneMatch(l -> l.strip().matches("process \\d+ uid .*")));
+            IommuAudit audit = iommu.audit();
+            assertEquals("no IOMMU fault: " + audit, 0, audit.faults());
+            assertTrue(audit.toString(), audit.violationFree());
+        }
+    }
+
+    String run(String cmd) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
+        try (CommandSession s = processor.createSession(System.in, ps, ps)) {
+            Object r = s.execute(cmd);
+            return out.toString(StandardCharsets.UTF_8) + (r == null ? "" : r);
+        } catch (Exception e) {
+            throw new AssertionError(cmd + ": " + e, e);
+        }
+    }
+
+    static byte[] le(long... v) {
+        ByteBuffer b = ByteBuffer.allocate(8 * v.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (long x : v) {
+            b.putLong(x);
+        }
+        return b.array();
+    }
+
+    // ---------------------------------------------------------------- scenario 7: dpa_ping_pong
+
+    /** One side of the ping-pong: its RDMA context, thread, argument block, received-values array, event. */
+    record Side(DocaRdma rdma, DocaDpaThread thread, long arg, long values, DocaSyncEvent ev) {
+    }
+
+    /** A side as the sample builds it: thread with TLS, its completion context, DOCA RDMA on the DPA, buffers mapped, its event. */
+    static Side side(Run r, boolean ping, boolean noRepost) {
+        long values = r.alloc(4L * ITERATIONS);
+        long tls = r.alloc(TLS_SIZE);
+        r.dpa.h2dMemcpy(tls, le(values, 0, ping ? 1 : 0, noRepost ? 1 : 0));
+        long arg = r.alloc(PP_SIZE);
+        DocaDpaThread t = DocaDpaThread.create(r.dpa);
+        r.undo.add(t::destroy);
+        t.setFuncArg(PingPongDevStubs.THREAD_KERNEL, arg);
+        t.setLocalStorage(tls);
+        t.start();
+        DocaDpaCompletion comp = DocaDpaCompletion.create(r.dpa, 16);
+        r.undo.add(comp::destroy);
+        comp.setThread(t);
+        comp.start();
+        DocaRdma rdma = DocaRdma.create(r.dev);
+        rdma.setPermissions(RW);
+        rdma.setDatapathOnDpa(r.dpa);
+        rdma.setRecvQueueSize(4);
+        rdma.setSendQueueSize(8);
+        rdma.dpaCompletionAttach(comp);
+        rdma.start();
+        r.undo.add(rdma::destroy);
+        DocaSyncEvent ev = r.dpaEvent();
+        long recv = r.alloc(64);
+        long send = r.alloc(64);
+        r.dpa.h2dMemcpy(arg, le(comp.getDpaHandle(), rdma.getDpaHandle(), recv, r.dpaMap(recv, 64), 8, send, r.dpaMap(send, 64), 8,
+                ev.getDpaHandle(r.dpa), 1));
+        return new Side(rdma, t, arg, values, ev);
+    }
+
+    /** The two contexts connected, both threads run, the first iteration by RPC. */
+    static void connectAndTrigger(Run r, Side ping, Side pong) {
+        DocaRdma.Export a = ping.rdma().export();
+        DocaRdma.Export b = pong.rdma().export();
+        ping.rdma().connect(b.connectionDetails(), a.connection());
+        pong.rdma().connect(a.connectionDetails(), b.connection());
+        ping.thread().run();
+        pong.thread().run();
+        r.dpa.rpc(PingPongDevStubs.TRIGGER_FIRST_ITERATION_RPC, ping.arg(), pong.arg());
+    }
+
+    /** The values 0..99 a side marked received. */
+    static List<Integer> received(Run r, Side s) {
+        ByteBuffer v = ByteBuffer.wrap(r.dpa.d2hMemcpy(s.values(), 4 * ITERATIONS)).order(ByteOrder.LITTLE_ENDIAN);
+        return IntStream.range(0, ITERATIONS).filter(i -> v.getInt(4 * i) == 1).boxed().toList();
+    }
+
+    /** Scenario 7: 100 iterations each way; both arrays [1]*100, both events set, each thread activated once (it polls). */
+    @Test
+    public void scenario7PingPongHundredIterationsBothArraysBothEvents() throws Exception {
+        try (Run r = new Run("itest-doca-ping-pong", PingPongDevStubs.APP)) {
+            Side ping = side(r, true, false);
+            Side pong = side(r, false, false);
+            connectAndTrigger(r, ping, pong);
+            ping.ev().waitGt(0, -1L, BOUND);
+            pong.ev().waitGt(0, -1L, BOUND);
+            List<Integer> all = IntStream.range(0, ITERATIONS).boxed().toList();
+            for (Side s : List.of(ping, pong)) {
+                String who = s == ping ? "ping" : "pong";
+                assertEquals(who + ": every value 0..99 received once, array [1]*100", all, received(r, s));
+                assertEquals(who + ": the event is set", 1, s.ev().get());
+                assertEquals(who + ": one activation (the thread polls, never reschedules)", 1, s.thread().activations());
+            }
+        }
+    }
+
+    /** Scenario 7's mutant: pong does not re-post its receive; the exchange stops after the first value, neither event is set. */
+    @Test
+    public void scenario7MutantWithoutRepostingTheReceiveTheExchangeStops() throws Exception {
+        try (Run r = new Run("itest-doca-ping-pong-mutant", PingPongDevStubs.APP)) {
+            Side ping = side(r, true, false);
+            Side pong = side(r, false, true);
+            connectAndTrigger(r, ping, pong);
+            DocaException e = assertThrows(DocaException.class, () -> ping.ev().waitGt(0, -1L, Duration.ofSeconds(3)));
+            assertEquals(DocaError.DOCA_ERROR_TIME_OUT, e.error());
+            assertEquals("pong's event is not set", 0, pong.ev().get());
+            assertEquals("pong got the first value only", List.of(0), received(r, pong));
+            assertEquals("ping got pong's answer to it, then nothing", List.of(0), received(r, ping));
+        }
+    }
+}
