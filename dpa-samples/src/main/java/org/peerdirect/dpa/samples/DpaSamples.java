@@ -29,8 +29,8 @@ public final class DpaSamples {
         this.pciAddrOf = org.peerdirect.doca.dev.DocaDevinfo.pciAddrOfServices(ctx);
     }
 
-    @Descriptor("FlexIO's and DOCA DPA's samples on a BlueField-3's DPA: rpc, echo, fence, kernel_launch, initiator_target; alone it lists them. Example: dpa:sample echo -d mlx5_2 -n 8")
-    public String sample(CommandSession session, @Descriptor("NAME [-d DEVICE] [-n MESSAGES]") Object... args) {
+    @Descriptor("FlexIO's and DOCA DPA's samples on a BlueField-3's DPA: rpc, echo, fence, kernel_launch, initiator_target, nvqual, nvqual_fence; alone it lists them. Example: dpa:sample echo -d mlx5_2 -n 8")
+    public String sample(CommandSession session, @Descriptor("NAME [-d DEVICE] [-n MESSAGES] [-w MS] [-x EU,...]") Object... args) {
         return Samples.run(devices, pciAddrOf, mm, id -> findingsOf(session, id), args);
     }
 

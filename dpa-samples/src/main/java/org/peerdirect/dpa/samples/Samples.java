@@ -34,9 +34,14 @@ final class Samples {
             "initiator_target  DOCA's dpa_initiator_target sample (doca-samples 3.3): two DOCA RDMA connections on the DPA feed one "
                     + "completion context whose thread takes 4 sends with immediate, then notifies a second thread that sets a sync event "
                     + "to 10; prints the sample's DOCA log lines and the threads' (scenario 6)",
+            "nvqual  DOCA's dpa_nvqual EU qualification: one thread per available EU (but -x EU,EU,...) with strict affinity, "
+                    + "memory and arithmetic kernels notified by one RPC, each adding 1 to an event the host waits on; prints the sample's "
+                    + "JSON with each EU's cycles (scenario 10)",
+            "nvqual_fence  nvqual on EUs 2, 3, 16 with a memory kernel that does not write its result back before the host's copy: "
+                    + "the qualification fails and the checker's C1 names the store",
             "fence  the echo handler without __dpa_thread_memory_writeback before its doorbell: the memory-model checker ends the "
                     + "process; prints the finding with its handler line and the process status",
-            "usage: dpa:sample NAME [-d DEVICE (default " + DEFAULT_DEVICE + "; DOCA's samples: the first with a DPA)] [-n MESSAGES] [-w MS]");
+            "usage: dpa:sample NAME [-d DEVICE (default " + DEFAULT_DEVICE + "; DOCA's samples: the first with a DPA)] [-n MESSAGES] [-w MS] [-x EU,...]");
 
     private Samples() {
     }
@@ -58,25 +63,27 @@ final class Samples {
         String dev = null;
         int n = DEFAULT_MESSAGES;
         long delayMs = KernelLaunchSample.DEFAULT_DELAY_MS;
+        java.util.Set<Integer> excluded = java.util.Set.of();
         List<Object> rest = new ArrayList<>(List.of(args).subList(1, args.length));
         while (!rest.isEmpty()) {
             String opt = String.valueOf(rest.remove(0));
             if (rest.isEmpty()) {
-                throw new UsageException("dpa:sample: " + opt + " wants a value, or is not an option (-d DEVICE, -n MESSAGES, -w MS)");
+                throw new UsageException("dpa:sample: " + opt + " wants a value, or is not an option (-d DEVICE, -n MESSAGES, -w MS, -x EU,...)");
             }
             String v = String.valueOf(rest.remove(0));
             switch (opt) {
                 case "-d" -> dev = v;
                 case "-n" -> n = messages(v);
                 case "-w" -> delayMs = delay(v);
-                default -> throw new UsageException("dpa:sample: unknown option " + opt + " (-d DEVICE, -n MESSAGES, -w MS)");
+                case "-x" -> excluded = eus(v);
+                default -> throw new UsageException("dpa:sample: unknown option " + opt + " (-d DEVICE, -n MESSAGES, -w MS, -x EU,...)");
             }
         }
-        if (!List.of("rpc", "echo", "fence", "kernel_launch", "initiator_target").contains(name)) {
+        if (!List.of("rpc", "echo", "fence", "kernel_launch", "initiator_target", "nvqual", "nvqual_fence").contains(name)) {
             throw new UsageException("dpa:sample: no sample " + name + "; the samples:\n" + LIST);
         }
-        if (name.equals("kernel_launch") || name.equals("initiator_target")) {
-            return docaSample(name, devices, pciAddrOf, mm, dev, delayMs);
+        if (name.equals("kernel_launch") || name.equals("initiator_target") || name.startsWith("nvqual")) {
+            return docaSample(name, devices, pciAddrOf, mm, findings, dev, delayMs, excluded);
         }
         dev = dev == null ? DEFAULT_DEVICE : dev;
         IbvDevice d = devices.device(dev); // ENODEV naming it when there is none
@@ -105,15 +112,15 @@ final class Samples {
      * the first device with a DPA unless {@code -d} names one, as its {@code -pf_dev} does.
      */
     private static String docaSample(String name, IbvDeviceList devices, java.util.function.Function<IbvDevice, String> pciAddrOf, Mm mm,
-            String dev, long delayMs) {
+            EchoSample.Findings findings, String dev, long delayMs, java.util.Set<Integer> excluded) {
         Out out = new Out();
         AddressSpace proc = mm.createProcess("dpa_sample_" + name);
         try {
             proc.setMemlockLimit(Math.max(proc.memlockLimit(), 16L << 20));
-            if (name.equals("kernel_launch")) {
-                KernelLaunchSample.run(proc, devices, pciAddrOf, dev, delayMs, out);
-            } else {
-                InitiatorTargetSample.run(proc, devices, pciAddrOf, dev, out);
+            switch (name) {
+                case "kernel_launch" -> KernelLaunchSample.run(proc, devices, pciAddrOf, dev, delayMs, out);
+                case "initiator_target" -> InitiatorTargetSample.run(proc, devices, pciAddrOf, dev, out);
+                default -> NvqualSample.sample(proc, devices, pciAddrOf, dev, excluded, name.equals("nvqual_fence"), findings, out);
             }
         } catch (RuntimeException e) {
             throw new IllegalStateException(out + "\ndpa:sample " + name + " failed" + (dev == null ? "" : " on " + dev) + ": " + e.getMessage(), e);
@@ -133,6 +140,24 @@ final class Samples {
             // the message below names the value
         }
         throw new UsageException("dpa:sample: -w " + v + ": a delay in milliseconds from 0 to " + MAX_DELAY_MS);
+    }
+
+    /** {@code -x 5,17,200}: EU ids from 0 to 255. */
+    private static java.util.Set<Integer> eus(String v) {
+        java.util.Set<Integer> s = new java.util.TreeSet<>();
+        for (String e : v.split(",")) {
+            try {
+                int eu = Integer.parseInt(e.strip());
+                if (eu >= 0 && eu < 256) {
+                    s.add(eu);
+                    continue;
+                }
+            } catch (NumberFormatException x) {
+                // the message below names the value
+            }
+            throw new UsageException("dpa:sample: -x " + v + ": EU ids from 0 to 255, separated by commas");
+        }
+        return s;
     }
 
     private static int messages(String v) {

@@ -59,7 +59,7 @@ class SamplesTest {
     @Test
     void withoutANameItListsTheSamples() {
         String l = run();
-        assertTrue(l.contains("rpc ") && l.contains("echo ") && l.contains("fence ") && l.contains("kernel_launch ") && l.contains("initiator_target ") && l.contains("usage"), l);
+        assertTrue(l.contains("rpc ") && l.contains("echo ") && l.contains("fence ") && l.contains("kernel_launch ") && l.contains("initiator_target ") && l.contains("nvqual ") && l.contains("usage"), l);
     }
 
     @Test
@@ -191,6 +191,30 @@ class SamplesTest {
                 dev.stream().filter(l -> l.startsWith("thread2_kernel: ")).toList(), out);
         assertTrue(dev.stream().allMatch(l -> l.startsWith(t1) || l.startsWith("thread2_kernel: ")), "only the threads' lines:\n" + out);
         assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+    }
+
+    /**
+     * DOCA's {@code dpa_nvqual} as a command: the sample's JSON (every EU but the DPA OS's, the
+     * excluded ones unused, a cycle count per used EU) and the verdict; the mutant's failures and
+     * the checker's C1 naming the store; no DPA process left after either.
+     */
+    @Test
+    void nvqualPrintsTheSamplesJsonAndTheMutantItsFinding() {
+        String out = run("nvqual", "-x", "5,17,200");
+        assertTrue(out.contains("\"device\": \"mlx5_2\"") && out.contains("\"total_harts\": 256") && out.contains("\"unreachable_harts\": [1]")
+                && out.contains("\"unused_harts\": [5, 17, 200]"), out);
+        assertTrue(out.contains("qualification passed: 251 EUs"), out);
+        java.util.regex.Matcher cycles = java.util.regex.Pattern.compile("\"cycles\": \\[([0-9, ]+)]").matcher(out);
+        assertTrue(cycles.find(), out);
+        assertEquals(251, cycles.group(1).split(", ").length, out);
+        assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+
+        String fence = run("nvqual_fence");
+        assertTrue(fence.contains("\"used_harts\": [2, 3, 16]") && fence.contains("qualification failed: EU "), fence);
+        assertTrue(fence.contains("C1") && fence.contains("NvqualDev.report:"), fence);
+        assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+        UsageException x = assertThrows(UsageException.class, () -> run("nvqual", "-x", "256"));
+        assertTrue(x.getMessage().contains("-x 256"), x.getMessage());
     }
 
     /**
