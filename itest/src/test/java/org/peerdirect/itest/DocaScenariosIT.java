@@ -52,7 +52,8 @@ import org.peerdirect.kernel.mm.Mm;
  * DOCA DPA scenarios of DPA_MODEL.md §4 inside Felix, each with its mutant that must fail, on the
  * container's BlueField-3 through the real bundles, with the device programs of dpa-samples'
  * exported {@code dev} package (the same code as dpa-samples' tests, no copy): (7) DOCA's
- * {@code dpa_ping_pong}. Each case ends with the clean-up checks of the other DOCA ITs, on the
+ * {@code dpa_ping_pong}; (10) DOCA's {@code dpa_nvqual} through {@code dpa:sample nvqual} and its
+ * mutant {@code nvqual_fence} (as {@code DpaScenariosIT} runs scenario 2 through {@code dpa:sample echo}). Each case ends with the clean-up checks of the other DOCA ITs, on the
  * scenario's own objects: its process has no DOCA DPA context left ({@link DocaDpaObjects}), no
  * DPA process is left ({@code dpa:ps}), nothing of its process is pinned, and the IOMMU audit has
  * no fault and no violation. The container's global live-mapping count is not compared (mlx5's
@@ -267,5 +268,50 @@ public class DocaScenariosIT {
             assertEquals("pong got the first value only", List.of(0), received(r, pong));
             assertEquals("ping got pong's answer to it, then nothing", List.of(0), received(r, ping));
         }
+    }
+
+    // ---------------------------------------------------------------- scenario 10: dpa_nvqual
+
+    /** No DOCA DPA context, no DPA process left, the audit clean: after a sample, whose process is gone. */
+    private void assertNothingLeft() {
+        assertTrue("no DOCA DPA context", objects.contexts().stream().noneMatch(c -> c.process().startsWith("dpa_sample_")));
+        String ps = run("dpa:ps");
+        assertTrue(ps, ps.lines().noneMatch(l -> l.strip().matches("process \\d+ uid .*")));
+        IommuAudit audit = iommu.audit();
+        assertEquals("no IOMMU fault: " + audit, 0, audit.faults());
+        assertTrue(audit.toString(), audit.violationFree());
+    }
+
+    /**
+     * Scenario 10 ({@code dpa:sample nvqual}, dpa-samples' {@code NvqualDev}): one thread per available
+     * EU with strict affinity and TLS, notified by one RPC, each adding 1 to the event the host waits
+     * on; every EU but the DPA OS's available, the excluded ones unused, a cycle count per used EU.
+     */
+    @Test
+    public void scenario10NvqualOverEveryAvailableEuWithStrictAffinity() {
+        String out = run("dpa:sample nvqual -x 5,17,200");
+        assertTrue(out, out.contains("\"total_harts\": 256") && out.contains("\"unreachable_harts\": [1]")
+                && out.contains("\"unused_harts\": [5, 17, 200]") && out.contains("qualification passed: 251 EUs"));
+        java.util.regex.Matcher used = java.util.regex.Pattern.compile("\"used_harts\": \\[([0-9, ]+)]").matcher(out);
+        assertTrue(out, used.find());
+        List<Integer> expected = IntStream.range(2, 256).filter(eu -> eu != 5 && eu != 17 && eu != 200).boxed().toList();
+        assertEquals(out, expected.toString(), "[" + used.group(1) + "]");
+        java.util.regex.Matcher cycles = java.util.regex.Pattern.compile("\"cycles\": \\[([0-9, ]+)]").matcher(out);
+        assertTrue(out, cycles.find());
+        String[] c = cycles.group(1).split(", ");
+        assertEquals(out, 251, c.length);
+        for (String v : c) {
+            assertTrue("cycles counted on each EU: " + out, Long.parseLong(v) > 0);
+        }
+        assertNothingLeft();
+    }
+
+    /** Scenario 10's mutant ({@code dpa:sample nvqual_fence}): the result not written back fails the qualification, C1 names the store. */
+    @Test
+    public void scenario10MutantWithoutWritebackFailsAndTheCheckerNamesIt() {
+        String out = run("dpa:sample nvqual_fence");
+        assertTrue(out, out.contains("\"used_harts\": [2, 3, 16]") && out.contains("qualification failed: EU "));
+        assertTrue(out, out.contains("C1") && out.contains("NvqualDev.report:"));
+        assertNothingLeft();
     }
 }
