@@ -41,6 +41,7 @@ import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.DocaRdma;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.dpa.samples.dev.LitmusDevStubs;
 import org.peerdirect.dpa.samples.dev.PingPongDevStubs;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.kernel.iommu.Iommu;
@@ -53,7 +54,8 @@ import org.peerdirect.kernel.mm.Mm;
  * container's BlueField-3 through the real bundles, with the device programs of dpa-samples'
  * exported {@code dev} package (the same code as dpa-samples' tests, no copy): (7) DOCA's
  * {@code dpa_ping_pong}; (10) DOCA's {@code dpa_nvqual} through {@code dpa:sample nvqual} and its
- * mutant {@code nvqual_fence} (as {@code DpaScenariosIT} runs scenario 2 through {@code dpa:sample echo}). Each case ends with the clean-up checks of the other DOCA ITs, on the
+ * mutant {@code nvqual_fence} (as {@code DpaScenariosIT} runs scenario 2 through {@code dpa:sample echo}),
+ * and the memory-model litmus set on {@code LitmusDev}. Each case ends with the clean-up checks of the other DOCA ITs, on the
  * scenario's own objects: its process has no DOCA DPA context left ({@link DocaDpaObjects}), no
  * DPA process is left ({@code dpa:ps}), nothing of its process is pinned, and the IOMMU audit has
  * no fault and no violation. The container's global live-mapping count is not compared (mlx5's
@@ -313,5 +315,76 @@ public class DocaScenariosIT {
         assertTrue(out, out.contains("\"used_harts\": [2, 3, 16]") && out.contains("qualification failed: EU "));
         assertTrue(out, out.contains("C1") && out.contains("NvqualDev.report:"));
         assertNothingLeft();
+    }
+
+    // ---------------------------------------------------------------- scenario 10: the litmus set
+
+    /** One launch of a 2-rank litmus kernel on {@code arg}; null when it ended, else the launch's failure (its process ended). */
+    static DocaException launch(Run r, DocaSyncEvent done, org.peerdirect.flexio.FlexioFunc kernel, long arg) {
+        long before = done.get();
+        r.dpa.kernelLaunchUpdateSet(null, 0, done, before + 1, 2, kernel, arg);
+        long deadline = System.nanoTime() + BOUND.toNanos();
+        while (System.nanoTime() < deadline) {
+            DocaException f = r.dpa.kernelFailure();
+            if (f != null) {
+                return f;
+            }
+            try {
+                done.waitGt(before, -1L, Duration.ofMillis(100));
+                return null;
+            } catch (DocaException e) {
+                assertEquals(e.getMessage(), DocaError.DOCA_ERROR_TIME_OUT, e.error());
+            }
+        }
+        throw new AssertionError(kernel.name() + " neither ended nor failed within " + BOUND);
+    }
+
+    /** A context of the litmus app with its completion event (DPA → CPU) and a zeroed 1 KiB argument; returns the argument. */
+    static long litmusArg(Run r, DocaSyncEvent[] done) {
+        DocaSyncEvent ev = DocaSyncEvent.create();
+        ev.addPublisherLocationDpa(r.dpa);
+        ev.addSubscriberLocationCpu(r.dev);
+        ev.start();
+        r.undo.add(ev::destroy);
+        done[0] = ev;
+        return r.alloc(1024);
+    }
+
+    /** {@code dpa:mm}'s or {@code dpa:crash}'s lines naming {@code check} and {@code site}. */
+    long linesWith(String cmd, String check, String site) {
+        return run(cmd).lines().filter(l -> l.contains(check) && l.contains(site)).count();
+    }
+
+    /**
+     * Scenario 10's litmus set (dpa-samples' {@code LitmusDev}, 2-rank kernels on the container's
+     * concurrent strict DPA): message passing with the W→W fence reads 42 with no finding; same-address
+     * order and 8-byte atomicity hold. Each mutant fails: without the fence C2 names the reader and the
+     * process ends; a 16-byte copy read in halves is C2; an unaligned store is C5 naming its line.
+     */
+    @Test
+    public void scenario10LitmusSetFencedHoldsAndEachMutantIsCaught() throws Exception {
+        DocaSyncEvent[] done = new DocaSyncEvent[1];
+        try (Run r = new Run("itest-doca-litmus", LitmusDevStubs.APP)) {
+            long arg = litmusArg(r, done);
+            assertEquals(null, launch(r, done[0], LitmusDevStubs.MP_FENCE, arg));
+            assertEquals("the reader saw the data the flag published", 42, r.dpa.rpc(LitmusDevStubs.LOAD64, arg + 128));
+            assertEquals(null, launch(r, done[0], LitmusDevStubs.SAME_ADDRESS, arg));
+            assertEquals("one location's stores in order", 0, r.dpa.rpc(LitmusDevStubs.LOAD64, arg + 584));
+            assertEquals(null, launch(r, done[0], LitmusDevStubs.WORD8, arg));
+            assertEquals("an aligned 8-byte store never tears", 0, r.dpa.rpc(LitmusDevStubs.LOAD64, arg + 520));
+            assertEquals("no finding on the fenced programs", 0, linesWith("dpa:mm", "C2", "LitmusDev.") + linesWith("dpa:mm", "C5", "LitmusDev."));
+        }
+        String[][] mutants = {{"MP_NO_FENCE", "dpa:mm", "C2", "LitmusDev.mpRead:"}, {"PAIR16", "dpa:mm", "C2", "LitmusDev.pair16:"},
+                {"UNALIGNED", "dpa:crash", "unaligned", "LitmusDev.unaligned:"}};
+        for (String[] m : mutants) {
+            org.peerdirect.flexio.FlexioFunc kernel = (org.peerdirect.flexio.FlexioFunc) LitmusDevStubs.class.getField(m[0]).get(null);
+            try (Run r = new Run("itest-doca-litmus-" + m[0].toLowerCase(java.util.Locale.ROOT), LitmusDevStubs.APP)) {
+                long arg = litmusArg(r, done);
+                DocaException f = launch(r, done[0], kernel, arg);
+                assertTrue(m[0] + ": strict checking ends the process", f != null);
+                assertEquals(f.getMessage(), DocaError.DOCA_ERROR_DRIVER, f.error());
+                assertTrue(m[0] + ": " + m[1] + " names " + m[3] + ":\n" + run(m[1]), linesWith(m[1], m[2], m[3]) > 0);
+            }
+        }
     }
 }
