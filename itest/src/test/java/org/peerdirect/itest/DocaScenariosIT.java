@@ -55,7 +55,8 @@ import org.peerdirect.kernel.mm.Mm;
  * exported {@code dev} package (the same code as dpa-samples' tests, no copy): (7) DOCA's
  * {@code dpa_ping_pong}; (10) DOCA's {@code dpa_nvqual} through {@code dpa:sample nvqual} and its
  * mutant {@code nvqual_fence} (as {@code DpaScenariosIT} runs scenario 2 through {@code dpa:sample echo}),
- * and the memory-model litmus set on {@code LitmusDev}. Each case ends with the clean-up checks of the other DOCA ITs, on the
+ * and the memory-model litmus set on {@code LitmusDev}; (9) DOCA's {@code dpa_all_to_all} through
+ * {@code dpa:sample all_to_all} over a second BlueField-3 plugged in by Configuration Admin. Each case ends with the clean-up checks of the other DOCA ITs, on the
  * scenario's own objects: its process has no DOCA DPA context left ({@link DocaDpaObjects}), no
  * DPA process is left ({@code dpa:ps}), nothing of its process is pinned, and the IOMMU audit has
  * no fault and no violation. The container's global live-mapping count is not compared (mlx5's
@@ -291,7 +292,7 @@ public class DocaScenariosIT {
      */
     @Test
     public void scenario10NvqualOverEveryAvailableEuWithStrictAffinity() {
-        String out = run("dpa:sample nvqual -x 5,17,200");
+        String out = run("dpa:sample nvqual -e 5,17,200");
         assertTrue(out, out.contains("\"total_harts\": 256") && out.contains("\"unreachable_harts\": [1]")
                 && out.contains("\"unused_harts\": [5, 17, 200]") && out.contains("qualification passed: 251 EUs"));
         java.util.regex.Matcher used = java.util.regex.Pattern.compile("\"used_harts\": \\[([0-9, ]+)]").matcher(out);
@@ -385,6 +386,64 @@ public class DocaScenariosIT {
                 assertEquals(f.getMessage(), DocaError.DOCA_ERROR_DRIVER, f.error());
                 assertTrue(m[0] + ": " + m[1] + " names " + m[3] + ":\n" + run(m[1]), linesWith(m[1], m[2], m[3]) > 0);
             }
+        }
+    }
+
+    // ---------------------------------------------------------------- scenario 9: dpa_all_to_all
+
+    /** The container's BlueField-3 count through Configuration Admin (hca-sim's {@code org.peerdirect.hca.cx4}); returns once the verbs devices show it. */
+    void bluefield3s(int n, int devicesExpected) throws Exception {
+        org.osgi.framework.ServiceReference<org.osgi.service.cm.ConfigurationAdmin> ref = context.getServiceReference(org.osgi.service.cm.ConfigurationAdmin.class);
+        org.osgi.service.cm.ConfigurationAdmin cm = context.getService(ref);
+        try {
+            org.osgi.service.cm.Configuration c = cm.getConfiguration("org.peerdirect.hca.cx4", "?");
+            java.util.Hashtable<String, Object> props = new java.util.Hashtable<>();
+            if (c.getProperties() != null) {
+                java.util.Collections.list(c.getProperties().keys()).forEach(k -> props.put(k, c.getProperties().get(k)));
+            }
+            props.put("bluefield3", n);
+            c.update(props);
+        } finally {
+            context.ungetService(ref);
+        }
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (devices.devices().size() != devicesExpected) {
+            assertTrue("the verbs devices with bluefield3=" + n + ": " + devices.devices().size() + ", not " + devicesExpected,
+                    System.nanoTime() < deadline);
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L); // polling the device list: no event to wait on here
+        }
+    }
+
+    /**
+     * Scenario 9 ({@code dpa:sample all_to_all}, dpa-samples' {@code AllToAllDev}): a second
+     * BlueField-3 plugged in through Configuration Admin; 4 ranks over the two, 3 iterations, every
+     * receive matrix the exact transpose each time; the mutant (each signal before its write) gets
+     * every block that crosses a connection wrong, the diagonal right. Then the second BlueField-3 goes.
+     */
+    @Test
+    public void scenario9AllToAllOverTwoBlueField3sAndItsMutant() throws Exception {
+        int before = devices.devices().size();
+        bluefield3s(2, before + 1);
+        try {
+            String out = run("dpa:sample all_to_all -n 3");
+            assertTrue(out, out.contains("4 ranks on [") && out.contains(", 2 DPA threads each"));
+            for (int i = 1; i <= 3; i++) {
+                assertTrue(out, out.contains("iteration " + i + ": every receive matrix is the transpose"));
+            }
+            assertNothingLeft();
+            String mutant = run("dpa:sample all_to_all_unordered -n 1");
+            List<String> offDiagonal = new ArrayList<>();
+            for (int r = 0; r < 4; r++) {
+                for (int i = 0; i < 4; i++) {
+                    if (r != i) {
+                        offDiagonal.add(r + "<-" + i);
+                    }
+                }
+            }
+            assertTrue(mutant, mutant.contains("iteration 1: wrong blocks (rank<-sender) " + offDiagonal));
+            assertNothingLeft();
+        } finally {
+            bluefield3s(1, before);
         }
     }
 }

@@ -30,7 +30,7 @@ public final class DpaSamples {
     }
 
     @Descriptor("FlexIO's and DOCA DPA's samples on a BlueField-3's DPA: rpc, echo, fence, kernel_launch, initiator_target, nvqual, nvqual_fence; alone it lists them. Example: dpa:sample echo -d mlx5_2 -n 8")
-    public String sample(CommandSession session, @Descriptor("NAME [-d DEVICE] [-n MESSAGES] [-w MS] [-x EU,...]") Object... args) {
+    public String sample(CommandSession session, @Descriptor("NAME [-d DEVICE] [-n MESSAGES] [-w MS] [-e EU,...]") Object... args) {
         return Samples.run(devices, pciAddrOf, mm, id -> findingsOf(session, id), args);
     }
 

@@ -179,7 +179,7 @@ final class NvqualSample {
     static final Set<Integer> FENCE_EUS = Set.of(2, 3, 16);
 
     /**
-     * {@code dpa:sample nvqual [-x EU,...]} / {@code nvqual_fence}: on the first device with a DPA
+     * {@code dpa:sample nvqual [-e EU,...]} / {@code nvqual_fence}: on the first device with a DPA
      * (or {@code pfDevice}), a context of the app, one iteration ({@link #run}), its JSON, then
      * "passed" or each failure; the mutant also prints the checker's finding ({@code dpa:mm}'s
      * lines of the context's FlexIO process). Everything destroyed also when a step fails.

@@ -34,14 +34,17 @@ final class Samples {
             "initiator_target  DOCA's dpa_initiator_target sample (doca-samples 3.3): two DOCA RDMA connections on the DPA feed one "
                     + "completion context whose thread takes 4 sends with immediate, then notifies a second thread that sets a sync event "
                     + "to 10; prints the sample's DOCA log lines and the threads' (scenario 6)",
-            "nvqual  DOCA's dpa_nvqual EU qualification: one thread per available EU (but -x EU,EU,...) with strict affinity, "
+            "nvqual  DOCA's dpa_nvqual EU qualification: one thread per available EU (but -e EU,EU,...) with strict affinity, "
                     + "memory and arithmetic kernels notified by one RPC, each adding 1 to an event the host waits on; prints the sample's "
                     + "JSON with each EU's cycles (scenario 10)",
             "nvqual_fence  nvqual on EUs 2, 3, 16 with a memory kernel that does not write its result back before the host's copy: "
                     + "the qualification fails and the checker's C1 names the store",
+            "all_to_all  DOCA's dpa_all_to_all with its ranks in one JVM: 4 ranks, each a DPA context, over two BlueField-3s, "
+                    + "post_write + signal_set per peer, N iterations (-n, default " + DEFAULT_MESSAGES + ") each checked against the transposed matrix (scenario 9)",
+            "all_to_all_unordered  the same with each signal posted before its write: every block that crosses a connection is wrong",
             "fence  the echo handler without __dpa_thread_memory_writeback before its doorbell: the memory-model checker ends the "
                     + "process; prints the finding with its handler line and the process status",
-            "usage: dpa:sample NAME [-d DEVICE (default " + DEFAULT_DEVICE + "; DOCA's samples: the first with a DPA)] [-n MESSAGES] [-w MS] [-x EU,...]");
+            "usage: dpa:sample NAME [-d DEVICE (default " + DEFAULT_DEVICE + "; DOCA's samples: the first with a DPA)] [-n MESSAGES] [-w MS] [-e EU,...]");
 
     private Samples() {
     }
@@ -68,22 +71,22 @@ final class Samples {
         while (!rest.isEmpty()) {
             String opt = String.valueOf(rest.remove(0));
             if (rest.isEmpty()) {
-                throw new UsageException("dpa:sample: " + opt + " wants a value, or is not an option (-d DEVICE, -n MESSAGES, -w MS, -x EU,...)");
+                throw new UsageException("dpa:sample: " + opt + " wants a value, or is not an option (-d DEVICE, -n MESSAGES, -w MS, -e EU,...)");
             }
             String v = String.valueOf(rest.remove(0));
             switch (opt) {
                 case "-d" -> dev = v;
                 case "-n" -> n = messages(v);
                 case "-w" -> delayMs = delay(v);
-                case "-x" -> excluded = eus(v);
-                default -> throw new UsageException("dpa:sample: unknown option " + opt + " (-d DEVICE, -n MESSAGES, -w MS, -x EU,...)");
+                case "-e" -> excluded = eus(v);
+                default -> throw new UsageException("dpa:sample: unknown option " + opt + " (-d DEVICE, -n MESSAGES, -w MS, -e EU,...)");
             }
         }
-        if (!List.of("rpc", "echo", "fence", "kernel_launch", "initiator_target", "nvqual", "nvqual_fence").contains(name)) {
+        if (!List.of("rpc", "echo", "fence", "kernel_launch", "initiator_target", "nvqual", "nvqual_fence", "all_to_all", "all_to_all_unordered").contains(name)) {
             throw new UsageException("dpa:sample: no sample " + name + "; the samples:\n" + LIST);
         }
-        if (name.equals("kernel_launch") || name.equals("initiator_target") || name.startsWith("nvqual")) {
-            return docaSample(name, devices, pciAddrOf, mm, findings, dev, delayMs, excluded);
+        if (name.equals("kernel_launch") || name.equals("initiator_target") || name.startsWith("nvqual") || name.startsWith("all_to_all")) {
+            return docaSample(name, devices, pciAddrOf, mm, findings, dev, delayMs, excluded, n);
         }
         dev = dev == null ? DEFAULT_DEVICE : dev;
         IbvDevice d = devices.device(dev); // ENODEV naming it when there is none
@@ -112,7 +115,7 @@ final class Samples {
      * the first device with a DPA unless {@code -d} names one, as its {@code -pf_dev} does.
      */
     private static String docaSample(String name, IbvDeviceList devices, java.util.function.Function<IbvDevice, String> pciAddrOf, Mm mm,
-            EchoSample.Findings findings, String dev, long delayMs, java.util.Set<Integer> excluded) {
+            EchoSample.Findings findings, String dev, long delayMs, java.util.Set<Integer> excluded, int n) {
         Out out = new Out();
         AddressSpace proc = mm.createProcess("dpa_sample_" + name);
         try {
@@ -120,6 +123,7 @@ final class Samples {
             switch (name) {
                 case "kernel_launch" -> KernelLaunchSample.run(proc, devices, pciAddrOf, dev, delayMs, out);
                 case "initiator_target" -> InitiatorTargetSample.run(proc, devices, pciAddrOf, dev, out);
+                case "all_to_all", "all_to_all_unordered" -> AllToAllSample.sample(proc, devices, pciAddrOf, n, name.equals("all_to_all_unordered"), out);
                 default -> NvqualSample.sample(proc, devices, pciAddrOf, dev, excluded, name.equals("nvqual_fence"), findings, out);
             }
         } catch (RuntimeException e) {
@@ -142,7 +146,7 @@ final class Samples {
         throw new UsageException("dpa:sample: -w " + v + ": a delay in milliseconds from 0 to " + MAX_DELAY_MS);
     }
 
-    /** {@code -x 5,17,200}: EU ids from 0 to 255. */
+    /** {@code -e 5,17,200}: EU ids from 0 to 255. */
     private static java.util.Set<Integer> eus(String v) {
         java.util.Set<Integer> s = new java.util.TreeSet<>();
         for (String e : v.split(",")) {
@@ -155,7 +159,7 @@ final class Samples {
             } catch (NumberFormatException x) {
                 // the message below names the value
             }
-            throw new UsageException("dpa:sample: -x " + v + ": EU ids from 0 to 255, separated by commas");
+            throw new UsageException("dpa:sample: -e " + v + ": EU ids from 0 to 255, separated by commas");
         }
         return s;
     }
