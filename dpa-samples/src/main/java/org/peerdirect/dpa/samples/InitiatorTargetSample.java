@@ -239,7 +239,12 @@ final class InitiatorTargetSample {
         return result;
     }
 
-    private void steps(DpaCommon.Resources r) {
+    /** What the first half of the sample made for the second: the RDMA contexts, thread 1's argument, the target's completion context. */
+    private record Sides(DocaRdma initiator, DocaRdma.Export[] ie, DocaRdma target, long threadArg, DocaDpaCompletion targetComp) {
+    }
+
+    /** The sample's first half: both DOCA RDMA contexts, thread 1 and its completion context, the connections, thread 1 run. */
+    private Sides rdmaSides(DpaCommon.Resources r) {
         DocaDpa dpa = r.rdmaDpaCtx();
         log.info(SAMPLE, 205, "dpa_initiator_target", "Create Initiator DOCA DPA Completion");
         // [model] no initiator completion context: see the class comment
@@ -265,6 +270,17 @@ final class InitiatorTargetSample {
         rdmaObjsConnect(initiator, ie, target, te);
         log.info(SAMPLE, 261, "dpa_initiator_target", "Run Target DOCA DPA Thread #1");
         run(264, "doca_dpa_thread_run", thread1::run);
+        return new Sides(initiator, ie, target, threadArg, targetComp);
+    }
+
+    private void steps(DpaCommon.Resources r) {
+        DocaDpa dpa = r.rdmaDpaCtx();
+        Sides sides = rdmaSides(r);
+        DocaRdma initiator = sides.initiator();
+        DocaRdma.Export[] ie = sides.ie();
+        DocaRdma target = sides.target();
+        long threadArg = sides.threadArg();
+        DocaDpaCompletion targetComp = sides.targetComp();
 
         log.info(SAMPLE, 268, "dpa_initiator_target", "Allocate Target DPA thread #2 device argument");
         long thread2Arg = memAlloc(dpa, T2_SIZE, 271, 478);
