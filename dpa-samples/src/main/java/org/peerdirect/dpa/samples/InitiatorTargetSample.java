@@ -5,10 +5,7 @@ import static org.peerdirect.dpa.samples.dev.InitiatorTargetDev.*;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.function.Function;
-import java.util.function.Supplier;
 
 import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.DocaError;
@@ -17,7 +14,6 @@ import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaNotificationCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.DocaRdma;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 import org.peerdirect.dpa.samples.dev.InitiatorTargetDevStubs;
@@ -54,25 +50,14 @@ final class InitiatorTargetSample {
     /** How long the host waits for thread 2's event before answering TIME_OUT. */
     static final Duration COMPLETION_BOUND = Duration.ofSeconds(60);
 
-    /** A step that failed: its {@code DOCA_LOG_ERR} was printed, the teardown runs. */
-    private static final class Failed extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-        final DocaError error;
-
-        Failed(DocaError error) {
-            super(null, null, false, false);
-            this.error = error;
-        }
-    }
-
     private final DocaLog log;
     private final DpaCommon common;
-    /** The sample's goto chain: what to destroy, newest first, each with its error line. */
-    private final Deque<Runnable> teardown = new ArrayDeque<>();
+    private final SampleSteps steps;
 
     private InitiatorTargetSample(DocaLog log) {
         this.log = log;
         this.common = new DpaCommon(log, "initiator_target");
+        this.steps = new SampleSteps(log, common, SAMPLE, "dpa_initiator_target");
     }
 
     /**
@@ -112,48 +97,19 @@ final class InitiatorTargetSample {
         return ok;
     }
 
-    /** One call of the sample: on failure its {@code DOCA_LOG_ERR("Function NAME failed (%s)")} at {@code line}, then {@link Failed}. */
-    private <T> T call(int line, String name, Supplier<T> call) {
-        try {
-            return call.get();
-        } catch (DocaException e) {
-            log.err(SAMPLE, line, "dpa_initiator_target", "Function " + name + " failed (" + e.error().getDescr() + ")");
-            throw new Failed(common.failed(e));
-        }
-    }
-
-    private void run(int line, String name, Runnable call) {
-        call(line, name, () -> {
-            call.run();
-            return null;
-        });
-    }
-
-    /** Pushes a teardown step: on failure its {@code DOCA_LOG_ERR("Function NAME failed: %s")} at {@code line}; the teardown goes on. */
-    private void undo(int line, String name, Runnable destroy) {
-        teardown.push(() -> {
-            try {
-                destroy.run();
-            } catch (DocaException e) {
-                log.err(SAMPLE, line, "dpa_initiator_target", "Function " + name + " failed: " + e.error().getDescr());
-                common.failed(e);
-            }
-        });
-    }
-
     // ------------------------------------------------------------------ dpa_initiator_target_sample.c
 
     /** {@code rdma_obj_create}: DOCA RDMA on the DPA with two connections exported ({@code dpa_rdma_obj_init}/{@code _start}). */
     private DocaRdma rdmaObjCreate(DocaDpa dpa, DpaCommon.Resources r, DocaDpaCompletion comp, boolean initiator, int errLine) {
         int destroyLine = initiator ? 513 : 485;
         log.info(SAMPLE, 59, "rdma_obj_create", "Create DOCA RDMA");
-        DocaRdma rdma = call(errLine, "rdma_obj_create", () -> DocaRdma.create(r.rdmaDocaDevice()));
-        undo(destroyLine, "rdma_obj_destroy", () -> {
+        DocaRdma rdma = steps.call(errLine, "rdma_obj_create", () -> DocaRdma.create(r.rdmaDocaDevice()));
+        steps.undo(destroyLine, "rdma_obj_destroy", () -> {
             log.info(SAMPLE, 108, "rdma_obj_destroy", "Destroy " + (initiator ? "Initiator" : "Target") + " DOCA RDMA");
             rdma.stop();
             rdma.destroy();
         });
-        run(errLine, "rdma_obj_create", () -> {
+        steps.run(errLine, "rdma_obj_create", () -> {
             rdma.setPermissions(PERMISSIONS);
             rdma.setDatapathOnDpa(dpa);
             rdma.setRecvQueueSize(EXPECTED_NUM_RECEIVES);
@@ -163,7 +119,7 @@ final class InitiatorTargetSample {
             }
         });
         log.info(SAMPLE, 77, "rdma_obj_create", "Start DOCA RDMA");
-        run(errLine, "rdma_obj_create", rdma::start);
+        steps.run(errLine, "rdma_obj_create", rdma::start);
         return rdma;
     }
 
@@ -174,42 +130,11 @@ final class InitiatorTargetSample {
             int k = n;
             log.info(SAMPLE, lines[2 * n], "rdma_objs_connect", "Connect Initiator DOCA RDMA connection #" + (n + 1)
                     + " to Target DOCA RDMA connection #" + (n + 1));
-            run(257, "rdma_objs_connect", () -> initiator.connect(te[k].connectionDetails(), ie[k].connection()));
+            steps.run(257, "rdma_objs_connect", () -> initiator.connect(te[k].connectionDetails(), ie[k].connection()));
             log.info(SAMPLE, lines[2 * n + 1], "rdma_objs_connect", "Connect Target DOCA RDMA connection #" + (n + 1)
                     + " to Initiator DOCA RDMA connection #" + (n + 1));
-            run(257, "rdma_objs_connect", () -> target.connect(ie[k].connectionDetails(), te[k].connection()));
+            steps.run(257, "rdma_objs_connect", () -> target.connect(ie[k].connectionDetails(), te[k].connection()));
         }
-    }
-
-    /** {@code dpa_thread_obj_init}: create, set_func_arg, start. */
-    private DocaDpaThread threadObjInit(DocaDpa dpa, org.peerdirect.flexio.FlexioFunc func, long arg, int errLine, int destroyLine) {
-        DocaDpaThread t = call(errLine, "dpa_thread_obj_init", () -> DocaDpaThread.create(dpa));
-        undo(destroyLine, "dpa_thread_obj_destroy", t::destroy);
-        run(errLine, "dpa_thread_obj_init", () -> {
-            t.setFuncArg(func, arg);
-            t.start();
-        });
-        return t;
-    }
-
-    /** {@code doca_dpa_mem_alloc}, freed in the teardown. */
-    private long memAlloc(DocaDpa dpa, long size, int errLine, int freeLine) {
-        long d = call(errLine, "doca_dpa_mem_alloc", () -> dpa.memAlloc(size));
-        undo(freeLine, "doca_dpa_mem_free", () -> dpa.memFree(d));
-        return d;
-    }
-
-    /** {@code doca_mmap_obj_init} of {@code MMAP_TYPE_DPA}: its DPA handle. */
-    private int dpaMmap(DocaDpa dpa, DpaCommon.Resources r, long daddr, long len, int errLine, int destroyLine) {
-        DocaMmap m = call(errLine, "doca_mmap_obj_init", DocaMmap::create);
-        undo(destroyLine, "doca_mmap_obj_destroy", m::destroy);
-        return call(errLine, "doca_mmap_obj_init", () -> {
-            m.setPermissions(PERMISSIONS);
-            m.setDpaMemrange(dpa, daddr, len);
-            m.addDev(r.rdmaDocaDevice());
-            m.start();
-            return m.devGetDpaHandle(r.rdmaDocaDevice());
-        });
     }
 
     private static byte[] le(long... v) {
@@ -222,21 +147,7 @@ final class InitiatorTargetSample {
 
     /** {@code dpa_initiator_target}: the sample's logic, then its teardown in the C function's order. */
     private DocaError dpaInitiatorTarget(DpaCommon.Resources r) {
-        DocaError result = DocaError.DOCA_SUCCESS;
-        try {
-            steps(r);
-            log.info(SAMPLE, 430, "dpa_initiator_target", "Tear down");
-        } catch (Failed f) {
-            result = f.error;
-        }
-        int before = common.causes.size();
-        while (!teardown.isEmpty()) {
-            teardown.pop().run();
-        }
-        if (result == DocaError.DOCA_SUCCESS && common.causes.size() > before) {
-            result = DocaError.DOCA_ERROR_DRIVER; // a destroy failed: the sample's DOCA_ERROR_PROPAGATE
-        }
-        return result;
+        return steps.finish(() -> logic(r), () -> log.info(SAMPLE, 430, "dpa_initiator_target", "Tear down"));
     }
 
     /** What the first half of the sample made for the second: the RDMA contexts, thread 1's argument, the target's completion context. */
@@ -250,30 +161,30 @@ final class InitiatorTargetSample {
         // [model] no initiator completion context: see the class comment
         log.info(SAMPLE, 214, "dpa_initiator_target", "Initialize Initiator DOCA RDMA");
         DocaRdma initiator = rdmaObjCreate(dpa, r, null, true, 217);
-        DocaRdma.Export[] ie = {call(217, "rdma_obj_create", initiator::export), call(217, "rdma_obj_create", initiator::export)};
+        DocaRdma.Export[] ie = {steps.call(217, "rdma_obj_create", initiator::export), steps.call(217, "rdma_obj_create", initiator::export)};
 
         log.info(SAMPLE, 221, "dpa_initiator_target", "Allocate Target DPA thread #1 device argument");
-        long threadArg = memAlloc(dpa, T1_SIZE, 224, 506);
-        run(224, "doca_dpa_memset", () -> dpa.memset(threadArg, 0, T1_SIZE)); // [model] the C file's zeroed globals live here
+        long threadArg = steps.memAlloc(dpa, T1_SIZE, 224, 506);
+        steps.run(224, "doca_dpa_memset", () -> dpa.memset(threadArg, 0, T1_SIZE)); // [model] the C file's zeroed globals live here
         log.info(SAMPLE, 228, "dpa_initiator_target", "Create Target DOCA DPA Thread #1");
-        DocaDpaThread thread1 = threadObjInit(dpa, InitiatorTargetDevStubs.THREAD1_KERNEL, threadArg, 234, 499);
+        DocaDpaThread thread1 = steps.threadObjInit(dpa, InitiatorTargetDevStubs.THREAD1_KERNEL, threadArg, 0, 234, 499);
         log.info(SAMPLE, 238, "dpa_initiator_target", "Create Target DOCA DPA Completion");
-        DocaDpaCompletion targetComp = call(244, "dpa_completion_obj_init", () -> DocaDpaCompletion.create(dpa, 4));
-        undo(492, "dpa_completion_obj_destroy", targetComp::destroy);
-        run(244, "dpa_completion_obj_init", () -> {
+        DocaDpaCompletion targetComp = steps.call(244, "dpa_completion_obj_init", () -> DocaDpaCompletion.create(dpa, 4));
+        steps.undo(492, "dpa_completion_obj_destroy", targetComp::destroy);
+        steps.run(244, "dpa_completion_obj_init", () -> {
             targetComp.setThread(thread1);
             targetComp.start();
         });
         log.info(SAMPLE, 248, "dpa_initiator_target", "Initialize Target DOCA RDMA");
         DocaRdma target = rdmaObjCreate(dpa, r, targetComp, false, 251);
-        DocaRdma.Export[] te = {call(251, "rdma_obj_create", target::export), call(251, "rdma_obj_create", target::export)};
+        DocaRdma.Export[] te = {steps.call(251, "rdma_obj_create", target::export), steps.call(251, "rdma_obj_create", target::export)};
         rdmaObjsConnect(initiator, ie, target, te);
         log.info(SAMPLE, 261, "dpa_initiator_target", "Run Target DOCA DPA Thread #1");
-        run(264, "doca_dpa_thread_run", thread1::run);
+        steps.run(264, "doca_dpa_thread_run", thread1::run);
         return new Sides(initiator, ie, target, threadArg, targetComp);
     }
 
-    private void steps(DpaCommon.Resources r) {
+    private void logic(DpaCommon.Resources r) {
         DocaDpa dpa = r.rdmaDpaCtx();
         Sides sides = rdmaSides(r);
         DocaRdma initiator = sides.initiator();
@@ -283,23 +194,23 @@ final class InitiatorTargetSample {
         DocaDpaCompletion targetComp = sides.targetComp();
 
         log.info(SAMPLE, 268, "dpa_initiator_target", "Allocate Target DPA thread #2 device argument");
-        long thread2Arg = memAlloc(dpa, T2_SIZE, 271, 478);
+        long thread2Arg = steps.memAlloc(dpa, T2_SIZE, 271, 478);
         log.info(SAMPLE, 275, "dpa_initiator_target", "Create Target DOCA DPA Thread #2");
-        DocaDpaThread thread2 = threadObjInit(dpa, InitiatorTargetDevStubs.THREAD2_KERNEL, thread2Arg, 281, 471);
+        DocaDpaThread thread2 = steps.threadObjInit(dpa, InitiatorTargetDevStubs.THREAD2_KERNEL, thread2Arg, 0, 281, 471);
         log.info(SAMPLE, 285, "dpa_initiator_target", "Create Target DOCA DPA Notification Completion");
-        DocaDpaNotificationCompletion notification = call(290, "dpa_notification_completion_obj_init",
+        DocaDpaNotificationCompletion notification = steps.call(290, "dpa_notification_completion_obj_init",
                 () -> DocaDpaNotificationCompletion.create(dpa, thread2));
-        undo(463, "dpa_notification_completion_obj_destroy", notification::destroy);
-        long notificationHandle = call(290, "dpa_notification_completion_obj_init", () -> {
+        steps.undo(463, "dpa_notification_completion_obj_destroy", notification::destroy);
+        long notificationHandle = steps.call(290, "dpa_notification_completion_obj_init", () -> {
             notification.start();
             return notification.getDpaHandle();
         });
         log.info(SAMPLE, 295, "dpa_initiator_target", "Run Target DOCA DPA Thread #2");
-        run(298, "doca_dpa_thread_run", thread2::run);
+        steps.run(298, "doca_dpa_thread_run", thread2::run);
 
         log.info(SAMPLE, 302, "dpa_initiator_target", "Create completion DOCA sync event");
         long waitSyncEvThreshold = 9;
-        DocaSyncEvent compEvent = call(308, "create_doca_dpa_completion_sync_event", () -> {
+        DocaSyncEvent compEvent = steps.call(308, "create_doca_dpa_completion_sync_event", () -> {
             DocaSyncEvent ev = DocaSyncEvent.create();
             try {
                 ev.addPublisherLocationDpa(r.pfDpaCtx);
@@ -311,27 +222,27 @@ final class InitiatorTargetSample {
                 throw e;
             }
         });
-        undo(456, "doca_sync_event_destroy", compEvent::destroy);
-        long seHandle = call(308, "create_doca_dpa_completion_sync_event", () -> compEvent.getDpaHandle(r.pfDpaCtx));
+        steps.undo(456, "doca_sync_event_destroy", compEvent::destroy);
+        long seHandle = steps.call(308, "create_doca_dpa_completion_sync_event", () -> compEvent.getDpaHandle(r.pfDpaCtx));
         log.info(SAMPLE, 313, "dpa_initiator_target", "Update Target DPA thread #2 device argument");
-        run(321, "doca_dpa_h2d_memcpy", () -> dpa.h2dMemcpy(thread2Arg, le(seHandle, waitSyncEvThreshold + 1)));
+        steps.run(321, "doca_dpa_h2d_memcpy", () -> dpa.h2dMemcpy(thread2Arg, le(seHandle, waitSyncEvThreshold + 1)));
 
         log.info(SAMPLE, 325, "dpa_initiator_target", "Create Target DOCA MMAP on DPA for Target DOCA RDMA received buffer");
-        long receivedBuf = memAlloc(dpa, 8, 328, 449);
-        run(334, "doca_dpa_memset", () -> dpa.memset(receivedBuf, 0, 8));
-        int dpaMmapHandle = dpaMmap(dpa, r, receivedBuf, 8, 347, 442);
+        long receivedBuf = steps.memAlloc(dpa, 8, 328, 449);
+        steps.run(334, "doca_dpa_memset", () -> dpa.memset(receivedBuf, 0, 8));
+        int dpaMmapHandle = steps.dpaMmap(dpa, r.rdmaDocaDevice(), receivedBuf, 8, PERMISSIONS, 347, 442);
         log.info(SAMPLE, 351, "dpa_initiator_target", "Update Target DPA thread #1 device argument");
-        run(364, "doca_dpa_h2d_memcpy", () -> dpa.h2dMemcpy(threadArg, le(0, notificationHandle, targetComp.getDpaHandle(),
+        steps.run(364, "doca_dpa_h2d_memcpy", () -> dpa.h2dMemcpy(threadArg, le(0, notificationHandle, targetComp.getDpaHandle(),
                 target.getDpaHandle(), receivedBuf, dpaMmapHandle, 8)));
 
         log.info(SAMPLE, 368, "dpa_initiator_target", "Create Initiator DOCA MMAP for send buffer on Host");
         int testIter = EXPECTED_NUM_RECEIVES;
-        long sendBuf = memAlloc(dpa, 8L * testIter, 378, 435); // [model] DPA memory, a word per send: see the class comment
-        run(378, "doca_mmap_obj_init", () -> dpa.h2dMemcpy(sendBuf, le(1, 2, 3, 4)));
-        int sendMmapHandle = dpaMmap(dpa, r, sendBuf, 8L * testIter, 378, 435);
+        long sendBuf = steps.memAlloc(dpa, 8L * testIter, 378, 435); // [model] DPA memory, a word per send: see the class comment
+        steps.run(378, "doca_mmap_obj_init", () -> dpa.h2dMemcpy(sendBuf, le(1, 2, 3, 4)));
+        int sendMmapHandle = steps.dpaMmap(dpa, r.rdmaDocaDevice(), sendBuf, 8L * testIter, PERMISSIONS, 378, 435);
 
         log.info(SAMPLE, 382, "dpa_initiator_target", "Trigger an RPC to prepare Target DPA receive memory");
-        call(392, "doca_dpa_rpc", () -> dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_RECEIVE_RPC, 0L, target.getDpaHandle(), receivedBuf,
+        steps.call(392, "doca_dpa_rpc", () -> dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_RECEIVE_RPC, 0L, target.getDpaHandle(), receivedBuf,
                 dpaMmapHandle, 8L));
         long sendVal = 1;
         int immVal = 10;
@@ -341,12 +252,12 @@ final class InitiatorTargetSample {
                     + " with buffer " + sendVal + " and immediate value " + immVal);
             long src = sendBuf + 8L * i;
             int imm = immVal++;
-            call(414, "doca_dpa_rpc", () -> dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_SEND_IMM_RPC, 0L, initiator.getDpaHandle(), conn, src,
+            steps.call(414, "doca_dpa_rpc", () -> dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_SEND_IMM_RPC, 0L, initiator.getDpaHandle(), conn, src,
                     sendMmapHandle, 8L, imm));
             sendVal++; // "update mmap value": the next word holds it already
         }
         log.info(SAMPLE, 422, "dpa_initiator_target",
                 "Waiting for Target Thread #2 to set completion Sync Event value to be greater than " + waitSyncEvThreshold);
-        run(426, "doca_sync_event_wait_gt", () -> compEvent.waitGt(waitSyncEvThreshold, DpaCommon.SYNC_EVENT_MASK_FFS, COMPLETION_BOUND));
+        steps.run(426, "doca_sync_event_wait_gt", () -> compEvent.waitGt(waitSyncEvThreshold, DpaCommon.SYNC_EVENT_MASK_FFS, COMPLETION_BOUND));
     }
 }
