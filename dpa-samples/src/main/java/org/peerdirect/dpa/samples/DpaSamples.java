@@ -29,7 +29,7 @@ public final class DpaSamples {
         this.pciAddrOf = org.peerdirect.doca.dev.DocaDevinfo.pciAddrOfServices(ctx);
     }
 
-    @Descriptor("FlexIO's and DOCA DPA's samples on a BlueField-3's DPA: rpc, echo, fence, kernel_launch, initiator_target, nvqual, nvqual_fence; alone it lists them. Example: dpa:sample echo -d mlx5_2 -n 8")
+    @Descriptor("FlexIO's and DOCA DPA's samples on a BlueField-3's DPA: rpc, echo, fence, kernel_launch, initiator_target, ping_pong, nvqual, nvqual_fence; alone it lists them. Example: dpa:sample echo -d mlx5_2 -n 8")
     public String sample(CommandSession session, @Descriptor("NAME [-d DEVICE] [-n MESSAGES] [-w MS] [-e EU,...]") Object... args) {
         return Samples.run(devices, pciAddrOf, mm, id -> findingsOf(session, id), args);
     }

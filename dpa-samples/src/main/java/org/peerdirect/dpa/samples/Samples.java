@@ -34,6 +34,9 @@ final class Samples {
             "initiator_target  DOCA's dpa_initiator_target sample (doca-samples 3.3): two DOCA RDMA connections on the DPA feed one "
                     + "completion context whose thread takes 4 sends with immediate, then notifies a second thread that sets a sync event "
                     + "to 10; prints the sample's DOCA log lines and the threads' (scenario 6)",
+            "ping_pong  DOCA's dpa_ping_pong sample (doca-samples 3.3): a ping and a pong DPA thread, each with its DOCA RDMA context and "
+                    + "completion context, exchange the values 0..99 by send/receive; prints the sample's lines and the threads' 200 "
+                    + "iteration lines (scenario 7)",
             "nvqual  DOCA's dpa_nvqual EU qualification: one thread per available EU (but -e EU,EU,...) with strict affinity, "
                     + "memory and arithmetic kernels notified by one RPC, each adding 1 to an event the host waits on; prints the sample's "
                     + "JSON with each EU's cycles (scenario 10)",
@@ -82,10 +85,10 @@ final class Samples {
                 default -> throw new UsageException("dpa:sample: unknown option " + opt + " (-d DEVICE, -n MESSAGES, -w MS, -e EU,...)");
             }
         }
-        if (!List.of("rpc", "echo", "fence", "kernel_launch", "initiator_target", "nvqual", "nvqual_fence", "all_to_all", "all_to_all_unordered").contains(name)) {
+        if (!List.of("rpc", "echo", "fence", "kernel_launch", "initiator_target", "ping_pong", "nvqual", "nvqual_fence", "all_to_all", "all_to_all_unordered").contains(name)) {
             throw new UsageException("dpa:sample: no sample " + name + "; the samples:\n" + LIST);
         }
-        if (name.equals("kernel_launch") || name.equals("initiator_target") || name.startsWith("nvqual") || name.startsWith("all_to_all")) {
+        if (name.equals("kernel_launch") || name.equals("initiator_target") || name.equals("ping_pong") || name.startsWith("nvqual") || name.startsWith("all_to_all")) {
             return docaSample(name, devices, pciAddrOf, mm, findings, dev, delayMs, excluded, n);
         }
         dev = dev == null ? DEFAULT_DEVICE : dev;
@@ -123,6 +126,7 @@ final class Samples {
             switch (name) {
                 case "kernel_launch" -> KernelLaunchSample.run(proc, devices, pciAddrOf, dev, delayMs, out);
                 case "initiator_target" -> InitiatorTargetSample.run(proc, devices, pciAddrOf, dev, out);
+                case "ping_pong" -> PingPongSample.run(proc, devices, pciAddrOf, dev, out);
                 case "all_to_all", "all_to_all_unordered" -> AllToAllSample.sample(proc, devices, pciAddrOf, n, name.equals("all_to_all_unordered"), out);
                 default -> NvqualSample.sample(proc, devices, pciAddrOf, dev, excluded, name.equals("nvqual_fence"), findings, out);
             }

@@ -59,7 +59,7 @@ class SamplesTest {
     @Test
     void withoutANameItListsTheSamples() {
         String l = run();
-        assertTrue(l.contains("rpc ") && l.contains("echo ") && l.contains("fence ") && l.contains("kernel_launch ") && l.contains("initiator_target ") && l.contains("nvqual ") && l.contains("usage"), l);
+        assertTrue(l.contains("rpc ") && l.contains("echo ") && l.contains("fence ") && l.contains("kernel_launch ") && l.contains("initiator_target ") && l.contains("ping_pong ") && l.contains("nvqual ") && l.contains("usage"), l);
     }
 
     @Test
@@ -191,6 +191,25 @@ class SamplesTest {
         assertEquals(List.of("thread2_kernel: Hello from Thread #2", "thread2_kernel: Set sync event value to 10", "thread2_kernel: Finish"),
                 dev.stream().filter(l -> l.startsWith("thread2_kernel: ")).toList(), out);
         assertTrue(dev.stream().allMatch(l -> l.startsWith(t1) || l.startsWith("thread2_kernel: ")), "only the threads' lines:\n" + out);
+        assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+    }
+
+    /**
+     * DOCA's {@code dpa_ping_pong}: main's two lines around the threads' lines, 100 iteration lines
+     * per side numbered 1..100 (Ping --> Pong from ping, Pong --> Ping from pong), no error line.
+     */
+    @Test
+    void pingPongPrintsWhatTheRealSamplePrints() {
+        String out = run("ping_pong");
+        List<String> lines = docaLines(out);
+        assertEquals("INF dpa_ping_pong_main.c:64 [main] Starting the sample", lines.getFirst(), out);
+        assertEquals("INF dpa_ping_pong_main.c:110 [main] Sample finished successfully", lines.getLast(), out);
+        List<String> dev = lines.subList(1, lines.size() - 1);
+        for (String side : List.of("Ping --> Pong", "Pong --> Ping")) {
+            List<String> want = java.util.stream.IntStream.rangeClosed(1, 100).mapToObj(i -> side + " Iteration #" + i).toList();
+            assertEquals(want, dev.stream().filter(l -> l.startsWith(side)).toList(), out);
+        }
+        assertEquals(200, dev.size(), out);
         assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
     }
 

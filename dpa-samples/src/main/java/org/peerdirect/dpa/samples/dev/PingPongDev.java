@@ -16,9 +16,9 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * {@code trigger_first_iteration_rpc}. The device program of dpa-samples' {@code DpaPingPongTest}
  * and itest's {@code DocaDpaScenariosIT} (scenario 7 in Felix). [model] Where the C sample keeps
  * its state in globals and its thread's argument struct, the argument block ({@code PP_*}) and
- * the thread's local storage ({@code TLS_*}) hold it (dpacc has no device globals); the sample's
- * per-iteration log lines are left out (100 per side would only fill the log); {@code TLS_NO_REPOST}
- * (0 in the sample) is the mutant's switch.
+ * the thread's local storage ({@code TLS_*}) hold it (dpacc has no device globals), every field a
+ * word; {@code TLS_NO_REPOST} (0 in the sample) is the mutant's switch. The RPC's log line is left
+ * out (an RPC has no DOCA thread block, so it would print nothing).
  */
 @DpaApp("dpa_sample_ping_pong")
 public final class PingPongDev {
@@ -65,7 +65,14 @@ public final class PingPongDev {
             }
             DocaDpaDevRdma.postSend(rdma, 0, (int) Dpa.ld64(a + PP_SEND_MMAP), send, Dpa.ld64(a + PP_SEND_LEN),
                     DocaDpaDevRdma.SUBMIT_FLAG_FLUSH | DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+            DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_INFO, (ping ? "Ping --> Pong" : "Pong --> Ping") + " Iteration #" + num);
             if (num == ITERATIONS) {
+                for (int i = 0; i < ITERATIONS; i++) {
+                    if (Dpa.ld32(values + 4L * i) != 1) {
+                        DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_ERROR, (ping ? "Ping" : "Pong") + " DPA Thread didn't receive data with value " + i);
+                        DocaDpaDev.threadFinish();
+                    }
+                }
                 Dpa.memoryWriteback(); // the array, for the host's d2h copy (a NIC read)
                 DocaDpaDevSyncEvent.updateSet(Dpa.ld64(a + PP_EVENT), Dpa.ld64(a + PP_EVENT_VAL));
                 DocaDpaDev.threadFinish();
