@@ -67,6 +67,42 @@ final class DpaCommon {
         this.sample = sample;
     }
 
+    /**
+     * The {@code main} every DOCA DPA sample has ({@code <sample>_main.c}): "Starting the sample",
+     * {@code allocate_dpa_resources} with {@code app}, the sample's {@code logic}, then
+     * {@code destroy_dpa_resources}, and "Sample finished successfully" or "with errors"; each
+     * {@code DOCA_LOG_*} at its line of {@code file}: {@code lines} = start, allocation failed,
+     * logic failed, destroy failed, finished, finished with errors. ARGP is not modelled.
+     *
+     * @throws IllegalStateException when the sample finished with errors, naming the first failure
+     */
+    void main(String file, int[] lines, String logicName, AddressSpace proc, IbvDeviceList devices, Function<IbvDevice, String> pciAddrOf,
+            String pfDevice, FlexioApp app, Function<Resources, DocaError> logic) {
+        log.info(file, lines[0], "main", "Starting the sample");
+        Resources r = new Resources();
+        boolean ok = false;
+        DocaError result = allocateDpaResources(proc, devices, pciAddrOf, pfDevice, app, r);
+        if (result != DocaError.DOCA_SUCCESS) {
+            log.err(file, lines[1], "main", "Failed to Allocate DPA Resources", result);
+        } else {
+            result = logic.apply(r);
+            if (result != DocaError.DOCA_SUCCESS) {
+                log.err(file, lines[2], "main", logicName + "() encountered an error", result);
+            } else {
+                ok = true;
+            }
+            result = destroyDpaResources(r);
+            if (result != DocaError.DOCA_SUCCESS) {
+                log.err(file, lines[3], "main", "Failed to destroy DOCA DPA resources", result);
+                ok = false;
+            }
+        }
+        log.info(file, ok ? lines[4] : lines[5], "main", ok ? "Sample finished successfully" : "Sample finished with errors");
+        if (!ok) {
+            throw new IllegalStateException(String.join("; ", causes));
+        }
+    }
+
     /** Keeps {@code e}'s message as a cause; returns its {@code doca_error_t}. */
     DocaError failed(DocaException e) {
         causes.add(e.getMessage());

@@ -56,34 +56,8 @@ final class KernelLaunchSample {
     static void run(AddressSpace proc, IbvDeviceList devices, Function<IbvDevice, String> pciAddrOf, String pfDevice, long delayMs,
             Out out) {
         KernelLaunchSample s = new KernelLaunchSample(new DocaLog(out, proc.pid()), delayMs);
-        boolean ok = s.main(proc, devices, pciAddrOf, pfDevice);
-        if (!ok) {
-            throw new IllegalStateException(String.join("; ", s.common.causes));
-        }
-    }
-
-    private boolean main(AddressSpace proc, IbvDeviceList devices, Function<IbvDevice, String> pciAddrOf, String pfDevice) {
-        log.info(MAIN, 68, "main", "Starting the sample");
-        DpaCommon.Resources r = new DpaCommon.Resources();
-        boolean ok = false;
-        DocaError result = common.allocateDpaResources(proc, devices, pciAddrOf, pfDevice, KernelLaunchDevStubs.APP, r);
-        if (result != DocaError.DOCA_SUCCESS) {
-            log.err(MAIN, 90, "main", "Failed to Allocate DPA Resources", result);
-        } else {
-            result = kernelLaunch(r);
-            if (result != DocaError.DOCA_SUCCESS) {
-                log.err(MAIN, 96, "main", "kernel_launch() encountered an error", result);
-            } else {
-                ok = true;
-            }
-            result = common.destroyDpaResources(r);
-            if (result != DocaError.DOCA_SUCCESS) {
-                log.err(MAIN, 105, "main", "Failed to destroy DOCA DPA resources", result);
-                ok = false;
-            }
-        }
-        log.info(MAIN, ok ? 112 : 114, "main", ok ? "Sample finished successfully" : "Sample finished with errors");
-        return ok;
+        s.common.main(MAIN, new int[] {68, 90, 96, 105, 112, 114}, "kernel_launch", proc, devices, pciAddrOf, pfDevice,
+                KernelLaunchDevStubs.APP, s::kernelLaunch);
     }
 
     // ------------------------------------------------------------------ dpa_kernel_launch_sample.c

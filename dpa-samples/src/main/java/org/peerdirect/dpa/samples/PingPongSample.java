@@ -62,33 +62,8 @@ final class PingPongSample {
      */
     static void run(AddressSpace proc, IbvDeviceList devices, Function<IbvDevice, String> pciAddrOf, String pfDevice, Out out) {
         PingPongSample s = new PingPongSample(new DocaLog(out, proc.pid()));
-        if (!s.main(proc, devices, pciAddrOf, pfDevice)) {
-            throw new IllegalStateException(String.join("; ", s.common.causes));
-        }
-    }
-
-    private boolean main(AddressSpace proc, IbvDeviceList devices, Function<IbvDevice, String> pciAddrOf, String pfDevice) {
-        log.info(MAIN, 64, "main", "Starting the sample");
-        DpaCommon.Resources r = new DpaCommon.Resources();
-        boolean ok = false;
-        DocaError result = common.allocateDpaResources(proc, devices, pciAddrOf, pfDevice, PingPongDevStubs.APP, r);
-        if (result != DocaError.DOCA_SUCCESS) {
-            log.err(MAIN, 86, "main", "Failed to Allocate DPA Resources", result);
-        } else {
-            result = steps.finish(() -> dpaPingPong(r), () -> { });
-            if (result != DocaError.DOCA_SUCCESS) {
-                log.err(MAIN, 92, "main", "dpa_ping_pong() encountered an error", result);
-            } else {
-                ok = true;
-            }
-            result = common.destroyDpaResources(r);
-            if (result != DocaError.DOCA_SUCCESS) {
-                log.err(MAIN, 101, "main", "Failed to destroy DOCA DPA resources", result);
-                ok = false;
-            }
-        }
-        log.info(MAIN, ok ? 110 : 112, "main", ok ? "Sample finished successfully" : "Sample finished with errors");
-        return ok;
+        s.common.main(MAIN, new int[] {64, 86, 92, 101, 110, 112}, "dpa_ping_pong", proc, devices, pciAddrOf, pfDevice,
+                PingPongDevStubs.APP, r -> s.steps.finish(() -> s.dpaPingPong(r), () -> { }));
     }
 
     /** One side's device memory: its thread argument, local storage and received-values array. */
