@@ -8,8 +8,6 @@ import java.time.Duration;
 import java.util.function.Function;
 
 import org.peerdirect.doca.DocaAccessFlag;
-import org.peerdirect.doca.DocaError;
-import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
