@@ -2,7 +2,7 @@ package org.peerdirect.itest;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
-import static org.peerdirect.itest.dpa.InitiatorTargetProgs.*;
+import static org.peerdirect.dpa.samples.dev.InitiatorTargetDev.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -30,8 +30,8 @@ import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.DocaRdma;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.dpa.samples.dev.InitiatorTargetDevStubs;
 import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.itest.dpa.InitiatorTargetProgsStubs;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
 import org.peerdirect.kernel.mm.AddressSpace;
@@ -43,6 +43,8 @@ import org.peerdirect.kernel.mm.Mm;
  * context joined by two connections, the target's feeding one completion context; thread 1 takes
  * the four receives (values 1..4, immediates 10..13, user data = connection id), thread 2 sets the
  * event to 10 while the host waits > 9; everything destroyed, nothing pinned, the IOMMU audit clean.
+ * The device code is dpa-samples' {@code InitiatorTargetDev} (the sample's own); its mutant switch
+ * leaves out {@code request_notification}: thread 1 runs once, C7.
  */
 @RunWith(PaxExam.class)
 @ExamReactorStrategy(PerClass.class)
@@ -58,6 +60,14 @@ public class DocaRdmaIT {
     Mm mm;
     @Inject
     Iommu iommu;
+    @Inject
+    org.apache.felix.service.command.CommandProcessor processor;
+
+    /** The mutant's check reads {@code dpa:ps} and {@code dpa:mm}. */
+    @org.ops4j.pax.exam.ProbeBuilder
+    public org.ops4j.pax.exam.TestProbeBuilder probe(org.ops4j.pax.exam.TestProbeBuilder builder) {
+        return Distribution.withGogo(builder);
+    }
 
     @Configuration
     public Option[] config() {
@@ -97,7 +107,32 @@ public class DocaRdmaIT {
 
     @Test
     public void theInitiatorTargetSampleRunsOnTheContainersBlueField3() throws Exception {
-        AddressSpace p = mm.createProcess("itest-doca-rdma");
+        scenario6(false);
+    }
+
+    /**
+     * Scenario 6's mutant: thread 1 acknowledges but does not request notification before it
+     * reschedules. No further completion triggers it: it runs once, the checker reports the lost
+     * wake-up (C7, strict: the process ends), the event is never set; nothing is left afterwards.
+     */
+    @Test
+    public void withoutRequestNotificationThread1RunsOnceOnly() throws Exception {
+        scenario6(true);
+    }
+
+    String run(String cmd) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream ps = new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8);
+        try (org.apache.felix.service.command.CommandSession s = processor.createSession(System.in, ps, ps)) {
+            Object r = s.execute(cmd);
+            return out.toString(java.nio.charset.StandardCharsets.UTF_8) + (r == null ? "" : r);
+        } catch (Exception e) {
+            throw new AssertionError(cmd + ": " + e, e);
+        }
+    }
+
+    private void scenario6(boolean mutant) throws Exception {
+        AddressSpace p = mm.createProcess(mutant ? "itest-doca-rdma-mutant" : "itest-doca-rdma");
         p.setMemlockLimit(1L << 30);
         try {
             DocaDev dev = null;
@@ -113,7 +148,7 @@ public class DocaRdmaIT {
             }
             assertTrue("a BlueField-3", dev != null);
             DocaDpa dpa = DocaDpa.create(dev);
-            dpa.setApp(InitiatorTargetProgsStubs.APP);
+            dpa.setApp(InitiatorTargetDevStubs.APP);
             dpa.start();
             List<Runnable> undo = new ArrayList<>();
             DocaRdma initiator = rdma(dev, dpa, null, undo);
@@ -121,7 +156,7 @@ public class DocaRdmaIT {
             dpa.memset(a1, 0, T1_SIZE);
             DocaDpaThread t1 = DocaDpaThread.create(dpa);
             undo.add(t1::destroy);
-            t1.setFuncArg(InitiatorTargetProgsStubs.THREAD1, a1);
+            t1.setFuncArg(InitiatorTargetDevStubs.THREAD1_KERNEL, a1);
             t1.start();
             DocaDpaCompletion comp = DocaDpaCompletion.create(dpa, 4);
             undo.add(comp::destroy);
@@ -144,7 +179,7 @@ public class DocaRdmaIT {
             dpa.h2dMemcpy(a2, le(ev.getDpaHandle(dpa), 10));
             DocaDpaThread t2 = DocaDpaThread.create(dpa);
             undo.add(t2::destroy);
-            t2.setFuncArg(InitiatorTargetProgsStubs.THREAD2, a2);
+            t2.setFuncArg(InitiatorTargetDevStubs.THREAD2_KERNEL, a2);
             t2.start();
             DocaDpaNotificationCompletion note = DocaDpaNotificationCompletion.create(dpa, t2);
             note.start();
@@ -155,26 +190,14 @@ public class DocaRdmaIT {
             dpa.h2dMemcpy(send, le(1, 2, 3, 4));
             int recvKey = map(dev, dpa, recv, undo);
             int sendKey = map(dev, dpa, send, undo);
-            dpa.h2dMemcpy(a1, le(comp.getDpaHandle(), note.getDpaHandle(), target.getDpaHandle(), recvKey, recv, 8));
-            dpa.rpc(InitiatorTargetProgsStubs.POST_RECEIVE, target.getDpaHandle(), recv, recvKey, 8L);
-            for (int i = 0; i < 4; i++) {
-                dpa.rpc(InitiatorTargetProgsStubs.POST_SEND_IMM, initiator.getDpaHandle(), i % 2, send + 8L * i, sendKey, 8L, 10 + i);
+            dpa.h2dMemcpy(a1, le(0, note.getDpaHandle(), comp.getDpaHandle(), target.getDpaHandle(), recv, recvKey, 8));
+            dpa.h2dMemcpy(a1 + T1_MUTANT_NO_REQUEST, le(mutant ? 1 : 0));
+            dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_RECEIVE_RPC, 0L, target.getDpaHandle(), recv, recvKey, 8L);
+            if (mutant) {
+                mutantRunsOnce(dpa, initiator, send, sendKey, t1, ev);
+            } else {
+                sampleRuns(dpa, initiator, send, sendKey, a1, t1, t2, ev);
             }
-            ev.waitGt(9, -1L, Duration.ofSeconds(60));
-            assertEquals(10, ev.get());
-            ByteBuffer b = ByteBuffer.wrap(dpa.d2hMemcpy(a1, T1_SIZE)).order(ByteOrder.LITTLE_ENDIAN);
-            for (int v = 0; v < 4; v++) {
-                assertEquals("value " + (v + 1) + " once", 1, b.getLong(T1_VALUES + 8 * v));
-            }
-            long imms = 0;
-            for (int n = 0; n < 4; n++) {
-                long imm = b.getLong(T1_LOG + 16 * n);
-                assertEquals("receive " + n + ": user data is the connection id of immediate " + imm, (imm - 10) % 2, b.getLong(T1_LOG + 16 * n + 8));
-                imms |= 1L << imm;
-            }
-            assertEquals("immediates 10..13", 0xfL << 10, imms);
-            assertEquals(4, t1.activations());
-            assertEquals(1, t2.activations());
             for (int i = undo.size() - 1; i >= 0; i--) {
                 undo.get(i).run();
             }
@@ -188,5 +211,55 @@ public class DocaRdmaIT {
         IommuAudit audit = iommu.audit();
         assertEquals("no IOMMU fault: " + audit, 0, audit.faults());
         assertTrue(audit.toString(), audit.violationFree());
+    }
+
+    /** The mutant's first receive runs thread 1; its second never does: C7 reported, one activation, no event. */
+    private void mutantRunsOnce(DocaDpa dpa, DocaRdma initiator, long send, int sendKey, DocaDpaThread t1, DocaSyncEvent ev) {
+        dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_SEND_IMM_RPC, 0L, initiator.getDpaHandle(), 0, send, sendKey, 8L, 10);
+        try {
+            dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_SEND_IMM_RPC, 0L, initiator.getDpaHandle(), 1, send + 8, sendKey, 8L, 11);
+        } catch (org.peerdirect.doca.DocaException e) { // thread 1's reschedule may have ended the process (strict C7) before this RPC
+            assertEquals(e.getMessage(), org.peerdirect.doca.DocaError.DOCA_ERROR_DRIVER, e.error());
+        }
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        String seen;
+        while (!(seen = run("dpa:ps") + run("dpa:mm")).contains("C7")) {
+            assertTrue("C7 reported:\n" + seen, System.nanoTime() < deadline);
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L); // polling the bench's report: no event to wait on
+        }
+        assertTrue(seen, seen.contains("not armed"));
+        assertEquals("thread 1 ran once only", 1, t1.activations());
+        org.peerdirect.doca.DocaException e = org.junit.Assert.assertThrows(org.peerdirect.doca.DocaException.class,
+                () -> ev.waitGt(9, -1L, Duration.ofMillis(300)));
+        assertTrue("the event is never set: " + e.getMessage(), e.error() == org.peerdirect.doca.DocaError.DOCA_ERROR_TIME_OUT
+                || e.error() == org.peerdirect.doca.DocaError.DOCA_ERROR_DRIVER || e.error() == org.peerdirect.doca.DocaError.DOCA_ERROR_BAD_STATE);
+    }
+
+    /** The sample's four sends: the event set to 10, each value and immediate once, user data the connection, 4 + 1 activations. */
+    private void sampleRuns(DocaDpa dpa, DocaRdma initiator, long send, int sendKey, long a1, DocaDpaThread t1, DocaDpaThread t2, DocaSyncEvent ev) {
+        for (int i = 0; i < 4; i++) {
+            dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_SEND_IMM_RPC, 0L, initiator.getDpaHandle(), i % 2, send + 8L * i, sendKey, 8L, 10 + i);
+        }
+        ev.waitGt(9, -1L, Duration.ofSeconds(60));
+        assertEquals(10, ev.get());
+        ByteBuffer b = ByteBuffer.wrap(dpa.d2hMemcpy(a1, T1_SIZE)).order(ByteOrder.LITTLE_ENDIAN);
+        assertEquals("four receives", 4, b.getLong(T1_NUM_RECEIVE));
+        for (int v = 0; v < 4; v++) {
+            assertEquals("value " + (v + 1) + " received", 1, b.getInt(T1_RECEIVED_VALUES + 4 * v));
+        }
+        long imms = 0;
+        long values = 0;
+        for (int n = 0; n < 4; n++) {
+            long imm = b.getLong(T1_RECORD + 32 * n + 8);
+            long value = b.getLong(T1_RECORD + 32 * n + 24);
+            assertEquals("receive " + n + ": value " + value + " came with immediate " + (9 + value), 9 + value, imm);
+            assertEquals("receive " + n + ": user data is the connection id of immediate " + imm, (imm - 10) % 2, b.getLong(T1_RECORD + 32 * n + 16));
+            imms |= 1L << imm;
+            values |= 1L << value;
+        }
+        assertEquals("immediates 10..13", 0xfL << 10, imms);
+        assertEquals("values 1..4 each once", 0x1eL, values);
+        assertEquals(4, t1.activations());
+        assertEquals(1, t2.activations());
     }
 }

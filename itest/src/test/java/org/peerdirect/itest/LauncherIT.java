@@ -162,6 +162,11 @@ class LauncherIT {
         int hello = r.out().indexOf("Hello from kernel", Math.max(start, 0));
         int done = r.out().indexOf("[DOCA][INF][dpa_kernel_launch_main.c:112][main] Sample finished successfully", Math.max(hello, 0));
         assertTrue(start >= 0 && hello > start && done > hello, "dpa:sample kernel_launch\n" + r.out());
+        // DOCA's initiator/target sample: its first and last DOCA log lines with thread 2's line between them
+        int itStart = r.out().indexOf("[DOCA][INF][dpa_initiator_target_main.c:64][main] Starting the sample");
+        int itSet = r.out().indexOf("thread2_kernel: Set sync event value to 10", Math.max(itStart, 0));
+        int itDone = r.out().indexOf("[DOCA][INF][dpa_initiator_target_main.c:110][main] Sample finished successfully", Math.max(itSet, 0));
+        assertTrue(itStart >= 0 && itSet > itStart && itDone > itSet, "dpa:sample initiator_target\n" + r.out());
         assertTrue(r.out().contains("no DOCA DPA context in any process"), "dpa:doca after the sample\n" + r.out());
     }
 

@@ -105,6 +105,16 @@ public final class DpaLab implements AutoCloseable {
         return models.get(i).dpaDescribe();
     }
 
+    /** The memory-model checker's findings on {@code mlx5_<i>} ({@code dpa:mm}), for tests outside this package. */
+    public List<String> dpaFindings(int i) {
+        return models.get(i).dpaFindings();
+    }
+
+    /** The DPA crash reports on {@code mlx5_<i>} ({@code dpa:crash}), for tests outside this package. */
+    public List<String> dpaCrashes(int i) {
+        return models.get(i).dpaCrashes();
+    }
+
     @Override
     public void close() {
         List<String> leaks = new ArrayList<>();

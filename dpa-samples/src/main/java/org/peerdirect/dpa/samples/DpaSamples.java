@@ -9,7 +9,7 @@ import org.peerdirect.ib.core.verbs.IbvDeviceList;
 import org.peerdirect.kernel.mm.Mm;
 
 /**
- * The {@code dpa:sample} Gogo command: FlexIO's samples and DOCA DPA's kernel launch sample, each a program in a simulated process of
+ * The {@code dpa:sample} Gogo command: FlexIO's samples and DOCA DPA's kernel launch and initiator/target samples, each a program in a simulated process of
  * its own ({@link Samples}). The fence sample's finding is the model's checker's, which user space
  * cannot read (a real DPA has no such checker): the sample asks the bench for it the way a user
  * would, by running {@code dpa:mm} in the caller's shell session, and prints the lines of its process.
@@ -29,8 +29,8 @@ public final class DpaSamples {
         this.pciAddrOf = org.peerdirect.doca.dev.DocaDevinfo.pciAddrOfServices(ctx);
     }
 
-    @Descriptor("FlexIO's and DOCA DPA's samples on a BlueField-3's DPA: rpc, echo, fence, kernel_launch; alone it lists them. Example: dpa:sample echo -d mlx5_2 -n 8")
-    public String sample(CommandSession session, @Descriptor("NAME [-d DEVICE] [-n MESSAGES]") Object... args) {
+    @Descriptor("FlexIO's and DOCA DPA's samples on a BlueField-3's DPA: rpc, echo, fence, kernel_launch, initiator_target, ping_pong, nvqual, nvqual_fence; alone it lists them. Example: dpa:sample echo -d mlx5_2 -n 8")
+    public String sample(CommandSession session, @Descriptor("NAME [-d DEVICE] [-n MESSAGES] [-w MS] [-e EU,...]") Object... args) {
         return Samples.run(devices, pciAddrOf, mm, id -> findingsOf(session, id), args);
     }
 

@@ -59,7 +59,7 @@ class SamplesTest {
     @Test
     void withoutANameItListsTheSamples() {
         String l = run();
-        assertTrue(l.contains("rpc ") && l.contains("echo ") && l.contains("fence ") && l.contains("kernel_launch ") && l.contains("usage"), l);
+        assertTrue(l.contains("rpc ") && l.contains("echo ") && l.contains("fence ") && l.contains("kernel_launch ") && l.contains("initiator_target ") && l.contains("ping_pong ") && l.contains("nvqual ") && l.contains("usage"), l);
     }
 
     @Test
@@ -115,6 +115,134 @@ class SamplesTest {
                 "INF dpa_kernel_launch_main.c:68 [main] Starting the sample",
                 "Hello from kernel",
                 "INF dpa_kernel_launch_main.c:112 [main] Sample finished successfully"), docaLines(out), out);
+        assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+    }
+
+    /**
+     * DOCA's {@code dpa_initiator_target}: the real sample's host lines in its order (with the C
+     * file's lines), the connection ids, buffers and immediates of the four sends, then the two
+     * threads' lines: thread 1 once per receive (each value 1..4 once, immediates 10..13, the
+     * receive's connection as user data, re-posting and rescheduling three times, finishing after
+     * the 4th), thread 2 once setting the event to 10. The DPA process is gone afterwards.
+     */
+    @Test
+    void initiatorTargetPrintsWhatTheRealSamplePrints() {
+        String out = run("initiator_target");
+        List<String> lines = docaLines(out);
+        String s = "dpa_initiator_target_sample.c:";
+        List<String> host = new java.util.ArrayList<>(List.of(
+                "INF dpa_initiator_target_main.c:64 [main] Starting the sample",
+                "INF " + s + "205 [dpa_initiator_target] Create Initiator DOCA DPA Completion",
+                "INF " + s + "214 [dpa_initiator_target] Initialize Initiator DOCA RDMA",
+                "INF " + s + "59 [rdma_obj_create] Create DOCA RDMA",
+                "INF " + s + "77 [rdma_obj_create] Start DOCA RDMA",
+                "INF " + s + "221 [dpa_initiator_target] Allocate Target DPA thread #1 device argument",
+                "INF " + s + "228 [dpa_initiator_target] Create Target DOCA DPA Thread #1",
+                "INF " + s + "238 [dpa_initiator_target] Create Target DOCA DPA Completion",
+                "INF " + s + "248 [dpa_initiator_target] Initialize Target DOCA RDMA",
+                "INF " + s + "59 [rdma_obj_create] Create DOCA RDMA",
+                "INF " + s + "77 [rdma_obj_create] Start DOCA RDMA",
+                "INF " + s + "131 [rdma_objs_connect] Connect Initiator DOCA RDMA connection #1 to Target DOCA RDMA connection #1",
+                "INF " + s + "141 [rdma_objs_connect] Connect Target DOCA RDMA connection #1 to Initiator DOCA RDMA connection #1",
+                "INF " + s + "151 [rdma_objs_connect] Connect Initiator DOCA RDMA connection #2 to Target DOCA RDMA connection #2",
+                "INF " + s + "161 [rdma_objs_connect] Connect Target DOCA RDMA connection #2 to Initiator DOCA RDMA connection #2",
+                "INF " + s + "261 [dpa_initiator_target] Run Target DOCA DPA Thread #1",
+                "INF " + s + "268 [dpa_initiator_target] Allocate Target DPA thread #2 device argument",
+                "INF " + s + "275 [dpa_initiator_target] Create Target DOCA DPA Thread #2",
+                "INF " + s + "285 [dpa_initiator_target] Create Target DOCA DPA Notification Completion",
+                "INF " + s + "295 [dpa_initiator_target] Run Target DOCA DPA Thread #2",
+                "INF " + s + "302 [dpa_initiator_target] Create completion DOCA sync event",
+                "INF " + s + "313 [dpa_initiator_target] Update Target DPA thread #2 device argument",
+                "INF " + s + "325 [dpa_initiator_target] Create Target DOCA MMAP on DPA for Target DOCA RDMA received buffer",
+                "INF " + s + "351 [dpa_initiator_target] Update Target DPA thread #1 device argument",
+                "INF " + s + "368 [dpa_initiator_target] Create Initiator DOCA MMAP for send buffer on Host",
+                "INF " + s + "382 [dpa_initiator_target] Trigger an RPC to prepare Target DPA receive memory"));
+        java.util.regex.Matcher conn = java.util.regex.Pattern.compile("RDMA connection #(\\d+) with buffer 1 and").matcher(out);
+        assertTrue(conn.find(), out);
+        int c0 = Integer.parseInt(conn.group(1));
+        for (int i = 0; i < 4; i++) {
+            host.add("INF " + s + "397 [dpa_initiator_target] Trigger an RPC to post send on Initiator DOCA RDMA connection #"
+                    + (c0 + i % 2) + " with buffer " + (i + 1) + " and immediate value " + (10 + i));
+        }
+        host.addAll(List.of(
+                "INF " + s + "422 [dpa_initiator_target] Waiting for Target Thread #2 to set completion Sync Event value to be greater than 9",
+                "INF " + s + "430 [dpa_initiator_target] Tear down",
+                "INF " + s + "108 [rdma_obj_destroy] Destroy Target DOCA RDMA",
+                "INF " + s + "108 [rdma_obj_destroy] Destroy Initiator DOCA RDMA"));
+        assertEquals(host, lines.subList(0, host.size()), out);
+        assertEquals("INF dpa_initiator_target_main.c:110 [main] Sample finished successfully", lines.getLast(), out);
+
+        List<String> dev = lines.subList(host.size(), lines.size() - 1);
+        String t1 = "thread1_kernel: ";
+        assertEquals(4, dev.stream().filter(l -> l.equals(t1 + "Hello from Thread #1")).count(), out);
+        assertEquals(4, dev.stream().filter(l -> l.equals(t1 + "doca_dpa_dev_get_completion() returned 1")).count(), out);
+        for (int v = 1; v <= 4; v++) {
+            String value = t1 + "Value of DPA received buffer is " + v;
+            assertEquals(1, dev.stream().filter(value::equals).count(), "value " + v + " once:\n" + out);
+        }
+        java.util.Set<String> imms = new java.util.HashSet<>();
+        dev.stream().filter(l -> l.startsWith(t1 + "doca_dpa_dev_get_completion_immediate() returned ")).forEach(l -> imms.add(l.substring(l.lastIndexOf(' ') + 1)));
+        assertEquals(java.util.Set.of("10", "11", "12", "13"), imms, out);
+        assertEquals(3, dev.stream().filter(l -> l.equals(t1 + "Reschedule")).count(), "rescheduled after receives 1..3:\n" + out);
+        assertEquals(3, dev.stream().filter(l -> l.startsWith(t1 + "Repost RDMA receive on DPA Mmap handle 0x")).count(), out);
+        int notify = dev.indexOf(t1 + "Received all data values, Notify Thread #2");
+        // thread 2 runs as soon as it is notified: its lines may come before thread 1's last
+        assertTrue(notify >= 0 && dev.subList(notify + 1, dev.size()).contains(t1 + "Finish"), out);
+        assertEquals(List.of("thread2_kernel: Hello from Thread #2", "thread2_kernel: Set sync event value to 10", "thread2_kernel: Finish"),
+                dev.stream().filter(l -> l.startsWith("thread2_kernel: ")).toList(), out);
+        assertTrue(dev.stream().allMatch(l -> l.startsWith(t1) || l.startsWith("thread2_kernel: ")), "only the threads' lines:\n" + out);
+        assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+    }
+
+    /**
+     * DOCA's {@code dpa_ping_pong}: main's two lines around the threads' lines, 100 iteration lines
+     * per side numbered 1..100 (Ping --> Pong from ping, Pong --> Ping from pong), no error line.
+     */
+    @Test
+    void pingPongPrintsWhatTheRealSamplePrints() {
+        String out = run("ping_pong");
+        List<String> lines = docaLines(out);
+        assertEquals("INF dpa_ping_pong_main.c:64 [main] Starting the sample", lines.getFirst(), out);
+        assertEquals("INF dpa_ping_pong_main.c:110 [main] Sample finished successfully", lines.getLast(), out);
+        List<String> dev = lines.subList(1, lines.size() - 1);
+        for (String side : List.of("Ping --> Pong", "Pong --> Ping")) {
+            List<String> want = java.util.stream.IntStream.rangeClosed(1, 100).mapToObj(i -> side + " Iteration #" + i).toList();
+            assertEquals(want, dev.stream().filter(l -> l.startsWith(side)).toList(), out);
+        }
+        assertEquals(200, dev.size(), out);
+        assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+    }
+
+    /**
+     * DOCA's {@code dpa_nvqual} as a command: the sample's JSON (every EU but the DPA OS's, the
+     * excluded ones unused, a cycle count per used EU) and the verdict; the mutant's failures and
+     * the checker's C1 naming the store; no DPA process left after either.
+     */
+    @Test
+    void nvqualPrintsTheSamplesJsonAndTheMutantItsFinding() {
+        String out = run("nvqual", "-e", "5,17,200");
+        assertTrue(out.contains("\"device\": \"mlx5_2\"") && out.contains("\"total_harts\": 256") && out.contains("\"unreachable_harts\": [1]")
+                && out.contains("\"unused_harts\": [5, 17, 200]"), out);
+        assertTrue(out.contains("qualification passed: 251 EUs"), out);
+        java.util.regex.Matcher cycles = java.util.regex.Pattern.compile("\"cycles\": \\[([0-9, ]+)]").matcher(out);
+        assertTrue(cycles.find(), out);
+        assertEquals(251, cycles.group(1).split(", ").length, out);
+        assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+
+        String fence = run("nvqual_fence");
+        assertTrue(fence.contains("\"used_harts\": [2, 3, 16]") && fence.contains("qualification failed: EU "), fence);
+        assertTrue(fence.contains("C1") && fence.contains("NvqualDev.report:"), fence);
+        assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
+        UsageException x = assertThrows(UsageException.class, () -> run("nvqual", "-e", "256"));
+        assertTrue(x.getMessage().contains("-e 256"), x.getMessage());
+    }
+
+    /** all_to_all runs across two devices with a DPA: on a host with one it says so (itest runs it on two). */
+    @Test
+    void allToAllWantsTwoBlueField3s() {
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> run("all_to_all", "-n", "1"));
+        assertTrue(e.getMessage().contains("dpa:sample all_to_all failed") && e.getMessage().contains("1 device(s) with a DPA")
+                && e.getMessage().contains("bluefield3=2"), e.getMessage());
         assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
     }
 

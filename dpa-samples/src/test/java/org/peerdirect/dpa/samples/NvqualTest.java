@@ -1,4 +1,4 @@
-package org.peerdirect.doca.dpa;
+package org.peerdirect.dpa.samples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -16,7 +16,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dpa.progs.EuProgsStubs;
+import org.peerdirect.doca.dpa.DocaDpa;
+import org.peerdirect.doca.dpa.DpaLab;
+import org.peerdirect.dpa.samples.dev.NvqualDevStubs;
 
 /**
  * DPA_MODEL.md §4 scenario 10, EU qualification (DOCA's {@code dpa_nvqual}): one thread per
@@ -24,9 +26,10 @@ import org.peerdirect.doca.dpa.progs.EuProgsStubs;
  * completions from one RPC, memory and arithmetic kernels, each adding 1 to a sync event the host
  * waits on; the user's excluded EUs are not used; each thread's virtual cycles are reported.
  * The mutant (a memory kernel that does not write its result back before the host's d2h copy)
- * must fail the qualification, and the checker names it (C1).
+ * must fail the qualification, and the checker names it (C1). (doca-dpa's {@code DocaDpaNvqualTest}
+ * until the program moved beside its sample, {@code dpa:sample nvqual}, which itest runs too.)
  */
-class DocaDpaNvqualTest {
+class NvqualTest {
 
     private static final Duration BOUND = Duration.ofSeconds(120);
 
@@ -41,7 +44,7 @@ class DocaDpaNvqualTest {
         lab = new DpaLab(tmp);
         dev = lab.open(0);
         dpa = DocaDpa.create(dev);
-        dpa.setApp(EuProgsStubs.APP);
+        dpa.setApp(NvqualDevStubs.APP);
         dpa.start();
     }
 
@@ -57,7 +60,7 @@ class DocaDpaNvqualTest {
     @Test
     void everyAvailableEuQualifiesButTheExcluded() {
         Set<Integer> excluded = Set.of(5, 17, 200);
-        Nvqual.Report r = Nvqual.run(dpa, dev, excluded, EuProgsStubs.MEMORY_STRESS, 8, 50, BOUND);
+        NvqualSample.Report r = NvqualSample.run(dpa, dev, excluded, NvqualDevStubs.DPA_NVQUAL_MEMORY_STRESS_KERNEL, 8, 50, BOUND);
         System.out.println(r.json(dev.name()));
         assertEquals(List.of(), r.failures());
         assertEquals(256, r.totalHarts());
@@ -75,10 +78,10 @@ class DocaDpaNvqualTest {
     @Test
     void theMutantWithoutWritebackFailsAndTheCheckerNamesIt() {
         Set<Integer> excluded = IntStream.range(0, 256).filter(eu -> eu != 2 && eu != 3 && eu != 16).boxed().collect(Collectors.toSet());
-        Nvqual.Report r = Nvqual.run(dpa, dev, excluded, EuProgsStubs.MEMORY_STRESS_NO_WRITEBACK, 8, 50, Duration.ofSeconds(30));
+        NvqualSample.Report r = NvqualSample.run(dpa, dev, excluded, NvqualDevStubs.MEMORY_STRESS_NO_WRITEBACK, 8, 50, Duration.ofSeconds(30));
         assertEquals(List.of(2, 3, 16), r.used());
         assertFalse(r.failures().isEmpty(), "the qualification must fail: " + r);
-        List<String> findings = lab.models.get(0).dpaFindings();
-        assertTrue(findings.stream().anyMatch(f -> f.contains("C1") && f.contains("EuProgs.report:")), "C1 names the store that was not written back: " + findings);
+        List<String> findings = lab.dpaFindings(0);
+        assertTrue(findings.stream().anyMatch(f -> f.contains("C1") && f.contains("NvqualDev.report:")), "C1 names the store that was not written back: " + findings);
     }
 }

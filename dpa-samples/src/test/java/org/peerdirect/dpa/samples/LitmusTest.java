@@ -1,4 +1,4 @@
-package org.peerdirect.doca.dpa;
+package org.peerdirect.dpa.samples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -16,8 +16,10 @@ import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dpa.progs.EuProgsStubs;
+import org.peerdirect.doca.dpa.DocaDpa;
+import org.peerdirect.doca.dpa.DpaLab;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.dpa.samples.dev.LitmusDevStubs;
 import org.peerdirect.flexio.FlexioFunc;
 
 /**
@@ -33,9 +35,10 @@ import org.peerdirect.flexio.FlexioFunc;
  * off, are {@code hca-sim}'s {@code MemoryModelTest} on the same programs: a deterministic DPA runs
  * its harts only while its host waits in the model's {@code awaitIdle}, which a DOCA host never
  * calls, so the DOCA level runs the board's concurrent mode, where the checks (epochs, alignment)
- * do not depend on the interleaving.
+ * do not depend on the interleaving. (doca-dpa's {@code DocaDpaLitmusTest} until its kernels moved to
+ * dpa-samples' exported {@code LitmusDev}, which itest's {@code DocaScenariosIT} launches too.)
  */
-class DocaDpaLitmusTest {
+class LitmusTest {
 
     private static final Duration BOUND = Duration.ofSeconds(60);
     private static final int ROUNDS = 5;
@@ -65,7 +68,7 @@ class DocaDpaLitmusTest {
 
     private void open() {
         dpa = DocaDpa.create(dev);
-        dpa.setApp(EuProgsStubs.APP);
+        dpa.setApp(LitmusDevStubs.APP);
         dpa.start();
         done = DocaSyncEvent.create();
         done.addPublisherLocationDpa(dpa);
@@ -103,16 +106,16 @@ class DocaDpaLitmusTest {
     }
 
     private long load(long off) {
-        return dpa.rpc(EuProgsStubs.LOAD64, arg + off);
+        return dpa.rpc(LitmusDevStubs.LOAD64, arg + off);
     }
 
     @Test
     void messagePassingWithTheFenceReads42AndTheCheckerIsSilent() {
         for (int i = 0; i < ROUNDS; i++) {
             open();
-            assertNull(launch(EuProgsStubs.MP_FENCE));
+            assertNull(launch(LitmusDevStubs.MP_FENCE));
             assertEquals(42, load(128), "round " + i);
-            assertTrue(lab.models.get(0).dpaFindings().stream().noneMatch(f -> f.contains("C2")), lab.models.get(0).dpaFindings().toString());
+            assertTrue(lab.dpaFindings(0).stream().noneMatch(f -> f.contains("C2")), lab.dpaFindings(0).toString());
             close();
         }
     }
@@ -121,11 +124,11 @@ class DocaDpaLitmusTest {
     void messagePassingWithoutTheFenceIsC2NamingTheReader() {
         for (int i = 0; i < ROUNDS; i++) {
             open();
-            DocaException f = launch(EuProgsStubs.MP_NO_FENCE);
+            DocaException f = launch(LitmusDevStubs.MP_NO_FENCE);
             assertNotNull(f, "round " + i + ": strict mode ends the process on C2");
             assertEquals(DocaError.DOCA_ERROR_DRIVER, f.error(), f.getMessage());
-            List<String> findings = lab.models.get(0).dpaFindings();
-            assertTrue(findings.stream().anyMatch(l -> l.contains("C2") && l.contains("EuProgs.mpRead:")), "round " + i + ": " + findings);
+            List<String> findings = lab.dpaFindings(0);
+            assertTrue(findings.stream().anyMatch(l -> l.contains("C2") && l.contains("LitmusDev.mpRead:")), "round " + i + ": " + findings);
             close();
         }
     }
@@ -134,12 +137,12 @@ class DocaDpaLitmusTest {
     void sameAddressOrderAndEightByteAtomicityHold() {
         open();
         for (int i = 0; i < ROUNDS; i++) {
-            assertNull(launch(EuProgsStubs.SAME_ADDRESS));
+            assertNull(launch(LitmusDevStubs.SAME_ADDRESS));
             assertEquals(0, load(584), "round " + i + ": a reader never sees one location's stores out of order");
-            assertNull(launch(EuProgsStubs.WORD8));
+            assertNull(launch(LitmusDevStubs.WORD8));
             assertEquals(0, load(520), "round " + i + ": an aligned 8-byte store never tears");
         }
-        assertTrue(lab.models.get(0).dpaFindings().stream().noneMatch(f -> f.contains("C2") || f.contains("C5")), lab.models.get(0).dpaFindings().toString());
+        assertTrue(lab.dpaFindings(0).stream().noneMatch(f -> f.contains("C2") || f.contains("C5")), lab.dpaFindings(0).toString());
     }
 
     /**
@@ -151,10 +154,10 @@ class DocaDpaLitmusTest {
     void readingASixteenByteCopyUnorderedIsReported() {
         for (int i = 0; i < ROUNDS; i++) {
             open();
-            DocaException f = launch(EuProgsStubs.PAIR16);
+            DocaException f = launch(LitmusDevStubs.PAIR16);
             assertNotNull(f, "round " + i + ": strict mode ends the process");
-            List<String> findings = lab.models.get(0).dpaFindings();
-            assertTrue(findings.stream().anyMatch(l -> l.contains("C2") && l.contains("EuProgs.pair16:")), "round " + i + ": " + findings);
+            List<String> findings = lab.dpaFindings(0);
+            assertTrue(findings.stream().anyMatch(l -> l.contains("C2") && l.contains("LitmusDev.pair16:")), "round " + i + ": " + findings);
             close();
         }
     }
@@ -162,9 +165,9 @@ class DocaDpaLitmusTest {
     @Test
     void anUnalignedStoreEndsTheProcessNamingTheLine() {
         open();
-        DocaException f = launch(EuProgsStubs.UNALIGNED);
+        DocaException f = launch(LitmusDevStubs.UNALIGNED);
         assertNotNull(f, "C5 is fatal");
-        List<String> crashes = lab.models.get(0).dpaCrashes();
-        assertTrue(crashes.stream().anyMatch(l -> l.contains("unaligned") && l.contains("EuProgs.unaligned:")), crashes.toString());
+        List<String> crashes = lab.dpaCrashes(0);
+        assertTrue(crashes.stream().anyMatch(l -> l.contains("unaligned") && l.contains("LitmusDev.unaligned:")), crashes.toString());
     }
 }

@@ -1,8 +1,8 @@
-package org.peerdirect.doca.rdma;
+package org.peerdirect.dpa.samples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.peerdirect.doca.rdma.progs.RdmaProgs.*;
+import static org.peerdirect.dpa.samples.dev.PingPongDev.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -24,15 +24,17 @@ import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.dpa.DpaLab;
 import org.peerdirect.doca.mmap.DocaMmap;
-import org.peerdirect.doca.rdma.progs.RdmaProgsStubs;
+import org.peerdirect.doca.rdma.DocaRdma;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.dpa.samples.dev.PingPongDevStubs;
 
 /**
  * DPA_MODEL.md §4 scenario 7, DOCA's {@code dpa_ping_pong} sample: a ping thread and a pong thread,
  * each with its DOCA RDMA context (data path on the DPA) and its completion context, the two
  * contexts connected; the first iteration by RPC, then 100 iterations of post_receive/post_send of
  * the values 0..99 in each direction, each thread polling its completion context. Observe: both
- * received-value arrays are [1]*100 and both sync events are set.
+ * received-value arrays are [1]*100 and both sync events are set. In dpa-samples beside its device
+ * program ({@link org.peerdirect.dpa.samples.dev.PingPongDev}), which itest runs too.
  */
 class DpaPingPongTest {
 
@@ -51,7 +53,7 @@ class DpaPingPongTest {
         lab = new DpaLab(tmp);
         dev = lab.open(0);
         dpa = DocaDpa.create(dev);
-        dpa.setApp(RdmaProgsStubs.APP);
+        dpa.setApp(PingPongDevStubs.APP);
         dpa.start();
     }
 
@@ -103,7 +105,7 @@ class DpaPingPongTest {
         long arg = alloc(PP_SIZE);
         DocaDpaThread t = DocaDpaThread.create(dpa);
         undo.add(t::destroy);
-        t.setFuncArg(RdmaProgsStubs.PING_PONG, arg);
+        t.setFuncArg(PingPongDevStubs.THREAD_KERNEL, arg);
         t.setLocalStorage(tls);
         t.start();
         DocaDpaCompletion comp = DocaDpaCompletion.create(dpa, 16);
@@ -137,7 +139,7 @@ class DpaPingPongTest {
         pong.rdma().connect(a.connectionDetails(), b.connection());
         ping.thread().run();
         pong.thread().run();
-        dpa.rpc(RdmaProgsStubs.TRIGGER_FIRST_ITERATION, ping.arg(), pong.arg());
+        dpa.rpc(PingPongDevStubs.TRIGGER_FIRST_ITERATION_RPC, ping.arg(), pong.arg());
     }
 
     private List<Integer> received(Side s) {

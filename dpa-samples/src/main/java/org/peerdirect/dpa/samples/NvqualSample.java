@@ -1,4 +1,4 @@
-package org.peerdirect.doca.dpa;
+package org.peerdirect.dpa.samples;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -7,14 +7,23 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.Function;
 
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dpa.progs.EuProgs;
-import org.peerdirect.doca.dpa.progs.EuProgsStubs;
+import org.peerdirect.doca.dpa.DocaDpa;
+import org.peerdirect.doca.dpa.DocaDpaEuAffinity;
+import org.peerdirect.doca.dpa.DocaDpaNotificationCompletion;
+import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.dpa.samples.dev.NvqualDev;
+import org.peerdirect.dpa.samples.dev.NvqualDevStubs;
+import org.peerdirect.doca.dev.DocaDevinfo;
 import org.peerdirect.flexio.FlexioFunc;
+import org.peerdirect.ib.core.verbs.IbvDevice;
+import org.peerdirect.ib.core.verbs.IbvDeviceList;
+import org.peerdirect.kernel.mm.AddressSpace;
 
 /**
  * DOCA's {@code dpa_nvqual} sample's host flow (DPA_MODEL.md §4 scenario 10), one iteration: the
@@ -25,9 +34,13 @@ import org.peerdirect.flexio.FlexioFunc;
  * and the arithmetic kernel on the others, each with a notification completion; an RPC notifies
  * them all; the host waits until the CPU→DPA sync event passes {@code #threads - 1}, then copies
  * the results back ({@code doca_dpa_d2h_memcpy}) and checks each: it ran on its EU, saw no error,
- * counted cycles. Everything it made goes before it returns.
+ * counted cycles. Everything it made goes before it returns. {@code dpa:sample nvqual} runs it on
+ * the first device with a DPA and prints the sample's JSON; {@code dpa:sample nvqual_fence} runs it
+ * with the mutant memory kernel (no write-back of its result) on EUs 2, 3 and 16 and prints the
+ * failures and the checker's finding. dpa-samples' {@code NvqualTest} and itest's
+ * {@code DocaScenariosIT} run both (scenario 10).
  */
-final class Nvqual {
+final class NvqualSample {
 
     /** {@code DPA_NVQUAL_NUM_EUS_PER_CORE}, {@code DPA_NVQUAL_NUM_MEMORY_EUS_PER_CORE}. */
     static final int EUS_PER_CORE = 16;
@@ -57,7 +70,7 @@ final class Nvqual {
         }
     }
 
-    private Nvqual() {
+    private NvqualSample() {
     }
 
     /** The sample's {@code get_available_eus}: EU ids from 1 on which a strictly pinned thread starts. */
@@ -70,7 +83,7 @@ final class Nvqual {
                 DocaDpaThread t = DocaDpaThread.create(dpa);
                 try {
                     t.setAffinity(a);
-                    t.setFuncArg(EuProgsStubs.ARITHMETIC_STRESS, 0);
+                    t.setFuncArg(NvqualDevStubs.DPA_NVQUAL_ARITHMETIC_STRESS_KERNEL, 0);
                     t.start();
                     ok.add(eu);
                 } catch (DocaException e) {
@@ -101,8 +114,8 @@ final class Nvqual {
         se.start();
         long seHandle = se.getDpaHandle(dpa);
         long handles = dpa.memAlloc(8L * n);
-        long rets = dpa.memAlloc((long) EuProgs.RET_SIZE * n);
-        dpa.memset(rets, 0, (long) EuProgs.RET_SIZE * n);
+        long rets = dpa.memAlloc((long) NvqualDev.RET_SIZE * n);
+        dpa.memset(rets, 0, (long) NvqualDev.RET_SIZE * n);
         DocaDpaEuAffinity aff = DocaDpaEuAffinity.create(dpa);
         List<DocaDpaThread> threads = new ArrayList<>();
         List<DocaDpaNotificationCompletion> notes = new ArrayList<>();
@@ -119,10 +132,10 @@ final class Nvqual {
                 t.setAffinity(aff);
                 long dst = dpa.memAlloc(BUFFER);
                 memory.add(dst);
-                long tls = dpa.memAlloc(EuProgs.TLS_SIZE_BYTES);
+                long tls = dpa.memAlloc(NvqualDev.TLS_SIZE_BYTES);
                 memory.add(tls);
-                dpa.h2dMemcpy(tls, le(eu, rets + (long) EuProgs.RET_SIZE * i, dst, BUFFER, mem ? memoryOps : arithmeticOps, seHandle));
-                t.setFuncArg(mem ? memoryKernel : EuProgsStubs.ARITHMETIC_STRESS, 0);
+                dpa.h2dMemcpy(tls, le(eu, rets + (long) NvqualDev.RET_SIZE * i, dst, BUFFER, mem ? memoryOps : arithmeticOps, seHandle));
+                t.setFuncArg(mem ? memoryKernel : NvqualDevStubs.DPA_NVQUAL_ARITHMETIC_STRESS_KERNEL, 0);
                 t.setLocalStorage(tls);
                 t.start();
                 DocaDpaNotificationCompletion c = DocaDpaNotificationCompletion.create(dpa, t);
@@ -131,17 +144,17 @@ final class Nvqual {
                 dpa.h2dMemcpy(handles + 8L * i, le(c.getDpaHandle()));
                 t.run();
             }
-            dpa.rpc(EuProgsStubs.ENTRY_POINT, handles, n);
+            dpa.rpc(NvqualDevStubs.DPA_NVQUAL_ENTRY_POINT, handles, n);
             try {
                 se.waitGt(n - 1, -1L, bound);
             } catch (DocaException e) {
                 failures.add("waiting for " + n + " threads: " + e.getMessage());
             }
-            ByteBuffer r = ByteBuffer.wrap(dpa.d2hMemcpy(rets, EuProgs.RET_SIZE * n)).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer r = ByteBuffer.wrap(dpa.d2hMemcpy(rets, NvqualDev.RET_SIZE * n)).order(ByteOrder.LITTLE_ENDIAN);
             for (int i = 0; i < n; i++) {
-                long c = r.getLong(EuProgs.RET_SIZE * i + EuProgs.RET_CYCLES);
-                long ranOn = r.getLong(EuProgs.RET_SIZE * i + EuProgs.RET_EU);
-                long errors = r.getLong(EuProgs.RET_SIZE * i + EuProgs.RET_ERRORS);
+                long c = r.getLong(NvqualDev.RET_SIZE * i + NvqualDev.RET_CYCLES);
+                long ranOn = r.getLong(NvqualDev.RET_SIZE * i + NvqualDev.RET_EU);
+                long errors = r.getLong(NvqualDev.RET_SIZE * i + NvqualDev.RET_ERRORS);
                 cycles.put(used.get(i), c);
                 if (ranOn != used.get(i) || errors != 0 || c <= 0) {
                     failures.add("EU " + used.get(i) + ": ran on " + ranOn + ", " + errors + " error(s), " + c + " cycles");
@@ -161,6 +174,77 @@ final class Nvqual {
         }
         return new Report(total, available, used, unused, cycles, failures);
     }
+
+    /** The EUs the mutant runs on: a memory EU of core 0 twice (2, 3) and one of core 1 (16), the others excluded. */
+    static final Set<Integer> FENCE_EUS = Set.of(2, 3, 16);
+
+    /**
+     * {@code dpa:sample nvqual [-e EU,...]} / {@code nvqual_fence}: on the first device with a DPA
+     * (or {@code pfDevice}), a context of the app, one iteration ({@link #run}), its JSON, then
+     * "passed" or each failure; the mutant also prints the checker's finding ({@code dpa:mm}'s
+     * lines of the context's FlexIO process). Everything destroyed also when a step fails.
+     *
+     * @throws IllegalStateException when the qualification failed (not for the mutant, whose failure is the point)
+     */
+    static void sample(AddressSpace proc, IbvDeviceList devices, Function<IbvDevice, String> pciAddrOf, String pfDevice, Set<Integer> excluded,
+            boolean mutant, EchoSample.Findings findings, Out out) {
+        List<DocaDevinfo> list = DocaDevinfo.createList(proc, devices, pciAddrOf);
+        DocaDev dev = null;
+        try {
+            for (DocaDevinfo i : list) {
+                if (dev == null && DocaDpa.capIsSupported(i) && (pfDevice == null || pfDevice.equals(i.getIbdevName()))) {
+                    dev = DocaDev.open(i);
+                }
+            }
+        } finally {
+            DocaDevinfo.destroyList(list);
+        }
+        if (dev == null) {
+            throw new IllegalStateException("no device with a DPA" + (pfDevice == null ? "" : " named " + pfDevice) + " (only a BlueField-3 has one)");
+        }
+        try {
+            DocaDpa dpa = DocaDpa.create(dev);
+            boolean started = false;
+            try {
+                dpa.setApp(NvqualDevStubs.APP);
+                dpa.start();
+                started = true;
+                Set<Integer> ex = excluded;
+                if (mutant) {
+                    ex = new java.util.HashSet<>();
+                    for (int eu = 0; eu < dpa.getTotalNumEusAvailable(); eu++) {
+                        if (!FENCE_EUS.contains(eu)) {
+                            ex.add(eu);
+                        }
+                    }
+                }
+                Report r = run(dpa, dev, ex, mutant ? NvqualDevStubs.MEMORY_STRESS_NO_WRITEBACK : NvqualDevStubs.DPA_NVQUAL_MEMORY_STRESS_KERNEL,
+                        MEMORY_OPS, ARITHMETIC_OPS, mutant ? Duration.ofSeconds(30) : Duration.ofSeconds(120));
+                out.line("%s", r.json(dev.name()));
+                if (r.failures().isEmpty()) {
+                    out.line("qualification passed: %d EUs", r.used().size());
+                } else {
+                    r.failures().forEach(f -> out.line("qualification failed: %s", f));
+                }
+                if (mutant) {
+                    out.line("%s", findings.of(dpa.flexioProcess().id()));
+                } else if (!r.failures().isEmpty()) {
+                    throw new IllegalStateException(r.failures().size() + " EU(s) failed the qualification");
+                }
+            } finally {
+                if (started) {
+                    dpa.stop();
+                }
+                dpa.destroy();
+            }
+        } finally {
+            dev.close();
+        }
+    }
+
+    /** Operations per memory and arithmetic kernel (the sample sizes them to its watchdog; these are short). */
+    static final long MEMORY_OPS = 8;
+    static final long ARITHMETIC_OPS = 50;
 
     private static byte[] le(long... v) {
         ByteBuffer b = ByteBuffer.allocate(8 * v.length).order(ByteOrder.LITTLE_ENDIAN);
