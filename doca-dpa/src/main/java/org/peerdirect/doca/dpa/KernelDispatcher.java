@@ -22,10 +22,18 @@ import org.peerdirect.flexio.FlexioStatus;
  * The kernel launch dispatcher of one started {@link DocaDpa} ({@code doca_dpa_kernel_launch_*}).
  *
  * <p>[model] DOCA's runtime keeps a launch descriptor ring and a dispatcher thread on the DPA
- * (DPA_MODEL.md §2.5); DPA code in the model cannot call a function by address, so a DPA
- * dispatcher could not run a kernel nor see its end. As {@code FlexioCmdq} does, the dispatcher
- * here is a host thread of the user's library: for each launch, once its wait event passes its
- * threshold, it writes each rank's block ({@link DocaDpaDev#RANK_BLOCK_SIZE} bytes: rank,
+ * (DPA_MODEL.md §2.5). Here the dispatcher is still a host thread (the depth is wrong: issue 43,
+ * left): {@code Dpa.call} reaches only {@code __dpa_rpc__} entries (a call of a
+ * {@code __dpa_global__} ends the process 0x42, {@code FlexioRpcTriggerTest}), so DPA runtime code
+ * cannot yet call a kernel and count its rank's end. What the move needs, in order: a dpacc launch
+ * trampoline per kernel ({@code long <kernel>__launch(long arg)}, an RPC-kind symbol calling the
+ * kernel, in images linking doca-dpa-dev); doca-dpa-dev runtime entries (a rank handler that
+ * {@code Dpa.call}s the trampoline then counts itself ended with an atomic, the last rank updating
+ * the completion event; a start RPC activating the pooled rank threads); a window to a host
+ * counter for a completion event the CPU subscribes to, and doca-core's waiter polling such a
+ * counter (a CPU-published event's waiter sleeps until a CPU update, which a DPA write is not).
+ * As {@code FlexioCmdq} does, the dispatcher here is a host thread of the user's library: for each
+ * launch, once its wait event passes its threshold, it writes each rank's block ({@link DocaDpaDev#RANK_BLOCK_SIZE} bytes: rank,
  * num_threads) into the DPA heap, creates one DPA thread per rank (entry: the kernel, argument:
  * the kernel's packed argument, thread-local storage: the rank block), runs and triggers them;
  * when every rank's activation ended (the thread's query), the threads go and the completion event
