@@ -75,6 +75,29 @@ public final class FlexioEventHandler {
         }
     }
 
+    /**
+     * A thread of a runtime library's {@code __dpa_global__} entry named by its symbol ([model]:
+     * DOCA DPA's kernel rank handler, which dpacc links into images using doca-dpa-dev), with its
+     * argument and thread-local storage, on any EU.
+     *
+     * @throws FlexioException FAILED when the image has no such symbol (or the firmware refuses)
+     */
+    public static FlexioEventHandler createRuntime(FlexioProcess process, String symbol, long arg, long tlsDaddr) {
+        process.lock.lock();
+        try {
+            process.checkAlive();
+            int index = process.symbols.indexOf(symbol);
+            if (index < 0) {
+                throw new FlexioException(FlexioStatus.FAILED, "app " + process.app().name() + "'s image has no runtime entry " + symbol);
+            }
+            return new FlexioEventHandler(process, createThread(process, index, arg, tlsDaddr, 0, 0, false));
+        } catch (RuntimeException e) {
+            throw FlexioProcess.failure("flexio_event_handler_create of " + symbol, e);
+        } finally {
+            process.lock.unlock();
+        }
+    }
+
     /** A thread of the runtime's own entry at symbol {@code index} (the RPC handler), on any EU; the caller holds the process lock. */
     static FlexioEventHandler runtime(FlexioProcess process, int index, long arg) {
         assert process.lock.isHeldByCurrentThread();
