@@ -131,23 +131,6 @@ public final class FlexioEventHandler {
     }
 
     /**
-     * A host trigger of the thread by a MODIFY of its state [model] (a firmware command; the RTOS
-     * latches it once if the thread runs). DOCA DPA's kernel dispatcher starts its ranks with it;
-     * libflexio exposes no such call ({@link FlexioProcess#call} triggers through the data path).
-     */
-    public void trigger() {
-        process.lock.lock();
-        try {
-            process.checkAlive();
-            Prm.threadState(thread, THREAD_STATE_TRIGGER);
-        } catch (RuntimeException e) {
-            throw FlexioProcess.failure("flexio event handler trigger", e);
-        } finally {
-            process.lock.unlock();
-        }
-    }
-
-    /**
      * Whether the thread has had more than {@code before} activations and waits for a trigger
      * again (its activation ended: returned, rescheduled or finished), from the thread's query.
      */

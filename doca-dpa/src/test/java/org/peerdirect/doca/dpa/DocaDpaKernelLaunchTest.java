@@ -147,6 +147,32 @@ class DocaDpaKernelLaunchTest {
         }
     }
 
+    /**
+     * A launch runs on the DPA's data path (doca-dpa-dev's kernel runtime): once a pool slot with
+     * enough ranks exists, launches run no firmware command but the status queries of slow ones.
+     */
+    @Test
+    void launchesAfterTheFirstRunNoFirmwareCommand() {
+        started(DocaDpa.WaitComparison.GT);
+        DocaSyncEvent comp = dpaToCpuEvent();
+        long rec = record(1024);
+        int n = 2;
+        dpa.kernelLaunchUpdateSet(null, 0, comp, 1, n, KernelProgsStubs.HELLO_WORLD, rec);
+        comp.waitGt(0, ALL, BOUND);
+        long commands = lab.models.get(0).commandsExecuted();
+        long queries = dpa.kernelStatusQueries() + dpa.flexioProcess().rpcStatusQueries();
+        int launches = 6;
+        for (int k = 2; k <= launches; k++) {
+            dpa.kernelLaunchUpdateSet(null, 0, comp, k, n, KernelProgsStubs.HELLO_WORLD, rec);
+            comp.waitGt(k - 1, ALL, BOUND);
+        }
+        assertEquals(0, dpa.kernelsPending());
+        assertEquals(dpa.kernelStatusQueries() + dpa.flexioProcess().rpcStatusQueries() - queries,
+                lab.models.get(0).commandsExecuted() - commands, "the only firmware commands of launches are status queries");
+        assertEquals((long) n * launches, load(rec), "every rank of every launch ended");
+        assertEquals((long) n * launches, load(rec + 8), "each rank ran once per launch");
+    }
+
     @Test
     void completionEventMovesOnlyAfterTheLastRankEnded() {
         started(DocaDpa.WaitComparison.GT);

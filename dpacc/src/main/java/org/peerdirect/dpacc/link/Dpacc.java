@@ -142,8 +142,10 @@ public final class Dpacc {
             String rt = KERNEL_RUNTIME_CLASS.replace('/', '.');
             p.entry(new ImagePackager.Entry("doca_dpa_dev_kernel_rank", false, 8, rt, "rankHandler"));
             p.entry(new ImagePackager.Entry("doca_dpa_dev_kernel_start", true, 8, rt, "kernelStart"));
+            Set<String> methods = methodNames(app.find(desc.trampolines().replace('.', '/')));
             for (AppDescriptor.Symbol s : desc.symbols()) {
-                if (!s.rpc()) {
+                // trampolines compiled by an older processor lack the method: no entry (a launch then names what is missing)
+                if (!s.rpc() && methods.contains(s.name() + LAUNCH_SUFFIX)) {
                     p.entry(new ImagePackager.Entry(s.name() + LAUNCH_SUFFIX, true, 8, desc.trampolines(), s.name() + LAUNCH_SUFFIX));
                 }
             }
@@ -234,6 +236,15 @@ public final class Dpacc {
                 }
             }
         }
+    }
+
+    /** The names of a class file's methods. */
+    static Set<String> methodNames(byte[] classFile) {
+        Set<String> names = new LinkedHashSet<>();
+        for (MethodModel m : ClassFile.of().parse(classFile).methods()) {
+            names.add(m.methodName().stringValue());
+        }
+        return names;
     }
 
     /** Every class a class file names: its constant pool's classes and the types in its descriptors. */
