@@ -9,7 +9,9 @@
  * storage, reschedule, finish, notify, yield, log), the sync events on the DPA
  * ({@code DocaDpaDevSyncEvent}), completions ({@code DocaDpaDevCompletion}: get_completion, the
  * element getters, ack, request_notification) and RDMA from the DPA ({@code DocaDpaDevRdma}: posts,
- * signals, submit flags); async ops, verbs and trace are not built yet.
+ * signals, submit flags) and the kernel launch runtime ({@code DocaDpaDevKernel}: rank handler and
+ * start RPC, linked by dpacc with a launch trampoline per kernel); async ops, verbs and trace are
+ * not built yet.
  */
 @Export
 @Version("0.2.0")
