@@ -28,10 +28,10 @@ import org.peerdirect.flexio.FlexioProcess;
  * runtime entries dpacc links into a DOCA DPA image): a pool of rank threads made once, then each
  * launch is the control block's words written by the host's copy path and one call of the start
  * RPC; each rank calls the kernel through its launch trampoline ({@code Dpa.call}), counts itself
- * ended, and the last rank moves the completion event (DPA memory, the DPA's own atomic). Not yet
- * what {@link DocaDpa}'s launches use ({@code KernelDispatcher} is still host-side): the building
- * block, checked for its rules: no firmware command per launch, every rank ran with its rank and
- * count, the completion event moves only after the last rank ended.
+ * ended, and the last rank moves the completion event (DPA memory, the DPA's own atomic; the
+ * {@code KernelDispatcher} leaves that word 0 and moves the event itself). Driven here directly,
+ * below {@link DocaDpa}'s launches, for its rules: no firmware command per launch, every rank ran
+ * with its rank and count, the completion event moves only after the last rank ended.
  */
 class DocaDpaKernelRuntimeTest {
 
