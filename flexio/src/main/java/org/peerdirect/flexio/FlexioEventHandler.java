@@ -75,6 +75,29 @@ public final class FlexioEventHandler {
         }
     }
 
+    /**
+     * A thread of a runtime library's {@code __dpa_global__} entry named by its symbol ([model]:
+     * DOCA DPA's kernel rank handler, which dpacc links into images using doca-dpa-dev), with its
+     * argument and thread-local storage, on any EU.
+     *
+     * @throws FlexioException FAILED when the image has no such symbol (or the firmware refuses)
+     */
+    public static FlexioEventHandler createRuntime(FlexioProcess process, String symbol, long arg, long tlsDaddr) {
+        process.lock.lock();
+        try {
+            process.checkAlive();
+            int index = process.symbols.indexOf(symbol);
+            if (index < 0) {
+                throw new FlexioException(FlexioStatus.FAILED, "app " + process.app().name() + "'s image has no runtime entry " + symbol);
+            }
+            return new FlexioEventHandler(process, createThread(process, index, arg, tlsDaddr, 0, 0, false));
+        } catch (RuntimeException e) {
+            throw FlexioProcess.failure("flexio_event_handler_create of " + symbol, e);
+        } finally {
+            process.lock.unlock();
+        }
+    }
+
     /** A thread of the runtime's own entry at symbol {@code index} (the RPC handler), on any EU; the caller holds the process lock. */
     static FlexioEventHandler runtime(FlexioProcess process, int index, long arg) {
         assert process.lock.isHeldByCurrentThread();
@@ -102,23 +125,6 @@ public final class FlexioEventHandler {
             Prm.threadState(thread, THREAD_STATE_RUN);
         } catch (RuntimeException e) {
             throw FlexioProcess.failure("flexio_event_handler_run", e);
-        } finally {
-            process.lock.unlock();
-        }
-    }
-
-    /**
-     * A host trigger of the thread by a MODIFY of its state [model] (a firmware command; the RTOS
-     * latches it once if the thread runs). DOCA DPA's kernel dispatcher starts its ranks with it;
-     * libflexio exposes no such call ({@link FlexioProcess#call} triggers through the data path).
-     */
-    public void trigger() {
-        process.lock.lock();
-        try {
-            process.checkAlive();
-            Prm.threadState(thread, THREAD_STATE_TRIGGER);
-        } catch (RuntimeException e) {
-            throw FlexioProcess.failure("flexio event handler trigger", e);
         } finally {
             process.lock.unlock();
         }

@@ -377,8 +377,46 @@ public final class FlexioProcess implements AutoCloseable {
         }
     }
 
-    /** The status queries {@link #call}s made while waiting (0 before the first call). */
-    long rpcStatusQueries() {
+    /**
+     * {@link #call} of a runtime library's {@code __dpa_rpc__} entry named by its symbol, not one of
+     * the app's functions ([model]: DOCA DPA's kernel runtime, {@code doca_dpa_dev_kernel_start},
+     * which dpacc links into images using doca-dpa-dev), with its one {@code uint64_t} argument.
+     * The same data path: one WRITE-with-immediate, the answer in the mailbox.
+     *
+     * @throws FlexioException FAILED when the image has no such symbol or the process ended; TIMEOUT
+     */
+    public long callRuntime(String symbol, long arg) {
+        byte[] argbuf = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(arg).array();
+        lock.lock();
+        try {
+            checkAlive();
+            int index = symbols.indexOf(symbol);
+            if (index < 0) {
+                throw new FlexioException(FlexioStatus.FAILED, "app " + app.name() + "'s image has no runtime entry " + symbol);
+            }
+            if (rpc == null) {
+                rpc = FlexioRpc.create(this, Prm.index(heapMkey) << 8);
+            }
+            return rpc.call(index, argbuf, symbol);
+        } catch (RuntimeException e) {
+            throw failure("flexio_process_call of " + symbol, e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether the image has an entry named {@code symbol} (a runtime library linked in, e.g.). */
+    public boolean hasSymbol(String symbol) {
+        return symbols.indexOf(symbol) >= 0;
+    }
+
+    /** The image's symbol index of {@code symbol} (what {@code Dpa.call} takes), -1 when there is none. */
+    public int symbolIndex(String symbol) {
+        return symbols.indexOf(symbol);
+    }
+
+    /** The status queries {@link #call}s made while waiting (0 before the first call): the only firmware commands of a call. */
+    public long rpcStatusQueries() {
         lock.lock();
         try {
             return rpc == null ? 0 : rpc.statusQueries;

@@ -473,6 +473,16 @@ public final class DocaDpa implements DocaDpaContext {
         }
     }
 
+    /** The status queries (firmware commands) the launch dispatcher made so far, for the tests' command count. */
+    long kernelStatusQueries() {
+        lock.lock();
+        try {
+            return dispatcher == null ? 0 : dispatcher.statusQueries.get();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The first failure of a launch (the DPA process ended under it), or null. */
     public DocaException kernelFailure() {
         lock.lock();

@@ -12,6 +12,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dpa.dev.DocaDpaDev;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevKernel;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 import org.peerdirect.flexio.FlexioEventHandler;
 import org.peerdirect.flexio.FlexioFunc;
@@ -21,21 +22,26 @@ import org.peerdirect.flexio.FlexioStatus;
 /**
  * The kernel launch dispatcher of one started {@link DocaDpa} ({@code doca_dpa_kernel_launch_*}).
  *
- * <p>[model] DOCA's runtime keeps a launch descriptor ring and a dispatcher thread on the DPA
- * (DPA_MODEL.md §2.5); DPA code in the model cannot call a function by address, so a DPA
- * dispatcher could not run a kernel nor see its end. As {@code FlexioCmdq} does, the dispatcher
- * here is a host thread of the user's library: for each launch, once its wait event passes its
- * threshold, it writes each rank's block ({@link DocaDpaDev#RANK_BLOCK_SIZE} bytes: rank,
- * num_threads) into the DPA heap, creates one DPA thread per rank (entry: the kernel, argument:
- * the kernel's packed argument, thread-local storage: the rank block), runs and triggers them;
- * when every rank's activation ended (the thread's query), the threads go and the completion event
- * is set or increased. So the completion event never moves before the last rank ended, and a
- * kernel never starts before its event passed. Launches whose events pass at the same poll start
- * in submission order.
+ * <p>A launch runs on the DPA's data path: doca-dpa-dev's kernel runtime ({@code DocaDpaDevKernel},
+ * linked by dpacc) keeps pool slots, each a control block in the heap with its rank blocks and rank
+ * threads (made by firmware command only when no free slot has enough ranks; reused after; gone
+ * with the process at stop). To start a launch the dispatcher writes the slot's launch words
+ * (kernel trampoline, argument, thread count) by the copy path and calls the runtime's start RPC
+ * (one WRITE-with-immediate), whose handler on the DPA activates the ranks; each rank calls the
+ * kernel by symbol ({@code Dpa.call} of its launch trampoline), counts itself ended with a DPA
+ * atomic, and the last rank advances the slot's finished count. No firmware command per launch.
+ *
+ * <p>[model] Still on the host, and left (issue 43): this thread waits for the wait events
+ * (a poll every {@link #POLL_NANOS}), sees a launch end by reading its slot's finished count
+ * (a copy, no command) and then sets or adds the completion event. Moving those to the DPA needs a
+ * DPA dispatcher woken by the event's update, and a window for a counter in host memory that a
+ * CPU-published event's waiter (which sleeps until a CPU update) would also see. So the completion
+ * event never moves before the last rank ended, and a kernel never starts before its event passed.
+ * Launches whose events pass at the same poll start in submission order.
  *
  * <p>Lock rules: {@link #lock} guards {@link #launches}, {@link #stop} and {@link #failure}; the
  * thread never holds it while calling FlexIO (whose process lock a user's call may hold) or a sync
- * event. A launch is touched only by the dispatcher thread once submitted.
+ * event. A launch and the slots are touched only by the dispatcher thread once submitted.
  */
 final class KernelDispatcher {
 
@@ -68,19 +74,36 @@ final class KernelDispatcher {
         }
     }
 
-    /** A launch once started: its rank threads and their rank blocks. */
-    private static final class Running {
-        final Launch launch;
+    /**
+     * A pool slot of doca-dpa-dev's kernel runtime: a control block, {@code capacity} rank blocks and
+     * rank threads, and the slot's finished count as last read (its launches run one at a time).
+     */
+    private static final class Slot {
+        final long ctl;
+        final long blocks;
+        final int capacity;
         final List<FlexioEventHandler> ranks = new ArrayList<>();
-        long blocks;
+        long finished;
 
-        Running(Launch launch) {
-            this.launch = launch;
+        Slot(long ctl, long blocks, int capacity) {
+            this.ctl = ctl;
+            this.blocks = blocks;
+            this.capacity = capacity;
         }
+    }
+
+    /** A launch once started, on its slot. */
+    private record Running(Launch launch, Slot slot) {
     }
 
     /** Back-off between polls while launches are pending: a poll's pace, not a synchronisation. */
     private static final long POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+    /** How often pending launches query the process's status (a firmware command). */
+    static final long STATUS_EVERY_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
+    /** The dispatcher thread's next status query (its alone). */
+    private long nextStatus = System.nanoTime() + STATUS_EVERY_NANOS;
+    /** Status queries made, for the tests' command count. */
+    final java.util.concurrent.atomic.AtomicLong statusQueries = new java.util.concurrent.atomic.AtomicLong();
 
     private final DocaDpa dpa;
     private final FlexioProcess process;
@@ -91,6 +114,8 @@ final class KernelDispatcher {
     private final List<Launch> launches = new ArrayList<>();
     /** Started and not ended (the dispatcher thread's alone). */
     private final List<Running> running = new ArrayList<>();
+    /** Pool slots not running a launch (the dispatcher thread's alone). */
+    private final List<Slot> free = new ArrayList<>();
     /** Submitted and not ended. */
     private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
     private boolean stop;
@@ -165,16 +190,35 @@ final class KernelDispatcher {
             try {
                 startPassed(waiting);
                 endFinished();
-                int status = process.processStatus();
-                if (status != 0) {
-                    throw new DocaException(DocaError.DOCA_ERROR_DRIVER, String.format("the DPA process ended with status 0x%x"
-                            + " (flexio_err_status %d) while %d launch(es) were pending", status, FlexioStatus.errStatusOf(status), inFlight.get()));
-                }
+                checkProcess();
             } catch (RuntimeException e) {
                 fail(e);
                 return;
             }
             LockSupport.parkNanos(POLL_NANOS);
+        }
+    }
+
+    /**
+     * While launches are pending, the process's status (a firmware command) every
+     * {@link #STATUS_EVERY_NANOS}, not per poll: a process that ended fails the pending launches
+     * instead of leaving them waiting, and a launch quicker than that costs no command.
+     */
+    private void checkProcess() {
+        long now = System.nanoTime();
+        if (inFlight.get() == 0) {
+            nextStatus = now + STATUS_EVERY_NANOS;
+            return;
+        }
+        if (now - nextStatus < 0) {
+            return;
+        }
+        nextStatus = now + STATUS_EVERY_NANOS;
+        statusQueries.incrementAndGet();
+        int status = process.processStatus();
+        if (status != 0) {
+            throw new DocaException(DocaError.DOCA_ERROR_DRIVER, String.format("the DPA process ended with status 0x%x"
+                    + " (flexio_err_status %d) while %d launch(es) were pending", status, FlexioStatus.errStatusOf(status), inFlight.get()));
         }
     }
 
@@ -194,65 +238,100 @@ final class KernelDispatcher {
         }
     }
 
-    /** The rank blocks in the heap, then one thread per rank, run and triggered. */
+    /** The launch's words into a free slot with enough ranks (a new one if none), then the runtime's start RPC. */
     private Running start(Launch l) {
-        Running r = new Running(l);
-        int size = l.nthreads() * DocaDpaDev.RANK_BLOCK_SIZE;
-        r.blocks = process.bufDevAlloc(size);
-        DocaException.check(r.blocks != 0, DocaError.DOCA_ERROR_NO_MEMORY, l.call() + ": no DPA heap for " + l.nthreads() + " rank blocks");
-        ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
-        for (int rank = 0; rank < l.nthreads(); rank++) {
-            b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_RANK, rank);
-            b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_NUM_THREADS, l.nthreads());
-            b.putLong(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_LOG_STREAM, dpa.logStream());
-            b.putLong(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_TRACE, dpa.traceArea());
-            b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_WINDOW, dpa.windowId());
-        }
-        try {
-            process.host2devMemcpy(b.array(), r.blocks);
-            for (int rank = 0; rank < l.nthreads(); rank++) {
-                long tls = r.blocks + (long) rank * DocaDpaDev.RANK_BLOCK_SIZE;
-                r.ranks.add(FlexioEventHandler.create(process, new FlexioEventHandler.Attr(l.kernel(), false, l.arg(), tls,
-                        FlexioEventHandler.AffinityType.NONE, 0)));
-            }
-            for (FlexioEventHandler h : r.ranks) {
-                h.run();
-            }
-        } catch (RuntimeException e) { // nothing ran yet: the launch leaves nothing behind
-            r.ranks.forEach(FlexioEventHandler::destroy);
-            process.bufDevFree(r.blocks);
+        int kernel = process.symbolIndex(l.kernel().name() + DocaDpaDevKernel.LAUNCH_SUFFIX);
+        DocaException.check(kernel >= 0 && process.hasSymbol(DocaDpaDevKernel.START_SYMBOL), DocaError.DOCA_ERROR_DRIVER, l.call()
+                + ": app " + process.app().name() + "'s image lacks doca-dpa-dev's kernel runtime (" + l.kernel().name()
+                + DocaDpaDevKernel.LAUNCH_SUFFIX + "): link doca-dpa-dev into the image (dpacc does)");
+        Slot s = take(l);
+        ByteBuffer w = ByteBuffer.allocate(DocaDpaDevKernel.C_FINISHED).order(ByteOrder.LITTLE_ENDIAN);
+        w.putLong(DocaDpaDevKernel.C_KERNEL, kernel).putLong(DocaDpaDevKernel.C_ARG, l.arg()).putLong(DocaDpaDevKernel.C_NTHREADS, l.nthreads());
+        try { // the completion event stays the host's (C_COMP 0): see the class comment
+            process.host2devMemcpy(w.array(), s.ctl);
+            process.callRuntime(DocaDpaDevKernel.START_SYMBOL, s.ctl);
+        } catch (RuntimeException e) {
             throw new DocaException(DocaError.DOCA_ERROR_DRIVER, l.call() + " of " + l.kernel().name() + " with " + l.nthreads()
                     + " threads: " + e.getMessage(), e);
         }
-        for (FlexioEventHandler h : r.ranks) {
-            h.trigger();
-        }
-        return r;
+        return new Running(l, s);
     }
 
-    /** Launches whose every rank ended: threads and blocks go, then the completion event moves. */
+    /** The smallest free slot with at least the launch's ranks, or a new one of exactly that many. */
+    private Slot take(Launch l) {
+        Slot best = null;
+        for (Slot s : free) {
+            if (s.capacity >= l.nthreads() && (best == null || s.capacity < best.capacity)) {
+                best = s;
+            }
+        }
+        if (best != null) {
+            free.remove(best);
+            return best;
+        }
+        return newSlot(l);
+    }
+
+    /**
+     * A new slot: control block and rank blocks (rank, log stream; the start RPC writes the count)
+     * in the heap, one runtime rank thread per rank, run. Firmware commands, once per slot.
+     */
+    private Slot newSlot(Launch l) {
+        int n = l.nthreads();
+        long ctl = process.bufDevAlloc(DocaDpaDevKernel.controlSize(n));
+        long blocks = ctl == 0 ? 0 : process.bufDevAlloc((long) n * DocaDpaDev.RANK_BLOCK_SIZE);
+        if (blocks == 0) {
+            if (ctl != 0) {
+                process.bufDevFree(ctl);
+            }
+            throw new DocaException(DocaError.DOCA_ERROR_NO_MEMORY, l.call() + ": no DPA heap for " + n + " ranks' blocks");
+        }
+        Slot s = new Slot(ctl, blocks, n);
+        try {
+            ByteBuffer b = ByteBuffer.allocate(n * DocaDpaDev.RANK_BLOCK_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+            for (int rank = 0; rank < n; rank++) {
+                b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_RANK, rank);
+                b.putLong(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_LOG_STREAM, dpa.logStream());
+                b.putLong(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_TRACE, dpa.traceArea());
+                b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_WINDOW, dpa.windowId());
+            }
+            process.host2devMemcpy(b.array(), blocks);
+            ByteBuffer c = ByteBuffer.allocate(DocaDpaDevKernel.controlSize(n)).order(ByteOrder.LITTLE_ENDIAN);
+            c.putLong(DocaDpaDevKernel.C_RANK_BLOCKS, blocks);
+            for (int rank = 0; rank < n; rank++) {
+                FlexioEventHandler h = FlexioEventHandler.createRuntime(process, DocaDpaDevKernel.RANK_SYMBOL, ctl,
+                        blocks + (long) rank * DocaDpaDev.RANK_BLOCK_SIZE);
+                s.ranks.add(h);
+                h.run();
+                c.putLong(DocaDpaDevKernel.C_THREADS + 8 * rank, h.id());
+            }
+            process.host2devMemcpy(c.array(), ctl);
+        } catch (RuntimeException e) { // nothing ran yet: the slot leaves nothing behind
+            s.ranks.forEach(FlexioEventHandler::destroy);
+            process.bufDevFree(blocks);
+            process.bufDevFree(ctl);
+            throw new DocaException(DocaError.DOCA_ERROR_DRIVER, l.call() + ": " + n + " rank threads of the kernel runtime: "
+                    + e.getMessage(), e);
+        }
+        return s;
+    }
+
+    /** Launches whose slot's finished count moved (every rank ended): the slot is free again, then the completion event moves. */
     private void endFinished() {
         for (int i = 0; i < running.size(); i++) {
             Running r = running.get(i);
-            boolean all = true;
-            for (FlexioEventHandler h : r.ranks) {
-                if (!h.activationEnded(0)) {
-                    all = false;
-                    break;
-                }
-            }
-            if (!all) {
+            long finished = ByteBuffer.wrap(process.dev2hostMemcpy(r.slot().ctl + DocaDpaDevKernel.C_FINISHED, 8))
+                    .order(ByteOrder.LITTLE_ENDIAN).getLong();
+            if (finished == r.slot().finished) {
                 continue;
             }
             running.remove(i--);
-            for (FlexioEventHandler h : r.ranks) {
-                h.destroy();
-            }
-            process.bufDevFree(r.blocks);
+            r.slot().finished = finished;
+            free.add(r.slot());
             // counted ended before the completion event moves: whoever sees the event sees the counts
-            dpa.launchStats.finished(r.launch);
+            dpa.launchStats.finished(r.launch());
             inFlight.decrementAndGet();
-            complete(r.launch);
+            complete(r.launch());
         }
     }
 

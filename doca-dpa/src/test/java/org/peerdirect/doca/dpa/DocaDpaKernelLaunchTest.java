@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,7 +20,15 @@ import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.progs.KernelProgsStubs;
+import org.peerdirect.doca.dpa.progs.NoRuntimeProgs;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.flexio.FlexioApp;
+import org.peerdirect.flexio.FlexioFunc;
+import org.peerdirect.flexio.dev.FlexioDev;
+import org.peerdirect.flexio.dev.FlexioDevMsg;
+import org.peerdirect.flexio.dev.FlexioDevQueue;
+import org.peerdirect.flexio.dev.FlexioDevRpc;
+import org.peerdirect.hca.dpa.ImagePackager;
 
 /**
  * DPA_MODEL.md §4 scenario 5 on a BlueField-3: DOCA's {@code dpa_kernel_launch} sample (a kernel
@@ -145,6 +155,56 @@ class DocaDpaKernelLaunchTest {
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
+    }
+
+    /**
+     * A launch runs on the DPA's data path (doca-dpa-dev's kernel runtime): once a pool slot with
+     * enough ranks exists, launches run no firmware command but the status queries of slow ones.
+     */
+    @Test
+    void launchesAfterTheFirstRunNoFirmwareCommand() {
+        started(DocaDpa.WaitComparison.GT);
+        DocaSyncEvent comp = dpaToCpuEvent();
+        long rec = record(1024);
+        int n = 2;
+        dpa.kernelLaunchUpdateSet(null, 0, comp, 1, n, KernelProgsStubs.HELLO_WORLD, rec);
+        comp.waitGt(0, ALL, BOUND);
+        long commands = lab.models.get(0).commandsExecuted();
+        long queries = dpa.kernelStatusQueries() + dpa.flexioProcess().rpcStatusQueries();
+        int launches = 6;
+        for (int k = 2; k <= launches; k++) {
+            dpa.kernelLaunchUpdateSet(null, 0, comp, k, n, KernelProgsStubs.HELLO_WORLD, rec);
+            comp.waitGt(k - 1, ALL, BOUND);
+        }
+        assertEquals(0, dpa.kernelsPending());
+        assertEquals(dpa.kernelStatusQueries() + dpa.flexioProcess().rpcStatusQueries() - queries,
+                lab.models.get(0).commandsExecuted() - commands, "the only firmware commands of launches are status queries");
+        assertEquals((long) n * launches, load(rec), "every rank of every launch ended");
+        assertEquals((long) n * launches, load(rec + 8), "each rank ran once per launch");
+    }
+
+    /** An image without doca-dpa-dev's kernel runtime (not linked by dpacc): the launch fails naming it, later ones are refused. */
+    @Test
+    void aLaunchOnAnImageWithoutTheKernelRuntimeFailsNamingIt() {
+        FlexioFunc empty = new FlexioFunc("empty", FlexioFunc.Kind.GLOBAL, 8,
+                args -> ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(((Number) args[0]).longValue()).array());
+        byte[] image = new ImagePackager().add(FlexioDev.class).add(FlexioDevQueue.class).add(FlexioDevMsg.class).add(FlexioDevRpc.class)
+                .global(FlexioDevRpc.SYMBOL, FlexioDevRpc.class, "rpcHandler")
+                .add(NoRuntimeProgs.class).global("empty", NoRuntimeProgs.class, "empty").pack();
+        dpa = DocaDpa.create(dev);
+        dpa.setApp(FlexioApp.create("no_runtime", image, List.of(empty)));
+        dpa.start();
+        dpa.kernelLaunchUpdateSet(null, 0, null, 0, 1, empty, 0L);
+        long deadline = System.nanoTime() + BOUND.toNanos();
+        while (dpa.kernelFailure() == null) {
+            assertTrue(System.nanoTime() < deadline, "the launch neither ran nor failed within " + BOUND);
+            Thread.onSpinWait();
+        }
+        DocaException f = dpa.kernelFailure();
+        assertEquals(DocaError.DOCA_ERROR_DRIVER, f.error(), f.getMessage());
+        assertTrue(f.getMessage().contains("kernel runtime") && f.getMessage().contains("empty__launch"), f.getMessage());
+        DocaException next = assertThrows(DocaException.class, () -> dpa.kernelLaunchUpdateSet(null, 0, null, 0, 1, empty, 0L));
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, next.error(), next.getMessage());
     }
 
     @Test

@@ -138,6 +138,18 @@ public final class Dpacc {
         if (linked.containsKey(RPC_HANDLER_CLASS)) { // flexio-dev's runtime entry: flexio_process_call's device half
             p.entry(new ImagePackager.Entry(RPC_HANDLER_SYMBOL, false, 8, RPC_HANDLER_CLASS.replace('/', '.'), "rpcHandler"));
         }
+        if (linked.containsKey(KERNEL_RUNTIME_CLASS)) { // doca-dpa-dev's kernel launch runtime, and each kernel as its call target
+            String rt = KERNEL_RUNTIME_CLASS.replace('/', '.');
+            p.entry(new ImagePackager.Entry("doca_dpa_dev_kernel_rank", false, 8, rt, "rankHandler"));
+            p.entry(new ImagePackager.Entry("doca_dpa_dev_kernel_start", true, 8, rt, "kernelStart"));
+            Set<String> methods = methodNames(app.find(desc.trampolines().replace('.', '/')));
+            for (AppDescriptor.Symbol s : desc.symbols()) {
+                // trampolines compiled by an older processor lack the method: no entry (a launch then names what is missing)
+                if (!s.rpc() && methods.contains(s.name() + LAUNCH_SUFFIX)) {
+                    p.entry(new ImagePackager.Entry(s.name() + LAUNCH_SUFFIX, true, 8, desc.trampolines(), s.name() + LAUNCH_SUFFIX));
+                }
+            }
+        }
         byte[] image = p.pack();
         try {
             ImagePackager.verify(image, LoaderPolicy.isaOnly());
@@ -154,6 +166,16 @@ public final class Dpacc {
      */
     static final String RPC_HANDLER_CLASS = "org/peerdirect/flexio/dev/FlexioDevRpc";
     static final String RPC_HANDLER_SYMBOL = "flexio_dev_rpc_handler";
+
+    /**
+     * doca-dpa-dev's kernel launch runtime ({@code org.peerdirect.doca.dpa.dev.DocaDpaDevKernel}):
+     * linked with doca-dpa-dev, its rank handler and start RPC become entries, and each kernel's
+     * launch trampoline ({@code <kernel>}{@value #LAUNCH_SUFFIX}, generated with the trampolines) an
+     * RPC-kind entry its rank handler calls by symbol (named by string: dpacc does not depend on it).
+     */
+    static final String KERNEL_RUNTIME_CLASS = "org/peerdirect/doca/dpa/dev/DocaDpaDevKernel";
+    static final String KERNEL_RUNTIME_LIBRARY_PACKAGE = "org/peerdirect/doca/dpa/dev/";
+    static final String LAUNCH_SUFFIX = "__launch";
 
     private static byte[] findIn(List<ClassPath> libs, String internal) throws IOException {
         for (ClassPath l : libs) {
@@ -184,6 +206,20 @@ public final class Dpacc {
             seen.add(RPC_HANDLER_CLASS);
             todo.add(RPC_HANDLER_CLASS);
         }
+        closeOver(linked, seen, todo, app, libs);
+        // the kernel runtime joins an image whose code uses doca-dpa-dev (a DOCA DPA app), with what it references
+        if (!linked.containsKey(KERNEL_RUNTIME_CLASS) && findIn(libs, KERNEL_RUNTIME_CLASS) != null
+                && linked.keySet().stream().anyMatch(c -> c.startsWith(KERNEL_RUNTIME_LIBRARY_PACKAGE))) {
+            seen.add(KERNEL_RUNTIME_CLASS);
+            todo.add(KERNEL_RUNTIME_CLASS);
+            closeOver(linked, seen, todo, app, libs);
+        }
+        return linked;
+    }
+
+    /** Adds to {@code linked} every class of the app or a library reachable from {@code todo}. */
+    private static void closeOver(Map<String, byte[]> linked, Set<String> seen, Deque<String> todo, ClassPath app, List<ClassPath> libs)
+            throws DpaccException, IOException {
         while (!todo.isEmpty()) {
             String c = todo.poll();
             byte[] bytes = app.find(c);
@@ -200,7 +236,15 @@ public final class Dpacc {
                 }
             }
         }
-        return linked;
+    }
+
+    /** The names of a class file's methods. */
+    static Set<String> methodNames(byte[] classFile) {
+        Set<String> names = new LinkedHashSet<>();
+        for (MethodModel m : ClassFile.of().parse(classFile).methods()) {
+            names.add(m.methodName().stringValue());
+        }
+        return names;
     }
 
     /** Every class a class file names: its constant pool's classes and the types in its descriptors. */

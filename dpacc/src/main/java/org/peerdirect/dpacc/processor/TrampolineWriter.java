@@ -12,6 +12,9 @@ import java.util.List;
  */
 final class TrampolineWriter {
 
+    /** A kernel's launch trampoline: its symbol and this (doca-dpa-dev's {@code DocaDpaDevKernel.LAUNCH_SUFFIX}). */
+    static final String LAUNCH_SUFFIX = "__launch";
+
     private final String pkg;
     private final String app;
     private final String cls;
@@ -49,6 +52,11 @@ final class TrampolineWriter {
                 out.append("    /** {@code __dpa_global__ ").append(e.symbol()).append("}. */\n");
                 out.append("    public static void ").append(e.symbol()).append("(long threadArg) {\n");
                 out.append("        ").append(app).append('.').append(e.method()).append("(threadArg);\n    }\n");
+                // DOCA DPA's kernel runtime calls the kernel by symbol (Dpa.call reaches RPC-kind entries only):
+                // the link names this as <symbol>__launch when the image uses doca-dpa-dev
+                out.append("\n    /** {@code __dpa_global__ ").append(e.symbol()).append("} as a call target of DOCA DPA's kernel runtime. */\n");
+                out.append("    public static long ").append(e.symbol()).append(LAUNCH_SUFFIX).append("(long arg) {\n");
+                out.append("        ").append(app).append('.').append(e.method()).append("(arg);\n        return 0;\n    }\n");
                 continue;
             }
             out.append("    /** {@code __dpa_rpc__ ").append(e.symbol()).append("}: unpacks ").append(e.args().size())

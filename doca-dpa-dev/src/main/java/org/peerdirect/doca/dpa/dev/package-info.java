@@ -9,8 +9,10 @@
  * storage, reschedule, finish, notify, yield, log), the sync events on the DPA
  * ({@code DocaDpaDevSyncEvent}), completions ({@code DocaDpaDevCompletion}: get_completion, the
  * element getters, ack, request_notification) and RDMA from the DPA ({@code DocaDpaDevRdma}: posts,
- * signals, submit flags) and DPA verbs ({@code DocaDpaDevVerbs}: send and receive WR setters, post + commit);
- * async ops and trace are not built yet.
+ * signals, submit flags), DPA verbs ({@code DocaDpaDevVerbs}: send and receive WR setters, post +
+ * commit), async ops ({@code DocaDpaDevAsyncOps}), the device trace ({@code DocaDpaDevTrace}) and the
+ * kernel launch runtime ({@code DocaDpaDevKernel}: rank handler and start RPC, linked by dpacc with a
+ * launch trampoline per kernel).
  */
 @Export
 @Version("0.3.0")

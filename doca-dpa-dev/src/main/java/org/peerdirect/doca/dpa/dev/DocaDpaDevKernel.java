@@ -1,0 +1,89 @@
+package org.peerdirect.doca.dpa.dev;
+
+import org.peerdirect.flexio.dev.FlexioDev;
+import org.peerdirect.hca.dpa.isa.Dpa;
+
+/**
+ * The DPA half of DOCA DPA's kernel launch on the data path ([model], DPA_MODEL.md §2.5: NVIDIA's
+ * runtime is not public): two runtime entries dpacc links into every image using doca-dpa-dev,
+ * {@value #RANK_SYMBOL} (a rank thread's handler) and {@value #START_SYMBOL} (an RPC), and per
+ * kernel {@code <kernel>}{@value #LAUNCH_SUFFIX}, the kernel as an RPC-kind trampoline that
+ * {@code Dpa.call} can reach (a {@code __dpa_global__} itself cannot be called by symbol).
+ *
+ * <p>A launch control block in DPA memory (8-byte words, little-endian; host and DPA agree on it as
+ * a C header shared by libdoca_dpa and libdoca_dpa_dev would say): the kernel's trampoline symbol
+ * index, its argument, the number of ranks, the ranks ended (a DPA atomic), the completion
+ * event's DPA handle (0: none), its value, set (0) or add (1), the launches finished (a DPA
+ * atomic), the rank blocks' base (rank r's runtime block, {@link DocaDpaDev#RANK_BLOCK_SIZE} bytes,
+ * its thread-local storage), then the rank threads' ids from {@link #C_THREADS}. The host writes
+ * the launch's words (its copy path), then calls {@value #START_SYMBOL} (one WRITE-with-immediate):
+ * no firmware command per launch.
+ *
+ * <p>Order: a rank's kernel writes come before its count (a W→W fence), and the last rank's count
+ * before the completion event's update (the sync event's own fence), which comes before the
+ * finished count: whoever sees the event moved sees every rank's work and, once the finished
+ * count moved, the block free for the next launch. One launch at a time per control block.
+ */
+public final class DocaDpaDevKernel {
+
+    /** The rank thread's entry. */
+    public static final String RANK_SYMBOL = "doca_dpa_dev_kernel_rank";
+    /** The start RPC's entry. */
+    public static final String START_SYMBOL = "doca_dpa_dev_kernel_start";
+    /** A kernel's trampoline symbol: the kernel's symbol and this. */
+    public static final String LAUNCH_SUFFIX = "__launch";
+    /** Control block words. */
+    public static final int C_KERNEL = 0, C_ARG = 8, C_NTHREADS = 16, C_ENDED = 24, C_COMP = 32, C_COMP_VALUE = 40, C_COMP_ADD = 48,
+            C_FINISHED = 56, C_RANK_BLOCKS = 64, C_THREADS = 72;
+
+    private DocaDpaDevKernel() {
+    }
+
+    /** The control block's size for a pool of {@code ranks} threads. */
+    public static int controlSize(int ranks) {
+        return C_THREADS + 8 * ranks;
+    }
+
+    /**
+     * {@value #START_SYMBOL}: the launch's ranks get its thread count in their blocks and the ended
+     * count is reset, then each rank thread is activated (the ISA's activation, no firmware
+     * command). Returns the number of ranks started.
+     */
+    public static long kernelStart(long argbuf) {
+        long c = Dpa.ld64(argbuf);
+        int n = (int) Dpa.ld64(c + C_NTHREADS);
+        long blocks = Dpa.ld64(c + C_RANK_BLOCKS);
+        for (int r = 0; r < n; r++) {
+            Dpa.st32(blocks + (long) r * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_NUM_THREADS, n);
+        }
+        Dpa.amoSwap64(c + C_ENDED, 0);
+        Dpa.memoryFence(Dpa.RW, Dpa.RW); // the blocks and the count before any rank runs
+        for (int r = 0; r < n; r++) {
+            FlexioDev.eventHandlerActivate((int) Dpa.ld64(c + C_THREADS + 8L * r));
+        }
+        return n;
+    }
+
+    /**
+     * {@value #RANK_SYMBOL} (argument: the control block): calls the kernel through its trampoline,
+     * counts the rank ended; the last rank moves the completion event, then the finished count.
+     */
+    public static void rankHandler(long c) {
+        Dpa.call((int) Dpa.ld64(c + C_KERNEL), Dpa.ld64(c + C_ARG));
+        Dpa.memoryFence(Dpa.RW, Dpa.W); // the kernel's accesses before the count
+        long n = Dpa.ld64(c + C_NTHREADS);
+        if (Dpa.amoAdd64(c + C_ENDED, 1) == n - 1) {
+            long ev = Dpa.ld64(c + C_COMP);
+            if (ev != 0) {
+                if (Dpa.ld64(c + C_COMP_ADD) != 0) {
+                    DocaDpaDevSyncEvent.updateAdd(ev, Dpa.ld64(c + C_COMP_VALUE));
+                } else {
+                    DocaDpaDevSyncEvent.updateSet(ev, Dpa.ld64(c + C_COMP_VALUE));
+                }
+            }
+            Dpa.memoryFence(Dpa.W, Dpa.W);
+            Dpa.amoAdd64(c + C_FINISHED, 1);
+        }
+        FlexioDev.threadReschedule();
+    }
+}
