@@ -31,7 +31,10 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * ({@code __dpa_thread_memory_writeback}) before its doorbell, a receive WQE is fenced before its
  * doorbell record; the checker sees each store (flexio-dev's helpers).
  *
- * <p>Not thread-safe, as DOCA documents: one thread posts on a connection at a time.
+ * <p>Not thread-safe, as DOCA documents ("All DOCA DPA objects are non-thread-safe", DOCA DPA
+ * Comms): one thread posts on an RDMA handle at a time. Every post and signal tells the checker it
+ * is inside the handle ({@code Dpa.objectEnter}/{@code objectLeave} on its address), so two harts
+ * in one handle at once are C8. A post that ends the process (a bad connection) does not leave.
  *
  * <p>Signals ({@link #signalSet}, {@link #signalAdd}) update a remote node's sync event through its
  * DPA handle ({@link #REMOTE_EVENT_ADDR}) on the connection's send queue, so they come after the
@@ -118,6 +121,7 @@ public final class DocaDpaDevRdma {
     }
 
     private static void post(long rdma, int id, int opcode, int rkey, long raddr, int lkey, long addr, long length, int imm, int flags) {
+        Dpa.objectEnter(rdma);
         long c = conn(rdma, id);
         int qpn = Dpa.ld32(c + C_QPN);
         int logSq = Dpa.ld32(c + C_LOG_SQ);
@@ -138,6 +142,7 @@ public final class DocaDpaDevRdma {
         if ((flags & SUBMIT_FLAG_FLUSH) != 0) {
             ring(rdma, c, qpn, pi);
         }
+        Dpa.objectLeave(rdma);
     }
 
     /** The doorbell for every WQE up to {@code pi}: the WQEs (and their data) written back first. */
@@ -154,6 +159,7 @@ public final class DocaDpaDevRdma {
      * comes to the attached completion context.
      */
     public static void postReceive(long rdma, int mmap, long addr, long length) {
+        Dpa.objectEnter(rdma);
         int n = Dpa.ld32(rdma + OFF_NCONN);
         int id = Dpa.ld32(rdma + OFF_NEXT_RQ);
         for (int k = 0; k < n && Dpa.ld32(rdma + OFF_CONN + (long) CONN_SIZE * id + C_CONNECTED) == 0; k++) {
@@ -169,6 +175,7 @@ public final class DocaDpaDevRdma {
         Dpa.memoryFence(Dpa.W, Dpa.W); // the WQE before the record
         FlexioDevQueue.dbrRqIncPi(dbr);
         Dpa.memoryWriteback();
+        Dpa.objectLeave(rdma);
     }
 
     /**
@@ -190,6 +197,7 @@ public final class DocaDpaDevRdma {
     }
 
     private static void signal(long rdma, int id, long event, long count, int opcode) {
+        Dpa.objectEnter(rdma);
         long c = conn(rdma, id);
         int qpn = Dpa.ld32(c + C_QPN);
         int pi = Dpa.ld32(c + C_SQ_PI);
@@ -207,5 +215,6 @@ public final class DocaDpaDevRdma {
         pi++;
         Dpa.st32(c + C_SQ_PI, pi);
         ring(rdma, c, qpn, pi);
+        Dpa.objectLeave(rdma);
     }
 }
