@@ -32,9 +32,15 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * doorbell record; the checker sees each store (flexio-dev's helpers).
  *
  * <p>Not thread-safe, as DOCA documents ("All DOCA DPA objects are non-thread-safe", DOCA DPA
- * Comms): one thread posts on an RDMA handle at a time. Every post and signal tells the checker it
- * is inside the handle ({@code Dpa.objectEnter}/{@code objectLeave} on its address), so two harts
- * in one handle at once are C8. A post that ends the process (a bad connection) does not leave.
+ * Comms). Every post and signal tells the checker which object it is inside
+ * ({@code Dpa.objectEnter}/{@code objectLeave}), so two harts in one at once are C8. [model] Which
+ * object: a post or a signal changes only its connection's send queue, so it enters the
+ * connection (its descriptor's address); {@link #postReceive} moves the handle's shared
+ * receive cursor, so it enters the handle. DOCA does not say whether the connections of one
+ * handle are independent; its {@code dpa_all_to_all} gives each peer a handle of its own, silent
+ * under either reading, and the model's all-to-all, whose threads post on distinct connections
+ * of one handle, stays silent under this one. A post that ends the process (a bad connection)
+ * does not leave: the silicon lets go of what an ended activation held.
  *
  * <p>Signals ({@link #signalSet}, {@link #signalAdd}) update a remote node's sync event through its
  * DPA handle ({@link #REMOTE_EVENT_ADDR}) on the connection's send queue, so they come after the
@@ -121,8 +127,8 @@ public final class DocaDpaDevRdma {
     }
 
     private static void post(long rdma, int id, int opcode, int rkey, long raddr, int lkey, long addr, long length, int imm, int flags) {
-        Dpa.objectEnter(rdma);
         long c = conn(rdma, id);
+        Dpa.objectEnter(c);
         int qpn = Dpa.ld32(c + C_QPN);
         int logSq = Dpa.ld32(c + C_LOG_SQ);
         int pi = Dpa.ld32(c + C_SQ_PI);
@@ -142,7 +148,7 @@ public final class DocaDpaDevRdma {
         if ((flags & SUBMIT_FLAG_FLUSH) != 0) {
             ring(rdma, c, qpn, pi);
         }
-        Dpa.objectLeave(rdma);
+        Dpa.objectLeave(c);
     }
 
     /** The doorbell for every WQE up to {@code pi}: the WQEs (and their data) written back first. */
@@ -197,8 +203,8 @@ public final class DocaDpaDevRdma {
     }
 
     private static void signal(long rdma, int id, long event, long count, int opcode) {
-        Dpa.objectEnter(rdma);
         long c = conn(rdma, id);
+        Dpa.objectEnter(c);
         int qpn = Dpa.ld32(c + C_QPN);
         int pi = Dpa.ld32(c + C_SQ_PI);
         long sq = Dpa.ld64(c + C_WQ) + ((long) RQ_STRIDE << Dpa.ld32(c + C_LOG_RQ));
@@ -215,6 +221,6 @@ public final class DocaDpaDevRdma {
         pi++;
         Dpa.st32(c + C_SQ_PI, pi);
         ring(rdma, c, qpn, pi);
-        Dpa.objectLeave(rdma);
+        Dpa.objectLeave(c);
     }
 }
