@@ -33,7 +33,7 @@ class ObjectUseTest extends DpaRig {
         poke(arg + 8, arg + 256 + intruderObj);
     }
 
-    void run(String... entries) {
+    int[] run(String... entries) {
         int[] ts = new int[entries.length];
         for (int i = 0; i < entries.length; i++) {
             ts[i] = unit.threadCreate(pid, entries[i], arg, 0, Affinity.ANY, false);
@@ -43,6 +43,7 @@ class ObjectUseTest extends DpaRig {
             unit.trigger(t);
         }
         settle();
+        return ts;
     }
 
     void reboot() {
@@ -71,7 +72,9 @@ class ObjectUseTest extends DpaRig {
     void warnCountsC8AndBothHartsRunToTheirEnd() throws Exception {
         for (long seed = 0; seed < 3; seed++) {
             boot(DpaConfig.test(4, seed).withCheck(CheckMode.WARN), OBJ_A, OBJ_A);
-            run("holder", "intruder");
+            int[] ts = run("holder", "intruder");
+            assertTrue(unit.describeThread(ts[1]).endsWith(" C8 findings 1"), "dpa:threads: " + unit.describeThread(ts[1]));
+            assertTrue(!unit.describeThread(ts[0]).contains("C8"), "the holder was not the one entering: " + unit.describeThread(ts[0]));
             assertEquals(ProcessStatus.OK, unit.processStatus(pid));
             assertEquals(1, peek(arg + 192), "seed " + seed + ": the holder ended");
             assertEquals(List.of("C8"), unit.findings().stream().map(Finding::check).toList(), unit.findings().toString());
