@@ -105,6 +105,16 @@ public final class DpaLab implements AutoCloseable {
         return models.get(i).dpaDescribe();
     }
 
+    /** The memory-model findings of {@code mlx5_0}'s DPA ({@code dpa:mm}). */
+    public List<String> findings() {
+        return models.get(0).dpaFindings();
+    }
+
+    /** The DPA processes of {@code mlx5_0} that ended with an error ({@code dpa:crash}). */
+    public List<String> crashes() {
+        return models.get(0).dpaCrashes();
+    }
+
     @Override
     public void close() {
         List<String> leaks = new ArrayList<>();
