@@ -29,17 +29,15 @@ final class ObjectUse {
     private record Key(int process, long object) {
     }
 
-    /** A thread inside the object: how deep, and where its outermost call began. */
+    /** A thread inside the object, how deep, and the activation (its Java stack gives its call site on a finding). */
     private static final class Holder {
         final DpaThread thread;
-        final int eu;
-        final Sites.Site site;
+        final Runner runner;
         int depth = 1;
 
-        Holder(DpaThread thread, int eu, Sites.Site site) {
-            this.thread = thread;
-            this.eu = eu;
-            this.site = site;
+        Holder(Runner runner) {
+            this.thread = runner.thread;
+            this.runner = runner;
         }
     }
 
@@ -52,12 +50,17 @@ final class ObjectUse {
         this.unit = unit;
     }
 
-    /** The runner's thread begins a call on {@code object}; another thread inside it is C8. */
+    /**
+     * The runner's thread begins a call on {@code object}; another thread inside it is C8. No stack
+     * is walked unless there is a finding: the holder's call site is read from its Java stack while
+     * this lock is held, when it cannot have left (leaving takes the lock), so its stack is still
+     * inside its call (its innermost device line now, and the user's line that called the library).
+     */
     void enter(Runner r, long object) {
         DpaThread t = r.thread;
         Key k = new Key(t.process.id, object);
-        Sites.Site site = Sites.frame(); // outside the lock: the walk is the check's cost
         Holder other = null;
+        String otherSite = null;
         lock.lock();
         try {
             List<Holder> hs = inUse.computeIfAbsent(k, x -> new ArrayList<>(1));
@@ -72,16 +75,19 @@ final class ObjectUse {
             if (mine != null) {
                 mine.depth++;
             } else {
-                hs.add(new Holder(t, r.eu, site));
+                hs.add(new Holder(r));
                 t.objectsHeld++;
+            }
+            if (other != null) {
+                otherSite = Sites.of(other.runner.javaThread);
             }
         } finally {
             lock.unlock();
         }
         if (other != null) {
-            unit.mm.report(new Finding("C8", t.process.id, t.id, Sites.format(site), "entered object 0x" + Long.toHexString(object)
-                    + " on EU " + r.eu + " while thread " + other.thread.id + " (" + other.thread.name() + ", EU " + other.eu
-                    + ") is inside it since " + Sites.format(other.site)
+            unit.mm.report(new Finding("C8", t.process.id, t.id, Sites.here(), "entered object 0x" + Long.toHexString(object)
+                    + " on EU " + r.eu + " while thread " + other.thread.id + " (" + other.thread.name() + ", EU " + other.runner.eu
+                    + ") is inside it, now at " + otherSite
                     + ": the object is not thread-safe, two harts must not use it at once"), t.process);
         }
     }
