@@ -174,6 +174,20 @@ class DocaDpaThreadTest {
         t.destroy();
     }
 
+    /** The same for a notification completion: start, stop and destroy change what dpa:doca lists for its thread only under the lock. */
+    @Test
+    void aNotificationCompletionChangesOnlyUnderTheContextsLock() throws Exception {
+        DocaDpaThread t = DocaDpaThread.create(dpa);
+        t.setFuncArg(KernelProgsStubs.EU_WORKER, 0);
+        t.start();
+        DocaDpaNotificationCompletion c = DocaDpaNotificationCompletion.create(dpa, t);
+        assertEquals("[]", whileReaderHoldsTheLock(() -> t.snapshot().completions().toString(), c::start));
+        assertEquals("[notification completion started, handle " + c.getDpaHandle() + "]",
+                whileReaderHoldsTheLock(() -> t.snapshot().completions().toString(), c::stop));
+        assertEquals("[]", whileReaderHoldsTheLock(() -> t.snapshot().completions().toString(), c::destroy));
+        t.destroy();
+    }
+
     private String state(DocaDpaThread t) {
         dpa.lock.lock();
         try {
@@ -189,22 +203,27 @@ class DocaDpaThreadTest {
      * see at the end of its hold.
      */
     private String whileReaderHoldsTheLock(DocaDpaThread t, Runnable op) throws InterruptedException {
+        return whileReaderHoldsTheLock(() -> t.snapshot().state(), op);
+    }
+
+    /** {@link #whileReaderHoldsTheLock(DocaDpaThread, Runnable)} for any view {@code read} under the lock. */
+    private String whileReaderHoldsTheLock(java.util.function.Supplier<String> read, Runnable op) throws InterruptedException {
         Thread s;
         String before;
         String after;
         dpa.lock.lock();
         try {
-            before = t.snapshot().state();
+            before = read.get();
             s = Thread.ofPlatform().name("doca-op").start(op);
             while (s.isAlive() && !dpa.lock.hasQueuedThread(s)) {
                 Thread.onSpinWait(); // not a sleep: waits for the op's end or its turn on the lock
             }
-            after = t.snapshot().state();
+            after = read.get();
         } finally {
             dpa.lock.unlock();
         }
         assertEquals(true, s.join(BOUND), "the op ends once the lock is free");
-        assertEquals(before, after, "the thread's state changed while a reader held its context's lock");
+        assertEquals(before, after, "what dpa:doca shows changed while a reader held the context's lock");
         return before;
     }
 }
