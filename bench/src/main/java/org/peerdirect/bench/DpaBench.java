@@ -54,7 +54,10 @@ import org.peerdirect.mlx5.ib.Mlx5IbDev;
  * </ul>
  * <li>{@code checked0} and {@code checked1k} per checker mode ({@code check} = strict, warn, off):
  *     an RPC doing 0 or 1000 times a store plus {@code __dpa_thread_memory_writeback}; the cost per
- *     store and write-back is their difference / 1000.</li>
+ *     store and write-back is their difference / 1000;</li>
+ * <li>{@code objects1k} per checker mode: an RPC marking 1000 times an object in use and free
+ *     again (C8's annotations, {@code Dpa.objectEnter}/{@code objectLeave}); against {@code checked0},
+ *     the check's cost per marked device-library call (off: a field check).</li>
  * </ul>
  * Wall time from JMH; the DPA's virtual cycles (the EUs' counters, as {@code dpa:eus} shows them) per
  * activation are printed at each trial's end ({@code # dpa cycles}). No hardware latency is
@@ -371,6 +374,12 @@ public class DpaBench {
     @Benchmark
     public long checked1k(Checked c) {
         return c.process.call(BenchDevStubs.STORES, 1000L, c.block);
+    }
+
+    /** 1000 enter/leave pairs on one object (C8). */
+    @Benchmark
+    public long objects1k(Checked c) {
+        return c.process.call(BenchDevStubs.OBJECTS, 1000L, c.block);
     }
 
     @Benchmark

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
+
 import org.junit.jupiter.api.Test;
 
 /** The DPA benchmark measures what it says: its RPC adds, its copy lands in the heap, nothing stays. */
@@ -48,6 +50,22 @@ class DpaBenchTest {
             assertTrue(f.matches("(?s)# dpa wake \\(CQE written -> handler entry\\): p50 [1-9][0-9]* ns, p99 [1-9][0-9]* ns.*"), f);
             assertTrue(f.matches("(?s).*# dpa cycles: [12] activations, [0-9.]+ virtual cycles.*"), "one or two: a handler may take the second call's CQE before it reschedules: " + f);
             assertThrows(IllegalStateException.class, () -> c.host.bf3.dpaCheckMode("strict"), "not once the DPA runs");
+            assertEquals(1000, b.objects1k(c), "C8's annotations with the checker off");
+        } finally {
+            c.down();
+        }
+    }
+
+    /** C8's figure: one hart entering and leaving one object 1000 times is checked and silent. */
+    @Test
+    void theObjectsRpcIsSilentInStrictMode() throws Exception {
+        DpaBench b = new DpaBench();
+        DpaBench.Checked c = new DpaBench.Checked();
+        c.check = "strict";
+        c.up();
+        try {
+            assertEquals(1000, b.objects1k(c));
+            assertEquals(List.of("no memory-model finding (check mode STRICT)"), c.host.bf3.dpaFindings());
         } finally {
             c.down();
         }

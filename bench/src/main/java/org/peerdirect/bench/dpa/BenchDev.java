@@ -35,4 +35,18 @@ public final class BenchDev {
         }
         return n;
     }
+
+    /**
+     * {@code n} times a device library's call on the object at {@code daddr} as the C8 checker
+     * sees it ({@code Dpa.objectEnter} then {@code objectLeave}, nothing between): the check's
+     * cost per call, in whichever mode the DPA runs (off: a field check).
+     */
+    @DpaRpc
+    static long objects(long n, long daddr) {
+        for (long i = 0; i < n; i++) {
+            Dpa.objectEnter(daddr);
+            Dpa.objectLeave(daddr);
+        }
+        return n;
+    }
 }

@@ -19,11 +19,14 @@ public final class DocaDpaNotificationCompletion {
     }
 
     private final DocaDpaThread thread;
-    private State state = State.CREATED;
+    /** The thread's DPA context's lock: the state and the thread's list of what triggers it change together under it. */
+    private final java.util.concurrent.locks.ReentrantLock lock;
+    private volatile State state = State.CREATED;
     private long handle;
 
     private DocaDpaNotificationCompletion(DocaDpaThread thread) {
         this.thread = thread;
+        this.lock = thread.dpa().lock;
     }
 
     /** {@code doca_dpa_notification_completion_create}: for {@code thread}. */
@@ -36,11 +39,16 @@ public final class DocaDpaNotificationCompletion {
     /** {@code doca_dpa_notification_completion_start}: the thread must be started (its DPA thread exists). */
     public void start() {
         String w = "doca_dpa_notification_completion_start";
-        check(w);
-        DocaException.check(state == State.CREATED, DocaError.DOCA_ERROR_BAD_STATE, w + ": started already");
-        handle = thread.threadId(w);
-        state = State.STARTED;
-        thread.attachCompletion(this);
+        lock.lock(); // dpa:doca lists it with its thread under this lock
+        try {
+            check(w);
+            DocaException.check(state == State.CREATED, DocaError.DOCA_ERROR_BAD_STATE, w + ": started already");
+            handle = thread.threadId(w);
+            state = State.STARTED;
+            thread.attachCompletion(this);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** {@code doca_dpa_notification_completion_get_dpa_handle}: what {@code doca_dpa_dev_thread_notify} takes. BAD_STATE unless started. */
@@ -54,17 +62,27 @@ public final class DocaDpaNotificationCompletion {
     /** {@code doca_dpa_notification_completion_stop}. */
     public void stop() {
         String w = "doca_dpa_notification_completion_stop";
-        check(w);
-        DocaException.check(state == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, w + ": not started");
-        state = State.STOPPED;
-        thread.detachCompletion(this);
+        lock.lock();
+        try {
+            check(w);
+            DocaException.check(state == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, w + ": not started");
+            state = State.STOPPED;
+            thread.detachCompletion(this);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** {@code doca_dpa_notification_completion_destroy}; INVALID_VALUE the second time. */
     public void destroy() {
-        check("doca_dpa_notification_completion_destroy");
-        state = State.DESTROYED;
-        thread.detachCompletion(this);
+        lock.lock();
+        try {
+            check("doca_dpa_notification_completion_destroy");
+            state = State.DESTROYED;
+            thread.detachCompletion(this);
+        } finally {
+            lock.unlock();
+        }
     }
 
     @Override

@@ -29,7 +29,8 @@ public final class DocaDpaThread {
     }
 
     private final DocaDpa dpa;
-    private State state = State.CREATED;
+    /** Written under the context's lock (with the handler it goes with); volatile for the unlocked order checks. */
+    private volatile State state = State.CREATED;
     private FlexioFunc func;
     private long arg;
     private long localStorage;
@@ -148,17 +149,20 @@ public final class DocaDpaThread {
     /** {@code doca_dpa_thread_run}: the thread becomes triggerable. BAD_STATE unless started. */
     public void run() {
         String w = "doca_dpa_thread_run";
-        DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed");
-        DocaException.check(state == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE,
-                w + ": the thread is " + state.name().toLowerCase() + " (doca_dpa_thread_start first, run once)");
-        DocaException.check(group == null || group.isStarted(), DocaError.DOCA_ERROR_BAD_STATE,
-                w + ": the thread is rank " + rank + " of a thread group not started (doca_dpa_thread_group_start first)");
+        dpa.lock.lock(); // the state changes under the lock dpa:doca reads it with
         try {
+            DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed");
+            DocaException.check(state == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE,
+                    w + ": the thread is " + state.name().toLowerCase() + " (doca_dpa_thread_start first, run once)");
+            DocaException.check(group == null || group.isStarted(), DocaError.DOCA_ERROR_BAD_STATE,
+                    w + ": the thread is rank " + rank + " of a thread group not started (doca_dpa_thread_group_start first)");
             handler.run();
+            state = State.RUNNING;
         } catch (FlexioException e) {
             throw DocaDpa.flexio(w, e);
+        } finally {
+            dpa.lock.unlock();
         }
-        state = State.RUNNING;
     }
 
     /**
@@ -167,40 +171,42 @@ public final class DocaDpaThread {
      */
     public void stop() {
         String w = "doca_dpa_thread_stop";
-        DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed");
-        DocaException.check(state == State.STARTED || state == State.RUNNING, DocaError.DOCA_ERROR_BAD_STATE, w + ": the thread is not started");
-        release();
-        state = State.STOPPED;
+        dpa.lock.lock(); // the DPA thread and the state go in one hold: no reader sees a started thread without one
+        try {
+            DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed");
+            DocaException.check(state == State.STARTED || state == State.RUNNING, DocaError.DOCA_ERROR_BAD_STATE, w + ": the thread is not started");
+            release();
+            state = State.STOPPED;
+        } finally {
+            dpa.lock.unlock();
+        }
     }
 
     /** {@code doca_dpa_thread_destroy}: stops a started thread first (IN_USE while a started completion context triggers it); INVALID_VALUE the second time. */
     public void destroy() {
         String w = "doca_dpa_thread_destroy";
-        DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed already");
-        if (state == State.STARTED || state == State.RUNNING) {
-            release();
-        }
-        state = State.DESTROYED;
         dpa.lock.lock();
         try {
+            DocaException.check(state != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": the thread was destroyed already");
+            if (state == State.STARTED || state == State.RUNNING) {
+                release();
+            }
+            state = State.DESTROYED;
             dpa.detach(this);
         } finally {
             dpa.lock.unlock();
         }
     }
 
+    /** The DPA thread and the runtime block go; the caller holds the context's lock and sets the state in the same hold. */
     private void release() {
-        dpa.lock.lock();
-        try {
-            DocaException.check(startedCompletions == 0, DocaError.DOCA_ERROR_IN_USE,
-                    "doca_dpa_thread_stop/destroy: " + startedCompletions + " started completion context(s) trigger this thread (stop them first)");
-            handler.destroy();
-            handler = null;
-            dpa.memFree(block);
-            block = 0;
-        } finally {
-            dpa.lock.unlock();
-        }
+        assert dpa.lock.isHeldByCurrentThread();
+        DocaException.check(startedCompletions == 0, DocaError.DOCA_ERROR_IN_USE,
+                "doca_dpa_thread_stop/destroy: " + startedCompletions + " started completion context(s) trigger this thread (stop them first)");
+        handler.destroy();
+        handler = null;
+        dpa.memFree(block);
+        block = 0;
     }
 
     /** The DPA_THREAD id while started (a notification completion's handle names it) [model]. */

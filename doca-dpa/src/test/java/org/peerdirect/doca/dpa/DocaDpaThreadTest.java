@@ -155,4 +155,75 @@ class DocaDpaThreadTest {
         reserved.destroy();
         assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, assertThrows(DocaException.class, reserved::destroy).error());
     }
+
+    /**
+     * {@code dpa:doca} reads a thread under its context's lock ({@link DocaDpaThread#snapshot}); run and
+     * stop change its state under that lock too, so a reader holding it sees one state. (run wrote
+     * "running" without the lock: a reader holding it saw the state change under it; stop wrote
+     * "stopped" after letting the lock go, leaving a window where a started thread had no DPA thread.)
+     */
+    @Test
+    void runAndStopChangeTheStateOnlyUnderTheContextsLock() throws Exception {
+        DocaDpaThread t = DocaDpaThread.create(dpa);
+        t.setFuncArg(KernelProgsStubs.EU_WORKER, 0);
+        t.start();
+        assertEquals("started", whileReaderHoldsTheLock(t, t::run));
+        assertEquals("running", state(t));
+        assertEquals("running", whileReaderHoldsTheLock(t, t::stop));
+        assertEquals("stopped", state(t));
+        t.destroy();
+    }
+
+    /** The same for a notification completion: start, stop and destroy change what dpa:doca lists for its thread only under the lock. */
+    @Test
+    void aNotificationCompletionChangesOnlyUnderTheContextsLock() throws Exception {
+        DocaDpaThread t = DocaDpaThread.create(dpa);
+        t.setFuncArg(KernelProgsStubs.EU_WORKER, 0);
+        t.start();
+        DocaDpaNotificationCompletion c = DocaDpaNotificationCompletion.create(dpa, t);
+        assertEquals("[]", whileReaderHoldsTheLock(() -> t.snapshot().completions().toString(), c::start));
+        assertEquals("[notification completion started, handle " + c.getDpaHandle() + "]",
+                whileReaderHoldsTheLock(() -> t.snapshot().completions().toString(), c::stop));
+        assertEquals("[]", whileReaderHoldsTheLock(() -> t.snapshot().completions().toString(), c::destroy));
+        t.destroy();
+    }
+
+    private String state(DocaDpaThread t) {
+        dpa.lock.lock();
+        try {
+            return t.snapshot().state();
+        } finally {
+            dpa.lock.unlock();
+        }
+    }
+
+    /**
+     * Holds the context's lock as {@code dpa:doca} does while {@code op} runs on another thread, until
+     * {@code op} is done or waits for the lock; the state the reader saw first, which it must still
+     * see at the end of its hold.
+     */
+    private String whileReaderHoldsTheLock(DocaDpaThread t, Runnable op) throws InterruptedException {
+        return whileReaderHoldsTheLock(() -> t.snapshot().state(), op);
+    }
+
+    /** {@link #whileReaderHoldsTheLock(DocaDpaThread, Runnable)} for any view {@code read} under the lock. */
+    private String whileReaderHoldsTheLock(java.util.function.Supplier<String> read, Runnable op) throws InterruptedException {
+        Thread s;
+        String before;
+        String after;
+        dpa.lock.lock();
+        try {
+            before = read.get();
+            s = Thread.ofPlatform().name("doca-op").start(op);
+            while (s.isAlive() && !dpa.lock.hasQueuedThread(s)) {
+                Thread.onSpinWait(); // not a sleep: waits for the op's end or its turn on the lock
+            }
+            after = read.get();
+        } finally {
+            dpa.lock.unlock();
+        }
+        assertEquals(true, s.join(BOUND), "the op ends once the lock is free");
+        assertEquals(before, after, "what dpa:doca shows changed while a reader held the context's lock");
+        return before;
+    }
 }

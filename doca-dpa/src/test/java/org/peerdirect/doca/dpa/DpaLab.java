@@ -115,6 +115,16 @@ public final class DpaLab implements AutoCloseable {
         return models.get(i).dpaCrashes();
     }
 
+    /** The memory-model findings of {@code mlx5_0}'s DPA ({@code dpa:mm}). */
+    public List<String> findings() {
+        return dpaFindings(0);
+    }
+
+    /** The DPA processes of {@code mlx5_0} that ended with an error ({@code dpa:crash}). */
+    public List<String> crashes() {
+        return dpaCrashes(0);
+    }
+
     @Override
     public void close() {
         List<String> leaks = new ArrayList<>();

@@ -26,6 +26,7 @@ import org.peerdirect.doca.dpa.DpaLab;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevRdma;
 import org.peerdirect.doca.mmap.DocaMmap;
+import org.peerdirect.doca.rdma.progs.RdmaProgs;
 import org.peerdirect.doca.rdma.progs.RdmaProgsStubs;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 import org.peerdirect.doca.syncevent.DocaSyncEventRemoteNet;
@@ -273,6 +274,58 @@ class DocaRdmaTest {
         dpa.rpc(RdmaProgsStubs.SIGNAL_ADD, writer.getDpaHandle(), event, 5L);
         ev.waitGt(11, -1L, java.time.Duration.ofSeconds(30));
         assertEquals(12, ev.get(), "signal_add added 5");
+    }
+
+    /**
+     * Check C8 on RDMA handles: two kernel ranks posting on connections of one handle side by side
+     * are silent with one connection each (as the all-to-all's threads), and are C8 naming the
+     * posting line when both post on one connection (strict: the process ends).
+     */
+    @Test
+    void twoRanksPostingOnOneConnectionIsC8AndOneConnectionEachIsSilent() {
+        DocaRdma writer = DocaRdma.create(dev);
+        writer.setPermissions(RW);
+        writer.setDatapathOnDpa(dpa);
+        writer.setMaxNumConnections(2);
+        writer.start();
+        undo.add(writer::destroy);
+        connect(writer, rdma(null));
+        connect(writer, rdma(null));
+        long buf = alloc(64);
+        int key = dpaMap(buf, 64).devGetDpaHandle(dev);
+        DocaSyncEvent done = DocaSyncEvent.create();
+        done.addPublisherLocationDpa(dpa);
+        done.addSubscriberLocationCpu(dev);
+        done.start();
+        undo.add(done::destroy);
+        long b = alloc(RdmaProgs.PL_SIZE);
+        java.util.function.LongUnaryOperator posts = r -> dpa.rpc(RdmaProgsStubs.LOAD64, b + RdmaProgs.PL_POSTS + 8 * r);
+
+        dpa.h2dMemcpy(b, postLoopBlock(writer.getDpaHandle(), 0, 1, key, buf));
+        dpa.kernelLaunchUpdateSet(null, 0, done, 1, 2, RdmaProgsStubs.POST_LOOP, b);
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (posts.applyAsLong(0) < 500 || posts.applyAsLong(1) < 500) {
+            assertTrue(dpa.kernelFailure() == null && System.nanoTime() < deadline, "both ranks post: " + lab.findings());
+        }
+        dpa.memset(b + RdmaProgs.PL_STOP, 1, 8);
+        done.waitGt(0, -1L, java.time.Duration.ofSeconds(60));
+        assertTrue(lab.findings().stream().noneMatch(l -> l.contains("C8")), lab.findings().toString());
+
+        dpa.h2dMemcpy(b, postLoopBlock(writer.getDpaHandle(), 0, 0, key, buf)); // the mutant: one connection for both
+        dpa.kernelLaunchUpdateSet(null, 0, done, 2, 2, RdmaProgsStubs.POST_LOOP, b);
+        while (dpa.kernelFailure() == null) {
+            assertTrue(System.nanoTime() < deadline, "strict C8 ends the process: " + lab.findings());
+            Thread.onSpinWait();
+        }
+        List<String> crashes = lab.crashes();
+        assertTrue(crashes.stream().anyMatch(l -> l.contains("C8") && l.contains("RdmaProgs.postLoop:") && l.contains("DocaDpaDevRdma.post:")),
+                crashes.toString());
+    }
+
+    private static byte[] postLoopBlock(long rdma, int conn0, int conn1, int key, long addr) {
+        return ByteBuffer.allocate(RdmaProgs.PL_SIZE).order(ByteOrder.LITTLE_ENDIAN).putLong(RdmaProgs.PL_RDMA, rdma)
+                .putLong(RdmaProgs.PL_CONN, conn0).putLong(RdmaProgs.PL_CONN + 8, conn1).putLong(RdmaProgs.PL_KEY, key)
+                .putLong(RdmaProgs.PL_ADDR, addr).array();
     }
 
     private static long le64(byte[] b) {

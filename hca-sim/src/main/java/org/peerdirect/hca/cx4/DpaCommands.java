@@ -45,7 +45,8 @@ public final class DpaCommands {
     }
 
     @Descriptor("every DPA thread of every BlueField-3 model, with each CQ bound to it armed or not (its producer and consumer "
-            + "index): a thread waiting on a CQ that is not armed will not run again. Example: dpa:threads")
+            + "index): a thread waiting on a CQ that is not armed will not run again; the objects a device-library call of it is "
+            + "inside (C8) and its memory-model findings per check. Example: dpa:threads")
     public String threads() {
         return each(ConnectX4Device::dpaThreads);
     }
@@ -56,7 +57,7 @@ public final class DpaCommands {
         return each(ConnectX4Device::dpaEus);
     }
 
-    @Descriptor("the DPA memory model's findings (C1..C7) per process, each with the handler line it names. Example: dpa:mm")
+    @Descriptor("the DPA memory model's findings (C1..C8) per process, each with the handler line it names. Example: dpa:mm")
     public String mm() {
         return each(ConnectX4Device::dpaFindings);
     }

@@ -51,6 +51,9 @@ final class DpaThread {
     /** Per writer thread: {epoch, seq} of the latest of its stores this thread read. */
     final Map<Integer, long[]> observed = new HashMap<>();
 
+    /** Objects this thread is inside now (C8, {@link ObjectUse}): written under its lock, by this thread's activations only. */
+    int objectsHeld;
+
     DpaThread(int id, DpaProcess process, Image.Symbol entry, MethodHandle handle, long arg, long tls, Affinity affinity,
             boolean continuable) {
         this.id = id;

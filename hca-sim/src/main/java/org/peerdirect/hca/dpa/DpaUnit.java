@@ -42,6 +42,8 @@ public final class DpaUnit implements AutoCloseable {
     final MemoryModel mm;
     /** CQs bound to threads, their events, the lost-wake-up check (C7). */
     final DpaCqs cqs;
+    /** Check C8: objects in use by a thread ({@code Dpa.objectEnter}). */
+    final ObjectUse objects = new ObjectUse(this);
     final Windows windows;
     private final DpaSpace space;
     /** Concurrent mode only (a deterministic hart runs on the driving thread: nothing could take it back). */
@@ -244,6 +246,7 @@ public final class DpaUnit implements AutoCloseable {
             mm.forget(r);
             memory.free(r);
         }
+        objects.forget(pid);
         p.loader = null;
         p.dropEntries(); // the handles hold the loader's classes too
         processes.remove(pid);

@@ -37,7 +37,10 @@ final class DpaViews {
         return l;
     }
 
-    /** {@code dpa:threads}' line: state, EU, activations, triggers latched and ignored, exits, and each bound CQ armed or not. */
+    /**
+     * {@code dpa:threads}' line: state, EU, activations, triggers latched and ignored, exits, each
+     * bound CQ armed or not, the objects it is inside now (C8) and its memory-model findings per check.
+     */
     static String thread(DpaUnit u, DpaThread t) {
         String line;
         List<Integer> cqs;
@@ -54,6 +57,17 @@ final class DpaViews {
             b.append(String.format(" cq 0x%x %s", cqn, s == null ? "?" : (s.armed() ? "armed" : "not armed") + " pi "
                     + s.producerIndex() + " ci " + s.consumerIndex()));
         }
+        List<String> inside = u.objects.held(t); // C8: the objects its running library call is in
+        if (!inside.isEmpty()) {
+            b.append(" inside ").append(String.join(",", inside));
+        }
+        Map<String, Integer> mine = new TreeMap<>(); // its findings by check, as dpa:mm lists them
+        for (Finding f : u.findings()) {
+            if (f.process() == t.process.id && f.thread() == t.id) {
+                mine.merge(f.check(), 1, Integer::sum);
+            }
+        }
+        mine.forEach((check, n) -> b.append(' ').append(check).append(" findings ").append(n));
         return b.toString();
     }
 

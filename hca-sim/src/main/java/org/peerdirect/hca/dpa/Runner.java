@@ -79,6 +79,7 @@ final class Runner implements Hart {
             unit.fail(thread.process, ProcessStatus.HANDLER_TRAP, "handler " + thread.name() + " trapped: " + e + " at " + site, thread.id, site);
             kind = ActivationExit.Kind.PROCESS_END;
         }
+        unit.objects.activationEnded(thread); // a call it unwound from (a process error) holds nothing any more
         if (abandoned) { // its thread, windows and EU were let go by the watchdog; its process is gone or going
             unit.rtos.activationEnded(this, ActivationExit.Kind.PROCESS_END);
             return;
@@ -403,6 +404,25 @@ final class Runner implements Hart {
         }
         checkAlive();
         return result;
+    }
+
+    /**
+     * C8's annotations ({@link ObjectUse}): not an instruction of the DPA, so no cycles and no
+     * scheduling point (the library call's own ISA calls are the points where another hart can
+     * come in); with the checker off, one field check.
+     */
+    @Override
+    public void objectEnter(long object) {
+        if (unit.mm.mode != CheckMode.OFF) {
+            unit.objects.enter(this, object);
+        }
+    }
+
+    @Override
+    public void objectLeave(long object) {
+        if (unit.mm.mode != CheckMode.OFF) {
+            unit.objects.leave(this, object);
+        }
     }
 
     @Override

@@ -56,4 +56,36 @@ final class Sites {
     static String here() {
         return format(frame());
     }
+
+    /**
+     * {@link #format} of another thread's device frames, from its Java stack (a C8 finding names
+     * the hart already inside the object; its frames are taken only then). An image's classes
+     * are the ones whose class loader's name starts with {@link ImageLoader#NAME}.
+     */
+    static String of(Thread t) {
+        if (t == null) {
+            return "?";
+        }
+        StackTraceElement at = null;
+        for (StackTraceElement f : t.getStackTrace()) {
+            if (f.getClassLoaderName() == null || !f.getClassLoaderName().startsWith(ImageLoader.NAME)) {
+                continue;
+            }
+            if (at == null) {
+                at = f;
+            } else if (!packageOf(f).equals(packageOf(at))) {
+                return line(at) + " (called from " + line(f) + ")";
+            }
+        }
+        return at == null ? "? (no device frame: its call unwound)" : line(at);
+    }
+
+    private static String packageOf(StackTraceElement f) {
+        int dot = f.getClassName().lastIndexOf('.');
+        return dot < 0 ? "" : f.getClassName().substring(0, dot);
+    }
+
+    private static String line(StackTraceElement f) {
+        return f.getClassName() + "." + f.getMethodName() + ":" + f.getLineNumber();
+    }
 }

@@ -24,7 +24,12 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * ({@link #ELEM_SIZE} bytes): type u8, swqe opcode u8, error syndrome u8, vendor syndrome u8,
  * immediate u32, user data u32, QP number u32, WQE counter u32, bytes u32, timestamp u64.
  *
- * <p>Not thread-safe, as DOCA documents: one thread uses a completion context at a time.
+ * <p>Not thread-safe, as DOCA documents ("All DOCA DPA objects are non-thread-safe"): one thread
+ * uses a completion context at a time. {@link #getCompletion}, {@link #completionAck} and
+ * {@link #completionRequestNotification} tell the checker they are inside the context
+ * ({@code Dpa.objectEnter}/{@code objectLeave} on its handle), so two harts in it at once are C8.
+ * The element getters read an element, not the context, and are not marked. A call that ends the
+ * process does not leave (the silicon lets go of what an ended activation held).
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/doca+dpa/index.html">doca_dpa_dev_get_completion, doca_dpa_dev_completion_ack, doca_dpa_dev_completion_request_notification</a>
  */
@@ -75,10 +80,12 @@ public final class DocaDpaDevCompletion {
      * the result). The CQE's owner bit is read before its fields, ordered by a read fence.
      */
     public static long getCompletion(long comp) {
+        Dpa.objectEnter(comp);
         int ci = Dpa.ld32(comp + OFF_CI);
         int log = Dpa.ld32(comp + OFF_LOG);
         long cqe = FlexioDevQueue.cqeAt(Dpa.ld64(comp + OFF_RING), ci, log);
         if (FlexioDevQueue.cqeGetOwner(cqe) != (ci >>> log & 1) || FlexioDevQueue.cqeGetOpcode(cqe) == FlexioDevQueue.CQE_INVALID) {
+            Dpa.objectLeave(comp);
             return 0;
         }
         Dpa.memoryFence(Dpa.R, Dpa.R); // the fields after the owner bit
@@ -102,6 +109,7 @@ public final class DocaDpaDevCompletion {
         Dpa.st32(e + E_BYTES, FlexioDevQueue.cqeGetByteCnt(cqe));
         Dpa.st64(e + E_TIMESTAMP, error ? 0 : Long.reverseBytes(Dpa.ld64(cqe + CQE_TIMESTAMP)));
         Dpa.st32(comp + OFF_CI, ci + 1);
+        Dpa.objectLeave(comp);
         return e;
     }
 
@@ -186,12 +194,14 @@ public final class DocaDpaDevCompletion {
      * was read, so the NIC never sees a consumer index past its own CQEs.
      */
     public static void completionAck(long comp, long num) {
+        Dpa.objectEnter(comp);
         int acked = Dpa.ld32(comp + OFF_ACKED);
         int ci = Dpa.ld32(comp + OFF_CI);
         int next = (int) Math.min((long) acked + Math.max(num, 0), ci);
         Dpa.st32(comp + OFF_ACKED, next);
         FlexioDevQueue.dbrCqSetCi(Dpa.ld64(comp + OFF_DBR), next);
         Dpa.memoryWriteback();
+        Dpa.objectLeave(comp);
     }
 
     /**
@@ -201,7 +211,9 @@ public final class DocaDpaDevCompletion {
      * ({@code flexio_dev_cq_arm}) through the context's outbox.
      */
     public static void completionRequestNotification(long comp) {
+        Dpa.objectEnter(comp);
         FlexioDev.outboxConfig(Dpa.ld32(comp + OFF_OUTBOX));
         FlexioDev.cqArm(Dpa.ld32(comp + OFF_CI), Dpa.ld32(comp + OFF_CQN));
+        Dpa.objectLeave(comp);
     }
 }

@@ -31,7 +31,16 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * ({@code __dpa_thread_memory_writeback}) before its doorbell, a receive WQE is fenced before its
  * doorbell record; the checker sees each store (flexio-dev's helpers).
  *
- * <p>Not thread-safe, as DOCA documents: one thread posts on a connection at a time.
+ * <p>Not thread-safe, as DOCA documents ("All DOCA DPA objects are non-thread-safe", DOCA DPA
+ * Comms). Every post and signal tells the checker which object it is inside
+ * ({@code Dpa.objectEnter}/{@code objectLeave}), so two harts in one at once are C8. [model] Which
+ * object: a post or a signal changes only its connection's send queue, so it enters the
+ * connection (its descriptor's address); {@link #postReceive} moves the handle's shared
+ * receive cursor, so it enters the handle. DOCA does not say whether the connections of one
+ * handle are independent; its {@code dpa_all_to_all} gives each peer a handle of its own, silent
+ * under either reading, and the model's all-to-all, whose threads post on distinct connections
+ * of one handle, stays silent under this one. A post that ends the process (a bad connection)
+ * does not leave: the silicon lets go of what an ended activation held.
  *
  * <p>Signals ({@link #signalSet}, {@link #signalAdd}) update a remote node's sync event through its
  * DPA handle ({@link #REMOTE_EVENT_ADDR}) on the connection's send queue, so they come after the
@@ -119,6 +128,7 @@ public final class DocaDpaDevRdma {
 
     private static void post(long rdma, int id, int opcode, int rkey, long raddr, int lkey, long addr, long length, int imm, int flags) {
         long c = conn(rdma, id);
+        Dpa.objectEnter(c);
         int qpn = Dpa.ld32(c + C_QPN);
         int logSq = Dpa.ld32(c + C_LOG_SQ);
         int pi = Dpa.ld32(c + C_SQ_PI);
@@ -138,6 +148,7 @@ public final class DocaDpaDevRdma {
         if ((flags & SUBMIT_FLAG_FLUSH) != 0) {
             ring(rdma, c, qpn, pi);
         }
+        Dpa.objectLeave(c);
     }
 
     /** The doorbell for every WQE up to {@code pi}: the WQEs (and their data) written back first. */
@@ -154,6 +165,7 @@ public final class DocaDpaDevRdma {
      * comes to the attached completion context.
      */
     public static void postReceive(long rdma, int mmap, long addr, long length) {
+        Dpa.objectEnter(rdma);
         int n = Dpa.ld32(rdma + OFF_NCONN);
         int id = Dpa.ld32(rdma + OFF_NEXT_RQ);
         for (int k = 0; k < n && Dpa.ld32(rdma + OFF_CONN + (long) CONN_SIZE * id + C_CONNECTED) == 0; k++) {
@@ -169,6 +181,7 @@ public final class DocaDpaDevRdma {
         Dpa.memoryFence(Dpa.W, Dpa.W); // the WQE before the record
         FlexioDevQueue.dbrRqIncPi(dbr);
         Dpa.memoryWriteback();
+        Dpa.objectLeave(rdma);
     }
 
     /**
@@ -191,6 +204,7 @@ public final class DocaDpaDevRdma {
 
     private static void signal(long rdma, int id, long event, long count, int opcode) {
         long c = conn(rdma, id);
+        Dpa.objectEnter(c);
         int qpn = Dpa.ld32(c + C_QPN);
         int pi = Dpa.ld32(c + C_SQ_PI);
         long sq = Dpa.ld64(c + C_WQ) + ((long) RQ_STRIDE << Dpa.ld32(c + C_LOG_RQ));
@@ -207,5 +221,6 @@ public final class DocaDpaDevRdma {
         pi++;
         Dpa.st32(c + C_SQ_PI, pi);
         ring(rdma, c, qpn, pi);
+        Dpa.objectLeave(c);
     }
 }

@@ -1,6 +1,7 @@
 package org.peerdirect.doca.dpa.progs;
 
 import org.peerdirect.doca.dpa.dev.DocaDpaDev;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevSyncEvent;
 import org.peerdirect.dpacc.DpaApp;
 import org.peerdirect.dpacc.DpaGlobal;
@@ -112,6 +113,31 @@ public final class KernelProgs {
             DocaDpaDev.threadNotify(Dpa.ld64(handles + 8L * i));
         }
         return n;
+    }
+
+    /** {@link #pollCompletion}'s block: stop word, the ranks' completion handles, their poll counts, the start barrier. */
+    public static final int POLL_STOP = 0, POLL_HANDLES = 8, POLL_COUNTS = 24, POLL_BARRIER = 40, POLL_SIZE = 64;
+
+    /**
+     * Check C8's litmus: each rank polls the completion context whose handle is its word of
+     * {@code POLL_HANDLES} ({@code doca_dpa_dev_get_completion}, as DOCA's busy-polling samples
+     * do) and counts its polls, until the host writes a non-zero stop word. The ranks first meet
+     * at a barrier, so they poll at the same time. One handle for both is the mutant (two harts in
+     * one non-thread-safe object); one each is the fixed program.
+     */
+    @DpaGlobal
+    static void pollCompletion(long block) {
+        int rank = DocaDpaDev.threadRank();
+        long comp = Dpa.ld64(block + POLL_HANDLES + 8L * rank);
+        Dpa.amoAdd64(block + POLL_BARRIER, 1);
+        while (Dpa.ld64(block + POLL_BARRIER) < DocaDpaDev.numThreads()) {
+            Dpa.compilerBarrier();
+        }
+        long polls = 0;
+        while (Dpa.ld64(block + POLL_STOP) == 0) {
+            DocaDpaDevCompletion.getCompletion(comp);
+            Dpa.st64(block + POLL_COUNTS + 8L * rank, ++polls);
+        }
     }
 
     /** Reads a word of DPA memory (the tests' d2h: doca_dpa_d2h_memcpy is not built). */

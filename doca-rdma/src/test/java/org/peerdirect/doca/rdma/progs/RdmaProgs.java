@@ -116,6 +116,39 @@ public final class RdmaProgs {
         return t;
     }
 
+    /** {@link #postLoop}'s block: stop word, RDMA handle, the ranks' connections, map key and address, start barrier, the ranks' post counts. */
+    public static final int PL_STOP = 0, PL_RDMA = 8, PL_CONN = 16, PL_KEY = 32, PL_ADDR = 40, PL_BARRIER = 48, PL_POSTS = 56, PL_SIZE = 72;
+
+    /**
+     * Check C8's RDMA litmus: after a start barrier each rank posts 8-byte writes on its connection
+     * of the handle ({@code PL_CONN + 8 rank}), never flushed (the WQEs stay in DPA memory: no
+     * doorbell, nothing on the wire), counting them, until the host writes the stop word. Both
+     * ranks on one connection is the mutant; one connection each is silent.
+     */
+    @DpaGlobal
+    static void postLoop(long b) {
+        int rank = DocaDpaDev.threadRank();
+        long rdma = Dpa.ld64(b + PL_RDMA);
+        int conn = (int) Dpa.ld64(b + PL_CONN + 8L * rank);
+        int key = (int) Dpa.ld64(b + PL_KEY);
+        long addr = Dpa.ld64(b + PL_ADDR);
+        Dpa.amoAdd64(b + PL_BARRIER, 1);
+        while (Dpa.ld64(b + PL_BARRIER) < DocaDpaDev.numThreads()) {
+            Dpa.compilerBarrier();
+        }
+        long n = 0;
+        while (Dpa.ld64(b + PL_STOP) == 0) {
+            DocaDpaDevRdma.postWrite(rdma, conn, key, addr, key, addr, 8, DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+            Dpa.st64(b + PL_POSTS + 8L * rank, ++n);
+        }
+    }
+
+    /** Reads a word of DPA memory (the host's look at a counter a DPA thread is writing). */
+    @DpaRpc
+    static long load64(long daddr) {
+        return Dpa.ld64(daddr);
+    }
+
     /**
      * A hand-made post of a SEND on connection 0 through the RDMA handle's published layout, as
      * {@code doca_dpa_dev_rdma_post_send} makes it but without {@code __dpa_thread_memory_writeback}

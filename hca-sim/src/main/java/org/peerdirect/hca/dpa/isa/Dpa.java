@@ -40,6 +40,7 @@ import org.peerdirect.hca.dpa.isa.Hart.Exit;
  * <tr><td>{@code windowConfig}, {@code windowPtrAcquire}</td><td>{@code flexio_dev_window_config}, {@code flexio_dev_window_ptr_acquire}</td></tr>
  * <tr><td>{@code fxpLog2}, {@code fxpRcp}, {@code fxpPow2}</td><td>{@code __dpa_fxp_log2}, {@code __dpa_fxp_rcp}, {@code __dpa_fxp_pow2}</td></tr>
  * <tr><td>{@code call(symbol, arg)}</td><td>a call through a function pointer (peerdirect ISA extension, below)</td></tr>
+ * <tr><td>{@code objectEnter}, {@code objectLeave}</td><td>none: the memory-model checker's C8 annotations (peerdirect ISA extension, below)</td></tr>
  * </table>
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/dpa+development/index.html">DPA Development: memory model, fences, cache control</a>
@@ -275,5 +276,23 @@ public final class Dpa {
      */
     public static long call(int symbol, long argbuf) {
         return hart().call(symbol, argbuf);
+    }
+
+    /**
+     * A device library's call on the object at DPA address {@code object}, one DOCA documents as
+     * not thread-safe, begins: until the matching {@link #objectLeave}, another hart entering the
+     * same object is reported (check C8; strict mode ends the process naming both call sites).
+     * peerdirect ISA extension: the DPA has no such instruction; it is the checker's annotation,
+     * costs no cycle, is no scheduling point, and with the checker off is one field check. The
+     * silicon keys on the address only; what the object is stays the library's business. Calls
+     * nest per thread. A call that ends the process need not leave.
+     */
+    public static void objectEnter(long object) {
+        hart().objectEnter(object);
+    }
+
+    /** The call {@link #objectEnter} announced on {@code object} ends. */
+    public static void objectLeave(long object) {
+        hart().objectLeave(object);
     }
 }

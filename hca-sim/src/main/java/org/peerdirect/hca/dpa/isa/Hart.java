@@ -70,6 +70,15 @@ public interface Hart {
      */
     long call(int symbol, long arg);
 
+    /**
+     * A device library's call on the non-thread-safe object at DPA address {@code object} begins
+     * (peerdirect ISA extension for check C8: the object is opaque to the silicon).
+     */
+    void objectEnter(long object);
+
+    /** The call {@link #objectEnter} announced ends. */
+    void objectLeave(long object);
+
     /** The Q16.16 fixed-point intrinsics ({@code __dpa_fxp_*}). */
     enum Fxp {
         LOG2, RCP, POW2

@@ -10,7 +10,7 @@
  * {@code flexio_dev.h} (the table is in {@link org.peerdirect.hca.dpa.isa.Dpa}).
  */
 @Export
-@Version("0.2.0")
+@Version("0.3.0")
 package org.peerdirect.hca.dpa.isa;
 
 import org.osgi.annotation.bundle.Export;
