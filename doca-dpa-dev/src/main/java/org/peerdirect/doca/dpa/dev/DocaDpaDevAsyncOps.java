@@ -86,6 +86,7 @@ public final class DocaDpaDevAsyncOps {
      * starts copying {@code length} bytes; non-blocking. See the class comment for the flags and errors.
      */
     public static void postMemcpy(long asyncOps, int dstMmap, long dstAddr, int srcMmap, long srcAddr, long length, int flags) {
+        Dpa.objectEnter(asyncOps); // non-thread-safe as every DOCA DPA object: two harts posting at once are C8
         if (Dpa.ld32(asyncOps + OFF_STARTED) == 0) {
             FlexioDev.error(ERROR_NOT_STARTED);
         }
@@ -110,6 +111,7 @@ public final class DocaDpaDevAsyncOps {
             FlexioDev.qpSqRingDb(pi, qpn);
             Dpa.st32(asyncOps + OFF_SQ_DB, pi);
         }
+        Dpa.objectLeave(asyncOps);
     }
 
     /** Process error of {@link #mmapGetExternalPtr} when the window cannot be configured with the key (not a key of the DPA process's PD), or from an RPC. */
