@@ -1,15 +1,19 @@
 package org.peerdirect.hca.cx4;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
@@ -25,6 +29,7 @@ import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.kernel.pci.StandalonePciBus;
 
@@ -450,6 +455,70 @@ class CommandQueueTest {
         assertEquals(6 + wanted, take.out.get(BE32, Pages.MANAGE_OUT_NUM_ENTRIES));
         assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.DISABLE_HCA));
         assertEquals(0, dev.pagesHeld());
+    }
+
+    /**
+     * {@link ConnectX4Device#close} by a thread whose interrupt flag is already set (an earlier
+     * interruption nobody cleared: a test thread a previous test interrupted) while the firmware
+     * is inside a command: the close still waits, bounded, for the firmware thread to end, and
+     * hands the interruption back afterwards. The command's input mailbox is on a peer's BAR whose
+     * read completes only when the test says so, a slow PCIe completion the interrupt cannot cut
+     * short. Before the fix the close returned at once from its join (the flag made it throw),
+     * leaving the firmware mid-command after close returned, and every later close of that
+     * thread did the same.
+     */
+    @Test
+    void aCloseByAnInterruptedThreadStillWaitsForTheCommandInFlightAndKeepsTheInterrupt() throws Exception {
+        cmdInit();
+        CountDownLatch reading = new CountDownLatch(1);
+        CountDownLatch complete = new CountDownLatch(1);
+        MemorySegment peerPage = Arena.ofAuto().allocate(4096, 4096);
+        PciFunction peer = bus.register(PciDeviceSpec.builder("slow-peer").vendorId(0x1af4).deviceId(0x10ff).classCode(0x058000)
+                .aperture(0, 4096, off -> {
+                    reading.countDown();
+                    boolean done = false;
+                    while (!done) { // a read completion: not cut short by an interrupt
+                        try {
+                            done = complete.await(10, TimeUnit.SECONDS);
+                        } catch (InterruptedException e) {
+                            // the firmware's power-off interrupt: the completion is still on its way
+                        }
+                    }
+                    return peerPage;
+                }).build());
+        long peerIova = fn.dma().dmaMapResource(peer.resource(0), 0, 4096, DmaDirection.BIDIRECTIONAL);
+        try {
+            peerPage.set(BE64, CmdMailbox.NEXT, 0);
+            peerPage.set(ValueLayout.JAVA_BYTE, CmdMailbox.TOKEN, token);
+            Cmd c = new Cmd(0, Mlx5Cmd.QUERY_ISSI, 0, CmdEntry.INLINE + 16, 16);
+            c.inPtr = peerIova;
+            c.start();
+            assertTrue(reading.await(10, TimeUnit.SECONDS), "the firmware reads the input mailbox on the peer's BAR");
+            Thread firmware = Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals("fw-" + fn.bdf()))
+                    .findFirst().orElse(null);
+            assertNotNull(firmware, "the firmware thread");
+            Thread closer = Thread.currentThread();
+            Thread completer = Thread.ofPlatform().start(() -> {
+                // the completion arrives once the close waits for the firmware (or after 10 s: the close did not wait)
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (closer.getState() != Thread.State.TIMED_WAITING && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+                complete.countDown();
+            });
+            closer.interrupt();
+            dev.close();
+            boolean firmwareAlive = firmware.isAlive();
+            boolean interrupted = Thread.interrupted();
+            complete.countDown();
+            completer.join();
+            firmware.join(10_000);
+            assertTrue(interrupted, "the caller's interruption is handed back after the close");
+            assertFalse(firmwareAlive, "the firmware thread ended before the close returned (its command was in flight)");
+        } finally {
+            complete.countDown();
+            fn.dma().dmaUnmap(peerIova, 1);
+        }
     }
 
     /** CREATE_EQ of a 64-entry EQ in one page on {@code uar}, vector 0. */
