@@ -12,7 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>A page missing on the requester's own side (an on-demand lkey) raises a WQE page fault and
  * stalls the send queue, with no timer, until the driver's {@code PAGE_FAULT_RESUME}; then the WQE
  * runs again from its start (only the responder's side of an executed atomic is not repeated: see
- * {@link HwQp#atomicReplayPsn}).
+ * {@link QpResp#atomicReplayPsn}).
  *
  * <p>Lock rules: {@link #wip} admits exactly one thread into the drain loop; the retry counters
  * and the scratch cursors belong to that thread. {@link #stalled} (a timer stall) and

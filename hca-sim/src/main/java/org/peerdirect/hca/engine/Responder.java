@@ -323,7 +323,7 @@ final class Responder {
 
     /**
      * The requester retransmitted an atomic the responder already executed (its PSN is the one
-     * {@link HwQp#atomicReplayPsn} saved): the saved original value is the response, nothing
+     * {@link QpResp#atomicReplayPsn} saved): the saved original value is the response, nothing
      * executes again.
      */
     static Outcome replayAtomic(HwQp r, Exchange req) {
