@@ -70,9 +70,14 @@ public abstract class DpaLabFixture {
     protected final DocaDpa started(DocaDev d, FlexioApp a) {
         DocaDpa x = DocaDpa.create(d);
         x.setApp(a);
+        beforeStart(x);
         x.start();
         dpas.add(x);
         return x;
+    }
+
+    /** What a test sets on each DPA context {@link #started} between its app and its start (a log file); nothing by default. */
+    protected void beforeStart(DocaDpa d) {
     }
 
     /** {@code n} bytes of {@code d}'s DPA heap, zeroed; freed by the teardown (in {@link #undo}). */
