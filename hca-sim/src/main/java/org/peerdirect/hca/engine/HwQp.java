@@ -93,7 +93,6 @@ public final class HwQp {
     /** Next PSN to send: the requester's. */
     int sqPsn;
 
-
     final Requester requester;
     /** The responder's state ({@code qp->resp}). */
     final QpResp resp = new QpResp(this);
