@@ -12,6 +12,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -461,14 +462,35 @@ class CommandQueueTest {
      * {@link ConnectX4Device#close} by a thread whose interrupt flag is already set (an earlier
      * interruption nobody cleared: a test thread a previous test interrupted) while the firmware
      * is inside a command: the close still waits, bounded, for the firmware thread to end, and
-     * hands the interruption back afterwards. The command's input mailbox is on a peer's BAR whose
-     * read completes only when the test says so, a slow PCIe completion the interrupt cannot cut
-     * short. Before the fix the close returned at once from its join (the flag made it throw),
-     * leaving the firmware mid-command after close returned, and every later close of that
-     * thread did the same.
+     * hands the interruption back afterwards. Before the fix the close returned at once from its
+     * join (the flag made it throw), leaving the firmware mid-command after close returned, and
+     * every later close of that thread did the same.
      */
     @Test
     void aCloseByAnInterruptedThreadStillWaitsForTheCommandInFlightAndKeepsTheInterrupt() throws Exception {
+        closeWithACommandInFlight(true);
+    }
+
+    /** As above, the interruption arriving while the close waits for the firmware: it goes on waiting. */
+    @Test
+    void aCloseInterruptedWhileItWaitsForTheFirmwareGoesOnWaiting() throws Exception {
+        closeWithACommandInFlight(false);
+    }
+
+    /** Whether {@code t} waits (timed) in {@link Thread#join}: the close's wait for the firmware. */
+    static boolean joining(Thread t) {
+        return t.getState() == Thread.State.TIMED_WAITING
+                && Arrays.stream(t.getStackTrace()).anyMatch(f -> f.getClassName().equals("java.lang.Thread") && f.getMethodName().equals("join"));
+    }
+
+    /**
+     * The close with the firmware inside a command whose input mailbox is on a peer's BAR whose
+     * read completes only when the test says so (a slow PCIe completion no interrupt cuts short).
+     * The test thread is interrupted before the close ({@code before}) or by a helper once the
+     * close waits in its join; the helper completes the read once the close waits (again), after
+     * 10 s at the latest (then the close did not wait and the test fails).
+     */
+    void closeWithACommandInFlight(boolean before) throws Exception {
         cmdInit();
         CountDownLatch reading = new CountDownLatch(1);
         CountDownLatch complete = new CountDownLatch(1);
@@ -498,20 +520,28 @@ class CommandQueueTest {
                     .findFirst().orElse(null);
             assertNotNull(firmware, "the firmware thread");
             Thread closer = Thread.currentThread();
-            Thread completer = Thread.ofPlatform().start(() -> {
-                // the completion arrives once the close waits for the firmware (or after 10 s: the close did not wait)
+            Thread helper = Thread.ofPlatform().start(() -> {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (closer.getState() != Thread.State.TIMED_WAITING && System.nanoTime() < deadline) {
+                if (!before) {
+                    while (!joining(closer) && System.nanoTime() < deadline) {
+                        Thread.onSpinWait();
+                    }
+                    closer.interrupt();
+                }
+                // the join the interrupt ended (if any) is over once the flag is consumed and the close waits again
+                while (!(joining(closer) && !closer.isInterrupted()) && System.nanoTime() < deadline) {
                     Thread.onSpinWait();
                 }
                 complete.countDown();
             });
-            closer.interrupt();
+            if (before) {
+                closer.interrupt();
+            }
             dev.close();
             boolean firmwareAlive = firmware.isAlive();
             boolean interrupted = Thread.interrupted();
             complete.countDown();
-            completer.join();
+            helper.join();
             firmware.join(10_000);
             assertTrue(interrupted, "the caller's interruption is handed back after the close");
             assertFalse(firmwareAlive, "the firmware thread ended before the close returned (its command was in flight)");
