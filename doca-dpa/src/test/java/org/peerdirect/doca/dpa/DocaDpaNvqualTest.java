@@ -4,13 +4,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.progs.EuProgsStubs;
 
 /**
@@ -21,12 +26,32 @@ import org.peerdirect.doca.dpa.progs.EuProgsStubs;
  * The mutant (a memory kernel that does not write its result back before the host's d2h copy)
  * must fail the qualification, and the checker names it (C1).
  */
-class DocaDpaNvqualTest extends DpaLabFixture {
+class DocaDpaNvqualTest {
 
     private static final Duration BOUND = Duration.ofSeconds(120);
 
-    DocaDpaNvqualTest() {
-        super(EuProgsStubs.APP);
+    @TempDir
+    Path tmp;
+    private DpaLab lab;
+    private DocaDev dev;
+    private DocaDpa dpa;
+
+    @BeforeEach
+    void up() {
+        lab = new DpaLab(tmp);
+        dev = lab.open(0);
+        dpa = DocaDpa.create(dev);
+        dpa.setApp(EuProgsStubs.APP);
+        dpa.start();
+    }
+
+    @AfterEach
+    void down() {
+        dpa.stop();
+        dpa.destroy();
+        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
+        dev.close();
+        lab.close();
     }
 
     @Test

@@ -7,15 +7,19 @@ import static org.peerdirect.doca.rdma.progs.RdmaProgs.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.DocaDpa;
-import org.peerdirect.doca.dpa.DpaLabFixture;
+import org.peerdirect.doca.dpa.DpaLab;
 import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.progs.RdmaProgsStubs;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
@@ -34,7 +38,7 @@ import org.peerdirect.doca.syncevent.DocaSyncEventRemoteNet;
  * receive matrix must be exactly the transpose (block i of rank r's receive matrix is block r of
  * rank i's send matrix).
  */
-class DpaAllToAllTest extends DpaLabFixture {
+class DpaAllToAllTest {
 
     static final int RANKS = 4;
     static final int DEVICES = 2;
@@ -45,9 +49,37 @@ class DpaAllToAllTest extends DpaLabFixture {
     private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE
             | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_ATOMIC;
 
-    /** {@value #DEVICES} BlueField-3s; each rank makes its DPA context ({@link #started}). */
-    DpaAllToAllTest() {
-        super(null, DEVICES);
+    @TempDir
+    Path tmp;
+    private DpaLab lab;
+    private final List<DocaDev> devs = new ArrayList<>();
+    private final List<DocaDpa> dpas = new ArrayList<>();
+    /** What {@link #down} destroys, newest first (before the DPA contexts and devices). */
+    private final List<Runnable> undo = new ArrayList<>();
+
+    @BeforeEach
+    void up() {
+        lab = new DpaLab(tmp, DEVICES);
+        for (int d = 0; d < DEVICES; d++) {
+            devs.add(lab.open(d));
+        }
+    }
+
+    @AfterEach
+    void down() {
+        for (int i = undo.size() - 1; i >= 0; i--) {
+            undo.get(i).run();
+        }
+        for (DocaDpa dpa : dpas) {
+            dpa.stop();
+            dpa.destroy();
+        }
+        for (int d = 0; d < DEVICES; d++) {
+            int dev = d;
+            assertEquals(List.of(), lab.dpa(d).stream().filter(l -> !l.startsWith("eu")).toList(), "mlx5_" + dev + ": no DPA process left");
+        }
+        devs.forEach(DocaDev::close);
+        lab.close();
     }
 
     /** One rank's host objects. */
@@ -69,7 +101,10 @@ class DpaAllToAllTest extends DpaLabFixture {
         Rank(int me) {
             this.me = me;
             dev = devs.get(me % DEVICES);
-            dpa = started(dev, RdmaProgsStubs.APP);
+            dpa = DocaDpa.create(dev);
+            dpa.setApp(RdmaProgsStubs.APP);
+            dpa.start();
+            dpas.add(dpa);
             rdma = DocaRdma.create(dev);
             rdma.setPermissions(RW);
             rdma.setDatapathOnDpa(dpa);
@@ -78,11 +113,11 @@ class DpaAllToAllTest extends DpaLabFixture {
             rdma.setRecvQueueSize(2);
             rdma.start();
             undo.add(rdma::destroy);
-            send = alloc(dpa, (long) RANKS * BLOCK);
-            recv = alloc(dpa, (long) RANKS * BLOCK);
-            arg = alloc(dpa, allToAllSize(RANKS));
-            sendMmap = dpaMmap(dpa, dev, send, (long) RANKS * BLOCK, RW).devGetDpaHandle(dev);
-            recvMap = dpaMmap(dpa, dev, recv, (long) RANKS * BLOCK, RW);
+            send = alloc((long) RANKS * BLOCK);
+            recv = alloc((long) RANKS * BLOCK);
+            arg = alloc(allToAllSize(RANKS));
+            sendMmap = map(send, (long) RANKS * BLOCK).devGetDpaHandle(dev);
+            recvMap = map(recv, (long) RANKS * BLOCK);
             done = DocaSyncEvent.create();
             done.addPublisherLocationDpa(dpa);
             done.addSubscriberLocationCpu(dev);
@@ -99,6 +134,23 @@ class DpaAllToAllTest extends DpaLabFixture {
                     exports[i] = rdma.export();
                 }
             }
+        }
+
+        private long alloc(long n) {
+            long d = dpa.memAlloc(n);
+            dpa.memset(d, 0, n);
+            undo.add(() -> dpa.memFree(d));
+            return d;
+        }
+
+        private DocaMmap map(long daddr, long len) {
+            DocaMmap m = DocaMmap.create();
+            m.setDpaMemrange(dpa, daddr, len);
+            m.setPermissions(RW);
+            m.addDev(dev);
+            m.start();
+            undo.add(m::destroy);
+            return m;
         }
 
         /** This rank's connection index for peer {@code i}: the order of its exports. */

@@ -6,17 +6,24 @@ import static org.peerdirect.doca.rdma.progs.RdmaProgs.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
+import org.peerdirect.doca.dev.DocaDev;
+import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.dpa.DpaLabFixture;
+import org.peerdirect.doca.dpa.DpaLab;
+import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.progs.RdmaProgsStubs;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 
@@ -27,17 +34,54 @@ import org.peerdirect.doca.syncevent.DocaSyncEvent;
  * the values 0..99 in each direction, each thread polling its completion context. Observe: both
  * received-value arrays are [1]*100 and both sync events are set.
  */
-class DpaPingPongTest extends DpaLabFixture {
+class DpaPingPongTest {
 
     private static final Duration BOUND = Duration.ofSeconds(120);
     private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE;
 
-    DpaPingPongTest() {
-        super(RdmaProgsStubs.APP);
+    @TempDir
+    Path tmp;
+    private DpaLab lab;
+    private DocaDev dev;
+    private DocaDpa dpa;
+    private final List<Runnable> undo = new ArrayList<>();
+
+    @BeforeEach
+    void up() {
+        lab = new DpaLab(tmp);
+        dev = lab.open(0);
+        dpa = DocaDpa.create(dev);
+        dpa.setApp(RdmaProgsStubs.APP);
+        dpa.start();
+    }
+
+    @AfterEach
+    void down() {
+        for (int i = undo.size() - 1; i >= 0; i--) {
+            undo.get(i).run();
+        }
+        dpa.stop();
+        dpa.destroy();
+        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
+        dev.close();
+        lab.close();
+    }
+
+    private long alloc(long n) {
+        long d = dpa.memAlloc(n);
+        dpa.memset(d, 0, n);
+        undo.add(() -> dpa.memFree(d));
+        return d;
     }
 
     private int dpaMap(long daddr, long len) {
-        return dpaMmap(dpa, dev, daddr, len, RW).devGetDpaHandle(dev);
+        DocaMmap m = DocaMmap.create();
+        m.setDpaMemrange(dpa, daddr, len);
+        m.setPermissions(RW);
+        m.addDev(dev);
+        m.start();
+        undo.add(m::destroy);
+        return m.devGetDpaHandle(dev);
     }
 
     private static byte[] le(long... v) {
