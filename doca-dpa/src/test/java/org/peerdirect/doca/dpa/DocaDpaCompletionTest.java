@@ -5,17 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Path;
-import java.util.List;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
-import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
-import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.progs.KernelProgsStubs;
 
 /**
@@ -24,29 +19,18 @@ import org.peerdirect.doca.dpa.progs.KernelProgsStubs;
  * the {@code doca_error_t} DOCA documents, and nothing is left. Completions arriving in a context
  * are DOCA RDMA's (doca-rdma's tests, scenario 6).
  */
-class DocaDpaCompletionTest {
+class DocaDpaCompletionTest extends DpaLabFixture {
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
-    private DocaDpa dpa;
-
-    @BeforeEach
-    void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
-        dpa = DocaDpa.create(dev);
-        dpa.setApp(KernelProgsStubs.APP);
+    DocaDpaCompletionTest() {
+        super(null);
     }
 
-    @AfterEach
-    void down() {
-        dpa.stop();
-        dpa.destroy();
-        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
-        dev.close();
-        lab.close();
+    /** The DPA context with its app, not started: each test starts it; the fixture's teardown stops and destroys it. */
+    @BeforeEach
+    void up() {
+        dpa = DocaDpa.create(dev);
+        dpa.setApp(KernelProgsStubs.APP);
+        dpas.add(dpa);
     }
 
     private static DocaError status(Executable e) {

@@ -3,15 +3,11 @@ package org.peerdirect.doca.dpa;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.progs.KernelProgsStubs;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 
@@ -21,27 +17,19 @@ import org.peerdirect.doca.syncevent.DocaSyncEvent;
  * notification completions, and its kernel launches counted as they wait, run and finish. The
  * machine's close checks nothing is left.
  */
-class DocaDpaObjectsTest {
+class DocaDpaObjectsTest extends DpaLabFixture {
 
     private static final Duration BOUND = Duration.ofSeconds(60);
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
     private final DocaDpaObjects objects = new DocaDpaRegistry();
 
-    @BeforeEach
-    void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
+    DocaDpaObjectsTest() {
+        super(null);
     }
 
     @AfterEach
     void down() {
-        assertEquals(List.of(), mine(), "no context of the test's process left listed");
-        dev.close();
-        lab.close();
+        assertEquals(List.of(), mine(), "no context of the test's process left listed"); // before the fixture closes the lab
     }
 
     /** The contexts of the lab's process (other tests' JVM-wide contexts are not ours). */

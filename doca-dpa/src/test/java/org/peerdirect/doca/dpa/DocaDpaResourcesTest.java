@@ -7,17 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
-import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dev.DocaDev;
@@ -31,37 +28,19 @@ import org.peerdirect.doca.syncevent.DocaSyncEvent;
  * the device, the calls' order), and issue 43's bad input not covered by the thread and launch
  * tests: each the {@code doca_error_t} DOCA documents, nothing left behind (the lab's checks).
  */
-class DocaDpaResourcesTest {
+class DocaDpaResourcesTest extends DpaLabFixture {
 
     private static final Duration BOUND = Duration.ofSeconds(60);
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
-    private DocaDpa dpa;
     private DocaSyncEvent ev;
+
+    DocaDpaResourcesTest() {
+        super(EuProgsStubs.APP);
+    }
 
     @BeforeEach
     void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
-        dpa = DocaDpa.create(dev);
-        dpa.setApp(EuProgsStubs.APP);
-        dpa.start();
-        ev = DocaSyncEvent.create();
-        ev.addPublisherLocationDpa(dpa);
-        ev.addSubscriberLocationDpa(dpa);
-        ev.start();
-    }
-
-    @AfterEach
-    void down() {
-        ev.destroy();
-        dpa.stop();
-        dpa.destroy();
-        dev.close();
-        lab.close();
+        ev = dpaEvent(); // destroyed by the fixture's teardown before it stops the DPA context
     }
 
     private static void refused(DocaError want, Executable call, String what) {

@@ -8,16 +8,11 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
-import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.progs.KernelProgs;
 import org.peerdirect.doca.dpa.progs.KernelProgsStubs;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
@@ -28,35 +23,17 @@ import org.peerdirect.doca.syncevent.DocaSyncEvent;
  * runtime's copies; DOCA's {@code dpa_kernel_launch} sample with its wait event CPU→DPA as the
  * sample configures it. Each test ends with no DPA object and the machine's audit clean.
  */
-class DocaDpaSyncEventTest {
+class DocaDpaSyncEventTest extends DpaLabFixture {
 
     private static final Duration BOUND = Duration.ofSeconds(60);
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
-    private DocaDpa dpa;
-    private final List<DocaSyncEvent> events = new ArrayList<>();
-
-    @BeforeEach
-    void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
-        dpa = DocaDpa.create(dev);
-        dpa.setApp(KernelProgsStubs.APP);
-        dpa.logFileSetPath(tmp.resolve("dpa.log").toString());
-        dpa.start();
+    DocaDpaSyncEventTest() {
+        super(KernelProgsStubs.APP);
     }
 
-    @AfterEach
-    void down() {
-        events.forEach(DocaSyncEvent::destroy);
-        dpa.stop();
-        dpa.destroy();
-        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
-        dev.close();
-        lab.close();
+    @Override
+    protected void beforeStart(DocaDpa d) {
+        d.logFileSetPath(tmp.resolve("dpa.log").toString());
     }
 
     private DocaSyncEvent event(boolean cpuPublisher) {
@@ -68,7 +45,7 @@ class DocaDpaSyncEventTest {
         }
         e.addSubscriberLocationDpa(dpa);
         e.start();
-        events.add(e);
+        undo.add(e::destroy);
         return e;
     }
 
@@ -106,7 +83,7 @@ class DocaDpaSyncEventTest {
         comp.addPublisherLocationDpa(dpa);
         comp.addSubscriberLocationCpu(dev);
         comp.start();
-        events.add(comp);
+        undo.add(comp::destroy);
         dpa.kernelLaunchUpdateSet(null, 0, comp, 1, 8, KernelProgsStubs.COUNT_ON, rec);
         comp.waitGt(0, -1L, BOUND);
         assertEquals(8, ev.get(), "eight atomic adds, none lost (the host reads DPA memory)");
@@ -169,7 +146,7 @@ class DocaDpaSyncEventTest {
         comp.addPublisherLocationDpa(dpa);
         comp.addSubscriberLocationCpu(dev);
         comp.start();
-        events.add(comp);
+        undo.add(comp::destroy);
         long rec = dpa.memAlloc(1024);
         dpa.memset(rec, 0, 1024);
         dpa.kernelLaunchUpdateSet(wait, 4, comp, 10, 1, KernelProgsStubs.HELLO_WORLD, rec);

@@ -5,18 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
-import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.progs.KernelProgsStubs;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 
@@ -26,40 +22,21 @@ import org.peerdirect.doca.syncevent.DocaSyncEvent;
  * each adding 1 to a DPA sync event the host waits on; a thread not run ignores its notification.
  * Each test ends with no DPA object and the machine's audit clean.
  */
-class DocaDpaThreadTest {
+class DocaDpaThreadTest extends DpaLabFixture {
 
     private static final Duration BOUND = Duration.ofSeconds(60);
     /** The RTOS keeps EUs 0 and 1 (BlueField-3's 2 reserved). */
     private static final int FIRST_EU = 2;
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
-    private DocaDpa dpa;
     private DocaSyncEvent ev;
+
+    DocaDpaThreadTest() {
+        super(KernelProgsStubs.APP);
+    }
 
     @BeforeEach
     void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
-        dpa = DocaDpa.create(dev);
-        dpa.setApp(KernelProgsStubs.APP);
-        dpa.start();
-        ev = DocaSyncEvent.create();
-        ev.addPublisherLocationDpa(dpa);
-        ev.addSubscriberLocationDpa(dpa);
-        ev.start();
-    }
-
-    @AfterEach
-    void down() {
-        ev.destroy();
-        dpa.stop();
-        dpa.destroy();
-        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
-        dev.close();
-        lab.close();
+        ev = dpaEvent(); // destroyed by the fixture's teardown before it stops the DPA context
     }
 
     private long load(long daddr) {

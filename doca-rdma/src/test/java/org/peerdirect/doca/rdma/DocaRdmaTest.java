@@ -6,23 +6,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
-import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.dpa.DpaLab;
+import org.peerdirect.doca.dpa.DpaLabFixture;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevRdma;
 import org.peerdirect.doca.mmap.DocaMmap;
@@ -37,37 +30,13 @@ import org.peerdirect.doca.syncevent.DocaSyncEventRemoteNet;
  * OPTIMIZE_REPORTS) and only once flushed; calls out of order and bad input answer DOCA's errors,
  * a post on a connection not connected ends the DPA process naming it; nothing is left.
  */
-class DocaRdmaTest {
+class DocaRdmaTest extends DpaLabFixture {
 
     private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE
             | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_READ;
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
-    private DocaDpa dpa;
-    private final List<Runnable> undo = new ArrayList<>();
-
-    @BeforeEach
-    void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
-        dpa = DocaDpa.create(dev);
-        dpa.setApp(RdmaProgsStubs.APP);
-        dpa.start();
-    }
-
-    @AfterEach
-    void down() {
-        for (int i = undo.size() - 1; i >= 0; i--) {
-            undo.get(i).run();
-        }
-        dpa.stop();
-        dpa.destroy();
-        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
-        dev.close();
-        lab.close();
+    DocaRdmaTest() {
+        super(RdmaProgsStubs.APP);
     }
 
     private static DocaError status(Executable e) {
@@ -87,20 +56,7 @@ class DocaRdmaTest {
     }
 
     private DocaMmap dpaMap(long daddr, long len) {
-        DocaMmap m = DocaMmap.create();
-        m.setDpaMemrange(dpa, daddr, len);
-        m.setPermissions(RW);
-        m.addDev(dev);
-        m.start();
-        undo.add(m::destroy);
-        return m;
-    }
-
-    private long alloc(long n) {
-        long d = dpa.memAlloc(n);
-        dpa.memset(d, 0, n);
-        undo.add(() -> dpa.memFree(d));
-        return d;
+        return dpaMmap(dpa, dev, daddr, len, RW);
     }
 
     /** A completion context on a started thread that is never run: the host polls it through an RPC. */

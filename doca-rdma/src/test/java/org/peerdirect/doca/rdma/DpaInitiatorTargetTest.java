@@ -7,28 +7,20 @@ import static org.peerdirect.doca.rdma.progs.RdmaProgs.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
-import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaNotificationCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.dpa.DpaLab;
+import org.peerdirect.doca.dpa.DpaLabFixture;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
-import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.progs.RdmaProgsStubs;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 
@@ -41,39 +33,14 @@ import org.peerdirect.doca.syncevent.DocaSyncEvent;
  * live in DPA memory (maps of DPA memory ranges; a host-memory map has no DPA handle here yet).
  * The mutant thread 1 does not request notification: it runs once only.
  */
-class DpaInitiatorTargetTest {
+class DpaInitiatorTargetTest extends DpaLabFixture {
 
     private static final Duration BOUND = Duration.ofSeconds(60);
     private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE
             | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_READ | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_ATOMIC;
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
-    private DocaDpa dpa;
-    /** What {@link #down} destroys, newest first. */
-    private final List<Runnable> undo = new ArrayList<>();
-
-    @BeforeEach
-    void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
-        dpa = DocaDpa.create(dev);
-        dpa.setApp(RdmaProgsStubs.APP);
-        dpa.start();
-    }
-
-    @AfterEach
-    void down() {
-        for (int i = undo.size() - 1; i >= 0; i--) {
-            undo.get(i).run();
-        }
-        dpa.stop();
-        dpa.destroy();
-        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
-        dev.close();
-        lab.close();
+    DpaInitiatorTargetTest() {
+        super(RdmaProgsStubs.APP);
     }
 
     private DocaRdma rdma(DocaDpaCompletion comp) {
@@ -93,20 +60,7 @@ class DpaInitiatorTargetTest {
 
     /** A map of {@code len} bytes of DPA memory at {@code daddr}; its DPA handle. */
     private int dpaMap(long daddr, long len) {
-        DocaMmap m = DocaMmap.create();
-        m.setDpaMemrange(dpa, daddr, len);
-        m.setPermissions(RW);
-        m.addDev(dev);
-        m.start();
-        undo.add(m::destroy);
-        return m.devGetDpaHandle(dev);
-    }
-
-    private long alloc(long n) {
-        long d = dpa.memAlloc(n);
-        dpa.memset(d, 0, n);
-        undo.add(() -> dpa.memFree(d));
-        return d;
+        return dpaMmap(dpa, dev, daddr, len, RW).devGetDpaHandle(dev);
     }
 
     private long[] words(long daddr, int n) {

@@ -65,7 +65,7 @@ public final class ConnectX4Device implements AutoCloseable {
     private volatile MemorySegment bar0;
     private final LinkedBlockingQueue<Integer> doorbells = new LinkedBlockingQueue<>();
     private volatile boolean closed;
-    private Thread firmware;
+    private volatile Thread firmware; // started by attach, awaited by close
     private CommandQueue cmdq;
     private volatile Firmware fw;
     /** Set by {@link #hang}: the firmware stops executing and its health counter stops. */
@@ -577,20 +577,27 @@ public final class ConnectX4Device implements AutoCloseable {
         if (eng != null) {
             eng.remove(); // the port leaves the fabric, QPs flush, keys are revoked
         }
-        Thread t;
-        synchronized (this) {
-            t = firmware;
-        }
-        if (t != null) {
-            t.interrupt();
-            try {
-                t.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        Thread t = firmware;
+        boolean interrupted = t != null && awaitFirmwareEnd(t);
         if (f != null && f.dpa != null) {
             f.dpa.drop(); // what a DPA command running during the first drop made (idempotent)
         }
+        if (interrupted) {
+            Thread.currentThread().interrupt(); // handed back once the close is done, not before
+        }
+    }
+
+    /** Stops the firmware thread, waits for it (5 s at most) even if the caller is interrupted; whether it was: close restores the flag. */
+    private static boolean awaitFirmwareEnd(Thread t) {
+        t.interrupt();
+        boolean interrupted = false;
+        for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5), left; t.isAlive() && (left = end - System.nanoTime()) > 0;) {
+            try {
+                t.join(java.time.Duration.ofNanos(left));
+            } catch (InterruptedException e) {
+                interrupted = true; // the flag is cleared by the throw: the next join waits
+            }
+        }
+        return interrupted;
     }
 }

@@ -5,12 +5,12 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A QP context and its hardware state machine ({@code rxe_qp.c}'s part): identity, queues, the
- * attributes the transition commands set, and the doorbells. Executing the send queue is the
+ * attributes the transition commands set, and the doorbells. The responder's state is
+ * {@link QpResp} ({@code qp->resp}). Executing the send queue is the
  * {@link Requester}'s job, answering requests the {@link Responder}'s, moving bytes the
  * {@link DmaMover}'s; completions go through the CQ writer ({@link HwCq#push}).
  *
@@ -23,9 +23,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * requester's drain loop); they meet through the {@link #sqTail} doorbell record and
  * {@link #sqHead}, each written with release and read with acquire by the other side.</li>
  * <li>The receive queue: see {@link RecvQueue}.</li>
- * <li>The responder: {@link #responders} counts the threads inside this QP's responder (a peer's
- * requester, the wire's receive thread); a move to RESET, a destroy and a device removal wait for
- * it to reach zero after changing the state ({@link #awaitResponders}).</li>
+ * <li>The responder's state ({@link QpResp}, {@code rxe_resp_info}) counts the threads inside this
+ * QP's responder (a peer's requester, the wire's receive thread); a move to RESET, a destroy and a
+ * device removal wait for it to reach zero after changing the state ({@link QpResp#awaitIdle}).</li>
  * </ul>
  */
 public final class HwQp {
@@ -79,8 +79,6 @@ public final class HwQp {
     volatile int dlid;
     /** On a wire: the peer's IPv4 address from the path's GID (0: none, the GID is not IPv4-mapped). */
     volatile int wireDip;
-    /** On a wire: the responder's state ({@link WireResp}; the link's receive thread), dropped by a reset. */
-    private volatile WireResp.State wireResp;
     volatile int destQpn;
     volatile int portNum = 1;
     volatile int remoteAccess;
@@ -94,38 +92,10 @@ public final class HwQp {
     volatile int sraMax = 1;
     /** Next PSN to send: the requester's. */
     int sqPsn;
-    /** Expected PSN: the responder's (written by the connected requester's thread, which holds its own drain loop). */
-    int ePsn;
-
-    /**
-     * Responder side of on-demand paging. {@link #responderFault}: the token of a fault this QP's
-     * responder raised and the driver has not resumed (0: none); while set, requests are answered
-     * with RNR NAKs and raise no new event. {@link #responderFaultError}: the outcome the next
-     * request gets after a resume with the error flag (null: none).
-     */
-    volatile int responderFault;
-    volatile Outcome responderFaultError;
-    /**
-     * The responder's atomic resource (IBA 9.4.5): the PSN and original value of the last atomic
-     * it executed whose response the requester could not place (its result page was not present).
-     * The requester's retry of that PSN is a duplicate: it gets the saved value, the atomic does not
-     * execute twice. Written by the connected requester's thread (its drain loop); -1: none.
-     */
-    volatile int atomicReplayPsn = -1;
-    /** COMM_EST raised in this trip through RTR (written by the requester thread of the connected QP; reset by RST2INIT). */
-    volatile boolean commEst;
-    long atomicReplayValue;
 
     final Requester requester;
-    /**
-     * Threads inside this QP's responder ({@link #enterResponder} .. {@link #exitResponder}). A
-     * responder runs in a peer's requester thread or the wire's receive thread, so this QP's own
-     * {@link Requester#quiesce} does not wait for it; it consumes a receive WQE, places data and
-     * pushes the receive CQE (after the receive queue's lock is released), and moves the expected
-     * PSN. Incremented (a full fence) before the state is read; a reset writes the state and then
-     * reads this: one of the two always sees the other (as {@link Requester}'s wip).
-     */
-    private final AtomicInteger responders = new AtomicInteger();
+    /** The responder's state ({@code qp->resp}). */
+    final QpResp resp = new QpResp(this);
     final Counters stats = new Counters();
     private final AtomicBoolean destroyedOnce = new AtomicBoolean();
     /** A poll of the receive doorbell record in ERR is scheduled ({@link #pollRqInError}). */
@@ -146,7 +116,7 @@ public final class HwQp {
         public final AtomicLong completed = new AtomicLong();
         public final AtomicLong errors = new AtomicLong();
         public final AtomicLong flushed = new AtomicLong();
-        /** Moves to RESET (or destroys) that found a responder of the QP running and waited for it ({@link #awaitResponders}). */
+        /** Moves to RESET (or destroys) that found a responder of the QP running and waited for it ({@link QpResp#awaitIdle}). */
         public final AtomicLong responderWaits = new AtomicLong();
     }
 
@@ -280,7 +250,7 @@ public final class HwQp {
             ctx.sqPsn = sqPsnBefore;
             if (cmd == QpCommand.INIT2RTR) {
                 ctx.rqPsn = c.rqPsn & 0xFFFFFF;
-                ePsn = ctx.rqPsn;
+                resp.ePsn = ctx.rqPsn;
             }
             if (cmd.to == HwQpState.RTS && cmd != QpCommand.RTS2RTS) {
                 ctx.sqPsn = c.sqPsn & 0xFFFFFF;
@@ -303,7 +273,7 @@ public final class HwQp {
             case RST -> {
                 reset();
                 requester.quiesce();
-                awaitResponders(); // a peer's request inside the responder: its receive CQE lands before the command returns
+                resp.awaitIdle(); // a peer's request inside the responder: its receive CQE lands before the command returns
             }
             case ERR -> {
                 toError();
@@ -344,11 +314,7 @@ public final class HwQp {
     /** To RST: both queues emptied without completions, as the hardware does. */
     private void reset() {
         state = HwQpState.RST;
-        wireResp = null;
-        commEst = false;
-        responderFault = 0;
-        responderFaultError = null;
-        atomicReplayPsn = -1;
+        resp.reset();
         discardTo = sqTail();
         requester.doorbell(); // the drain loop applies the discard
         if (rq != null) {
@@ -426,47 +392,6 @@ public final class HwQp {
      */
     private boolean flushing() {
         return state == HwQpState.ERR && !destroyedOnce.get();
-    }
-
-    /** The responder's wire state, made on the receive thread's first request (its only user). */
-    WireResp.State wireResp() {
-        WireResp.State s = wireResp;
-        if (s == null) {
-            s = new WireResp.State();
-            wireResp = s;
-        }
-        return s;
-    }
-
-    /** The responder's first packet in RTR ({@code COMM_EST}), once per trip through RTR. */
-    void receivedInRtr() {
-        if (!commEst && state == HwQpState.RTR) {
-            commEst = true;
-            dev.asyncEvent(AsyncEventHandler.COMM_EST, qpn);
-        }
-    }
-
-    /**
-     * What the responder answers before looking at a request: an RNR NAK while one of its faults
-     * is being served, the error of a fault resumed with the error flag (once), or null.
-     */
-    Outcome responderFaultOutcome() {
-        if (responderFault != 0) {
-            return Outcome.RNR_NAK;
-        }
-        Outcome e = responderFaultError;
-        if (e != null) {
-            responderFaultError = null;
-        }
-        return e;
-    }
-
-    /** {@code PAGE_FAULT_RESUME} of a responder fault: stop NAKing; {@code error}: the next request's outcome. */
-    void resumeResponderFault(int token, Outcome error) {
-        if (responderFault == token) {
-            responderFaultError = error;
-            responderFault = 0;
-        }
     }
 
     // ------------------------------------------------------------------ queues and doorbells
@@ -550,62 +475,14 @@ public final class HwQp {
         discardTo = sqTail();
         requester.doorbell();
         requester.quiesce();
-        awaitResponders();
+        resp.awaitIdle();
         dev.destroyed(this);
     }
 
     /** Waits until no WQE of this QP is executing and no request is inside its responder (after a move to ERR or RST). */
     void quiesce() {
         requester.quiesce();
-        awaitResponders();
-    }
-
-    /**
-     * A request enters this QP's responder: true when the QP receives (RTR, RTS, SQD); then the
-     * caller must {@link #exitResponder} after its last effect on the QP (the receive CQE, the
-     * expected PSN, a move to ERR). False: the QP does not receive, nothing entered.
-     */
-    boolean enterResponder() {
-        responders.getAndIncrement();
-        if (state.receives()) {
-            return true;
-        }
-        responders.getAndDecrement();
-        return false;
-    }
-
-    /** Requests inside the responder now (a snapshot; diagnostics and tests). */
-    int respondersInFlight() {
-        return responders.get();
-    }
-
-    /** The request {@link #enterResponder} admitted is done with this QP. */
-    void exitResponder() {
-        responders.getAndDecrement();
-    }
-
-    /**
-     * After the state left the receiving states (RST, ERR, destroyed): waits until no request is
-     * inside the responder, so nothing of it (a receive CQE, data in a receive buffer, the
-     * expected PSN) lands after the command returns: Linux's driver cleans the QP's CQEs from the
-     * CQ right after 2RST_QP ({@code mlx5_ib_cq_clean}, {@code mlx4_cq_clean}) and posts receives
-     * anew. Bounded (10 s); called from command paths only, never from a responder, by the rule
-     * {@link Requester#quiesce} states (the engine's threads run no driver code: events are posted
-     * to event queues).
-     */
-    private void awaitResponders() {
-        if (responders.get() == 0) {
-            return;
-        }
-        stats.responderWaits.incrementAndGet();
-        long deadline = System.nanoTime() + 10_000_000_000L;
-        while (responders.get() != 0) {
-            if (System.nanoTime() > deadline) {
-                System.getLogger("org.peerdirect.hca").log(System.Logger.Level.WARNING, this + ": a request still in its responder after 10 s");
-                return;
-            }
-            Thread.onSpinWait();
-        }
+        resp.awaitIdle();
     }
 
     /** Send WQEs rung and not yet completed. */

@@ -45,7 +45,7 @@ final class PendingFaults {
         if (f.requester) {
             f.qp.requester.resumeFault(token, error);
         } else {
-            f.qp.resumeResponderFault(token, error ? f.subtype == PageFault.SUBTYPE_RDMA ? Outcome.REM_ACCESS_ERR : Outcome.REM_OP_ERR : null);
+            f.qp.resp.resumeFault(token, error ? f.subtype == PageFault.SUBTYPE_RDMA ? Outcome.REM_ACCESS_ERR : Outcome.REM_OP_ERR : null);
         }
         return true;
     }

@@ -12,7 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>A page missing on the requester's own side (an on-demand lkey) raises a WQE page fault and
  * stalls the send queue, with no timer, until the driver's {@code PAGE_FAULT_RESUME}; then the WQE
  * runs again from its start (only the responder's side of an executed atomic is not repeated: see
- * {@link HwQp#atomicReplayPsn}).
+ * {@link QpResp#atomicReplayPsn}).
  *
  * <p>Lock rules: {@link #wip} admits exactly one thread into the drain loop; the retry counters
  * and the scratch cursors belong to that thread. {@link #stalled} (a timer stall) and
@@ -415,24 +415,24 @@ final class Requester extends Exchange {
             return Outcome.NO_ACK; // a port that is down sends nothing
         }
         HcaPort peer = r == null ? null : r.dev.ports[r.portNum - 1];
-        if (r == null || !peer.active || !peerType || r.destQpn != qp.qpn || r.dlid != me.lid || !r.enterResponder()) {
+        if (r == null || !peer.active || !peerType || r.destQpn != qp.qpn || r.dlid != me.lid || !r.resp.enter()) {
             countRequest(me, null, w, len, packets); // sent, and lost
             return Outcome.NO_ACK;
         }
         try {
             return respondRc(w, r, me, peer, len, packets, atomic);
         } finally {
-            r.exitResponder(); // after the receive CQE, the expected PSN, the move to ERR: a reset of r waits for this
+            r.resp.exit(); // after the receive CQE, the expected PSN, the move to ERR: a reset of r waits for this
         }
     }
 
-    /** {@link #executeRc}'s exchange with responder {@code r} (inside its responder: {@link HwQp#enterResponder}). */
+    /** {@link #executeRc}'s exchange with responder {@code r} (inside its responder: {@link QpResp#enter}). */
     private Outcome respondRc(SendWqe w, HwQp r, HcaPort me, HcaPort peer, long len, int packets, boolean atomic) {
         countRequest(me, peer, w, len, packets);
         boolean duplicate = false;
-        if (r.ePsn != qp.sqPsn) {
+        if (r.resp.ePsn != qp.sqPsn) {
             // a duplicate of an atomic the responder executed and remembered: replayed, not repeated
-            duplicate = atomic && r.atomicReplayPsn == qp.sqPsn && r.ePsn == ((qp.sqPsn + 1) & 0xFFFFFF);
+            duplicate = atomic && r.resp.atomicReplayPsn == qp.sqPsn && r.resp.ePsn == ((qp.sqPsn + 1) & 0xFFFFFF);
             if (!duplicate) {
                 peer.counters.inc(PortCounters.OUT_OF_SEQUENCE);
                 PortCounters.fabric(peer, me, 1, 0); // the sequence NAK
@@ -451,7 +451,7 @@ final class Requester extends Exchange {
             }
             xrcSrq = s;
         }
-        r.receivedInRtr();
+        r.resp.receivedInRtr();
         errorInReceiveCqe = false;
         from(qp);
         Outcome o = duplicate ? Responder.replayAtomic(r, this) : Responder.respondRc(r, this, w, len);
@@ -470,7 +470,7 @@ final class Requester extends Exchange {
         if (o != Outcome.RNR_NAK && o != Outcome.PAGE_FAULT) {
             qp.sqPsn = (qp.sqPsn + packets) & 0xFFFFFF;
             if (!duplicate) {
-                r.ePsn = (r.ePsn + packets) & 0xFFFFFF;
+                r.resp.ePsn = (r.resp.ePsn + packets) & 0xFFFFFF;
             }
         }
         return o;
@@ -529,18 +529,18 @@ final class Requester extends Exchange {
         if (!me.active) {
             return Outcome.SUCCESS; // unreliable: the datagram is lost, the send still completes
         }
-        if (r == null || r.serviceType != HcaDevice.ST_UD || !r.dev.ports[r.portNum - 1].active || !r.enterResponder()) {
+        if (r == null || r.serviceType != HcaDevice.ST_UD || !r.dev.ports[r.portNum - 1].active || !r.resp.enter()) {
             PortCounters.fabric(me, null, 1, len);
             return Outcome.SUCCESS;
         }
         try {
             return deliverUd(w, r, me, len);
         } finally {
-            r.exitResponder();
+            r.resp.exit();
         }
     }
 
-    /** {@link #executeUd}'s delivery to {@code r} (inside its responder: {@link HwQp#enterResponder}). */
+    /** {@link #executeUd}'s delivery to {@code r} (inside its responder: {@link QpResp#enter}). */
     private Outcome deliverUd(SendWqe w, HwQp r, HcaPort me, long len) {
         PortCounters.fabric(me, r.dev.ports[r.portNum - 1], 1, len);
         int useQkey = w.remoteQkey < 0 ? qp.qkey : w.remoteQkey;

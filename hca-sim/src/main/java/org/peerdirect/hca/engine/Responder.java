@@ -27,7 +27,7 @@ final class Responder {
      * this side raised this side's fault and answers {@link Outcome#RNR_NAK}.
      */
     static Outcome respondRc(HwQp r, Exchange req, SendWqe w, long len) {
-        Outcome pending = r.responderFaultOutcome();
+        Outcome pending = r.resp.faultOutcome();
         if (pending != null) {
             return pending;
         }
@@ -94,7 +94,7 @@ final class Responder {
      * lost as UD allows). {@link Outcome#PAGE_FAULT} when the sender's own page was missing.
      */
     static Outcome deliverUd(HwQp r, Exchange req, SendWqe w, long len) {
-        if (r.responderFaultOutcome() != null) {
+        if (r.resp.faultOutcome() != null) {
             return Outcome.SUCCESS; // dropped while the responder's fault is served, or after it failed
         }
         Outcome o = deliver(r, req, w, len, true);
@@ -116,7 +116,7 @@ final class Responder {
         if (token == 0) {
             return unserved;
         }
-        r.responderFault = token; // before the event: a resume racing it finds the token set
+        r.resp.fault = token; // before the event: a resume racing it finds the token set
         HwSrq s = subtype == PageFault.SUBTYPE_WQE ? srqOf(r, req) : null;
         int flags = (subtype == PageFault.SUBTYPE_RDMA ? PageFault.FLAG_RDMA : 0) | (s != null ? PageFault.FLAG_SRQ : 0);
         r.dev.raise(d.faultEvent(token, subtype, flags, s != null ? s.srqn : r.qpn, wqeIndex));
@@ -198,9 +198,9 @@ final class Responder {
         if (o == Outcome.PAGE_FAULT) {
             // executed, but the response cannot be placed: the responder keeps the result for the
             // duplicate the requester sends after its fault is served, and has moved past the PSN
-            r.atomicReplayValue = req.scratch.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-            r.atomicReplayPsn = req.srcPsn;
-            r.ePsn = (r.ePsn + 1) & 0xFFFFFF;
+            r.resp.atomicReplayValue = req.scratch.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+            r.resp.atomicReplayPsn = req.srcPsn;
+            r.resp.ePsn = (r.resp.ePsn + 1) & 0xFFFFFF;
         }
         return o;
     }
@@ -323,14 +323,14 @@ final class Responder {
 
     /**
      * The requester retransmitted an atomic the responder already executed (its PSN is the one
-     * {@link HwQp#atomicReplayPsn} saved): the saved original value is the response, nothing
+     * {@link QpResp#atomicReplayPsn} saved): the saved original value is the response, nothing
      * executes again.
      */
     static Outcome replayAtomic(HwQp r, Exchange req) {
-        req.scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, r.atomicReplayValue);
+        req.scratch.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, r.resp.atomicReplayValue);
         Outcome o = placeAtomicResponse(req);
         if (o == Outcome.SUCCESS) {
-            r.atomicReplayPsn = -1;
+            r.resp.atomicReplayPsn = -1;
         }
         return o;
     }

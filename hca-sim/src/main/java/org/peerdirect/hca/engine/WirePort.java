@@ -307,14 +307,14 @@ public final class WirePort implements Link.Receiver {
             return;
         }
         if (p.has(RxeOpcode.REQ)) {
-            if (!qp.enterResponder()) {
+            if (!qp.resp.enter()) {
                 counters.inc(RxeCounters.RCVD_BAD_HDR); // moved out of the receiving states since the check above
                 return;
             }
             try {
                 WireResp.receive(this, qp, f, p);
             } finally {
-                qp.exitResponder(); // a reset of the QP waits for this
+                qp.resp.exit(); // a reset of the QP waits for this
             }
         } else {
             WireComp.receive(this, qp, f, p);

@@ -58,15 +58,15 @@ final class WireResp {
             ud(port, qp, f, p);
             return;
         }
-        State s = qp.wireResp();
-        int d = RxeHdr.psnCompare(p.psn, qp.ePsn);
+        State s = qp.resp.wireState();
+        int d = RxeHdr.psnCompare(p.psn, qp.resp.ePsn);
         if (d > 0) {
             // a gap: one NAK until the expected PSN comes (rxe's RESPST_ERR_PSN_OUT_OF_SEQ)
             port.counters.inc(RxeCounters.OUT_OF_SEQ_REQ);
             port.port.counters.inc(PortCounters.OUT_OF_SEQUENCE);
             if (!s.sentPsnNak) {
                 s.sentPsnNak = true;
-                ack(port, qp, p, RxeHdr.AETH_NAK_PSN_SEQ_ERROR, s.msn, qp.ePsn);
+                ack(port, qp, p, RxeHdr.AETH_NAK_PSN_SEQ_ERROR, s.msn, qp.resp.ePsn);
             }
             return;
         }
@@ -75,7 +75,7 @@ final class WireResp {
             return;
         }
         s.sentPsnNak = false;
-        qp.receivedInRtr();
+        qp.resp.receivedInRtr();
         if (!opSeqOk(s, p)) {
             fatal(port, qp, s, p, Outcome.REM_INV_REQ_ERR); // a MIDDLE or LAST without its FIRST, or a FIRST inside a message
             return;
@@ -184,7 +184,7 @@ final class WireResp {
 
     /** A receive WQE is there for a new SEND (the QP's queue or its SRQ), and no responder page fault is being served. */
     private static boolean receiveReady(WirePort port, HwQp qp) {
-        if (qp.responderFault != 0) {
+        if (qp.resp.fault != 0) {
             return false;
         }
         RecvQueue q = qp.srq != null ? qp.srq.rq : qp.rq;
@@ -299,7 +299,7 @@ final class WireResp {
             port.send(tx);
         }
         if (!dup) {
-            qp.ePsn = (psn + n) & RxeHdr.PSN_MASK;
+            qp.resp.ePsn = (psn + n) & RxeHdr.PSN_MASK;
         }
     }
 
@@ -340,7 +340,7 @@ final class WireResp {
             return;
         }
         s.msn++;
-        qp.ePsn = (p.psn + 1) & RxeHdr.PSN_MASK;
+        qp.resp.ePsn = (p.psn + 1) & RxeHdr.PSN_MASK;
         if (store) {
             ack(port, qp, p, RxeHdr.AETH_ACK_UNLIMITED, s.msn, p.psn);
             return;
@@ -362,7 +362,7 @@ final class WireResp {
             }
         } else if (p.ackReq || p.has(RxeOpcode.ATOMIC_WRITE)) {
             // as rxe: the ACK of the last packet taken, with the MSN as it stands
-            ack(port, qp, p, RxeHdr.AETH_ACK_UNLIMITED, s.msn, (qp.ePsn - 1) & RxeHdr.PSN_MASK);
+            ack(port, qp, p, RxeHdr.AETH_ACK_UNLIMITED, s.msn, (qp.resp.ePsn - 1) & RxeHdr.PSN_MASK);
         }
     }
 
@@ -371,7 +371,7 @@ final class WireResp {
         if (messageEnd) {
             s.msn++;
         }
-        qp.ePsn = (p.psn + 1) & RxeHdr.PSN_MASK;
+        qp.resp.ePsn = (p.psn + 1) & RxeHdr.PSN_MASK;
         if (p.ackReq) {
             ack(port, qp, p, RxeHdr.AETH_ACK_UNLIMITED, s.msn, p.psn);
         }
@@ -430,7 +430,7 @@ final class WireResp {
         WirePort.mappedGid(w.dgid, port.ip);
         Exchange x = exchange(port, qp, p, RxeHdr.dethSqp(f.seg, deth));
         x.local.reset(qp.dev).inline(f.seg, p.payload, p.payloadLen);
-        qp.receivedInRtr();
+        qp.resp.receivedInRtr();
         Responder.deliverUd(qp, x, w, p.payloadLen);
         port.counters.inc(RxeCounters.RDMA_RECV);
     }

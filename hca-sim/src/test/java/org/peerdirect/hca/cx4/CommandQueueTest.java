@@ -1,15 +1,20 @@
 package org.peerdirect.hca.cx4;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE32;
 import static org.peerdirect.hca.cx4.ifc.CmdEntry.BE64;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
@@ -25,6 +30,7 @@ import org.peerdirect.hca.cx4.ifc.Mlx5Cmd;
 import org.peerdirect.kernel.dma.DmaDirection;
 import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.mm.Mm;
+import org.peerdirect.kernel.pci.PciDeviceSpec;
 import org.peerdirect.kernel.pci.PciFunction;
 import org.peerdirect.kernel.pci.StandalonePciBus;
 
@@ -450,6 +456,99 @@ class CommandQueueTest {
         assertEquals(6 + wanted, take.out.get(BE32, Pages.MANAGE_OUT_NUM_ENTRIES));
         assertEquals(Mlx5Cmd.STAT_OK, simple(Mlx5Cmd.DISABLE_HCA));
         assertEquals(0, dev.pagesHeld());
+    }
+
+    /**
+     * {@link ConnectX4Device#close} by a thread whose interrupt flag is already set (an earlier
+     * interruption nobody cleared: a test thread a previous test interrupted) while the firmware
+     * is inside a command: the close still waits, bounded, for the firmware thread to end, and
+     * hands the interruption back afterwards. Before the fix the close returned at once from its
+     * join (the flag made it throw), leaving the firmware mid-command after close returned, and
+     * every later close of that thread did the same.
+     */
+    @Test
+    void aCloseByAnInterruptedThreadStillWaitsForTheCommandInFlightAndKeepsTheInterrupt() throws Exception {
+        closeWithACommandInFlight(true);
+    }
+
+    /** As above, the interruption arriving while the close waits for the firmware: it goes on waiting. */
+    @Test
+    void aCloseInterruptedWhileItWaitsForTheFirmwareGoesOnWaiting() throws Exception {
+        closeWithACommandInFlight(false);
+    }
+
+    /** Whether {@code t} waits (timed) in {@link Thread#join}: the close's wait for the firmware. */
+    static boolean joining(Thread t) {
+        return t.getState() == Thread.State.TIMED_WAITING
+                && Arrays.stream(t.getStackTrace()).anyMatch(f -> f.getClassName().equals("java.lang.Thread") && f.getMethodName().equals("join"));
+    }
+
+    /**
+     * The close with the firmware inside a command whose input mailbox is on a peer's BAR whose
+     * read completes only when the test says so (a slow PCIe completion no interrupt cuts short).
+     * The test thread is interrupted before the close ({@code before}) or by a helper once the
+     * close waits in its join; the helper completes the read once the close waits (again), after
+     * 10 s at the latest (then the close did not wait and the test fails).
+     */
+    void closeWithACommandInFlight(boolean before) throws Exception {
+        cmdInit();
+        CountDownLatch reading = new CountDownLatch(1);
+        CountDownLatch complete = new CountDownLatch(1);
+        MemorySegment peerPage = Arena.ofAuto().allocate(4096, 4096);
+        PciFunction peer = bus.register(PciDeviceSpec.builder("slow-peer").vendorId(0x1af4).deviceId(0x10ff).classCode(0x058000)
+                .aperture(0, 4096, off -> {
+                    reading.countDown();
+                    boolean done = false;
+                    while (!done) { // a read completion: not cut short by an interrupt
+                        try {
+                            done = complete.await(10, TimeUnit.SECONDS);
+                        } catch (InterruptedException e) {
+                            // the firmware's power-off interrupt: the completion is still on its way
+                        }
+                    }
+                    return peerPage;
+                }).build());
+        long peerIova = fn.dma().dmaMapResource(peer.resource(0), 0, 4096, DmaDirection.BIDIRECTIONAL);
+        try {
+            peerPage.set(BE64, CmdMailbox.NEXT, 0);
+            peerPage.set(ValueLayout.JAVA_BYTE, CmdMailbox.TOKEN, token);
+            Cmd c = new Cmd(0, Mlx5Cmd.QUERY_ISSI, 0, CmdEntry.INLINE + 16, 16);
+            c.inPtr = peerIova;
+            c.start();
+            assertTrue(reading.await(10, TimeUnit.SECONDS), "the firmware reads the input mailbox on the peer's BAR");
+            Thread firmware = Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals("fw-" + fn.bdf()))
+                    .findFirst().orElse(null);
+            assertNotNull(firmware, "the firmware thread");
+            Thread closer = Thread.currentThread();
+            Thread helper = Thread.ofPlatform().start(() -> {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                if (!before) {
+                    while (!joining(closer) && System.nanoTime() < deadline) {
+                        Thread.onSpinWait();
+                    }
+                    closer.interrupt();
+                }
+                // the join the interrupt ended (if any) is over once the flag is consumed and the close waits again
+                while (!(joining(closer) && !closer.isInterrupted()) && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+                complete.countDown();
+            });
+            if (before) {
+                closer.interrupt();
+            }
+            dev.close();
+            boolean firmwareAlive = firmware.isAlive();
+            boolean interrupted = Thread.interrupted();
+            complete.countDown();
+            helper.join();
+            firmware.join(10_000);
+            assertTrue(interrupted, "the caller's interruption is handed back after the close");
+            assertFalse(firmwareAlive, "the firmware thread ended before the close returned (its command was in flight)");
+        } finally {
+            complete.countDown();
+            fn.dma().dmaUnmap(peerIova, 1);
+        }
     }
 
     /** CREATE_EQ of a 64-entry EQ in one page on {@code uar}, vector 0. */

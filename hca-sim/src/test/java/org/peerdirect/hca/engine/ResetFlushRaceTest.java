@@ -216,7 +216,7 @@ class ResetFlushRaceTest extends EngineRig {
             assertEquals(opcode, a.cqe().opcode, "a's request completed without error");
         } else {
             long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (b.qp.respondersInFlight() != 0) { // the link's receive thread leaves b's responder
+            while (b.qp.resp.inFlight() != 0) { // the link's receive thread leaves b's responder
                 assertTrue(System.nanoTime() < end, "the wire's responder ended within 10 s");
                 Thread.onSpinWait();
             }
