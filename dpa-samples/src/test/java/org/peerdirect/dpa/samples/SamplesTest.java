@@ -186,8 +186,12 @@ class SamplesTest {
         assertEquals(3, dev.stream().filter(l -> l.equals(t1 + "Reschedule")).count(), "rescheduled after receives 1..3:\n" + out);
         assertEquals(3, dev.stream().filter(l -> l.startsWith(t1 + "Repost RDMA receive on DPA Mmap handle 0x")).count(), out);
         int notify = dev.indexOf(t1 + "Received all data values, Notify Thread #2");
-        // thread 2 runs as soon as it is notified: its lines may come before thread 1's last
-        assertTrue(notify >= 0 && dev.subList(notify + 1, dev.size()).contains(t1 + "Finish"), out);
+        // thread 2 runs as soon as it is notified: its lines may come before thread 1's last, and the
+        // host tears down once thread 2 set the event, so thread 1's "Finish" may never be printed
+        // (as with the real sample: the threads are destroyed); if it is, it comes after the notify
+        assertTrue(notify >= 0, out);
+        int fin = dev.indexOf(t1 + "Finish");
+        assertTrue(fin < 0 || fin > notify && fin == dev.lastIndexOf(t1 + "Finish"), out);
         assertEquals(List.of("thread2_kernel: Hello from Thread #2", "thread2_kernel: Set sync event value to 10", "thread2_kernel: Finish"),
                 dev.stream().filter(l -> l.startsWith("thread2_kernel: ")).toList(), out);
         assertTrue(dev.stream().allMatch(l -> l.startsWith(t1) || l.startsWith("thread2_kernel: ")), "only the threads' lines:\n" + out);
