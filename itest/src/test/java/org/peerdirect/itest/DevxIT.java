@@ -79,7 +79,6 @@ public class DevxIT {
     public void aUmemAndAUmemBackedCqThroughMlx5dvDevx() throws Exception {
         AddressSpace p = mm.createProcess("itest-devx");
         p.setMemlockLimit(16L << 20);
-        long mappingsBefore = iommu.audit().liveMappings();
         IbvContext ctx = devxContext(p);
         long va = p.mmap(8192);
         p.populate(va, 8192, true);
@@ -104,8 +103,9 @@ public class DevxIT {
         MemorySegment ctxOut = Mlx5dv.devxObjQuery(cq, q, (int) Cq.CREATE_CQ_IN_PAS);
         assertEquals("the CQ's context: on the process's UAR", uar.page(), Cq.CQC_UAR_PAGE.get(ctxOut, Cq.CREATE_CQ_IN_CQC));
         assertEquals(6, Cq.CQC_LOG_CQ_SIZE.get(ctxOut, Cq.CREATE_CQ_IN_CQC));
-        long during = iommu.audit().liveMappings();
-        assertTrue("the umem's pages are mapped for the device", during >= mappingsBefore + 2);
+        // the umem's pages are the device's: the CQ's context above lives in them (its query answered), and
+        // they are pinned below. Not the container's live-mapping count: other tests' teardowns and the
+        // driver's command mailbox pool move it meanwhile (CI: it fell between before and during once)
         // the CQ uses the umem: its deregistration is refused, the umem stays
         try {
             Mlx5dv.devxUmemDereg(umem);
@@ -119,7 +119,7 @@ public class DevxIT {
         // (freedWhileMapped). Not the container's live-mapping count: the driver's command mailbox pool may
         // grow meanwhile (a command overlapping a background one), which is the driver's, not a leak (CI).
         assertEquals("the umem's pages unpinned at the exit", 0, p.pinnedPages());
-        assertTrue("no page freed while mapped: " + iommu.audit() + ", " + during + " mappings while in use",
+        assertTrue("no page freed while mapped: " + iommu.audit(),
                 iommu.audit().violationFree());
     }
 }
