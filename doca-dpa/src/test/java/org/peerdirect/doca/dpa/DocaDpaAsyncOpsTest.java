@@ -428,8 +428,16 @@ class DocaDpaAsyncOpsTest {
         notif.start();
         dpa.h2dMemcpy(arg, le(key, buf + 64, done.getDpaHandle(dpa), writeback ? 1 : 0));
         t.run();
-        dpa.rpc(AsyncProgsStubs.NOTIFY, notif.getDpaHandle());
-        done.waitGt(0, -1L, BOUND);
+        try {
+            dpa.rpc(AsyncProgsStubs.NOTIFY, notif.getDpaHandle());
+            done.waitGt(0, -1L, BOUND);
+        } catch (DocaException e) {
+            // the mutant's thread leaves the window line dirty at its end: strict C3 ends the process, which
+            // may happen before the notifying RPC has answered (CI) or the event's wait returned
+            if (writeback || e.error() != DocaError.DOCA_ERROR_DRIVER) {
+                throw e;
+            }
+        }
         return lab.proc.readLong(buf + 72);
     }
 
