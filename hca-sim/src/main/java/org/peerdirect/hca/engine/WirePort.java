@@ -309,7 +309,7 @@ public final class WirePort implements Link.Receiver {
             return;
         }
         if (transport != 3 && p.srcIp != qp.wireDip) {
-            counters.inc(RxeCounters.RCVD_BAD_HDR); // check_addr: an RC packet from another host than the QP's peer
+            counters.inc(RxeCounters.RCVD_BAD_HDR); // check_addr: an RC or XRC packet from another host than the QP's peer
             return;
         }
         if (p.has(RxeOpcode.REQ)) {

@@ -12,8 +12,9 @@ import org.peerdirect.hca.wire.RxeOpcode;
 /**
  * The requester of one QP on a wire ({@code rxe_req.c}): turns WQEs of the send queue into packets
  * segmented at the path MTU (SEND and RDMA WRITE with or without immediate, RDMA READ requests,
- * atomics, ATOMIC WRITE, RDMA FLUSH with its FETH; UD SEND with DETH) and keeps a <em>send window</em> of them in flight;
- * the {@link WireComp completer} acknowledges them.
+ * atomics, ATOMIC WRITE, RDMA FLUSH with its FETH; UD SEND with DETH) and keeps a <em>send
+ * window</em> of them in flight; the {@link WireComp completer} acknowledges them. A FLUSH joins
+ * the window only as the drain's head, once every WQE before it completed ({@link #fits}).
  *
  * <p>The window is the WQEs {@code [doneTo, sendNext)}: sent, not completed. A new WQE joins it
  * while fewer than {@value #MAX_UNACKED_PSNS} PSNs are unacknowledged ({@code RXE_MAX_UNACKED_PSNS},
