@@ -332,4 +332,25 @@ class WireXrcFlushTest extends EngineRig {
         assertEquals(direct, wire);
         assertTrue(lastWire[0].counters().get(RxeCounters.COMP_RETRY) > 0, "the faults cost retransmissions: " + lastWire[0].counters().snapshot());
     }
+
+    /** The IBA has no XRC FLUSH or ATOMIC WRITE opcode: on a wire they fail locally (LOC_QP_OP_ERR), nothing is sent. */
+    @Test
+    void xrcFlushAndAtomicWriteHaveNoOpcodeOnTheWire() {
+        for (int op : new int[] {Wqe.OP_FLUSH, Wqe.OP_ATOMIC_WRITE}) {
+            Side a = new Side(op == Wqe.OP_FLUSH ? 0 : 2, true);
+            Side b = new Side(op == Wqe.OP_FLUSH ? 1 : 3, true);
+            lastWire = WireTest.wire(a, b, l -> l);
+            Xrc x = new Xrc(a, b, WireTest.IP_B, WireTest.IP_A, 2);
+            int ePsn = x.tgt.resp.ePsn;
+            SendWqe w = x.wqe(op, 0, 0, x.srq);
+            w.remoteAddr = b.va;
+            w.rkey = b.key;
+            w.length = 8;
+            x.ring();
+            Cqe c = WireTest.await(a);
+            assertEquals(Cqe.SYNDROME_LOCAL_QP_OP_ERR, c.syndrome, WireTest.show(c));
+            assertEquals(ePsn, x.tgt.resp.ePsn, "nothing reached the target");
+            assertEquals(0, lastWire[1].counters().get(RxeCounters.RCVD_PKTS), "no packet went out");
+        }
+    }
 }
