@@ -400,8 +400,11 @@ final class Requester extends Exchange {
         }
         if (wp != null) {
             // the port is on a wire: packets, acknowledgements, retransmission (the seam of the two paths)
-            if (!me.active || qp.serviceType != HcaDevice.ST_RC || w.opcode == Wqe.OP_FLUSH) {
-                return me.active ? Outcome.LOC_QP_OP_ERR : Outcome.NO_ACK; // XRC and FLUSH do not travel on the wire yet
+            if (!me.active) {
+                return Outcome.NO_ACK; // a port that is down sends nothing
+            }
+            if (qp.serviceType == HcaDevice.ST_XRC && (w.opcode == Wqe.OP_FLUSH || w.opcode == Wqe.OP_ATOMIC_WRITE)) {
+                return Outcome.LOC_QP_OP_ERR; // the IBA has no XRC opcode for them (IB_OPCODE_RC_FLUSH / _ATOMIC_WRITE only)
             }
             return wire().execute(w, h, wp);
         }
@@ -410,7 +413,7 @@ final class Requester extends Exchange {
         boolean peerType = qp.serviceType == HcaDevice.ST_RC ? r != null && r.serviceType == HcaDevice.ST_RC
                 : r != null && r.serviceType == HcaDevice.ST_XRC && r.xrcTarget;
         // the one-word operations and FLUSH (its length names the remote range, no payload) are one packet
-        int packets = Wqe.hasAtomicSegment(w.opcode) || w.opcode == Wqe.OP_FLUSH ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
+        int packets = WireReq.onePacket(w.opcode) ? 1 : (int) Math.max(1, (len + qp.mtu - 1) / qp.mtu);
         if (!me.active) {
             return Outcome.NO_ACK; // a port that is down sends nothing
         }

@@ -55,8 +55,8 @@ final class WireComp {
             if (RxeHdr.psnCompare(p.psn, last) <= 0) {
                 break;
             }
-            if (Wqe.readsResponse(wr.ops[s])) {
-                // a READ or atomic whose response is missing while later PSNs are answered: an implied NAK
+            if (WireReq.awaitsResponse(wr.ops[s])) {
+                // a READ, atomic or FLUSH whose response is missing while later PSNs are answered: an implied NAK
                 return resend(wr, RxeHdr.psnCompare(wr.compPsn, wr.first[s])) || done;
             }
             advance(wr, last);
@@ -69,10 +69,15 @@ final class WireComp {
         int s = (int) h & MASK;
         int idx = RxeHdr.psnCompare(p.psn, wr.first[s]);
         int op = wr.ops[s];
-        if (p.opcode == RxeOpcode.RC_ACKNOWLEDGE) {
+        // an XRC initiator is answered in the XRC block (IB_OPCODE_XRC_ACKNOWLEDGE, ...): the same operation
+        int code = RxeOpcode.rcOf(p.opcode);
+        if (code == RxeOpcode.RC_ACKNOWLEDGE) {
             return ack(port, wr, f, p, idx, op) || done;
         }
-        if (p.opcode == RxeOpcode.RC_ATOMIC_ACKNOWLEDGE) {
+        if (code == RxeOpcode.RC_RDMA_READ_RESPONSE_ONLY && (op == Wqe.OP_FLUSH || op == Wqe.OP_ATOMIC_WRITE)) {
+            return readResponseAck(port, wr, f, p, idx) || done;
+        }
+        if (code == RxeOpcode.RC_ATOMIC_ACKNOWLEDGE) {
             if (!Wqe.isAtomic(op) || idx != 0) {
                 port.counters.inc(RxeCounters.RCVD_GHOST); // an atomic ACK for a request that was no atomic
                 return done;
@@ -90,11 +95,29 @@ final class WireComp {
             advance(wr, p.psn);
             return true;
         }
-        return readResponse(port, qp, wr, f, p, h, idx) || done;
+        return readResponse(port, qp, wr, f, p, h, idx, code) || done;
+    }
+
+    /**
+     * The zero-length READ RESPONSE ONLY that answers a FLUSH or an ATOMIC WRITE (rxe's
+     * {@code send_read_response_ack}; {@code check_ack} takes it as the WQE's completion). One
+     * with data, or a NAK syndrome, is a bad response.
+     */
+    private static boolean readResponseAck(WirePort port, WireReq wr, Frame f, RxePkt p, int idx) {
+        if (idx != 0) {
+            port.counters.inc(RxeCounters.RCVD_GHOST);
+            return false;
+        }
+        int syn = RxeHdr.aethSyndrome(f.seg, p.hdr(RxeOpcode.AETH));
+        if ((syn & RxeHdr.AETH_TYPE_MASK) != RxeHdr.AETH_ACK || p.payloadLen != 0) {
+            return fail(wr, Outcome.REM_OP_ERR);
+        }
+        advance(wr, p.psn);
+        return true;
     }
 
     /** A READ response for the head ({@code do_read}): placed in PSN order; a gap retries the READ from it. */
-    private static boolean readResponse(WirePort port, HwQp qp, WireReq wr, Frame f, RxePkt p, long h, int idx) {
+    private static boolean readResponse(WirePort port, HwQp qp, WireReq wr, Frame f, RxePkt p, long h, int idx, int code) {
         int s = (int) h & MASK;
         if (wr.ops[s] != Wqe.OP_RDMA_READ) {
             port.counters.inc(RxeCounters.RCVD_GHOST); // READ response data nobody asked for
@@ -108,7 +131,7 @@ final class WireComp {
             }
             return resend(wr, RxeHdr.psnCompare(wr.compPsn, wr.first[s]));
         }
-        if (p.opcode == RxeOpcode.RC_RDMA_READ_RESPONSE_MIDDLE) {
+        if (code == RxeOpcode.RC_RDMA_READ_RESPONSE_MIDDLE) {
             port.counters.inc(RxeCounters.ACK_DEFERRED); // rxe defers a MIDDLE to its completer task (rxe_comp_queue_pkt's must_sched)
         }
         int mtu = Math.min(qp.mtu, port.activeMtu);
@@ -166,8 +189,8 @@ final class WireComp {
         int s = (int) wr.doneTo & MASK;
         switch (syn & RxeHdr.AETH_TYPE_MASK) {
             case RxeHdr.AETH_ACK -> {
-                // a READ or atomic completes with its data; an ACK of its PSN before that is no progress
-                if (Wqe.readsResponse(op)) {
+                // a READ, atomic or FLUSH completes with its response; an ACK of its PSN before that is no progress
+                if (WireReq.awaitsResponse(op)) {
                     return false;
                 }
                 if (idx == wr.npk[s] - 1) {

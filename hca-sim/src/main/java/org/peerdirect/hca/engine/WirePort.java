@@ -296,14 +296,20 @@ public final class WirePort implements Link.Receiver {
             return;
         }
         int transport = RxeOpcode.transport(p.opcode);
-        boolean typeOk = qp.serviceType == HcaDevice.ST_RC ? transport == 0 : qp.serviceType == HcaDevice.ST_UD && transport == 3;
+        // XRC (transport 5): requests to a target QP, responses to an initiator QP
+        boolean typeOk = switch (qp.serviceType) {
+            case HcaDevice.ST_RC -> transport == 0;
+            case HcaDevice.ST_UD -> transport == 3;
+            case HcaDevice.ST_XRC -> transport == RxeOpcode.XRC_BASE >> 5 && qp.xrcTarget == p.has(RxeOpcode.REQ);
+            default -> false;
+        };
         // P_Key: the default partition (full or limited membership), the only entry of the port's table
         if (!typeOk || (p.pkey & 0x7FFF) != 0x7FFF || !qp.state.receives()) {
             counters.inc(RxeCounters.RCVD_BAD_HDR);
             return;
         }
-        if (transport == 0 && p.srcIp != qp.wireDip) {
-            counters.inc(RxeCounters.RCVD_BAD_HDR); // check_addr: an RC packet from another host than the QP's peer
+        if (transport != 3 && p.srcIp != qp.wireDip) {
+            counters.inc(RxeCounters.RCVD_BAD_HDR); // check_addr: an RC or XRC packet from another host than the QP's peer
             return;
         }
         if (p.has(RxeOpcode.REQ)) {

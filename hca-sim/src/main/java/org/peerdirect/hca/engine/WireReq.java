@@ -12,8 +12,9 @@ import org.peerdirect.hca.wire.RxeOpcode;
 /**
  * The requester of one QP on a wire ({@code rxe_req.c}): turns WQEs of the send queue into packets
  * segmented at the path MTU (SEND and RDMA WRITE with or without immediate, RDMA READ requests,
- * atomics, ATOMIC WRITE; UD SEND with DETH) and keeps a <em>send window</em> of them in flight;
- * the {@link WireComp completer} acknowledges them.
+ * atomics, ATOMIC WRITE, RDMA FLUSH with its FETH; UD SEND with DETH) and keeps a <em>send
+ * window</em> of them in flight; the {@link WireComp completer} acknowledges them. A FLUSH joins
+ * the window only as the drain's head, once every WQE before it completed ({@link #fits}).
  *
  * <p>The window is the WQEs {@code [doneTo, sendNext)}: sent, not completed. A new WQE joins it
  * while fewer than {@value #MAX_UNACKED_PSNS} PSNs are unacknowledged ({@code RXE_MAX_UNACKED_PSNS},
@@ -25,6 +26,11 @@ import org.peerdirect.hca.wire.RxeOpcode;
  * an implied NAK, a missing READ response). The local ACK timeout resends from the first
  * unacknowledged PSN (go-back-N: everything after it goes again), while {@code retry_cnt} lasts
  * (7: for ever, as rxe).
+ *
+ * <p>An XRC initiator ("XRC send") QP sends the same packets in the XRC opcode block
+ * ({@code IB_OPCODE_XRC_*}, 0xA0 + the RC operation), each with an XRCETH after the BTH naming the
+ * target's XRC SRQ ({@link SendWqe#xrcSrqn}); the IBA defines no XRC FLUSH or ATOMIC WRITE opcode,
+ * so those two are refused before they start ({@link Requester}).
  *
  * <p>The drain of the QP's {@link Requester} calls {@link #execute} for its head WQE: a WQE below
  * {@code doneTo} completes, the head's verdict is taken, the window is refilled.
@@ -259,7 +265,7 @@ final class WireReq {
                 if (x != h && !fits(w)) {
                     break;
                 }
-                n = Wqe.hasAtomicSegment(w.opcode) ? 1 : (int) Math.max(1, (w.length + mtu - 1) / mtu);
+                n = onePacket(w.opcode) ? 1 : (int) Math.max(1, (w.length + mtu - 1) / mtu);
                 psn = nextPsn;
                 if (x != h) {
                     Outcome o = req.prepareRc(w);
@@ -301,10 +307,10 @@ final class WireReq {
             return false;
         }
         boolean fenced = (w.ctrl & Wqe.CTRL_FENCE) != 0;
-        if (Wqe.readsResponse(op) || fenced) {
+        if (awaitsResponse(op) || fenced) {
             int outstanding = 0;
             for (long y = doneTo; y < sendNext; y++) {
-                if (Wqe.readsResponse(ops[(int) y & MASK])) {
+                if (awaitsResponse(ops[(int) y & MASK])) {
                     outstanding++;
                 }
             }
@@ -313,6 +319,37 @@ final class WireReq {
             }
         }
         return true;
+    }
+
+    /** The one-word operations and FLUSH (its length names the remote range, no payload) are one packet. */
+    static boolean onePacket(int op) {
+        return Wqe.hasAtomicSegment(op) || op == Wqe.OP_FLUSH;
+    }
+
+    /**
+     * The operations the responder answers with a response of their own rather than an ACK: READ
+     * and the atomics (with data), FLUSH (a zero-length READ response, rxe's
+     * {@code send_read_response_ack}). They count against {@code max_rd_atomic} and the fence, and
+     * an ACK of a later PSN while their response is missing is an implied NAK.
+     */
+    static boolean awaitsResponse(int op) {
+        return Wqe.readsResponse(op) || op == Wqe.OP_FLUSH;
+    }
+
+    /** The first opcode of this QP's transport: RC 0x00, XRC 0xA0 ({@code IB_OPCODE_XRC}). */
+    private int base() {
+        return qp.serviceType == HcaDevice.ST_XRC ? RxeOpcode.XRC_BASE : 0;
+    }
+
+    /** The BTH of request {@code op} (an RC opcode; the transport's block added) and, for XRC, its XRCETH. */
+    private int bth(SendWqe w, int op, boolean se, int pad, boolean ackReq, int psn) {
+        int code = base() + op;
+        RxeHdr.bth(tx.seg, RxeNet.BTH, code, se, pad, RxeHdr.DEFAULT_PKEY, qp.destQpn, ackReq, psn);
+        int x = RxeOpcode.offset(code, RxeOpcode.XRCETH);
+        if (x > 0) {
+            RxeHdr.xrceth(tx.seg, RxeNet.BTH + x, w.xrcSrqn);
+        }
+        return code;
     }
 
     /** The operation's opcodes: FIRST, MIDDLE, LAST, ONLY. */
@@ -347,28 +384,25 @@ final class WireReq {
         switch (w.opcode) {
             case Wqe.OP_RDMA_READ -> {
                 long off = (long) from * mtu;
-                MemorySegment f = tx.seg;
-                int l4 = RxeHdr.BTH_BYTES + RxeHdr.RETH_BYTES;
-                if (!port.headers(tx, dip, sport, l4)) {
+                int code = base() + RxeOpcode.RC_RDMA_READ_REQUEST;
+                if (!port.headers(tx, dip, sport, RxeOpcode.length(code))) {
                     return null;
                 }
-                RxeHdr.bth(f, RxeNet.BTH, RxeOpcode.RC_RDMA_READ_REQUEST, false, 0, RxeHdr.DEFAULT_PKEY, qp.destQpn, true,
-                        firstPsn + from);
-                RxeHdr.reth(f, RxeNet.BTH + RxeHdr.BTH_BYTES, w.remoteAddr + off, w.rkey, w.length - off);
+                bth(w, RxeOpcode.RC_RDMA_READ_REQUEST, false, 0, true, firstPsn + from);
+                RxeHdr.reth(tx.seg, RxeNet.BTH + RxeOpcode.offset(code, RxeOpcode.RETH), w.remoteAddr + off, w.rkey, w.length - off);
                 port.send(tx);
                 return null;
             }
             case Wqe.OP_ATOMIC_CS, Wqe.OP_ATOMIC_FA -> {
-                int l4 = RxeHdr.BTH_BYTES + RxeHdr.ATMETH_BYTES;
-                if (!port.headers(tx, dip, sport, l4)) {
+                int op = w.opcode == Wqe.OP_ATOMIC_CS ? RxeOpcode.RC_COMPARE_SWAP : RxeOpcode.RC_FETCH_ADD;
+                if (!port.headers(tx, dip, sport, RxeOpcode.length(base() + op))) {
                     return null;
                 }
-                RxeHdr.bth(tx.seg, RxeNet.BTH, w.opcode == Wqe.OP_ATOMIC_CS ? RxeOpcode.RC_COMPARE_SWAP : RxeOpcode.RC_FETCH_ADD, false, 0,
-                        RxeHdr.DEFAULT_PKEY, qp.destQpn, true, firstPsn);
+                int code = bth(w, op, false, 0, true, firstPsn);
                 // compare-and-swap: swap then compare; fetch-and-add: the addend in the first field
                 long swapAdd = w.opcode == Wqe.OP_ATOMIC_CS ? w.swap : w.compareAdd;
                 long cmp = w.opcode == Wqe.OP_ATOMIC_CS ? w.compareAdd : 0;
-                RxeHdr.atomicEth(tx.seg, RxeNet.BTH + RxeHdr.BTH_BYTES, w.remoteAddr, w.rkey, swapAdd, cmp);
+                RxeHdr.atomicEth(tx.seg, RxeNet.BTH + RxeOpcode.offset(code, RxeOpcode.ATMETH), w.remoteAddr, w.rkey, swapAdd, cmp);
                 port.send(tx);
                 return null;
             }
@@ -382,6 +416,18 @@ final class WireReq {
                 // the 8 bytes as they lie in memory (rxe stores the payload's bytes as they are)
                 tx.seg.set(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN),
                         RxeNet.BTH + RxeHdr.BTH_BYTES + RxeHdr.RETH_BYTES, w.compareAdd);
+                port.send(tx);
+                return null;
+            }
+            case Wqe.OP_FLUSH -> {
+                // rxe's init_req_packet for IB_OPCODE_RC_FLUSH: FETH (feth_init) then RETH with the range; no payload
+                int l4 = RxeOpcode.length(RxeOpcode.RC_FLUSH);
+                if (!port.headers(tx, dip, sport, l4)) {
+                    return null;
+                }
+                RxeHdr.bth(tx.seg, RxeNet.BTH, RxeOpcode.RC_FLUSH, false, 0, RxeHdr.DEFAULT_PKEY, qp.destQpn, true, firstPsn);
+                RxeHdr.feth(tx.seg, RxeNet.BTH + RxeOpcode.offset(RxeOpcode.RC_FLUSH, RxeOpcode.FETH), w.flushType, w.flushLevel);
+                RxeHdr.reth(tx.seg, RxeNet.BTH + RxeOpcode.offset(RxeOpcode.RC_FLUSH, RxeOpcode.RETH), w.remoteAddr, w.rkey, w.length);
                 port.send(tx);
                 return null;
             }
@@ -402,18 +448,18 @@ final class WireReq {
             int op = first && last ? ops[3] : first ? ops[0] : last ? ops[2] : ops[1];
             int payload = (int) Math.min(mtu, w.length - (long) i * mtu);
             int pad = -payload & 3;
-            int hdrs = RxeOpcode.length(op);
+            int hdrs = RxeOpcode.length(base() + op);
             int l4 = hdrs + payload + pad;
             if (!port.headers(tx, dip, sport, l4)) {
                 return null; // the neighbour is being resolved: the retry sends it
             }
             MemorySegment f = tx.seg;
-            RxeHdr.bth(f, RxeNet.BTH, op, last && solicited, pad, RxeHdr.DEFAULT_PKEY, qp.destQpn, last, firstPsn + i);
-            int reth = RxeOpcode.offset(op, RxeOpcode.RETH);
+            int code = bth(w, op, last && solicited, pad, last, firstPsn + i);
+            int reth = RxeOpcode.offset(code, RxeOpcode.RETH);
             if (reth > 0) {
                 RxeHdr.reth(f, RxeNet.BTH + reth, w.remoteAddr, w.rkey, w.length);
             }
-            int imm = RxeOpcode.offset(op, RxeOpcode.IMMDT);
+            int imm = RxeOpcode.offset(code, RxeOpcode.IMMDT);
             if (imm > 0) {
                 RxeHdr.word(f, RxeNet.BTH + imm, w.imm);
             }

@@ -18,13 +18,27 @@ import org.peerdirect.hca.wire.RxePkt;
  * {@code rxe_resp_check_length}), executes the message through the engine's {@link Responder}
  * (the same rkey, access, receive-WQE and completion rules as in one JVM), and answers: ACK
  * (credit "unlimited" and the MSN), RNR NAK with the QP's timer, NAK (invalid request, remote
- * access, remote operational error), READ responses, atomic ACKs.
+ * access, remote operational error), READ responses, atomic ACKs; a FLUSH is served as the
+ * fabric serves it and answered with a zero-length READ RESPONSE ONLY, as rxe's
+ * {@code process_flush} and {@code send_read_response_ack}.
+ *
+ * <p>At an XRC target QP every request carries an XRCETH naming an XRC SRQ: one of the target's
+ * XRC domain receives its SENDs and its PD checks its rkeys ({@link Responder}); a request naming
+ * another domain's SRQ, a basic SRQ or none is dropped before the transport looks at it (counted
+ * as a bad header), as on the fabric, so the requester retries and ends in RETRY_EXC_ERR. The
+ * target answers in the XRC opcode block ({@code IB_OPCODE_XRC_ACKNOWLEDGE}, ...).
  *
  * <p>A SEND's payload is staged until its last packet and delivered then (rxe places each packet
  * as it comes); an RDMA WRITE is placed packet by packet. Runs on the link's receive thread, one
  * packet at a time, so the per-QP {@link State} needs no lock.
  */
 final class WireResp {
+
+    /**
+     * Atomic results remembered for duplicates: as many as WQEs a requester of this engine keeps
+     * in flight ({@link WireReq#SLOTS}), so any max_rd_atomic (up to 128 in the QP contexts) is covered.
+     */
+    static final int ATOMIC_RESOURCES = WireReq.SLOTS;
 
     /** Staging of one SEND message at most (bytes); a longer SEND is an invalid request. */
     static final int MAX_STAGED = 16 << 20;
@@ -44,10 +58,19 @@ final class WireResp {
         // an open SEND: its staged payload
         MemorySegment stage;
         int staged;
-        // the last atomic executed: for its duplicate, the same answer
-        int atomicPsn = -1;
-        long atomicOrig;
-        int atomicSyndrome;
+        // the atomics executed last, as rxe's responder resources (resp.resources): a duplicate
+        // of any of them gets the same answer, never a second execution. More than one: the
+        // requester has up to max_rd_atomic in flight, and when an earlier one's ACK is lost the
+        // go-back-N resend repeats them all (one remembered atomic would leave the earlier one
+        // unanswered for ever, each resend answering only the later one: an implied NAK again)
+        final int[] atomicPsn = new int[ATOMIC_RESOURCES];
+        {
+            java.util.Arrays.fill(atomicPsn, -1);
+        }
+        final long[] atomicOrig = new long[ATOMIC_RESOURCES];
+        int atomicNext;
+        /** At an XRC target: the XRC SRQ the packet being served named (its XRCETH). */
+        HwSrq xrcSrq;
     }
 
     private WireResp() {
@@ -59,6 +82,14 @@ final class WireResp {
             return;
         }
         State s = qp.resp.wireState();
+        if (qp.xrcTarget) {
+            HwSrq srq = qp.dev.srq(RxeHdr.xrcethSrqn(f.seg, p.hdr(RxeOpcode.XRCETH)));
+            if (srq == null || srq.xrcdn != qp.xrcdn) {
+                port.counters.inc(RxeCounters.RCVD_BAD_HDR); // not an SRQ of the target's XRC domain: dropped, no NAK
+                return;
+            }
+            s.xrcSrq = srq;
+        }
         int d = RxeHdr.psnCompare(p.psn, qp.resp.ePsn);
         if (d > 0) {
             // a gap: one NAK until the expected PSN comes (rxe's RESPST_ERR_PSN_OUT_OF_SEQ)
@@ -94,8 +125,10 @@ final class WireResp {
             read(port, qp, s, f, p, p.psn, false);
         } else if (p.has(RxeOpcode.ATOMIC | RxeOpcode.ATOMIC_WRITE)) {
             atomic(port, qp, s, f, p);
+        } else if (p.has(RxeOpcode.FLUSH)) {
+            flush(port, qp, s, f, p);
         } else {
-            fatal(port, qp, s, p, Outcome.REM_INV_REQ_ERR); // FLUSH and the rest: not served on the wire
+            fatal(port, qp, s, p, Outcome.REM_INV_REQ_ERR); // an opcode the responder does not serve
         }
     }
 
@@ -115,7 +148,7 @@ final class WireResp {
         x.slid = 0;
         x.srcPsn = p.psn;
         x.msgLen = -1;
-        x.xrcSrq = null;
+        x.xrcSrq = qp.xrcTarget ? qp.resp.wireState().xrcSrq : null;
         x.errorInReceiveCqe = false;
         WirePort.mappedGid(x.sgid, p.srcIp);
         return x;
@@ -187,7 +220,8 @@ final class WireResp {
         if (qp.resp.fault != 0) {
             return false;
         }
-        RecvQueue q = qp.srq != null ? qp.srq.rq : qp.rq;
+        HwSrq srq = qp.xrcTarget ? qp.resp.wireState().xrcSrq : qp.srq;
+        RecvQueue q = srq != null ? srq.rq : qp.rq;
         if (q == null) {
             return false;
         }
@@ -262,7 +296,9 @@ final class WireResp {
         }
         if (len > 0) {
             Mpt m = qp.dev.mpt(rkey);
-            int g = m == null ? -1 : m.admit(qp.pdn, va, len, HcaDevice.PERM_REMOTE_READ);
+            // at an XRC target the named SRQ's PD checks the key, as on the fabric (Responder.keyPdn)
+            int pdn = qp.xrcTarget ? s.xrcSrq.pdn : qp.pdn;
+            int g = m == null ? -1 : m.admit(pdn, va, len, HcaDevice.PERM_REMOTE_READ);
             if (g < 0) {
                 fatal(port, qp, s, p, Outcome.REM_ACCESS_ERR);
                 return;
@@ -276,8 +312,8 @@ final class WireResp {
         Frame tx = port.rxTx;
         int sport = RxeNet.udpSport(qp.qpn, qp.destQpn);
         for (int i = 0; i < n; i++) {
-            int op = n == 1 ? RxeOpcode.RC_RDMA_READ_RESPONSE_ONLY : i == 0 ? RxeOpcode.RC_RDMA_READ_RESPONSE_FIRST
-                    : i == n - 1 ? RxeOpcode.RC_RDMA_READ_RESPONSE_LAST : RxeOpcode.RC_RDMA_READ_RESPONSE_MIDDLE;
+            int op = base(qp) + (n == 1 ? RxeOpcode.RC_RDMA_READ_RESPONSE_ONLY : i == 0 ? RxeOpcode.RC_RDMA_READ_RESPONSE_FIRST
+                    : i == n - 1 ? RxeOpcode.RC_RDMA_READ_RESPONSE_LAST : RxeOpcode.RC_RDMA_READ_RESPONSE_MIDDLE);
             int payload = (int) Math.min(mtu, len - (long) i * mtu);
             int pad = -payload & 3;
             int hdrs = RxeOpcode.length(op);
@@ -303,10 +339,11 @@ final class WireResp {
         }
     }
 
-    /** Compare-and-swap, fetch-and-add or ATOMIC WRITE through the engine's atomic rules; the answer an atomic ACK or an ACK. */
+    /** Compare-and-swap, fetch-and-add or ATOMIC WRITE through the engine's atomic rules; the answer an atomic ACK, or for ATOMIC WRITE a zero-length READ RESPONSE ONLY as rxe gives it. */
     private static void atomic(WirePort port, HwQp qp, State s, Frame f, RxePkt p) {
-        boolean store = p.opcode == RxeOpcode.RC_ATOMIC_WRITE;
-        SendWqe w = wqe(port, store ? Wqe.OP_ATOMIC_WRITE : p.opcode == RxeOpcode.RC_COMPARE_SWAP ? Wqe.OP_ATOMIC_CS : Wqe.OP_ATOMIC_FA,
+        int code = RxeOpcode.rcOf(p.opcode);
+        boolean store = code == RxeOpcode.RC_ATOMIC_WRITE;
+        SendWqe w = wqe(port, store ? Wqe.OP_ATOMIC_WRITE : code == RxeOpcode.RC_COMPARE_SWAP ? Wqe.OP_ATOMIC_CS : Wqe.OP_ATOMIC_FA,
                 p, f);
         if (store) {
             int reth = p.hdr(RxeOpcode.RETH);
@@ -321,7 +358,7 @@ final class WireResp {
             int a = p.hdr(RxeOpcode.ATMETH);
             w.remoteAddr = RxeHdr.atmVa(f.seg, a);
             w.rkey = RxeHdr.atmRkey(f.seg, a);
-            boolean cs = p.opcode == RxeOpcode.RC_COMPARE_SWAP;
+            boolean cs = code == RxeOpcode.RC_COMPARE_SWAP;
             w.compareAdd = cs ? RxeHdr.atmCompare(f.seg, a) : RxeHdr.atmSwapAdd(f.seg, a);
             w.swap = cs ? RxeHdr.atmSwapAdd(f.seg, a) : 0;
         }
@@ -342,12 +379,13 @@ final class WireResp {
         s.msn++;
         qp.resp.ePsn = (p.psn + 1) & RxeHdr.PSN_MASK;
         if (store) {
-            ack(port, qp, p, RxeHdr.AETH_ACK_UNLIMITED, s.msn, p.psn);
+            readResponseAck(port, qp, p, s.msn, p.psn); // rxe's acknowledge(): ATOMIC WRITE as FLUSH, a zero-length READ response
             return;
         }
-        s.atomicPsn = p.psn;
-        s.atomicOrig = x.scratch.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-        atomicAck(port, qp, p, s.msn, s.atomicOrig);
+        int r = s.atomicNext++ & ATOMIC_RESOURCES - 1;
+        s.atomicPsn[r] = p.psn;
+        s.atomicOrig[r] = x.scratch.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+        atomicAck(port, qp, p, s.msn, s.atomicOrig[r]);
     }
 
     /** A request below the expected PSN: counted; a SEND/WRITE re-acknowledged, a READ answered again, an atomic's saved answer resent. */
@@ -357,10 +395,17 @@ final class WireResp {
         if (p.has(RxeOpcode.READ)) {
             read(port, qp, s, f, p, p.psn, true);
         } else if (p.has(RxeOpcode.ATOMIC)) {
-            if (p.psn == s.atomicPsn) {
-                atomicAck(port, qp, p, s.msn, s.atomicOrig);
+            for (int r = 0; r < ATOMIC_RESOURCES; r++) {
+                if (s.atomicPsn[r] == p.psn) {
+                    atomicAck(port, qp, p, s.msn, s.atomicOrig[r]); // find_resource: replayed, not executed again
+                    break;
+                }
             }
-        } else if (p.ackReq || p.has(RxeOpcode.ATOMIC_WRITE)) {
+        } else if (p.has(RxeOpcode.FLUSH | RxeOpcode.ATOMIC_WRITE)) {
+            // duplicate_request for a FLUSH or an ATOMIC WRITE: replayed, not executed again (oA19-14, oA19-15):
+            // the zero-length READ response again at its PSN
+            readResponseAck(port, qp, p, s.msn, p.psn);
+        } else if (p.ackReq) {
             // as rxe: the ACK of the last packet taken, with the MSN as it stands
             ack(port, qp, p, RxeHdr.AETH_ACK_UNLIMITED, s.msn, (qp.resp.ePsn - 1) & RxeHdr.PSN_MASK);
         }
@@ -401,7 +446,7 @@ final class WireResp {
     static void ack(WirePort port, HwQp qp, RxePkt p, int syndrome, int msn, int psn) {
         Frame tx = port.rxTx;
         port.headersTo(tx, p.srcIp, p.srcMac, RxeNet.udpSport(qp.qpn, qp.destQpn), RxeHdr.BTH_BYTES + RxeHdr.AETH_BYTES);
-        RxeHdr.bth(tx.seg, RxeNet.BTH, RxeOpcode.RC_ACKNOWLEDGE, false, 0, RxeHdr.DEFAULT_PKEY, qp.destQpn, false, psn);
+        RxeHdr.bth(tx.seg, RxeNet.BTH, base(qp) + RxeOpcode.RC_ACKNOWLEDGE, false, 0, RxeHdr.DEFAULT_PKEY, qp.destQpn, false, psn);
         RxeHdr.aeth(tx.seg, RxeNet.BTH + RxeHdr.BTH_BYTES, syndrome, msn);
         port.send(tx);
     }
@@ -410,9 +455,58 @@ final class WireResp {
         Frame tx = port.rxTx;
         int l4 = RxeHdr.BTH_BYTES + RxeHdr.AETH_BYTES + RxeHdr.ATMACK_BYTES;
         port.headersTo(tx, p.srcIp, p.srcMac, RxeNet.udpSport(qp.qpn, qp.destQpn), l4);
-        RxeHdr.bth(tx.seg, RxeNet.BTH, RxeOpcode.RC_ATOMIC_ACKNOWLEDGE, false, 0, RxeHdr.DEFAULT_PKEY, qp.destQpn, false, p.psn);
+        RxeHdr.bth(tx.seg, RxeNet.BTH, base(qp) + RxeOpcode.RC_ATOMIC_ACKNOWLEDGE, false, 0, RxeHdr.DEFAULT_PKEY, qp.destQpn, false, p.psn);
         RxeHdr.aeth(tx.seg, RxeNet.BTH + RxeHdr.BTH_BYTES, RxeHdr.AETH_ACK_UNLIMITED, msn);
         RxeHdr.atomicAckEth(tx.seg, RxeNet.BTH + RxeHdr.BTH_BYTES + RxeHdr.AETH_BYTES, orig);
+        port.send(tx);
+    }
+
+    /** The first opcode of the QP's transport block: an XRC target answers in the XRC block. */
+    private static int base(HwQp qp) {
+        return qp.serviceType == HcaDevice.ST_XRC ? RxeOpcode.XRC_BASE : 0;
+    }
+
+    /**
+     * RDMA FLUSH ({@code process_flush}): the FETH's placement type and selectivity level and the
+     * RETH's range served by the engine's FLUSH (the QP's FLUSH rights, the key's, the range, the
+     * flushing reads: {@link Responder}); then the MSN and the expected PSN move on and the answer
+     * is a zero-length READ RESPONSE ONLY. A QP without the type's right is an invalid-request
+     * NAK, a key without it or a range outside it a remote-access NAK, as rxe gives them.
+     */
+    private static void flush(WirePort port, HwQp qp, State s, Frame f, RxePkt p) {
+        SendWqe w = wqe(port, Wqe.OP_FLUSH, p, f);
+        int feth = p.hdr(RxeOpcode.FETH);
+        w.flushType = RxeHdr.fethPlt(f.seg, feth);
+        w.flushLevel = RxeHdr.fethSel(f.seg, feth);
+        int reth = p.hdr(RxeOpcode.RETH);
+        w.remoteAddr = RxeHdr.rethVa(f.seg, reth);
+        w.rkey = RxeHdr.rethRkey(f.seg, reth);
+        w.length = RxeHdr.rethLen(f.seg, reth);
+        Exchange x = exchange(port, qp, p, qp.destQpn);
+        x.local.reset(qp.dev);
+        Outcome o = Responder.respondRc(qp, x, w, w.length);
+        if (o == Outcome.RNR_NAK) {
+            port.counters.inc(RxeCounters.SND_RNR);
+            port.port.counters.inc(PortCounters.RNR_NAK_SENT);
+            ack(port, qp, p, RxeHdr.AETH_RNR_NAK | qp.minRnrTimer & 0x1F, s.msn, p.psn);
+            return;
+        }
+        if (o != Outcome.SUCCESS) {
+            fatal(port, qp, s, p, o);
+            return;
+        }
+        s.msn++;
+        qp.resp.ePsn = (p.psn + 1) & RxeHdr.PSN_MASK;
+        readResponseAck(port, qp, p, s.msn, p.psn);
+    }
+
+    /** {@code send_read_response_ack}: a READ RESPONSE ONLY without payload, its AETH an ACK, at {@code psn}. */
+    private static void readResponseAck(WirePort port, HwQp qp, RxePkt p, int msn, int psn) {
+        Frame tx = port.rxTx;
+        int op = base(qp) + RxeOpcode.RC_RDMA_READ_RESPONSE_ONLY;
+        port.headersTo(tx, p.srcIp, p.srcMac, RxeNet.udpSport(qp.qpn, qp.destQpn), RxeOpcode.length(op));
+        RxeHdr.bth(tx.seg, RxeNet.BTH, op, false, 0, RxeHdr.DEFAULT_PKEY, qp.destQpn, false, psn);
+        RxeHdr.aeth(tx.seg, RxeNet.BTH + RxeOpcode.offset(op, RxeOpcode.AETH), RxeHdr.AETH_ACK_UNLIMITED, msn);
         port.send(tx);
     }
 

@@ -145,7 +145,7 @@ public final class RxeHdr {
         f.set(BE32, off + 4, srcQpn & QPN_MASK);
     }
 
-    // ------------------------------------------------------------------ ImmDt, IETH, FETH, XRCETH (4 each)
+    // ------------------------------------------------------------------ ImmDt, IETH (4 each)
 
     public static int word(MemorySegment f, long off) {
         return f.get(BE32, off);
@@ -153,6 +153,39 @@ public final class RxeHdr {
 
     public static void word(MemorySegment f, long off, int v) {
         f.set(BE32, off, v);
+    }
+
+    // ------------------------------------------------------------------ FETH (4): placement type 3:0, selectivity level 5:4
+
+    /** {@code FETH_PLT_MASK}, {@code FETH_SEL_MASK}, {@code FETH_SEL_SHIFT}: bits 31:6 are reserved (sent 0, ignored). */
+    public static final int FETH_PLT_MASK = 0x0F;
+    public static final int FETH_SEL_MASK = 0x30;
+    public static final int FETH_SEL_SHIFT = 4;
+
+    /** The placement type ({@code feth_plt}): IB_FLUSH_GLOBAL 1, IB_FLUSH_PERSISTENT 2, or both. */
+    public static int fethPlt(MemorySegment f, long off) {
+        return f.get(BE32, off) & FETH_PLT_MASK;
+    }
+
+    /** The selectivity level ({@code feth_sel}): IB_FLUSH_RANGE 0, IB_FLUSH_MR 1. */
+    public static int fethSel(MemorySegment f, long off) {
+        return (f.get(BE32, off) & FETH_SEL_MASK) >> FETH_SEL_SHIFT;
+    }
+
+    /** Writes a FETH as {@code feth_init}: the level and type masked into their fields, the rest 0. */
+    public static void feth(MemorySegment f, long off, int type, int level) {
+        f.set(BE32, off, level << FETH_SEL_SHIFT & FETH_SEL_MASK | type & FETH_PLT_MASK);
+    }
+
+    // ------------------------------------------------------------------ XRCETH (4): the XRC SRQ number, bits 23:0
+
+    /** The XRC SRQ the request names (IBA 9.3.6, {@code ib_pack.h}'s {@code XRCETH}); bits 31:24 are reserved. */
+    public static int xrcethSrqn(MemorySegment f, long off) {
+        return f.get(BE32, off) & QPN_MASK;
+    }
+
+    public static void xrceth(MemorySegment f, long off, int srqn) {
+        f.set(BE32, off, srqn & QPN_MASK);
     }
 
     // ------------------------------------------------------------------ AtomicETH (28): VA, R_Key, swap/add, compare

@@ -27,6 +27,8 @@ public final class RxeOpcode {
             RC_RDMA_READ_RESPONSE_MIDDLE = 0x0e, RC_RDMA_READ_RESPONSE_LAST = 0x0f, RC_RDMA_READ_RESPONSE_ONLY = 0x10,
             RC_ACKNOWLEDGE = 0x11, RC_ATOMIC_ACKNOWLEDGE = 0x12, RC_COMPARE_SWAP = 0x13, RC_FETCH_ADD = 0x14,
             RC_SEND_LAST_WITH_INVALIDATE = 0x16, RC_SEND_ONLY_WITH_INVALIDATE = 0x17, RC_FLUSH = 0x1c, RC_ATOMIC_WRITE = 0x1d;
+    /** {@code IB_OPCODE_XRC}: the XRC block starts here; an XRC opcode is this plus the RC one. */
+    public static final int XRC_BASE = 0xa0;
     public static final int UD_SEND_ONLY = 0x64, UD_SEND_ONLY_WITH_IMMEDIATE = 0x65;
 
     private static final String[] NAME = new String[256];
@@ -117,6 +119,11 @@ public final class RxeOpcode {
     /** Transport bits 7:5 ({@code IB_OPCODE_RC} 0, UC 1, UD 3, XRC 5). */
     public static int transport(int opcode) {
         return opcode >> 5 & 7;
+    }
+
+    /** The RC opcode of the same operation: an XRC opcode less {@link #XRC_BASE}; others as they are. */
+    public static int rcOf(int opcode) {
+        return transport(opcode) == XRC_BASE >> 5 ? opcode - XRC_BASE : opcode;
     }
 
     /**

@@ -32,6 +32,8 @@ class HcaViewTest extends EngineRig {
         assertEquals(Cqe.SYNDROME_RNR_RETRY_EXC_ERR, awaitCqe(a).syndrome);
         assertEquals(a.dev.rnrNaks(), v.rnrNaks());
         assertTrue(v.rnrNaks() > 0);
+        // the error CQE is written before the QP moves to ERR (rxe_comp.c: do_complete, then rxe_qp_error)
+        WireTest.awaitState(a, HwQpState.ERR);
         assertEquals(HwQpState.ERR.code, v.qps().get(0).state());
         assertEquals(0, v.engineFailures());
     }

@@ -462,4 +462,49 @@ class WireConformanceTest extends EngineRig {
         assertEquals(Wqe.OP_SEND, c.opcode);
         assertEquals(1, a.dev.port(1).wire().counters().get(RxeCounters.COMP_RETRY), "the implied NAK was one retry");
     }
+
+    /**
+     * Two atomics in flight, then the first again (its ACK lost, the requester's go-back-N resend):
+     * answered from its saved result, nothing executed twice (rxe's responder resources; one saved
+     * atomic left the first unanswered for ever). A FLUSH (FETH then RETH) is answered with a
+     * zero-length READ RESPONSE ONLY and its duplicate the same, flushing nothing again; a placement
+     * type the QP does not take is NAK 0x61 (rxe's RESPST_ERR_UNSUPPORTED_OPCODE).
+     */
+    @Test
+    void duplicateAtomicsAndFlushesAreAnsweredAsRxeAnswersThem() throws Exception {
+        Side a = deviceOnWire(0, 7, 7, QpContext.BIT_RRE | QpContext.BIT_RWE | QpContext.BIT_RAE | QpContext.BIT_FLUSH_GLOBAL);
+        int flushKey = a.dev.sw2hwMpt(1, a.va, 1 << 16, ALL | HcaDevice.PERM_FLUSH_GLOBAL, new long[] {a.iova}, new long[] {1L << 16});
+        RxePkt p = new RxePkt();
+        long before = proc.readLong(a.va + 64);
+        for (int k = 0; k < 3; k++) {
+            byte[] atm = new byte[28];
+            RxeHdr.atomicEth(MemorySegment.ofArray(atm), 0, a.va + 64, a.key, k == 1 ? 7 : 5, 0);
+            send(a, RxeOpcode.RC_FETCH_ADD, PSN + (k == 2 ? 0 : k), true, atm, NONE); // the third is the first again
+            Frame f = next(p, 5000);
+            assertNotNull(f, "atomic " + k + " answered");
+            assertEquals(RxeOpcode.RC_ATOMIC_ACKNOWLEDGE, p.opcode);
+            assertEquals(PSN + (k == 2 ? 0 : k), p.psn);
+            assertEquals(before + (k == 1 ? 5 : 0), RxeHdr.atmAckOrig(f.seg, p.hdr(RxeOpcode.ATMACK)), "atomic " + k + "'s original value");
+        }
+        assertEquals(before + 12, proc.readLong(a.va + 64), "each atomic executed once");
+        byte[] fr = new byte[RxeHdr.FETH_BYTES + RxeHdr.RETH_BYTES];
+        RxeHdr.feth(MemorySegment.ofArray(fr), 0, Wqe.FLUSH_GLOBAL, Wqe.FLUSH_RANGE);
+        RxeHdr.reth(MemorySegment.ofArray(fr), RxeHdr.FETH_BYTES, a.va, flushKey, 4096);
+        for (int k = 0; k < 2; k++) {
+            send(a, RxeOpcode.RC_FLUSH, PSN + 2, true, fr, NONE); // the second is a duplicate
+            Frame f = next(p, 5000);
+            assertNotNull(f, "FLUSH " + k + " answered");
+            assertEquals(RxeOpcode.RC_RDMA_READ_RESPONSE_ONLY, p.opcode);
+            assertEquals(0, p.payloadLen);
+            assertEquals(PSN + 2, p.psn);
+            assertEquals(0x1f00_0003, aeth(f, p), "ACK, credits unlimited, MSN 3");
+        }
+        assertEquals(2, a.dev.port(1).wire().counters().get(RxeCounters.DUP_REQ), "the atomic's and the FLUSH's duplicates");
+        RxeHdr.feth(MemorySegment.ofArray(fr), 0, Wqe.FLUSH_PERSISTENT, Wqe.FLUSH_RANGE);
+        send(a, RxeOpcode.RC_FLUSH, PSN + 3, true, fr, NONE);
+        Frame f = next(p, 5000);
+        assertNotNull(f);
+        assertEquals(0x61, aeth(f, p) >>> 24, "a type the QP does not take: NAK invalid request");
+        assertEquals(HwQpState.ERR, WireTest.awaitState(a, HwQpState.ERR));
+    }
 }
