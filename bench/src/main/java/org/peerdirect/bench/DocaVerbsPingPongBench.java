@@ -225,7 +225,7 @@ public class DocaVerbsPingPongBench {
             if (System.nanoTime() > deadline) { // the DPA process ended (a checker finding) or the exchange stalled: say so, never hang
                 throw new IllegalStateException("no round trip for 60 s at " + c + " of " + target + "; DPA: " + h.bf3.dpaDescribe());
             }
-            Thread.onSpinWait();
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000); // as DocaPingPongBench: a look is an RDMA READ the host drives
         }
         return c;
     }
