@@ -626,6 +626,18 @@ public final class DocaDpa implements DocaDpaContext {
         syncEventCounterFree(handle);
     }
 
+    /** A host counter's DPA handle (a CPU subscriber's, a DPA publisher's): a descriptor and a key, reached through the context's window [model]. */
+    @Override
+    public long dpaHostSyncEventHandle(long va) {
+        return keys.hostSyncEventHandle(va);
+    }
+
+    /** BAD_STATE once the context stopped or was destroyed: the descriptor and key went with the process. */
+    @Override
+    public void dpaHostSyncEventHandleFree(long handle) {
+        keys.hostSyncEventHandleFree(handle);
+    }
+
     // ------------------------------------------------------------------ helpers
 
     private void checkState(String w, State want) {

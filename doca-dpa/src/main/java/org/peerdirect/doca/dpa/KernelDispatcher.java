@@ -29,15 +29,18 @@ import org.peerdirect.flexio.FlexioStatus;
  * (kernel trampoline, argument, thread count) by the copy path and calls the runtime's start RPC
  * (one WRITE-with-immediate), whose handler on the DPA activates the ranks; each rank calls the
  * kernel by symbol ({@code Dpa.call} of its launch trampoline), counts itself ended with a DPA
- * atomic, and the last rank advances the slot's finished count. No firmware command per launch.
+ * atomic, and the last rank sets or adds the completion event through the event's DPA handle
+ * (written into the slot with the launch: a DPA counter's address, or a host counter's window
+ * descriptor, {@code DocaSyncEvent.kernelCompletionDpaHandle}) after advancing the slot's finished
+ * count. No firmware command per launch, and no host thread between the last rank and the event.
  *
- * <p>[model] Still on the host, and left (issue 43): this thread waits for the wait events
- * (a poll every {@link #POLL_NANOS}), sees a launch end by reading its slot's finished count
- * (a copy, no command) and then sets or adds the completion event. Moving those to the DPA needs a
- * DPA dispatcher woken by the event's update, and a window for a counter in host memory that a
- * CPU-published event's waiter (which sleeps until a CPU update) would also see. So the completion
- * event never moves before the last rank ended, and a kernel never starts before its event passed.
- * Launches whose events pass at the same poll start in submission order.
+ * <p>[model] Still on the host, and left (issue 43): this thread waits for the wait events (a poll
+ * every {@link #POLL_NANOS}) and sees a launch end by reading its slot's finished count (a copy,
+ * no command) to free the slot and count the launch finished; moving the wait to the DPA needs a
+ * DPA dispatcher woken by the event's update. So the completion event never moves before the last
+ * rank ended (the rank runtime's order), and a kernel never starts before its wait event passed.
+ * Launches whose events pass at the same poll start in submission order. {@link LaunchStats}
+ * counts a launch finished when this thread sees it, which may be after its completion event moved.
  *
  * <p>Lock rules: {@link #lock} guards {@link #launches}, {@link #stop} and {@link #failure}; the
  * thread never holds it while calling FlexIO (whose process lock a user's call may hold) or a sync
@@ -244,10 +247,13 @@ final class KernelDispatcher {
         DocaException.check(kernel >= 0 && process.hasSymbol(DocaDpaDevKernel.START_SYMBOL), DocaError.DOCA_ERROR_DRIVER, l.call()
                 + ": app " + process.app().name() + "'s image lacks doca-dpa-dev's kernel runtime (" + l.kernel().name()
                 + DocaDpaDevKernel.LAUNCH_SUFFIX + "): link doca-dpa-dev into the image (dpacc does)");
+        long comp = l.compEvent() == null ? 0 : l.compEvent().kernelCompletionDpaHandle(dpa);
         Slot s = take(l);
         ByteBuffer w = ByteBuffer.allocate(DocaDpaDevKernel.C_FINISHED).order(ByteOrder.LITTLE_ENDIAN);
-        w.putLong(DocaDpaDevKernel.C_KERNEL, kernel).putLong(DocaDpaDevKernel.C_ARG, l.arg()).putLong(DocaDpaDevKernel.C_NTHREADS, l.nthreads());
-        try { // the completion event stays the host's (C_COMP 0): see the class comment
+        w.putLong(DocaDpaDevKernel.C_KERNEL, kernel).putLong(DocaDpaDevKernel.C_ARG, l.arg()).putLong(DocaDpaDevKernel.C_NTHREADS, l.nthreads())
+                .putLong(DocaDpaDevKernel.C_COMP, comp).putLong(DocaDpaDevKernel.C_COMP_VALUE, l.compCount())
+                .putLong(DocaDpaDevKernel.C_COMP_ADD, l.add() ? 1 : 0);
+        try {
             process.host2devMemcpy(w.array(), s.ctl);
             process.callRuntime(DocaDpaDevKernel.START_SYMBOL, s.ctl);
         } catch (RuntimeException e) {
@@ -257,19 +263,33 @@ final class KernelDispatcher {
         return new Running(l, s);
     }
 
-    /** The smallest free slot with at least the launch's ranks, or a new one of exactly that many. */
+    /**
+     * The smallest free slot with at least the launch's ranks, or a new one of exactly that many.
+     * Running slots are looked at first when none is free: a launch whose completion event was
+     * seen has its finished count moved already (the rank runtime's order), so a host launching
+     * again on that event reuses the slot rather than making rank threads.
+     */
     private Slot take(Launch l) {
-        Slot best = null;
-        for (Slot s : free) {
-            if (s.capacity >= l.nthreads() && (best == null || s.capacity < best.capacity)) {
-                best = s;
-            }
+        Slot best = fits(l);
+        if (best == null) {
+            endFinished();
+            best = fits(l);
         }
         if (best != null) {
             free.remove(best);
             return best;
         }
         return newSlot(l);
+    }
+
+    private Slot fits(Launch l) {
+        Slot best = null;
+        for (Slot s : free) {
+            if (s.capacity >= l.nthreads() && (best == null || s.capacity < best.capacity)) {
+                best = s;
+            }
+        }
+        return best;
     }
 
     /**
@@ -316,7 +336,7 @@ final class KernelDispatcher {
         return s;
     }
 
-    /** Launches whose slot's finished count moved (every rank ended): the slot is free again, then the completion event moves. */
+    /** Launches whose slot's finished count moved (every rank ended, the last one moved the completion event): the slot is free again. */
     private void endFinished() {
         for (int i = 0; i < running.size(); i++) {
             Running r = running.get(i);
@@ -328,33 +348,8 @@ final class KernelDispatcher {
             running.remove(i--);
             r.slot().finished = finished;
             free.add(r.slot());
-            // counted ended before the completion event moves: whoever sees the event sees the counts
             dpa.launchStats.finished(r.launch());
             inFlight.decrementAndGet();
-            complete(r.launch());
-        }
-    }
-
-    /**
-     * Sets or adds the completion event. A counter in host memory takes the CPU's atomic add; one
-     * in this context's DPA memory (a DPA subscriber, as Seed 001's chain has) is read and written
-     * back through the runtime's copies: atomic against the other launches' completions (this one
-     * thread makes them all), not against DPA code adding to the same event at the same moment
-     * [model limit: the loopback QP does no RDMA atomics]. A DPA counter of another context fails
-     * the launch (INVALID_VALUE from its handle).
-     */
-    private void complete(Launch l) {
-        DocaSyncEvent ev = l.compEvent();
-        if (ev == null) {
-            return;
-        }
-        if (ev.subscriberLocation() == DocaSyncEvent.Location.DPA) {
-            long h = ev.getDpaHandle(dpa);
-            dpa.syncEventCounterSet(h, l.add() ? dpa.syncEventCounterGet(h) + l.compCount() : l.compCount());
-        } else if (l.add()) {
-            ev.updateAdd(l.compCount());
-        } else {
-            ev.updateSet(l.compCount());
         }
     }
 

@@ -146,6 +146,26 @@ public final class KernelProgs {
         return Dpa.ld64(daddr);
     }
 
+    /** {@code doca_dpa_dev_sync_event_update_set} from an RPC; 0. */
+    @DpaRpc
+    static long eventSet(long handle, long value) {
+        DocaDpaDevSyncEvent.updateSet(handle, value);
+        return 0;
+    }
+
+    /** {@code doca_dpa_dev_sync_event_update_add} from an RPC; 0. */
+    @DpaRpc
+    static long eventAdd(long handle, long value) {
+        DocaDpaDevSyncEvent.updateAdd(handle, value);
+        return 0;
+    }
+
+    /** {@code doca_dpa_dev_sync_event_get} from an RPC. */
+    @DpaRpc
+    static long eventGet(long handle) {
+        return DocaDpaDevSyncEvent.get(handle);
+    }
+
     /** The DS RPC sample's shape: a result from arguments. */
     @DpaRpc
     static long add(long a, long b) {
