@@ -463,14 +463,28 @@ public final class DocaDpa implements DocaDpaContext {
         }
     }
 
-    /** Launches submitted and not yet finished (for {@code dpa:} commands and tests). */
+    /**
+     * Launches submitted and not yet finished (for {@code dpa:} commands and tests), as the
+     * dispatcher's next poll sees them: a launch whose completion event was seen counts finished.
+     */
     public int kernelsPending() {
+        KernelDispatcher d = refreshedDispatcher();
+        return d == null ? 0 : d.pending();
+    }
+
+    /** The dispatcher after a poll begun now ({@link KernelDispatcher#refresh}), outside the lock; not refreshed when the caller holds the lock. */
+    private KernelDispatcher refreshedDispatcher() {
+        KernelDispatcher d;
         lock.lock();
         try {
-            return dispatcher == null ? 0 : dispatcher.pending();
+            d = dispatcher;
         } finally {
             lock.unlock();
         }
+        if (d != null && !lock.isHeldByCurrentThread()) {
+            d.refresh();
+        }
+        return d;
     }
 
     /** The status queries (firmware commands) the launch dispatcher made so far, for the tests' command count. */
@@ -541,6 +555,7 @@ public final class DocaDpa implements DocaDpaContext {
         int flexio;
         java.util.List<DocaDpaObjects.Thread> ts;
         DocaDpaObjects.Kernels kernels;
+        refreshedDispatcher();
         lock.lock();
         try {
             st = state.name().toLowerCase(java.util.Locale.ROOT);

@@ -123,6 +123,10 @@ final class KernelDispatcher {
     private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
     private boolean stop;
     private DocaException failure;
+    /** Polls asked by {@link #refresh} and the last one served (guarded by {@link #lock}); {@link #polled} signals a served one. */
+    private long refreshAsked;
+    private long refreshDone;
+    private final Condition polled = lock.newCondition();
     private final Thread thread;
 
     KernelDispatcher(DocaDpa dpa, FlexioProcess process, DocaDpa.WaitComparison comparison) {
@@ -150,6 +154,32 @@ final class KernelDispatcher {
         return inFlight.get();
     }
 
+    /** How long {@link #refresh} waits for the dispatcher's next poll at most. */
+    private static final long REFRESH_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+    /**
+     * Waits until the dispatcher thread completed a poll begun after this call (bounded by
+     * {@link #REFRESH_NANOS}; at once when it ended). The last rank advances its slot's finished
+     * count before it moves the completion event, so a caller that saw the event and refreshes
+     * then finds the launch counted finished ({@link #pending}, {@link LaunchStats}). Call without
+     * the DPA context's lock (the poll may take it, making a completion event's handle).
+     */
+    void refresh() {
+        lock.lock();
+        try {
+            long want = ++refreshAsked;
+            submitted.signalAll();
+            long left = REFRESH_NANOS;
+            while (refreshDone < want && !stop && failure == null && thread.isAlive() && left > 0) {
+                left = polled.awaitNanos(left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     DocaException failure() {
         lock.lock();
         try {
@@ -165,6 +195,7 @@ final class KernelDispatcher {
         try {
             stop = true;
             submitted.signalAll();
+            polled.signalAll();
         } finally {
             lock.unlock();
         }
@@ -178,15 +209,18 @@ final class KernelDispatcher {
     private void loop() {
         while (true) {
             List<Launch> waiting;
+            long asked;
             lock.lock();
             try {
-                while (!stop && failure == null && launches.isEmpty() && running.isEmpty()) {
+                while (!stop && failure == null && launches.isEmpty() && running.isEmpty() && refreshAsked == refreshDone) {
                     submitted.awaitUninterruptibly();
                 }
                 if (stop || failure != null) {
+                    polled.signalAll();
                     return;
                 }
                 waiting = new ArrayList<>(launches);
+                asked = refreshAsked;
             } finally {
                 lock.unlock();
             }
@@ -197,6 +231,13 @@ final class KernelDispatcher {
             } catch (RuntimeException e) {
                 fail(e);
                 return;
+            }
+            lock.lock();
+            try {
+                refreshDone = asked;
+                polled.signalAll();
+            } finally {
+                lock.unlock();
             }
             LockSupport.parkNanos(POLL_NANOS);
         }
@@ -357,6 +398,7 @@ final class KernelDispatcher {
         lock.lock();
         try {
             failure = e instanceof DocaException d ? d : new DocaException(DocaError.DOCA_ERROR_DRIVER, "kernel dispatcher: " + e.getMessage(), e);
+            polled.signalAll();
         } finally {
             lock.unlock();
         }
