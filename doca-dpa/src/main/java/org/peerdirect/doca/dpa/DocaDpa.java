@@ -435,10 +435,11 @@ public final class DocaDpa implements DocaDpaContext {
      * {@code doca_dpa_kernel_launch_update_set}: launches {@code nthreads} ranks of
      * {@code __dpa_global__} {@code kernel} once {@code waitEvent} (may be null) passes
      * {@code waitThreshold}; when the last rank ended, {@code compEvent} (may be null) is set to
-     * {@code compCount}. Returns at once.
+     * {@code compCount} by that rank, through the event's DPA handle. Returns at once.
      *
-     * @throws DocaException BAD_STATE (not started), INVALID_VALUE (nthreads &lt; 1, a function
-     *         that is not a kernel of the app, arguments its pack function refuses)
+     * @throws DocaException BAD_STATE (not started, or the completion event not started),
+     *         INVALID_VALUE (nthreads &lt; 1, a function that is not a kernel of the app, arguments
+     *         its pack function refuses, a completion event in another DPA context or process)
      */
     public void kernelLaunchUpdateSet(DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount,
             int nthreads, FlexioFunc kernel, Object... args) {
@@ -457,7 +458,7 @@ public final class DocaDpa implements DocaDpaContext {
         try {
             checkState(w, State.STARTED);
             dispatcher.submit(KernelDispatcher.Launch.checked(w, waitEvent, waitThreshold, compEvent, compCount, add, nthreads,
-                    () -> caps(w).maxThreadsPerKernel(), kernel, args));
+                    () -> caps(w).maxThreadsPerKernel(), kernel, args, this));
         } finally {
             lock.unlock();
         }

@@ -40,26 +40,29 @@ import org.peerdirect.flexio.FlexioStatus;
  * DPA dispatcher woken by the event's update. So the completion event never moves before the last
  * rank ended (the rank runtime's order), and a kernel never starts before its wait event passed.
  * Launches whose events pass at the same poll start in submission order. {@link LaunchStats}
- * counts a launch finished when this thread sees it, which may be after its completion event moved.
+ * counts a launch finished when this thread sees it, which may be after its completion event
+ * moved: {@link #refresh} waits for that poll.
  *
- * <p>Lock rules: {@link #lock} guards {@link #launches}, {@link #stop} and {@link #failure}; the
- * thread never holds it while calling FlexIO (whose process lock a user's call may hold) or a sync
+ * <p>Lock rules: {@link #lock} guards {@link #launches}, {@link #stop}, {@link #failure} and the
+ * refresh counts; the thread never holds it while calling FlexIO (whose process lock a user's call may hold) or a sync
  * event. A launch and the slots are touched only by the dispatcher thread once submitted.
  */
 final class KernelDispatcher {
 
-    /** One {@code doca_dpa_kernel_launch_update_*}. */
-    record Launch(String call, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount, boolean add,
+    /** One {@code doca_dpa_kernel_launch_update_*}; {@code compHandle} is the completion event's DPA handle (0: none). */
+    record Launch(String call, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compHandle, long compCount, boolean add,
             int nthreads, FlexioFunc kernel, long arg) {
 
         /**
          * A launch of {@code doca_dpa_kernel_launch_update_*} {@code w} after its argument checks:
          * INVALID_VALUE for nthreads &lt; 1 or above {@code max} (read only then: the device's
          * capability), a function that is not a {@code __dpa_global__} kernel, arguments its pack
-         * function refuses.
+         * function refuses; then the completion event's DPA handle for {@code dpa}
+         * ({@code DocaSyncEvent.kernelCompletionDpaHandle}: INVALID_VALUE for an event of another
+         * DPA context or process, BAD_STATE for one not started), made once per event.
          */
         static Launch checked(String w, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount,
-                boolean add, int nthreads, java.util.function.IntSupplier max, FlexioFunc kernel, Object[] args) {
+                boolean add, int nthreads, java.util.function.IntSupplier max, FlexioFunc kernel, Object[] args, DocaDpa dpa) {
             DocaException.check(nthreads >= 1, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": nthreads " + nthreads);
             int m = max.getAsInt();
             DocaException.check(nthreads <= m, DocaError.DOCA_ERROR_INVALID_VALUE,
@@ -73,7 +76,8 @@ final class KernelDispatcher {
             } catch (IllegalArgumentException | IllegalStateException e) {
                 throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": arguments of " + kernel.name() + ": " + e.getMessage(), e);
             }
-            return new Launch(w, waitEvent, waitThreshold, compEvent, compCount, add, nthreads, kernel, arg);
+            long comp = compEvent == null ? 0 : compEvent.kernelCompletionDpaHandle(dpa);
+            return new Launch(w, waitEvent, waitThreshold, compEvent, comp, compCount, add, nthreads, kernel, arg);
         }
     }
 
@@ -288,11 +292,10 @@ final class KernelDispatcher {
         DocaException.check(kernel >= 0 && process.hasSymbol(DocaDpaDevKernel.START_SYMBOL), DocaError.DOCA_ERROR_DRIVER, l.call()
                 + ": app " + process.app().name() + "'s image lacks doca-dpa-dev's kernel runtime (" + l.kernel().name()
                 + DocaDpaDevKernel.LAUNCH_SUFFIX + "): link doca-dpa-dev into the image (dpacc does)");
-        long comp = l.compEvent() == null ? 0 : l.compEvent().kernelCompletionDpaHandle(dpa);
         Slot s = take(l);
         ByteBuffer w = ByteBuffer.allocate(DocaDpaDevKernel.C_FINISHED).order(ByteOrder.LITTLE_ENDIAN);
         w.putLong(DocaDpaDevKernel.C_KERNEL, kernel).putLong(DocaDpaDevKernel.C_ARG, l.arg()).putLong(DocaDpaDevKernel.C_NTHREADS, l.nthreads())
-                .putLong(DocaDpaDevKernel.C_COMP, comp).putLong(DocaDpaDevKernel.C_COMP_VALUE, l.compCount())
+                .putLong(DocaDpaDevKernel.C_COMP, l.compHandle()).putLong(DocaDpaDevKernel.C_COMP_VALUE, l.compCount())
                 .putLong(DocaDpaDevKernel.C_COMP_ADD, l.add() ? 1 : 0);
         try {
             process.host2devMemcpy(w.array(), s.ctl);

@@ -102,4 +102,23 @@ class DocaDpaHostEventTest extends DpaLabFixture {
                 "no DPA location: DOCA gives no DPA handle");
         assertTrue((cpu.kernelCompletionDpaHandle(dpa) & 1) == 1, "a launch's completion may still be a CPU-only event of the process");
     }
+
+    /** The completion event's DPA handle is made at the launch call: an event another DPA context's memory holds is refused there, naming it. */
+    @Test
+    void aCompletionEventOfAnotherDpaContextIsRefusedAtTheLaunch() {
+        DocaDpa other = started(dev, KernelProgsStubs.APP);
+        DocaSyncEvent theirs = DocaSyncEvent.create();
+        theirs.addPublisherLocationDpa(other);
+        theirs.addSubscriberLocationDpa(other);
+        theirs.start();
+        undo.add(theirs::destroy);
+        DocaException e = assertThrows(DocaException.class,
+                () -> dpa.kernelLaunchUpdateSet(null, 0, theirs, 1, 1, KernelProgsStubs.HELLO_WORLD, alloc(dpa, 1024)));
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, e.error());
+        assertTrue(e.getMessage().contains("not a location of this event"), e.getMessage());
+        assertEquals(0, dpa.kernelsPending(), "nothing submitted");
+        DocaSyncEvent comp = dpaToCpu();
+        dpa.kernelLaunchUpdateSet(null, 0, comp, 3, 1, KernelProgsStubs.HELLO_WORLD, alloc(dpa, 1024));
+        comp.waitGt(2, -1L, BOUND); // the dispatcher did not fail: later launches run
+    }
 }
