@@ -91,6 +91,19 @@ class DocaDpaHostEventTest extends DpaLabFixture {
         assertEquals(5, comp.get(), "the completion event added to once");
     }
 
+    /** Eight ranks each add 1 forty times: 320, none lost to another rank's read-modify-write (without the descriptor's lock some are). */
+    @Test
+    void manyInterleavedDpaAddsToAHostCounterAreExact() {
+        DocaSyncEvent ev = dpaToCpu();
+        DocaSyncEvent comp = dpaToCpu();
+        long rec = alloc(dpa, 1024);
+        dpa.h2dMemcpy(rec + KernelProgs.HANDLE, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(ev.getDpaHandle(dpa)).array());
+        int n = 8;
+        dpa.kernelLaunchUpdateSet(null, 0, comp, 1, n, KernelProgsStubs.COUNT_ON_MANY, rec);
+        comp.waitGt(0, -1L, BOUND);
+        assertEquals((long) n * KernelProgs.MANY, ev.get(), "every add of every rank");
+    }
+
     @Test
     void aHostCounterReachedByASecondDpaContextOrAnotherPublisherIsRefused() {
         DocaSyncEvent cpu = DocaSyncEvent.create();

@@ -81,6 +81,19 @@ public final class KernelProgs {
         DocaDpaDevSyncEvent.updateAdd(Dpa.ld64(record + HANDLE), 1);
     }
 
+    /** How many adds each rank of {@link #countOnMany} makes. */
+    public static final int MANY = 40;
+
+    /** Each rank adds 1 to the event {@link #MANY} times, a rank-dependent step between adds (the adds of ranks interleave). */
+    @DpaGlobal
+    static void countOnMany(long record) {
+        long h = Dpa.ld64(record + HANDLE);
+        for (int i = 0; i < MANY; i++) {
+            DocaDpaDevSyncEvent.updateAdd(h, 1);
+            Dpa.amoAdd64(record + 8, DocaDpaDev.threadRank() + 1L);
+        }
+    }
+
     /** Each rank counts itself started, waits until the event passes 4 ({@code wait_gt}), then reads it and counts itself ended. */
     @DpaGlobal
     static void waitOn(long record) {
