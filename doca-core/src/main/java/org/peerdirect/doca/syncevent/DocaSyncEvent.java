@@ -88,10 +88,8 @@ public final class DocaSyncEvent {
     private long dpaCounter;
     /** The key remote nodes reach a DPA counter with (a remote publisher), else 0. */
     private int dpaKey;
-    /** The DPA handle of a counter in host memory and its context (made at the first {@link #hostDpaHandle}; guarded by {@link #handleLock}). */
-    private long hostHandle;
-    private DocaDpaContext hostHandleDpa;
-    private final Object handleLock = new Object();
+    /** The DPA's window handle of a counter in host memory (made at the first {@link #hostDpaHandle}). */
+    private final HostDpaHandle hostHandle = new HostDpaHandle();
 
     /** Waiters sleep on {@code changed}; updaters signal it only when someone waits (the fast path takes no lock). */
     private final ReentrantLock lock = new ReentrantLock();
@@ -280,7 +278,7 @@ public final class DocaSyncEvent {
 
     /** Deregisters and unmaps the counter's page; waiters were woken first and see the state, not the page. */
     private void releaseCounter() {
-        releaseHostHandle();
+        hostHandle.release();
         if (dpaKey != 0) {
             int k = dpaKey;
             dpaKey = 0;
@@ -311,28 +309,6 @@ public final class DocaSyncEvent {
         } finally {
             mr = null;
             va = 0;
-        }
-    }
-
-    /** Frees the DPA's descriptor and key of a host counter before the page goes (the DPA's window must not outlive it). */
-    private void releaseHostHandle() {
-        long h;
-        DocaDpaContext d;
-        synchronized (handleLock) {
-            h = hostHandle;
-            d = hostHandleDpa;
-            hostHandle = 0;
-            hostHandleDpa = null;
-        }
-        if (h == 0) {
-            return;
-        }
-        try {
-            d.dpaHostSyncEventHandleFree(h);
-        } catch (DocaException e) {
-            if (e.error() != DocaError.DOCA_ERROR_BAD_STATE) { // BAD_STATE: the DPA stopped; the key and descriptor went with its process
-                throw e;
-            }
         }
     }
 
@@ -569,17 +545,10 @@ public final class DocaSyncEvent {
     private long hostDpaHandle(String w, DocaDpaContext dpa) {
         DocaException.check(dpa.dev().process() == home.process(), DocaError.DOCA_ERROR_INVALID_VALUE,
                 w + ": " + dpa + " is not of the counter's process (" + home + "); its window cannot reach the counter");
-        synchronized (handleLock) {
-            counter(w); // again under the lock: a stop releases the handle after its state changed
-            if (hostHandle != 0) {
-                DocaException.check(hostHandleDpa == dpa, DocaError.DOCA_ERROR_INVALID_VALUE,
-                        w + ": the event's counter is reached by " + hostHandleDpa + " already; not by a second DPA context");
-                return hostHandle;
-            }
-            hostHandle = dpa.dpaHostSyncEventHandle(va);
-            hostHandleDpa = dpa;
-            return hostHandle;
-        }
+        return hostHandle.get(w, dpa, () -> {
+            counter(w); // again under the handle's lock: a stop releases the handle after its state changed
+            return va;
+        });
     }
 
     /** The counter's address in its process (while started) [model: what the export carries]. */
