@@ -385,7 +385,8 @@ public final class DocaSyncEvent {
      * The wait: a first look without a lock; then, with a CPU publisher, sleep on {@code changed}
      * (every CPU update signals it while {@link #waiters} is non-zero; the waiter registers before
      * its second look, so an update between the look and the sleep is not lost); with another
-     * publisher (whose updates arrive by DMA or through the DPA's window and signal nothing) poll,
+     * publisher, or a CPU publisher's counter the DPA has a handle to (updates that arrive by DMA or
+     * through the DPA's window signal nothing) poll,
      * as DOCA's wait does: spinning first, then, past {@link #SPINS}, a look every
      * {@link #POLL_NANOS} so a long wait leaves the machine's cores to the DPA's harts and the NIC
      * that will move the counter (a poll's pace, not a synchronisation).
@@ -397,7 +398,6 @@ public final class DocaSyncEvent {
         // Unbounded, or so far away that nanoTime() + timeout could wrap: no deadline.
         boolean bounded = timeoutNanos >= 0 && timeoutNanos <= Long.MAX_VALUE / 4;
         long deadline = bounded ? System.nanoTime() + timeoutNanos : 0;
-        boolean polls = publisher != Location.CPU || subscriber == Location.DPA;
         int spins = 0;
         waiters.incrementAndGet();
         lock.lock();
@@ -412,6 +412,9 @@ public final class DocaSyncEvent {
                     throw new DocaException(DocaError.DOCA_ERROR_TIME_OUT, String.format("%s: (0x%x & 0x%x) > 0x%x did not hold within %d ms",
                             what, v, mask, threshold, TimeUnit.NANOSECONDS.toMillis(timeoutNanos)));
                 }
+                // read each time: a DPA handle made while this thread sleeps (a kernel launch's
+                // completion on a CPU-only event) wakes it, and from then on it polls
+                boolean polls = publisher != Location.CPU || subscriber == Location.DPA || hostHandle.made();
                 if (polls) {
                     lock.unlock();
                     try {
@@ -545,10 +548,12 @@ public final class DocaSyncEvent {
     private long hostDpaHandle(String w, DocaDpaContext dpa) {
         DocaException.check(dpa.dev().process() == home.process(), DocaError.DOCA_ERROR_INVALID_VALUE,
                 w + ": " + dpa + " is not of the counter's process (" + home + "); its window cannot reach the counter");
-        return hostHandle.get(w, dpa, () -> {
+        long h = hostHandle.get(w, dpa, () -> {
             counter(w); // again under the handle's lock: a stop releases the handle after its state changed
             return va;
         });
+        wakeIfWaited(); // a CPU-only event's sleeping waiters: the DPA's updates will not signal them; they poll now
+        return h;
     }
 
     /** The counter's address in its process (while started) [model: what the export carries]. */

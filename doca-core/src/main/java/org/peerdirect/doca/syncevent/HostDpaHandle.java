@@ -37,6 +37,11 @@ final class HostDpaHandle {
         return handle;
     }
 
+    /** Whether the DPA has a handle to the counter (its updates reach the page without the host). */
+    synchronized boolean made() {
+        return handle != 0;
+    }
+
     /** Frees the descriptor and key, if made; a context stopped meanwhile took them with its process (BAD_STATE, ignored). */
     void release() {
         long h;

@@ -134,4 +134,30 @@ class DocaDpaHostEventTest extends DpaLabFixture {
         dpa.kernelLaunchUpdateSet(null, 0, comp, 3, 1, KernelProgsStubs.HELLO_WORLD, alloc(dpa, 1024));
         comp.waitGt(2, -1L, BOUND); // the dispatcher did not fail: later launches run
     }
+
+    /**
+     * A CPU-only event as a launch's completion (peerdirect's chains): a host waiter asleep before
+     * the launch (no DPA handle yet, so nothing but a CPU update would signal it) sees the last
+     * rank's window update well within the bound, not at its end.
+     */
+    @Test
+    void aWaiterAsleepOnACpuOnlyEventSeesTheLastRanksUpdate() throws Exception {
+        DocaSyncEvent ev = DocaSyncEvent.create();
+        ev.addPublisherLocationCpu(dev);
+        ev.addSubscriberLocationCpu(dev);
+        ev.start();
+        undo.add(ev::destroy);
+        java.util.concurrent.CountDownLatch asleep = new java.util.concurrent.CountDownLatch(1);
+        CompletableFuture<Void> waiter = CompletableFuture.runAsync(() -> {
+            asleep.countDown();
+            ev.waitGt(6, -1L, Duration.ofSeconds(20));
+        });
+        asleep.await();
+        assertThrows(java.util.concurrent.TimeoutException.class, () -> waiter.get(50, TimeUnit.MILLISECONDS), "nothing moved the event yet");
+        long started = System.nanoTime();
+        dpa.kernelLaunchUpdateSet(null, 0, ev, 7, 2, KernelProgsStubs.HELLO_WORLD, alloc(dpa, 1024));
+        waiter.get(30, TimeUnit.SECONDS); // a TIME_OUT of the wait fails here
+        assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(10), "woken by the handle's making, then polling; not at the bound");
+        assertEquals(7, ev.get());
+    }
 }
