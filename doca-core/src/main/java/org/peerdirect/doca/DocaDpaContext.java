@@ -104,4 +104,21 @@ public interface DocaDpaContext {
     default void dpaRemoteSyncEventHandleFree(long handle) {
         throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context has no DPA memory for a remote sync event's handle");
     }
+
+    /**
+     * The DPA handle of a sync event counter in host memory at {@code va} (8 bytes of the
+     * context's process, a CPU subscriber's): a descriptor in the context's DPA memory naming the
+     * counter, a key of the DPA process over it and the context's window, which the device's
+     * {@code doca_dpa_dev_sync_event_*} reach it through [model].
+     *
+     * @throws DocaException BAD_STATE (not started), NO_MEMORY, DRIVER, NOT_SUPPORTED
+     */
+    default long dpaHostSyncEventHandle(long va) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context cannot reach a sync event in host memory");
+    }
+
+    /** Frees a handle of {@link #dpaHostSyncEventHandle} and its key; BAD_STATE once the context stopped (both went with the process). */
+    default void dpaHostSyncEventHandleFree(long handle) {
+        throw new DocaException(DocaError.DOCA_ERROR_NOT_SUPPORTED, "this DPA context cannot reach a sync event in host memory");
+    }
 }

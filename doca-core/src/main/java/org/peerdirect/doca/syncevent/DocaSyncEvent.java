@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.doca.DocaDpaContext;
@@ -35,7 +36,10 @@ import org.peerdirect.kernel.mm.KernelException;
  * its own atomics through the handle {@link #getDpaHandle} gives (its DPA address); the host reads
  * and sets it by copies through the DPA runtime, and a host {@link #updateAdd} is NOT_SUPPORTED
  * there (it could not be atomic with the DPA's adds). A DPA publisher of a CPU-subscribed counter
- * has no DPA handle yet (the DPA would reach host memory through a window: not built).
+ * (NVIDIA's kernel-launch and initiator-target samples' completion events) reaches the host page
+ * through the DPA context's window [model: DOCA does not say how]: {@link #getDpaHandle} gives a
+ * descriptor in DPA memory naming the page's address and a key of the DPA process over it
+ * ({@link DocaDpaContext#dpaHostSyncEventHandle}), made at the first call, freed at stop.
  *
  * <p>Threads: DOCA calls its Sync Event API thread-unsafe; configuration ({@code add_*}, start,
  * stop, destroy) is so here. The value operations ({@link #get}, {@link #updateSet},
@@ -62,6 +66,9 @@ public final class DocaSyncEvent {
     private static final VarHandle COUNTER = ValueLayout.JAVA_LONG.varHandle();
     private static final AtomicLong IDS = new AtomicLong();
     private static final long PAGE = 4096;
+    /** A polling wait's spins before it paces itself, and its pace then. */
+    private static final int SPINS = 1024;
+    private static final long POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
 
     private final long id = IDS.incrementAndGet();
     private volatile State state = State.CONFIGURING;
@@ -81,6 +88,8 @@ public final class DocaSyncEvent {
     private long dpaCounter;
     /** The key remote nodes reach a DPA counter with (a remote publisher), else 0. */
     private int dpaKey;
+    /** The DPA's window handle of a counter in host memory (made at the first {@link #hostDpaHandle}). */
+    private final HostDpaHandle hostHandle = new HostDpaHandle();
 
     /** Waiters sleep on {@code changed}; updaters signal it only when someone waits (the fast path takes no lock). */
     private final ReentrantLock lock = new ReentrantLock();
@@ -269,6 +278,7 @@ public final class DocaSyncEvent {
 
     /** Deregisters and unmaps the counter's page; waiters were woken first and see the state, not the page. */
     private void releaseCounter() {
+        hostHandle.release();
         if (dpaKey != 0) {
             int k = dpaKey;
             dpaKey = 0;
@@ -375,7 +385,11 @@ public final class DocaSyncEvent {
      * The wait: a first look without a lock; then, with a CPU publisher, sleep on {@code changed}
      * (every CPU update signals it while {@link #waiters} is non-zero; the waiter registers before
      * its second look, so an update between the look and the sleep is not lost); with another
-     * publisher (whose updates arrive by DMA and signal nothing) poll, as DOCA's wait does.
+     * publisher, or a CPU publisher's counter the DPA has a handle to (updates that arrive by DMA or
+     * through the DPA's window signal nothing) poll,
+     * as DOCA's wait does: spinning first, then, past {@link #SPINS}, a look every
+     * {@link #POLL_NANOS} so a long wait leaves the machine's cores to the DPA's harts and the NIC
+     * that will move the counter (a poll's pace, not a synchronisation).
      */
     private void await(String what, long threshold, long mask, long timeoutNanos, boolean yield) {
         if (passed(value(what), threshold, mask)) {
@@ -384,7 +398,7 @@ public final class DocaSyncEvent {
         // Unbounded, or so far away that nanoTime() + timeout could wrap: no deadline.
         boolean bounded = timeoutNanos >= 0 && timeoutNanos <= Long.MAX_VALUE / 4;
         long deadline = bounded ? System.nanoTime() + timeoutNanos : 0;
-        boolean polls = publisher != Location.CPU || subscriber == Location.DPA;
+        int spins = 0;
         waiters.incrementAndGet();
         lock.lock();
         try {
@@ -398,10 +412,15 @@ public final class DocaSyncEvent {
                     throw new DocaException(DocaError.DOCA_ERROR_TIME_OUT, String.format("%s: (0x%x & 0x%x) > 0x%x did not hold within %d ms",
                             what, v, mask, threshold, TimeUnit.NANOSECONDS.toMillis(timeoutNanos)));
                 }
+                // read each time: a DPA handle made while this thread sleeps (a kernel launch's
+                // completion on a CPU-only event) wakes it, and from then on it polls
+                boolean polls = publisher != Location.CPU || subscriber == Location.DPA || hostHandle.made();
                 if (polls) {
                     lock.unlock();
                     try {
-                        if (yield) {
+                        if (++spins > SPINS) {
+                            LockSupport.parkNanos(Math.min(POLL_NANOS, left));
+                        } else if (yield) {
                             Thread.yield();
                         } else {
                             Thread.onSpinWait();
@@ -483,12 +502,14 @@ public final class DocaSyncEvent {
     }
 
     /**
-     * {@code doca_sync_event_get_dpa_handle}: for a DPA subscriber, the DPA address of its counter
-     * (what {@code doca_dpa_dev_sync_event_*} take). NOT_SUPPORTED for a DPA publisher of a counter
-     * in host memory (the DPA would reach it through a window: not built).
+     * {@code doca_sync_event_get_dpa_handle}: what {@code doca_dpa_dev_sync_event_*} take. For a
+     * DPA subscriber, the DPA address of its counter; for a DPA publisher of a counter in host
+     * memory (a CPU subscriber), a descriptor through which the DPA reaches the host page by its
+     * window ({@code DocaDpaDevSyncEvent}), the same handle at every call [model].
      *
      * @throws DocaException INVALID_VALUE (null, no DPA location, another DPA context than the
-     *         event's), BAD_STATE (not started), NOT_SUPPORTED
+     *         event's, a DPA context of another process than the CPU subscriber's), BAD_STATE (not
+     *         started, or the DPA context not started), NOT_SUPPORTED (a context without DPA memory)
      */
     public long getDpaHandle(DocaDpaContext dpa) {
         String w = "doca_sync_event_get_dpa_handle";
@@ -499,9 +520,40 @@ public final class DocaSyncEvent {
                 w + ": " + dpa + " is not a location of this event");
         DocaException.check(dpa.hasDpaMemory(), DocaError.DOCA_ERROR_NOT_SUPPORTED, w + ": " + dpa + " has no DPA memory");
         MemorySegment pg = counter(w);
-        DocaException.check(pg == DPA_MEMORY, DocaError.DOCA_ERROR_NOT_SUPPORTED,
-                w + ": the counter is in host memory (CPU subscriber); a DPA publisher's window to it is not built");
-        return dpaCounter;
+        return pg == DPA_MEMORY ? dpaCounter : hostDpaHandle(w, dpa);
+    }
+
+    /**
+     * The DPA handle a kernel launch's last rank moves this event by
+     * ({@code doca_dpa_kernel_launch_update_set/add}'s {@code comp_event}): {@link #getDpaHandle}
+     * for an event with a DPA location; for a CPU-only event of {@code dpa}'s process (peerdirect's
+     * chains use one as wait and completion event), the same window handle over its host page
+     * [model: DOCA's samples give a DPA-published event].
+     *
+     * @throws DocaException as {@link #getDpaHandle}; INVALID_VALUE for a counter in another DPA
+     *         context's memory or another process
+     */
+    public long kernelCompletionDpaHandle(DocaDpaContext dpa) {
+        String w = "doca_dpa_kernel_launch (completion event)";
+        if (publisher == Location.DPA || subscriber == Location.DPA) {
+            return getDpaHandle(dpa);
+        }
+        DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": null DPA");
+        DocaException.check(dpa.hasDpaMemory(), DocaError.DOCA_ERROR_NOT_SUPPORTED, w + ": " + dpa + " has no DPA memory");
+        counter(w);
+        return hostDpaHandle(w, dpa);
+    }
+
+    /** The host counter's DPA handle for {@code dpa}, made once (one DPA context per event's host handle). */
+    private long hostDpaHandle(String w, DocaDpaContext dpa) {
+        DocaException.check(dpa.dev().process() == home.process(), DocaError.DOCA_ERROR_INVALID_VALUE,
+                w + ": " + dpa + " is not of the counter's process (" + home + "); its window cannot reach the counter");
+        long h = hostHandle.get(w, dpa, () -> {
+            counter(w); // again under the handle's lock: a stop releases the handle after its state changed
+            return va;
+        });
+        wakeIfWaited(); // a CPU-only event's sleeping waiters: the DPA's updates will not signal them; they poll now
+        return h;
     }
 
     /** The counter's address in its process (while started) [model: what the export carries]. */
@@ -520,7 +572,7 @@ public final class DocaSyncEvent {
         return devinfo == null ? DocaError.DOCA_ERROR_INVALID_VALUE : DocaError.DOCA_SUCCESS;
     }
 
-    /** {@code doca_sync_event_cap_is_export_to_dpa_supported}: NOT_SUPPORTED until DOCA DPA on FlexIO. */
+    /** {@code doca_sync_event_cap_is_export_to_dpa_supported}: NOT_SUPPORTED (a device alone has no DPA context to export to; {@link #getDpaHandle} is the way here). */
     public static DocaError capIsExportToDpaSupported(DocaDevinfo devinfo) {
         return devinfo == null ? DocaError.DOCA_ERROR_INVALID_VALUE : DocaError.DOCA_ERROR_NOT_SUPPORTED;
     }

@@ -435,10 +435,11 @@ public final class DocaDpa implements DocaDpaContext {
      * {@code doca_dpa_kernel_launch_update_set}: launches {@code nthreads} ranks of
      * {@code __dpa_global__} {@code kernel} once {@code waitEvent} (may be null) passes
      * {@code waitThreshold}; when the last rank ended, {@code compEvent} (may be null) is set to
-     * {@code compCount}. Returns at once.
+     * {@code compCount} by that rank, through the event's DPA handle. Returns at once.
      *
-     * @throws DocaException BAD_STATE (not started), INVALID_VALUE (nthreads &lt; 1, a function
-     *         that is not a kernel of the app, arguments its pack function refuses)
+     * @throws DocaException BAD_STATE (not started, or the completion event not started),
+     *         INVALID_VALUE (nthreads &lt; 1, a function that is not a kernel of the app, arguments
+     *         its pack function refuses, a completion event in another DPA context or process)
      */
     public void kernelLaunchUpdateSet(DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount,
             int nthreads, FlexioFunc kernel, Object... args) {
@@ -457,20 +458,34 @@ public final class DocaDpa implements DocaDpaContext {
         try {
             checkState(w, State.STARTED);
             dispatcher.submit(KernelDispatcher.Launch.checked(w, waitEvent, waitThreshold, compEvent, compCount, add, nthreads,
-                    () -> caps(w).maxThreadsPerKernel(), kernel, args));
+                    () -> caps(w).maxThreadsPerKernel(), kernel, args, this));
         } finally {
             lock.unlock();
         }
     }
 
-    /** Launches submitted and not yet finished (for {@code dpa:} commands and tests). */
+    /**
+     * Launches submitted and not yet finished (for {@code dpa:} commands and tests), as the
+     * dispatcher's next poll sees them: a launch whose completion event was seen counts finished.
+     */
     public int kernelsPending() {
+        KernelDispatcher d = refreshedDispatcher();
+        return d == null ? 0 : d.pending();
+    }
+
+    /** The dispatcher after a poll begun now ({@link KernelDispatcher#refresh}), outside the lock; not refreshed when the caller holds the lock. */
+    private KernelDispatcher refreshedDispatcher() {
+        KernelDispatcher d;
         lock.lock();
         try {
-            return dispatcher == null ? 0 : dispatcher.pending();
+            d = dispatcher;
         } finally {
             lock.unlock();
         }
+        if (d != null && !lock.isHeldByCurrentThread()) {
+            d.refresh();
+        }
+        return d;
     }
 
     /** The status queries (firmware commands) the launch dispatcher made so far, for the tests' command count. */
@@ -541,6 +556,7 @@ public final class DocaDpa implements DocaDpaContext {
         int flexio;
         java.util.List<DocaDpaObjects.Thread> ts;
         DocaDpaObjects.Kernels kernels;
+        refreshedDispatcher();
         lock.lock();
         try {
             st = state.name().toLowerCase(java.util.Locale.ROOT);
@@ -624,6 +640,18 @@ public final class DocaDpa implements DocaDpaContext {
     @Override
     public void dpaRemoteSyncEventHandleFree(long handle) {
         syncEventCounterFree(handle);
+    }
+
+    /** A host counter's DPA handle (a CPU subscriber's, a DPA publisher's): a descriptor and a key, reached through the context's window [model]. */
+    @Override
+    public long dpaHostSyncEventHandle(long va) {
+        return keys.hostSyncEventHandle(va);
+    }
+
+    /** BAD_STATE once the context stopped or was destroyed: the descriptor and key went with the process. */
+    @Override
+    public void dpaHostSyncEventHandleFree(long handle) {
+        keys.hostSyncEventHandleFree(handle);
     }
 
     // ------------------------------------------------------------------ helpers

@@ -8,6 +8,7 @@ import java.util.Map;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevRdma;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevSyncEvent;
 import org.peerdirect.flexio.FlexioException;
 import org.peerdirect.flexio.FlexioMkey;
 
@@ -82,5 +83,39 @@ final class DpaKeys {
         dpa.h2dMemcpy(h, ByteBuffer.allocate(DocaDpaDevRdma.REMOTE_EVENT_SIZE).order(ByteOrder.LITTLE_ENDIAN)
                 .putLong(DocaDpaDevRdma.REMOTE_EVENT_ADDR, addr).putInt(DocaDpaDevRdma.REMOTE_EVENT_RKEY, rkey).array());
         return h;
+    }
+
+    /**
+     * A host sync event counter's DPA handle: a key of the DPA process over its 8 bytes, and a
+     * {@link DocaDpaDevSyncEvent#HOST_SIZE}-byte descriptor in the heap (address, key, the
+     * context's window, a zero lock); the descriptor's address with {@link DocaDpaDevSyncEvent#HOST_TAG}.
+     */
+    long hostSyncEventHandle(long va) {
+        int key = hostMkeyCreate(va, 8, true);
+        long d;
+        try {
+            d = dpa.memAlloc(DocaDpaDevSyncEvent.HOST_SIZE);
+        } catch (RuntimeException e) {
+            mkeyDestroy(key);
+            throw e;
+        }
+        try {
+            dpa.h2dMemcpy(d, ByteBuffer.allocate(DocaDpaDevSyncEvent.HOST_SIZE).order(ByteOrder.LITTLE_ENDIAN)
+                    .putLong(DocaDpaDevSyncEvent.HOST_VA, va).putInt(DocaDpaDevSyncEvent.HOST_MKEY, key)
+                    .putInt(DocaDpaDevSyncEvent.HOST_WINDOW, dpa.windowId()).array());
+        } catch (RuntimeException e) {
+            dpa.memFree(d);
+            mkeyDestroy(key);
+            throw e;
+        }
+        return d | DocaDpaDevSyncEvent.HOST_TAG;
+    }
+
+    /** Frees a handle of {@link #hostSyncEventHandle}: its key (read back from the descriptor), then the descriptor. */
+    void hostSyncEventHandleFree(long handle) {
+        long d = handle & ~DocaDpaDevSyncEvent.HOST_TAG;
+        int key = ByteBuffer.wrap(dpa.d2hMemcpy(d + DocaDpaDevSyncEvent.HOST_MKEY, 4)).order(ByteOrder.LITTLE_ENDIAN).getInt();
+        mkeyDestroy(key);
+        dpa.syncEventCounterFree(d);
     }
 }

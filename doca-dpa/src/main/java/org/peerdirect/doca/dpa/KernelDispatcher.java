@@ -29,34 +29,40 @@ import org.peerdirect.flexio.FlexioStatus;
  * (kernel trampoline, argument, thread count) by the copy path and calls the runtime's start RPC
  * (one WRITE-with-immediate), whose handler on the DPA activates the ranks; each rank calls the
  * kernel by symbol ({@code Dpa.call} of its launch trampoline), counts itself ended with a DPA
- * atomic, and the last rank advances the slot's finished count. No firmware command per launch.
+ * atomic, and the last rank sets or adds the completion event through the event's DPA handle
+ * (written into the slot with the launch: a DPA counter's address, or a host counter's window
+ * descriptor, {@code DocaSyncEvent.kernelCompletionDpaHandle}) after advancing the slot's finished
+ * count. No firmware command per launch, and no host thread between the last rank and the event.
  *
- * <p>[model] Still on the host, and left (issue 43): this thread waits for the wait events
- * (a poll every {@link #POLL_NANOS}), sees a launch end by reading its slot's finished count
- * (a copy, no command) and then sets or adds the completion event. Moving those to the DPA needs a
- * DPA dispatcher woken by the event's update, and a window for a counter in host memory that a
- * CPU-published event's waiter (which sleeps until a CPU update) would also see. So the completion
- * event never moves before the last rank ended, and a kernel never starts before its event passed.
- * Launches whose events pass at the same poll start in submission order.
+ * <p>[model] Still on the host, and left (issue 43): this thread waits for the wait events (a poll
+ * every {@link #POLL_NANOS}) and sees a launch end by reading its slot's finished count (a copy,
+ * no command) to free the slot and count the launch finished; moving the wait to the DPA needs a
+ * DPA dispatcher woken by the event's update. So the completion event never moves before the last
+ * rank ended (the rank runtime's order), and a kernel never starts before its wait event passed.
+ * Launches whose events pass at the same poll start in submission order. {@link LaunchStats}
+ * counts a launch finished when this thread sees it, which may be after its completion event
+ * moved: {@link #refresh} waits for that poll.
  *
- * <p>Lock rules: {@link #lock} guards {@link #launches}, {@link #stop} and {@link #failure}; the
- * thread never holds it while calling FlexIO (whose process lock a user's call may hold) or a sync
+ * <p>Lock rules: {@link #lock} guards {@link #launches}, {@link #stop}, {@link #failure} and the
+ * refresh counts; the thread never holds it while calling FlexIO (whose process lock a user's call may hold) or a sync
  * event. A launch and the slots are touched only by the dispatcher thread once submitted.
  */
 final class KernelDispatcher {
 
-    /** One {@code doca_dpa_kernel_launch_update_*}. */
-    record Launch(String call, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount, boolean add,
+    /** One {@code doca_dpa_kernel_launch_update_*}; {@code compHandle} is the completion event's DPA handle (0: none). */
+    record Launch(String call, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compHandle, long compCount, boolean add,
             int nthreads, FlexioFunc kernel, long arg) {
 
         /**
          * A launch of {@code doca_dpa_kernel_launch_update_*} {@code w} after its argument checks:
          * INVALID_VALUE for nthreads &lt; 1 or above {@code max} (read only then: the device's
          * capability), a function that is not a {@code __dpa_global__} kernel, arguments its pack
-         * function refuses.
+         * function refuses; then the completion event's DPA handle for {@code dpa}
+         * ({@code DocaSyncEvent.kernelCompletionDpaHandle}: INVALID_VALUE for an event of another
+         * DPA context or process, BAD_STATE for one not started), made once per event.
          */
         static Launch checked(String w, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount,
-                boolean add, int nthreads, java.util.function.IntSupplier max, FlexioFunc kernel, Object[] args) {
+                boolean add, int nthreads, java.util.function.IntSupplier max, FlexioFunc kernel, Object[] args, DocaDpa dpa) {
             DocaException.check(nthreads >= 1, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": nthreads " + nthreads);
             int m = max.getAsInt();
             DocaException.check(nthreads <= m, DocaError.DOCA_ERROR_INVALID_VALUE,
@@ -70,7 +76,8 @@ final class KernelDispatcher {
             } catch (IllegalArgumentException | IllegalStateException e) {
                 throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": arguments of " + kernel.name() + ": " + e.getMessage(), e);
             }
-            return new Launch(w, waitEvent, waitThreshold, compEvent, compCount, add, nthreads, kernel, arg);
+            long comp = compEvent == null ? 0 : compEvent.kernelCompletionDpaHandle(dpa);
+            return new Launch(w, waitEvent, waitThreshold, compEvent, comp, compCount, add, nthreads, kernel, arg);
         }
     }
 
@@ -120,6 +127,10 @@ final class KernelDispatcher {
     private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
     private boolean stop;
     private DocaException failure;
+    /** Polls asked by {@link #refresh} and the last one served (guarded by {@link #lock}); {@link #polled} signals a served one. */
+    private long refreshAsked;
+    private long refreshDone;
+    private final Condition polled = lock.newCondition();
     private final Thread thread;
 
     KernelDispatcher(DocaDpa dpa, FlexioProcess process, DocaDpa.WaitComparison comparison) {
@@ -147,6 +158,32 @@ final class KernelDispatcher {
         return inFlight.get();
     }
 
+    /** How long {@link #refresh} waits for the dispatcher's next poll at most. */
+    private static final long REFRESH_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+    /**
+     * Waits until the dispatcher thread completed a poll begun after this call (bounded by
+     * {@link #REFRESH_NANOS}; at once when it ended). The last rank advances its slot's finished
+     * count before it moves the completion event, so a caller that saw the event and refreshes
+     * then finds the launch counted finished ({@link #pending}, {@link LaunchStats}). Call without
+     * the DPA context's lock (the poll may take it, making a completion event's handle).
+     */
+    void refresh() {
+        lock.lock();
+        try {
+            long want = ++refreshAsked;
+            submitted.signalAll();
+            long left = REFRESH_NANOS;
+            while (refreshDone < want && !stop && failure == null && thread.isAlive() && left > 0) {
+                left = polled.awaitNanos(left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     DocaException failure() {
         lock.lock();
         try {
@@ -162,6 +199,7 @@ final class KernelDispatcher {
         try {
             stop = true;
             submitted.signalAll();
+            polled.signalAll();
         } finally {
             lock.unlock();
         }
@@ -175,15 +213,18 @@ final class KernelDispatcher {
     private void loop() {
         while (true) {
             List<Launch> waiting;
+            long asked;
             lock.lock();
             try {
-                while (!stop && failure == null && launches.isEmpty() && running.isEmpty()) {
+                while (!stop && failure == null && launches.isEmpty() && running.isEmpty() && refreshAsked == refreshDone) {
                     submitted.awaitUninterruptibly();
                 }
                 if (stop || failure != null) {
+                    polled.signalAll();
                     return;
                 }
                 waiting = new ArrayList<>(launches);
+                asked = refreshAsked;
             } finally {
                 lock.unlock();
             }
@@ -194,6 +235,13 @@ final class KernelDispatcher {
             } catch (RuntimeException e) {
                 fail(e);
                 return;
+            }
+            lock.lock();
+            try {
+                refreshDone = asked;
+                polled.signalAll();
+            } finally {
+                lock.unlock();
             }
             LockSupport.parkNanos(POLL_NANOS);
         }
@@ -246,8 +294,10 @@ final class KernelDispatcher {
                 + DocaDpaDevKernel.LAUNCH_SUFFIX + "): link doca-dpa-dev into the image (dpacc does)");
         Slot s = take(l);
         ByteBuffer w = ByteBuffer.allocate(DocaDpaDevKernel.C_FINISHED).order(ByteOrder.LITTLE_ENDIAN);
-        w.putLong(DocaDpaDevKernel.C_KERNEL, kernel).putLong(DocaDpaDevKernel.C_ARG, l.arg()).putLong(DocaDpaDevKernel.C_NTHREADS, l.nthreads());
-        try { // the completion event stays the host's (C_COMP 0): see the class comment
+        w.putLong(DocaDpaDevKernel.C_KERNEL, kernel).putLong(DocaDpaDevKernel.C_ARG, l.arg()).putLong(DocaDpaDevKernel.C_NTHREADS, l.nthreads())
+                .putLong(DocaDpaDevKernel.C_COMP, l.compHandle()).putLong(DocaDpaDevKernel.C_COMP_VALUE, l.compCount())
+                .putLong(DocaDpaDevKernel.C_COMP_ADD, l.add() ? 1 : 0);
+        try {
             process.host2devMemcpy(w.array(), s.ctl);
             process.callRuntime(DocaDpaDevKernel.START_SYMBOL, s.ctl);
         } catch (RuntimeException e) {
@@ -257,19 +307,33 @@ final class KernelDispatcher {
         return new Running(l, s);
     }
 
-    /** The smallest free slot with at least the launch's ranks, or a new one of exactly that many. */
+    /**
+     * The smallest free slot with at least the launch's ranks, or a new one of exactly that many.
+     * Running slots are looked at first when none is free: a launch whose completion event was
+     * seen has its finished count moved already (the rank runtime's order), so a host launching
+     * again on that event reuses the slot rather than making rank threads.
+     */
     private Slot take(Launch l) {
-        Slot best = null;
-        for (Slot s : free) {
-            if (s.capacity >= l.nthreads() && (best == null || s.capacity < best.capacity)) {
-                best = s;
-            }
+        Slot best = fits(l);
+        if (best == null) {
+            endFinished();
+            best = fits(l);
         }
         if (best != null) {
             free.remove(best);
             return best;
         }
         return newSlot(l);
+    }
+
+    private Slot fits(Launch l) {
+        Slot best = null;
+        for (Slot s : free) {
+            if (s.capacity >= l.nthreads() && (best == null || s.capacity < best.capacity)) {
+                best = s;
+            }
+        }
+        return best;
     }
 
     /**
@@ -316,7 +380,7 @@ final class KernelDispatcher {
         return s;
     }
 
-    /** Launches whose slot's finished count moved (every rank ended): the slot is free again, then the completion event moves. */
+    /** Launches whose slot's finished count moved (every rank ended, the last one moved the completion event): the slot is free again. */
     private void endFinished() {
         for (int i = 0; i < running.size(); i++) {
             Running r = running.get(i);
@@ -328,33 +392,8 @@ final class KernelDispatcher {
             running.remove(i--);
             r.slot().finished = finished;
             free.add(r.slot());
-            // counted ended before the completion event moves: whoever sees the event sees the counts
             dpa.launchStats.finished(r.launch());
             inFlight.decrementAndGet();
-            complete(r.launch());
-        }
-    }
-
-    /**
-     * Sets or adds the completion event. A counter in host memory takes the CPU's atomic add; one
-     * in this context's DPA memory (a DPA subscriber, as Seed 001's chain has) is read and written
-     * back through the runtime's copies: atomic against the other launches' completions (this one
-     * thread makes them all), not against DPA code adding to the same event at the same moment
-     * [model limit: the loopback QP does no RDMA atomics]. A DPA counter of another context fails
-     * the launch (INVALID_VALUE from its handle).
-     */
-    private void complete(Launch l) {
-        DocaSyncEvent ev = l.compEvent();
-        if (ev == null) {
-            return;
-        }
-        if (ev.subscriberLocation() == DocaSyncEvent.Location.DPA) {
-            long h = ev.getDpaHandle(dpa);
-            dpa.syncEventCounterSet(h, l.add() ? dpa.syncEventCounterGet(h) + l.compCount() : l.compCount());
-        } else if (l.add()) {
-            ev.updateAdd(l.compCount());
-        } else {
-            ev.updateSet(l.compCount());
         }
     }
 
@@ -362,6 +401,7 @@ final class KernelDispatcher {
         lock.lock();
         try {
             failure = e instanceof DocaException d ? d : new DocaException(DocaError.DOCA_ERROR_DRIVER, "kernel dispatcher: " + e.getMessage(), e);
+            polled.signalAll();
         } finally {
             lock.unlock();
         }

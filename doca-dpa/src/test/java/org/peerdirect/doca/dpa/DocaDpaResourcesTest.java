@@ -176,7 +176,9 @@ class DocaDpaResourcesTest extends DpaLabFixture {
         toHost.addPublisherLocationDpa(dpa);
         toHost.addSubscriberLocationCpu(dev);
         toHost.start();
-        refused(DocaError.DOCA_ERROR_NOT_SUPPORTED, () -> toHost.getDpaHandle(dpa), "a DPA publisher of a counter the host subscribes to");
+        toHost.getDpaHandle(dpa); // a DPA publisher of a counter the host subscribes to: reached through the window (DocaDpaHostEventTest)
+        toHost.stop();
+        refused(DocaError.DOCA_ERROR_BAD_STATE, () -> toHost.getDpaHandle(dpa), "a stopped event's DPA handle");
         toHost.destroy();
 
         DocaDpaThread t = DocaDpaThread.create(dpa);

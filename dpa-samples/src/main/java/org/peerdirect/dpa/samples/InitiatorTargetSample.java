@@ -9,7 +9,6 @@ import java.util.function.Function;
 
 import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.DocaError;
-import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaNotificationCompletion;
@@ -35,8 +34,7 @@ import org.peerdirect.kernel.mm.AddressSpace;
  *
  * <p>Where the model differs (README "DPA samples"), besides {@link DpaCommon}'s: the initiator has
  * no completion context (the C sample's has no thread; this doca-dpa refuses to start a completion
- * context without one, BAD_STATE); the completion event's subscriber is the DPA as well (a DPA
- * publisher's counter in host memory has no DPA handle here, NOT_SUPPORTED); the sent values live
+ * context without one, BAD_STATE); the sent values live
  * in a map of DPA memory, four words, not one host variable rewritten after each post (a host
  * map has no DPA handle here; and rewriting the buffer right after the RPC races the NIC's read of
  * it); the RPCs' device log lines print nothing (an RPC has no DOCA thread); the wait is bounded.
@@ -185,18 +183,7 @@ final class InitiatorTargetSample {
 
         log.info(SAMPLE, 302, "dpa_initiator_target", "Create completion DOCA sync event");
         long waitSyncEvThreshold = 9;
-        DocaSyncEvent compEvent = steps.call(308, "create_doca_dpa_completion_sync_event", () -> {
-            DocaSyncEvent ev = DocaSyncEvent.create();
-            try {
-                ev.addPublisherLocationDpa(r.pfDpaCtx);
-                ev.addSubscriberLocationDpa(r.pfDpaCtx); // [model] see the class comment
-                ev.start();
-                return ev;
-            } catch (DocaException e) {
-                ev.destroy();
-                throw e;
-            }
-        });
+        DocaSyncEvent compEvent = steps.call(308, "create_doca_dpa_completion_sync_event", () -> DpaCommon.createCompletionSyncEvent(r));
         steps.undo(456, "doca_sync_event_destroy", compEvent::destroy);
         long seHandle = steps.call(308, "create_doca_dpa_completion_sync_event", () -> compEvent.getDpaHandle(r.pfDpaCtx));
         log.info(SAMPLE, 313, "dpa_initiator_target", "Update Target DPA thread #2 device argument");

@@ -29,9 +29,7 @@ import org.peerdirect.kernel.mm.AddressSpace;
  * function's order. The host logs nothing but {@code main}'s two lines; the device's
  * {@code "Ping --> Pong Iteration #n"} lines (100 per side) come after them, printed when the context stops.
  *
- * <p>Differences (README "DPA samples"), besides {@link DpaCommon}'s: each completion event's
- * subscriber is the DPA as well (a DPA publisher's counter in host memory has no DPA handle here);
- * the RPC's {@code "Trigger First Ping --> Pong Iteration"} prints nothing (an RPC has no DOCA
+ * <p>Differences (README "DPA samples"), besides {@link DpaCommon}'s: the RPC's {@code "Trigger First Ping --> Pong Iteration"} prints nothing (an RPC has no DOCA
  * thread); the device structs are 8-byte words; the waits are bounded.
  */
 final class PingPongSample {
@@ -104,14 +102,14 @@ final class PingPongSample {
         });
     }
 
-    /** A completion sync event, DPA publisher and (here) DPA subscriber [model]; its DPA handle. */
+    /** A completion sync event ({@code create_doca_dpa_completion_sync_event}: DPA publisher, CPU subscriber); its DPA handle. */
     private long event(DpaCommon.Resources r, DocaSyncEvent[] made, int errLine, int destroyLine) {
         DocaSyncEvent ev = steps.call(errLine, "create_doca_dpa_completion_sync_event", DocaSyncEvent::create);
         steps.undo(destroyLine, "doca_sync_event_destroy", ev::destroy);
         made[0] = ev;
         return steps.call(errLine, "create_doca_dpa_completion_sync_event", () -> {
             ev.addPublisherLocationDpa(r.pfDpaCtx);
-            ev.addSubscriberLocationDpa(r.pfDpaCtx);
+            ev.addSubscriberLocationCpu(r.pfDocaDevice);
             ev.start();
             return ev.getDpaHandle(r.pfDpaCtx);
         });

@@ -19,10 +19,13 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * the launch's words (its copy path), then calls {@value #START_SYMBOL} (one WRITE-with-immediate):
  * no firmware command per launch.
  *
- * <p>Order: a rank's kernel writes come before its count (a W→W fence), and the last rank's count
- * before the completion event's update (the sync event's own fence), which comes before the
- * finished count: whoever sees the event moved sees every rank's work and, once the finished
- * count moved, the block free for the next launch. One launch at a time per control block.
+ * <p>Order: a rank's kernel writes come before its count (a W→W fence); the last rank reads the
+ * completion words, then advances the finished count (an atomic: the block is free for the next
+ * launch once it moved), then updates the completion event through its DPA handle (the sync
+ * event's own fence first). So whoever sees the event moved sees every rank's work and the slot's
+ * finished count already moved: a host that launches again at once finds the slot free. The event
+ * may be a counter in DPA memory or, through the window, in host memory ({@link DocaDpaDevSyncEvent}).
+ * One launch at a time per control block.
  */
 public final class DocaDpaDevKernel {
 
@@ -66,23 +69,24 @@ public final class DocaDpaDevKernel {
 
     /**
      * {@value #RANK_SYMBOL} (argument: the control block): calls the kernel through its trampoline,
-     * counts the rank ended; the last rank moves the completion event, then the finished count.
+     * counts the rank ended; the last rank advances the finished count, then moves the completion event.
      */
     public static void rankHandler(long c) {
         Dpa.call((int) Dpa.ld64(c + C_KERNEL), Dpa.ld64(c + C_ARG));
         Dpa.memoryFence(Dpa.RW, Dpa.W); // the kernel's accesses before the count
         long n = Dpa.ld64(c + C_NTHREADS);
         if (Dpa.amoAdd64(c + C_ENDED, 1) == n - 1) {
-            long ev = Dpa.ld64(c + C_COMP);
+            long ev = Dpa.ld64(c + C_COMP); // read before the finished count frees the block for the next launch's words
+            long value = Dpa.ld64(c + C_COMP_VALUE);
+            boolean add = Dpa.ld64(c + C_COMP_ADD) != 0;
+            Dpa.amoAdd64(c + C_FINISHED, 1);
             if (ev != 0) {
-                if (Dpa.ld64(c + C_COMP_ADD) != 0) {
-                    DocaDpaDevSyncEvent.updateAdd(ev, Dpa.ld64(c + C_COMP_VALUE));
+                if (add) {
+                    DocaDpaDevSyncEvent.updateAdd(ev, value);
                 } else {
-                    DocaDpaDevSyncEvent.updateSet(ev, Dpa.ld64(c + C_COMP_VALUE));
+                    DocaDpaDevSyncEvent.updateSet(ev, value);
                 }
             }
-            Dpa.memoryFence(Dpa.W, Dpa.W);
-            Dpa.amoAdd64(c + C_FINISHED, 1);
         }
         FlexioDev.threadReschedule();
     }

@@ -1,50 +1,107 @@
 package org.peerdirect.doca.dpa.dev;
 
+import org.peerdirect.flexio.dev.FlexioDev;
 import org.peerdirect.hca.dpa.isa.Dpa;
 
 /**
  * {@code doca_dpa_dev_sync_event.h}: a sync event on the DPA, by the handle the host got from
- * {@code doca_sync_event_get_dpa_handle}. [model] The handle is the DPA address of the event's
- * 8-byte counter, which lives in the DPA context's memory when the DPA subscribes (DPA_MODEL.md
- * §2.5); the calls are the DPA's own loads, atomics and a busy-wait, as DOCA's are. A counter the
- * host subscribes to (a DPA publisher reaching host memory through a window) has no DPA handle yet.
+ * {@code doca_sync_event_get_dpa_handle}. [model] DOCA does not publish its handle; here it is one
+ * of two forms:
+ * <ul>
+ * <li>a DPA subscriber's counter lives in the DPA context's memory (DPA_MODEL.md §2.5): the handle
+ * is its DPA address (8-byte aligned) and the calls are the DPA's own loads and atomics;</li>
+ * <li>a CPU subscriber's counter lives in host memory (a DPA publisher, as NVIDIA's
+ * {@code dpa_kernel_launch} and {@code dpa_initiator_target} samples have for their completion
+ * events): the handle is the DPA address of a {@link #HOST_SIZE}-byte descriptor with
+ * {@link #HOST_TAG} set in bit 0, holding the counter's host address ({@link #HOST_VA}), a key of
+ * the DPA process over it ({@link #HOST_MKEY}), the DPA context's window ({@link #HOST_WINDOW})
+ * and a spin lock ({@link #HOST_LOCK}). The DPA reaches the counter through its window (window
+ * entity 1, configured at each call as {@code flexio_dev_msg} does): a load after
+ * {@code window_read_inv}, a store followed by {@code window_writeback}. The window has no atomics,
+ * so {@link #updateAdd} is a read-modify-write under the descriptor's lock: atomic against every
+ * other DPA update of the event (they all take it), not against a host update of the same
+ * counter (the CPU is the subscriber; DOCA allows one publisher).</li>
+ * </ul>
  *
- * <p>Ordering: {@link #updateAdd} and {@link #updateSet} are atomic and come after the calling
- * thread's earlier writes to DPA memory (a W→W memory fence first), so a waiter that sees the new
- * value sees what the thread wrote before it.
+ * <p>Ordering: {@link #updateAdd} and {@link #updateSet} come after the calling thread's earlier
+ * writes to DPA memory (a W→W memory fence first) and, for a host counter, after its earlier window
+ * writes (a window write-back first), so a waiter that sees the new value sees what the thread
+ * wrote before it.
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/doca+dpa/index.html">doca_dpa_dev_sync_event_get, _update_add, _update_set, _wait_gt</a>
  */
 public final class DocaDpaDevSyncEvent {
+
+    /** Bit 0 of a handle naming a host counter's descriptor (DPA heap blocks are 64-byte aligned). */
+    public static final long HOST_TAG = 1;
+    /** Host counter descriptor: host address (u64), key (u32), window id (u32), lock (u32). */
+    public static final int HOST_VA = 0, HOST_MKEY = 8, HOST_WINDOW = 12, HOST_LOCK = 16, HOST_SIZE = 24;
+    /** Process error when the window cannot be configured with the descriptor's key (the event was stopped under the DPA): async ops' code, the same fault. */
+    public static final int ERROR_NO_WINDOW = DocaDpaDevAsyncOps.ERROR_NO_WINDOW;
 
     private DocaDpaDevSyncEvent() {
     }
 
     /** The event's value ({@code doca_dpa_dev_sync_event_get}). */
     public static long get(long handle) {
-        return Dpa.ld64(handle);
+        if ((handle & HOST_TAG) == 0) {
+            return Dpa.ld64(handle);
+        }
+        long p = hostCounter(handle - HOST_TAG);
+        Dpa.windowReadInv(); // the host's or another thread's latest write, not this thread's cached line
+        return Dpa.ld64(p);
     }
 
     /** Atomically adds {@code value} ({@code doca_dpa_dev_sync_event_update_add}). */
     public static void updateAdd(long handle, long value) {
         Dpa.memoryFence(Dpa.W, Dpa.W);
-        Dpa.amoAdd64(handle, value);
+        if ((handle & HOST_TAG) == 0) {
+            Dpa.amoAdd64(handle, value);
+            return;
+        }
+        long d = handle - HOST_TAG;
+        Dpa.windowWriteback(); // earlier window writes before the counter's
+        FlexioDev.spinLock(d + HOST_LOCK);
+        long p = hostCounter(d);
+        Dpa.windowReadInv();
+        Dpa.st64(p, Dpa.ld64(p) + value);
+        Dpa.windowWriteback(); // in host memory before the lock goes: the next adder reads it
+        FlexioDev.spinUnlock(d + HOST_LOCK);
     }
 
-    /** Sets the value ({@code doca_dpa_dev_sync_event_update_set}): an atomic swap, single-copy atomic. */
+    /** Sets the value ({@code doca_dpa_dev_sync_event_update_set}): single-copy atomic. */
     public static void updateSet(long handle, long value) {
         Dpa.memoryFence(Dpa.W, Dpa.W);
-        Dpa.amoSwap64(handle, value);
+        if ((handle & HOST_TAG) == 0) {
+            Dpa.amoSwap64(handle, value);
+            return;
+        }
+        long d = handle - HOST_TAG;
+        Dpa.windowWriteback();
+        FlexioDev.spinLock(d + HOST_LOCK); // not between an adder's read and its write
+        long p = hostCounter(d);
+        Dpa.st64(p, value);
+        Dpa.windowWriteback();
+        FlexioDev.spinUnlock(d + HOST_LOCK);
     }
 
     /**
      * Busy-waits until {@code (value & mask) > threshold}, unsigned
      * ({@code doca_dpa_dev_sync_event_wait_gt}); the EU stays taken, as DOCA's does. A host update
-     * arrives through the NIC, which is coherent with DPA memory.
+     * of a DPA counter arrives through the NIC, which is coherent with DPA memory; a host counter
+     * is read through the window after {@code window_read_inv} each time.
      */
     public static void waitGt(long handle, long threshold, long mask) {
-        while (Long.compareUnsigned(Dpa.ld64(handle) & mask, threshold) <= 0) {
+        while (Long.compareUnsigned(get(handle) & mask, threshold) <= 0) {
             Dpa.compilerBarrier();
         }
+    }
+
+    /** The host counter's address in window entity 1, configured with the descriptor's window and key. */
+    private static long hostCounter(long d) {
+        if (Dpa.windowConfig(Dpa.WINDOW_ENTITY_1, Dpa.ld32(d + HOST_WINDOW), Dpa.ld32(d + HOST_MKEY)) != 0) {
+            Dpa.error(ERROR_NO_WINDOW);
+        }
+        return Dpa.windowPtrAcquire(Dpa.WINDOW_ENTITY_1, Dpa.ld64(d + HOST_VA));
     }
 }

@@ -81,6 +81,19 @@ public final class KernelProgs {
         DocaDpaDevSyncEvent.updateAdd(Dpa.ld64(record + HANDLE), 1);
     }
 
+    /** How many adds each rank of {@link #countOnMany} makes. */
+    public static final int MANY = 40;
+
+    /** Each rank adds 1 to the event {@link #MANY} times, a rank-dependent step between adds (the adds of ranks interleave). */
+    @DpaGlobal
+    static void countOnMany(long record) {
+        long h = Dpa.ld64(record + HANDLE);
+        for (int i = 0; i < MANY; i++) {
+            DocaDpaDevSyncEvent.updateAdd(h, 1);
+            Dpa.amoAdd64(record + 8, DocaDpaDev.threadRank() + 1L);
+        }
+    }
+
     /** Each rank counts itself started, waits until the event passes 4 ({@code wait_gt}), then reads it and counts itself ended. */
     @DpaGlobal
     static void waitOn(long record) {
@@ -144,6 +157,26 @@ public final class KernelProgs {
     @DpaRpc
     static long load64(long daddr) {
         return Dpa.ld64(daddr);
+    }
+
+    /** {@code doca_dpa_dev_sync_event_update_set} from an RPC; 0. */
+    @DpaRpc
+    static long eventSet(long handle, long value) {
+        DocaDpaDevSyncEvent.updateSet(handle, value);
+        return 0;
+    }
+
+    /** {@code doca_dpa_dev_sync_event_update_add} from an RPC; 0. */
+    @DpaRpc
+    static long eventAdd(long handle, long value) {
+        DocaDpaDevSyncEvent.updateAdd(handle, value);
+        return 0;
+    }
+
+    /** {@code doca_dpa_dev_sync_event_get} from an RPC. */
+    @DpaRpc
+    static long eventGet(long handle) {
+        return DocaDpaDevSyncEvent.get(handle);
     }
 
     /** The DS RPC sample's shape: a result from arguments. */
