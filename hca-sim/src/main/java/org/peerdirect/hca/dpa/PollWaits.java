@@ -81,7 +81,11 @@ final class PollWaits {
                     }
                     nanos = changed.awaitNanos(nanos);
                 }
-                woken++;
+                if (nanos <= 0) { // changed, but seen only after the bound: a write whose wake-up was missed
+                    timedOut++;
+                } else {
+                    woken++;
+                }
                 return true;
             } finally {
                 waiters--;
@@ -94,12 +98,12 @@ final class PollWaits {
         }
     }
 
-    /** Wakes every waiter now (a process ends: its harts leave their waits and see it). */
-    void wakeAll() {
-        written();
+    /** Harts waiting now. */
+    int waiting() {
+        return waiters;
     }
 
-    /** {woken by a write, ended by the bound}. */
+    /** {woken by a write before the bound, ended by the bound}. */
     long[] counts() {
         lock.lock();
         try {

@@ -86,7 +86,7 @@ class PollWaitTest extends DpaRig {
     }
 
     @Test
-    void aHartWritingWhatAnotherPollsWakesIt() throws Exception {
+    void aHartsStoreIsSeenByTwoWaitingPollers() throws Exception {
         boot(DpaConfig.test(6, 34).concurrent().withWatchdog(Long.MAX_VALUE));
         int[] spinners = {thread("spin", heap), thread("spin", heap)};
         for (int s : spinners) {
