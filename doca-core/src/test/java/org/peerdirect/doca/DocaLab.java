@@ -55,13 +55,18 @@ public final class DocaLab implements AutoCloseable {
     final List<AddressSpace> procs = new ArrayList<>();
 
     public DocaLab(Path tmp, int devices) {
+        this(tmp, devices, ConnectX4Device.DEVICE_BLUEFIELD3);
+    }
+
+    /** As {@link #DocaLab(Path, int)} with models of PCI device id {@code deviceId} ({@code ConnectX4Device.DEVICE_*}). */
+    public DocaLab(Path tmp, int devices, int deviceId) {
         mm = new Mm(96L << 20, true, tmp.resolve("swap"), 1 << 20);
         iommu = new Iommu(mm);
         bus = new StandalonePciBus(iommu);
         core = new IbCore(null);
         Fabric fabric = new Fabric();
         for (int i = 0; i < devices; i++) {
-            ConnectX4Device m = new ConnectX4Device("BlueField-3", ConnectX4Device.DEVICE_BLUEFIELD3, fabric);
+            ConnectX4Device m = new ConnectX4Device(deviceId == ConnectX4Device.DEVICE_BLUEFIELD3 ? "BlueField-3" : "ConnectX", deviceId, fabric);
             PciFunction fn = bus.register(m.spec());
             Mlx5CoreDev c = new Mlx5CoreDev("mlx5_" + i, fn, mm, Mlx5CoreDev.Settings.DEFAULT);
             c.load();

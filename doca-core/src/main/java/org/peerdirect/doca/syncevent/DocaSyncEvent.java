@@ -572,9 +572,21 @@ public final class DocaSyncEvent {
         return devinfo == null ? DocaError.DOCA_ERROR_INVALID_VALUE : DocaError.DOCA_SUCCESS;
     }
 
-    /** {@code doca_sync_event_cap_is_export_to_dpa_supported}: NOT_SUPPORTED (a device alone has no DPA context to export to; {@link #getDpaHandle} is the way here). */
+    /**
+     * {@code doca_sync_event_cap_is_export_to_dpa_supported}: whether an event on this device can
+     * have a DPA handle ({@link #getDpaHandle}): DOCA_SUCCESS when the device reports a DPA (its
+     * DPA capability block, read for the call as libflexio reads it: the BlueField-3 here),
+     * NOT_SUPPORTED otherwise (the ConnectX models, mlx4), DRIVER when the device cannot be asked.
+     */
     public static DocaError capIsExportToDpaSupported(DocaDevinfo devinfo) {
-        return devinfo == null ? DocaError.DOCA_ERROR_INVALID_VALUE : DocaError.DOCA_ERROR_NOT_SUPPORTED;
+        if (devinfo == null) {
+            return DocaError.DOCA_ERROR_INVALID_VALUE;
+        }
+        try (org.peerdirect.ib.core.verbs.IbvContext c = devinfo.ibvDevice().open(devinfo.process())) {
+            return org.peerdirect.flexio.FlexioHcaCaps.query(c).dpa() ? DocaError.DOCA_SUCCESS : DocaError.DOCA_ERROR_NOT_SUPPORTED;
+        } catch (KernelException | org.peerdirect.flexio.FlexioException e) {
+            return DocaError.DOCA_ERROR_DRIVER;
+        }
     }
 
     @Override

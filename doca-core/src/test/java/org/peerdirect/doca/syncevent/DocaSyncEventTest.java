@@ -94,6 +94,23 @@ class DocaSyncEventTest {
         }
     }
 
+    /**
+     * {@code doca_sync_event_cap_is_export_to_dpa_supported} answers per device: a BlueField-3
+     * reports a DPA (an event there can have a DPA handle), a ConnectX-6 Dx reports none; null is
+     * INVALID_VALUE; the query closes the context it opened.
+     */
+    @Test
+    void exportToDpaIsSupportedOnADeviceWithADpaOnly(@TempDir Path cxTmp) {
+        assertEquals(DocaError.DOCA_SUCCESS, DocaSyncEvent.capIsExportToDpaSupported(dev.asDevinfo()), "a BlueField-3");
+        assertEquals(1, lab.core.openContexts(lab.devs.get(0)), "only the open DocaDev's context: the query closed its own");
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, DocaSyncEvent.capIsExportToDpaSupported(null));
+        try (DocaLab cx = new DocaLab(cxTmp, 1, org.peerdirect.hca.cx4.ConnectX4Device.DEVICE_CONNECTX6DX)) {
+            org.peerdirect.doca.dev.DocaDevinfo info = cx.devinfos(cx.process("cx")).get(0);
+            assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, DocaSyncEvent.capIsExportToDpaSupported(info), "a ConnectX-6 Dx has no DPA");
+            assertEquals(0, cx.core.openContexts(cx.devs.get(0)), "the query closed its context");
+        }
+    }
+
     @Test
     void locationsAreConfiguredOnceAndBeforeStart() {
         DocaSyncEvent ev = DocaSyncEvent.create();
@@ -136,7 +153,6 @@ class DocaSyncEventTest {
         assertEquals(3, fromDpa.get());
         assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, status(() -> fromDpa.getDpaHandle(dpa)));
         assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, status(fromDpa::exportToRemoteNet), "the publisher is not remote");
-        assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, DocaSyncEvent.capIsExportToDpaSupported(dev.asDevinfo()));
         fromDpa.destroy();
 
         DocaSyncEvent cpu = cpuEvent();

@@ -29,6 +29,15 @@ import org.peerdirect.flexio.FlexioProcess;
  * take a completion context (BAD_STATE), a started completion context cannot change its thread
  * (BAD_STATE), one with contexts attached cannot be stopped or destroyed (IN_USE).
  *
+ * <p>The thread is optional: DOCA DPA Comms documents "manual polling — users may manually poll
+ * the Completion Context without assigning it to a DPA Thread", and the samples' common
+ * {@code dpa_completion_obj_init} calls {@code doca_dpa_completion_set_thread} only when it has a
+ * thread, then {@code doca_dpa_completion_start} either way ({@code dpa_initiator_target}'s
+ * initiator context has none). Without a thread the CQ is of element type NON_DPA_CQ and not
+ * armed: nothing is triggered, a kernel or a thread reads it with {@code doca_dpa_dev_get_completion}.
+ * [model] A {@code doca_dpa_dev_completion_request_notification} on it arms a CQ whose events go
+ * to the host's EQ 0 and wake no DPA thread (DOCA does not say what it does there).
+ *
  * <p>Not thread-safe, as DOCA documents; its DPA context's lock is taken for each call.
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/doca+dpa/index.html">doca_dpa_completion_create, _set_thread, _start, _get_dpa_handle, _stop, _destroy</a>
@@ -100,21 +109,24 @@ public final class DocaDpaCompletion {
     }
 
     /**
-     * {@code doca_dpa_completion_start}: the CQ with its ring in the DPA heap, bound to the thread and armed.
+     * {@code doca_dpa_completion_start}: the CQ with its ring in the DPA heap, bound to the thread
+     * and armed; without a thread, a CQ only polled (see the class comment).
      *
-     * @throws DocaException BAD_STATE (started, no thread, the thread not started or already run),
+     * @throws DocaException BAD_STATE (started, the thread not started or already run),
      *         NO_MEMORY, DRIVER (FlexIO refused the CQ)
      */
     public void start() {
         String w = "doca_dpa_completion_start";
         check(w);
         DocaException.check(state != State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, w + ": started already");
-        DocaException.check(thread != null, DocaError.DOCA_ERROR_BAD_STATE, w + ": no thread (doca_dpa_completion_set_thread first)");
-        DocaException.check(!thread.running(), DocaError.DOCA_ERROR_BAD_STATE, w + ": " + thread + " runs already (start before doca_dpa_thread_run)");
+        DocaException.check(thread == null || !thread.running(), DocaError.DOCA_ERROR_BAD_STATE,
+                w + ": " + thread + " runs already (start before doca_dpa_thread_run)");
         dpa.lock.lock();
         try {
             FlexioProcess p = dpa.process(w);
-            int tid = thread.threadId(w);
+            if (thread != null) {
+                thread.threadId(w); // BAD_STATE unless the thread is started
+            }
             int depth = 1 << logDepth;
             ring = dpa.memAlloc(64L * depth);
             dbr = dpa.memAlloc(64);
@@ -127,9 +139,13 @@ public final class DocaDpaCompletion {
             dpa.h2dMemcpy(ring, cqes);
             dpa.memset(dbr, 0, 64);
             outbox = FlexioOutbox.create(p);
-            cq = FlexioCq.create(p, new FlexioCq.Attr(logDepth, FlexioCq.ElementType.DPA_THREAD, thread.handler(), ring, dbr));
-            thread.completionBound(1);
-            thread.attachCompletion(this); // dpa:doca shows it under its thread
+            if (thread != null) {
+                cq = FlexioCq.create(p, new FlexioCq.Attr(logDepth, FlexioCq.ElementType.DPA_THREAD, thread.handler(), ring, dbr));
+                thread.completionBound(1);
+                thread.attachCompletion(this); // dpa:doca shows it under its thread
+            } else { // polled only: a CQ of no DPA thread, not armed (FlexIO arms DPA_THREAD CQs only)
+                cq = FlexioCq.create(p, new FlexioCq.Attr(logDepth, FlexioCq.ElementType.NON_DPA_CQ, null, ring, dbr));
+            }
             ByteBuffer b = ByteBuffer.allocate(DESC_SIZE).order(ByteOrder.LITTLE_ENDIAN);
             b.putLong(OFF_RING, ring).putLong(OFF_DBR, dbr).putLong(OFF_ELEMS, elems).putInt(OFF_CQN, cq.cqNum()).putInt(OFF_LOG, logDepth)
                     .putInt(OFF_OUTBOX, outbox.id());
@@ -190,8 +206,10 @@ public final class DocaDpaCompletion {
         if (cq != null) {
             cq.destroy();
             cq = null;
-            thread.completionBound(-1);
-            thread.detachCompletion(this);
+            if (thread != null) {
+                thread.completionBound(-1);
+                thread.detachCompletion(this);
+            }
         }
         if (outbox != null) {
             outbox.destroy();

@@ -70,13 +70,40 @@ class DocaDpaCompletionTest extends DpaLabFixture {
         t.destroy();
     }
 
+    /**
+     * DOCA's "manual polling": a completion context started with no thread (as the samples'
+     * {@code dpa_completion_obj_init} does for the initiator) is a CQ no thread is bound to; it
+     * still has a handle, stops and destroys, and may not take a thread while started. (A kernel
+     * polling it: doca-rdma's {@code DocaRdmaTest}.)
+     */
+    @Test
+    void aCompletionContextWithoutAThreadStartsAsACqOnlyPolled() {
+        dpa.start();
+        long before = cqs();
+        DocaDpaCompletion c = DocaDpaCompletion.create(dpa, 4);
+        c.start();
+        assertNotEquals(0, c.getDpaHandle());
+        assertEquals(before + 1, cqs(), "one CQ more in the firmware: " + lab.models.get(0).devxDescribe());
+        assertTrue(c.toString().contains("started") && !c.toString().contains("thread"), c.toString());
+        DocaDpaThread t = thread();
+        t.start();
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(() -> c.setThread(t)), "a thread set after start");
+        c.stop();
+        assertEquals(before, cqs(), "stop destroyed the CQ");
+        c.setThread(t); // stopped: it may take a thread now, and starts bound to it
+        c.start();
+        assertEquals(before + 1, cqs());
+        c.destroy();
+        assertEquals(before, cqs());
+        t.destroy();
+    }
+
     @Test
     void callsInTheWrongOrderAnswerDocasErrors() {
         dpa.start();
         assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> DocaDpaCompletion.create(dpa, 0)), "queue size 0");
         assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> DocaDpaCompletion.create(null, 4)));
         DocaDpaCompletion c = DocaDpaCompletion.create(dpa, 4);
-        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(c::start), "no thread");
         assertEquals(DocaError.DOCA_ERROR_BAD_STATE, status(c::getDpaHandle), "not started");
         assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> c.setThread(null)));
         DocaDpaThread t = thread();

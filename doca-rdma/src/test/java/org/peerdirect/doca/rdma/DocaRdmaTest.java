@@ -15,7 +15,6 @@ import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
-import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.dpa.DpaLabFixture;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevRdma;
@@ -60,14 +59,9 @@ class DocaRdmaTest extends DpaLabFixture {
         return dpaMmap(dpa, dev, daddr, len, RW);
     }
 
-    /** A completion context on a started thread that is never run: the host polls it through an RPC. */
+    /** A completion context with no thread (DOCA's manual polling): an RPC or a kernel polls it. */
     private DocaDpaCompletion polledCompletion() {
-        DocaDpaThread t = DocaDpaThread.create(dpa);
-        t.setFuncArg(RdmaProgsStubs.THREAD2, 0);
-        t.start();
-        undo.add(t::destroy);
         DocaDpaCompletion c = DocaDpaCompletion.create(dpa, 8);
-        c.setThread(t);
         c.start();
         undo.add(c::destroy);
         return c;
@@ -118,6 +112,43 @@ class DocaRdmaTest extends DpaLabFixture {
         }
         assertEquals(DocaDpaDevCompletion.COMP_SEND, first, "the first write asked for its completion");
         assertEquals(-1, poll(comp), "the second did not (OPTIMIZE_REPORTS)");
+    }
+
+    /**
+     * DOCA's manual polling from a kernel: a completion context started without a thread takes
+     * the writer's reported completion, and a kernel rank reading it with
+     * {@code doca_dpa_dev_get_completion} sees its type and the connection's user data.
+     */
+    @Test
+    void aKernelPollsACompletionContextThatHasNoThread() {
+        DocaDpaCompletion comp = polledCompletion();
+        DocaRdma writer = rdma(comp);
+        DocaRdma peer = rdma(null);
+        connect(writer, peer);
+        long src = alloc(64);
+        long dst = alloc(64);
+        dpa.h2dMemcpy(src, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0x5a5a).array());
+        int srcKey = dpaMap(src, 64).devGetDpaHandle(dev);
+        DocaMmap remote = DocaMmap.createFromExport(0, dpaMap(dst, 64).exportRdma(dev), dev);
+        undo.add(remote::destroy);
+        DocaSyncEvent done = DocaSyncEvent.create();
+        done.addPublisherLocationDpa(dpa);
+        done.addSubscriberLocationCpu(dev);
+        done.start();
+        undo.add(done::destroy);
+        long b = alloc(24);
+        dpa.h2dMemcpy(b, ByteBuffer.allocate(24).order(ByteOrder.LITTLE_ENDIAN).putLong(comp.getDpaHandle()).putLong(-1).putLong(-1).array());
+
+        dpa.kernelLaunchUpdateSet(null, 0, done, 1, 1, RdmaProgsStubs.POLL_KERNEL, b); // polls before anything arrives
+        dpa.rpc(RdmaProgsStubs.POST_WRITE, writer.getDpaHandle(), 0, remote.devGetDpaHandle(dev), dst, srcKey, src, 8L,
+                DocaDpaDevRdma.SUBMIT_FLAG_FLUSH);
+        done.waitGt(0, -1L, java.time.Duration.ofSeconds(60));
+        assertEquals(1, done.get(), "the polling kernel ended: " + dpa.kernelFailure());
+        ByteBuffer r = ByteBuffer.wrap(dpa.d2hMemcpy(b + 8, 16)).order(ByteOrder.LITTLE_ENDIAN);
+        assertEquals(DocaDpaDevCompletion.COMP_SEND, r.getLong(), "the kernel read the write's completion");
+        assertEquals(0, r.getLong(), "its user data: the writer's connection 0");
+        assertEquals(0x5a5a, le64(dpa.d2hMemcpy(dst, 8)), "the write landed");
+        assertEquals(-1, poll(comp), "acknowledged: nothing left");
     }
 
     @Test
@@ -276,6 +307,53 @@ class DocaRdmaTest extends DpaLabFixture {
         }
         List<String> crashes = lab.crashes();
         assertTrue(crashes.stream().anyMatch(l -> l.contains("C8") && l.contains("RdmaProgs.postLoop:") && l.contains("DocaDpaDevRdma.post:")),
+                crashes.toString());
+    }
+
+    /**
+     * Check C8 on a handle's receives ({@code post_receive} names no connection: the handle's
+     * receive queue is one object): a rank posting receives beside a rank writing on a connection
+     * of the same handle is silent (a receive queue and a send queue), two ranks posting receives
+     * on one handle are C8 naming the receive (strict: the process ends).
+     */
+    @Test
+    void twoRanksPostingReceivesOnOneHandleIsC8AndAReceiveBesideAWriteIsSilent() {
+        DocaRdma writer = DocaRdma.create(dev);
+        writer.setPermissions(RW);
+        writer.setDatapathOnDpa(dpa);
+        writer.setMaxNumConnections(2);
+        writer.start();
+        undo.add(writer::destroy);
+        connect(writer, rdma(null));
+        connect(writer, rdma(null));
+        long buf = alloc(64);
+        int key = dpaMap(buf, 64).devGetDpaHandle(dev);
+        DocaSyncEvent done = DocaSyncEvent.create();
+        done.addPublisherLocationDpa(dpa);
+        done.addSubscriberLocationCpu(dev);
+        done.start();
+        undo.add(done::destroy);
+        long b = alloc(RdmaProgs.PL_SIZE);
+        java.util.function.LongUnaryOperator posts = r -> dpa.rpc(RdmaProgsStubs.LOAD64, b + RdmaProgs.PL_POSTS + 8 * r);
+
+        dpa.h2dMemcpy(b, postLoopBlock(writer.getDpaHandle(), -1, 0, key, buf)); // rank 0 receives, rank 1 writes on connection 0
+        dpa.kernelLaunchUpdateSet(null, 0, done, 1, 2, RdmaProgsStubs.POST_LOOP, b);
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (posts.applyAsLong(0) < 500 || posts.applyAsLong(1) < 500) {
+            assertTrue(dpa.kernelFailure() == null && System.nanoTime() < deadline, "both ranks post: " + lab.findings());
+        }
+        dpa.memset(b + RdmaProgs.PL_STOP, 1, 8);
+        done.waitGt(0, -1L, java.time.Duration.ofSeconds(60));
+        assertTrue(lab.findings().stream().noneMatch(l -> l.contains("C8")), lab.findings().toString());
+
+        dpa.h2dMemcpy(b, postLoopBlock(writer.getDpaHandle(), -1, -1, key, buf)); // the mutant: both ranks receive on the handle
+        dpa.kernelLaunchUpdateSet(null, 0, done, 2, 2, RdmaProgsStubs.POST_LOOP, b);
+        while (dpa.kernelFailure() == null) {
+            assertTrue(System.nanoTime() < deadline, "strict C8 ends the process: " + lab.findings());
+            Thread.onSpinWait();
+        }
+        List<String> crashes = lab.crashes();
+        assertTrue(crashes.stream().anyMatch(l -> l.contains("C8") && l.contains("RdmaProgs.postLoop:") && l.contains("DocaDpaDevRdma.postReceive:")),
                 crashes.toString());
     }
 

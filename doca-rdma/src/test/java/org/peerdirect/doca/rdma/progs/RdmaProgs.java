@@ -116,6 +116,24 @@ public final class RdmaProgs {
         return t;
     }
 
+    /**
+     * DOCA's manual polling by a kernel: {@code doca_dpa_dev_get_completion} on the completion
+     * context at {@code b} (a context with no thread) until one arrives; its type at {@code b + 8},
+     * its user data at {@code b + 16}, then acknowledged.
+     */
+    @DpaGlobal
+    static void pollKernel(long b) {
+        long comp = Dpa.ld64(b);
+        long e;
+        while ((e = DocaDpaDevCompletion.getCompletion(comp)) == 0) {
+            Dpa.compilerBarrier();
+        }
+        Dpa.st64(b + 8, DocaDpaDevCompletion.getCompletionType(e));
+        Dpa.st64(b + 16, DocaDpaDevCompletion.getCompletionUserData(e));
+        DocaDpaDevCompletion.completionAck(comp, 1);
+        Dpa.memoryWriteback(); // the host reads the results through the NIC
+    }
+
     /** {@link #postLoop}'s block: stop word, RDMA handle, the ranks' connections, map key and address, start barrier, the ranks' post counts. */
     public static final int PL_STOP = 0, PL_RDMA = 8, PL_CONN = 16, PL_KEY = 32, PL_ADDR = 40, PL_BARRIER = 48, PL_POSTS = 56, PL_SIZE = 72;
 
@@ -123,7 +141,10 @@ public final class RdmaProgs {
      * Check C8's RDMA litmus: after a start barrier each rank posts 8-byte writes on its connection
      * of the handle ({@code PL_CONN + 8 rank}), never flushed (the WQEs stay in DPA memory: no
      * doorbell, nothing on the wire), counting them, until the host writes the stop word. Both
-     * ranks on one connection is the mutant; one connection each is silent.
+     * ranks on one connection is the mutant; one connection each is silent. A rank whose
+     * connection is -1 posts receives on the handle instead ({@code post_receive} names no
+     * connection; no message comes, so the receive queue's WQEs are only rewritten): two such
+     * ranks are the receive mutant, a receiving rank beside a writing one is silent.
      */
     @DpaGlobal
     static void postLoop(long b) {
@@ -138,7 +159,11 @@ public final class RdmaProgs {
         }
         long n = 0;
         while (Dpa.ld64(b + PL_STOP) == 0) {
-            DocaDpaDevRdma.postWrite(rdma, conn, key, addr, key, addr, 8, DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+            if (conn < 0) {
+                DocaDpaDevRdma.postReceive(rdma, key, addr, 8);
+            } else {
+                DocaDpaDevRdma.postWrite(rdma, conn, key, addr, key, addr, 8, DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+            }
             Dpa.st64(b + PL_POSTS + 8L * rank, ++n);
         }
     }
