@@ -24,7 +24,8 @@ import org.peerdirect.kernel.mm.AddressSpace;
  * {@code dpa:sample initiator_target}: DOCA's {@code dpa_initiator_target} sample (doca-samples
  * 3.3, {@code samples/doca_dpa/dpa_initiator_target}: {@code dpa_initiator_target_main.c},
  * {@code host/dpa_initiator_target_sample.c}; DPA_MODEL.md §4 scenario 6) in its call order: an
- * initiator DOCA RDMA context and a target one on the DPA, joined by two connections; the target's
+ * initiator DOCA RDMA context (its completion context has no thread, as the C sample's: DOCA's
+ * manual polling; its sends are unreported) and a target one on the DPA, joined by two connections; the target's
  * completion context triggers thread 1 ({@code thread1_kernel}), which takes the four receives
  * (values 1..4 with immediates 10..13, alternating connections) and then notifies thread 2
  * ({@code thread2_kernel}) through a notification completion; thread 2 sets the completion sync
@@ -32,9 +33,7 @@ import org.peerdirect.kernel.mm.AddressSpace;
  * order. The printout is the sample's {@code DOCA_LOG_*} lines with their C file and line, then
  * the device's {@code DOCA_DPA_DEV_LOG_*} lines ({@link DpaCommon}: printed when the context stops).
  *
- * <p>Where the model differs (README "DPA samples"), besides {@link DpaCommon}'s: the initiator has
- * no completion context (the C sample's has no thread; this doca-dpa refuses to start a completion
- * context without one, BAD_STATE); the sent values live
+ * <p>Where the model differs (README "DPA samples"), besides {@link DpaCommon}'s: the sent values live
  * in a map of DPA memory, four words, not one host variable rewritten after each post (a host
  * map has no DPA handle here; and rewriting the buffer right after the RPC races the NIC's read of
  * it); the RPCs' device log lines print nothing (an RPC has no DOCA thread); the wait is bounded.
@@ -131,9 +130,12 @@ final class InitiatorTargetSample {
     private Sides rdmaSides(DpaCommon.Resources r) {
         DocaDpa dpa = r.rdmaDpaCtx();
         log.info(SAMPLE, 205, "dpa_initiator_target", "Create Initiator DOCA DPA Completion");
-        // [model] no initiator completion context: see the class comment
+        // dpa_completion_obj_init with no thread: set_thread skipped, started, polled by nobody (the sends are unreported)
+        DocaDpaCompletion initiatorComp = steps.call(210, "dpa_completion_obj_init", () -> DocaDpaCompletion.create(dpa, 4));
+        steps.undo(520, "dpa_completion_obj_destroy", initiatorComp::destroy);
+        steps.run(210, "dpa_completion_obj_init", initiatorComp::start);
         log.info(SAMPLE, 214, "dpa_initiator_target", "Initialize Initiator DOCA RDMA");
-        DocaRdma initiator = rdmaObjCreate(dpa, r, null, true, 217);
+        DocaRdma initiator = rdmaObjCreate(dpa, r, initiatorComp, true, 217);
         DocaRdma.Export[] ie = {steps.call(217, "rdma_obj_create", initiator::export), steps.call(217, "rdma_obj_create", initiator::export)};
 
         log.info(SAMPLE, 221, "dpa_initiator_target", "Allocate Target DPA thread #1 device argument");
