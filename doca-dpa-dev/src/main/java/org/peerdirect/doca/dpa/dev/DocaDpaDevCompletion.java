@@ -16,7 +16,9 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * index of the next CQE to read {@link #OFF_CI}, the acknowledged index {@link #OFF_ACKED}, and a
  * table of {@link #MAX_QPS} (QP number, user data) pairs from {@link #OFF_TABLE} that DOCA contexts
  * attached to the completion fill ({@code doca_rdma_dpa_completion_attach}: a connection's QP and
- * its connection id). Underneath is a FlexIO CQ whose element is the attached thread.
+ * its connection id). Underneath is a FlexIO CQ whose element is the attached thread, or, for a
+ * context started with no thread (DOCA's manual polling), a CQ no thread is bound to: a kernel
+ * or thread reads it with {@link #getCompletion} and nothing is triggered.
  *
  * <p>A {@code doca_dpa_dev_completion_element_t} is the DPA address of the element
  * {@link #getCompletion} decoded from its CQE into the element array (slot {@code ci mod depth}):

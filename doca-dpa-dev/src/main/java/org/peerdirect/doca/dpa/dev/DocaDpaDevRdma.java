@@ -33,14 +33,33 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  *
  * <p>Not thread-safe, as DOCA documents ("All DOCA DPA objects are non-thread-safe", DOCA DPA
  * Comms). Every post and signal tells the checker which object it is inside
- * ({@code Dpa.objectEnter}/{@code objectLeave}), so two harts in one at once are C8. [model] Which
- * object: a post or a signal changes only its connection's send queue, so it enters the
- * connection (its descriptor's address); {@link #postReceive} moves the handle's shared
- * receive cursor, so it enters the handle. DOCA does not say whether the connections of one
- * handle are independent; its {@code dpa_all_to_all} gives each peer a handle of its own, silent
- * under either reading, and the model's all-to-all, whose threads post on distinct connections
- * of one handle, stays silent under this one. A post that ends the process (a bad connection)
- * does not leave: the silicon lets go of what an ended activation held.
+ * ({@code Dpa.objectEnter}/{@code objectLeave}), so two harts in one at once are C8 (strict: the
+ * process ends naming both sites). <b>The rule, per call</b> (C8's key is the object whose state the
+ * call changes, as DOCA's API hands it to the caller):
+ * <ul>
+ * <li>{@link #postReceive} ({@code doca_dpa_dev_rdma_post_receive(rdma, mmap, addr, length)}) names
+ * no connection: the receive queue is the handle's, shared by its connections (DOCA RDMA posts
+ * receives on the context, not on a connection). Two threads posting receives on one handle both
+ * advance that queue's producer index: they race in DOCA's model too. Key: the handle. Tested:
+ * two ranks posting receives on one handle are C8.</li>
+ * <li>Posts and signals ({@code post_write/_imm}, {@code post_send/_imm}, {@code signal_set/_add})
+ * take the handle and a {@code connection_id}; what they change is that connection's send queue
+ * (each connection is a QP of its own, with its own producer index and doorbell; the handle's
+ * fields they read, outbox and scratch key, are written only by the host library before start).
+ * Two threads on one connection race; two on different connections of one handle touch disjoint
+ * queues. Key: the connection (its descriptor's address). Tested: two ranks on one connection
+ * are C8, one connection each is silent, a rank posting receives beside one writing on a
+ * connection of the same handle is silent (a receive queue and a send queue).</li>
+ * </ul>
+ * [model] DOCA says only "objects"; the connection is not a device-side object of its API, so
+ * keying sends on the handle would be the literal reading. It would call C8 on code DOCA's
+ * design allows (each connection its own QP; the connection id exists so one handle can serve
+ * several peers) and on the model's all-to-all, whose ranks post to distinct peers on distinct
+ * connections of one handle. DOCA's own {@code dpa_all_to_all} gives each peer a handle and is
+ * silent under either reading. A signal_add's fetched value lands in the handle's scratch word
+ * from any connection: written by the NIC only, read by no thread, so no race among harts. A
+ * post that ends the process (a bad connection) does not leave: the silicon lets go of what an
+ * ended activation held.
  *
  * <p>Signals ({@link #signalSet}, {@link #signalAdd}) update a remote node's sync event through its
  * DPA handle ({@link #REMOTE_EVENT_ADDR}) on the connection's send queue, so they come after the
