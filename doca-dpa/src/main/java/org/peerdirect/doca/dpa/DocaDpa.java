@@ -2,7 +2,6 @@ package org.peerdirect.doca.dpa;
 
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.doca.DocaDpaContext;
 import org.peerdirect.doca.DocaError;
@@ -18,7 +17,9 @@ import org.peerdirect.flexio.FlexioProcess;
  * {@code struct doca_dpa}: the host side of one DPA process on a BlueField-3 ({@code doca_dpa.h}),
  * built on FlexIO: {@link #start} creates the {@link FlexioProcess} of the context's app, the heap
  * calls are the process's heap, {@link #rpc} is {@code flexio_process_call}, and kernel launches go
- * through a {@link KernelDispatcher}.
+ * through a {@link KernelDispatcher}. What DOCA Core calls on it ({@code DocaDpaContext}: sync
+ * event counters, keys and handles) is {@link DocaDpaCoreSide}'s; the device log's and trace's
+ * state is {@link DocaDpaLog}'s and {@link DocaDpaTrace}'s.
  *
  * <p>Threads: DOCA documents every DOCA DPA object as not thread-safe; so is this one (one caller at
  * a time). Its lock only orders the user's calls against the launch dispatcher's thread and
@@ -30,7 +31,7 @@ import org.peerdirect.flexio.FlexioProcess;
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/doca+dpa/index.html">DOCA DPA</a>
  */
-public final class DocaDpa implements DocaDpaContext {
+public final class DocaDpa extends DocaDpaCoreSide implements DocaDpaContext {
 
     /** PCI device id of a BlueField-3's ConnectX-7 function, the only device with a DPA here. */
     static final int BLUEFIELD3_DEVICE_ID = 0xa2dc;
@@ -40,7 +41,6 @@ public final class DocaDpa implements DocaDpaContext {
     }
 
     private final DocaDev dev;
-    final ReentrantLock lock = new ReentrantLock();
     private State state = State.CREATED;
     private FlexioApp app;
     private FlexioProcess process;
@@ -56,8 +56,6 @@ public final class DocaDpa implements DocaDpaContext {
     private final java.util.List<DocaDpaThread> threads = new java.util.ArrayList<>();
     /** Kernel launch counts over the context's life, for {@link DocaDpaObjects} (its own monitor). */
     final LaunchStats launchStats = new LaunchStats();
-    /** Sync events with a DPA location on this context, not destroyed, and their counters (DOCA Core's hooks). */
-    private final DpaSyncEvents syncEvents = new DpaSyncEvents(this);
 
     /**
      * How a kernel's wait event passes its threshold. DOCA does not say whether "passes" is {@code >}
@@ -179,35 +177,17 @@ public final class DocaDpa implements DocaDpaContext {
 
     /** {@code doca_dpa_set_log_level}: the device log's level (10 disable .. 60 debug); before start. */
     public void setLogLevel(int level) {
-        lock.lock();
-        try {
-            checkState("doca_dpa_set_log_level", State.CREATED);
-            log.setLevel(level);
-        } finally {
-            lock.unlock();
-        }
+        beforeStart("doca_dpa_set_log_level", () -> log.setLevel(level));
     }
 
     /** {@code doca_dpa_log_file_set_path}: the device log's lines go to this file (appended) instead of standard output; before start. */
     public void logFileSetPath(String path) {
-        lock.lock();
-        try {
-            checkState("doca_dpa_log_file_set_path", State.CREATED);
-            log.setPath(path);
-        } finally {
-            lock.unlock();
-        }
+        beforeStart("doca_dpa_log_file_set_path", () -> log.setPath(path));
     }
 
     /** {@code doca_dpa_trace_file_set_path}: the device trace's lines go to this file (appended) instead of standard output; before start. */
     public void traceFileSetPath(String path) {
-        lock.lock();
-        try {
-            checkState("doca_dpa_trace_file_set_path", State.CREATED);
-            trace.setPath(path);
-        } finally {
-            lock.unlock();
-        }
+        beforeStart("doca_dpa_trace_file_set_path", () -> trace.setPath(path));
     }
 
     /**
@@ -321,6 +301,7 @@ public final class DocaDpa implements DocaDpaContext {
     }
 
     /** {@code doca_dpa_mem_free}: INVALID_VALUE for an address that is no allocation of this context. */
+    @Override
     public void memFree(long daddr) {
         mem.free(daddr);
     }
@@ -356,51 +337,7 @@ public final class DocaDpa implements DocaDpaContext {
         dev.process().write(haddr, b, 0, size);
     }
 
-    // ------------------------------------------------------------------ sync event counters (DocaDpaContext)
-
-    @Override
-    public boolean hasDpaMemory() {
-        return true;
-    }
-
-    /** A sync event counter of a DPA subscriber: 8 zero bytes of the heap (a block of its own, 64-byte aligned). */
-    @Override
-    public long syncEventCounterAlloc() {
-        return syncEvents.counterAlloc();
-    }
-
-    /** BAD_STATE once the context stopped or was destroyed: the counter went with the process's memory. */
-    @Override
-    public void syncEventCounterFree(long daddr) {
-        lock.lock();
-        try {
-            DocaException.check(state == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE,
-                    "doca_sync_event: the DPA context is " + state.name().toLowerCase() + "; the counter went with its memory");
-            memFree(daddr);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    @Override
-    public long syncEventCounterGet(long daddr) {
-        return syncEvents.counterGet(daddr);
-    }
-
-    @Override
-    public void syncEventCounterSet(long daddr, long value) {
-        syncEvents.counterSet(daddr, value);
-    }
-
-    @Override
-    public void syncEventAttached(DocaSyncEvent event) {
-        syncEvents.attached(event);
-    }
-
-    @Override
-    public void syncEventDetached(DocaSyncEvent event) {
-        syncEvents.detached(event);
-    }
+    // DOCA Core's hooks (DocaDpaContext: sync event counters, keys and handles): DocaDpaCoreSide
 
     // ------------------------------------------------------------------ RPC
 
@@ -579,9 +516,16 @@ public final class DocaDpa implements DocaDpaContext {
     // ------------------------------------------------------------------ for DOCA libraries on this context (libdoca_rdma, doca_mmap) [model]
 
     /** Whether the context is started (the caller holds {@link #lock}). */
+    @Override
     boolean started() {
         assert lock.isHeldByCurrentThread();
         return state == State.STARTED;
+    }
+
+    @Override
+    String stateName() {
+        assert lock.isHeldByCurrentThread();
+        return state.name().toLowerCase();
     }
 
     /**
@@ -599,62 +543,18 @@ public final class DocaDpa implements DocaDpaContext {
         }
     }
 
-    /** Keys and handles of DPA memory DOCA Core asks for (maps, remote sync events). */
-    private final DpaKeys keys = new DpaKeys(this);
+    // ------------------------------------------------------------------ helpers
 
-    /** A FlexIO device mkey over the DPA range (local and remote read, write and atomics): a map's DPA memory range, a remotely published counter. */
-    @Override
-    public int dpaMkeyCreate(long daddr, long len) {
-        return keys.mkeyCreate(daddr, len);
-    }
-
-    /** Destroys a key of {@link #dpaMkeyCreate}; nothing once the context stopped (it went with the process). */
-    @Override
-    public void dpaMkeyDestroy(int key) {
-        keys.mkeyDestroy(key);
-    }
-
-    /** A key of the process's PD over host memory: a host map's DPA handle ({@code doca_mmap_dev_get_dpa_handle}) [model]. */
-    @Override
-    public int dpaHostMkeyCreate(long va, long len, boolean writable) {
-        return keys.hostMkeyCreate(va, len, writable);
-    }
-
-    @Override
-    public boolean dpaStarted() {
+    /** Runs {@code set} under {@link #lock} while the context is created, not started: the device log's and trace's settings. */
+    private void beforeStart(String w, Runnable set) {
         lock.lock();
         try {
-            return state == State.STARTED;
+            checkState(w, State.CREATED);
+            set.run();
         } finally {
             lock.unlock();
         }
     }
-
-    /** A remote sync event's DPA handle: its address and key in the heap, the layout the device's {@code signal_set/add} read. */
-    @Override
-    public long dpaRemoteSyncEventHandle(long addr, int rkey) {
-        return keys.remoteSyncEventHandle(addr, rkey);
-    }
-
-    /** BAD_STATE once the context stopped or was destroyed: the handle went with the process's memory. */
-    @Override
-    public void dpaRemoteSyncEventHandleFree(long handle) {
-        syncEventCounterFree(handle);
-    }
-
-    /** A host counter's DPA handle (a CPU subscriber's, a DPA publisher's): a descriptor and a key, reached through the context's window [model]. */
-    @Override
-    public long dpaHostSyncEventHandle(long va) {
-        return keys.hostSyncEventHandle(va);
-    }
-
-    /** BAD_STATE once the context stopped or was destroyed: the descriptor and key went with the process. */
-    @Override
-    public void dpaHostSyncEventHandleFree(long handle) {
-        keys.hostSyncEventHandleFree(handle);
-    }
-
-    // ------------------------------------------------------------------ helpers
 
     private void checkState(String w, State want) {
         assert lock.isHeldByCurrentThread();
