@@ -8,7 +8,6 @@ import java.nio.ByteOrder;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.flexio.FlexioCq;
-import org.peerdirect.flexio.FlexioException;
 import org.peerdirect.flexio.FlexioOutbox;
 import org.peerdirect.flexio.FlexioProcess;
 import org.peerdirect.flexio.FlexioQp;
@@ -76,12 +75,7 @@ public final class DocaDpaAsyncOps {
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": null DPA");
         DocaException.check(queueSize >= 1 && queueSize <= MAX_QUEUE_SIZE, DocaError.DOCA_ERROR_INVALID_VALUE,
                 w + ": queue size " + queueSize + " (1.." + MAX_QUEUE_SIZE + ")");
-        dpa.lock.lock();
-        try {
-            dpa.process(w); // BAD_STATE unless started
-        } finally {
-            dpa.lock.unlock();
-        }
+        DpaObjectLife.requireStarted(dpa, w);
         return new DocaDpaAsyncOps(dpa, queueSize, userData);
     }
 
@@ -110,8 +104,7 @@ public final class DocaDpaAsyncOps {
         check(w);
         DocaException.check(state != State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, w + ": started already");
         DocaException.check(completion != null, DocaError.DOCA_ERROR_BAD_STATE, w + ": no completion context (doca_dpa_async_ops_attach first)");
-        dpa.lock.lock();
-        try {
+        DpaObjectLife.start(dpa, w, () -> {
             FlexioProcess p = dpa.process(w);
             FlexioCq cq = completion.flexioCq(); // BAD_STATE unless the completion context is started
             int logSq = Math.max(0, 32 - Integer.numberOfLeadingZeros(queueSize - 1));
@@ -131,15 +124,7 @@ public final class DocaDpaAsyncOps {
                     .putLong(OFF_SQ, wq + 64).putLong(OFF_DBR, dbr).putInt(OFF_STARTED, 1);
             dpa.h2dMemcpy(desc, b.array());
             state = State.STARTED;
-        } catch (FlexioException e) {
-            release();
-            throw DocaDpa.flexio(w, e);
-        } catch (RuntimeException e) {
-            release();
-            throw e;
-        } finally {
-            dpa.lock.unlock();
-        }
+        }, this::release);
     }
 
     /** {@code doca_dpa_async_ops_get_dpa_handle}: what {@code doca_dpa_dev_post_memcpy} takes. BAD_STATE unless started. */

@@ -8,7 +8,6 @@ import java.nio.ByteOrder;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.flexio.FlexioCq;
-import org.peerdirect.flexio.FlexioException;
 import org.peerdirect.flexio.FlexioOutbox;
 import org.peerdirect.flexio.FlexioProcess;
 
@@ -84,12 +83,7 @@ public final class DocaDpaCompletion {
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, w + ": null DPA");
         DocaException.check(queueSize >= 1 && queueSize <= 1 << 16, DocaError.DOCA_ERROR_INVALID_VALUE,
                 w + ": queue size " + queueSize + " (1..65536)");
-        dpa.lock.lock();
-        try {
-            dpa.process(w); // BAD_STATE unless started
-        } finally {
-            dpa.lock.unlock();
-        }
+        DpaObjectLife.requireStarted(dpa, w);
         return new DocaDpaCompletion(dpa, queueSize);
     }
 
@@ -121,8 +115,7 @@ public final class DocaDpaCompletion {
         DocaException.check(state != State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, w + ": started already");
         DocaException.check(thread == null || !thread.running(), DocaError.DOCA_ERROR_BAD_STATE,
                 w + ": " + thread + " runs already (start before doca_dpa_thread_run)");
-        dpa.lock.lock();
-        try {
+        DpaObjectLife.start(dpa, w, () -> {
             FlexioProcess p = dpa.process(w);
             if (thread != null) {
                 thread.threadId(w); // BAD_STATE unless the thread is started
@@ -153,15 +146,7 @@ public final class DocaDpaCompletion {
             entries = 0;
             users = 0;
             state = State.STARTED;
-        } catch (FlexioException e) {
-            release();
-            throw DocaDpa.flexio(w, e);
-        } catch (RuntimeException e) {
-            release();
-            throw e;
-        } finally {
-            dpa.lock.unlock();
-        }
+        }, this::release);
     }
 
     /** {@code doca_dpa_completion_get_dpa_handle}: what the device calls take. BAD_STATE unless started. */

@@ -53,12 +53,7 @@ public final class DocaDpaThreadGroup {
         int max = dpa.caps(w).maxThreadsPerProcess();
         DocaException.check(numThreads >= 1 && numThreads <= max, DocaError.DOCA_ERROR_INVALID_VALUE,
                 w + ": " + numThreads + " threads (1.." + max + ", the DPA threads a process may have)");
-        dpa.lock.lock();
-        try {
-            dpa.process(w); // BAD_STATE unless started
-        } finally {
-            dpa.lock.unlock();
-        }
+        DpaObjectLife.requireStarted(dpa, w);
         return new DocaDpaThreadGroup(dpa, numThreads);
     }
 
