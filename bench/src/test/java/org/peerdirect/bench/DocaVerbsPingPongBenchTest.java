@@ -18,11 +18,11 @@ class DocaVerbsPingPongBenchTest {
             assertTrue(first >= DocaVerbsPingPongBench.ROUNDS, "at least " + DocaVerbsPingPongBench.ROUNDS + " round trips: " + first);
             long second = b.dpaVerbsRoundTrip(h);
             assertTrue(second >= first + DocaVerbsPingPongBench.ROUNDS, first + " then " + second);
-            assertTrue(!h.bf3.dpaDescribe().toString().matches("(?s).*\\bC[1-7]\\b.*"), "no memory-model finding: " + h.bf3.dpaDescribe());
+            assertTrue(!h.rig.bf3.dpaDescribe().toString().matches("(?s).*\\bC[1-7]\\b.*"), "no memory-model finding: " + h.rig.bf3.dpaDescribe());
         } finally {
             h.down();
         }
-        assertEquals(0, h.bf3.devxLive(), "no DevX object left: " + h.bf3.devxDescribe());
-        assertEquals(0, h.bf3.pagesHeld(), "every firmware page back");
+        assertEquals(0, h.rig.bf3.devxLive(), "no DevX object left: " + h.rig.bf3.devxDescribe());
+        assertEquals(0, h.rig.bf3.pagesHeld(), "every firmware page back");
     }
 }
