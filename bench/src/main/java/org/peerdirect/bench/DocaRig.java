@@ -29,11 +29,11 @@ import org.peerdirect.mlx5.core.Mlx5CoreDev;
 import org.peerdirect.mlx5.ib.Mlx5IbDev;
 
 /**
- * The machine the DPA ping-pong benchmarks ({@link DocaPingPongBench}, {@link DocaVerbsPingPongBench})
- * run on: memory without poisoning, an IOMMU, one BlueField-3 model with mlx5 on top, one process
+ * The machine the DOCA DPA benchmarks ({@link DocaPingPongBench}, {@link DocaVerbsPingPongBench},
+ * {@link DocaDpaBench}) run on: memory without poisoning, an IOMMU, one BlueField-3 model with mlx5 on top, one process
  * with the BlueField-3 opened as a {@link DocaDev} and a started {@link DocaDpa} running the bench's
  * app. What a bench makes on it goes into {@link #undo}; {@link #close} destroys that newest first,
- * then the context, the device and the machine. {@link #awaitRounds} is both benchmarks' invocation:
+ * then the context, the device and the machine. {@link #awaitRounds} is both ping-pong benchmarks' invocation:
  * wait for a free-running exchange's round-trip count to pass a target, bounded.
  */
 final class DocaRig implements AutoCloseable {
