@@ -9,27 +9,19 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
 
-import javax.inject.Inject;
 
 import org.junit.Test;
 import org.junit.runner.RunWith;
-import org.ops4j.pax.exam.Configuration;
-import org.ops4j.pax.exam.Option;
 import org.ops4j.pax.exam.junit.PaxExam;
 import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerClass;
-import org.osgi.framework.BundleContext;
 import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaNotificationCompletion;
-import org.peerdirect.doca.dpa.DocaDpaObjects;
 import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.rdma.DocaRdma;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 import org.peerdirect.dpa.samples.dev.InitiatorTargetDevStubs;
-import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.mm.Mm;
 
 /**
  * DOCA RDMA with its data path on the DPA inside Felix (DPA_MODEL.md §4 scenario 6, DOCA's
@@ -43,31 +35,7 @@ import org.peerdirect.kernel.mm.Mm;
  */
 @RunWith(PaxExam.class)
 @ExamReactorStrategy(PerClass.class)
-public class DocaRdmaIT {
-
-    @Inject
-    BundleContext context;
-    @Inject
-    IbvDeviceList devices;
-    @Inject
-    Mm mm;
-    @Inject
-    Iommu iommu;
-    @Inject
-    DocaDpaObjects objects;
-    @Inject
-    org.apache.felix.service.command.CommandProcessor processor;
-
-    /** The mutant's check and {@link DocaRun}'s clean-up read {@code dpa:ps} and {@code dpa:mm}. */
-    @org.ops4j.pax.exam.ProbeBuilder
-    public org.ops4j.pax.exam.TestProbeBuilder probe(org.ops4j.pax.exam.TestProbeBuilder builder) {
-        return Distribution.withGogo(builder);
-    }
-
-    @Configuration
-    public Option[] config() {
-        return new Option[] {Distribution.peerdirect()};
-    }
+public class DocaRdmaIT extends DocaIt {
 
     private static DocaRdma rdma(DocaRun r, DocaDpaCompletion comp) {
         DocaRdma x = DocaRdma.create(r.dev);
@@ -97,13 +65,8 @@ public class DocaRdmaIT {
         scenario6(true);
     }
 
-    String run(String cmd) {
-        return DocaRun.shell(processor, cmd);
-    }
-
     private void scenario6(boolean mutant) {
-        try (DocaRun r = new DocaRun(new DocaRun.Container(context, devices, mm, iommu, objects, processor),
-                mutant ? "itest-doca-rdma-mutant" : "itest-doca-rdma", InitiatorTargetDevStubs.APP)) {
+        try (DocaRun r = run(mutant ? "itest-doca-rdma-mutant" : "itest-doca-rdma", InitiatorTargetDevStubs.APP)) {
             DocaDpa dpa = r.dpa;
             DocaRdma initiator = rdma(r, null);
             long a1 = r.alloc(T1_SIZE);

@@ -13,32 +13,21 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.IntStream;
 
-import javax.inject.Inject;
 
-import org.apache.felix.service.command.CommandProcessor;
 import org.junit.Test;
 import org.junit.runner.RunWith;
-import org.ops4j.pax.exam.Configuration;
-import org.ops4j.pax.exam.Option;
-import org.ops4j.pax.exam.ProbeBuilder;
-import org.ops4j.pax.exam.TestProbeBuilder;
 import org.ops4j.pax.exam.junit.PaxExam;
 import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerClass;
-import org.osgi.framework.BundleContext;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
-import org.peerdirect.doca.dpa.DocaDpaObjects;
 import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.rdma.DocaRdma;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 import org.peerdirect.dpa.samples.dev.LitmusDevStubs;
 import org.peerdirect.dpa.samples.dev.PingPongDevStubs;
-import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
-import org.peerdirect.kernel.mm.Mm;
 
 /**
  * DOCA DPA scenarios of DPA_MODEL.md §4 inside Felix, each with its mutant that must fail, on the
@@ -52,43 +41,9 @@ import org.peerdirect.kernel.mm.Mm;
  */
 @RunWith(PaxExam.class)
 @ExamReactorStrategy(PerClass.class)
-public class DocaScenariosIT {
+public class DocaScenariosIT extends DocaIt {
 
     private static final Duration BOUND = Duration.ofSeconds(120);
-
-    @Inject
-    BundleContext context;
-    @Inject
-    IbvDeviceList devices;
-    @Inject
-    Mm mm;
-    @Inject
-    Iommu iommu;
-    @Inject
-    DocaDpaObjects objects;
-    @Inject
-    CommandProcessor processor;
-
-    @ProbeBuilder
-    public TestProbeBuilder probe(TestProbeBuilder builder) {
-        return Distribution.withGogo(builder);
-    }
-
-    @Configuration
-    public Option[] config() {
-        return new Option[] {Distribution.peerdirect()};
-    }
-
-    // ---------------------------------------------------------------- the machinery
-
-    /** A run of {@code app} in process {@code name} on the container's BlueField-3 ({@link DocaRun}: its clean-up checks). */
-    DocaRun run(String name, org.peerdirect.flexio.FlexioApp app) {
-        return new DocaRun(new DocaRun.Container(context, devices, mm, iommu, objects, processor), name, app);
-    }
-
-    String run(String cmd) {
-        return DocaRun.shell(processor, cmd);
-    }
 
     // ---------------------------------------------------------------- scenario 7: dpa_ping_pong
 

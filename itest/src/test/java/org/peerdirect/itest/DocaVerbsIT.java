@@ -6,23 +6,15 @@ import static org.peerdirect.itest.DocaRun.le;
 
 import java.time.Duration;
 
-import javax.inject.Inject;
 
-import org.apache.felix.service.command.CommandProcessor;
 import org.junit.Test;
 import org.junit.runner.RunWith;
-import org.ops4j.pax.exam.Configuration;
-import org.ops4j.pax.exam.Option;
-import org.ops4j.pax.exam.ProbeBuilder;
-import org.ops4j.pax.exam.TestProbeBuilder;
 import org.ops4j.pax.exam.junit.PaxExam;
 import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerClass;
-import org.osgi.framework.BundleContext;
 import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
-import org.peerdirect.doca.dpa.DocaDpaObjects;
 import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 import org.peerdirect.doca.verbs.DocaVerbsAhAttr;
@@ -31,9 +23,6 @@ import org.peerdirect.doca.verbs.DocaVerbsQpAttr;
 import org.peerdirect.doca.verbs.DocaVerbsQpInitAttr;
 import org.peerdirect.dpa.samples.dev.VerbsInitiatorTargetDevStubs;
 import org.peerdirect.flexio.FlexioQp;
-import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.mm.Mm;
 
 /**
  * DOCA Verbs with its data path on the DPA inside Felix (DPA_MODEL.md §4 scenario 8, DOCA's
@@ -46,34 +35,10 @@ import org.peerdirect.kernel.mm.Mm;
  */
 @RunWith(PaxExam.class)
 @ExamReactorStrategy(PerClass.class)
-public class DocaVerbsIT {
+public class DocaVerbsIT extends DocaIt {
 
     private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE
             | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_READ;
-
-    @Inject
-    BundleContext context;
-    @Inject
-    IbvDeviceList devices;
-    @Inject
-    Mm mm;
-    @Inject
-    Iommu iommu;
-    @Inject
-    DocaDpaObjects objects;
-    @Inject
-    CommandProcessor processor;
-
-    /** {@link DocaRun}'s clean-up check reads {@code dpa:ps}. */
-    @ProbeBuilder
-    public TestProbeBuilder probe(TestProbeBuilder builder) {
-        return Distribution.withGogo(builder);
-    }
-
-    @Configuration
-    public Option[] config() {
-        return new Option[] {Distribution.peerdirect()};
-    }
 
     /** One side: its QP's DPA handle, buffer, map key, event and argument block. */
     private record Side(DocaVerbsQp qp, long handle, long buf, int mkey, DocaSyncEvent ev, long arg) {
@@ -133,8 +98,7 @@ public class DocaVerbsIT {
 
     @Test
     public void theVerbsInitiatorTargetSampleRunsOnTheContainersBlueField3() {
-        try (DocaRun r = new DocaRun(new DocaRun.Container(context, devices, mm, iommu, objects, processor), "itest-doca-verbs",
-                VerbsInitiatorTargetDevStubs.APP)) {
+        try (DocaRun r = run("itest-doca-verbs", VerbsInitiatorTargetDevStubs.APP)) {
             Side tgt = side(r, false);
             Side ini = side(r, true);
             connect(r.dev, tgt.qp(), ini.qp().getQpn());
