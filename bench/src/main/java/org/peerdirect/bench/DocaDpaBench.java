@@ -2,8 +2,6 @@ package org.peerdirect.bench;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,23 +22,10 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.peerdirect.bench.dpa.DocaBenchDevStubs;
-import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dev.DocaDevinfo;
 import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaNotificationCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
-import org.peerdirect.hca.boards.Fabric;
-import org.peerdirect.hca.cx4.ConnectX4Device;
-import org.peerdirect.ib.core.standalone.IbCore;
-import org.peerdirect.ib.core.verbs.IbvDevice;
-import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.kernel.mm.Mm;
-import org.peerdirect.kernel.pci.StandalonePciBus;
-import org.peerdirect.mlx5.core.Mlx5CoreDev;
-import org.peerdirect.mlx5.ib.Mlx5IbDev;
 
 /**
  * Issue 43's DOCA DPA figures on a BlueField-3 (mlx5_core, mlx5_ib, DOCA DPA on FlexIO in a user
@@ -74,18 +59,10 @@ public class DocaDpaBench {
     static final int WORKERS = 16;
     private static final Duration BOUND = Duration.ofSeconds(60);
 
-    /** A host with one BlueField-3, a started DOCA DPA context of {@code bench_doca_dpa}, its events and workers. */
+    /** The rig ({@link DocaRig}) with a started DOCA DPA context of {@code bench_doca_dpa}, its events and workers. */
     @State(Scope.Benchmark)
     public static class Host {
-        Path dir;
-        Mm mm;
-        StandalonePciBus bus;
-        IbCore core;
-        ConnectX4Device bf3;
-        Mlx5CoreDev mlx5;
-        Mlx5IbDev ib;
-        AddressSpace proc;
-        DocaDev dev;
+        DocaRig rig;
         DocaDpa dpa;
         /** A launch's completion: DPA publisher (the launch), CPU subscriber. */
         DocaSyncEvent launched;
@@ -94,89 +71,52 @@ public class DocaDpaBench {
         DocaSyncEvent activated;
         long activations;
         final List<DocaDpaThread> workers = new ArrayList<>();
-        final List<DocaDpaNotificationCompletion> notes = new ArrayList<>();
-        long storage;
         long handles;
 
         @Setup(Level.Trial)
         public void up() throws Exception {
-            dir = Files.createTempDirectory("peerdirect-docadpabench");
-            mm = new Mm(256L << 20, true, dir.resolve("swap"), 1 << 20);
-            bus = new StandalonePciBus(new Iommu(mm));
-            core = new IbCore(null);
-            bf3 = new ConnectX4Device(ConnectX4Device.modelName(ConnectX4Device.DEVICE_BLUEFIELD3),
-                    ConnectX4Device.DEVICE_BLUEFIELD3, new Fabric());
-            mlx5 = new Mlx5CoreDev("mlx5_0", bus.register(bf3.spec()), mm, Mlx5CoreDev.Settings.DEFAULT);
-            mlx5.load();
-            ib = new Mlx5IbDev(mlx5, core.umems());
-            IbvDevice d = core.register(ib);
-            proc = mm.createProcess("doca-dpa-bench");
-            proc.setMemlockLimit(128L << 20);
-            IbvDeviceList list = new IbvDeviceList() {
-                @Override
-                public List<IbvDevice> devices() {
-                    return List.of(d);
-                }
-
-                @Override
-                public IbvDevice device(String name) {
-                    return d;
-                }
-            };
-            dev = DocaDev.open(DocaDevinfo.byIbdevName(DocaDevinfo.createList(proc, list, x -> null), "mlx5_0"));
-            dpa = DocaDpa.create(dev);
-            dpa.setApp(DocaBenchDevStubs.APP);
-            dpa.start();
+            rig = new DocaRig("doca-dpa-bench", DocaBenchDevStubs.APP, true);
+            dpa = rig.dpa;
             launched = DocaSyncEvent.create();
             launched.addPublisherLocationDpa(dpa);
-            launched.addSubscriberLocationCpu(dev);
+            launched.addSubscriberLocationCpu(rig.dev);
             launched.start();
+            rig.undo.add(launched::destroy);
             activated = DocaSyncEvent.create();
-            activated.addPublisherLocationCpu(dev);
+            activated.addPublisherLocationCpu(rig.dev);
             activated.addSubscriberLocationDpa(dpa);
             activated.start();
+            rig.undo.add(activated::destroy);
             startWorkers();
         }
 
+        /** The workers, each with 64 bytes of local storage and a notification completion; their handles in DPA memory. */
         private void startWorkers() {
-            storage = dpa.memAlloc(64L * WORKERS);
-            dpa.memset(storage, 0, 64L * WORKERS);
+            long storage = rig.alloc(64L * WORKERS);
             ByteBuffer hs = ByteBuffer.allocate(8 * WORKERS).order(ByteOrder.LITTLE_ENDIAN);
             for (int i = 0; i < WORKERS; i++) {
                 DocaDpaThread t = DocaDpaThread.create(dpa);
+                rig.undo.add(t::destroy);
                 t.setFuncArg(DocaBenchDevStubs.WORKER, activated.getDpaHandle(dpa));
                 t.setLocalStorage(storage + 64L * i);
                 t.start();
                 DocaDpaNotificationCompletion c = DocaDpaNotificationCompletion.create(dpa, t);
                 c.start();
+                rig.undo.add(() -> {
+                    c.stop();
+                    c.destroy();
+                });
                 hs.putLong(c.getDpaHandle());
                 t.run();
                 workers.add(t);
-                notes.add(c);
             }
-            handles = dpa.memAlloc(8L * WORKERS);
+            handles = rig.alloc(8L * WORKERS);
             dpa.h2dMemcpy(handles, hs.array());
         }
 
         @TearDown(Level.Trial)
-        public void down() throws Exception {
-            notes.forEach(c -> {
-                c.stop();
-                c.destroy();
-            });
-            workers.forEach(DocaDpaThread::destroy);
-            dpa.memFree(handles);
-            dpa.memFree(storage);
-            activated.destroy();
-            launched.destroy();
-            dpa.stop();
-            dpa.destroy();
-            dev.close();
-            core.unregister(ib);
-            ib.close();
-            mlx5.unload();
-            proc.exit();
-            mm.close();
+        public void down() {
+            rig.close();
         }
     }
 

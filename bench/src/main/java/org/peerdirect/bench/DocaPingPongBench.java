@@ -1,11 +1,10 @@
 package org.peerdirect.bench;
 
-import static org.peerdirect.bench.dpa.DocaPingPongDev.*;
+import static org.peerdirect.dpa.samples.dev.PingPongDev.*;
+import static org.peerdirect.bench.DocaRig.RW;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -24,36 +23,20 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
-import org.peerdirect.bench.dpa.DocaPingPongDevStubs;
-import org.peerdirect.doca.DocaAccessFlag;
-import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dev.DocaDevinfo;
-import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.DocaRdma;
-import org.peerdirect.hca.boards.Fabric;
-import org.peerdirect.hca.cx4.ConnectX4Device;
-import org.peerdirect.ib.core.standalone.IbCore;
-import org.peerdirect.ib.core.verbs.IbvDevice;
-import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.kernel.mm.Mm;
-import org.peerdirect.kernel.pci.PciFunction;
-import org.peerdirect.kernel.pci.StandalonePciBus;
-import org.peerdirect.mlx5.core.Mlx5CoreDev;
-import org.peerdirect.mlx5.ib.Mlx5IbDev;
+import org.peerdirect.dpa.samples.dev.PingPongDevStubs;
 
 /**
  * Issue 43's DPA ping-pong figure (DPA_MODEL.md §4 scenario 7, DOCA's {@code dpa_ping_pong}): the
  * round trip of an 8-byte SEND between two DPA threads on one BlueField-3, each with its DOCA RDMA
- * context (data path on the DPA) and its completion context, polled, never rescheduling. The
- * exchange runs free once started; an invocation waits for {@link #ROUNDS} more round trips
- * (the ping thread's count, read by the host's d2h copies), so the score is one round trip. Its
- * reference is {@link PingPongBench}'s host RC round trip ({@code rc}) in the same JMH command.
+ * context (data path on the DPA) and its completion context, polled, never rescheduling. The device
+ * program is the sample's own (dpa-samples' {@code PingPongDev}) run free: its {@code TLS_ROUNDS}
+ * set, no thread ends or logs, ping counts each round trip there with an atomic. The exchange runs
+ * free once started; an invocation waits for {@link #ROUNDS} more round trips (the count, read by
+ * the host's d2h copies), so the score is one round trip. Its reference is {@link PingPongBench}'s
+ * host RC round trip ({@code rc}) in the same JMH command.
  *
  * <pre>./peerdirect bench -f 1 'DocaPingPongBench|PingPongBench.rc'</pre>
  */
@@ -65,64 +48,24 @@ import org.peerdirect.mlx5.ib.Mlx5IbDev;
 public class DocaPingPongBench {
 
     static final int ROUNDS = 100;
-    static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE;
 
-    /** A host with one BlueField-3, a DOCA DPA context and the two sides of the exchange. */
+    /** The rig ({@link DocaRig}) with the sample's program and the two sides of the exchange. */
     @State(Scope.Benchmark)
     public static class Host {
-        Path dir;
-        Mm mm;
-        StandalonePciBus bus;
-        IbCore core;
-        ConnectX4Device bf3;
-        PciFunction fn;
-        Mlx5CoreDev mlx5;
-        Mlx5IbDev ib;
-        IbvDevice ibdev;
-        AddressSpace proc;
-        DocaDev dev;
-        DocaDpa dpa;
-        long pingArg;
-        final List<Runnable> undo = new ArrayList<>();
+        DocaRig rig;
+        /** Where ping counts its round trips. */
+        long rounds;
+        final List<DocaRdma> rdmas = new ArrayList<>();
+        final List<DocaDpaThread> threads = new ArrayList<>();
         /** The DPA's polls of unchanged memory wait for a write (the model's default) or spin (the A/B of what waiting saves). */
         @Param({"true", "false"})
         boolean elidePolls;
 
         @Setup(Level.Trial)
         public void up() throws Exception {
-            dir = Files.createTempDirectory("peerdirect-docapingpong");
-            mm = new Mm(256L << 20, true, dir.resolve("swap"), 1 << 20);
-            bus = new StandalonePciBus(new Iommu(mm));
-            core = new IbCore(null);
-            bf3 = new ConnectX4Device(ConnectX4Device.modelName(ConnectX4Device.DEVICE_BLUEFIELD3), ConnectX4Device.DEVICE_BLUEFIELD3, new Fabric());
-            fn = bus.register(bf3.spec());
-            mlx5 = new Mlx5CoreDev("mlx5_0", fn, mm, Mlx5CoreDev.Settings.DEFAULT);
-            mlx5.load();
-            bf3.dpaElidePolls(elidePolls);
-            ib = new Mlx5IbDev(mlx5, core.umems());
-            ibdev = core.register(ib);
-            proc = mm.createProcess("doca-ping-pong-bench");
-            proc.setMemlockLimit(128L << 20);
-            IbvDeviceList list = new IbvDeviceList() {
-                @Override
-                public List<IbvDevice> devices() {
-                    return List.of(ibdev);
-                }
-
-                @Override
-                public IbvDevice device(String name) {
-                    if (!name.equals(ibdev.name())) {
-                        throw new KernelException(KernelException.Errno.ENODEV, "no device " + name);
-                    }
-                    return ibdev;
-                }
-            };
-            dev = DocaDev.open(DocaDevinfo.byIbdevName(DocaDevinfo.createList(proc, list, d -> fn.bdf()), "mlx5_0"));
-            dpa = DocaDpa.create(dev);
-            dpa.setApp(DocaPingPongDevStubs.APP);
-            dpa.start();
+            rig = new DocaRig("doca-ping-pong-bench", PingPongDevStubs.APP, elidePolls);
+            rounds = rig.alloc(64);
             long[] args = {side(true), side(false)};
-            pingArg = args[0];
             DocaRdma ping = rdmas.get(0);
             DocaRdma pong = rdmas.get(1);
             DocaRdma.Export a = ping.export();
@@ -130,72 +73,52 @@ public class DocaPingPongBench {
             ping.connect(b.connectionDetails(), a.connection());
             pong.connect(a.connectionDetails(), b.connection());
             threads.forEach(DocaDpaThread::run);
-            dpa.rpc(DocaPingPongDevStubs.START, args[0], args[1]);
+            rig.dpa.rpc(PingPongDevStubs.TRIGGER_FIRST_ITERATION_RPC, args[0], args[1]);
         }
 
-        final List<DocaRdma> rdmas = new ArrayList<>();
-        final List<DocaDpaThread> threads = new ArrayList<>();
-
+        /** A side as {@code DpaPingPongTest} builds it, its TLS run free; no sync event (the exchange never ends). Returns its argument block. */
         private long side(boolean ping) {
-            long arg = dpa.memAlloc(SIZE);
-            long recv = dpa.memAlloc(64);
-            long send = dpa.memAlloc(64);
-            dpa.memset(send, 0, 64);
-            DocaDpaThread t = DocaDpaThread.create(dpa);
-            undo.add(t::destroy);
-            t.setFuncArg(DocaPingPongDevStubs.PING_PONG, arg);
-            t.start();
-            DocaDpaCompletion c = DocaDpaCompletion.create(dpa, 16);
-            undo.add(c::destroy);
-            c.setThread(t);
+            long values = rig.alloc(4L * ITERATIONS);
+            long tls = rig.alloc(TLS_SIZE);
+            ByteBuffer t = ByteBuffer.allocate(TLS_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+            t.putLong(TLS_VALUES, values).putLong(TLS_IS_PING, ping ? 1 : 0).putLong(TLS_ROUNDS, rounds);
+            rig.dpa.h2dMemcpy(tls, t.array());
+            long arg = rig.alloc(PP_SIZE);
+            DocaDpaThread th = DocaDpaThread.create(rig.dpa);
+            rig.undo.add(th::destroy);
+            th.setFuncArg(PingPongDevStubs.THREAD_KERNEL, arg);
+            th.setLocalStorage(tls);
+            th.start();
+            DocaDpaCompletion c = DocaDpaCompletion.create(rig.dpa, 16);
+            rig.undo.add(c::destroy);
+            c.setThread(th);
             c.start();
-            DocaRdma r = DocaRdma.create(dev);
+            DocaRdma r = DocaRdma.create(rig.dev);
             r.setPermissions(RW);
-            r.setDatapathOnDpa(dpa);
+            r.setDatapathOnDpa(rig.dpa);
             r.setRecvQueueSize(4);
             r.setSendQueueSize(8);
             r.dpaCompletionAttach(c);
             r.start();
-            undo.add(r::destroy);
-            ByteBuffer b = ByteBuffer.allocate(SIZE).order(ByteOrder.LITTLE_ENDIAN);
-            b.putLong(COMP, c.getDpaHandle()).putLong(RDMA, r.getDpaHandle()).putLong(RECV, recv).putLong(RECV_KEY, key(recv))
-                    .putLong(SEND, send).putLong(SEND_KEY, key(send)).putLong(IS_PING, ping ? 1 : 0).putLong(COUNT, 0);
-            dpa.h2dMemcpy(arg, b.array());
+            rig.undo.add(r::destroy);
+            long recv = rig.alloc(64);
+            long send = rig.alloc(64);
+            ByteBuffer b = ByteBuffer.allocate(PP_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+            b.putLong(PP_COMP, c.getDpaHandle()).putLong(PP_RDMA, r.getDpaHandle()).putLong(PP_RECV, recv).putLong(PP_RECV_MMAP, rig.key(recv))
+                    .putLong(PP_RECV_LEN, 8).putLong(PP_SEND, send).putLong(PP_SEND_MMAP, rig.key(send)).putLong(PP_SEND_LEN, 8);
+            rig.dpa.h2dMemcpy(arg, b.array());
             rdmas.add(r);
-            threads.add(t);
+            threads.add(th);
             return arg;
         }
 
-        private long key(long daddr) {
-            DocaMmap m = DocaMmap.create();
-            m.setDpaMemrange(dpa, daddr, 64);
-            m.setPermissions(RW);
-            m.addDev(dev);
-            m.start();
-            undo.add(m::destroy);
-            return m.devGetDpaHandle(dev) & 0xffffffffL;
-        }
-
         long count() {
-            return ByteBuffer.wrap(dpa.d2hMemcpy(pingArg + COUNT, 8)).order(ByteOrder.LITTLE_ENDIAN).getLong();
+            return rig.word(rounds);
         }
 
         @TearDown(Level.Trial)
-        public void down() throws Exception {
-            for (int i = undo.size() - 1; i >= 0; i--) {
-                undo.get(i).run();
-            }
-            dpa.stop();
-            dpa.destroy();
-            dev.close();
-            core.unregister(ib);
-            ib.close();
-            mlx5.unload();
-            proc.exit();
-            core.close();
-            bf3.close();
-            bus.close();
-            mm.close();
+        public void down() {
+            rig.close();
         }
     }
 
@@ -203,19 +126,6 @@ public class DocaPingPongBench {
     @Benchmark
     @OperationsPerInvocation(ROUNDS)
     public long dpaRoundTrip(Host h) {
-        long target = h.count() + ROUNDS;
-        long deadline = System.nanoTime() + 60_000_000_000L;
-        long c;
-        while ((c = h.count()) < target) {
-            if (System.nanoTime() > deadline) { // the DPA process ended (a checker finding) or the exchange stalled: say so, never hang
-                throw new IllegalStateException("no round trip for 60 s at " + c + " of " + target + "; DPA: " + h.bf3.dpaDescribe());
-            }
-            // a look every 200 µs: each look is a d2h copy, an RDMA READ the host thread drives through the NIC
-            // model itself; looking continuously kept a core busy the DPA's threads and the NIC needed (JFR:
-            // 70 % of the samples in the looking thread). 100 round trips take milliseconds: the last look's
-            // lateness is under 1 % of an invocation.
-            java.util.concurrent.locks.LockSupport.parkNanos(200_000);
-        }
-        return c;
+        return h.rig.awaitRounds(h::count, ROUNDS);
     }
 }

@@ -4,8 +4,6 @@ import static org.peerdirect.bench.dpa.DocaVerbsPingPongDev.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -24,31 +22,13 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.peerdirect.bench.dpa.DocaVerbsPingPongDevStubs;
-import org.peerdirect.doca.DocaAccessFlag;
-import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dev.DocaDevinfo;
-import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.verbs.DocaVerbsAhAttr;
 import org.peerdirect.doca.verbs.DocaVerbsQp;
 import org.peerdirect.doca.verbs.DocaVerbsQpAttr;
 import org.peerdirect.doca.verbs.DocaVerbsQpInitAttr;
 import org.peerdirect.flexio.FlexioQp;
-import org.peerdirect.hca.boards.Fabric;
-import org.peerdirect.hca.cx4.ConnectX4Device;
-import org.peerdirect.ib.core.standalone.IbCore;
-import org.peerdirect.ib.core.verbs.IbvDevice;
-import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.kernel.mm.KernelException;
-import org.peerdirect.kernel.mm.Mm;
-import org.peerdirect.kernel.pci.PciFunction;
-import org.peerdirect.kernel.pci.StandalonePciBus;
-import org.peerdirect.mlx5.core.Mlx5CoreDev;
-import org.peerdirect.mlx5.ib.Mlx5IbDev;
 
 /**
  * Issue 43's DPA verbs figure: {@link DocaPingPongBench}'s round trip of an 8-byte SEND between two
@@ -66,95 +46,52 @@ import org.peerdirect.mlx5.ib.Mlx5IbDev;
 public class DocaVerbsPingPongBench {
 
     static final int ROUNDS = 100;
-    static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE;
 
-    /** A host with one BlueField-3, a DOCA DPA context and the two sides of the exchange. */
+    /** The rig ({@link DocaRig}) with the bench's verbs program and the two sides of the exchange. */
     @State(Scope.Benchmark)
     public static class Host {
-        Path dir;
-        Mm mm;
-        StandalonePciBus bus;
-        IbCore core;
-        ConnectX4Device bf3;
-        PciFunction fn;
-        Mlx5CoreDev mlx5;
-        Mlx5IbDev ib;
-        IbvDevice ibdev;
-        AddressSpace proc;
-        DocaDev dev;
-        DocaDpa dpa;
+        DocaRig rig;
         long pingArg;
-        final List<Runnable> undo = new ArrayList<>();
 
         @Setup(Level.Trial)
         public void up() throws Exception {
-            dir = Files.createTempDirectory("peerdirect-docaverbspingpong");
-            mm = new Mm(256L << 20, true, dir.resolve("swap"), 1 << 20);
-            bus = new StandalonePciBus(new Iommu(mm));
-            core = new IbCore(null);
-            bf3 = new ConnectX4Device(ConnectX4Device.modelName(ConnectX4Device.DEVICE_BLUEFIELD3), ConnectX4Device.DEVICE_BLUEFIELD3, new Fabric());
-            fn = bus.register(bf3.spec());
-            mlx5 = new Mlx5CoreDev("mlx5_0", fn, mm, Mlx5CoreDev.Settings.DEFAULT);
-            mlx5.load();
-            ib = new Mlx5IbDev(mlx5, core.umems());
-            ibdev = core.register(ib);
-            proc = mm.createProcess("doca-verbs-ping-pong-bench");
-            proc.setMemlockLimit(128L << 20);
-            IbvDeviceList list = new IbvDeviceList() {
-                @Override
-                public List<IbvDevice> devices() {
-                    return List.of(ibdev);
-                }
-
-                @Override
-                public IbvDevice device(String name) {
-                    if (!name.equals(ibdev.name())) {
-                        throw new KernelException(KernelException.Errno.ENODEV, "no device " + name);
-                    }
-                    return ibdev;
-                }
-            };
-            dev = DocaDev.open(DocaDevinfo.byIbdevName(DocaDevinfo.createList(proc, list, d -> fn.bdf()), "mlx5_0"));
-            dpa = DocaDpa.create(dev);
-            dpa.setApp(DocaVerbsPingPongDevStubs.APP);
-            dpa.start();
+            rig = new DocaRig("doca-verbs-ping-pong-bench", DocaVerbsPingPongDevStubs.APP, true);
             long[] args = {side(true), side(false)};
             pingArg = args[0];
             connect(qps.get(0), qps.get(1).getQpn());
             connect(qps.get(1), qps.get(0).getQpn());
             threads.forEach(DocaDpaThread::run);
-            dpa.rpc(DocaVerbsPingPongDevStubs.START, args[0], args[1]);
+            rig.dpa.rpc(DocaVerbsPingPongDevStubs.START, args[0], args[1]);
         }
 
         final List<DocaVerbsQp> qps = new ArrayList<>();
         final List<DocaDpaThread> threads = new ArrayList<>();
 
         private long side(boolean ping) {
-            long arg = dpa.memAlloc(SIZE);
-            long recv = dpa.memAlloc(64);
-            long send = dpa.memAlloc(64);
-            dpa.memset(send, 0, 64);
-            DocaDpaThread t = DocaDpaThread.create(dpa);
-            undo.add(t::destroy);
+            long arg = rig.alloc(SIZE);
+            long recv = rig.alloc(64);
+            long send = rig.alloc(64);
+            DocaDpaThread t = DocaDpaThread.create(rig.dpa);
+            rig.undo.add(t::destroy);
             t.setFuncArg(DocaVerbsPingPongDevStubs.PING_PONG, arg);
             t.start();
-            DocaDpaCompletion c = DocaDpaCompletion.create(dpa, 16);
-            undo.add(c::destroy);
+            DocaDpaCompletion c = DocaDpaCompletion.create(rig.dpa, 16);
+            rig.undo.add(c::destroy);
             c.setThread(t);
             c.start();
             DocaVerbsQpInitAttr ia = DocaVerbsQpInitAttr.create();
             ia.setExternalDatapathEn(true);
-            ia.setPd(dev);
+            ia.setPd(rig.dev);
             ia.setSqWr(8);
             ia.setRqWr(4);
             ia.setSendDpaCompletion(c);
             ia.setReceiveDpaCompletion(c);
-            DocaVerbsQp qp = DocaVerbsQp.create(dev, ia);
-            undo.add(qp::destroy);
+            DocaVerbsQp qp = DocaVerbsQp.create(rig.dev, ia);
+            rig.undo.add(qp::destroy);
             ByteBuffer b = ByteBuffer.allocate(SIZE).order(ByteOrder.LITTLE_ENDIAN);
-            b.putLong(COMP, c.getDpaHandle()).putLong(QP, qp.getDpaHandle(dpa)).putLong(RECV, recv).putLong(RECV_KEY, key(recv))
-                    .putLong(SEND, send).putLong(SEND_KEY, key(send)).putLong(IS_PING, ping ? 1 : 0).putLong(COUNT, 0);
-            dpa.h2dMemcpy(arg, b.array());
+            b.putLong(COMP, c.getDpaHandle()).putLong(QP, qp.getDpaHandle(rig.dpa)).putLong(RECV, recv).putLong(RECV_KEY, rig.key(recv))
+                    .putLong(SEND, send).putLong(SEND_KEY, rig.key(send)).putLong(IS_PING, ping ? 1 : 0).putLong(COUNT, 0);
+            rig.dpa.h2dMemcpy(arg, b.array());
             qps.add(qp);
             threads.add(t);
             return arg;
@@ -162,8 +99,8 @@ public class DocaVerbsPingPongBench {
 
         /** RESET→INIT→RTR→RTS towards {@code remote} in loopback, DOCA's sample's masks. */
         private void connect(DocaVerbsQp qp, int remote) {
-            DocaVerbsAhAttr ah = DocaVerbsAhAttr.create(dev);
-            ah.setGid(FlexioQp.gid(dev.ibvContext().queryGid(1, 0)));
+            DocaVerbsAhAttr ah = DocaVerbsAhAttr.create(rig.dev);
+            ah.setGid(FlexioQp.gid(rig.dev.ibvContext().queryGid(1, 0)));
             DocaVerbsQpAttr a = DocaVerbsQpAttr.create();
             a.setNextState(DocaVerbsQpAttr.QP_STATE_INIT);
             a.setPortNum(1);
@@ -181,36 +118,13 @@ public class DocaVerbsPingPongBench {
                     | DocaVerbsQpAttr.RNR_RETRY);
         }
 
-        private long key(long daddr) {
-            DocaMmap m = DocaMmap.create();
-            m.setDpaMemrange(dpa, daddr, 64);
-            m.setPermissions(RW);
-            m.addDev(dev);
-            m.start();
-            undo.add(m::destroy);
-            return m.devGetDpaHandle(dev) & 0xffffffffL;
-        }
-
         long count() {
-            return ByteBuffer.wrap(dpa.d2hMemcpy(pingArg + COUNT, 8)).order(ByteOrder.LITTLE_ENDIAN).getLong();
+            return rig.word(pingArg + COUNT);
         }
 
         @TearDown(Level.Trial)
-        public void down() throws Exception {
-            for (int i = undo.size() - 1; i >= 0; i--) {
-                undo.get(i).run();
-            }
-            dpa.stop();
-            dpa.destroy();
-            dev.close();
-            core.unregister(ib);
-            ib.close();
-            mlx5.unload();
-            proc.exit();
-            core.close();
-            bf3.close();
-            bus.close();
-            mm.close();
+        public void down() {
+            rig.close();
         }
     }
 
@@ -218,15 +132,6 @@ public class DocaVerbsPingPongBench {
     @Benchmark
     @OperationsPerInvocation(ROUNDS)
     public long dpaVerbsRoundTrip(Host h) {
-        long target = h.count() + ROUNDS;
-        long deadline = System.nanoTime() + 60_000_000_000L;
-        long c;
-        while ((c = h.count()) < target) {
-            if (System.nanoTime() > deadline) { // the DPA process ended (a checker finding) or the exchange stalled: say so, never hang
-                throw new IllegalStateException("no round trip for 60 s at " + c + " of " + target + "; DPA: " + h.bf3.dpaDescribe());
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(200_000); // as DocaPingPongBench: a look is an RDMA READ the host drives
-        }
-        return c;
+        return h.rig.awaitRounds(h::count, ROUNDS);
     }
 }

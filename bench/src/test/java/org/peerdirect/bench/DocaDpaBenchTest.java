@@ -25,8 +25,8 @@ class DocaDpaBenchTest {
         } finally {
             h.down();
         }
-        assertEquals(0, h.bf3.devxLive(), "no DevX object left: " + h.bf3.devxDescribe());
-        assertEquals(0, h.bf3.pagesHeld(), "every firmware page back");
+        assertEquals(0, h.rig.bf3.devxLive(), "no DevX object left: " + h.rig.bf3.devxDescribe());
+        assertEquals(0, h.rig.bf3.pagesHeld(), "every firmware page back");
 
         DocaDpaBench.Ring r = new DocaDpaBench.Ring();
         r.up();

@@ -3,110 +3,55 @@ package org.peerdirect.itest;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.peerdirect.dpa.samples.dev.InitiatorTargetDev.*;
+import static org.peerdirect.itest.DocaRun.le;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
-import javax.inject.Inject;
 
 import org.junit.Test;
 import org.junit.runner.RunWith;
-import org.ops4j.pax.exam.Configuration;
-import org.ops4j.pax.exam.Option;
 import org.ops4j.pax.exam.junit.PaxExam;
 import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerClass;
-import org.osgi.framework.BundleContext;
-import org.peerdirect.doca.DocaAccessFlag;
-import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dev.DocaDevinfo;
 import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaNotificationCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.DocaRdma;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 import org.peerdirect.dpa.samples.dev.InitiatorTargetDevStubs;
-import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.kernel.iommu.Iommu;
-import org.peerdirect.kernel.iommu.IommuAudit;
-import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.kernel.mm.Mm;
 
 /**
  * DOCA RDMA with its data path on the DPA inside Felix (DPA_MODEL.md §4 scenario 6, DOCA's
  * {@code dpa_initiator_target}): on the container's BlueField-3, an initiator and a target DOCA RDMA
  * context joined by two connections, the target's feeding one completion context; thread 1 takes
  * the four receives (values 1..4, immediates 10..13, user data = connection id), thread 2 sets the
- * event to 10 while the host waits > 9; everything destroyed, nothing pinned, the IOMMU audit clean.
+ * event to 10 while the host waits > 9; everything destroyed with {@link DocaRun}'s checks (no context of
+ * the process, nothing pinned, no DPA process, the IOMMU audit clean).
  * The device code is dpa-samples' {@code InitiatorTargetDev} (the sample's own); its mutant switch
  * leaves out {@code request_notification}: thread 1 runs once, C7.
  */
 @RunWith(PaxExam.class)
 @ExamReactorStrategy(PerClass.class)
-public class DocaRdmaIT {
+public class DocaRdmaIT extends DocaIt {
 
-    private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE;
-
-    @Inject
-    BundleContext context;
-    @Inject
-    IbvDeviceList devices;
-    @Inject
-    Mm mm;
-    @Inject
-    Iommu iommu;
-    @Inject
-    org.apache.felix.service.command.CommandProcessor processor;
-
-    /** The mutant's check reads {@code dpa:ps} and {@code dpa:mm}. */
-    @org.ops4j.pax.exam.ProbeBuilder
-    public org.ops4j.pax.exam.TestProbeBuilder probe(org.ops4j.pax.exam.TestProbeBuilder builder) {
-        return Distribution.withGogo(builder);
-    }
-
-    @Configuration
-    public Option[] config() {
-        return new Option[] {Distribution.peerdirect()};
-    }
-
-    private static byte[] le(long... v) {
-        ByteBuffer b = ByteBuffer.allocate(8 * v.length).order(ByteOrder.LITTLE_ENDIAN);
-        for (long x : v) {
-            b.putLong(x);
-        }
-        return b.array();
-    }
-
-    private static DocaRdma rdma(DocaDev dev, DocaDpa dpa, DocaDpaCompletion comp, List<Runnable> undo) {
-        DocaRdma r = DocaRdma.create(dev);
-        r.setPermissions(RW);
-        r.setDatapathOnDpa(dpa);
-        r.setMaxNumConnections(2);
+    private static DocaRdma rdma(DocaRun r, DocaDpaCompletion comp) {
+        DocaRdma x = DocaRdma.create(r.dev);
+        x.setPermissions(DocaRun.RW);
+        x.setDatapathOnDpa(r.dpa);
+        x.setMaxNumConnections(2);
         if (comp != null) {
-            r.dpaCompletionAttach(comp);
+            x.dpaCompletionAttach(comp);
         }
-        r.start();
-        undo.add(r::destroy);
-        return r;
-    }
-
-    private static int map(DocaDev dev, DocaDpa dpa, long daddr, List<Runnable> undo) {
-        DocaMmap m = DocaMmap.create();
-        m.setDpaMemrange(dpa, daddr, 64);
-        m.setPermissions(RW);
-        m.addDev(dev);
-        m.start();
-        undo.add(m::destroy);
-        return m.devGetDpaHandle(dev);
+        x.start();
+        r.undo.add(x::destroy);
+        return x;
     }
 
     @Test
-    public void theInitiatorTargetSampleRunsOnTheContainersBlueField3() throws Exception {
+    public void theInitiatorTargetSampleRunsOnTheContainersBlueField3() {
         scenario6(false);
     }
 
@@ -116,53 +61,24 @@ public class DocaRdmaIT {
      * wake-up (C7, strict: the process ends), the event is never set; nothing is left afterwards.
      */
     @Test
-    public void withoutRequestNotificationThread1RunsOnceOnly() throws Exception {
+    public void withoutRequestNotificationThread1RunsOnceOnly() {
         scenario6(true);
     }
 
-    String run(String cmd) {
-        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
-        java.io.PrintStream ps = new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8);
-        try (org.apache.felix.service.command.CommandSession s = processor.createSession(System.in, ps, ps)) {
-            Object r = s.execute(cmd);
-            return out.toString(java.nio.charset.StandardCharsets.UTF_8) + (r == null ? "" : r);
-        } catch (Exception e) {
-            throw new AssertionError(cmd + ": " + e, e);
-        }
-    }
-
-    private void scenario6(boolean mutant) throws Exception {
-        AddressSpace p = mm.createProcess(mutant ? "itest-doca-rdma-mutant" : "itest-doca-rdma");
-        p.setMemlockLimit(1L << 30);
-        try {
-            DocaDev dev = null;
-            for (DocaDevinfo i : DocaDevinfo.createList(p, devices, DocaDevinfo.pciAddrOfServices(context))) {
-                if (dev == null && i.getIbdevName().startsWith("mlx5_")) {
-                    DocaDev d = DocaDev.open(i);
-                    if (DocaDpa.capIsSupported(d)) {
-                        dev = d;
-                    } else {
-                        d.close();
-                    }
-                }
-            }
-            assertTrue("a BlueField-3", dev != null);
-            DocaDpa dpa = DocaDpa.create(dev);
-            dpa.setApp(InitiatorTargetDevStubs.APP);
-            dpa.start();
-            List<Runnable> undo = new ArrayList<>();
-            DocaRdma initiator = rdma(dev, dpa, null, undo);
-            long a1 = dpa.memAlloc(T1_SIZE);
-            dpa.memset(a1, 0, T1_SIZE);
+    private void scenario6(boolean mutant) {
+        try (DocaRun r = run(mutant ? "itest-doca-rdma-mutant" : "itest-doca-rdma", InitiatorTargetDevStubs.APP)) {
+            DocaDpa dpa = r.dpa;
+            DocaRdma initiator = rdma(r, null);
+            long a1 = r.alloc(T1_SIZE);
             DocaDpaThread t1 = DocaDpaThread.create(dpa);
-            undo.add(t1::destroy);
+            r.undo.add(t1::destroy);
             t1.setFuncArg(InitiatorTargetDevStubs.THREAD1_KERNEL, a1);
             t1.start();
             DocaDpaCompletion comp = DocaDpaCompletion.create(dpa, 4);
-            undo.add(comp::destroy);
+            r.undo.add(comp::destroy);
             comp.setThread(t1);
             comp.start();
-            DocaRdma target = rdma(dev, dpa, comp, undo);
+            DocaRdma target = rdma(r, comp);
             for (int i = 0; i < 2; i++) {
                 DocaRdma.Export ie = initiator.export();
                 DocaRdma.Export te = target.export();
@@ -170,26 +86,22 @@ public class DocaRdmaIT {
                 target.connect(ie.connectionDetails(), te.connection());
             }
             t1.run();
-            DocaSyncEvent ev = DocaSyncEvent.create();
-            ev.addPublisherLocationDpa(dpa);
-            ev.addSubscriberLocationDpa(dpa);
-            ev.start();
-            undo.add(ev::destroy);
-            long a2 = dpa.memAlloc(T2_SIZE);
+            DocaSyncEvent ev = r.dpaEvent();
+            long a2 = r.alloc(T2_SIZE);
             dpa.h2dMemcpy(a2, le(ev.getDpaHandle(dpa), 10));
             DocaDpaThread t2 = DocaDpaThread.create(dpa);
-            undo.add(t2::destroy);
+            r.undo.add(t2::destroy);
             t2.setFuncArg(InitiatorTargetDevStubs.THREAD2_KERNEL, a2);
             t2.start();
             DocaDpaNotificationCompletion note = DocaDpaNotificationCompletion.create(dpa, t2);
             note.start();
-            undo.add(note::destroy);
+            r.undo.add(note::destroy);
             t2.run();
-            long recv = dpa.memAlloc(64);
-            long send = dpa.memAlloc(64);
+            long recv = r.alloc(64);
+            long send = r.alloc(64);
             dpa.h2dMemcpy(send, le(1, 2, 3, 4));
-            int recvKey = map(dev, dpa, recv, undo);
-            int sendKey = map(dev, dpa, send, undo);
+            int recvKey = r.dpaMap(recv, 64);
+            int sendKey = r.dpaMap(send, 64);
             dpa.h2dMemcpy(a1, le(0, note.getDpaHandle(), comp.getDpaHandle(), target.getDpaHandle(), recv, recvKey, 8));
             dpa.h2dMemcpy(a1 + T1_MUTANT_NO_REQUEST, le(mutant ? 1 : 0));
             dpa.rpc(InitiatorTargetDevStubs.RDMA_POST_RECEIVE_RPC, 0L, target.getDpaHandle(), recv, recvKey, 8L);
@@ -198,19 +110,7 @@ public class DocaRdmaIT {
             } else {
                 sampleRuns(dpa, initiator, send, sendKey, a1, t1, t2, ev);
             }
-            for (int i = undo.size() - 1; i >= 0; i--) {
-                undo.get(i).run();
-            }
-            dpa.stop();
-            dpa.destroy();
-            dev.close();
-            assertEquals("nothing of the process pinned", 0, p.pinnedPages());
-        } finally {
-            p.exit();
         }
-        IommuAudit audit = iommu.audit();
-        assertEquals("no IOMMU fault: " + audit, 0, audit.faults());
-        assertTrue(audit.toString(), audit.violationFree());
     }
 
     /** The mutant's first receive runs thread 1; its second never does: C7 reported, one activation, no event. */

@@ -4,50 +4,30 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 import static org.peerdirect.dpa.samples.dev.PingPongDev.*;
+import static org.peerdirect.itest.DocaRun.le;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.IntStream;
 
-import javax.inject.Inject;
 
-import org.apache.felix.service.command.CommandProcessor;
-import org.apache.felix.service.command.CommandSession;
 import org.junit.Test;
 import org.junit.runner.RunWith;
-import org.ops4j.pax.exam.Configuration;
-import org.ops4j.pax.exam.Option;
-import org.ops4j.pax.exam.ProbeBuilder;
-import org.ops4j.pax.exam.TestProbeBuilder;
 import org.ops4j.pax.exam.junit.PaxExam;
 import org.ops4j.pax.exam.spi.reactors.ExamReactorStrategy;
 import org.ops4j.pax.exam.spi.reactors.PerClass;
-import org.osgi.framework.BundleContext;
-import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
-import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dev.DocaDevinfo;
-import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
-import org.peerdirect.doca.dpa.DocaDpaObjects;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.rdma.DocaRdma;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 import org.peerdirect.dpa.samples.dev.LitmusDevStubs;
 import org.peerdirect.dpa.samples.dev.PingPongDevStubs;
-import org.peerdirect.ib.core.verbs.IbvDeviceList;
-import org.peerdirect.kernel.iommu.Iommu;
 import org.peerdirect.kernel.iommu.IommuAudit;
-import org.peerdirect.kernel.mm.AddressSpace;
-import org.peerdirect.kernel.mm.Mm;
 
 /**
  * DOCA DPA scenarios of DPA_MODEL.md §4 inside Felix, each with its mutant that must fail, on the
@@ -57,133 +37,13 @@ import org.peerdirect.kernel.mm.Mm;
  * mutant {@code nvqual_fence} (as {@code DpaScenariosIT} runs scenario 2 through {@code dpa:sample echo}),
  * and the memory-model litmus set on {@code LitmusDev}; (9) DOCA's {@code dpa_all_to_all} through
  * {@code dpa:sample all_to_all} over a second BlueField-3 plugged in by Configuration Admin. Each case ends with the clean-up checks of the other DOCA ITs, on the
- * scenario's own objects: its process has no DOCA DPA context left ({@link DocaDpaObjects}), no
- * DPA process is left ({@code dpa:ps}), nothing of its process is pinned, and the IOMMU audit has
- * no fault and no violation. The container's global live-mapping count is not compared (mlx5's
- * command mailbox pool may grow meanwhile: the driver's, not a leak).
+ * scenario's own objects ({@link DocaRun#close}).
  */
 @RunWith(PaxExam.class)
 @ExamReactorStrategy(PerClass.class)
-public class DocaScenariosIT {
+public class DocaScenariosIT extends DocaIt {
 
-    private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE;
     private static final Duration BOUND = Duration.ofSeconds(120);
-
-    @Inject
-    BundleContext context;
-    @Inject
-    IbvDeviceList devices;
-    @Inject
-    Mm mm;
-    @Inject
-    Iommu iommu;
-    @Inject
-    DocaDpaObjects objects;
-    @Inject
-    CommandProcessor processor;
-
-    @ProbeBuilder
-    public TestProbeBuilder probe(TestProbeBuilder builder) {
-        return Distribution.withGogo(builder);
-    }
-
-    @Configuration
-    public Option[] config() {
-        return new Option[] {Distribution.peerdirect()};
-    }
-
-    // ---------------------------------------------------------------- the machinery
-
-    /** One scenario's process, device and context, and what it made, destroyed newest first. */
-    final class Run implements AutoCloseable {
-        final AddressSpace p;
-        final DocaDev dev;
-        final DocaDpa dpa;
-        final List<Runnable> undo = new ArrayList<>();
-
-        Run(String name, org.peerdirect.flexio.FlexioApp app) {
-            p = mm.createProcess(name);
-            p.setMemlockLimit(1L << 30);
-            DocaDev d = null;
-            for (DocaDevinfo i : DocaDevinfo.createList(p, devices, DocaDevinfo.pciAddrOfServices(context))) {
-                if (d == null && i.getIbdevName().startsWith("mlx5_") && DocaDpa.capIsSupported(i)) {
-                    d = DocaDev.open(i);
-                }
-            }
-            assertTrue("a BlueField-3", d != null);
-            dev = d;
-            dpa = DocaDpa.create(dev);
-            dpa.setApp(app);
-            dpa.start();
-        }
-
-        long alloc(long n) {
-            long d = dpa.memAlloc(n);
-            dpa.memset(d, 0, n);
-            undo.add(() -> dpa.memFree(d));
-            return d;
-        }
-
-        int dpaMap(long daddr, long len) {
-            DocaMmap m = DocaMmap.create();
-            m.setDpaMemrange(dpa, daddr, len);
-            m.setPermissions(RW);
-            m.addDev(dev);
-            m.start();
-            undo.add(m::destroy);
-            return m.devGetDpaHandle(dev);
-        }
-
-        DocaSyncEvent dpaEvent() {
-            DocaSyncEvent ev = DocaSyncEvent.create();
-            ev.addPublisherLocationDpa(dpa);
-            ev.addSubscriberLocationDpa(dpa);
-            ev.start();
-            undo.add(ev::destroy);
-            return ev;
-        }
-
-        /** Everything destroyed, then the checks: no context of this process, no DPA process, nothing pinned, the audit clean. */
-        @Override
-        public void close() throws Exception {
-            try {
-                for (int i = undo.size() - 1; i >= 0; i--) {
-                    undo.get(i).run();
-                }
-                dpa.stop();
-                dpa.destroy();
-                dev.close();
-                assertTrue("no DOCA DPA context of process " + p.pid(), objects.contexts().stream().noneMatch(c -> c.pid() == p.pid()));
-                assertEquals("nothing of the process pinned", 0, p.pinnedPages());
-            } finally {
-                p.exit();
-            }
-            String ps = run("dpa:ps");
-            assertTrue(ps, ps.lines().noneMatch(l -> l.strip().matches("process \\d+ uid .*")));
-            IommuAudit audit = iommu.audit();
-            assertEquals("no IOMMU fault: " + audit, 0, audit.faults());
-            assertTrue(audit.toString(), audit.violationFree());
-        }
-    }
-
-    String run(String cmd) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
-        try (CommandSession s = processor.createSession(System.in, ps, ps)) {
-            Object r = s.execute(cmd);
-            return out.toString(StandardCharsets.UTF_8) + (r == null ? "" : r);
-        } catch (Exception e) {
-            throw new AssertionError(cmd + ": " + e, e);
-        }
-    }
-
-    static byte[] le(long... v) {
-        ByteBuffer b = ByteBuffer.allocate(8 * v.length).order(ByteOrder.LITTLE_ENDIAN);
-        for (long x : v) {
-            b.putLong(x);
-        }
-        return b.array();
-    }
 
     // ---------------------------------------------------------------- scenario 7: dpa_ping_pong
 
@@ -192,7 +52,7 @@ public class DocaScenariosIT {
     }
 
     /** A side as the sample builds it: thread with TLS, its completion context, DOCA RDMA on the DPA, buffers mapped, its event. */
-    static Side side(Run r, boolean ping, boolean noRepost) {
+    static Side side(DocaRun r, boolean ping, boolean noRepost) {
         long values = r.alloc(4L * ITERATIONS);
         long tls = r.alloc(TLS_SIZE);
         r.dpa.h2dMemcpy(tls, le(values, 0, ping ? 1 : 0, noRepost ? 1 : 0));
@@ -207,7 +67,7 @@ public class DocaScenariosIT {
         comp.setThread(t);
         comp.start();
         DocaRdma rdma = DocaRdma.create(r.dev);
-        rdma.setPermissions(RW);
+        rdma.setPermissions(DocaRun.RW);
         rdma.setDatapathOnDpa(r.dpa);
         rdma.setRecvQueueSize(4);
         rdma.setSendQueueSize(8);
@@ -223,7 +83,7 @@ public class DocaScenariosIT {
     }
 
     /** The two contexts connected, both threads run, the first iteration by RPC. */
-    static void connectAndTrigger(Run r, Side ping, Side pong) {
+    static void connectAndTrigger(DocaRun r, Side ping, Side pong) {
         DocaRdma.Export a = ping.rdma().export();
         DocaRdma.Export b = pong.rdma().export();
         ping.rdma().connect(b.connectionDetails(), a.connection());
@@ -234,7 +94,7 @@ public class DocaScenariosIT {
     }
 
     /** The values 0..99 a side marked received. */
-    static List<Integer> received(Run r, Side s) {
+    static List<Integer> received(DocaRun r, Side s) {
         ByteBuffer v = ByteBuffer.wrap(r.dpa.d2hMemcpy(s.values(), 4 * ITERATIONS)).order(ByteOrder.LITTLE_ENDIAN);
         return IntStream.range(0, ITERATIONS).filter(i -> v.getInt(4 * i) == 1).boxed().toList();
     }
@@ -242,7 +102,7 @@ public class DocaScenariosIT {
     /** Scenario 7: 100 iterations each way; both arrays [1]*100, both events set, each thread activated once (it polls). */
     @Test
     public void scenario7PingPongHundredIterationsBothArraysBothEvents() throws Exception {
-        try (Run r = new Run("itest-doca-ping-pong", PingPongDevStubs.APP)) {
+        try (DocaRun r = run("itest-doca-ping-pong", PingPongDevStubs.APP)) {
             Side ping = side(r, true, false);
             Side pong = side(r, false, false);
             connectAndTrigger(r, ping, pong);
@@ -261,7 +121,7 @@ public class DocaScenariosIT {
     /** Scenario 7's mutant: pong does not re-post its receive; the exchange stops after the first value, neither event is set. */
     @Test
     public void scenario7MutantWithoutRepostingTheReceiveTheExchangeStops() throws Exception {
-        try (Run r = new Run("itest-doca-ping-pong-mutant", PingPongDevStubs.APP)) {
+        try (DocaRun r = run("itest-doca-ping-pong-mutant", PingPongDevStubs.APP)) {
             Side ping = side(r, true, false);
             Side pong = side(r, false, true);
             connectAndTrigger(r, ping, pong);
@@ -321,7 +181,7 @@ public class DocaScenariosIT {
     // ---------------------------------------------------------------- scenario 10: the litmus set
 
     /** One launch of a 2-rank litmus kernel on {@code arg}; null when it ended, else the launch's failure (its process ended). */
-    static DocaException launch(Run r, DocaSyncEvent done, org.peerdirect.flexio.FlexioFunc kernel, long arg) {
+    static DocaException launch(DocaRun r, DocaSyncEvent done, org.peerdirect.flexio.FlexioFunc kernel, long arg) {
         long before = done.get();
         r.dpa.kernelLaunchUpdateSet(null, 0, done, before + 1, 2, kernel, arg);
         long deadline = System.nanoTime() + BOUND.toNanos();
@@ -341,7 +201,7 @@ public class DocaScenariosIT {
     }
 
     /** A context of the litmus app with its completion event (DPA → CPU) and a zeroed 1 KiB argument; returns the argument. */
-    static long litmusArg(Run r, DocaSyncEvent[] done) {
+    static long litmusArg(DocaRun r, DocaSyncEvent[] done) {
         DocaSyncEvent ev = DocaSyncEvent.create();
         ev.addPublisherLocationDpa(r.dpa);
         ev.addSubscriberLocationCpu(r.dev);
@@ -365,7 +225,7 @@ public class DocaScenariosIT {
     @Test
     public void scenario10LitmusSetFencedHoldsAndEachMutantIsCaught() throws Exception {
         DocaSyncEvent[] done = new DocaSyncEvent[1];
-        try (Run r = new Run("itest-doca-litmus", LitmusDevStubs.APP)) {
+        try (DocaRun r = run("itest-doca-litmus", LitmusDevStubs.APP)) {
             long arg = litmusArg(r, done);
             assertEquals(null, launch(r, done[0], LitmusDevStubs.MP_FENCE, arg));
             assertEquals("the reader saw the data the flag published", 42, r.dpa.rpc(LitmusDevStubs.LOAD64, arg + 128));
@@ -379,7 +239,7 @@ public class DocaScenariosIT {
                 {"UNALIGNED", "dpa:crash", "unaligned", "LitmusDev.unaligned:"}};
         for (String[] m : mutants) {
             org.peerdirect.flexio.FlexioFunc kernel = (org.peerdirect.flexio.FlexioFunc) LitmusDevStubs.class.getField(m[0]).get(null);
-            try (Run r = new Run("itest-doca-litmus-" + m[0].toLowerCase(java.util.Locale.ROOT), LitmusDevStubs.APP)) {
+            try (DocaRun r = run("itest-doca-litmus-" + m[0].toLowerCase(java.util.Locale.ROOT), LitmusDevStubs.APP)) {
                 long arg = litmusArg(r, done);
                 DocaException f = launch(r, done[0], kernel, arg);
                 assertTrue(m[0] + ": strict checking ends the process", f != null);

@@ -9,8 +9,9 @@ import org.peerdirect.dpacc.DpaRpc;
 import org.peerdirect.hca.dpa.isa.Dpa;
 
 /**
- * The DPA side of {@link org.peerdirect.bench.DocaVerbsPingPongBench}: {@link DocaPingPongDev}'s
- * exchange on DOCA verbs QPs ({@code doca_dpa_dev_verbs_*}) instead of DOCA RDMA connections. Each
+ * The DPA side of {@link org.peerdirect.bench.DocaVerbsPingPongBench}: the free-running exchange of
+ * dpa-samples' {@code PingPongDev} (DOCA's {@code dpa_ping_pong}, as {@code DocaPingPongBench} runs it)
+ * on DOCA verbs QPs ({@code doca_dpa_dev_verbs_*}) instead of DOCA RDMA connections. Each
  * thread polls its completion context; per receive it posts and commits the next receive, then
  * posts and commits an unsignaled SEND back; the ping thread counts round trips with an atomic add
  * (the host's d2h reads race it). The WR and SGE structures live in the argument block.

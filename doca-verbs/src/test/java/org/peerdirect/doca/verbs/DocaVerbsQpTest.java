@@ -4,32 +4,25 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.peerdirect.doca.verbs.DocaVerbsQpAttr.*;
-import static org.peerdirect.doca.verbs.progs.VerbsProgs.*;
+import static org.peerdirect.dpa.samples.dev.VerbsInitiatorTargetDev.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
-import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
-import org.peerdirect.doca.dev.DocaDev;
 import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaRegistry;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.dpa.DpaLab;
+import org.peerdirect.doca.dpa.DpaLabFixture;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevVerbs;
-import org.peerdirect.doca.mmap.DocaMmap;
-import org.peerdirect.doca.verbs.progs.VerbsProgsStubs;
+import org.peerdirect.dpa.samples.dev.VerbsInitiatorTargetDevStubs;
 import org.peerdirect.flexio.FlexioQp;
 
 /**
@@ -37,48 +30,19 @@ import org.peerdirect.flexio.FlexioQp;
  * posts with the completion elements they give, and bad input (a completion context of another
  * DPA context, a post on a QP not in RTS, destroy order).
  */
-class DocaVerbsQpTest {
+class DocaVerbsQpTest extends DpaLabFixture {
 
     private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE
             | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_READ;
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
-    private DocaDpa dpa;
-    private final List<Runnable> undo = new ArrayList<>();
-
-    @BeforeEach
-    void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
-        dpa = dpa();
-    }
-
-    private DocaDpa dpa() {
-        DocaDpa d = DocaDpa.create(dev);
-        d.setApp(VerbsProgsStubs.APP);
-        d.start();
-        return d;
-    }
-
-    @AfterEach
-    void down() {
-        for (int i = undo.size() - 1; i >= 0; i--) {
-            undo.get(i).run();
-        }
-        dpa.stop();
-        dpa.destroy();
-        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
-        dev.close();
-        lab.close();
+    DocaVerbsQpTest() {
+        super(VerbsInitiatorTargetDevStubs.APP);
     }
 
     /** A completion context whose thread never runs (its CQ is never armed): the host polls it by RPC. */
     private DocaDpaCompletion polled(DocaDpa on) {
         DocaDpaThread t = DocaDpaThread.create(on);
-        t.setFuncArg(VerbsProgsStubs.INITIATOR_THREAD, 0);
+        t.setFuncArg(VerbsInitiatorTargetDevStubs.INITIATOR_THREAD, 0);
         t.start();
         undo.add(t::destroy);
         DocaDpaCompletion c = DocaDpaCompletion.create(on, 16);
@@ -210,37 +174,28 @@ class DocaVerbsQpTest {
     @Test
     void badInputAndDestroyOrder() {
         DocaDpaCompletion mine = polled(dpa);
-        DocaDpa other = dpa();
-        try {
-            DocaDpaCompletion theirs = polled(other);
-            String m = message(() -> DocaVerbsQp.create(dev, init(mine, theirs)));
-            assertTrue(m.contains("another DPA context"), m);
-            assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, status(() -> {
-                DocaVerbsQpInitAttr ia = init(mine, mine);
-                ia.setExternalDatapathEn(false);
-                DocaVerbsQp.create(dev, ia);
-            }), "the host data path");
-            assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, status(() -> {
-                DocaVerbsQpInitAttr ia = init(mine, mine);
-                ia.setQpType(DocaVerbsQpInitAttr.QP_TYPE_UD);
-                DocaVerbsQp.create(dev, ia);
-            }), "UD");
-            assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> DocaVerbsQp.create(dev, DocaVerbsQpInitAttr.create())), "no PD");
-            assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> init(mine, mine).setSendMaxSges(3)), "3 send SGEs");
-            DocaVerbsQp q = DocaVerbsQp.create(dev, init(mine, mine));
-            assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> q.getDpaHandle(other)), "a handle on another DPA context");
-            assertEquals(DocaError.DOCA_ERROR_IN_USE, status(mine::stop), "the completion context while a QP uses it");
-            q.destroy();
-            assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(q::destroy), "double destroy");
-            assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(q::getQpn), "a destroyed QP");
-        } finally {
-            for (int i = undo.size() - 1; i >= 0; i--) { // the other context's objects first
-                undo.get(i).run();
-            }
-            undo.clear();
-            other.stop();
-            other.destroy();
-        }
+        DocaDpa other = started(dev, VerbsInitiatorTargetDevStubs.APP); // stopped and destroyed after this one
+        DocaDpaCompletion theirs = polled(other);
+        String m = message(() -> DocaVerbsQp.create(dev, init(mine, theirs)));
+        assertTrue(m.contains("another DPA context"), m);
+        assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, status(() -> {
+            DocaVerbsQpInitAttr ia = init(mine, mine);
+            ia.setExternalDatapathEn(false);
+            DocaVerbsQp.create(dev, ia);
+        }), "the host data path");
+        assertEquals(DocaError.DOCA_ERROR_NOT_SUPPORTED, status(() -> {
+            DocaVerbsQpInitAttr ia = init(mine, mine);
+            ia.setQpType(DocaVerbsQpInitAttr.QP_TYPE_UD);
+            DocaVerbsQp.create(dev, ia);
+        }), "UD");
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> DocaVerbsQp.create(dev, DocaVerbsQpInitAttr.create())), "no PD");
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> init(mine, mine).setSendMaxSges(3)), "3 send SGEs");
+        DocaVerbsQp q = DocaVerbsQp.create(dev, init(mine, mine));
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(() -> q.getDpaHandle(other)), "a handle on another DPA context");
+        assertEquals(DocaError.DOCA_ERROR_IN_USE, status(mine::stop), "the completion context while a QP uses it");
+        q.destroy();
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(q::destroy), "double destroy");
+        assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, status(q::getQpn), "a destroyed QP");
     }
 
     /** A post on a QP in INIT: DOCA's call returns nothing, the process ends with ERROR_QP_STATE, the host sees it. */
@@ -250,7 +205,7 @@ class DocaVerbsQpTest {
         toInit(q);
         long wrs = dpa.memAlloc(A_SIZE);
         try {
-            DocaException e = assertThrows(DocaException.class, () -> dpa.rpc(VerbsProgsStubs.POST, q.getDpaHandle(dpa),
+            DocaException e = assertThrows(DocaException.class, () -> dpa.rpc(VerbsInitiatorTargetDevStubs.POST, q.getDpaHandle(dpa),
                     DocaDpaDevVerbs.SEND_WR_OPCODE_SEND, wrs, 0, 8, 0L, 0, 0, 1, wrs));
             assertEquals(DocaError.DOCA_ERROR_DRIVER, e.error(), e.getMessage());
             assertTrue(e.getMessage().contains(Integer.toHexString(DocaDpaDevVerbs.ERROR_QP_STATE)), e.getMessage());
@@ -285,12 +240,12 @@ class DocaVerbsQpTest {
         int kd = map(dst, 64);
         long ha = a.getDpaHandle(dpa);
         long hb = b.getDpaHandle(dpa);
-        dpa.rpc(VerbsProgsStubs.POST_RECV, hb, dst, kd, 16, wrs);
-        dpa.rpc(VerbsProgsStubs.POST_RECV, hb, dst + 16, kd, 16, wrs);
-        dpa.rpc(VerbsProgsStubs.POST, ha, DocaDpaDevVerbs.SEND_WR_OPCODE_SEND_IMM, src, ks, 8, 0L, 0, 0xabc, 1, wrs);
-        dpa.rpc(VerbsProgsStubs.POST, ha, DocaDpaDevVerbs.SEND_WR_OPCODE_WRITE_IMM, src + 8, ks, 8, dst + 24, kd, 0xdef, 1, wrs);
-        dpa.rpc(VerbsProgsStubs.POST, ha, DocaDpaDevVerbs.SEND_WR_OPCODE_READ, src + 16, ks, 8, dst + 32, kd, 0, 1, wrs);
-        dpa.rpc(VerbsProgsStubs.POST, ha, DocaDpaDevVerbs.SEND_WR_OPCODE_WRITE, src + 8, ks, 8, dst + 40, kd, 0, 0, wrs); // unsignaled
+        dpa.rpc(VerbsInitiatorTargetDevStubs.POST_RECV, hb, dst, kd, 16, wrs);
+        dpa.rpc(VerbsInitiatorTargetDevStubs.POST_RECV, hb, dst + 16, kd, 16, wrs);
+        dpa.rpc(VerbsInitiatorTargetDevStubs.POST, ha, DocaDpaDevVerbs.SEND_WR_OPCODE_SEND_IMM, src, ks, 8, 0L, 0, 0xabc, 1, wrs);
+        dpa.rpc(VerbsInitiatorTargetDevStubs.POST, ha, DocaDpaDevVerbs.SEND_WR_OPCODE_WRITE_IMM, src + 8, ks, 8, dst + 24, kd, 0xdef, 1, wrs);
+        dpa.rpc(VerbsInitiatorTargetDevStubs.POST, ha, DocaDpaDevVerbs.SEND_WR_OPCODE_READ, src + 16, ks, 8, dst + 32, kd, 0, 1, wrs);
+        dpa.rpc(VerbsInitiatorTargetDevStubs.POST, ha, DocaDpaDevVerbs.SEND_WR_OPCODE_WRITE, src + 8, ks, 8, dst + 40, kd, 0, 0, wrs); // unsignaled
         long[][] sends = poll(ca, wrs, 3);
         long[][] recvs = poll(cb, wrs, 2);
         int[] ops = {DocaDpaDevVerbs.SEND_WR_OPCODE_SEND_IMM, DocaDpaDevVerbs.SEND_WR_OPCODE_WRITE_IMM, DocaDpaDevVerbs.SEND_WR_OPCODE_READ};
@@ -315,7 +270,7 @@ class DocaVerbsQpTest {
             assertTrue(System.nanoTime() < deadline, "the unsignaled write landed");
             Thread.onSpinWait();
         }
-        assertEquals(-1L, dpa.rpc(VerbsProgsStubs.POLL_ONE, ca.getDpaHandle(), wrs, 7), "no completion for the unsignaled write");
+        assertEquals(-1L, dpa.rpc(VerbsInitiatorTargetDevStubs.POLL_ONE, ca.getDpaHandle(), wrs, 7), "no completion for the unsignaled write");
         assertTrue(lab.dpa().stream().noneMatch(l -> l.matches(".*\\bC[1-7]\\b.*")), "no memory-model finding: " + lab.dpa());
     }
 
@@ -336,7 +291,7 @@ class DocaVerbsQpTest {
         long[][] r = new long[n][];
         long deadline = System.nanoTime() + 30_000_000_000L;
         for (int i = 0; i < n; i++) {
-            while (dpa.rpc(VerbsProgsStubs.POLL_ONE, comp.getDpaHandle(), wrs, i) != 0) {
+            while (dpa.rpc(VerbsInitiatorTargetDevStubs.POLL_ONE, comp.getDpaHandle(), wrs, i) != 0) {
                 assertTrue(System.nanoTime() < deadline, "completion " + i + " of " + comp);
             }
             r[i] = words(wrs + A_LOG + (long) LOG_ENTRY * i, 4);
@@ -344,21 +299,8 @@ class DocaVerbsQpTest {
         return r;
     }
 
-    private long alloc(long n) {
-        long d = dpa.memAlloc(n);
-        dpa.memset(d, 0, n);
-        undo.add(() -> dpa.memFree(d));
-        return d;
-    }
-
     private int map(long daddr, long len) {
-        DocaMmap m = DocaMmap.create();
-        m.setDpaMemrange(dpa, daddr, len);
-        m.setPermissions(RW);
-        m.addDev(dev);
-        m.start();
-        undo.add(m::destroy);
-        return m.devGetDpaHandle(dev);
+        return dpaMmap(dpa, dev, daddr, len, RW).devGetDpaHandle(dev);
     }
 
     private static byte[] le(long... v) {

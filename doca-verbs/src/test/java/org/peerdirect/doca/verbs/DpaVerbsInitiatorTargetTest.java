@@ -3,31 +3,22 @@ package org.peerdirect.doca.verbs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.peerdirect.doca.verbs.progs.VerbsProgs.*;
+import static org.peerdirect.dpa.samples.dev.VerbsInitiatorTargetDev.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
-import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.dpa.DpaLab;
+import org.peerdirect.doca.dpa.DpaLabFixture;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
-import org.peerdirect.doca.mmap.DocaMmap;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
-import org.peerdirect.doca.verbs.progs.VerbsProgsStubs;
+import org.peerdirect.dpa.samples.dev.VerbsInitiatorTargetDevStubs;
 import org.peerdirect.flexio.FlexioQp;
 
 /**
@@ -39,7 +30,7 @@ import org.peerdirect.flexio.FlexioQp;
  * at 0xf. [model] Both sides share one DPA context (the sample runs them on two hosts); the QPs are
  * joined in loopback through the port's GID.
  */
-class DpaVerbsInitiatorTargetTest {
+class DpaVerbsInitiatorTargetTest extends DpaLabFixture {
 
     private static final Duration BOUND = Duration.ofSeconds(60);
     private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE
@@ -48,55 +39,17 @@ class DpaVerbsInitiatorTargetTest {
     private static final long THRESHOLD = 9;
     private static final int QUEUE_SIZE = 4;
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
-    private DocaDpa dpa;
-    /** What {@link #down} destroys, newest first. */
-    private final List<Runnable> undo = new ArrayList<>();
-
-    @BeforeEach
-    void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
-        dpa = DocaDpa.create(dev);
-        dpa.setApp(VerbsProgsStubs.APP);
-        dpa.start();
-    }
-
-    @AfterEach
-    void down() {
-        for (int i = undo.size() - 1; i >= 0; i--) {
-            undo.get(i).run();
-        }
-        dpa.stop();
-        dpa.destroy();
-        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
-        dev.close();
-        lab.close();
+    DpaVerbsInitiatorTargetTest() {
+        super(VerbsInitiatorTargetDevStubs.APP);
     }
 
     /** One side of the sample: its QP, thread, completion context, buffer, event and argument block. */
     record Side(DocaVerbsQp qp, long qpHandle, DocaDpaThread thread, DocaDpaCompletion comp, long buf, int mkey, DocaSyncEvent ev, long arg) {
     }
 
-    private long alloc(long n) {
-        long d = dpa.memAlloc(n);
-        dpa.memset(d, 0, n);
-        undo.add(() -> dpa.memFree(d));
-        return d;
-    }
-
     /** {@code doca_mmap_obj_init} of the sample: a map of DPA memory; its DPA handle. */
     private int dpaMap(long daddr, long len) {
-        DocaMmap m = DocaMmap.create();
-        m.setDpaMemrange(dpa, daddr, len);
-        m.setPermissions(RW);
-        m.addDev(dev);
-        m.start();
-        undo.add(m::destroy);
-        return m.devGetDpaHandle(dev);
+        return dpaMmap(dpa, dev, daddr, len, RW).devGetDpaHandle(dev);
     }
 
     /** The sample's {@code create_verbs_qp}: RC, the completion context as send and receive CQ, the data path on the DPA. */
@@ -131,16 +84,12 @@ class DpaVerbsInitiatorTargetTest {
         long arg = alloc(A_SIZE);
         DocaDpaThread t = DocaDpaThread.create(dpa);
         undo.add(t::destroy);
-        t.setFuncArg(initiator ? VerbsProgsStubs.INITIATOR_THREAD : VerbsProgsStubs.TARGET_THREAD, arg);
+        t.setFuncArg(initiator ? VerbsInitiatorTargetDevStubs.INITIATOR_THREAD : VerbsInitiatorTargetDevStubs.TARGET_THREAD, arg);
         t.start();
         DocaDpaCompletion comp = completion(t);
         t.run();
         DocaVerbsQp qp = createQp(comp);
-        DocaSyncEvent ev = DocaSyncEvent.create();
-        ev.addPublisherLocationDpa(dpa);
-        ev.addSubscriberLocationDpa(dpa); // the sample's CPU subscriber: a DPA publisher's window to host memory is not built
-        ev.start();
-        undo.add(ev::destroy);
+        DocaSyncEvent ev = dpaEvent(); // [model] a DPA subscriber where the sample's is the CPU
         return new Side(qp, qp.getDpaHandle(dpa), t, comp, buf, mkey, ev, arg);
     }
 
@@ -223,8 +172,8 @@ class DpaVerbsInitiatorTargetTest {
     void theInitiatorsValueGoesRoundThreeTimesAndEndsAt0xf() {
         Side[] s = build();
         Side ini = s[0], tgt = s[1];
-        dpa.rpc(VerbsProgsStubs.TARGET_TRIGGER_FIRST_ITERATION, tgt.qpHandle(), tgt.buf(), tgt.mkey(), 8, tgt.arg());
-        dpa.rpc(VerbsProgsStubs.INITIATOR_TRIGGER_FIRST_ITERATION, ini.qpHandle(), ini.buf(), ini.mkey(), 8, tgt.buf(), tgt.mkey(), ini.arg());
+        dpa.rpc(VerbsInitiatorTargetDevStubs.TARGET_TRIGGER_FIRST_ITERATION, tgt.qpHandle(), tgt.buf(), tgt.mkey(), 8, tgt.arg());
+        dpa.rpc(VerbsInitiatorTargetDevStubs.INITIATOR_TRIGGER_FIRST_ITERATION, ini.qpHandle(), ini.buf(), ini.mkey(), 8, tgt.buf(), tgt.mkey(), ini.arg());
         tgt.ev().waitGt(THRESHOLD, -1L, BOUND);
         ini.ev().waitGt(THRESHOLD, -1L, BOUND);
         assertEquals(END_VALUE, words(ini.buf(), 1)[0], "the initiator's buffer after the sample");
@@ -274,14 +223,14 @@ class DpaVerbsInitiatorTargetTest {
     void aCommitWithoutWritebackIsC1NamingItsLine() {
         Side[] s = build();
         Side ini = s[0], tgt = s[1];
-        dpa.rpc(VerbsProgsStubs.TARGET_TRIGGER_FIRST_ITERATION, tgt.qpHandle(), tgt.buf(), tgt.mkey(), 8, tgt.arg());
+        dpa.rpc(VerbsInitiatorTargetDevStubs.TARGET_TRIGGER_FIRST_ITERATION, tgt.qpHandle(), tgt.buf(), tgt.mkey(), 8, tgt.arg());
         try {
-            dpa.rpc(VerbsProgsStubs.COMMIT_SEND_WITHOUT_WRITEBACK, ini.qpHandle(), ini.buf(), ini.mkey(), 8, tgt.buf(), tgt.mkey(), ini.arg());
+            dpa.rpc(VerbsInitiatorTargetDevStubs.COMMIT_SEND_WITHOUT_WRITEBACK, ini.qpHandle(), ini.buf(), ini.mkey(), 8, tgt.buf(), tgt.mkey(), ini.arg());
         } catch (DocaException e) { // the process may end before the RPC answers
             assertEquals(DocaError.DOCA_ERROR_DRIVER, e.error(), e.getMessage());
         }
         String ps = awaitFinding("C1");
-        assertTrue(ps.contains("without __dpa_thread_memory_writeback before the doorbell") && ps.contains("VerbsProgs.commitSendWithoutWriteback"), ps);
+        assertTrue(ps.contains("without __dpa_thread_memory_writeback before the doorbell") && ps.contains("VerbsInitiatorTargetDev.commitSendWithoutWriteback"), ps);
         assertThrows(DocaException.class, () -> ini.ev().waitGt(THRESHOLD, -1L, Duration.ofMillis(200)));
     }
 
@@ -293,9 +242,9 @@ class DpaVerbsInitiatorTargetTest {
     void aReceiveCommittedWithoutFenceIsC6() {
         Side[] s = build();
         Side ini = s[0], tgt = s[1];
-        dpa.rpc(VerbsProgsStubs.COMMIT_RECV_WITHOUT_FENCE, tgt.qpHandle(), tgt.buf(), tgt.mkey(), 8, tgt.arg());
+        dpa.rpc(VerbsInitiatorTargetDevStubs.COMMIT_RECV_WITHOUT_FENCE, tgt.qpHandle(), tgt.buf(), tgt.mkey(), 8, tgt.arg());
         try {
-            dpa.rpc(VerbsProgsStubs.INITIATOR_TRIGGER_FIRST_ITERATION, ini.qpHandle(), ini.buf(), ini.mkey(), 8, tgt.buf(), tgt.mkey(), ini.arg());
+            dpa.rpc(VerbsInitiatorTargetDevStubs.INITIATOR_TRIGGER_FIRST_ITERATION, ini.qpHandle(), ini.buf(), ini.mkey(), 8, tgt.buf(), tgt.mkey(), ini.arg());
         } catch (DocaException e) {
             assertEquals(DocaError.DOCA_ERROR_DRIVER, e.error(), e.getMessage());
         }
@@ -323,7 +272,7 @@ class DpaVerbsInitiatorTargetTest {
         assertEquals(DocaError.DOCA_ERROR_BAD_STATE, e.error(), e.getMessage());
         assertTrue(e.getMessage().contains("is in RST, RC has no transition to RTR"), e.getMessage());
         assertEquals(DocaVerbsQpAttr.QP_STATE_RST, ini.qp().state());
-        e = assertThrows(DocaException.class, () -> dpa.rpc(VerbsProgsStubs.INITIATOR_TRIGGER_FIRST_ITERATION, ini.qpHandle(), ini.buf(),
+        e = assertThrows(DocaException.class, () -> dpa.rpc(VerbsInitiatorTargetDevStubs.INITIATOR_TRIGGER_FIRST_ITERATION, ini.qpHandle(), ini.buf(),
                 ini.mkey(), 8, tgt.buf(), tgt.mkey(), ini.arg()));
         assertEquals(DocaError.DOCA_ERROR_DRIVER, e.error(), e.getMessage());
         assertTrue(e.getMessage().contains(Integer.toHexString(org.peerdirect.doca.dpa.dev.DocaDpaDevVerbs.ERROR_QP_STATE)), e.getMessage());

@@ -73,7 +73,7 @@ final class PingPongSample {
         long tls = steps.memAlloc(dpa, TLS_SIZE, err[2], free[1]);
         long values = steps.memAlloc(dpa, 4L * ITERATIONS, err[3], free[2]);
         steps.run(err[3], "doca_dpa_memset", () -> dpa.memset(values, 0, 4L * ITERATIONS)); // [model] the C array is not zeroed; a fresh heap is
-        steps.run(err[4], "doca_dpa_h2d_memcpy", () -> dpa.h2dMemcpy(tls, le(values, 0, ping ? 1 : 0, 0)));
+        steps.run(err[4], "doca_dpa_h2d_memcpy", () -> dpa.h2dMemcpy(tls, le(values, 0, ping ? 1 : 0, 0, 0))); // no mutant, not free-running
         return new Mem(arg, tls, values);
     }
 

@@ -2,28 +2,22 @@ package org.peerdirect.dpa.samples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.peerdirect.dpa.samples.dev.PingPongDev.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.peerdirect.doca.DocaAccessFlag;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
-import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dpa.DocaDpa;
 import org.peerdirect.doca.dpa.DocaDpaCompletion;
 import org.peerdirect.doca.dpa.DocaDpaThread;
-import org.peerdirect.doca.dpa.DpaLab;
-import org.peerdirect.doca.mmap.DocaMmap;
+import org.peerdirect.doca.dpa.DpaLabFixture;
 import org.peerdirect.doca.rdma.DocaRdma;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 import org.peerdirect.dpa.samples.dev.PingPongDevStubs;
@@ -36,54 +30,17 @@ import org.peerdirect.dpa.samples.dev.PingPongDevStubs;
  * received-value arrays are [1]*100 and both sync events are set. In dpa-samples beside its device
  * program ({@link org.peerdirect.dpa.samples.dev.PingPongDev}), which itest runs too.
  */
-class DpaPingPongTest {
+class DpaPingPongTest extends DpaLabFixture {
 
     private static final Duration BOUND = Duration.ofSeconds(120);
     private static final int RW = DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE;
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
-    private DocaDpa dpa;
-    private final List<Runnable> undo = new ArrayList<>();
-
-    @BeforeEach
-    void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
-        dpa = DocaDpa.create(dev);
-        dpa.setApp(PingPongDevStubs.APP);
-        dpa.start();
-    }
-
-    @AfterEach
-    void down() {
-        for (int i = undo.size() - 1; i >= 0; i--) {
-            undo.get(i).run();
-        }
-        dpa.stop();
-        dpa.destroy();
-        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
-        dev.close();
-        lab.close();
-    }
-
-    private long alloc(long n) {
-        long d = dpa.memAlloc(n);
-        dpa.memset(d, 0, n);
-        undo.add(() -> dpa.memFree(d));
-        return d;
+    DpaPingPongTest() {
+        super(PingPongDevStubs.APP);
     }
 
     private int dpaMap(long daddr, long len) {
-        DocaMmap m = DocaMmap.create();
-        m.setDpaMemrange(dpa, daddr, len);
-        m.setPermissions(RW);
-        m.addDev(dev);
-        m.start();
-        undo.add(m::destroy);
-        return m.devGetDpaHandle(dev);
+        return dpaMmap(dpa, dev, daddr, len, RW).devGetDpaHandle(dev);
     }
 
     private static byte[] le(long... v) {
@@ -99,9 +56,14 @@ class DpaPingPongTest {
     }
 
     private Side side(boolean ping, boolean noRepost) {
+        return side(ping, noRepost, 0);
+    }
+
+    /** {@code rounds} non-zero: the exchange runs free, ping counting its round trips there (the bench's mode). */
+    private Side side(boolean ping, boolean noRepost, long rounds) {
         long values = alloc(4L * ITERATIONS);
         long tls = alloc(TLS_SIZE);
-        dpa.h2dMemcpy(tls, le(values, 0, ping ? 1 : 0, noRepost ? 1 : 0));
+        dpa.h2dMemcpy(tls, le(values, 0, ping ? 1 : 0, noRepost ? 1 : 0, rounds));
         long arg = alloc(PP_SIZE);
         DocaDpaThread t = DocaDpaThread.create(dpa);
         undo.add(t::destroy);
@@ -120,11 +82,7 @@ class DpaPingPongTest {
         r.dpaCompletionAttach(comp);
         r.start();
         undo.add(r::destroy);
-        DocaSyncEvent ev = DocaSyncEvent.create();
-        ev.addPublisherLocationDpa(dpa);
-        ev.addSubscriberLocationDpa(dpa);
-        ev.start();
-        undo.add(ev::destroy);
+        DocaSyncEvent ev = dpaEvent();
         long recv = alloc(64);
         long send = alloc(64);
         dpa.h2dMemcpy(arg, le(comp.getDpaHandle(), r.getDpaHandle(), recv, dpaMap(recv, 64), 8, send, dpaMap(send, 64), 8,
@@ -183,5 +141,31 @@ class DpaPingPongTest {
         assertEquals(0, pong.ev().get(), "pong's event is not set");
         assertEquals(List.of(0), received(pong), "pong got the first value only");
         assertEquals(List.of(0), received(ping), "ping got pong's answer to it, then nothing");
+    }
+
+    /**
+     * The bench's mode ({@code DocaPingPongBench}): with {@code TLS_ROUNDS} set the exchange runs on
+     * past the sample's 100 iterations, ping counting each round trip with an atomic the host reads
+     * while it runs; no thread ends, so neither event is set.
+     */
+    @Test
+    void runFreeTheExchangeGoesPastTheHundredAndNeverEnds() {
+        long rounds = alloc(64);
+        Side ping = side(true, false, rounds);
+        Side pong = side(false, false, rounds);
+        connectAndTrigger(ping, pong);
+        long deadline = System.nanoTime() + BOUND.toNanos();
+        long n;
+        while ((n = ByteBuffer.wrap(dpa.d2hMemcpy(rounds, 8)).order(ByteOrder.LITTLE_ENDIAN).getLong()) <= 2 * ITERATIONS) {
+            assertTrue(System.nanoTime() < deadline, "round trips counted past " + 2 * ITERATIONS + ": " + n);
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000); // each look is an RDMA READ: not continuously (as the bench)
+        }
+        List<Integer> all = java.util.stream.IntStream.range(0, ITERATIONS).boxed().toList();
+        for (Side s : List.of(ping, pong)) {
+            assertEquals(all, received(s), (s == ping ? "ping" : "pong") + ": the sample's values 0..99 received on the way");
+            assertEquals(0, s.ev().get(), "no thread ended: the event is not set");
+            assertEquals(1, s.thread().activations(), "one activation: the thread still polls");
+        }
+        assertTrue(lab.dpa().stream().noneMatch(l -> l.matches(".*\\bC[1-7]\\b.*")), "no memory-model finding: " + lab.dpa());
     }
 }

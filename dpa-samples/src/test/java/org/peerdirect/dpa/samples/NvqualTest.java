@@ -4,20 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-import org.peerdirect.doca.dev.DocaDev;
-import org.peerdirect.doca.dpa.DocaDpa;
-import org.peerdirect.doca.dpa.DpaLab;
+import org.peerdirect.doca.dpa.DpaLabFixture;
 import org.peerdirect.dpa.samples.dev.NvqualDevStubs;
 
 /**
@@ -29,32 +23,12 @@ import org.peerdirect.dpa.samples.dev.NvqualDevStubs;
  * must fail the qualification, and the checker names it (C1). (doca-dpa's {@code DocaDpaNvqualTest}
  * until the program moved beside its sample, {@code dpa:sample nvqual}, which itest runs too.)
  */
-class NvqualTest {
+class NvqualTest extends DpaLabFixture {
 
     private static final Duration BOUND = Duration.ofSeconds(120);
 
-    @TempDir
-    Path tmp;
-    private DpaLab lab;
-    private DocaDev dev;
-    private DocaDpa dpa;
-
-    @BeforeEach
-    void up() {
-        lab = new DpaLab(tmp);
-        dev = lab.open(0);
-        dpa = DocaDpa.create(dev);
-        dpa.setApp(NvqualDevStubs.APP);
-        dpa.start();
-    }
-
-    @AfterEach
-    void down() {
-        dpa.stop();
-        dpa.destroy();
-        assertEquals(List.of(), lab.dpa().stream().filter(l -> !l.startsWith("eu")).toList(), "no DPA process left");
-        dev.close();
-        lab.close();
+    NvqualTest() {
+        super(NvqualDevStubs.APP);
     }
 
     @Test

@@ -17,8 +17,9 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * and itest's {@code DocaDpaScenariosIT} (scenario 7 in Felix). [model] Where the C sample keeps
  * its state in globals and its thread's argument struct, the argument block ({@code PP_*}) and
  * the thread's local storage ({@code TLS_*}) hold it (dpacc has no device globals), every field a
- * word; {@code TLS_NO_REPOST} (0 in the sample) is the mutant's switch. The RPC's log line is left
- * out (an RPC has no DOCA thread block, so it would print nothing).
+ * word; {@code TLS_NO_REPOST} (0 in the sample) is the mutant's switch, {@code TLS_ROUNDS} (0 in
+ * the sample) the bench's: the exchange of the bench's {@code DocaPingPongBench} is this kernel run
+ * free. The RPC's log line is left out (an RPC has no DOCA thread block, so it would print nothing).
  */
 @DpaApp("dpa_sample_ping_pong")
 public final class PingPongDev {
@@ -26,11 +27,22 @@ public final class PingPongDev {
     private PingPongDev() {
     }
 
-    /** A ping-pong thread's argument block (8-byte words). */
+    /**
+     * A ping-pong thread's argument block (8-byte words): the C sample's {@code struct}, then
+     * {@code PP_TRIGGERED} [model], which the RPC raises once its send on ping's connection has
+     * returned (0 from the host: the block is zeroed).
+     */
     public static final int PP_COMP = 0, PP_RDMA = 8, PP_RECV = 16, PP_RECV_MMAP = 24, PP_RECV_LEN = 32, PP_SEND = 40, PP_SEND_MMAP = 48,
-            PP_SEND_LEN = 56, PP_EVENT = 64, PP_EVENT_VAL = 72, PP_SIZE = 80;
-    /** A ping-pong thread's local storage: its received-values array (u32 each), receives so far, whether it is the ping thread. */
-    public static final int TLS_VALUES = 0, TLS_NUM = 8, TLS_IS_PING = 16, TLS_NO_REPOST = 24, TLS_SIZE = 32;
+            PP_SEND_LEN = 56, PP_EVENT = 64, PP_EVENT_VAL = 72, PP_TRIGGERED = 80, PP_SIZE = 88;
+    /**
+     * A ping-pong thread's local storage: its received-values array (u32 each), receives so far,
+     * whether it is the ping thread, the mutant's switch, and where a free-running exchange counts
+     * its round trips (0: the sample's exchange, which ends after {@link #ITERATIONS}). Run free
+     * (the bench), the threads never end nor log, and ping adds 1 to that word per round trip with
+     * an atomic: it reaches memory at once, so the host's d2h reads (RDMA READs) may race it (a
+     * plain store there, written back only with the next doorbell, is a C1).
+     */
+    public static final int TLS_VALUES = 0, TLS_NUM = 8, TLS_IS_PING = 16, TLS_NO_REPOST = 24, TLS_ROUNDS = 32, TLS_SIZE = 40;
     /** Iterations ({@code EXPECTED_NUM_RECEIVES}). */
     public static final int ITERATIONS = 100;
 
@@ -38,6 +50,15 @@ public final class PingPongDev {
      * {@code thread_kernel} of {@code dpa_ping_pong}: polls its completion context without
      * rescheduling; per receive marks the value received, re-posts the receive, sends its next
      * value (flushed, no report of its own); after the 100th sets its sync event and finishes.
+     * With {@code TLS_ROUNDS} set it runs free instead: ping counts each round trip there, no
+     * thread logs or ends.
+     *
+     * <p>[model] Ping waits for {@code PP_TRIGGERED} before its first post. The C sample's RPC posts
+     * ping's first send on the connection ping's (already running) thread posts on: once pong's
+     * answer has arrived, the thread's post may overlap the RPC's, which is still between its
+     * doorbell and its return. A DOCA RDMA connection is not thread-safe; on a NIC that window is
+     * nanoseconds, but here a hart can lose its carrier right after the doorbell, and the checker
+     * ended the process with C8 (1 run in 5 under load, the bench's free-running exchange).
      */
     @DpaGlobal("thread_kernel")
     static void threadKernel(long a) {
@@ -47,9 +68,14 @@ public final class PingPongDev {
         long comp = Dpa.ld64(a + PP_COMP);
         long rdma = Dpa.ld64(a + PP_RDMA);
         long send = Dpa.ld64(a + PP_SEND);
+        long rounds = Dpa.ld64(tls + TLS_ROUNDS);
+        boolean triggered = !ping;
         while (true) {
             if (DocaDpaDevCompletion.getCompletion(comp) == 0) {
                 continue;
+            }
+            while (!triggered) { // pong's first answer is here: the RPC rang its doorbell, its return is near
+                triggered = Dpa.amoAdd64(a + PP_TRIGGERED, 0) != 0; // an atomic read: the RPC's atomic raise is seen at once
             }
             long num = Dpa.ld64(tls + TLS_NUM) + 1;
             Dpa.st64(tls + TLS_NUM, num);
@@ -61,12 +87,17 @@ public final class PingPongDev {
                 DocaDpaDevRdma.postReceive(rdma, (int) Dpa.ld64(a + PP_RECV_MMAP), Dpa.ld64(a + PP_RECV), Dpa.ld64(a + PP_RECV_LEN));
             }
             if (ping) { // the RPC sent the first value: the next one before this send
+                if (rounds != 0) {
+                    Dpa.amoAdd64(rounds, 1);
+                }
                 Dpa.st64(send, Dpa.ld64(send) + 1);
             }
             DocaDpaDevRdma.postSend(rdma, 0, (int) Dpa.ld64(a + PP_SEND_MMAP), send, Dpa.ld64(a + PP_SEND_LEN),
                     DocaDpaDevRdma.SUBMIT_FLAG_FLUSH | DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
-            DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_INFO, (ping ? "Ping --> Pong" : "Pong --> Ping") + " Iteration #" + num);
-            if (num == ITERATIONS) {
+            if (rounds == 0) {
+                DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_INFO, (ping ? "Ping --> Pong" : "Pong --> Ping") + " Iteration #" + num);
+            }
+            if (num == ITERATIONS && rounds == 0) {
                 for (int i = 0; i < ITERATIONS; i++) {
                     if (Dpa.ld32(values + 4L * i) != 1) {
                         DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_ERROR, (ping ? "Ping" : "Pong") + " DPA Thread didn't receive data with value " + i);
@@ -84,7 +115,10 @@ public final class PingPongDev {
         }
     }
 
-    /** {@code trigger_first_iteration_rpc}: both first receives, and ping's first send (value 0). */
+    /**
+     * {@code trigger_first_iteration_rpc}: both first receives, and ping's first send (value 0);
+     * then, its send returned, ping's {@code PP_TRIGGERED} raised ([model], see {@link #threadKernel}).
+     */
     @DpaRpc("trigger_first_iteration_rpc")
     static long triggerFirstIterationRpc(long pingArg, long pongArg) {
         DocaDpaDevRdma.postReceive(Dpa.ld64(pingArg + PP_RDMA), (int) Dpa.ld64(pingArg + PP_RECV_MMAP), Dpa.ld64(pingArg + PP_RECV),
@@ -93,6 +127,7 @@ public final class PingPongDev {
                 Dpa.ld64(pongArg + PP_RECV_LEN));
         DocaDpaDevRdma.postSend(Dpa.ld64(pingArg + PP_RDMA), 0, (int) Dpa.ld64(pingArg + PP_SEND_MMAP), Dpa.ld64(pingArg + PP_SEND),
                 Dpa.ld64(pingArg + PP_SEND_LEN), DocaDpaDevRdma.SUBMIT_FLAG_FLUSH | DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
+        Dpa.amoAdd64(pingArg + PP_TRIGGERED, 1);
         return 0;
     }
 }

@@ -1,4 +1,4 @@
-package org.peerdirect.itest.dpa;
+package org.peerdirect.dpa.samples.dev;
 
 import static org.peerdirect.doca.dpa.dev.DocaDpaDevVerbs.*;
 
@@ -8,17 +8,23 @@ import org.peerdirect.doca.dpa.dev.DocaDpaDevSyncEvent;
 import org.peerdirect.dpacc.DpaApp;
 import org.peerdirect.dpacc.DpaGlobal;
 import org.peerdirect.dpacc.DpaRpc;
+import org.peerdirect.flexio.dev.FlexioDev;
+import org.peerdirect.flexio.dev.FlexioDevQueue;
 import org.peerdirect.hca.dpa.isa.Dpa;
 
 /**
- * DocaVerbsIT's DPA application: DOCA's {@code dpa_verbs_initiator_target} sample (DPA_MODEL.md
- * §4 scenario 8) with its two thread kernels and two RPCs, as doca-verbs' test app has them. The C
- * sample's {@code struct dpa_thread_arg} is the argument block below (8-byte words); the WR and SGE
- * structures the C code keeps on its stack live in the block too (the DPA's Java has no stack
- * structures), and each completion is recorded at {@link #A_LOG} for the host to check.
+ * Device code of DOCA's {@code dpa_verbs_initiator_target} sample (doca-samples 3.3, DOCA
+ * verbs with the data path on the DPA; DPA_MODEL.md §4 scenario 8): its two
+ * thread kernels and two RPCs, then the mutants and the host's probes as entries of their own in
+ * the same app (a DPA context runs one app, so a test that runs the sample's kernels and a mutant
+ * needs both in it). The C sample's {@code struct dpa_thread_arg} is the argument block below
+ * (8-byte words); the WR and SGE structures the C code keeps on its stack live in the block too
+ * (the DPA's Java has no stack structures), and each completion is recorded at {@link #A_LOG} for
+ * the host to check. The device program of doca-verbs' {@code DpaVerbsInitiatorTargetTest} and
+ * {@code DocaVerbsQpTest} and of itest's {@code DocaVerbsIT} (scenario 8 in Felix).
  */
-@DpaApp("itest_doca_verbs")
-public final class VerbsInitiatorTargetProgs {
+@DpaApp("dpa_sample_verbs_initiator_target")
+public final class VerbsInitiatorTargetDev {
 
     /** {@code struct dpa_thread_arg}, then the record: completions taken, the mutant switch, the WR structures, the log. */
     public static final int A_COMP = 0, A_QP = 8, A_EVENT = 16, A_EVENT_VAL = 24, A_LOCAL = 32, A_REMOTE = 40, A_LMKEY = 48, A_RMKEY = 56,
@@ -30,7 +36,7 @@ public final class VerbsInitiatorTargetProgs {
     public static final long START_VALUE = 0x9, END_VALUE = 0xf;
     public static final int EXPECTED = 3;
 
-    private VerbsInitiatorTargetProgs() {
+    private VerbsInitiatorTargetDev() {
     }
 
     /** The next completion of the thread's context, busy-waiting as the sample does; recorded, then acknowledged. */
@@ -161,6 +167,86 @@ public final class VerbsInitiatorTargetProgs {
     static long targetTriggerFirstIteration(long qp, long addr, int mkey, int length, long wrs) {
         DocaDpaDev.log(DocaDpaDev.LOG_LEVEL_INFO, "Trigger target first iteration");
         postRecvWr(qp, wrs + A_RWR, sge(wrs, addr, mkey, length), true);
+        return 0;
+    }
+
+    // ---------------------------------------------------------------- the mutants (the tests', not the sample's)
+
+    /**
+     * Mutant: the first send posted, then its doorbell rung by hand through the QP's published
+     * layout without {@code __dpa_thread_memory_writeback} (what {@code qp_commit_send} does first):
+     * C1 when the NIC fetches the WQE, naming this method's line.
+     */
+    @DpaRpc
+    static long commitSendWithoutWriteback(long qp, long addr, int mkey, int length, long remoteAddr, int remoteMmap, long wrs) {
+        postSendWr(qp, wrs + A_SWR, sge(wrs, addr, mkey, length), remoteAddr, remoteMmap, SEND_WR_OPCODE_SEND, false);
+        int pi = Dpa.ld32(qp + Q_SQ_PI);
+        FlexioDev.outboxConfig(Dpa.ld32(qp + Q_OUTBOX));
+        FlexioDev.qpSqRingDb(pi, Dpa.ld32(qp + Q_QPN));
+        Dpa.st32(qp + Q_SQ_DB, pi);
+        return 0;
+    }
+
+    /**
+     * Mutant: the first receive posted, then its doorbell record advanced by hand without the
+     * {@code memory_fence(W, W)} that {@code qp_commit_recv} puts between WQE and record (written
+     * back after, as the commit does): C6 when the NIC takes the WQE.
+     */
+    @DpaRpc
+    static long commitRecvWithoutFence(long qp, long addr, int mkey, int length, long wrs) {
+        postRecvWr(qp, wrs + A_RWR, sge(wrs, addr, mkey, length), false);
+        FlexioDevQueue.dbrRqIncPi(Dpa.ld64(qp + Q_DBR));
+        Dpa.memoryWriteback();
+        return 0;
+    }
+
+    // ---------------------------------------------------------------- the host's probes (DocaVerbsQpTest: each opcode, one poll)
+
+    /**
+     * One send WR of {@code opcode} (any of the five) with immediate {@code imm}, signaled or not,
+     * posted and committed: the host's probe of each opcode.
+     */
+    @DpaRpc
+    static long post(long qp, int opcode, long addr, int mkey, int length, long remoteAddr, int rkey, int imm, int signaled, long wrs) {
+        long wr = wrs + A_SWR;
+        sendWrSetSgList(wr, sge(wrs, addr, mkey, length));
+        sendWrSetSgNumSge(wr, 1);
+        sendWrSetSendFlags(wr, signaled != 0 ? SEND_WR_FLAGS_SIGNALED : SEND_WR_FLAGS_NONE);
+        sendWrSetRdmaRkey(wr, rkey);
+        sendWrSetRdmaRemoteAddr(wr, remoteAddr);
+        sendWrSetImmData(wr, imm);
+        sendWrSetOpcode(wr, opcode);
+        sendWrSetFenceMode(wr, SEND_WR_FM_NO_FENCE);
+        qpPostSendWr(qp, wr);
+        qpCommitSend(qp);
+        return 0;
+    }
+
+    /** One receive posted and committed. */
+    @DpaRpc
+    static long postRecv(long qp, long addr, int mkey, int length, long wrs) {
+        postRecvWr(qp, wrs + A_RWR, sge(wrs, addr, mkey, length), true);
+        return 0;
+    }
+
+    /**
+     * Polls one completion of {@code comp}, recorded at the block's log slot {@code slot} (type, QP
+     * number, WQE counter, bytes; the immediate and the send opcode after), acknowledged; -1 when none.
+     */
+    @DpaRpc
+    static long pollOne(long comp, long wrs, int slot) {
+        long e = DocaDpaDevCompletion.getCompletion(comp);
+        if (e == 0) {
+            return -1;
+        }
+        long l = wrs + A_LOG + LOG_ENTRY * (long) slot;
+        Dpa.st64(l + L_TYPE, DocaDpaDevCompletion.getCompletionType(e) | (long) DocaDpaDevCompletion.completionElementGetSwqeOpcode(e) << 8
+                | (DocaDpaDevCompletion.getCompletionImmediate(e) & 0xffffffffL) << 16);
+        Dpa.st64(l + L_QPN, DocaDpaDevCompletion.completionElementGetQpn(e));
+        Dpa.st64(l + L_WQE_COUNTER, DocaDpaDevCompletion.completionElementGetWqeCounter(e));
+        Dpa.st64(l + L_BYTES, DocaDpaDevCompletion.completionElementGetReceivedBytes(e));
+        DocaDpaDevCompletion.completionAck(comp, 1);
+        Dpa.memoryWriteback(); // the record, for the host's d2h copy
         return 0;
     }
 }
