@@ -22,6 +22,7 @@ import org.peerdirect.doca.dpa.DocaDpaThread;
 import org.peerdirect.doca.dpa.DpaLabFixture;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevVerbs;
+import org.peerdirect.doca.syncevent.DocaSyncEvent;
 import org.peerdirect.dpa.samples.dev.VerbsInitiatorTargetDevStubs;
 import org.peerdirect.flexio.FlexioQp;
 
@@ -272,6 +273,49 @@ class DocaVerbsQpTest extends DpaLabFixture {
         }
         assertEquals(-1L, dpa.rpc(VerbsInitiatorTargetDevStubs.POLL_ONE, ca.getDpaHandle(), wrs, 7), "no completion for the unsignaled write");
         assertTrue(lab.dpa().stream().noneMatch(l -> l.matches(".*\\bC[1-7]\\b.*")), "no memory-model finding: " + lab.dpa());
+    }
+
+    /**
+     * Check C8 on verbs QPs (DocaDpaDevVerbs' rule: sends keyed on the QP, receives on its receive
+     * half): a rank sending beside a rank receiving on one QP is silent (their queues are
+     * disjoint); two ranks sending on one QP are C8 naming the post (strict: the process ends).
+     * Posts are never committed: nothing reaches the NIC.
+     */
+    @Test
+    void twoRanksSendingOnOneQpIsC8AndASendBesideAReceiveIsSilent() {
+        DocaDpaCompletion comp = polled(dpa);
+        DocaVerbsQp q = qp(comp);
+        toRts(q, q.getQpn());
+        long buf = alloc(64);
+        int key = map(buf, 64);
+        DocaSyncEvent done = DocaSyncEvent.create();
+        done.addPublisherLocationDpa(dpa);
+        done.addSubscriberLocationCpu(dev);
+        done.start();
+        undo.add(done::destroy);
+        long b = alloc(VL_SIZE);
+        long h = q.getDpaHandle(dpa);
+        java.util.function.LongUnaryOperator posts = r -> dpa.rpc(VerbsInitiatorTargetDevStubs.LOAD64, b + VL_POSTS + 8 * r);
+
+        dpa.h2dMemcpy(b, le(0, h, h, 0, 1, key, buf, 0, 0, 0)); // rank 0 sends, rank 1 receives, on one QP
+        dpa.kernelLaunchUpdateSet(null, 0, done, 1, 2, VerbsInitiatorTargetDevStubs.POST_LOOP, b);
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (posts.applyAsLong(0) < 500 || posts.applyAsLong(1) < 500) {
+            assertTrue(dpa.kernelFailure() == null && System.nanoTime() < deadline, "both ranks post: " + lab.findings());
+        }
+        dpa.memset(b + VL_STOP, 1, 8);
+        done.waitGt(0, -1L, java.time.Duration.ofSeconds(60));
+        assertTrue(lab.findings().stream().noneMatch(l -> l.contains("C8")), lab.findings().toString());
+
+        dpa.h2dMemcpy(b, le(0, h, h, 0, 0, key, buf, 0, 0, 0)); // the mutant: both send; barrier and counts reset
+        dpa.kernelLaunchUpdateSet(null, 0, done, 2, 2, VerbsInitiatorTargetDevStubs.POST_LOOP, b);
+        while (dpa.kernelFailure() == null) {
+            assertTrue(System.nanoTime() < deadline, "strict C8 ends the process: " + lab.findings());
+            Thread.onSpinWait();
+        }
+        List<String> crashes = lab.crashes();
+        assertTrue(crashes.stream().anyMatch(l -> l.contains("C8") && l.contains("VerbsInitiatorTargetDev.postSendWr:")
+                && l.contains("DocaDpaDevVerbs.qpPostSendWr:")), crashes.toString());
     }
 
     /** {@code dpa:doca} (doca-dpa's {@code DocaDpaObjects}) shows each QP under its completion context's thread. */

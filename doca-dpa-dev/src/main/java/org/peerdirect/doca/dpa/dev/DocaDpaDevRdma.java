@@ -165,17 +165,25 @@ public final class DocaDpaDevRdma {
         pi++;
         Dpa.st32(c + C_SQ_PI, pi);
         if ((flags & SUBMIT_FLAG_FLUSH) != 0) {
-            ring(rdma, c, qpn, pi);
+            ringAndLeave(rdma, c, qpn, pi);
+        } else {
+            Dpa.objectLeave(c);
         }
-        Dpa.objectLeave(c);
     }
 
-    /** The doorbell for every WQE up to {@code pi}: the WQEs (and their data) written back first. */
-    private static void ring(long rdma, long c, int qpn, int pi) {
+    /**
+     * The doorbell for every WQE up to {@code pi}: the connection's last doorbell recorded and the
+     * WQEs (and their data) written back first, then the connection left (C8), then the doorbell.
+     * The doorbell is the call's last act and touches none of the connection's state: the thread a
+     * completion of this very post wakes may post on the connection at once (NVIDIA's ping-pong
+     * posts the first send from an RPC, the next ones from the thread).
+     */
+    private static void ringAndLeave(long rdma, long c, int qpn, int pi) {
+        Dpa.st32(c + C_SQ_DB, pi);
         Dpa.memoryWriteback();
+        Dpa.objectLeave(c);
         FlexioDev.outboxConfig(Dpa.ld32(rdma + OFF_OUTBOX));
         FlexioDev.qpSqRingDb(pi, qpn);
-        Dpa.st32(c + C_SQ_DB, pi);
     }
 
     /**
@@ -239,7 +247,6 @@ public final class DocaDpaDevRdma {
         }
         pi++;
         Dpa.st32(c + C_SQ_PI, pi);
-        ring(rdma, c, qpn, pi);
-        Dpa.objectLeave(c);
+        ringAndLeave(rdma, c, qpn, pi);
     }
 }

@@ -35,7 +35,17 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * QP was created with, or an opcode DOCA does not define ends the process with a {@code ERROR_*}
  * code (the host sees it as the process's error): DOCA's calls return nothing to report it with.
  *
- * <p>Not thread-safe, as DOCA documents: one thread posts on a QP at a time.
+ * <p>Not thread-safe, as DOCA documents ("All DOCA DPA objects are non-thread-safe"): every post
+ * and commit tells the checker which object it is inside ({@code Dpa.objectEnter}/{@code
+ * objectLeave}), so two harts in one at once are C8. <b>The rule</b> (as {@link DocaDpaDevRdma}'s:
+ * the key is the state the call changes): {@link #qpPostSendWr} and {@link #qpCommitSend} change
+ * the send queue (its producer index and last doorbell), keyed on the QP; {@link #qpPostRecvWr} and
+ * {@link #qpCommitRecv} change the receive queue (its producer index and doorbell record), keyed on
+ * the QP's receive half ({@link #rqKey}). Two threads sending on one QP race; a thread sending
+ * beside one receiving on the same QP touch disjoint queues (ibverbs' providers lock them apart).
+ * A commit's doorbell is its last act and comes after it left the object: the doorbell touches
+ * no state of the QP, and the thread a completion of this very send wakes may post on the QP at
+ * once (NVIDIA's samples post the first send from an RPC and the next ones from the thread).
  *
  * @see <a href="https://docs.nvidia.com/doca/sdk/doca+verbs/index.html">DOCA Verbs</a>
  */
@@ -145,6 +155,7 @@ public final class DocaDpaDevVerbs {
      * advanced; no doorbell ({@link #qpCommitSend} rings it).
      */
     public static void qpPostSendWr(long qp, long wr) {
+        Dpa.objectEnter(qp);
         if (Dpa.ld32(qp + Q_STATE) != QP_STATE_RTS) {
             FlexioDev.error(ERROR_QP_STATE);
         }
@@ -173,6 +184,7 @@ public final class DocaDpaDevVerbs {
             FlexioDevQueue.swqeSegMemPtrDataSet(seg, Dpa.ld32(sge + SGE_LENGTH), Dpa.ld32(sge + SGE_LKEY), Dpa.ld64(sge + SGE_ADDR));
         }
         Dpa.st32(qp + Q_SQ_PI, pi + 1);
+        Dpa.objectLeave(qp);
     }
 
     /**
@@ -180,14 +192,19 @@ public final class DocaDpaDevVerbs {
      * the NIC: written back first, then one doorbell with the producer index. Nothing posted: no doorbell.
      */
     public static void qpCommitSend(long qp) {
+        Dpa.objectEnter(qp);
         int pi = Dpa.ld32(qp + Q_SQ_PI);
         if (pi == Dpa.ld32(qp + Q_SQ_DB)) {
+            Dpa.objectLeave(qp);
             return;
         }
+        int outbox = Dpa.ld32(qp + Q_OUTBOX);
+        int qpn = Dpa.ld32(qp + Q_QPN);
+        Dpa.st32(qp + Q_SQ_DB, pi); // the QP's state complete before the doorbell: see the class comment
         Dpa.memoryWriteback(); // the WQEs (and the data they send) before the doorbell
-        FlexioDev.outboxConfig(Dpa.ld32(qp + Q_OUTBOX));
-        FlexioDev.qpSqRingDb(pi, Dpa.ld32(qp + Q_QPN));
-        Dpa.st32(qp + Q_SQ_DB, pi);
+        Dpa.objectLeave(qp);
+        FlexioDev.outboxConfig(outbox);
+        FlexioDev.qpSqRingDb(pi, qpn);
     }
 
     /**
@@ -196,6 +213,7 @@ public final class DocaDpaDevVerbs {
      * index advanced; the doorbell record waits for {@link #qpCommitRecv}.
      */
     public static void qpPostRecvWr(long qp, long wr) {
+        Dpa.objectEnter(rqKey(qp));
         int state = Dpa.ld32(qp + Q_STATE);
         if (state == QP_STATE_RST || state == QP_STATE_ERR) {
             FlexioDev.error(ERROR_QP_STATE);
@@ -216,6 +234,7 @@ public final class DocaDpaDevVerbs {
             FlexioDevQueue.rwqeSet(rwqe + (long) nsge * FlexioDevQueue.SEG_SIZE, 0, DocaDpaDevRdma.INVALID_LKEY, 0);
         }
         Dpa.st32(qp + Q_RQ_PI, pi + 1);
+        Dpa.objectLeave(rqKey(qp));
     }
 
     /**
@@ -224,13 +243,19 @@ public final class DocaDpaDevVerbs {
      * then written back (the NIC reads the record from memory).
      */
     public static void qpCommitRecv(long qp) {
+        Dpa.objectEnter(rqKey(qp));
         long dbr = Dpa.ld64(qp + Q_DBR);
         int pi = Dpa.ld32(qp + Q_RQ_PI) & 0xffff;
-        if (pi == FlexioDevQueue.dbrRqGetPi(dbr)) {
-            return;
+        if (pi != FlexioDevQueue.dbrRqGetPi(dbr)) {
+            Dpa.memoryFence(Dpa.W, Dpa.W); // the WQEs before the record
+            Dpa.st32(dbr, Integer.reverseBytes(pi));
+            Dpa.memoryWriteback();
         }
-        Dpa.memoryFence(Dpa.W, Dpa.W); // the WQEs before the record
-        Dpa.st32(dbr, Integer.reverseBytes(pi));
-        Dpa.memoryWriteback();
+        Dpa.objectLeave(rqKey(qp));
+    }
+
+    /** C8's key for the receive half of {@code qp} (an address inside its descriptor, never a QP handle itself). */
+    private static long rqKey(long qp) {
+        return qp + Q_RQ_PI;
     }
 }

@@ -27,13 +27,9 @@ public final class PingPongDev {
     private PingPongDev() {
     }
 
-    /**
-     * A ping-pong thread's argument block (8-byte words): the C sample's {@code struct}, then
-     * {@code PP_TRIGGERED} [model], which the RPC raises once its send on ping's connection has
-     * returned (0 from the host: the block is zeroed).
-     */
+    /** A ping-pong thread's argument block (8-byte words). */
     public static final int PP_COMP = 0, PP_RDMA = 8, PP_RECV = 16, PP_RECV_MMAP = 24, PP_RECV_LEN = 32, PP_SEND = 40, PP_SEND_MMAP = 48,
-            PP_SEND_LEN = 56, PP_EVENT = 64, PP_EVENT_VAL = 72, PP_TRIGGERED = 80, PP_SIZE = 88;
+            PP_SEND_LEN = 56, PP_EVENT = 64, PP_EVENT_VAL = 72, PP_SIZE = 80;
     /**
      * A ping-pong thread's local storage: its received-values array (u32 each), receives so far,
      * whether it is the ping thread, the mutant's switch, and where a free-running exchange counts
@@ -52,13 +48,6 @@ public final class PingPongDev {
      * value (flushed, no report of its own); after the 100th sets its sync event and finishes.
      * With {@code TLS_ROUNDS} set it runs free instead: ping counts each round trip there, no
      * thread logs or ends.
-     *
-     * <p>[model] Ping waits for {@code PP_TRIGGERED} before its first post. The C sample's RPC posts
-     * ping's first send on the connection ping's (already running) thread posts on: once pong's
-     * answer has arrived, the thread's post may overlap the RPC's, which is still between its
-     * doorbell and its return. A DOCA RDMA connection is not thread-safe; on a NIC that window is
-     * nanoseconds, but here a hart can lose its carrier right after the doorbell, and the checker
-     * ended the process with C8 (1 run in 5 under load, the bench's free-running exchange).
      */
     @DpaGlobal("thread_kernel")
     static void threadKernel(long a) {
@@ -69,13 +58,9 @@ public final class PingPongDev {
         long rdma = Dpa.ld64(a + PP_RDMA);
         long send = Dpa.ld64(a + PP_SEND);
         long rounds = Dpa.ld64(tls + TLS_ROUNDS);
-        boolean triggered = !ping;
         while (true) {
             if (DocaDpaDevCompletion.getCompletion(comp) == 0) {
                 continue;
-            }
-            while (!triggered) { // pong's first answer is here: the RPC rang its doorbell, its return is near
-                triggered = Dpa.amoAdd64(a + PP_TRIGGERED, 0) != 0; // an atomic read: the RPC's atomic raise is seen at once
             }
             long num = Dpa.ld64(tls + TLS_NUM) + 1;
             Dpa.st64(tls + TLS_NUM, num);
@@ -115,10 +100,7 @@ public final class PingPongDev {
         }
     }
 
-    /**
-     * {@code trigger_first_iteration_rpc}: both first receives, and ping's first send (value 0);
-     * then, its send returned, ping's {@code PP_TRIGGERED} raised ([model], see {@link #threadKernel}).
-     */
+    /** {@code trigger_first_iteration_rpc}: both first receives, and ping's first send (value 0). */
     @DpaRpc("trigger_first_iteration_rpc")
     static long triggerFirstIterationRpc(long pingArg, long pongArg) {
         DocaDpaDevRdma.postReceive(Dpa.ld64(pingArg + PP_RDMA), (int) Dpa.ld64(pingArg + PP_RECV_MMAP), Dpa.ld64(pingArg + PP_RECV),
@@ -127,7 +109,6 @@ public final class PingPongDev {
                 Dpa.ld64(pongArg + PP_RECV_LEN));
         DocaDpaDevRdma.postSend(Dpa.ld64(pingArg + PP_RDMA), 0, (int) Dpa.ld64(pingArg + PP_SEND_MMAP), Dpa.ld64(pingArg + PP_SEND),
                 Dpa.ld64(pingArg + PP_SEND_LEN), DocaDpaDevRdma.SUBMIT_FLAG_FLUSH | DocaDpaDevRdma.SUBMIT_FLAG_OPTIMIZE_REPORTS);
-        Dpa.amoAdd64(pingArg + PP_TRIGGERED, 1);
         return 0;
     }
 }

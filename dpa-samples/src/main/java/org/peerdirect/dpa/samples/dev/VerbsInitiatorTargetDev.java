@@ -222,6 +222,51 @@ public final class VerbsInitiatorTargetDev {
         return 0;
     }
 
+    /**
+     * {@link #postLoop}'s block: stop word, the ranks' QPs, whether each rank receives (1) or sends
+     * (0), map key and address, start barrier, the ranks' post counts; each rank's WR scratch
+     * ({@link #A_SGE}..{@link #A_LOG} of a thread block) at {@code VL_AREA + rank * VL_AREA_SIZE}.
+     */
+    public static final int VL_STOP = 0, VL_QP = 8, VL_RECV = 24, VL_KEY = 40, VL_ADDR = 48, VL_BARRIER = 56, VL_POSTS = 64, VL_AREA = 128,
+            VL_AREA_SIZE = A_LOG, VL_SIZE = VL_AREA + 2 * VL_AREA_SIZE;
+
+    /**
+     * The tests' C8 probe on verbs QPs (as doca-rdma's {@code RdmaProgs.postLoop}): after a start
+     * barrier each rank posts 8-byte WRITEs (or, with {@code VL_RECV}, receives) on its QP, never
+     * committed (the WQEs stay in DPA memory: no doorbell, nothing on the wire), counting them,
+     * until the host writes the stop word. Two ranks sending on one QP is the mutant; a rank
+     * sending beside one receiving on the same QP is silent (a send queue and a receive queue).
+     */
+    @DpaGlobal
+    static void postLoop(long b) {
+        int rank = DocaDpaDev.threadRank();
+        long qp = Dpa.ld64(b + VL_QP + 8L * rank);
+        boolean recv = Dpa.ld64(b + VL_RECV + 8L * rank) != 0;
+        long key = Dpa.ld64(b + VL_KEY);
+        long addr = Dpa.ld64(b + VL_ADDR);
+        long a = b + VL_AREA + (long) VL_AREA_SIZE * rank - A_SGE; // the thread block's layout from A_SGE on
+        long sge = sge(a, addr, key, 8);
+        Dpa.amoAdd64(b + VL_BARRIER, 1);
+        while (Dpa.ld64(b + VL_BARRIER) < DocaDpaDev.numThreads()) {
+            Dpa.compilerBarrier();
+        }
+        long n = 0;
+        while (Dpa.ld64(b + VL_STOP) == 0) {
+            if (recv) {
+                postRecvWr(qp, a + A_RWR, sge, false);
+            } else {
+                postSendWr(qp, a + A_SWR, sge, addr, key, SEND_WR_OPCODE_WRITE, false);
+            }
+            Dpa.st64(b + VL_POSTS + 8L * rank, ++n);
+        }
+    }
+
+    /** Reads a word of DPA memory (the host's look at a count a rank is writing: a d2h copy would be the NIC reading unwritten-back bytes). */
+    @DpaRpc
+    static long load64(long daddr) {
+        return Dpa.ld64(daddr);
+    }
+
     /** One receive posted and committed. */
     @DpaRpc
     static long postRecv(long qp, long addr, int mkey, int length, long wrs) {
