@@ -91,6 +91,9 @@ public final class DocaSyncEvent {
     /** The DPA's window handle of a counter in host memory (made at the first {@link #hostDpaHandle}). */
     private final HostDpaHandle hostHandle = new HostDpaHandle();
 
+    /** Called after each host update while registered ({@link #addHostUpdateHook}); copy-on-write, no lock. */
+    private final java.util.concurrent.CopyOnWriteArrayList<Runnable> hostUpdateHooks = new java.util.concurrent.CopyOnWriteArrayList<>();
+
     /** Waiters sleep on {@code changed}; updaters signal it only when someone waits (the fast path takes no lock). */
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -334,6 +337,7 @@ public final class DocaSyncEvent {
             COUNTER.setVolatile(pg, 0L, value);
         }
         wakeIfWaited();
+        hostUpdated();
     }
 
     /** {@code doca_sync_event_update_add}: atomically adds {@code value}; returns the value before ({@code fetched}). */
@@ -344,7 +348,31 @@ public final class DocaSyncEvent {
                 w + ": the counter is in DPA memory (a DPA subscriber); a host add could not be atomic with the DPA's adds (update_set it)");
         long before = (long) COUNTER.getAndAdd(pg, 0L, value);
         wakeIfWaited();
+        hostUpdated();
         return before;
+    }
+
+    /**
+     * Registers {@code hook}, run on the updating thread after each host {@link #updateSet} or
+     * {@link #updateAdd} (once the new value is in the counter) until removed [model: peerdirect's;
+     * DOCA does not publish how a host update reaches a DPA waiting on the event]. DOCA DPA's
+     * kernel launch dispatcher registers one while a queued launch waits on this event, so a host
+     * update wakes the dispatcher on the DPA by one RPC; an update that arrives by DMA or from the
+     * DPA runs no hook. A hook must not call back into this event's configuration.
+     */
+    public void addHostUpdateHook(Runnable hook) {
+        hostUpdateHooks.add(java.util.Objects.requireNonNull(hook, "hook"));
+    }
+
+    /** Removes a hook of {@link #addHostUpdateHook} (one registration); nothing when it is not registered. */
+    public void removeHostUpdateHook(Runnable hook) {
+        hostUpdateHooks.remove(hook);
+    }
+
+    private void hostUpdated() {
+        for (Runnable r : hostUpdateHooks) {
+            r.run();
+        }
     }
 
     /**
@@ -403,11 +431,13 @@ public final class DocaSyncEvent {
         lock.lock();
         try {
             while (true) {
+                // a look begun after the bound does not count: a pass nobody signalled within the
+                // bound (a lost wake-up) is TIME_OUT, not a success at the bound's end
+                long left = bounded ? deadline - System.nanoTime() : Long.MAX_VALUE / 2;
                 long v = value(what);
-                if (passed(v, threshold, mask)) {
+                if (passed(v, threshold, mask) && left > 0) {
                     return;
                 }
-                long left = bounded ? deadline - System.nanoTime() : Long.MAX_VALUE / 2;
                 if (left <= 0) {
                     throw new DocaException(DocaError.DOCA_ERROR_TIME_OUT, String.format("%s: (0x%x & 0x%x) > 0x%x did not hold within %d ms",
                             what, v, mask, threshold, TimeUnit.NANOSECONDS.toMillis(timeoutNanos)));
