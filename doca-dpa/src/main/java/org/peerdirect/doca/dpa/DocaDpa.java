@@ -498,6 +498,16 @@ public final class DocaDpa implements DocaDpaContext {
         }
     }
 
+    /** The RPCs the launch dispatcher made to the DPA's dispatcher so far (a submission's, a host update's, a look's), for the tests' count. */
+    long kernelKicks() {
+        lock.lock();
+        try {
+            return dispatcher == null ? 0 : dispatcher.kicks.get();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The first failure of a launch (the DPA process ended under it), or null. */
     public DocaException kernelFailure() {
         lock.lock();
