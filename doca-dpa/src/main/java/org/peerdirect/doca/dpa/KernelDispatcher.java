@@ -153,9 +153,10 @@ final class KernelDispatcher {
     /**
      * Queues {@code l} for the DPA's dispatcher: a pool slot with its launch words (one copy), its
      * ring entry and the tail, a hook on its wait event (before the kick: a host update after the
-     * dispatcher's look kicks again), then one RPC. A failure on the way (no kernel runtime in the
-     * image, no heap, the process gone) fails the dispatcher, as a launch failing on the DPA does:
-     * {@link #failure}, and later launches are BAD_STATE.
+     * dispatcher's look kicks again), then one RPC. FULL when the queue's ring has no room (the
+     * launch not taken). A failure on the way (no kernel runtime in the image, no heap, the process
+     * gone) fails the dispatcher, as a launch failing on the DPA does: {@link #failure}, and later
+     * launches are BAD_STATE.
      */
     void submit(Launch l) {
         lock.lock();
@@ -163,6 +164,7 @@ final class KernelDispatcher {
             DocaException.check(failure == null, DocaError.DOCA_ERROR_BAD_STATE,
                     l.call() + ": an earlier launch failed (" + (failure == null ? "" : failure.getMessage()) + ")");
             DocaException.check(!stop, DocaError.DOCA_ERROR_BAD_STATE, l.call() + ": the DPA context is stopping");
+            checkRoom(l);
             dpa.launchStats.launched(l); // before the DPA can start it: never finished before launched
             inFlight.incrementAndGet();
             try {
@@ -184,11 +186,6 @@ final class KernelDispatcher {
                 + DocaDpaDevKernel.LAUNCH_SUFFIX + "): link doca-dpa-dev into the image (dpacc does)");
         if (queue == 0) {
             makeQueue(l);
-        }
-        if (tail - headSeen >= DocaDpaDevKernelQueue.CAPACITY) {
-            headSeen = slots.read(queue + DocaDpaDevKernelQueue.Q_HEAD);
-            DocaException.check(tail - headSeen < DocaDpaDevKernelQueue.CAPACITY, DocaError.DOCA_ERROR_FULL, l.call() + ": "
-                    + DocaDpaDevKernelQueue.CAPACITY + " launches are queued on the DPA behind one still waiting for its event");
         }
         KernelSlots.Slot s = slots.take(l, this::ended);
         long pos = tail;
@@ -214,6 +211,20 @@ final class KernelDispatcher {
             throw new DocaException(DocaError.DOCA_ERROR_DRIVER, l.call() + " of " + l.kernel().name() + " with " + l.nthreads()
                     + " threads: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * FULL (the launch not taken, nothing else changes) when the ring has no free position: the
+     * oldest launch the DPA may still find queued is {@link DocaDpaDevKernelQueue#CAPACITY}
+     * positions back (its head, read through the NIC only then).
+     */
+    private void checkRoom(Launch l) {
+        if (queue == 0 || tail - headSeen < DocaDpaDevKernelQueue.CAPACITY) {
+            return;
+        }
+        headSeen = slots.read(queue + DocaDpaDevKernelQueue.Q_HEAD);
+        DocaException.check(tail - headSeen < DocaDpaDevKernelQueue.CAPACITY, DocaError.DOCA_ERROR_FULL, l.call() + ": "
+                + DocaDpaDevKernelQueue.CAPACITY + " launches are queued on the DPA behind one still waiting for its event");
     }
 
     /** The queue block (zeroed) and the dispatcher thread on the DPA, run: firmware commands, once per context. */

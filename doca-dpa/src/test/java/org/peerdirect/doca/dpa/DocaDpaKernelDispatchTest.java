@@ -118,6 +118,27 @@ class DocaDpaKernelDispatchTest extends DpaLabFixture {
         }
     }
 
+    /**
+     * More launches than the queue's ring has positions, one after the other: the ring wraps, the
+     * host reads the DPA's head when its count says full (the dispatcher writes the head back:
+     * without, the host read a stale head and refused the 257th launch).
+     */
+    @Test
+    void theQueueWrapsPastItsRing() {
+        context(DocaDpa.WaitComparison.GT);
+        DocaSyncEvent comp = dpaEvent();
+        long rec = alloc(1024);
+        int n = org.peerdirect.doca.dpa.dev.DocaDpaDevKernelQueue.CAPACITY + 44;
+        for (int k = 1; k <= n; k++) {
+            dpa.kernelLaunchUpdateAdd(null, 0, comp, 1, 1, KernelProgsStubs.HELLO_WORLD, rec);
+            comp.waitGt(k - 1, ALL, BOUND);
+        }
+        assertEquals(null, dpa.kernelFailure());
+        assertEquals(n, load(rec + 8), "each launch ran once");
+        assertEquals(0, dpa.kernelsPending());
+        assertEquals(List.of(), lab.findings(), "the checker saw the host read no dirty granule (C1)");
+    }
+
     /** The sample's wait: a launch gated by a CPU-published event starts after the update with exactly one RPC, never before. */
     @Test
     void aHostUpdateStartsAWaitingLaunchWithExactlyOneRpc() {

@@ -28,7 +28,8 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * ({@link DocaDpaDevSyncEvent#watch}), fences, and looks at those events again: one that passed
  * meanwhile makes another pass. So an update either finds the watch (and activates the dispatcher:
  * a running one re-runs once, the RTOS latches the trigger) or is seen by that look. The
- * dispatcher then gives its EU back; it never waits on an EU. Starting a launch clears its event's
+ * dispatcher writes its stores back (the host reads the head and rewrites blocks through the NIC,
+ * which sees a dirty granule's old bytes, C1) and gives its EU back; it never waits on an EU. Starting a launch clears its event's
  * watch; the events of launches still queued are watched again in the same pass.
  *
  * <p>Wakers: a DPA update of a watched event (a rank, a DPA thread: {@link DocaDpaDevSyncEvent});
@@ -91,6 +92,7 @@ public final class DocaDpaDevKernelQueue {
             head++;
         }
         Dpa.st64(q + Q_HEAD, head);
+        Dpa.memoryWriteback(); // the host reads the head through the NIC when its ring looks full (C1 otherwise: strict ends the process)
         FlexioDev.threadReschedule();
     }
 
@@ -120,6 +122,8 @@ public final class DocaDpaDevKernelQueue {
      */
     private static void start(long q, long c) {
         Dpa.st64(c + DocaDpaDevKernel.C_QUEUED, 0);
+        Dpa.memoryWriteback(); // in what the NIC sees before a rank runs: the host rewrites the block once the launch finished
+
         long ev = Dpa.ld64(c + DocaDpaDevKernel.C_WAIT);
         if (ev != 0) {
             DocaDpaDevSyncEvent.unwatch(ev);
