@@ -119,6 +119,42 @@ class DocaDpaKernelDispatchTest extends DpaLabFixture {
     }
 
     /**
+     * 25 chains of three in seeded submission orders on one DPA counter, each started by a DPA
+     * update: a link's last rank updates the event while the dispatcher may still be in the pass
+     * that started it (before it reschedules), so a lost wake-up (an activation of the running
+     * dispatcher not re-running it, an update between its look and its watch) stalls a chain.
+     */
+    @Test
+    void chainsInSeededOrdersLoseNoWakeUp() {
+        context(DocaDpa.WaitComparison.GE);
+        DocaSyncEvent ev = dpaEvent();
+        long h = ev.getDpaHandle(dpa);
+        Random rnd = new Random(4343);
+        long log = alloc(8 + 8 * 3 * 25 + 64);
+        List<org.peerdirect.flexio.FlexioFunc> funcs = List.of(KernelProgsStubs.FUNC1, KernelProgsStubs.FUNC2, KernelProgsStubs.FUNC3);
+        List<Long> want = new ArrayList<>();
+        for (int round = 0; round < 25; round++) {
+            long base = 4L * round; // the round's trigger moves the event to base + 1; links wait for base + 1, + 2, + 3
+            List<Integer> order = new ArrayList<>(List.of(0, 1, 2));
+            Collections.shuffle(order, rnd);
+            for (int k : order) {
+                dpa.kernelLaunchUpdateAdd(ev, base + 1 + k, ev, 1, 1, funcs.get(k), log);
+            }
+            long kicks = dpa.kernelKicks();
+            dpa.rpc(KernelProgsStubs.EVENT_ADD, h, 1L); // a DPA update starts the chain
+            ev.waitGt(base + 3, ALL, BOUND);
+            assertEquals(kicks, dpa.kernelKicks(), "round " + round + ": no RPC within the chain");
+            want.addAll(List.of(1L, 2L, 3L));
+            assertEquals(base + 4, ev.get());
+        }
+        List<Long> got = new ArrayList<>();
+        for (int i = 0; i < want.size(); i++) {
+            got.add(load(log + 8 + 8L * i));
+        }
+        assertEquals(want, got, "func1 → func2 → func3 in every round");
+    }
+
+    /**
      * More launches than the queue's ring has positions, one after the other: the ring wraps, the
      * host reads the DPA's head when its count says full (the dispatcher writes the head back:
      * without, the host read a stale head and refused the 257th launch).
