@@ -92,7 +92,20 @@ public final class DocaSyncEvent {
     private final HostDpaHandle hostHandle = new HostDpaHandle();
 
     /** Called after each host update while registered ({@link #addHostUpdateHook}); copy-on-write, no lock. */
-    private final java.util.concurrent.CopyOnWriteArrayList<Runnable> hostUpdateHooks = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final java.util.concurrent.CopyOnWriteArrayList<HostUpdateHook> hostUpdateHooks = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /**
+     * A host-side observer of the event's counter ({@link #addHostUpdateHook}) [model: peerdirect's;
+     * DOCA does not publish how its DPA dispatcher learns of a host update].
+     */
+    public interface HostUpdateHook {
+        /** After a host {@link #updateSet} or {@link #updateAdd}, the new value in the counter, on the updating thread. */
+        void updated(DocaSyncEvent event);
+
+        /** At {@link #stop} or {@link #destroy} of a started event, before its counter goes: the last moment anyone may read it. */
+        default void releasing(DocaSyncEvent event) {
+        }
+    }
 
     /** Waiters sleep on {@code changed}; updaters signal it only when someone waits (the fast path takes no lock). */
     private final ReentrantLock lock = new ReentrantLock();
@@ -252,6 +265,7 @@ public final class DocaSyncEvent {
         DocaException.check(s == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, "doca_sync_event_stop: the event is not started");
         state = State.STOPPED;
         wakeAll();
+        releasing();
         releaseCounter();
     }
 
@@ -262,6 +276,9 @@ public final class DocaSyncEvent {
         state = State.DESTROYED;
         wakeAll();
         try {
+            if (s == State.STARTED) {
+                releasing();
+            }
             releaseCounter();
         } finally {
             if (publisherDev != null) {
@@ -353,25 +370,32 @@ public final class DocaSyncEvent {
     }
 
     /**
-     * Registers {@code hook}, run on the updating thread after each host {@link #updateSet} or
-     * {@link #updateAdd} (once the new value is in the counter) until removed [model: peerdirect's;
-     * DOCA does not publish how a host update reaches a DPA waiting on the event]. DOCA DPA's
-     * kernel launch dispatcher registers one while a queued launch waits on this event, so a host
-     * update wakes the dispatcher on the DPA by one RPC; an update that arrives by DMA or from the
-     * DPA runs no hook. A hook must not call back into this event's configuration.
+     * Registers {@code hook} until removed: told after each host {@link #updateSet} or
+     * {@link #updateAdd} (once the new value is in the counter) and before the counter goes at
+     * stop or destroy. DOCA DPA's kernel launch dispatcher registers one while a launch waits on
+     * this event, so a host update wakes the dispatcher on the DPA by one RPC, and a stop fails the
+     * launches still waiting instead of leaving the DPA reading a freed counter; an update that
+     * arrives by DMA or from the DPA tells no hook. A hook must not call back into this event's
+     * configuration.
      */
-    public void addHostUpdateHook(Runnable hook) {
+    public void addHostUpdateHook(HostUpdateHook hook) {
         hostUpdateHooks.add(java.util.Objects.requireNonNull(hook, "hook"));
     }
 
     /** Removes a hook of {@link #addHostUpdateHook} (one registration); nothing when it is not registered. */
-    public void removeHostUpdateHook(Runnable hook) {
+    public void removeHostUpdateHook(HostUpdateHook hook) {
         hostUpdateHooks.remove(hook);
     }
 
     private void hostUpdated() {
-        for (Runnable r : hostUpdateHooks) {
-            r.run();
+        for (HostUpdateHook h : hostUpdateHooks) {
+            h.updated(this);
+        }
+    }
+
+    private void releasing() {
+        for (HostUpdateHook h : hostUpdateHooks) {
+            h.releasing(this);
         }
     }
 

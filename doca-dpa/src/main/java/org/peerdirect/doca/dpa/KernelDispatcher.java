@@ -135,7 +135,17 @@ final class KernelDispatcher {
     private long headSeen;
     /** Events with a host-update hook: the number of in-flight launches waiting on each (guarded by {@link #lock}). */
     private final Map<DocaSyncEvent, Integer> hooked = new HashMap<>();
-    private final Runnable hostUpdateHook = this::hostUpdated;
+    private final DocaSyncEvent.HostUpdateHook hostUpdateHook = new DocaSyncEvent.HostUpdateHook() {
+        @Override
+        public void updated(DocaSyncEvent event) {
+            hostUpdated();
+        }
+
+        @Override
+        public void releasing(DocaSyncEvent event) {
+            waitEventReleasing(event);
+        }
+    };
     /** Submitted and not seen ended. */
     private final AtomicInteger inFlight = new AtomicInteger();
     private boolean stop;
@@ -279,6 +289,45 @@ final class KernelDispatcher {
             if (!stop && failure == null && queue != 0) {
                 kick();
             }
+        } catch (RuntimeException e) {
+            fail(e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@code event} is stopped or destroyed (its counter about to go) while a launch in flight
+     * waits on it: a launch the DPA has not started yet (its queued word, written back by the DPA
+     * when it starts one, still set) would leave the DPA's dispatcher reading a freed counter. So
+     * the dispatcher thread is destroyed (a firmware command that returns once it stopped) and the
+     * dispatcher fails with BAD_STATE naming the event: those launches never run, later ones are
+     * refused. Launches already started run to their end.
+     */
+    private void waitEventReleasing(DocaSyncEvent event) {
+        lock.lock();
+        try {
+            if (stop || failure != null || !hooked.containsKey(event)) {
+                return;
+            }
+            seen();
+            int waiting = 0;
+            Launch first = null;
+            for (KernelSlots.Slot s : slots.busy()) {
+                if (s.launch.waitEvent() == event && s.launch.waitHandle() != 0 && slots.read(s.ctl + DocaDpaDevKernel.C_QUEUED) != 0) {
+                    waiting++;
+                    first = first == null ? s.launch : first;
+                }
+            }
+            if (waiting == 0) {
+                return;
+            }
+            dispatcherThread.destroy();
+            fail(new DocaException(DocaError.DOCA_ERROR_BAD_STATE, String.format("doca_sync_event %d went (stop or destroy) while %d"
+                    + " launch(es) waited on it (%s): the DPA's dispatcher stopped; they never run, later launches are refused",
+                    event.id(), waiting, LaunchStats.describe(first))));
+            hooked.keySet().forEach(e -> e.removeHostUpdateHook(hostUpdateHook));
+            hooked.clear();
         } catch (RuntimeException e) {
             fail(e);
         } finally {

@@ -280,6 +280,49 @@ class DocaDpaKernelDispatchTest extends DpaLabFixture {
         assertEquals(kicks + 1, dpa.kernelKicks(), "the look's one RPC");
     }
 
+    /**
+     * Bad input: the wait event of a launch still queued is stopped (a host counter) or destroyed (a
+     * DPA counter): the launch never runs, the dispatcher fails with BAD_STATE naming the event
+     * (never a hang, never the DPA reading a freed counter), later launches are refused, a launch
+     * already running ends; the process lives on.
+     */
+    @Test
+    void aWaitEventGoingUnderAQueuedLaunchFailsItNamingTheEvent() {
+        for (boolean dpaCounter : new boolean[] {false, true}) {
+            DocaDpa d = context(DocaDpa.WaitComparison.GT);
+            DocaSyncEvent wait = DocaSyncEvent.create();
+            wait.addPublisherLocationCpu(dev);
+            if (dpaCounter) {
+                wait.addSubscriberLocationDpa(d);
+            } else {
+                wait.addSubscriberLocationCpu(dev);
+            }
+            wait.start();
+            DocaSyncEvent comp = dpaEvent();
+            long rec = alloc(1024);
+            d.kernelLaunchUpdateSet(null, 0, comp, 1, 1, KernelProgsStubs.HELLO_WORLD, rec); // runs
+            comp.waitGt(0, ALL, BOUND);
+            d.kernelLaunchUpdateSet(wait, 10, comp, 2, 1, KernelProgsStubs.HELLO_WORLD, rec);
+            wait.updateSet(5); // looked at, not passed
+            if (dpaCounter) {
+                wait.destroy();
+            } else {
+                wait.stop();
+                wait.destroy();
+            }
+            org.peerdirect.doca.DocaException f = d.kernelFailure();
+            assertTrue(f != null && f.error() == org.peerdirect.doca.DocaError.DOCA_ERROR_BAD_STATE, String.valueOf(f));
+            assertTrue(f.getMessage().contains("doca_sync_event " + wait.id()) && f.getMessage().contains("1 launch(es) waited"), f.getMessage());
+            assertEquals(org.peerdirect.doca.DocaError.DOCA_ERROR_BAD_STATE, org.junit.jupiter.api.Assertions.assertThrows(
+                    org.peerdirect.doca.DocaException.class, () -> d.kernelLaunchUpdateSet(null, 0, null, 0, 1, KernelProgsStubs.HELLO_WORLD, rec))
+                    .error(), "later launches refused");
+            assertEquals(1, load(rec + 8), "the waiting launch never ran");
+            assertEquals(1, comp.get());
+            assertEquals(List.of(), lab.crashes().stream().filter(l -> !l.startsWith("no ")).toList(), "the process lives on");
+            assertEquals(42, d.rpc(KernelProgsStubs.ADD, 40L, 2L));
+        }
+    }
+
     /** A stop with launches queued (events that never pass): the DPA process, its heap and threads go, the watchdog ends, later updates kick nothing. */
     @Test
     void stopWithLaunchesQueuedLeavesNothing() throws Exception {
