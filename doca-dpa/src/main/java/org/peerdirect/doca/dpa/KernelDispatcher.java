@@ -27,7 +27,8 @@ import org.peerdirect.flexio.FlexioStatus;
  * host half. A launch runs on the DPA's data path: the user's call writes it into a pool slot of
  * doca-dpa-dev's kernel runtime ({@link KernelSlots}: launch words, wait words, one copy), queues
  * it in the queue block in DPA memory (ring entry and tail, two copies) and calls the runtime's
- * kick RPC once; the dispatcher thread on the DPA ({@code DocaDpaDevKernelQueue}, made with the
+ * kick RPC once (a launch without a wait event while nothing else is in flight: the runtime's
+ * start RPC instead, no queue); the dispatcher thread on the DPA ({@code DocaDpaDevKernelQueue}, made with the
  * queue at the first launch) starts, in submission order, every queued launch whose wait event
  * passed ({@link DocaDpa.WaitComparison}) and watches the events of the others. It is woken by the
  * event's update, never by a timer: a DPA update of a watched event activates it (the ISA's
@@ -133,6 +134,8 @@ final class KernelDispatcher {
     /** The next queue position (the host's tail) and the dispatcher's head as last read (guarded by {@link #lock}). */
     private long tail;
     private long headSeen;
+    /** Launches started by the start RPC, not queued (nothing else in flight, no wait; guarded by {@link #lock}). */
+    private long directStarts;
     /** Events with a host-update hook: the number of in-flight launches waiting on each (guarded by {@link #lock}). */
     private final Map<DocaSyncEvent, Integer> hooked = new HashMap<>();
     private final DocaSyncEvent.HostUpdateHook hostUpdateHook = new DocaSyncEvent.HostUpdateHook() {
@@ -198,7 +201,10 @@ final class KernelDispatcher {
             makeQueue(l);
         }
         KernelSlots.Slot s = slots.take(l, this::ended);
-        long pos = tail;
+        // Nothing else in flight (every earlier launch seen finished, so none is queued on the DPA)
+        // and no wait: the start RPC starts it at once, as the dispatcher would (no order to keep).
+        boolean direct = l.waitEvent() == null && inFlight.get() == 1;
+        long pos = direct ? -1 : tail;
         ByteBuffer w = ByteBuffer.allocate(DocaDpaDevKernel.LAUNCH_WORDS).order(ByteOrder.LITTLE_ENDIAN);
         w.putLong(DocaDpaDevKernel.C_KERNEL, kernel).putLong(DocaDpaDevKernel.C_ARG, l.arg()).putLong(DocaDpaDevKernel.C_NTHREADS, l.nthreads())
                 .putLong(DocaDpaDevKernel.C_COMP, l.compHandle()).putLong(DocaDpaDevKernel.C_COMP_VALUE, l.compCount())
@@ -213,6 +219,11 @@ final class KernelDispatcher {
         s.gateOpen = !l.gated();
         try {
             process.host2devMemcpy(w.array(), s.ctl);
+            if (direct) {
+                directStarts++;
+                process.callRuntime(DocaDpaDevKernel.START_SYMBOL, s.ctl);
+                return;
+            }
             process.host2devMemcpy(le(s.ctl), queue + DocaDpaDevKernelQueue.Q_RING + 8 * (pos % DocaDpaDevKernelQueue.CAPACITY));
             process.host2devMemcpy(le(pos + 1), queue + DocaDpaDevKernelQueue.Q_TAIL);
             tail = pos + 1;
@@ -369,7 +380,7 @@ final class KernelDispatcher {
     private void seen() {
         slots.endFinished(this::ended);
         if (queue != 0) {
-            dpa.launchStats.startedTotal(slots.read(queue + DocaDpaDevKernelQueue.Q_STARTS));
+            dpa.launchStats.startedTotal(slots.read(queue + DocaDpaDevKernelQueue.Q_STARTS) + directStarts);
         }
     }
 

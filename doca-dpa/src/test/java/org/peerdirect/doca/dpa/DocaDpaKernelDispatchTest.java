@@ -155,6 +155,31 @@ class DocaDpaKernelDispatchTest extends DpaLabFixture {
     }
 
     /**
+     * A launch without a wait event while nothing else is in flight goes by the start RPC (no
+     * queue, no kick); with another launch still running it is queued (one kick), so launches
+     * that passed keep their submission order.
+     */
+    @Test
+    void aLoneLaunchWithoutAWaitIsStartedDirectly() {
+        context(DocaDpa.WaitComparison.GT);
+        DocaSyncEvent comp = dpaEvent();
+        long rec = alloc(1024);
+        long gate = alloc(1024);
+        dpa.kernelLaunchUpdateAdd(null, 0, comp, 1, 1, KernelProgsStubs.HELLO_WORLD, rec);
+        comp.waitGt(0, ALL, BOUND);
+        long kicks = dpa.kernelKicks();
+        dpa.kernelLaunchUpdateAdd(null, 0, comp, 1, 2, KernelProgsStubs.GATED, gate); // alone: direct; its ranks hold
+        assertEquals(kicks, dpa.kernelKicks(), "started by the start RPC");
+        dpa.kernelLaunchUpdateAdd(null, 0, comp, 1, 1, KernelProgsStubs.HELLO_WORLD, rec); // the gated one in flight: queued
+        assertEquals(kicks + 1, dpa.kernelKicks(), "queued behind a launch in flight");
+        comp.waitGt(1, ALL, BOUND);
+        assertEquals(2, load(rec + 8), "the queued launch ran while the gated one holds");
+        dpa.h2dMemcpy(gate + 512, new byte[] {1, 0, 0, 0, 0, 0, 0, 0});
+        comp.waitGt(2, ALL, BOUND);
+        assertEquals(2, load(gate), "both gated ranks ended");
+    }
+
+    /**
      * More launches than the queue's ring has positions, one after the other: the ring wraps, the
      * host reads the DPA's head when its count says full (the dispatcher writes the head back:
      * without, the host read a stale head and refused the 257th launch).
@@ -163,16 +188,20 @@ class DocaDpaKernelDispatchTest extends DpaLabFixture {
     void theQueueWrapsPastItsRing() {
         context(DocaDpa.WaitComparison.GT);
         DocaSyncEvent comp = dpaEvent();
+        DocaSyncEvent go = dpaEvent();
+        go.updateSet(1); // passed: each launch goes through the queue (a launch without a wait event, alone, is started directly)
         long rec = alloc(1024);
         int n = org.peerdirect.doca.dpa.dev.DocaDpaDevKernelQueue.CAPACITY + 44;
+        long kicks = dpa.kernelKicks();
         for (int k = 1; k <= n; k++) {
-            dpa.kernelLaunchUpdateAdd(null, 0, comp, 1, 1, KernelProgsStubs.HELLO_WORLD, rec);
+            dpa.kernelLaunchUpdateAdd(go, 0, comp, 1, 1, KernelProgsStubs.HELLO_WORLD, rec);
             comp.waitGt(k - 1, ALL, BOUND);
         }
         assertEquals(null, dpa.kernelFailure());
         assertEquals(n, load(rec + 8), "each launch ran once");
         assertEquals(0, dpa.kernelsPending());
         assertEquals(List.of("no memory-model finding (check mode STRICT)"), lab.findings(), "the checker saw the host read no dirty granule (C1)");
+        assertEquals(kicks + n, dpa.kernelKicks(), "every launch queued (one kick each)");
     }
 
     /** The sample's wait: a launch gated by a CPU-published event starts after the update with exactly one RPC, never before. */
