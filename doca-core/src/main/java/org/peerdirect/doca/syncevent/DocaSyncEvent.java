@@ -91,21 +91,8 @@ public final class DocaSyncEvent {
     /** The DPA's window handle of a counter in host memory (made at the first {@link #hostDpaHandle}). */
     private final HostDpaHandle hostHandle = new HostDpaHandle();
 
-    /** Called after each host update while registered ({@link #addHostUpdateHook}); copy-on-write, no lock. */
-    private final java.util.concurrent.CopyOnWriteArrayList<HostUpdateHook> hostUpdateHooks = new java.util.concurrent.CopyOnWriteArrayList<>();
-
-    /**
-     * A host-side observer of the event's counter ({@link #addHostUpdateHook}) [model: peerdirect's;
-     * DOCA does not publish how its DPA dispatcher learns of a host update].
-     */
-    public interface HostUpdateHook {
-        /** After a host {@link #updateSet} or {@link #updateAdd}, the new value in the counter, on the updating thread. */
-        void updated(DocaSyncEvent event);
-
-        /** At {@link #stop} or {@link #destroy} of a started event, before its counter goes: the last moment anyone may read it. */
-        default void releasing(DocaSyncEvent event) {
-        }
-    }
+    /** Told of host updates and of the counter's release while registered ({@link #addHostUpdateHook}). */
+    private final HostUpdateHooks hostUpdateHooks = new HostUpdateHooks();
 
     /** Waiters sleep on {@code changed}; updaters signal it only when someone waits (the fast path takes no lock). */
     private final ReentrantLock lock = new ReentrantLock();
@@ -265,7 +252,7 @@ public final class DocaSyncEvent {
         DocaException.check(s == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, "doca_sync_event_stop: the event is not started");
         state = State.STOPPED;
         wakeAll();
-        releasing();
+        hostUpdateHooks.releasing(this);
         releaseCounter();
     }
 
@@ -277,7 +264,7 @@ public final class DocaSyncEvent {
         wakeAll();
         try {
             if (s == State.STARTED) {
-                releasing();
+                hostUpdateHooks.releasing(this);
             }
             releaseCounter();
         } finally {
@@ -354,7 +341,7 @@ public final class DocaSyncEvent {
             COUNTER.setVolatile(pg, 0L, value);
         }
         wakeIfWaited();
-        hostUpdated();
+        hostUpdateHooks.updated(this);
     }
 
     /** {@code doca_sync_event_update_add}: atomically adds {@code value}; returns the value before ({@code fetched}). */
@@ -365,38 +352,22 @@ public final class DocaSyncEvent {
                 w + ": the counter is in DPA memory (a DPA subscriber); a host add could not be atomic with the DPA's adds (update_set it)");
         long before = (long) COUNTER.getAndAdd(pg, 0L, value);
         wakeIfWaited();
-        hostUpdated();
+        hostUpdateHooks.updated(this);
         return before;
     }
 
     /**
-     * Registers {@code hook} until removed: told after each host {@link #updateSet} or
-     * {@link #updateAdd} (once the new value is in the counter) and before the counter goes at
-     * stop or destroy. DOCA DPA's kernel launch dispatcher registers one while a launch waits on
-     * this event, so a host update wakes the dispatcher on the DPA by one RPC, and a stop fails the
-     * launches still waiting instead of leaving the DPA reading a freed counter; an update that
-     * arrives by DMA or from the DPA tells no hook. A hook must not call back into this event's
-     * configuration.
+     * Registers {@code hook} until removed ({@link HostUpdateHook}: after each host update, before
+     * the counter goes at stop or destroy; an update by DMA or from the DPA tells no hook). A hook
+     * must not call back into this event's configuration.
      */
     public void addHostUpdateHook(HostUpdateHook hook) {
-        hostUpdateHooks.add(java.util.Objects.requireNonNull(hook, "hook"));
+        hostUpdateHooks.add(hook);
     }
 
     /** Removes a hook of {@link #addHostUpdateHook} (one registration); nothing when it is not registered. */
     public void removeHostUpdateHook(HostUpdateHook hook) {
         hostUpdateHooks.remove(hook);
-    }
-
-    private void hostUpdated() {
-        for (HostUpdateHook h : hostUpdateHooks) {
-            h.updated(this);
-        }
-    }
-
-    private void releasing() {
-        for (HostUpdateHook h : hostUpdateHooks) {
-            h.releasing(this);
-        }
     }
 
     /**

@@ -17,6 +17,7 @@ import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevKernel;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevKernelQueue;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.doca.syncevent.HostUpdateHook;
 import org.peerdirect.flexio.FlexioEventHandler;
 import org.peerdirect.flexio.FlexioFunc;
 import org.peerdirect.flexio.FlexioProcess;
@@ -138,7 +139,7 @@ final class KernelDispatcher {
     private long directStarts;
     /** Events with a host-update hook: the number of in-flight launches waiting on each (guarded by {@link #lock}). */
     private final Map<DocaSyncEvent, Integer> hooked = new HashMap<>();
-    private final DocaSyncEvent.HostUpdateHook hostUpdateHook = new DocaSyncEvent.HostUpdateHook() {
+    private final HostUpdateHook hostUpdateHook = new HostUpdateHook() {
         @Override
         public void updated(DocaSyncEvent event) {
             hostUpdated();
@@ -498,8 +499,9 @@ final class KernelDispatcher {
             return;
         }
         nextStatus = now + STATUS_EVERY_NANOS;
-        statusQueries.incrementAndGet();
         int status = process.processStatus();
+        statusQueries.incrementAndGet(); // after the command: a test's count of commands minus queries never sees one in flight counted
+
         if (status != 0) {
             throw new DocaException(DocaError.DOCA_ERROR_DRIVER, String.format("the DPA process ended with status 0x%x"
                     + " (flexio_err_status %d) while %d launch(es) were pending", status, FlexioStatus.errStatusOf(status), inFlight.get()));

@@ -70,7 +70,13 @@ class DocaDpaKernelDispatchTest extends DpaLabFixture {
 
     /** Firmware commands beyond the launch dispatcher's status queries, since {@code before} (see {@link #commands}). */
     private long[] commands() {
-        return new long[] {lab.models.get(0).commandsExecuted(), dpa.kernelStatusQueries() + dpa.flexioProcess().rpcStatusQueries()};
+        while (true) { // two equal readings: no status query between its command and its count
+            long[] a = {lab.models.get(0).commandsExecuted(), dpa.kernelStatusQueries() + dpa.flexioProcess().rpcStatusQueries()};
+            long[] b = {lab.models.get(0).commandsExecuted(), dpa.kernelStatusQueries() + dpa.flexioProcess().rpcStatusQueries()};
+            if (a[0] == b[0] && a[1] == b[1]) {
+                return a;
+            }
+        }
     }
 
     private long commandsSince(long[] before) {
