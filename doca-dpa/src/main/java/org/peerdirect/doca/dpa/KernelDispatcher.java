@@ -180,13 +180,15 @@ final class KernelDispatcher {
             DocaException.check(!stop, DocaError.DOCA_ERROR_BAD_STATE, l.call() + ": the DPA context is stopping");
             checkRoom(l);
             dpa.launchStats.launched(l); // before the DPA can start it: never finished before launched
-            inFlight.incrementAndGet();
+            boolean first = inFlight.incrementAndGet() == 1;
             try {
                 enqueue(l);
             } catch (RuntimeException e) {
                 fail(e);
             }
-            wake.signalAll();
+            if (first || l.gated()) { // the watchdog's pace starts (a later launch would only wake it early); a gate wants looks
+                wake.signalAll();
+            }
         } finally {
             lock.unlock();
         }
