@@ -91,6 +91,9 @@ public final class DocaSyncEvent {
     /** The DPA's window handle of a counter in host memory (made at the first {@link #hostDpaHandle}). */
     private final HostDpaHandle hostHandle = new HostDpaHandle();
 
+    /** Told of host updates and of the counter's release while registered ({@link #addHostUpdateHook}). */
+    private final HostUpdateHooks hostUpdateHooks = new HostUpdateHooks();
+
     /** Waiters sleep on {@code changed}; updaters signal it only when someone waits (the fast path takes no lock). */
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -249,6 +252,7 @@ public final class DocaSyncEvent {
         DocaException.check(s == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, "doca_sync_event_stop: the event is not started");
         state = State.STOPPED;
         wakeAll();
+        hostUpdateHooks.releasing(this);
         releaseCounter();
     }
 
@@ -259,6 +263,9 @@ public final class DocaSyncEvent {
         state = State.DESTROYED;
         wakeAll();
         try {
+            if (s == State.STARTED) {
+                hostUpdateHooks.releasing(this);
+            }
             releaseCounter();
         } finally {
             if (publisherDev != null) {
@@ -334,6 +341,7 @@ public final class DocaSyncEvent {
             COUNTER.setVolatile(pg, 0L, value);
         }
         wakeIfWaited();
+        hostUpdateHooks.updated(this);
     }
 
     /** {@code doca_sync_event_update_add}: atomically adds {@code value}; returns the value before ({@code fetched}). */
@@ -344,7 +352,22 @@ public final class DocaSyncEvent {
                 w + ": the counter is in DPA memory (a DPA subscriber); a host add could not be atomic with the DPA's adds (update_set it)");
         long before = (long) COUNTER.getAndAdd(pg, 0L, value);
         wakeIfWaited();
+        hostUpdateHooks.updated(this);
         return before;
+    }
+
+    /**
+     * Registers {@code hook} until removed ({@link HostUpdateHook}: after each host update, before
+     * the counter goes at stop or destroy; an update by DMA or from the DPA tells no hook). A hook
+     * must not call back into this event's configuration.
+     */
+    public void addHostUpdateHook(HostUpdateHook hook) {
+        hostUpdateHooks.add(hook);
+    }
+
+    /** Removes a hook of {@link #addHostUpdateHook} (one registration); nothing when it is not registered. */
+    public void removeHostUpdateHook(HostUpdateHook hook) {
+        hostUpdateHooks.remove(hook);
     }
 
     /**
@@ -403,11 +426,13 @@ public final class DocaSyncEvent {
         lock.lock();
         try {
             while (true) {
+                // a look begun after the bound does not count: a pass nobody signalled within the
+                // bound (a lost wake-up) is TIME_OUT, not a success at the bound's end
+                long left = bounded ? deadline - System.nanoTime() : Long.MAX_VALUE / 2;
                 long v = value(what);
-                if (passed(v, threshold, mask)) {
+                if (passed(v, threshold, mask) && left > 0) {
                     return;
                 }
-                long left = bounded ? deadline - System.nanoTime() : Long.MAX_VALUE / 2;
                 if (left <= 0) {
                     throw new DocaException(DocaError.DOCA_ERROR_TIME_OUT, String.format("%s: (0x%x & 0x%x) > 0x%x did not hold within %d ms",
                             what, v, mask, threshold, TimeUnit.NANOSECONDS.toMillis(timeoutNanos)));

@@ -42,7 +42,7 @@ final class HostDpaHandle {
         return handle != 0;
     }
 
-    /** Frees the descriptor and key, if made; a context stopped meanwhile took them with its process (BAD_STATE, ignored). */
+    /** Frees the descriptor and key, if made; a context stopped or destroyed meanwhile took them with its process (BAD_STATE, INVALID_VALUE: ignored). */
     void release() {
         long h;
         DocaDpaContext d;
@@ -58,7 +58,9 @@ final class HostDpaHandle {
         try {
             d.dpaHostSyncEventHandleFree(h);
         } catch (DocaException e) {
-            if (e.error() != DocaError.DOCA_ERROR_BAD_STATE) {
+            // BAD_STATE: the context stopped; INVALID_VALUE: it was destroyed too (a launch's wait
+            // or completion event outliving the context that made its handle): gone with the process
+            if (e.error() != DocaError.DOCA_ERROR_BAD_STATE && e.error() != DocaError.DOCA_ERROR_INVALID_VALUE) {
                 throw e;
             }
         }

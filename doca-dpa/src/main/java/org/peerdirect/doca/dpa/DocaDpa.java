@@ -402,15 +402,15 @@ public final class DocaDpa extends DocaDpaCoreSide implements DocaDpaContext {
     }
 
     /**
-     * Launches submitted and not yet finished (for {@code dpa:} commands and tests), as the
-     * dispatcher's next poll sees them: a launch whose completion event was seen counts finished.
+     * Launches submitted and not yet finished (for {@code dpa:} commands and tests), the slots'
+     * finished counts read now: a launch whose completion event was seen counts finished.
      */
     public int kernelsPending() {
         KernelDispatcher d = refreshedDispatcher();
         return d == null ? 0 : d.pending();
     }
 
-    /** The dispatcher after a poll begun now ({@link KernelDispatcher#refresh}), outside the lock; not refreshed when the caller holds the lock. */
+    /** The dispatcher after its finished counts were read ({@link KernelDispatcher#refresh}), outside the lock; not refreshed when the caller holds the lock. */
     private KernelDispatcher refreshedDispatcher() {
         KernelDispatcher d;
         lock.lock();
@@ -430,6 +430,16 @@ public final class DocaDpa extends DocaDpaCoreSide implements DocaDpaContext {
         lock.lock();
         try {
             return dispatcher == null ? 0 : dispatcher.statusQueries.get();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The RPCs the launch dispatcher made to the DPA's dispatcher so far (a submission's, a host update's, a look's), for the tests' count. */
+    long kernelKicks() {
+        lock.lock();
+        try {
+            return dispatcher == null ? 0 : dispatcher.kicks.get();
         } finally {
             lock.unlock();
         }

@@ -8,6 +8,7 @@ import java.util.Set;
 import java.util.concurrent.CopyOnWriteArraySet;
 
 import org.peerdirect.doca.DocaException;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevSyncEvent;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 
 /**
@@ -27,10 +28,14 @@ final class DpaSyncEvents {
         this.dpa = dpa;
     }
 
-    /** A counter: 8 zero bytes of the heap (a block of its own, 64-byte aligned). */
+    /**
+     * A counter: a zeroed cell of the heap (a block of its own, 64-byte aligned), the counter and
+     * its watch word ({@code DocaDpaDevSyncEvent.COUNTER_CELL}: the kernel dispatcher on the DPA
+     * sets it while a queued launch waits on the event, so a DPA update activates it).
+     */
     long counterAlloc() {
-        long d = dpa.memAlloc(8);
-        dpa.memset(d, 0, 8);
+        long d = dpa.memAlloc(DocaDpaDevSyncEvent.COUNTER_CELL);
+        dpa.memset(d, 0, DocaDpaDevSyncEvent.COUNTER_CELL);
         return d;
     }
 

@@ -3,55 +3,64 @@ package org.peerdirect.doca.dpa;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
-import org.peerdirect.doca.dpa.dev.DocaDpaDev;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevKernel;
+import org.peerdirect.doca.dpa.dev.DocaDpaDevKernelQueue;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.doca.syncevent.HostUpdateHook;
 import org.peerdirect.flexio.FlexioEventHandler;
 import org.peerdirect.flexio.FlexioFunc;
 import org.peerdirect.flexio.FlexioProcess;
 import org.peerdirect.flexio.FlexioStatus;
 
 /**
- * The kernel launch dispatcher of one started {@link DocaDpa} ({@code doca_dpa_kernel_launch_*}).
+ * The kernel launch dispatcher of one started {@link DocaDpa} ({@code doca_dpa_kernel_launch_*}),
+ * host half. A launch runs on the DPA's data path: the user's call writes it into a pool slot of
+ * doca-dpa-dev's kernel runtime ({@link KernelSlots}: launch words, wait words, one copy), queues
+ * it in the queue block in DPA memory (ring entry and tail, two copies) and calls the runtime's
+ * kick RPC once (a launch without a wait event while nothing else is in flight: the runtime's
+ * start RPC instead, no queue); the dispatcher thread on the DPA ({@code DocaDpaDevKernelQueue}, made with the
+ * queue at the first launch) starts, in submission order, every queued launch whose wait event
+ * passed ({@link DocaDpa.WaitComparison}) and watches the events of the others. It is woken by the
+ * event's update, never by a timer: a DPA update of a watched event activates it (the ISA's
+ * activation, {@code DocaDpaDevSyncEvent}); a host update ({@code DocaSyncEvent.updateSet/Add})
+ * runs this dispatcher's hook, one kick RPC. Each rank calls the kernel, the last one advances the
+ * slot's finished count and moves the completion event. No firmware command per launch, no host
+ * thread between a wait event's update and the kernel's start, nor between its last rank and its
+ * completion event.
  *
- * <p>A launch runs on the DPA's data path: doca-dpa-dev's kernel runtime ({@code DocaDpaDevKernel},
- * linked by dpacc) keeps pool slots, each a control block in the heap with its rank blocks and rank
- * threads (made by firmware command only when no free slot has enough ranks; reused after; gone
- * with the process at stop). To start a launch the dispatcher writes the slot's launch words
- * (kernel trampoline, argument, thread count) by the copy path and calls the runtime's start RPC
- * (one WRITE-with-immediate), whose handler on the DPA activates the ranks; each rank calls the
- * kernel by symbol ({@code Dpa.call} of its launch trampoline), counts itself ended with a DPA
- * atomic, and the last rank sets or adds the completion event through the event's DPA handle
- * (written into the slot with the launch: a DPA counter's address, or a host counter's window
- * descriptor, {@code DocaSyncEvent.kernelCompletionDpaHandle}) after advancing the slot's finished
- * count. No firmware command per launch, and no host thread between the last rank and the event.
+ * <p>Still on the host: the watchdog thread ({@link #watch}), awake only while launches are in
+ * flight: the process's status every {@link #STATUS_EVERY_NANOS} (a crashed process fails the
+ * launches in flight, never a hang), the slots' finished counts (to free slots and count launches
+ * finished; also read when a launch needs a slot and at {@link #refresh}), and [model] the slow
+ * look for a launch whose event nothing on this DPA sees updated (a remote publisher's, or one
+ * this DPA cannot reach): it opens the launch's gate once the event passed, every
+ * {@link #LOOK_NANOS}.
  *
- * <p>[model] Still on the host, and left (issue 43): this thread waits for the wait events (a poll
- * every {@link #POLL_NANOS}) and sees a launch end by reading its slot's finished count (a copy,
- * no command) to free the slot and count the launch finished; moving the wait to the DPA needs a
- * DPA dispatcher woken by the event's update. So the completion event never moves before the last
- * rank ended (the rank runtime's order), and a kernel never starts before its wait event passed.
- * Launches whose events pass at the same poll start in submission order. {@link LaunchStats}
- * counts a launch finished when this thread sees it, which may be after its completion event
- * moved: {@link #refresh} waits for that poll.
- *
- * <p>Lock rules: {@link #lock} guards {@link #launches}, {@link #stop}, {@link #failure} and the
- * refresh counts; the thread never holds it while calling FlexIO (whose process lock a user's call may hold) or a sync
- * event. A launch and the slots are touched only by the dispatcher thread once submitted.
+ * <p>Lock rules: {@link #lock} guards the slots, the queue's host words, the hooks,
+ * {@code stop} and {@code failure}; FlexIO is called under it (copies, the kick RPC, the status:
+ * FlexIO never calls back), a sync event's value never (a DPA counter's read takes the DPA
+ * context's lock, which a user's launch holds while it takes this one).
  */
 final class KernelDispatcher {
 
-    /** One {@code doca_dpa_kernel_launch_update_*}; {@code compHandle} is the completion event's DPA handle (0: none). */
-    record Launch(String call, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compHandle, long compCount, boolean add,
-            int nthreads, FlexioFunc kernel, long arg) {
+    /**
+     * One {@code doca_dpa_kernel_launch_update_*}; {@code compHandle} is the completion event's DPA
+     * handle (0: none), {@code waitHandle} the wait event's (0: none, or {@code gated}: the host's
+     * look lets it go).
+     */
+    record Launch(String call, DocaSyncEvent waitEvent, long waitThreshold, long waitHandle, boolean gated, DocaSyncEvent compEvent,
+            long compHandle, long compCount, boolean add, int nthreads, FlexioFunc kernel, long arg) {
 
         /**
          * A launch of {@code doca_dpa_kernel_launch_update_*} {@code w} after its argument checks:
@@ -59,7 +68,8 @@ final class KernelDispatcher {
          * capability), a function that is not a {@code __dpa_global__} kernel, arguments its pack
          * function refuses; then the completion event's DPA handle for {@code dpa}
          * ({@code DocaSyncEvent.kernelCompletionDpaHandle}: INVALID_VALUE for an event of another
-         * DPA context or process, BAD_STATE for one not started), made once per event.
+         * DPA context or process, BAD_STATE for one not started), made once per event; then the
+         * wait event's ({@link #waitHandle}).
          */
         static Launch checked(String w, DocaSyncEvent waitEvent, long waitThreshold, DocaSyncEvent compEvent, long compCount,
                 boolean add, int nthreads, java.util.function.IntSupplier max, FlexioFunc kernel, Object[] args, DocaDpa dpa) {
@@ -77,110 +87,303 @@ final class KernelDispatcher {
                 throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": arguments of " + kernel.name() + ": " + e.getMessage(), e);
             }
             long comp = compEvent == null ? 0 : compEvent.kernelCompletionDpaHandle(dpa);
-            return new Launch(w, waitEvent, waitThreshold, compEvent, comp, compCount, add, nthreads, kernel, arg);
+            long wait = waitHandle(waitEvent, dpa);
+            return new Launch(w, waitEvent, waitThreshold, wait, waitEvent != null && wait == 0, compEvent, comp, compCount, add, nthreads,
+                    kernel, arg);
+        }
+
+        /**
+         * The DPA handle the dispatcher on the DPA reads the wait event by (a DPA counter, or a host
+         * counter of this process through the window), or 0: none, or an event the DPA cannot
+         * watch — a remote publisher's (a peer's RDMA moves it: nothing on this DPA sees the
+         * update) or one this DPA cannot reach (another context's or process's, not started) —
+         * which the host's look gates instead [model].
+         */
+        private static long waitHandle(DocaSyncEvent e, DocaDpa dpa) {
+            if (e == null || e.publisherLocation() == DocaSyncEvent.Location.REMOTE_NET) {
+                return 0;
+            }
+            try {
+                return e.kernelCompletionDpaHandle(dpa);
+            } catch (DocaException unreachable) {
+                return 0;
+            }
         }
     }
 
-    /**
-     * A pool slot of doca-dpa-dev's kernel runtime: a control block, {@code capacity} rank blocks and
-     * rank threads, and the slot's finished count as last read (its launches run one at a time).
-     */
-    private static final class Slot {
-        final long ctl;
-        final long blocks;
-        final int capacity;
-        final List<FlexioEventHandler> ranks = new ArrayList<>();
-        long finished;
-
-        Slot(long ctl, long blocks, int capacity) {
-            this.ctl = ctl;
-            this.blocks = blocks;
-            this.capacity = capacity;
-        }
-    }
-
-    /** A launch once started, on its slot. */
-    private record Running(Launch launch, Slot slot) {
-    }
-
-    /** Back-off between polls while launches are pending: a poll's pace, not a synchronisation. */
-    private static final long POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
-    /** How often pending launches query the process's status (a firmware command). */
+    /** How often the watchdog queries the process's status (a firmware command) while launches are in flight. */
     static final long STATUS_EVERY_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
-    /** The dispatcher thread's next status query (its alone). */
+    /** How often the host looks at the events of gated launches (see {@link Launch#waitHandle}): a look's pace, not a synchronisation. */
+    static final long LOOK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** The watchdog's next status query (its alone). */
     private long nextStatus = System.nanoTime() + STATUS_EVERY_NANOS;
     /** Status queries made, for the tests' command count. */
-    final java.util.concurrent.atomic.AtomicLong statusQueries = new java.util.concurrent.atomic.AtomicLong();
+    final AtomicLong statusQueries = new AtomicLong();
+    /** RPCs made to the DPA's dispatcher ({@value DocaDpaDevKernelQueue#KICK_SYMBOL}), for the tests' count. */
+    final AtomicLong kicks = new AtomicLong();
 
     private final DocaDpa dpa;
     private final FlexioProcess process;
     private final DocaDpa.WaitComparison comparison;
     private final ReentrantLock lock = new ReentrantLock();
-    private final Condition submitted = lock.newCondition();
-    /** Submitted and not started (guarded by {@link #lock}). */
-    private final List<Launch> launches = new ArrayList<>();
-    /** Started and not ended (the dispatcher thread's alone). */
-    private final List<Running> running = new ArrayList<>();
-    /** Pool slots not running a launch (the dispatcher thread's alone). */
-    private final List<Slot> free = new ArrayList<>();
-    /** Submitted and not ended. */
-    private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+    /** Signalled when a launch is queued, on failure and stop: the watchdog's. */
+    private final Condition wake = lock.newCondition();
+    private final KernelSlots slots;
+    /** The queue block and the dispatcher thread on the DPA (made at the first launch; guarded by {@link #lock}). */
+    private long queue;
+    private FlexioEventHandler dispatcherThread;
+    /** The next queue position (the host's tail) and the dispatcher's head as last read (guarded by {@link #lock}). */
+    private long tail;
+    private long headSeen;
+    /** Launches started by the start RPC, not queued (nothing else in flight, no wait; guarded by {@link #lock}). */
+    private long directStarts;
+    /** Events with a host-update hook: the number of in-flight launches waiting on each (guarded by {@link #lock}). */
+    private final Map<DocaSyncEvent, Integer> hooked = new HashMap<>();
+    private final HostUpdateHook hostUpdateHook = new HostUpdateHook() {
+        @Override
+        public void updated(DocaSyncEvent event) {
+            hostUpdated();
+        }
+
+        @Override
+        public void releasing(DocaSyncEvent event) {
+            waitEventReleasing(event);
+        }
+    };
+    /** Submitted and not seen ended. */
+    private final AtomicInteger inFlight = new AtomicInteger();
     private boolean stop;
     private DocaException failure;
-    /** Polls asked by {@link #refresh} and the last one served (guarded by {@link #lock}); {@link #polled} signals a served one. */
-    private long refreshAsked;
-    private long refreshDone;
-    private final Condition polled = lock.newCondition();
-    private final Thread thread;
+    private final Thread watchdog;
 
     KernelDispatcher(DocaDpa dpa, FlexioProcess process, DocaDpa.WaitComparison comparison) {
         this.dpa = dpa;
         this.process = process;
         this.comparison = comparison;
-        this.thread = Thread.ofPlatform().daemon().name("doca-dpa-dispatcher-" + process.id()).start(this::loop);
+        this.slots = new KernelSlots(dpa, process, lock);
+        this.watchdog = Thread.ofPlatform().daemon().name("doca-dpa-dispatcher-" + process.id()).start(this::watch);
     }
 
+    /**
+     * Queues {@code l} for the DPA's dispatcher: a pool slot with its launch words (one copy), its
+     * ring entry and the tail, a hook on its wait event (before the kick: a host update after the
+     * dispatcher's look kicks again), then one RPC. FULL when the queue's ring has no room (the
+     * launch not taken). A failure on the way (no kernel runtime in the image, no heap, the process
+     * gone) fails the dispatcher, as a launch failing on the DPA does: {@link #failure}, and later
+     * launches are BAD_STATE.
+     */
     void submit(Launch l) {
         lock.lock();
         try {
             DocaException.check(failure == null, DocaError.DOCA_ERROR_BAD_STATE,
                     l.call() + ": an earlier launch failed (" + (failure == null ? "" : failure.getMessage()) + ")");
-            dpa.launchStats.launched(l); // before the dispatcher can see it: never finished before launched
-            launches.add(l);
-            inFlight.incrementAndGet();
-            submitted.signalAll();
+            DocaException.check(!stop, DocaError.DOCA_ERROR_BAD_STATE, l.call() + ": the DPA context is stopping");
+            checkRoom(l);
+            dpa.launchStats.launched(l); // before the DPA can start it: never finished before launched
+            boolean first = inFlight.incrementAndGet() == 1;
+            try {
+                enqueue(l);
+            } catch (RuntimeException e) {
+                fail(e);
+            }
+            if (first || l.gated()) { // the watchdog's pace starts (a later launch would only wake it early); a gate wants looks
+                wake.signalAll();
+            }
         } finally {
             lock.unlock();
         }
+    }
+
+    private void enqueue(Launch l) {
+        int kernel = process.symbolIndex(l.kernel().name() + DocaDpaDevKernel.LAUNCH_SUFFIX);
+        DocaException.check(kernel >= 0 && process.hasSymbol(DocaDpaDevKernel.START_SYMBOL)
+                && process.hasSymbol(DocaDpaDevKernelQueue.DISPATCH_SYMBOL), DocaError.DOCA_ERROR_DRIVER, l.call()
+                + ": app " + process.app().name() + "'s image lacks doca-dpa-dev's kernel runtime (" + l.kernel().name()
+                + DocaDpaDevKernel.LAUNCH_SUFFIX + "): link doca-dpa-dev into the image (dpacc does)");
+        if (queue == 0) {
+            makeQueue(l);
+        }
+        KernelSlots.Slot s = slots.take(l, this::ended);
+        // Nothing else in flight (every earlier launch seen finished, so none is queued on the DPA)
+        // and no wait: the start RPC starts it at once, as the dispatcher would (no order to keep).
+        boolean direct = l.waitEvent() == null && inFlight.get() == 1;
+        long pos = direct ? -1 : tail;
+        ByteBuffer w = ByteBuffer.allocate(DocaDpaDevKernel.LAUNCH_WORDS).order(ByteOrder.LITTLE_ENDIAN);
+        w.putLong(DocaDpaDevKernel.C_KERNEL, kernel).putLong(DocaDpaDevKernel.C_ARG, l.arg()).putLong(DocaDpaDevKernel.C_NTHREADS, l.nthreads())
+                .putLong(DocaDpaDevKernel.C_COMP, l.compHandle()).putLong(DocaDpaDevKernel.C_COMP_VALUE, l.compCount())
+                .putLong(DocaDpaDevKernel.C_COMP_ADD, l.add() ? 1 : 0).putLong(DocaDpaDevKernel.C_WAIT, l.waitHandle())
+                .putLong(DocaDpaDevKernel.C_WAIT_THRESHOLD, l.waitThreshold())
+                .putLong(DocaDpaDevKernel.C_WAIT_GE, comparison == DocaDpa.WaitComparison.GE ? 1 : 0)
+                .putLong(DocaDpaDevKernel.C_GATE, l.gated() ? 1 : 0).putLong(DocaDpaDevKernel.C_QUEUED, pos + 1);
+        if (l.waitHandle() != 0) {
+            hook(l.waitEvent(), +1);
+        }
+        s.launch = l;
+        s.gateOpen = !l.gated();
+        try {
+            process.host2devMemcpy(w.array(), s.ctl);
+            if (direct) {
+                directStarts++;
+                process.callRuntime(DocaDpaDevKernel.START_SYMBOL, s.ctl);
+                return;
+            }
+            process.host2devMemcpy(le(s.ctl), queue + DocaDpaDevKernelQueue.Q_RING + 8 * (pos % DocaDpaDevKernelQueue.CAPACITY));
+            process.host2devMemcpy(le(pos + 1), queue + DocaDpaDevKernelQueue.Q_TAIL);
+            tail = pos + 1;
+            kick();
+        } catch (RuntimeException e) {
+            throw new DocaException(DocaError.DOCA_ERROR_DRIVER, l.call() + " of " + l.kernel().name() + " with " + l.nthreads()
+                    + " threads: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * FULL (the launch not taken, nothing else changes) when the ring has no free position: the
+     * oldest launch the DPA may still find queued is {@link DocaDpaDevKernelQueue#CAPACITY}
+     * positions back (its head, read through the NIC only then).
+     */
+    private void checkRoom(Launch l) {
+        if (queue == 0 || tail - headSeen < DocaDpaDevKernelQueue.CAPACITY) {
+            return;
+        }
+        headSeen = slots.read(queue + DocaDpaDevKernelQueue.Q_HEAD);
+        DocaException.check(tail - headSeen < DocaDpaDevKernelQueue.CAPACITY, DocaError.DOCA_ERROR_FULL, l.call() + ": "
+                + DocaDpaDevKernelQueue.CAPACITY + " launches are queued on the DPA behind one still waiting for its event");
+    }
+
+    /** The queue block (zeroed) and the dispatcher thread on the DPA, run: firmware commands, once per context. */
+    private void makeQueue(Launch l) {
+        long q = process.bufDevAlloc(DocaDpaDevKernelQueue.SIZE);
+        DocaException.check(q != 0, DocaError.DOCA_ERROR_NO_MEMORY, l.call() + ": no DPA heap for the launch queue");
+        try {
+            process.host2devMemcpy(new byte[DocaDpaDevKernelQueue.SIZE], q);
+            FlexioEventHandler h = FlexioEventHandler.createRuntime(process, DocaDpaDevKernelQueue.DISPATCH_SYMBOL, q, 0);
+            process.host2devMemcpy(le(h.id()), q + DocaDpaDevKernelQueue.Q_THREAD);
+            h.run();
+            dispatcherThread = h;
+        } catch (RuntimeException e) {
+            process.bufDevFree(q);
+            throw new DocaException(DocaError.DOCA_ERROR_DRIVER, l.call() + ": the kernel dispatcher thread: " + e.getMessage(), e);
+        }
+        queue = q;
+    }
+
+    private static byte[] le(long v) {
+        return ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(v).array();
+    }
+
+    /** One RPC activating the DPA's dispatcher (caller holds {@link #lock}: no kick after stop). */
+    private void kick() {
+        assert lock.isHeldByCurrentThread();
+        kicks.incrementAndGet();
+        process.callRuntime(DocaDpaDevKernelQueue.KICK_SYMBOL, queue);
+    }
+
+    /** A host-update hook on {@code e} counted up or down; registered while a launch in flight waits on it. */
+    private void hook(DocaSyncEvent e, int delta) {
+        assert lock.isHeldByCurrentThread();
+        int n = hooked.getOrDefault(e, 0) + delta;
+        if (n > 0) {
+            if (hooked.put(e, n) == null) {
+                e.addHostUpdateHook(hostUpdateHook);
+            }
+        } else if (hooked.remove(e) != null) {
+            e.removeHostUpdateHook(hostUpdateHook);
+        }
+    }
+
+    /**
+     * A host update of an event a launch in flight waits on ({@code DocaSyncEvent}'s hook, on the
+     * updating thread): one RPC wakes the DPA's dispatcher, which looks at the event itself. A
+     * failing kick fails the dispatcher (the update itself happened).
+     */
+    private void hostUpdated() {
+        lock.lock();
+        try {
+            if (!stop && failure == null && queue != 0) {
+                kick();
+            }
+        } catch (RuntimeException e) {
+            fail(e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@code event} is stopped or destroyed (its counter about to go) while a launch in flight
+     * waits on it: a launch the DPA has not started yet (its queued word, written back by the DPA
+     * when it starts one, still set) would leave the DPA's dispatcher reading a freed counter. So
+     * the dispatcher thread is destroyed (a firmware command that returns once it stopped) and the
+     * dispatcher fails with BAD_STATE naming the event: those launches never run, later ones are
+     * refused. Launches already started run to their end.
+     */
+    private void waitEventReleasing(DocaSyncEvent event) {
+        lock.lock();
+        try {
+            if (stop || failure != null || !hooked.containsKey(event)) {
+                return;
+            }
+            seen();
+            int waiting = 0;
+            Launch first = null;
+            for (KernelSlots.Slot s : slots.busy()) {
+                if (s.launch.waitEvent() == event && s.launch.waitHandle() != 0 && slots.read(s.ctl + DocaDpaDevKernel.C_QUEUED) != 0) {
+                    waiting++;
+                    first = first == null ? s.launch : first;
+                }
+            }
+            if (waiting == 0) {
+                return;
+            }
+            dispatcherThread.destroy();
+            fail(new DocaException(DocaError.DOCA_ERROR_BAD_STATE, String.format("doca_sync_event %d went (stop or destroy) while %d"
+                    + " launch(es) waited on it (%s): the DPA's dispatcher stopped; they never run, later launches are refused",
+                    event.id(), waiting, LaunchStats.describe(first))));
+            hooked.keySet().forEach(e -> e.removeHostUpdateHook(hostUpdateHook));
+            hooked.clear();
+        } catch (RuntimeException e) {
+            fail(e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A launch whose slot's finished count moved. */
+    private void ended(Launch l) {
+        if (l.waitHandle() != 0) {
+            hook(l.waitEvent(), -1);
+        }
+        dpa.launchStats.finished(l);
+        inFlight.decrementAndGet();
     }
 
     int pending() {
         return inFlight.get();
     }
 
-    /** How long {@link #refresh} waits for the dispatcher's next poll at most. */
-    private static final long REFRESH_NANOS = TimeUnit.SECONDS.toNanos(5);
-
     /**
-     * Waits until the dispatcher thread completed a poll begun after this call (bounded by
-     * {@link #REFRESH_NANOS}; at once when it ended). The last rank advances its slot's finished
-     * count before it moves the completion event, so a caller that saw the event and refreshes
-     * then finds the launch counted finished ({@link #pending}, {@link LaunchStats}). Call without
-     * the DPA context's lock (the poll may take it, making a completion event's handle).
+     * Reads the slots' finished counts now (copies, no command): a launch whose completion event
+     * the caller saw counts finished after this (the last rank advances the count before it moves
+     * the event), for {@link #pending} and {@link LaunchStats}.
      */
     void refresh() {
         lock.lock();
         try {
-            long want = ++refreshAsked;
-            submitted.signalAll();
-            long left = REFRESH_NANOS;
-            while (refreshDone < want && !stop && failure == null && thread.isAlive() && left > 0) {
-                left = polled.awaitNanos(left);
+            if (!stop && failure == null) {
+                seen();
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            fail(e);
         } finally {
             lock.unlock();
+        }
+    }
+
+    private void seen() {
+        slots.endFinished(this::ended);
+        if (queue != 0) {
+            dpa.launchStats.startedTotal(slots.read(queue + DocaDpaDevKernelQueue.Q_STARTS) + directStarts);
         }
     }
 
@@ -193,65 +396,101 @@ final class KernelDispatcher {
         }
     }
 
-    /** Ends the thread and waits for it; launches not ended are dropped (their threads go with the process). */
+    /**
+     * Ends the watchdog and waits for it; the hooks go; launches not ended are dropped (their
+     * threads, the queue and the dispatcher thread go with the process).
+     */
     void shutdown() {
         lock.lock();
         try {
             stop = true;
-            submitted.signalAll();
-            polled.signalAll();
+            hooked.keySet().forEach(e -> e.removeHostUpdateHook(hostUpdateHook));
+            hooked.clear();
+            wake.signalAll();
         } finally {
             lock.unlock();
         }
         try {
-            thread.join();
+            watchdog.join();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
     }
 
-    private void loop() {
+    /**
+     * The watchdog: asleep while nothing is in flight; else every {@link #STATUS_EVERY_NANOS} the
+     * process's status (a process that ended fails the launches in flight instead of leaving them
+     * waiting) and the slots' finished counts, and every {@link #LOOK_NANOS} while a gated launch
+     * waits, a look at its event ({@link #look}). It starts nothing itself.
+     */
+    private void watch() {
         while (true) {
-            List<Launch> waiting;
-            long asked;
+            List<KernelSlots.Slot> gated = new ArrayList<>();
+            List<Launch> gatedLaunches = new ArrayList<>();
             lock.lock();
             try {
-                while (!stop && failure == null && launches.isEmpty() && running.isEmpty() && refreshAsked == refreshDone) {
-                    submitted.awaitUninterruptibly();
+                while (!stop && failure == null && inFlight.get() == 0) {
+                    wake.awaitUninterruptibly();
                 }
                 if (stop || failure != null) {
-                    polled.signalAll();
                     return;
                 }
-                waiting = new ArrayList<>(launches);
-                asked = refreshAsked;
+                for (KernelSlots.Slot s : slots.busy()) {
+                    if (!s.gateOpen) {
+                        gated.add(s);
+                        gatedLaunches.add(s.launch);
+                    }
+                }
+                wake.awaitNanos(gated.isEmpty() ? STATUS_EVERY_NANOS : LOOK_NANOS);
+            } catch (InterruptedException e) {
+                return;
             } finally {
                 lock.unlock();
             }
             try {
-                startPassed(waiting);
-                endFinished();
-                checkProcess();
+                List<Boolean> passed = new ArrayList<>();
+                for (Launch l : gatedLaunches) { // outside the lock: a DPA counter's value takes the DPA context's
+                    passed.add(comparison.passes(l.waitEvent().get(), l.waitThreshold()));
+                }
+                lock.lock();
+                try {
+                    if (stop || failure != null) {
+                        return;
+                    }
+                    look(gated, gatedLaunches, passed);
+                    seen();
+                    checkProcess();
+                } finally {
+                    lock.unlock();
+                }
             } catch (RuntimeException e) {
                 fail(e);
                 return;
             }
-            lock.lock();
-            try {
-                refreshDone = asked;
-                polled.signalAll();
-            } finally {
-                lock.unlock();
-            }
-            LockSupport.parkNanos(POLL_NANOS);
         }
     }
 
     /**
-     * While launches are pending, the process's status (a firmware command) every
-     * {@link #STATUS_EVERY_NANOS}, not per poll: a process that ended fails the pending launches
-     * instead of leaving them waiting, and a launch quicker than that costs no command.
+     * [model] The host's slow look, only for launches whose event nothing on this DPA sees
+     * updated (a remote publisher's: a peer's RDMA moves it; or an event this DPA cannot reach):
+     * a gate that passed opens (one copy) and one RPC lets the DPA's dispatcher start it in order.
      */
+    private void look(List<KernelSlots.Slot> gated, List<Launch> launches, List<Boolean> passed) {
+        boolean opened = false;
+        for (int i = 0; i < gated.size(); i++) {
+            KernelSlots.Slot s = gated.get(i);
+            if (passed.get(i) && s.launch == launches.get(i) && !s.gateOpen) {
+                process.host2devMemcpy(le(0), s.ctl + DocaDpaDevKernel.C_GATE);
+                s.gateOpen = true;
+                opened = true;
+            }
+        }
+        if (opened) {
+            kick();
+        }
+    }
+
+    /** The process's status every {@link #STATUS_EVERY_NANOS} while launches are in flight (a quick launch costs no command). */
     private void checkProcess() {
         long now = System.nanoTime();
         if (inFlight.get() == 0) {
@@ -262,146 +501,22 @@ final class KernelDispatcher {
             return;
         }
         nextStatus = now + STATUS_EVERY_NANOS;
-        statusQueries.incrementAndGet();
         int status = process.processStatus();
+        statusQueries.incrementAndGet(); // after the command: a test's count of commands minus queries never sees one in flight counted
+
         if (status != 0) {
             throw new DocaException(DocaError.DOCA_ERROR_DRIVER, String.format("the DPA process ended with status 0x%x"
                     + " (flexio_err_status %d) while %d launch(es) were pending", status, FlexioStatus.errStatusOf(status), inFlight.get()));
         }
     }
 
-    private void startPassed(List<Launch> waiting) {
-        for (Launch l : waiting) {
-            if (l.waitEvent() != null && !comparison.passes(l.waitEvent().get(), l.waitThreshold())) {
-                continue;
-            }
-            lock.lock();
-            try {
-                launches.remove(l);
-            } finally {
-                lock.unlock();
-            }
-            running.add(start(l));
-            dpa.launchStats.started();
-        }
-    }
-
-    /** The launch's words into a free slot with enough ranks (a new one if none), then the runtime's start RPC. */
-    private Running start(Launch l) {
-        int kernel = process.symbolIndex(l.kernel().name() + DocaDpaDevKernel.LAUNCH_SUFFIX);
-        DocaException.check(kernel >= 0 && process.hasSymbol(DocaDpaDevKernel.START_SYMBOL), DocaError.DOCA_ERROR_DRIVER, l.call()
-                + ": app " + process.app().name() + "'s image lacks doca-dpa-dev's kernel runtime (" + l.kernel().name()
-                + DocaDpaDevKernel.LAUNCH_SUFFIX + "): link doca-dpa-dev into the image (dpacc does)");
-        Slot s = take(l);
-        ByteBuffer w = ByteBuffer.allocate(DocaDpaDevKernel.C_FINISHED).order(ByteOrder.LITTLE_ENDIAN);
-        w.putLong(DocaDpaDevKernel.C_KERNEL, kernel).putLong(DocaDpaDevKernel.C_ARG, l.arg()).putLong(DocaDpaDevKernel.C_NTHREADS, l.nthreads())
-                .putLong(DocaDpaDevKernel.C_COMP, l.compHandle()).putLong(DocaDpaDevKernel.C_COMP_VALUE, l.compCount())
-                .putLong(DocaDpaDevKernel.C_COMP_ADD, l.add() ? 1 : 0);
-        try {
-            process.host2devMemcpy(w.array(), s.ctl);
-            process.callRuntime(DocaDpaDevKernel.START_SYMBOL, s.ctl);
-        } catch (RuntimeException e) {
-            throw new DocaException(DocaError.DOCA_ERROR_DRIVER, l.call() + " of " + l.kernel().name() + " with " + l.nthreads()
-                    + " threads: " + e.getMessage(), e);
-        }
-        return new Running(l, s);
-    }
-
-    /**
-     * The smallest free slot with at least the launch's ranks, or a new one of exactly that many.
-     * Running slots are looked at first when none is free: a launch whose completion event was
-     * seen has its finished count moved already (the rank runtime's order), so a host launching
-     * again on that event reuses the slot rather than making rank threads.
-     */
-    private Slot take(Launch l) {
-        Slot best = fits(l);
-        if (best == null) {
-            endFinished();
-            best = fits(l);
-        }
-        if (best != null) {
-            free.remove(best);
-            return best;
-        }
-        return newSlot(l);
-    }
-
-    private Slot fits(Launch l) {
-        Slot best = null;
-        for (Slot s : free) {
-            if (s.capacity >= l.nthreads() && (best == null || s.capacity < best.capacity)) {
-                best = s;
-            }
-        }
-        return best;
-    }
-
-    /**
-     * A new slot: control block and rank blocks (rank, log stream; the start RPC writes the count)
-     * in the heap, one runtime rank thread per rank, run. Firmware commands, once per slot.
-     */
-    private Slot newSlot(Launch l) {
-        int n = l.nthreads();
-        long ctl = process.bufDevAlloc(DocaDpaDevKernel.controlSize(n));
-        long blocks = ctl == 0 ? 0 : process.bufDevAlloc((long) n * DocaDpaDev.RANK_BLOCK_SIZE);
-        if (blocks == 0) {
-            if (ctl != 0) {
-                process.bufDevFree(ctl);
-            }
-            throw new DocaException(DocaError.DOCA_ERROR_NO_MEMORY, l.call() + ": no DPA heap for " + n + " ranks' blocks");
-        }
-        Slot s = new Slot(ctl, blocks, n);
-        try {
-            ByteBuffer b = ByteBuffer.allocate(n * DocaDpaDev.RANK_BLOCK_SIZE).order(ByteOrder.LITTLE_ENDIAN);
-            for (int rank = 0; rank < n; rank++) {
-                b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_RANK, rank);
-                b.putLong(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_LOG_STREAM, dpa.logStream());
-                b.putLong(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_TRACE, dpa.traceArea());
-                b.putInt(rank * DocaDpaDev.RANK_BLOCK_SIZE + DocaDpaDev.OFF_WINDOW, dpa.windowId());
-            }
-            process.host2devMemcpy(b.array(), blocks);
-            ByteBuffer c = ByteBuffer.allocate(DocaDpaDevKernel.controlSize(n)).order(ByteOrder.LITTLE_ENDIAN);
-            c.putLong(DocaDpaDevKernel.C_RANK_BLOCKS, blocks);
-            for (int rank = 0; rank < n; rank++) {
-                FlexioEventHandler h = FlexioEventHandler.createRuntime(process, DocaDpaDevKernel.RANK_SYMBOL, ctl,
-                        blocks + (long) rank * DocaDpaDev.RANK_BLOCK_SIZE);
-                s.ranks.add(h);
-                h.run();
-                c.putLong(DocaDpaDevKernel.C_THREADS + 8 * rank, h.id());
-            }
-            process.host2devMemcpy(c.array(), ctl);
-        } catch (RuntimeException e) { // nothing ran yet: the slot leaves nothing behind
-            s.ranks.forEach(FlexioEventHandler::destroy);
-            process.bufDevFree(blocks);
-            process.bufDevFree(ctl);
-            throw new DocaException(DocaError.DOCA_ERROR_DRIVER, l.call() + ": " + n + " rank threads of the kernel runtime: "
-                    + e.getMessage(), e);
-        }
-        return s;
-    }
-
-    /** Launches whose slot's finished count moved (every rank ended, the last one moved the completion event): the slot is free again. */
-    private void endFinished() {
-        for (int i = 0; i < running.size(); i++) {
-            Running r = running.get(i);
-            long finished = ByteBuffer.wrap(process.dev2hostMemcpy(r.slot().ctl + DocaDpaDevKernel.C_FINISHED, 8))
-                    .order(ByteOrder.LITTLE_ENDIAN).getLong();
-            if (finished == r.slot().finished) {
-                continue;
-            }
-            running.remove(i--);
-            r.slot().finished = finished;
-            free.add(r.slot());
-            dpa.launchStats.finished(r.launch());
-            inFlight.decrementAndGet();
-        }
-    }
-
     private void fail(RuntimeException e) {
         lock.lock();
         try {
-            failure = e instanceof DocaException d ? d : new DocaException(DocaError.DOCA_ERROR_DRIVER, "kernel dispatcher: " + e.getMessage(), e);
-            polled.signalAll();
+            if (failure == null) {
+                failure = e instanceof DocaException d ? d : new DocaException(DocaError.DOCA_ERROR_DRIVER, "kernel dispatcher: " + e.getMessage(), e);
+            }
+            wake.signalAll();
         } finally {
             lock.unlock();
         }

@@ -5,7 +5,8 @@ import org.peerdirect.doca.DocaException;
 /**
  * The kernel launch counts of one {@link DocaDpa} over its life (all its starts), for
  * {@link DocaDpaObjects}: the user's thread counts a launch as it submits it (under the
- * dispatcher's lock, before the dispatcher can see it), the dispatcher's thread its start and end.
+ * dispatcher's lock, before the dispatcher can see it); starts are the DPA dispatcher's count and
+ * ends what the host saw of the slots' finished counts, each as last read.
  * Guarded by its monitor (one increment and one string at a time; never held while calling out).
  */
 final class LaunchStats {
@@ -21,8 +22,9 @@ final class LaunchStats {
         lastLaunched = describe(l);
     }
 
-    synchronized void started() {
-        started++;
+    /** The launches the DPA's dispatcher started so far (its count, read by the host: never goes back). */
+    synchronized void startedTotal(long n) {
+        started = Math.max(started, n);
     }
 
     synchronized void finished(KernelDispatcher.Launch l) {

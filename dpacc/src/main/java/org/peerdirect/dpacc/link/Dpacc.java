@@ -142,6 +142,8 @@ public final class Dpacc {
             String rt = KERNEL_RUNTIME_CLASS.replace('/', '.');
             p.entry(new ImagePackager.Entry("doca_dpa_dev_kernel_rank", false, 8, rt, "rankHandler"));
             p.entry(new ImagePackager.Entry("doca_dpa_dev_kernel_start", true, 8, rt, "kernelStart"));
+            p.entry(new ImagePackager.Entry("doca_dpa_dev_kernel_dispatch", false, 8, rt, "dispatchHandler"));
+            p.entry(new ImagePackager.Entry("doca_dpa_dev_kernel_kick", true, 8, rt, "kernelKick"));
             Set<String> methods = methodNames(app.find(desc.trampolines().replace('.', '/')));
             for (AppDescriptor.Symbol s : desc.symbols()) {
                 // trampolines compiled by an older processor lack the method: no entry (a launch then names what is missing)

@@ -13,11 +13,14 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * <p>A launch control block in DPA memory (8-byte words, little-endian; host and DPA agree on it as
  * a C header shared by libdoca_dpa and libdoca_dpa_dev would say): the kernel's trampoline symbol
  * index, its argument, the number of ranks, the ranks ended (a DPA atomic), the completion
- * event's DPA handle (0: none), its value, set (0) or add (1), the launches finished (a DPA
- * atomic), the rank blocks' base (rank r's runtime block, {@link DocaDpaDev#RANK_BLOCK_SIZE} bytes,
- * its thread-local storage), then the rank threads' ids from {@link #C_THREADS}. The host writes
- * the launch's words (its copy path), then calls {@value #START_SYMBOL} (one WRITE-with-immediate):
- * no firmware command per launch.
+ * event's DPA handle (0: none), its value, set (0) or add (1), the wait words of
+ * {@link DocaDpaDevKernelQueue} (wait event handle, threshold, comparison, host gate, queue
+ * position + 1), the launches finished (a DPA atomic), the rank blocks' base (rank r's runtime
+ * block, {@link DocaDpaDev#RANK_BLOCK_SIZE} bytes, its thread-local storage), then the rank
+ * threads' ids from {@link #C_THREADS}. The host writes the launch's words (one copy) and queues
+ * it for the DPA's dispatcher ({@link DocaDpaDevKernelQueue}, which starts it once its wait event
+ * passed), or calls {@value #START_SYMBOL} (one WRITE-with-immediate) to start it at once: no
+ * firmware command per launch.
  *
  * <p>Order: a rank's kernel writes come before its count (a W→W fence); the last rank reads the
  * completion words, then advances the finished count (an atomic: the block is free for the next
@@ -37,7 +40,10 @@ public final class DocaDpaDevKernel {
     public static final String LAUNCH_SUFFIX = "__launch";
     /** Control block words. */
     public static final int C_KERNEL = 0, C_ARG = 8, C_NTHREADS = 16, C_ENDED = 24, C_COMP = 32, C_COMP_VALUE = 40, C_COMP_ADD = 48,
-            C_FINISHED = 56, C_RANK_BLOCKS = 64, C_THREADS = 72;
+            C_WAIT = 56, C_WAIT_THRESHOLD = 64, C_WAIT_GE = 72, C_GATE = 80, C_QUEUED = 88, C_FINISHED = 96, C_RANK_BLOCKS = 104,
+            C_THREADS = 112;
+    /** The launch's words, {@link #C_KERNEL} up to {@link #C_FINISHED}: what the host writes per launch (one copy). */
+    public static final int LAUNCH_WORDS = C_FINISHED;
 
     private DocaDpaDevKernel() {
     }
@@ -53,7 +59,11 @@ public final class DocaDpaDevKernel {
      * command). Returns the number of ranks started.
      */
     public static long kernelStart(long argbuf) {
-        long c = Dpa.ld64(argbuf);
+        return startRanks(Dpa.ld64(argbuf));
+    }
+
+    /** The start of the launch in control block {@code c} (the start RPC's and the dispatcher's, {@link DocaDpaDevKernelQueue}); its rank count. */
+    static long startRanks(long c) {
         int n = (int) Dpa.ld64(c + C_NTHREADS);
         long blocks = Dpa.ld64(c + C_RANK_BLOCKS);
         for (int r = 0; r < n; r++) {
@@ -65,6 +75,16 @@ public final class DocaDpaDevKernel {
             FlexioDev.eventHandlerActivate((int) Dpa.ld64(c + C_THREADS + 8L * r));
         }
         return n;
+    }
+
+    /** {@code doca_dpa_dev_kernel_dispatch}: the DPA's launch dispatcher thread ({@link DocaDpaDevKernelQueue#dispatchHandler}). */
+    public static void dispatchHandler(long q) {
+        DocaDpaDevKernelQueue.dispatchHandler(q);
+    }
+
+    /** {@code doca_dpa_dev_kernel_kick}: the RPC activating the dispatcher ({@link DocaDpaDevKernelQueue#kick}). */
+    public static long kernelKick(long argbuf) {
+        return DocaDpaDevKernelQueue.kick(argbuf);
     }
 
     /**

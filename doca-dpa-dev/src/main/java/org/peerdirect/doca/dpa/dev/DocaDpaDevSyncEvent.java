@@ -34,8 +34,17 @@ public final class DocaDpaDevSyncEvent {
 
     /** Bit 0 of a handle naming a host counter's descriptor (DPA heap blocks are 64-byte aligned). */
     public static final long HOST_TAG = 1;
-    /** Host counter descriptor: host address (u64), key (u32), window id (u32), lock (u32). */
-    public static final int HOST_VA = 0, HOST_MKEY = 8, HOST_WINDOW = 12, HOST_LOCK = 16, HOST_SIZE = 24;
+    /** Host counter descriptor: host address (u64), key (u32), window id (u32), lock (u32), watch word (u64). */
+    public static final int HOST_VA = 0, HOST_MKEY = 8, HOST_WINDOW = 12, HOST_LOCK = 16, HOST_WATCH = 24, HOST_SIZE = 32;
+    /** A DPA counter's cell: the counter, then its watch word ({@link #COUNTER_CELL} bytes, what DOCA Core allocates per DPA counter). */
+    public static final int COUNTER_WATCH = 8, COUNTER_CELL = 16;
+    /**
+     * The watch word's tag (its upper 32 bits; the lower: the kernel dispatcher's thread id): set
+     * while a queued kernel launch waits on the event, so an update activates the dispatcher.
+     * The tag keeps a word that is not a watch (8 bytes of a handle not from DOCA Core) from
+     * naming a thread [model: DOCA's runtime is not public].
+     */
+    public static final long WATCH_TAG = 0xd15bL;
     /** Process error when the window cannot be configured with the descriptor's key (the event was stopped under the DPA): async ops' code, the same fault. */
     public static final int ERROR_NO_WINDOW = DocaDpaDevAsyncOps.ERROR_NO_WINDOW;
 
@@ -57,6 +66,7 @@ public final class DocaDpaDevSyncEvent {
         Dpa.memoryFence(Dpa.W, Dpa.W);
         if ((handle & HOST_TAG) == 0) {
             Dpa.amoAdd64(handle, value);
+            wakeWatcher(handle + COUNTER_WATCH);
             return;
         }
         long d = handle - HOST_TAG;
@@ -67,6 +77,7 @@ public final class DocaDpaDevSyncEvent {
         Dpa.st64(p, Dpa.ld64(p) + value);
         Dpa.windowWriteback(); // in host memory before the lock goes: the next adder reads it
         FlexioDev.spinUnlock(d + HOST_LOCK);
+        wakeWatcher(d + HOST_WATCH);
     }
 
     /** Sets the value ({@code doca_dpa_dev_sync_event_update_set}): single-copy atomic. */
@@ -74,6 +85,7 @@ public final class DocaDpaDevSyncEvent {
         Dpa.memoryFence(Dpa.W, Dpa.W);
         if ((handle & HOST_TAG) == 0) {
             Dpa.amoSwap64(handle, value);
+            wakeWatcher(handle + COUNTER_WATCH);
             return;
         }
         long d = handle - HOST_TAG;
@@ -83,6 +95,37 @@ public final class DocaDpaDevSyncEvent {
         Dpa.st64(p, value);
         Dpa.windowWriteback();
         FlexioDev.spinUnlock(d + HOST_LOCK);
+        wakeWatcher(d + HOST_WATCH);
+    }
+
+    /**
+     * After an update: activates the thread the event's watch word names (the kernel dispatcher,
+     * {@link DocaDpaDevKernelQueue}), if one is set. The full fence orders the counter's new value
+     * before the watch word's read, against the dispatcher's watch store before its counter read
+     * (a store-load pair each side): either this update sees the watch, or the dispatcher's look
+     * after setting it sees the value. Activating a running dispatcher latches one re-run (the
+     * RTOS's), so an update landing during its pass is never lost. No firmware command.
+     */
+    private static void wakeWatcher(long watch) {
+        Dpa.memoryFence(Dpa.RW, Dpa.RW);
+        long w = Dpa.ld64(watch);
+        if (w >>> 32 == WATCH_TAG) {
+            FlexioDev.eventHandlerActivate((int) w);
+        }
+    }
+
+    /** Sets the event's watch word to {@code threadId} (see {@link #wakeWatcher}); the caller fences before looking at the value again. */
+    public static void watch(long handle, int threadId) {
+        Dpa.st64(watchWord(handle), WATCH_TAG << 32 | (threadId & 0xffff_ffffL));
+    }
+
+    /** Clears the event's watch word: its updates activate nothing. */
+    public static void unwatch(long handle) {
+        Dpa.st64(watchWord(handle), 0);
+    }
+
+    private static long watchWord(long handle) {
+        return (handle & HOST_TAG) == 0 ? handle + COUNTER_WATCH : handle - HOST_TAG + HOST_WATCH;
     }
 
     /**

@@ -15,7 +15,7 @@
  * launch trampoline per kernel).
  */
 @Export
-@Version("0.3.0")
+@Version("0.4.0")
 package org.peerdirect.doca.dpa.dev;
 
 import org.osgi.annotation.bundle.Export;
