@@ -4,12 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
 
 import org.peerdirect.doca.DocaDpaContext;
 import org.peerdirect.doca.DocaError;
@@ -66,9 +61,6 @@ public final class DocaSyncEvent {
     private static final VarHandle COUNTER = ValueLayout.JAVA_LONG.varHandle();
     private static final AtomicLong IDS = new AtomicLong();
     private static final long PAGE = 4096;
-    /** A polling wait's spins before it paces itself, and its pace then. */
-    private static final int SPINS = 1024;
-    private static final long POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
 
     private final long id = IDS.incrementAndGet();
     private volatile State state = State.CONFIGURING;
@@ -94,10 +86,8 @@ public final class DocaSyncEvent {
     /** Told of host updates and of the counter's release while registered ({@link #addHostUpdateHook}). */
     private final HostUpdateHooks hostUpdateHooks = new HostUpdateHooks();
 
-    /** Waiters sleep on {@code changed}; updaters signal it only when someone waits (the fast path takes no lock). */
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition changed = lock.newCondition();
-    private final AtomicInteger waiters = new AtomicInteger();
+    /** The CPU's waiters: they sleep or poll there; updaters wake them. */
+    private final SyncEventWaits waits = new SyncEventWaits();
 
     private DocaSyncEvent() {
     }
@@ -251,7 +241,7 @@ public final class DocaSyncEvent {
         DocaException.check(s != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_stop: the event was destroyed");
         DocaException.check(s == State.STARTED, DocaError.DOCA_ERROR_BAD_STATE, "doca_sync_event_stop: the event is not started");
         state = State.STOPPED;
-        wakeAll();
+        waits.wakeAll();
         hostUpdateHooks.releasing(this);
         releaseCounter();
     }
@@ -261,7 +251,7 @@ public final class DocaSyncEvent {
         State s = state;
         DocaException.check(s != State.DESTROYED, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_destroy: the event was destroyed already");
         state = State.DESTROYED;
-        wakeAll();
+        waits.wakeAll();
         try {
             if (s == State.STARTED) {
                 hostUpdateHooks.releasing(this);
@@ -340,7 +330,7 @@ public final class DocaSyncEvent {
         } else {
             COUNTER.setVolatile(pg, 0L, value);
         }
-        wakeIfWaited();
+        waits.wakeIfWaited();
         hostUpdateHooks.updated(this);
     }
 
@@ -351,7 +341,7 @@ public final class DocaSyncEvent {
         DocaException.check(pg != DPA_MEMORY, DocaError.DOCA_ERROR_NOT_SUPPORTED,
                 w + ": the counter is in DPA memory (a DPA subscriber); a host add could not be atomic with the DPA's adds (update_set it)");
         long before = (long) COUNTER.getAndAdd(pg, 0L, value);
-        wakeIfWaited();
+        waits.wakeIfWaited();
         hostUpdateHooks.updated(this);
         return before;
     }
@@ -400,93 +390,20 @@ public final class DocaSyncEvent {
         await("doca_sync_event_wait_gt", threshold, mask, nanos, false);
     }
 
-    private static boolean passed(long v, long threshold, long mask) {
-        return Long.compareUnsigned(v & mask, threshold) > 0;
+    /** The threads inside a wait now (for tests that must know a waiter is parked before they act). */
+    int waiting() {
+        return waits.waiting();
     }
 
     /**
-     * The wait: a first look without a lock; then, with a CPU publisher, sleep on {@code changed}
-     * (every CPU update signals it while {@link #waiters} is non-zero; the waiter registers before
-     * its second look, so an update between the look and the sleep is not lost); with another
-     * publisher, or a CPU publisher's counter the DPA has a handle to (updates that arrive by DMA or
-     * through the DPA's window signal nothing) poll,
-     * as DOCA's wait does: spinning first, then, past {@link #SPINS}, a look every
-     * {@link #POLL_NANOS} so a long wait leaves the machine's cores to the DPA's harts and the NIC
-     * that will move the counter (a poll's pace, not a synchronisation).
+     * The wait ({@link SyncEventWaits#await}): it polls, rather than sleeps for a signal, while an
+     * update can arrive without passing through this object (read at each turn: a DPA handle made
+     * while a waiter sleeps — a kernel launch's completion on a CPU-only event — wakes it, and
+     * from then on it polls).
      */
     private void await(String what, long threshold, long mask, long timeoutNanos, boolean yield) {
-        if (passed(value(what), threshold, mask)) {
-            return;
-        }
-        // Unbounded, or so far away that nanoTime() + timeout could wrap: no deadline.
-        boolean bounded = timeoutNanos >= 0 && timeoutNanos <= Long.MAX_VALUE / 4;
-        long deadline = bounded ? System.nanoTime() + timeoutNanos : 0;
-        int spins = 0;
-        waiters.incrementAndGet();
-        lock.lock();
-        try {
-            while (true) {
-                // a look begun after the bound does not count: a pass nobody signalled within the
-                // bound (a lost wake-up) is TIME_OUT, not a success at the bound's end
-                long left = bounded ? deadline - System.nanoTime() : Long.MAX_VALUE / 2;
-                long v = value(what);
-                if (passed(v, threshold, mask) && left > 0) {
-                    return;
-                }
-                if (left <= 0) {
-                    throw new DocaException(DocaError.DOCA_ERROR_TIME_OUT, String.format("%s: (0x%x & 0x%x) > 0x%x did not hold within %d ms",
-                            what, v, mask, threshold, TimeUnit.NANOSECONDS.toMillis(timeoutNanos)));
-                }
-                // read each time: a DPA handle made while this thread sleeps (a kernel launch's
-                // completion on a CPU-only event) wakes it, and from then on it polls
-                boolean polls = publisher != Location.CPU || subscriber == Location.DPA || hostHandle.made();
-                if (polls) {
-                    lock.unlock();
-                    try {
-                        if (++spins > SPINS) {
-                            LockSupport.parkNanos(Math.min(POLL_NANOS, left));
-                        } else if (yield) {
-                            Thread.yield();
-                        } else {
-                            Thread.onSpinWait();
-                        }
-                    } finally {
-                        lock.lock();
-                    }
-                } else {
-                    changed.awaitNanos(left);
-                }
-                if (Thread.currentThread().isInterrupted()) {
-                    throw new DocaException(DocaError.DOCA_ERROR_AGAIN, what + ": interrupted");
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new DocaException(DocaError.DOCA_ERROR_AGAIN, what + ": interrupted", e);
-        } finally {
-            lock.unlock();
-            waiters.decrementAndGet();
-        }
-    }
-
-    /** The threads inside a wait now (for tests that must know a waiter is parked before they act). */
-    int waiting() {
-        return waiters.get();
-    }
-
-    private void wakeIfWaited() {
-        if (waiters.get() != 0) {
-            wakeAll();
-        }
-    }
-
-    private void wakeAll() {
-        lock.lock();
-        try {
-            changed.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        waits.await(what, threshold, mask, timeoutNanos, yield, () -> value(what),
+                () -> publisher != Location.CPU || subscriber == Location.DPA || hostHandle.made());
     }
 
     /** What {@link #counter} answers for a counter in DPA memory (no host page). */
@@ -577,7 +494,7 @@ public final class DocaSyncEvent {
             counter(w); // again under the handle's lock: a stop releases the handle after its state changed
             return va;
         });
-        wakeIfWaited(); // a CPU-only event's sleeping waiters: the DPA's updates will not signal them; they poll now
+        waits.wakeIfWaited(); // a CPU-only event's sleeping waiters: the DPA's updates will not signal them; they poll now
         return h;
     }
 
