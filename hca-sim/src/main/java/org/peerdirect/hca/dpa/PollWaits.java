@@ -2,6 +2,9 @@ package org.peerdirect.hca.dpa;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -25,6 +28,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Lock: {@link #lock} orders a waiter's last look at {@link #epoch} with a writer's signal. Both
  * fields are volatile: a writer sets {@code epoch}, then reads {@code waiters}; a waiter raises
  * {@code waiters}, then reads {@code epoch} (under the lock): one of them sees the other.
+ * {@link #traced} (the waits a JFR recording follows, {@link DpaEvents.PollWait}) is guarded by
+ * {@link #lock}.
+ *
+ * <p>{@link #spin} is the bounded alternative to {@link #await} for a hart whose traffic is flowing
+ * ({@link DpaConfig#pollSpin}): it watches {@link #epoch} with {@link Thread#onSpinWait} for at most
+ * its bound, keeping its carrier, and never parks.
  */
 final class PollWaits {
 
@@ -44,6 +53,12 @@ final class PollWaits {
     /** Waits that ended by a write and waits that ended by the bound (for tests and {@code dpa:eus}). */
     private long woken;
     private long timedOut;
+    /** Waits a recording follows: a writer's signal stamps each one's first signal (lock). */
+    private final List<DpaEvents.PollWait> traced = new ArrayList<>();
+    /** Spins that saw a write, spins that reached their bound, nanoseconds spent spinning. */
+    private final LongAdder spunWoken = new LongAdder();
+    private final LongAdder spunOut = new LongAdder();
+    private final LongAdder spunNanos = new LongAdder();
 
     /** The current write count: a hart starting a quiet stretch remembers it. */
     long epoch() {
@@ -56,6 +71,14 @@ final class PollWaits {
         if (waiters != 0) {
             lock.lock();
             try {
+                if (!traced.isEmpty()) {
+                    long now = System.nanoTime();
+                    for (DpaEvents.PollWait e : traced) {
+                        if (e.signalled == 0) {
+                            e.signalled = now;
+                        }
+                    }
+                }
                 changed.signalAll();
             } finally {
                 lock.unlock();
@@ -63,16 +86,25 @@ final class PollWaits {
         }
     }
 
+    /** {@link #await(long, long, DpaEvents.PollWait)} untraced. */
+    boolean await(long seen, long nanos) {
+        return await(seen, nanos, null);
+    }
+
     /**
      * Waits until DPA memory was written since {@code seen} was read from {@link #epoch()}, at most
      * {@code nanos}; interruption ends the wait (the flag stays set). The caller holds no lock.
+     * {@code trace} (null unless a recording wants it) gets the first signal's time and the wait's end.
      *
      * @return true when memory changed, false when the bound passed or the wait was interrupted
      */
-    boolean await(long seen, long nanos) {
+    boolean await(long seen, long nanos, DpaEvents.PollWait trace) {
         lock.lock();
         try {
             waiters++;
+            if (trace != null) {
+                traced.add(trace);
+            }
             try {
                 while (epoch == seen) {
                     if (nanos <= 0) {
@@ -89,6 +121,10 @@ final class PollWaits {
                 return true;
             } finally {
                 waiters--;
+                if (trace != null) {
+                    traced.remove(trace);
+                    trace.woke = System.nanoTime();
+                }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -96,6 +132,31 @@ final class PollWaits {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Watches for a write since {@code seen} for at most {@code nanos}, spinning ({@link
+     * Thread#onSpinWait}) on the caller's carrier: no park, so no wake-up to pay when the write
+     * comes. The caller keeps its carrier permit (a spinning hart is a polling hart).
+     *
+     * @return true when memory changed within the bound
+     */
+    boolean spin(long seen, long nanos) {
+        long start = System.nanoTime();
+        long now = start;
+        boolean saw;
+        while (!(saw = epoch != seen) && now - start < nanos) {
+            Thread.onSpinWait();
+            now = System.nanoTime();
+        }
+        spunNanos.add(now - start);
+        (saw ? spunWoken : spunOut).increment();
+        return saw;
+    }
+
+    /** {spins that saw a write, spins that reached their bound, nanoseconds spent spinning}. */
+    long[] spinCounts() {
+        return new long[] {spunWoken.sum(), spunOut.sum(), spunNanos.sum()};
     }
 
     /** Harts waiting now. */

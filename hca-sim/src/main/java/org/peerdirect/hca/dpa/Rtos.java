@@ -91,12 +91,15 @@ final class Rtos {
             it.remove();
             t.state = t.state.next(Event.EU_GRANTED);
             t.activations++;
+            long granted = DpaEvents.Wake.enabled() ? System.nanoTime() : 0;
             if (t.runner != null) {
                 t.runner.eu = eu;
+                t.runner.grantedNanos = granted;
                 unit.scheduler.resume(t.runner);
             } else {
                 Runner r = new Runner(unit, t, eu);
                 t.runner = r;
+                r.grantedNanos = granted;
                 unit.scheduler.start(r, r::body);
             }
         }

@@ -36,6 +36,15 @@ final class Runner implements Hart {
     long activationCycles;
     int sinceYield;
     /**
+     * The wake's hops for {@link DpaEvents.Wake} (nanoTime; 0: not stamped): EU granted (RTOS lock),
+     * virtual thread running and carrier permit taken (the activation's own thread). Stamped only
+     * while a recording wants the event; the semaphore or the thread start between the writers
+     * orders them.
+     */
+    volatile long grantedNanos;
+    long mountedNanos;
+    long carrierNanos;
+    /**
      * Spin-wait elision ({@link PollWaits}): loads of DPA memory in a row with nothing but fences
      * between them, the memory's write count when the row began, the row's first cycle and time.
      * The runner's own fields (single writer).
@@ -44,6 +53,8 @@ final class Runner implements Hart {
     private long quietEpoch;
     private long quietCycles;
     private long quietNanos;
+    /** The last poll wait ended by a write: traffic flows, so the next one spins first ({@link DpaConfig#pollSpin}). */
+    private boolean flowing;
     /** Loads of unchanged memory in a row after which a hart waits for a write. */
     static final int POLL_QUIET = 64;
     /** The longest such wait: a write no one counted (a firmware write) costs at most this. */
@@ -69,6 +80,7 @@ final class Runner implements Hart {
             thread.triggeredAt = 0;
             unit.wake.record(System.nanoTime() - at);
         }
+        DpaEvents.Wake.commit(this, "start", at);
         try {
             unit.mm.activationStart(thread);
             kind = ScopedValue.where(Hart.CURRENT, this).call(this::invokeEntry);
@@ -203,18 +215,28 @@ final class Runner implements Hart {
      * spent polling meanwhile, at the row's rate, are charged (the watchdog sees a polling hart).
      */
     private void awaitWrite() {
-        if (!unit.config.elidePolls() || unit.mm.polls.epoch() != quietEpoch) {
+        PollWaits polls = unit.mm.polls;
+        if (!unit.config.elidePolls() || polls.epoch() != quietEpoch) {
             return;
         }
         long start = System.nanoTime();
         double rate = (activationCycles - quietCycles) / (double) Math.max(1, start - quietNanos);
         long seen = quietEpoch;
-        if (unit.scheduler.pollWait(this, () -> unit.mm.polls.await(seen, POLL_WAIT_NANOS))) {
-            long cycles = (long) ((System.nanoTime() - start) * rate);
-            unit.eus.cycles[eu] += cycles;
-            activationCycles += cycles;
-            step(0);
+        long spin = unit.config.pollSpin().toNanos();
+        DpaEvents.PollWait trace = DpaEvents.PollWait.start();
+        String outcome;
+        if (flowing && spin > 0 && !unit.config.deterministic() && polls.spin(seen, spin)) {
+            outcome = "SPUN";
+        } else if (unit.scheduler.pollWait(this, () -> flowing = polls.await(seen, POLL_WAIT_NANOS, trace))) {
+            outcome = flowing ? "WOKEN" : Thread.currentThread().isInterrupted() ? "INTERRUPTED" : "BOUND";
+        } else {
+            return; // the deterministic scheduler: no wait, the hart polls on
         }
+        DpaEvents.PollWait.done(trace, thread.id, outcome);
+        long cycles = (long) ((System.nanoTime() - start) * rate);
+        unit.eus.cycles[eu] += cycles;
+        activationCycles += cycles;
+        step(0);
     }
 
     @Override
@@ -314,6 +336,7 @@ final class Runner implements Hart {
         }
         unit.rtos.suspend(this);
         unit.scheduler.block(this);
+        DpaEvents.Wake.commit(this, "resume", thread.triggeredAt);
         activationCycles = 0;
         checkAlive();
         unit.mm.activationStart(thread);
