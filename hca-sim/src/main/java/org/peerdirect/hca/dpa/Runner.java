@@ -53,6 +53,8 @@ final class Runner implements Hart {
     private long quietEpoch;
     private long quietCycles;
     private long quietNanos;
+    /** The lines the quiet row loaded: only a write to them wakes the hart once it waits. */
+    private final PollWaits.Watch watch = new PollWaits.Watch();
     /** The last poll wait ended by a write: traffic flows, so the next one spins first ({@link DpaConfig#pollSpin}). */
     private boolean flowing;
     /** Loads of unchanged memory in a row after which a hart waits for a write. */
@@ -199,7 +201,9 @@ final class Runner implements Hart {
             quietEpoch = unit.mm.polls.epoch();
             quietCycles = activationCycles;
             quietNanos = System.nanoTime();
+            watch.reset();
         }
+        watch.add(daddr);
         long v = unit.mm.load(this, daddr, bytes);
         if (++quiet >= POLL_QUIET) {
             quiet = 0;
@@ -224,10 +228,11 @@ final class Runner implements Hart {
         long seen = quietEpoch;
         long spin = unit.config.pollSpin().toNanos();
         DpaEvents.PollWait trace = DpaEvents.PollWait.start();
+        watch.trace = trace;
         String outcome;
         if (flowing && spin > 0 && !unit.config.deterministic() && polls.spin(seen, spin)) {
             outcome = "SPUN";
-        } else if (unit.scheduler.pollWait(this, () -> flowing = polls.await(seen, POLL_WAIT_NANOS, trace))) {
+        } else if (unit.scheduler.pollWait(this, () -> flowing = polls.await(seen, POLL_WAIT_NANOS, watch))) {
             outcome = flowing ? "WOKEN" : Thread.currentThread().isInterrupted() ? "INTERRUPTED" : "BOUND";
         } else {
             return; // the deterministic scheduler: no wait, the hart polls on
