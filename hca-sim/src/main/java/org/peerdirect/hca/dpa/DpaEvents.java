@@ -132,10 +132,13 @@ final class DpaEvents {
         /** Commits the hops of {@code r}'s wake from {@code triggered} (nanoTime stamps; 0: not stamped, nothing committed). */
         static void commit(Runner r, String how, long triggered) {
             long granted = r.grantedNanos;
+            if (granted == 0) {
+                return; // not recording when it was granted: nothing stamped, nothing to clear
+            }
+            r.grantedNanos = 0;
             long mounted = r.mountedNanos;
             long carrier = r.carrierNanos;
-            r.grantedNanos = 0;
-            if (triggered == 0 || granted == 0 || mounted == 0 || carrier == 0) {
+            if (triggered == 0 || mounted == 0 || carrier == 0) {
                 return;
             }
             Wake e = new Wake();
