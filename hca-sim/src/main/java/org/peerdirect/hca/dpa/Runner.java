@@ -214,9 +214,11 @@ final class Runner implements Hart {
 
     /**
      * {@link #POLL_QUIET} loads of DPA memory in a row and nothing wrote DPA memory since the first:
-     * the hart polls what cannot have changed. It waits for a write (at most {@link
-     * #POLL_WAIT_NANOS}) with its carrier given up, then goes on polling; the cycles it would have
-     * spent polling meanwhile, at the row's rate, are charged (the watchdog sees a polling hart).
+     * the hart polls what cannot have changed. It waits for a write to a line the row loaded
+     * ({@link #watch}; at most {@link #POLL_WAIT_NANOS}) with its carrier given up, then goes on
+     * polling; the cycles it would have spent polling meanwhile, at the row's rate, are charged (the
+     * watchdog sees a polling hart). When its last wait was ended by a write and
+     * {@link DpaConfig#pollSpin} is set, it first spins that long on the write count, carrier kept.
      */
     private void awaitWrite() {
         PollWaits polls = unit.mm.polls;

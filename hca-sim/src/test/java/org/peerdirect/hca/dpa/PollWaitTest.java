@@ -132,7 +132,16 @@ class PollWaitTest extends DpaRig {
     }
 
     @Test
-    void noSpinWithoutTheConfigurationOrInTheDeterministicScheduler() throws Exception {
+    void aSpinOutsideItsRangeIsRefusedNamingIt() {
+        var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> DpaConfig.test(4, 1).withPollSpin(java.time.Duration.ofMillis(11)));
+        assertTrue(e.getMessage().contains("poll spin PT0.011S: 0 .. 10 ms"), e.getMessage());
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> DpaConfig.test(4, 1).withPollSpin(java.time.Duration.ofNanos(-1)));
+    }
+
+    @Test
+    void noSpinWithTheDefaultConfiguration() throws Exception {
         boot(DpaConfig.test(4, 36).concurrent().withWatchdog(Long.MAX_VALUE));
         assertEquals(java.time.Duration.ZERO, unit.config().pollSpin(), "the default parks at once");
         int t = thread("spin", heap);
