@@ -63,6 +63,10 @@ final class PollWaits {
     private long timedOut;
     /** The registered waiters' watches (lock). */
     private final List<Watch> watching = new ArrayList<>();
+    /** Spins that saw a write, spins that reached their bound, nanoseconds spent spinning. */
+    private final LongAdder spunWoken = new LongAdder();
+    private final LongAdder spunOut = new LongAdder();
+    private final LongAdder spunNanos = new LongAdder();
 
     /**
      * What a waiting hart watches: the 64-byte lines its quiet row loaded. Filled by its runner
@@ -116,10 +120,6 @@ final class PollWaits {
             return false;
         }
     }
-    /** Spins that saw a write, spins that reached their bound, nanoseconds spent spinning. */
-    private final LongAdder spunWoken = new LongAdder();
-    private final LongAdder spunOut = new LongAdder();
-    private final LongAdder spunNanos = new LongAdder();
 
     /** The current write count: a hart starting a quiet stretch remembers it. */
     long epoch() {
