@@ -17,7 +17,9 @@ import org.peerdirect.hca.dpa.ThreadState.Event;
  * ignored.
  *
  * <p>Lock: {@code lock} guards every thread's RTOS state, the run queue and the EUs. It is taken
- * before the scheduler's lock, never after; nothing here calls the memory model or the NIC.
+ * before the scheduler's lock, never after; nothing here calls the memory model or the NIC, but
+ * for waking harts that wait out a poll ({@link PollWaits}) after the lock is released, so that a
+ * stopped one unwinds now rather than at its wait's bound.
  */
 final class Rtos {
 
@@ -217,6 +219,7 @@ final class Rtos {
         } finally {
             lock.unlock();
         }
+        unit.mm.polls.written(); // its harts waiting out a poll look again, see the end and unwind
     }
 
     /**
@@ -239,6 +242,7 @@ final class Rtos {
         } finally {
             lock.unlock();
         }
+        unit.mm.polls.written(); // as endProcess: a waiting hart of t unwinds now
     }
 
     /** Waits until no thread of {@code p} holds a runner; false on timeout (a handler looping without ISA calls). */
