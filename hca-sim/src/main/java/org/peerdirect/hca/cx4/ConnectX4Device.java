@@ -578,26 +578,12 @@ public final class ConnectX4Device implements AutoCloseable {
             eng.remove(); // the port leaves the fabric, QPs flush, keys are revoked
         }
         Thread t = firmware;
-        boolean interrupted = t != null && awaitFirmwareEnd(t);
+        boolean interrupted = t != null && org.peerdirect.hca.engine.FirmwareThreads.kthreadStop(t, java.time.Duration.ofSeconds(5));
         if (f != null && f.dpa != null) {
             f.dpa.drop(); // what a DPA command running during the first drop made (idempotent)
         }
         if (interrupted) {
             Thread.currentThread().interrupt(); // handed back once the close is done, not before
         }
-    }
-
-    /** Stops the firmware thread, waits for it (5 s at most) even if the caller is interrupted; whether it was: close restores the flag. */
-    private static boolean awaitFirmwareEnd(Thread t) {
-        t.interrupt();
-        boolean interrupted = false;
-        for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5), left; t.isAlive() && (left = end - System.nanoTime()) > 0;) {
-            try {
-                t.join(java.time.Duration.ofNanos(left));
-            } catch (InterruptedException e) {
-                interrupted = true; // the flag is cleared by the throw: the next join waits
-            }
-        }
-        return interrupted;
     }
 }

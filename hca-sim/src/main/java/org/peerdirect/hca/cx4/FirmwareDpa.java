@@ -69,8 +69,7 @@ final class FirmwareDpa implements DpaNic, WindowPort, Cqs.ApuThreads, DpaUnit.E
     }
 
     private static DpaConfig withMem(DpaConfig c, long bytes) {
-        return new DpaConfig(bytes, c.eus(), c.reservedEus(), c.deterministic(), c.seed(), c.check(), c.watchdogCycles(), c.budget(),
-                c.stalePolls(), c.strictIsolation(), c.wallTimeout(), c.wallWatchdog());
+        return c.withMemBytes(bytes);
     }
 
     /** The configuration and loader policy of the next unit (tests, the model's configuration); before the first DPA object. */

@@ -53,7 +53,9 @@ final class ConcurrentScheduler implements HartScheduler {
         unmounted.incrementAndGet();
         Thread.ofVirtual().name("dpa-" + r.name()).start(() -> {
             unmounted.decrementAndGet();
+            stampMounted(r);
             carriers.acquireUninterruptibly();
+            stampCarrier(r);
             body.run();
         });
     }
@@ -94,8 +96,19 @@ final class ConcurrentScheduler implements HartScheduler {
         carriers.release();
         r.turn.acquireUninterruptibly();
         unmounted.decrementAndGet();
+        stampMounted(r);
         carriers.acquireUninterruptibly();
+        stampCarrier(r);
         r.inScheduler = false;
+    }
+
+    /** {@link DpaEvents.Wake}'s hops, only when the RTOS stamped the grant (a recording wants them). */
+    private static void stampMounted(Runner r) {
+        r.mountedNanos = r.grantedNanos == 0 ? 0 : System.nanoTime();
+    }
+
+    private static void stampCarrier(Runner r) {
+        r.carrierNanos = r.grantedNanos == 0 ? 0 : System.nanoTime();
     }
 
     @Override

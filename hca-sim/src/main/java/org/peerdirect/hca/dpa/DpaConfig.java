@@ -22,9 +22,21 @@ import java.time.Duration;
  *        ends its process and the DPA OS takes its EU back ({@link WallWatchdog})
  * @param elidePolls concurrent mode: a hart polling DPA memory nothing wrote waits for a write
  *        instead of spinning on a carrier ({@link PollWaits}; off only to measure what it saves)
+ * @param pollSpin concurrent mode with {@code elidePolls}: how long a hart whose last wait was ended
+ *        by a write first spins on the write count, keeping its carrier, before it parks
+ *        ({@link PollWaits#spin}); zero: it parks at once. Bounded twice: one spin per quiet row, and
+ *        none after a wait that ended by its bound, so an idle poller burns no carrier
  */
 public record DpaConfig(long memBytes, int eus, int reservedEus, boolean deterministic, long seed, CheckMode check,
-        long watchdogCycles, int budget, int stalePolls, boolean strictIsolation, Duration wallTimeout, Duration wallWatchdog, boolean elidePolls) {
+        long watchdogCycles, int budget, int stalePolls, boolean strictIsolation, Duration wallTimeout, Duration wallWatchdog, boolean elidePolls,
+        Duration pollSpin) {
+
+    /**
+     * The model's default {@link #pollSpin}; the system property {@value #POLL_SPIN_PROPERTY}
+     * (nanoseconds) overrides it for an A/B run of benches whose rigs make their own devices.
+     */
+    public static final Duration DEFAULT_POLL_SPIN = Duration.ZERO;
+    public static final String POLL_SPIN_PROPERTY = "peerdirect.dpa.pollSpinNanos";
 
     public DpaConfig {
         if (memBytes < 1 << 16 || memBytes > 1L << 34) {
@@ -33,6 +45,23 @@ public record DpaConfig(long memBytes, int eus, int reservedEus, boolean determi
         if (eus <= reservedEus || eus > 256 || reservedEus < 0) {
             throw new IllegalArgumentException("EUs " + eus + " with " + reservedEus + " reserved: 1..256 user EUs");
         }
+        if (pollSpin.isNegative() || pollSpin.compareTo(Duration.ofMillis(10)) > 0) {
+            throw new IllegalArgumentException("poll spin " + pollSpin + ": 0 .. 10 ms (a spin is a core burned)");
+        }
+    }
+
+    /** A configuration with the default {@link #pollSpin}. */
+    public DpaConfig(long memBytes, int eus, int reservedEus, boolean deterministic, long seed, CheckMode check,
+            long watchdogCycles, int budget, int stalePolls, boolean strictIsolation, Duration wallTimeout, Duration wallWatchdog,
+            boolean elidePolls) {
+        this(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls, strictIsolation,
+                wallTimeout, wallWatchdog, elidePolls, defaultPollSpin());
+    }
+
+    /** {@link #DEFAULT_POLL_SPIN}, or the nanoseconds of {@value #POLL_SPIN_PROPERTY} when set. */
+    static Duration defaultPollSpin() {
+        Long n = Long.getLong(POLL_SPIN_PROPERTY);
+        return n == null ? DEFAULT_POLL_SPIN : Duration.ofNanos(n);
     }
 
     /** A configuration whose harts wait out polls of unchanged memory ({@link #elidePolls}). */
@@ -56,33 +85,45 @@ public record DpaConfig(long memBytes, int eus, int reservedEus, boolean determi
 
     public DpaConfig withCheck(CheckMode c) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, c, watchdogCycles, budget, stalePolls,
-                strictIsolation, wallTimeout, wallWatchdog, elidePolls);
+                strictIsolation, wallTimeout, wallWatchdog, elidePolls, pollSpin);
     }
 
     public DpaConfig withWatchdog(long cycles) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, cycles, budget, stalePolls,
-                strictIsolation, wallTimeout, wallWatchdog, elidePolls);
+                strictIsolation, wallTimeout, wallWatchdog, elidePolls, pollSpin);
     }
 
     public DpaConfig concurrent() {
         return new DpaConfig(memBytes, eus, reservedEus, false, seed, check, watchdogCycles, budget, stalePolls,
-                strictIsolation, wallTimeout, wallWatchdog, elidePolls);
+                strictIsolation, wallTimeout, wallWatchdog, elidePolls, pollSpin);
     }
 
     /** The wall-clock watchdog's limit ({@link #wallWatchdog}). */
     public DpaConfig withWallWatchdog(Duration limit) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls,
-                strictIsolation, wallTimeout, limit, elidePolls);
+                strictIsolation, wallTimeout, limit, elidePolls, pollSpin);
     }
 
     public DpaConfig withIsolation(boolean strict) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls,
-                strict, wallTimeout, wallWatchdog, elidePolls);
+                strict, wallTimeout, wallWatchdog, elidePolls, pollSpin);
     }
 
     /** Polls of unchanged DPA memory spin ({@code false}) or wait for a write ({@code true}, the default). */
     public DpaConfig withElidePolls(boolean elide) {
         return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls,
-                strictIsolation, wallTimeout, wallWatchdog, elide);
+                strictIsolation, wallTimeout, wallWatchdog, elide, pollSpin);
+    }
+
+    /** How long a hart with flowing traffic spins before it parks ({@link #pollSpin}). */
+    public DpaConfig withPollSpin(Duration spin) {
+        return new DpaConfig(memBytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls,
+                strictIsolation, wallTimeout, wallWatchdog, elidePolls, spin);
+    }
+
+    /** This configuration with {@code bytes} of DPA memory. */
+    public DpaConfig withMemBytes(long bytes) {
+        return new DpaConfig(bytes, eus, reservedEus, deterministic, seed, check, watchdogCycles, budget, stalePolls,
+                strictIsolation, wallTimeout, wallWatchdog, elidePolls, pollSpin);
     }
 }

@@ -135,7 +135,7 @@ final class MemoryModel {
     void store(Runner r, long a, int bytes, long v) {
         if (mode == CheckMode.OFF) {
             put(seg, a, bytes, v);
-            polls.written();
+            polls.written(a, bytes);
             return;
         }
         lock.lock();
@@ -156,7 +156,7 @@ final class MemoryModel {
         } finally {
             lock.unlock();
         }
-        polls.written();
+        polls.written(a, bytes);
     }
 
     long atomic(Runner r, AtomicOp op, long a, int bytes, long operand, long expect) {
@@ -189,7 +189,7 @@ final class MemoryModel {
             return old;
         } finally {
             lock.unlock();
-            polls.written();
+            polls.written(a, bytes);
         }
     }
 
@@ -290,7 +290,7 @@ final class MemoryModel {
             }
         }
         MemorySegment.copy(src, off, seg, a, len);
-        polls.written();
+        polls.written(a, len);
     }
 
     /**
@@ -313,7 +313,7 @@ final class MemoryModel {
         } finally {
             lock.unlock();
         }
-        polls.written();
+        polls.written(a, 8);
         if (d != null) {
             String site = Sites.format(d.site);
             report(new Finding("C1", d.writer.process.id, d.writer.id, site, "NIC atomic at 0x" + Long.toHexString(a)

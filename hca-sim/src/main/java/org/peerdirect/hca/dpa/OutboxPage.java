@@ -55,29 +55,34 @@ final class OutboxPage {
                     + " with no outbox configured (flexio_dev_outbox_config) at " + Sites.here());
             return;
         }
+        DpaEvents.Doorbell ev = DpaEvents.Doorbell.start();
         switch (offset) {
             case CQ_DB -> {
                 int cqn = (int) v & M24;
                 if (own(r, DpaNic.QueueKind.CQ, cqn, "CQ_DB")) {
                     unit.nic.cqArm(cqn, (int) (v >>> 32) & M24);
+                    DpaEvents.Doorbell.done(ev, "CQ_DB", cqn);
                 }
             }
             case SXD_DB -> {
                 int qn = (int) (v >>> 32) & M24;
                 if (own(r, DpaNic.QueueKind.SQ, qn, "SXD_DB")) {
                     unit.nic.sqDoorbell(qn, (int) v & 0xffff);
+                    DpaEvents.Doorbell.done(ev, "SXD_DB", qn);
                 }
             }
             case RXT_DB -> {
                 int cqn = (int) v & M24;
                 if (own(r, DpaNic.QueueKind.CQ, cqn, "RXT_DB")) {
                     unit.nic.zeroCqe(cqn);
+                    DpaEvents.Doorbell.done(ev, "RXT_DB", cqn);
                 }
             }
             case EQ_DB_NO_REARM -> {
                 int eqn = (int) v & M24;
                 if (own(r, DpaNic.QueueKind.EQ, eqn, "EQ_DB_NO_REARM")) {
                     unit.nic.eqUpdateCi(eqn, (int) (v >>> 32) & 0x3ffffff);
+                    DpaEvents.Doorbell.done(ev, "EQ_DB_NO_REARM", eqn);
                 }
             }
             default -> unit.unsupportedDoorbell(t.process);

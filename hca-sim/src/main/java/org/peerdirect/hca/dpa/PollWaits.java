@@ -2,6 +2,9 @@ package org.peerdirect.hca.dpa;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -22,9 +25,23 @@ import java.util.concurrent.locks.ReentrantLock;
  * wait's bound covers any write not counted (a firmware write to DPA memory, say): a missed wake
  * costs at most the bound, never a hang or a wrong value.
  *
+ * <p>A waiter names the 64-byte lines its quiet row loaded ({@link Watch}, at most {@value
+ * Watch#LINES}; more, or none named: any write): once it waits, only a write touching one of them
+ * wakes it. Before, every write woke every waiter: in the DPA ping-pong each hart's stores to its
+ * own queues woke the other hart ~4 times per round trip for nothing (JFR, {@link DpaEvents.PollWait}),
+ * each wake a mount, 64 loads and a park on the machine's two cores. A write between the row's
+ * start and the waiter's registration still ends the wait at once (the epoch moved): filtering
+ * starts only once the waiter is registered, where the lock orders it with writers.
+ *
  * <p>Lock: {@link #lock} orders a waiter's last look at {@link #epoch} with a writer's signal. Both
  * fields are volatile: a writer sets {@code epoch}, then reads {@code waiters}; a waiter raises
  * {@code waiters}, then reads {@code epoch} (under the lock): one of them sees the other.
+ * {@link #watching} and each registered {@link Watch}'s {@code hit} and trace stamps are guarded by
+ * {@link #lock}.
+ *
+ * <p>{@link #spin} is the bounded alternative to {@link #await} for a hart whose traffic is flowing
+ * ({@link DpaConfig#pollSpin}): it watches {@link #epoch} with {@link Thread#onSpinWait} for at most
+ * its bound, keeping its carrier, and never parks.
  */
 final class PollWaits {
 
@@ -44,37 +61,128 @@ final class PollWaits {
     /** Waits that ended by a write and waits that ended by the bound (for tests and {@code dpa:eus}). */
     private long woken;
     private long timedOut;
+    /** The registered waiters' watches (lock). */
+    private final List<Watch> watching = new ArrayList<>();
+    /** Spins that saw a write, spins that reached their bound, nanoseconds spent spinning. */
+    private final LongAdder spunWoken = new LongAdder();
+    private final LongAdder spunOut = new LongAdder();
+    private final LongAdder spunNanos = new LongAdder();
+
+    /**
+     * What a waiting hart watches: the 64-byte lines its quiet row loaded. Filled by its runner
+     * alone while it polls ({@link #reset}, {@link #add}); read by writers only while registered,
+     * under the lock.
+     */
+    static final class Watch {
+        static final int LINES = 4;
+        private final long[] lines = new long[LINES];
+        /** Lines named; -1: too many, any write wakes. */
+        private int n;
+        /** A write touched a watched line since registration (lock). */
+        private boolean hit;
+        /** The wait a recording follows, or null (lock). */
+        DpaEvents.PollWait trace;
+
+        void reset() {
+            n = 0;
+        }
+
+        /** The quiet row loaded DPA address {@code a}. */
+        void add(long a) {
+            if (n < 0) {
+                return;
+            }
+            long line = a >>> 6;
+            for (int i = 0; i < n; i++) {
+                if (lines[i] == line) {
+                    return;
+                }
+            }
+            if (n == LINES) {
+                n = -1;
+            } else {
+                lines[n++] = line;
+            }
+        }
+
+        /** Whether a write of {@code len} bytes at {@code a} (len 0: unknown, anywhere) may change what this row read. */
+        boolean touches(long a, long len) {
+            if (n <= 0 || len <= 0) {
+                return true;
+            }
+            long first = a >>> 6;
+            long last = (a + len - 1) >>> 6;
+            for (int i = 0; i < n; i++) {
+                if (lines[i] >= first && lines[i] <= last) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
 
     /** The current write count: a hart starting a quiet stretch remembers it. */
     long epoch() {
         return epoch;
     }
 
-    /** DPA memory was written: waiting harts look again. */
+    /** DPA memory was written somewhere (no address known): every waiting hart looks again. */
     void written() {
+        written(0, 0);
+    }
+
+    /** {@code len} bytes of DPA memory at {@code a} were written: harts waiting on those lines look again. */
+    void written(long a, long len) {
         EPOCH.getAndAdd(this, 1L);
         if (waiters != 0) {
-            lock.lock();
-            try {
-                changed.signalAll();
-            } finally {
-                lock.unlock();
-            }
+            signal(a, len);
         }
     }
 
+    private void signal(long a, long len) {
+        lock.lock();
+        try {
+            boolean any = false;
+            long now = 0;
+            for (Watch w : watching) {
+                if (!w.hit && w.touches(a, len)) {
+                    w.hit = true;
+                    any = true;
+                    if (w.trace != null && w.trace.signalled == 0) {
+                        w.trace.signalled = now == 0 ? now = System.nanoTime() : now;
+                    }
+                }
+            }
+            if (any) {
+                changed.signalAll();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@link #await(long, long, Watch)} woken by any write. */
+    boolean await(long seen, long nanos) {
+        return await(seen, nanos, new Watch());
+    }
+
     /**
-     * Waits until DPA memory was written since {@code seen} was read from {@link #epoch()}, at most
+     * Waits until DPA memory was written since {@code seen} was read from {@link #epoch()}: at once
+     * when the epoch moved already, else until a write touches a line {@code watch} names, at most
      * {@code nanos}; interruption ends the wait (the flag stays set). The caller holds no lock.
+     * {@code watch.trace} (null unless a recording wants it) gets the first signal's time and the
+     * wait's end.
      *
      * @return true when memory changed, false when the bound passed or the wait was interrupted
      */
-    boolean await(long seen, long nanos) {
+    boolean await(long seen, long nanos, Watch watch) {
         lock.lock();
         try {
             waiters++;
+            watch.hit = epoch != seen;
+            watching.add(watch);
             try {
-                while (epoch == seen) {
+                while (!watch.hit) {
                     if (nanos <= 0) {
                         timedOut++;
                         return false;
@@ -89,6 +197,10 @@ final class PollWaits {
                 return true;
             } finally {
                 waiters--;
+                watching.remove(watch);
+                if (watch.trace != null) {
+                    watch.trace.woke = System.nanoTime();
+                }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -96,6 +208,31 @@ final class PollWaits {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Watches for a write since {@code seen} for at most {@code nanos}, spinning ({@link
+     * Thread#onSpinWait}) on the caller's carrier: no park, so no wake-up to pay when the write
+     * comes. The caller keeps its carrier permit (a spinning hart is a polling hart).
+     *
+     * @return true when memory changed within the bound
+     */
+    boolean spin(long seen, long nanos) {
+        long start = System.nanoTime();
+        long now = start;
+        boolean saw;
+        while (!(saw = epoch != seen) && now - start < nanos) {
+            Thread.onSpinWait();
+            now = System.nanoTime();
+        }
+        spunNanos.add(now - start);
+        (saw ? spunWoken : spunOut).increment();
+        return saw;
+    }
+
+    /** {spins that saw a write, spins that reached their bound, nanoseconds spent spinning}. */
+    long[] spinCounts() {
+        return new long[] {spunWoken.sum(), spunOut.sum(), spunNanos.sum()};
     }
 
     /** Harts waiting now. */

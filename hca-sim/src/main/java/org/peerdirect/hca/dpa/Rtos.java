@@ -17,7 +17,9 @@ import org.peerdirect.hca.dpa.ThreadState.Event;
  * ignored.
  *
  * <p>Lock: {@code lock} guards every thread's RTOS state, the run queue and the EUs. It is taken
- * before the scheduler's lock, never after; nothing here calls the memory model or the NIC.
+ * before the scheduler's lock, never after; nothing here calls the memory model or the NIC, but
+ * for waking harts that wait out a poll ({@link PollWaits}) after the lock is released, so that a
+ * stopped one unwinds now rather than at its wait's bound.
  */
 final class Rtos {
 
@@ -91,12 +93,15 @@ final class Rtos {
             it.remove();
             t.state = t.state.next(Event.EU_GRANTED);
             t.activations++;
+            long granted = DpaEvents.Wake.enabled() ? System.nanoTime() : 0;
             if (t.runner != null) {
                 t.runner.eu = eu;
+                t.runner.grantedNanos = granted;
                 unit.scheduler.resume(t.runner);
             } else {
                 Runner r = new Runner(unit, t, eu);
                 t.runner = r;
+                r.grantedNanos = granted;
                 unit.scheduler.start(r, r::body);
             }
         }
@@ -214,6 +219,7 @@ final class Rtos {
         } finally {
             lock.unlock();
         }
+        unit.mm.polls.written(); // its harts waiting out a poll look again, see the end and unwind
     }
 
     /**
@@ -236,6 +242,7 @@ final class Rtos {
         } finally {
             lock.unlock();
         }
+        unit.mm.polls.written(); // as endProcess: a waiting hart of t unwinds now
     }
 
     /** Waits until no thread of {@code p} holds a runner; false on timeout (a handler looping without ISA calls). */

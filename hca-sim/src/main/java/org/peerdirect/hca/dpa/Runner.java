@@ -36,6 +36,15 @@ final class Runner implements Hart {
     long activationCycles;
     int sinceYield;
     /**
+     * The wake's hops for {@link DpaEvents.Wake} (nanoTime; 0: not stamped): EU granted (RTOS lock),
+     * virtual thread running and carrier permit taken (the activation's own thread). Stamped only
+     * while a recording wants the event; the semaphore or the thread start between the writers
+     * orders them.
+     */
+    volatile long grantedNanos;
+    long mountedNanos;
+    long carrierNanos;
+    /**
      * Spin-wait elision ({@link PollWaits}): loads of DPA memory in a row with nothing but fences
      * between them, the memory's write count when the row began, the row's first cycle and time.
      * The runner's own fields (single writer).
@@ -44,10 +53,23 @@ final class Runner implements Hart {
     private long quietEpoch;
     private long quietCycles;
     private long quietNanos;
+    /** The lines the quiet row loaded: only a write to them wakes the hart once it waits. */
+    private final PollWaits.Watch watch = new PollWaits.Watch();
+    /** The last poll wait ended by a write: traffic flows, so the next one spins first ({@link DpaConfig#pollSpin}). */
+    private boolean flowing;
+    /** The next poll wait's bound ({@link #POLL_WAIT_NANOS}). */
+    private long waitBound = POLL_WAIT_NANOS;
     /** Loads of unchanged memory in a row after which a hart waits for a write. */
     static final int POLL_QUIET = 64;
-    /** The longest such wait: a write no one counted (a firmware write) costs at most this. */
+    /**
+     * The first such wait's bound: a write no one counted (only the allocator's zero fill of a new
+     * region is not) costs at most this. Each wait that ends by its bound doubles the next one's,
+     * up to {@link #POLL_WAIT_MAX_NANOS}; a wait a write ended starts again here. Counted writes wake
+     * a waiter whatever its bound, so the doubling only spares an idle poller the wake-ups: at a
+     * fixed 100 µs its carrier was busy ~40 % of the time (mount, 64 loads, park; PollWaitTest).
+     */
     static final long POLL_WAIT_NANOS = 100_000;
+    static final long POLL_WAIT_MAX_NANOS = 10_000_000;
 
     Runner(DpaUnit unit, DpaThread thread, int eu) {
         this.unit = unit;
@@ -69,6 +91,7 @@ final class Runner implements Hart {
             thread.triggeredAt = 0;
             unit.wake.record(System.nanoTime() - at);
         }
+        DpaEvents.Wake.commit(this, "start", at);
         try {
             unit.mm.activationStart(thread);
             kind = ScopedValue.where(Hart.CURRENT, this).call(this::invokeEntry);
@@ -187,7 +210,9 @@ final class Runner implements Hart {
             quietEpoch = unit.mm.polls.epoch();
             quietCycles = activationCycles;
             quietNanos = System.nanoTime();
+            watch.reset();
         }
+        watch.add(daddr);
         long v = unit.mm.load(this, daddr, bytes);
         if (++quiet >= POLL_QUIET) {
             quiet = 0;
@@ -198,23 +223,37 @@ final class Runner implements Hart {
 
     /**
      * {@link #POLL_QUIET} loads of DPA memory in a row and nothing wrote DPA memory since the first:
-     * the hart polls what cannot have changed. It waits for a write (at most {@link
-     * #POLL_WAIT_NANOS}) with its carrier given up, then goes on polling; the cycles it would have
-     * spent polling meanwhile, at the row's rate, are charged (the watchdog sees a polling hart).
+     * the hart polls what cannot have changed. It waits for a write to a line the row loaded
+     * ({@link #watch}; at most {@link #waitBound}) with its carrier given up, then goes on
+     * polling; the cycles it would have spent polling meanwhile, at the row's rate, are charged (the
+     * watchdog sees a polling hart). When its last wait was ended by a write and
+     * {@link DpaConfig#pollSpin} is set, it first spins that long on the write count, carrier kept.
      */
     private void awaitWrite() {
-        if (!unit.config.elidePolls() || unit.mm.polls.epoch() != quietEpoch) {
+        PollWaits polls = unit.mm.polls;
+        if (!unit.config.elidePolls() || polls.epoch() != quietEpoch) {
             return;
         }
         long start = System.nanoTime();
         double rate = (activationCycles - quietCycles) / (double) Math.max(1, start - quietNanos);
         long seen = quietEpoch;
-        if (unit.scheduler.pollWait(this, () -> unit.mm.polls.await(seen, POLL_WAIT_NANOS))) {
-            long cycles = (long) ((System.nanoTime() - start) * rate);
-            unit.eus.cycles[eu] += cycles;
-            activationCycles += cycles;
-            step(0);
+        long spin = unit.config.pollSpin().toNanos();
+        DpaEvents.PollWait trace = DpaEvents.PollWait.start();
+        watch.trace = trace;
+        String outcome;
+        if (flowing && spin > 0 && !unit.config.deterministic() && polls.spin(seen, spin)) {
+            outcome = "SPUN";
+        } else if (unit.scheduler.pollWait(this, () -> flowing = polls.await(seen, waitBound, watch))) {
+            outcome = flowing ? "WOKEN" : Thread.currentThread().isInterrupted() ? "INTERRUPTED" : "BOUND";
+            waitBound = flowing ? POLL_WAIT_NANOS : Math.min(2 * waitBound, POLL_WAIT_MAX_NANOS);
+        } else {
+            return; // the deterministic scheduler: no wait, the hart polls on
         }
+        DpaEvents.PollWait.done(trace, thread.id, outcome);
+        long cycles = (long) ((System.nanoTime() - start) * rate);
+        unit.eus.cycles[eu] += cycles;
+        activationCycles += cycles;
+        step(0);
     }
 
     @Override
@@ -314,6 +353,7 @@ final class Runner implements Hart {
         }
         unit.rtos.suspend(this);
         unit.scheduler.block(this);
+        DpaEvents.Wake.commit(this, "resume", thread.triggeredAt);
         activationCycles = 0;
         checkAlive();
         unit.mm.activationStart(thread);

@@ -57,6 +57,31 @@ class OutboxTest extends DpaRig {
         assertEquals(ProcessStatus.OK, unit.processStatus(pid));
     }
 
+    /** Each doorbell the NIC took is one {@code DpaDoorbell} JFR event naming its register and queue; a dropped one is none. */
+    @Test
+    void eachDoorbellTakenIsOneJfrEventWithItsRegisterAndQueue() throws Exception {
+        boot(DpaConfig.test(4, 4), UID);
+        nic.own(QueueKind.SQ, 0x4321, UID);
+        nic.own(QueueKind.CQ, 0x77, UID);
+        nic.own(QueueKind.EQ, 9, UID);
+        poke(arg + 8, 0x4321);
+        poke(arg + 16, 0x77);
+        java.nio.file.Path file = java.nio.file.Files.createTempFile("peerdirect-doorbell", ".jfr");
+        try (jdk.jfr.Recording r = new jdk.jfr.Recording()) {
+            r.enable("org.peerdirect.DpaDoorbell");
+            r.start();
+            run("allDoorbells");
+            r.stop();
+            r.dump(file);
+            List<String> seen = jdk.jfr.consumer.RecordingFile.readAllEvents(file).stream()
+                    .filter(e -> e.getEventType().getName().equals("org.peerdirect.DpaDoorbell"))
+                    .map(e -> e.getString("register") + " " + e.getInt("queue")).toList();
+            assertEquals(List.of("SXD_DB 17185", "CQ_DB 119", "EQ_DB_NO_REARM 9", "RXT_DB 119"), seen);
+        } finally {
+            java.nio.file.Files.deleteIfExists(file);
+        }
+    }
+
     /** Open question 3 of DPA_MODEL.md §6: a foreign queue's doorbell is dropped, counted, and (strict) a process error. */
     @Test
     void aDoorbellOnAnotherUidsQueueIsDroppedCountedAndEndsTheProcess() throws Exception {

@@ -98,6 +98,80 @@ class PollWaitTest extends DpaRig {
         assertEquals(2, peek(heap + 8), "both saw the hart's store");
     }
 
+    /**
+     * {@link DpaConfig#pollSpin}: a hart whose wait a write ended spins once (bounded) before it
+     * parks again; once its waits end by their bound (nothing writes) it spins no more, so an idle
+     * poller burns no carrier: over 100 ms no spin and under a tenth of a carrier's CPU time.
+     */
+    @Test
+    void theSpinIsBoundedAndAnIdlePollerSpinsNoMore() throws Exception {
+        long spin = 2_000_000; // 2 ms: long enough to see, well inside the 100 ms looked at
+        // the checker off: an idle poller's 64 loads per wait are then cheap, so its CPU is the waits' alone
+        boot(DpaConfig.test(4, 35).concurrent().withWatchdog(Long.MAX_VALUE).withCheck(CheckMode.OFF)
+                .withPollSpin(java.time.Duration.ofNanos(spin)));
+        int t = thread("spin", heap);
+        unit.trigger(t);
+        await(() -> unit.mm.polls.counts()[1] >= 1, "the poller waits out its bound");
+        assertArrayEquals(new long[] {0, 0, 0}, unit.mm.polls.spinCounts(), "no spin before traffic: its waits end by the bound");
+        nicStore(heap + 16, 5); // a write beside the polled word: the wait ends by a write, the loop goes on
+        await(() -> unit.mm.polls.spinCounts()[1] >= 1, "one spin after the write, to its bound: nothing else writes");
+        long bounds = unit.mm.polls.counts()[1];
+        await(() -> unit.mm.polls.counts()[1] > bounds, "the poller parks again and waits out its bound");
+        long[] spins = unit.mm.polls.spinCounts();
+        assertTrue(spins[2] >= spin && spins[2] < 50_000_000L, "one bounded spin: " + java.util.Arrays.toString(spins));
+        long cpu0 = carriersCpu();
+        long wall0 = System.nanoTime();
+        Thread.sleep(100);
+        long cpu = carriersCpu() - cpu0;
+        long wall = System.nanoTime() - wall0;
+        assertArrayEquals(spins, unit.mm.polls.spinCounts(), "an idle poller spins no more");
+        // measured ~2 % (its waits' bounds double to 10 ms); spinning before every wait would be ≥ 17 % (2 ms of each
+        // 12), and the fixed 100 µs bound of before kept a carrier ~40 % busy
+        assertTrue(cpu < wall / 10, "an idle poller burns no core: " + cpu / 1000 + " µs of carrier CPU in " + wall / 1000 + " µs");
+        assertEquals(0, peek(heap + 8), "still polling");
+        nicStore(heap, 1);
+        settle();
+        assertEquals(1, peek(heap + 8), "the hart saw the flag and went on");
+    }
+
+    @Test
+    void aSpinOutsideItsRangeIsRefusedNamingIt() {
+        var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> DpaConfig.test(4, 1).withPollSpin(java.time.Duration.ofMillis(11)));
+        assertTrue(e.getMessage().contains("poll spin PT0.011S: 0 .. 10 ms"), e.getMessage());
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> DpaConfig.test(4, 1).withPollSpin(java.time.Duration.ofNanos(-1)));
+    }
+
+    @Test
+    void noSpinWithTheDefaultConfiguration() throws Exception {
+        boot(DpaConfig.test(4, 36).concurrent().withWatchdog(Long.MAX_VALUE));
+        assertEquals(java.time.Duration.ZERO, unit.config().pollSpin(), "the default parks at once");
+        int t = thread("spin", heap);
+        unit.trigger(t);
+        await(() -> unit.mm.polls.counts()[1] >= 1, "the poller waits");
+        nicStore(heap + 16, 5);
+        await(() -> unit.mm.polls.counts()[0] >= 1 || unit.mm.polls.counts()[1] >= 3, "woken by the write");
+        nicStore(heap, 1);
+        settle();
+        assertArrayEquals(new long[] {0, 0, 0}, unit.mm.polls.spinCounts());
+    }
+
+    /**
+     * CPU time of the virtual threads' carriers (the default scheduler's ForkJoinPool workers, not
+     * the common pool's): where a hart's virtual thread runs, and nothing another test left behind.
+     */
+    private static long carriersCpu() {
+        var mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        long sum = 0;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith("ForkJoinPool-") && !t.getName().contains("commonPool")) {
+                sum += Math.max(0, mx.getThreadCpuTime(t.threadId()));
+            }
+        }
+        return sum;
+    }
+
     private long totalCycles() {
         long c = 0;
         for (long x : unit.eus.cycles) {

@@ -302,13 +302,9 @@ public final class ConnectX3Device {
         synchronized (this) {
             t = thread;
         }
-        if (t != null) {
-            t.interrupt();
-            try {
-                t.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+        // waits for the thread (5 s at most) even when the caller is interrupted; its flag is handed back after
+        if (t != null && org.peerdirect.hca.engine.FirmwareThreads.kthreadStop(t, java.time.Duration.ofSeconds(5))) {
+            Thread.currentThread().interrupt();
         }
     }
 }
