@@ -33,7 +33,7 @@ import org.peerdirect.dpa.samples.dev.PingPongDevStubs;
  * round trip of an 8-byte SEND between two DPA threads on one BlueField-3, each with its DOCA RDMA
  * context (data path on the DPA) and its completion context, polled, never rescheduling. The device
  * program is the sample's own (dpa-samples' {@code PingPongDev}) run free: its {@code TLS_ROUNDS}
- * set, no thread ends or logs, ping counts each round trip there with an atomic. The exchange runs
+ * set, no thread logs and none ends before the teardown's stop word, ping counts each round trip there with an atomic. The exchange runs
  * free once started; an invocation waits for {@link #ROUNDS} more round trips (the count, read by
  * the host's d2h copies), so the score is one round trip. Its reference is {@link PingPongBench}'s
  * host RC round trip ({@code rc}) in the same JMH command.
@@ -118,7 +118,11 @@ public class DocaPingPongBench {
 
         @TearDown(Level.Trial)
         public void down() {
-            rig.close();
+            try { // the threads finish first (PingPongDev's stop word): the RDMA contexts go only once no thread can post on them
+                rig.stopThreads(new long[] {rounds + RUN_STOP}, new long[] {rounds + RUN_PING_DONE, rounds + RUN_PONG_DONE});
+            } finally {
+                rig.close();
+            }
         }
     }
 

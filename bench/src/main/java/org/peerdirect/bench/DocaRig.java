@@ -140,6 +140,27 @@ final class DocaRig implements AutoCloseable {
         return c;
     }
 
+    /**
+     * A free-running exchange's end, before {@link #close}: raises each stop word and waits (bounded,
+     * 10 s, then IllegalStateException naming the DPA's state) until each "finished" word is
+     * non-zero, so no DPA thread posts on a queue the teardown destroys (which would end the DPA
+     * process with an outbox isolation error).
+     */
+    void stopThreads(long[] stopWords, long[] doneWords) {
+        for (long w : stopWords) {
+            dpa.memset(w, 1, 8);
+        }
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        for (long w : doneWords) {
+            while (word(w) == 0) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("a DPA thread did not finish on its stop word within 10 s; DPA: " + bf3.dpaDescribe());
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(200_000); // each look is an RDMA READ
+            }
+        }
+    }
+
     @Override
     public void close() {
         for (int i = undo.size() - 1; i >= 0; i--) {

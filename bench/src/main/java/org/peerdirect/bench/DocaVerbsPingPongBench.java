@@ -52,12 +52,14 @@ public class DocaVerbsPingPongBench {
     public static class Host {
         DocaRig rig;
         long pingArg;
+        long pongArg;
 
         @Setup(Level.Trial)
         public void up() throws Exception {
             rig = new DocaRig("doca-verbs-ping-pong-bench", DocaVerbsPingPongDevStubs.APP, true);
             long[] args = {side(true), side(false)};
             pingArg = args[0];
+            pongArg = args[1];
             connect(qps.get(0), qps.get(1).getQpn());
             connect(qps.get(1), qps.get(0).getQpn());
             threads.forEach(DocaDpaThread::run);
@@ -124,7 +126,11 @@ public class DocaVerbsPingPongBench {
 
         @TearDown(Level.Trial)
         public void down() {
-            rig.close();
+            try { // the threads finish first (the program's stop word): the QPs go only once no thread can post on them
+                rig.stopThreads(new long[] {pingArg + STOP, pongArg + STOP}, new long[] {pingArg + DONE, pongArg + DONE});
+            } finally {
+                rig.close();
+            }
         }
     }
 

@@ -2,6 +2,7 @@ package org.peerdirect.bench.dpa;
 
 import static org.peerdirect.doca.dpa.dev.DocaDpaDevVerbs.*;
 
+import org.peerdirect.doca.dpa.dev.DocaDpaDev;
 import org.peerdirect.doca.dpa.dev.DocaDpaDevCompletion;
 import org.peerdirect.dpacc.DpaApp;
 import org.peerdirect.dpacc.DpaGlobal;
@@ -23,10 +24,12 @@ public final class DocaVerbsPingPongDev {
      * The argument block (8-byte words), then two sets of SGEs and WRs (at {@link #THREAD} for the
      * thread, at {@link #RPC} for the start RPC): a set is written and read by one DPA thread only
      * (the RPC's handler is another thread; sharing one set across them without a fence is the C2
-     * the checker caught in this bench's first version).
+     * the checker caught in this bench's first version). {@link #STOP}: the host's stop word; a thread
+     * that sees it raises {@link #DONE} (an atomic) and finishes, so the teardown destroys the QPs
+     * only once no thread can post on them.
      */
     public static final int COMP = 0, QP = 8, RECV = 16, RECV_KEY = 24, SEND = 32, SEND_KEY = 40, IS_PING = 48, COUNT = 56, THREAD = 64,
-            RPC = 160, SIZE = 256;
+            RPC = 160, STOP = 256, DONE = 264, SIZE = 272;
     /** Offsets in a set. */
     static final int RSGE = 0, SSGE = 16, SWR = 32, RWR = 80;
 
@@ -71,6 +74,10 @@ public final class DocaVerbsPingPongDev {
         boolean ping = Dpa.ld64(a + IS_PING) != 0;
         prepare(a, THREAD);
         while (true) {
+            if (Dpa.ld64(a + STOP) != 0) {
+                Dpa.amoAdd64(a + DONE, 1);
+                DocaDpaDev.threadFinish();
+            }
             if (DocaDpaDevCompletion.getCompletion(comp) == 0) {
                 continue;
             }

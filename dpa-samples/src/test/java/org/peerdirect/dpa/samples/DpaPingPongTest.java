@@ -146,10 +146,11 @@ class DpaPingPongTest extends DpaLabFixture {
     /**
      * The bench's mode ({@code DocaPingPongBench}): with {@code TLS_ROUNDS} set the exchange runs on
      * past the sample's 100 iterations, ping counting each round trip with an atomic the host reads
-     * while it runs; no thread ends, so neither event is set.
+     * while it runs; no thread ends, so neither event is set, until the host raises the run's stop
+     * word: then each thread raises its "finished" word and finishes (the bench's teardown).
      */
     @Test
-    void runFreeTheExchangeGoesPastTheHundredAndNeverEnds() {
+    void runFreeTheExchangeGoesPastTheHundredUntilTheStopWord() {
         long rounds = alloc(64);
         Side ping = side(true, false, rounds);
         Side pong = side(false, false, rounds);
@@ -167,5 +168,13 @@ class DpaPingPongTest extends DpaLabFixture {
             assertEquals(1, s.thread().activations(), "one activation: the thread still polls");
         }
         assertTrue(lab.dpa().stream().noneMatch(l -> l.matches(".*\\bC[1-7]\\b.*")), "no memory-model finding: " + lab.dpa());
+        dpa.memset(rounds + RUN_STOP, 1, 8); // the bench's teardown: both threads finish before their RDMA contexts go
+        for (int done : new int[] {RUN_PING_DONE, RUN_PONG_DONE}) {
+            while (ByteBuffer.wrap(dpa.d2hMemcpy(rounds + done, 8)).order(ByteOrder.LITTLE_ENDIAN).getLong() != 1) {
+                assertTrue(System.nanoTime() < deadline, "both threads saw the stop word and finished");
+                java.util.concurrent.locks.LockSupport.parkNanos(200_000);
+            }
+        }
+        assertEquals(List.of("no DPA process ended with an error"), lab.crashes(), "the process is alive");
     }
 }

@@ -39,6 +39,13 @@ public final class PingPongDev {
      * plain store there, written back only with the next doorbell, is a C1).
      */
     public static final int TLS_VALUES = 0, TLS_NUM = 8, TLS_IS_PING = 16, TLS_NO_REPOST = 24, TLS_ROUNDS = 32, TLS_SIZE = 40;
+    /**
+     * A free-running exchange's words from its {@code TLS_ROUNDS} address: the round trips (ping's
+     * atomic), the host's stop word, and each side's "finished" (an atomic, ping then pong): a
+     * thread that sees the stop word raises its own and finishes, so the host tears the RDMA
+     * contexts down only once no thread can post on them.
+     */
+    public static final int RUN_ROUNDS = 0, RUN_STOP = 8, RUN_PING_DONE = 16, RUN_PONG_DONE = 24, RUN_SIZE = 32;
     /** Iterations ({@code EXPECTED_NUM_RECEIVES}). */
     public static final int ITERATIONS = 100;
 
@@ -47,7 +54,7 @@ public final class PingPongDev {
      * rescheduling; per receive marks the value received, re-posts the receive, sends its next
      * value (flushed, no report of its own); after the 100th sets its sync event and finishes.
      * With {@code TLS_ROUNDS} set it runs free instead: ping counts each round trip there, no
-     * thread logs or ends.
+     * thread logs, and each ends only once the host raised the run's stop word ({@code RUN_*}).
      */
     @DpaGlobal("thread_kernel")
     static void threadKernel(long a) {
@@ -59,6 +66,10 @@ public final class PingPongDev {
         long send = Dpa.ld64(a + PP_SEND);
         long rounds = Dpa.ld64(tls + TLS_ROUNDS);
         while (true) {
+            if (rounds != 0 && Dpa.ld64(rounds + RUN_STOP) != 0) {
+                Dpa.amoAdd64(rounds + (ping ? RUN_PING_DONE : RUN_PONG_DONE), 1);
+                DocaDpaDev.threadFinish();
+            }
             if (DocaDpaDevCompletion.getCompletion(comp) == 0) {
                 continue;
             }
