@@ -47,17 +47,6 @@ public interface DocaDpaContext {
     }
 
     /**
-     * {@code event} named this context as its publisher or subscriber location (a hook for the DPA
-     * library's list of live objects; nothing else depends on it).
-     */
-    default void syncEventAttached(org.peerdirect.doca.syncevent.DocaSyncEvent event) {
-    }
-
-    /** {@code event}, attached before, was destroyed. */
-    default void syncEventDetached(org.peerdirect.doca.syncevent.DocaSyncEvent event) {
-    }
-
-    /**
      * An mkey over {@code len} bytes of the context's DPA memory at {@code daddr} (local and remote
      * read, write and atomics), for a map's DPA memory range ({@code doca_mmap_set_dpa_memrange})
      * or a DPA-subscribed sync event a remote node publishes to; its key.

@@ -8,7 +8,7 @@
  * @see <a href="https://docs.nvidia.com/doca/sdk/DOCA+Core">DOCA Core</a>
  */
 @Export
-@Version("0.4.0")
+@Version("0.5.0")
 package org.peerdirect.doca;
 
 import org.osgi.annotation.bundle.Export;

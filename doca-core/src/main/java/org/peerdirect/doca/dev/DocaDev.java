@@ -133,12 +133,12 @@ public final class DocaDev {
         holders.add(owner);
     }
 
-    /** The started DOCA DPA contexts among the objects holding the device, in the order they took it [model: what a host map's DPA handle is made for]. */
-    public List<org.peerdirect.doca.DocaDpaContext> startedDpaContexts() {
-        List<org.peerdirect.doca.DocaDpaContext> l = new ArrayList<>();
+    /** The objects of {@code type} among those holding the device, in the order they took it (DOCA Core finds a map's DPA context so). */
+    public <T> List<T> holders(Class<T> type) {
+        List<T> l = new ArrayList<>();
         for (Object o : holders) {
-            if (o instanceof org.peerdirect.doca.DocaDpaContext d && d.dpaStarted()) {
-                l.add(d);
+            if (type.isInstance(o)) {
+                l.add(type.cast(o));
             }
         }
         return l;

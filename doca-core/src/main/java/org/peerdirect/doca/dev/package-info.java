@@ -7,7 +7,7 @@
  * @see <a href="https://docs.nvidia.com/doca/sdk/DOCA+Core">DOCA Core</a>
  */
 @Export
-@Version("0.1.0")
+@Version("0.2.0")
 package org.peerdirect.doca.dev;
 
 import org.osgi.annotation.bundle.Export;

@@ -395,7 +395,8 @@ public final class DocaMmap {
             hostDpa.dpaMkeyDestroy(hostDpaKey); // its context stopped: the key went with the process
             hostDpaKey = 0;
         }
-        List<DocaDpaContext> ctxs = dev.startedDpaContexts();
+        // the started DOCA DPA contexts on dev, in the order they took it [model: what a host map's DPA handle is made for]
+        List<DocaDpaContext> ctxs = dev.holders(DocaDpaContext.class).stream().filter(DocaDpaContext::dpaStarted).toList();
         DocaException.check(!ctxs.isEmpty(), DocaError.DOCA_ERROR_NOT_SUPPORTED,
                 w + ": no DOCA DPA context is started on " + dev.name() + " (a map of host memory gets its DPA handle from one)");
         boolean writable = (permissions & (DocaAccessFlag.DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DocaAccessFlag.DOCA_ACCESS_FLAG_RDMA_WRITE)) != 0;

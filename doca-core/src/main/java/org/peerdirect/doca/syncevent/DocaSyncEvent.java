@@ -112,7 +112,7 @@ public final class DocaSyncEvent {
         DocaException.check(dpa != null, DocaError.DOCA_ERROR_INVALID_VALUE, "doca_sync_event_add_publisher_location_dpa: null DPA");
         setPublisher("doca_sync_event_add_publisher_location_dpa", Location.DPA);
         publisherDpa = dpa;
-        dpa.syncEventAttached(this);
+        attached(dpa);
     }
 
     /** {@code doca_sync_event_add_publisher_location_remote_net}: a remote node publishes (over RDMA). */
@@ -134,7 +134,14 @@ public final class DocaSyncEvent {
         setSubscriber("doca_sync_event_add_subscriber_location_dpa", Location.DPA);
         subscriberDpa = dpa;
         if (publisherDpa != dpa) {
-            dpa.syncEventAttached(this);
+            attached(dpa);
+        }
+    }
+
+    /** Tells {@code dpa} it is a location of this event, if it keeps such a list ({@link SyncEventAttachments}). */
+    private void attached(DocaDpaContext dpa) {
+        if (dpa instanceof SyncEventAttachments a) {
+            a.syncEventAttached(this);
         }
     }
 
@@ -264,11 +271,11 @@ public final class DocaSyncEvent {
             if (subscriberDev != null) {
                 subscriberDev.unhold(this);
             }
-            if (publisherDpa != null) {
-                publisherDpa.syncEventDetached(this);
+            if (publisherDpa instanceof SyncEventAttachments a) {
+                a.syncEventDetached(this);
             }
-            if (subscriberDpa != null && subscriberDpa != publisherDpa) {
-                subscriberDpa.syncEventDetached(this);
+            if (subscriberDpa != publisherDpa && subscriberDpa instanceof SyncEventAttachments a) {
+                a.syncEventDetached(this);
             }
         }
     }

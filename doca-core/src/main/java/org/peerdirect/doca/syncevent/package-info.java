@@ -9,7 +9,7 @@
  * @see <a href="https://docs.nvidia.com/doca/sdk/Sync+Event">DOCA Sync Event</a>
  */
 @Export
-@Version("0.4.0")
+@Version("0.5.0")
 package org.peerdirect.doca.syncevent;
 
 import org.osgi.annotation.bundle.Export;

@@ -6,6 +6,7 @@ import org.peerdirect.doca.DocaDpaContext;
 import org.peerdirect.doca.DocaError;
 import org.peerdirect.doca.DocaException;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
+import org.peerdirect.doca.syncevent.SyncEventAttachments;
 
 /**
  * DOCA Core's side of a DOCA DPA context ({@link DocaDpaContext}): what {@code doca_sync_event}
@@ -18,7 +19,7 @@ import org.peerdirect.doca.syncevent.DocaSyncEvent;
  * <p>Lock: {@link #lock} is the DPA context's lock (DocaDpa's calls take it); the hooks here take
  * it where they read the context's state, and their helpers take it per heap call.
  */
-abstract sealed class DocaDpaCoreSide implements DocaDpaContext permits DocaDpa {
+abstract sealed class DocaDpaCoreSide implements DocaDpaContext, SyncEventAttachments permits DocaDpa {
 
     /** The DPA context's lock: orders the user's calls against the launch dispatcher's thread and stop. */
     final ReentrantLock lock = new ReentrantLock();
