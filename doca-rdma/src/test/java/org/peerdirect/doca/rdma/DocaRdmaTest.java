@@ -271,43 +271,7 @@ class DocaRdmaTest extends DpaLabFixture {
      */
     @Test
     void twoRanksPostingOnOneConnectionIsC8AndOneConnectionEachIsSilent() {
-        DocaRdma writer = DocaRdma.create(dev);
-        writer.setPermissions(RW);
-        writer.setDatapathOnDpa(dpa);
-        writer.setMaxNumConnections(2);
-        writer.start();
-        undo.add(writer::destroy);
-        connect(writer, rdma(null));
-        connect(writer, rdma(null));
-        long buf = alloc(64);
-        int key = dpaMap(buf, 64).devGetDpaHandle(dev);
-        DocaSyncEvent done = DocaSyncEvent.create();
-        done.addPublisherLocationDpa(dpa);
-        done.addSubscriberLocationCpu(dev);
-        done.start();
-        undo.add(done::destroy);
-        long b = alloc(RdmaProgs.PL_SIZE);
-        java.util.function.LongUnaryOperator posts = r -> dpa.rpc(RdmaProgsStubs.LOAD64, b + RdmaProgs.PL_POSTS + 8 * r);
-
-        dpa.h2dMemcpy(b, postLoopBlock(writer.getDpaHandle(), 0, 1, key, buf));
-        dpa.kernelLaunchUpdateSet(null, 0, done, 1, 2, RdmaProgsStubs.POST_LOOP, b);
-        long deadline = System.nanoTime() + 60_000_000_000L;
-        while (posts.applyAsLong(0) < 500 || posts.applyAsLong(1) < 500) {
-            assertTrue(dpa.kernelFailure() == null && System.nanoTime() < deadline, "both ranks post: " + lab.findings());
-        }
-        dpa.memset(b + RdmaProgs.PL_STOP, 1, 8);
-        done.waitGt(0, -1L, java.time.Duration.ofSeconds(60));
-        assertTrue(lab.findings().stream().noneMatch(l -> l.contains("C8")), lab.findings().toString());
-
-        dpa.h2dMemcpy(b, postLoopBlock(writer.getDpaHandle(), 0, 0, key, buf)); // the mutant: one connection for both
-        dpa.kernelLaunchUpdateSet(null, 0, done, 2, 2, RdmaProgsStubs.POST_LOOP, b);
-        while (dpa.kernelFailure() == null) {
-            assertTrue(System.nanoTime() < deadline, "strict C8 ends the process: " + lab.findings());
-            Thread.onSpinWait();
-        }
-        List<String> crashes = lab.crashes();
-        assertTrue(crashes.stream().anyMatch(l -> l.contains("C8") && l.contains("RdmaProgs.postLoop:") && l.contains("DocaDpaDevRdma.post:")),
-                crashes.toString());
+        postLoopC8(0, 1, 0, 0, "DocaDpaDevRdma.post:");
     }
 
     /**
@@ -318,6 +282,16 @@ class DocaRdmaTest extends DpaLabFixture {
      */
     @Test
     void twoRanksPostingReceivesOnOneHandleIsC8AndAReceiveBesideAWriteIsSilent() {
+        postLoopC8(-1, 0, -1, -1, "DocaDpaDevRdma.postReceive:");
+    }
+
+    /**
+     * {@code RdmaProgs.postLoop} with two ranks on one handle of two connections (connection -1:
+     * the rank posts receives): first on {@code ok0}/{@code ok1}, which stays free of C8 after 500
+     * posts each; then on {@code bad0}/{@code bad1}, which strict C8 must end naming the kernel's
+     * line and {@code libraryCall}.
+     */
+    private void postLoopC8(int ok0, int ok1, int bad0, int bad1, String libraryCall) {
         DocaRdma writer = DocaRdma.create(dev);
         writer.setPermissions(RW);
         writer.setDatapathOnDpa(dpa);
@@ -336,7 +310,7 @@ class DocaRdmaTest extends DpaLabFixture {
         long b = alloc(RdmaProgs.PL_SIZE);
         java.util.function.LongUnaryOperator posts = r -> dpa.rpc(RdmaProgsStubs.LOAD64, b + RdmaProgs.PL_POSTS + 8 * r);
 
-        dpa.h2dMemcpy(b, postLoopBlock(writer.getDpaHandle(), -1, 0, key, buf)); // rank 0 receives, rank 1 writes on connection 0
+        dpa.h2dMemcpy(b, postLoopBlock(writer.getDpaHandle(), ok0, ok1, key, buf));
         dpa.kernelLaunchUpdateSet(null, 0, done, 1, 2, RdmaProgsStubs.POST_LOOP, b);
         long deadline = System.nanoTime() + 60_000_000_000L;
         while (posts.applyAsLong(0) < 500 || posts.applyAsLong(1) < 500) {
@@ -346,14 +320,14 @@ class DocaRdmaTest extends DpaLabFixture {
         done.waitGt(0, -1L, java.time.Duration.ofSeconds(60));
         assertTrue(lab.findings().stream().noneMatch(l -> l.contains("C8")), lab.findings().toString());
 
-        dpa.h2dMemcpy(b, postLoopBlock(writer.getDpaHandle(), -1, -1, key, buf)); // the mutant: both ranks receive on the handle
+        dpa.h2dMemcpy(b, postLoopBlock(writer.getDpaHandle(), bad0, bad1, key, buf)); // the mutant
         dpa.kernelLaunchUpdateSet(null, 0, done, 2, 2, RdmaProgsStubs.POST_LOOP, b);
         while (dpa.kernelFailure() == null) {
             assertTrue(System.nanoTime() < deadline, "strict C8 ends the process: " + lab.findings());
             Thread.onSpinWait();
         }
         List<String> crashes = lab.crashes();
-        assertTrue(crashes.stream().anyMatch(l -> l.contains("C8") && l.contains("RdmaProgs.postLoop:") && l.contains("DocaDpaDevRdma.postReceive:")),
+        assertTrue(crashes.stream().anyMatch(l -> l.contains("C8") && l.contains("RdmaProgs.postLoop:") && l.contains(libraryCall)),
                 crashes.toString());
     }
 
