@@ -31,19 +31,7 @@ class DpaEventsTest extends DpaRig {
         unit.threadRun(t);
         assertTrue(unit.trigger(t));
         settle(); // not recorded: before the recording starts
-        Path file = tmp.resolve("dpa.jfr");
-        try (Recording r = new Recording()) {
-            r.enable("org.peerdirect.DpaActivation");
-            r.start();
-            for (int i = 0; i < 3; i++) {
-                assertTrue(unit.trigger(t));
-                settle();
-            }
-            r.stop();
-            r.dump(file);
-        }
-        List<RecordedEvent> es = RecordingFile.readAllEvents(file).stream()
-                .filter(e -> e.getEventType().getName().equals("org.peerdirect.DpaActivation")).toList();
+        List<RecordedEvent> es = recordTriggers(t, "org.peerdirect.DpaActivation");
         assertEquals(3, es.size(), "one event per activation: " + es);
         for (RecordedEvent e : es) {
             assertEquals(pid, e.getInt("process"));
@@ -61,15 +49,11 @@ class DpaEventsTest extends DpaRig {
         return RecordingFile.readAllEvents(file).stream().filter(e -> e.getEventType().getName().equals(type)).toList();
     }
 
-    @Test
-    void aTriggersWayToTheHandlerIsOneWakeEventPerActivationWithItsHops() throws Exception {
-        start(DpaConfig.test(4, 2).concurrent());
-        int pid = load(UID, RtosTest.image(), 1 << 16);
-        int t = unit.threadCreate(pid, "count", unit.heapBase(pid), 0, Affinity.ANY, false);
-        unit.threadRun(t);
-        Path file = tmp.resolve("wake.jfr");
+    /** The {@code type} events of a recording over three triggers of thread {@code t}, each settled. */
+    private List<RecordedEvent> recordTriggers(int t, String type) throws Exception {
+        Path file = tmp.resolve(type + ".jfr");
         try (Recording r = new Recording()) {
-            r.enable("org.peerdirect.DpaWake");
+            r.enable(type);
             r.start();
             for (int i = 0; i < 3; i++) {
                 assertTrue(unit.trigger(t));
@@ -78,7 +62,16 @@ class DpaEventsTest extends DpaRig {
             r.stop();
             r.dump(file);
         }
-        List<RecordedEvent> es = recorded(file, "org.peerdirect.DpaWake");
+        return recorded(file, type);
+    }
+
+    @Test
+    void aTriggersWayToTheHandlerIsOneWakeEventPerActivationWithItsHops() throws Exception {
+        start(DpaConfig.test(4, 2).concurrent());
+        int pid = load(UID, RtosTest.image(), 1 << 16);
+        int t = unit.threadCreate(pid, "count", unit.heapBase(pid), 0, Affinity.ANY, false);
+        unit.threadRun(t);
+        List<RecordedEvent> es = recordTriggers(t, "org.peerdirect.DpaWake");
         assertEquals(3, es.size(), "one per triggered activation: " + es);
         for (RecordedEvent e : es) {
             assertEquals(t, e.getInt("thread"));
