@@ -175,6 +175,11 @@ public final class DocaSyncEvent {
         return id;
     }
 
+    /** Whether the event is started (its counter exists; {@code doca_sync_event_start} done, no stop or destroy since). */
+    public boolean isStarted() {
+        return state == State.STARTED;
+    }
+
     /** The publisher location. */
     public Location publisherLocation() {
         return publisher;

@@ -2,6 +2,7 @@ package org.peerdirect.doca.syncevent;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -30,6 +31,8 @@ final class SyncEventWaits {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
     private final AtomicInteger waiters = new AtomicInteger();
+    /** Updates that went through the event ({@link #wakeIfWaited}, {@link #wakeAll}): how a wait tells a late look at a signalled pass from a lost wake-up. */
+    private final AtomicLong signals = new AtomicLong();
 
     static boolean passed(long v, long threshold, long mask) {
         return Long.compareUnsigned(v & mask, threshold) > 0;
@@ -51,23 +54,32 @@ final class SyncEventWaits {
         // Unbounded, or so far away that nanoTime() + timeout could wrap: no deadline.
         boolean bounded = timeoutNanos >= 0 && timeoutNanos <= Long.MAX_VALUE / 4;
         long deadline = bounded ? System.nanoTime() + timeoutNanos : 0;
+        long signalled = signals.get();
         int spins = 0;
         waiters.incrementAndGet();
         lock.lock();
         try {
             while (true) {
-                // a look begun after the bound does not count: a pass nobody signalled within the
-                // bound (a lost wake-up) is TIME_OUT, not a success at the bound's end
+                // A pass seen is a success, also at a look begun after the bound when an update
+                // went through the event meanwhile (its signal or the lock hand-off came late) or
+                // the wait polls (a poll's pace is its only delay). A pass that only a write
+                // behind the event's back made, seen by a sleeping waiter at its bound, is a lost
+                // wake-up: TIME_OUT, naming it, not a success at the bound's end.
                 long left = bounded ? deadline - System.nanoTime() : Long.MAX_VALUE / 2;
                 long v = value.getAsLong();
-                if (passed(v, threshold, mask) && left > 0) {
+                boolean polling = polls.getAsBoolean();
+                if (passed(v, threshold, mask) && (left > 0 || polling || signals.get() != signalled)) {
                     return;
                 }
                 if (left <= 0) {
-                    throw new DocaException(DocaError.DOCA_ERROR_TIME_OUT, String.format("%s: (0x%x & 0x%x) > 0x%x did not hold within %d ms",
-                            what, v, mask, threshold, TimeUnit.NANOSECONDS.toMillis(timeoutNanos)));
+                    throw new DocaException(DocaError.DOCA_ERROR_TIME_OUT, passed(v, threshold, mask)
+                            ? String.format("%s: (0x%x & 0x%x) > 0x%x holds only at the look after its %d ms bound, and no update went through"
+                                    + " the event meanwhile (a write behind its back: its waiters were never woken)", what, v, mask, threshold,
+                                    TimeUnit.NANOSECONDS.toMillis(timeoutNanos))
+                            : String.format("%s: (0x%x & 0x%x) > 0x%x did not hold within %d ms", what, v, mask, threshold,
+                                    TimeUnit.NANOSECONDS.toMillis(timeoutNanos)));
                 }
-                if (polls.getAsBoolean()) {
+                if (polling) {
                     lock.unlock();
                     try {
                         if (++spins > SPINS) {
@@ -103,6 +115,7 @@ final class SyncEventWaits {
 
     /** After an update: wakes the sleeping waiters, if any (no lock when none). */
     void wakeIfWaited() {
+        signals.incrementAndGet();
         if (waiters.get() != 0) {
             wakeAll();
         }
@@ -110,6 +123,7 @@ final class SyncEventWaits {
 
     /** Wakes every waiter (stop, destroy: they see the state and end). */
     void wakeAll() {
+        signals.incrementAndGet();
         lock.lock();
         try {
             changed.signalAll();

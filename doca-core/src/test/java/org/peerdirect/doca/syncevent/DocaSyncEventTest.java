@@ -162,9 +162,10 @@ class DocaSyncEventTest {
 
     /**
      * A bounded wait answers TIME_OUT when the value did not pass within the bound, even when it
-     * passes by the time the waiter looks again after the bound: here the counter moves behind the
-     * event's back (a write that signals nothing, as a lost wake-up is), so the sleeping waiter
-     * only looks again at its bound. Before the fix it returned there without TIME_OUT, and a lost
+     * passes by the time the waiter looks again after the bound, if no update went through the
+     * event meanwhile: here the counter moves behind the event's back (a write that signals
+     * nothing, as a lost wake-up is), so the sleeping waiter only looks again at its bound, and the
+     * message says so. (A pass an update signalled, seen late, is a success.) Before the fix it returned there without TIME_OUT, and a lost
      * wake-up cost a whole bound unnoticed (note24 "Known flaky").
      */
     @Test
@@ -172,8 +173,8 @@ class DocaSyncEventTest {
         DocaSyncEvent ev = cpuEvent();
         ev.updateSet(1);
         long t0 = System.nanoTime();
-        CompletableFuture<DocaError> w = new CompletableFuture<>();
-        Thread waiter = Thread.ofPlatform().start(() -> w.complete(status(() -> ev.waitGt(1, ALL, Duration.ofMillis(300)))));
+        CompletableFuture<DocaException> w = new CompletableFuture<>();
+        Thread waiter = Thread.ofPlatform().start(() -> w.complete(assertThrows(DocaException.class, () -> ev.waitGt(1, ALL, Duration.ofMillis(300)))));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (ev.waiting() == 0 || waiter.getState() != Thread.State.TIMED_WAITING) { // asleep on the event after its second look
             assertTrue(System.nanoTime() < deadline, "the waiter never slept in its wait");
@@ -181,8 +182,12 @@ class DocaSyncEventTest {
         }
         DocaLab.fill(host, ev.counterAddr(), 1, 7); // byte 0 = 7: the value passes 1, signalling nothing
         assertEquals(7, ev.get());
-        assertEquals(DocaError.DOCA_ERROR_TIME_OUT, w.get(10, TimeUnit.SECONDS),
+        DocaException e = w.get(10, TimeUnit.SECONDS);
+        assertEquals(DocaError.DOCA_ERROR_TIME_OUT, e.error(),
                 "the pass was not seen within the bound (nothing signalled it): TIME_OUT, not a success at the bound");
+        assertTrue(e.getMessage().contains("holds only at the look after its 300 ms bound"), e.getMessage());
+        String m = assertThrows(DocaException.class, () -> ev.waitGt(7, ALL, Duration.ofMillis(1))).getMessage();
+        assertTrue(m.contains("did not hold within 1 ms"), m);
         assertTrue(System.nanoTime() - t0 >= TimeUnit.MILLISECONDS.toNanos(300), "the wait ran its bound");
         ev.updateSet(8); // a signalled update is seen at once
         ev.waitGt(7, ALL, Duration.ofSeconds(10));

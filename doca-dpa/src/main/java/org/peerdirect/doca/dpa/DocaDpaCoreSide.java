@@ -48,7 +48,7 @@ abstract sealed class DocaDpaCoreSide implements DocaDpaContext, SyncEventAttach
         return true;
     }
 
-    /** A sync event counter of a DPA subscriber: 8 zero bytes of the heap (a block of its own, 64-byte aligned). */
+    /** A sync event counter of a DPA subscriber: a zeroed cell of the heap (the counter and its watch word, {@code DocaDpaDevSyncEvent.COUNTER_CELL} bytes; a block of its own, 64-byte aligned). */
     @Override
     public long syncEventCounterAlloc() {
         return syncEvents.counterAlloc();

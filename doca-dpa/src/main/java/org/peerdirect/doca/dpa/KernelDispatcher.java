@@ -87,6 +87,8 @@ final class KernelDispatcher {
                 throw new DocaException(DocaError.DOCA_ERROR_INVALID_VALUE, w + ": arguments of " + kernel.name() + ": " + e.getMessage(), e);
             }
             long comp = compEvent == null ? 0 : compEvent.kernelCompletionDpaHandle(dpa);
+            DocaException.check(waitEvent == null || waitEvent.isStarted(), DocaError.DOCA_ERROR_BAD_STATE,
+                    w + ": the wait event (doca_sync_event " + (waitEvent == null ? 0 : waitEvent.id()) + ") is not started");
             long wait = waitHandle(waitEvent, dpa);
             return new Launch(w, waitEvent, waitThreshold, wait, waitEvent != null && wait == 0, compEvent, comp, compCount, add, nthreads,
                     kernel, arg);
@@ -96,8 +98,8 @@ final class KernelDispatcher {
          * The DPA handle the dispatcher on the DPA reads the wait event by (a DPA counter, or a host
          * counter of this process through the window), or 0: none, or an event the DPA cannot
          * watch — a remote publisher's (a peer's RDMA moves it: nothing on this DPA sees the
-         * update) or one this DPA cannot reach (another context's or process's, not started) —
-         * which the host's look gates instead [model].
+         * update) or one this DPA cannot reach (another context's or process's; a started one:
+         * {@link #checked} refused the others) — which the host's look gates instead [model].
          */
         private static long waitHandle(DocaSyncEvent e, DocaDpa dpa) {
             if (e == null || e.publisherLocation() == DocaSyncEvent.Location.REMOTE_NET) {
@@ -126,7 +128,7 @@ final class KernelDispatcher {
     private final FlexioProcess process;
     private final DocaDpa.WaitComparison comparison;
     private final ReentrantLock lock = new ReentrantLock();
-    /** Signalled when a launch is queued, on failure and stop: the watchdog's. */
+    /** Signalled when a submission is the first in flight or gated, on failure and stop: the watchdog's. */
     private final Condition wake = lock.newCondition();
     private final KernelSlots slots;
     /** The queue block and the dispatcher thread on the DPA (made at the first launch; guarded by {@link #lock}). */
@@ -247,8 +249,9 @@ final class KernelDispatcher {
             return;
         }
         headSeen = slots.read(queue + DocaDpaDevKernelQueue.Q_HEAD);
-        DocaException.check(tail - headSeen < DocaDpaDevKernelQueue.CAPACITY, DocaError.DOCA_ERROR_FULL, l.call() + ": "
-                + DocaDpaDevKernelQueue.CAPACITY + " launches are queued on the DPA behind one still waiting for its event");
+        DocaException.check(tail - headSeen < DocaDpaDevKernelQueue.CAPACITY, DocaError.DOCA_ERROR_FULL, l.call() + ": the DPA's queue of "
+                + DocaDpaDevKernelQueue.CAPACITY + " launches is full (head " + headSeen + ", tail " + tail
+                + "): launches still waiting for their events, or not yet taken by the DPA's dispatcher; retry once some started");
     }
 
     /** The queue block (zeroed) and the dispatcher thread on the DPA, run: firmware commands, once per context. */
@@ -450,7 +453,14 @@ final class KernelDispatcher {
             try {
                 List<Boolean> passed = new ArrayList<>();
                 for (Launch l : gatedLaunches) { // outside the lock: a DPA counter's value takes the DPA context's
-                    passed.add(comparison.passes(l.waitEvent().get(), l.waitThreshold()));
+                    long v;
+                    try {
+                        v = l.waitEvent().get();
+                    } catch (DocaException e) { // stopped or destroyed under the gated launch
+                        throw new DocaException(e.error(), LaunchStats.describe(l) + ": its wait event (doca_sync_event " + l.waitEvent().id()
+                                + ") cannot be read: " + e.getMessage(), e);
+                    }
+                    passed.add(comparison.passes(v, l.waitThreshold()));
                 }
                 lock.lock();
                 try {

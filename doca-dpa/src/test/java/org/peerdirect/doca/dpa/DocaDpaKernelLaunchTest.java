@@ -293,6 +293,15 @@ class DocaDpaKernelLaunchTest {
                 () -> d.kernelLaunchUpdateSet(null, 0, null, 0, 0, KernelProgsStubs.HELLO_WORLD, 0L)).error(), "nthreads 0");
         assertEquals(DocaError.DOCA_ERROR_INVALID_VALUE, assertThrows(DocaException.class,
                 () -> d.kernelLaunchUpdateSet(null, 0, null, 0, 1, KernelProgsStubs.ADD, 0L, 0L)).error(), "an RPC as kernel");
+        org.peerdirect.doca.syncevent.DocaSyncEvent unstarted = org.peerdirect.doca.syncevent.DocaSyncEvent.create();
+        unstarted.addPublisherLocationCpu(dev);
+        unstarted.addSubscriberLocationDpa(d);
+        DocaException notStarted = assertThrows(DocaException.class,
+                () -> d.kernelLaunchUpdateSet(unstarted, 0, null, 0, 1, KernelProgsStubs.HELLO_WORLD, 0L));
+        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, notStarted.error(), notStarted.getMessage());
+        assertTrue(notStarted.getMessage().contains("wait event (doca_sync_event " + unstarted.id() + ") is not started"), notStarted.getMessage());
+        assertEquals(null, d.kernelFailure(), "refused at the call: the context is not poisoned");
+        unstarted.destroy();
 
         long m = d.memAlloc(256);
         d.h2dMemcpy(m, new byte[] {1, 2, 3, 4, 5, 6, 7, 8});

@@ -28,8 +28,9 @@ import org.peerdirect.hca.dpa.isa.Dpa;
  * ({@link DocaDpaDevSyncEvent#watch}), fences, and looks at those events again: one that passed
  * meanwhile makes another pass. So an update either finds the watch (and activates the dispatcher:
  * a running one re-runs once, the RTOS latches the trigger) or is seen by that look. The
- * dispatcher writes its stores back (the host reads the head and rewrites blocks through the NIC,
- * which sees a dirty granule's old bytes, C1) and gives its EU back; it never waits on an EU. Starting a launch clears its event's
+ * dispatcher moves the words the host reads through the NIC (the head, a block's queued word) with
+ * atomics (a plain store would leave a dirty granule the NIC sees old, C1), writes its other stores
+ * back and gives its EU back; it never waits on an EU. Starting a launch clears its event's
  * watch; the events of launches still queued are watched again in the same pass.
  *
  * <p>Wakers: a DPA update of a watched event (a rank, a DPA thread: {@link DocaDpaDevSyncEvent});
@@ -91,8 +92,8 @@ public final class DocaDpaDevKernelQueue {
         while (head < tail && queued(q, head) == 0) {
             head++;
         }
-        Dpa.st64(q + Q_HEAD, head);
-        Dpa.memoryWriteback(); // the host reads the head through the NIC when its ring looks full (C1 otherwise: strict ends the process)
+        Dpa.amoSwap64(q + Q_HEAD, head); // an atomic, at memory at once: the host reads the head through the NIC when its ring looks full
+        Dpa.memoryWriteback(); // this pass's other stores (watch words) out of the write buffer before the EU goes
         FlexioDev.threadReschedule();
     }
 
@@ -116,18 +117,20 @@ public final class DocaDpaDevKernelQueue {
     }
 
     /**
-     * Starts a launch: leaves the queue first (once its ranks run, the last one frees the block and
-     * the host may queue the next launch in it: a later clear would drop that one), its event's
-     * watch cleared (watched again at this pass's end if another launch waits on it), then the ranks.
+     * Starts a launch: its event's watch cleared first (watched again at this pass's end if another
+     * launch waits on it), while the launch is still queued: once it leaves the queue the host may
+     * free the event (a stop or destroy finds no launch waiting on it), and the clear would land in
+     * freed memory. Then it leaves the queue, before its ranks run (the last one frees the block
+     * and the host may queue the next launch in it: a later clear would drop that one), with an
+     * atomic: at memory at once, so the host's reads through the NIC never meet a dirty granule (a
+     * plain store there is C1 until written back). Then the ranks.
      */
     private static void start(long q, long c) {
-        Dpa.st64(c + DocaDpaDevKernel.C_QUEUED, 0);
-        Dpa.memoryWriteback(); // in what the NIC sees before a rank runs: the host rewrites the block once the launch finished
-
         long ev = Dpa.ld64(c + DocaDpaDevKernel.C_WAIT);
         if (ev != 0) {
             DocaDpaDevSyncEvent.unwatch(ev);
         }
+        Dpa.amoSwap64(c + DocaDpaDevKernel.C_QUEUED, 0);
         Dpa.amoAdd64(q + Q_STARTS, 1);
         DocaDpaDevKernel.startRanks(c);
     }
