@@ -55,7 +55,7 @@ final class Runner implements Hart {
     private long quietNanos;
     /** The lines the quiet row loaded: only a write to them wakes the hart once it waits. */
     private final PollWaits.Watch watch = new PollWaits.Watch();
-    /** The last poll wait ended by a write: traffic flows, so the next one spins first ({@link DpaConfig#pollSpin}). */
+    /** The last poll wait ended by a write to its lines: traffic flows, so the next one spins first, once ({@link DpaConfig#pollSpin}). */
     private boolean flowing;
     /** The next poll wait's bound ({@link #POLL_WAIT_NANOS}). */
     private long waitBound = POLL_WAIT_NANOS;
@@ -243,6 +243,10 @@ final class Runner implements Hart {
         String outcome;
         if (flowing && spin > 0 && !unit.config.deterministic() && polls.spin(seen, spin)) {
             outcome = "SPUN";
+            // the spin watches the write count, not the row's lines: the write that ended it may be
+            // anyone's, so the next quiet row waits (line-filtered); only a wait its own lines' write
+            // ended makes the hart spin again (else unrelated traffic kept it spinning, carrier held)
+            flowing = false;
         } else if (unit.scheduler.pollWait(this, () -> flowing = polls.await(seen, waitBound, watch))) {
             outcome = flowing ? "WOKEN" : Thread.currentThread().isInterrupted() ? "INTERRUPTED" : "BOUND";
             waitBound = flowing ? POLL_WAIT_NANOS : Math.min(2 * waitBound, POLL_WAIT_MAX_NANOS);

@@ -134,6 +134,38 @@ class PollWaitTest extends DpaRig {
         assertEquals(1, peek(heap + 8), "the hart saw the flag and went on");
     }
 
+    /**
+     * {@link DpaConfig#pollSpin} is not line-filtered (it watches the write count), so a spin that
+     * another line's write ended must not make the next quiet row spin again: with unrelated
+     * traffic flowing (NIC writes to another line every ~50 µs), a hart whose wait a write of its
+     * own line ended spins once, at most twice more, then waits (filtered) again. Before, each quiet row spun,
+     * ended by the next unrelated write, for as long as the traffic lasted.
+     */
+    @Test
+    void unrelatedTrafficDoesNotKeepAHartSpinning() throws Exception {
+        boot(DpaConfig.test(4, 36).concurrent().withWatchdog(Long.MAX_VALUE).withCheck(CheckMode.OFF)
+                .withPollSpin(java.time.Duration.ofMillis(2)));
+        int t = thread("spin", heap);
+        unit.trigger(t);
+        await(() -> unit.mm.polls.counts()[1] >= 1, "the poller waits out its bound");
+        Thread traffic = Thread.ofPlatform().start(() -> { // another line, far from the polled word
+            long end = System.nanoTime() + 150_000_000L;
+            for (long i = 0; System.nanoTime() < end; i++) {
+                nicStore(heap + 4096, i);
+                java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+            }
+        });
+        java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L);
+        nicStore(heap + 16, 5); // its own line, amid the traffic: the wait ends by a write
+        traffic.join();
+        long[] spins = unit.mm.polls.spinCounts();
+        assertTrue(spins[0] + spins[1] <= 3, "spins under unrelated traffic: " + java.util.Arrays.toString(spins));
+        assertEquals(0, peek(heap + 8), "still polling");
+        nicStore(heap, 1);
+        settle();
+        assertEquals(1, peek(heap + 8), "the hart saw the flag and went on");
+    }
+
     @Test
     void aSpinOutsideItsRangeIsRefusedNamingIt() {
         var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
