@@ -169,10 +169,11 @@ final class KernelDispatcher {
     /**
      * Queues {@code l} for the DPA's dispatcher: a pool slot with its launch words (one copy), its
      * ring entry and the tail, a hook on its wait event (before the kick: a host update after the
-     * dispatcher's look kicks again), then one RPC. FULL when the queue's ring has no room (the
-     * launch not taken). A failure on the way (no kernel runtime in the image, no heap, the process
-     * gone) fails the dispatcher, as a launch failing on the DPA does: {@link #failure}, and later
-     * launches are BAD_STATE.
+     * dispatcher's look kicks again), then one RPC. FULL when the queue's ring has no room, DRIVER
+     * when the image lacks the kernel runtime, NO_MEMORY (or DRIVER) when the queue or a slot
+     * cannot be made: the call fails, nothing taken, the context unharmed. A failure once the
+     * launch may be visible to the DPA (a copy, the RPC: the process gone) fails the dispatcher,
+     * as a launch failing on the DPA does: {@link #failure}, and later launches are BAD_STATE.
      */
     void submit(Launch l) {
         lock.lock();
@@ -181,11 +182,18 @@ final class KernelDispatcher {
                     l.call() + ": an earlier launch failed (" + (failure == null ? "" : failure.getMessage()) + ")");
             DocaException.check(!stop, DocaError.DOCA_ERROR_BAD_STATE, l.call() + ": the DPA context is stopping");
             checkRoom(l);
+            // what can fail before anything reaches the DPA fails the call, nothing taken, the
+            // context unharmed: no kernel runtime in the image, no heap for the queue or a slot
+            int kernel = runtimeSymbol(l);
+            if (queue == 0) {
+                makeQueue(l);
+            }
+            KernelSlots.Slot slot = slots.take(l, this::ended);
             dpa.launchStats.launched(l); // before the DPA can start it: never finished before launched
             boolean first = inFlight.incrementAndGet() == 1;
             try {
-                enqueue(l);
-            } catch (RuntimeException e) {
+                enqueue(l, slot, kernel);
+            } catch (RuntimeException e) { // the launch may be visible to the DPA: the context fails
                 fail(e);
             }
             if (first || l.gated()) { // the watchdog's pace starts (a later launch would only wake it early); a gate wants looks
@@ -196,16 +204,18 @@ final class KernelDispatcher {
         }
     }
 
-    private void enqueue(Launch l) {
+    /** The kernel's launch trampoline in the image; DRIVER naming it when the image lacks doca-dpa-dev's kernel runtime. */
+    private int runtimeSymbol(Launch l) {
         int kernel = process.symbolIndex(l.kernel().name() + DocaDpaDevKernel.LAUNCH_SUFFIX);
         DocaException.check(kernel >= 0 && process.hasSymbol(DocaDpaDevKernel.START_SYMBOL)
                 && process.hasSymbol(DocaDpaDevKernelQueue.DISPATCH_SYMBOL), DocaError.DOCA_ERROR_DRIVER, l.call()
                 + ": app " + process.app().name() + "'s image lacks doca-dpa-dev's kernel runtime (" + l.kernel().name()
                 + DocaDpaDevKernel.LAUNCH_SUFFIX + "): link doca-dpa-dev into the image (dpacc does)");
-        if (queue == 0) {
-            makeQueue(l);
-        }
-        KernelSlots.Slot s = slots.take(l, this::ended);
+        return kernel;
+    }
+
+    /** The launch's words into its slot, then its start RPC or its ring entry, the tail and a kick. */
+    private void enqueue(Launch l, KernelSlots.Slot s, int kernel) {
         // Nothing else in flight (every earlier launch seen finished, so none is queued on the DPA)
         // and no wait: the start RPC starts it at once, as the dispatcher would (no order to keep).
         boolean direct = l.waitEvent() == null && inFlight.get() == 1;
@@ -258,13 +268,17 @@ final class KernelDispatcher {
     private void makeQueue(Launch l) {
         long q = process.bufDevAlloc(DocaDpaDevKernelQueue.SIZE);
         DocaException.check(q != 0, DocaError.DOCA_ERROR_NO_MEMORY, l.call() + ": no DPA heap for the launch queue");
+        FlexioEventHandler h = null;
         try {
             process.host2devMemcpy(new byte[DocaDpaDevKernelQueue.SIZE], q);
-            FlexioEventHandler h = FlexioEventHandler.createRuntime(process, DocaDpaDevKernelQueue.DISPATCH_SYMBOL, q, 0);
+            h = FlexioEventHandler.createRuntime(process, DocaDpaDevKernelQueue.DISPATCH_SYMBOL, q, 0);
             process.host2devMemcpy(le(h.id()), q + DocaDpaDevKernelQueue.Q_THREAD);
             h.run();
             dispatcherThread = h;
-        } catch (RuntimeException e) {
+        } catch (RuntimeException e) { // nothing queued yet: the queue leaves nothing behind
+            if (h != null) {
+                h.destroy();
+            }
             process.bufDevFree(q);
             throw new DocaException(DocaError.DOCA_ERROR_DRIVER, l.call() + ": the kernel dispatcher thread: " + e.getMessage(), e);
         }

@@ -186,7 +186,7 @@ class DocaDpaKernelLaunchTest {
         assertEquals((long) n * launches, load(rec + 8), "each rank ran once per launch");
     }
 
-    /** An image without doca-dpa-dev's kernel runtime (not linked by dpacc): the launch fails naming it, later ones are refused. */
+    /** An image without doca-dpa-dev's kernel runtime (not linked by dpacc): each launch fails at the call naming it, the context unharmed. */
     @Test
     void aLaunchOnAnImageWithoutTheKernelRuntimeFailsNamingIt() {
         FlexioFunc empty = new FlexioFunc("empty", FlexioFunc.Kind.GLOBAL, 8,
@@ -197,17 +197,13 @@ class DocaDpaKernelLaunchTest {
         dpa = DocaDpa.create(dev);
         dpa.setApp(FlexioApp.create("no_runtime", image, List.of(empty)));
         dpa.start();
-        dpa.kernelLaunchUpdateSet(null, 0, null, 0, 1, empty, 0L);
-        long deadline = System.nanoTime() + BOUND.toNanos();
-        while (dpa.kernelFailure() == null) {
-            assertTrue(System.nanoTime() < deadline, "the launch neither ran nor failed within " + BOUND);
-            Thread.onSpinWait();
-        }
-        DocaException f = dpa.kernelFailure();
+        DocaException f = assertThrows(DocaException.class, () -> dpa.kernelLaunchUpdateSet(null, 0, null, 0, 1, empty, 0L));
         assertEquals(DocaError.DOCA_ERROR_DRIVER, f.error(), f.getMessage());
         assertTrue(f.getMessage().contains("kernel runtime") && f.getMessage().contains("empty__launch"), f.getMessage());
+        assertEquals(null, dpa.kernelFailure(), "refused at the call: nothing reached the DPA, the context is unharmed");
+        assertEquals(0, dpa.kernelsPending(), "nothing taken");
         DocaException next = assertThrows(DocaException.class, () -> dpa.kernelLaunchUpdateSet(null, 0, null, 0, 1, empty, 0L));
-        assertEquals(DocaError.DOCA_ERROR_BAD_STATE, next.error(), next.getMessage());
+        assertEquals(DocaError.DOCA_ERROR_DRIVER, next.error(), "the next launch fails the same way: " + next.getMessage());
     }
 
     @Test
