@@ -17,6 +17,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
+import org.peerdirect.doca.dpa.progs.KernelProgs;
 import org.peerdirect.doca.dpa.progs.KernelProgsStubs;
 import org.peerdirect.doca.syncevent.DocaSyncEvent;
 
@@ -237,7 +238,8 @@ class DocaDpaKernelDispatchTest extends DpaLabFixture {
     /**
      * Many rounds, seeded: launches on two events, each updated by its own thread at once (host
      * updates racing each other and the DPA's dispatcher pass), thresholds stepping past and short
-     * of the value; a kernel's ranks never run before its event passed and each launch runs once.
+     * of the value; a kernel's ranks never run before its event passed (each kernel reads its own
+     * wait event at its start and counts a value not past its threshold) and each launch runs once.
      */
     @Test
     void aKernelNeverStartsBeforeItsEventPassesUnderRacingUpdates() throws Exception {
@@ -248,13 +250,20 @@ class DocaDpaKernelDispatchTest extends DpaLabFixture {
         Random rnd = new Random(43);
         int rounds = 40;
         long rec = alloc(1024);
+        long blocks = alloc(2L * rounds * KernelProgs.WS_SIZE); // each launch's: its event, its threshold, early starts, runs
+        long ha = a.kernelCompletionDpaHandle(dpa);
+        long hb = b.getDpaHandle(dpa);
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try {
             for (int r = 1; r <= rounds; r++) {
                 long ta = 2L * r;
                 long tb = 2L * r;
-                dpa.kernelLaunchUpdateAdd(a, ta, comp, 1, 1, KernelProgsStubs.HELLO_WORLD, rec);
-                dpa.kernelLaunchUpdateAdd(b, tb, comp, 1, 1, KernelProgsStubs.HELLO_WORLD, rec);
+                long ba = blocks + (2L * r - 2) * KernelProgs.WS_SIZE;
+                long bb = ba + KernelProgs.WS_SIZE;
+                dpa.h2dMemcpy(ba, ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(ha).putLong(ta).array());
+                dpa.h2dMemcpy(bb, ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(hb).putLong(tb).array());
+                dpa.kernelLaunchUpdateAdd(a, ta, comp, 1, 1, KernelProgsStubs.WAIT_SEEN, ba);
+                dpa.kernelLaunchUpdateAdd(b, tb, comp, 1, 1, KernelProgsStubs.WAIT_SEEN, bb);
                 // to the threshold, not past it: nothing may start
                 CyclicBarrier together = new CyclicBarrier(2);
                 List<Future<?>> f = new ArrayList<>();
@@ -264,7 +273,8 @@ class DocaDpaKernelDispatchTest extends DpaLabFixture {
                     x.get(30, TimeUnit.SECONDS);
                 }
                 for (int i = 0; i < 1 + rnd.nextInt(3); i++) {
-                    assertEquals(2L * (r - 1), load(rec + 8), "round " + r + ": a rank ran before its event passed");
+                    assertEquals(0, load(ba + KernelProgs.WS_RUNS) + load(bb + KernelProgs.WS_RUNS),
+                            "round " + r + ": a rank ran before its event passed");
                 }
                 // past it, at once, in a seeded order
                 List<Runnable> ups = new ArrayList<>(List.of(() -> a.updateSet(ta + 1), () -> b.updateSet(tb + 1)));
@@ -278,7 +288,10 @@ class DocaDpaKernelDispatchTest extends DpaLabFixture {
                     x.get(30, TimeUnit.SECONDS);
                 }
                 comp.waitGt(2L * r - 1, ALL, BOUND);
-                assertEquals(2L * r, load(rec + 8), "round " + r + ": each launch ran once");
+                assertEquals(1, load(ba + KernelProgs.WS_RUNS), "round " + r + ": the launch on a ran once");
+                assertEquals(1, load(bb + KernelProgs.WS_RUNS), "round " + r + ": the launch on b ran once");
+                assertEquals(0, load(ba + KernelProgs.WS_EARLY) + load(bb + KernelProgs.WS_EARLY),
+                        "round " + r + ": a kernel saw its own wait event not yet past its threshold at its start");
             }
         } finally {
             pool.shutdownNow();

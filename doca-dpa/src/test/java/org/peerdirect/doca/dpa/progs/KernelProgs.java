@@ -39,6 +39,22 @@ public final class KernelProgs {
      * A kernel whose ranks start, then wait until the host writes a non-zero gate word (at
      * {@code record + 512}) before they end: the completion event must not move while they wait.
      */
+    /** {@link #waitSeen}'s block: the wait event's DPA handle, the launch's threshold, starts seen too early, starts. */
+    public static final int WS_EVENT = 0, WS_THRESHOLD = 8, WS_EARLY = 16, WS_RUNS = 24, WS_SIZE = 32;
+
+    /**
+     * A kernel that reads its own wait event at its start (GT comparison): a value not past its
+     * threshold means it started before its event passed (values only rise in the test using it).
+     */
+    @DpaGlobal
+    static void waitSeen(long b) {
+        long v = DocaDpaDevSyncEvent.get(Dpa.ld64(b + WS_EVENT));
+        if (Long.compareUnsigned(v, Dpa.ld64(b + WS_THRESHOLD)) <= 0) {
+            Dpa.amoAdd64(b + WS_EARLY, 1);
+        }
+        Dpa.amoAdd64(b + WS_RUNS, 1);
+    }
+
     @DpaGlobal
     static void gated(long record) {
         int rank = DocaDpaDev.threadRank();
