@@ -115,6 +115,52 @@ class DocaRdmaTest extends DpaLabFixture {
     }
 
     /**
+     * A send doorbell whose producer index went backwards (two posters ringing one queue out of
+     * order) is ignored by the NIC: it fetches nothing (before, it took the index as 65535 new WQEs
+     * and ran the ring's stale and empty slots: error completions, the QP in error). A flushed
+     * write after it lands, and the first write's destination keeps its bytes though its source
+     * changed (its WQE was not run again); every completion is a good one.
+     */
+    @Test
+    void aDoorbellBehindTheFetchedIndexFetchesNothing() {
+        DocaDpaCompletion comp = polledCompletion();
+        DocaRdma writer = rdma(comp);
+        DocaRdma peer = rdma(null);
+        connect(writer, peer);
+        long src = alloc(64);
+        long dst = alloc(64);
+        dpa.h2dMemcpy(src, ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(7).putLong(42).array());
+        int srcKey = dpaMap(src, 64).devGetDpaHandle(dev);
+        DocaMmap remote = DocaMmap.createFromExport(0, dpaMap(dst, 64).exportRdma(dev), dev);
+        undo.add(remote::destroy);
+        int dstKey = remote.devGetDpaHandle(dev);
+        long h = writer.getDpaHandle();
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        dpa.rpc(RdmaProgsStubs.POST_WRITE, h, 0, dstKey, dst, srcKey, src, 8L, DocaDpaDevRdma.SUBMIT_FLAG_FLUSH);
+        while (le64(dpa.d2hMemcpy(dst, 8)) != 7) {
+            assertTrue(System.nanoTime() < deadline, "the first write landed");
+            Thread.onSpinWait();
+        }
+        dpa.h2dMemcpy(src, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(9).array()); // a rerun would carry 9
+        int pi = (int) dpa.rpc(RdmaProgsStubs.LOAD64, h + DocaDpaDevRdma.OFF_CONN + DocaDpaDevRdma.C_SQ_PI);
+        dpa.rpc(RdmaProgsStubs.RING_SQ, h, pi - 1); // behind the index the NIC fetched
+        dpa.rpc(RdmaProgsStubs.POST_WRITE, h, 0, dstKey, dst + 8, srcKey, src + 8, 8L, DocaDpaDevRdma.SUBMIT_FLAG_FLUSH);
+        while (le64(dpa.d2hMemcpy(dst + 8, 8)) != 42) { // the NIC takes doorbells in order: the bad one came first
+            assertTrue(System.nanoTime() < deadline, "the write after the bad doorbell landed: " + lab.dpa());
+            Thread.onSpinWait();
+        }
+        assertEquals(7, le64(dpa.d2hMemcpy(dst, 8)), "the first write's WQE was not run again");
+        for (int i = 0; i < 2; i++) {
+            long c = poll(comp);
+            while (c == -1 && System.nanoTime() < deadline) {
+                c = poll(comp);
+            }
+            assertEquals(DocaDpaDevCompletion.COMP_SEND, c, "completion " + i + " is the write's, no error");
+        }
+        assertEquals(-1, poll(comp), "no completion of a stale slot");
+    }
+
+    /**
      * DOCA's manual polling from a kernel: a completion context started without a thread takes
      * the writer's reported completion, and a kernel rank reading it with
      * {@code doca_dpa_dev_get_completion} sees its type and the connection's user data.

@@ -192,8 +192,11 @@ class SamplesTest {
         assertTrue(notify >= 0, out);
         int fin = dev.indexOf(t1 + "Finish");
         assertTrue(fin < 0 || fin > notify && fin == dev.lastIndexOf(t1 + "Finish"), out);
-        assertEquals(List.of("thread2_kernel: Hello from Thread #2", "thread2_kernel: Set sync event value to 10", "thread2_kernel: Finish"),
-                dev.stream().filter(l -> l.startsWith("thread2_kernel: ")).toList(), out);
+        // thread 2's "Finish" comes after its update of the event the host waits for: the host may
+        // tear down (the C sample's order) before it is printed, as DOCA's best-effort printing allows
+        List<String> t2 = dev.stream().filter(l -> l.startsWith("thread2_kernel: ")).toList();
+        List<String> t2Expected = List.of("thread2_kernel: Hello from Thread #2", "thread2_kernel: Set sync event value to 10", "thread2_kernel: Finish");
+        assertTrue(t2.equals(t2Expected) || t2.equals(t2Expected.subList(0, 2)), out);
         assertTrue(dev.stream().allMatch(l -> l.startsWith(t1) || l.startsWith("thread2_kernel: ")), "only the threads' lines:\n" + out);
         assertEquals(List.of(), m.dpa().stream().filter(l -> l.contains("process ")).toList(), "no DPA process left");
     }

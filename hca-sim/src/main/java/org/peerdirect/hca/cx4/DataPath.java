@@ -28,6 +28,11 @@ final class DataPath {
     final DmaPort port;
     /** Send WQEs the device could not parse (completed with an error CQE). */
     final AtomicLong badWqes = new AtomicLong();
+    /**
+     * Send doorbells whose producer index names more WQEs than the ring holds (an index behind the
+     * one fetched: two posters ringing one queue out of order, or garbage): ignored, nothing fetched.
+     */
+    final AtomicLong badDoorbells = new AtomicLong();
     /** Descriptor or doorbell-record reads and writes the IOMMU stopped. */
     final AtomicLong dmaFaults = new AtomicLong();
 

@@ -194,6 +194,13 @@ final class MemQp {
                     return;
                 }
             }
+            if ((target - sqFetched & 0xffff) > sqBbs) {
+                // more WQEs than the ring holds: an index behind the one fetched (posters racing on
+                // one queue rang out of order) or garbage. [model] Ignored, counted: fetching would
+                // run the ring's stale slots again, a silent wrong answer.
+                dp.badDoorbells.incrementAndGet();
+                return;
+            }
             while ((target - sqFetched & 0xffff) != 0) {
                 if (sqTail - hw.sqConsumerIndex() >= hw.sqSize()) {
                     break; // the driver rang past what its ring can hold: the rest waits for the next doorbell

@@ -140,7 +140,8 @@ final class Transport {
 
     /** What the model shows tools. */
     String describe() {
-        return String.format("CQs %d, QPs %d, mkeys %d, WQEs fetched %d (by BlueFlame %d), CQEs written %d, bad WQEs %d, DMA faults %d", cqCount(), qpCount(),
-                mkeyCount(), wqesFetched(), wqesBlueFlame(), cqesWritten(), dp.badWqes.get(), dp.dmaFaults.get());
+        return String.format("CQs %d, QPs %d, mkeys %d, WQEs fetched %d (by BlueFlame %d), CQEs written %d, bad WQEs %d, bad doorbells %d,"
+                + " DMA faults %d", cqCount(), qpCount(), mkeyCount(), wqesFetched(), wqesBlueFlame(), cqesWritten(), dp.badWqes.get(),
+                dp.badDoorbells.get(), dp.dmaFaults.get());
     }
 }

@@ -194,6 +194,14 @@ public final class RdmaProgs {
         return 0;
     }
 
+    /** A send doorbell of connection 0 at producer index {@code pi}, rung by hand (a poster out of order). */
+    @DpaRpc
+    static long ringSq(long rdma, int pi) {
+        FlexioDev.outboxConfig(Dpa.ld32(rdma + DocaDpaDevRdma.OFF_OUTBOX));
+        FlexioDev.qpSqRingDb(pi, Dpa.ld32(rdma + DocaDpaDevRdma.OFF_CONN + DocaDpaDevRdma.C_QPN));
+        return 0;
+    }
+
     /** {@code len} bytes written on connection 0 (not flushed, no report), then the remote event set to {@code count} ({@code signal_set}). */
     @DpaRpc
     static long writeThenSignalSet(long rdma, int dstMmap, long dst, int srcMmap, long src, long length, long event, long count) {
