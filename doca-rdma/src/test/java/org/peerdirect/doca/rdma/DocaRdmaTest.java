@@ -78,22 +78,40 @@ class DocaRdmaTest extends DpaLabFixture {
         return dpa.rpc(RdmaProgsStubs.POLL_ONE, c.getDpaHandle());
     }
 
-    @Test
-    void aWriteFromTheDpaLandsAndIsReportedOnlyWhenAskedAndFlushed() {
+    /**
+     * A writer connected to a peer, its completions to a polled context, 64 bytes of DPA memory as
+     * its source (holding {@code words}, mapped) and 64 as the peer's destination, whose map
+     * reaches the writer by its export as two hosts do.
+     */
+    private record Writer(DocaDpaCompletion comp, long h, long src, int srcKey, long dst, int dstKey) {
+    }
+
+    private Writer writer(long... words) {
         DocaDpaCompletion comp = polledCompletion();
         DocaRdma writer = rdma(comp);
-        DocaRdma peer = rdma(null);
-        connect(writer, peer);
+        connect(writer, rdma(null));
         long src = alloc(64);
         long dst = alloc(64);
-        dpa.h2dMemcpy(src, ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(0x1122334455667788L).putLong(42).array());
+        ByteBuffer b = ByteBuffer.allocate(8 * words.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (long w : words) {
+            b.putLong(w);
+        }
+        dpa.h2dMemcpy(src, b.array());
         int srcKey = dpaMap(src, 64).devGetDpaHandle(dev);
-        DocaMmap dstMap = dpaMap(dst, 64);
-        // the peer's map reaches the writer by its export, as two hosts do
-        DocaMmap remote = DocaMmap.createFromExport(0, dstMap.exportRdma(dev), dev);
+        DocaMmap remote = DocaMmap.createFromExport(0, dpaMap(dst, 64).exportRdma(dev), dev);
         undo.add(remote::destroy);
-        int dstKey = remote.devGetDpaHandle(dev);
-        long h = writer.getDpaHandle();
+        return new Writer(comp, writer.getDpaHandle(), src, srcKey, dst, remote.devGetDpaHandle(dev));
+    }
+
+    @Test
+    void aWriteFromTheDpaLandsAndIsReportedOnlyWhenAskedAndFlushed() {
+        Writer wr = writer(0x1122334455667788L, 42);
+        DocaDpaCompletion comp = wr.comp();
+        long h = wr.h();
+        long src = wr.src();
+        long dst = wr.dst();
+        int srcKey = wr.srcKey();
+        int dstKey = wr.dstKey();
 
         dpa.rpc(RdmaProgsStubs.POST_WRITE, h, 0, dstKey, dst, srcKey, src, 8L, DocaDpaDevRdma.SUBMIT_FLAG_NONE);
         assertEquals(-1, poll(comp), "not flushed: no completion");
@@ -123,18 +141,13 @@ class DocaRdmaTest extends DpaLabFixture {
      */
     @Test
     void aDoorbellBehindTheFetchedIndexFetchesNothing() {
-        DocaDpaCompletion comp = polledCompletion();
-        DocaRdma writer = rdma(comp);
-        DocaRdma peer = rdma(null);
-        connect(writer, peer);
-        long src = alloc(64);
-        long dst = alloc(64);
-        dpa.h2dMemcpy(src, ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(7).putLong(42).array());
-        int srcKey = dpaMap(src, 64).devGetDpaHandle(dev);
-        DocaMmap remote = DocaMmap.createFromExport(0, dpaMap(dst, 64).exportRdma(dev), dev);
-        undo.add(remote::destroy);
-        int dstKey = remote.devGetDpaHandle(dev);
-        long h = writer.getDpaHandle();
+        Writer wr = writer(7, 42);
+        DocaDpaCompletion comp = wr.comp();
+        long h = wr.h();
+        long src = wr.src();
+        long dst = wr.dst();
+        int srcKey = wr.srcKey();
+        int dstKey = wr.dstKey();
         long deadline = System.nanoTime() + 30_000_000_000L;
         dpa.rpc(RdmaProgsStubs.POST_WRITE, h, 0, dstKey, dst, srcKey, src, 8L, DocaDpaDevRdma.SUBMIT_FLAG_FLUSH);
         while (le64(dpa.d2hMemcpy(dst, 8)) != 7) {
@@ -167,16 +180,8 @@ class DocaRdmaTest extends DpaLabFixture {
      */
     @Test
     void aKernelPollsACompletionContextThatHasNoThread() {
-        DocaDpaCompletion comp = polledCompletion();
-        DocaRdma writer = rdma(comp);
-        DocaRdma peer = rdma(null);
-        connect(writer, peer);
-        long src = alloc(64);
-        long dst = alloc(64);
-        dpa.h2dMemcpy(src, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0x5a5a).array());
-        int srcKey = dpaMap(src, 64).devGetDpaHandle(dev);
-        DocaMmap remote = DocaMmap.createFromExport(0, dpaMap(dst, 64).exportRdma(dev), dev);
-        undo.add(remote::destroy);
+        Writer wr = writer(0x5a5a);
+        DocaDpaCompletion comp = wr.comp();
         DocaSyncEvent done = DocaSyncEvent.create();
         done.addPublisherLocationDpa(dpa);
         done.addSubscriberLocationCpu(dev);
@@ -186,14 +191,13 @@ class DocaRdmaTest extends DpaLabFixture {
         dpa.h2dMemcpy(b, ByteBuffer.allocate(24).order(ByteOrder.LITTLE_ENDIAN).putLong(comp.getDpaHandle()).putLong(-1).putLong(-1).array());
 
         dpa.kernelLaunchUpdateSet(null, 0, done, 1, 1, RdmaProgsStubs.POLL_KERNEL, b); // polls before anything arrives
-        dpa.rpc(RdmaProgsStubs.POST_WRITE, writer.getDpaHandle(), 0, remote.devGetDpaHandle(dev), dst, srcKey, src, 8L,
-                DocaDpaDevRdma.SUBMIT_FLAG_FLUSH);
+        dpa.rpc(RdmaProgsStubs.POST_WRITE, wr.h(), 0, wr.dstKey(), wr.dst(), wr.srcKey(), wr.src(), 8L, DocaDpaDevRdma.SUBMIT_FLAG_FLUSH);
         done.waitGt(0, -1L, java.time.Duration.ofSeconds(60));
         assertEquals(1, done.get(), "the polling kernel ended: " + dpa.kernelFailure());
         ByteBuffer r = ByteBuffer.wrap(dpa.d2hMemcpy(b + 8, 16)).order(ByteOrder.LITTLE_ENDIAN);
         assertEquals(DocaDpaDevCompletion.COMP_SEND, r.getLong(), "the kernel read the write's completion");
         assertEquals(0, r.getLong(), "its user data: the writer's connection 0");
-        assertEquals(0x5a5a, le64(dpa.d2hMemcpy(dst, 8)), "the write landed");
+        assertEquals(0x5a5a, le64(dpa.d2hMemcpy(wr.dst(), 8)), "the write landed");
         assertEquals(-1, poll(comp), "acknowledged: nothing left");
     }
 
