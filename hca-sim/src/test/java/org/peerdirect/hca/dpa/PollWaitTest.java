@@ -138,7 +138,7 @@ class PollWaitTest extends DpaRig {
      * {@link DpaConfig#pollSpin} is not line-filtered (it watches the write count), so a spin that
      * another line's write ended must not make the next quiet row spin again: with unrelated
      * traffic flowing (NIC writes to another line every ~50 µs), a hart whose wait a write of its
-     * own line ended spins once, at most twice more, then waits (filtered) again. Before, each quiet row spun,
+     * own line ended spins once, then waits (filtered) again: no more spins than waits a write ended. Before, each quiet row spun,
      * ended by the next unrelated write, for as long as the traffic lasted.
      */
     @Test
@@ -159,7 +159,12 @@ class PollWaitTest extends DpaRig {
         nicStore(heap + 16, 5); // its own line, amid the traffic: the wait ends by a write
         traffic.join();
         long[] spins = unit.mm.polls.spinCounts();
-        assertTrue(spins[0] + spins[1] <= 3, "spins under unrelated traffic: " + java.util.Arrays.toString(spins));
+        long woken = unit.mm.polls.counts()[0];
+        // each spin follows a wait a write ended (a write landing between a quiet row's start and its wait's
+        // registration counts as the row's own, so some remain); before the fix a spin that unrelated traffic ended
+        // led to the next spin, row after row (measured: 134 to 1080 spins, 45 to 106 ms of the 150 spinning)
+        assertTrue(spins[0] + spins[1] <= woken + 1, "spins (by a write, to the bound, ns) " + java.util.Arrays.toString(spins)
+                + " against " + woken + " waits a write ended");
         assertEquals(0, peek(heap + 8), "still polling");
         nicStore(heap, 1);
         settle();
