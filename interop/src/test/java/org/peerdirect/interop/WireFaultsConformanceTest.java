@@ -232,15 +232,20 @@ class WireFaultsConformanceTest {
         }
         Map<String, Long> peerAfter = peerCounters(peer);
         Map<String, Long> usAfter = u.model.wire(1).counters().snapshot();
-        System.out.printf("conformance: %s against %s in %.1f s; faults %s%n  ours: %s%n  peer: %s%n", c, peer, (System.nanoTime() - t0) / 1e9,
-                c.faults, diff(usAfter, usBefore), diff(peerAfter, peerBefore));
+        System.out.printf("conformance: %s against %s in %.1f s; faults %s (dropped %d, FIRST/MIDDLE %d)%n  ours: %s%n  peer: %s%n", c, peer,
+                (System.nanoTime() - t0) / 1e9, c.faults, link.dropped.get(), link.droppedFirstOrMiddle.get(), diff(usAfter, usBefore),
+                diff(peerAfter, peerBefore));
         assertFalse(out[0].contains("invalid data"), out[0]);
         assertTrue(out[1].contains("validated 60 received buffers"), out[1]);
         switch (c) {
             case LOSS -> {
                 assertTrue(link.dropped.get() > 0, "frames were dropped");
-                assertTrue(delta(peerAfter, peerBefore, "out_of_seq_request") > 0, "a lost FIRST/MIDDLE is a gap at the peer");
-                assertTrue(delta(usAfter, usBefore, "rcvd_seq_err") > 0, "the peer's sequence NAK came back");
+                // which of the seeded drops hit a FIRST/MIDDLE depends on how requests and ACKs interleave (CI once
+                // saw only LAST/ONLY packets and ACKs lost: repaired by the timeout alone, no gap); when one did:
+                if (link.droppedFirstOrMiddle.get() > 0) {
+                    assertTrue(delta(peerAfter, peerBefore, "out_of_seq_request") > 0, "a lost FIRST/MIDDLE is a gap at the peer");
+                    assertTrue(delta(usAfter, usBefore, "rcvd_seq_err") > 0, "the peer's sequence NAK came back");
+                }
                 assertTrue(delta(usAfter, usBefore, "completer_retry_err") > 0, "this side retried");
             }
             case DUPLICATE -> assertTrue(delta(peerAfter, peerBefore, "duplicate_request") > 0, "the peer saw the duplicates");

@@ -45,10 +45,17 @@ public final class FaultyLink implements Link {
     private Frame held;
     private ScheduledThreadPoolExecutor timer;
     public final AtomicLong dropped = new AtomicLong();
+    /** Of {@link #dropped}: RC SEND or RDMA WRITE FIRST and MIDDLE packets, whose loss the receiver sees as a gap (the next packet is out of sequence). */
+    public final AtomicLong droppedFirstOrMiddle = new AtomicLong();
     public final AtomicLong duplicated = new AtomicLong();
     public final AtomicLong reordered = new AtomicLong();
     public final AtomicLong corrupted = new AtomicLong();
     public final AtomicLong delayed = new AtomicLong();
+
+    /** RC SEND_FIRST, SEND_MIDDLE, RDMA_WRITE_FIRST, RDMA_WRITE_MIDDLE ({@code ib_pack.h}). */
+    private static boolean isFirstOrMiddle(int opcode) {
+        return opcode == 0x00 || opcode == 0x01 || opcode == 0x06 || opcode == 0x07;
+    }
 
     public FaultyLink(Link inner, Faults faults) {
         this.inner = inner;
@@ -89,6 +96,9 @@ public final class FaultyLink implements Link {
         }
         if (rng.nextDouble() < faults.drop()) {
             dropped.incrementAndGet();
+            if (f.len > RxeNet.BTH && isFirstOrMiddle(f.seg.get(java.lang.foreign.ValueLayout.JAVA_BYTE, RxeNet.BTH) & 0xff)) {
+                droppedFirstOrMiddle.incrementAndGet();
+            }
             return true;
         }
         Frame out = f;
